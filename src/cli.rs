@@ -1,0 +1,65 @@
+//! The clap definitions: every flag is defined once here and reused for `--help`, the man
+//! pages and shell completions.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Hands a session transcript from one writer to the next without ever having two writers.
+///
+/// writerctl reads and writes qwen-code's session-writer lock directories
+/// (R/tmp/session-writer-locks). Every command takes --json, never needs a TTY, and exits
+/// with a stable code: 0 ok, 1 failure, 2 usage, 3 conflict, 4 integrity (fail closed),
+/// 7 disabled by gate, 75 unavailable (retry later).
+#[derive(Debug, Parser)]
+#[command(name = "writerctl", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    /// Print one JSON document on stdout (errors as {"error":{"code","message","hint"}}).
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// Add causes to error messages (never an owner id).
+    #[arg(long, short = 'v', global = true)]
+    pub verbose: bool,
+
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// writerctl's subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Take the session's writer lock (prints the owner token, or writes it to --token-file).
+    Acquire(crate::commands::acquire::AcquireArgs),
+    /// Release a lock you own (ordinary close); the token comes from --token-file or
+    /// WRITERCTL_OWNER_TOKEN.
+    Release(crate::commands::release::ReleaseArgs),
+    /// Show what is on disk for one session, or for every session under the runtime
+    /// directory, with the next safe step.
+    Status(crate::commands::status::StatusArgs),
+}
+
+/// How a lock-file command addresses one session.
+#[derive(Debug, Clone, Args)]
+pub struct SessionArgs {
+    /// Runtime directory R [env: WRITERCTL_RUNTIME_DIR, then QWEN_RUNTIME_DIR].
+    #[arg(long, value_name = "DIR")]
+    pub runtime_dir: Option<PathBuf>,
+
+    /// Session id (any non-empty string; the lock file name encodes it as qwen-code does).
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+
+    /// Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock].
+    #[arg(long, value_name = "PATH")]
+    pub lock: Option<PathBuf>,
+
+    /// Transcript path relative to R [default: chats/<ID>.jsonl].
+    #[arg(long, value_name = "K", conflicts_with = "project_root")]
+    pub transcript_key: Option<String>,
+
+    /// Use qwen-code's transcript key projects/<sanitized DIR>/chats/<ID>.jsonl.
+    #[arg(long, value_name = "DIR")]
+    pub project_root: Option<PathBuf>,
+}

@@ -1,0 +1,8 @@
+//! One module per subcommand: flags, output, and calls into the engines. No protocol work
+//! happens here.
+
+pub mod acquire;
+pub mod output;
+pub mod release;
+pub mod session;
+pub mod status;

@@ -1,0 +1,57 @@
+//! `writerctl release`.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use serde::Serialize;
+use writerctl::lockfile::{DirMode, open_site, release};
+
+use super::output::Output;
+use super::session::{read_token, resolve};
+use crate::cli::SessionArgs;
+
+/// Release a lock you own (ordinary close).
+///
+/// Removes the lock only if it is exactly the active record your token owns; anything else
+/// is left untouched.
+#[derive(Debug, Args)]
+pub struct ReleaseArgs {
+    #[command(flatten)]
+    pub session: SessionArgs,
+
+    /// Read the owner token from this file [default: env WRITERCTL_OWNER_TOKEN].
+    #[arg(long, value_name = "F")]
+    pub token_file: Option<PathBuf>,
+}
+
+#[derive(Serialize)]
+struct ReleaseJson<'a> {
+    session_id: &'a str,
+    state: &'static str,
+    lock_path: String,
+    retired_file_left: bool,
+}
+
+/// Runs `release`.
+pub fn run(args: ReleaseArgs, out: Output) -> Result<()> {
+    let r = resolve(&args.session)?;
+    let token = read_token(args.token_file.as_deref())?;
+    let site = open_site(&r.runtime_dir, r.paths.clone(), &r.session_id, DirMode::Existing)?;
+    let outcome = release(&site, &token)?;
+    let lock_path = site.lock_path().display().to_string();
+    if out.json {
+        out.json(&ReleaseJson {
+            session_id: &r.session_id,
+            state: "released",
+            lock_path,
+            retired_file_left: outcome.retired_left,
+        })?;
+    } else {
+        out.line(&format!("released session {}", r.session_id))?;
+        if outcome.retired_left {
+            out.note("note: the retired record could not be unlinked; `writerctl status` lists it");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,91 @@
+//! Resolving `--runtime-dir`, `--session`, `--lock` and the owner token into engine inputs.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use writerctl::lockfile::{LockError, LockPaths, OwnerToken};
+
+use crate::cli::SessionArgs;
+
+/// A resolved session address.
+pub struct Resolved {
+    /// Absolute runtime directory.
+    pub runtime_dir: PathBuf,
+    /// Session id.
+    pub session_id: String,
+    /// Lock paths.
+    pub paths: LockPaths,
+}
+
+/// Makes `p` absolute lexically (no symlink resolution), as qwen's `path.resolve` does.
+fn absolute(p: &Path) -> Result<PathBuf> {
+    Ok(std::path::absolute(p)?)
+}
+
+/// `~` expansion for QWEN_RUNTIME_DIR, as qwen-code does.
+fn expand_tilde(s: &str) -> PathBuf {
+    if s == "~" || s.starts_with("~/") {
+        if let Some(home) = std::env::var_os("HOME") {
+            return PathBuf::from(home).join(s.trim_start_matches('~').trim_start_matches('/'));
+        }
+    }
+    PathBuf::from(s)
+}
+
+/// The runtime directory: flag, then WRITERCTL_RUNTIME_DIR, then QWEN_RUNTIME_DIR.
+pub fn runtime_dir(args: &SessionArgs) -> Result<PathBuf> {
+    let raw = if let Some(p) = &args.runtime_dir {
+        p.clone()
+    } else if let Some(p) = std::env::var_os("WRITERCTL_RUNTIME_DIR").filter(|v| !v.is_empty()) {
+        PathBuf::from(p)
+    } else if let Some(p) = std::env::var("QWEN_RUNTIME_DIR").ok().filter(|v| !v.is_empty()) {
+        expand_tilde(&p)
+    } else {
+        return Err(LockError::InvalidArgument(
+            "no runtime directory: pass --runtime-dir DIR or set WRITERCTL_RUNTIME_DIR (or QWEN_RUNTIME_DIR)".into(),
+        )
+        .into());
+    };
+    absolute(&raw)
+}
+
+/// Resolves a command that needs one session.
+pub fn resolve(args: &SessionArgs) -> Result<Resolved> {
+    let runtime_dir = runtime_dir(args)?;
+    let session_id = match &args.session {
+        Some(s) if !s.is_empty() => s.clone(),
+        Some(_) => return Err(LockError::InvalidArgument("--session must not be empty".into()).into()),
+        None => {
+            return Err(LockError::InvalidArgument("missing --session ID (the session whose lock to use)".into()).into());
+        }
+    };
+    let paths = match &args.lock {
+        Some(lock) => LockPaths::for_lock_path(&absolute(lock)?).ok_or_else(|| {
+            LockError::InvalidArgument(format!("--lock {} has no usable UTF-8 file name", lock.display()))
+        })?,
+        None => LockPaths::for_session(&runtime_dir, &session_id),
+    };
+    Ok(Resolved { runtime_dir, session_id, paths })
+}
+
+/// Reads the owner token from `--token-file` or WRITERCTL_OWNER_TOKEN (never argv).
+pub fn read_token(token_file: Option<&Path>) -> Result<OwnerToken> {
+    let text = match token_file {
+        Some(f) => std::fs::read_to_string(f).map_err(|e| {
+            LockError::InvalidArgument(format!("cannot read token file {}: {e}", f.display()))
+        })?,
+        None => std::env::var("WRITERCTL_OWNER_TOKEN").map_err(|_| {
+            LockError::InvalidArgument("no owner token: pass --token-file F or set WRITERCTL_OWNER_TOKEN".into())
+        })?,
+    };
+    Ok(OwnerToken::parse(&text).ok_or_else(|| LockError::InvalidArgument("the owner token is empty".into()))?)
+}
+
+/// Creates `path` exclusively with mode 0600 and writes the token; refuses to overwrite.
+pub fn write_token_file(path: &Path, token: &OwnerToken) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    f.write_all(format!("{}\n", token.expose()).as_bytes())?;
+    f.sync_all()
+}

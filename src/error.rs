@@ -1,0 +1,131 @@
+//! The stable error-code registry.
+//!
+//! Every error an engine can return maps to exactly one [`ErrorCode`]; every code has one
+//! process exit status. Scripts and Kubernetes manifests match on these strings and numbers,
+//! so a code is never renamed, reused or removed (the registry is snapshot-tested in
+//! `tests/it/codes.rs`). New codes are appended.
+
+use std::fmt;
+
+/// A stable, machine-readable error code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// Another writer holds the session (a live owner, a fenced foreign-host or
+    /// other-boot record, a stale record under managed mode, a sealed record without
+    /// certified takeover).
+    SessionWriterConflict,
+    /// Ownership could not be verified: a transition claim exists, a guard is held, an
+    /// I/O error, the retry budget ran out, a managed (schema 3) record. Retrying never
+    /// authorizes a bypass.
+    SessionWriterUnavailable,
+    /// The transcript no longer matches what the lock records.
+    SessionTranscriptChanged,
+    /// The lock path holds something that is not a valid record for this session.
+    SessionLockMalformed,
+    /// The transcript path is unsafe (symlink, not a regular file, outside the runtime dir).
+    SessionTranscriptUnsafe,
+    /// The caller's owner token does not own the lock (or ownership was lost).
+    SessionNotOwner,
+    /// The feature gate `experimental.session_writer_lease` is off.
+    FeatureDisabled,
+    /// A command-line argument or its environment equivalent is invalid or missing.
+    InvalidArgument,
+    /// The runtime directory does not exist (writerctl never creates it).
+    RuntimeDirMissing,
+    /// The command line could not be parsed.
+    Usage,
+    /// Any failure with no more specific code.
+    Internal,
+}
+
+impl ErrorCode {
+    /// Every code, in registry order. Append only.
+    pub const ALL: &'static [ErrorCode] = &[
+        ErrorCode::SessionWriterConflict,
+        ErrorCode::SessionWriterUnavailable,
+        ErrorCode::SessionTranscriptChanged,
+        ErrorCode::SessionLockMalformed,
+        ErrorCode::SessionTranscriptUnsafe,
+        ErrorCode::SessionNotOwner,
+        ErrorCode::FeatureDisabled,
+        ErrorCode::InvalidArgument,
+        ErrorCode::RuntimeDirMissing,
+        ErrorCode::Usage,
+        ErrorCode::Internal,
+    ];
+
+    /// The string scripts match on.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::SessionWriterConflict => "session_writer_conflict",
+            ErrorCode::SessionWriterUnavailable => "session_writer_unavailable",
+            ErrorCode::SessionTranscriptChanged => "session_transcript_changed",
+            ErrorCode::SessionLockMalformed => "session_lock_malformed",
+            ErrorCode::SessionTranscriptUnsafe => "session_transcript_unsafe",
+            ErrorCode::SessionNotOwner => "session_not_owner",
+            ErrorCode::FeatureDisabled => "feature_disabled",
+            ErrorCode::InvalidArgument => "invalid_argument",
+            ErrorCode::RuntimeDirMissing => "runtime_dir_missing",
+            ErrorCode::Usage => "usage",
+            ErrorCode::Internal => "internal",
+        }
+    }
+
+    /// The process exit status for this code (DESIGN.md "Exit codes").
+    pub fn exit_code(self) -> u8 {
+        match self {
+            ErrorCode::Internal => 1,
+            ErrorCode::Usage | ErrorCode::InvalidArgument | ErrorCode::RuntimeDirMissing => 2,
+            ErrorCode::SessionWriterConflict | ErrorCode::SessionNotOwner => 3,
+            ErrorCode::SessionTranscriptChanged
+            | ErrorCode::SessionLockMalformed
+            | ErrorCode::SessionTranscriptUnsafe => 4,
+            ErrorCode::FeatureDisabled => 7,
+            ErrorCode::SessionWriterUnavailable => 75,
+        }
+    }
+
+    /// One sentence for the README / man page table.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            ErrorCode::SessionWriterConflict => {
+                "another writer holds the session; the fence blocked access (not proof that it is alive)"
+            }
+            ErrorCode::SessionWriterUnavailable => {
+                "ownership could not be verified (claim present, guard held, I/O error); retry later, never bypass"
+            }
+            ErrorCode::SessionTranscriptChanged => "the transcript no longer matches the lock's proof",
+            ErrorCode::SessionLockMalformed => {
+                "the lock path holds no valid record for this session (bad JSON, unknown schema, not a regular file, other session)"
+            }
+            ErrorCode::SessionTranscriptUnsafe => {
+                "the transcript path is unsafe (symlink, non-regular file, outside the runtime directory)"
+            }
+            ErrorCode::SessionNotOwner => "the owner token does not own this lock, or ownership was lost",
+            ErrorCode::FeatureDisabled => "experimental.session_writer_lease is off",
+            ErrorCode::InvalidArgument => "an argument or environment value is invalid or missing",
+            ErrorCode::RuntimeDirMissing => "the runtime directory does not exist",
+            ErrorCode::Usage => "the command line could not be parsed",
+            ErrorCode::Internal => "unexpected failure",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn codes_are_unique() {
+        let names: HashSet<_> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(names.len(), ErrorCode::ALL.len());
+    }
+}

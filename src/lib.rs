@@ -1,0 +1,15 @@
+//! writerctl: certified session-writer handoff over qwen-code compatible lock files.
+//!
+//! The library holds the engines; the `writerctl` binary (`src/main.rs`, `src/cli.rs`,
+//! `src/commands/`) only parses arguments, calls into them and prints. Engines never
+//! print and never read argv.
+//!
+//! * [`lockfile`] — the local lock-file engine of seed 001: records, process identity and
+//!   liveness, the install/inspect/remove primitives, ordinary acquisition with stale-owner
+//!   reclaim, release, and the read-only `status` classifier.
+//! * [`error`] — the stable error-code registry shared by every engine and the CLI.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod lockfile;

@@ -1,0 +1,429 @@
+//! Opening a lock site, ordinary acquisition (QWEN_FORMAT §5.2), stale-owner reclaim
+//! (§5.4) and the post-install verification (§5.3).
+//!
+//! # Calling sequence
+//!
+//! ```text
+//! open_site(R, paths, session, Create) ─► acquire(site, opts) ─► Lease ─► release(site, token)
+//! ```
+//!
+//! # States a crash can leave
+//!
+//! * during install: `L.<owner>.tmp` (never a torn `L`);
+//! * after install, before verification: our complete active `L` — live while the holder
+//!   process runs, stale (reclaimable by plain acquire) once it is gone;
+//! * during reclaim: `L.reclaim.<stale>` (our record; blocks other reclaimers while our
+//!   holder lives, is chained past once it is gone) and `L.stale.<pid>.<uuid>` (the stale
+//!   record moved aside; `L` is then missing or ours).
+//!
+//! # Why the claim is checked twice
+//!
+//! A seal or takeover (seed 001 "Fixed claim") temporarily removes `L` while holding
+//! `L.claim`. An acquirer can pass the first check just before the claim appears and then
+//! install into the gap; the second check, right after the install, catches that and removes
+//! our exact record so the transition's bounded candidate wait (§5.7) can finish. Our record
+//! is schema 2 and for the same session precisely so a qwen transition recognises it as a
+//! claim-aware candidate and waits instead of failing.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::thread::sleep;
+
+use time::OffsetDateTime;
+
+use super::error::{HolderInfo, LockError, Unavailable};
+use super::identity::{LocalDomain, ProcessProbe};
+use super::paths::{LOCK_SUBDIR, LockPaths};
+use super::primitives::{
+    Inspection, MALFORMED_RETRY_DELAY, check_claim, inspect_record, install, remove_owned, same_regular,
+};
+use super::record::{Holder, LockRecord, OwnerToken, Schema, new_active_record};
+use super::release::release_lease;
+use super::sys::{self, Dir, DirSyncError, FileMeta, Kind, ReadRegular, is_enoent, mkdir_0700};
+
+/// `ACQUIRE_ATTEMPTS`.
+pub const ACQUIRE_ATTEMPTS: u32 = 8;
+/// Reclaim guard attempts (§5.4 step 1).
+pub const GUARD_ATTEMPTS: u32 = 8;
+
+/// Whether opening a site may create the lock directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirMode {
+    /// Create `R/tmp/session-writer-locks` (0700) if missing; `R` itself must exist.
+    Create,
+    /// Never create anything (status, release).
+    Existing,
+}
+
+/// One session's lock, with its directory held open.
+#[derive(Debug)]
+pub struct LockSite {
+    /// Names of `L` and its side files.
+    pub paths: LockPaths,
+    /// The open lock directory.
+    pub dir: Dir,
+    /// The session id records must carry.
+    pub session_id: String,
+    /// The identity domain liveness is judged in.
+    pub local: LocalDomain,
+}
+
+impl LockSite {
+    /// Full path of `L`.
+    pub fn lock_path(&self) -> PathBuf {
+        self.paths.lock_path()
+    }
+}
+
+/// Checks that the runtime directory exists and is a directory (following a symlink at `R`
+/// itself, as qwen does: only the lock directory must not be a symlink).
+pub fn check_runtime_dir(runtime_dir: &Path) -> Result<(), LockError> {
+    match sys::stat_path(runtime_dir) {
+        Ok(m) if m.kind == Kind::Directory => Ok(()),
+        Ok(_) => Err(LockError::InvalidArgument(format!(
+            "runtime directory {} is not a directory",
+            runtime_dir.display()
+        ))),
+        Err(e) if is_enoent(&e) => Err(LockError::RuntimeDirMissing(runtime_dir.to_path_buf())),
+        Err(e) => Err(LockError::io(format!("stat runtime directory {}", runtime_dir.display()), e)),
+    }
+}
+
+/// Opens the lock directory of `paths` (QWEN_FORMAT §1.1): with [`DirMode::Create`] it makes
+/// the standard `R/tmp/session-writer-locks` (0700) first. The directory must not be a
+/// symlink; anything else is `session_writer_unavailable`.
+pub fn open_site(
+    runtime_dir: &Path,
+    paths: LockPaths,
+    session_id: &str,
+    mode: DirMode,
+) -> Result<LockSite, LockError> {
+    if session_id.is_empty() {
+        return Err(LockError::InvalidArgument("session id must not be empty".into()));
+    }
+    check_runtime_dir(runtime_dir)?;
+    if mode == DirMode::Create && paths.dir == runtime_dir.join(LOCK_SUBDIR) {
+        for p in [runtime_dir.join("tmp"), runtime_dir.join(LOCK_SUBDIR)] {
+            mkdir_0700(&p).map_err(|e| LockError::io(format!("create {}", p.display()), e))?;
+        }
+    }
+    let dir = open_lock_dir(&paths.dir)?;
+    Ok(LockSite { paths, dir, session_id: session_id.to_owned(), local: LocalDomain::current() })
+}
+
+/// Opens a lock directory, mapping "not a real directory" to its own reason.
+pub fn open_lock_dir(path: &Path) -> Result<Dir, LockError> {
+    Dir::open(path).map_err(|e| {
+        let not_dir = matches!(
+            e.raw_os_error(),
+            Some(code) if code == rustix::io::Errno::LOOP.raw_os_error()
+                || code == rustix::io::Errno::NOTDIR.raw_os_error()
+        );
+        let reason = if not_dir { Unavailable::LockDirNotDirectory } else { Unavailable::Io };
+        LockError::Unavailable { reason, detail: Some(path.display().to_string()), source: Some(e) }
+    })
+}
+
+/// Maps a directory sync failure to the engine's error.
+pub(crate) fn sync_error(e: DirSyncError) -> LockError {
+    match e {
+        DirSyncError::Changed => LockError::unavailable(Unavailable::LockDirChanged),
+        DirSyncError::Io(e) => LockError::io("fsync lock directory", e),
+    }
+}
+
+/// qwen's `reclaimPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReclaimPolicy {
+    /// Plain acquisition: reclaim a provably stale local owner.
+    Local,
+    /// Managed mode: never reclaim; a stale owner is a conflict.
+    Never,
+}
+
+/// What to acquire with.
+#[derive(Debug, Clone)]
+pub struct AcquireOptions {
+    /// The process the record names as holder.
+    pub holder: Holder,
+    /// `process_kind` (one of interactive, acp, daemon, unknown).
+    pub process_kind: String,
+    /// Reclaim policy.
+    pub reclaim: ReclaimPolicy,
+}
+
+/// An acquired lock.
+#[derive(Debug)]
+pub struct Lease {
+    /// The owner token (secret).
+    pub owner: OwnerToken,
+    /// Our exact record.
+    pub record: LockRecord,
+    /// Identity of `L` as verified after install.
+    pub meta: FileMeta,
+    /// True when a stale owner was reclaimed on the way.
+    pub reclaimed: bool,
+}
+
+/// Ordinary acquisition (§5.2): claim check, install, claim check, verify; on an existing
+/// record, conflict / malformed / reclaim by the table in the module docs.
+pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe) -> Result<Lease, LockError> {
+    if !super::record::PROCESS_KINDS.contains(&opts.process_kind.as_str()) {
+        return Err(LockError::InvalidArgument(format!(
+            "process kind `{}` is not one of interactive, acp, daemon, unknown",
+            opts.process_kind
+        )));
+    }
+    let owner = OwnerToken::generate();
+    let record = new_active_record(&site.session_id, &owner, &opts.holder, &opts.process_kind, OffsetDateTime::now_utc())
+        .map_err(|m| LockError::InvalidArgument(format!("cannot build a valid record: {m}")))?;
+    let claim = site.paths.claim();
+    for _ in 0..ACQUIRE_ATTEMPTS {
+        check_claim(&site.dir, &claim)?;
+        if install(&site.dir, &site.paths.lock_name, &record.raw, owner.expose())? {
+            if let Err(e) = check_claim(&site.dir, &claim) {
+                // A transition claimed the path after our first check: leave its gap empty.
+                let _ = remove_owned(&site.dir, &site.paths.lock_name, owner.expose());
+                return Err(e);
+            }
+            let meta = finish_acquisition(site, &owner, &record)?;
+            return Ok(Lease { owner, record, meta, reclaimed: false });
+        }
+        match inspect_record(&site.dir, &site.paths.lock_name, &site.session_id, &site.local, probe) {
+            Inspection::Missing => continue,
+            Inspection::Active(existing, liveness) => {
+                if liveness.is_live() {
+                    return Err(conflict(site, &existing, false));
+                }
+                if matches!(existing.schema, Schema::V3 { .. }) {
+                    return Err(LockError::unavailable(Unavailable::ManagedSchema));
+                }
+                if opts.reclaim == ReclaimPolicy::Never {
+                    return Err(conflict(site, &existing, true));
+                }
+                return reclaim(site, &owner, &record, &existing, probe);
+            }
+            Inspection::Sealed(existing) => {
+                if matches!(existing.schema, Schema::V3 { .. }) {
+                    return Err(LockError::unavailable(Unavailable::ManagedSchema));
+                }
+                return Err(conflict(site, &existing, false));
+            }
+            other => return Err(inspection_error(site, &site.paths.lock_name, other)),
+        }
+    }
+    Err(LockError::unavailable(Unavailable::AcquireBudgetExhausted))
+}
+
+fn conflict(site: &LockSite, existing: &LockRecord, managed_refused_stale: bool) -> LockError {
+    let liveness = existing
+        .is_active()
+        .then(|| super::identity::decide(&existing.owner, &site.local, &super::identity::SystemProbe));
+    LockError::Conflict {
+        session_id: site.session_id.clone(),
+        holder: HolderInfo { pid: existing.owner.pid, hostname: existing.owner.hostname.clone(), liveness },
+        sealed: !existing.is_active(),
+        managed_refused_stale,
+    }
+}
+
+/// Maps a non-record inspection outcome to its error.
+pub(crate) fn inspection_error(site: &LockSite, name: &str, found: Inspection) -> LockError {
+    let path = site.paths.dir.join(name);
+    match found {
+        Inspection::Malformed(m) => LockError::Malformed { path, reason: m.0 },
+        Inspection::NotRegular(k) => {
+            LockError::Malformed { path, reason: format!("not a regular file (found a {})", k.describe()) }
+        }
+        Inspection::OtherSession(_) => LockError::Malformed { path, reason: "the record belongs to another session".into() },
+        Inspection::Error(e) => LockError::io(format!("read {}", path.display()), e),
+        Inspection::Missing => LockError::unavailable(Unavailable::AcquireBudgetExhausted),
+        Inspection::Active(..) | Inspection::Sealed(_) => LockError::unavailable(Unavailable::Io),
+    }
+}
+
+/// §5.3 step 1 plus a directory fsync: proves `L` is our exact record on a verifiable inode,
+/// then makes the link durable. On failure, releases our record (two attempts) so a failed
+/// acquisition never leaves an owner behind.
+fn finish_acquisition(site: &LockSite, owner: &OwnerToken, record: &LockRecord) -> Result<FileMeta, LockError> {
+    let verified = verify_lock_identity(site, record).and_then(|meta| {
+        site.dir.sync().map_err(sync_error)?;
+        Ok(meta)
+    });
+    match verified {
+        Ok(meta) => Ok(meta),
+        Err(original) => {
+            let mut cleaned = false;
+            for _ in 0..2 {
+                match release_lease(site, owner, &record.raw) {
+                    Ok(_) => {
+                        cleaned = true;
+                        break;
+                    }
+                    Err(LockError::NotOwner { .. }) => break,
+                    Err(_) => continue,
+                }
+            }
+            if cleaned {
+                Err(original)
+            } else {
+                Err(LockError::Unavailable {
+                    reason: Unavailable::CleanupFailed,
+                    detail: Some(original.to_string()),
+                    source: None,
+                })
+            }
+        }
+    }
+}
+
+/// §5.3 step 1: open `L` without following symlinks, require a regular file on a
+/// verifiable inode whose bytes are exactly ours, with the path naming that same inode
+/// before and after the read.
+fn verify_lock_identity(site: &LockSite, record: &LockRecord) -> Result<FileMeta, LockError> {
+    let name = site.paths.lock_name.as_str();
+    let lost = |reason: &str| LockError::NotOwner { path: site.lock_path(), reason: reason.into() };
+    let (bytes, meta) = match site.dir.read_regular(OsStr::new(name)) {
+        ReadRegular::Regular(b, m) => (b, m),
+        ReadRegular::Missing | ReadRegular::NotRegular(_) | ReadRegular::TooLarge(_) => {
+            return Err(lost("the lock was replaced right after install"));
+        }
+        ReadRegular::Error(e) => return Err(LockError::io("re-read lock", e)),
+    };
+    if meta.ino == 0 {
+        return Err(LockError::Unavailable {
+            reason: Unavailable::Io,
+            detail: Some("the lock filesystem does not provide a verifiable inode identity (ino=0)".into()),
+            source: None,
+        });
+    }
+    let same = |s: &LockSite| same_regular(&s.dir, name, &meta).map_err(|e| LockError::io("lstat lock", e));
+    if !same(site)? || bytes != record.raw || !same(site)? {
+        return Err(lost("the lock was replaced right after install"));
+    }
+    Ok(meta)
+}
+
+/// Stale-owner reclaim (§5.4). `existing` is the stale record we observed at `L`.
+fn reclaim(
+    site: &LockSite,
+    owner: &OwnerToken,
+    record: &LockRecord,
+    existing: &LockRecord,
+    probe: &dyn ProcessProbe,
+) -> Result<Lease, LockError> {
+    let guard = take_reclaim_guard(site, owner, record, &existing.owner.owner_id, probe)?;
+    let mut stale_aside: Option<String> = None;
+    let mut installed = false;
+    let result = reclaim_under_guard(site, owner, record, existing, probe, &mut stale_aside, &mut installed);
+    if result.is_err() {
+        if let Some(stale) = &stale_aside {
+            // Put the stale record back exactly where it was; never over a new primary.
+            if site.dir.link(OsStr::new(stale), OsStr::new(&site.paths.lock_name)).is_ok() {
+                let _ = site.dir.unlink(OsStr::new(stale));
+            }
+        }
+        if installed {
+            let _ = remove_owned(&site.dir, &site.paths.lock_name, owner.expose());
+        }
+    }
+    let _ = remove_owned(&site.dir, &guard, owner.expose());
+    if result.is_ok() {
+        // The guard removal is part of leaving no residue; make it durable too.
+        let _ = site.dir.sync();
+    }
+    result
+}
+
+/// §5.4 step 1: install a guard holding our own record at `L.reclaim.<stale>`, chaining past
+/// a guard whose own holder is provably gone. Returns the guard's name.
+///
+/// Why a guard: two reclaimers that both saw the same stale record must not both rename
+/// `L` aside — the second would move the first one's fresh record. The guard elects one;
+/// the loser sees a live guard and reports unavailable.
+fn take_reclaim_guard(
+    site: &LockSite,
+    owner: &OwnerToken,
+    record: &LockRecord,
+    stale_owner: &str,
+    probe: &dyn ProcessProbe,
+) -> Result<String, LockError> {
+    let mut guard = site.paths.reclaim_guard(stale_owner);
+    for _ in 0..GUARD_ATTEMPTS {
+        if install(&site.dir, &guard, &record.raw, owner.expose())? {
+            return Ok(guard);
+        }
+        match inspect_record(&site.dir, &guard, &site.session_id, &site.local, probe) {
+            Inspection::Missing => continue,
+            Inspection::Active(g, l) if !l.is_live() => {
+                guard = site.paths.reclaim_guard_chained(stale_owner, &g.owner.owner_id);
+            }
+            Inspection::Error(e) => return Err(LockError::io("read reclaim guard", e)),
+            _ => return Err(LockError::unavailable(Unavailable::GuardHeld)),
+        }
+    }
+    Err(LockError::unavailable(Unavailable::GuardBudgetExhausted))
+}
+
+fn reclaim_under_guard(
+    site: &LockSite,
+    owner: &OwnerToken,
+    record: &LockRecord,
+    existing: &LockRecord,
+    probe: &dyn ProcessProbe,
+    stale_aside: &mut Option<String>,
+    installed: &mut bool,
+) -> Result<Lease, LockError> {
+    let lock = site.paths.lock_name.as_str();
+    let stale = site.paths.stale(sys::own_pid(), &uuid::Uuid::new_v4().to_string());
+    check_claim(&site.dir, &site.paths.claim())?;
+    still_stale(site, lock, existing, probe)?;
+    site.dir.rename(OsStr::new(lock), OsStr::new(&stale)).map_err(|e| LockError::io("move stale lock aside", e))?;
+    *stale_aside = Some(stale.clone());
+    // Re-validate what we actually moved: between the check and the rename the owner could
+    // have been replaced, and we must only ever discard the record we judged stale.
+    if let Err(e) = still_stale(site, &stale, existing, probe) {
+        match site.dir.link(OsStr::new(&stale), OsStr::new(lock)) {
+            Ok(()) => {
+                let _ = site.dir.unlink(OsStr::new(&stale));
+            }
+            Err(le) if sys::is_eexist(&le) => {
+                // Someone installed a new primary meanwhile; our moved copy is a duplicate of
+                // a record that is no longer the primary. Leave it for `status` to report.
+            }
+            Err(le) => {
+                *stale_aside = None;
+                return Err(LockError::io("restore moved lock", le));
+            }
+        }
+        *stale_aside = None;
+        return Err(e);
+    }
+    site.dir.unlink(OsStr::new(&stale)).map_err(|e| LockError::io("unlink stale lock", e))?;
+    *stale_aside = None;
+    if !install(&site.dir, lock, &record.raw, owner.expose())? {
+        return Err(LockError::unavailable(Unavailable::ReclaimRaced));
+    }
+    *installed = true;
+    if let Err(e) = check_claim(&site.dir, &site.paths.claim()) {
+        return Err(e);
+    }
+    *installed = false; // finish_acquisition now owns cleanup of L.
+    let meta = finish_acquisition(site, owner, record)?;
+    Ok(Lease { owner: owner.clone(), record: record.clone(), meta, reclaimed: true })
+}
+
+/// The record at `name` must still be the stale record `existing` (same owner id, still stale).
+fn still_stale(site: &LockSite, name: &str, existing: &LockRecord, probe: &dyn ProcessProbe) -> Result<(), LockError> {
+    match inspect_record(&site.dir, name, &site.session_id, &site.local, probe) {
+        Inspection::Active(r, l) if r.owner.owner_id == existing.owner.owner_id && !l.is_live() => Ok(()),
+        Inspection::Active(r, l) if l.is_live() => Err(conflict(site, &r, false)),
+        Inspection::Sealed(r) => Err(conflict(site, &r, false)),
+        _ => Err(LockError::unavailable(Unavailable::ReclaimRaced)),
+    }
+}
+
+/// Waits `MALFORMED_RETRY_DELAY` (used by retry loops elsewhere in the engine).
+pub(crate) fn retry_pause() {
+    sleep(MALFORMED_RETRY_DELAY);
+}

@@ -1,0 +1,198 @@
+//! Typed errors of the lock-file engine, each mapped to one stable [`ErrorCode`].
+//!
+//! Messages are sanitized: they may name a lock path, a host and a pid, never an owner id
+//! and never a transcript path (seed 001 "Failure contract").
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::error::ErrorCode;
+
+use super::identity::Liveness;
+
+/// Who holds a lock, for messages: "pid N on host H (running)".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HolderInfo {
+    /// Recorded pid.
+    pub pid: u64,
+    /// Recorded hostname.
+    pub hostname: String,
+    /// Liveness verdict, if the record is active.
+    pub liveness: Option<Liveness>,
+}
+
+impl std::fmt::Display for HolderInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "pid {} on host {}", self.pid, self.hostname)?;
+        match self.liveness {
+            Some(Liveness::Live(super::identity::LiveReason::Running)) => write!(f, " (running)")?,
+            Some(Liveness::Live(_)) => write!(f, " (fenced: {})", self.liveness.map(|l| l.describe()).unwrap_or(""))?,
+            Some(Liveness::Stale(_)) => write!(f, " (gone)")?,
+            None => {}
+        }
+        Ok(())
+    }
+}
+
+/// Why ownership could not be verified (`session_writer_unavailable`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unavailable {
+    /// `L.claim` exists (of any file type): a seal or takeover is in progress or crashed.
+    ClaimPresent,
+    /// The claim path could not be inspected.
+    ClaimUnreadable,
+    /// A live, sealed or malformed reclaim guard blocks stale reclaim.
+    GuardHeld,
+    /// The reclaim guard budget ran out.
+    GuardBudgetExhausted,
+    /// The acquire retry budget ran out.
+    AcquireBudgetExhausted,
+    /// The record is qwen's managed schema 3; writerctl never reclaims or takes it over.
+    ManagedSchema,
+    /// An install temp file already exists.
+    TempExists,
+    /// The lock directory is not a real directory (symlink, file) or could not be opened.
+    LockDirNotDirectory,
+    /// The lock directory path now names another directory than the one we hold.
+    LockDirChanged,
+    /// A stale record changed between inspection and reclaim.
+    ReclaimRaced,
+    /// The acquired lock could not be re-verified, and releasing it failed too.
+    CleanupFailed,
+    /// An I/O error with no more specific meaning.
+    Io,
+}
+
+impl Unavailable {
+    fn describe(&self) -> &'static str {
+        match self {
+            Unavailable::ClaimPresent => "a transition claim exists for this session",
+            Unavailable::ClaimUnreadable => "the transition claim could not be inspected",
+            Unavailable::GuardHeld => "another reclaimer holds the reclaim guard",
+            Unavailable::GuardBudgetExhausted => "the reclaim guard could not be taken",
+            Unavailable::AcquireBudgetExhausted => "the lock kept changing; acquire attempts exhausted",
+            Unavailable::ManagedSchema => "the lock uses qwen's managed schema 3, which this acquire cannot continue",
+            Unavailable::TempExists => "an install temp file already exists",
+            Unavailable::LockDirNotDirectory => "the lock directory is not a regular directory",
+            Unavailable::LockDirChanged => "the lock directory changed during the operation",
+            Unavailable::ReclaimRaced => "the stale lock changed during reclaim",
+            Unavailable::CleanupFailed => "acquisition could not be verified and its cleanup failed",
+            Unavailable::Io => "an I/O error prevented verifying ownership",
+        }
+    }
+}
+
+/// An error of the lock-file engine.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// Another writer holds the session.
+    #[error("session {session_id} is held by {holder}")]
+    Conflict {
+        /// Session id.
+        session_id: String,
+        /// Recorded holder.
+        holder: HolderInfo,
+        /// True when the record is sealed (a handoff waiting for a certified takeover).
+        sealed: bool,
+        /// True when a stale record was refused because managed mode never reclaims.
+        managed_refused_stale: bool,
+    },
+    /// Ownership could not be verified.
+    #[error("session writer unavailable: {}{}", .reason.describe(), .detail.as_ref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    Unavailable {
+        /// Why.
+        reason: Unavailable,
+        /// Extra sanitized detail (a path, an errno), if any.
+        detail: Option<String>,
+        /// Underlying I/O error, if any.
+        #[source]
+        source: Option<io::Error>,
+    },
+    /// The lock path holds something that is not a valid record for this session.
+    #[error("lock {} is malformed: {reason}", .path.display())]
+    Malformed {
+        /// Lock path.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The caller does not own the lock (wrong token, lock gone or replaced).
+    #[error("not the owner of {}: {reason}", .path.display())]
+    NotOwner {
+        /// Lock path.
+        path: PathBuf,
+        /// What was found.
+        reason: String,
+    },
+    /// The runtime directory does not exist.
+    #[error("runtime directory {} does not exist", .0.display())]
+    RuntimeDirMissing(PathBuf),
+    /// An argument is invalid.
+    #[error("{0}")]
+    InvalidArgument(String),
+}
+
+impl LockError {
+    /// Convenience constructor for an unavailable error.
+    pub fn unavailable(reason: Unavailable) -> LockError {
+        LockError::Unavailable { reason, detail: None, source: None }
+    }
+
+    /// Unavailable with an I/O cause and a short detail (e.g. the operation).
+    pub fn io(detail: impl Into<String>, source: io::Error) -> LockError {
+        LockError::Unavailable { reason: Unavailable::Io, detail: Some(detail.into()), source: Some(source) }
+    }
+
+    /// The stable code.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            LockError::Conflict { .. } => ErrorCode::SessionWriterConflict,
+            LockError::Unavailable { .. } => ErrorCode::SessionWriterUnavailable,
+            LockError::Malformed { .. } => ErrorCode::SessionLockMalformed,
+            LockError::NotOwner { .. } => ErrorCode::SessionNotOwner,
+            LockError::RuntimeDirMissing(_) => ErrorCode::RuntimeDirMissing,
+            LockError::InvalidArgument(_) => ErrorCode::InvalidArgument,
+        }
+    }
+
+    /// What to do next, for the `hint:` line.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            LockError::Conflict { sealed: true, .. } => {
+                "the session is sealed for handoff; a certified takeover (`writerctl takeover`) can continue it".into()
+            }
+            LockError::Conflict { managed_refused_stale: true, .. } => {
+                "the recorded process is gone, but --managed never reclaims; fence every writer, then run plain `writerctl acquire` or `writerctl recover`".into()
+            }
+            LockError::Conflict { holder, .. } => match holder.liveness {
+                Some(Liveness::Live(super::identity::LiveReason::Running)) => {
+                    "wait for the holder to release or seal; a conflict is not proof that it is alive (a PID can be reused)".into()
+                }
+                _ => "this record is fenced; it is never reclaimed automatically. Fence every possible writer, then follow `writerctl status` and `writerctl recover`".into(),
+            },
+            LockError::Unavailable { reason: Unavailable::ClaimPresent, .. } => {
+                "a seal or takeover is in progress or crashed mid-transition; retry shortly, and if it persists run `writerctl status` — never delete the claim unless every writer is fenced".into()
+            }
+            LockError::Unavailable { reason: Unavailable::GuardHeld, .. } => {
+                "another process is reclaiming this lock; retry shortly. A guard that persists needs `writerctl recover`".into()
+            }
+            LockError::Unavailable { reason: Unavailable::ManagedSchema, .. } => {
+                "the lock belongs to a qwen-code managed session; let its managed writer hand it over".into()
+            }
+            LockError::Unavailable { reason: Unavailable::LockDirNotDirectory, .. } => {
+                "make R/tmp/session-writer-locks a real directory (not a symlink) owned by the writer's user".into()
+            }
+            LockError::Unavailable { .. } => "retry later; retrying never authorizes a bypass. `writerctl status` shows what is on disk".into(),
+            LockError::Malformed { .. } => {
+                "nothing was changed; inspect the file with `writerctl status`, and move it aside only after fencing every writer (`writerctl recover`)".into()
+            }
+            LockError::NotOwner { .. } => {
+                "use the owner token printed by `writerctl acquire` (--token-file or WRITERCTL_OWNER_TOKEN)".into()
+            }
+            LockError::RuntimeDirMissing(_) => {
+                "create it, or point --runtime-dir / WRITERCTL_RUNTIME_DIR / QWEN_RUNTIME_DIR at the right directory".into()
+            }
+            LockError::InvalidArgument(_) => return None,
+        })
+    }
+}

@@ -1,0 +1,51 @@
+//! The local lock-file engine (seed 001), compatible with qwen-code's lock directories.
+//!
+//! # On disk
+//!
+//! A session's primary lock `L` lives at `R/tmp/session-writer-locks/<enc(session)>.lock`
+//! and holds one JSON record (QWEN_FORMAT §2): *active* (a writer owns the transcript) or
+//! *sealed* (the writer drained, hashed the transcript and handed it over). Side files sit
+//! beside it; [`paths`] names every one of them and `status` explains each.
+//!
+//! # Calling sequence
+//!
+//! ```text
+//! let site  = acquire::open_site(R, paths, session, DirMode::Create)?;
+//! let lease = acquire::acquire(&site, &opts, &SystemProbe)?;   // writes L (schema 2, active)
+//! ... the holder appends to the transcript ...
+//! release::release(&site, &lease.owner)?;                      // removes exactly our L
+//! ```
+//!
+//! # Guarantees
+//!
+//! * `L` is only ever created by `link(2)` from a fully written, fsynced temp file, so it
+//!   is never torn and never replaces anything.
+//! * Nothing removes a record whose exact bytes it has not verified; a record written by
+//!   someone else is never rewritten.
+//! * An active record is reclaimed only when provably dead in our boot and pid namespace
+//!   (QWEN_FORMAT §3.3), and never in managed mode. Sealed, schema-3, malformed and
+//!   foreign records are never reclaimed.
+//! * Every install and removal that matters is followed by a directory fsync.
+//!
+//! # Errors
+//!
+//! Every function returns [`LockError`], whose [`LockError::code`] is a stable
+//! [`crate::error::ErrorCode`]. No error message contains an owner id.
+
+pub mod acquire;
+pub mod error;
+pub mod identity;
+pub mod paths;
+pub mod primitives;
+pub mod record;
+pub mod release;
+pub mod status;
+pub mod sys;
+
+pub use acquire::{AcquireOptions, DirMode, Lease, LockSite, ReclaimPolicy, acquire, open_site};
+pub use error::LockError;
+pub use identity::{LocalDomain, Liveness, ProcessProbe, SystemProbe};
+pub use paths::LockPaths;
+pub use record::{LockRecord, OwnerToken};
+pub use release::{ReleaseOutcome, release};
+pub use status::{SessionStatus, status_all, status_one};

@@ -1,0 +1,283 @@
+//! Lock and side-file names (QWEN_FORMAT §1).
+//!
+//! Every side file's name is the primary lock's file name plus a suffix, so all of them sit
+//! in the lock directory beside `L`. Names are built here and nowhere else; the status
+//! classifier parses them back with [`classify_side_file`].
+
+use std::path::{Path, PathBuf};
+
+/// Subdirectory of the runtime directory holding the locks.
+pub const LOCK_SUBDIR: &str = "tmp/session-writer-locks";
+
+/// JavaScript `encodeURIComponent`: keeps `A–Z a–z 0–9 - _ . ! ~ * ' ( )`, percent-encodes
+/// every other UTF-8 byte with uppercase hex. A session id can therefore never contain a
+/// path separator once encoded (`/` → `%2F`), nor a bare `%`.
+pub fn encode_uri_component(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        let keep = b.is_ascii_alphanumeric()
+            || matches!(b, b'-' | b'_' | b'.' | b'!' | b'~' | b'*' | b'\'' | b'(' | b')');
+        if keep {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Inverse of [`encode_uri_component`]; `None` for malformed escapes or non-UTF-8 results.
+pub fn decode_uri_component(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes.get(i + 1..i + 3)?;
+            let hex = std::str::from_utf8(hex).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// qwen's `sanitizeCwd` on POSIX: every character outside `[a-zA-Z0-9]` becomes `-`.
+pub fn sanitize_cwd(path: &str) -> String {
+    path.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect()
+}
+
+/// The primary lock `L` of one session and the names of its side files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockPaths {
+    /// The directory holding `L` and every side file.
+    pub dir: PathBuf,
+    /// The file name of `L` (e.g. `<enc(session)>.lock`).
+    pub lock_name: String,
+}
+
+impl LockPaths {
+    /// `R/tmp/session-writer-locks/<enc(session)>.lock`.
+    pub fn for_session(runtime_dir: &Path, session_id: &str) -> LockPaths {
+        LockPaths {
+            dir: runtime_dir.join(LOCK_SUBDIR),
+            lock_name: format!("{}.lock", encode_uri_component(session_id)),
+        }
+    }
+
+    /// An explicit lock path (`--lock`); `None` if it has no UTF-8 file name or no parent.
+    pub fn for_lock_path(lock: &Path) -> Option<LockPaths> {
+        let name = lock.file_name()?.to_str()?.to_owned();
+        let dir = lock.parent()?;
+        let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+        Some(LockPaths { dir: dir.to_path_buf(), lock_name: name })
+    }
+
+    /// Full path of `L` (for messages and output).
+    pub fn lock_path(&self) -> PathBuf {
+        self.dir.join(&self.lock_name)
+    }
+
+    /// `L.claim`: the fixed transition claim.
+    pub fn claim(&self) -> String {
+        format!("{}.claim", self.lock_name)
+    }
+
+    /// `L.released.<enc(o)>`: where release renames `L` before unlinking it.
+    pub fn released(&self, owner_id: &str) -> String {
+        format!("{}.released.{}", self.lock_name, encode_uri_component(owner_id))
+    }
+
+    /// `L.sealed-candidate.<enc(o)>`: the sealed record a seal links into `L`.
+    pub fn sealed_candidate(&self, owner_id: &str) -> String {
+        format!("{}.sealed-candidate.{}", self.lock_name, encode_uri_component(owner_id))
+    }
+
+    /// `L.handoff.<enc(o)>`: where a seal moves the active `L`.
+    pub fn handoff(&self, owner_id: &str) -> String {
+        format!("{}.handoff.{}", self.lock_name, encode_uri_component(owner_id))
+    }
+
+    /// `L.sealed.<enc(sealed)>.<enc(new)>`: where a takeover moves the sealed `L`.
+    pub fn sealed_retired(&self, sealed_owner: &str, new_owner: &str) -> String {
+        format!(
+            "{}.sealed.{}.{}",
+            self.lock_name,
+            encode_uri_component(sealed_owner),
+            encode_uri_component(new_owner)
+        )
+    }
+
+    /// `L.stale.<pid>.<uuid>`: where a reclaim moves a stale `L` before unlinking it.
+    pub fn stale(&self, reclaimer_pid: u32, nonce: &str) -> String {
+        format!("{}.stale.{}.{}", self.lock_name, reclaimer_pid, nonce)
+    }
+
+    /// `L.reclaim.<enc(stale)>`: the base reclaim guard for one stale owner.
+    pub fn reclaim_guard(&self, stale_owner: &str) -> String {
+        format!("{}.reclaim.{}", self.lock_name, encode_uri_component(stale_owner))
+    }
+
+    /// `L.reclaim.<enc(stale)>.<enc(guard)>`: the guard used when the base guard is stale.
+    pub fn reclaim_guard_chained(&self, stale_owner: &str, guard_owner: &str) -> String {
+        format!("{}.{}", self.reclaim_guard(stale_owner), encode_uri_component(guard_owner))
+    }
+}
+
+/// `<target>.<owner_id>.tmp`: the install temp for any target (owner id NOT encoded, as qwen).
+pub fn install_temp(target: &str, owner_id: &str) -> String {
+    format!("{target}.{owner_id}.tmp")
+}
+
+/// What a side file is, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SideKind {
+    /// `L.claim`.
+    Claim,
+    /// `L.released.<o>`.
+    Released,
+    /// `L.sealed-candidate.<o>`.
+    SealedCandidate,
+    /// `L.handoff.<o>`.
+    Handoff,
+    /// `L.sealed.<o>.<n>`.
+    SealedRetired,
+    /// `L.stale.<pid>.<uuid>`.
+    Stale,
+    /// `L.reclaim.<o>[.<o2>]`.
+    ReclaimGuard,
+    /// `*.tmp`.
+    InstallTemp,
+    /// Starts with `L.` but matches no known pattern.
+    Unknown,
+}
+
+impl SideKind {
+    /// What the file means and what leaves it behind (QWEN_FORMAT §1.2).
+    pub fn meaning(self) -> &'static str {
+        match self {
+            SideKind::Claim => {
+                "transition claim: a seal or takeover is in progress or crashed mid-transition; never reclaimed by pid, host or age"
+            }
+            SideKind::Released => "retired by a release whose final unlink failed or crashed; holds the released owner's record",
+            SideKind::SealedCandidate => "sealed record prepared by a seal that did not finish cleanup",
+            SideKind::Handoff => "active record moved aside by a seal transition; removed only when its bytes match",
+            SideKind::SealedRetired => "sealed record moved aside by a takeover transition; removed only when its bytes match",
+            SideKind::Stale => "stale record moved aside by a reclaim that crashed before unlinking it",
+            SideKind::ReclaimGuard => {
+                "reclaim guard holding a reclaimer's record; a live-looking guard blocks reclaim until an operator removes it"
+            }
+            SideKind::InstallTemp => "temp file of an install that crashed between create and cleanup",
+            SideKind::Unknown => "unrecognised file beside the lock; never touched by writerctl",
+        }
+    }
+}
+
+/// Classifies `entry` as a side file of the lock named `lock_name`, or `None` if it does not
+/// belong to that lock.
+pub fn classify_side_file(lock_name: &str, entry: &str) -> Option<SideKind> {
+    let rest = entry.strip_prefix(lock_name)?.strip_prefix('.')?;
+    if rest.ends_with(".tmp") {
+        return Some(SideKind::InstallTemp);
+    }
+    let kind = if rest == "claim" {
+        SideKind::Claim
+    } else if rest.starts_with("released.") {
+        SideKind::Released
+    } else if rest.starts_with("sealed-candidate.") {
+        SideKind::SealedCandidate
+    } else if rest.starts_with("handoff.") {
+        SideKind::Handoff
+    } else if rest.starts_with("sealed.") {
+        SideKind::SealedRetired
+    } else if rest.starts_with("stale.") {
+        SideKind::Stale
+    } else if rest.starts_with("reclaim.") {
+        SideKind::ReclaimGuard
+    } else {
+        SideKind::Unknown
+    };
+    Some(kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodes_like_encode_uri_component() {
+        assert_eq!(encode_uri_component("550e8400-e29b-41d4-a716-446655440000"), "550e8400-e29b-41d4-a716-446655440000");
+        assert_eq!(encode_uri_component("a/b"), "a%2Fb");
+        assert_eq!(encode_uri_component("100%"), "100%25");
+        assert_eq!(encode_uri_component("../x"), "..%2Fx");
+        assert_eq!(encode_uri_component("é"), "%C3%A9");
+        assert_eq!(encode_uri_component("a b"), "a%20b");
+        assert_eq!(encode_uri_component("!~*'()_-."), "!~*'()_-.");
+    }
+
+    #[test]
+    fn decode_round_trips_and_rejects_garbage() {
+        for s in ["a/b", "100%", "é ü", "plain"] {
+            assert_eq!(decode_uri_component(&encode_uri_component(s)).as_deref(), Some(s));
+        }
+        assert_eq!(decode_uri_component("%zz"), None);
+        assert_eq!(decode_uri_component("%4"), None);
+        assert_eq!(decode_uri_component("%FF"), None);
+    }
+
+    #[test]
+    fn session_with_separator_stays_inside_the_lock_dir() {
+        let p = LockPaths::for_session(Path::new("/r"), "../../etc/passwd");
+        assert_eq!(p.dir, Path::new("/r/tmp/session-writer-locks"));
+        assert!(!p.lock_name.contains('/'));
+        assert_eq!(p.lock_name, "..%2F..%2Fetc%2Fpasswd.lock");
+    }
+
+    #[test]
+    fn side_file_names_match_qwen() {
+        let p = LockPaths::for_session(Path::new("/r"), "s");
+        assert_eq!(p.claim(), "s.lock.claim");
+        assert_eq!(p.released("o"), "s.lock.released.o");
+        assert_eq!(p.sealed_candidate("o"), "s.lock.sealed-candidate.o");
+        assert_eq!(p.handoff("o"), "s.lock.handoff.o");
+        assert_eq!(p.sealed_retired("o", "n"), "s.lock.sealed.o.n");
+        assert_eq!(p.stale(42, "u"), "s.lock.stale.42.u");
+        assert_eq!(p.reclaim_guard("o"), "s.lock.reclaim.o");
+        assert_eq!(p.reclaim_guard_chained("o", "g"), "s.lock.reclaim.o.g");
+        assert_eq!(install_temp("s.lock", "o"), "s.lock.o.tmp");
+    }
+
+    #[test]
+    fn classifies_every_side_file() {
+        let p = LockPaths::for_session(Path::new("/r"), "s");
+        let cases = [
+            (p.claim(), SideKind::Claim),
+            (p.released("o"), SideKind::Released),
+            (p.sealed_candidate("o"), SideKind::SealedCandidate),
+            (p.handoff("o"), SideKind::Handoff),
+            (p.sealed_retired("o", "n"), SideKind::SealedRetired),
+            (p.stale(1, "u"), SideKind::Stale),
+            (p.reclaim_guard("o"), SideKind::ReclaimGuard),
+            (p.reclaim_guard_chained("o", "g"), SideKind::ReclaimGuard),
+            (install_temp("s.lock", "o"), SideKind::InstallTemp),
+            (install_temp(&p.claim(), "o"), SideKind::InstallTemp),
+            ("s.lock.weird".to_string(), SideKind::Unknown),
+        ];
+        for (name, kind) in cases {
+            assert_eq!(classify_side_file("s.lock", &name), Some(kind), "{name}");
+        }
+        assert_eq!(classify_side_file("s.lock", "s.lock"), None);
+        assert_eq!(classify_side_file("s.lock", "t.lock.claim"), None);
+        assert_eq!(classify_side_file("s.lock", "s.lockx"), None);
+    }
+
+    #[test]
+    fn sanitizes_like_qwen() {
+        assert_eq!(sanitize_cwd("/home/u/repo"), "-home-u-repo");
+        assert_eq!(sanitize_cwd("/a_b.c"), "-a-b-c");
+    }
+}

@@ -1,0 +1,350 @@
+//! The protocol's building blocks (QWEN_FORMAT §5.1 and its helpers), each one small
+//! function over a [`Dir`]. Callers compose them into acquire, reclaim and release.
+//!
+//! # Crash residue
+//!
+//! * [`install`] can leave `<target>.<owner>.tmp` if the process dies between the create and
+//!   the final unlink; the target itself is either absent or complete (the temp is fsynced
+//!   before it is linked, and `link` is atomic).
+//! * [`remove_exact`] and [`remove_owned`] leave the file in place if they die before the
+//!   unlink; they never remove bytes they did not verify.
+
+use std::ffi::OsStr;
+use std::thread::sleep;
+use std::time::Duration;
+
+use super::error::{LockError, Unavailable};
+use super::identity::{LocalDomain, Liveness, ProcessProbe, decide};
+use super::paths::install_temp;
+use super::record::{LockRecord, Malformed, parse_record};
+use super::sys::{Dir, FileMeta, Kind, ReadRegular, is_eexist, is_enoent};
+
+/// `MALFORMED_RETRY_COUNT`: reads of a record before it is declared malformed.
+pub const MALFORMED_RETRY_COUNT: u32 = 3;
+/// `MALFORMED_RETRY_DELAY_MS`.
+pub const MALFORMED_RETRY_DELAY: Duration = Duration::from_millis(50);
+
+fn os(name: &str) -> &OsStr {
+    OsStr::new(name)
+}
+
+/// Installs `raw` at `target` without ever replacing an existing file (QWEN_FORMAT §5.1).
+///
+/// Sequence: exclusive-create `<target>.<owner_id>.tmp` (0600), write, fsync, close;
+/// `link(tmp, target)`; unlink the temp. Returns `Ok(true)` when `target` now holds exactly
+/// our bytes, `Ok(false)` when something else is there.
+///
+/// Why link and not rename: `link` fails with `EEXIST` instead of replacing, so a racing
+/// installer can never overwrite another's record. Why the exact-bytes reconciliation: on
+/// network filesystems `link` can report an error after it took effect (a lost reply
+/// retried by the client); the bytes at `target` tell us which happened.
+///
+/// No directory fsync here: callers sync once after the whole step they make durable, so
+/// the acquire fast path costs two fsyncs (this temp, then the directory).
+pub fn install(dir: &Dir, target: &str, raw: &[u8], owner_id: &str) -> Result<bool, LockError> {
+    let temp = install_temp(target, owner_id);
+    if let Err(e) = dir.create_new_synced(os(&temp), raw) {
+        if is_eexist(&e) {
+            return Err(LockError::Unavailable {
+                reason: Unavailable::TempExists,
+                detail: Some(temp),
+                source: Some(e),
+            });
+        }
+        // The create may have succeeded before the write or fsync failed.
+        let _ = dir.unlink(os(&temp));
+        return Err(LockError::io("write install temp", e));
+    }
+    let result = match dir.link(os(&temp), os(target)) {
+        Ok(()) => Ok(true),
+        Err(e) => match inspect_exact(dir, target, raw) {
+            ExactState::Exact => Ok(true),
+            _ if is_eexist(&e) => Ok(false),
+            ExactState::Other => Ok(false),
+            ExactState::Missing | ExactState::Unknown(_) => Err(LockError::io("link record", e)),
+        },
+    };
+    let _ = dir.unlink(os(&temp));
+    result
+}
+
+/// What [`inspect_exact`] found.
+#[derive(Debug)]
+pub enum ExactState {
+    /// A regular, non-symlink file holding exactly the expected bytes.
+    Exact,
+    /// Nothing there.
+    Missing,
+    /// A different file, or not a regular file.
+    Other,
+    /// Could not be read.
+    Unknown(std::io::Error),
+}
+
+/// Compares the file at `name` with `raw` without following symlinks.
+pub fn inspect_exact(dir: &Dir, name: &str, raw: &[u8]) -> ExactState {
+    match dir.read_regular(os(name)) {
+        ReadRegular::Regular(bytes, _) if bytes == raw => ExactState::Exact,
+        ReadRegular::Regular(..) | ReadRegular::NotRegular(_) | ReadRegular::TooLarge(_) => ExactState::Other,
+        ReadRegular::Missing => ExactState::Missing,
+        ReadRegular::Error(e) => ExactState::Unknown(e),
+    }
+}
+
+/// Why a removal did not happen.
+#[derive(Debug)]
+pub enum RemoveError {
+    /// The file holds other bytes: someone else's record. It was left alone.
+    Lost,
+    /// The file could not be read or unlinked.
+    Io(std::io::Error),
+}
+
+/// Removes `name` only if it holds exactly `raw` (QWEN_FORMAT §5.1 "remove exact").
+/// A missing file counts as removed.
+///
+/// The check and the unlink are two steps; between them only a process that already
+/// misbehaves (deleting a record it did not write) can change the file, and every side file
+/// this is used on has an owner-unique name.
+pub fn remove_exact(dir: &Dir, name: &str, raw: &[u8]) -> Result<(), RemoveError> {
+    match inspect_exact(dir, name, raw) {
+        ExactState::Missing => return Ok(()),
+        ExactState::Other => return Err(RemoveError::Lost),
+        ExactState::Unknown(e) => return Err(RemoveError::Io(e)),
+        ExactState::Exact => {}
+    }
+    match dir.unlink(os(name)) {
+        Ok(()) => Ok(()),
+        Err(e) if is_enoent(&e) => Ok(()),
+        Err(e) => Err(RemoveError::Io(e)),
+    }
+}
+
+/// Removes `name` only if it parses as an active record with `owner_id` (QWEN_FORMAT §5.1
+/// "remove owned lock"); used to clean up our own `L` or reclaim guard.
+pub fn remove_owned(dir: &Dir, name: &str, owner_id: &str) -> Result<(), RemoveError> {
+    let bytes = match dir.read_regular(os(name)) {
+        ReadRegular::Regular(b, _) => b,
+        ReadRegular::Missing => return Ok(()),
+        ReadRegular::NotRegular(_) | ReadRegular::TooLarge(_) => return Err(RemoveError::Lost),
+        ReadRegular::Error(e) => return Err(RemoveError::Io(e)),
+    };
+    match parse_record(&bytes) {
+        Ok(r) if r.is_active() && r.owner.owner_id == owner_id => {}
+        _ => return Err(RemoveError::Lost),
+    }
+    match dir.unlink(os(name)) {
+        Ok(()) => Ok(()),
+        Err(e) if is_enoent(&e) => Ok(()),
+        Err(e) => Err(RemoveError::Io(e)),
+    }
+}
+
+/// The claim check (QWEN_FORMAT §5.2 step 2.1): `lstat(L.claim)` must say `ENOENT`.
+///
+/// Why any file type counts: a claim is a fence, not a record to validate. A directory, a
+/// symlink or garbage at the claim path means someone is (or was) mid-transition, and the
+/// primary path may be in a deliberate gap; installing into it would create two owners.
+pub fn check_claim(dir: &Dir, claim: &str) -> Result<(), LockError> {
+    match dir.lstat(os(claim)) {
+        Err(e) if is_enoent(&e) => Ok(()),
+        Err(e) => Err(LockError::Unavailable {
+            reason: Unavailable::ClaimUnreadable,
+            detail: None,
+            source: Some(e),
+        }),
+        Ok(_) => Err(LockError::unavailable(Unavailable::ClaimPresent)),
+    }
+}
+
+/// What is at a lock path (QWEN_FORMAT §2.2 "inspect existing lock").
+#[derive(Debug)]
+pub enum Inspection {
+    /// Nothing.
+    Missing,
+    /// A valid active record for this session, with its liveness.
+    Active(LockRecord, Liveness),
+    /// A valid sealed record for this session.
+    Sealed(LockRecord),
+    /// A valid record for another session.
+    OtherSession(LockRecord),
+    /// Invalid after [`MALFORMED_RETRY_COUNT`] reads.
+    Malformed(Malformed),
+    /// Not a regular file (symlinks are never followed).
+    NotRegular(Kind),
+    /// Unreadable.
+    Error(std::io::Error),
+}
+
+/// Reads and classifies the record at `name`, retrying an invalid read up to three times
+/// 50 ms apart.
+///
+/// Why retry: a record is never torn by writerctl or qwen (it appears by `link`), but other
+/// tools copying lock directories can expose a half-written file briefly; three reads
+/// keep such a glitch from being reported as corruption.
+pub fn inspect_record(
+    dir: &Dir,
+    name: &str,
+    session_id: &str,
+    local: &LocalDomain,
+    probe: &dyn ProcessProbe,
+) -> Inspection {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let bytes = match dir.read_regular(os(name)) {
+            ReadRegular::Regular(b, _) => b,
+            ReadRegular::Missing => return Inspection::Missing,
+            ReadRegular::NotRegular(k) => return Inspection::NotRegular(k),
+            ReadRegular::TooLarge(n) => {
+                return Inspection::Malformed(Malformed(format!("{n} bytes is far too large for a lock record")));
+            }
+            ReadRegular::Error(e) => return Inspection::Error(e),
+        };
+        match parse_record(&bytes) {
+            Ok(r) if r.owner.session_id != session_id => return Inspection::OtherSession(r),
+            Ok(r) if r.is_active() => {
+                let l = decide(&r.owner, local, probe);
+                return Inspection::Active(r, l);
+            }
+            Ok(r) => return Inspection::Sealed(r),
+            Err(m) if attempt >= MALFORMED_RETRY_COUNT => return Inspection::Malformed(m),
+            Err(_) => sleep(MALFORMED_RETRY_DELAY),
+        }
+    }
+}
+
+/// The metadata of `name` must be a regular file with the identity `expected`.
+pub fn same_regular(dir: &Dir, name: &str, expected: &FileMeta) -> Result<bool, std::io::Error> {
+    match dir.lstat(os(name)) {
+        Ok(m) => Ok(m.kind == Kind::Regular && m.same_identity(expected)),
+        Err(e) if is_enoent(&e) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lockfile::identity::SystemProbe;
+
+    fn dir() -> (tempfile::TempDir, Dir) {
+        let t = tempfile::tempdir().unwrap();
+        let d = Dir::open(t.path()).unwrap();
+        (t, d)
+    }
+
+    fn names(t: &tempfile::TempDir) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(t.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn install_links_and_cleans_its_temp() {
+        let (t, d) = dir();
+        assert!(install(&d, "L", b"rec", "o").unwrap());
+        assert_eq!(std::fs::read(t.path().join("L")).unwrap(), b"rec");
+        assert_eq!(names(&t), vec!["L"]);
+    }
+
+    #[test]
+    fn install_never_replaces_and_reports_not_installed() {
+        let (t, d) = dir();
+        std::fs::write(t.path().join("L"), b"theirs").unwrap();
+        assert!(!install(&d, "L", b"ours", "o").unwrap());
+        assert_eq!(std::fs::read(t.path().join("L")).unwrap(), b"theirs");
+        assert_eq!(names(&t), vec!["L"]);
+    }
+
+    #[test]
+    fn install_reconciles_an_identical_target_as_installed() {
+        // link() reports EEXIST, but the bytes at the target are exactly ours: the
+        // error-after-effect case of §5.1 step 5.
+        let (t, d) = dir();
+        std::fs::write(t.path().join("L"), b"ours").unwrap();
+        assert!(install(&d, "L", b"ours", "o").unwrap());
+    }
+
+    #[test]
+    fn install_refuses_an_existing_temp_and_leaves_it() {
+        let (t, d) = dir();
+        std::fs::write(t.path().join("L.o.tmp"), b"x").unwrap();
+        let e = install(&d, "L", b"ours", "o").unwrap_err();
+        assert!(matches!(e, LockError::Unavailable { reason: Unavailable::TempExists, .. }));
+        assert_eq!(names(&t), vec!["L.o.tmp"]);
+    }
+
+    #[test]
+    fn install_into_a_directory_target_is_not_installed() {
+        let (t, d) = dir();
+        std::fs::create_dir(t.path().join("L")).unwrap();
+        assert!(!install(&d, "L", b"ours", "o").unwrap());
+    }
+
+    #[test]
+    fn remove_exact_only_removes_matching_bytes() {
+        let (t, d) = dir();
+        std::fs::write(t.path().join("f"), b"ours").unwrap();
+        assert!(matches!(remove_exact(&d, "f", b"other"), Err(RemoveError::Lost)));
+        assert!(t.path().join("f").exists());
+        remove_exact(&d, "f", b"ours").unwrap();
+        assert!(!t.path().join("f").exists());
+        remove_exact(&d, "f", b"ours").unwrap();
+    }
+
+    #[test]
+    fn remove_exact_never_follows_a_symlink() {
+        let (t, d) = dir();
+        std::fs::write(t.path().join("target"), b"ours").unwrap();
+        std::os::unix::fs::symlink(t.path().join("target"), t.path().join("f")).unwrap();
+        assert!(matches!(remove_exact(&d, "f", b"ours"), Err(RemoveError::Lost)));
+        assert!(t.path().join("f").symlink_metadata().is_ok());
+        assert!(t.path().join("target").exists());
+    }
+
+    #[test]
+    fn remove_owned_checks_the_owner_id() {
+        let (t, d) = dir();
+        let rec = br#"{"schema_version":2,"state":"active","session_id":"s","owner_id":"me","pid":1,"hostname":"h","process_kind":"unknown","acquired_at":"2026-07-28T00:00:00.000Z","qwen_version":null}"#;
+        std::fs::write(t.path().join("L"), rec).unwrap();
+        assert!(matches!(remove_owned(&d, "L", "you"), Err(RemoveError::Lost)));
+        assert!(t.path().join("L").exists());
+        remove_owned(&d, "L", "me").unwrap();
+        assert!(!t.path().join("L").exists());
+    }
+
+    #[test]
+    fn claim_check_refuses_any_file_type() {
+        let (t, d) = dir();
+        check_claim(&d, "L.claim").unwrap();
+        std::fs::create_dir(t.path().join("L.claim")).unwrap();
+        assert!(matches!(
+            check_claim(&d, "L.claim"),
+            Err(LockError::Unavailable { reason: Unavailable::ClaimPresent, .. })
+        ));
+        std::fs::remove_dir(t.path().join("L.claim")).unwrap();
+        std::os::unix::fs::symlink("/nonexistent", t.path().join("L.claim")).unwrap();
+        assert!(check_claim(&d, "L.claim").is_err(), "a dangling symlink is a claim too");
+    }
+
+    #[test]
+    fn inspect_classifies_missing_malformed_other_session_and_non_regular() {
+        let (t, d) = dir();
+        let local = LocalDomain::current();
+        assert!(matches!(inspect_record(&d, "L", "s", &local, &SystemProbe), Inspection::Missing));
+        std::fs::write(t.path().join("L"), b"not-json").unwrap();
+        let start = std::time::Instant::now();
+        assert!(matches!(inspect_record(&d, "L", "s", &local, &SystemProbe), Inspection::Malformed(_)));
+        assert!(start.elapsed() >= MALFORMED_RETRY_DELAY * 2, "malformed reads are retried");
+        let rec = br#"{"schema_version":2,"state":"active","session_id":"other","owner_id":"me","pid":1,"hostname":"h","process_kind":"unknown","acquired_at":"2026-07-28T00:00:00.000Z","qwen_version":null}"#;
+        std::fs::write(t.path().join("L"), rec).unwrap();
+        assert!(matches!(inspect_record(&d, "L", "s", &local, &SystemProbe), Inspection::OtherSession(_)));
+        std::fs::remove_file(t.path().join("L")).unwrap();
+        std::fs::create_dir(t.path().join("L")).unwrap();
+        assert!(matches!(inspect_record(&d, "L", "s", &local, &SystemProbe), Inspection::NotRegular(Kind::Directory)));
+    }
+}

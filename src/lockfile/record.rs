@@ -1,0 +1,612 @@
+//! Lock records (QWEN_FORMAT §2): parsing with qwen's exact validation rules, and
+//! serialization of writerctl's own schema-2 active record.
+//!
+//! A parsed [`LockRecord`] always carries the exact bytes it was parsed from. Ownership is
+//! proved by comparing bytes, never by re-serializing: writerctl compares its own records
+//! against the bytes it wrote and never rewrites a record someone else wrote.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use time::OffsetDateTime;
+use time::format_description::well_known::{Iso8601, Rfc3339};
+
+/// The largest integer JavaScript represents exactly (`Number.MAX_SAFE_INTEGER`).
+const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+
+/// The value writerctl puts in the extra `writer` key of its records.
+pub fn writer_tag() -> String {
+    format!("writerctl {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// A lock owner id (qwen's `owner_id`): the secret that proves ownership. Never printed in
+/// diagnostics, logs or errors; `Debug` is redacted.
+#[derive(Clone, PartialEq, Eq)]
+pub struct OwnerToken(String);
+
+impl OwnerToken {
+    /// A fresh random lowercase v4 UUID, as qwen generates.
+    pub fn generate() -> OwnerToken {
+        OwnerToken(uuid::Uuid::new_v4().to_string())
+    }
+
+    /// Wraps a token read from a file or the environment; `None` if empty after trimming.
+    pub fn parse(s: &str) -> Option<OwnerToken> {
+        let t = s.trim();
+        if t.is_empty() { None } else { Some(OwnerToken(t.to_owned())) }
+    }
+
+    /// The raw token (only for writing it to the token file or stdout on acquire).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for OwnerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OwnerToken(<redacted>)")
+    }
+}
+
+/// `process_kind` values qwen accepts.
+pub const PROCESS_KINDS: &[&str] = &["interactive", "acp", "daemon", "unknown"];
+
+/// Record schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Schema {
+    /// Legacy: always active, never sealed.
+    V1,
+    /// Baseline: active or sealed.
+    V2,
+    /// qwen's managed schema, with its `format_version`.
+    V3 {
+        /// `format_version` (a safe integer ≥ 1).
+        format_version: u64,
+    },
+}
+
+impl Schema {
+    /// The `schema_version` number.
+    pub fn number(self) -> u8 {
+        match self {
+            Schema::V1 => 1,
+            Schema::V2 => 2,
+            Schema::V3 { .. } => 3,
+        }
+    }
+}
+
+/// The sealed transcript proof (`transcript`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TranscriptProof {
+    /// Transcript path relative to the runtime directory, `/`-separated.
+    pub relative_path: String,
+    /// Whether the transcript existed when sealed.
+    pub exists: bool,
+    /// Its length in bytes.
+    pub byte_length: u64,
+    /// Lowercase hex SHA-256 of bytes `[0, byte_length)`.
+    pub sha256: String,
+}
+
+/// Facts only a sealed record carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealInfo {
+    /// `sealed_at` as written.
+    pub sealed_at: String,
+    /// The transcript proof.
+    pub transcript: TranscriptProof,
+    /// Schema 3 only: `last_commit_sequence`.
+    pub last_commit_sequence: Option<u64>,
+    /// Schema 3 only: `committed_prefix_hash`.
+    pub committed_prefix_hash: Option<String>,
+}
+
+/// Record state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordState {
+    /// An active owner.
+    Active,
+    /// A sealed handoff record.
+    Sealed(SealInfo),
+}
+
+/// The owner diagnostics every record carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnerFields {
+    /// `session_id`.
+    pub session_id: String,
+    /// `owner_id` — secret; never printed.
+    pub owner_id: String,
+    /// `pid` (values beyond `u64` saturate; any pid above `i32::MAX` is treated as alive).
+    pub pid: u64,
+    /// `process_start_identity`, if present.
+    pub process_start_identity: Option<String>,
+    /// `pid_namespace_id`, if present.
+    pub pid_namespace_id: Option<u64>,
+    /// `hostname`.
+    pub hostname: String,
+    /// `process_kind`.
+    pub process_kind: String,
+    /// `acquired_at` as written.
+    pub acquired_at: String,
+    /// `qwen_version` (`null` → `None`).
+    pub qwen_version: Option<String>,
+    /// writerctl's extra `writer` key, if present and a string.
+    pub writer: Option<String>,
+}
+
+/// A valid lock record with the exact bytes it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockRecord {
+    /// The exact bytes read or written.
+    pub raw: Vec<u8>,
+    /// Schema.
+    pub schema: Schema,
+    /// Active or sealed.
+    pub state: RecordState,
+    /// Owner diagnostics.
+    pub owner: OwnerFields,
+}
+
+impl LockRecord {
+    /// True for an active record (schema 1, or `state: "active"`).
+    pub fn is_active(&self) -> bool {
+        matches!(self.state, RecordState::Active)
+    }
+
+    /// Seal facts, if sealed.
+    pub fn seal(&self) -> Option<&SealInfo> {
+        match &self.state {
+            RecordState::Sealed(s) => Some(s),
+            RecordState::Active => None,
+        }
+    }
+}
+
+/// Why bytes are not a valid record. The text is for operators; it never contains a token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Malformed(pub String);
+
+fn bad(msg: impl Into<String>) -> Malformed {
+    Malformed(msg.into())
+}
+
+fn non_empty_string<'a>(m: &'a Map<String, Value>, key: &str) -> Result<&'a str, Malformed> {
+    match m.get(key) {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s),
+        Some(_) => Err(bad(format!("`{key}` must be a non-empty string"))),
+        None => Err(bad(format!("`{key}` is missing"))),
+    }
+}
+
+/// A JSON number that is an integer (`5.0` and `1e3` count, as `Number.isInteger` does).
+fn integer(v: &Value) -> Option<f64> {
+    let n = v.as_number()?;
+    if let Some(u) = n.as_u64() {
+        return Some(u as f64);
+    }
+    if let Some(i) = n.as_i64() {
+        return Some(i as f64);
+    }
+    let f = n.as_f64()?;
+    (f.is_finite() && f.fract() == 0.0).then_some(f)
+}
+
+fn safe_integer(v: &Value) -> Option<u64> {
+    let f = integer(v)?;
+    (f.abs() <= MAX_SAFE_INTEGER && f >= 0.0).then_some(f as u64)
+}
+
+/// `Date.parse`-compatible enough: RFC 3339 and ISO 8601. Anything else is rejected, which
+/// only fails closed (QWEN_FORMAT §8.3).
+pub fn parse_timestamp(s: &str) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(s, &Rfc3339)
+        .or_else(|_| OffsetDateTime::parse(s, &Iso8601::DEFAULT))
+        .ok()
+}
+
+/// `toISOString()` format: `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub fn format_timestamp(t: OffsetDateTime) -> String {
+    let t = t.to_offset(time::UtcOffset::UTC);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.millisecond()
+    )
+}
+
+fn is_lower_hex64(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+fn parse_proof(v: Option<&Value>) -> Result<TranscriptProof, Malformed> {
+    let Some(Value::Object(t)) = v else {
+        return Err(bad("`transcript` must be an object"));
+    };
+    let relative_path = non_empty_string(t, "relative_path").map_err(|e| bad(format!("transcript: {e}")))?;
+    let Some(Value::Bool(exists)) = t.get("exists") else {
+        return Err(bad("transcript: `exists` must be a boolean"));
+    };
+    let byte_length = t
+        .get("byte_length")
+        .and_then(safe_integer)
+        .ok_or_else(|| bad("transcript: `byte_length` must be a safe integer >= 0"))?;
+    let sha256 = match t.get("sha256") {
+        Some(Value::String(s)) if is_lower_hex64(s) => s.clone(),
+        _ => return Err(bad("transcript: `sha256` must be 64 lowercase hex digits")),
+    };
+    if !*exists && byte_length != 0 {
+        return Err(bad("transcript: a missing transcript must have byte_length 0"));
+    }
+    Ok(TranscriptProof { relative_path: relative_path.to_owned(), exists: *exists, byte_length, sha256 })
+}
+
+/// Parses and validates record bytes exactly as qwen does (QWEN_FORMAT §2.2).
+///
+/// Accepted: surrounding JSON whitespace, duplicate keys (last wins), unknown keys.
+/// Rejected as malformed: a UTF-8 BOM, invalid UTF-8, any schema other than 1/2/3 (as a
+/// number), any state other than active/sealed, and every field rule of §2.2.
+pub fn parse_record(raw: &[u8]) -> Result<LockRecord, Malformed> {
+    if raw.starts_with(&[0xEF, 0xBB, 0xBF]) {
+        return Err(bad("record starts with a UTF-8 byte-order mark"));
+    }
+    let value: Value = serde_json::from_slice(raw).map_err(|e| bad(format!("not valid JSON: {e}")))?;
+    let Value::Object(m) = value else {
+        return Err(bad("record is not a JSON object"));
+    };
+
+    let session_id = non_empty_string(&m, "session_id")?.to_owned();
+    let owner_id = non_empty_string(&m, "owner_id")?.to_owned();
+    let pid_f = m
+        .get("pid")
+        .and_then(integer)
+        .filter(|p| *p > 0.0)
+        .ok_or_else(|| bad("`pid` must be an integer > 0"))?;
+    // `as` saturates at u64::MAX; every pid above i32::MAX is treated as alive anyway.
+    let pid = pid_f as u64;
+    let process_start_identity = match m.get("process_start_identity") {
+        None => None,
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(_) => return Err(bad("`process_start_identity` must be absent or a non-empty string")),
+    };
+    let pid_namespace_id = match m.get("pid_namespace_id") {
+        None => None,
+        Some(v) => match safe_integer(v) {
+            Some(n) if n > 0 => Some(n),
+            _ => return Err(bad("`pid_namespace_id` must be absent or a safe integer > 0")),
+        },
+    };
+    let hostname = non_empty_string(&m, "hostname")?.to_owned();
+    let process_kind = match m.get("process_kind") {
+        Some(Value::String(s)) if PROCESS_KINDS.contains(&s.as_str()) => s.clone(),
+        _ => return Err(bad("`process_kind` must be one of interactive, acp, daemon, unknown")),
+    };
+    let acquired_at = match m.get("acquired_at") {
+        Some(Value::String(s)) if parse_timestamp(s).is_some() => s.clone(),
+        _ => return Err(bad("`acquired_at` must be an RFC 3339 / ISO 8601 timestamp")),
+    };
+    let qwen_version = match m.get("qwen_version") {
+        Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err(bad("`qwen_version` must be null or a string")),
+        None => return Err(bad("`qwen_version` is missing")),
+    };
+    let writer = m.get("writer").and_then(Value::as_str).map(str::to_owned);
+    let owner = OwnerFields {
+        session_id,
+        owner_id,
+        pid,
+        process_start_identity,
+        pid_namespace_id,
+        hostname,
+        process_kind,
+        acquired_at,
+        qwen_version,
+        writer,
+    };
+
+    let schema_version = m.get("schema_version").and_then(integer);
+    let state = m.get("state");
+    let (schema, state) = match schema_version {
+        Some(v) if v == 1.0 => {
+            if state.is_some() {
+                return Err(bad("schema 1 records must not carry `state`"));
+            }
+            (Schema::V1, RecordState::Active)
+        }
+        Some(v) if v == 2.0 => (Schema::V2, parse_state(&m, state, false)?),
+        Some(v) if v == 3.0 => {
+            let format_version = m
+                .get("format_version")
+                .and_then(safe_integer)
+                .filter(|f| *f >= 1)
+                .ok_or_else(|| bad("`format_version` must be a safe integer >= 1"))?;
+            (Schema::V3 { format_version }, parse_state(&m, state, true)?)
+        }
+        _ => return Err(bad("`schema_version` must be the number 1, 2 or 3")),
+    };
+    Ok(LockRecord { raw: raw.to_vec(), schema, state, owner })
+}
+
+fn parse_state(m: &Map<String, Value>, state: Option<&Value>, managed: bool) -> Result<RecordState, Malformed> {
+    match state {
+        Some(Value::String(s)) if s == "active" => Ok(RecordState::Active),
+        Some(Value::String(s)) if s == "sealed" => {
+            let sealed_at = match m.get("sealed_at") {
+                Some(Value::String(s)) if parse_timestamp(s).is_some() => s.clone(),
+                _ => return Err(bad("`sealed_at` must be an RFC 3339 / ISO 8601 timestamp")),
+            };
+            let transcript = parse_proof(m.get("transcript"))?;
+            let (last_commit_sequence, committed_prefix_hash) = if managed {
+                let seq = m
+                    .get("last_commit_sequence")
+                    .and_then(safe_integer)
+                    .ok_or_else(|| bad("`last_commit_sequence` must be a safe integer >= 0"))?;
+                let hash = match m.get("committed_prefix_hash") {
+                    Some(Value::String(s)) if is_lower_hex64(s) => s.clone(),
+                    _ => return Err(bad("`committed_prefix_hash` must be 64 lowercase hex digits")),
+                };
+                (Some(seq), Some(hash))
+            } else {
+                (None, None)
+            };
+            Ok(RecordState::Sealed(SealInfo { sealed_at, transcript, last_commit_sequence, committed_prefix_hash }))
+        }
+        _ => Err(bad("`state` must be \"active\" or \"sealed\"")),
+    }
+}
+
+/// The identity of the process a new record names as its holder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    /// Its pid.
+    pub pid: u32,
+    /// `linux:<boot_id>:<ticks>`, when readable.
+    pub process_start_identity: Option<String>,
+    /// Its pid namespace inode, when readable.
+    pub pid_namespace_id: Option<u64>,
+    /// `os.hostname()`.
+    pub hostname: String,
+}
+
+/// writerctl's own schema-2 active record, in qwen's key order plus `writer`.
+#[derive(Serialize)]
+struct ActiveRecordV2<'a> {
+    schema_version: u8,
+    state: &'static str,
+    session_id: &'a str,
+    owner_id: &'a str,
+    pid: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    process_start_identity: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pid_namespace_id: Option<u64>,
+    hostname: &'a str,
+    process_kind: &'a str,
+    acquired_at: &'a str,
+    qwen_version: Option<&'a str>,
+    writer: &'a str,
+}
+
+/// Serializes and re-parses a new active record; the returned record's `raw` is exactly
+/// the bytes to install. `process_kind` must be one of [`PROCESS_KINDS`].
+pub fn new_active_record(
+    session_id: &str,
+    owner: &OwnerToken,
+    holder: &Holder,
+    process_kind: &str,
+    acquired_at: OffsetDateTime,
+) -> Result<LockRecord, Malformed> {
+    let acquired_at = format_timestamp(acquired_at);
+    let writer = writer_tag();
+    let rec = ActiveRecordV2 {
+        schema_version: 2,
+        state: "active",
+        session_id,
+        owner_id: owner.expose(),
+        pid: holder.pid,
+        process_start_identity: holder.process_start_identity.as_deref(),
+        pid_namespace_id: holder.pid_namespace_id,
+        hostname: &holder.hostname,
+        process_kind,
+        acquired_at: &acquired_at,
+        qwen_version: None,
+        writer: &writer,
+    };
+    let raw = serde_json::to_vec(&rec).map_err(|e| bad(e.to_string()))?;
+    // Round-trip through the validator: we never install a record qwen would reject.
+    parse_record(&raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const V2: &str = r#"{"schema_version":2,"state":"active","session_id":"s","owner_id":"o","pid":12345,"process_start_identity":"linux:6a1d4c3e-9b2f-4f11-8a77-2c5d9e0f1a2b:987654","pid_namespace_id":4026531836,"hostname":"devbox","process_kind":"acp","acquired_at":"2026-07-28T00:00:00.000Z","qwen_version":"0.0.1"}"#;
+    const PROOF: &str = r#""transcript":{"relative_path":"chats/s.jsonl","exists":true,"byte_length":3,"sha256":"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}"#;
+
+    fn with(base: &str, edit: impl FnOnce(&mut Map<String, Value>)) -> Vec<u8> {
+        let mut m: Map<String, Value> = serde_json::from_str(base).unwrap();
+        edit(&mut m);
+        serde_json::to_vec(&m).unwrap()
+    }
+
+    fn sealed_v2() -> String {
+        V2.replace(r#""state":"active""#, r#""state":"sealed""#)
+            .trim_end_matches('}')
+            .to_string()
+            + r#","sealed_at":"2026-07-28T00:00:01.000Z","#
+            + PROOF
+            + "}"
+    }
+
+    #[test]
+    fn parses_v2_active_and_keeps_bytes() {
+        let r = parse_record(V2.as_bytes()).unwrap();
+        assert_eq!(r.raw, V2.as_bytes());
+        assert_eq!(r.schema, Schema::V2);
+        assert!(r.is_active());
+        assert_eq!(r.owner.pid, 12345);
+        assert_eq!(r.owner.pid_namespace_id, Some(4026531836));
+        assert_eq!(r.owner.qwen_version.as_deref(), Some("0.0.1"));
+    }
+
+    #[test]
+    fn parses_v1_without_state_only() {
+        let v1 = with(V2, |m| {
+            m.insert("schema_version".into(), 1.into());
+            m.remove("state");
+        });
+        let r = parse_record(&v1).unwrap();
+        assert_eq!(r.schema, Schema::V1);
+        assert!(r.is_active());
+        let v1_state = with(V2, |m| {
+            m.insert("schema_version".into(), 1.into());
+        });
+        assert!(parse_record(&v1_state).is_err());
+        let v1_sealed = sealed_v2().replace(r#""schema_version":2"#, r#""schema_version":1"#);
+        assert!(parse_record(v1_sealed.as_bytes()).is_err(), "schema 1 can never be sealed");
+    }
+
+    #[test]
+    fn parses_v2_sealed() {
+        let s = sealed_v2();
+        let r = parse_record(s.as_bytes()).unwrap();
+        let seal = r.seal().unwrap();
+        assert_eq!(seal.transcript.relative_path, "chats/s.jsonl");
+        assert_eq!(seal.transcript.byte_length, 3);
+    }
+
+    #[test]
+    fn parses_v3_active_and_sealed() {
+        let a = with(V2, |m| {
+            m.insert("schema_version".into(), 3.into());
+            m.insert("format_version".into(), 1.into());
+        });
+        assert_eq!(parse_record(&a).unwrap().schema, Schema::V3 { format_version: 1 });
+        let no_fv = with(V2, |m| {
+            m.insert("schema_version".into(), 3.into());
+        });
+        assert!(parse_record(&no_fv).is_err());
+        let sealed: Map<String, Value> = serde_json::from_str(&sealed_v2()).unwrap();
+        let mut s3 = sealed.clone();
+        s3.insert("schema_version".into(), 3.into());
+        s3.insert("format_version".into(), 2.into());
+        assert!(parse_record(&serde_json::to_vec(&s3).unwrap()).is_err(), "needs commit proof");
+        s3.insert("last_commit_sequence".into(), 0.into());
+        s3.insert("committed_prefix_hash".into(), "a".repeat(64).into());
+        let r = parse_record(&serde_json::to_vec(&s3).unwrap()).unwrap();
+        assert_eq!(r.seal().unwrap().last_commit_sequence, Some(0));
+        s3.insert("committed_prefix_hash".into(), "A".repeat(64).into());
+        assert!(parse_record(&serde_json::to_vec(&s3).unwrap()).is_err(), "uppercase hash");
+    }
+
+    #[test]
+    fn accepts_whitespace_duplicates_unknown_keys_and_integral_floats() {
+        let spaced = format!(" \n{V2}\n");
+        assert!(parse_record(spaced.as_bytes()).is_ok());
+        let dup = V2.replace(r#""pid":12345"#, r#""pid":-1,"pid":7"#);
+        assert_eq!(parse_record(dup.as_bytes()).unwrap().owner.pid, 7);
+        let extra = V2.replace(r#""pid":12345"#, r#""pid":12345,"zzz":[1,2]"#);
+        assert!(parse_record(extra.as_bytes()).is_ok());
+        for p in ["5.0", "1e3"] {
+            let s = V2.replace("12345", p);
+            assert!(parse_record(s.as_bytes()).is_ok(), "{p}");
+        }
+        let huge = V2.replace("12345", "99999999999999999999999");
+        assert_eq!(parse_record(huge.as_bytes()).unwrap().owner.pid, u64::MAX);
+    }
+
+    #[test]
+    fn rejects_every_malformed_kind() {
+        let bom = [&[0xEF, 0xBB, 0xBF][..], V2.as_bytes()].concat();
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            ("not json", b"not-json".to_vec()),
+            ("empty", Vec::new()),
+            ("array", b"[]".to_vec()),
+            ("bom", bom),
+            ("schema string", V2.replace(r#""schema_version":2"#, r#""schema_version":"2""#).into_bytes()),
+            ("schema 4", V2.replace(r#""schema_version":2"#, r#""schema_version":4"#).into_bytes()),
+            ("schema missing", with(V2, |m| { m.remove("schema_version"); })),
+            ("state other", V2.replace(r#""active""#, r#""paused""#).into_bytes()),
+            ("state missing", with(V2, |m| { m.remove("state"); })),
+            ("session empty", V2.replace(r#""session_id":"s""#, r#""session_id":"""#).into_bytes()),
+            ("owner number", V2.replace(r#""owner_id":"o""#, r#""owner_id":5"#).into_bytes()),
+            ("pid zero", V2.replace("12345", "0").into_bytes()),
+            ("pid negative", V2.replace("12345", "-3").into_bytes()),
+            ("pid fraction", V2.replace("12345", "1.5").into_bytes()),
+            ("pid string", V2.replace("12345", r#""12345""#).into_bytes()),
+            ("identity null", with(V2, |m| { m.insert("process_start_identity".into(), Value::Null); })),
+            ("identity empty", with(V2, |m| { m.insert("process_start_identity".into(), "".into()); })),
+            ("ns null", with(V2, |m| { m.insert("pid_namespace_id".into(), Value::Null); })),
+            ("ns zero", with(V2, |m| { m.insert("pid_namespace_id".into(), 0.into()); })),
+            ("ns unsafe", with(V2, |m| { m.insert("pid_namespace_id".into(), (1u64 << 53).into()); })),
+            ("host missing", with(V2, |m| { m.remove("hostname"); })),
+            ("kind other", V2.replace(r#""acp""#, r#""robot""#).into_bytes()),
+            ("acquired garbage", V2.replace("2026-07-28T00:00:00.000Z", "yesterday").into_bytes()),
+            ("qwen_version missing", with(V2, |m| { m.remove("qwen_version"); })),
+            ("qwen_version number", with(V2, |m| { m.insert("qwen_version".into(), 1.into()); })),
+            ("invalid utf8", V2.replace("devbox", "dev\u{FFFD}box").replace('\u{FFFD}', "\u{1}").into_bytes().into_iter().map(|b| if b == 1 { 0xFF } else { b }).collect()),
+        ];
+        for (name, raw) in cases {
+            assert!(parse_record(&raw).is_err(), "{name} should be malformed");
+        }
+    }
+
+    #[test]
+    fn rejects_bad_proofs() {
+        let s = sealed_v2();
+        let cases = [
+            s.replace(r#""exists":true"#, r#""exists":"yes""#),
+            s.replace(r#""byte_length":3"#, r#""byte_length":-1"#),
+            s.replace(r#""exists":true"#, r#""exists":false"#),
+            s.replace("e3b0c442", "E3B0C442"),
+            s.replace("e3b0c442", "e3b0c44"),
+            s.replace(r#""relative_path":"chats/s.jsonl""#, r#""relative_path":"""#),
+            s.replace(r#","sealed_at":"2026-07-28T00:00:01.000Z""#, ""),
+            s.replace(PROOF, r#""transcript":[]"#),
+        ];
+        for c in cases {
+            assert!(parse_record(c.as_bytes()).is_err(), "{c}");
+        }
+        let missing_ok = s.replace(r#""exists":true,"byte_length":3"#, r#""exists":false,"byte_length":0"#);
+        assert!(parse_record(missing_ok.as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn serializes_in_qwen_key_order_and_validates() {
+        let holder = Holder {
+            pid: 42,
+            process_start_identity: Some("linux:abc:1".into()),
+            pid_namespace_id: Some(7),
+            hostname: "h".into(),
+        };
+        let owner = OwnerToken::parse("0b6f7c2e-4f1e-4a5e-9d8e-1c2b3a4d5e6f").unwrap();
+        let t = OffsetDateTime::from_unix_timestamp_nanos(1_785_196_800_123_456_789).unwrap();
+        let r = new_active_record("s", &owner, &holder, "unknown", t).unwrap();
+        let expected = format!(
+            r#"{{"schema_version":2,"state":"active","session_id":"s","owner_id":"0b6f7c2e-4f1e-4a5e-9d8e-1c2b3a4d5e6f","pid":42,"process_start_identity":"linux:abc:1","pid_namespace_id":7,"hostname":"h","process_kind":"unknown","acquired_at":"2026-07-28T00:00:00.123Z","qwen_version":null,"writer":"writerctl {}"}}"#,
+            env!("CARGO_PKG_VERSION")
+        );
+        assert_eq!(String::from_utf8(r.raw.clone()).unwrap(), expected);
+        let bare = Holder { process_start_identity: None, pid_namespace_id: None, ..holder };
+        let r = new_active_record("s", &owner, &bare, "acp", t).unwrap();
+        let text = String::from_utf8(r.raw).unwrap();
+        assert!(!text.contains("process_start_identity") && !text.contains("pid_namespace_id"));
+        assert!(new_active_record("s", &owner, &bare, "robot", t).is_err());
+    }
+
+    #[test]
+    fn owner_token_debug_is_redacted() {
+        let t = OwnerToken::generate();
+        assert!(!format!("{t:?}").contains(t.expose()));
+        assert_eq!(t.expose().len(), 36);
+        assert!(OwnerToken::parse("  \n").is_none());
+    }
+}

@@ -1,0 +1,348 @@
+//! The read-only classifier behind `writerctl status`: what is on disk for one session (or
+//! every session under R), what it means, and the next safe step. It never writes, never
+//! creates the lock directory, and never reports an owner id.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::acquire::{check_runtime_dir, open_lock_dir};
+use super::error::LockError;
+use super::identity::{LocalDomain, Liveness, ProcessProbe};
+use super::paths::{LOCK_SUBDIR, LockPaths, SideKind, classify_side_file, decode_uri_component};
+use super::primitives::{Inspection, inspect_record};
+use super::record::{LockRecord, Schema, TranscriptProof, parse_record};
+use super::sys::{Dir, ReadRegular, is_enoent};
+
+/// The coarse state of a session's lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LockState {
+    /// No primary lock.
+    Missing,
+    /// An active record (see `live`).
+    Active,
+    /// A sealed handoff record.
+    Sealed,
+    /// Something that is not a valid record for this session.
+    Malformed,
+    /// A transition claim exists.
+    InTransition,
+}
+
+/// Owner diagnostics without the owner id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OwnerView {
+    /// Schema version of the record.
+    pub schema_version: u8,
+    /// `format_version` for schema 3.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format_version: Option<u64>,
+    /// Recorded pid.
+    pub pid: u64,
+    /// Recorded hostname.
+    pub hostname: String,
+    /// `process_kind`.
+    pub process_kind: String,
+    /// `acquired_at`.
+    pub acquired_at: String,
+    /// `process_start_identity`, if any.
+    pub process_start_identity: Option<String>,
+    /// `pid_namespace_id`, if any.
+    pub pid_namespace_id: Option<u64>,
+    /// `qwen_version`.
+    pub qwen_version: Option<String>,
+    /// `writer` (records written by writerctl).
+    pub writer: Option<String>,
+}
+
+impl OwnerView {
+    fn of(r: &LockRecord) -> OwnerView {
+        OwnerView {
+            schema_version: r.schema.number(),
+            format_version: match r.schema {
+                Schema::V3 { format_version } => Some(format_version),
+                _ => None,
+            },
+            pid: r.owner.pid,
+            hostname: r.owner.hostname.clone(),
+            process_kind: r.owner.process_kind.clone(),
+            acquired_at: r.owner.acquired_at.clone(),
+            process_start_identity: r.owner.process_start_identity.clone(),
+            pid_namespace_id: r.owner.pid_namespace_id,
+            qwen_version: r.owner.qwen_version.clone(),
+            writer: r.owner.writer.clone(),
+        }
+    }
+}
+
+/// Liveness verdict with its reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LivenessView {
+    /// Stable short code (`running`, `process_gone`, `foreign_host`, …).
+    pub code: &'static str,
+    /// Operator sentence.
+    pub description: &'static str,
+}
+
+/// The sealed proof as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProofView {
+    /// `sealed_at`.
+    pub sealed_at: String,
+    /// The recorded transcript facts.
+    #[serde(flatten)]
+    pub transcript: TranscriptProof,
+}
+
+/// The claim file, if present.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClaimView {
+    /// File type found at `L.claim`.
+    pub file_type: &'static str,
+    /// Whether it holds a valid record.
+    pub valid_record: bool,
+    /// Its owner diagnostics, when valid.
+    pub owner: Option<OwnerView>,
+}
+
+/// One file beside the lock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SideFileView {
+    /// File name.
+    pub name: String,
+    /// What kind of side file.
+    pub kind: SideKind,
+    /// What it means.
+    pub meaning: &'static str,
+}
+
+/// Everything `status` reports about one session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionStatus {
+    /// Session id (from the argument, else decoded from the file name).
+    pub session_id: String,
+    /// Full path of `L`.
+    pub lock_path: PathBuf,
+    /// Coarse state.
+    pub state: LockState,
+    /// Owner diagnostics of the primary record (no owner id).
+    pub owner: Option<OwnerView>,
+    /// For an active record: whether it counts as live (fenced).
+    pub live: Option<bool>,
+    /// For an active record: why.
+    pub liveness: Option<LivenessView>,
+    /// True for qwen's managed schema 3, which writerctl never reclaims or takes over.
+    pub managed_schema: bool,
+    /// For a sealed record: the recorded proof.
+    pub proof: Option<ProofView>,
+    /// The transition claim, if any.
+    pub claim: Option<ClaimView>,
+    /// Every other file that belongs to this lock.
+    pub side_files: Vec<SideFileView>,
+    /// What is wrong, for malformed or in-transition states.
+    pub problem: Option<String>,
+    /// The next safe step, in words.
+    pub next_step: String,
+}
+
+/// Status of every session under `runtime_dir` (sorted by lock file name), plus sessions that
+/// have only side files left.
+pub fn status_all(runtime_dir: &Path, probe: &dyn ProcessProbe) -> Result<Vec<SessionStatus>, LockError> {
+    check_runtime_dir(runtime_dir)?;
+    let dir_path = runtime_dir.join(LOCK_SUBDIR);
+    let dir = match open_existing(&dir_path)? {
+        Some(d) => d,
+        None => return Ok(Vec::new()),
+    };
+    let names: Vec<String> = dir
+        .list()
+        .map_err(|e| LockError::io("list lock directory", e))?
+        .into_iter()
+        .filter_map(|n| n.into_string().ok())
+        .collect();
+    let mut locks: Vec<String> = names.iter().filter(|n| n.ends_with(".lock")).cloned().collect();
+    // Sessions whose primary is gone but whose side files remain still deserve a line.
+    for n in &names {
+        if let Some(idx) = n.find(".lock.") {
+            let base = &n[..idx + 5];
+            if !n.ends_with(".lock") && !locks.iter().any(|l| l == base) {
+                locks.push(base.to_owned());
+            }
+        }
+    }
+    locks.sort();
+    let local = LocalDomain::current();
+    let mut out = Vec::new();
+    for lock_name in locks {
+        let enc = lock_name.trim_end_matches(".lock");
+        let session = decode_uri_component(enc).unwrap_or_else(|| enc.to_owned());
+        let paths = LockPaths { dir: dir_path.clone(), lock_name };
+        out.push(classify(&dir, &paths, &session, &names, &local, probe));
+    }
+    Ok(out)
+}
+
+/// Status of one session's lock.
+pub fn status_one(
+    runtime_dir: &Path,
+    paths: &LockPaths,
+    session_id: &str,
+    probe: &dyn ProcessProbe,
+) -> Result<SessionStatus, LockError> {
+    check_runtime_dir(runtime_dir)?;
+    let local = LocalDomain::current();
+    let Some(dir) = open_existing(&paths.dir)? else {
+        return Ok(classify_missing_dir(paths, session_id));
+    };
+    let names: Vec<String> = dir
+        .list()
+        .map_err(|e| LockError::io("list lock directory", e))?
+        .into_iter()
+        .filter_map(|n| n.into_string().ok())
+        .collect();
+    Ok(classify(&dir, paths, session_id, &names, &local, probe))
+}
+
+fn open_existing(path: &Path) -> Result<Option<Dir>, LockError> {
+    match super::sys::lstat_path(path) {
+        Err(e) if is_enoent(&e) => return Ok(None),
+        _ => {}
+    }
+    open_lock_dir(path).map(Some)
+}
+
+fn classify_missing_dir(paths: &LockPaths, session_id: &str) -> SessionStatus {
+    SessionStatus {
+        session_id: session_id.to_owned(),
+        lock_path: paths.lock_path(),
+        state: LockState::Missing,
+        owner: None,
+        live: None,
+        liveness: None,
+        managed_schema: false,
+        proof: None,
+        claim: None,
+        side_files: Vec::new(),
+        problem: None,
+        next_step: "no writer holds this session; `writerctl acquire` can take it".into(),
+    }
+}
+
+fn classify(
+    dir: &Dir,
+    paths: &LockPaths,
+    session_id: &str,
+    names: &[String],
+    local: &LocalDomain,
+    probe: &dyn ProcessProbe,
+) -> SessionStatus {
+    let mut st = classify_missing_dir(paths, session_id);
+    let claim_name = paths.claim();
+    for n in names {
+        // A name ending in `.lock` is some session's primary, never a side file (a session id
+        // may itself contain `.lock.`).
+        if n.ends_with(".lock") {
+            continue;
+        }
+        if let Some(kind) = classify_side_file(&paths.lock_name, n) {
+            if kind == SideKind::Claim {
+                continue;
+            }
+            st.side_files.push(SideFileView { name: n.clone(), kind, meaning: kind.meaning() });
+        }
+    }
+    st.side_files.sort_by(|a, b| a.name.cmp(&b.name));
+
+    match inspect_record(dir, &paths.lock_name, session_id, local, probe) {
+        Inspection::Missing => {}
+        Inspection::Active(r, l) => {
+            st.state = LockState::Active;
+            st.owner = Some(OwnerView::of(&r));
+            st.live = Some(l.is_live());
+            st.liveness = Some(LivenessView { code: l.code(), description: l.describe() });
+            st.managed_schema = matches!(r.schema, Schema::V3 { .. });
+            st.next_step = active_next_step(&r, l, st.managed_schema);
+        }
+        Inspection::Sealed(r) => {
+            st.state = LockState::Sealed;
+            st.owner = Some(OwnerView::of(&r));
+            st.managed_schema = matches!(r.schema, Schema::V3 { .. });
+            if let Some(seal) = r.seal() {
+                st.proof = Some(ProofView { sealed_at: seal.sealed_at.clone(), transcript: seal.transcript.clone() });
+            }
+            st.next_step = if st.managed_schema {
+                "sealed by a qwen-code managed writer (schema 3); only a managed qwen-code takeover continues it".into()
+            } else {
+                "sealed for handoff; a certified takeover (`writerctl takeover`) continues it after validating the proof. Nothing reclaims a seal automatically".into()
+            };
+        }
+        Inspection::OtherSession(r) => {
+            st.state = LockState::Malformed;
+            st.owner = Some(OwnerView::of(&r));
+            st.problem = Some("the record belongs to another session (case-insensitive filesystem or a copied file)".into());
+            st.next_step = malformed_next_step();
+        }
+        Inspection::Malformed(m) => {
+            st.state = LockState::Malformed;
+            st.problem = Some(m.0);
+            st.next_step = malformed_next_step();
+        }
+        Inspection::NotRegular(k) => {
+            st.state = LockState::Malformed;
+            st.problem = Some(format!("the lock path is not a regular file (found a {})", k.describe()));
+            st.next_step = malformed_next_step();
+        }
+        Inspection::Error(e) => {
+            st.state = LockState::Malformed;
+            st.problem = Some(format!("the lock could not be read: {e}"));
+            st.next_step = "fix the permissions or storage error, then re-run `writerctl status`".into();
+        }
+    }
+
+    if let Ok(meta) = dir.lstat(OsStr::new(&claim_name)) {
+        let (valid_record, owner) = match dir.read_regular(OsStr::new(&claim_name)) {
+            ReadRegular::Regular(b, _) => match parse_record(&b) {
+                Ok(r) => (true, Some(OwnerView::of(&r))),
+                Err(_) => (false, None),
+            },
+            _ => (false, None),
+        };
+        st.claim = Some(ClaimView { file_type: meta.kind.describe(), valid_record, owner });
+        st.state = LockState::InTransition;
+        st.problem = Some(format!("transition claim {claim_name} exists"));
+        st.next_step = "a seal or takeover is in progress or crashed mid-transition; every acquire and takeover answers unavailable until it is gone. Wait and re-check; if it persists, fence every writer and run `writerctl recover` (a claim is never reclaimed by pid, host or age)".into();
+    }
+
+    if st.state == LockState::Missing && !st.side_files.is_empty() {
+        st.next_step = "no writer holds this session, but residue files remain; `writerctl acquire` still works. Run `writerctl recover` to see the plan for moving them aside".into();
+    }
+    st
+}
+
+fn active_next_step(r: &LockRecord, l: Liveness, managed: bool) -> String {
+    if managed {
+        return "held by a qwen-code managed writer (schema 3); writerctl never reclaims or takes it over. Let its managed writer release or seal it".into();
+    }
+    match l {
+        Liveness::Live(super::identity::LiveReason::Running) => format!(
+            "held by pid {} on host {} (running); wait for it to release or seal. A conflict is not proof that it is alive: a PID can be reused",
+            r.owner.pid, r.owner.hostname
+        ),
+        Liveness::Live(_) => format!(
+            "held by pid {} on host {}, fenced ({}). Nothing reclaims it automatically: fence every possible writer, then run `writerctl recover`",
+            r.owner.pid,
+            r.owner.hostname,
+            l.describe()
+        ),
+        Liveness::Stale(_) => format!(
+            "the holder (pid {} on this host) is gone; plain `writerctl acquire` reclaims it (`--managed` never does)",
+            r.owner.pid
+        ),
+    }
+}
+
+fn malformed_next_step() -> String {
+    "nothing reclaims a malformed lock; back it up, fence every writer, then run `writerctl recover` to move it aside".into()
+}

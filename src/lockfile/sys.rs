@@ -1,0 +1,513 @@
+//! The only module that performs raw filesystem and process syscalls for the lock engine.
+//!
+//! Every operation on a lock directory goes through a [`Dir`]: an `O_DIRECTORY|O_NOFOLLOW`
+//! descriptor opened once, with every later call made *relative to that descriptor*
+//! (`openat`, `linkat`, `renameat`, `unlinkat`, `fstatat(AT_SYMLINK_NOFOLLOW)`). Why: a
+//! lock directory swapped for a symlink after we opened it cannot redirect a link or an
+//! unlink into another directory; [`Dir::sync`] then notices the swap (QWEN_FORMAT §5.9)
+//! and the operation fails closed instead of claiming durability it does not have.
+//!
+//! Nothing here interprets record contents; callers decide what bytes mean.
+
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, CWD};
+use rustix::io::Errno;
+
+/// Largest lock record writerctl will read. qwen records are ~400 bytes; anything far
+/// larger is not a record, and refusing it keeps a hostile file from costing memory.
+pub const MAX_RECORD_BYTES: usize = 64 * 1024;
+
+#[cfg(any(test, feature = "counters"))]
+pub mod counters {
+    //! Test-only syscall counters (feature `counters`); absent from release builds.
+    use std::sync::atomic::{AtomicU64, Ordering};
+    /// File and directory fsyncs issued by this process.
+    pub static FSYNCS: AtomicU64 = AtomicU64::new(0);
+    /// Current fsync count.
+    pub fn fsyncs() -> u64 {
+        FSYNCS.load(Ordering::SeqCst)
+    }
+    pub(crate) fn bump() {
+        FSYNCS.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[inline]
+fn count_fsync() {
+    #[cfg(any(test, feature = "counters"))]
+    counters::bump();
+}
+
+/// The metadata writerctl compares: identity, type and size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileMeta {
+    /// Device number (exact 64-bit).
+    pub dev: u64,
+    /// Inode number (exact 64-bit); 0 means the filesystem cannot number inodes.
+    pub ino: u64,
+    /// File type.
+    pub kind: Kind,
+    /// Size in bytes.
+    pub size: u64,
+    /// Full `st_mode`.
+    pub mode: u32,
+    /// Link count.
+    pub nlink: u64,
+}
+
+/// File type as seen by `lstat`/`fstat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A regular file.
+    Regular,
+    /// A directory.
+    Directory,
+    /// A symbolic link.
+    Symlink,
+    /// A FIFO.
+    Fifo,
+    /// A socket.
+    Socket,
+    /// A block or character device, or anything else.
+    Other,
+}
+
+impl Kind {
+    /// Human name for diagnostics.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Kind::Regular => "regular file",
+            Kind::Directory => "directory",
+            Kind::Symlink => "symlink",
+            Kind::Fifo => "fifo",
+            Kind::Socket => "socket",
+            Kind::Other => "device or other special file",
+        }
+    }
+}
+
+impl FileMeta {
+    fn from_stat(st: &rfs::Stat) -> FileMeta {
+        let kind = match FileType::from_raw_mode(st.st_mode) {
+            FileType::RegularFile => Kind::Regular,
+            FileType::Directory => Kind::Directory,
+            FileType::Symlink => Kind::Symlink,
+            FileType::Fifo => Kind::Fifo,
+            FileType::Socket => Kind::Socket,
+            _ => Kind::Other,
+        };
+        FileMeta {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            kind,
+            size: st.st_size as u64,
+            mode: st.st_mode,
+            nlink: st.st_nlink,
+        }
+    }
+
+    /// Same dev and same non-zero inode.
+    pub fn same_identity(&self, other: &FileMeta) -> bool {
+        self.dev == other.dev && self.ino == other.ino && self.ino != 0
+    }
+}
+
+/// Result of reading a file that must be a regular, non-symlink file.
+#[derive(Debug)]
+pub enum ReadRegular {
+    /// The bytes, and the metadata of the descriptor they were read through.
+    Regular(Vec<u8>, FileMeta),
+    /// Nothing at that name (`ENOENT`).
+    Missing,
+    /// Something that is not a regular file (a symlink is reported as such, never followed).
+    NotRegular(Kind),
+    /// Larger than [`MAX_RECORD_BYTES`].
+    TooLarge(u64),
+    /// Any other error (`EACCES`, `EIO`, …).
+    Error(io::Error),
+}
+
+fn errno_io(e: Errno) -> io::Error {
+    io::Error::from_raw_os_error(e.raw_os_error())
+}
+
+/// Is this error `ENOENT`?
+pub fn is_enoent(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(Errno::NOENT.raw_os_error())
+}
+
+/// Is this error `EEXIST`?
+pub fn is_eexist(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(Errno::EXIST.raw_os_error())
+}
+
+/// An open lock directory; every operation is relative to its descriptor.
+#[derive(Debug)]
+pub struct Dir {
+    fd: OwnedFd,
+    path: PathBuf,
+    meta: FileMeta,
+}
+
+/// Why a directory could not be synced durably.
+#[derive(Debug)]
+pub enum DirSyncError {
+    /// The path no longer names the directory we opened (it was swapped or removed).
+    Changed,
+    /// `fsync` or `stat` failed.
+    Io(io::Error),
+}
+
+impl Dir {
+    /// Opens `path` as a directory without following a symlink at its last component.
+    ///
+    /// Why `O_NOFOLLOW`: QWEN_FORMAT §1.1 requires `lstat(lockDir)` to be a real directory;
+    /// opening with `O_NOFOLLOW|O_DIRECTORY` gives that check and the handle in one step, so
+    /// there is no window between checking and opening.
+    pub fn open(path: &Path) -> io::Result<Dir> {
+        let fd = rfs::open(
+            path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(errno_io)?;
+        let meta = FileMeta::from_stat(&rfs::fstat(&fd).map_err(errno_io)?);
+        Ok(Dir { fd, path: path.to_path_buf(), meta })
+    }
+
+    /// The path this directory was opened at (for messages only; never used for I/O).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `fstatat(AT_SYMLINK_NOFOLLOW)`.
+    pub fn lstat(&self, name: &OsStr) -> io::Result<FileMeta> {
+        rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW)
+            .map(|st| FileMeta::from_stat(&st))
+            .map_err(errno_io)
+    }
+
+    /// Creates `name` exclusively (mode 0600), writes `bytes`, fsyncs and closes it.
+    ///
+    /// Why exclusive and synced: this is the temp half of install (QWEN_FORMAT §5.1 steps
+    /// 2–3). `O_EXCL` means two installers never share a temp; the fsync before the link
+    /// means a record that becomes visible under its final name is never a torn write after
+    /// a power loss.
+    pub fn create_new_synced(&self, name: &OsStr, bytes: &[u8]) -> io::Result<()> {
+        let fd = rfs::openat(
+            &self.fd,
+            name,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )
+        .map_err(errno_io)?;
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            match rustix::io::write(&fd, rest) {
+                Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+                Ok(n) => rest = &rest[n..],
+                Err(Errno::INTR) => continue,
+                Err(e) => return Err(errno_io(e)),
+            }
+        }
+        count_fsync();
+        rfs::fsync(&fd).map_err(errno_io)?;
+        Ok(())
+    }
+
+    /// `linkat(from, to)` without following symlinks; never replaces an existing `to`.
+    pub fn link(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
+        rfs::linkat(&self.fd, from, &self.fd, to, AtFlags::empty()).map_err(errno_io)
+    }
+
+    /// `renameat(from, to)` within this directory.
+    pub fn rename(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
+        rfs::renameat(&self.fd, from, &self.fd, to).map_err(errno_io)
+    }
+
+    /// `unlinkat(name)` (files only).
+    pub fn unlink(&self, name: &OsStr) -> io::Result<()> {
+        rfs::unlinkat(&self.fd, name, AtFlags::empty()).map_err(errno_io)
+    }
+
+    /// Reads `name` through an `O_NOFOLLOW|O_NONBLOCK` descriptor, regular files only.
+    ///
+    /// Why these flags: a symlink at a record path must never be followed (QWEN_FORMAT
+    /// §5.3), and a FIFO planted at a record path must not hang the reader. The type is
+    /// checked on the descriptor, so a swap between a `stat` and the open cannot fool it.
+    pub fn read_regular(&self, name: &OsStr) -> ReadRegular {
+        let fd = match rfs::openat(
+            &self.fd,
+            name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return ReadRegular::Missing,
+            Err(Errno::LOOP) => return ReadRegular::NotRegular(Kind::Symlink),
+            Err(e) => {
+                // EISDIR/ENXIO (socket) and friends: report the type when we can see it.
+                if let Ok(meta) = self.lstat(name) {
+                    if meta.kind != Kind::Regular {
+                        return ReadRegular::NotRegular(meta.kind);
+                    }
+                }
+                return ReadRegular::Error(errno_io(e));
+            }
+        };
+        let meta = match rfs::fstat(&fd) {
+            Ok(st) => FileMeta::from_stat(&st),
+            Err(e) => return ReadRegular::Error(errno_io(e)),
+        };
+        if meta.kind != Kind::Regular {
+            return ReadRegular::NotRegular(meta.kind);
+        }
+        if meta.size > MAX_RECORD_BYTES as u64 {
+            return ReadRegular::TooLarge(meta.size);
+        }
+        let mut buf = vec![0u8; MAX_RECORD_BYTES + 1];
+        let mut len = 0;
+        loop {
+            match rustix::io::read(&fd, &mut buf[len..]) {
+                Ok(0) => break,
+                Ok(n) => {
+                    len += n;
+                    if len > MAX_RECORD_BYTES {
+                        return ReadRegular::TooLarge(len as u64);
+                    }
+                }
+                Err(Errno::INTR) => continue,
+                Err(e) => return ReadRegular::Error(errno_io(e)),
+            }
+        }
+        buf.truncate(len);
+        ReadRegular::Regular(buf, meta)
+    }
+
+    /// Names in this directory (without `.` and `..`), unsorted.
+    pub fn list(&self) -> io::Result<Vec<OsString>> {
+        let fd = rfs::openat(
+            &self.fd,
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(errno_io)?;
+        let mut out = Vec::new();
+        let mut dir = rfs::Dir::read_from(&fd).map_err(errno_io)?;
+        while let Some(entry) = dir.next() {
+            let entry = entry.map_err(errno_io)?;
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            out.push(<OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name).to_os_string());
+        }
+        Ok(out)
+    }
+
+    /// Makes every link, rename and unlink done in this directory durable.
+    ///
+    /// Why the identity checks on both sides of the fsync (QWEN_FORMAT §5.9): if the path
+    /// was swapped for another directory or a symlink, syncing our descriptor says nothing
+    /// about the directory other processes now see at that path, so we report `Changed`
+    /// instead of success. qwen does this only on release; writerctl also does it after
+    /// every install and removal that matters (DESIGN.md "Beyond qwen").
+    pub fn sync(&self) -> Result<(), DirSyncError> {
+        self.check_identity()?;
+        count_fsync();
+        rfs::fsync(&self.fd).map_err(|e| DirSyncError::Io(errno_io(e)))?;
+        self.check_identity()
+    }
+
+    fn check_identity(&self) -> Result<(), DirSyncError> {
+        let held = FileMeta::from_stat(&rfs::fstat(&self.fd).map_err(|e| DirSyncError::Io(errno_io(e)))?);
+        let seen = match rfs::stat(&self.path) {
+            Ok(st) => FileMeta::from_stat(&st),
+            Err(Errno::NOENT) | Err(Errno::NOTDIR) => return Err(DirSyncError::Changed),
+            Err(e) => return Err(DirSyncError::Io(errno_io(e))),
+        };
+        // A directory on a filesystem without inode numbers is compared by dev alone,
+        // provided it is consistently 0 (QWEN_FORMAT §4.3).
+        let same = held.kind == Kind::Directory
+            && seen.kind == Kind::Directory
+            && held.dev == self.meta.dev
+            && seen.dev == self.meta.dev
+            && held.ino == self.meta.ino
+            && seen.ino == self.meta.ino;
+        if same { Ok(()) } else { Err(DirSyncError::Changed) }
+    }
+}
+
+/// `lstat` of an absolute or relative path (used for the runtime directory check).
+pub fn lstat_path(path: &Path) -> io::Result<FileMeta> {
+    rfs::statat(CWD, path, AtFlags::SYMLINK_NOFOLLOW)
+        .map(|st| FileMeta::from_stat(&st))
+        .map_err(errno_io)
+}
+
+/// `stat` (following symlinks) of a path.
+pub fn stat_path(path: &Path) -> io::Result<FileMeta> {
+    rfs::stat(path).map(|st| FileMeta::from_stat(&st)).map_err(errno_io)
+}
+
+/// Creates one directory with mode 0700 (minus umask); `EEXIST` is not an error.
+///
+/// Why 0700: the lock directory holds owner diagnostics; QWEN_FORMAT §1.1 creates it
+/// owner-only. Whatever is there afterwards is verified by [`Dir::open`].
+pub fn mkdir_0700(path: &Path) -> io::Result<()> {
+    match rfs::mkdirat(CWD, path, Mode::from_raw_mode(0o700)) {
+        Ok(()) | Err(Errno::EXIST) => Ok(()),
+        Err(e) => Err(errno_io(e)),
+    }
+}
+
+/// What `kill(pid, 0)` said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal0 {
+    /// The signal could be delivered: a process with that pid exists.
+    Delivered,
+    /// `ESRCH`: no such process.
+    NoSuchProcess,
+    /// Any other outcome (EPERM, EIO, or a pid outside `pid_t`): treated as alive.
+    Indeterminate,
+}
+
+/// `kill(pid, 0)`, with pids outside `1..=i32::MAX` answered as [`Signal0::Indeterminate`].
+///
+/// Why not truncate: QWEN_FORMAT §3.3 — Node rejects such pids with a non-ESRCH error, so
+/// qwen treats them as alive; truncating to `pid_t` could probe an unrelated process.
+pub fn signal0(pid: u64) -> Signal0 {
+    let Ok(raw) = i32::try_from(pid) else { return Signal0::Indeterminate };
+    let Some(pid) = rustix::process::Pid::from_raw(raw) else { return Signal0::Indeterminate };
+    match rustix::process::test_kill_process(pid) {
+        Ok(()) => Signal0::Delivered,
+        Err(Errno::SRCH) => Signal0::NoSuchProcess,
+        Err(_) => Signal0::Indeterminate,
+    }
+}
+
+/// This process's pid.
+pub fn own_pid() -> u32 {
+    rustix::process::getpid().as_raw_nonzero().get() as u32
+}
+
+/// The parent process's pid, if it has one.
+pub fn parent_pid() -> Option<u32> {
+    rustix::process::getppid().map(|p| p.as_raw_nonzero().get() as u32)
+}
+
+/// `uname().nodename`, which is what Node's `os.hostname()` returns on Linux.
+pub fn hostname() -> String {
+    String::from_utf8_lossy(rustix::system::uname().nodename().to_bytes()).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn dir() -> (tempfile::TempDir, Dir) {
+        let t = tempfile::tempdir().unwrap();
+        let d = Dir::open(t.path()).unwrap();
+        (t, d)
+    }
+
+    #[test]
+    fn create_new_synced_is_exclusive_and_0600() {
+        let (t, d) = dir();
+        d.create_new_synced(OsStr::new("a"), b"x").unwrap();
+        let e = d.create_new_synced(OsStr::new("a"), b"y").unwrap_err();
+        assert!(is_eexist(&e));
+        assert_eq!(std::fs::read(t.path().join("a")).unwrap(), b"x");
+        let mode = std::fs::metadata(t.path().join("a")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn link_never_replaces() {
+        let (t, d) = dir();
+        std::fs::write(t.path().join("a"), b"a").unwrap();
+        std::fs::write(t.path().join("b"), b"b").unwrap();
+        assert!(is_eexist(&d.link(OsStr::new("a"), OsStr::new("b")).unwrap_err()));
+        assert_eq!(std::fs::read(t.path().join("b")).unwrap(), b"b");
+    }
+
+    #[test]
+    fn read_regular_refuses_symlink_dir_fifo_and_reports_missing() {
+        let (t, d) = dir();
+        std::fs::write(t.path().join("target"), b"{}").unwrap();
+        std::os::unix::fs::symlink(t.path().join("target"), t.path().join("link")).unwrap();
+        std::fs::create_dir(t.path().join("sub")).unwrap();
+        rustix::fs::mknodat(CWD, &t.path().join("fifo"), FileType::Fifo, Mode::from_raw_mode(0o600), 0)
+            .unwrap();
+        assert!(matches!(d.read_regular(OsStr::new("link")), ReadRegular::NotRegular(Kind::Symlink)));
+        assert!(matches!(d.read_regular(OsStr::new("sub")), ReadRegular::NotRegular(Kind::Directory)));
+        assert!(matches!(d.read_regular(OsStr::new("fifo")), ReadRegular::NotRegular(Kind::Fifo)));
+        assert!(matches!(d.read_regular(OsStr::new("nope")), ReadRegular::Missing));
+        match d.read_regular(OsStr::new("target")) {
+            ReadRegular::Regular(b, m) => {
+                assert_eq!(b, b"{}");
+                assert_eq!(m.kind, Kind::Regular);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn read_regular_refuses_oversized_files() {
+        let (t, d) = dir();
+        std::fs::write(t.path().join("big"), vec![b' '; MAX_RECORD_BYTES + 1]).unwrap();
+        assert!(matches!(d.read_regular(OsStr::new("big")), ReadRegular::TooLarge(_)));
+    }
+
+    #[test]
+    fn open_refuses_a_symlinked_directory() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir(t.path().join("real")).unwrap();
+        std::os::unix::fs::symlink(t.path().join("real"), t.path().join("alias")).unwrap();
+        assert!(Dir::open(&t.path().join("alias")).is_err());
+        assert!(Dir::open(&t.path().join("real")).is_ok());
+    }
+
+    #[test]
+    fn sync_detects_a_swapped_directory() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("locks");
+        std::fs::create_dir(&p).unwrap();
+        let d = Dir::open(&p).unwrap();
+        d.sync().unwrap();
+        std::fs::rename(&p, t.path().join("moved")).unwrap();
+        std::fs::create_dir(&p).unwrap();
+        assert!(matches!(d.sync(), Err(DirSyncError::Changed)));
+        std::fs::remove_dir(&p).unwrap();
+        std::os::unix::fs::symlink(t.path().join("moved"), &p).unwrap();
+        // The symlink resolves to the very directory we hold, which is fine: it is the same
+        // directory. A symlink to another directory is a change.
+        d.sync().unwrap();
+        std::fs::remove_file(&p).unwrap();
+        std::os::unix::fs::symlink(t.path(), &p).unwrap();
+        assert!(matches!(d.sync(), Err(DirSyncError::Changed)));
+    }
+
+    #[test]
+    fn signal0_classifies_pids() {
+        assert_eq!(signal0(own_pid() as u64), Signal0::Delivered);
+        assert_eq!(signal0(i32::MAX as u64 + 1), Signal0::Indeterminate);
+        assert_eq!(signal0(u64::MAX), Signal0::Indeterminate);
+        // pid_max is at most 2^22 on Linux, so i32::MAX is reliably unused (qwen's tests use it).
+        assert_eq!(signal0(i32::MAX as u64), Signal0::NoSuchProcess);
+    }
+
+    #[test]
+    fn list_names_entries() {
+        let (t, d) = dir();
+        std::fs::write(t.path().join("x"), b"").unwrap();
+        let names = d.list().unwrap();
+        assert_eq!(names, vec![OsString::from("x")]);
+    }
+}

@@ -1,0 +1,95 @@
+//! The `writerctl` binary: parse, dispatch, turn an error into an exit status. Nothing else.
+
+mod cli;
+mod commands;
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+use serde_json::json;
+use writerctl::error::ErrorCode;
+use writerctl::lockfile::LockError;
+
+use cli::{Cli, Command};
+use commands::output::Output;
+
+fn main() -> ExitCode {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let json = argv.iter().any(|a| a == "--json");
+    let cli = match Cli::try_parse_from(&argv) {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            if json {
+                let message = e.to_string();
+                let first = message.lines().next().unwrap_or("").trim_start_matches("error: ").to_string();
+                print_json_error(ErrorCode::Usage, &first, Some("run `writerctl --help`".into()));
+            } else {
+                let _ = e.print();
+            }
+            return ExitCode::from(ErrorCode::Usage.exit_code());
+        }
+    };
+    let out = Output { json: cli.json };
+    let verbose = cli.verbose;
+    let result = match cli.command {
+        Command::Acquire(a) => commands::acquire::run(a, out),
+        Command::Release(a) => commands::release::run(a, out),
+        Command::Status(a) => commands::status::run(a, out),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => report(e, out, verbose),
+    }
+}
+
+/// Finds the engine error inside an `anyhow` chain.
+fn classify(e: &anyhow::Error) -> (ErrorCode, Option<String>) {
+    for cause in e.chain() {
+        if let Some(le) = cause.downcast_ref::<LockError>() {
+            return (le.code(), le.hint());
+        }
+    }
+    (ErrorCode::Internal, None)
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain()
+        .any(|c| c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe))
+}
+
+fn report(e: anyhow::Error, out: Output, verbose: bool) -> ExitCode {
+    if is_broken_pipe(&e) {
+        return ExitCode::SUCCESS;
+    }
+    let (code, hint) = classify(&e);
+    let mut message = e.to_string();
+    if verbose {
+        for cause in e.chain().skip(1) {
+            message.push_str(&format!(": {cause}"));
+        }
+    }
+    if out.json {
+        print_json_error(code, &message, hint);
+    } else {
+        let mut err = io::stderr().lock();
+        let _ = writeln!(err, "error: {message}");
+        if let Some(h) = hint {
+            let _ = writeln!(err, "hint: {h}");
+        }
+        let _ = writeln!(err, "(code: {code}, exit {})", code.exit_code());
+    }
+    ExitCode::from(code.exit_code())
+}
+
+fn print_json_error(code: ErrorCode, message: &str, hint: Option<String>) {
+    let doc = json!({"error": {"code": code.as_str(), "message": message, "hint": hint}});
+    let mut out = io::stdout().lock();
+    let _ = serde_json::to_writer_pretty(&mut out, &doc);
+    let _ = writeln!(out);
+}
