@@ -180,13 +180,15 @@ pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe)
     let claim = site.paths.claim();
     for _ in 0..ACQUIRE_ATTEMPTS {
         check_claim(&site.dir, &claim)?;
-        if install(&site.dir, &site.paths.lock_name, &record.raw, owner.expose())? {
+        crate::failpoint!("acquire.before_install");
+        if let Some(linked) = install(&site.dir, &site.paths.lock_name, &record.raw, owner.expose())? {
+            crate::failpoint!("acquire.after_install");
             if let Err(e) = check_claim(&site.dir, &claim) {
                 // A transition claimed the path after our first check: leave its gap empty.
                 let _ = remove_owned(&site.dir, &site.paths.lock_name, owner.expose());
                 return Err(e);
             }
-            let meta = finish_acquisition(site, &owner, &record)?;
+            let meta = finish_acquisition(site, &owner, &record, &linked)?;
             return Ok(Lease { owner, record, meta, reclaimed: false });
         }
         match inspect_record(&site.dir, &site.paths.lock_name, &site.session_id, &site.local, probe) {
@@ -245,8 +247,14 @@ pub(crate) fn inspection_error(site: &LockSite, name: &str, found: Inspection) -
 /// §5.3 step 1 plus a directory fsync: proves `L` is our exact record on a verifiable inode,
 /// then makes the link durable. On failure, releases our record (two attempts) so a failed
 /// acquisition never leaves an owner behind.
-fn finish_acquisition(site: &LockSite, owner: &OwnerToken, record: &LockRecord) -> Result<FileMeta, LockError> {
-    let verified = verify_lock_identity(site, record).and_then(|meta| {
+fn finish_acquisition(
+    site: &LockSite,
+    owner: &OwnerToken,
+    record: &LockRecord,
+    linked: &FileMeta,
+) -> Result<FileMeta, LockError> {
+    let verified = verify_lock_identity(site, record, linked).and_then(|meta| {
+        crate::failpoint!("acquire.before_dir_sync");
         site.dir.sync().map_err(sync_error)?;
         Ok(meta)
     });
@@ -280,7 +288,10 @@ fn finish_acquisition(site: &LockSite, owner: &OwnerToken, record: &LockRecord) 
 /// §5.3 step 1: open `L` without following symlinks, require a regular file on a
 /// verifiable inode whose bytes are exactly ours, with the path naming that same inode
 /// before and after the read.
-fn verify_lock_identity(site: &LockSite, record: &LockRecord) -> Result<FileMeta, LockError> {
+///
+/// Beyond qwen: the inode must also be the one we linked (`linked`), so a byte-identical
+/// copy swapped in between the link and this check is not mistaken for our record.
+fn verify_lock_identity(site: &LockSite, record: &LockRecord, linked: &FileMeta) -> Result<FileMeta, LockError> {
     let name = site.paths.lock_name.as_str();
     let lost = |reason: &str| LockError::NotOwner { path: site.lock_path(), reason: reason.into() };
     let (bytes, meta) = match site.dir.read_regular(OsStr::new(name)) {
@@ -298,7 +309,7 @@ fn verify_lock_identity(site: &LockSite, record: &LockRecord) -> Result<FileMeta
         });
     }
     let same = |s: &LockSite| same_regular(&s.dir, name, &meta).map_err(|e| LockError::io("lstat lock", e));
-    if !same(site)? || bytes != record.raw || !same(site)? {
+    if !meta.same_identity(linked) || !same(site)? || bytes != record.raw || !same(site)? {
         return Err(lost("the lock was replaced right after install"));
     }
     Ok(meta)
@@ -350,7 +361,7 @@ fn take_reclaim_guard(
 ) -> Result<String, LockError> {
     let mut guard = site.paths.reclaim_guard(stale_owner);
     for _ in 0..GUARD_ATTEMPTS {
-        if install(&site.dir, &guard, &record.raw, owner.expose())? {
+        if install(&site.dir, &guard, &record.raw, owner.expose())?.is_some() {
             return Ok(guard);
         }
         match inspect_record(&site.dir, &guard, &site.session_id, &site.local, probe) {
@@ -378,8 +389,10 @@ fn reclaim_under_guard(
     let stale = site.paths.stale(sys::own_pid(), &uuid::Uuid::new_v4().to_string());
     check_claim(&site.dir, &site.paths.claim())?;
     still_stale(site, lock, existing, probe)?;
+    crate::failpoint!("reclaim.before_rename");
     site.dir.rename(OsStr::new(lock), OsStr::new(&stale)).map_err(|e| LockError::io("move stale lock aside", e))?;
     *stale_aside = Some(stale.clone());
+    crate::failpoint!("reclaim.after_rename");
     // Re-validate what we actually moved: between the check and the rename the owner could
     // have been replaced, and we must only ever discard the record we judged stale.
     if let Err(e) = still_stale(site, &stale, existing, probe) {
@@ -401,15 +414,15 @@ fn reclaim_under_guard(
     }
     site.dir.unlink(OsStr::new(&stale)).map_err(|e| LockError::io("unlink stale lock", e))?;
     *stale_aside = None;
-    if !install(&site.dir, lock, &record.raw, owner.expose())? {
+    crate::failpoint!("reclaim.after_unlink");
+    let Some(linked) = install(&site.dir, lock, &record.raw, owner.expose())? else {
         return Err(LockError::unavailable(Unavailable::ReclaimRaced));
-    }
+    };
     *installed = true;
-    if let Err(e) = check_claim(&site.dir, &site.paths.claim()) {
-        return Err(e);
-    }
+    crate::failpoint!("reclaim.after_install");
+    check_claim(&site.dir, &site.paths.claim())?;
     *installed = false; // finish_acquisition now owns cleanup of L.
-    let meta = finish_acquisition(site, owner, record)?;
+    let meta = finish_acquisition(site, owner, record, &linked)?;
     Ok(Lease { owner: owner.clone(), record: record.clone(), meta, reclaimed: true })
 }
 
@@ -426,4 +439,164 @@ fn still_stale(site: &LockSite, name: &str, existing: &LockRecord, probe: &dyn P
 /// Waits `MALFORMED_RETRY_DELAY` (used by retry loops elsewhere in the engine).
 pub(crate) fn retry_pause() {
     sleep(MALFORMED_RETRY_DELAY);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lockfile::identity::{SystemProbe, holder};
+    use crate::lockfile::release::release;
+    use crate::lockfile::sys::counters;
+
+    fn site(t: &tempfile::TempDir) -> LockSite {
+        let paths = LockPaths::for_session(t.path(), "s");
+        open_site(t.path(), paths, "s", DirMode::Create).unwrap()
+    }
+
+    fn opts(reclaim: ReclaimPolicy) -> AcquireOptions {
+        AcquireOptions { holder: holder(sys::own_pid()), process_kind: "unknown".into(), reclaim }
+    }
+
+    #[test]
+    fn acquire_fast_path_costs_two_fsyncs_and_release_one() {
+        let t = tempfile::tempdir().unwrap();
+        let s = site(&t);
+        let before = counters::fsyncs();
+        let lease = acquire(&s, &opts(ReclaimPolicy::Local), &SystemProbe).unwrap();
+        assert_eq!(counters::fsyncs() - before, 2, "temp file + lock directory");
+        let before = counters::fsyncs();
+        release(&s, &lease.owner).unwrap();
+        assert_eq!(counters::fsyncs() - before, 1, "lock directory");
+        let left: Vec<_> = std::fs::read_dir(t.path().join(LOCK_SUBDIR)).unwrap().collect();
+        assert!(left.is_empty());
+    }
+
+    #[test]
+    fn second_acquire_conflicts_while_holder_lives() {
+        let t = tempfile::tempdir().unwrap();
+        let s = site(&t);
+        let lease = acquire(&s, &opts(ReclaimPolicy::Local), &SystemProbe).unwrap();
+        let e = acquire(&s, &opts(ReclaimPolicy::Local), &SystemProbe).unwrap_err();
+        assert!(matches!(e, LockError::Conflict { sealed: false, .. }), "{e:?}");
+        let on_disk = std::fs::read(s.lock_path()).unwrap();
+        assert_eq!(on_disk, lease.record.raw);
+    }
+
+    #[test]
+    fn second_claim_check_removes_our_record_when_a_claim_appears() {
+        // A transition claims the path between our install and our second claim check: we
+        // must answer unavailable and leave the gap empty (seed 001 "Fixed claim").
+        let t = tempfile::tempdir().unwrap();
+        let s = site(&t);
+        let claim = s.paths.dir.join(s.paths.claim());
+        let c = claim.clone();
+        crate::lockfile::failpoint::set_hook("acquire.after_install", move || std::fs::write(&c, b"claim"));
+        let e = acquire(&s, &opts(ReclaimPolicy::Local), &SystemProbe).unwrap_err();
+        crate::lockfile::failpoint::clear_hooks();
+        assert!(matches!(e, LockError::Unavailable { reason: Unavailable::ClaimPresent, .. }), "{e:?}");
+        assert!(!s.lock_path().exists(), "our candidate must be gone");
+        assert_eq!(std::fs::read(&claim).unwrap(), b"claim", "the claim is not ours to touch");
+    }
+
+    #[test]
+    fn a_lock_replaced_right_after_install_is_never_reported_as_ours() {
+        // Someone swaps L for a byte-identical copy (another inode) before verification; the
+        // acquisition must fail instead of claiming a record it cannot prove.
+        let t = tempfile::tempdir().unwrap();
+        let s = site(&t);
+        let l = s.lock_path();
+        let copy = s.paths.dir.join("copy");
+        crate::lockfile::failpoint::set_hook("acquire.after_install", move || {
+            let bytes = std::fs::read(&l)?;
+            std::fs::write(&copy, &bytes)?;
+            std::fs::rename(&copy, &l)
+        });
+        let e = acquire(&s, &opts(ReclaimPolicy::Local), &SystemProbe).unwrap_err();
+        crate::lockfile::failpoint::clear_hooks();
+        assert!(matches!(e, LockError::NotOwner { .. }), "{e:?}");
+        // Cleanup released the copy: it carried our own owner id and bytes.
+        assert!(!s.lock_path().exists());
+    }
+
+    #[test]
+    fn managed_mode_never_reclaims_a_dead_owner() {
+        let t = tempfile::tempdir().unwrap();
+        let s = site(&t);
+        let dead = Holder { pid: i32::MAX as u32, ..holder(sys::own_pid()) };
+        let dead = Holder {
+            process_start_identity: Some(format!("linux:{}:1", crate::lockfile::identity::read_boot_id().unwrap())),
+            ..dead
+        };
+        let owner = OwnerToken::generate();
+        let rec = new_active_record("s", &owner, &dead, "unknown", OffsetDateTime::now_utc()).unwrap();
+        std::fs::write(s.lock_path(), &rec.raw).unwrap();
+        let e = acquire(&s, &opts(ReclaimPolicy::Never), &SystemProbe).unwrap_err();
+        assert!(matches!(e, LockError::Conflict { managed_refused_stale: true, .. }), "{e:?}");
+        assert_eq!(std::fs::read(s.lock_path()).unwrap(), rec.raw);
+        let lease = acquire(&s, &opts(ReclaimPolicy::Local), &SystemProbe).unwrap();
+        assert!(lease.reclaimed);
+        let names: Vec<String> = std::fs::read_dir(&s.paths.dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, vec!["s.lock".to_string()], "no guard or stale residue");
+    }
+
+    #[test]
+    fn a_live_reclaim_guard_makes_the_second_reclaimer_unavailable() {
+        let t = tempfile::tempdir().unwrap();
+        let s = site(&t);
+        let boot = crate::lockfile::identity::read_boot_id().unwrap();
+        let dead = Holder {
+            pid: i32::MAX as u32,
+            process_start_identity: Some(format!("linux:{boot}:1")),
+            ..holder(sys::own_pid())
+        };
+        let stale_owner = OwnerToken::generate();
+        let stale = new_active_record("s", &stale_owner, &dead, "unknown", OffsetDateTime::now_utc()).unwrap();
+        std::fs::write(s.lock_path(), &stale.raw).unwrap();
+        // A live reclaimer (this process) already holds the guard.
+        let other = OwnerToken::generate();
+        let guard = new_active_record("s", &other, &holder(sys::own_pid()), "unknown", OffsetDateTime::now_utc()).unwrap();
+        let guard_name = s.paths.reclaim_guard(stale_owner.expose());
+        std::fs::write(s.paths.dir.join(&guard_name), &guard.raw).unwrap();
+        let e = acquire(&s, &opts(ReclaimPolicy::Local), &SystemProbe).unwrap_err();
+        assert!(matches!(e, LockError::Unavailable { reason: Unavailable::GuardHeld, .. }), "{e:?}");
+        assert_eq!(std::fs::read(s.lock_path()).unwrap(), stale.raw);
+        assert_eq!(std::fs::read(s.paths.dir.join(&guard_name)).unwrap(), guard.raw);
+    }
+
+    #[test]
+    fn a_dead_reclaim_guard_is_chained_past_and_left_in_place() {
+        let t = tempfile::tempdir().unwrap();
+        let s = site(&t);
+        let boot = crate::lockfile::identity::read_boot_id().unwrap();
+        let dead = Holder {
+            pid: i32::MAX as u32,
+            process_start_identity: Some(format!("linux:{boot}:1")),
+            ..holder(sys::own_pid())
+        };
+        let stale_owner = OwnerToken::generate();
+        let stale = new_active_record("s", &stale_owner, &dead, "unknown", OffsetDateTime::now_utc()).unwrap();
+        std::fs::write(s.lock_path(), &stale.raw).unwrap();
+        let dead_guard_owner = OwnerToken::generate();
+        let dead_guard = new_active_record("s", &dead_guard_owner, &dead, "unknown", OffsetDateTime::now_utc()).unwrap();
+        let guard_name = s.paths.reclaim_guard(stale_owner.expose());
+        std::fs::write(s.paths.dir.join(&guard_name), &dead_guard.raw).unwrap();
+        let lease = acquire(&s, &opts(ReclaimPolicy::Local), &SystemProbe).unwrap();
+        assert!(lease.reclaimed);
+        // The dead reclaimer's guard is not ours to delete; the chained guard is gone.
+        assert_eq!(std::fs::read(s.paths.dir.join(&guard_name)).unwrap(), dead_guard.raw);
+        let chained = s.paths.reclaim_guard_chained(stale_owner.expose(), dead_guard_owner.expose());
+        assert!(!s.paths.dir.join(chained).exists());
+    }
+
+    #[test]
+    fn a_missing_runtime_dir_is_reported_and_never_created() {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path().join("nope");
+        let e = open_site(&r, LockPaths::for_session(&r, "s"), "s", DirMode::Create).unwrap_err();
+        assert!(matches!(e, LockError::RuntimeDirMissing(_)));
+        assert!(!r.exists());
+    }
 }

@@ -34,6 +34,7 @@
 
 pub mod acquire;
 pub mod error;
+pub mod failpoint;
 pub mod identity;
 pub mod paths;
 pub mod primitives;

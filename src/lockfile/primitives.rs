@@ -31,8 +31,9 @@ fn os(name: &str) -> &OsStr {
 /// Installs `raw` at `target` without ever replacing an existing file (QWEN_FORMAT §5.1).
 ///
 /// Sequence: exclusive-create `<target>.<owner_id>.tmp` (0600), write, fsync, close;
-/// `link(tmp, target)`; unlink the temp. Returns `Ok(true)` when `target` now holds exactly
-/// our bytes, `Ok(false)` when something else is there.
+/// `link(tmp, target)`; unlink the temp. Returns `Ok(Some(meta))` when `target` now holds
+/// exactly our bytes — `meta` is the identity of the inode we linked (or, after an
+/// error-after-effect, of the exact file found) — and `Ok(None)` when something else is there.
 ///
 /// Why link and not rename: `link` fails with `EEXIST` instead of replacing, so a racing
 /// installer can never overwrite another's record. Why the exact-bytes reconciliation: on
@@ -41,27 +42,31 @@ fn os(name: &str) -> &OsStr {
 ///
 /// No directory fsync here: callers sync once after the whole step they make durable, so
 /// the acquire fast path costs two fsyncs (this temp, then the directory).
-pub fn install(dir: &Dir, target: &str, raw: &[u8], owner_id: &str) -> Result<bool, LockError> {
+pub fn install(dir: &Dir, target: &str, raw: &[u8], owner_id: &str) -> Result<Option<FileMeta>, LockError> {
     let temp = install_temp(target, owner_id);
-    if let Err(e) = dir.create_new_synced(os(&temp), raw) {
-        if is_eexist(&e) {
+    let made = match dir.create_new_synced(os(&temp), raw) {
+        Ok(meta) => meta,
+        Err(e) if is_eexist(&e) => {
             return Err(LockError::Unavailable {
                 reason: Unavailable::TempExists,
                 detail: Some(temp),
                 source: Some(e),
             });
         }
-        // The create may have succeeded before the write or fsync failed.
-        let _ = dir.unlink(os(&temp));
-        return Err(LockError::io("write install temp", e));
-    }
+        Err(e) => {
+            // The create may have succeeded before the write or fsync failed.
+            let _ = dir.unlink(os(&temp));
+            return Err(LockError::io("write install temp", e));
+        }
+    };
     let result = match dir.link(os(&temp), os(target)) {
-        Ok(()) => Ok(true),
-        Err(e) => match inspect_exact(dir, target, raw) {
-            ExactState::Exact => Ok(true),
-            _ if is_eexist(&e) => Ok(false),
-            ExactState::Other => Ok(false),
-            ExactState::Missing | ExactState::Unknown(_) => Err(LockError::io("link record", e)),
+        Ok(()) => Ok(Some(made)),
+        Err(e) => match (inspect_exact(dir, target, raw), dir.lstat(os(target))) {
+            (ExactState::Exact, Ok(found)) => Ok(Some(found)),
+            (ExactState::Exact, Err(le)) => Err(LockError::io("lstat installed record", le)),
+            _ if is_eexist(&e) => Ok(None),
+            (ExactState::Other, _) => Ok(None),
+            (ExactState::Missing | ExactState::Unknown(_), _) => Err(LockError::io("link record", e)),
         },
     };
     let _ = dir.unlink(os(&temp));
@@ -246,7 +251,7 @@ mod tests {
     #[test]
     fn install_links_and_cleans_its_temp() {
         let (t, d) = dir();
-        assert!(install(&d, "L", b"rec", "o").unwrap());
+        assert!(install(&d, "L", b"rec", "o").unwrap().is_some());
         assert_eq!(std::fs::read(t.path().join("L")).unwrap(), b"rec");
         assert_eq!(names(&t), vec!["L"]);
     }
@@ -255,7 +260,7 @@ mod tests {
     fn install_never_replaces_and_reports_not_installed() {
         let (t, d) = dir();
         std::fs::write(t.path().join("L"), b"theirs").unwrap();
-        assert!(!install(&d, "L", b"ours", "o").unwrap());
+        assert!(install(&d, "L", b"ours", "o").unwrap().is_none());
         assert_eq!(std::fs::read(t.path().join("L")).unwrap(), b"theirs");
         assert_eq!(names(&t), vec!["L"]);
     }
@@ -266,7 +271,7 @@ mod tests {
         // error-after-effect case of §5.1 step 5.
         let (t, d) = dir();
         std::fs::write(t.path().join("L"), b"ours").unwrap();
-        assert!(install(&d, "L", b"ours", "o").unwrap());
+        assert!(install(&d, "L", b"ours", "o").unwrap().is_some());
     }
 
     #[test]
@@ -282,7 +287,7 @@ mod tests {
     fn install_into_a_directory_target_is_not_installed() {
         let (t, d) = dir();
         std::fs::create_dir(t.path().join("L")).unwrap();
-        assert!(!install(&d, "L", b"ours", "o").unwrap());
+        assert!(install(&d, "L", b"ours", "o").unwrap().is_none());
     }
 
     #[test]

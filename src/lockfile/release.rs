@@ -21,7 +21,7 @@
 use std::ffi::OsStr;
 
 use super::acquire::{LockSite, retry_pause, sync_error};
-use super::error::{LockError, Unavailable};
+use super::error::LockError;
 use super::primitives::{ExactState, inspect_exact, same_regular};
 use super::record::{LockRecord, OwnerToken, parse_record};
 use super::sys::{FileMeta, ReadRegular, is_eexist};
@@ -107,6 +107,7 @@ fn release_exact(site: &LockSite, owner_id: &str, record: &LockRecord, meta: &Fi
     let lock = site.paths.lock_name.as_str();
     let retired = site.paths.released(owner_id);
     let path = site.lock_path();
+    crate::failpoint!("release.before_rename");
     if let Err(e) = site.dir.rename(OsStr::new(lock), OsStr::new(&retired)) {
         // The rename may have taken effect before reporting an error (network filesystems).
         let at_lock = inspect_exact(&site.dir, lock, &record.raw);
@@ -119,6 +120,7 @@ fn release_exact(site: &LockSite, owner_id: &str, record: &LockRecord, meta: &Fi
             _ => Err(LockError::io("move lock aside for release", e)),
         };
     }
+    crate::failpoint!("release.after_rename");
     // Prove that what we moved is the very record we checked: same bytes, same inode.
     let moved_is_ours = matches!(inspect_exact(&site.dir, &retired, &record.raw), ExactState::Exact)
         && same_regular(&site.dir, &retired, meta).unwrap_or(false);
@@ -142,6 +144,7 @@ fn release_exact(site: &LockSite, owner_id: &str, record: &LockRecord, meta: &Fi
 
 fn finish_release(site: &LockSite, record: &LockRecord, retired: &str) -> Result<ReleaseOutcome, LockError> {
     let retired_left = site.dir.unlink(OsStr::new(retired)).is_err();
+    crate::failpoint!("release.before_dir_sync");
     site.dir.sync().map_err(|e| match sync_error(e) {
         LockError::Unavailable { reason, source, .. } => LockError::Unavailable {
             reason,
@@ -150,6 +153,5 @@ fn finish_release(site: &LockSite, record: &LockRecord, retired: &str) -> Result
         },
         other => other,
     })?;
-    let _ = Unavailable::Io;
     Ok(ReleaseOutcome { record: record.clone(), retired_left })
 }

@@ -24,15 +24,17 @@ pub const MAX_RECORD_BYTES: usize = 64 * 1024;
 #[cfg(any(test, feature = "counters"))]
 pub mod counters {
     //! Test-only syscall counters (feature `counters`); absent from release builds.
-    use std::sync::atomic::{AtomicU64, Ordering};
-    /// File and directory fsyncs issued by this process.
-    pub static FSYNCS: AtomicU64 = AtomicU64::new(0);
-    /// Current fsync count.
+    //! Per thread, so tests running in parallel do not see each other's calls.
+    use std::cell::Cell;
+    thread_local! {
+        static FSYNCS: Cell<u64> = const { Cell::new(0) };
+    }
+    /// File and directory fsyncs issued by this thread so far.
     pub fn fsyncs() -> u64 {
-        FSYNCS.load(Ordering::SeqCst)
+        FSYNCS.with(Cell::get)
     }
     pub(crate) fn bump() {
-        FSYNCS.fetch_add(1, Ordering::SeqCst);
+        FSYNCS.with(|c| c.set(c.get() + 1));
     }
 }
 
@@ -197,7 +199,10 @@ impl Dir {
     /// 2–3). `O_EXCL` means two installers never share a temp; the fsync before the link
     /// means a record that becomes visible under its final name is never a torn write after
     /// a power loss.
-    pub fn create_new_synced(&self, name: &OsStr, bytes: &[u8]) -> io::Result<()> {
+    ///
+    /// Returns the new file's metadata: after a successful `link` the target shares this
+    /// inode, which lets callers prove that what sits at the target is the file they made.
+    pub fn create_new_synced(&self, name: &OsStr, bytes: &[u8]) -> io::Result<FileMeta> {
         let fd = rfs::openat(
             &self.fd,
             name,
@@ -216,7 +221,7 @@ impl Dir {
         }
         count_fsync();
         rfs::fsync(&fd).map_err(errno_io)?;
-        Ok(())
+        Ok(FileMeta::from_stat(&rfs::fstat(&fd).map_err(errno_io)?))
     }
 
     /// `linkat(from, to)` without following symlinks; never replaces an existing `to`.

@@ -1,0 +1,33 @@
+//! The error-code registry is a public contract: this snapshot fails on any rename, reuse,
+//! removal or exit-code change, and checks the README documents every code.
+
+use writerctl::error::ErrorCode;
+
+const SNAPSHOT: &[(&str, u8)] = &[
+    ("session_writer_conflict", 3),
+    ("session_writer_unavailable", 75),
+    ("session_transcript_changed", 4),
+    ("session_lock_malformed", 4),
+    ("session_transcript_unsafe", 4),
+    ("session_not_owner", 3),
+    ("feature_disabled", 7),
+    ("invalid_argument", 2),
+    ("runtime_dir_missing", 2),
+    ("usage", 2),
+    ("internal", 1),
+];
+
+#[test]
+fn error_code_registry_is_stable() {
+    let now: Vec<(&str, u8)> = ErrorCode::ALL.iter().map(|c| (c.as_str(), c.exit_code())).collect();
+    assert_eq!(now, SNAPSHOT, "codes are append-only; update the README table with any addition");
+}
+
+#[test]
+fn readme_documents_every_code_with_its_exit_status() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    for c in ErrorCode::ALL {
+        let row = format!("| `{}` | {} |", c.as_str(), c.exit_code());
+        assert!(readme.contains(&row), "README.md lacks the row starting {row}");
+    }
+}

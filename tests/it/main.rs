@@ -1,0 +1,24 @@
+//! writerctl's one integration-test binary: every test runs the real `writerctl` binary on
+//! staged directories. Add new files as modules here; `every_test_file_is_wired_in` fails
+//! when one is forgotten.
+
+mod support;
+
+mod acquire_release;
+mod codes;
+mod race;
+mod staged;
+
+#[test]
+fn every_test_file_is_wired_in() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it");
+    let main = std::fs::read_to_string(dir.join("main.rs")).unwrap();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if let Some(stem) = name.strip_suffix(".rs") {
+            if stem != "main" {
+                assert!(main.contains(&format!("mod {stem};")), "tests/it/{name} is not declared in tests/it/main.rs");
+            }
+        }
+    }
+}

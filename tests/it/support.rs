@@ -1,0 +1,317 @@
+//! `TestEnv`: a scratch runtime directory and a way to run the real binary with a cleared
+//! environment, plus helpers to stage qwen-format records by hand.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde::Deserialize;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_writerctl");
+
+/// The result of one run.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    fn from(o: Output) -> Run {
+        Run {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+
+    /// Parses stdout as JSON into `T`.
+    pub fn json<T: for<'de> Deserialize<'de>>(&self) -> T {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not the expected JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
+    }
+
+    /// The `error.code` of a `--json` failure.
+    pub fn error_code(&self) -> String {
+        let e: ErrorDoc = self.json();
+        e.error.code
+    }
+
+    /// Asserts exit code and JSON error code together.
+    #[track_caller]
+    pub fn assert_error(&self, exit: i32, code: &str) {
+        assert_eq!(
+            (self.code, self.error_code().as_str()),
+            (exit, code),
+            "stdout:\n{}\nstderr:\n{}",
+            self.stdout,
+            self.stderr
+        );
+    }
+
+    #[track_caller]
+    pub fn assert_ok(&self) -> &Run {
+        assert_eq!(self.code, 0, "stdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
+        self
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorDoc {
+    pub error: ErrorBody,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorBody {
+    pub code: String,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+/// `acquire --json`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AcquireJson {
+    pub session_id: String,
+    pub state: String,
+    pub owner_token: Option<String>,
+    pub lock_path: String,
+    pub pid: u32,
+    pub reclaimed: bool,
+    pub token_file: Option<String>,
+}
+
+/// `release --json`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseJson {
+    pub session_id: String,
+    pub state: String,
+    pub lock_path: String,
+    pub retired_file_left: bool,
+}
+
+/// `status --json` for one session.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatusJson {
+    pub session_id: String,
+    pub lock_path: String,
+    pub state: String,
+    pub owner: Option<OwnerJson>,
+    pub live: Option<bool>,
+    pub liveness: Option<LivenessJson>,
+    pub managed_schema: bool,
+    pub proof: Option<ProofJson>,
+    pub claim: Option<ClaimJson>,
+    pub side_files: Vec<SideFileJson>,
+    pub problem: Option<String>,
+    pub next_step: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OwnerJson {
+    pub schema_version: u8,
+    pub format_version: Option<u64>,
+    pub pid: u64,
+    pub hostname: String,
+    pub process_kind: String,
+    pub acquired_at: String,
+    pub process_start_identity: Option<String>,
+    pub pid_namespace_id: Option<u64>,
+    pub qwen_version: Option<String>,
+    pub writer: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LivenessJson {
+    pub code: String,
+    pub description: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProofJson {
+    pub sealed_at: String,
+    pub relative_path: String,
+    pub exists: bool,
+    pub byte_length: u64,
+    pub sha256: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimJson {
+    pub file_type: String,
+    pub valid_record: bool,
+    pub owner: Option<OwnerJson>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SideFileJson {
+    pub name: String,
+    pub kind: String,
+    pub meaning: String,
+}
+
+/// `status --json` for every session.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatusAllJson {
+    pub runtime_dir: String,
+    pub sessions: Vec<StatusJson>,
+}
+
+/// A scratch runtime directory R with a pinned HOME/TMPDIR.
+pub struct TestEnv {
+    pub tmp: tempfile::TempDir,
+}
+
+impl TestEnv {
+    pub fn new() -> TestEnv {
+        TestEnv { tmp: tempfile::tempdir().unwrap() }
+    }
+
+    /// The runtime directory R (created).
+    pub fn runtime(&self) -> PathBuf {
+        let r = self.tmp.path().join("runtime");
+        std::fs::create_dir_all(&r).unwrap();
+        r
+    }
+
+    /// R/tmp/session-writer-locks (created).
+    pub fn lock_dir(&self) -> PathBuf {
+        let d = self.runtime().join("tmp/session-writer-locks");
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// Path of `L` for `session` (ids used in tests need no encoding unless the test says).
+    pub fn lock(&self, session: &str) -> PathBuf {
+        self.lock_dir().join(format!("{session}.lock"))
+    }
+
+    /// A command for the binary with a cleared environment.
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(BIN);
+        c.env_clear()
+            .env("HOME", self.tmp.path())
+            .env("TMPDIR", self.tmp.path())
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Runs with `args`, `--runtime-dir R` appended after the subcommand's own args.
+    pub fn run(&self, args: &[&str]) -> Run {
+        let mut c = self.cmd();
+        c.args(args).arg("--runtime-dir").arg(self.runtime());
+        Run::from(c.output().unwrap())
+    }
+
+    /// Runs exactly `args` (no runtime dir added).
+    pub fn run_raw(&self, args: &[&str]) -> Run {
+        Run::from(self.cmd().args(args).output().unwrap())
+    }
+
+    /// Runs with an extra environment variable.
+    pub fn run_env(&self, args: &[&str], key: &str, val: &str) -> Run {
+        let mut c = self.cmd();
+        c.args(args).arg("--runtime-dir").arg(self.runtime()).env(key, val);
+        Run::from(c.output().unwrap())
+    }
+
+    /// Every file name in the lock directory, sorted.
+    pub fn lock_dir_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(self.lock_dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Acquires `session` for `pid` with a token file; returns the token file path.
+    pub fn acquire_for(&self, session: &str, pid: u32) -> PathBuf {
+        let tok = self.tmp.path().join(format!("{session}.{pid}.{}.token", uuid_like()));
+        self.run(&["acquire", "--json", "--session", session, "--pid", &pid.to_string(), "--token-file", tok.to_str().unwrap()])
+            .assert_ok();
+        tok
+    }
+}
+
+fn uuid_like() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::SeqCst).to_string()
+}
+
+/// Facts about this machine for staging records that look local.
+pub struct Local {
+    pub hostname: String,
+    pub boot_id: String,
+    pub pid_ns: u64,
+}
+
+pub fn local() -> Local {
+    Local {
+        hostname: writerctl::lockfile::sys::hostname(),
+        boot_id: writerctl::lockfile::identity::read_boot_id().unwrap(),
+        pid_ns: writerctl::lockfile::identity::pid_namespace_id(None).unwrap(),
+    }
+}
+
+/// A hand-written qwen schema-2 active record (qwen's exact key order, no `writer` key).
+pub fn qwen_active(session: &str, owner: &str, pid: u64, identity: Option<&str>, ns: Option<u64>, host: &str) -> String {
+    let mut s = format!(r#"{{"schema_version":2,"state":"active","session_id":"{session}","owner_id":"{owner}","pid":{pid}"#);
+    if let Some(i) = identity {
+        s.push_str(&format!(r#","process_start_identity":"{i}""#));
+    }
+    if let Some(n) = ns {
+        s.push_str(&format!(r#","pid_namespace_id":{n}"#));
+    }
+    s.push_str(&format!(r#","hostname":"{host}","process_kind":"acp","acquired_at":"2026-07-28T00:00:00.000Z","qwen_version":"0.0.1"}}"#));
+    s
+}
+
+/// A qwen schema-2 active record for a live-looking local process `pid` (identity read now).
+pub fn qwen_active_local(session: &str, owner: &str, pid: u32) -> String {
+    let l = local();
+    let id = writerctl::lockfile::identity::process_start_identity(pid as u64).unwrap();
+    qwen_active(session, owner, pid as u64, Some(&id), Some(l.pid_ns), &l.hostname)
+}
+
+/// A qwen schema-2 active record for a dead local pid (i32::MAX is never a live pid).
+pub fn qwen_active_dead(session: &str, owner: &str) -> String {
+    let l = local();
+    let id = format!("linux:{}:12345", l.boot_id);
+    qwen_active(session, owner, i32::MAX as u64, Some(&id), Some(l.pid_ns), &l.hostname)
+}
+
+/// A hand-written qwen schema-2 sealed record.
+pub fn qwen_sealed(session: &str, owner: &str) -> String {
+    let active = qwen_active_dead(session, owner);
+    let body = active.replace(r#""state":"active""#, r#""state":"sealed""#);
+    format!(
+        r#"{},"sealed_at":"2026-07-28T00:00:01.000Z","transcript":{{"relative_path":"chats/{session}.jsonl","exists":true,"byte_length":6,"sha256":"{}"}}}}"#,
+        body.trim_end_matches('}'),
+        "a".repeat(64)
+    )
+}
+
+/// Writes `bytes` at `path`.
+pub fn stage(path: &Path, bytes: &[u8]) {
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// Starts a process that sleeps until killed (a stand-in holder).
+pub fn sleeper() -> std::process::Child {
+    Command::new("sleep").arg("1000").stdin(Stdio::null()).spawn().unwrap()
+}
