@@ -107,7 +107,14 @@ pub fn open_site(
             mkdir_0700(&p).map_err(|e| LockError::io(format!("create {}", p.display()), e))?;
         }
     }
-    let dir = open_lock_dir(&paths.dir)?;
+    let dir = match open_lock_dir(&paths.dir) {
+        // Without a lock directory there is no lock: for release that is "not the owner",
+        // not a transient failure worth retrying.
+        Err(LockError::Unavailable { source: Some(e), .. }) if mode == DirMode::Existing && is_enoent(&e) => {
+            return Err(LockError::NotOwner { path: paths.lock_path(), reason: "the lock does not exist".into() });
+        }
+        other => other?,
+    };
     Ok(LockSite { paths, dir, session_id: session_id.to_owned(), local: LocalDomain::current() })
 }
 

@@ -177,14 +177,11 @@ impl SideKind {
     }
 }
 
-/// Classifies `entry` as a side file of the lock named `lock_name`, or `None` if it does not
-/// belong to that lock.
-pub fn classify_side_file(lock_name: &str, entry: &str) -> Option<SideKind> {
-    let rest = entry.strip_prefix(lock_name)?.strip_prefix('.')?;
+/// Classifies the part of a side-file name after `L.`.
+fn classify_remainder(rest: &str) -> SideKind {
     if rest.ends_with(".tmp") {
-        return Some(SideKind::InstallTemp);
-    }
-    let kind = if rest == "claim" {
+        SideKind::InstallTemp
+    } else if rest == "claim" {
         SideKind::Claim
     } else if rest.starts_with("released.") {
         SideKind::Released
@@ -200,8 +197,46 @@ pub fn classify_side_file(lock_name: &str, entry: &str) -> Option<SideKind> {
         SideKind::ReclaimGuard
     } else {
         SideKind::Unknown
-    };
-    Some(kind)
+    }
+}
+
+/// For a side file of a standard `<enc(session)>.lock` primary, the primary it belongs to.
+///
+/// Why the longest match: `encodeURIComponent` keeps `.`, so a session id may itself contain
+/// `.lock.` (`a.lock.b` → `a.lock.b.lock`), and `a.lock.b.lock.stale.1.u` starts with both
+/// `a.lock.` and `a.lock.b.lock.`. The file belongs to the longest primary name after which a
+/// known suffix follows; a name ending in `.lock` is itself a primary, never a side file.
+pub fn side_file_owner(entry: &str) -> Option<(&str, SideKind)> {
+    if entry.ends_with(".lock") {
+        return None;
+    }
+    let cuts: Vec<usize> = entry.match_indices(".lock.").map(|(i, _)| i + ".lock".len()).collect();
+    let mut fallback = None;
+    for &cut in cuts.iter().rev() {
+        let (lock, rest) = (&entry[..cut], &entry[cut + 1..]);
+        if lock.is_empty() {
+            continue;
+        }
+        match classify_remainder(rest) {
+            SideKind::Unknown => fallback = fallback.or(Some((lock, SideKind::Unknown))),
+            kind => return Some((lock, kind)),
+        }
+    }
+    fallback
+}
+
+/// Classifies `entry` as a side file of the lock named `lock_name`, or `None` if it does not
+/// belong to that lock.
+pub fn classify_side_file(lock_name: &str, entry: &str) -> Option<SideKind> {
+    if lock_name.ends_with(".lock") {
+        return match side_file_owner(entry) {
+            Some((owner, kind)) if owner == lock_name => Some(kind),
+            _ => None,
+        };
+    }
+    // A `--lock` override with another suffix: plain prefix match.
+    let rest = entry.strip_prefix(lock_name)?.strip_prefix('.')?;
+    Some(classify_remainder(rest))
 }
 
 #[cfg(test)]
@@ -273,6 +308,17 @@ mod tests {
         assert_eq!(classify_side_file("s.lock", "s.lock"), None);
         assert_eq!(classify_side_file("s.lock", "t.lock.claim"), None);
         assert_eq!(classify_side_file("s.lock", "s.lockx"), None);
+    }
+
+    #[test]
+    fn a_session_id_containing_dot_lock_keeps_its_own_side_files() {
+        assert_eq!(side_file_owner("a.lock.b.lock.stale.1.u"), Some(("a.lock.b.lock", SideKind::Stale)));
+        assert_eq!(side_file_owner("a.lock.b.lock.9.tmp"), Some(("a.lock.b.lock", SideKind::InstallTemp)));
+        assert_eq!(side_file_owner("a.lock.claim"), Some(("a.lock", SideKind::Claim)));
+        assert_eq!(side_file_owner("a.lock.b.lock"), None);
+        assert_eq!(classify_side_file("a.lock", "a.lock.b.lock.stale.1.u"), None);
+        assert_eq!(classify_side_file("a.lock.b.lock", "a.lock.b.lock.stale.1.u"), Some(SideKind::Stale));
+        assert_eq!(classify_side_file("x.lck", "x.lck.claim"), Some(SideKind::Claim));
     }
 
     #[test]

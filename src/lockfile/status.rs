@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::acquire::{check_runtime_dir, open_lock_dir};
 use super::error::LockError;
 use super::identity::{LocalDomain, Liveness, ProcessProbe};
-use super::paths::{LOCK_SUBDIR, LockPaths, SideKind, classify_side_file, decode_uri_component};
+use super::paths::{LOCK_SUBDIR, LockPaths, SideKind, classify_side_file, decode_uri_component, side_file_owner};
 use super::primitives::{Inspection, inspect_record};
 use super::record::{LockRecord, Schema, TranscriptProof, parse_record};
 use super::sys::{Dir, ReadRegular, is_enoent};
@@ -165,9 +165,8 @@ pub fn status_all(runtime_dir: &Path, probe: &dyn ProcessProbe) -> Result<Vec<Se
     let mut locks: Vec<String> = names.iter().filter(|n| n.ends_with(".lock")).cloned().collect();
     // Sessions whose primary is gone but whose side files remain still deserve a line.
     for n in &names {
-        if let Some(idx) = n.find(".lock.") {
-            let base = &n[..idx + 5];
-            if !n.ends_with(".lock") && !locks.iter().any(|l| l == base) {
+        if let Some((base, _)) = side_file_owner(n) {
+            if !locks.iter().any(|l| l == base) {
                 locks.push(base.to_owned());
             }
         }
@@ -241,11 +240,6 @@ fn classify(
     let mut st = classify_missing_dir(paths, session_id);
     let claim_name = paths.claim();
     for n in names {
-        // A name ending in `.lock` is some session's primary, never a side file (a session id
-        // may itself contain `.lock.`).
-        if n.ends_with(".lock") {
-            continue;
-        }
         if let Some(kind) = classify_side_file(&paths.lock_name, n) {
             if kind == SideKind::Claim {
                 continue;
