@@ -7,6 +7,7 @@
 //!
 //! Rounds alternate floor and cycle batches so machine noise hits both alike; the figure
 //! reported is the ratio of medians. Run: `cargo bench --bench acquire_release`.
+#![allow(clippy::disallowed_methods)]
 
 use std::ffi::OsStr;
 use std::time::{Duration, Instant};
@@ -31,7 +32,8 @@ fn main() {
     let tmp = tempfile::tempdir_in(&base).unwrap();
     let rt = tmp.path();
     let site = open_site(rt, LockPaths::for_session(rt, "bench"), "bench", DirMode::Create).unwrap();
-    let opts = AcquireOptions { holder: holder(own_pid()), process_kind: "unknown".into(), reclaim: ReclaimPolicy::Local };
+    let opts =
+        AcquireOptions { holder: holder(own_pid()), process_kind: "unknown".into(), reclaim: ReclaimPolicy::Local };
 
     // The exact bytes a cycle writes, for the floor.
     let sample = acquire(&site, &opts, &SystemProbe).unwrap();
@@ -79,6 +81,9 @@ fn main() {
     println!("  floor (write+fsync+link+dir fsync+unlink):        {:>9.1} us/op", f.as_secs_f64() * 1e6);
     println!("  floor + durable removal (one more dir fsync):      {:>9.1} us/op", fd.as_secs_f64() * 1e6);
     println!("  writerctl acquire+release cycle:                   {:>9.1} us/op", c.as_secs_f64() * 1e6);
-    println!("  ratio cycle / floor:                               {:>9.3}x  (target <= 1.25x)", c.as_secs_f64() / f.as_secs_f64());
+    println!(
+        "  ratio cycle / floor:                               {:>9.3}x  (target <= 1.25x)",
+        c.as_secs_f64() / f.as_secs_f64()
+    );
     println!("  ratio cycle / floor with durable removal:          {:>9.3}x", c.as_secs_f64() / fd.as_secs_f64());
 }

@@ -59,8 +59,7 @@ fn classify(e: &anyhow::Error) -> (ErrorCode, Option<String>) {
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain()
-        .any(|c| c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe))
+    e.chain().any(|c| c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe))
 }
 
 fn report(e: anyhow::Error, out: Output, verbose: bool) -> ExitCode {

@@ -2,12 +2,12 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
-use writerctl::lockfile::identity::{SystemProbe, holder};
-use writerctl::lockfile::sys::{Signal0, parent_pid, signal0};
-use writerctl::lockfile::{AcquireOptions, DirMode, LockError, ReclaimPolicy, acquire, open_site, release};
+use writerctl::lockfile::identity::{SystemProbe, default_holder_pid, holder};
+use writerctl::lockfile::sys::{Signal0, signal0};
+use writerctl::lockfile::{AcquireOptions, DirMode, Lease, LockError, ReclaimPolicy, acquire, open_site, release};
 
 use super::output::Output;
 use super::session::{resolve, write_token_file};
@@ -27,7 +27,8 @@ pub struct AcquireArgs {
     #[arg(long)]
     pub managed: bool,
 
-    /// The process the lock names as holder [default: the parent of writerctl].
+    /// The process the lock names as holder [default: the process that ran writerctl,
+    /// skipping forked subshells such as `$(...)`].
     #[arg(long, value_name = "PID")]
     pub pid: Option<u32>,
 
@@ -58,21 +59,23 @@ pub fn run(args: AcquireArgs, out: Output) -> Result<()> {
     let r = resolve(&args.session)?;
     let pid = match args.pid {
         Some(p) => p,
-        None => parent_pid().ok_or_else(|| LockError::InvalidArgument("writerctl has no parent process; pass --pid".into()))?,
+        None => default_holder_pid()
+            .ok_or_else(|| LockError::InvalidArgument("writerctl has no parent process; pass --pid".into()))?,
     };
-    if pid == 0 || signal0(pid as u64) == Signal0::NoSuchProcess {
+    // A pid above i32::MAX is "alive forever" to every reader (QWEN_FORMAT §3.3): refuse it.
+    if pid == 0 || pid > i32::MAX as u32 || signal0(pid as u64) == Signal0::NoSuchProcess {
         return Err(LockError::InvalidArgument(format!("--pid {pid}: no such process")).into());
     }
     // Reserve the token file before taking the lock, so a lock is never left without a way
     // to release it.
-    if let Some(f) = &args.token_file {
-        if f.symlink_metadata().is_ok() {
-            return Err(LockError::InvalidArgument(format!(
-                "token file {} already exists; writerctl never overwrites it (remove it or pick another path)",
-                f.display()
-            ))
-            .into());
-        }
+    if let Some(f) = &args.token_file
+        && f.symlink_metadata().is_ok()
+    {
+        return Err(LockError::InvalidArgument(format!(
+            "token file {} already exists; writerctl never overwrites it (remove it or pick another path)",
+            f.display()
+        ))
+        .into());
     }
     let site = open_site(&r.runtime_dir, r.paths.clone(), &r.session_id, DirMode::Create)?;
     let opts = AcquireOptions {
@@ -81,37 +84,51 @@ pub fn run(args: AcquireArgs, out: Output) -> Result<()> {
         reclaim: if args.managed { ReclaimPolicy::Never } else { ReclaimPolicy::Local },
     };
     let lease = acquire(&site, &opts, &SystemProbe)?;
-    if let Some(f) = &args.token_file {
-        if let Err(e) = write_token_file(f, &lease.owner) {
-            // Without the token nobody could release the lock: give it back.
-            let _ = release(&site, &lease.owner);
-            return Err(e).with_context(|| format!("cannot write token file {}; the lock was released again", f.display()));
-        }
+    // Without the token nobody could release the lock: if it cannot be delivered (token file
+    // or stdout), give the lock back and say exactly whether that worked. The error is built
+    // from text, so `main` never mistakes a closed stdout here for a harmless broken pipe.
+    let undeliverable = |what: String| {
+        let outcome = match release(&site, &lease.owner) {
+            Ok(_) => "the lock was released again".to_owned(),
+            Err(e) => format!("releasing the lock failed too ({e}); it stays held, see `writerctl status`"),
+        };
+        anyhow::anyhow!("{what}; {outcome}")
+    };
+    if let Some(f) = &args.token_file
+        && let Err(e) = write_token_file(f, &lease.owner)
+    {
+        return Err(undeliverable(format!("cannot write token file {}: {e}", f.display())));
     }
-    let lock_path = site.lock_path().display().to_string();
+    deliver(&args, &r.session_id, &site.lock_path().display().to_string(), &lease, pid, out)
+        .map_err(|e| undeliverable(format!("cannot print the owner token: {e}")))
+}
+
+fn deliver(
+    args: &AcquireArgs,
+    session_id: &str,
+    lock_path: &str,
+    lease: &Lease,
+    pid: u32,
+    out: Output,
+) -> std::io::Result<()> {
     if out.json {
-        out.json(&AcquireJson {
-            session_id: &r.session_id,
+        return out.json(&AcquireJson {
+            session_id,
             state: "active",
             owner_token: args.token_file.is_none().then(|| lease.owner.expose()),
-            lock_path,
+            lock_path: lock_path.to_owned(),
             pid,
             reclaimed: lease.reclaimed,
             token_file: args.token_file.as_ref().map(|f| f.display().to_string()),
-        })?;
-    } else {
-        let how = if lease.reclaimed { " (reclaimed from a dead holder)" } else { "" };
-        match &args.token_file {
-            Some(f) => out.line(&format!(
-                "acquired session {} for pid {pid}{how}; owner token written to {}",
-                r.session_id,
-                f.display()
-            ))?,
-            None => {
-                out.note(&format!("acquired session {} for pid {pid}{how}; lock {lock_path}", r.session_id));
-                out.line(lease.owner.expose())?;
-            }
+        });
+    }
+    let how = if lease.reclaimed { " (reclaimed from a dead holder)" } else { "" };
+    match &args.token_file {
+        Some(f) => out
+            .line(&format!("acquired session {session_id} for pid {pid}{how}; owner token written to {}", f.display())),
+        None => {
+            out.note(&format!("acquired session {session_id} for pid {pid}{how}; lock {lock_path}"));
+            out.line(lease.owner.expose())
         }
     }
-    Ok(())
 }

@@ -31,6 +31,7 @@ struct ReleaseJson<'a> {
     state: &'static str,
     lock_path: String,
     retired_file_left: bool,
+    durable: bool,
 }
 
 /// Runs `release`.
@@ -46,9 +47,13 @@ pub fn run(args: ReleaseArgs, out: Output) -> Result<()> {
             state: "released",
             lock_path,
             retired_file_left: outcome.retired_left,
+            durable: outcome.durable,
         })?;
     } else {
         out.line(&format!("released session {}", r.session_id))?;
+        if !outcome.durable {
+            out.note("warning: the lock directory could not be fsynced; after a crash the old lock may reappear (fenced, see `writerctl status`)");
+        }
         if outcome.retired_left {
             out.note("note: the retired record could not be unlinked; `writerctl status` lists it");
         }

@@ -24,10 +24,10 @@ fn absolute(p: &Path) -> Result<PathBuf> {
 
 /// `~` expansion for QWEN_RUNTIME_DIR, as qwen-code does.
 fn expand_tilde(s: &str) -> PathBuf {
-    if s == "~" || s.starts_with("~/") {
-        if let Some(home) = std::env::var_os("HOME") {
-            return PathBuf::from(home).join(s.trim_start_matches('~').trim_start_matches('/'));
-        }
+    if (s == "~" || s.starts_with("~/"))
+        && let Some(home) = std::env::var_os("HOME")
+    {
+        return PathBuf::from(home).join(s.trim_start_matches('~').trim_start_matches('/'));
     }
     PathBuf::from(s)
 }
@@ -56,7 +56,9 @@ pub fn resolve(args: &SessionArgs) -> Result<Resolved> {
         Some(s) if !s.is_empty() => s.clone(),
         Some(_) => return Err(LockError::InvalidArgument("--session must not be empty".into()).into()),
         None => {
-            return Err(LockError::InvalidArgument("missing --session ID (the session whose lock to use)".into()).into());
+            return Err(
+                LockError::InvalidArgument("missing --session ID (the session whose lock to use)".into()).into()
+            );
         }
     };
     let paths = match &args.lock {
@@ -71,9 +73,8 @@ pub fn resolve(args: &SessionArgs) -> Result<Resolved> {
 /// Reads the owner token from `--token-file` or WRITERCTL_OWNER_TOKEN (never argv).
 pub fn read_token(token_file: Option<&Path>) -> Result<OwnerToken> {
     let text = match token_file {
-        Some(f) => std::fs::read_to_string(f).map_err(|e| {
-            LockError::InvalidArgument(format!("cannot read token file {}: {e}", f.display()))
-        })?,
+        Some(f) => std::fs::read_to_string(f)
+            .map_err(|e| LockError::InvalidArgument(format!("cannot read token file {}: {e}", f.display())))?,
         None => std::env::var("WRITERCTL_OWNER_TOKEN").map_err(|_| {
             LockError::InvalidArgument("no owner token: pass --token-file F or set WRITERCTL_OWNER_TOKEN".into())
         })?,

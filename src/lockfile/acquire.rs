@@ -80,10 +80,9 @@ impl LockSite {
 pub fn check_runtime_dir(runtime_dir: &Path) -> Result<(), LockError> {
     match sys::stat_path(runtime_dir) {
         Ok(m) if m.kind == Kind::Directory => Ok(()),
-        Ok(_) => Err(LockError::InvalidArgument(format!(
-            "runtime directory {} is not a directory",
-            runtime_dir.display()
-        ))),
+        Ok(_) => {
+            Err(LockError::InvalidArgument(format!("runtime directory {} is not a directory", runtime_dir.display())))
+        }
         Err(e) if is_enoent(&e) => Err(LockError::RuntimeDirMissing(runtime_dir.to_path_buf())),
         Err(e) => Err(LockError::io(format!("stat runtime directory {}", runtime_dir.display()), e)),
     }
@@ -92,12 +91,7 @@ pub fn check_runtime_dir(runtime_dir: &Path) -> Result<(), LockError> {
 /// Opens the lock directory of `paths` (QWEN_FORMAT §1.1): with [`DirMode::Create`] it makes
 /// the standard `R/tmp/session-writer-locks` (0700) first. The directory must not be a
 /// symlink; anything else is `session_writer_unavailable`.
-pub fn open_site(
-    runtime_dir: &Path,
-    paths: LockPaths,
-    session_id: &str,
-    mode: DirMode,
-) -> Result<LockSite, LockError> {
+pub fn open_site(runtime_dir: &Path, paths: LockPaths, session_id: &str, mode: DirMode) -> Result<LockSite, LockError> {
     if session_id.is_empty() {
         return Err(LockError::InvalidArgument("session id must not be empty".into()));
     }
@@ -182,8 +176,9 @@ pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe)
         )));
     }
     let owner = OwnerToken::generate();
-    let record = new_active_record(&site.session_id, &owner, &opts.holder, &opts.process_kind, OffsetDateTime::now_utc())
-        .map_err(|m| LockError::InvalidArgument(format!("cannot build a valid record: {m}")))?;
+    let record =
+        new_active_record(&site.session_id, &owner, &opts.holder, &opts.process_kind, OffsetDateTime::now_utc())
+            .map_err(|m| LockError::InvalidArgument(format!("cannot build a valid record: {m}")))?;
     let claim = site.paths.claim();
     for _ in 0..ACQUIRE_ATTEMPTS {
         check_claim(&site.dir, &claim)?;
@@ -212,12 +207,8 @@ pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe)
                 }
                 return reclaim(site, &owner, &record, &existing, probe);
             }
-            Inspection::Sealed(existing) => {
-                if matches!(existing.schema, Schema::V3 { .. }) {
-                    return Err(LockError::unavailable(Unavailable::ManagedSchema));
-                }
-                return Err(conflict(site, &existing, false));
-            }
+            // Without certified takeover a seal is a conflict, whatever its schema (§5.2).
+            Inspection::Sealed(existing) => return Err(conflict(site, &existing, false)),
             other => return Err(inspection_error(site, &site.paths.lock_name, other)),
         }
     }
@@ -244,7 +235,9 @@ pub(crate) fn inspection_error(site: &LockSite, name: &str, found: Inspection) -
         Inspection::NotRegular(k) => {
             LockError::Malformed { path, reason: format!("not a regular file (found a {})", k.describe()) }
         }
-        Inspection::OtherSession(_) => LockError::Malformed { path, reason: "the record belongs to another session".into() },
+        Inspection::OtherSession(_) => {
+            LockError::Malformed { path, reason: "the record belongs to another session".into() }
+        }
         Inspection::Error(e) => LockError::io(format!("read {}", path.display()), e),
         Inspection::Missing => LockError::unavailable(Unavailable::AcquireBudgetExhausted),
         Inspection::Active(..) | Inspection::Sealed(_) => LockError::unavailable(Unavailable::Io),
@@ -438,7 +431,7 @@ fn still_stale(site: &LockSite, name: &str, existing: &LockRecord, probe: &dyn P
     match inspect_record(&site.dir, name, &site.session_id, &site.local, probe) {
         Inspection::Active(r, l) if r.owner.owner_id == existing.owner.owner_id && !l.is_live() => Ok(()),
         Inspection::Active(r, l) if l.is_live() => Err(conflict(site, &r, false)),
-        Inspection::Sealed(r) => Err(conflict(site, &r, false)),
+        // §5.4 steps 4 and 6: conflict only for a live record, unavailable otherwise.
         _ => Err(LockError::unavailable(Unavailable::ReclaimRaced)),
     }
 }
@@ -449,6 +442,7 @@ pub(crate) fn retry_pause() {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests stage files by hand
 mod tests {
     use super::*;
     use crate::lockfile::identity::{SystemProbe, holder};
@@ -542,10 +536,8 @@ mod tests {
         assert_eq!(std::fs::read(s.lock_path()).unwrap(), rec.raw);
         let lease = acquire(&s, &opts(ReclaimPolicy::Local), &SystemProbe).unwrap();
         assert!(lease.reclaimed);
-        let names: Vec<String> = std::fs::read_dir(&s.paths.dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
+        let names: Vec<String> =
+            std::fs::read_dir(&s.paths.dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         assert_eq!(names, vec!["s.lock".to_string()], "no guard or stale residue");
     }
 
@@ -564,7 +556,8 @@ mod tests {
         std::fs::write(s.lock_path(), &stale.raw).unwrap();
         // A live reclaimer (this process) already holds the guard.
         let other = OwnerToken::generate();
-        let guard = new_active_record("s", &other, &holder(sys::own_pid()), "unknown", OffsetDateTime::now_utc()).unwrap();
+        let guard =
+            new_active_record("s", &other, &holder(sys::own_pid()), "unknown", OffsetDateTime::now_utc()).unwrap();
         let guard_name = s.paths.reclaim_guard(stale_owner.expose());
         std::fs::write(s.paths.dir.join(&guard_name), &guard.raw).unwrap();
         let e = acquire(&s, &opts(ReclaimPolicy::Local), &SystemProbe).unwrap_err();
@@ -587,7 +580,8 @@ mod tests {
         let stale = new_active_record("s", &stale_owner, &dead, "unknown", OffsetDateTime::now_utc()).unwrap();
         std::fs::write(s.lock_path(), &stale.raw).unwrap();
         let dead_guard_owner = OwnerToken::generate();
-        let dead_guard = new_active_record("s", &dead_guard_owner, &dead, "unknown", OffsetDateTime::now_utc()).unwrap();
+        let dead_guard =
+            new_active_record("s", &dead_guard_owner, &dead, "unknown", OffsetDateTime::now_utc()).unwrap();
         let guard_name = s.paths.reclaim_guard(stale_owner.expose());
         std::fs::write(s.paths.dir.join(&guard_name), &dead_guard.raw).unwrap();
         let lease = acquire(&s, &opts(ReclaimPolicy::Local), &SystemProbe).unwrap();

@@ -67,13 +67,54 @@ pub fn process_start_identity(pid: u64) -> Option<String> {
     Some(format!("linux:{boot}:{ticks}"))
 }
 
-/// Describes `pid` as a record holder: its start identity and pid namespace, our hostname.
+/// Describes `pid` as a record holder: its start identity, our hostname and **our** pid
+/// namespace.
+///
+/// Why ours and not the holder's: the recorded pid is numbered in the namespace writerctl
+/// runs in, and readers judge liveness by probing that number in the recorded namespace
+/// (QWEN_FORMAT §3.3 rule 2). Recording the holder's own (possibly nested) namespace would
+/// let a reader inside it probe an unrelated pid and reclaim a live lock.
 pub fn holder(pid: u32) -> Holder {
     Holder {
         pid,
         process_start_identity: process_start_identity(pid as u64),
-        pid_namespace_id: pid_namespace_id(Some(pid)),
+        pid_namespace_id: pid_namespace_id(None),
         hostname: sys::hostname(),
+    }
+}
+
+/// The default holder for a CLI acquisition: the nearest ancestor that is not a forked copy
+/// of its own parent.
+///
+/// Why: `writerctl` itself exits at once, so the lock must name a process that lives as long
+/// as the writer. The parent is that process, except inside `$(...)`, a pipeline or `( )`,
+/// where a shell forks a short-lived copy of itself to run us; naming that copy would make
+/// the lock stale the moment the substitution ends. A forked copy has the same executable
+/// and the same command line as its parent, which a freshly exec'd program does not.
+pub fn default_holder_pid() -> Option<u32> {
+    let mut pid = sys::parent_pid()?;
+    for _ in 0..16 {
+        let Some(parent) = parent_of(pid) else { break };
+        if parent <= 1 || !same_image(pid, parent) {
+            break;
+        }
+        pid = parent;
+    }
+    Some(pid)
+}
+
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn same_image(a: u32, b: u32) -> bool {
+    let exe = |p: u32| std::fs::read_link(format!("/proc/{p}/exe")).ok();
+    let cmdline = |p: u32| std::fs::read(format!("/proc/{p}/cmdline")).ok();
+    match (exe(a), exe(b), cmdline(a), cmdline(b)) {
+        (Some(ea), Some(eb), Some(ca), Some(cb)) => ea == eb && ca == cb,
+        _ => false,
     }
 }
 
@@ -175,12 +216,18 @@ impl Liveness {
                 LiveReason::LocalBootUnknown => "this host's boot id is unreadable; fenced",
                 LiveReason::LocalNamespaceUnknown => "this process's pid namespace is unreadable; fenced",
                 LiveReason::IdentityNotLinux => "no Linux start identity in the record; fenced",
-                LiveReason::OtherBoot => "written before a reboot (other boot id); fenced until an operator recovers it",
+                LiveReason::OtherBoot => {
+                    "written before a reboot (other boot id); fenced until an operator recovers it"
+                }
                 LiveReason::NamespaceMissing => "no pid namespace in the record; fenced",
                 LiveReason::OtherNamespace => "written in another pid namespace (container); fenced",
-                LiveReason::NoStartIdentity => "process answers and the record has no start identity; treated as running",
+                LiveReason::NoStartIdentity => {
+                    "process answers and the record has no start identity; treated as running"
+                }
                 LiveReason::Running => "running (same pid and start time)",
-                LiveReason::IdentityUnreadable => "process answers but its start time is unreadable; treated as running",
+                LiveReason::IdentityUnreadable => {
+                    "process answers but its start time is unreadable; treated as running"
+                }
             },
             Liveness::Stale(StaleReason::ProcessGone) => "gone (no such process)",
             Liveness::Stale(StaleReason::PidReused) => "gone (pid reused by another process; a PID can be reused)",
@@ -240,6 +287,7 @@ pub fn decide(owner: &OwnerFields, local: &LocalDomain, probe: &dyn ProcessProbe
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests stage files by hand
 mod tests {
     use super::*;
 
@@ -278,7 +326,8 @@ mod tests {
     }
 
     const GONE: Fake = Fake { signal: Signal0::NoSuchProcess, identity: None };
-    const SAME: Fake = Fake { signal: Signal0::Delivered, identity: Some("linux:6a1d4c3e-9b2f-4f11-8a77-2c5d9e0f1a2b:555") };
+    const SAME: Fake =
+        Fake { signal: Signal0::Delivered, identity: Some("linux:6a1d4c3e-9b2f-4f11-8a77-2c5d9e0f1a2b:555") };
 
     fn run(o: OwnerFields, l: LocalDomain, p: &Fake) -> Liveness {
         decide(&o, &l, p)
@@ -319,7 +368,10 @@ mod tests {
 
     #[test]
     fn rule2_other_boot_or_namespace_fences() {
-        let o = OwnerFields { process_start_identity: Some("linux:00000000-0000-0000-0000-000000000000:5".into()), ..owner() };
+        let o = OwnerFields {
+            process_start_identity: Some("linux:00000000-0000-0000-0000-000000000000:5".into()),
+            ..owner()
+        };
         assert_eq!(run(o, local(), &GONE), Liveness::Live(LiveReason::OtherBoot));
         let o = OwnerFields { pid_namespace_id: None, ..owner() };
         assert_eq!(run(o, local(), &GONE), Liveness::Live(LiveReason::NamespaceMissing));
@@ -345,10 +397,7 @@ mod tests {
         let o = OwnerFields { pid: i32::MAX as u64 + 1, ..owner() };
         let mut l = local();
         l.boot_id = read_boot_id();
-        let o = OwnerFields {
-            process_start_identity: Some(format!("linux:{}:5", l.boot_id.clone().unwrap())),
-            ..o
-        };
+        let o = OwnerFields { process_start_identity: Some(format!("linux:{}:5", l.boot_id.clone().unwrap())), ..o };
         assert!(decide(&o, &l, &SystemProbe).is_live());
         let o = OwnerFields { pid: u64::MAX, ..o };
         assert!(decide(&o, &l, &SystemProbe).is_live());
@@ -365,13 +414,20 @@ mod tests {
 
     #[test]
     fn rule5_reused_pid_is_stale() {
-        let other = Fake { signal: Signal0::Delivered, identity: Some("linux:6a1d4c3e-9b2f-4f11-8a77-2c5d9e0f1a2b:999") };
+        let other =
+            Fake { signal: Signal0::Delivered, identity: Some("linux:6a1d4c3e-9b2f-4f11-8a77-2c5d9e0f1a2b:999") };
         assert_eq!(run(owner(), local(), &other), Liveness::Stale(StaleReason::PidReused));
     }
 
     #[test]
     fn rule6_same_identity_is_live() {
         assert_eq!(run(owner(), local(), &SAME), Liveness::Live(LiveReason::Running));
+    }
+
+    #[test]
+    fn parent_of_reads_the_ppid_field() {
+        assert_eq!(parent_of(sys::own_pid()), sys::parent_pid());
+        assert!(same_image(sys::own_pid(), sys::own_pid()));
     }
 
     #[test]

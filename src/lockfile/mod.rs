@@ -45,7 +45,7 @@ pub mod sys;
 
 pub use acquire::{AcquireOptions, DirMode, Lease, LockSite, ReclaimPolicy, acquire, open_site};
 pub use error::LockError;
-pub use identity::{LocalDomain, Liveness, ProcessProbe, SystemProbe};
+pub use identity::{Liveness, LocalDomain, ProcessProbe, SystemProbe};
 pub use paths::LockPaths;
 pub use record::{LockRecord, OwnerToken};
 pub use release::{ReleaseOutcome, release};

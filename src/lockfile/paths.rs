@@ -15,8 +15,8 @@ pub const LOCK_SUBDIR: &str = "tmp/session-writer-locks";
 pub fn encode_uri_component(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
-        let keep = b.is_ascii_alphanumeric()
-            || matches!(b, b'-' | b'_' | b'.' | b'!' | b'~' | b'*' | b'\'' | b'(' | b')');
+        let keep =
+            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'!' | b'~' | b'*' | b'\'' | b'(' | b')');
         if keep {
             out.push(b as char);
         } else {
@@ -103,12 +103,7 @@ impl LockPaths {
 
     /// `L.sealed.<enc(sealed)>.<enc(new)>`: where a takeover moves the sealed `L`.
     pub fn sealed_retired(&self, sealed_owner: &str, new_owner: &str) -> String {
-        format!(
-            "{}.sealed.{}.{}",
-            self.lock_name,
-            encode_uri_component(sealed_owner),
-            encode_uri_component(new_owner)
-        )
+        format!("{}.sealed.{}.{}", self.lock_name, encode_uri_component(sealed_owner), encode_uri_component(new_owner))
     }
 
     /// `L.stale.<pid>.<uuid>`: where a reclaim moves a stale `L` before unlinking it.
@@ -163,10 +158,14 @@ impl SideKind {
             SideKind::Claim => {
                 "transition claim: a seal or takeover is in progress or crashed mid-transition; never reclaimed by pid, host or age"
             }
-            SideKind::Released => "retired by a release whose final unlink failed or crashed; holds the released owner's record",
+            SideKind::Released => {
+                "retired by a release whose final unlink failed or crashed; holds the released owner's record"
+            }
             SideKind::SealedCandidate => "sealed record prepared by a seal that did not finish cleanup",
             SideKind::Handoff => "active record moved aside by a seal transition; removed only when its bytes match",
-            SideKind::SealedRetired => "sealed record moved aside by a takeover transition; removed only when its bytes match",
+            SideKind::SealedRetired => {
+                "sealed record moved aside by a takeover transition; removed only when its bytes match"
+            }
             SideKind::Stale => "stale record moved aside by a reclaim that crashed before unlinking it",
             SideKind::ReclaimGuard => {
                 "reclaim guard holding a reclaimer's record; a live-looking guard blocks reclaim until an operator removes it"
@@ -225,6 +224,46 @@ pub fn side_file_owner(entry: &str) -> Option<(&str, SideKind)> {
     fallback
 }
 
+/// `<owner:xxxxxxxx>`: a short, irreversible stand-in for an owner id in a file name.
+fn owner_fingerprint(segment: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let d = Sha256::digest(segment.as_bytes());
+    format!("<owner:{:02x}{:02x}{:02x}{:02x}>", d[0], d[1], d[2], d[3])
+}
+
+/// The side-file name with every owner-id component replaced by a fingerprint, for output.
+///
+/// Why: several side-file names embed owner ids (`L.handoff.<o>`, `L.<o>.tmp`, …), some of
+/// them of a still-active owner, and no writerctl output may show an owner id (seed 001
+/// "Failure contract"). The fingerprint still lets an operator tell files apart.
+pub fn redact_side_file_name(lock_name: &str, entry: &str, kind: SideKind) -> String {
+    let Some(rest) = entry.strip_prefix(lock_name).and_then(|r| r.strip_prefix('.')) else {
+        return entry.to_owned();
+    };
+    let redacted = match kind {
+        SideKind::Claim | SideKind::Stale | SideKind::Unknown => rest.to_owned(),
+        SideKind::InstallTemp => {
+            // `<target suffix>.<owner>.tmp`: keep a known target word, hide the rest.
+            let body = rest.trim_end_matches(".tmp");
+            let (word, owners) = match body.split_once('.') {
+                Some((w, o)) if ["claim", "sealed-candidate", "reclaim"].contains(&w) => (Some(w), o),
+                _ => (None, body),
+            };
+            let fp = owner_fingerprint(owners);
+            match word {
+                Some(w) => format!("{w}.{fp}.tmp"),
+                None => format!("{fp}.tmp"),
+            }
+        }
+        _ => {
+            let (word, owners) = rest.split_once('.').unwrap_or((rest, ""));
+            let parts: Vec<String> = owners.split('.').map(owner_fingerprint).collect();
+            format!("{word}.{}", parts.join("."))
+        }
+    };
+    format!("{lock_name}.{redacted}")
+}
+
 /// Classifies `entry` as a side file of the lock named `lock_name`, or `None` if it does not
 /// belong to that lock.
 pub fn classify_side_file(lock_name: &str, entry: &str) -> Option<SideKind> {
@@ -240,12 +279,16 @@ pub fn classify_side_file(lock_name: &str, entry: &str) -> Option<SideKind> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests stage files by hand
 mod tests {
     use super::*;
 
     #[test]
     fn encodes_like_encode_uri_component() {
-        assert_eq!(encode_uri_component("550e8400-e29b-41d4-a716-446655440000"), "550e8400-e29b-41d4-a716-446655440000");
+        assert_eq!(
+            encode_uri_component("550e8400-e29b-41d4-a716-446655440000"),
+            "550e8400-e29b-41d4-a716-446655440000"
+        );
         assert_eq!(encode_uri_component("a/b"), "a%2Fb");
         assert_eq!(encode_uri_component("100%"), "100%25");
         assert_eq!(encode_uri_component("../x"), "..%2Fx");
@@ -319,6 +362,31 @@ mod tests {
         assert_eq!(classify_side_file("a.lock", "a.lock.b.lock.stale.1.u"), None);
         assert_eq!(classify_side_file("a.lock.b.lock", "a.lock.b.lock.stale.1.u"), Some(SideKind::Stale));
         assert_eq!(classify_side_file("x.lck", "x.lck.claim"), Some(SideKind::Claim));
+    }
+
+    #[test]
+    fn redaction_hides_every_owner_id() {
+        let p = LockPaths::for_session(Path::new("/r"), "s");
+        let o = "0b6f7c2e-4f1e-4a5e-9d8e-1c2b3a4d5e6f";
+        let n = "11111111-2222-4333-8444-555555555555";
+        for name in [
+            p.released(o),
+            p.sealed_candidate(o),
+            p.handoff(o),
+            p.sealed_retired(o, n),
+            p.reclaim_guard(o),
+            p.reclaim_guard_chained(o, n),
+            install_temp("s.lock", o),
+            install_temp(&p.claim(), o),
+            install_temp(&p.sealed_candidate(n), o),
+        ] {
+            let kind = classify_side_file("s.lock", &name).unwrap();
+            let shown = redact_side_file_name("s.lock", &name, kind);
+            assert!(!shown.contains(o) && !shown.contains(n), "{shown}");
+            assert!(shown.starts_with("s.lock.") && shown.contains("<owner:"), "{shown}");
+        }
+        assert_eq!(redact_side_file_name("s.lock", "s.lock.claim", SideKind::Claim), "s.lock.claim");
+        assert_eq!(redact_side_file_name("s.lock", "s.lock.stale.7.u", SideKind::Stale), "s.lock.stale.7.u");
     }
 
     #[test]

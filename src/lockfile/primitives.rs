@@ -14,7 +14,7 @@ use std::thread::sleep;
 use std::time::Duration;
 
 use super::error::{LockError, Unavailable};
-use super::identity::{LocalDomain, Liveness, ProcessProbe, decide};
+use super::identity::{Liveness, LocalDomain, ProcessProbe, decide};
 use super::paths::install_temp;
 use super::record::{LockRecord, Malformed, parse_record};
 use super::sys::{Dir, FileMeta, Kind, ReadRegular, is_eexist, is_enoent};
@@ -47,11 +47,7 @@ pub fn install(dir: &Dir, target: &str, raw: &[u8], owner_id: &str) -> Result<Op
     let made = match dir.create_new_synced(os(&temp), raw) {
         Ok(meta) => meta,
         Err(e) if is_eexist(&e) => {
-            return Err(LockError::Unavailable {
-                reason: Unavailable::TempExists,
-                detail: Some(temp),
-                source: Some(e),
-            });
+            return Err(LockError::Unavailable { reason: Unavailable::TempExists, detail: None, source: Some(e) });
         }
         Err(e) => {
             // The create may have succeeded before the write or fsync failed.
@@ -153,11 +149,7 @@ pub fn remove_owned(dir: &Dir, name: &str, owner_id: &str) -> Result<(), RemoveE
 pub fn check_claim(dir: &Dir, claim: &str) -> Result<(), LockError> {
     match dir.lstat(os(claim)) {
         Err(e) if is_enoent(&e) => Ok(()),
-        Err(e) => Err(LockError::Unavailable {
-            reason: Unavailable::ClaimUnreadable,
-            detail: None,
-            source: Some(e),
-        }),
+        Err(e) => Err(LockError::Unavailable { reason: Unavailable::ClaimUnreadable, detail: None, source: Some(e) }),
         Ok(_) => Err(LockError::unavailable(Unavailable::ClaimPresent)),
     }
 }
@@ -229,6 +221,7 @@ pub fn same_regular(dir: &Dir, name: &str, expected: &FileMeta) -> Result<bool, 
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests stage files by hand
 mod tests {
     use super::*;
     use crate::lockfile::identity::SystemProbe;
@@ -240,10 +233,8 @@ mod tests {
     }
 
     fn names(t: &tempfile::TempDir) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(t.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
+        let mut v: Vec<String> =
+            std::fs::read_dir(t.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         v.sort();
         v
     }

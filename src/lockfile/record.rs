@@ -201,9 +201,7 @@ fn safe_integer(v: &Value) -> Option<u64> {
 /// `Date.parse`-compatible enough: RFC 3339 and ISO 8601. Anything else is rejected, which
 /// only fails closed (QWEN_FORMAT §8.3).
 pub fn parse_timestamp(s: &str) -> Option<OffsetDateTime> {
-    OffsetDateTime::parse(s, &Rfc3339)
-        .or_else(|_| OffsetDateTime::parse(s, &Iso8601::DEFAULT))
-        .ok()
+    OffsetDateTime::parse(s, &Rfc3339).or_else(|_| OffsetDateTime::parse(s, &Iso8601::DEFAULT)).ok()
 }
 
 /// `toISOString()` format: `YYYY-MM-DDTHH:MM:SS.mmmZ`.
@@ -263,11 +261,8 @@ pub fn parse_record(raw: &[u8]) -> Result<LockRecord, Malformed> {
 
     let session_id = non_empty_string(&m, "session_id")?.to_owned();
     let owner_id = non_empty_string(&m, "owner_id")?.to_owned();
-    let pid_f = m
-        .get("pid")
-        .and_then(integer)
-        .filter(|p| *p > 0.0)
-        .ok_or_else(|| bad("`pid` must be an integer > 0"))?;
+    let pid_f =
+        m.get("pid").and_then(integer).filter(|p| *p > 0.0).ok_or_else(|| bad("`pid` must be an integer > 0"))?;
     // `as` saturates at u64::MAX; every pid above i32::MAX is treated as alive anyway.
     let pid = pid_f as u64;
     let process_start_identity = match m.get("process_start_identity") {
@@ -314,14 +309,14 @@ pub fn parse_record(raw: &[u8]) -> Result<LockRecord, Malformed> {
     let schema_version = m.get("schema_version").and_then(integer);
     let state = m.get("state");
     let (schema, state) = match schema_version {
-        Some(v) if v == 1.0 => {
+        Some(1.0) => {
             if state.is_some() {
                 return Err(bad("schema 1 records must not carry `state`"));
             }
             (Schema::V1, RecordState::Active)
         }
-        Some(v) if v == 2.0 => (Schema::V2, parse_state(&m, state, false)?),
-        Some(v) if v == 3.0 => {
+        Some(2.0) => (Schema::V2, parse_state(&m, state, false)?),
+        Some(3.0) => {
             let format_version = m
                 .get("format_version")
                 .and_then(safe_integer)
@@ -425,6 +420,7 @@ pub fn new_active_record(
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests stage files by hand
 mod tests {
     use super::*;
 
@@ -438,9 +434,7 @@ mod tests {
     }
 
     fn sealed_v2() -> String {
-        V2.replace(r#""state":"active""#, r#""state":"sealed""#)
-            .trim_end_matches('}')
-            .to_string()
+        V2.replace(r#""state":"active""#, r#""state":"sealed""#).trim_end_matches('}').to_string()
             + r#","sealed_at":"2026-07-28T00:00:01.000Z","#
             + PROOF
             + "}"
@@ -533,26 +527,84 @@ mod tests {
             ("bom", bom),
             ("schema string", V2.replace(r#""schema_version":2"#, r#""schema_version":"2""#).into_bytes()),
             ("schema 4", V2.replace(r#""schema_version":2"#, r#""schema_version":4"#).into_bytes()),
-            ("schema missing", with(V2, |m| { m.remove("schema_version"); })),
+            (
+                "schema missing",
+                with(V2, |m| {
+                    m.remove("schema_version");
+                }),
+            ),
             ("state other", V2.replace(r#""active""#, r#""paused""#).into_bytes()),
-            ("state missing", with(V2, |m| { m.remove("state"); })),
+            (
+                "state missing",
+                with(V2, |m| {
+                    m.remove("state");
+                }),
+            ),
             ("session empty", V2.replace(r#""session_id":"s""#, r#""session_id":"""#).into_bytes()),
             ("owner number", V2.replace(r#""owner_id":"o""#, r#""owner_id":5"#).into_bytes()),
             ("pid zero", V2.replace("12345", "0").into_bytes()),
             ("pid negative", V2.replace("12345", "-3").into_bytes()),
             ("pid fraction", V2.replace("12345", "1.5").into_bytes()),
             ("pid string", V2.replace("12345", r#""12345""#).into_bytes()),
-            ("identity null", with(V2, |m| { m.insert("process_start_identity".into(), Value::Null); })),
-            ("identity empty", with(V2, |m| { m.insert("process_start_identity".into(), "".into()); })),
-            ("ns null", with(V2, |m| { m.insert("pid_namespace_id".into(), Value::Null); })),
-            ("ns zero", with(V2, |m| { m.insert("pid_namespace_id".into(), 0.into()); })),
-            ("ns unsafe", with(V2, |m| { m.insert("pid_namespace_id".into(), (1u64 << 53).into()); })),
-            ("host missing", with(V2, |m| { m.remove("hostname"); })),
+            (
+                "identity null",
+                with(V2, |m| {
+                    m.insert("process_start_identity".into(), Value::Null);
+                }),
+            ),
+            (
+                "identity empty",
+                with(V2, |m| {
+                    m.insert("process_start_identity".into(), "".into());
+                }),
+            ),
+            (
+                "ns null",
+                with(V2, |m| {
+                    m.insert("pid_namespace_id".into(), Value::Null);
+                }),
+            ),
+            (
+                "ns zero",
+                with(V2, |m| {
+                    m.insert("pid_namespace_id".into(), 0.into());
+                }),
+            ),
+            (
+                "ns unsafe",
+                with(V2, |m| {
+                    m.insert("pid_namespace_id".into(), (1u64 << 53).into());
+                }),
+            ),
+            (
+                "host missing",
+                with(V2, |m| {
+                    m.remove("hostname");
+                }),
+            ),
             ("kind other", V2.replace(r#""acp""#, r#""robot""#).into_bytes()),
             ("acquired garbage", V2.replace("2026-07-28T00:00:00.000Z", "yesterday").into_bytes()),
-            ("qwen_version missing", with(V2, |m| { m.remove("qwen_version"); })),
-            ("qwen_version number", with(V2, |m| { m.insert("qwen_version".into(), 1.into()); })),
-            ("invalid utf8", V2.replace("devbox", "dev\u{FFFD}box").replace('\u{FFFD}', "\u{1}").into_bytes().into_iter().map(|b| if b == 1 { 0xFF } else { b }).collect()),
+            (
+                "qwen_version missing",
+                with(V2, |m| {
+                    m.remove("qwen_version");
+                }),
+            ),
+            (
+                "qwen_version number",
+                with(V2, |m| {
+                    m.insert("qwen_version".into(), 1.into());
+                }),
+            ),
+            (
+                "invalid utf8",
+                V2.replace("devbox", "dev\u{FFFD}box")
+                    .replace('\u{FFFD}', "\u{1}")
+                    .into_bytes()
+                    .into_iter()
+                    .map(|b| if b == 1 { 0xFF } else { b })
+                    .collect(),
+            ),
         ];
         for (name, raw) in cases {
             assert!(parse_record(&raw).is_err(), "{name} should be malformed");

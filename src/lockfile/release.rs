@@ -36,6 +36,8 @@ pub struct ReleaseOutcome {
     pub record: LockRecord,
     /// True when the retired file `L.released.<o>` could not be unlinked and remains.
     pub retired_left: bool,
+    /// False when the directory fsync after the removal failed (see `finish_release`).
+    pub durable: bool,
 }
 
 /// Releases the lock owned by `token`: proves ownership from disk, then removes it.
@@ -71,24 +73,20 @@ pub fn read_owned(site: &LockSite, is_ours: impl Fn(&LockRecord) -> bool) -> Res
     let (bytes, meta) = match site.dir.read_regular(OsStr::new(name)) {
         ReadRegular::Regular(b, m) => (b, m),
         ReadRegular::Missing => return Err(not_owner("the lock does not exist")),
+        // §5.3 step 4: anything but our exact active record at L means ownership is lost.
         ReadRegular::NotRegular(k) => {
-            return Err(LockError::Malformed {
-                path,
-                reason: format!("not a regular file (found a {})", k.describe()),
-            });
+            return Err(not_owner(&format!("the lock path is not a regular file (found a {})", k.describe())));
         }
-        ReadRegular::TooLarge(n) => {
-            return Err(LockError::Malformed { path, reason: format!("{n} bytes is far too large for a lock record") });
-        }
+        ReadRegular::TooLarge(_) => return Err(not_owner("the lock path holds no valid record")),
         ReadRegular::Error(e) => return Err(LockError::io("read lock", e)),
     };
     let stable = |site: &LockSite| same_regular(&site.dir, name, &meta).map_err(|e| LockError::io("lstat lock", e));
     if !stable(site)? {
         return Err(not_owner("the lock was replaced while it was read"));
     }
-    let record = parse_record(&bytes).map_err(|m| LockError::Malformed { path: path.clone(), reason: m.0 })?;
+    let record = parse_record(&bytes).map_err(|m| not_owner(&format!("the lock holds no valid record ({m})")))?;
     if record.owner.session_id != site.session_id {
-        return Err(LockError::Malformed { path, reason: "the record belongs to another session".into() });
+        return Err(not_owner("the record belongs to another session"));
     }
     if !record.is_active() {
         return Err(not_owner("the lock is sealed, not active"));
@@ -103,7 +101,12 @@ pub fn read_owned(site: &LockSite, is_ours: impl Fn(&LockRecord) -> bool) -> Res
 }
 
 /// Steps 4–8 of §5.5 for a record proven ours by [`read_owned`].
-fn release_exact(site: &LockSite, owner_id: &str, record: &LockRecord, meta: &FileMeta) -> Result<ReleaseOutcome, LockError> {
+fn release_exact(
+    site: &LockSite,
+    owner_id: &str,
+    record: &LockRecord,
+    meta: &FileMeta,
+) -> Result<ReleaseOutcome, LockError> {
     let lock = site.paths.lock_name.as_str();
     let retired = site.paths.released(owner_id);
     let path = site.lock_path();
@@ -142,16 +145,91 @@ fn release_exact(site: &LockSite, owner_id: &str, record: &LockRecord, meta: &Fi
     finish_release(site, record, &retired)
 }
 
+/// Unlinks the retired copy and fsyncs the directory.
+///
+/// Why a failed fsync is not an error: the lock is already gone, so a retry would find no
+/// lock and answer `session_not_owner`, never repairing anything (qwen keeps the lease in
+/// "durability pending" in memory, which a one-shot CLI cannot). The outcome says the
+/// release may not survive a crash; if it does not, the old record reappears after a reboot,
+/// where it is from another boot and therefore fenced — a fail-closed outcome.
 fn finish_release(site: &LockSite, record: &LockRecord, retired: &str) -> Result<ReleaseOutcome, LockError> {
     let retired_left = site.dir.unlink(OsStr::new(retired)).is_err();
+    let durable = sync_released(site).is_ok();
+    Ok(ReleaseOutcome { record: record.clone(), retired_left, durable })
+}
+
+fn sync_released(site: &LockSite) -> Result<(), LockError> {
     crate::failpoint!("release.before_dir_sync");
-    site.dir.sync().map_err(|e| match sync_error(e) {
-        LockError::Unavailable { reason, source, .. } => LockError::Unavailable {
-            reason,
-            detail: Some("the lock was removed, but the directory could not be made durable".into()),
-            source,
-        },
-        other => other,
-    })?;
-    Ok(ReleaseOutcome { record: record.clone(), retired_left })
+    site.dir.sync().map_err(sync_error)
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests stage files by hand
+mod tests {
+    use super::*;
+    use crate::lockfile::acquire::{AcquireOptions, DirMode, ReclaimPolicy, acquire, open_site};
+    use crate::lockfile::failpoint::{clear_hooks, set_hook};
+    use crate::lockfile::identity::{SystemProbe, holder};
+    use crate::lockfile::paths::LockPaths;
+    use crate::lockfile::sys::own_pid;
+
+    fn setup() -> (tempfile::TempDir, LockSite, crate::lockfile::Lease) {
+        let t = tempfile::tempdir().unwrap();
+        let s = open_site(t.path(), LockPaths::for_session(t.path(), "s"), "s", DirMode::Create).unwrap();
+        let opts =
+            AcquireOptions { holder: holder(own_pid()), process_kind: "unknown".into(), reclaim: ReclaimPolicy::Local };
+        let lease = acquire(&s, &opts, &SystemProbe).unwrap();
+        (t, s, lease)
+    }
+
+    #[test]
+    fn a_lock_replaced_between_check_and_rename_is_put_back_untouched() {
+        // The holder died and another process reclaimed between our ownership check and our
+        // rename: we moved *their* record. It must go straight back, and we are not the owner.
+        let (_t, s, lease) = setup();
+        let theirs = String::from_utf8(lease.record.raw.clone())
+            .unwrap()
+            .replace(lease.owner.expose(), "11111111-2222-4333-8444-555555555555");
+        let l = s.lock_path();
+        let staged = theirs.clone();
+        set_hook("release.before_rename", move || {
+            std::fs::remove_file(&l)?;
+            std::fs::write(&l, staged.as_bytes())
+        });
+        let e = release(&s, &lease.owner).unwrap_err();
+        clear_hooks();
+        assert!(matches!(e, LockError::NotOwner { .. }), "{e:?}");
+        assert_eq!(std::fs::read_to_string(s.lock_path()).unwrap(), theirs);
+        let names: Vec<String> =
+            std::fs::read_dir(&s.paths.dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        assert_eq!(names, vec!["s.lock".to_string()]);
+    }
+
+    #[test]
+    fn a_failed_directory_fsync_still_releases_and_says_so() {
+        let (_t, s, lease) = setup();
+        set_hook("release.before_dir_sync", || Err(std::io::Error::other("injected")));
+        let out = release(&s, &lease.owner).unwrap();
+        clear_hooks();
+        assert!(!out.durable);
+        assert!(!s.lock_path().exists());
+    }
+
+    #[test]
+    fn release_refuses_a_sealed_or_foreign_record() {
+        let (_t, s, lease) = setup();
+        let other = OwnerToken::generate();
+        assert!(matches!(release(&s, &other), Err(LockError::NotOwner { .. })));
+        let sealed =
+            String::from_utf8(lease.record.raw.clone()).unwrap().replace(r#""state":"active""#, r#""state":"sealed""#);
+        let sealed = format!(
+            r#"{},"sealed_at":"2026-07-28T00:00:01.000Z","transcript":{{"relative_path":"chats/s.jsonl","exists":false,"byte_length":0,"sha256":"{}"}}}}"#,
+            sealed.trim_end_matches('}'),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        std::fs::remove_file(s.lock_path()).unwrap();
+        std::fs::write(s.lock_path(), &sealed).unwrap();
+        assert!(matches!(release(&s, &lease.owner), Err(LockError::NotOwner { .. })));
+        assert_eq!(std::fs::read_to_string(s.lock_path()).unwrap(), sealed);
+    }
 }

@@ -9,8 +9,10 @@ use serde::Serialize;
 
 use super::acquire::{check_runtime_dir, open_lock_dir};
 use super::error::LockError;
-use super::identity::{LocalDomain, Liveness, ProcessProbe};
-use super::paths::{LOCK_SUBDIR, LockPaths, SideKind, classify_side_file, decode_uri_component, side_file_owner};
+use super::identity::{Liveness, LocalDomain, ProcessProbe};
+use super::paths::{
+    LOCK_SUBDIR, LockPaths, SideKind, classify_side_file, decode_uri_component, redact_side_file_name, side_file_owner,
+};
 use super::primitives::{Inspection, inspect_record};
 use super::record::{LockRecord, Schema, TranscriptProof, parse_record};
 use super::sys::{Dir, ReadRegular, is_enoent};
@@ -110,7 +112,7 @@ pub struct ClaimView {
 /// One file beside the lock.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SideFileView {
-    /// File name.
+    /// File name, with owner ids replaced by `<owner:xxxxxxxx>` fingerprints.
     pub name: String,
     /// What kind of side file.
     pub kind: SideKind,
@@ -165,10 +167,10 @@ pub fn status_all(runtime_dir: &Path, probe: &dyn ProcessProbe) -> Result<Vec<Se
     let mut locks: Vec<String> = names.iter().filter(|n| n.ends_with(".lock")).cloned().collect();
     // Sessions whose primary is gone but whose side files remain still deserve a line.
     for n in &names {
-        if let Some((base, _)) = side_file_owner(n) {
-            if !locks.iter().any(|l| l == base) {
-                locks.push(base.to_owned());
-            }
+        if let Some((base, _)) = side_file_owner(n)
+            && !locks.iter().any(|l| l == base)
+        {
+            locks.push(base.to_owned());
         }
     }
     locks.sort();
@@ -244,7 +246,8 @@ fn classify(
             if kind == SideKind::Claim {
                 continue;
             }
-            st.side_files.push(SideFileView { name: n.clone(), kind, meaning: kind.meaning() });
+            let name = redact_side_file_name(&paths.lock_name, n, kind);
+            st.side_files.push(SideFileView { name, kind, meaning: kind.meaning() });
         }
     }
     st.side_files.sort_by(|a, b| a.name.cmp(&b.name));
@@ -275,7 +278,8 @@ fn classify(
         Inspection::OtherSession(r) => {
             st.state = LockState::Malformed;
             st.owner = Some(OwnerView::of(&r));
-            st.problem = Some("the record belongs to another session (case-insensitive filesystem or a copied file)".into());
+            st.problem =
+                Some("the record belongs to another session (case-insensitive filesystem or a copied file)".into());
             st.next_step = malformed_next_step();
         }
         Inspection::Malformed(m) => {
@@ -338,5 +342,6 @@ fn active_next_step(r: &LockRecord, l: Liveness, managed: bool) -> String {
 }
 
 fn malformed_next_step() -> String {
-    "nothing reclaims a malformed lock; back it up, fence every writer, then run `writerctl recover` to move it aside".into()
+    "nothing reclaims a malformed lock; back it up, fence every writer, then run `writerctl recover` to move it aside"
+        .into()
 }

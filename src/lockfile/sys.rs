@@ -14,7 +14,7 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, CWD};
+use rustix::fs::{self as rfs, AtFlags, CWD, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 /// Largest lock record writerctl will read. qwen records are ~400 bytes; anything far
@@ -102,14 +102,7 @@ impl FileMeta {
             FileType::Socket => Kind::Socket,
             _ => Kind::Other,
         };
-        FileMeta {
-            dev: st.st_dev,
-            ino: st.st_ino,
-            kind,
-            size: st.st_size as u64,
-            mode: st.st_mode,
-            nlink: st.st_nlink,
-        }
+        FileMeta { dev: st.st_dev, ino: st.st_ino, kind, size: st.st_size as u64, mode: st.st_mode, nlink: st.st_nlink }
     }
 
     /// Same dev and same non-zero inode.
@@ -171,12 +164,9 @@ impl Dir {
     /// opening with `O_NOFOLLOW|O_DIRECTORY` gives that check and the handle in one step, so
     /// there is no window between checking and opening.
     pub fn open(path: &Path) -> io::Result<Dir> {
-        let fd = rfs::open(
-            path,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(errno_io)?;
+        let fd =
+            rfs::open(path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
+                .map_err(errno_io)?;
         let meta = FileMeta::from_stat(&rfs::fstat(&fd).map_err(errno_io)?);
         Ok(Dir { fd, path: path.to_path_buf(), meta })
     }
@@ -188,9 +178,7 @@ impl Dir {
 
     /// `fstatat(AT_SYMLINK_NOFOLLOW)`.
     pub fn lstat(&self, name: &OsStr) -> io::Result<FileMeta> {
-        rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW)
-            .map(|st| FileMeta::from_stat(&st))
-            .map_err(errno_io)
+        rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW).map(|st| FileMeta::from_stat(&st)).map_err(errno_io)
     }
 
     /// Creates `name` exclusively (mode 0600), writes `bytes`, fsyncs and closes it.
@@ -256,10 +244,10 @@ impl Dir {
             Err(Errno::LOOP) => return ReadRegular::NotRegular(Kind::Symlink),
             Err(e) => {
                 // EISDIR/ENXIO (socket) and friends: report the type when we can see it.
-                if let Ok(meta) = self.lstat(name) {
-                    if meta.kind != Kind::Regular {
-                        return ReadRegular::NotRegular(meta.kind);
-                    }
+                if let Ok(meta) = self.lstat(name)
+                    && meta.kind != Kind::Regular
+                {
+                    return ReadRegular::NotRegular(meta.kind);
                 }
                 return ReadRegular::Error(errno_io(e));
             }
@@ -295,16 +283,11 @@ impl Dir {
 
     /// Names in this directory (without `.` and `..`), unsorted.
     pub fn list(&self) -> io::Result<Vec<OsString>> {
-        let fd = rfs::openat(
-            &self.fd,
-            ".",
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(errno_io)?;
+        let fd = rfs::openat(&self.fd, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+            .map_err(errno_io)?;
         let mut out = Vec::new();
-        let mut dir = rfs::Dir::read_from(&fd).map_err(errno_io)?;
-        while let Some(entry) = dir.next() {
+        let dir = rfs::Dir::read_from(&fd).map_err(errno_io)?;
+        for entry in dir {
             let entry = entry.map_err(errno_io)?;
             let name = entry.file_name().to_bytes();
             if name == b"." || name == b".." {
@@ -350,9 +333,7 @@ impl Dir {
 
 /// `lstat` of an absolute or relative path (used for the runtime directory check).
 pub fn lstat_path(path: &Path) -> io::Result<FileMeta> {
-    rfs::statat(CWD, path, AtFlags::SYMLINK_NOFOLLOW)
-        .map(|st| FileMeta::from_stat(&st))
-        .map_err(errno_io)
+    rfs::statat(CWD, path, AtFlags::SYMLINK_NOFOLLOW).map(|st| FileMeta::from_stat(&st)).map_err(errno_io)
 }
 
 /// `stat` (following symlinks) of a path.
@@ -412,6 +393,7 @@ pub fn hostname() -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests stage files by hand
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
@@ -448,8 +430,7 @@ mod tests {
         std::fs::write(t.path().join("target"), b"{}").unwrap();
         std::os::unix::fs::symlink(t.path().join("target"), t.path().join("link")).unwrap();
         std::fs::create_dir(t.path().join("sub")).unwrap();
-        rustix::fs::mknodat(CWD, &t.path().join("fifo"), FileType::Fifo, Mode::from_raw_mode(0o600), 0)
-            .unwrap();
+        rustix::fs::mknodat(CWD, t.path().join("fifo"), FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
         assert!(matches!(d.read_regular(OsStr::new("link")), ReadRegular::NotRegular(Kind::Symlink)));
         assert!(matches!(d.read_regular(OsStr::new("sub")), ReadRegular::NotRegular(Kind::Directory)));
         assert!(matches!(d.read_regular(OsStr::new("fifo")), ReadRegular::NotRegular(Kind::Fifo)));

@@ -10,7 +10,16 @@ fn acquire_writes_a_qwen_schema2_record_and_a_0600_token_file() {
     let env = TestEnv::new();
     let tok = env.tmp.path().join("tok");
     let me = std::process::id();
-    let run = env.run(&["acquire", "--json", "--session", "s1", "--pid", &me.to_string(), "--token-file", tok.to_str().unwrap()]);
+    let run = env.run(&[
+        "acquire",
+        "--json",
+        "--session",
+        "s1",
+        "--pid",
+        &me.to_string(),
+        "--token-file",
+        tok.to_str().unwrap(),
+    ]);
     run.assert_ok();
     let j: AcquireJson = run.json();
     assert_eq!((j.session_id.as_str(), j.state.as_str(), j.pid, j.reclaimed), ("s1", "active", me, false));
@@ -27,7 +36,10 @@ fn acquire_writes_a_qwen_schema2_record_and_a_0600_token_file() {
         l.pid_ns, l.hostname
     );
     assert!(raw.starts_with(&prefix), "{raw}\nexpected prefix\n{prefix}");
-    assert!(raw.ends_with(&format!(r#"Z","qwen_version":null,"writer":"writerctl {}"}}"#, env!("CARGO_PKG_VERSION"))), "{raw}");
+    assert!(
+        raw.ends_with(&format!(r#"Z","qwen_version":null,"writer":"writerctl {}"}}"#, env!("CARGO_PKG_VERSION"))),
+        "{raw}"
+    );
     assert_eq!(std::fs::metadata(env.lock("s1")).unwrap().permissions().mode() & 0o777, 0o600);
     assert_eq!(env.lock_dir_names(), vec!["s1.lock"], "no temp left behind");
     let lock_dir_mode = std::fs::metadata(env.lock_dir()).unwrap().permissions().mode() & 0o777;
@@ -166,4 +178,51 @@ fn status_reports_a_live_owner_without_its_token() {
     let all: StatusAllJson = env.run(&["status", "--json"]).assert_ok().json();
     assert_eq!(all.sessions.len(), 1);
     assert_eq!(all.sessions[0].session_id, "s");
+}
+
+#[test]
+fn the_default_holder_is_the_script_not_a_forked_subshell() {
+    // Inside `$(...)` bash forks a copy of itself; that copy exits as soon as the
+    // substitution ends, so it must not become the holder.
+    let env = TestEnv::new();
+    for (i, script) in [
+        r#"T=$("$W" acquire --json --session s0 --runtime-dir "$R"); echo "$$"; echo "$T""#,
+        r#"T=$( ( "$W" acquire --json --session s1 --runtime-dir "$R" ) ); echo "$$"; echo "$T""#,
+        r#"T=$("$W" acquire --json --session s2 --runtime-dir "$R" | cat); echo "$$"; echo "$T""#,
+    ]
+    .iter()
+    .enumerate()
+    {
+        let out = env
+            .cmd()
+            .args(["-c", script])
+            .env("W", BIN)
+            .env("R", env.runtime())
+            .env("PATH", "/usr/bin:/bin")
+            .output_of("bash");
+        let mut lines = out.splitn(2, '\n');
+        let shell_pid: u32 = lines.next().unwrap().trim().parse().unwrap();
+        let j: AcquireJson = serde_json::from_str(lines.next().unwrap()).unwrap_or_else(|e| panic!("{e}: {out}"));
+        assert_eq!(j.pid, shell_pid, "case {i}: {script}");
+    }
+}
+
+trait OutputOf {
+    fn output_of(&mut self, program: &str) -> String;
+}
+
+impl OutputOf for std::process::Command {
+    /// Re-targets this command at `program` with the same args and env, and returns stdout.
+    fn output_of(&mut self, program: &str) -> String {
+        let mut c = std::process::Command::new(program);
+        c.args(self.get_args());
+        c.env_clear();
+        for (k, v) in self.get_envs() {
+            if let Some(v) = v {
+                c.env(k, v);
+            }
+        }
+        let o = c.output().unwrap();
+        String::from_utf8(o.stdout).unwrap()
+    }
 }

@@ -1,6 +1,7 @@
 //! writerctl's one integration-test binary: every test runs the real `writerctl` binary on
 //! staged directories. Add new files as modules here; `every_test_file_is_wired_in` fails
 //! when one is forgotten.
+#![allow(clippy::disallowed_methods)] // tests stage and mutate files by hand
 
 mod support;
 
@@ -15,10 +16,10 @@ fn every_test_file_is_wired_in() {
     let main = std::fs::read_to_string(dir.join("main.rs")).unwrap();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
-        if let Some(stem) = name.strip_suffix(".rs") {
-            if stem != "main" {
-                assert!(main.contains(&format!("mod {stem};")), "tests/it/{name} is not declared in tests/it/main.rs");
-            }
+        if let Some(stem) = name.strip_suffix(".rs")
+            && stem != "main"
+        {
+            assert!(main.contains(&format!("mod {stem};")), "tests/it/{name} is not declared in tests/it/main.rs");
         }
     }
 }

@@ -38,7 +38,9 @@ fn release_barrier(fifo: &Path) {
     drop(holder);
     // Late starters (a loaded machine) would block in open() forever; let them through too.
     std::thread::sleep(Duration::from_millis(100));
-    if let Ok(mut late) = std::fs::OpenOptions::new().write(true).custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32).open(fifo) {
+    if let Ok(mut late) =
+        std::fs::OpenOptions::new().write(true).custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32).open(fifo)
+    {
         let _ = late.write_all(b"");
     }
 }
@@ -69,11 +71,19 @@ fn race(env: &TestEnv, n: usize, args: &[String]) -> Vec<Outcome> {
 
 fn check_one_winner(env: &TestEnv, session: &str, outcomes: &[Outcome]) -> String {
     let winners: Vec<&Outcome> = outcomes.iter().filter(|o| o.code == 0).collect();
-    assert_eq!(winners.len(), 1, "exactly one owner; exit codes: {:?}", outcomes.iter().map(|o| o.code).collect::<Vec<_>>());
+    assert_eq!(
+        winners.len(),
+        1,
+        "exactly one owner; exit codes: {:?}",
+        outcomes.iter().map(|o| o.code).collect::<Vec<_>>()
+    );
     for o in outcomes.iter().filter(|o| o.code != 0) {
         let e: ErrorDoc = serde_json::from_str(&o.stdout).unwrap();
         assert!(
-            matches!((o.code, e.error.code.as_str()), (3, "session_writer_conflict") | (75, "session_writer_unavailable")),
+            matches!(
+                (o.code, e.error.code.as_str()),
+                (3, "session_writer_conflict") | (75, "session_writer_unavailable")
+            ),
             "loser got {} {}",
             o.code,
             e.error.code

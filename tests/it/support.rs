@@ -29,8 +29,9 @@ impl Run {
 
     /// Parses stdout as JSON into `T`.
     pub fn json<T: for<'de> Deserialize<'de>>(&self) -> T {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not the expected JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!("stdout is not the expected JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr)
+        })
     }
 
     /// The `error.code` of a `--json` failure.
@@ -93,6 +94,7 @@ pub struct ReleaseJson {
     pub state: String,
     pub lock_path: String,
     pub retired_file_left: bool,
+    pub durable: bool,
 }
 
 /// `status --json` for one session.
@@ -241,8 +243,17 @@ impl TestEnv {
     /// Acquires `session` for `pid` with a token file; returns the token file path.
     pub fn acquire_for(&self, session: &str, pid: u32) -> PathBuf {
         let tok = self.tmp.path().join(format!("{session}.{pid}.{}.token", uuid_like()));
-        self.run(&["acquire", "--json", "--session", session, "--pid", &pid.to_string(), "--token-file", tok.to_str().unwrap()])
-            .assert_ok();
+        self.run(&[
+            "acquire",
+            "--json",
+            "--session",
+            session,
+            "--pid",
+            &pid.to_string(),
+            "--token-file",
+            tok.to_str().unwrap(),
+        ])
+        .assert_ok();
         tok
     }
 }
@@ -269,15 +280,25 @@ pub fn local() -> Local {
 }
 
 /// A hand-written qwen schema-2 active record (qwen's exact key order, no `writer` key).
-pub fn qwen_active(session: &str, owner: &str, pid: u64, identity: Option<&str>, ns: Option<u64>, host: &str) -> String {
-    let mut s = format!(r#"{{"schema_version":2,"state":"active","session_id":"{session}","owner_id":"{owner}","pid":{pid}"#);
+pub fn qwen_active(
+    session: &str,
+    owner: &str,
+    pid: u64,
+    identity: Option<&str>,
+    ns: Option<u64>,
+    host: &str,
+) -> String {
+    let mut s =
+        format!(r#"{{"schema_version":2,"state":"active","session_id":"{session}","owner_id":"{owner}","pid":{pid}"#);
     if let Some(i) = identity {
         s.push_str(&format!(r#","process_start_identity":"{i}""#));
     }
     if let Some(n) = ns {
         s.push_str(&format!(r#","pid_namespace_id":{n}"#));
     }
-    s.push_str(&format!(r#","hostname":"{host}","process_kind":"acp","acquired_at":"2026-07-28T00:00:00.000Z","qwen_version":"0.0.1"}}"#));
+    s.push_str(&format!(
+        r#","hostname":"{host}","process_kind":"acp","acquired_at":"2026-07-28T00:00:00.000Z","qwen_version":"0.0.1"}}"#
+    ));
     s
 }
 
