@@ -454,6 +454,24 @@ mod tests {
         open_site(t.path(), paths, "s", DirMode::Create).unwrap()
     }
 
+    /// A holder that is provably dead in our domain (pid i32::MAX never runs).
+    fn dead_holder() -> Holder {
+        let boot = crate::lockfile::identity::read_boot_id().unwrap();
+        Holder {
+            pid: i32::MAX as u32,
+            process_start_identity: Some(format!("linux:{boot}:1")),
+            ..holder(sys::own_pid())
+        }
+    }
+
+    /// Writes a fresh active record for `h` at `name` in the site's directory.
+    fn stage_record(s: &LockSite, name: &str, h: &Holder) -> (OwnerToken, LockRecord) {
+        let owner = OwnerToken::generate();
+        let rec = new_active_record("s", &owner, h, "unknown", OffsetDateTime::now_utc()).unwrap();
+        std::fs::write(s.paths.dir.join(name), &rec.raw).unwrap();
+        (owner, rec)
+    }
+
     fn opts(reclaim: ReclaimPolicy) -> AcquireOptions {
         AcquireOptions { holder: holder(sys::own_pid()), process_kind: "unknown".into(), reclaim }
     }
@@ -523,14 +541,7 @@ mod tests {
     fn managed_mode_never_reclaims_a_dead_owner() {
         let t = tempfile::tempdir().unwrap();
         let s = site(&t);
-        let dead = Holder { pid: i32::MAX as u32, ..holder(sys::own_pid()) };
-        let dead = Holder {
-            process_start_identity: Some(format!("linux:{}:1", crate::lockfile::identity::read_boot_id().unwrap())),
-            ..dead
-        };
-        let owner = OwnerToken::generate();
-        let rec = new_active_record("s", &owner, &dead, "unknown", OffsetDateTime::now_utc()).unwrap();
-        std::fs::write(s.lock_path(), &rec.raw).unwrap();
+        let (_, rec) = stage_record(&s, &s.paths.lock_name, &dead_holder());
         let e = acquire(&s, &opts(ReclaimPolicy::Never), &SystemProbe).unwrap_err();
         assert!(matches!(e, LockError::Conflict { managed_refused_stale: true, .. }), "{e:?}");
         assert_eq!(std::fs::read(s.lock_path()).unwrap(), rec.raw);
@@ -545,21 +556,10 @@ mod tests {
     fn a_live_reclaim_guard_makes_the_second_reclaimer_unavailable() {
         let t = tempfile::tempdir().unwrap();
         let s = site(&t);
-        let boot = crate::lockfile::identity::read_boot_id().unwrap();
-        let dead = Holder {
-            pid: i32::MAX as u32,
-            process_start_identity: Some(format!("linux:{boot}:1")),
-            ..holder(sys::own_pid())
-        };
-        let stale_owner = OwnerToken::generate();
-        let stale = new_active_record("s", &stale_owner, &dead, "unknown", OffsetDateTime::now_utc()).unwrap();
-        std::fs::write(s.lock_path(), &stale.raw).unwrap();
+        let (stale_owner, stale) = stage_record(&s, &s.paths.lock_name, &dead_holder());
         // A live reclaimer (this process) already holds the guard.
-        let other = OwnerToken::generate();
-        let guard =
-            new_active_record("s", &other, &holder(sys::own_pid()), "unknown", OffsetDateTime::now_utc()).unwrap();
         let guard_name = s.paths.reclaim_guard(stale_owner.expose());
-        std::fs::write(s.paths.dir.join(&guard_name), &guard.raw).unwrap();
+        let (_, guard) = stage_record(&s, &guard_name, &holder(sys::own_pid()));
         let e = acquire(&s, &opts(ReclaimPolicy::Local), &SystemProbe).unwrap_err();
         assert!(matches!(e, LockError::Unavailable { reason: Unavailable::GuardHeld, .. }), "{e:?}");
         assert_eq!(std::fs::read(s.lock_path()).unwrap(), stale.raw);
@@ -570,20 +570,9 @@ mod tests {
     fn a_dead_reclaim_guard_is_chained_past_and_left_in_place() {
         let t = tempfile::tempdir().unwrap();
         let s = site(&t);
-        let boot = crate::lockfile::identity::read_boot_id().unwrap();
-        let dead = Holder {
-            pid: i32::MAX as u32,
-            process_start_identity: Some(format!("linux:{boot}:1")),
-            ..holder(sys::own_pid())
-        };
-        let stale_owner = OwnerToken::generate();
-        let stale = new_active_record("s", &stale_owner, &dead, "unknown", OffsetDateTime::now_utc()).unwrap();
-        std::fs::write(s.lock_path(), &stale.raw).unwrap();
-        let dead_guard_owner = OwnerToken::generate();
-        let dead_guard =
-            new_active_record("s", &dead_guard_owner, &dead, "unknown", OffsetDateTime::now_utc()).unwrap();
+        let (stale_owner, _) = stage_record(&s, &s.paths.lock_name, &dead_holder());
         let guard_name = s.paths.reclaim_guard(stale_owner.expose());
-        std::fs::write(s.paths.dir.join(&guard_name), &dead_guard.raw).unwrap();
+        let (dead_guard_owner, dead_guard) = stage_record(&s, &guard_name, &dead_holder());
         let lease = acquire(&s, &opts(ReclaimPolicy::Local), &SystemProbe).unwrap();
         assert!(lease.reclaimed);
         // The dead reclaimer's guard is not ours to delete; the chained guard is gone.

@@ -225,12 +225,7 @@ pub fn same_regular(dir: &Dir, name: &str, expected: &FileMeta) -> Result<bool, 
 mod tests {
     use super::*;
     use crate::lockfile::identity::SystemProbe;
-
-    fn dir() -> (tempfile::TempDir, Dir) {
-        let t = tempfile::tempdir().unwrap();
-        let d = Dir::open(t.path()).unwrap();
-        (t, d)
-    }
+    use crate::lockfile::sys::scratch_dir as dir;
 
     fn names(t: &tempfile::TempDir) -> Vec<String> {
         let mut v: Vec<String> =

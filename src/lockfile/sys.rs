@@ -392,17 +392,21 @@ pub fn hostname() -> String {
     String::from_utf8_lossy(rustix::system::uname().nodename().to_bytes()).into_owned()
 }
 
+/// A scratch directory and its open [`Dir`], for unit tests.
+#[cfg(test)]
+pub(crate) fn scratch_dir() -> (tempfile::TempDir, Dir) {
+    let t = tempfile::tempdir().unwrap();
+    let d = Dir::open(t.path()).unwrap();
+    (t, d)
+}
+
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // tests stage files by hand
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
-    fn dir() -> (tempfile::TempDir, Dir) {
-        let t = tempfile::tempdir().unwrap();
-        let d = Dir::open(t.path()).unwrap();
-        (t, d)
-    }
+    use super::scratch_dir as dir;
 
     #[test]
     fn create_new_synced_is_exclusive_and_0600() {
