@@ -37,6 +37,8 @@ pub enum ErrorCode {
     Usage,
     /// Any failure with no more specific code.
     Internal,
+    /// `verify` (or a sealed-only operation) found no sealed record.
+    SessionNotSealed,
 }
 
 impl ErrorCode {
@@ -53,6 +55,7 @@ impl ErrorCode {
         ErrorCode::RuntimeDirMissing,
         ErrorCode::Usage,
         ErrorCode::Internal,
+        ErrorCode::SessionNotSealed,
     ];
 
     /// The string scripts match on.
@@ -69,6 +72,7 @@ impl ErrorCode {
             ErrorCode::RuntimeDirMissing => "runtime_dir_missing",
             ErrorCode::Usage => "usage",
             ErrorCode::Internal => "internal",
+            ErrorCode::SessionNotSealed => "session_not_sealed",
         }
     }
 
@@ -77,7 +81,7 @@ impl ErrorCode {
         match self {
             ErrorCode::Internal => 1,
             ErrorCode::Usage | ErrorCode::InvalidArgument | ErrorCode::RuntimeDirMissing => 2,
-            ErrorCode::SessionWriterConflict | ErrorCode::SessionNotOwner => 3,
+            ErrorCode::SessionWriterConflict | ErrorCode::SessionNotOwner | ErrorCode::SessionNotSealed => 3,
             ErrorCode::SessionTranscriptChanged
             | ErrorCode::SessionLockMalformed
             | ErrorCode::SessionTranscriptUnsafe => 4,
@@ -108,6 +112,7 @@ impl ErrorCode {
             ErrorCode::RuntimeDirMissing => "the runtime directory does not exist",
             ErrorCode::Usage => "the command line could not be parsed",
             ErrorCode::Internal => "unexpected failure",
+            ErrorCode::SessionNotSealed => "the session's lock is not a sealed record (nothing to verify or take over)",
         }
     }
 }

@@ -61,6 +61,21 @@ pub enum Unavailable {
     CleanupFailed,
     /// An I/O error with no more specific meaning.
     Io,
+    /// A sealed candidate or a retired path of this transition already exists.
+    TransitionFileExists,
+    /// A transition's claim no longer holds our exact record.
+    ClaimLost,
+    /// A claim-aware acquisition candidate did not leave the primary path in time.
+    CandidateWaitExpired,
+    /// Something other than our record or a claim-aware candidate appeared at the primary
+    /// path during a transition.
+    PrimaryReplaced,
+    /// A failed transition could not prove the predecessor restored; the claim is retained.
+    ClaimRetained,
+    /// qwen's managed seal needs a commit proof writerctl does not have.
+    ManagedSealNeedsCommitProof,
+    /// The transcript's filesystem does not number inodes (ino 0).
+    TranscriptIdentity,
 }
 
 impl Unavailable {
@@ -78,6 +93,15 @@ impl Unavailable {
             Unavailable::ReclaimRaced => "the stale lock changed during reclaim",
             Unavailable::CleanupFailed => "acquisition could not be verified and its cleanup failed",
             Unavailable::Io => "an I/O error prevented verifying ownership",
+            Unavailable::TransitionFileExists => "a sealed candidate or retired record of this transition already exists",
+            Unavailable::ClaimLost => "the transition claim no longer holds this transition's record",
+            Unavailable::CandidateWaitExpired => "an acquisition candidate did not release the claimed primary path",
+            Unavailable::PrimaryReplaced => "an unknown record appeared at the primary path during the transition",
+            Unavailable::ClaimRetained => {
+                "the transition failed and the previous primary could not be proven restored; the claim was retained"
+            }
+            Unavailable::ManagedSealNeedsCommitProof => "a qwen-code managed (schema 3) lock needs a commit proof to seal",
+            Unavailable::TranscriptIdentity => "the transcript filesystem does not provide a verifiable inode identity (ino=0)",
         }
     }
 }
@@ -124,6 +148,29 @@ pub enum LockError {
         /// What was found.
         reason: String,
     },
+    /// The transcript no longer matches (changed, appended, truncated, replaced, re-linked).
+    #[error("session transcript changed: {reason}")]
+    TranscriptChanged {
+        /// What differs (never the transcript path).
+        reason: String,
+    },
+    /// The transcript path is unsafe: a symlink, not a regular file, outside R.
+    #[error("session transcript path is unsafe: {reason}")]
+    TranscriptUnsafe {
+        /// Why (never the transcript path).
+        reason: String,
+    },
+    /// The lock is not a sealed record.
+    #[error("session {session_id} is not sealed (found: {found})")]
+    NotSealed {
+        /// Session id.
+        session_id: String,
+        /// What was found instead.
+        found: String,
+    },
+    /// The feature gate is off.
+    #[error("seal and certified takeover are disabled (experimental.session_writer_lease is off)")]
+    FeatureDisabled,
     /// The runtime directory does not exist.
     #[error("runtime directory {} does not exist", .0.display())]
     RuntimeDirMissing(PathBuf),
@@ -151,6 +198,10 @@ impl LockError {
             LockError::Malformed { .. } => ErrorCode::SessionLockMalformed,
             LockError::NotOwner { .. } => ErrorCode::SessionNotOwner,
             LockError::RuntimeDirMissing(_) => ErrorCode::RuntimeDirMissing,
+            LockError::TranscriptChanged { .. } => ErrorCode::SessionTranscriptChanged,
+            LockError::TranscriptUnsafe { .. } => ErrorCode::SessionTranscriptUnsafe,
+            LockError::NotSealed { .. } => ErrorCode::SessionNotSealed,
+            LockError::FeatureDisabled => ErrorCode::FeatureDisabled,
             LockError::InvalidArgument(_) => ErrorCode::InvalidArgument,
         }
     }
@@ -182,6 +233,9 @@ impl LockError {
             LockError::Unavailable { reason: Unavailable::LockDirNotDirectory, .. } => {
                 "make R/tmp/session-writer-locks a real directory (not a symlink) owned by the writer's user".into()
             }
+            LockError::Unavailable { reason: Unavailable::ClaimRetained, .. } => {
+                "the claim now fences the session on purpose; fence every writer, then `writerctl recover --writers-fenced --yes` restores the provable predecessor".into()
+            }
             LockError::Unavailable { .. } => "retry later; retrying never authorizes a bypass. `writerctl status` shows what is on disk".into(),
             LockError::Malformed { .. } => {
                 "nothing was changed; inspect the file with `writerctl status`, and move it aside only after fencing every writer (`writerctl recover`)".into()
@@ -191,6 +245,16 @@ impl LockError {
             }
             LockError::RuntimeDirMissing(_) => {
                 "create it, or point --runtime-dir / WRITERCTL_RUNTIME_DIR / QWEN_RUNTIME_DIR at the right directory".into()
+            }
+            LockError::TranscriptChanged { .. } => {
+                "the sealed proof no longer matches the transcript; nothing was changed. Something appended to or replaced the transcript after the seal: fence every writer, decide which transcript is authoritative, then `writerctl recover`".into()
+            }
+            LockError::TranscriptUnsafe { .. } => {
+                "make the transcript a regular file reached without symlinks inside the runtime directory; nothing was changed".into()
+            }
+            LockError::NotSealed { .. } => "`writerctl status` shows what the lock holds".into(),
+            LockError::FeatureDisabled => {
+                "set WRITERCTL_SESSION_WRITER_LEASE=1, or `session_writer_lease = true` under [experimental] in the config file (WRITERCTL_CONFIG, default ~/.config/writerctl/config.toml)".into()
             }
             LockError::InvalidArgument(_) => return None,
         })

@@ -42,6 +42,7 @@ pub mod record;
 pub mod release;
 pub mod status;
 pub mod sys;
+pub mod transcript;
 
 pub use acquire::{AcquireOptions, DirMode, Lease, LockSite, ReclaimPolicy, acquire, open_site};
 pub use error::LockError;

@@ -392,6 +392,215 @@ pub fn hostname() -> String {
     String::from_utf8_lossy(rustix::system::uname().nodename().to_bytes()).into_owned()
 }
 
+/// Full transcript metadata compared before and after a proof read (QWEN_FORMAT §4.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fingerprint {
+    /// Device.
+    pub dev: u64,
+    /// Inode.
+    pub ino: u64,
+    /// Full `st_mode`.
+    pub mode: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Link count (an extra hard link is a change).
+    pub nlink: u64,
+    /// Size.
+    pub size: u64,
+    /// Modification time (sec, nsec).
+    pub mtime: (i64, u64),
+    /// Change time (sec, nsec).
+    pub ctime: (i64, u64),
+}
+
+impl Fingerprint {
+    fn from_stat(st: &rfs::Stat) -> Fingerprint {
+        Fingerprint {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            mode: st.st_mode,
+            uid: st.st_uid,
+            gid: st.st_gid,
+            nlink: st.st_nlink,
+            size: st.st_size as u64,
+            mtime: (st.st_mtime, st.st_mtime_nsec),
+            ctime: (st.st_ctime, st.st_ctime_nsec),
+        }
+    }
+
+    /// The file type encoded in `mode`.
+    pub fn kind(&self) -> Kind {
+        FileMeta::from_stat_mode(self.mode)
+    }
+}
+
+impl FileMeta {
+    fn from_stat_mode(mode: u32) -> Kind {
+        match FileType::from_raw_mode(mode) {
+            FileType::RegularFile => Kind::Regular,
+            FileType::Directory => Kind::Directory,
+            FileType::Symlink => Kind::Symlink,
+            FileType::Fifo => Kind::Fifo,
+            FileType::Socket => Kind::Socket,
+            _ => Kind::Other,
+        }
+    }
+}
+
+/// `fstat` as a [`Fingerprint`].
+pub fn fingerprint(fd: &OwnedFd) -> io::Result<Fingerprint> {
+    rfs::fstat(fd).map(|st| Fingerprint::from_stat(&st)).map_err(errno_io)
+}
+
+/// Opens a directory (following a symlink at `path` itself: the runtime directory is the
+/// operator's choice, as in qwen, which never resolves it).
+pub fn open_root(path: &Path) -> io::Result<OwnedFd> {
+    rfs::open(path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).map_err(errno_io)
+}
+
+/// How a path beneath a root resolved.
+#[derive(Debug)]
+pub enum Beneath {
+    /// Opened.
+    Opened(OwnedFd),
+    /// Nothing there: some component does not exist. A dangling symlink is *not* this.
+    Absent,
+    /// A symlink somewhere on the way, a non-directory where a directory was needed, or an
+    /// escape from the root.
+    Unsafe(&'static str),
+}
+
+/// Opens `key` (a normalized relative path) beneath `root` without following any symlink
+/// in any component.
+///
+/// Why: the transcript proof must be about the file the key names inside the runtime
+/// directory, never about whatever a symlink planted by someone else points at (seed 001
+/// "Transcript paths must be absent or resolve to the same regular file"). `openat2` with
+/// `RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS` does the whole check in the kernel, atomically;
+/// where it is unavailable (old kernels, seccomp) a component-wise `O_NOFOLLOW` walk gives
+/// the same answer, one `openat` per component. `flags` should include `O_NONBLOCK` so a
+/// FIFO cannot hang the open.
+pub fn open_beneath(root: &OwnedFd, key: &str, flags: OFlags, force_walk: bool) -> io::Result<Beneath> {
+    if !force_walk {
+        let how = rfs::ResolveFlags::BENEATH | rfs::ResolveFlags::NO_SYMLINKS;
+        match rfs::openat2(root, key, flags | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty(), how) {
+            Ok(fd) => return Ok(Beneath::Opened(fd)),
+            Err(Errno::NOENT) => return Ok(Beneath::Absent),
+            Err(Errno::LOOP) => return Ok(Beneath::Unsafe("a symlink in the transcript path")),
+            Err(Errno::XDEV) => return Ok(Beneath::Unsafe("the transcript path escapes the runtime directory")),
+            Err(Errno::NOTDIR) => return Ok(Beneath::Unsafe("a non-directory in the transcript path")),
+            Err(Errno::NXIO) => return Ok(Beneath::Unsafe("the transcript is a socket")),
+            // No openat2 (ENOSYS), or a sandbox refusing it (EPERM): walk instead.
+            Err(Errno::NOSYS) | Err(Errno::PERM) | Err(Errno::INVAL) => {}
+            Err(e) => return Err(errno_io(e)),
+        }
+    }
+    walk_beneath(root, key, flags)
+}
+
+fn walk_beneath(root: &OwnedFd, key: &str, flags: OFlags) -> io::Result<Beneath> {
+    let parts: Vec<&str> = key.split('/').collect();
+    let (last, dirs) = parts.split_last().expect("a normalized key has a component");
+    let mut cur: Option<OwnedFd> = None;
+    for d in dirs {
+        let base = cur.as_ref().unwrap_or(root);
+        match rfs::openat(base, *d, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty()) {
+            Ok(fd) => cur = Some(fd),
+            Err(Errno::NOENT) => return Ok(Beneath::Absent),
+            Err(Errno::LOOP) => return Ok(Beneath::Unsafe("a symlink in the transcript path")),
+            Err(Errno::NOTDIR) => return Ok(Beneath::Unsafe("a non-directory in the transcript path")),
+            Err(e) => return Err(errno_io(e)),
+        }
+    }
+    let base = cur.as_ref().unwrap_or(root);
+    match rfs::openat(base, *last, flags | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty()) {
+        Ok(fd) => Ok(Beneath::Opened(fd)),
+        Err(Errno::NOENT) => Ok(Beneath::Absent),
+        Err(Errno::LOOP) => Ok(Beneath::Unsafe("a symlink in the transcript path")),
+        Err(Errno::NOTDIR) => Ok(Beneath::Unsafe("a non-directory in the transcript path")),
+        Err(Errno::NXIO) => Ok(Beneath::Unsafe("the transcript is a socket")),
+        Err(e) => Err(errno_io(e)),
+    }
+}
+
+/// `O_PATH|O_NOFOLLOW` re-resolution of `key` beneath `root`: the identity the path names now.
+pub fn identity_beneath(root: &OwnedFd, key: &str, force_walk: bool) -> io::Result<Option<Fingerprint>> {
+    match open_beneath(root, key, OFlags::PATH, force_walk)? {
+        Beneath::Opened(fd) => Ok(Some(fingerprint(&fd)?)),
+        Beneath::Absent => Ok(None),
+        Beneath::Unsafe(_) => Err(io::Error::from_raw_os_error(Errno::LOOP.raw_os_error())),
+    }
+}
+
+/// Flags for a transcript proof open.
+pub fn transcript_read_flags() -> OFlags {
+    OFlags::RDONLY | OFlags::NONBLOCK
+}
+
+/// `pread` until `buf` is full or end of file; returns the bytes read.
+pub fn pread_full(fd: &OwnedFd, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match rustix::io::pread(fd, &mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(errno_io(e)),
+        }
+    }
+    Ok(done)
+}
+
+/// `renameat2(RENAME_NOREPLACE)` from this directory into another directory descriptor.
+///
+/// Why NOREPLACE: `recover` moves residue into a fresh folder and must never overwrite a
+/// file there, even if two recoveries race.
+pub fn move_into(from: &Dir, name: &OsStr, to: &OwnedFd, new_name: &OsStr) -> io::Result<()> {
+    rfs::renameat_with(&from.fd, name, to, new_name, rfs::RenameFlags::NOREPLACE).map_err(errno_io)
+}
+
+impl Dir {
+    /// Creates a subdirectory (0700) and opens it.
+    pub fn create_subdir(&self, name: &OsStr) -> io::Result<OwnedFd> {
+        match rfs::mkdirat(&self.fd, name, Mode::from_raw_mode(0o700)) {
+            Ok(()) | Err(Errno::EXIST) => {}
+            Err(e) => return Err(errno_io(e)),
+        }
+        rfs::openat(&self.fd, name, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
+            .map_err(errno_io)
+    }
+
+    /// Appends one line to `name` (created 0600), fsynced: the recovery audit log.
+    pub fn append_line(&self, name: &OsStr, line: &str) -> io::Result<()> {
+        let fd = rfs::openat(
+            &self.fd,
+            name,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::APPEND | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )
+        .map_err(errno_io)?;
+        let bytes = format!("{line}\n");
+        let mut rest = bytes.as_bytes();
+        while !rest.is_empty() {
+            match rustix::io::write(&fd, rest) {
+                Ok(n) => rest = &rest[n..],
+                Err(Errno::INTR) => continue,
+                Err(e) => return Err(errno_io(e)),
+            }
+        }
+        count_fsync();
+        rfs::fsync(&fd).map_err(errno_io)
+    }
+}
+
+/// fsync an arbitrary directory descriptor (the recovery folder after moves into it).
+pub fn fsync_fd(fd: &OwnedFd) -> io::Result<()> {
+    count_fsync();
+    rfs::fsync(fd).map_err(errno_io)
+}
+
 /// A scratch directory and its open [`Dir`], for unit tests.
 #[cfg(test)]
 pub(crate) fn scratch_dir() -> (tempfile::TempDir, Dir) {

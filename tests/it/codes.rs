@@ -15,6 +15,7 @@ const SNAPSHOT: &[(&str, u8)] = &[
     ("runtime_dir_missing", 2),
     ("usage", 2),
     ("internal", 1),
+    ("session_not_sealed", 3),
 ];
 
 #[test]

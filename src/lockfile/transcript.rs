@@ -1,0 +1,403 @@
+//! The transcript proof read (seed 001 "Sealing" step 2, "Certified takeover" step 2;
+//! QWEN_FORMAT §2.3, §4).
+//!
+//! A proof says: the file the key names beneath R is absent, or it is one regular file of
+//! `byte_length` bytes ending in a newline whose SHA-256 is `sha256`. The file is opened once
+//! without following a symlink in any component, hashed through that descriptor in one
+//! streaming pass (constant memory), and its full metadata is compared before and after.
+//! The descriptor is kept open so a seal or takeover can [`ProofRead::revalidate`] inside
+//! its claim that nothing changed — not the inode the path names, not the size, not the
+//! timestamps, not the link count.
+//!
+//! Errors never name the transcript path (seed 001 "Failure contract").
+
+use std::os::fd::OwnedFd;
+use std::path::{Component, Path};
+
+use sha2::{Digest, Sha256};
+
+use super::error::{LockError, Unavailable};
+use super::paths::sanitize_cwd;
+use super::record::TranscriptProof;
+use super::sys::{self, Beneath, Fingerprint, Kind};
+
+/// SHA-256 of empty input: the digest of an absent or empty transcript.
+pub const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+/// Read size for hashing: large enough to amortize syscalls, small enough for constant memory.
+pub const HASH_BUFFER_BYTES: usize = 1 << 20;
+
+/// A transcript path relative to the runtime directory, normalized and `/`-separated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TranscriptKey(String);
+
+impl TranscriptKey {
+    /// Validates and normalizes a relative key: no absolute path, no `..`, no empty result.
+    /// `.` components and repeated separators are dropped, as `path.relative` would.
+    pub fn parse(key: &str) -> Result<TranscriptKey, LockError> {
+        let unsafe_key = |why: &str| LockError::TranscriptUnsafe { reason: why.into() };
+        let p = Path::new(key);
+        let mut parts = Vec::new();
+        for c in p.components() {
+            match c {
+                Component::Normal(s) => {
+                    parts.push(s.to_str().ok_or_else(|| unsafe_key("the transcript key is not UTF-8"))?.to_owned())
+                }
+                Component::CurDir => {}
+                Component::ParentDir => return Err(unsafe_key("the transcript key leaves the runtime directory (`..`)")),
+                Component::RootDir | Component::Prefix(_) => {
+                    return Err(unsafe_key("the transcript key must be relative to the runtime directory"));
+                }
+            }
+        }
+        if parts.is_empty() {
+            return Err(unsafe_key("the transcript key is empty"));
+        }
+        Ok(TranscriptKey(parts.join("/")))
+    }
+
+    /// writerctl's default: `chats/<session>.jsonl`.
+    pub fn default_for(session_id: &str) -> Result<TranscriptKey, LockError> {
+        TranscriptKey::parse(&format!("chats/{session_id}.jsonl"))
+    }
+
+    /// qwen-code's layout: `projects/<sanitizeCwd(project_root)>/chats/<session>.jsonl`.
+    pub fn for_project(project_root: &Path, session_id: &str) -> Result<TranscriptKey, LockError> {
+        let root = project_root.to_str().ok_or_else(|| LockError::InvalidArgument("--project-root is not UTF-8".into()))?;
+        TranscriptKey::parse(&format!("projects/{}/chats/{session_id}.jsonl", sanitize_cwd(root)))
+    }
+
+    /// The key as recorded in a sealed proof (`relative_path`).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A completed proof read, with the descriptor kept open for revalidation.
+#[derive(Debug)]
+pub struct ProofRead {
+    /// The proof.
+    pub proof: TranscriptProof,
+    root: OwnedFd,
+    /// The kept-open descriptor and its fingerprint; `None` when the transcript is absent.
+    held: Option<(OwnedFd, Fingerprint)>,
+    force_walk: bool,
+}
+
+fn changed(why: impl Into<String>) -> LockError {
+    LockError::TranscriptChanged { reason: why.into() }
+}
+
+/// Proof-read options.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProofOptions {
+    /// Use the component-wise `O_NOFOLLOW` walk even where `openat2` exists (tests).
+    pub force_walk: bool,
+}
+
+/// Reads the proof of the transcript at `key` beneath `runtime_dir`. `progress(done, total)`
+/// is called as bytes are hashed (the command layer draws a bar; the engine never prints).
+pub fn read_proof(
+    runtime_dir: &Path,
+    key: &TranscriptKey,
+    opts: ProofOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<ProofRead, LockError> {
+    let root = sys::open_root(runtime_dir).map_err(|e| LockError::io("open runtime directory", e))?;
+    let fd = match sys::open_beneath(&root, key.as_str(), sys::transcript_read_flags(), opts.force_walk)
+        .map_err(|e| LockError::io("open transcript", e))?
+    {
+        Beneath::Absent => {
+            let proof = TranscriptProof {
+                relative_path: key.as_str().to_owned(),
+                exists: false,
+                byte_length: 0,
+                sha256: EMPTY_SHA256.to_owned(),
+            };
+            return Ok(ProofRead { proof, root, held: None, force_walk: opts.force_walk });
+        }
+        Beneath::Unsafe(why) => return Err(LockError::TranscriptUnsafe { reason: why.into() }),
+        Beneath::Opened(fd) => fd,
+    };
+    let before = sys::fingerprint(&fd).map_err(|e| LockError::io("fstat transcript", e))?;
+    if before.kind() != Kind::Regular {
+        return Err(LockError::TranscriptUnsafe { reason: format!("the transcript is a {}", before.kind().describe()) });
+    }
+    if before.ino == 0 {
+        return Err(LockError::unavailable(Unavailable::TranscriptIdentity));
+    }
+    check_path_identity(&root, key, &before, opts.force_walk)?;
+    check_trailing_newline(&fd, before.size)?;
+    let sha256 = hash_exactly(&fd, before.size, progress)?;
+    let after = sys::fingerprint(&fd).map_err(|e| LockError::io("fstat transcript", e))?;
+    if after != before {
+        return Err(changed("the transcript changed while it was hashed"));
+    }
+    check_path_identity(&root, key, &before, opts.force_walk)?;
+    let proof = TranscriptProof { relative_path: key.as_str().to_owned(), exists: true, byte_length: before.size, sha256 };
+    Ok(ProofRead { proof, root, held: Some((fd, before)), force_walk: opts.force_walk })
+}
+
+impl ProofRead {
+    /// Re-checks, without re-hashing, that nothing changed since the read: the kept-open
+    /// descriptor's full metadata is identical and the key still names that same inode (or
+    /// is still absent).
+    pub fn revalidate(&self) -> Result<(), LockError> {
+        let key = TranscriptKey(self.proof.relative_path.clone());
+        match &self.held {
+            None => match sys::identity_beneath(&self.root, key.as_str(), self.force_walk) {
+                Ok(None) => Ok(()),
+                Ok(Some(_)) => Err(changed("a transcript appeared where none existed")),
+                Err(_) => Err(changed("the transcript path changed")),
+            },
+            Some((fd, fp)) => {
+                let now = sys::fingerprint(fd).map_err(|e| LockError::io("fstat transcript", e))?;
+                if now != *fp {
+                    return Err(changed(describe_difference(fp, &now)));
+                }
+                check_path_identity(&self.root, &key, fp, self.force_walk)
+            }
+        }
+    }
+
+    /// Compares this proof with a recorded one, field by field (QWEN_FORMAT §2.3).
+    pub fn matches(&self, recorded: &TranscriptProof) -> Result<(), LockError> {
+        let p = &self.proof;
+        if p.relative_path != recorded.relative_path {
+            return Err(changed("the sealed proof names another transcript key"));
+        }
+        if p.exists != recorded.exists {
+            return Err(changed(if p.exists { "a transcript now exists where none was sealed" } else { "the transcript was deleted" }));
+        }
+        if p.byte_length != recorded.byte_length {
+            return Err(changed(format!("length {} bytes, sealed {} bytes", p.byte_length, recorded.byte_length)));
+        }
+        if p.sha256 != recorded.sha256 {
+            return Err(changed("same length, different content (SHA-256 differs)"));
+        }
+        Ok(())
+    }
+}
+
+fn describe_difference(was: &Fingerprint, now: &Fingerprint) -> String {
+    if (was.dev, was.ino) != (now.dev, now.ino) {
+        "the transcript was replaced".into()
+    } else if was.size != now.size {
+        format!("the transcript length changed ({} -> {} bytes)", was.size, now.size)
+    } else if was.nlink != now.nlink {
+        "the transcript's link count changed (a hard link was added or removed)".into()
+    } else if (was.mode, was.uid, was.gid) != (now.mode, now.uid, now.gid) {
+        "the transcript's permissions or owner changed".into()
+    } else {
+        "the transcript was modified (timestamps changed)".into()
+    }
+}
+
+/// The key must still name the inode we hold, as a regular non-symlink file.
+fn check_path_identity(root: &OwnedFd, key: &TranscriptKey, held: &Fingerprint, force_walk: bool) -> Result<(), LockError> {
+    match sys::identity_beneath(root, key.as_str(), force_walk) {
+        Ok(Some(now)) if now.dev == held.dev && now.ino == held.ino && now.kind() == Kind::Regular => Ok(()),
+        Ok(Some(_)) => Err(changed("the transcript path now names another file")),
+        Ok(None) => Err(changed("the transcript was deleted")),
+        Err(_) => Err(changed("the transcript path now contains a symlink")),
+    }
+}
+
+/// QWEN_FORMAT §4.3: a non-empty transcript must end in `\n`; an incomplete last line
+/// means a writer was interrupted mid-append, and such a tail is never certified.
+fn check_trailing_newline(fd: &OwnedFd, size: u64) -> Result<(), LockError> {
+    if size == 0 {
+        return Ok(());
+    }
+    let mut last = [0u8; 1];
+    let n = sys::pread_full(fd, &mut last, size - 1).map_err(|e| LockError::io("read transcript tail", e))?;
+    if n != 1 {
+        return Err(changed("the transcript was truncated"));
+    }
+    if last[0] != b'\n' {
+        return Err(changed("the transcript does not end with a newline (an incomplete last line)"));
+    }
+    Ok(())
+}
+
+/// SHA-256 of exactly bytes `[0, size)` through `fd`, one pass, fixed buffer. A read that
+/// ends early means the file shrank: changed.
+fn hash_exactly(fd: &OwnedFd, size: u64, progress: &mut dyn FnMut(u64, u64)) -> Result<String, LockError> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; HASH_BUFFER_BYTES.min(size.max(1) as usize)];
+    let mut offset = 0u64;
+    while offset < size {
+        let want = buf.len().min((size - offset) as usize);
+        let n = sys::pread_full(fd, &mut buf[..want], offset).map_err(|e| LockError::io("read transcript", e))?;
+        if n == 0 {
+            return Err(changed("the transcript was truncated while it was hashed"));
+        }
+        hasher.update(&buf[..n]);
+        offset += n as u64;
+        progress(offset, size);
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+/// Lowercase hex.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests stage files by hand
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn setup(content: &[u8]) -> (tempfile::TempDir, TranscriptKey) {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("chats")).unwrap();
+        std::fs::write(t.path().join("chats/s.jsonl"), content).unwrap();
+        (t, TranscriptKey::parse("chats/s.jsonl").unwrap())
+    }
+
+    fn read(t: &tempfile::TempDir, k: &TranscriptKey, walk: bool) -> Result<ProofRead, LockError> {
+        read_proof(t.path(), k, ProofOptions { force_walk: walk }, &mut |_, _| {})
+    }
+
+    #[test]
+    fn key_normalization_and_refusals() {
+        assert_eq!(TranscriptKey::parse("chats//./s.jsonl").unwrap().as_str(), "chats/s.jsonl");
+        for bad in ["", ".", "/abs/x", "../x", "chats/../../x", "a/.."] {
+            assert!(TranscriptKey::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            TranscriptKey::for_project(Path::new("/home/u/repo"), "id").unwrap().as_str(),
+            "projects/-home-u-repo/chats/id.jsonl"
+        );
+        assert!(TranscriptKey::default_for("..").is_ok(), "`...jsonl` is a plain name");
+        assert!(TranscriptKey::default_for("../x").is_err());
+    }
+
+    #[test]
+    fn digest_matches_an_independent_sha256() {
+        let body = b"{\"a\":1}\n{\"b\":2}\n";
+        let (t, k) = setup(body);
+        for walk in [false, true] {
+            let p = read(&t, &k, walk).unwrap();
+            assert_eq!(p.proof.byte_length, body.len() as u64);
+            assert!(p.proof.exists);
+            assert_eq!(p.proof.sha256, hex(&Sha256::digest(body)));
+            p.revalidate().unwrap();
+        }
+    }
+
+    #[test]
+    fn multi_buffer_files_hash_in_one_pass() {
+        let mut body = vec![b'x'; HASH_BUFFER_BYTES * 2 + 17];
+        *body.last_mut().unwrap() = b'\n';
+        let (t, k) = setup(&body);
+        let mut calls = 0;
+        let p = read_proof(t.path(), &k, ProofOptions::default(), &mut |_, _| calls += 1).unwrap();
+        assert_eq!(p.proof.sha256, hex(&Sha256::digest(&body)));
+        assert_eq!(calls, 3);
+    }
+
+    #[test]
+    fn absent_and_empty() {
+        let t = tempfile::tempdir().unwrap();
+        let k = TranscriptKey::parse("chats/none.jsonl").unwrap();
+        let p = read(&t, &k, false).unwrap();
+        assert_eq!((p.proof.exists, p.proof.byte_length, p.proof.sha256.as_str()), (false, 0, EMPTY_SHA256));
+        p.revalidate().unwrap();
+        std::fs::create_dir_all(t.path().join("chats")).unwrap();
+        std::fs::write(t.path().join("chats/none.jsonl"), b"").unwrap();
+        assert!(matches!(p.revalidate(), Err(LockError::TranscriptChanged { .. })));
+        let e = read(&t, &k, false).unwrap();
+        assert_eq!((e.proof.exists, e.proof.sha256.as_str()), (true, EMPTY_SHA256));
+    }
+
+    #[test]
+    fn trailing_newline_rule() {
+        let (t, k) = setup(b"{\"a\":1}\n{\"b\"");
+        assert!(matches!(read(&t, &k, false), Err(LockError::TranscriptChanged { .. })));
+    }
+
+    #[test]
+    fn symlinks_anywhere_are_unsafe_and_a_dangling_one_is_not_absent() {
+        for walk in [false, true] {
+            let (t, _) = setup(b"x\n");
+            std::os::unix::fs::symlink(t.path().join("chats/s.jsonl"), t.path().join("chats/link.jsonl")).unwrap();
+            std::os::unix::fs::symlink("/nonexistent", t.path().join("chats/dangling.jsonl")).unwrap();
+            std::os::unix::fs::symlink(t.path().join("chats"), t.path().join("alias")).unwrap();
+            for key in ["chats/link.jsonl", "chats/dangling.jsonl", "alias/s.jsonl"] {
+                let k = TranscriptKey::parse(key).unwrap();
+                assert!(matches!(read(&t, &k, walk), Err(LockError::TranscriptUnsafe { .. })), "{key} walk={walk}");
+            }
+        }
+    }
+
+    #[test]
+    fn fifo_directory_and_socket_are_unsafe_without_hanging() {
+        let (t, _) = setup(b"x\n");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &t.path().join("chats/fifo.jsonl"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        std::fs::create_dir(t.path().join("chats/dir.jsonl")).unwrap();
+        let _sock = std::os::unix::net::UnixListener::bind(t.path().join("chats/sock.jsonl")).unwrap();
+        for walk in [false, true] {
+            for key in ["chats/fifo.jsonl", "chats/dir.jsonl", "chats/sock.jsonl"] {
+                let k = TranscriptKey::parse(key).unwrap();
+                assert!(matches!(read(&t, &k, walk), Err(LockError::TranscriptUnsafe { .. })), "{key} walk={walk}");
+            }
+        }
+    }
+
+    #[test]
+    fn revalidation_catches_append_truncate_replace_link_and_chmod() {
+        use std::os::unix::fs::PermissionsExt;
+        type Mutate = fn(&Path);
+        let cases: [(&str, Mutate); 6] = [
+            ("append", |p| std::fs::OpenOptions::new().append(true).open(p).unwrap().write_all(b"y\n").unwrap()),
+            ("truncate", |p| std::fs::OpenOptions::new().write(true).open(p).unwrap().set_len(1).unwrap()),
+            ("replace", |p| {
+                let tmp = p.with_extension("new");
+                std::fs::write(&tmp, b"z\n").unwrap();
+                std::fs::rename(&tmp, p).unwrap();
+            }),
+            ("hard link", |p| std::fs::hard_link(p, p.with_extension("extra")).unwrap()),
+            ("chmod", |p| std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o644)).unwrap()),
+            ("in-place same length", |p| {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                std::fs::write(p, b"X\n").unwrap();
+            }),
+        ];
+        for (name, mutate) in cases {
+            let (t, k) = setup(b"x\n");
+            std::fs::set_permissions(t.path().join("chats/s.jsonl"), std::fs::Permissions::from_mode(0o600)).unwrap();
+            let p = read(&t, &k, false).unwrap();
+            mutate(&t.path().join("chats/s.jsonl"));
+            assert!(matches!(p.revalidate(), Err(LockError::TranscriptChanged { .. })), "{name}");
+        }
+    }
+
+    #[test]
+    fn matches_compares_every_field() {
+        let (t, k) = setup(b"x\n");
+        let p = read(&t, &k, false).unwrap();
+        p.matches(&p.proof.clone()).unwrap();
+        let mut other = p.proof.clone();
+        other.relative_path = "chats/t.jsonl".into();
+        assert!(p.matches(&other).is_err());
+        let mut other = p.proof.clone();
+        other.byte_length += 1;
+        assert!(p.matches(&other).is_err());
+        let mut other = p.proof.clone();
+        other.sha256 = EMPTY_SHA256.into();
+        assert!(p.matches(&other).is_err());
+        let mut other = p.proof.clone();
+        other.exists = false;
+        assert!(p.matches(&other).is_err());
+    }
+}
