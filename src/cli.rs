@@ -35,6 +35,14 @@ pub enum Command {
     /// Release a lock you own (ordinary close); the token comes from --token-file or
     /// WRITERCTL_OWNER_TOKEN.
     Release(crate::commands::release::ReleaseArgs),
+    /// Seal the lock you own for handoff: certify the drained transcript so a replacement
+    /// can take over (needs experimental.session_writer_lease).
+    Seal(crate::commands::seal::SealArgs),
+    /// Take over a sealed session after validating its proof (needs
+    /// experimental.session_writer_lease).
+    Takeover(crate::commands::takeover::TakeoverArgs),
+    /// Check a sealed lock's proof against the transcript; change nothing.
+    Verify(crate::commands::verify::VerifyArgs),
     /// Show what is on disk for one session, or for every session under the runtime
     /// directory, with the next safe step.
     Status(crate::commands::status::StatusArgs),

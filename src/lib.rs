@@ -11,5 +11,6 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod config;
 pub mod error;
 pub mod lockfile;

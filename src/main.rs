@@ -37,9 +37,17 @@ fn main() -> ExitCode {
     };
     let out = Output { json: cli.json };
     let verbose = cli.verbose;
+    // The gate is read once, here, for the whole run (seed 001: snapshotted at startup).
+    let settings = match writerctl::config::load(&|k| std::env::var(k).ok()) {
+        Ok(s) => s,
+        Err(e) => return report(e.into(), out, verbose),
+    };
     let result = match cli.command {
-        Command::Acquire(a) => commands::acquire::run(a, out),
+        Command::Acquire(a) => commands::acquire::run(a, out, settings),
         Command::Release(a) => commands::release::run(a, out),
+        Command::Seal(a) => commands::seal::run(a, out, settings),
+        Command::Takeover(a) => commands::takeover::run(a, out, settings),
+        Command::Verify(a) => commands::verify::run(a, out),
         Command::Status(a) => commands::status::run(a, out),
     };
     match result {
@@ -53,6 +61,9 @@ fn classify(e: &anyhow::Error) -> (ErrorCode, Option<String>) {
     for cause in e.chain() {
         if let Some(le) = cause.downcast_ref::<LockError>() {
             return (le.code(), le.hint());
+        }
+        if cause.downcast_ref::<writerctl::config::ConfigError>().is_some() {
+            return (ErrorCode::InvalidArgument, Some("fix or remove the config file (WRITERCTL_CONFIG)".into()));
         }
     }
     (ErrorCode::Internal, None)

@@ -9,8 +9,11 @@ use writerctl::lockfile::identity::{SystemProbe, default_holder_pid, holder};
 use writerctl::lockfile::sys::{Signal0, signal0};
 use writerctl::lockfile::{AcquireOptions, DirMode, Lease, LockError, ReclaimPolicy, acquire, open_site, release};
 
-use super::output::Output;
-use super::session::{resolve, write_token_file};
+use super::output::{Output, hash_progress, log_event};
+use super::session::{resolve, transcript_key, write_token_file};
+use writerctl::config::Settings;
+use writerctl::lockfile::acquire::{Certified, Predecessor};
+use writerctl::lockfile::transcript::ProofOptions;
 use crate::cli::SessionArgs;
 
 /// Take the session's writer lock.
@@ -52,10 +55,40 @@ struct AcquireJson<'a> {
     pid: u32,
     reclaimed: bool,
     token_file: Option<String>,
+    previous: Option<PreviousJson<'a>>,
+}
+
+/// The sealing writer a certified takeover replaced.
+#[derive(Serialize)]
+pub struct PreviousJson<'a> {
+    /// Its hostname.
+    pub hostname: &'a str,
+    /// Its pid.
+    pub pid: u64,
+    /// When it sealed.
+    pub sealed_at: &'a str,
+}
+
+/// Logs a successful certified takeover.
+pub fn log_takeover(session_id: &str, prev: &Predecessor) {
+    log_event(
+        "takeover",
+        &[
+            ("session", session_id.to_owned()),
+            ("previous_host", prev.hostname.clone()),
+            ("previous_pid", prev.pid.to_string()),
+            ("sealed_at", prev.sealed_at.clone()),
+        ],
+    );
 }
 
 /// Runs `acquire`.
-pub fn run(args: AcquireArgs, out: Output) -> Result<()> {
+pub fn run(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
+    take(args, out, settings)
+}
+
+/// Shared by `acquire` and `takeover` (which is `acquire --managed` with the gate required).
+pub fn take(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
     let r = resolve(&args.session)?;
     let pid = match args.pid {
         Some(p) => p,
@@ -78,12 +111,28 @@ pub fn run(args: AcquireArgs, out: Output) -> Result<()> {
         .into());
     }
     let site = open_site(&r.runtime_dir, r.paths.clone(), &r.session_id, DirMode::Create)?;
+    // Managed mode is qwen's reclaimPolicy `never` + takeoverPolicy `certified`; the
+    // certified half exists only while the gate is on.
+    let certified = if args.managed && settings.session_writer_lease {
+        Some(Certified {
+            runtime_dir: r.runtime_dir.clone(),
+            key: transcript_key(&args.session, &r.session_id)?,
+            proof: ProofOptions::default(),
+            progress: Some(hash_progress(out)),
+        })
+    } else {
+        None
+    };
     let opts = AcquireOptions {
         holder: holder(pid),
         process_kind: args.process_kind.clone(),
         reclaim: if args.managed { ReclaimPolicy::Never } else { ReclaimPolicy::Local },
+        certified,
     };
     let lease = acquire(&site, &opts, &SystemProbe)?;
+    if let Some(prev) = &lease.took_over {
+        log_takeover(&r.session_id, prev);
+    }
     // Without the token nobody could release the lock: if it cannot be delivered (token file
     // or stdout), give the lock back and say exactly whether that worked. The error is built
     // from text, so `main` never mistakes a closed stdout here for a harmless broken pipe.
@@ -120,9 +169,20 @@ fn deliver(
             pid,
             reclaimed: lease.reclaimed,
             token_file: args.token_file.as_ref().map(|f| f.display().to_string()),
+            previous: lease.took_over.as_ref().map(|p| PreviousJson {
+                hostname: &p.hostname,
+                pid: p.pid,
+                sealed_at: &p.sealed_at,
+            }),
         });
     }
-    let how = if lease.reclaimed { " (reclaimed from a dead holder)" } else { "" };
+    let how = if lease.reclaimed {
+        " (reclaimed from a dead holder)".to_owned()
+    } else if let Some(p) = &lease.took_over {
+        format!(" (certified takeover from pid {} on host {}, sealed {})", p.pid, p.hostname, p.sealed_at)
+    } else {
+        String::new()
+    };
     match &args.token_file {
         Some(f) => out
             .line(&format!("acquired session {session_id} for pid {pid}{how}; owner token written to {}", f.display())),

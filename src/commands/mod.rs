@@ -4,5 +4,8 @@
 pub mod acquire;
 pub mod output;
 pub mod release;
+pub mod seal;
 pub mod session;
 pub mod status;
+pub mod takeover;
+pub mod verify;

@@ -35,3 +35,39 @@ impl Output {
         }
     }
 }
+
+/// A progress reporter for hashing large transcripts: a bar on stderr when stderr is a
+/// terminal and the transcript is at least 64 MiB; nothing otherwise.
+pub fn hash_progress(out: Output) -> std::sync::Arc<dyn Fn(u64, u64) + Send + Sync> {
+    use std::io::IsTerminal;
+    use std::sync::OnceLock;
+    const MIN_BYTES: u64 = 64 << 20;
+    let tty = !out.json && std::io::stderr().is_terminal();
+    let bar: OnceLock<indicatif::ProgressBar> = OnceLock::new();
+    std::sync::Arc::new(move |done, total| {
+        if !tty || total < MIN_BYTES {
+            return;
+        }
+        let b = bar.get_or_init(|| {
+            let b = indicatif::ProgressBar::with_draw_target(Some(total), indicatif::ProgressDrawTarget::stderr());
+            if let Ok(style) = indicatif::ProgressStyle::with_template("hashing transcript {bar:40} {bytes}/{total_bytes} {bytes_per_sec}") {
+                b.set_style(style);
+            }
+            b
+        });
+        b.set_position(done);
+        if done >= total {
+            b.finish_and_clear();
+        }
+    })
+}
+
+/// One structured log line on stderr (seed 001 "Failure contract": session id, previous
+/// host/pid, sealing time; never an owner id or a transcript path).
+pub fn log_event(event: &str, fields: &[(&str, String)]) {
+    let mut line = format!("writerctl: event={event}");
+    for (k, v) in fields {
+        line.push_str(&format!(" {k}={v:?}"));
+    }
+    let _ = writeln!(io::stderr(), "{line}");
+}

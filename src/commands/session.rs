@@ -90,3 +90,13 @@ pub fn write_token_file(path: &Path, token: &OwnerToken) -> std::io::Result<()> 
     f.write_all(format!("{}\n", token.expose()).as_bytes())?;
     f.sync_all()
 }
+
+/// The transcript key: `--transcript-key`, `--project-root`, or `chats/<ID>.jsonl`.
+pub fn transcript_key(args: &SessionArgs, session_id: &str) -> Result<writerctl::lockfile::transcript::TranscriptKey> {
+    use writerctl::lockfile::transcript::TranscriptKey;
+    Ok(match (&args.transcript_key, &args.project_root) {
+        (Some(k), _) => TranscriptKey::parse(k)?,
+        (None, Some(root)) => TranscriptKey::for_project(&absolute(root)?, session_id)?,
+        (None, None) => TranscriptKey::default_for(session_id)?,
+    })
+}

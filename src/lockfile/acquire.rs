@@ -35,8 +35,11 @@ use super::error::{HolderInfo, LockError, Unavailable};
 use super::identity::{LocalDomain, ProcessProbe};
 use super::paths::{LOCK_SUBDIR, LockPaths};
 use super::primitives::{
-    Inspection, MALFORMED_RETRY_DELAY, check_claim, inspect_record, install, remove_owned, same_regular,
+    Inspection, MALFORMED_RETRY_DELAY, check_claim, inspect_record, install, remove_exact, remove_owned, same_regular,
 };
+use super::transcript::{ProofOptions, TranscriptKey, read_proof};
+use super::transition::{Stage, Transition, release_claim};
+use std::sync::Arc;
 use super::record::{Holder, LockRecord, OwnerToken, Schema, new_active_record};
 use super::release::release_lease;
 use super::sys::{self, Dir, DirSyncError, FileMeta, Kind, ReadRegular, is_enoent, mkdir_0700};
@@ -151,6 +154,39 @@ pub struct AcquireOptions {
     pub process_kind: String,
     /// Reclaim policy.
     pub reclaim: ReclaimPolicy,
+    /// qwen's `takeoverPolicy: certified`: take over a sealed record after validating its
+    /// proof against this transcript. `None`: a sealed record is a conflict.
+    pub certified: Option<Certified>,
+}
+
+/// What a certified takeover validates against.
+#[derive(Clone)]
+pub struct Certified {
+    /// Runtime directory R (the transcript is opened beneath it).
+    pub runtime_dir: PathBuf,
+    /// The transcript key the new writer expects.
+    pub key: TranscriptKey,
+    /// Proof-read options.
+    pub proof: ProofOptions,
+    /// Called with (bytes hashed, total) while the proof is read.
+    pub progress: Option<Arc<dyn Fn(u64, u64) + Send + Sync>>,
+}
+
+impl std::fmt::Debug for Certified {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Certified").field("runtime_dir", &self.runtime_dir).field("key", &self.key).finish()
+    }
+}
+
+/// The sealing owner a certified takeover replaced (for the log line; no owner id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Predecessor {
+    /// Hostname of the sealing writer.
+    pub hostname: String,
+    /// Its pid.
+    pub pid: u64,
+    /// `sealed_at`.
+    pub sealed_at: String,
 }
 
 /// An acquired lock.
@@ -164,6 +200,8 @@ pub struct Lease {
     pub meta: FileMeta,
     /// True when a stale owner was reclaimed on the way.
     pub reclaimed: bool,
+    /// Set when this acquisition was a certified takeover of a sealed record.
+    pub took_over: Option<Predecessor>,
 }
 
 /// Ordinary acquisition (§5.2): claim check, install, claim check, verify; on an existing
@@ -191,7 +229,7 @@ pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe)
                 return Err(e);
             }
             let meta = finish_acquisition(site, &owner, &record, &linked)?;
-            return Ok(Lease { owner, record, meta, reclaimed: false });
+            return Ok(Lease { owner, record, meta, reclaimed: false, took_over: None });
         }
         match inspect_record(&site.dir, &site.paths.lock_name, &site.session_id, &site.local, probe) {
             Inspection::Missing => continue,
@@ -208,7 +246,12 @@ pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe)
                 return reclaim(site, &owner, &record, &existing, probe);
             }
             // Without certified takeover a seal is a conflict, whatever its schema (§5.2).
-            Inspection::Sealed(existing) => return Err(conflict(site, &existing, false)),
+            Inspection::Sealed(existing) => {
+                return match &opts.certified {
+                    Some(c) => take_over(site, c, &owner, &record, &existing, probe),
+                    None => Err(conflict(site, &existing, false)),
+                };
+            }
             other => return Err(inspection_error(site, &site.paths.lock_name, other)),
         }
     }
@@ -227,8 +270,8 @@ fn conflict(site: &LockSite, existing: &LockRecord, managed_refused_stale: bool)
     }
 }
 
-/// Maps a non-record inspection outcome to its error.
-pub(crate) fn inspection_error(site: &LockSite, name: &str, found: Inspection) -> LockError {
+/// Maps a non-record inspection outcome (malformed, not regular, other session, I/O) to its error.
+pub fn inspection_error(site: &LockSite, name: &str, found: Inspection) -> LockError {
     let path = site.paths.dir.join(name);
     match found {
         Inspection::Malformed(m) => LockError::Malformed { path, reason: m.0 },
@@ -423,7 +466,105 @@ fn reclaim_under_guard(
     check_claim(&site.dir, &site.paths.claim())?;
     *installed = false; // finish_acquisition now owns cleanup of L.
     let meta = finish_acquisition(site, owner, record, &linked)?;
-    Ok(Lease { owner: owner.clone(), record: record.clone(), meta, reclaimed: true })
+    Ok(Lease { owner: owner.clone(), record: record.clone(), meta, reclaimed: true, took_over: None })
+}
+
+/// Certified takeover of the sealed record `sealed` (seed 001 "Certified takeover" 1–7;
+/// QWEN_FORMAT §5.6). `record` is our new active record.
+///
+/// Two replacements racing one sealed record: both may hash the transcript, but only one
+/// can install `L.claim`; the other answers unavailable (claim present) or, arriving after
+/// the winner finished, conflict (a live active primary). Re-reading the exact sealed bytes
+/// inside the claim is what makes a delayed loser fail instead of replacing the winner.
+fn take_over(
+    site: &LockSite,
+    c: &Certified,
+    owner: &OwnerToken,
+    record: &LockRecord,
+    sealed: &LockRecord,
+    probe: &dyn ProcessProbe,
+) -> Result<Lease, LockError> {
+    if matches!(sealed.schema, Schema::V3 { .. }) {
+        return Err(LockError::unavailable(Unavailable::ManagedSchema));
+    }
+    let seal = sealed.seal().expect("a sealed inspection carries a seal");
+    // Step 1: the recorded key must be the transcript this writer expects. The key is
+    // never used to open anything.
+    if seal.transcript.relative_path != c.key.as_str() {
+        return Err(LockError::TranscriptChanged { reason: "the sealed proof names another transcript key".into() });
+    }
+    // Step 2: hash once, outside the claim, keeping the descriptor.
+    let mut progress = |done, total| {
+        if let Some(p) = &c.progress {
+            p(done, total)
+        }
+    };
+    let proof = read_proof(&c.runtime_dir, &c.key, c.proof, &mut progress)?;
+    proof.matches(&seal.transcript)?;
+    let retired = site.paths.sealed_retired(&sealed.owner.owner_id, owner.expose());
+    match site.dir.lstat(OsStr::new(&retired)) {
+        Err(e) if is_enoent(&e) => {}
+        Err(e) => return Err(LockError::io("inspect takeover retired path", e)),
+        Ok(_) => {
+            return Err(LockError::Unavailable {
+                reason: Unavailable::TransitionFileExists,
+                detail: Some("takeover retired record".into()),
+                source: None,
+            });
+        }
+    }
+    let claim = site.paths.claim();
+    let t = Transition {
+        site,
+        expected: &sealed.raw,
+        source: &claim,
+        source_raw: &record.raw,
+        retired: &retired,
+        claim_raw: &record.raw,
+    };
+    let mut stage = Stage::NotStarted;
+    let mut claim_installed = false;
+    let result = (|| -> Result<FileMeta, LockError> {
+        // Step 3: the claim holds our new active record; after the link, L shares its inode.
+        let Some(linked) = install(&site.dir, &claim, &record.raw, owner.expose())? else {
+            return Err(LockError::unavailable(Unavailable::ClaimPresent));
+        };
+        claim_installed = true;
+        crate::failpoint!("takeover.after_claim");
+        // Step 4: inside the claim, the primary must still be exactly the sealed record.
+        match inspect_record(&site.dir, &site.paths.lock_name, &site.session_id, &site.local, probe) {
+            Inspection::Sealed(now) if now.raw == sealed.raw => {}
+            Inspection::Active(now, l) if l.is_live() => return Err(conflict(site, &now, false)),
+            _ => return Err(LockError::unavailable(Unavailable::ReclaimRaced)),
+        }
+        proof.revalidate()?;
+        proof.matches(&seal.transcript)?;
+        // Steps 5 and 6.
+        t.run(&mut stage)?;
+        crate::failpoint!("takeover.after_transition");
+        proof.revalidate()?;
+        verify_lock_identity(site, record, &linked)
+    })();
+    match result {
+        Ok(meta) => {
+            // Step 7: only our exact claim and the exact retired seal.
+            let _ = release_claim(site, &record.raw);
+            let _ = remove_exact(&site.dir, &retired, &sealed.raw);
+            site.dir.sync().map_err(sync_error)?;
+            Ok(Lease {
+                owner: owner.clone(),
+                record: record.clone(),
+                meta,
+                reclaimed: false,
+                took_over: Some(Predecessor {
+                    hostname: sealed.owner.hostname.clone(),
+                    pid: sealed.owner.pid,
+                    sealed_at: seal.sealed_at.clone(),
+                }),
+            })
+        }
+        Err(original) => Err(t.cleanup_after_failure(stage, claim_installed, original)),
+    }
 }
 
 /// The record at `name` must still be the stale record `existing` (same owner id, still stale).

@@ -40,9 +40,12 @@ pub mod paths;
 pub mod primitives;
 pub mod record;
 pub mod release;
+pub mod seal;
 pub mod status;
 pub mod sys;
 pub mod transcript;
+pub mod transition;
+pub mod verify;
 
 pub use acquire::{AcquireOptions, DirMode, Lease, LockSite, ReclaimPolicy, acquire, open_site};
 pub use error::LockError;

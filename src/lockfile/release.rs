@@ -42,19 +42,24 @@ pub struct ReleaseOutcome {
 
 /// Releases the lock owned by `token`: proves ownership from disk, then removes it.
 pub fn release(site: &LockSite, token: &OwnerToken) -> Result<ReleaseOutcome, LockError> {
-    let mut attempt = 0;
-    let (record, meta) = loop {
-        attempt += 1;
-        match read_owned(site, |r| r.owner.owner_id == token.expose()) {
-            Ok(found) => break found,
-            Err(e @ LockError::Unavailable { .. }) if attempt < RELEASE_PRECHECK_ATTEMPTS => {
-                let _ = e;
-                retry_pause();
-            }
-            Err(e) => return Err(e),
-        }
-    };
+    let (record, meta) = read_owned_retrying(site, |r| r.owner.owner_id == token.expose())?;
     release_exact(site, token.expose(), &record, &meta)
+}
+
+/// [`read_owned`] with qwen's ownership precheck retry (§5.5 step 3): only `unavailable`
+/// answers are retried, 50 ms apart; a lost ownership is final at once.
+pub fn read_owned_retrying(
+    site: &LockSite,
+    is_ours: impl Fn(&LockRecord) -> bool,
+) -> Result<(LockRecord, FileMeta), LockError> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match read_owned(site, &is_ours) {
+            Err(LockError::Unavailable { .. }) if attempt < RELEASE_PRECHECK_ATTEMPTS => retry_pause(),
+            other => return other,
+        }
+    }
 }
 
 /// Releases our own freshly installed record (acquisition cleanup): `raw` must be exactly

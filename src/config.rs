@@ -1,0 +1,131 @@
+//! The config file and the feature gate, read once at process start.
+//!
+//! ```toml
+//! # ~/.config/writerctl/config.toml (or $WRITERCTL_CONFIG)
+//! [experimental]
+//! session_writer_lease = true
+//! ```
+//!
+//! `WRITERCTL_SESSION_WRITER_LEASE` (`1`/`true` or `0`/`false`) overrides the file. The gate
+//! is off by default: seal and certified takeover change what a lock means to every other
+//! writer, so they are opt-in for a whole deployment (seed 001 "Compatibility and rollout").
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Why the configuration could not be read. Fail closed: a broken config is an error, never
+/// silently "gate off".
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists but could not be read.
+    #[error("cannot read config file {}: {source}", .path.display())]
+    Read {
+        /// Path.
+        path: PathBuf,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML of the expected shape.
+    #[error("config file {} is invalid: {message}", .path.display())]
+    Parse {
+        /// Path.
+        path: PathBuf,
+        /// Parser message.
+        message: String,
+    },
+    /// The environment override is not a boolean.
+    #[error("WRITERCTL_SESSION_WRITER_LEASE must be 1, 0, true or false (got {0:?})")]
+    BadEnv(String),
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    experimental: Experimental,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Experimental {
+    #[serde(default)]
+    session_writer_lease: bool,
+}
+
+/// The settings a process runs with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Settings {
+    /// `experimental.session_writer_lease`: seal and certified takeover allowed.
+    pub session_writer_lease: bool,
+}
+
+/// The config file path: `$WRITERCTL_CONFIG`, else `$XDG_CONFIG_HOME/writerctl/config.toml`,
+/// else `~/.config/writerctl/config.toml`.
+pub fn config_path(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    if let Some(p) = env("WRITERCTL_CONFIG").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    if let Some(x) = env("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
+        return Some(Path::new(&x).join("writerctl/config.toml"));
+    }
+    env("HOME").filter(|v| !v.is_empty()).map(|h| Path::new(&h).join(".config/writerctl/config.toml"))
+}
+
+/// Loads the settings from the environment and the config file (a missing file is fine).
+pub fn load(env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, ConfigError> {
+    let mut settings = Settings::default();
+    if let Some(path) = config_path(env) {
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                let file: File =
+                    toml::from_str(&text).map_err(|e| ConfigError::Parse { path: path.clone(), message: e.to_string() })?;
+                settings.session_writer_lease = file.experimental.session_writer_lease;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => return Err(ConfigError::Read { path, source }),
+        }
+    }
+    if let Some(v) = env("WRITERCTL_SESSION_WRITER_LEASE") {
+        settings.session_writer_lease = match v.trim() {
+            "1" | "true" => true,
+            "0" | "false" | "" => false,
+            _ => return Err(ConfigError::BadEnv(v)),
+        };
+    }
+    Ok(settings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn off_by_default_on_by_env_or_file() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().to_str().unwrap();
+        assert!(!load(&env_of(&[("HOME", home)])).unwrap().session_writer_lease);
+        assert!(load(&env_of(&[("HOME", home), ("WRITERCTL_SESSION_WRITER_LEASE", "1")])).unwrap().session_writer_lease);
+        let cfg = t.path().join("c.toml");
+        std::fs::write(&cfg, "[experimental]\nsession_writer_lease = true\n").unwrap();
+        let c = cfg.to_str().unwrap();
+        assert!(load(&env_of(&[("WRITERCTL_CONFIG", c)])).unwrap().session_writer_lease);
+        assert!(!load(&env_of(&[("WRITERCTL_CONFIG", c), ("WRITERCTL_SESSION_WRITER_LEASE", "0")])).unwrap().session_writer_lease);
+    }
+
+    #[test]
+    fn broken_config_fails_closed() {
+        let t = tempfile::tempdir().unwrap();
+        let cfg = t.path().join("c.toml");
+        std::fs::write(&cfg, "[experimental]\nsession_writer_leas = true\n").unwrap();
+        assert!(load(&env_of(&[("WRITERCTL_CONFIG", cfg.to_str().unwrap())])).is_err());
+        assert!(load(&env_of(&[("WRITERCTL_SESSION_WRITER_LEASE", "yes")])).is_err());
+    }
+}

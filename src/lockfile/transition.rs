@@ -1,0 +1,282 @@
+//! The exact-primary transition (QWEN_FORMAT §5.7), its rollback (§5.8) and the failure
+//! cleanup shared by seal and takeover (seed 001 "Failure contract").
+//!
+//! # Calling sequence
+//!
+//! ```text
+//! install L.claim ─► Transition::run:  rename L → retired ─► link replacement → L
+//!                                          │ (Started)            │ (Committed)
+//!               on failure ─► cleanup_after_failure: rollback if committed and the claim
+//!                             is still exactly ours; drop the claim only once L is proven
+//!                             to be the exact predecessor again; otherwise keep the claim.
+//! ```
+//!
+//! # Why the claim is kept on an unproven rollback
+//!
+//! While `L` is missing, a cooperating ordinary acquirer may have installed its own record
+//! into the gap and be about to notice our claim and remove itself. Dropping the claim
+//! before `L` is provably our predecessor again could leave that candidate — or an unknown
+//! successor — as the primary without anyone having certified it. A retained claim makes
+//! every acquirer answer unavailable until an operator, with every writer fenced, runs
+//! `writerctl recover`.
+//!
+//! # What a crash leaves
+//!
+//! After the rename and before the link: `L` missing, the predecessor at `retired`, the
+//! claim present (and, for a seal, the sealed candidate). `status` reports it as
+//! `in_transition`; `recover` restores the predecessor by link (never by overwrite).
+
+use std::ffi::OsStr;
+use std::thread::sleep;
+
+use super::acquire::LockSite;
+use super::error::{LockError, Unavailable};
+use super::primitives::{ExactState, MALFORMED_RETRY_DELAY, RemoveError, inspect_exact, remove_exact};
+use super::record::{Schema, parse_record};
+use super::sys::{ReadRegular, is_enoent};
+
+/// `CLAIMED_PRIMARY_WAIT_ATTEMPTS`: the 20th candidate observation fails (≈ 950 ms).
+pub const CLAIMED_PRIMARY_WAIT_ATTEMPTS: u32 = 20;
+
+fn os(name: &str) -> &OsStr {
+    OsStr::new(name)
+}
+
+/// How far a transition got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stage {
+    /// The primary was not touched.
+    NotStarted,
+    /// The predecessor was moved to the retired path.
+    Started,
+    /// The replacement was linked into the primary path.
+    Committed,
+}
+
+/// One transition of the primary path while holding the claim.
+#[derive(Debug, Clone, Copy)]
+pub struct Transition<'a> {
+    /// The site.
+    pub site: &'a LockSite,
+    /// Exact bytes of the current primary (the predecessor).
+    pub expected: &'a [u8],
+    /// Name of the replacement file to link into `L`.
+    pub source: &'a str,
+    /// Its exact bytes.
+    pub source_raw: &'a [u8],
+    /// Owner-unique name the predecessor is moved to.
+    pub retired: &'a str,
+    /// Exact bytes of our claim.
+    pub claim_raw: &'a [u8],
+}
+
+/// What sits at `L` while we try to link into it.
+enum AtPrimary {
+    /// Exactly the bytes we are linking (an error reported after the link took effect).
+    Source,
+    /// A same-session schema-2 active record: a claim-aware ordinary acquirer that will
+    /// remove itself after its second claim check.
+    Candidate,
+    /// Anything else: never removed, never overwritten.
+    Other,
+    Missing,
+    Unknown,
+}
+
+impl Transition<'_> {
+    fn lock(&self) -> &str {
+        &self.site.paths.lock_name
+    }
+
+    fn claim(&self) -> String {
+        self.site.paths.claim()
+    }
+
+    fn claim_is_exact(&self) -> bool {
+        matches!(inspect_exact(&self.site.dir, &self.claim(), self.claim_raw), ExactState::Exact)
+    }
+
+    fn classify_primary(&self, source_raw: &[u8]) -> AtPrimary {
+        match self.site.dir.read_regular(os(self.lock())) {
+            ReadRegular::Regular(bytes, _) if bytes == source_raw => AtPrimary::Source,
+            ReadRegular::Regular(bytes, _) => match parse_record(&bytes) {
+                Ok(r) if r.schema == Schema::V2 && r.is_active() && r.owner.session_id == self.site.session_id => {
+                    AtPrimary::Candidate
+                }
+                _ => AtPrimary::Other,
+            },
+            ReadRegular::NotRegular(_) | ReadRegular::TooLarge(_) => AtPrimary::Other,
+            ReadRegular::Missing => AtPrimary::Missing,
+            ReadRegular::Error(_) => AtPrimary::Unknown,
+        }
+    }
+
+    /// Runs the transition. `stage` tells the caller how far it got, also on error.
+    pub fn run(&self, stage: &mut Stage) -> Result<(), LockError> {
+        crate::failpoint!("transition.before_rename");
+        if let Err(e) = self.site.dir.rename(os(self.lock()), os(self.retired)) {
+            // Did the rename happen anyway (error after effect)?
+            let at_lock = inspect_exact(&self.site.dir, self.lock(), self.expected);
+            let at_retired = inspect_exact(&self.site.dir, self.retired, self.expected);
+            match (at_lock, at_retired) {
+                (_, ExactState::Exact) => {}
+                _ => return Err(LockError::io("move primary aside", e)),
+            }
+        }
+        *stage = Stage::Started;
+        crate::failpoint!("transition.after_rename");
+        // We hold the claim, so nobody cooperating replaced L before our rename; prove it.
+        if !matches!(inspect_exact(&self.site.dir, self.retired, self.expected), ExactState::Exact) {
+            return Err(self.restore(LockError::unavailable(Unavailable::PrimaryReplaced)));
+        }
+        match self.link_claimed_primary(self.source, self.source_raw) {
+            Ok(()) => {
+                *stage = Stage::Committed;
+                crate::failpoint!("transition.after_link");
+                Ok(())
+            }
+            Err(e) => Err(self.restore(e)),
+        }
+    }
+
+    /// §5.7 step 3: put the predecessor back (same link loop), then drop the retired copy.
+    fn restore(&self, original: LockError) -> LockError {
+        match self.link_claimed_primary(self.retired, self.expected) {
+            Ok(()) => {
+                let _ = remove_exact(&self.site.dir, self.retired, self.expected);
+                original
+            }
+            Err(restore) => LockError::Unavailable {
+                reason: Unavailable::ClaimRetained,
+                detail: Some(format!("transition failed ({original}) and the primary could not be restored ({restore})")),
+                source: None,
+            },
+        }
+    }
+
+    /// §5.7 step 2: link `source` into the missing `L`, waiting (bounded) for a claim-aware
+    /// candidate to leave, never removing or overwriting anything else.
+    fn link_claimed_primary(&self, source: &str, source_raw: &[u8]) -> Result<(), LockError> {
+        let mut observations = 0;
+        loop {
+            if !self.claim_is_exact() {
+                return Err(LockError::unavailable(Unavailable::ClaimLost));
+            }
+            crate::failpoint!("transition.before_link");
+            let err = match self.site.dir.link(os(source), os(self.lock())) {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            match self.classify_primary(source_raw) {
+                AtPrimary::Source => return Ok(()),
+                AtPrimary::Candidate => self.wait_for_candidate(&mut observations)?,
+                AtPrimary::Other => return Err(LockError::unavailable(Unavailable::PrimaryReplaced)),
+                AtPrimary::Missing | AtPrimary::Unknown => return Err(LockError::io("link primary", err)),
+            }
+        }
+    }
+
+    fn wait_for_candidate(&self, observations: &mut u32) -> Result<(), LockError> {
+        *observations += 1;
+        if *observations >= CLAIMED_PRIMARY_WAIT_ATTEMPTS {
+            return Err(LockError::unavailable(Unavailable::CandidateWaitExpired));
+        }
+        sleep(MALFORMED_RETRY_DELAY);
+        Ok(())
+    }
+
+    /// §5.8: after a committed transition, put the predecessor back. Only while the claim
+    /// is exactly ours.
+    pub fn rollback(&self) -> Result<(), LockError> {
+        let mut observations = 0;
+        let mut unlink_failures = 0;
+        loop {
+            if !self.claim_is_exact() {
+                return Err(LockError::unavailable(Unavailable::ClaimLost));
+            }
+            match self.classify_primary(self.source_raw) {
+                AtPrimary::Missing => break,
+                AtPrimary::Candidate => self.wait_for_candidate(&mut observations)?,
+                AtPrimary::Other => return Err(LockError::unavailable(Unavailable::PrimaryReplaced)),
+                AtPrimary::Unknown => return Err(LockError::unavailable(Unavailable::Io)),
+                AtPrimary::Source => match self.site.dir.unlink(os(self.lock())) {
+                    Ok(()) => break,
+                    Err(e) if is_enoent(&e) => break,
+                    Err(e) => {
+                        // Re-inspect after a failed unlink (it may have taken effect), but
+                        // give up on a path that keeps refusing.
+                        unlink_failures += 1;
+                        if unlink_failures >= 3 {
+                            return Err(LockError::io("remove the replacement primary", e));
+                        }
+                    }
+                },
+            }
+        }
+        match inspect_exact(&self.site.dir, self.retired, self.expected) {
+            ExactState::Exact => {}
+            ExactState::Other => return Err(LockError::unavailable(Unavailable::PrimaryReplaced)),
+            ExactState::Missing | ExactState::Unknown(_) => return Err(LockError::unavailable(Unavailable::Io)),
+        }
+        self.link_claimed_primary(self.retired, self.expected)?;
+        let _ = remove_exact(&self.site.dir, self.retired, self.expected);
+        Ok(())
+    }
+
+    /// Failure cleanup (§5.6 / §5.10 "Failure cleanup"). Returns the error to report.
+    ///
+    /// * before the transition started: release only our exact claim (a delayed loser must
+    ///   not strand a claim after the winner became active);
+    /// * committed and the claim still ours: roll back;
+    /// * started: drop the claim only if `L` is again exactly the predecessor; otherwise
+    ///   keep it and report `ClaimRetained`.
+    pub fn cleanup_after_failure(&self, stage: Stage, claim_installed: bool, original: LockError) -> LockError {
+        if !claim_installed {
+            return original;
+        }
+        let mut failures: Vec<String> = Vec::new();
+        let claim_state = inspect_exact(&self.site.dir, &self.claim(), self.claim_raw);
+        if let ExactState::Unknown(e) = &claim_state {
+            failures.push(format!("the claim's ownership is unreadable ({e})"));
+        }
+        let claim_exact = matches!(claim_state, ExactState::Exact);
+        if stage == Stage::Committed && claim_exact {
+            if let Err(e) = self.rollback() {
+                failures.push(format!("rollback failed: {e}"));
+            }
+        }
+        if claim_exact {
+            let restored = matches!(inspect_exact(&self.site.dir, self.lock(), self.expected), ExactState::Exact);
+            if stage == Stage::NotStarted || restored {
+                if let Err(e) = release_claim(self.site, self.claim_raw) {
+                    failures.push(format!("the claim could not be removed: {e}"));
+                }
+            } else {
+                failures.push("the previous primary was not restored; the transition claim was retained".into());
+            }
+        }
+        let _ = self.site.dir.sync();
+        if failures.is_empty() {
+            original
+        } else {
+            LockError::Unavailable {
+                reason: Unavailable::ClaimRetained,
+                detail: Some(format!("{original}; cleanup: {}", failures.join("; "))),
+                source: None,
+            }
+        }
+    }
+}
+
+/// §5.6 step 13: remove the claim if it still holds exactly `claim_raw`; a claim holding
+/// anything else is not ours and is left alone.
+pub fn release_claim(site: &LockSite, claim_raw: &[u8]) -> Result<(), LockError> {
+    let claim = site.paths.claim();
+    match remove_exact(&site.dir, &claim, claim_raw) {
+        Ok(()) | Err(RemoveError::Lost) => Ok(()),
+        Err(RemoveError::Io(e)) => match inspect_exact(&site.dir, &claim, claim_raw) {
+            ExactState::Missing | ExactState::Other => Ok(()),
+            _ => Err(LockError::io("remove transition claim", e)),
+        },
+    }
+}
