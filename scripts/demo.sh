@@ -1,29 +1,50 @@
 #!/usr/bin/env bash
-# A real lock lifecycle on a scratch runtime directory, no server needed:
-# acquire -> status -> a competing acquire (conflict) -> release -> status.
+# A full certified handoff on a scratch runtime directory, no server needed:
+# writer A acquires and appends -> a competing writer is refused -> A seals (drain + proof)
+# -> verify -> writer B takes over after validating the proof -> B releases.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --quiet
 W="$PWD/target/debug/writerctl"
 R="$(mktemp -d "${TMPDIR:-/tmp}/writerctl-demo.XXXXXX")"
-trap 'rm -rf "$R"' EXIT
-SESSION="550e8400-e29b-41d4-a716-446655440000"
+HOLDERS=()
+trap 'kill "${HOLDERS[@]}" 2>/dev/null || true; rm -rf "$R"' EXIT
+export WRITERCTL_RUNTIME_DIR="$R"
+export WRITERCTL_SESSION_WRITER_LEASE=1     # the gate for seal and certified takeover
+SID="550e8400-e29b-41d4-a716-446655440000"
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
 
-step writerctl acquire --runtime-dir "$R" --session "$SESSION" --token-file "$R/owner.token"
-"$W" acquire --runtime-dir "$R" --session "$SESSION" --token-file "$R/owner.token"
+# Two stand-in writer processes; the lock records which one holds the session.
+sleep 600 & A=$!; HOLDERS+=("$A")
+sleep 600 & B=$!; HOLDERS+=("$B")
 
-step writerctl status --runtime-dir "$R" --session "$SESSION"
-"$W" status --runtime-dir "$R" --session "$SESSION"
+step writerctl acquire --managed --session "$SID" --pid "$A" --token-file "$R/a.token"
+"$W" acquire --managed --session "$SID" --pid "$A" --token-file "$R/a.token"
 
-step writerctl acquire --runtime-dir "$R" --session "$SESSION" --json   "# a second writer"
-set +e
-"$W" acquire --runtime-dir "$R" --session "$SESSION" --json
-echo "exit status: $? (3 = session_writer_conflict)"
-set -e
+step "writer A appends two lines to chats/$SID.jsonl"
+mkdir -p "$R/chats"
+printf '{"turn":1,"writer":"A"}\n{"turn":2,"writer":"A"}\n' >> "$R/chats/$SID.jsonl"
 
-step writerctl release --runtime-dir "$R" --session "$SESSION" --token-file "$R/owner.token"
-"$W" release --runtime-dir "$R" --session "$SESSION" --token-file "$R/owner.token"
+step writerctl acquire --session "$SID" --json   "# a second writer is refused"
+set +e; "$W" acquire --session "$SID" --json; echo "exit status: $? (3 = session_writer_conflict)"; set -e
 
-step writerctl status --runtime-dir "$R"
-"$W" status --runtime-dir "$R"
+step writerctl seal --session "$SID" --token-file "$R/a.token"   "# A drained; certify the transcript"
+"$W" seal --session "$SID" --token-file "$R/a.token"
+
+step writerctl status --session "$SID"
+"$W" status --session "$SID"
+
+step writerctl verify --session "$SID"
+"$W" verify --session "$SID"
+
+step writerctl takeover --session "$SID" --pid "$B" --token-file "$R/b.token"   "# the replacement"
+"$W" takeover --session "$SID" --pid "$B" --token-file "$R/b.token"
+
+step "writer B appends"
+printf '{"turn":3,"writer":"B"}\n' >> "$R/chats/$SID.jsonl"
+
+step writerctl release --session "$SID" --token-file "$R/b.token"
+"$W" release --session "$SID" --token-file "$R/b.token"
+
+step writerctl status
+"$W" status

@@ -43,6 +43,9 @@ pub enum Command {
     Takeover(crate::commands::takeover::TakeoverArgs),
     /// Check a sealed lock's proof against the transcript; change nothing.
     Verify(crate::commands::verify::VerifyArgs),
+    /// Plan, and with --writers-fenced --yes carry out, moving residue of crashed writers
+    /// aside (never deleting).
+    Recover(crate::commands::recover::RecoverArgs),
     /// Show what is on disk for one session, or for every session under the runtime
     /// directory, with the next safe step.
     Status(crate::commands::status::StatusArgs),

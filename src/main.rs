@@ -49,6 +49,7 @@ fn main() -> ExitCode {
         Command::Takeover(a) => commands::takeover::run(a, out, settings),
         Command::Verify(a) => commands::verify::run(a, out),
         Command::Status(a) => commands::status::run(a, out),
+        Command::Recover(a) => commands::recover::run(a, out),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,6 +3,7 @@
 
 pub mod acquire;
 pub mod output;
+pub mod recover;
 pub mod release;
 pub mod seal;
 pub mod session;

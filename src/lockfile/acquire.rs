@@ -614,7 +614,7 @@ mod tests {
     }
 
     fn opts(reclaim: ReclaimPolicy) -> AcquireOptions {
-        AcquireOptions { holder: holder(sys::own_pid()), process_kind: "unknown".into(), reclaim }
+        AcquireOptions { holder: holder(sys::own_pid()), process_kind: "unknown".into(), reclaim, certified: None }
     }
 
     #[test]

@@ -27,9 +27,52 @@ mod imp {
         HOOKS.with(|h| h.borrow_mut().insert(name, Box::new(f)));
     }
 
-    /// Removes every hook of the current thread.
+    /// Removes every hook and syscall fault of the current thread.
     pub fn clear_hooks() {
         HOOKS.with(|h| h.borrow_mut().clear());
+        FAULTS.with(|f| f.borrow_mut().clear());
+    }
+
+    /// When an injected syscall error happens relative to the real call.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum When {
+        /// The call is not made; the error is returned.
+        Before,
+        /// The call is made and takes effect, then the error is returned (the ambiguous
+        /// "error after effect" of network filesystems).
+        After,
+    }
+
+    #[derive(Debug, Clone)]
+    struct Fault {
+        op: &'static str,
+        target_suffix: String,
+        when: When,
+        errno: i32,
+        remaining: u32,
+    }
+
+    thread_local! {
+        static FAULTS: RefCell<Vec<Fault>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Makes the next `times` calls of `op` (`link`, `rename`, `unlink`) on this thread whose
+    /// target name ends with `target_suffix` fail with `errno`, before or after the effect.
+    pub fn inject_syscall(op: &'static str, target_suffix: &str, when: When, errno: i32, times: u32) {
+        FAULTS.with(|f| {
+            f.borrow_mut().push(Fault { op, target_suffix: target_suffix.to_owned(), when, errno, remaining: times })
+        });
+    }
+
+    /// Consulted by `sys::Dir` before a mutating syscall.
+    pub fn syscall_fault(op: &'static str, target: &std::ffi::OsStr) -> Option<(When, io::Error)> {
+        let target = target.to_string_lossy();
+        FAULTS.with(|f| {
+            let mut faults = f.borrow_mut();
+            let hit = faults.iter_mut().find(|x| x.op == op && x.remaining > 0 && target.ends_with(&x.target_suffix))?;
+            hit.remaining -= 1;
+            Some((hit.when, io::Error::from_raw_os_error(hit.errno)))
+        })
     }
 
     /// Called by [`failpoint!`](crate::failpoint).

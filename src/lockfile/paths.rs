@@ -171,7 +171,7 @@ impl SideKind {
                 "reclaim guard holding a reclaimer's record; a live-looking guard blocks reclaim until an operator removes it"
             }
             SideKind::InstallTemp => "temp file of an install that crashed between create and cleanup",
-            SideKind::Unknown => "unrecognised file beside the lock; never touched by writerctl",
+            SideKind::Unknown => "unrecognised file beside the lock; writerctl never touches it, inspect it by hand",
         }
     }
 }

@@ -182,7 +182,12 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let s = open_site(t.path(), LockPaths::for_session(t.path(), "s"), "s", DirMode::Create).unwrap();
         let opts =
-            AcquireOptions { holder: holder(own_pid()), process_kind: "unknown".into(), reclaim: ReclaimPolicy::Local };
+            AcquireOptions {
+            holder: holder(own_pid()),
+            process_kind: "unknown".into(),
+            reclaim: ReclaimPolicy::Local,
+            certified: None,
+        };
         let lease = acquire(&s, &opts, &SystemProbe).unwrap();
         (t, s, lease)
     }

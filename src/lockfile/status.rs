@@ -158,15 +158,22 @@ pub fn status_all(runtime_dir: &Path, probe: &dyn ProcessProbe) -> Result<Vec<Se
         Some(d) => d,
         None => return Ok(Vec::new()),
     };
-    let names: Vec<String> = dir
-        .list()
-        .map_err(|e| LockError::io("list lock directory", e))?
-        .into_iter()
-        .filter_map(|n| n.into_string().ok())
-        .collect();
+    let names = utf8_names(&dir)?;
+    let local = LocalDomain::current();
+    let mut out = Vec::new();
+    for (lock_name, session) in sessions_in(&names) {
+        let paths = LockPaths { dir: dir_path.clone(), lock_name };
+        out.push(classify(&dir, &paths, &session, &names, &local, probe));
+    }
+    Ok(out)
+}
+
+/// Every session that has a primary or side files among `names`, as (lock name, session
+/// id decoded from the file name), sorted by lock name.
+pub fn sessions_in(names: &[String]) -> Vec<(String, String)> {
     let mut locks: Vec<String> = names.iter().filter(|n| n.ends_with(".lock")).cloned().collect();
     // Sessions whose primary is gone but whose side files remain still deserve a line.
-    for n in &names {
+    for n in names {
         if let Some((base, _)) = side_file_owner(n)
             && !locks.iter().any(|l| l == base)
         {
@@ -174,15 +181,24 @@ pub fn status_all(runtime_dir: &Path, probe: &dyn ProcessProbe) -> Result<Vec<Se
         }
     }
     locks.sort();
-    let local = LocalDomain::current();
-    let mut out = Vec::new();
-    for lock_name in locks {
-        let enc = lock_name.trim_end_matches(".lock");
-        let session = decode_uri_component(enc).unwrap_or_else(|| enc.to_owned());
-        let paths = LockPaths { dir: dir_path.clone(), lock_name };
-        out.push(classify(&dir, &paths, &session, &names, &local, probe));
-    }
-    Ok(out)
+    locks
+        .into_iter()
+        .map(|lock_name| {
+            let enc = lock_name.trim_end_matches(".lock");
+            let session = decode_uri_component(enc).unwrap_or_else(|| enc.to_owned());
+            (lock_name, session)
+        })
+        .collect()
+}
+
+/// The UTF-8 names in a lock directory.
+pub fn utf8_names(dir: &Dir) -> Result<Vec<String>, LockError> {
+    Ok(dir
+        .list()
+        .map_err(|e| LockError::io("list lock directory", e))?
+        .into_iter()
+        .filter_map(|n| n.into_string().ok())
+        .collect())
 }
 
 /// Status of one session's lock.
@@ -197,16 +213,12 @@ pub fn status_one(
     let Some(dir) = open_existing(&paths.dir)? else {
         return Ok(classify_missing_dir(paths, session_id));
     };
-    let names: Vec<String> = dir
-        .list()
-        .map_err(|e| LockError::io("list lock directory", e))?
-        .into_iter()
-        .filter_map(|n| n.into_string().ok())
-        .collect();
+    let names = utf8_names(&dir)?;
     Ok(classify(&dir, paths, session_id, &names, &local, probe))
 }
 
-fn open_existing(path: &Path) -> Result<Option<Dir>, LockError> {
+/// Opens a lock directory if it exists (`None` when it does not).
+pub fn open_existing(path: &Path) -> Result<Option<Dir>, LockError> {
     match super::sys::lstat_path(path) {
         Err(e) if is_enoent(&e) => return Ok(None),
         _ => {}

@@ -44,6 +44,21 @@ fn count_fsync() {
     counters::bump();
 }
 
+/// Runs a mutating syscall through the test-only fault seam; in release builds this is the
+/// call itself.
+#[inline]
+fn faulty(op: &'static str, target: &OsStr, call: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
+    #[cfg(any(test, feature = "failpoints"))]
+    if let Some((when, err)) = super::failpoint::syscall_fault(op, target) {
+        if when == super::failpoint::When::After {
+            call()?;
+        }
+        return Err(err);
+    }
+    let _ = (op, target);
+    call()
+}
+
 /// The metadata writerctl compares: identity, type and size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileMeta {
@@ -214,17 +229,17 @@ impl Dir {
 
     /// `linkat(from, to)` without following symlinks; never replaces an existing `to`.
     pub fn link(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
-        rfs::linkat(&self.fd, from, &self.fd, to, AtFlags::empty()).map_err(errno_io)
+        faulty("link", to, || rfs::linkat(&self.fd, from, &self.fd, to, AtFlags::empty()).map_err(errno_io))
     }
 
     /// `renameat(from, to)` within this directory.
     pub fn rename(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
-        rfs::renameat(&self.fd, from, &self.fd, to).map_err(errno_io)
+        faulty("rename", to, || rfs::renameat(&self.fd, from, &self.fd, to).map_err(errno_io))
     }
 
     /// `unlinkat(name)` (files only).
     pub fn unlink(&self, name: &OsStr) -> io::Result<()> {
-        rfs::unlinkat(&self.fd, name, AtFlags::empty()).map_err(errno_io)
+        faulty("unlink", name, || rfs::unlinkat(&self.fd, name, AtFlags::empty()).map_err(errno_io))
     }
 
     /// Reads `name` through an `O_NOFOLLOW|O_NONBLOCK` descriptor, regular files only.

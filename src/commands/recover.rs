@@ -1,0 +1,135 @@
+//! `writerctl recover`.
+
+use anyhow::Result;
+use clap::Args;
+use serde::Serialize;
+use writerctl::lockfile::paths::LOCK_SUBDIR;
+use writerctl::lockfile::recover::{Action, Done, Plan, execute, plan};
+use writerctl::lockfile::status::{open_existing, sessions_in, utf8_names};
+use writerctl::lockfile::{DirMode, LockPaths, LockSite, SystemProbe, open_site};
+
+use super::output::Output;
+use super::session::{resolve, runtime_dir};
+use crate::cli::SessionArgs;
+
+/// Move residue of crashed or abandoned writers aside, after every writer is fenced.
+///
+/// Prints a plan and changes nothing unless both --writers-fenced and --yes are given.
+/// Then it restores the one exact predecessor of a crashed transition when the primary is
+/// missing, moves every residual claim, retired, candidate, stale, guard and temp file (and a
+/// malformed or fenced primary) into a dated folder beside the locks — never deleting — and
+/// appends an audit line per action to writerctl-recovery.log there. A sealed primary, a
+/// running owner and a stale active record (plain acquire reclaims it) are left alone.
+#[derive(Debug, Args)]
+pub struct RecoverArgs {
+    #[command(flatten)]
+    pub session: SessionArgs,
+
+    /// State that every writer that can reach this storage (processes, containers, other
+    /// hosts) is stopped or fenced.
+    #[arg(long)]
+    pub writers_fenced: bool,
+
+    /// Carry the plan out (with --writers-fenced).
+    #[arg(long)]
+    pub yes: bool,
+}
+
+#[derive(Serialize)]
+struct SessionJson {
+    session_id: String,
+    dry_run: bool,
+    blocked: Option<String>,
+    folder: Option<String>,
+    actions: Vec<serde_json::Value>,
+}
+
+#[derive(Serialize)]
+struct AllJson {
+    dry_run: bool,
+    sessions: Vec<SessionJson>,
+}
+
+fn sites(args: &RecoverArgs) -> Result<Vec<LockSite>> {
+    if args.session.session.is_some() || args.session.lock.is_some() {
+        let r = resolve(&args.session)?;
+        if open_existing(&r.paths.dir)?.is_none() {
+            return Ok(Vec::new());
+        }
+        return Ok(vec![open_site(&r.runtime_dir, r.paths, &r.session_id, DirMode::Existing)?]);
+    }
+    let rt = runtime_dir(&args.session)?;
+    writerctl::lockfile::acquire::check_runtime_dir(&rt)?;
+    let dir_path = rt.join(LOCK_SUBDIR);
+    let Some(dir) = open_existing(&dir_path)? else { return Ok(Vec::new()) };
+    let names = utf8_names(&dir)?;
+    let mut out = Vec::new();
+    for (lock_name, session) in sessions_in(&names) {
+        let paths = LockPaths { dir: dir_path.clone(), lock_name };
+        out.push(open_site(&rt, paths, &session, DirMode::Existing)?);
+    }
+    Ok(out)
+}
+
+fn describe(a: &Action) -> (&'static str, &str, &str) {
+    match a {
+        Action::Restore { file, reason, .. } => ("restore", file, reason),
+        Action::MoveAside { file, reason, .. } => ("move aside", file, reason),
+        Action::Keep { file, reason } => ("keep", file, reason),
+    }
+}
+
+/// Runs `recover`.
+pub fn run(args: RecoverArgs, out: Output) -> Result<()> {
+    let act = args.writers_fenced && args.yes;
+    let mut results = Vec::new();
+    for site in sites(&args)? {
+        let p: Plan = plan(&site, &SystemProbe)?;
+        let (done, folder): (Vec<Done>, Option<String>) = if act && p.blocked.is_none() {
+            execute(&site, &p)?
+        } else {
+            (p.actions.iter().map(|a| Done { action: a.clone(), result: "planned".into() }).collect(), None)
+        };
+        results.push((p, done, folder));
+    }
+    if out.json {
+        let sessions: Vec<SessionJson> = results
+            .into_iter()
+            .map(|(p, done, folder)| SessionJson {
+                session_id: p.session_id,
+                dry_run: !act,
+                blocked: p.blocked,
+                folder,
+                actions: done.iter().map(|d| serde_json::to_value(d).expect("serializes")).collect(),
+            })
+            .collect();
+        if args.session.session.is_some() && sessions.len() == 1 {
+            out.json(&sessions[0])?;
+        } else {
+            out.json(&AllJson { dry_run: !act, sessions })?;
+        }
+        return Ok(());
+    }
+    if results.is_empty() {
+        out.line("nothing to recover: no lock files")?;
+    }
+    for (p, done, folder) in &results {
+        let mode = if act { "" } else { " (plan only, nothing changed)" };
+        out.line(&format!("session {}{mode}", p.session_id))?;
+        if let Some(b) = &p.blocked {
+            out.line(&format!("  blocked: {b}"))?;
+        }
+        for d in done {
+            let (verb, file, reason) = describe(&d.action);
+            let result = if act { format!(" [{}]", d.result) } else { String::new() };
+            out.line(&format!("  {verb:<10} {file}{result}\n             {reason}"))?;
+        }
+        if let Some(f) = folder {
+            out.line(&format!("  moved files are in {f}/ beside the locks; audit lines in writerctl-recovery.log"))?;
+        }
+    }
+    if !act && results.iter().any(|(p, _, _)| p.changes_anything()) {
+        out.line("to carry this out: stop or fence every writer that can reach this storage (other hosts, containers, detached ACP children), back up the lock directory and transcript, then run again with --writers-fenced --yes")?;
+    }
+    Ok(())
+}

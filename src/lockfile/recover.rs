@@ -1,0 +1,283 @@
+//! `recover`: the operator runbook (QWEN_FORMAT §8.1) as a command.
+//!
+//! A [`plan`] is computed from what is on disk and changes nothing. [`execute`] carries it
+//! out only when the caller states that every writer is fenced: it never deletes, it moves
+//! each residual file into a dated folder beside the locks (`renameat2(RENAME_NOREPLACE)`),
+//! restores the predecessor of a crashed transition by `link` (never over an existing
+//! primary), and appends one audit line per action to `writerctl-recovery.log`.
+//!
+//! What it never does: touch a sealed primary (a valid handoff), a running local owner, or
+//! an active record that plain acquisition can reclaim; pick between several predecessors;
+//! touch a file that does not follow qwen's side-file naming.
+
+use std::ffi::OsStr;
+
+use serde::Serialize;
+use time::OffsetDateTime;
+
+use super::acquire::{LockSite, sync_error};
+use super::error::LockError;
+use super::identity::{LiveReason, Liveness, ProcessProbe};
+use super::paths::{SideKind, classify_side_file, redact_side_file_name};
+use super::primitives::{Inspection, inspect_record};
+use super::record::format_timestamp;
+use super::sys::{self, Kind};
+
+/// Name of the audit log in the lock directory.
+pub const AUDIT_LOG: &str = "writerctl-recovery.log";
+/// Prefix of the dated folders residue is moved into.
+pub const RECOVERED_PREFIX: &str = "writerctl-recovered-";
+
+/// One step of a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "action")]
+pub enum Action {
+    /// Link this retired record back into the missing primary path, then move it aside.
+    Restore {
+        /// Real file name (not serialized: may contain an owner id).
+        #[serde(skip)]
+        name: String,
+        /// Name for output, owner ids redacted.
+        file: String,
+        /// Why.
+        reason: String,
+    },
+    /// Move this file into the recovery folder.
+    MoveAside {
+        /// Real file name (not serialized).
+        #[serde(skip)]
+        name: String,
+        /// Name for output.
+        file: String,
+        /// Why.
+        reason: String,
+    },
+    /// Leave this file where it is.
+    Keep {
+        /// Name for output.
+        file: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// What `recover` would do (or did) for one session.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    /// Session id.
+    pub session_id: String,
+    /// Steps in order.
+    pub actions: Vec<Action>,
+    /// Set when nothing may be done (a running owner): the reason.
+    pub blocked: Option<String>,
+}
+
+impl Plan {
+    /// True when the plan would change something.
+    pub fn changes_anything(&self) -> bool {
+        self.blocked.is_none() && self.actions.iter().any(|a| !matches!(a, Action::Keep { .. }))
+    }
+}
+
+fn shown(site: &LockSite, name: &str, kind: SideKind) -> String {
+    redact_side_file_name(&site.paths.lock_name, name, kind)
+}
+
+/// Computes the plan for one session. Changes nothing.
+pub fn plan(site: &LockSite, probe: &dyn ProcessProbe) -> Result<Plan, LockError> {
+    let lock = site.paths.lock_name.clone();
+    let mut actions = Vec::new();
+    let mut blocked = None;
+    let names: Vec<String> = site
+        .dir
+        .list()
+        .map_err(|e| LockError::io("list lock directory", e))?
+        .into_iter()
+        .filter_map(|n| n.into_string().ok())
+        .collect();
+    let mut side: Vec<(String, SideKind)> =
+        names.iter().filter_map(|n| classify_side_file(&lock, n).map(|k| (n.clone(), k))).collect();
+    side.sort_by(|a, b| a.0.cmp(&b.0));
+
+    let primary = inspect_record(&site.dir, &lock, &site.session_id, &site.local, probe);
+    let primary_missing = matches!(primary, Inspection::Missing);
+    match primary {
+        Inspection::Missing => {}
+        Inspection::Active(r, Liveness::Live(LiveReason::Running)) => {
+            blocked = Some(format!(
+                "pid {} on this host is running and holds the lock; stop it (or let it release or seal) first",
+                r.owner.pid
+            ));
+        }
+        Inspection::Active(_, Liveness::Stale(_)) => actions.push(Action::Keep {
+            file: lock.clone(),
+            reason: "stale active record: plain `writerctl acquire` reclaims it safely".into(),
+        }),
+        Inspection::Active(_, l) => actions.push(Action::MoveAside {
+            name: lock.clone(),
+            file: lock.clone(),
+            reason: format!("fenced active record ({}); every writer is stated to be fenced", l.describe()),
+        }),
+        Inspection::Sealed(_) => actions.push(Action::Keep {
+            file: lock.clone(),
+            reason: "sealed handoff record: a certified takeover continues it".into(),
+        }),
+        Inspection::Malformed(m) => actions.push(Action::MoveAside {
+            name: lock.clone(),
+            file: lock.clone(),
+            reason: format!("malformed lock ({m})"),
+        }),
+        Inspection::NotRegular(k) => actions.push(Action::MoveAside {
+            name: lock.clone(),
+            file: lock.clone(),
+            reason: format!("not a regular file ({})", k.describe()),
+        }),
+        Inspection::OtherSession(_) => actions.push(Action::MoveAside {
+            name: lock.clone(),
+            file: lock.clone(),
+            reason: "a record for another session".into(),
+        }),
+        Inspection::Error(e) => return Err(LockError::io("read lock", e)),
+    }
+
+    // A crashed transition leaves L missing and the predecessor at a retired name.
+    let predecessors: Vec<&(String, SideKind)> = side
+        .iter()
+        .filter(|(n, k)| {
+            matches!(k, SideKind::Handoff | SideKind::SealedRetired)
+                && matches!(
+                    inspect_record(&site.dir, n, &site.session_id, &site.local, probe),
+                    Inspection::Active(..) | Inspection::Sealed(_)
+                )
+        })
+        .collect();
+    let restore = if primary_missing && predecessors.len() == 1 { Some(predecessors[0].0.clone()) } else { None };
+    if let Some(name) = &restore {
+        let kind = predecessors[0].1;
+        actions.push(Action::Restore {
+            name: name.clone(),
+            file: shown(site, name, kind),
+            reason: "the primary is missing and this is the one exact predecessor a crashed transition moved aside".into(),
+        });
+    }
+
+    for (name, kind) in &side {
+        if restore.as_ref() == Some(name) {
+            continue; // restore moves the retired copy aside itself
+        }
+        let file = shown(site, name, *kind);
+        let ambiguous = primary_missing && predecessors.len() > 1 && predecessors.iter().any(|(n, _)| n == name);
+        let action = match kind {
+            SideKind::Unknown => Action::Keep { file, reason: "not a file writerctl knows; inspect it by hand".into() },
+            _ if ambiguous => Action::Keep {
+                file,
+                reason: "one of several predecessors; decide by hand which transcript and record are authoritative"
+                    .into(),
+            },
+            SideKind::ReclaimGuard if holder_is_running(site, name, probe) => {
+                Action::Keep { file, reason: "a running reclaimer holds this guard".into() }
+            }
+            SideKind::Claim if holder_is_running(site, name, probe) => {
+                blocked.get_or_insert_with(|| {
+                    "the transition claim names a process that is running on this host; a seal or takeover may be in progress".into()
+                });
+                Action::Keep { file, reason: "held by a running process".into() }
+            }
+            _ => Action::MoveAside { name: name.clone(), file, reason: kind.meaning().into() },
+        };
+        actions.push(action);
+    }
+    Ok(Plan { session_id: site.session_id.clone(), actions, blocked })
+}
+
+fn holder_is_running(site: &LockSite, name: &str, probe: &dyn ProcessProbe) -> bool {
+    matches!(
+        inspect_record(&site.dir, name, &site.session_id, &site.local, probe),
+        Inspection::Active(_, Liveness::Live(LiveReason::Running))
+    )
+}
+
+/// The result of one executed action.
+#[derive(Debug, Clone, Serialize)]
+pub struct Done {
+    /// The action.
+    #[serde(flatten)]
+    pub action: Action,
+    /// `ok`, or why it failed.
+    pub result: String,
+}
+
+/// Carries out `plan`. The caller must have confirmed that every writer is fenced.
+/// Returns what was done and the recovery folder's name (if anything was moved).
+pub fn execute(site: &LockSite, plan: &Plan) -> Result<(Vec<Done>, Option<String>), LockError> {
+    if !plan.changes_anything() {
+        return Ok((plan.actions.iter().map(|a| Done { action: a.clone(), result: "kept".into() }).collect(), None));
+    }
+    let now = OffsetDateTime::now_utc();
+    let folder = format!(
+        "{RECOVERED_PREFIX}{:04}{:02}{:02}T{:02}{:02}{:02}Z-{}",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second(),
+        sys::own_pid()
+    );
+    let dest = site.dir.create_subdir(OsStr::new(&folder)).map_err(|e| LockError::io("create recovery folder", e))?;
+    let mut done = Vec::new();
+    let mut failed = false;
+    for action in &plan.actions {
+        let result = match action {
+            Action::Keep { .. } => "kept".to_owned(),
+            Action::Restore { name, .. } => restore(site, name, &dest),
+            Action::MoveAside { name, .. } => match sys::move_into(&site.dir, OsStr::new(name), &dest, OsStr::new(name)) {
+                Ok(()) => "ok".into(),
+                Err(e) => format!("failed: {e}"),
+            },
+        };
+        if result.starts_with("failed") {
+            failed = true;
+        }
+        audit(site, action, &folder, &result)?;
+        done.push(Done { action: action.clone(), result });
+        if failed {
+            break;
+        }
+    }
+    sys::fsync_fd(&dest).map_err(|e| LockError::io("fsync recovery folder", e))?;
+    site.dir.sync().map_err(sync_error)?;
+    Ok((done, Some(folder)))
+}
+
+/// Links the predecessor back into the missing primary (never replacing one that appeared),
+/// then moves the retired copy aside.
+fn restore(site: &LockSite, name: &str, dest: &std::os::fd::OwnedFd) -> String {
+    match site.dir.link(OsStr::new(name), OsStr::new(&site.paths.lock_name)) {
+        Ok(()) => {}
+        Err(e) => return format!("failed: cannot link the predecessor back ({e}); nothing else was changed"),
+    }
+    match site.dir.lstat(OsStr::new(&site.paths.lock_name)) {
+        Ok(m) if m.kind == Kind::Regular => {}
+        _ => return "failed: the restored primary could not be verified".into(),
+    }
+    match sys::move_into(&site.dir, OsStr::new(name), dest, OsStr::new(name)) {
+        Ok(()) => "ok".into(),
+        Err(e) => format!("ok (restored; the retired copy stays in place: {e})"),
+    }
+}
+
+fn audit(site: &LockSite, action: &Action, folder: &str, result: &str) -> Result<(), LockError> {
+    let (verb, file) = match action {
+        Action::Restore { file, .. } => ("restore", file),
+        Action::MoveAside { file, .. } => ("move_aside", file),
+        Action::Keep { file, .. } => ("keep", file),
+    };
+    let line = format!(
+        "{} pid={} session={:?} action={verb} file={file:?} folder={folder:?} result={result:?}",
+        format_timestamp(OffsetDateTime::now_utc()),
+        sys::own_pid(),
+        site.session_id
+    );
+    site.dir.append_line(OsStr::new(AUDIT_LOG), &line).map_err(|e| LockError::io("append recovery audit log", e))
+}
