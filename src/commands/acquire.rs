@@ -11,10 +11,10 @@ use writerctl::lockfile::{AcquireOptions, DirMode, Lease, LockError, ReclaimPoli
 
 use super::output::{Output, hash_progress, log_event};
 use super::session::{resolve, transcript_key, write_token_file};
+use crate::cli::SessionArgs;
 use writerctl::config::Settings;
 use writerctl::lockfile::acquire::{Certified, Predecessor};
 use writerctl::lockfile::transcript::ProofOptions;
-use crate::cli::SessionArgs;
 
 /// Take the session's writer lock.
 ///
@@ -132,6 +132,9 @@ pub fn take(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
     let lease = acquire(&site, &opts, &SystemProbe)?;
     if let Some(prev) = &lease.took_over {
         log_takeover(&r.session_id, prev);
+    }
+    if !lease.durable {
+        out.note("warning: the lock directory could not be fsynced; the takeover may not survive a crash");
     }
     // Without the token nobody could release the lock: if it cannot be delivered (token file
     // or stdout), give the lock back and say exactly whether that worked. The error is built

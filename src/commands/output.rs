@@ -50,7 +50,9 @@ pub fn hash_progress(out: Output) -> std::sync::Arc<dyn Fn(u64, u64) + Send + Sy
         }
         let b = bar.get_or_init(|| {
             let b = indicatif::ProgressBar::with_draw_target(Some(total), indicatif::ProgressDrawTarget::stderr());
-            if let Ok(style) = indicatif::ProgressStyle::with_template("hashing transcript {bar:40} {bytes}/{total_bytes} {bytes_per_sec}") {
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "hashing transcript {bar:40} {bytes}/{total_bytes} {bytes_per_sec}",
+            ) {
                 b.set_style(style);
             }
             b

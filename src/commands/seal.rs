@@ -58,8 +58,16 @@ pub fn run(args: SealArgs, out: Output, settings: Settings) -> Result<()> {
             ("sealed_at", sealed.sealed_at.clone()),
         ],
     );
+    if !sealed.durable {
+        out.note("warning: the lock directory could not be fsynced; the seal may not survive a crash");
+    }
     if out.json {
-        out.json(&SealJson { session_id: &r.session_id, state: "sealed", sealed_at: &sealed.sealed_at, transcript: &sealed.proof })?;
+        out.json(&SealJson {
+            session_id: &r.session_id,
+            state: "sealed",
+            sealed_at: &sealed.sealed_at,
+            transcript: &sealed.proof,
+        })?;
     } else {
         let p = &sealed.proof;
         out.line(&format!(

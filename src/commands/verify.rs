@@ -38,7 +38,9 @@ pub fn run(args: VerifyArgs, out: Output) -> Result<()> {
     let r = resolve(&args.session)?;
     let key = transcript_key(&args.session, &r.session_id)?;
     let site = open_site(&r.runtime_dir, r.paths.clone(), &r.session_id, DirMode::Existing).map_err(|e| match e {
-        LockError::NotOwner { .. } => LockError::NotSealed { session_id: r.session_id.clone(), found: "no lock".into() },
+        LockError::NotOwner { .. } => {
+            LockError::NotSealed { session_id: r.session_id.clone(), found: "no lock".into() }
+        }
         other => other,
     })?;
     let progress = hash_progress(out);
@@ -56,7 +58,11 @@ pub fn run(args: VerifyArgs, out: Output) -> Result<()> {
     } else if v.result.is_ok() {
         out.line(&format!(
             "proof matches: session {} sealed {} · {} · {} bytes · sha256 {}",
-            r.session_id, seal.sealed_at, seal.transcript.relative_path, seal.transcript.byte_length, seal.transcript.sha256
+            r.session_id,
+            seal.sealed_at,
+            seal.transcript.relative_path,
+            seal.transcript.byte_length,
+            seal.transcript.sha256
         ))?;
     }
     v.result?;

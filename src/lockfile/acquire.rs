@@ -37,12 +37,12 @@ use super::paths::{LOCK_SUBDIR, LockPaths};
 use super::primitives::{
     Inspection, MALFORMED_RETRY_DELAY, check_claim, inspect_record, install, remove_exact, remove_owned, same_regular,
 };
-use super::transcript::{ProofOptions, TranscriptKey, read_proof};
-use super::transition::{Stage, Transition, release_claim};
-use std::sync::Arc;
 use super::record::{Holder, LockRecord, OwnerToken, Schema, new_active_record};
 use super::release::release_lease;
 use super::sys::{self, Dir, DirSyncError, FileMeta, Kind, ReadRegular, is_enoent, mkdir_0700};
+use super::transcript::{ProofOptions, TranscriptKey, read_proof};
+use super::transition::{Stage, Transition, release_claim};
+use std::sync::Arc;
 
 /// `ACQUIRE_ATTEMPTS`.
 pub const ACQUIRE_ATTEMPTS: u32 = 8;
@@ -202,6 +202,8 @@ pub struct Lease {
     pub reclaimed: bool,
     /// Set when this acquisition was a certified takeover of a sealed record.
     pub took_over: Option<Predecessor>,
+    /// False when the final directory fsync of a takeover failed.
+    pub durable: bool,
 }
 
 /// Ordinary acquisition (§5.2): claim check, install, claim check, verify; on an existing
@@ -229,7 +231,7 @@ pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe)
                 return Err(e);
             }
             let meta = finish_acquisition(site, &owner, &record, &linked)?;
-            return Ok(Lease { owner, record, meta, reclaimed: false, took_over: None });
+            return Ok(Lease { owner, record, meta, reclaimed: false, took_over: None, durable: true });
         }
         match inspect_record(&site.dir, &site.paths.lock_name, &site.session_id, &site.local, probe) {
             Inspection::Missing => continue,
@@ -466,7 +468,7 @@ fn reclaim_under_guard(
     check_claim(&site.dir, &site.paths.claim())?;
     *installed = false; // finish_acquisition now owns cleanup of L.
     let meta = finish_acquisition(site, owner, record, &linked)?;
-    Ok(Lease { owner: owner.clone(), record: record.clone(), meta, reclaimed: true, took_over: None })
+    Ok(Lease { owner: owner.clone(), record: record.clone(), meta, reclaimed: true, took_over: None, durable: true })
 }
 
 /// Certified takeover of the sealed record `sealed` (seed 001 "Certified takeover" 1–7;
@@ -543,15 +545,21 @@ fn take_over(
         t.run(&mut stage)?;
         crate::failpoint!("takeover.after_transition");
         proof.revalidate()?;
-        verify_lock_identity(site, record, &linked)
+        let meta = verify_lock_identity(site, record, &linked)?;
+        // Step 7: our exact claim; failing to remove it is a failure (rolled back below).
+        release_claim(site, &record.raw)?;
+        Ok(meta)
     })();
     match result {
         Ok(meta) => {
-            // Step 7: only our exact claim and the exact retired seal.
-            let _ = release_claim(site, &record.raw);
+            // Step 7: the exact retired seal; a leftover is only residue for `recover`.
             let _ = remove_exact(&site.dir, &retired, &sealed.raw);
-            site.dir.sync().map_err(sync_error)?;
+            // The lock is ours now: a failed fsync must not turn into an error that loses the
+            // token. The lease says the transition may not survive a crash (after which the
+            // sealed record reappears: a fail-closed state).
+            let durable = site.dir.sync().is_ok();
             Ok(Lease {
+                durable,
                 owner: owner.clone(),
                 record: record.clone(),
                 meta,

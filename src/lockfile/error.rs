@@ -93,15 +93,21 @@ impl Unavailable {
             Unavailable::ReclaimRaced => "the stale lock changed during reclaim",
             Unavailable::CleanupFailed => "acquisition could not be verified and its cleanup failed",
             Unavailable::Io => "an I/O error prevented verifying ownership",
-            Unavailable::TransitionFileExists => "a sealed candidate or retired record of this transition already exists",
+            Unavailable::TransitionFileExists => {
+                "a sealed candidate or retired record of this transition already exists"
+            }
             Unavailable::ClaimLost => "the transition claim no longer holds this transition's record",
             Unavailable::CandidateWaitExpired => "an acquisition candidate did not release the claimed primary path",
             Unavailable::PrimaryReplaced => "an unknown record appeared at the primary path during the transition",
             Unavailable::ClaimRetained => {
                 "the transition failed and the previous primary could not be proven restored; the claim was retained"
             }
-            Unavailable::ManagedSealNeedsCommitProof => "a qwen-code managed (schema 3) lock needs a commit proof to seal",
-            Unavailable::TranscriptIdentity => "the transcript filesystem does not provide a verifiable inode identity (ino=0)",
+            Unavailable::ManagedSealNeedsCommitProof => {
+                "a qwen-code managed (schema 3) lock needs a commit proof to seal"
+            }
+            Unavailable::TranscriptIdentity => {
+                "the transcript filesystem does not provide a verifiable inode identity (ino=0)"
+            }
         }
     }
 }

@@ -69,7 +69,8 @@ mod imp {
         let target = target.to_string_lossy();
         FAULTS.with(|f| {
             let mut faults = f.borrow_mut();
-            let hit = faults.iter_mut().find(|x| x.op == op && x.remaining > 0 && target.ends_with(&x.target_suffix))?;
+            let hit =
+                faults.iter_mut().find(|x| x.op == op && x.remaining > 0 && target.ends_with(&x.target_suffix))?;
             hit.remaining -= 1;
             Some((hit.when, io::Error::from_raw_os_error(hit.errno)))
         })

@@ -39,6 +39,7 @@ pub mod identity;
 pub mod paths;
 pub mod primitives;
 pub mod record;
+pub mod recover;
 pub mod release;
 pub mod seal;
 pub mod status;
@@ -54,3 +55,6 @@ pub use paths::LockPaths;
 pub use record::{LockRecord, OwnerToken};
 pub use release::{ReleaseOutcome, release};
 pub use status::{SessionStatus, status_all, status_one};
+
+#[cfg(test)]
+mod fault_tests;

@@ -157,7 +157,8 @@ pub fn plan(site: &LockSite, probe: &dyn ProcessProbe) -> Result<Plan, LockError
         actions.push(Action::Restore {
             name: name.clone(),
             file: shown(site, name, kind),
-            reason: "the primary is missing and this is the one exact predecessor a crashed transition moved aside".into(),
+            reason: "the primary is missing and this is the one exact predecessor a crashed transition moved aside"
+                .into(),
         });
     }
 
@@ -231,10 +232,12 @@ pub fn execute(site: &LockSite, plan: &Plan) -> Result<(Vec<Done>, Option<String
         let result = match action {
             Action::Keep { .. } => "kept".to_owned(),
             Action::Restore { name, .. } => restore(site, name, &dest),
-            Action::MoveAside { name, .. } => match sys::move_into(&site.dir, OsStr::new(name), &dest, OsStr::new(name)) {
-                Ok(()) => "ok".into(),
-                Err(e) => format!("failed: {e}"),
-            },
+            Action::MoveAside { name, .. } => {
+                match sys::move_into(&site.dir, OsStr::new(name), &dest, OsStr::new(name)) {
+                    Ok(()) => "ok".into(),
+                    Err(e) => format!("failed: {e}"),
+                }
+            }
         };
         if result.starts_with("failed") {
             failed = true;

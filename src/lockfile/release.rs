@@ -181,8 +181,7 @@ mod tests {
     fn setup() -> (tempfile::TempDir, LockSite, crate::lockfile::Lease) {
         let t = tempfile::tempdir().unwrap();
         let s = open_site(t.path(), LockPaths::for_session(t.path(), "s"), "s", DirMode::Create).unwrap();
-        let opts =
-            AcquireOptions {
+        let opts = AcquireOptions {
             holder: holder(own_pid()),
             process_kind: "unknown".into(),
             reclaim: ReclaimPolicy::Local,

@@ -24,7 +24,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
 
-use super::acquire::{LockSite, sync_error};
+use super::acquire::LockSite;
 use super::error::{HolderInfo, LockError, Unavailable};
 use super::primitives::{check_claim, install, remove_exact};
 use super::record::{LockRecord, OwnerToken, Schema, TranscriptProof, format_timestamp, parse_record};
@@ -44,6 +44,8 @@ pub struct SealOutcome {
     pub sealed_at: String,
     /// The sealing owner's diagnostics (for the log line; no owner id).
     pub holder: HolderInfo,
+    /// False when the final directory fsync failed.
+    pub durable: bool,
 }
 
 /// Builds the sealed record from our exact active bytes: same keys in the same order,
@@ -105,11 +107,13 @@ pub fn seal(
     let result = seal_under_claim(site, &t, &proof, &active, &ret, &mut stage, &mut claim_installed);
     match result {
         Ok(()) => {
-            let _ = release_claim(site, &active.raw);
             let _ = remove_exact(&site.dir, &ret, &active.raw);
             let _ = remove_exact(&site.dir, &cand, &sealed.raw);
-            site.dir.sync().map_err(sync_error)?;
+            // Sealed already: a failed fsync is reported, not turned into an error (after a
+            // crash the active record could reappear, which keeps the session fenced).
+            let durable = site.dir.sync().is_ok();
             Ok(SealOutcome {
+                durable,
                 holder: HolderInfo { pid: active.owner.pid, hostname: active.owner.hostname.clone(), liveness: None },
                 proof: proof.proof.clone(),
                 record: sealed,
@@ -163,5 +167,7 @@ fn seal_under_claim(
     t.run(stage)?;
     crate::failpoint!("seal.after_transition");
     proof.revalidate()?;
-    Ok(())
+    // §5.10 step 14: a claim we cannot remove is a failure (rolled back by the caller), never
+    // a success that leaves every later acquirer facing a residual claim.
+    release_claim(site, &active.raw)
 }

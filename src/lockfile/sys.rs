@@ -521,7 +521,12 @@ fn walk_beneath(root: &OwnedFd, key: &str, flags: OFlags) -> io::Result<Beneath>
     let mut cur: Option<OwnedFd> = None;
     for d in dirs {
         let base = cur.as_ref().unwrap_or(root);
-        match rfs::openat(base, *d, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty()) {
+        match rfs::openat(
+            base,
+            *d,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
             Ok(fd) => cur = Some(fd),
             Err(Errno::NOENT) => return Ok(Beneath::Absent),
             Err(Errno::LOOP) => return Ok(Beneath::Unsafe("a symlink in the transcript path")),
@@ -583,8 +588,13 @@ impl Dir {
             Ok(()) | Err(Errno::EXIST) => {}
             Err(e) => return Err(errno_io(e)),
         }
-        rfs::openat(&self.fd, name, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
-            .map_err(errno_io)
+        rfs::openat(
+            &self.fd,
+            name,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(errno_io)
     }
 
     /// Appends one line to `name` (created 0600), fsynced: the recovery audit log.

@@ -44,7 +44,9 @@ impl TranscriptKey {
                     parts.push(s.to_str().ok_or_else(|| unsafe_key("the transcript key is not UTF-8"))?.to_owned())
                 }
                 Component::CurDir => {}
-                Component::ParentDir => return Err(unsafe_key("the transcript key leaves the runtime directory (`..`)")),
+                Component::ParentDir => {
+                    return Err(unsafe_key("the transcript key leaves the runtime directory (`..`)"));
+                }
                 Component::RootDir | Component::Prefix(_) => {
                     return Err(unsafe_key("the transcript key must be relative to the runtime directory"));
                 }
@@ -63,7 +65,8 @@ impl TranscriptKey {
 
     /// qwen-code's layout: `projects/<sanitizeCwd(project_root)>/chats/<session>.jsonl`.
     pub fn for_project(project_root: &Path, session_id: &str) -> Result<TranscriptKey, LockError> {
-        let root = project_root.to_str().ok_or_else(|| LockError::InvalidArgument("--project-root is not UTF-8".into()))?;
+        let root =
+            project_root.to_str().ok_or_else(|| LockError::InvalidArgument("--project-root is not UTF-8".into()))?;
         TranscriptKey::parse(&format!("projects/{}/chats/{session_id}.jsonl", sanitize_cwd(root)))
     }
 
@@ -121,7 +124,9 @@ pub fn read_proof(
     };
     let before = sys::fingerprint(&fd).map_err(|e| LockError::io("fstat transcript", e))?;
     if before.kind() != Kind::Regular {
-        return Err(LockError::TranscriptUnsafe { reason: format!("the transcript is a {}", before.kind().describe()) });
+        return Err(LockError::TranscriptUnsafe {
+            reason: format!("the transcript is a {}", before.kind().describe()),
+        });
     }
     if before.ino == 0 {
         return Err(LockError::unavailable(Unavailable::TranscriptIdentity));
@@ -134,7 +139,8 @@ pub fn read_proof(
         return Err(changed("the transcript changed while it was hashed"));
     }
     check_path_identity(&root, key, &before, opts.force_walk)?;
-    let proof = TranscriptProof { relative_path: key.as_str().to_owned(), exists: true, byte_length: before.size, sha256 };
+    let proof =
+        TranscriptProof { relative_path: key.as_str().to_owned(), exists: true, byte_length: before.size, sha256 };
     Ok(ProofRead { proof, root, held: Some((fd, before)), force_walk: opts.force_walk })
 }
 
@@ -167,7 +173,11 @@ impl ProofRead {
             return Err(changed("the sealed proof names another transcript key"));
         }
         if p.exists != recorded.exists {
-            return Err(changed(if p.exists { "a transcript now exists where none was sealed" } else { "the transcript was deleted" }));
+            return Err(changed(if p.exists {
+                "a transcript now exists where none was sealed"
+            } else {
+                "the transcript was deleted"
+            }));
         }
         if p.byte_length != recorded.byte_length {
             return Err(changed(format!("length {} bytes, sealed {} bytes", p.byte_length, recorded.byte_length)));
@@ -194,7 +204,12 @@ fn describe_difference(was: &Fingerprint, now: &Fingerprint) -> String {
 }
 
 /// The key must still name the inode we hold, as a regular non-symlink file.
-fn check_path_identity(root: &OwnedFd, key: &TranscriptKey, held: &Fingerprint, force_walk: bool) -> Result<(), LockError> {
+fn check_path_identity(
+    root: &OwnedFd,
+    key: &TranscriptKey,
+    held: &Fingerprint,
+    force_walk: bool,
+) -> Result<(), LockError> {
     match sys::identity_beneath(root, key.as_str(), force_walk) {
         Ok(Some(now)) if now.dev == held.dev && now.ino == held.ino && now.kind() == Kind::Regular => Ok(()),
         Ok(Some(_)) => Err(changed("the transcript path now names another file")),

@@ -148,7 +148,9 @@ impl Transition<'_> {
             }
             Err(restore) => LockError::Unavailable {
                 reason: Unavailable::ClaimRetained,
-                detail: Some(format!("transition failed ({original}) and the primary could not be restored ({restore})")),
+                detail: Some(format!(
+                    "transition failed ({original}) and the primary could not be restored ({restore})"
+                )),
                 source: None,
             },
         }

@@ -39,7 +39,8 @@ pub fn verify(
     };
     let recorded = record.seal().expect("sealed").transcript.clone();
     if recorded.relative_path != key.as_str() {
-        let result = Err(LockError::TranscriptChanged { reason: "the sealed proof names another transcript key".into() });
+        let result =
+            Err(LockError::TranscriptChanged { reason: "the sealed proof names another transcript key".into() });
         return Ok(Verification { record, actual: None, result });
     }
     match read_proof(runtime_dir, key, opts, progress) {
