@@ -32,13 +32,12 @@ fn main() {
     let tmp = tempfile::tempdir_in(&base).unwrap();
     let rt = tmp.path();
     let site = open_site(rt, LockPaths::for_session(rt, "bench"), "bench", DirMode::Create).unwrap();
-    let opts =
-        AcquireOptions {
-            holder: holder(own_pid()),
-            process_kind: "unknown".into(),
-            reclaim: ReclaimPolicy::Local,
-            certified: None,
-        };
+    let opts = AcquireOptions {
+        holder: holder(own_pid()),
+        process_kind: "unknown".into(),
+        reclaim: ReclaimPolicy::Local,
+        certified: None,
+    };
 
     // The exact bytes a cycle writes, for the floor.
     let sample = acquire(&site, &opts, &SystemProbe).unwrap();

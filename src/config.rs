@@ -79,8 +79,8 @@ pub fn load(env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, ConfigErro
     if let Some(path) = config_path(env) {
         match std::fs::read_to_string(&path) {
             Ok(text) => {
-                let file: File =
-                    toml::from_str(&text).map_err(|e| ConfigError::Parse { path: path.clone(), message: e.to_string() })?;
+                let file: File = toml::from_str(&text)
+                    .map_err(|e| ConfigError::Parse { path: path.clone(), message: e.to_string() })?;
                 settings.session_writer_lease = file.experimental.session_writer_lease;
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -112,12 +112,18 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let home = t.path().to_str().unwrap();
         assert!(!load(&env_of(&[("HOME", home)])).unwrap().session_writer_lease);
-        assert!(load(&env_of(&[("HOME", home), ("WRITERCTL_SESSION_WRITER_LEASE", "1")])).unwrap().session_writer_lease);
+        assert!(
+            load(&env_of(&[("HOME", home), ("WRITERCTL_SESSION_WRITER_LEASE", "1")])).unwrap().session_writer_lease
+        );
         let cfg = t.path().join("c.toml");
         std::fs::write(&cfg, "[experimental]\nsession_writer_lease = true\n").unwrap();
         let c = cfg.to_str().unwrap();
         assert!(load(&env_of(&[("WRITERCTL_CONFIG", c)])).unwrap().session_writer_lease);
-        assert!(!load(&env_of(&[("WRITERCTL_CONFIG", c), ("WRITERCTL_SESSION_WRITER_LEASE", "0")])).unwrap().session_writer_lease);
+        assert!(
+            !load(&env_of(&[("WRITERCTL_CONFIG", c), ("WRITERCTL_SESSION_WRITER_LEASE", "0")]))
+                .unwrap()
+                .session_writer_lease
+        );
     }
 
     #[test]
