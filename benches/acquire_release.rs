@@ -12,8 +12,10 @@
 use std::ffi::OsStr;
 use std::time::{Duration, Instant};
 
+use writerctl::lockfile::acquire::TranscriptRef;
 use writerctl::lockfile::identity::{SystemProbe, holder};
 use writerctl::lockfile::sys::{Dir, own_pid};
+use writerctl::lockfile::transcript::TranscriptKey;
 use writerctl::lockfile::{AcquireOptions, DirMode, LockPaths, ReclaimPolicy, acquire, open_site, release};
 
 const ROUNDS: usize = 15;
@@ -36,6 +38,11 @@ fn main() {
         holder: holder(own_pid()),
         process_kind: "unknown".into(),
         reclaim: ReclaimPolicy::Local,
+        // As the CLI does: the transcript's shape is checked on every acquisition.
+        transcript: Some(TranscriptRef {
+            runtime_dir: rt.to_path_buf(),
+            key: TranscriptKey::default_for("bench").unwrap(),
+        }),
         certified: None,
     };
 

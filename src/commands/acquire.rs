@@ -13,7 +13,7 @@ use super::output::{Output, hash_progress, log_event};
 use super::session::{resolve, transcript_key, write_token_file};
 use crate::cli::SessionArgs;
 use writerctl::config::Settings;
-use writerctl::lockfile::acquire::{Certified, Predecessor};
+use writerctl::lockfile::acquire::{Certified, Predecessor, TranscriptRef};
 use writerctl::lockfile::transcript::ProofOptions;
 
 /// Take the session's writer lock.
@@ -113,17 +113,12 @@ pub fn take(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
     let site = open_site(&r.runtime_dir, r.paths.clone(), &r.session_id, DirMode::Create)?;
     // Managed mode is qwen's reclaimPolicy `never` + takeoverPolicy `certified`; the
     // certified half exists only while the gate is on.
-    let certified = if args.managed && settings.session_writer_lease {
-        Some(Certified {
-            runtime_dir: r.runtime_dir.clone(),
-            key: transcript_key(&args.session, &r.session_id)?,
-            proof: ProofOptions::default(),
-            progress: Some(hash_progress(out)),
-        })
-    } else {
-        None
-    };
+    let certified = (args.managed && settings.session_writer_lease)
+        .then(|| Certified { proof: ProofOptions::default(), progress: Some(hash_progress(out)) });
+    let transcript =
+        TranscriptRef { runtime_dir: r.runtime_dir.clone(), key: transcript_key(&args.session, &r.session_id)? };
     let opts = AcquireOptions {
+        transcript: Some(transcript),
         holder: holder(pid),
         process_kind: args.process_kind.clone(),
         reclaim: if args.managed { ReclaimPolicy::Never } else { ReclaimPolicy::Local },

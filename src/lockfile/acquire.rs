@@ -40,7 +40,7 @@ use super::primitives::{
 use super::record::{Holder, LockRecord, OwnerToken, Schema, new_active_record};
 use super::release::release_lease;
 use super::sys::{self, Dir, DirSyncError, FileMeta, Kind, ReadRegular, is_enoent, mkdir_0700};
-use super::transcript::{ProofOptions, TranscriptKey, read_proof};
+use super::transcript::{ProofOptions, TranscriptKey, check_shape, read_proof};
 use super::transition::{Stage, Transition, release_claim};
 use std::sync::Arc;
 
@@ -154,18 +154,27 @@ pub struct AcquireOptions {
     pub process_kind: String,
     /// Reclaim policy.
     pub reclaim: ReclaimPolicy,
+    /// The transcript this writer will append to. When set, acquisition checks its shape
+    /// (QWEN_FORMAT §5.3 step 3: no symlink, a regular file or absent, a complete last
+    /// line) and gives the lock back if it is unfit. Required for certified takeover.
+    pub transcript: Option<TranscriptRef>,
     /// qwen's `takeoverPolicy: certified`: take over a sealed record after validating its
-    /// proof against this transcript. `None`: a sealed record is a conflict.
+    /// proof against `transcript`. `None`: a sealed record is a conflict.
     pub certified: Option<Certified>,
 }
 
-/// What a certified takeover validates against.
-#[derive(Clone)]
-pub struct Certified {
+/// Where a session's transcript is: a key beneath the runtime directory.
+#[derive(Debug, Clone)]
+pub struct TranscriptRef {
     /// Runtime directory R (the transcript is opened beneath it).
     pub runtime_dir: PathBuf,
-    /// The transcript key the new writer expects.
+    /// The transcript key.
     pub key: TranscriptKey,
+}
+
+/// How a certified takeover reads its proof.
+#[derive(Clone, Default)]
+pub struct Certified {
     /// Proof-read options.
     pub proof: ProofOptions,
     /// Called with (bytes hashed, total) while the proof is read.
@@ -174,7 +183,7 @@ pub struct Certified {
 
 impl std::fmt::Debug for Certified {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Certified").field("runtime_dir", &self.runtime_dir).field("key", &self.key).finish()
+        f.debug_struct("Certified").field("proof", &self.proof).finish()
     }
 }
 
@@ -230,7 +239,7 @@ pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe)
                 let _ = remove_owned(&site.dir, &site.paths.lock_name, owner.expose());
                 return Err(e);
             }
-            let meta = finish_acquisition(site, &owner, &record, &linked)?;
+            let meta = finish_acquisition(site, &owner, &record, &linked, opts.transcript.as_ref())?;
             return Ok(Lease { owner, record, meta, reclaimed: false, took_over: None, durable: true });
         }
         match inspect_record(&site.dir, &site.paths.lock_name, &site.session_id, &site.local, probe) {
@@ -245,13 +254,16 @@ pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe)
                 if opts.reclaim == ReclaimPolicy::Never {
                     return Err(conflict(site, &existing, true));
                 }
-                return reclaim(site, &owner, &record, &existing, probe);
+                return reclaim(site, &owner, &record, &existing, opts.transcript.as_ref(), probe);
             }
             // Without certified takeover a seal is a conflict, whatever its schema (§5.2).
             Inspection::Sealed(existing) => {
-                return match &opts.certified {
-                    Some(c) => take_over(site, c, &owner, &record, &existing, probe),
-                    None => Err(conflict(site, &existing, false)),
+                return match (&opts.certified, &opts.transcript) {
+                    (Some(c), Some(t)) => take_over(site, c, t, &owner, &record, &existing, probe),
+                    (Some(_), None) => {
+                        Err(LockError::InvalidArgument("certified takeover needs the transcript it validates".into()))
+                    }
+                    (None, _) => Err(conflict(site, &existing, false)),
                 };
             }
             other => return Err(inspection_error(site, &site.paths.lock_name, other)),
@@ -297,8 +309,12 @@ fn finish_acquisition(
     owner: &OwnerToken,
     record: &LockRecord,
     linked: &FileMeta,
+    transcript: Option<&TranscriptRef>,
 ) -> Result<FileMeta, LockError> {
     let verified = verify_lock_identity(site, record, linked).and_then(|meta| {
+        if let Some(t) = transcript {
+            check_shape(&t.runtime_dir, &t.key)?;
+        }
         crate::failpoint!("acquire.before_dir_sync");
         site.dir.sync().map_err(sync_error)?;
         Ok(meta)
@@ -366,12 +382,13 @@ fn reclaim(
     owner: &OwnerToken,
     record: &LockRecord,
     existing: &LockRecord,
+    transcript: Option<&TranscriptRef>,
     probe: &dyn ProcessProbe,
 ) -> Result<Lease, LockError> {
     let guard = take_reclaim_guard(site, owner, record, &existing.owner.owner_id, probe)?;
-    let mut stale_aside: Option<String> = None;
-    let mut installed = false;
-    let result = reclaim_under_guard(site, owner, record, existing, probe, &mut stale_aside, &mut installed);
+    let mut progress = ReclaimProgress::default();
+    let result = reclaim_under_guard(site, owner, record, existing, transcript, probe, &mut progress);
+    let ReclaimProgress { stale_aside, installed } = progress;
     if result.is_err() {
         if let Some(stale) = &stale_aside {
             // Put the stale record back exactly where it was; never over a new primary.
@@ -421,15 +438,26 @@ fn take_reclaim_guard(
     Err(LockError::unavailable(Unavailable::GuardBudgetExhausted))
 }
 
+/// What a reclaim had done when it failed, for its cleanup.
+#[derive(Default)]
+struct ReclaimProgress {
+    /// The stale record's temporary name while it is moved aside.
+    stale_aside: Option<String>,
+    /// True once our record is at `L` and verification has not taken over its cleanup.
+    installed: bool,
+}
+
 fn reclaim_under_guard(
     site: &LockSite,
     owner: &OwnerToken,
     record: &LockRecord,
     existing: &LockRecord,
+    transcript: Option<&TranscriptRef>,
     probe: &dyn ProcessProbe,
-    stale_aside: &mut Option<String>,
-    installed: &mut bool,
+    progress: &mut ReclaimProgress,
 ) -> Result<Lease, LockError> {
+    let stale_aside = &mut progress.stale_aside;
+    let installed = &mut progress.installed;
     let lock = site.paths.lock_name.as_str();
     let stale = site.paths.stale(sys::own_pid(), &uuid::Uuid::new_v4().to_string());
     check_claim(&site.dir, &site.paths.claim())?;
@@ -467,7 +495,7 @@ fn reclaim_under_guard(
     crate::failpoint!("reclaim.after_install");
     check_claim(&site.dir, &site.paths.claim())?;
     *installed = false; // finish_acquisition now owns cleanup of L.
-    let meta = finish_acquisition(site, owner, record, &linked)?;
+    let meta = finish_acquisition(site, owner, record, &linked, transcript)?;
     Ok(Lease { owner: owner.clone(), record: record.clone(), meta, reclaimed: true, took_over: None, durable: true })
 }
 
@@ -481,6 +509,7 @@ fn reclaim_under_guard(
 fn take_over(
     site: &LockSite,
     c: &Certified,
+    t_ref: &TranscriptRef,
     owner: &OwnerToken,
     record: &LockRecord,
     sealed: &LockRecord,
@@ -492,7 +521,7 @@ fn take_over(
     let seal = sealed.seal().expect("a sealed inspection carries a seal");
     // Step 1: the recorded key must be the transcript this writer expects. The key is
     // never used to open anything.
-    if seal.transcript.relative_path != c.key.as_str() {
+    if seal.transcript.relative_path != t_ref.key.as_str() {
         return Err(LockError::TranscriptChanged { reason: "the sealed proof names another transcript key".into() });
     }
     // Step 2: hash once, outside the claim, keeping the descriptor.
@@ -501,7 +530,7 @@ fn take_over(
             p(done, total)
         }
     };
-    let proof = read_proof(&c.runtime_dir, &c.key, c.proof, &mut progress)?;
+    let proof = read_proof(&t_ref.runtime_dir, &t_ref.key, c.proof, &mut progress)?;
     proof.matches(&seal.transcript)?;
     let retired = site.paths.sealed_retired(&sealed.owner.owner_id, owner.expose());
     match site.dir.lstat(OsStr::new(&retired)) {
@@ -622,7 +651,13 @@ mod tests {
     }
 
     fn opts(reclaim: ReclaimPolicy) -> AcquireOptions {
-        AcquireOptions { holder: holder(sys::own_pid()), process_kind: "unknown".into(), reclaim, certified: None }
+        AcquireOptions {
+            holder: holder(sys::own_pid()),
+            process_kind: "unknown".into(),
+            reclaim,
+            transcript: None,
+            certified: None,
+        }
     }
 
     #[test]
@@ -728,6 +763,33 @@ mod tests {
         assert_eq!(std::fs::read(s.paths.dir.join(&guard_name)).unwrap(), dead_guard.raw);
         let chained = s.paths.reclaim_guard_chained(stale_owner.expose(), dead_guard_owner.expose());
         assert!(!s.paths.dir.join(chained).exists());
+    }
+
+    #[test]
+    fn an_incomplete_transcript_tail_or_a_symlink_gives_the_lock_back() {
+        // QWEN_FORMAT §7 test 27: a truncated tail is `changed` and leaves no L behind.
+        let t = tempfile::tempdir().unwrap();
+        let s = site(&t);
+        std::fs::create_dir_all(t.path().join("chats")).unwrap();
+        let with_transcript = AcquireOptions {
+            transcript: Some(TranscriptRef {
+                runtime_dir: t.path().to_path_buf(),
+                key: TranscriptKey::default_for("s").unwrap(),
+            }),
+            ..opts(ReclaimPolicy::Local)
+        };
+        std::fs::write(t.path().join("chats/s.jsonl"), b"{\"a\":1}\n{\"b\"").unwrap();
+        let e = acquire(&s, &with_transcript, &SystemProbe).unwrap_err();
+        assert!(matches!(e, LockError::TranscriptChanged { .. }), "{e:?}");
+        assert!(!s.lock_path().exists());
+        std::fs::remove_file(t.path().join("chats/s.jsonl")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", t.path().join("chats/s.jsonl")).unwrap();
+        let e = acquire(&s, &with_transcript, &SystemProbe).unwrap_err();
+        assert!(matches!(e, LockError::TranscriptUnsafe { .. }), "{e:?}");
+        assert!(!s.lock_path().exists());
+        std::fs::remove_file(t.path().join("chats/s.jsonl")).unwrap();
+        std::fs::write(t.path().join("chats/s.jsonl"), b"{\"a\":1}\n").unwrap();
+        acquire(&s, &with_transcript, &SystemProbe).unwrap();
     }
 
     #[test]

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
-use super::acquire::{self, AcquireOptions, Certified, DirMode, Lease, LockSite, ReclaimPolicy};
+use super::acquire::{self, AcquireOptions, Certified, DirMode, Lease, LockSite, ReclaimPolicy, TranscriptRef};
 use super::error::{LockError, Unavailable};
 use super::failpoint::{When, clear_hooks, inject_syscall, set_hook};
 use super::identity::{SystemProbe, holder};
@@ -70,18 +70,15 @@ fn plain_opts() -> AcquireOptions {
         holder: holder(sys::own_pid()),
         process_kind: "unknown".into(),
         reclaim: ReclaimPolicy::Never,
+        transcript: None,
         certified: None,
     }
 }
 
 fn certified_opts(r: &Path) -> AcquireOptions {
     AcquireOptions {
-        certified: Some(Certified {
-            runtime_dir: r.to_path_buf(),
-            key: key(),
-            proof: ProofOptions::default(),
-            progress: None,
-        }),
+        transcript: Some(TranscriptRef { runtime_dir: r.to_path_buf(), key: key() }),
+        certified: Some(Certified { proof: ProofOptions::default(), progress: None }),
         ..plain_opts()
     }
 }

@@ -185,6 +185,7 @@ mod tests {
             holder: holder(own_pid()),
             process_kind: "unknown".into(),
             reclaim: ReclaimPolicy::Local,
+            transcript: None,
             certified: None,
         };
         let lease = acquire(&s, &opts, &SystemProbe).unwrap();

@@ -144,6 +144,32 @@ pub fn read_proof(
     Ok(ProofRead { proof, root, held: Some((fd, before)), force_walk: opts.force_walk })
 }
 
+/// The cheap acquisition-time check (QWEN_FORMAT §5.3 step 3, without the digest a
+/// one-shot CLI would throw away): the transcript is absent, or a regular file reached
+/// without symlinks, on a filesystem with inode numbers, whose last line is complete.
+///
+/// Why at acquisition: a writer that appends after an incomplete last line (left by an
+/// interrupted append) would glue two records together; qwen refuses such a transcript with
+/// `session_transcript_changed` and gives the lock back, and so do we.
+pub fn check_shape(runtime_dir: &Path, key: &TranscriptKey) -> Result<(), LockError> {
+    let root = sys::open_root(runtime_dir).map_err(|e| LockError::io("open runtime directory", e))?;
+    let fd = match sys::open_beneath(&root, key.as_str(), sys::transcript_read_flags(), false)
+        .map_err(|e| LockError::io("open transcript", e))?
+    {
+        Beneath::Absent => return Ok(()),
+        Beneath::Unsafe(why) => return Err(LockError::TranscriptUnsafe { reason: why.into() }),
+        Beneath::Opened(fd) => fd,
+    };
+    let fp = sys::fingerprint(&fd).map_err(|e| LockError::io("fstat transcript", e))?;
+    if fp.kind() != Kind::Regular {
+        return Err(LockError::TranscriptUnsafe { reason: format!("the transcript is a {}", fp.kind().describe()) });
+    }
+    if fp.ino == 0 {
+        return Err(LockError::unavailable(Unavailable::TranscriptIdentity));
+    }
+    check_trailing_newline(&fd, fp.size)
+}
+
 impl ProofRead {
     /// Re-checks, without re-hashing, that nothing changed since the read: the kept-open
     /// descriptor's full metadata is identical and the key still names that same inode (or
