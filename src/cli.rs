@@ -66,7 +66,7 @@ pub struct SessionArgs {
     #[arg(long, value_name = "PATH")]
     pub lock: Option<PathBuf>,
 
-    /// Transcript path relative to R [default: chats/<ID>.jsonl].
+    /// Transcript path relative to R [default: chats/<encoded ID>.jsonl].
     #[arg(long, value_name = "K", conflicts_with = "project_root")]
     pub transcript_key: Option<String>,
 

@@ -17,9 +17,24 @@ pub struct Resolved {
     pub paths: LockPaths,
 }
 
-/// Makes `p` absolute lexically (no symlink resolution), as qwen's `path.resolve` does.
+/// Makes `p` absolute lexically (no symlink resolution), as Node's `path.resolve` does for
+/// qwen: `.` dropped, `..` applied, repeated and trailing separators removed. A
+/// `--project-root` spelled `/home/u/repo/` must give the same transcript key as
+/// `/home/u/repo`, or a seal would certify another (usually missing) file.
 fn absolute(p: &Path) -> Result<PathBuf> {
-    Ok(std::path::absolute(p)?)
+    use std::path::Component;
+    let abs = std::path::absolute(p)?;
+    let mut out = PathBuf::from("/");
+    for c in abs.components() {
+        match c {
+            Component::Normal(s) => out.push(s),
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+        }
+    }
+    Ok(out)
 }
 
 /// `~` expansion for QWEN_RUNTIME_DIR, as qwen-code does.

@@ -8,8 +8,9 @@ use writerctl::lockfile::status::{LockState, SessionStatus};
 use writerctl::lockfile::{LockPaths, SystemProbe, status_all, status_one};
 
 use super::output::Output;
-use super::session::runtime_dir;
+use super::session::{runtime_dir, transcript_key};
 use crate::cli::SessionArgs;
+use writerctl::lockfile::acquire::TranscriptRef;
 
 /// Show what is on disk for one session (--session), or for every session under R.
 ///
@@ -86,7 +87,8 @@ pub fn run(args: StatusArgs, out: Output) -> Result<()> {
     }
     let r = super::session::resolve(&args.session)?;
     let paths: LockPaths = r.paths;
-    let s = status_one(&rt, &paths, &r.session_id, &SystemProbe)?;
+    let transcript = TranscriptRef { runtime_dir: rt.clone(), key: transcript_key(&args.session, &r.session_id)? };
+    let s = status_one(&rt, &paths, &r.session_id, Some(&transcript), &SystemProbe)?;
     if out.json {
         out.json(&s)?;
         return Ok(());
@@ -110,6 +112,11 @@ pub fn run(args: StatusArgs, out: Output) -> Result<()> {
             "proof:     sealed {} · {} · exists={} · {} bytes · sha256 {}",
             p.sealed_at, p.transcript.relative_path, p.transcript.exists, p.transcript.byte_length, p.transcript.sha256
         ));
+        match (p.matches, &p.mismatch) {
+            (Some(true), _) => lines.push("check:     the transcript matches the proof".into()),
+            (Some(false), Some(why)) => lines.push(format!("check:     DOES NOT MATCH — {why}")),
+            _ => {}
+        }
     }
     if let Some(c) = &s.claim {
         let who = c.owner.as_ref().map(|o| format!(" held by pid {} on {}", o.pid, o.hostname)).unwrap_or_default();

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::acquire::{check_runtime_dir, open_lock_dir};
+use super::acquire::{TranscriptRef, check_runtime_dir, open_lock_dir};
 use super::error::LockError;
 use super::identity::{Liveness, LocalDomain, ProcessProbe};
 use super::paths::{
@@ -16,6 +16,7 @@ use super::paths::{
 use super::primitives::{Inspection, inspect_record};
 use super::record::{LockRecord, Schema, TranscriptProof, parse_record};
 use super::sys::{Dir, ReadRegular, is_enoent};
+use super::transcript::{ProofOptions, read_proof};
 
 /// The coarse state of a session's lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -96,6 +97,11 @@ pub struct ProofView {
     /// The recorded transcript facts.
     #[serde(flatten)]
     pub transcript: TranscriptProof,
+    /// Whether the proof matches the transcript now (`None`: not checked — status of every
+    /// session does not hash transcripts).
+    pub matches: Option<bool>,
+    /// Why it does not match (sanitized; never the transcript path).
+    pub mismatch: Option<String>,
 }
 
 /// The claim file, if present.
@@ -202,10 +208,14 @@ pub fn utf8_names(dir: &Dir) -> Result<Vec<String>, LockError> {
 }
 
 /// Status of one session's lock.
+///
+/// With `transcript`, a sealed record's proof is checked against the transcript now (one
+/// streaming hash), exactly as `verify` and a certified takeover would.
 pub fn status_one(
     runtime_dir: &Path,
     paths: &LockPaths,
     session_id: &str,
+    transcript: Option<&TranscriptRef>,
     probe: &dyn ProcessProbe,
 ) -> Result<SessionStatus, LockError> {
     check_runtime_dir(runtime_dir)?;
@@ -214,7 +224,21 @@ pub fn status_one(
         return Ok(classify_missing_dir(paths, session_id));
     };
     let names = utf8_names(&dir)?;
-    Ok(classify(&dir, paths, session_id, &names, &local, probe))
+    let mut st = classify(&dir, paths, session_id, &names, &local, probe);
+    if let (Some(proof), Some(t)) = (st.proof.as_mut(), transcript) {
+        let result = if proof.transcript.relative_path != t.key.as_str() {
+            Err(LockError::TranscriptChanged { reason: "the sealed proof names another transcript key".into() })
+        } else {
+            read_proof(&t.runtime_dir, &t.key, ProofOptions::default(), &mut |_, _| {})
+                .and_then(|now| now.matches(&proof.transcript))
+        };
+        proof.matches = Some(result.is_ok());
+        proof.mismatch = result.err().map(|e| e.to_string());
+        if proof.matches == Some(false) && !st.managed_schema {
+            st.next_step = "sealed, but the proof no longer matches the transcript: a takeover will fail closed (session_transcript_changed). Something wrote to the transcript after the seal; fence every writer, decide which transcript is authoritative, then `writerctl recover`".into();
+        }
+    }
+    Ok(st)
 }
 
 /// Opens a lock directory if it exists (`None` when it does not).
@@ -279,7 +303,12 @@ fn classify(
             st.owner = Some(OwnerView::of(&r));
             st.managed_schema = matches!(r.schema, Schema::V3 { .. });
             if let Some(seal) = r.seal() {
-                st.proof = Some(ProofView { sealed_at: seal.sealed_at.clone(), transcript: seal.transcript.clone() });
+                st.proof = Some(ProofView {
+                    sealed_at: seal.sealed_at.clone(),
+                    transcript: seal.transcript.clone(),
+                    matches: None,
+                    mismatch: None,
+                });
             }
             st.next_step = if st.managed_schema {
                 "sealed by a qwen-code managed writer (schema 3); only a managed qwen-code takeover continues it".into()

@@ -17,7 +17,7 @@ use std::path::{Component, Path};
 use sha2::{Digest, Sha256};
 
 use super::error::{LockError, Unavailable};
-use super::paths::sanitize_cwd;
+use super::paths::{encode_uri_component, sanitize_cwd};
 use super::record::TranscriptProof;
 use super::sys::{self, Beneath, Fingerprint, Kind};
 
@@ -58,16 +58,24 @@ impl TranscriptKey {
         Ok(TranscriptKey(parts.join("/")))
     }
 
-    /// writerctl's default: `chats/<session>.jsonl`.
+    /// writerctl's default: `chats/<enc(session)>.jsonl`.
+    ///
+    /// The session id is encoded as in the lock file name, so an id containing `/` or `..`
+    /// can never point the transcript elsewhere; for the UUID ids qwen-code uses, the
+    /// encoding is the identity and the key is qwen's.
     pub fn default_for(session_id: &str) -> Result<TranscriptKey, LockError> {
-        TranscriptKey::parse(&format!("chats/{session_id}.jsonl"))
+        TranscriptKey::parse(&format!("chats/{}.jsonl", encode_uri_component(session_id)))
     }
 
-    /// qwen-code's layout: `projects/<sanitizeCwd(project_root)>/chats/<session>.jsonl`.
+    /// qwen-code's layout: `projects/<sanitizeCwd(project_root)>/chats/<enc(session)>.jsonl`.
     pub fn for_project(project_root: &Path, session_id: &str) -> Result<TranscriptKey, LockError> {
         let root =
             project_root.to_str().ok_or_else(|| LockError::InvalidArgument("--project-root is not UTF-8".into()))?;
-        TranscriptKey::parse(&format!("projects/{}/chats/{session_id}.jsonl", sanitize_cwd(root)))
+        TranscriptKey::parse(&format!(
+            "projects/{}/chats/{}.jsonl",
+            sanitize_cwd(root),
+            encode_uri_component(session_id)
+        ))
     }
 
     /// The key as recorded in a sealed proof (`relative_path`).
@@ -313,7 +321,8 @@ mod tests {
             "projects/-home-u-repo/chats/id.jsonl"
         );
         assert!(TranscriptKey::default_for("..").is_ok(), "`...jsonl` is a plain name");
-        assert!(TranscriptKey::default_for("../x").is_err());
+        assert_eq!(TranscriptKey::default_for("../x").unwrap().as_str(), "chats/..%2Fx.jsonl");
+        assert_eq!(TranscriptKey::default_for("a/b").unwrap().as_str(), "chats/a%2Fb.jsonl");
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod support;
 
 mod acquire_release;
 mod codes;
+mod handoff;
 mod race;
 mod staged;
 

@@ -84,6 +84,16 @@ pub struct AcquireJson {
     pub pid: u32,
     pub reclaimed: bool,
     pub token_file: Option<String>,
+    pub previous: Option<PreviousJson>,
+}
+
+/// `previous` of a certified takeover.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreviousJson {
+    pub hostname: String,
+    pub pid: u64,
+    pub sealed_at: String,
 }
 
 /// `release --json`.
@@ -145,6 +155,8 @@ pub struct ProofJson {
     pub exists: bool,
     pub byte_length: u64,
     pub sha256: String,
+    pub matches: Option<bool>,
+    pub mismatch: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
