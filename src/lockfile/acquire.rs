@@ -531,7 +531,7 @@ fn take_over(
         }
     };
     let proof = read_proof(&t_ref.runtime_dir, &t_ref.key, c.proof, &mut progress)?;
-    proof.matches(&seal.transcript)?;
+    proof.matches_seal(seal)?;
     let retired = site.paths.sealed_retired(&sealed.owner.owner_id, owner.expose());
     match site.dir.lstat(OsStr::new(&retired)) {
         Err(e) if is_enoent(&e) => {}
@@ -569,7 +569,7 @@ fn take_over(
             _ => return Err(LockError::unavailable(Unavailable::ReclaimRaced)),
         }
         proof.revalidate()?;
-        proof.matches(&seal.transcript)?;
+        proof.matches_seal(seal)?;
         // Steps 5 and 6.
         t.run(&mut stage)?;
         crate::failpoint!("takeover.after_transition");

@@ -88,6 +88,32 @@ pub struct TranscriptProof {
     pub sha256: String,
 }
 
+/// Key of writerctl's extension to a sealed record (qwen ignores unknown keys).
+pub const IDENTITY_KEY: &str = "writerctl_transcript_identity";
+
+/// writerctl's extension to a sealed record: the transcript's hard metadata at seal time
+/// (QWEN_FORMAT §4.2 "hard-equal", less the device number, which differs between hosts
+/// mounting one network volume).
+///
+/// Why: qwen's four proof fields certify content, not the file. An extra hard link or a
+/// permission change after the seal means someone else can now write the transcript; a
+/// takeover of a writerctl seal refuses it (`session_transcript_changed`). Timestamps are
+/// left out on purpose: a `touch` changes no byte, and the digest still proves the content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SealedIdentity {
+    /// Inode number.
+    pub ino: u64,
+    /// Full `st_mode`.
+    pub mode: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Link count.
+    pub nlink: u64,
+}
+
 /// Facts only a sealed record carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SealInfo {
@@ -99,6 +125,8 @@ pub struct SealInfo {
     pub last_commit_sequence: Option<u64>,
     /// Schema 3 only: `committed_prefix_hash`.
     pub committed_prefix_hash: Option<String>,
+    /// writerctl's identity extension, when the seal was written by writerctl.
+    pub identity: Option<SealedIdentity>,
 }
 
 /// Record state.
@@ -351,7 +379,20 @@ fn parse_state(m: &Map<String, Value>, state: Option<&Value>, managed: bool) -> 
             } else {
                 (None, None)
             };
-            Ok(RecordState::Sealed(SealInfo { sealed_at, transcript, last_commit_sequence, committed_prefix_hash }))
+            let identity = match m.get(IDENTITY_KEY) {
+                None => None,
+                Some(v) => Some(
+                    serde_json::from_value::<SealedIdentity>(v.clone())
+                        .map_err(|e| bad(format!("`{IDENTITY_KEY}` is invalid: {e}")))?,
+                ),
+            };
+            Ok(RecordState::Sealed(SealInfo {
+                sealed_at,
+                transcript,
+                last_commit_sequence,
+                committed_prefix_hash,
+                identity,
+            }))
         }
         _ => Err(bad("`state` must be \"active\" or \"sealed\"")),
     }

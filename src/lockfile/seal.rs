@@ -27,7 +27,9 @@ use time::OffsetDateTime;
 use super::acquire::LockSite;
 use super::error::{HolderInfo, LockError, Unavailable};
 use super::primitives::{check_claim, install, remove_exact};
-use super::record::{LockRecord, OwnerToken, Schema, TranscriptProof, format_timestamp, parse_record};
+use super::record::{
+    IDENTITY_KEY, LockRecord, OwnerToken, Schema, SealedIdentity, TranscriptProof, format_timestamp, parse_record,
+};
 use super::release::read_owned_retrying;
 use super::sys::is_enoent;
 use super::transcript::{ProofOptions, ProofRead, TranscriptKey, read_proof};
@@ -51,15 +53,26 @@ pub struct SealOutcome {
 /// Builds the sealed record from our exact active bytes: same keys in the same order,
 /// `schema_version` and `state` overwritten in place, then `sealed_at` and `transcript`
 /// appended (QWEN_FORMAT §2.1).
-pub fn sealed_record(active: &LockRecord, proof: &TranscriptProof, sealed_at: &str) -> Result<LockRecord, LockError> {
+///
+/// `identity` (writerctl's extension, see [`SealedIdentity`]) goes last, after `transcript`.
+pub fn sealed_record(
+    active: &LockRecord,
+    proof: &TranscriptProof,
+    identity: Option<SealedIdentity>,
+    sealed_at: &str,
+) -> Result<LockRecord, LockError> {
     let mut map: Map<String, Value> = serde_json::from_slice(&active.raw)
         .map_err(|e| LockError::InvalidArgument(format!("cannot re-read our own record: {e}")))?;
     map.insert("schema_version".into(), Value::from(2));
     map.insert("state".into(), Value::from("sealed"));
     map.shift_remove("sealed_at");
     map.shift_remove("transcript");
+    map.shift_remove(IDENTITY_KEY);
     map.insert("sealed_at".into(), Value::from(sealed_at));
     map.insert("transcript".into(), serde_json::to_value(proof).expect("proof serializes"));
+    if let Some(id) = identity {
+        map.insert(IDENTITY_KEY.into(), serde_json::to_value(id).expect("identity serializes"));
+    }
     let raw = serde_json::to_vec(&map).expect("record serializes");
     let rec = parse_record(&raw)
         .map_err(|m| LockError::InvalidArgument(format!("the sealed record would not validate: {m}")))?;
@@ -82,7 +95,7 @@ pub fn seal(
     }
     let proof = read_proof(runtime_dir, key, proof_opts, progress)?;
     let sealed_at = format_timestamp(OffsetDateTime::now_utc());
-    let sealed = sealed_record(&active, &proof.proof, &sealed_at)?;
+    let sealed = sealed_record(&active, &proof.proof, proof.identity(), &sealed_at)?;
     let owner_id = token.expose();
     let cand = site.paths.sealed_candidate(owner_id);
     let ret = site.paths.handoff(owner_id);

@@ -102,6 +102,9 @@ pub struct ProofView {
     pub matches: Option<bool>,
     /// Why it does not match (sanitized; never the transcript path).
     pub mismatch: Option<String>,
+    /// writerctl's identity extension, when present (not serialized).
+    #[serde(skip)]
+    pub identity: Option<super::record::SealedIdentity>,
 }
 
 /// The claim file, if present.
@@ -225,12 +228,17 @@ pub fn status_one(
     };
     let names = utf8_names(&dir)?;
     let mut st = classify(&dir, paths, session_id, &names, &local, probe);
+    let identity = st.proof.as_ref().and_then(|p| p.identity);
     if let (Some(proof), Some(t)) = (st.proof.as_mut(), transcript) {
         let result = if proof.transcript.relative_path != t.key.as_str() {
             Err(LockError::TranscriptChanged { reason: "the sealed proof names another transcript key".into() })
         } else {
-            read_proof(&t.runtime_dir, &t.key, ProofOptions::default(), &mut |_, _| {})
-                .and_then(|now| now.matches(&proof.transcript))
+            read_proof(&t.runtime_dir, &t.key, ProofOptions::default(), &mut |_, _| {}).and_then(
+                |now| match &identity {
+                    Some(id) => now.matches(&proof.transcript).and_then(|_| now.matches_identity(id)),
+                    None => now.matches(&proof.transcript),
+                },
+            )
         };
         proof.matches = Some(result.is_ok());
         proof.mismatch = result.err().map(|e| e.to_string());
@@ -308,6 +316,7 @@ fn classify(
                     transcript: seal.transcript.clone(),
                     matches: None,
                     mismatch: None,
+                    identity: seal.identity,
                 });
             }
             st.next_step = if st.managed_schema {

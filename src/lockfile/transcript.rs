@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 
 use super::error::{LockError, Unavailable};
 use super::paths::{encode_uri_component, sanitize_cwd};
-use super::record::TranscriptProof;
+use super::record::{SealInfo, SealedIdentity, TranscriptProof};
 use super::sys::{self, Beneath, Fingerprint, Kind};
 
 /// SHA-256 of empty input: the digest of an absent or empty transcript.
@@ -197,6 +197,44 @@ impl ProofRead {
                 }
                 check_path_identity(&self.root, &key, fp, self.force_walk)
             }
+        }
+    }
+
+    /// The transcript's hard metadata for writerctl's sealed-record extension.
+    pub fn identity(&self) -> Option<SealedIdentity> {
+        self.held.as_ref().map(|(_, fp)| SealedIdentity {
+            ino: fp.ino,
+            mode: fp.mode,
+            uid: fp.uid,
+            gid: fp.gid,
+            nlink: fp.nlink,
+        })
+    }
+
+    /// Compares the transcript's hard metadata with what a writerctl seal recorded.
+    pub fn matches_identity(&self, recorded: &SealedIdentity) -> Result<(), LockError> {
+        let Some(now) = self.identity() else { return Err(changed("the transcript was deleted")) };
+        if now.ino != recorded.ino {
+            return Err(changed("the transcript was replaced since the seal"));
+        }
+        if now.nlink != recorded.nlink {
+            return Err(changed(
+                "the transcript's link count changed since the seal (a hard link was added or removed)",
+            ));
+        }
+        if (now.mode, now.uid, now.gid) != (recorded.mode, recorded.uid, recorded.gid) {
+            return Err(changed("the transcript's permissions or owner changed since the seal"));
+        }
+        Ok(())
+    }
+
+    /// Checks this read against a sealed record: the four proof fields, plus writerctl's
+    /// identity extension when the seal carries one.
+    pub fn matches_seal(&self, seal: &SealInfo) -> Result<(), LockError> {
+        self.matches(&seal.transcript)?;
+        match &seal.identity {
+            Some(id) => self.matches_identity(id),
+            None => Ok(()),
         }
     }
 

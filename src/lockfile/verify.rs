@@ -45,7 +45,7 @@ pub fn verify(
     }
     match read_proof(runtime_dir, key, opts, progress) {
         Ok(p) => {
-            let result = p.matches(&recorded);
+            let result = p.matches_seal(record.seal().expect("sealed"));
             Ok(Verification { record, actual: Some(p.proof), result })
         }
         Err(e @ (LockError::TranscriptChanged { .. } | LockError::TranscriptUnsafe { .. })) => {

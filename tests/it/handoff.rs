@@ -374,12 +374,37 @@ fn assert_qwen_sealed_v2(raw: &[u8]) -> Map<String, Value> {
 /// The sealed record qwen's §2.1 rule derives from `active`: the same keys and bytes in the
 /// same order, `state` overwritten in place, then `sealed_at` and `transcript` appended.
 fn sealed_from(active: &[u8], sealed_at: &str, p: &ProofOut) -> Vec<u8> {
+    sealed_from_with(active, sealed_at, p, None)
+}
+
+/// A sealed record as writerctl writes it: qwen's bytes plus, when the transcript exists,
+/// the `writerctl_transcript_identity` extension read from `transcript` now.
+fn writerctl_sealed_from(active: &[u8], sealed_at: &str, p: &ProofOut, transcript: &Path) -> Vec<u8> {
+    sealed_from_with(active, sealed_at, p, p.exists.then_some(transcript))
+}
+
+fn sealed_from_with(active: &[u8], sealed_at: &str, p: &ProofOut, identity_of: Option<&Path>) -> Vec<u8> {
+    use std::os::unix::fs::MetadataExt;
     let a = std::str::from_utf8(active).unwrap();
     let body = a.replacen(r#""schema_version":2,"state":"active","#, r#""schema_version":2,"state":"sealed","#, 1);
     assert_ne!(body, a, "not a schema-2 active record: {a}");
     let body = body.strip_suffix('}').unwrap();
+    let identity = match identity_of {
+        Some(t) => {
+            let m = std::fs::metadata(t).unwrap();
+            format!(
+                r#","writerctl_transcript_identity":{{"ino":{},"mode":{},"uid":{},"gid":{},"nlink":{}}}"#,
+                m.ino(),
+                m.mode(),
+                m.uid(),
+                m.gid(),
+                m.nlink()
+            )
+        }
+        None => String::new(),
+    };
     format!(
-        r#"{body},"sealed_at":"{sealed_at}","transcript":{{"relative_path":"{}","exists":{},"byte_length":{},"sha256":"{}"}}}}"#,
+        r#"{body},"sealed_at":"{sealed_at}","transcript":{{"relative_path":"{}","exists":{},"byte_length":{},"sha256":"{}"}}{identity}}}"#,
         p.relative_path, p.exists, p.byte_length, p.sha256
     )
     .into_bytes()
@@ -500,13 +525,16 @@ fn sealing_records_the_exact_key_existence_length_and_sha256() {
         let raw = std::fs::read(env.lock(S)).unwrap();
         assert_eq!(
             String::from_utf8_lossy(&raw),
-            String::from_utf8_lossy(&sealed_from(&sealed.active, &sealed.seal.sealed_at, p)),
+            String::from_utf8_lossy(&writerctl_sealed_from(&sealed.active, &sealed.seal.sealed_at, p, &t)),
             "{name}"
         );
         let m = assert_qwen_sealed_v2(&raw);
         let active = parse_obj(&sealed.active);
         let mut want_keys = keys(&active);
         want_keys.extend(["sealed_at".to_owned(), "transcript".to_owned()]);
+        if p.exists {
+            want_keys.push("writerctl_transcript_identity".to_owned());
+        }
         assert_eq!(keys(&m), want_keys, "{name}: active keys in order, then sealed_at, transcript");
         for (k, v) in &active {
             if k != "state" {
@@ -724,7 +752,12 @@ fn concurrent_seals_by_one_owner_seal_exactly_once() {
         let raw = std::fs::read(env.lock(&session)).unwrap();
         assert_eq!(
             String::from_utf8_lossy(&raw),
-            String::from_utf8_lossy(&sealed_from(&active, &seal.sealed_at, &seal.transcript))
+            String::from_utf8_lossy(&writerctl_sealed_from(
+                &active,
+                &seal.sealed_at,
+                &seal.transcript,
+                &transcript_path(&env, &session)
+            ))
         );
         assert_only_primary(&env, &session);
     }
@@ -990,30 +1023,48 @@ fn tampering_after_the_seal_fails_closed_and_changes_nothing() {
     }
 }
 
-/// A chmod or an extra hard link after the seal changes neither the key, the existence, the
-/// length nor the digest, and those four fields are all a sealed record certifies (seed 001
-/// "Lock records"; QWEN_FORMAT §2.3): qwen's own takeover accepts such a transcript. The
-/// kept-open-descriptor checks (mode, link count, inode) guard only the window between a
-/// takeover's own proof read and its transition, which a CLI test cannot reach.
+/// A chmod or an extra hard link after a writerctl seal changes neither the key, the
+/// existence, the length nor the digest — qwen's four proof fields — but it means someone
+/// else can now write the transcript. writerctl's seal also records the transcript's hard
+/// metadata (`writerctl_transcript_identity`), and its takeover fails closed on a change.
 #[test]
-fn metadata_only_changes_after_the_seal_are_outside_the_proof() {
+fn metadata_changes_after_a_writerctl_seal_fail_closed() {
     let cases: [(&str, Tamper); 2] = [
         ("chmod", |s| std::fs::set_permissions(&s.transcript, std::fs::Permissions::from_mode(0o644)).unwrap()),
         ("extra hard link", |s| std::fs::hard_link(&s.transcript, s.runtime.join("extra-link.jsonl")).unwrap()),
     ];
     for (name, tamper) in cases {
         let env = TestEnv::new();
-        let sealed = sealed_session(&env, S, std::process::id(), Some(BODY));
+        sealed_session(&env, S, std::process::id(), Some(BODY));
         let site = Site { runtime: env.runtime(), transcript: transcript_path(&env, S), lock: env.lock(S) };
         tamper(&site);
-        let transcript_before = tree(&env.runtime().join("chats"));
+        let before = tree(&env.runtime());
         let (r, tf) = takeover(&env, S, &[]);
-        let j: TakeoverJson = r.assert_ok().json();
-        assert_eq!(j.previous.map(|p| p.sealed_at), Some(sealed.seal.sealed_at.clone()), "{name}");
-        assert_writerctl_active(&std::fs::read(&site.lock).unwrap(), S, &read_token(&tf), std::process::id());
-        assert_only_primary(&env, S);
-        assert_eq!(tree(&env.runtime().join("chats")), transcript_before, "{name}: the transcript was touched");
+        assert_eq!((r.code, r.error_code().as_str()), (4, "session_transcript_changed"), "{name}\n{}", r.stdout);
+        assert_eq!(tree(&env.runtime()), before, "{name}: the takeover changed files");
+        assert!(tf.symlink_metadata().is_err(), "{name}: a token file was written for a failed takeover");
     }
+}
+
+/// A seal written by qwen carries only the four proof fields: there, metadata-only changes
+/// are outside the proof and the takeover succeeds, as qwen's own would.
+#[test]
+fn metadata_changes_after_a_qwen_seal_are_outside_its_proof() {
+    let env = TestEnv::new();
+    let t = transcript_path(&env, S);
+    write_transcript(&t, BODY);
+    let proof = ProofOut {
+        relative_path: transcript_key(S),
+        exists: true,
+        byte_length: BODY.len() as u64,
+        sha256: sha256sum(&t),
+    };
+    let dead = qwen_active_dead(S, "0b6f7c2e-4f1e-4a5e-9d8e-1c2b3a4d5e6f");
+    stage(&env.lock(S), &sealed_from(dead.as_bytes(), "2026-07-28T00:00:01.000Z", &proof));
+    std::fs::set_permissions(&t, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (r, tf) = takeover(&env, S, &[]);
+    r.assert_ok();
+    assert_writerctl_active(&std::fs::read(env.lock(S)).unwrap(), S, &read_token(&tf), std::process::id());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1304,7 +1355,7 @@ fn a_writerctl_seal_for_a_project_root_is_a_valid_qwen_sealed_record() {
     let (seal, _) = seal_ok(&env, QWEN_SESSION, &tf, &["--project-root", PROJECT_ROOT]);
     assert_eq!(seal.transcript.relative_path, QWEN_KEY);
     let raw = std::fs::read(env.lock(QWEN_SESSION)).unwrap();
-    assert_eq!(raw, sealed_from(&active, &seal.sealed_at, &seal.transcript));
+    assert_eq!(raw, writerctl_sealed_from(&active, &seal.sealed_at, &seal.transcript, &t));
 
     // Every field and type by hand, as qwen's validator (QWEN_FORMAT §2.2) checks them.
     let m = assert_qwen_sealed_v2(&raw);
@@ -1327,9 +1378,12 @@ fn a_writerctl_seal_for_a_project_root_is_a_valid_qwen_sealed_record() {
     assert_eq!(tr["exists"], true);
     assert_eq!(tr["byte_length"], BODY.len() as u64);
     assert_eq!(tr["sha256"], sha256sum(&t).as_str());
-    // The extra `writer` key sits among the owner fields, before the seal's keys; qwen
-    // ignores unknown keys.
-    assert_eq!(keys(&m).iter().rev().take(2).collect::<Vec<_>>(), ["transcript", "sealed_at"]);
+    // The extra keys — `writer` among the owner fields, `writerctl_transcript_identity`
+    // after the proof — are unknown keys, which qwen ignores (QWEN_FORMAT §2.2).
+    assert_eq!(
+        keys(&m).iter().rev().take(3).collect::<Vec<_>>(),
+        ["writerctl_transcript_identity", "transcript", "sealed_at"]
+    );
     assert_only_primary(&env, QWEN_SESSION);
 
     // A replacement with the same Config takes it over; one with another key cannot.
