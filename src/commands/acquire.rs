@@ -26,10 +26,18 @@ pub struct AcquireArgs {
     #[command(flatten)]
     pub session: SessionArgs,
 
-    /// Managed mode (qwen's reclaimPolicy `never`): never reclaim a stale lock.
+    /// Managed mode (qwen's reclaimPolicy `never` + takeoverPolicy `certified`): never
+    /// reclaim a stale lock; with the gate on, take over a sealed one.
     #[arg(long)]
     pub managed: bool,
 
+    #[command(flatten)]
+    pub holder: HolderArgs,
+}
+
+/// The new lock's holder and where its token goes (shared by `acquire` and `takeover`).
+#[derive(Debug, Args)]
+pub struct HolderArgs {
     /// The process the lock names as holder [default: the process that ran writerctl,
     /// skipping forked subshells such as `$(...)`].
     #[arg(long, value_name = "PID")]
@@ -90,7 +98,7 @@ pub fn run(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
 /// Shared by `acquire` and `takeover` (which is `acquire --managed` with the gate required).
 pub fn take(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
     let r = resolve(&args.session)?;
-    let pid = match args.pid {
+    let pid = match args.holder.pid {
         Some(p) => p,
         None => default_holder_pid()
             .ok_or_else(|| LockError::InvalidArgument("writerctl has no parent process; pass --pid".into()))?,
@@ -101,7 +109,7 @@ pub fn take(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
     }
     // Reserve the token file before taking the lock, so a lock is never left without a way
     // to release it.
-    if let Some(f) = &args.token_file
+    if let Some(f) = &args.holder.token_file
         && f.symlink_metadata().is_ok()
     {
         return Err(LockError::InvalidArgument(format!(
@@ -120,7 +128,7 @@ pub fn take(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
     let opts = AcquireOptions {
         transcript: Some(transcript),
         holder: holder(pid),
-        process_kind: args.process_kind.clone(),
+        process_kind: args.holder.process_kind.clone(),
         reclaim: if args.managed { ReclaimPolicy::Never } else { ReclaimPolicy::Local },
         certified,
     };
@@ -141,7 +149,7 @@ pub fn take(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
         };
         anyhow::anyhow!("{what}; {outcome}")
     };
-    if let Some(f) = &args.token_file
+    if let Some(f) = &args.holder.token_file
         && let Err(e) = write_token_file(f, &lease.owner)
     {
         return Err(undeliverable(format!("cannot write token file {}: {e}", f.display())));
@@ -162,11 +170,11 @@ fn deliver(
         return out.json(&AcquireJson {
             session_id,
             state: "active",
-            owner_token: args.token_file.is_none().then(|| lease.owner.expose()),
+            owner_token: args.holder.token_file.is_none().then(|| lease.owner.expose()),
             lock_path: lock_path.to_owned(),
             pid,
             reclaimed: lease.reclaimed,
-            token_file: args.token_file.as_ref().map(|f| f.display().to_string()),
+            token_file: args.holder.token_file.as_ref().map(|f| f.display().to_string()),
             previous: lease.took_over.as_ref().map(|p| PreviousJson {
                 hostname: &p.hostname,
                 pid: p.pid,
@@ -181,7 +189,7 @@ fn deliver(
     } else {
         String::new()
     };
-    match &args.token_file {
+    match &args.holder.token_file {
         Some(f) => out
             .line(&format!("acquired session {session_id} for pid {pid}{how}; owner token written to {}", f.display())),
         None => {

@@ -1,13 +1,11 @@
 //! `writerctl takeover`.
 
-use std::path::PathBuf;
-
 use anyhow::Result;
 use clap::Args;
 use writerctl::config::Settings;
 use writerctl::lockfile::LockError;
 
-use super::acquire::{AcquireArgs, take};
+use super::acquire::{AcquireArgs, HolderArgs, take};
 use super::output::Output;
 use crate::cli::SessionArgs;
 
@@ -22,19 +20,8 @@ pub struct TakeoverArgs {
     #[command(flatten)]
     pub session: SessionArgs,
 
-    /// The process the new lock names as holder [default: the process that ran writerctl,
-    /// skipping forked subshells such as `$(...)`].
-    #[arg(long, value_name = "PID")]
-    pub pid: Option<u32>,
-
-    /// process_kind recorded in the new lock.
-    #[arg(long, value_name = "K", default_value = "unknown",
-          value_parser = ["interactive", "acp", "daemon", "unknown"])]
-    pub process_kind: String,
-
-    /// Write the new owner token to this new file (created 0600) instead of printing it.
-    #[arg(long, value_name = "F")]
-    pub token_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub holder: HolderArgs,
 }
 
 /// Runs `takeover`.
@@ -42,15 +29,5 @@ pub fn run(args: TakeoverArgs, out: Output, settings: Settings) -> Result<()> {
     if !settings.session_writer_lease {
         return Err(LockError::FeatureDisabled.into());
     }
-    take(
-        AcquireArgs {
-            session: args.session,
-            managed: true,
-            pid: args.pid,
-            process_kind: args.process_kind,
-            token_file: args.token_file,
-        },
-        out,
-        settings,
-    )
+    take(AcquireArgs { session: args.session, managed: true, holder: args.holder }, out, settings)
 }

@@ -35,7 +35,8 @@ use super::error::{HolderInfo, LockError, Unavailable};
 use super::identity::{LocalDomain, ProcessProbe};
 use super::paths::{LOCK_SUBDIR, LockPaths};
 use super::primitives::{
-    Inspection, MALFORMED_RETRY_DELAY, check_claim, inspect_record, install, remove_exact, remove_owned, same_regular,
+    Inspection, MALFORMED_RETRY_DELAY, check_claim, inspect_record, install, remove_exact, remove_owned,
+    require_absent, same_regular,
 };
 use super::record::{Holder, LockRecord, OwnerToken, Schema, new_active_record};
 use super::release::release_lease;
@@ -533,17 +534,7 @@ fn take_over(
     let proof = read_proof(&t_ref.runtime_dir, &t_ref.key, c.proof, &mut progress)?;
     proof.matches_seal(seal)?;
     let retired = site.paths.sealed_retired(&sealed.owner.owner_id, owner.expose());
-    match site.dir.lstat(OsStr::new(&retired)) {
-        Err(e) if is_enoent(&e) => {}
-        Err(e) => return Err(LockError::io("inspect takeover retired path", e)),
-        Ok(_) => {
-            return Err(LockError::Unavailable {
-                reason: Unavailable::TransitionFileExists,
-                detail: Some("takeover retired record".into()),
-                source: None,
-            });
-        }
-    }
+    require_absent(&site.dir, &retired, "takeover retired record")?;
     let claim = site.paths.claim();
     let t = Transition {
         site,

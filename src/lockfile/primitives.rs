@@ -154,6 +154,21 @@ pub fn check_claim(dir: &Dir, claim: &str) -> Result<(), LockError> {
     }
 }
 
+/// A transition's owner-unique side file (`L.handoff.<o>`, `L.sealed.<o>.<n>`) must not exist
+/// before the transition starts (QWEN_FORMAT §5.6 step 6, §5.10 step 9): a leftover means an
+/// earlier attempt crashed, and its contents are not ours to overwrite.
+pub fn require_absent(dir: &Dir, name: &str, what: &str) -> Result<(), LockError> {
+    match dir.lstat(os(name)) {
+        Err(e) if is_enoent(&e) => Ok(()),
+        Err(e) => Err(LockError::io(format!("inspect {what}"), e)),
+        Ok(_) => Err(LockError::Unavailable {
+            reason: Unavailable::TransitionFileExists,
+            detail: Some(what.to_owned()),
+            source: None,
+        }),
+    }
+}
+
 /// What is at a lock path (QWEN_FORMAT §2.2 "inspect existing lock").
 #[derive(Debug)]
 pub enum Inspection {

@@ -26,12 +26,11 @@ use time::OffsetDateTime;
 
 use super::acquire::LockSite;
 use super::error::{HolderInfo, LockError, Unavailable};
-use super::primitives::{check_claim, install, remove_exact};
+use super::primitives::{check_claim, install, remove_exact, require_absent};
 use super::record::{
     IDENTITY_KEY, LockRecord, OwnerToken, Schema, SealedIdentity, TranscriptProof, format_timestamp, parse_record,
 };
 use super::release::read_owned_retrying;
-use super::sys::is_enoent;
 use super::transcript::{ProofOptions, ProofRead, TranscriptKey, read_proof};
 use super::transition::{Stage, Transition, release_claim};
 
@@ -158,17 +157,7 @@ fn seal_under_claim(
     stage: &mut Stage,
     claim_installed: &mut bool,
 ) -> Result<(), LockError> {
-    match site.dir.lstat(std::ffi::OsStr::new(ret)) {
-        Err(e) if is_enoent(&e) => {}
-        Err(e) => return Err(LockError::io("inspect handoff path", e)),
-        Ok(_) => {
-            return Err(LockError::Unavailable {
-                reason: Unavailable::TransitionFileExists,
-                detail: Some("handoff record".into()),
-                source: None,
-            });
-        }
-    }
+    require_absent(&site.dir, ret, "handoff record")?;
     check_claim(&site.dir, &site.paths.claim())?;
     if install(&site.dir, &site.paths.claim(), &active.raw, &active.owner.owner_id)?.is_none() {
         return Err(LockError::unavailable(Unavailable::ClaimPresent));

@@ -213,15 +213,7 @@ impl Dir {
             Mode::from_raw_mode(0o600),
         )
         .map_err(errno_io)?;
-        let mut rest = bytes;
-        while !rest.is_empty() {
-            match rustix::io::write(&fd, rest) {
-                Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
-                Ok(n) => rest = &rest[n..],
-                Err(Errno::INTR) => continue,
-                Err(e) => return Err(errno_io(e)),
-            }
-        }
+        write_all(&fd, bytes)?;
         count_fsync();
         rfs::fsync(&fd).map_err(errno_io)?;
         Ok(FileMeta::from_stat(&rfs::fstat(&fd).map_err(errno_io)?))
@@ -344,6 +336,18 @@ impl Dir {
             && seen.ino == self.meta.ino;
         if same { Ok(()) } else { Err(DirSyncError::Changed) }
     }
+}
+
+fn write_all(fd: &OwnedFd, mut rest: &[u8]) -> io::Result<()> {
+    while !rest.is_empty() {
+        match rustix::io::write(fd, rest) {
+            Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+            Ok(n) => rest = &rest[n..],
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(errno_io(e)),
+        }
+    }
+    Ok(())
 }
 
 /// `lstat` of an absolute or relative path (used for the runtime directory check).
@@ -606,15 +610,7 @@ impl Dir {
             Mode::from_raw_mode(0o600),
         )
         .map_err(errno_io)?;
-        let bytes = format!("{line}\n");
-        let mut rest = bytes.as_bytes();
-        while !rest.is_empty() {
-            match rustix::io::write(&fd, rest) {
-                Ok(n) => rest = &rest[n..],
-                Err(Errno::INTR) => continue,
-                Err(e) => return Err(errno_io(e)),
-            }
-        }
+        write_all(&fd, format!("{line}\n").as_bytes())?;
         count_fsync();
         rfs::fsync(&fd).map_err(errno_io)
     }
