@@ -548,8 +548,14 @@ fn take_over(
     let mut claim_installed = false;
     let result = (|| -> Result<FileMeta, LockError> {
         // Step 3: the claim holds our new active record; after the link, L shares its inode.
-        let Some(linked) = install(&site.dir, &claim, &record.raw, owner.expose())? else {
-            return Err(LockError::unavailable(Unavailable::ClaimPresent));
+        // An install whose outcome is unclear may have linked our claim: cleanup must look.
+        let linked = match install(&site.dir, &claim, &record.raw, owner.expose()) {
+            Ok(Some(linked)) => linked,
+            Ok(None) => return Err(LockError::unavailable(Unavailable::ClaimPresent)),
+            Err(e) => {
+                claim_installed = true;
+                return Err(e);
+            }
         };
         claim_installed = true;
         crate::failpoint!("takeover.after_claim");

@@ -57,8 +57,12 @@ pub fn install(dir: &Dir, target: &str, raw: &[u8], owner_id: &str) -> Result<Op
     };
     let result = match dir.link(os(&temp), os(target)) {
         Ok(()) => Ok(Some(made)),
+        // Error after effect? Only if the target is *our inode* (the temp is still linked, so
+        // its inode cannot have been reused). Equal bytes are not enough: two seals by one
+        // owner in the same millisecond write identical claims and candidates.
         Err(e) => match (inspect_exact(dir, target, raw), dir.lstat(os(target))) {
-            (ExactState::Exact, Ok(found)) => Ok(Some(found)),
+            (ExactState::Exact, Ok(found)) if found.same_identity(&made) => Ok(Some(found)),
+            (ExactState::Exact, Ok(_)) => Ok(None),
             (ExactState::Exact, Err(le)) => Err(LockError::io("lstat installed record", le)),
             _ if is_eexist(&e) => Ok(None),
             (ExactState::Other, _) => Ok(None),
@@ -267,12 +271,24 @@ mod tests {
     }
 
     #[test]
-    fn install_reconciles_an_identical_target_as_installed() {
-        // link() reports EEXIST, but the bytes at the target are exactly ours: the
-        // error-after-effect case of §5.1 step 5.
+    fn install_reconciles_an_error_after_effect_by_inode() {
+        // link() takes effect, then reports an error: the target is our inode.
+        let (t, d) = dir();
+        crate::lockfile::failpoint::inject_syscall("link", "L", crate::lockfile::failpoint::When::After, 5, 1);
+        let got = install(&d, "L", b"ours", "o").unwrap();
+        crate::lockfile::failpoint::clear_hooks();
+        assert!(got.is_some());
+        assert_eq!(std::fs::read(t.path().join("L")).unwrap(), b"ours");
+        assert_eq!(names(&t), vec!["L"]);
+    }
+
+    #[test]
+    fn install_never_claims_someone_elses_identical_bytes() {
+        // Another installer's file with byte-identical content (a concurrent seal by the
+        // same owner) is not ours.
         let (t, d) = dir();
         std::fs::write(t.path().join("L"), b"ours").unwrap();
-        assert!(install(&d, "L", b"ours", "o").unwrap().is_some());
+        assert!(install(&d, "L", b"ours", "o").unwrap().is_none());
     }
 
     #[test]

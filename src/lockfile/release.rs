@@ -85,6 +85,14 @@ pub fn read_owned(site: &LockSite, is_ours: impl Fn(&LockRecord) -> bool) -> Res
         ReadRegular::TooLarge(_) => return Err(not_owner("the lock path holds no valid record")),
         ReadRegular::Error(e) => return Err(LockError::io("read lock", e)),
     };
+    if meta.ino == 0 {
+        // Ownership cannot be proved by identity on such a filesystem (QWEN_FORMAT §4.3).
+        return Err(LockError::Unavailable {
+            reason: super::error::Unavailable::Io,
+            detail: Some("the lock filesystem does not provide a verifiable inode identity (ino=0)".into()),
+            source: None,
+        });
+    }
     let stable = |site: &LockSite| same_regular(&site.dir, name, &meta).map_err(|e| LockError::io("lstat lock", e));
     if !stable(site)? {
         return Err(not_owner("the lock was replaced while it was read"));

@@ -159,8 +159,14 @@ fn seal_under_claim(
 ) -> Result<(), LockError> {
     require_absent(&site.dir, ret, "handoff record")?;
     check_claim(&site.dir, &site.paths.claim())?;
-    if install(&site.dir, &site.paths.claim(), &active.raw, &active.owner.owner_id)?.is_none() {
-        return Err(LockError::unavailable(Unavailable::ClaimPresent));
+    // An install whose outcome is unclear may have linked our claim: cleanup must look.
+    match install(&site.dir, &site.paths.claim(), &active.raw, &active.owner.owner_id) {
+        Ok(Some(_)) => {}
+        Ok(None) => return Err(LockError::unavailable(Unavailable::ClaimPresent)),
+        Err(e) => {
+            *claim_installed = true;
+            return Err(e);
+        }
     }
     *claim_installed = true;
     crate::failpoint!("seal.after_claim");

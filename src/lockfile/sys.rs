@@ -229,6 +229,24 @@ impl Dir {
         faulty("rename", to, || rfs::renameat(&self.fd, from, &self.fd, to).map_err(errno_io))
     }
 
+    /// `renameat2(from, to, RENAME_NOREPLACE)`: fails with `EEXIST` instead of replacing.
+    ///
+    /// Why: a transition moves the primary to an owner-unique retired name that was checked
+    /// absent just before; NOREPLACE closes the window in which a file created there could
+    /// be silently overwritten. Filesystems without renameat2 flags (`EINVAL`, e.g. NFS) fall
+    /// back to checking absence and a plain rename, with that window open again.
+    pub fn rename_noreplace(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
+        faulty("rename", to, || match rfs::renameat_with(&self.fd, from, &self.fd, to, rfs::RenameFlags::NOREPLACE) {
+            Ok(()) => Ok(()),
+            Err(Errno::INVAL) | Err(Errno::NOSYS) => match rfs::statat(&self.fd, to, AtFlags::SYMLINK_NOFOLLOW) {
+                Err(Errno::NOENT) => rfs::renameat(&self.fd, from, &self.fd, to).map_err(errno_io),
+                Ok(_) => Err(io::Error::from_raw_os_error(Errno::EXIST.raw_os_error())),
+                Err(e) => Err(errno_io(e)),
+            },
+            Err(e) => Err(errno_io(e)),
+        })
+    }
+
     /// `unlinkat(name)` (files only).
     pub fn unlink(&self, name: &OsStr) -> io::Result<()> {
         faulty("unlink", name, || rfs::unlinkat(&self.fd, name, AtFlags::empty()).map_err(errno_io))

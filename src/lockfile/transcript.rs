@@ -426,7 +426,7 @@ mod tests {
         let (t, _) = setup(b"x\n");
         rustix::fs::mknodat(
             rustix::fs::CWD,
-            &t.path().join("chats/fifo.jsonl"),
+            t.path().join("chats/fifo.jsonl"),
             rustix::fs::FileType::Fifo,
             rustix::fs::Mode::from_raw_mode(0o600),
             0,

@@ -70,6 +70,19 @@ pub struct Transition<'a> {
     pub claim_raw: &'a [u8],
 }
 
+/// A failed link into `L`; `unclear` when what is at `L` now could not be read, so the link
+/// may have taken effect.
+struct LinkFailure {
+    error: LockError,
+    unclear: bool,
+}
+
+impl LinkFailure {
+    fn definite(error: LockError) -> LinkFailure {
+        LinkFailure { error, unclear: false }
+    }
+}
+
 /// What sits at `L` while we try to link into it.
 enum AtPrimary {
     /// Exactly the bytes we are linking (an error reported after the link took effect).
@@ -114,13 +127,20 @@ impl Transition<'_> {
     /// Runs the transition. `stage` tells the caller how far it got, also on error.
     pub fn run(&self, stage: &mut Stage) -> Result<(), LockError> {
         crate::failpoint!("transition.before_rename");
-        if let Err(e) = self.site.dir.rename(os(self.lock()), os(self.retired)) {
+        if let Err(e) = self.site.dir.rename_noreplace(os(self.lock()), os(self.retired)) {
             // Did the rename happen anyway (error after effect)?
             let at_lock = inspect_exact(&self.site.dir, self.lock(), self.expected);
             let at_retired = inspect_exact(&self.site.dir, self.retired, self.expected);
             match (at_lock, at_retired) {
                 (_, ExactState::Exact) => {}
-                _ => return Err(LockError::io("move primary aside", e)),
+                // Provably not moved: the primary is untouched.
+                (ExactState::Exact, ExactState::Missing) => return Err(LockError::io("move primary aside", e)),
+                // Anything unclear counts as started, so cleanup keeps the claim unless the
+                // exact predecessor is proven back at L.
+                _ => {
+                    *stage = Stage::Started;
+                    return Err(LockError::io("move primary aside", e));
+                }
             }
         }
         *stage = Stage::Started;
@@ -135,7 +155,14 @@ impl Transition<'_> {
                 crate::failpoint!("transition.after_link");
                 Ok(())
             }
-            Err(e) => Err(self.restore(e)),
+            // The link may have happened: treat it as committed, so cleanup runs the
+            // claim-guarded, byte-exact rollback instead of a restore that could mistake our
+            // own new record for a candidate.
+            Err(LinkFailure { error, unclear: true }) => {
+                *stage = Stage::Committed;
+                Err(error)
+            }
+            Err(LinkFailure { error, unclear: false }) => Err(self.restore(error)),
         }
     }
 
@@ -146,7 +173,7 @@ impl Transition<'_> {
                 let _ = remove_exact(&self.site.dir, self.retired, self.expected);
                 original
             }
-            Err(restore) => LockError::Unavailable {
+            Err(LinkFailure { error: restore, .. }) => LockError::Unavailable {
                 reason: Unavailable::ClaimRetained,
                 detail: Some(format!(
                     "transition failed ({original}) and the primary could not be restored ({restore})"
@@ -158,24 +185,31 @@ impl Transition<'_> {
 
     /// §5.7 step 2: link `source` into the missing `L`, waiting (bounded) for a claim-aware
     /// candidate to leave, never removing or overwriting anything else.
-    fn link_claimed_primary(&self, source: &str, source_raw: &[u8]) -> Result<(), LockError> {
+    fn link_claimed_primary(&self, source: &str, source_raw: &[u8]) -> Result<(), LinkFailure> {
         let mut observations = 0;
         loop {
             if !self.claim_is_exact() {
-                return Err(LockError::unavailable(Unavailable::ClaimLost));
+                return Err(LinkFailure::definite(LockError::unavailable(Unavailable::ClaimLost)));
             }
-            crate::failpoint!("transition.before_link");
-            let err = match self.site.dir.link(os(source), os(self.lock())) {
+            let err = match self.try_link(source) {
                 Ok(()) => return Ok(()),
                 Err(e) => e,
             };
             match self.classify_primary(source_raw) {
                 AtPrimary::Source => return Ok(()),
-                AtPrimary::Candidate => self.wait_for_candidate(&mut observations)?,
-                AtPrimary::Other => return Err(LockError::unavailable(Unavailable::PrimaryReplaced)),
-                AtPrimary::Missing | AtPrimary::Unknown => return Err(LockError::io("link primary", err)),
+                AtPrimary::Candidate => self.wait_for_candidate(&mut observations).map_err(LinkFailure::definite)?,
+                AtPrimary::Other => {
+                    return Err(LinkFailure::definite(LockError::unavailable(Unavailable::PrimaryReplaced)));
+                }
+                AtPrimary::Missing => return Err(LinkFailure::definite(err)),
+                AtPrimary::Unknown => return Err(LinkFailure { error: err, unclear: true }),
             }
         }
+    }
+
+    fn try_link(&self, source: &str) -> Result<(), LockError> {
+        crate::failpoint!("transition.before_link");
+        self.site.dir.link(os(source), os(self.lock())).map_err(|e| LockError::io("link primary", e))
     }
 
     fn wait_for_candidate(&self, observations: &mut u32) -> Result<(), LockError> {
@@ -220,7 +254,7 @@ impl Transition<'_> {
             ExactState::Other => return Err(LockError::unavailable(Unavailable::PrimaryReplaced)),
             ExactState::Missing | ExactState::Unknown(_) => return Err(LockError::unavailable(Unavailable::Io)),
         }
-        self.link_claimed_primary(self.retired, self.expected)?;
+        self.link_claimed_primary(self.retired, self.expected).map_err(|f| f.error)?;
         let _ = remove_exact(&self.site.dir, self.retired, self.expected);
         Ok(())
     }
@@ -242,10 +276,11 @@ impl Transition<'_> {
             failures.push(format!("the claim's ownership is unreadable ({e})"));
         }
         let claim_exact = matches!(claim_state, ExactState::Exact);
-        if stage == Stage::Committed && claim_exact {
-            if let Err(e) = self.rollback() {
-                failures.push(format!("rollback failed: {e}"));
-            }
+        if stage == Stage::Committed
+            && claim_exact
+            && let Err(e) = self.rollback()
+        {
+            failures.push(format!("rollback failed: {e}"));
         }
         if claim_exact {
             let restored = matches!(inspect_exact(&self.site.dir, self.lock(), self.expected), ExactState::Exact);
