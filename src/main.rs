@@ -78,6 +78,9 @@ fn report(e: anyhow::Error, out: Output, verbose: bool) -> ExitCode {
     if is_broken_pipe(&e) {
         return ExitCode::SUCCESS;
     }
+    if let Some(commands::ExitStatus(code)) = e.downcast_ref::<commands::ExitStatus>() {
+        return ExitCode::from(*code);
+    }
     let (code, hint) = classify(&e);
     let mut message = e.to_string();
     if verbose {

@@ -10,3 +10,15 @@ pub mod session;
 pub mod status;
 pub mod takeover;
 pub mod verify;
+
+/// A command that already printed its report and only needs a non-zero exit status.
+#[derive(Debug)]
+pub struct ExitStatus(pub u8);
+
+impl std::fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit status {}", self.0)
+    }
+}
+
+impl std::error::Error for ExitStatus {}

@@ -3,9 +3,14 @@
 use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
+use writerctl::lockfile::acquire::{TranscriptRef, check_runtime_dir};
 use writerctl::lockfile::paths::LOCK_SUBDIR;
 use writerctl::lockfile::recover::{Action, Done, Plan, execute, plan};
 use writerctl::lockfile::status::{open_existing, sessions_in, utf8_names};
+use writerctl::lockfile::transcript::TranscriptKey;
+
+use super::ExitStatus;
+use super::session::transcript_key;
 use writerctl::lockfile::{DirMode, LockPaths, LockSite, SystemProbe, open_site};
 
 use super::output::Output;
@@ -50,23 +55,36 @@ struct AllJson {
     sessions: Vec<SessionJson>,
 }
 
-fn sites(args: &RecoverArgs) -> Result<Vec<LockSite>> {
-    if args.session.session.is_some() || args.session.lock.is_some() {
+/// One session's site (`None`: its lock directory does not exist) and its transcript.
+type Target = (String, Option<LockSite>, TranscriptRef);
+
+fn one_session(args: &RecoverArgs) -> bool {
+    args.session.session.is_some() || args.session.lock.is_some()
+}
+
+fn targets(args: &RecoverArgs) -> Result<Vec<Target>> {
+    if one_session(args) {
         let r = resolve(&args.session)?;
-        if open_existing(&r.paths.dir)?.is_none() {
-            return Ok(Vec::new());
-        }
-        return Ok(vec![open_site(&r.runtime_dir, r.paths, &r.session_id, DirMode::Existing)?]);
+        check_runtime_dir(&r.runtime_dir)?;
+        let transcript =
+            TranscriptRef { runtime_dir: r.runtime_dir.clone(), key: transcript_key(&args.session, &r.session_id)? };
+        let site = match open_existing(&r.paths.dir)? {
+            None => None,
+            Some(_) => Some(open_site(&r.runtime_dir, r.paths, &r.session_id, DirMode::Existing)?),
+        };
+        return Ok(vec![(r.session_id, site, transcript)]);
     }
     let rt = runtime_dir(&args.session)?;
-    writerctl::lockfile::acquire::check_runtime_dir(&rt)?;
+    check_runtime_dir(&rt)?;
     let dir_path = rt.join(LOCK_SUBDIR);
     let Some(dir) = open_existing(&dir_path)? else { return Ok(Vec::new()) };
     let names = utf8_names(&dir)?;
     let mut out = Vec::new();
     for (lock_name, session) in sessions_in(&names) {
         let paths = LockPaths { dir: dir_path.clone(), lock_name };
-        out.push(open_site(&rt, paths, &session, DirMode::Existing)?);
+        let transcript = TranscriptRef { runtime_dir: rt.clone(), key: TranscriptKey::default_for(&session)? };
+        let site = open_site(&rt, paths, &session, DirMode::Existing)?;
+        out.push((session, Some(site), transcript));
     }
     Ok(out)
 }
@@ -83,8 +101,13 @@ fn describe(a: &Action) -> (&'static str, &str, &str) {
 pub fn run(args: RecoverArgs, out: Output) -> Result<()> {
     let act = args.writers_fenced && args.yes;
     let mut results = Vec::new();
-    for site in sites(&args)? {
-        let p: Plan = plan(&site, &SystemProbe)?;
+    for (session_id, site, transcript) in targets(&args)? {
+        let Some(site) = site else {
+            let p = Plan { session_id, actions: Vec::new(), blocked: None };
+            results.push((p, Vec::new(), None));
+            continue;
+        };
+        let p: Plan = plan(&site, Some(&transcript), &SystemProbe)?;
         let (done, folder): (Vec<Done>, Option<String>) = if act && p.blocked.is_none() {
             execute(&site, &p)?
         } else {
@@ -92,6 +115,17 @@ pub fn run(args: RecoverArgs, out: Output) -> Result<()> {
         };
         results.push((p, done, folder));
     }
+    // Asked to act but a running writer blocked it: the report says why; the exit status
+    // tells scripts that nothing was done (3, as for any conflict with a live writer).
+    let blocked = act && results.iter().any(|(p, _, _)| p.blocked.is_some());
+    report(&args, out, act, results)?;
+    if blocked {
+        return Err(ExitStatus(3).into());
+    }
+    Ok(())
+}
+
+fn report(args: &RecoverArgs, out: Output, act: bool, results: Vec<(Plan, Vec<Done>, Option<String>)>) -> Result<()> {
     if out.json {
         let sessions: Vec<SessionJson> = results
             .into_iter()
@@ -103,7 +137,7 @@ pub fn run(args: RecoverArgs, out: Output) -> Result<()> {
                 actions: done.iter().map(|d| serde_json::to_value(d).expect("serializes")).collect(),
             })
             .collect();
-        if args.session.session.is_some() && sessions.len() == 1 {
+        if one_session(args) && sessions.len() == 1 {
             out.json(&sessions[0])?;
         } else {
             out.json(&AllJson { dry_run: !act, sessions })?;

@@ -176,27 +176,53 @@ impl SideKind {
     }
 }
 
-/// Classifies the part of a side-file name after `L.`.
+/// One owner-id component of a side-file name: non-empty, in `encodeURIComponent`'s output
+/// alphabet, without `.` (qwen owner ids are UUIDs).
+fn is_owner_segment(seg: &str) -> bool {
+    !seg.is_empty()
+        && seg.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'!' | b'~' | b'*' | b'\'' | b'(' | b')' | b'%')
+        })
+}
+
+fn owner_segments(rest: &str, min: usize, max: usize) -> bool {
+    let parts: Vec<&str> = rest.split('.').collect();
+    (min..=max).contains(&parts.len()) && parts.iter().all(|p| is_owner_segment(p))
+}
+
+/// Classifies the part of a side-file name after `L.`, strictly by qwen's patterns
+/// (QWEN_FORMAT §1.2). A name that only starts like one (`handoff.`, `sealed.bak`) is
+/// `Unknown`, so `recover` never mistakes an operator's backup copy for residue to move or,
+/// worse, for a predecessor to restore.
 fn classify_remainder(rest: &str) -> SideKind {
-    if rest.ends_with(".tmp") {
-        SideKind::InstallTemp
-    } else if rest == "claim" {
-        SideKind::Claim
-    } else if rest.starts_with("released.") {
-        SideKind::Released
-    } else if rest.starts_with("sealed-candidate.") {
-        SideKind::SealedCandidate
-    } else if rest.starts_with("handoff.") {
-        SideKind::Handoff
-    } else if rest.starts_with("sealed.") {
-        SideKind::SealedRetired
-    } else if rest.starts_with("stale.") {
-        SideKind::Stale
-    } else if rest.starts_with("reclaim.") {
-        SideKind::ReclaimGuard
-    } else {
-        SideKind::Unknown
+    if let Some(body) = rest.strip_suffix(".tmp") {
+        // `<target suffix>.<owner>.tmp`, the target being L itself or one of its side files.
+        let (target, owner) = match body.rsplit_once('.') {
+            Some((t, o)) => (t, o),
+            None => ("", body),
+        };
+        let target_ok =
+            target.is_empty() || !matches!(classify_remainder(target), SideKind::Unknown | SideKind::InstallTemp);
+        return if is_owner_segment(owner) && target_ok { SideKind::InstallTemp } else { SideKind::Unknown };
     }
+    if rest == "claim" {
+        return SideKind::Claim;
+    }
+    let Some((word, tail)) = rest.split_once('.') else { return SideKind::Unknown };
+    let (kind, ok) = match word {
+        "released" => (SideKind::Released, owner_segments(tail, 1, 1)),
+        "sealed-candidate" => (SideKind::SealedCandidate, owner_segments(tail, 1, 1)),
+        "handoff" => (SideKind::Handoff, owner_segments(tail, 1, 1)),
+        "sealed" => (SideKind::SealedRetired, owner_segments(tail, 2, 2)),
+        "reclaim" => (SideKind::ReclaimGuard, owner_segments(tail, 1, 2)),
+        "stale" => (
+            SideKind::Stale,
+            matches!(tail.split_once('.'), Some((pid, nonce))
+                if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) && is_owner_segment(nonce)),
+        ),
+        _ => (SideKind::Unknown, true),
+    };
+    if ok { kind } else { SideKind::Unknown }
 }
 
 /// For a side file of a standard `<enc(session)>.lock` primary, the primary it belongs to.
@@ -351,6 +377,25 @@ mod tests {
         assert_eq!(classify_side_file("s.lock", "s.lock"), None);
         assert_eq!(classify_side_file("s.lock", "t.lock.claim"), None);
         assert_eq!(classify_side_file("s.lock", "s.lockx"), None);
+    }
+
+    #[test]
+    fn names_that_only_start_like_a_side_file_are_unknown() {
+        for rest in [
+            "handoff.",
+            "sealed.bak",
+            "sealed.a.b.c",
+            "released.",
+            "reclaim.",
+            "stale.bak",
+            "stale.x.y",
+            "claimx",
+            ".tmp",
+            "bogus.o.tmp",
+            "handoff.a.b",
+        ] {
+            assert_eq!(classify_side_file("s.lock", &format!("s.lock.{rest}")), Some(SideKind::Unknown), "{rest}");
+        }
     }
 
     #[test]

@@ -383,7 +383,8 @@ fn parse_state(m: &Map<String, Value>, state: Option<&Value>, managed: bool) -> 
                 None => None,
                 Some(v) => Some(
                     serde_json::from_value::<SealedIdentity>(v.clone())
-                        .map_err(|e| bad(format!("`{IDENTITY_KEY}` is invalid: {e}")))?,
+                        // Not the serde message: it would echo the record's values.
+                        .map_err(|_| bad(format!("`{IDENTITY_KEY}` is not an object of ino, mode, uid, gid, nlink")))?,
                 ),
             };
             Ok(RecordState::Sealed(SealInfo {

@@ -15,13 +15,16 @@ use std::ffi::OsStr;
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use super::acquire::{LockSite, sync_error};
+use super::acquire::{LockSite, TranscriptRef, sync_error};
 use super::error::LockError;
 use super::identity::{LiveReason, Liveness, ProcessProbe};
 use super::paths::{SideKind, classify_side_file, redact_side_file_name};
 use super::primitives::{Inspection, inspect_record};
 use super::record::format_timestamp;
+use super::record::{LockRecord, parse_record};
+use super::sys::ReadRegular;
 use super::sys::{self, Kind};
+use super::transcript::{ProofOptions, read_proof};
 
 /// Name of the audit log in the lock directory.
 pub const AUDIT_LOG: &str = "writerctl-recovery.log";
@@ -84,7 +87,10 @@ fn shown(site: &LockSite, name: &str, kind: SideKind) -> String {
 }
 
 /// Computes the plan for one session. Changes nothing.
-pub fn plan(site: &LockSite, probe: &dyn ProcessProbe) -> Result<Plan, LockError> {
+///
+/// With `transcript`, a sealed primary's proof is checked: a seal that no longer matches its
+/// transcript can never be taken over, so (with every writer fenced) it is moved aside too.
+pub fn plan(site: &LockSite, transcript: Option<&TranscriptRef>, probe: &dyn ProcessProbe) -> Result<Plan, LockError> {
     let lock = site.paths.lock_name.clone();
     let mut actions = Vec::new();
     let mut blocked = None;
@@ -118,9 +124,18 @@ pub fn plan(site: &LockSite, probe: &dyn ProcessProbe) -> Result<Plan, LockError
             file: lock.clone(),
             reason: format!("fenced active record ({}); every writer is stated to be fenced", l.describe()),
         }),
-        Inspection::Sealed(_) => actions.push(Action::Keep {
-            file: lock.clone(),
-            reason: "sealed handoff record: a certified takeover continues it".into(),
+        Inspection::Sealed(r) => actions.push(match sealed_mismatch(&r, transcript) {
+            Some(why) => Action::MoveAside {
+                name: lock.clone(),
+                file: lock.clone(),
+                reason: format!(
+                    "sealed, but its proof no longer matches the transcript ({why}); no takeover can continue it"
+                ),
+            },
+            None => Action::Keep {
+                file: lock.clone(),
+                reason: "sealed handoff record: a certified takeover continues it".into(),
+            },
         }),
         Inspection::Malformed(m) => actions.push(Action::MoveAside {
             name: lock.clone(),
@@ -140,17 +155,12 @@ pub fn plan(site: &LockSite, probe: &dyn ProcessProbe) -> Result<Plan, LockError
         Inspection::Error(e) => return Err(LockError::io("read lock", e)),
     }
 
-    // A crashed transition leaves L missing and the predecessor at a retired name.
-    let predecessors: Vec<&(String, SideKind)> = side
-        .iter()
-        .filter(|(n, k)| {
-            matches!(k, SideKind::Handoff | SideKind::SealedRetired)
-                && matches!(
-                    inspect_record(&site.dir, n, &site.session_id, &site.local, probe),
-                    Inspection::Active(..) | Inspection::Sealed(_)
-                )
-        })
-        .collect();
+    // A crashed transition leaves L missing, its claim, and the predecessor at the retired
+    // name that claim pairs with. A retired file no claim pairs with is leftover cleanup of
+    // a transition that completed: residue, never a primary to restore.
+    let claim = claim_record(site);
+    let predecessors: Vec<&(String, SideKind)> =
+        side.iter().filter(|(n, k)| pairs_with_claim(site, n, *k, claim.as_ref(), probe)).collect();
     let restore = if primary_missing && predecessors.len() == 1 { Some(predecessors[0].0.clone()) } else { None };
     if let Some(name) = &restore {
         let kind = predecessors[0].1;
@@ -191,6 +201,54 @@ pub fn plan(site: &LockSite, probe: &dyn ProcessProbe) -> Result<Plan, LockError
     Ok(Plan { session_id: site.session_id.clone(), actions, blocked })
 }
 
+/// The record held by `L.claim`, if it is a valid active record.
+fn claim_record(site: &LockSite) -> Option<LockRecord> {
+    match site.dir.read_regular(OsStr::new(&site.paths.claim())) {
+        ReadRegular::Regular(bytes, _) => parse_record(&bytes).ok().filter(|r| r.is_active()),
+        _ => None,
+    }
+}
+
+/// Is `name` the predecessor that the transition holding `claim` moved aside?
+///
+/// * seal: the claim holds the sealer's active record, and `L.handoff.<o>` holds exactly
+///   those bytes;
+/// * takeover: the claim holds the new owner `n`'s active record, and
+///   `L.sealed.<s>.<n>` holds a sealed record of owner `s`.
+fn pairs_with_claim(
+    site: &LockSite,
+    name: &str,
+    kind: SideKind,
+    claim: Option<&LockRecord>,
+    probe: &dyn ProcessProbe,
+) -> bool {
+    let Some(claim) = claim else { return false };
+    match (kind, inspect_record(&site.dir, name, &site.session_id, &site.local, probe)) {
+        (SideKind::Handoff, Inspection::Active(r, _)) => {
+            r.raw == claim.raw && name == site.paths.handoff(&r.owner.owner_id)
+        }
+        (SideKind::SealedRetired, Inspection::Sealed(r)) => {
+            name == site.paths.sealed_retired(&r.owner.owner_id, &claim.owner.owner_id)
+        }
+        _ => false,
+    }
+}
+
+/// Why a sealed record's proof does not match the transcript now, if it does not.
+fn sealed_mismatch(sealed: &LockRecord, transcript: Option<&TranscriptRef>) -> Option<String> {
+    let t = transcript?;
+    let seal = sealed.seal()?;
+    if seal.transcript.relative_path != t.key.as_str() {
+        // Another key: this invocation does not know the right transcript; judge nothing.
+        return None;
+    }
+    match read_proof(&t.runtime_dir, &t.key, ProofOptions::default(), &mut |_, _| {}) {
+        Ok(now) => now.matches_seal(seal).err().map(|e| e.to_string()),
+        Err(e @ (LockError::TranscriptChanged { .. } | LockError::TranscriptUnsafe { .. })) => Some(e.to_string()),
+        Err(_) => None,
+    }
+}
+
 fn holder_is_running(site: &LockSite, name: &str, probe: &dyn ProcessProbe) -> bool {
     matches!(
         inspect_record(&site.dir, name, &site.session_id, &site.local, probe),
@@ -225,6 +283,8 @@ pub fn execute(site: &LockSite, plan: &Plan) -> Result<(Vec<Done>, Option<String
         now.second(),
         sys::own_pid()
     );
+    // The audit log first: if it cannot be written, nothing moves without its line.
+    let log = site.dir.open_log(OsStr::new(AUDIT_LOG)).map_err(|e| LockError::io("open the recovery audit log", e))?;
     let dest = site.dir.create_subdir(OsStr::new(&folder)).map_err(|e| LockError::io("create recovery folder", e))?;
     let mut done = Vec::new();
     let mut failed = false;
@@ -242,7 +302,7 @@ pub fn execute(site: &LockSite, plan: &Plan) -> Result<(Vec<Done>, Option<String
         if result.starts_with("failed") {
             failed = true;
         }
-        audit(site, action, &folder, &result)?;
+        audit(site, &log, action, &folder, &result)?;
         done.push(Done { action: action.clone(), result });
         if failed {
             break;
@@ -270,7 +330,13 @@ fn restore(site: &LockSite, name: &str, dest: &std::os::fd::OwnedFd) -> String {
     }
 }
 
-fn audit(site: &LockSite, action: &Action, folder: &str, result: &str) -> Result<(), LockError> {
+fn audit(
+    site: &LockSite,
+    log: &std::os::fd::OwnedFd,
+    action: &Action,
+    folder: &str,
+    result: &str,
+) -> Result<(), LockError> {
     let (verb, file) = match action {
         Action::Restore { file, .. } => ("restore", file),
         Action::MoveAside { file, .. } => ("move_aside", file),
@@ -282,5 +348,5 @@ fn audit(site: &LockSite, action: &Action, folder: &str, result: &str) -> Result
         sys::own_pid(),
         site.session_id
     );
-    site.dir.append_line(OsStr::new(AUDIT_LOG), &line).map_err(|e| LockError::io("append recovery audit log", e))
+    sys::append_line(log, &line).map_err(|e| LockError::io("append recovery audit log", e))
 }

@@ -619,19 +619,32 @@ impl Dir {
         .map_err(errno_io)
     }
 
-    /// Appends one line to `name` (created 0600), fsynced: the recovery audit log.
-    pub fn append_line(&self, name: &OsStr, line: &str) -> io::Result<()> {
+    /// Opens `name` for appending (created 0600): the recovery audit log.
+    ///
+    /// Why the checks: the log lives in a directory others can write to; a FIFO planted
+    /// there must not hang `recover` (`O_NONBLOCK`), and a symlink or an extra hard link must
+    /// not redirect audit lines into another file.
+    pub fn open_log(&self, name: &OsStr) -> io::Result<OwnedFd> {
         let fd = rfs::openat(
             &self.fd,
             name,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::APPEND | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::APPEND | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
             Mode::from_raw_mode(0o600),
         )
         .map_err(errno_io)?;
-        write_all(&fd, format!("{line}\n").as_bytes())?;
-        count_fsync();
-        rfs::fsync(&fd).map_err(errno_io)
+        let meta = FileMeta::from_stat(&rfs::fstat(&fd).map_err(errno_io)?);
+        if meta.kind != Kind::Regular || meta.nlink != 1 {
+            return Err(io::Error::other("the audit log is not a plain regular file"));
+        }
+        Ok(fd)
     }
+}
+
+/// Appends one line to an open log and fsyncs it.
+pub fn append_line(fd: &OwnedFd, line: &str) -> io::Result<()> {
+    write_all(fd, format!("{line}\n").as_bytes())?;
+    count_fsync();
+    rfs::fsync(fd).map_err(errno_io)
 }
 
 /// fsync an arbitrary directory descriptor (the recovery folder after moves into it).

@@ -93,6 +93,23 @@ pub struct ProofRead {
     /// The kept-open descriptor and its fingerprint; `None` when the transcript is absent.
     held: Option<(OwnedFd, Fingerprint)>,
     force_walk: bool,
+    /// The file's timestamps were not clearly older than the read (see [`is_racy`]).
+    racy: bool,
+}
+
+/// Timestamp granularity margin: Linux stamps files from a coarse clock (one tick, up to
+/// 10 ms), so a write in the same tick as our read can leave mtime and ctime unchanged.
+const RACY_MARGIN: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// git's "racily clean" rule: if the file changed within the timestamp granularity of the
+/// moment we started reading it, an identical fingerprint later does not prove identical
+/// content, so revalidation must rehash.
+fn is_racy(fp: &Fingerprint, started: std::time::SystemTime) -> bool {
+    let newest = fp.mtime.max(fp.ctime);
+    let stamp = std::time::UNIX_EPOCH
+        + std::time::Duration::from_secs(newest.0.max(0) as u64)
+        + std::time::Duration::from_nanos(newest.1);
+    stamp + RACY_MARGIN >= started
 }
 
 fn changed(why: impl Into<String>) -> LockError {
@@ -114,6 +131,7 @@ pub fn read_proof(
     opts: ProofOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<ProofRead, LockError> {
+    let started = std::time::SystemTime::now();
     let root = sys::open_root(runtime_dir).map_err(|e| LockError::io("open runtime directory", e))?;
     let fd = match sys::open_beneath(&root, key.as_str(), sys::transcript_read_flags(), opts.force_walk)
         .map_err(|e| LockError::io("open transcript", e))?
@@ -125,7 +143,7 @@ pub fn read_proof(
                 byte_length: 0,
                 sha256: EMPTY_SHA256.to_owned(),
             };
-            return Ok(ProofRead { proof, root, held: None, force_walk: opts.force_walk });
+            return Ok(ProofRead { proof, root, held: None, force_walk: opts.force_walk, racy: false });
         }
         Beneath::Unsafe(why) => return Err(LockError::TranscriptUnsafe { reason: why.into() }),
         Beneath::Opened(fd) => fd,
@@ -149,7 +167,8 @@ pub fn read_proof(
     check_path_identity(&root, key, &before, opts.force_walk)?;
     let proof =
         TranscriptProof { relative_path: key.as_str().to_owned(), exists: true, byte_length: before.size, sha256 };
-    Ok(ProofRead { proof, root, held: Some((fd, before)), force_walk: opts.force_walk })
+    let racy = is_racy(&before, started);
+    Ok(ProofRead { proof, root, held: Some((fd, before)), force_walk: opts.force_walk, racy })
 }
 
 /// The cheap acquisition-time check (QWEN_FORMAT §5.3 step 3, without the digest a
@@ -195,7 +214,20 @@ impl ProofRead {
                 if now != *fp {
                     return Err(changed(describe_difference(fp, &now)));
                 }
-                check_path_identity(&self.root, &key, fp, self.force_walk)
+                check_path_identity(&self.root, &key, fp, self.force_walk)?;
+                if self.racy {
+                    // Same metadata proves nothing for a file touched in the same clock tick
+                    // as our read: compare the content itself.
+                    let again = hash_exactly(fd, fp.size, &mut |_, _| {})?;
+                    if again != self.proof.sha256 {
+                        return Err(changed("same length, different content (SHA-256 differs)"));
+                    }
+                    let after = sys::fingerprint(fd).map_err(|e| LockError::io("fstat transcript", e))?;
+                    if after != *fp {
+                        return Err(changed(describe_difference(fp, &after)));
+                    }
+                }
+                Ok(())
             }
         }
     }
@@ -468,6 +500,22 @@ mod tests {
             mutate(&t.path().join("chats/s.jsonl"));
             assert!(matches!(p.revalidate(), Err(LockError::TranscriptChanged { .. })), "{name}");
         }
+    }
+
+    #[test]
+    fn a_racily_clean_transcript_is_rehashed_on_revalidation() {
+        // A same-tick, same-length rewrite can leave every timestamp equal; for a file
+        // written that recently, revalidation compares content. Simulated by making the
+        // recorded digest disagree with the content while the metadata stays identical.
+        let (t, k) = setup(b"aaaa\n");
+        let mut p = read(&t, &k, false).unwrap();
+        assert!(p.racy, "written just now");
+        p.proof.sha256 = EMPTY_SHA256.into();
+        assert!(matches!(p.revalidate(), Err(LockError::TranscriptChanged { .. })));
+        p.racy = false;
+        p.revalidate().expect("without the racy rule only metadata is compared");
+        let old = Fingerprint { mtime: (1, 0), ctime: (1, 0), ..p.held.as_ref().unwrap().1 };
+        assert!(!is_racy(&old, std::time::SystemTime::now()));
     }
 
     #[test]

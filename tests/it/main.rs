@@ -9,6 +9,7 @@ mod acquire_release;
 mod codes;
 mod handoff;
 mod race;
+mod recover;
 mod staged;
 
 #[test]

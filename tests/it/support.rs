@@ -348,3 +348,91 @@ pub fn stage(path: &Path, bytes: &[u8]) {
 pub fn sleeper() -> std::process::Child {
     Command::new("sleep").arg("1000").stdin(Stdio::null()).spawn().unwrap()
 }
+
+// ---------------------------------------------------------------------------------------
+// recover
+// ---------------------------------------------------------------------------------------
+
+/// `recover --json` for one session.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecoverJson {
+    pub session_id: String,
+    pub dry_run: bool,
+    pub blocked: Option<String>,
+    pub folder: Option<String>,
+    pub actions: Vec<RecoverActionJson>,
+}
+
+/// One step of a `recover` plan (or its result).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecoverActionJson {
+    pub action: String,
+    pub file: String,
+    pub reason: String,
+    pub result: String,
+}
+
+/// `recover --json` without `--session`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecoverAllJson {
+    pub dry_run: bool,
+    pub sessions: Vec<RecoverJson>,
+}
+
+/// One entry of a recursive snapshot, compared byte for byte (shown as text when it is).
+#[derive(Clone, PartialEq, Eq)]
+pub enum TreeNode {
+    File(Vec<u8>),
+    Dir,
+    Symlink(PathBuf),
+    Fifo,
+    Other,
+}
+
+impl std::fmt::Debug for TreeNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TreeNode::File(b) => match std::str::from_utf8(b) {
+                Ok(s) => write!(f, "File({s:?})"),
+                Err(_) => write!(f, "File({b:?})"),
+            },
+            TreeNode::Dir => write!(f, "Dir"),
+            TreeNode::Symlink(p) => write!(f, "Symlink({p:?})"),
+            TreeNode::Fifo => write!(f, "Fifo"),
+            TreeNode::Other => write!(f, "Other"),
+        }
+    }
+}
+
+/// Every entry under `dir`, recursively and without following symlinks, keyed by its path
+/// relative to `dir` (`folder/name`), with the exact bytes of every regular file.
+pub fn tree(dir: &Path) -> std::collections::BTreeMap<String, TreeNode> {
+    fn walk(dir: &Path, prefix: &str, out: &mut std::collections::BTreeMap<String, TreeNode>) {
+        use std::os::unix::fs::FileTypeExt;
+        for e in std::fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let name = format!("{prefix}{}", e.file_name().into_string().unwrap());
+            let p = e.path();
+            let ft = std::fs::symlink_metadata(&p).unwrap().file_type();
+            let node = if ft.is_symlink() {
+                TreeNode::Symlink(std::fs::read_link(&p).unwrap())
+            } else if ft.is_file() {
+                TreeNode::File(std::fs::read(&p).unwrap())
+            } else if ft.is_dir() {
+                walk(&p, &format!("{name}/"), out);
+                TreeNode::Dir
+            } else if ft.is_fifo() {
+                TreeNode::Fifo
+            } else {
+                TreeNode::Other
+            };
+            out.insert(name, node);
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(dir, "", &mut out);
+    out
+}
