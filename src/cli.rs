@@ -41,6 +41,8 @@ pub enum Command {
     /// Take over a sealed session after validating its proof (needs
     /// experimental.session_writer_lease).
     Takeover(crate::commands::takeover::TakeoverArgs),
+    /// Supervise a writer so that every stop (SIGTERM, preStop) hands its session over.
+    Run(crate::commands::run::RunArgs),
     /// Check a sealed lock's proof against the transcript; change nothing.
     Verify(crate::commands::verify::VerifyArgs),
     /// Plan, and with --writers-fenced --yes carry out, moving residue of crashed writers

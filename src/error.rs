@@ -39,6 +39,10 @@ pub enum ErrorCode {
     Internal,
     /// `verify` (or a sealed-only operation) found no sealed record.
     SessionNotSealed,
+    /// `run`: the writer did not stop within `--grace`; it was killed and the lock kept.
+    DrainTimeout,
+    /// `run`: a stop signal arrived before the lock was acquired; nothing was changed.
+    Interrupted,
 }
 
 impl ErrorCode {
@@ -56,7 +60,14 @@ impl ErrorCode {
         ErrorCode::Usage,
         ErrorCode::Internal,
         ErrorCode::SessionNotSealed,
+        ErrorCode::DrainTimeout,
+        ErrorCode::Interrupted,
     ];
+
+    /// The code named `s`, if it is in the registry.
+    pub fn parse(s: &str) -> Option<ErrorCode> {
+        ErrorCode::ALL.iter().copied().find(|c| c.as_str() == s)
+    }
 
     /// The string scripts match on.
     pub fn as_str(self) -> &'static str {
@@ -73,13 +84,16 @@ impl ErrorCode {
             ErrorCode::Usage => "usage",
             ErrorCode::Internal => "internal",
             ErrorCode::SessionNotSealed => "session_not_sealed",
+            ErrorCode::DrainTimeout => "drain_timeout",
+            ErrorCode::Interrupted => "interrupted",
         }
     }
 
     /// The process exit status for this code (DESIGN.md "Exit codes").
     pub fn exit_code(self) -> u8 {
         match self {
-            ErrorCode::Internal => 1,
+            ErrorCode::Internal | ErrorCode::DrainTimeout => 1,
+            ErrorCode::Interrupted => 130,
             ErrorCode::Usage | ErrorCode::InvalidArgument | ErrorCode::RuntimeDirMissing => 2,
             ErrorCode::SessionWriterConflict | ErrorCode::SessionNotOwner | ErrorCode::SessionNotSealed => 3,
             ErrorCode::SessionTranscriptChanged
@@ -113,6 +127,10 @@ impl ErrorCode {
             ErrorCode::Usage => "the command line could not be parsed",
             ErrorCode::Internal => "unexpected failure",
             ErrorCode::SessionNotSealed => "the session's lock is not a sealed record (nothing to verify or take over)",
+            ErrorCode::DrainTimeout => {
+                "`run`: the writer did not stop within --grace; it was killed and the active lock kept (fail closed)"
+            }
+            ErrorCode::Interrupted => "`run`: stopped by a signal before the lock was acquired; nothing was changed",
         }
     }
 }

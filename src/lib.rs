@@ -7,6 +7,8 @@
 //! * [`lockfile`] — the local lock-file engine of seed 001: records, process identity and
 //!   liveness, the install/inspect/remove primitives, ordinary acquisition with stale-owner
 //!   reclaim, release, and the read-only `status` classifier.
+//! * [`supervisor`] — `writerctl run`: a writer process supervised so that every stop
+//!   hands its session over, plus the local control socket a preStop hook uses.
 //! * [`error`] — the stable error-code registry shared by every engine and the CLI.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -14,3 +16,4 @@
 pub mod config;
 pub mod error;
 pub mod lockfile;
+pub mod supervisor;

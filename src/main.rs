@@ -50,6 +50,7 @@ fn main() -> ExitCode {
         Command::Verify(a) => commands::verify::run(a, out),
         Command::Status(a) => commands::status::run(a, out),
         Command::Recover(a) => commands::recover::run(a, out),
+        Command::Run(a) => commands::run::run_cmd(a, out, settings),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -62,6 +63,12 @@ fn classify(e: &anyhow::Error) -> (ErrorCode, Option<String>) {
     for cause in e.chain() {
         if let Some(le) = cause.downcast_ref::<LockError>() {
             return (le.code(), le.hint());
+        }
+        if let Some(re) = cause.downcast_ref::<writerctl::supervisor::RunError>() {
+            return (re.code(), re.hint());
+        }
+        if let Some(c) = cause.downcast_ref::<commands::Coded>() {
+            return (c.code, c.hint.clone());
         }
         if cause.downcast_ref::<writerctl::config::ConfigError>().is_some() {
             return (ErrorCode::InvalidArgument, Some("fix or remove the config file (WRITERCTL_CONFIG)".into()));

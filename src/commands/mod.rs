@@ -5,6 +5,7 @@ pub mod acquire;
 pub mod output;
 pub mod recover;
 pub mod release;
+pub mod run;
 pub mod seal;
 pub mod session;
 pub mod status;
@@ -22,3 +23,22 @@ impl std::fmt::Display for ExitStatus {
 }
 
 impl std::error::Error for ExitStatus {}
+
+/// An error that already carries its stable code (e.g. relayed from a supervisor).
+#[derive(Debug)]
+pub struct Coded {
+    /// The code.
+    pub code: writerctl::error::ErrorCode,
+    /// The message.
+    pub message: String,
+    /// The hint.
+    pub hint: Option<String>,
+}
+
+impl std::fmt::Display for Coded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Coded {}

@@ -76,7 +76,7 @@ impl Schema {
 }
 
 /// The sealed transcript proof (`transcript`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct TranscriptProof {
     /// Transcript path relative to the runtime directory, `/`-separated.
     pub relative_path: String,

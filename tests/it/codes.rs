@@ -16,6 +16,8 @@ const SNAPSHOT: &[(&str, u8)] = &[
     ("usage", 2),
     ("internal", 1),
     ("session_not_sealed", 3),
+    ("drain_timeout", 1),
+    ("interrupted", 130),
 ];
 
 #[test]

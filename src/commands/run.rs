@@ -1,0 +1,140 @@
+//! `writerctl run`.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Args;
+use serde::Serialize;
+use writerctl::config::Settings;
+use writerctl::lockfile::acquire::TranscriptRef;
+use writerctl::lockfile::{DirMode, open_site};
+use writerctl::supervisor::control::default_socket;
+use writerctl::supervisor::{Event, Handoff, RunConfig, StopCause, run};
+
+use super::ExitStatus;
+use super::output::{Output, hash_progress, log_event};
+use super::session::{resolve, transcript_key};
+use crate::cli::SessionArgs;
+
+/// Supervise a writer so that every stop hands its session over (Kubernetes entrypoint).
+///
+/// Takes the session (certified takeover of a seal, or managed acquisition; never reclaims
+/// a stale owner), starts CMD with WRITERCTL_RUNTIME_DIR, WRITERCTL_SESSION, WRITERCTL_LOCK,
+/// WRITERCTL_TRANSCRIPT and WRITERCTL_OWNER_TOKEN in its environment, and on SIGTERM,
+/// SIGINT or SIGHUP — or a preStop `writerctl seal` — forwards the stop to CMD's process
+/// group, waits up to --grace for it to exit, then seals (gate on) or releases (gate off).
+/// A writer killed at the deadline, or a failed seal, keeps the active lock (fail closed).
+/// Exits with CMD's status when the handoff succeeded, the documented code otherwise.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub session: SessionArgs,
+
+    /// Seconds the writer gets to exit after the stop signal before it is killed.
+    #[arg(long, value_name = "SECONDS", default_value_t = 20)]
+    pub grace: u64,
+
+    /// Seconds to wait at start for a live owner to seal or release (or a transition to
+    /// finish) before giving up with session_writer_conflict.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    pub wait: u64,
+
+    /// The local control socket preStop `writerctl seal` talks to [default: derived from the
+    /// runtime directory and session, under $XDG_RUNTIME_DIR/writerctl or /tmp/writerctl-UID].
+    #[arg(long, value_name = "PATH")]
+    pub control_socket: Option<PathBuf>,
+
+    /// process_kind recorded in the lock.
+    #[arg(long, value_name = "K", default_value = "unknown",
+          value_parser = ["interactive", "acp", "daemon", "unknown"])]
+    pub process_kind: String,
+
+    /// The writer command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+#[derive(Serialize)]
+struct RunJson<'a> {
+    session_id: &'a str,
+    handoff: &'static str,
+    sealed_at: Option<&'a str>,
+    child_exit_code: Option<i32>,
+    child_signal: Option<i32>,
+    exit_code: u8,
+}
+
+fn log(session: &str, e: Event) {
+    let s = ("session", session.to_owned());
+    match e {
+        Event::Waiting(err) => log_event("waiting", &[s, ("reason", err.to_string())]),
+        Event::Acquired(lease) => match &lease.took_over {
+            Some(p) => super::acquire::log_takeover(session, p),
+            None => log_event("acquired", &[s, ("pid", std::process::id().to_string())]),
+        },
+        Event::Listening(p) => log_event("listening", &[s, ("control_socket", p.display().to_string())]),
+        Event::ChildStarted(pid) => log_event("writer_started", &[s, ("writer_pid", pid.to_string())]),
+        Event::Stopping(StopCause::Signal(sig)) => log_event("stopping", &[s, ("signal", sig.to_string())]),
+        Event::Stopping(StopCause::PreStop) => log_event("stopping", &[s, ("cause", "prestop".into())]),
+        Event::Killed => log_event("writer_killed", &[s]),
+        Event::ChildExited(st) => log_event("writer_exited", &[s, ("status", format!("{st}"))]),
+        Event::HandingOff(true) => log_event("sealing", &[s]),
+        Event::HandingOff(false) => log_event("releasing", &[s]),
+        Event::Sealed(out) => log_event(
+            "seal",
+            &[
+                s,
+                ("host", out.holder.hostname.clone()),
+                ("pid", out.holder.pid.to_string()),
+                ("sealed_at", out.sealed_at.clone()),
+            ],
+        ),
+        Event::Released => log_event("released", &[s]),
+    }
+}
+
+/// Runs `run`.
+pub fn run_cmd(args: RunArgs, out: Output, settings: Settings) -> Result<()> {
+    use std::os::unix::process::ExitStatusExt;
+    let r = resolve(&args.session)?;
+    let key = transcript_key(&args.session, &r.session_id)?;
+    let site = open_site(&r.runtime_dir, r.paths.clone(), &r.session_id, DirMode::Create)?;
+    let session = r.session_id.clone();
+    let cfg = RunConfig {
+        site,
+        transcript: TranscriptRef { runtime_dir: r.runtime_dir.clone(), key },
+        gate: settings.session_writer_lease,
+        grace: Duration::from_secs(args.grace),
+        wait: Duration::from_secs(args.wait),
+        control_socket: args.control_socket.clone().unwrap_or_else(|| default_socket(&r.runtime_dir, &r.session_id)),
+        command: args.command.clone(),
+        process_kind: args.process_kind.clone(),
+        progress: Some(hash_progress(out)),
+    };
+    let outcome = run(cfg, &mut |e| log(&session, e));
+    if let Some(err) = outcome.error {
+        return Err(err.into());
+    }
+    if out.json {
+        let (handoff, sealed_at) = match &outcome.handoff {
+            Handoff::Sealed { sealed_at, .. } => ("sealed", Some(sealed_at.as_str())),
+            Handoff::Released => ("released", None),
+            Handoff::Kept => ("kept", None),
+            Handoff::None => ("none", None),
+        };
+        out.json(&RunJson {
+            session_id: &session,
+            handoff,
+            sealed_at,
+            child_exit_code: outcome.child.and_then(|c| c.code()),
+            child_signal: outcome.child.and_then(|c| c.signal()),
+            exit_code: outcome.exit_code,
+        })?;
+    }
+    if outcome.exit_code != 0 {
+        return Err(ExitStatus(outcome.exit_code).into());
+    }
+    Ok(())
+}

@@ -1,0 +1,569 @@
+//! `writerctl run`: supervise a writer process so that every stop hands its session over.
+//!
+//! # Life of a supervisor
+//!
+//! ```text
+//! start ─► acquire (managed: certified takeover of a seal, never a stale reclaim;
+//!          --wait retries while a live owner or a transition holds the session)
+//!       ─► spawn the writer in its own process group, with the lock coordinates in its env
+//!       ─► wait for: the writer exiting │ SIGTERM/SIGINT/SIGHUP │ a preStop seal request
+//!       ─► stop admission: forward the signal (SIGTERM for preStop) to the writer's group
+//!       ─► wait up to --grace for the writer to exit on its own
+//!       ─► hand off: seal (gate on) or release (gate off)      ─► exit with the writer's status
+//!          killed at the deadline, or the seal failed: the active lock is KEPT (fail closed)
+//! ```
+//!
+//! The handoff runs on the main thread; signals that arrive meanwhile wait in the queue, so
+//! a second SIGTERM never interrupts a seal. Signals are caught from the very start, so one
+//! that arrives during acquisition stops the run before the writer is started, with the
+//! session handed off again.
+//!
+//! Nothing here prints: progress is reported through [`Event`]s.
+
+pub mod control;
+
+use std::ffi::OsString;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+use crate::error::ErrorCode;
+use crate::lockfile::acquire::{Certified, TranscriptRef};
+use crate::lockfile::error::Unavailable;
+use crate::lockfile::identity::{SystemProbe, holder};
+use crate::lockfile::seal::{SealOutcome, seal};
+use crate::lockfile::sys::own_pid;
+use crate::lockfile::transcript::ProofOptions;
+use crate::lockfile::{AcquireOptions, Lease, LockError, LockSite, ReclaimPolicy, acquire, release};
+
+use control::{Reply, WireError};
+
+/// How long a killed writer gets to be reaped before the supervisor gives up on it.
+const REAP_AFTER_KILL: Duration = Duration::from_secs(5);
+/// Poll interval while `--wait`ing for a live owner or a transition.
+const WAIT_POLL: Duration = Duration::from_millis(200);
+
+/// Everything a supervised run needs.
+pub struct RunConfig {
+    /// The session's lock site (directory held open).
+    pub site: LockSite,
+    /// The transcript the writer appends to.
+    pub transcript: TranscriptRef,
+    /// `experimental.session_writer_lease`: seal on stop and take over seals.
+    pub gate: bool,
+    /// How long the writer may take to stop after the stop signal.
+    pub grace: Duration,
+    /// How long to wait at start for a live owner or a transition to finish.
+    pub wait: Duration,
+    /// The control socket to serve preStop seal requests on.
+    pub control_socket: PathBuf,
+    /// The writer command and its arguments.
+    pub command: Vec<OsString>,
+    /// `process_kind` for the lock record.
+    pub process_kind: String,
+    /// Progress of transcript hashing (the command draws it).
+    pub progress: Option<Arc<dyn Fn(u64, u64) + Send + Sync>>,
+}
+
+/// Why a stop began.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopCause {
+    /// A signal (its number).
+    Signal(i32),
+    /// A preStop `writerctl seal` over the control socket.
+    PreStop,
+}
+
+/// Progress of a run, for logging.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// Acquisition must wait (live owner or transition in progress).
+    Waiting(&'a LockError),
+    /// The lock is ours.
+    Acquired(&'a Lease),
+    /// The control socket is listening.
+    Listening(&'a std::path::Path),
+    /// The writer started.
+    ChildStarted(u32),
+    /// A stop began; the signal was forwarded to the writer's process group.
+    Stopping(StopCause),
+    /// The writer ignored the stop past the grace period and was killed.
+    Killed,
+    /// The writer exited.
+    ChildExited(ExitStatus),
+    /// The handoff is starting (`true`: seal, `false`: release).
+    HandingOff(bool),
+    /// Sealed.
+    Sealed(&'a SealOutcome),
+    /// Released.
+    Released,
+}
+
+/// What happened to the lock in the end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Handoff {
+    /// Sealed for the next writer.
+    Sealed {
+        /// `sealed_at`.
+        sealed_at: String,
+        /// The proof.
+        transcript: crate::lockfile::record::TranscriptProof,
+    },
+    /// Released (gate off, or nothing was written).
+    Released,
+    /// Kept active: the handoff was not safe (fail closed).
+    Kept,
+    /// Never acquired.
+    None,
+}
+
+/// A failure of the run itself.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A lock-file engine error (acquire, seal, release).
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// The writer did not exit within the grace period and was killed; the lock was kept.
+    #[error("the writer did not stop within {0:?} and was killed; the active lock was kept (fail closed)")]
+    DrainTimeout(Duration),
+    /// The writer could not be started.
+    #[error("cannot start the writer `{command}`: {source}")]
+    Spawn {
+        /// The command.
+        command: String,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A stop signal arrived while waiting to acquire; nothing was taken.
+    #[error("stopped by signal {0} before the lock was acquired; nothing was changed")]
+    Interrupted(i32),
+    /// The control socket could not be set up.
+    #[error(transparent)]
+    Control(#[from] control::ControlError),
+}
+
+impl RunError {
+    /// The stable code.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            RunError::Lock(e) => e.code(),
+            RunError::DrainTimeout(_) => ErrorCode::DrainTimeout,
+            RunError::Spawn { .. } => ErrorCode::InvalidArgument,
+            RunError::Interrupted(_) => ErrorCode::Interrupted,
+            RunError::Control(_) => ErrorCode::InvalidArgument,
+        }
+    }
+
+    /// What to do next.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            RunError::Lock(e) => e.hint(),
+            RunError::DrainTimeout(_) => Some(
+                "the writer may have stopped mid-append, so the lock was not sealed; `writerctl status` shows it. Fence the writer, then `writerctl recover` or a plain `writerctl acquire` (managed runs never reclaim)".into(),
+            ),
+            RunError::Spawn { .. } => Some("check the command after `--`".into()),
+            RunError::Interrupted(_) => None,
+            RunError::Control(_) => Some("pass --control-socket PATH on a local, private directory".into()),
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// The process exit status to use.
+    pub exit_code: u8,
+    /// What happened to the lock.
+    pub handoff: Handoff,
+    /// The writer's exit, if it ran.
+    pub child: Option<ExitStatus>,
+    /// The failure, if any.
+    pub error: Option<RunError>,
+}
+
+enum Msg {
+    Signal(i32),
+    Child(ExitStatus),
+    Control(UnixStream),
+}
+
+/// The writer's exit status as the supervisor's: its code; 0 when it died of the stop signal
+/// we forwarded (a clean stop); 128+signal otherwise.
+pub fn child_exit_code(status: ExitStatus, forwarded: Option<i32>) -> u8 {
+    if let Some(code) = status.code() {
+        return code as u8;
+    }
+    match status.signal() {
+        Some(sig) if forwarded.is_some() && [SIGTERM, SIGINT, SIGHUP].contains(&sig) => 0,
+        Some(sig) => (128 + sig).min(255) as u8,
+        None => 1,
+    }
+}
+
+/// Runs the supervisor to completion.
+pub fn run(cfg: RunConfig, log: &mut dyn FnMut(Event)) -> RunOutcome {
+    let (tx, rx) = mpsc::channel::<Msg>();
+    // Catch stop signals before anything else, so none is lost or kills us mid-protocol.
+    let mut signals = match Signals::new([SIGTERM, SIGINT, SIGHUP]) {
+        Ok(s) => s,
+        Err(e) => return failed(RunError::Spawn { command: "signal handlers".into(), source: e }, Handoff::None),
+    };
+    let handle = signals.handle();
+    {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for sig in signals.forever() {
+                if tx.send(Msg::Signal(sig)).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    let outcome = supervise(&cfg, &tx, &rx, log);
+    handle.close();
+    outcome
+}
+
+fn failed(error: RunError, handoff: Handoff) -> RunOutcome {
+    RunOutcome { exit_code: error.code().exit_code(), handoff, child: None, error: Some(error) }
+}
+
+fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dyn FnMut(Event)) -> RunOutcome {
+    let lease = match acquire_waiting(cfg, rx, log) {
+        Ok(l) => l,
+        Err(e) => return failed(e, Handoff::None),
+    };
+    log(Event::Acquired(&lease));
+
+    // A stop requested during acquisition: hand the session straight back.
+    while let Ok(msg) = rx.try_recv() {
+        if let Msg::Signal(sig) = msg {
+            log(Event::Stopping(StopCause::Signal(sig)));
+            return match hand_off(cfg, &lease, log) {
+                Ok(h) => RunOutcome { exit_code: 0, handoff: h, child: None, error: None },
+                Err(e) => failed(e.into(), Handoff::Kept),
+            };
+        }
+    }
+
+    let bound = match control::bind(&cfg.control_socket) {
+        Ok(b) => Arc::new(b),
+        Err(e) => {
+            let _ = release(&cfg.site, &lease.owner);
+            return failed(e.into(), Handoff::Released);
+        }
+    };
+    log(Event::Listening(&cfg.control_socket));
+    spawn_control_thread(bound.clone(), cfg.site.session_id.clone(), tx.clone());
+
+    let child = match spawn_writer(cfg, &lease) {
+        Ok(c) => c,
+        Err(e) => {
+            bound.unbind();
+            let _ = release(&cfg.site, &lease.owner);
+            return failed(e, Handoff::Released);
+        }
+    };
+    let pgid = child.id();
+    log(Event::ChildStarted(pgid));
+    {
+        let tx = tx.clone();
+        let mut child = child;
+        std::thread::spawn(move || {
+            if let Ok(status) = child.wait() {
+                let _ = tx.send(Msg::Child(status));
+            }
+        });
+    }
+    let outcome = wait_and_hand_off(cfg, &lease, pgid, rx, &bound, log);
+    bound.unbind();
+    outcome
+}
+
+/// Managed acquisition (never reclaim; certified takeover with the gate), retrying for up
+/// to `--wait` while the session is held live or mid-transition.
+fn acquire_waiting(cfg: &RunConfig, rx: &Receiver<Msg>, log: &mut dyn FnMut(Event)) -> Result<Lease, RunError> {
+    let opts = AcquireOptions {
+        holder: holder(own_pid()),
+        process_kind: cfg.process_kind.clone(),
+        reclaim: ReclaimPolicy::Never,
+        transcript: Some(cfg.transcript.clone()),
+        certified: cfg.gate.then(|| Certified { proof: ProofOptions::default(), progress: cfg.progress.clone() }),
+    };
+    let start = Instant::now();
+    let mut last_reason = String::new();
+    loop {
+        match acquire(&cfg.site, &opts, &SystemProbe) {
+            Ok(lease) => return Ok(lease),
+            Err(e) if worth_waiting(&e) && start.elapsed() < cfg.wait => {
+                if e.to_string() != last_reason {
+                    last_reason = e.to_string();
+                    log(Event::Waiting(&e));
+                }
+                match rx.recv_timeout(WAIT_POLL) {
+                    Ok(Msg::Signal(sig)) => return Err(RunError::Interrupted(sig)),
+                    Ok(_) | Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => return Err(e.into()),
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// A live owner may seal or release soon; a transition finishes by itself. A stale owner,
+/// a seal we may not take over, or anything malformed never changes by waiting.
+fn worth_waiting(e: &LockError) -> bool {
+    match e {
+        LockError::Conflict { sealed, managed_refused_stale, .. } => !sealed && !managed_refused_stale,
+        LockError::Unavailable { reason: Unavailable::ClaimPresent, .. } => true,
+        _ => false,
+    }
+}
+
+fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<std::process::Child, RunError> {
+    let (program, args) = cfg.command.split_first().expect("clap requires a command");
+    let transcript = cfg.transcript.runtime_dir.join(cfg.transcript.key.as_str());
+    Command::new(program)
+        .args(args)
+        .env("WRITERCTL_RUNTIME_DIR", &cfg.transcript.runtime_dir)
+        .env("WRITERCTL_SESSION", &cfg.site.session_id)
+        .env("WRITERCTL_LOCK", cfg.site.lock_path())
+        .env("WRITERCTL_TRANSCRIPT", transcript)
+        .env("WRITERCTL_OWNER_TOKEN", lease.owner.expose())
+        .stdin(Stdio::inherit())
+        // Its own process group: the supervisor forwards stop signals to the whole group,
+        // and a terminal's Ctrl-C reaches the supervisor first.
+        .process_group(0)
+        .spawn()
+        .map_err(|source| RunError::Spawn { command: program.to_string_lossy().into_owned(), source })
+}
+
+fn spawn_control_thread(bound: Arc<control::Bound>, session: String, tx: Sender<Msg>) {
+    std::thread::spawn(move || {
+        for stream in bound.listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            if !control::peer_is_us(&stream) {
+                continue;
+            }
+            match control::read_request(&stream) {
+                Ok(req) if req.op == "seal" && req.session == session => {
+                    if tx.send(Msg::Control(stream)).is_err() {
+                        break;
+                    }
+                }
+                Ok(_) => {
+                    let _ = control::write_reply(
+                        &stream,
+                        &error_reply(&WireError {
+                            code: ErrorCode::InvalidArgument.as_str().into(),
+                            message: "this supervisor serves another session or operation".into(),
+                            hint: None,
+                        }),
+                    );
+                }
+                Err(_) => {}
+            }
+        }
+    });
+}
+
+fn error_reply(e: &WireError) -> Reply {
+    Reply { ok: false, state: None, sealed_at: None, transcript: None, error: Some(e.clone()) }
+}
+
+fn wire(e: &RunError) -> WireError {
+    WireError { code: e.code().as_str().into(), message: e.to_string(), hint: e.hint() }
+}
+
+fn signal_group(pgid: u32, sig: i32) {
+    let (Some(pid), Some(sig)) =
+        (rustix::process::Pid::from_raw(pgid as i32), rustix::process::Signal::from_named_raw(sig))
+    else {
+        return;
+    };
+    let _ = rustix::process::kill_process_group(pid, sig);
+}
+
+enum State {
+    Running,
+    Stopping {
+        deadline: Instant,
+    },
+    /// PreStop finished the handoff; waiting for the signal that ends the pod.
+    HandedOff {
+        reply: Reply,
+        handoff: Handoff,
+        child: ExitStatus,
+    },
+}
+
+fn wait_and_hand_off(
+    cfg: &RunConfig,
+    lease: &Lease,
+    pgid: u32,
+    rx: &Receiver<Msg>,
+    bound: &control::Bound,
+    log: &mut dyn FnMut(Event),
+) -> RunOutcome {
+    let mut state = State::Running;
+    let mut forwarded: Option<i32> = None;
+    let mut signalled = false;
+    let mut waiting_clients: Vec<UnixStream> = Vec::new();
+    loop {
+        let msg = match &state {
+            State::Stopping { deadline } => match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(m) => m,
+                Err(RecvTimeoutError::Timeout) => return drain_timeout(cfg, pgid, rx, &mut waiting_clients, log),
+                Err(RecvTimeoutError::Disconnected) => return failed(RunError::DrainTimeout(cfg.grace), Handoff::Kept),
+            },
+            _ => match rx.recv() {
+                Ok(m) => m,
+                Err(_) => return failed(RunError::DrainTimeout(cfg.grace), Handoff::Kept),
+            },
+        };
+        match (msg, &mut state) {
+            (Msg::Signal(sig), State::HandedOff { handoff, child, .. }) => {
+                log(Event::Stopping(StopCause::Signal(sig)));
+                return RunOutcome {
+                    exit_code: child_exit_code(*child, forwarded),
+                    handoff: handoff.clone(),
+                    child: Some(*child),
+                    error: None,
+                };
+            }
+            (Msg::Control(stream), State::HandedOff { reply, .. }) => {
+                let _ = control::write_reply(&stream, reply);
+            }
+            (Msg::Signal(sig), st) => {
+                signalled = true;
+                signal_group(pgid, sig);
+                if matches!(st, State::Running) {
+                    forwarded = Some(sig);
+                    log(Event::Stopping(StopCause::Signal(sig)));
+                    *st = State::Stopping { deadline: Instant::now() + cfg.grace };
+                }
+            }
+            (Msg::Control(stream), st) => {
+                waiting_clients.push(stream);
+                if matches!(st, State::Running) {
+                    signal_group(pgid, SIGTERM);
+                    forwarded = Some(SIGTERM);
+                    log(Event::Stopping(StopCause::PreStop));
+                    *st = State::Stopping { deadline: Instant::now() + cfg.grace };
+                }
+            }
+            (Msg::Child(status), _) => {
+                log(Event::ChildExited(status));
+                bound.unbind();
+                let result = hand_off(cfg, lease, log);
+                let reply = match &result {
+                    Ok(h) => success_reply(h),
+                    Err(e) => error_reply(&WireError {
+                        code: e.code().as_str().into(),
+                        message: e.to_string(),
+                        hint: e.hint(),
+                    }),
+                };
+                for c in waiting_clients.drain(..) {
+                    let _ = control::write_reply(&c, &reply);
+                }
+                let handoff = match result {
+                    Ok(h) => h,
+                    Err(e) => return RunOutcome { child: Some(status), ..failed(e.into(), Handoff::Kept) },
+                };
+                // After a preStop handoff, stay until the signal that ends the pod, so the
+                // container is not restarted in between.
+                if forwarded.is_some() && !signalled {
+                    state = State::HandedOff { reply, handoff, child: status };
+                    continue;
+                }
+                return RunOutcome {
+                    exit_code: child_exit_code(status, forwarded),
+                    handoff,
+                    child: Some(status),
+                    error: None,
+                };
+            }
+        }
+    }
+}
+
+fn success_reply(h: &Handoff) -> Reply {
+    match h {
+        Handoff::Sealed { sealed_at, transcript } => Reply {
+            ok: true,
+            state: Some("sealed".into()),
+            sealed_at: Some(sealed_at.clone()),
+            transcript: Some(transcript.clone()),
+            error: None,
+        },
+        _ => Reply { ok: true, state: Some("released".into()), sealed_at: None, transcript: None, error: None },
+    }
+}
+
+/// The writer outlived the grace period: kill its group, keep the lock active (it may have
+/// stopped mid-append, so nothing may certify the transcript), and report.
+fn drain_timeout(
+    cfg: &RunConfig,
+    pgid: u32,
+    rx: &Receiver<Msg>,
+    waiting: &mut Vec<UnixStream>,
+    log: &mut dyn FnMut(Event),
+) -> RunOutcome {
+    signal_group(pgid, rustix::process::Signal::KILL.as_raw());
+    log(Event::Killed);
+    let deadline = Instant::now() + REAP_AFTER_KILL;
+    let mut child = None;
+    while let Ok(msg) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        match msg {
+            Msg::Child(status) => {
+                log(Event::ChildExited(status));
+                child = Some(status);
+                break;
+            }
+            Msg::Control(stream) => waiting.push(stream),
+            Msg::Signal(_) => {}
+        }
+    }
+    let error = RunError::DrainTimeout(cfg.grace);
+    for c in waiting.drain(..) {
+        let _ = control::write_reply(&c, &error_reply(&wire(&error)));
+    }
+    RunOutcome { exit_code: error.code().exit_code(), handoff: Handoff::Kept, child, error: Some(error) }
+}
+
+/// Seal (gate on) or release (gate off) the lease.
+fn hand_off(cfg: &RunConfig, lease: &Lease, log: &mut dyn FnMut(Event)) -> Result<Handoff, LockError> {
+    log(Event::HandingOff(cfg.gate));
+    if cfg.gate {
+        let progress = cfg.progress.clone();
+        let mut cb = |d, t| {
+            if let Some(p) = &progress {
+                p(d, t)
+            }
+        };
+        let out = seal(
+            &cfg.site,
+            &cfg.transcript.runtime_dir,
+            &cfg.transcript.key,
+            &lease.owner,
+            ProofOptions::default(),
+            &mut cb,
+        )?;
+        log(Event::Sealed(&out));
+        Ok(Handoff::Sealed { sealed_at: out.sealed_at, transcript: out.proof })
+    } else {
+        release(&cfg.site, &lease.owner)?;
+        log(Event::Released);
+        Ok(Handoff::Released)
+    }
+}
