@@ -332,6 +332,12 @@ fn worth_waiting(e: &LockError) -> bool {
 fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<std::process::Child, RunError> {
     let (program, args) = cfg.command.split_first().expect("clap requires a command");
     let transcript = cfg.transcript.runtime_dir.join(cfg.transcript.key.as_str());
+    // The writer may expect its transcript's directory to exist (qwen creates it, 0700, on
+    // first append). Anything odd on the way (a symlink) is caught by the proof read later.
+    if let Some(dir) = transcript.parent() {
+        use std::os::unix::fs::DirBuilderExt;
+        let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
+    }
     Command::new(program)
         .args(args)
         .env("WRITERCTL_RUNTIME_DIR", &cfg.transcript.runtime_dir)
