@@ -109,14 +109,7 @@ impl Kind {
 
 impl FileMeta {
     fn from_stat(st: &rfs::Stat) -> FileMeta {
-        let kind = match FileType::from_raw_mode(st.st_mode) {
-            FileType::RegularFile => Kind::Regular,
-            FileType::Directory => Kind::Directory,
-            FileType::Symlink => Kind::Symlink,
-            FileType::Fifo => Kind::Fifo,
-            FileType::Socket => Kind::Socket,
-            _ => Kind::Other,
-        };
+        let kind = Kind::of_mode(st.st_mode);
         FileMeta { dev: st.st_dev, ino: st.st_ino, kind, size: st.st_size as u64, mode: st.st_mode, nlink: st.st_nlink }
     }
 
@@ -469,12 +462,13 @@ impl Fingerprint {
 
     /// The file type encoded in `mode`.
     pub fn kind(&self) -> Kind {
-        FileMeta::from_stat_mode(self.mode)
+        Kind::of_mode(self.mode)
     }
 }
 
-impl FileMeta {
-    fn from_stat_mode(mode: u32) -> Kind {
+impl Kind {
+    /// The file type encoded in an `st_mode`.
+    pub fn of_mode(mode: u32) -> Kind {
         match FileType::from_raw_mode(mode) {
             FileType::RegularFile => Kind::Regular,
             FileType::Directory => Kind::Directory,

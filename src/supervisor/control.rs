@@ -199,10 +199,10 @@ impl TakeBounded for UnixStream {
 /// `timeout` for the answer.
 pub fn request_seal(socket: &Path, session: &str, timeout: Duration) -> Result<Reply, ControlError> {
     let io_err = |e| ControlError::Io { path: socket.to_path_buf(), source: e };
-    if let Some(dir) = socket.parent() {
-        if dir.exists() {
-            check_dir(dir)?;
-        }
+    if let Some(dir) = socket.parent()
+        && dir.exists()
+    {
+        check_dir(dir)?;
     }
     let mut stream = match UnixStream::connect(socket) {
         Ok(s) => s,
