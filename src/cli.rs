@@ -53,6 +53,15 @@ pub enum Command {
     Status(crate::commands::status::StatusArgs),
 }
 
+/// `--process-kind`, shared by every command that writes a new active record.
+#[derive(Debug, Clone, Args)]
+pub struct ProcessKindArgs {
+    /// process_kind recorded in the lock.
+    #[arg(long, value_name = "K", default_value = "unknown",
+          value_parser = ["interactive", "acp", "daemon", "unknown"])]
+    pub process_kind: String,
+}
+
 /// How a lock-file command addresses one session.
 #[derive(Debug, Clone, Args)]
 pub struct SessionArgs {

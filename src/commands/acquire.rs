@@ -43,10 +43,8 @@ pub struct HolderArgs {
     #[arg(long, value_name = "PID")]
     pub pid: Option<u32>,
 
-    /// process_kind recorded in the lock.
-    #[arg(long, value_name = "K", default_value = "unknown",
-          value_parser = ["interactive", "acp", "daemon", "unknown"])]
-    pub process_kind: String,
+    #[command(flatten)]
+    pub kind: crate::cli::ProcessKindArgs,
 
     /// Write the owner token to this new file (created 0600; never overwritten) instead of
     /// printing it.
@@ -128,7 +126,7 @@ pub fn take(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
     let opts = AcquireOptions {
         transcript: Some(transcript),
         holder: holder(pid),
-        process_kind: args.holder.process_kind.clone(),
+        process_kind: args.holder.kind.process_kind.clone(),
         reclaim: if args.managed { ReclaimPolicy::Never } else { ReclaimPolicy::Local },
         certified,
     };

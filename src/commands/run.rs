@@ -46,10 +46,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub control_socket: Option<PathBuf>,
 
-    /// process_kind recorded in the lock.
-    #[arg(long, value_name = "K", default_value = "unknown",
-          value_parser = ["interactive", "acp", "daemon", "unknown"])]
-    pub process_kind: String,
+    #[command(flatten)]
+    pub kind: crate::cli::ProcessKindArgs,
 
     /// The writer command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
@@ -110,7 +108,7 @@ pub fn run_cmd(args: RunArgs, out: Output, settings: Settings) -> Result<()> {
         wait: Duration::from_secs(args.wait),
         control_socket: args.control_socket.clone().unwrap_or_else(|| default_socket(&r.runtime_dir, &r.session_id)),
         command: args.command.clone(),
-        process_kind: args.process_kind.clone(),
+        process_kind: args.kind.process_kind.clone(),
         progress: Some(hash_progress(out)),
     };
     let outcome = run(cfg, &mut |e| log(&session, e));

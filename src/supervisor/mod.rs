@@ -406,7 +406,7 @@ enum State {
     },
     /// PreStop finished the handoff; waiting for the signal that ends the pod.
     HandedOff {
-        reply: Reply,
+        reply: Box<Reply>,
         handoff: Handoff,
         child: ExitStatus,
     },
@@ -489,7 +489,7 @@ fn wait_and_hand_off(
                 // After a preStop handoff, stay until the signal that ends the pod, so the
                 // container is not restarted in between.
                 if forwarded.is_some() && !signalled {
-                    state = State::HandedOff { reply, handoff, child: status };
+                    state = State::HandedOff { reply: Box::new(reply), handoff, child: status };
                     continue;
                 }
                 return RunOutcome {
