@@ -35,7 +35,18 @@ use super::primitives::{ExactState, MALFORMED_RETRY_DELAY, RemoveError, inspect_
 use super::record::{Schema, parse_record};
 use super::sys::{ReadRegular, is_enoent};
 
-/// `CLAIMED_PRIMARY_WAIT_ATTEMPTS`: the 20th candidate observation fails (≈ 950 ms).
+/// Candidate observations before a transition gives up (50 ms apart).
+///
+/// qwen waits 20 (≈ 950 ms). writerctl waits up to 100 (≈ 5 s): a claim-aware candidate
+/// removes itself microseconds after its second claim check, so the bound is only ever
+/// reached when the candidate process died — or was descheduled for a long time on a loaded
+/// machine, which under qwen's bound makes a racing takeover fail closed with no winner and a
+/// retained claim. The longer bound costs nothing in the normal case and does not change
+/// what other writers see. Unit tests keep qwen's bound so they stay fast.
+#[cfg(not(test))]
+pub const CLAIMED_PRIMARY_WAIT_ATTEMPTS: u32 = 100;
+/// qwen's bound, for unit tests.
+#[cfg(test)]
 pub const CLAIMED_PRIMARY_WAIT_ATTEMPTS: u32 = 20;
 
 fn os(name: &str) -> &OsStr {
