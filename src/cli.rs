@@ -43,6 +43,9 @@ pub enum Command {
     Takeover(crate::commands::takeover::TakeoverArgs),
     /// Supervise a writer so that every stop (SIGTERM, preStop) hands its session over.
     Run(crate::commands::run::RunArgs),
+    /// Internal: the launcher `run` starts writers through.
+    #[command(name = "__exec-writer", hide = true)]
+    ExecWriter(crate::commands::run::ExecWriterArgs),
     /// Check a sealed lock's proof against the transcript; change nothing.
     Verify(crate::commands::verify::VerifyArgs),
     /// Plan, and with --writers-fenced --yes carry out, moving residue of crashed writers

@@ -43,6 +43,8 @@ pub enum ErrorCode {
     DrainTimeout,
     /// `run`: a stop signal arrived before the lock was acquired; nothing was changed.
     Interrupted,
+    /// `run`: the writer died of a signal nobody sent as a stop; the lock was kept.
+    WriterCrashed,
 }
 
 impl ErrorCode {
@@ -62,6 +64,7 @@ impl ErrorCode {
         ErrorCode::SessionNotSealed,
         ErrorCode::DrainTimeout,
         ErrorCode::Interrupted,
+        ErrorCode::WriterCrashed,
     ];
 
     /// The code named `s`, if it is in the registry.
@@ -86,13 +89,14 @@ impl ErrorCode {
             ErrorCode::SessionNotSealed => "session_not_sealed",
             ErrorCode::DrainTimeout => "drain_timeout",
             ErrorCode::Interrupted => "interrupted",
+            ErrorCode::WriterCrashed => "writer_crashed",
         }
     }
 
     /// The process exit status for this code (DESIGN.md "Exit codes").
     pub fn exit_code(self) -> u8 {
         match self {
-            ErrorCode::Internal | ErrorCode::DrainTimeout => 1,
+            ErrorCode::Internal | ErrorCode::DrainTimeout | ErrorCode::WriterCrashed => 1,
             ErrorCode::Interrupted => 130,
             ErrorCode::Usage | ErrorCode::InvalidArgument | ErrorCode::RuntimeDirMissing => 2,
             ErrorCode::SessionWriterConflict | ErrorCode::SessionNotOwner | ErrorCode::SessionNotSealed => 3,
@@ -131,6 +135,9 @@ impl ErrorCode {
                 "`run`: the writer did not stop within --grace; it was killed and the active lock kept (fail closed)"
             }
             ErrorCode::Interrupted => "`run`: stopped by a signal before the lock was acquired; nothing was changed",
+            ErrorCode::WriterCrashed => {
+                "`run`: the writer died of a signal it was not sent to stop (crash, OOM kill); the active lock was kept"
+            }
         }
     }
 }

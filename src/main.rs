@@ -51,6 +51,7 @@ fn main() -> ExitCode {
         Command::Status(a) => commands::status::run(a, out),
         Command::Recover(a) => commands::recover::run(a, out),
         Command::Run(a) => commands::run::run_cmd(a, out, settings),
+        Command::ExecWriter(a) => commands::run::exec_writer(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -66,6 +67,12 @@ fn classify(e: &anyhow::Error) -> (ErrorCode, Option<String>) {
         }
         if let Some(re) = cause.downcast_ref::<writerctl::supervisor::RunError>() {
             return (re.code(), re.hint());
+        }
+        if cause.downcast_ref::<writerctl::supervisor::control::ControlError>().is_some() {
+            return (
+                ErrorCode::InvalidArgument,
+                Some("pass --control-socket PATH in a private (0700) directory owned by you".into()),
+            );
         }
         if let Some(c) = cause.downcast_ref::<commands::Coded>() {
             return (c.code, c.hint.clone());

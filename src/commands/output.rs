@@ -71,5 +71,8 @@ pub fn log_event(event: &str, fields: &[(&str, String)]) {
     for (k, v) in fields {
         line.push_str(&format!(" {k}={v:?}"));
     }
-    let _ = writeln!(io::stderr(), "{line}");
+    // One write(2) per line: a supervised writer shares this stderr, and two writes (text,
+    // then newline) let its output land inside our line.
+    line.push('\n');
+    let _ = io::stderr().lock().write_all(line.as_bytes());
 }

@@ -10,8 +10,8 @@ use serde::Serialize;
 use writerctl::config::Settings;
 use writerctl::lockfile::acquire::TranscriptRef;
 use writerctl::lockfile::{DirMode, open_site};
-use writerctl::supervisor::control::default_socket;
-use writerctl::supervisor::{Event, Handoff, RunConfig, StopCause, run};
+use writerctl::supervisor::control::{default_socket, prepare_dir};
+use writerctl::supervisor::{Event, Handoff, RunConfig, StopCause, check_command, run};
 
 use super::ExitStatus;
 use super::output::{Output, hash_progress, log_event};
@@ -93,11 +93,44 @@ fn log(session: &str, e: Event) {
     }
 }
 
+/// Arguments of the hidden launcher `run` starts writers through.
+#[derive(Debug, Args)]
+pub struct ExecWriterArgs {
+    /// The supervisor's pid: if it is already gone, do not start the writer at all.
+    #[arg(long)]
+    pub parent: u32,
+    /// The writer command.
+    #[arg(last = true, required = true)]
+    pub command: Vec<OsString>,
+}
+
+/// `writerctl __exec-writer`: ask the kernel to SIGKILL this process when its parent (the
+/// supervisor) dies, check the parent is still the supervisor, then become the writer.
+///
+/// Why a launcher and not a `pre_exec` hook: the death signal must be set in the child
+/// between fork and exec, and doing that from the supervisor needs `unsafe`; this process
+/// does it with a safe call, then `exec` keeps its pid, process group and the setting.
+pub fn exec_writer(args: ExecWriterArgs) -> Result<()> {
+    use std::os::unix::process::CommandExt;
+    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+    if rustix::process::getppid().map(|p| p.as_raw_nonzero().get() as u32) != Some(args.parent) {
+        return Err(ExitStatus(1).into());
+    }
+    let (program, rest) = args.command.split_first().expect("clap requires a command");
+    let err = std::process::Command::new(program).args(rest).exec();
+    eprintln!("writerctl: cannot start the writer {}: {err}", program.to_string_lossy());
+    Err(ExitStatus(127).into())
+}
+
 /// Runs `run`.
 pub fn run_cmd(args: RunArgs, out: Output, settings: Settings) -> Result<()> {
     use std::os::unix::process::ExitStatusExt;
     let r = resolve(&args.session)?;
     let key = transcript_key(&args.session, &r.session_id)?;
+    // Everything that can fail without touching the lock fails before it is taken.
+    check_command(&args.command)?;
+    let socket = args.control_socket.clone().unwrap_or_else(|| default_socket(&r.paths.lock_path()));
+    prepare_dir(&socket)?;
     let site = open_site(&r.runtime_dir, r.paths.clone(), &r.session_id, DirMode::Create)?;
     let session = r.session_id.clone();
     let cfg = RunConfig {
@@ -106,10 +139,11 @@ pub fn run_cmd(args: RunArgs, out: Output, settings: Settings) -> Result<()> {
         gate: settings.session_writer_lease,
         grace: Duration::from_secs(args.grace),
         wait: Duration::from_secs(args.wait),
-        control_socket: args.control_socket.clone().unwrap_or_else(|| default_socket(&r.runtime_dir, &r.session_id)),
+        control_socket: socket,
         command: args.command.clone(),
         process_kind: args.kind.process_kind.clone(),
         progress: Some(hash_progress(out)),
+        launcher: std::env::current_exe().ok(),
     };
     let outcome = run(cfg, &mut |e| log(&session, e));
     if let Some(err) = outcome.error {

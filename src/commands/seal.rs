@@ -13,7 +13,12 @@ use writerctl::lockfile::{DirMode, LockError, open_site};
 
 use std::time::Duration;
 use writerctl::error::ErrorCode;
-use writerctl::supervisor::control::{ControlError, default_socket, request_seal};
+use writerctl::lockfile::SystemProbe;
+use writerctl::lockfile::error::Unavailable;
+use writerctl::lockfile::status::{LockState, status_one};
+use writerctl::supervisor::control::{ControlError, candidate_sockets, request_seal};
+
+use super::session::Resolved;
 
 use super::Coded;
 use super::output::{Output, hash_progress, log_event};
@@ -56,12 +61,14 @@ struct SealJson<'a> {
 
 /// Runs `seal`.
 pub fn run(args: SealArgs, out: Output, settings: Settings) -> Result<()> {
+    let r = resolve(&args.session)?;
+    // Without a token this is the preStop path: the supervisor decides (it seals with the
+    // gate on and releases with it off, by its own configuration).
+    if args.token_file.is_none() && std::env::var_os("WRITERCTL_OWNER_TOKEN").is_none() {
+        return seal_via_supervisor(&args, &r, out);
+    }
     if !settings.session_writer_lease {
         return Err(LockError::FeatureDisabled.into());
-    }
-    let r = resolve(&args.session)?;
-    if args.token_file.is_none() && std::env::var_os("WRITERCTL_OWNER_TOKEN").is_none() {
-        return seal_via_supervisor(&args, &r.runtime_dir, &r.session_id, out);
     }
     let key = transcript_key(&args.session, &r.session_id)?;
     let token = read_token(args.token_file.as_deref())?;
@@ -100,24 +107,88 @@ fn print_sealed(out: Output, session_id: &str, sealed_at: &str, p: &TranscriptPr
 
 /// The preStop path: the supervisor drains its writer, seals, and answers; we exit with its
 /// result, only once the seal is on disk.
-fn seal_via_supervisor(args: &SealArgs, runtime_dir: &std::path::Path, session: &str, out: Output) -> Result<()> {
-    let socket = args.control_socket.clone().unwrap_or_else(|| default_socket(runtime_dir, session));
-    let reply = request_seal(&socket, session, Duration::from_secs(args.timeout)).map_err(|e| match e {
-        ControlError::NoSupervisor(_) => anyhow::Error::new(LockError::InvalidArgument(format!(
-            "no owner token (--token-file or WRITERCTL_OWNER_TOKEN), and {e}"
-        ))),
-        other => anyhow::Error::new(other),
-    })?;
+fn seal_via_supervisor(args: &SealArgs, r: &Resolved, out: Output) -> Result<()> {
+    let lock_path = r.paths.lock_path();
+    let sockets = match &args.control_socket {
+        Some(s) => vec![s.clone()],
+        None => candidate_sockets(&lock_path),
+    };
+    let timeout = Duration::from_secs(args.timeout);
+    for socket in &sockets {
+        match request_seal(socket, &r.session_id, timeout) {
+            Ok(reply) => return print_reply(out, &r.session_id, reply),
+            Err(ControlError::NoSupervisor(_)) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    // Nobody listens. A supervisor stops listening when its writer exits, before it seals:
+    // if the lock is held by a live local process, that supervisor is mid-handoff — wait for
+    // the outcome instead of failing a preStop hook that is merely late.
+    wait_for_handoff(r, timeout, out).unwrap_or_else(|| {
+        Err(LockError::InvalidArgument(format!(
+            "no owner token (--token-file or WRITERCTL_OWNER_TOKEN), and no `writerctl run` supervises this session here (tried {})",
+            sockets.iter().map(|s| s.display().to_string()).collect::<Vec<_>>().join(", ")
+        ))
+        .into())
+    })
+}
+
+/// Polls the lock while a live local holder finishes its handoff: `Some(result)` once it is
+/// sealed or released; `None` when no live holder is handing off.
+fn wait_for_handoff(r: &Resolved, timeout: Duration, out: Output) -> Option<Result<()>> {
+    let deadline = std::time::Instant::now() + timeout;
+    let mut saw_live_holder = false;
+    loop {
+        let st = status_one(&r.runtime_dir, &r.paths, &r.session_id, None, &SystemProbe).ok()?;
+        match (st.state, st.liveness.as_ref().map(|l| l.code)) {
+            (LockState::Sealed, _) => {
+                let p = st.proof?;
+                return Some(print_sealed(out, &r.session_id, &p.sealed_at, &p.transcript));
+            }
+            (LockState::Missing, _) if saw_live_holder => {
+                return Some(print_state(out, &r.session_id, "released"));
+            }
+            (LockState::Active, Some("running")) | (LockState::InTransition, _)
+                if st.owner.as_ref().is_some_and(|o| is_writerctl_process(o.pid)) =>
+            {
+                saw_live_holder = true;
+            }
+            _ => return None,
+        }
+        if std::time::Instant::now() >= deadline {
+            return Some(Err(LockError::Unavailable {
+                reason: Unavailable::Io,
+                detail: Some("the supervisor did not finish its handoff within --timeout".into()),
+                source: None,
+            }
+            .into()));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Is `pid` a writerctl process (a `run` supervisor is the holder of its lock; a lock from
+/// plain `acquire` names the caller instead)?
+fn is_writerctl_process(pid: u64) -> bool {
+    let (Ok(me), Ok(them)) = (std::env::current_exe(), std::fs::read_link(format!("/proc/{pid}/exe"))) else {
+        return false;
+    };
+    me == them
+}
+
+fn print_state(out: Output, session: &str, state: &str) -> Result<()> {
+    if out.json {
+        out.json(&serde_json::json!({"session_id": session, "state": state}))?;
+    } else {
+        out.line(&format!("session {session}: the supervisor stopped its writer and {state} the lock"))?;
+    }
+    Ok(())
+}
+
+fn print_reply(out: Output, session: &str, reply: writerctl::supervisor::control::Reply) -> Result<()> {
     match (reply.ok, reply.state.as_deref(), reply.sealed_at, reply.transcript, reply.error) {
         (true, Some("sealed"), Some(at), Some(t), _) => print_sealed(out, session, &at, &t),
-        (true, Some(state), _, _, _) => {
-            if out.json {
-                out.json(&serde_json::json!({"session_id": session, "state": state}))?;
-            } else {
-                out.line(&format!("session {session}: the supervisor stopped its writer and {state} the lock"))?;
-            }
-            Ok(())
-        }
+        (true, Some(state), _, _, _) => print_state(out, session, state),
         (_, _, _, _, Some(e)) => Err(Coded {
             code: ErrorCode::parse(&e.code).unwrap_or(ErrorCode::Internal),
             message: e.message,

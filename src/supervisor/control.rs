@@ -84,24 +84,34 @@ fn our_uid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 
-/// The directory for control sockets: `$XDG_RUNTIME_DIR/writerctl`, else
-/// `/tmp/writerctl-<uid>`.
-pub fn socket_dir() -> PathBuf {
-    match std::env::var_os("XDG_RUNTIME_DIR").filter(|v| !v.is_empty()) {
-        Some(x) => Path::new(&x).join("writerctl"),
-        None => PathBuf::from(format!("/tmp/writerctl-{}", our_uid())),
+/// The directories a control socket may live in, preferred first: `$XDG_RUNTIME_DIR/writerctl`
+/// (when set), then `/tmp/writerctl-<uid>`. A supervisor binds in the first; a client tries
+/// each, so a supervisor started without `XDG_RUNTIME_DIR` (systemd, a container) is still
+/// found from a login shell that has it.
+pub fn socket_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(x) = std::env::var_os("XDG_RUNTIME_DIR").filter(|v| !v.is_empty()) {
+        dirs.push(Path::new(&x).join("writerctl"));
     }
+    dirs.push(PathBuf::from(format!("/tmp/writerctl-{}", our_uid())));
+    dirs
 }
 
-/// The default socket path both `run` and `seal` derive from the session.
-pub fn default_socket(runtime_dir: &Path, session_id: &str) -> PathBuf {
-    let mut h = Sha256::new();
-    h.update(runtime_dir.as_os_str().as_encoded_bytes());
-    h.update([0]);
-    h.update(session_id.as_bytes());
-    let d = h.finalize();
+fn socket_name(lock_path: &Path) -> String {
+    let d = Sha256::digest(lock_path.as_os_str().as_encoded_bytes());
     let name: String = d[..10].iter().map(|b| format!("{b:02x}")).collect();
-    socket_dir().join(format!("{name}.sock"))
+    format!("{name}.sock")
+}
+
+/// The default socket path `run` binds, derived from the absolute lock path (which encodes
+/// the runtime directory, a `--lock` override and the session).
+pub fn default_socket(lock_path: &Path) -> PathBuf {
+    socket_dirs().remove(0).join(socket_name(lock_path))
+}
+
+/// Every path a client should try for the supervisor of `lock_path`.
+pub fn candidate_sockets(lock_path: &Path) -> Vec<PathBuf> {
+    socket_dirs().into_iter().map(|d| d.join(socket_name(lock_path))).collect()
 }
 
 /// Creates (0700) or checks the socket's directory: it must be a real directory owned by us

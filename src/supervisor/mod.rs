@@ -70,6 +70,9 @@ pub struct RunConfig {
     pub process_kind: String,
     /// Progress of transcript hashing (the command draws it).
     pub progress: Option<Arc<dyn Fn(u64, u64) + Send + Sync>>,
+    /// A launcher that execs the writer after arranging for it to be killed if the
+    /// supervisor dies (`writerctl __exec-writer`); `None` starts the writer directly.
+    pub launcher: Option<PathBuf>,
 }
 
 /// Why a stop began.
@@ -145,6 +148,13 @@ pub enum RunError {
     /// A stop signal arrived while waiting to acquire; nothing was taken.
     #[error("stopped by signal {0} before the lock was acquired; nothing was changed")]
     Interrupted(i32),
+    /// The writer died of a signal nobody sent it as a stop (a crash, an OOM kill): it did
+    /// not drain, so the lock was kept.
+    #[error("the writer died of signal {0} without being asked to stop; the active lock was kept (fail closed)")]
+    WriterCrashed(i32),
+    /// The writer stopped, but the handoff failed; the active lock was kept.
+    #[error("the writer stopped, but the handoff failed: {0}")]
+    HandoffFailed(LockError),
     /// The control socket could not be set up.
     #[error(transparent)]
     Control(#[from] control::ControlError),
@@ -159,6 +169,8 @@ impl RunError {
             RunError::Spawn { .. } => ErrorCode::InvalidArgument,
             RunError::Interrupted(_) => ErrorCode::Interrupted,
             RunError::Control(_) => ErrorCode::InvalidArgument,
+            RunError::WriterCrashed(_) => ErrorCode::WriterCrashed,
+            RunError::HandoffFailed(e) => e.code(),
         }
     }
 
@@ -172,6 +184,12 @@ impl RunError {
             RunError::Spawn { .. } => Some("check the command after `--`".into()),
             RunError::Interrupted(_) => None,
             RunError::Control(_) => Some("pass --control-socket PATH on a local, private directory".into()),
+            RunError::WriterCrashed(_) => Some(
+                "the writer may have lost accepted work, so nothing certifies the transcript; inspect it, fence every writer, then `writerctl recover` or a plain `writerctl acquire` (managed runs never reclaim)".into(),
+            ),
+            RunError::HandoffFailed(_) => Some(
+                "the active lock was kept (fail closed); `writerctl status` shows why. Fix the transcript or storage problem, then a plain `writerctl acquire` or `writerctl recover` after fencing".into(),
+            ),
         }
     }
 }
@@ -211,6 +229,8 @@ pub fn child_exit_code(status: ExitStatus, forwarded: Option<i32>) -> u8 {
 /// Runs the supervisor to completion.
 pub fn run(cfg: RunConfig, log: &mut dyn FnMut(Event)) -> RunOutcome {
     let (tx, rx) = mpsc::channel::<Msg>();
+    // Orphaned descendants of the writer become ours to reap (see `spawn_reaper`).
+    let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
     // Catch stop signals before anything else, so none is lost or kills us mid-protocol.
     let mut signals = match Signals::new([SIGTERM, SIGINT, SIGHUP]) {
         Ok(s) => s,
@@ -249,17 +269,14 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
             log(Event::Stopping(StopCause::Signal(sig)));
             return match hand_off(cfg, &lease, log) {
                 Ok(h) => RunOutcome { exit_code: 0, handoff: h, child: None, error: None },
-                Err(e) => failed(e.into(), Handoff::Kept),
+                Err(e) => failed(RunError::HandoffFailed(e), Handoff::Kept),
             };
         }
     }
 
     let bound = match control::bind(&cfg.control_socket) {
         Ok(b) => Arc::new(b),
-        Err(e) => {
-            let _ = release(&cfg.site, &lease.owner);
-            return failed(e.into(), Handoff::Released);
-        }
+        Err(e) => return give_back(cfg, &lease, e.into(), log),
     };
     log(Event::Listening(&cfg.control_socket));
     spawn_control_thread(bound.clone(), cfg.site.session_id.clone(), tx.clone());
@@ -268,24 +285,28 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
         Ok(c) => c,
         Err(e) => {
             bound.unbind();
-            let _ = release(&cfg.site, &lease.owner);
-            return failed(e, Handoff::Released);
+            return give_back(cfg, &lease, e, log);
         }
     };
     let pgid = child.id();
     log(Event::ChildStarted(pgid));
-    {
-        let tx = tx.clone();
-        let mut child = child;
-        std::thread::spawn(move || {
-            if let Ok(status) = child.wait() {
-                let _ = tx.send(Msg::Child(status));
-            }
-        });
-    }
+    // Never `Child::wait`: the reaper thread owns every wait, including orphans.
+    drop(child);
+    spawn_reaper(pgid, tx.clone());
     let outcome = wait_and_hand_off(cfg, &lease, pgid, rx, &bound, log);
     bound.unbind();
     outcome
+}
+
+/// The writer never started: hand the session back exactly as a stop would (seal with the
+/// gate, so a session taken over from a seal is sealed again, not left open to anyone), and
+/// report the original failure.
+fn give_back(cfg: &RunConfig, lease: &Lease, error: RunError, log: &mut dyn FnMut(Event)) -> RunOutcome {
+    let handoff = match hand_off(cfg, lease, log) {
+        Ok(h) => h,
+        Err(_) => Handoff::Kept,
+    };
+    failed(error, handoff)
 }
 
 /// Managed acquisition (never reclaim; certified takeover with the gate), retrying for up
@@ -329,6 +350,61 @@ fn worth_waiting(e: &LockError) -> bool {
     }
 }
 
+/// Reaps every child of the supervisor: the writer (reported) and any orphaned descendants
+/// reparented to us (we are a child subreaper, and often PID 1 in a container), so that none
+/// lingers as a zombie and "the writer's process group is empty" can be observed.
+fn spawn_reaper(writer: u32, tx: Sender<Msg>) {
+    std::thread::spawn(move || {
+        loop {
+            match rustix::process::wait(rustix::process::WaitOptions::empty()) {
+                Ok(Some((pid, status))) => {
+                    if pid.as_raw_nonzero().get() as u32 == writer {
+                        let _ = tx.send(Msg::Child(ExitStatus::from_raw(status.as_raw())));
+                    }
+                }
+                Ok(None) | Err(rustix::io::Errno::INTR) => {}
+                // No children right now; orphans may still be reparented to us later.
+                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            }
+        }
+    });
+}
+
+/// Waits until no process is left in the writer's group, up to `deadline`.
+fn group_drained(pgid: u32, deadline: Instant) -> bool {
+    let Some(pid) = rustix::process::Pid::from_raw(pgid as i32) else { return true };
+    loop {
+        if rustix::process::test_kill_process_group(pid) == Err(rustix::io::Errno::SRCH) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Resolves the writer command the way `execvp` will, so a typo fails before the lock is
+/// taken rather than after.
+pub fn check_command(command: &[OsString]) -> Result<(), RunError> {
+    let Some(program) = command.first().map(std::path::Path::new) else {
+        return Err(RunError::Spawn { command: String::new(), source: std::io::Error::other("no command") });
+    };
+    let found = if program.components().count() > 1 {
+        program.is_file()
+    } else {
+        std::env::var_os("PATH").map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file())).unwrap_or(false)
+    };
+    if found {
+        Ok(())
+    } else {
+        Err(RunError::Spawn {
+            command: program.to_string_lossy().into_owned(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        })
+    }
+}
+
 fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<std::process::Child, RunError> {
     let (program, args) = cfg.command.split_first().expect("clap requires a command");
     let transcript = cfg.transcript.runtime_dir.join(cfg.transcript.key.as_str());
@@ -338,9 +414,22 @@ fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<std::process::Child, R
         use std::os::unix::fs::DirBuilderExt;
         let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
     }
-    Command::new(program)
-        .args(args)
-        .env("WRITERCTL_RUNTIME_DIR", &cfg.transcript.runtime_dir)
+    let mut cmd = match &cfg.launcher {
+        // The launcher sets PR_SET_PDEATHSIG=SIGKILL and execs the writer in place: if the
+        // supervisor is SIGKILLed, its writer dies with it instead of writing on under a lock
+        // whose holder (the supervisor) is gone and which plain acquisition may reclaim.
+        Some(l) => {
+            let mut c = Command::new(l);
+            c.arg("__exec-writer").arg("--parent").arg(own_pid().to_string()).arg("--").arg(program).args(args);
+            c
+        }
+        None => {
+            let mut c = Command::new(program);
+            c.args(args);
+            c
+        }
+    };
+    cmd.env("WRITERCTL_RUNTIME_DIR", &cfg.transcript.runtime_dir)
         .env("WRITERCTL_SESSION", &cfg.site.session_id)
         .env("WRITERCTL_LOCK", cfg.site.lock_path())
         .env("WRITERCTL_TRANSCRIPT", transcript)
@@ -399,6 +488,13 @@ fn signal_group(pgid: u32, sig: i32) {
     let _ = rustix::process::kill_process_group(pid, sig);
 }
 
+/// Forwards a stop signal, then SIGCONT: a writer stopped by job control (SIGTSTP/SIGTTIN)
+/// would otherwise never run its handler and could not drain within the grace period.
+fn forward_stop(pgid: u32, sig: i32) {
+    signal_group(pgid, sig);
+    signal_group(pgid, rustix::process::Signal::CONT.as_raw());
+}
+
 enum State {
     Running,
     Stopping {
@@ -451,7 +547,7 @@ fn wait_and_hand_off(
             }
             (Msg::Signal(sig), st) => {
                 signalled = true;
-                signal_group(pgid, sig);
+                forward_stop(pgid, sig);
                 if matches!(st, State::Running) {
                     forwarded = Some(sig);
                     log(Event::Stopping(StopCause::Signal(sig)));
@@ -461,15 +557,41 @@ fn wait_and_hand_off(
             (Msg::Control(stream), st) => {
                 waiting_clients.push(stream);
                 if matches!(st, State::Running) {
-                    signal_group(pgid, SIGTERM);
+                    forward_stop(pgid, SIGTERM);
                     forwarded = Some(SIGTERM);
                     log(Event::Stopping(StopCause::PreStop));
                     *st = State::Stopping { deadline: Instant::now() + cfg.grace };
                 }
             }
-            (Msg::Child(status), _) => {
+            (Msg::Child(status), st) => {
                 log(Event::ChildExited(status));
                 bound.unbind();
+                // Died of a signal that was not a stop we forwarded: it did not drain.
+                if let Some(sig) = status.signal()
+                    && !(forwarded.is_some() && [SIGTERM, SIGINT, SIGHUP].contains(&sig))
+                {
+                    let e = RunError::WriterCrashed(sig);
+                    reply_all(&mut waiting_clients, &error_reply(&wire(&e)));
+                    return RunOutcome { child: Some(status), ..failed(e, Handoff::Kept) };
+                }
+                // The leader is gone; the rest of its group must be too before anything
+                // certifies the transcript. Stragglers get the stop and what is left of grace.
+                let deadline = match st {
+                    State::Stopping { deadline } => *deadline,
+                    _ => Instant::now() + cfg.grace,
+                };
+                // Whatever stopped the leader, stragglers get SIGTERM (background jobs ignore
+                // SIGINT) and what is left of the grace period.
+                if !group_drained(pgid, Instant::now()) {
+                    forward_stop(pgid, SIGTERM);
+                }
+                if !group_drained(pgid, deadline) {
+                    signal_group(pgid, rustix::process::Signal::KILL.as_raw());
+                    log(Event::Killed);
+                    let e = RunError::DrainTimeout(cfg.grace);
+                    reply_all(&mut waiting_clients, &error_reply(&wire(&e)));
+                    return RunOutcome { child: Some(status), ..failed(e, Handoff::Kept) };
+                }
                 let result = hand_off(cfg, lease, log);
                 let reply = match &result {
                     Ok(h) => success_reply(h),
@@ -479,12 +601,12 @@ fn wait_and_hand_off(
                         hint: e.hint(),
                     }),
                 };
-                for c in waiting_clients.drain(..) {
-                    let _ = control::write_reply(&c, &reply);
-                }
+                reply_all(&mut waiting_clients, &reply);
                 let handoff = match result {
                     Ok(h) => h,
-                    Err(e) => return RunOutcome { child: Some(status), ..failed(e.into(), Handoff::Kept) },
+                    Err(e) => {
+                        return RunOutcome { child: Some(status), ..failed(RunError::HandoffFailed(e), Handoff::Kept) };
+                    }
                 };
                 // After a preStop handoff, stay until the signal that ends the pod, so the
                 // container is not restarted in between.
@@ -500,6 +622,12 @@ fn wait_and_hand_off(
                 };
             }
         }
+    }
+}
+
+fn reply_all(clients: &mut Vec<UnixStream>, reply: &Reply) {
+    for c in clients.drain(..) {
+        let _ = control::write_reply(&c, reply);
     }
 }
 

@@ -18,6 +18,7 @@ const SNAPSHOT: &[(&str, u8)] = &[
     ("session_not_sealed", 3),
     ("drain_timeout", 1),
     ("interrupted", 130),
+    ("writer_crashed", 1),
 ];
 
 #[test]

@@ -10,6 +10,7 @@ mod codes;
 mod handoff;
 mod race;
 mod recover;
+mod run;
 mod staged;
 
 #[test]
