@@ -142,25 +142,6 @@ fn ungated(env: &TestEnv, args: &[&str]) -> Run {
     run_with(env, args, &[])
 }
 
-/// A `sleeper()` child killed and reaped on drop, so a failing test leaves no process.
-struct LiveHolder(Child);
-
-impl LiveHolder {
-    fn start() -> LiveHolder {
-        LiveHolder(sleeper())
-    }
-    fn pid(&self) -> u32 {
-        self.0.id()
-    }
-}
-
-impl Drop for LiveHolder {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn me() -> String {
     std::process::id().to_string()
 }

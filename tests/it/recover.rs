@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::process::Child;
 
 use crate::support::*;
 
@@ -31,29 +30,6 @@ const FENCED: &[&str] = &["--writers-fenced", "--yes"];
 // ---------------------------------------------------------------------------------------
 // helpers
 // ---------------------------------------------------------------------------------------
-
-/// A `sleeper()` child killed and reaped on drop, so a failing test leaves no process.
-struct LiveHolder(Child);
-
-impl LiveHolder {
-    fn start() -> LiveHolder {
-        LiveHolder(sleeper())
-    }
-    fn pid(&self) -> u32 {
-        self.0.id()
-    }
-    fn stop(mut self) {
-        self.0.kill().unwrap();
-        self.0.wait().unwrap();
-    }
-}
-
-impl Drop for LiveHolder {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn lock(session: &str) -> String {
     format!("{session}.lock")

@@ -425,16 +425,6 @@ fn has_open(pid: u32, path: &Path) -> bool {
     rd.filter_map(|e| e.ok()).any(|e| std::fs::read_link(e.path()).is_ok_and(|l| l == path))
 }
 
-/// A `sleeper()` holder killed and reaped on drop.
-struct LiveHolder(Child);
-
-impl Drop for LiveHolder {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // writers
 // ---------------------------------------------------------------------------------------
@@ -769,7 +759,7 @@ exit 7
 fn a_signal_while_waiting_for_a_live_owner_interrupts_with_130_and_changes_nothing() {
     const S: &str = "run-interrupted";
     let env = TestEnv::new();
-    let holder = LiveHolder(sleeper());
+    let holder = LiveHolder::start();
     let _tok = env.acquire_for(S, holder.0.id());
     let before = tree(&env.runtime());
     let marker = env.tmp.path().join("writer-ran");
@@ -1033,7 +1023,7 @@ fn a_tokenless_seal_without_a_supervisor_is_invalid_argument() {
     assert_eq!(tree(&env.runtime()), before, "seal changed something");
     // With an active lock (held by a live process) it is still invalid_argument, and the
     // lock stays as it is.
-    let holder = LiveHolder(sleeper());
+    let holder = LiveHolder::start();
     env.acquire_for(S, holder.0.id());
     let lock = std::fs::read(env.lock(S)).unwrap();
     seal(Some(&socket_for(&env, S))).assert_error(2, "invalid_argument");

@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::Child;
 
 use crate::support::*;
 
@@ -19,25 +18,6 @@ const FOREIGN_TOKEN: &str = "00000000-0000-4000-8000-000000000000";
 // ---------------------------------------------------------------------------------------
 // helpers
 // ---------------------------------------------------------------------------------------
-
-/// A `sleeper()` child killed and reaped on drop, so a failing test leaves no process.
-struct LiveHolder(Child);
-
-impl LiveHolder {
-    fn start() -> LiveHolder {
-        LiveHolder(sleeper())
-    }
-    fn pid(&self) -> u32 {
-        self.0.id()
-    }
-}
-
-impl Drop for LiveHolder {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// What one directory entry is, compared byte for byte.
 #[derive(Debug, Clone, PartialEq, Eq)]

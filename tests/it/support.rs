@@ -436,3 +436,29 @@ pub fn tree(dir: &Path) -> std::collections::BTreeMap<String, TreeNode> {
     walk(dir, "", &mut out);
     out
 }
+
+/// A `sleeper()` child killed and reaped on drop, so a failing test leaves no process.
+pub struct LiveHolder(pub std::process::Child);
+
+impl LiveHolder {
+    pub fn start() -> LiveHolder {
+        LiveHolder(sleeper())
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// Kills and reaps it now.
+    pub fn stop(mut self) {
+        self.0.kill().unwrap();
+        self.0.wait().unwrap();
+    }
+}
+
+impl Drop for LiveHolder {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
