@@ -43,6 +43,11 @@ pub enum Command {
     Takeover(crate::commands::takeover::TakeoverArgs),
     /// Supervise a writer so that every stop (SIGTERM, preStop) hands its session over.
     Run(crate::commands::run::RunArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell).
+    Completions(crate::commands::docs::CompletionsArgs),
+    /// Internal: regenerate man/ and completions/.
+    #[command(name = "__generate", hide = true)]
+    Generate(crate::commands::docs::GenerateArgs),
     /// Internal: the launcher `run` starts writers through.
     #[command(name = "__exec-writer", hide = true)]
     ExecWriter(crate::commands::run::ExecWriterArgs),

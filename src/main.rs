@@ -52,6 +52,8 @@ fn main() -> ExitCode {
         Command::Recover(a) => commands::recover::run(a, out),
         Command::Run(a) => commands::run::run_cmd(a, out, settings),
         Command::ExecWriter(a) => commands::run::exec_writer(a),
+        Command::Completions(a) => commands::docs::completions(a, out),
+        Command::Generate(a) => commands::docs::generate(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -2,6 +2,7 @@
 //! happens here.
 
 pub mod acquire;
+pub mod docs;
 pub mod output;
 pub mod recover;
 pub mod release;

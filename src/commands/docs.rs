@@ -1,0 +1,169 @@
+//! Man pages and shell completions, generated from the clap definitions (never by build.rs).
+//!
+//! `writerctl __generate` writes `man/` and `completions/`; a test renders both in memory
+//! and fails with the regeneration command when the checked-in files are stale.
+
+#[cfg(test)]
+use std::path::Path;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{Args, CommandFactory};
+use clap_complete::Shell;
+use writerctl::error::ErrorCode;
+
+use super::output::Output;
+use crate::cli::Cli;
+
+/// Print a shell completion script.
+///
+/// Example: `writerctl completions bash > /etc/bash_completion.d/writerctl`
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+/// Arguments of the hidden generator.
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// Repository root to write `man/` and `completions/` under.
+    #[arg(long, default_value = ".")]
+    pub out: PathBuf,
+}
+
+const SHELLS: [(Shell, &str); 4] = [
+    (Shell::Bash, "writerctl.bash"),
+    (Shell::Zsh, "_writerctl"),
+    (Shell::Fish, "writerctl.fish"),
+    (Shell::PowerShell, "_writerctl.ps1"),
+];
+
+fn completion(shell: Shell) -> Vec<u8> {
+    let mut cmd = Cli::command();
+    let mut buf = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "writerctl", &mut buf);
+    buf
+}
+
+/// The EXIT STATUS section: every stable error code with its exit status.
+fn exit_status_section() -> String {
+    let mut s = String::from(
+        ".SH \"EXIT STATUS\"\n0 on success. Errors print a stable code (with \\fB\\-\\-json\\fR: \\fB{\"error\":{\"code\",\"message\",\"hint\"}}\\fR on stdout):\n",
+    );
+    for c in ErrorCode::ALL {
+        s.push_str(&format!(
+            ".TP\n\\fB{}\\fR ({})\n{}\n",
+            c.as_str().replace('_', "\\_"),
+            c.exit_code(),
+            roff_escape(c.meaning())
+        ));
+    }
+    s
+}
+
+fn roff_escape(text: &str) -> String {
+    let t = text.replace('\\', "\\e").replace('-', "\\-");
+    // A line starting with `.` or `'` would be read as a request.
+    if t.starts_with('.') || t.starts_with('\'') { format!("\\&{t}") } else { t }
+}
+
+/// The date on every page: fixed per release, so regenerating is deterministic.
+const MAN_DATE: &str = "2026-11-30";
+
+fn man_page(cmd: clap::Command, extra: &str) -> Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    let title = cmd.get_name().to_uppercase();
+    clap_mangen::Man::new(cmd)
+        .title(title)
+        .date(MAN_DATE)
+        .source(format!("writerctl {}", env!("CARGO_PKG_VERSION")))
+        .manual("writerctl manual")
+        .render(&mut buf)?;
+    buf.extend_from_slice(extra.as_bytes());
+    Ok(buf)
+}
+
+/// Every generated file, relative to the repository root, with its contents.
+pub fn render_all() -> Result<Vec<(PathBuf, Vec<u8>)>> {
+    let mut files = Vec::new();
+    let root = Cli::command();
+    files.push((PathBuf::from("man/writerctl.1"), man_page(root.clone(), &exit_status_section())?));
+    for sub in root.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = format!("writerctl-{}", sub.get_name());
+        let page = man_page(
+            sub.clone().name(name.clone()).bin_name(format!("writerctl {}", sub.get_name())),
+            &exit_status_section(),
+        )?;
+        files.push((PathBuf::from(format!("man/{name}.1")), page));
+    }
+    for (shell, file) in SHELLS {
+        files.push((PathBuf::from(format!("completions/{file}")), completion(shell)));
+    }
+    Ok(files)
+}
+
+/// `writerctl completions SHELL`.
+pub fn completions(args: CompletionsArgs, out: Output) -> Result<()> {
+    let _ = out;
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(&completion(args.shell))?;
+    Ok(())
+}
+
+/// `writerctl __generate`.
+pub fn generate(args: GenerateArgs) -> Result<()> {
+    for (rel, bytes) in render_all()? {
+        let path = args.out.join(&rel);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+        }
+        std::fs::write(&path, bytes).with_context(|| format!("write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Files under `root` that differ from a fresh render (for the currency test).
+#[cfg(test)]
+pub fn stale_files(root: &Path) -> Result<Vec<PathBuf>> {
+    let mut stale = Vec::new();
+    for (rel, bytes) in render_all()? {
+        if std::fs::read(root.join(&rel)).ok().as_deref() != Some(&bytes[..]) {
+            stale.push(rel);
+        }
+    }
+    Ok(stale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn man_pages_and_completions_are_current() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let stale = stale_files(root).unwrap();
+        assert!(
+            stale.is_empty(),
+            "generated files are stale: {stale:?}\nregenerate with: cargo run --quiet -- __generate --out ."
+        );
+        // And nothing generated is left over from a removed command.
+        let rendered: Vec<PathBuf> = render_all().unwrap().into_iter().map(|(p, _)| p).collect();
+        for dir in ["man", "completions"] {
+            for e in std::fs::read_dir(root.join(dir)).unwrap() {
+                let rel = PathBuf::from(dir).join(e.unwrap().file_name());
+                assert!(rendered.contains(&rel), "{} is not generated any more; delete it", rel.display());
+            }
+        }
+    }
+
+    #[test]
+    fn the_man_page_lists_every_error_code() {
+        let page = String::from_utf8(render_all().unwrap()[0].1.clone()).unwrap();
+        for c in ErrorCode::ALL {
+            assert!(page.contains(&c.as_str().replace('_', "\\_")), "man page lacks {c}");
+        }
+    }
+}
