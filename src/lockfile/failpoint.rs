@@ -1,6 +1,7 @@
 //! Failpoints: named seams between two syscalls of a protocol step, compiled in only for
-//! tests and the `failpoints` feature. In release builds [`failpoint!`] expands to nothing,
-//! so the seam costs nothing.
+//! tests, debug builds (so the integration tests' binary can be crashed at any of them) and
+//! the `failpoints` feature. In release builds [`failpoint!`] expands to nothing, so the
+//! seam costs nothing.
 //!
 //! Two ways to arm one:
 //!
@@ -10,7 +11,7 @@
 //!   where action is `abort` (crash), `kill` (SIGKILL to self) or `error` (return an I/O
 //!   error, as if the next syscall failed).
 
-#[cfg(any(test, feature = "failpoints"))]
+#[cfg(any(test, debug_assertions, feature = "failpoints"))]
 mod imp {
     use std::cell::RefCell;
     use std::collections::HashMap;
@@ -103,7 +104,7 @@ mod imp {
     }
 }
 
-#[cfg(any(test, feature = "failpoints"))]
+#[cfg(any(test, debug_assertions, feature = "failpoints"))]
 pub use imp::*;
 
 /// Marks a failpoint inside a function returning `Result<_, LockError>`.
@@ -111,7 +112,7 @@ pub use imp::*;
 #[doc(hidden)]
 macro_rules! failpoint {
     ($name:literal) => {
-        #[cfg(any(test, feature = "failpoints"))]
+        #[cfg(any(test, debug_assertions, feature = "failpoints"))]
         {
             if let Err(e) = $crate::lockfile::failpoint::hit($name) {
                 return Err($crate::lockfile::LockError::io(concat!("failpoint ", $name), e));

@@ -289,6 +289,7 @@ pub fn execute(site: &LockSite, plan: &Plan) -> Result<(Vec<Done>, Option<String
     let mut done = Vec::new();
     let mut failed = false;
     for action in &plan.actions {
+        crate::failpoint!("recover.before_action");
         let result = match action {
             Action::Keep { .. } => "kept".to_owned(),
             Action::Restore { name, .. } => restore(site, name, &dest),
@@ -320,6 +321,9 @@ fn restore(site: &LockSite, name: &str, dest: &std::os::fd::OwnedFd) -> String {
         Ok(()) => {}
         Err(e) => return format!("failed: cannot link the predecessor back ({e}); nothing else was changed"),
     }
+    if let Err(e) = after_restore_link() {
+        return format!("failed: {e}");
+    }
     match site.dir.lstat(OsStr::new(&site.paths.lock_name)) {
         Ok(m) if m.kind == Kind::Regular => {}
         _ => return "failed: the restored primary could not be verified".into(),
@@ -328,6 +332,12 @@ fn restore(site: &LockSite, name: &str, dest: &std::os::fd::OwnedFd) -> String {
         Ok(()) => "ok".into(),
         Err(e) => format!("ok (restored; the retired copy stays in place: {e})"),
     }
+}
+
+/// The failpoint seam inside `restore`, which reports results as text.
+fn after_restore_link() -> Result<(), LockError> {
+    crate::failpoint!("recover.after_restore_link");
+    Ok(())
 }
 
 fn audit(

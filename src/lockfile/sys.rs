@@ -48,7 +48,7 @@ fn count_fsync() {
 /// call itself.
 #[inline]
 fn faulty(op: &'static str, target: &OsStr, call: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
-    #[cfg(any(test, feature = "failpoints"))]
+    #[cfg(any(test, debug_assertions, feature = "failpoints"))]
     if let Some((when, err)) = super::failpoint::syscall_fault(op, target) {
         if when == super::failpoint::When::After {
             call()?;

@@ -241,6 +241,7 @@ impl Transition<'_> {
             if !self.claim_is_exact() {
                 return Err(LockError::unavailable(Unavailable::ClaimLost));
             }
+            crate::failpoint!("rollback.before_remove");
             match self.classify_primary(self.source_raw) {
                 AtPrimary::Missing => break,
                 AtPrimary::Candidate => self.wait_for_candidate(&mut observations)?,
@@ -265,7 +266,9 @@ impl Transition<'_> {
             ExactState::Other => return Err(LockError::unavailable(Unavailable::PrimaryReplaced)),
             ExactState::Missing | ExactState::Unknown(_) => return Err(LockError::unavailable(Unavailable::Io)),
         }
+        crate::failpoint!("rollback.before_relink");
         self.link_claimed_primary(self.retired, self.expected).map_err(|f| f.error)?;
+        crate::failpoint!("rollback.after_relink");
         let _ = remove_exact(&self.site.dir, self.retired, self.expected);
         Ok(())
     }
