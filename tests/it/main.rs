@@ -11,6 +11,7 @@ mod handoff;
 mod race;
 mod recover;
 mod run;
+mod soak;
 mod staged;
 
 #[test]
