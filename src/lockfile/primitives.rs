@@ -55,8 +55,17 @@ pub fn install(dir: &Dir, target: &str, raw: &[u8], owner_id: &str) -> Result<Op
             return Err(LockError::io("write install temp", e));
         }
     };
+    if let Err(e) = install_failpoint_after_temp() {
+        let _ = dir.unlink(os(&temp));
+        return Err(e);
+    }
     let result = match dir.link(os(&temp), os(target)) {
-        Ok(()) => Ok(Some(made)),
+        Ok(()) => {
+            // Only a crash is meaningful here: an "error" after a link that took effect is
+            // reconciled as installed, exactly as a real error-after-effect is.
+            let _ = install_failpoint_after_link();
+            Ok(Some(made))
+        }
         // Error after effect? Only if the target is *our inode* (the temp is still linked, so
         // its inode cannot have been reused). Equal bytes are not enough: two seals by one
         // owner in the same millisecond write identical claims and candidates.
@@ -71,6 +80,18 @@ pub fn install(dir: &Dir, target: &str, raw: &[u8], owner_id: &str) -> Result<Op
     };
     let _ = dir.unlink(os(&temp));
     result
+}
+
+// The seams inside `install` (which must always unlink its temp, so they report instead of
+// returning early from it).
+fn install_failpoint_after_temp() -> Result<(), LockError> {
+    crate::failpoint!("install.after_temp");
+    Ok(())
+}
+
+fn install_failpoint_after_link() -> Result<(), LockError> {
+    crate::failpoint!("install.after_link");
+    Ok(())
 }
 
 /// What [`inspect_exact`] found.

@@ -106,6 +106,10 @@ pub fn seal(
             source: None,
         });
     }
+    if let Err(e) = after_candidate() {
+        let _ = remove_exact(&site.dir, &cand, &sealed.raw);
+        return Err(e);
+    }
     let t = Transition {
         site,
         expected: &active.raw,
@@ -146,6 +150,11 @@ pub fn seal(
             Err(err)
         }
     }
+}
+
+fn after_candidate() -> Result<(), LockError> {
+    crate::failpoint!("seal.after_candidate");
+    Ok(())
 }
 
 fn seal_under_claim(
