@@ -129,6 +129,13 @@ pub fn open_lock_dir(path: &Path) -> Result<Dir, LockError> {
     })
 }
 
+/// Claim check #2 (§5.2 step 2.2.1), with the failpoint in front of it: any failure here,
+/// real or injected, leaves the primary path empty again.
+fn second_claim_check(site: &LockSite, claim: &str) -> Result<(), LockError> {
+    crate::failpoint!("acquire.after_install");
+    check_claim(&site.dir, claim)
+}
+
 /// Maps a directory sync failure to the engine's error.
 pub(crate) fn sync_error(e: DirSyncError) -> LockError {
     match e {
@@ -234,8 +241,7 @@ pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe)
         check_claim(&site.dir, &claim)?;
         crate::failpoint!("acquire.before_install");
         if let Some(linked) = install(&site.dir, &site.paths.lock_name, &record.raw, owner.expose())? {
-            crate::failpoint!("acquire.after_install");
-            if let Err(e) = check_claim(&site.dir, &claim) {
+            if let Err(e) = second_claim_check(site, &claim) {
                 // A transition claimed the path after our first check: leave its gap empty.
                 let _ = remove_owned(&site.dir, &site.paths.lock_name, owner.expose());
                 return Err(e);

@@ -301,15 +301,15 @@ fn seal_error_before_the_primary_moves_keeps_the_exact_active_lock_and_drops_the
 }
 
 #[test]
-fn seal_error_after_the_rename_retains_the_claim_and_the_predecessor_at_its_handoff_name() {
-    // The primary path is in its gap (L missing) and nothing restored it: the documented
-    // outcome is a retained claim (Transition::cleanup_after_failure, "started" case).
+fn seal_error_after_the_rename_restores_the_exact_active_lock() {
+    // The primary path is in its gap (L missing): the failure goes through the same restore
+    // as a failed link (§5.7 step 3), so the exact predecessor is back and the claim gone.
     let fx = Fx::active();
     failing_hook("transition.after_rename");
     let e = fx.seal().unwrap_err();
-    assert_unavailable(&e, Unavailable::ClaimRetained);
-    let a = fx.active_raw();
-    assert_eq!(fx.snap(), snap_of(&[(&fx.claim(), &a), (&fx.handoff(), &a)]));
+    assert_failpoint_error(&e, "transition.after_rename");
+    assert_eq!(fx.snap(), fx.only_l(&fx.active_raw()));
+    fx.retry_seal_succeeds();
 }
 
 #[test]
@@ -372,15 +372,12 @@ fn new_owner_of(raw: &[u8]) -> String {
 }
 
 #[test]
-fn takeover_error_after_the_rename_retains_the_claim_and_the_seal_at_its_retired_name() {
+fn takeover_error_after_the_rename_restores_the_seal() {
     let (fx, sealed) = Fx::sealed();
-    let seen = record_claim(&fx, |_, _| Ok(()));
     failing_hook("transition.after_rename");
     let e = fx.takeover().unwrap_err();
-    assert_unavailable(&e, Unavailable::ClaimRetained);
-    let claim = seen.borrow().clone().unwrap();
-    let retired = fx.retired_for(&new_owner_of(&claim));
-    assert_eq!(fx.snap(), snap_of(&[(&fx.claim(), &claim), (&retired, &sealed)]));
+    assert_failpoint_error(&e, "transition.after_rename");
+    assert_eq!(fx.snap(), fx.only_l(&sealed));
 }
 
 #[test]

@@ -155,7 +155,9 @@ impl Transition<'_> {
             }
         }
         *stage = Stage::Started;
-        crate::failpoint!("transition.after_rename");
+        if let Err(e) = self.after_rename() {
+            return Err(self.restore(e));
+        }
         // We hold the claim, so nobody cooperating replaced L before our rename; prove it.
         if !matches!(inspect_exact(&self.site.dir, self.retired, self.expected), ExactState::Exact) {
             return Err(self.restore(LockError::unavailable(Unavailable::PrimaryReplaced)));
@@ -216,6 +218,13 @@ impl Transition<'_> {
                 AtPrimary::Unknown => return Err(LinkFailure { error: err, unclear: true }),
             }
         }
+    }
+
+    /// The seam between the rename and the link; a failure here goes through `restore`, as a
+    /// real one would.
+    fn after_rename(&self) -> Result<(), LockError> {
+        crate::failpoint!("transition.after_rename");
+        Ok(())
     }
 
     fn try_link(&self, source: &str) -> Result<(), LockError> {

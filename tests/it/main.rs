@@ -7,7 +7,9 @@ mod support;
 
 mod acquire_release;
 mod codes;
+mod crash;
 mod handoff;
+mod hostile;
 mod race;
 mod recover;
 mod run;

@@ -167,11 +167,7 @@ fn mixed_racers_never_produce_two_owners() {
             (None, None) => assert_eq!(released, 1, "trial {trial}: the lock vanished without a release"),
         }
         assert!(lock_files(&env, &s).len() <= 1, "trial {trial}: residue {:?}", lock_files(&env, &s));
-        let key = format!(
-            "seal={sealed} release={released} takeover={} acquire={}",
-            ok("takeover"),
-            ok("acquire")
-        );
+        let key = format!("seal={sealed} release={released} takeover={} acquire={}", ok("takeover"), ok("acquire"));
         *outcomes.entry(key).or_default() += 1;
     }
     eprintln!("soak: mixed racers x {n} trials in {:?}: {outcomes:?}", started.elapsed());

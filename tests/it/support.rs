@@ -462,3 +462,132 @@ impl Drop for LiveHolder {
         let _ = self.0.wait();
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// crash matrix and hostile paths: bounded runs and metadata snapshots
+// ---------------------------------------------------------------------------------------
+
+/// Runs `c` with piped output and waits at most `limit`. `None` when it had to be killed
+/// because it hung (the caller decides whether that is a failure). A process that died of a
+/// signal has `code == -1`.
+pub fn run_bounded(mut c: Command, limit: std::time::Duration) -> Option<Run> {
+    use std::io::Read;
+    let mut child = c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break Some(st);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    };
+    let stdout = String::from_utf8_lossy(&t_out.join().unwrap()).into_owned();
+    let stderr = String::from_utf8_lossy(&t_err.join().unwrap()).into_owned();
+    status.map(|st| Run { code: st.code().unwrap_or(-1), stdout, stderr })
+}
+
+/// `args` plus `--runtime-dir R`, a cleared environment plus `extra`, bounded by `limit`.
+pub fn cli_bounded(env: &TestEnv, args: &[&str], extra: &[(&str, &str)], limit: std::time::Duration) -> Option<Run> {
+    let mut c = env.cmd();
+    c.args(args).arg("--runtime-dir").arg(env.runtime());
+    for (k, v) in extra {
+        c.env(k, v);
+    }
+    run_bounded(c, limit)
+}
+
+/// The `error.code` of a `--json` failure, or `None` when stdout is no error document.
+pub fn try_error_code(r: &Run) -> Option<String> {
+    serde_json::from_str::<ErrorDoc>(&r.stdout).ok().map(|d| d.error.code)
+}
+
+/// One entry of a metadata snapshot: files by bytes, inode, mode, owner, link count, mtime
+/// and ctime; directories by mode and owner (their mtime is left out).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetaNode {
+    Dir { mode: u32, uid: u32 },
+    File { bytes: Vec<u8>, ino: u64, mode: u32, uid: u32, nlink: u64, mtime: (i64, i64), ctime: (i64, i64) },
+    Symlink(PathBuf),
+    Fifo { ino: u64, mode: u32 },
+    Socket { ino: u64, mode: u32 },
+    Other,
+}
+
+/// Every entry under `root`, recursively and never following a symlink, keyed by its path
+/// relative to `root`. Regular files are read as the calling user (root reads mode 000).
+pub fn meta_tree(root: &Path) -> std::collections::BTreeMap<String, MetaNode> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    fn walk(root: &Path, dir: &Path, out: &mut std::collections::BTreeMap<String, MetaNode>) {
+        let Ok(rd) = std::fs::read_dir(dir) else { return };
+        for e in rd {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            let ft = m.file_type();
+            let node = if ft.is_symlink() {
+                MetaNode::Symlink(std::fs::read_link(&p).unwrap())
+            } else if ft.is_dir() {
+                walk(root, &p, out);
+                MetaNode::Dir { mode: m.mode(), uid: m.uid() }
+            } else if ft.is_file() {
+                MetaNode::File {
+                    bytes: std::fs::read(&p).unwrap_or_else(|e| format!("<unreadable: {e}>").into_bytes()),
+                    ino: m.ino(),
+                    mode: m.mode(),
+                    uid: m.uid(),
+                    nlink: m.nlink(),
+                    mtime: (m.mtime(), m.mtime_nsec()),
+                    ctime: (m.ctime(), m.ctime_nsec()),
+                }
+            } else if ft.is_fifo() {
+                MetaNode::Fifo { ino: m.ino(), mode: m.mode() }
+            } else if ft.is_socket() {
+                MetaNode::Socket { ino: m.ino(), mode: m.mode() }
+            } else {
+                MetaNode::Other
+            };
+            out.insert(rel, node);
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+/// SHA-256 of `bytes` as lowercase hex (the `sha2` crate, not writerctl's hashing code).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A qwen schema-2 sealed record for a dead local owner whose proof certifies `body` at
+/// `key` (qwen's §2.1 serialization: the active record with `state` flipped, then
+/// `sealed_at` and `transcript` appended).
+pub fn qwen_sealed_for(session: &str, owner: &str, key: &str, body: Option<&[u8]>) -> String {
+    let active = qwen_active_dead(session, owner);
+    let b = active.replacen(r#""state":"active""#, r#""state":"sealed""#, 1);
+    let (exists, len, sha) = match body {
+        Some(b) => (true, b.len(), sha256_hex(b)),
+        None => (false, 0, sha256_hex(b"")),
+    };
+    format!(
+        r#"{},"sealed_at":"2026-07-28T00:00:01.000Z","transcript":{{"relative_path":"{key}","exists":{exists},"byte_length":{len},"sha256":"{sha}"}}}}"#,
+        b.strip_suffix('}').unwrap()
+    )
+}
