@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export WRITERCTL_SOAK_TRIALS="${1:-1000}"
-cargo test --release --test it soak:: -- --nocapture --test-threads 1 2>&1 | grep -E "^soak:|test result|panicked|FAILED"
+cargo test --release --test it soak:: -- --nocapture --test-threads 1 2>&1 | grep -oE "soak: .*|test result.*|panicked.*|FAILED.*"
