@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Exhaustive safety check of model/handoff.pml with spin.
+#
+#   bash model/check.sh                 # default configuration(s), see CONFIGS below
+#   CONFIGS="MAXF=1,G=1" bash model/check.sh
+#
+# CONFIGS is a space-separated list; each entry is a comma-separated list of
+# NAME=VALUE model tunables (G, MAXF, WAIT, ACQ, SEED; see handoff.pml).
+# Exits non-zero on any assertion violation, invalid end state, incomplete search
+# or tool error.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+model="$here/handoff.pml"
+CONFIGS="${CONFIGS:-MAXF=0,G=1 MAXF=0,G=1,WAIT=3,ACQ=3}"
+PAN_FLAGS="${PAN_FLAGS:--m200000 -w26}"
+
+if ! command -v spin >/dev/null 2>&1; then
+    echo "spin not found; installing the Debian package"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y spin >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y spin; }
+fi
+command -v gcc >/dev/null 2>&1 || { echo "gcc is required" >&2; exit 2; }
+
+spin -V
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+status=0
+
+for cfg in $CONFIGS; do
+    defs=()
+    IFS=',' read -ra kvs <<<"$cfg"
+    for kv in "${kvs[@]}"; do defs+=("-D$kv"); done
+    dir="$work/$cfg"
+    mkdir -p "$dir"
+    cp "$model" "$dir/handoff.pml"
+    echo "== config $cfg"
+    (cd "$dir" && spin "${defs[@]}" -a handoff.pml) || { echo "spin -a failed for $cfg"; status=1; continue; }
+    (cd "$dir" && gcc -O2 -DSAFETY -DCOLLAPSE -o pan pan.c) || { echo "gcc failed for $cfg"; status=1; continue; }
+    start=$(date +%s)
+    # shellcheck disable=SC2086
+    (cd "$dir" && ./pan $PAN_FLAGS) >"$dir/pan.out" 2>&1 || true
+    secs=$(( $(date +%s) - start ))
+    grep -E "State-vector|states, stored|states, matched|total actual memory|elapsed time" "$dir/pan.out" || true
+    echo "wall time: ${secs}s"
+    if ! grep -qE "errors: 0$" "$dir/pan.out"; then
+        echo "FAIL ($cfg): pan reported errors"; status=1
+        grep -E "^pan|assertion|error" "$dir/pan.out" | head -20 || true
+        if ls "$dir"/*.trail >/dev/null 2>&1; then
+            (cd "$dir" && spin "${defs[@]}" -t -p -g -l handoff.pml) | tail -80 || true
+        fi
+        continue
+    fi
+    if grep -qE "max search depth too small|reached -DMEMLIM|out of memory|hash table is full" "$dir/pan.out"; then
+        echo "FAIL ($cfg): the search was not exhaustive"; status=1; continue
+    fi
+    grep -E "errors: 0$" "$dir/pan.out" | sed 's/^.*\(errors: 0\)$/\1/'
+done
+
+exit $status
