@@ -34,8 +34,11 @@ pub fn decode_uri_component(s: &str) -> Option<String> {
     while i < bytes.len() {
         if bytes[i] == b'%' {
             let hex = bytes.get(i + 1..i + 3)?;
-            let hex = std::str::from_utf8(hex).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
+            // Two hex digits exactly (`from_str_radix` alone would accept a sign, `%+1`).
+            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                return None;
+            }
+            out.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
             i += 3;
         } else {
             out.push(bytes[i]);
@@ -331,6 +334,7 @@ mod tests {
         assert_eq!(decode_uri_component("%zz"), None);
         assert_eq!(decode_uri_component("%4"), None);
         assert_eq!(decode_uri_component("%FF"), None);
+        assert_eq!(decode_uri_component("%+1"), None);
     }
 
     #[test]

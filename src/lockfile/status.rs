@@ -180,10 +180,13 @@ pub fn status_all(runtime_dir: &Path, probe: &dyn ProcessProbe) -> Result<Vec<Se
 /// Every session that has a primary or side files among `names`, as (lock name, session
 /// id decoded from the file name), sorted by lock name.
 pub fn sessions_in(names: &[String]) -> Vec<(String, String)> {
-    let mut locks: Vec<String> = names.iter().filter(|n| n.ends_with(".lock")).cloned().collect();
+    // `.lock` alone names no session (an empty id is never valid).
+    let mut locks: Vec<String> =
+        names.iter().filter(|n| n.ends_with(".lock") && n.as_str() != ".lock").cloned().collect();
     // Sessions whose primary is gone but whose side files remain still deserve a line.
     for n in names {
         if let Some((base, _)) = side_file_owner(n)
+            && base != ".lock"
             && !locks.iter().any(|l| l == base)
         {
             locks.push(base.to_owned());

@@ -10,6 +10,7 @@ mod codes;
 mod crash;
 mod handoff;
 mod hostile;
+mod proptest_records;
 mod race;
 mod recover;
 mod run;

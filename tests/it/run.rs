@@ -1333,9 +1333,8 @@ fn a_straggler_in_the_writers_group_keeps_the_seal_from_happening_until_it_is_go
     let env = TestEnv::new();
     let ready = env.tmp.path().join("ready");
     let script = r#"
-( trap '' TERM; while :; do echo '{"straggler":true}' >> "$WRITERCTL_TRANSCRIPT"; sleep 0.05; done ) &
-: >"$T_READY"
 trap 'exit 0' TERM
+( trap '' TERM; : >"$T_READY"; while :; do echo '{"straggler":true}' >> "$WRITERCTL_TRANSCRIPT"; sleep 0.05; done ) &
 while :; do sleep 0.05; done
 "#;
     let mut p = start_run(&env, S, true, &["--json", "--grace", "1"], script, &[("T_READY", ready.to_str().unwrap())]);
