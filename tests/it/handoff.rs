@@ -621,43 +621,13 @@ fn a_certified_takeover_by_a_new_holder_becomes_the_active_owner() {
 // 3. racing replacements elect one owner
 // ---------------------------------------------------------------------------------------
 
-/// Spawns `n` copies of `writerctl args --runtime-dir R` (gate on), each blocked in `cat` on
-/// one shared pipe (an anonymous FIFO) until the barrier opens, then collects (exit, stdout).
-/// Unlike a named FIFO, a late starter can never block in open(): once the write end is
-/// closed, every reader sees EOF whenever it gets there.
+/// `n` copies of `writerctl args` (gate on) released together; (exit, stdout) of each.
 fn race(env: &TestEnv, n: usize, args: &[&str]) -> Vec<(i32, String)> {
-    let (reader, writer) = std::io::pipe().unwrap();
-    let children: Vec<Child> = (0..n)
-        .map(|_| {
-            Command::new("sh")
-                .arg("-c")
-                .arg(r#"cat >/dev/null; exec "$0" "$@""#)
-                .arg(BIN)
-                .args(args)
-                .arg("--runtime-dir")
-                .arg(env.runtime())
-                .env_clear()
-                .env("PATH", "/usr/bin:/bin")
-                .env("HOME", env.tmp.path())
-                .env("TMPDIR", env.tmp.path())
-                .env(GATE, "1")
-                .stdin(Stdio::from(reader.try_clone().unwrap()))
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    drop(reader);
-    // Let every shell reach `cat`, then open the barrier for all at once.
-    std::thread::sleep(Duration::from_millis(40));
-    drop(writer);
-    children
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let cmds: Vec<(&str, Vec<String>)> = (0..n).map(|_| ("racer", args.clone())).collect();
+    race_commands(env, &cmds, &[(GATE, "1"), ("TMPDIR", env.tmp.path().to_str().unwrap())])
         .into_iter()
-        .map(|c| {
-            let (st, out, _) = wait_bounded(c, &args.join(" "));
-            (st.code().unwrap_or(-1), out)
-        })
+        .map(|(_, code, out)| (code, out))
         .collect()
 }
 

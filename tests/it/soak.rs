@@ -3,9 +3,7 @@
 //! CI runs a small variant; `scripts/soak.sh` runs the full one (WRITERCTL_SOAK_TRIALS=1000)
 //! and prints the figures.
 
-use std::io::Read;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::support::*;
 
@@ -13,53 +11,6 @@ const GATE: &str = "WRITERCTL_SESSION_WRITER_LEASE";
 
 fn trials(default: usize) -> usize {
     std::env::var("WRITERCTL_SOAK_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-/// Spawns every command blocked on one pipe until the barrier opens, then collects
-/// (label, exit code, stdout) for each.
-fn race(env: &TestEnv, cmds: &[(&str, Vec<String>)]) -> Vec<(String, i32, String)> {
-    let (reader, writer) = std::io::pipe().unwrap();
-    let children: Vec<(String, Child)> = cmds
-        .iter()
-        .map(|(label, args)| {
-            let child = Command::new("sh")
-                .arg("-c")
-                .arg(r#"cat >/dev/null; exec "$0" "$@""#)
-                .arg(BIN)
-                .args(args)
-                .arg("--runtime-dir")
-                .arg(env.runtime())
-                .env_clear()
-                .env("PATH", "/usr/bin:/bin")
-                .env("HOME", env.tmp.path())
-                .env(GATE, "1")
-                .stdin(Stdio::from(reader.try_clone().unwrap()))
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            (label.to_string(), child)
-        })
-        .collect();
-    drop(reader);
-    std::thread::sleep(Duration::from_millis(30));
-    drop(writer);
-    children
-        .into_iter()
-        .map(|(label, mut c)| {
-            let mut out = String::new();
-            c.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-            let deadline = Instant::now() + Duration::from_secs(60);
-            let status = loop {
-                if let Some(st) = c.try_wait().unwrap() {
-                    break st;
-                }
-                assert!(Instant::now() < deadline, "{label} hangs");
-                std::thread::sleep(Duration::from_millis(2));
-            };
-            (label, status.code().unwrap_or(-1), out)
-        })
-        .collect()
 }
 
 fn args(list: &[&str]) -> Vec<String> {
@@ -100,7 +51,7 @@ fn sixty_four_takeovers_of_one_seal_elect_exactly_one_owner_every_trial() {
         env.run_env(&["seal", "--json", "--session", &s, "--token-file", tok.to_str().unwrap()], GATE, "1").assert_ok();
         let cmds: Vec<(&str, Vec<String>)> =
             (0..64).map(|_| ("takeover", args(&["takeover", "--json", "--session", &s, "--pid", &me]))).collect();
-        let out = race(&env, &cmds);
+        let out = race_commands(&env, &cmds, &[(GATE, "1")]);
         let winners = out.iter().filter(|(_, c, _)| *c == 0).count();
         assert_eq!(winners, 1, "trial {trial}: {:?}", out.iter().map(|o| o.1).collect::<Vec<_>>());
         for (_, code, _) in &out {
@@ -141,7 +92,7 @@ fn mixed_racers_never_produce_two_owners() {
             cmds.push(("takeover", args(&["takeover", "--json", "--session", &s, "--pid", &me])));
             cmds.push(("acquire", args(&["acquire", "--json", "--session", &s, "--pid", &me])));
         }
-        let out = race(&env, &cmds);
+        let out = race_commands(&env, &cmds, &[(GATE, "1")]);
         let ok = |label: &str| out.iter().filter(|(l, c, _)| l == label && *c == 0).count();
         let (sealed, released) = (ok("seal"), ok("release"));
         assert!(sealed + released <= 1, "trial {trial}: seal and release both succeeded");

@@ -591,3 +591,55 @@ pub fn qwen_sealed_for(session: &str, owner: &str, key: &str, body: Option<&[u8]
         b.strip_suffix('}').unwrap()
     )
 }
+
+/// Spawns every command (the real binary with `--runtime-dir R`, a cleared environment plus
+/// `vars`) blocked on one pipe until the barrier opens, then collects (label, exit code,
+/// stdout) for each. A late starter can never block: once the write end is closed, every
+/// reader sees EOF whenever it gets there.
+pub fn race_commands(env: &TestEnv, cmds: &[(&str, Vec<String>)], vars: &[(&str, &str)]) -> Vec<(String, i32, String)> {
+    use std::io::Read;
+    use std::process::{Child, Command, Stdio};
+    use std::time::{Duration, Instant};
+    let (reader, writer) = std::io::pipe().unwrap();
+    let children: Vec<(String, Child)> = cmds
+        .iter()
+        .map(|(label, args)| {
+            let child = Command::new("sh")
+                .arg("-c")
+                .arg(r#"cat >/dev/null; exec "$0" "$@""#)
+                .arg(BIN)
+                .args(args)
+                .arg("--runtime-dir")
+                .arg(env.runtime())
+                .env_clear()
+                .env("PATH", "/usr/bin:/bin")
+                .env("HOME", env.tmp.path())
+                .envs(vars.iter().copied())
+                .stdin(Stdio::from(reader.try_clone().unwrap()))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            (label.to_string(), child)
+        })
+        .collect();
+    drop(reader);
+    std::thread::sleep(Duration::from_millis(30));
+    drop(writer);
+    children
+        .into_iter()
+        .map(|(label, mut c)| {
+            let mut out = String::new();
+            c.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+            let deadline = Instant::now() + Duration::from_secs(60);
+            let status = loop {
+                if let Some(st) = c.try_wait().unwrap() {
+                    break st;
+                }
+                assert!(Instant::now() < deadline, "{label} hangs");
+                std::thread::sleep(Duration::from_millis(2));
+            };
+            (label, status.code().unwrap_or(-1), out)
+        })
+        .collect()
+}
