@@ -38,7 +38,9 @@ use writerctl::lockfile::identity::{LocalDomain, ProcessProbe};
 use writerctl::lockfile::paths::{LOCK_SUBDIR, LockPaths, SideKind, redact_side_file_name, side_file_owner};
 use writerctl::lockfile::record::parse_record;
 use writerctl::lockfile::recover::plan;
-use writerctl::lockfile::status::{status_all, status_one};
+use writerctl::lockfile::paths::owner_of;
+use writerctl::lockfile::status::{entries as dir_entries, status_all, status_one};
+use writerctl::lockfile::sys::Dir;
 use writerctl::lockfile::sys::Signal0;
 use writerctl::lockfile::transcript::TranscriptKey;
 
@@ -392,6 +394,16 @@ fn run(data: &[u8]) {
 
     let before = snapshot(&rt);
     let all = status_all(&rt, &probe);
+    // Which lock each entry belongs to, by the library's own rule (the session recorded
+    // inside a file decides before its name does).
+    let attributed: BTreeMap<String, (String, SideKind)> = Dir::open(&target_dir)
+        .ok()
+        .and_then(|d| dir_entries(&d).ok())
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|e| owner_of(&e).map(|o| (e.name, o)))
+        .collect();
+    let owner = |name: &str| attributed.get(name).map(|(l, k)| (l.as_str(), *k));
     assert_eq!(snapshot(&rt), before, "status_all changed the runtime directory");
 
     match &all {
@@ -412,7 +424,7 @@ fn run(data: &[u8]) {
             // Shown as is: a primary, a name kept unredacted, or a side file whose lock name
             // (shown as the session) itself embeds the id — the `.lock`-in-an-owner-id
             // misattribution reported in fuzz/README.md.
-            let redacted = matches!(side_file_owner(name), Some((lock, k))
+            let redacted = matches!(owner(name), Some((lock, k))
                 if !lock.contains(o) && !matches!(k, SideKind::Unknown | SideKind::Stale | SideKind::Claim));
             if name.contains(o) && !redacted {
                 shown_ok.push(o);
@@ -428,7 +440,7 @@ fn run(data: &[u8]) {
     let materialized = if dir_kind == 7 { &[][..] } else { &entries[..] };
     for e in materialized {
         let Ok(name) = std::str::from_utf8(&e.name) else { continue };
-        let Some((lock, kind)) = side_file_owner(name) else { continue };
+        let Some((lock, kind)) = owner(name) else { continue };
         let st = all
             .iter()
             .find(|s| s.lock_path.file_name() == Some(OsStr::new(lock)))

@@ -6,7 +6,7 @@ use serde::Serialize;
 use writerctl::lockfile::acquire::{TranscriptRef, check_runtime_dir};
 use writerctl::lockfile::paths::LOCK_SUBDIR;
 use writerctl::lockfile::recover::{Action, Done, Plan, execute, plan};
-use writerctl::lockfile::status::{open_existing, sessions_in, utf8_names};
+use writerctl::lockfile::status::{entries, open_existing, sessions_in};
 use writerctl::lockfile::transcript::TranscriptKey;
 
 use super::ExitStatus;
@@ -78,7 +78,7 @@ fn targets(args: &RecoverArgs) -> Result<Vec<Target>> {
     check_runtime_dir(&rt)?;
     let dir_path = rt.join(LOCK_SUBDIR);
     let Some(dir) = open_existing(&dir_path)? else { return Ok(Vec::new()) };
-    let names = utf8_names(&dir)?;
+    let names = entries(&dir)?;
     let mut out = Vec::new();
     for (lock_name, session) in sessions_in(&names) {
         let paths = LockPaths { dir: dir_path.clone(), lock_name };

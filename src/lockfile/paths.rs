@@ -253,6 +253,83 @@ pub fn side_file_owner(entry: &str) -> Option<(&str, SideKind)> {
     fallback
 }
 
+/// A lock-directory entry and the session id recorded inside it, when it holds a valid record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// File name.
+    pub name: String,
+    /// `session_id` of the record in the file, if it parses as one.
+    pub recorded_session: Option<String>,
+    /// `owner_id` of that record.
+    pub recorded_owner: Option<String>,
+}
+
+/// The lock `entry` is a side file of, and its kind; `None` for a primary or an unrelated
+/// file.
+///
+/// Why the recorded session decides first: names alone are ambiguous once an owner id
+/// contains `.lock` (`encodeURIComponent` keeps `.`): the guard for stale owner `x.lock` is
+/// `s.lock.reclaim.x.lock`, which by name is the primary of session `s.lock.reclaim.x`.
+/// Every side file holds a record of its own session, so when the recorded session's lock
+/// name is a prefix of the entry, the entry is that lock's side file. Files holding no record
+/// fall back to the name rule of [`side_file_owner`].
+pub fn owner_of(entry: &Entry) -> Option<(String, SideKind)> {
+    if let Some(session) = &entry.recorded_session {
+        let lock = format!("{}.lock", encode_uri_component(session));
+        if let Some(rest) = entry.name.strip_prefix(&lock).and_then(|r| r.strip_prefix('.')) {
+            return Some((lock, classify_recorded(rest, entry.recorded_owner.as_deref())));
+        }
+    }
+    side_file_owner(&entry.name).map(|(lock, kind)| (lock.to_owned(), kind))
+}
+
+/// Is `entry` some session's primary lock?
+pub fn is_primary(entry: &Entry) -> bool {
+    entry.name.ends_with(".lock") && entry.name != ".lock" && owner_of(entry).is_none()
+}
+
+/// The kind of `entry` as a side file of `lock_name`, if it is one.
+pub fn side_kind_of(lock_name: &str, entry: &Entry) -> Option<SideKind> {
+    if lock_name.ends_with(".lock") {
+        return owner_of(entry).filter(|(lock, _)| lock == lock_name).map(|(_, kind)| kind);
+    }
+    classify_side_file(lock_name, &entry.name)
+}
+
+/// A remainder whose lock is known from the record inside. Owner ids may contain `.`, so
+/// where the strict segment rule fails, the name must carry the recorded owner id exactly
+/// where qwen puts it — an operator's backup copy (`L.sealed.bak`) still matches nothing.
+fn classify_recorded(rest: &str, owner: Option<&str>) -> SideKind {
+    let strict = classify_remainder(rest);
+    let Some(owner) = owner.filter(|_| strict == SideKind::Unknown) else { return strict };
+    let enc = encode_uri_component(owner);
+    if rest.ends_with(&format!(".{owner}.tmp")) || rest == format!("{owner}.tmp") {
+        return SideKind::InstallTemp;
+    }
+    for (word, kind) in [
+        ("released", SideKind::Released),
+        ("handoff", SideKind::Handoff),
+        ("sealed-candidate", SideKind::SealedCandidate),
+    ] {
+        if rest == format!("{word}.{enc}") {
+            return kind;
+        }
+    }
+    // `sealed.<sealed owner>.<new owner>`: the file holds the sealed owner's record.
+    if rest.strip_prefix(&format!("sealed.{enc}.")).is_some_and(|n| !n.is_empty()) {
+        return SideKind::SealedRetired;
+    }
+    // `reclaim.<stale>[.<guard>]` holds the reclaimer's record, not the stale owner's: any
+    // owner-id characters after the word.
+    if let Some(ids) = rest.strip_prefix("reclaim.")
+        && !ids.is_empty()
+        && ids.split('.').all(is_owner_segment)
+    {
+        return SideKind::ReclaimGuard;
+    }
+    SideKind::Unknown
+}
+
 /// `<owner:xxxxxxxx>`: a short, irreversible stand-in for an owner id in a file name.
 fn owner_fingerprint(segment: &str) -> String {
     use sha2::{Digest, Sha256};

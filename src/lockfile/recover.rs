@@ -18,10 +18,11 @@ use time::OffsetDateTime;
 use super::acquire::{LockSite, TranscriptRef, sync_error};
 use super::error::LockError;
 use super::identity::{LiveReason, Liveness, ProcessProbe};
-use super::paths::{SideKind, classify_side_file, redact_side_file_name};
+use super::paths::{SideKind, redact_side_file_name, side_kind_of};
 use super::primitives::{Inspection, inspect_record};
 use super::record::format_timestamp;
 use super::record::{LockRecord, parse_record};
+use super::status::entries;
 use super::sys::ReadRegular;
 use super::sys::{self, Kind};
 use super::transcript::{ProofOptions, read_proof};
@@ -94,15 +95,8 @@ pub fn plan(site: &LockSite, transcript: Option<&TranscriptRef>, probe: &dyn Pro
     let lock = site.paths.lock_name.clone();
     let mut actions = Vec::new();
     let mut blocked = None;
-    let names: Vec<String> = site
-        .dir
-        .list()
-        .map_err(|e| LockError::io("list lock directory", e))?
-        .into_iter()
-        .filter_map(|n| n.into_string().ok())
-        .collect();
     let mut side: Vec<(String, SideKind)> =
-        names.iter().filter_map(|n| classify_side_file(&lock, n).map(|k| (n.clone(), k))).collect();
+        entries(&site.dir)?.into_iter().filter_map(|e| side_kind_of(&lock, &e).map(|k| (e.name, k))).collect();
     side.sort_by(|a, b| a.0.cmp(&b.0));
 
     let primary = inspect_record(&site.dir, &lock, &site.session_id, &site.local, probe);

@@ -11,7 +11,8 @@ use super::acquire::{TranscriptRef, check_runtime_dir, open_lock_dir};
 use super::error::LockError;
 use super::identity::{Liveness, LocalDomain, ProcessProbe};
 use super::paths::{
-    LOCK_SUBDIR, LockPaths, SideKind, classify_side_file, decode_uri_component, redact_side_file_name, side_file_owner,
+    Entry, LOCK_SUBDIR, LockPaths, SideKind, decode_uri_component, is_primary, owner_of, redact_side_file_name,
+    side_kind_of,
 };
 use super::primitives::{Inspection, inspect_record};
 use super::record::{LockRecord, Schema, TranscriptProof, parse_record};
@@ -167,7 +168,7 @@ pub fn status_all(runtime_dir: &Path, probe: &dyn ProcessProbe) -> Result<Vec<Se
         Some(d) => d,
         None => return Ok(Vec::new()),
     };
-    let names = utf8_names(&dir)?;
+    let names = entries(&dir)?;
     let local = LocalDomain::current();
     let mut out = Vec::new();
     for (lock_name, session) in sessions_in(&names) {
@@ -177,19 +178,17 @@ pub fn status_all(runtime_dir: &Path, probe: &dyn ProcessProbe) -> Result<Vec<Se
     Ok(out)
 }
 
-/// Every session that has a primary or side files among `names`, as (lock name, session
+/// Every session that has a primary or side files among `entries`, as (lock name, session
 /// id decoded from the file name), sorted by lock name.
-pub fn sessions_in(names: &[String]) -> Vec<(String, String)> {
-    // `.lock` alone names no session (an empty id is never valid).
-    let mut locks: Vec<String> =
-        names.iter().filter(|n| n.ends_with(".lock") && n.as_str() != ".lock").cloned().collect();
+pub fn sessions_in(entries: &[Entry]) -> Vec<(String, String)> {
+    let mut locks: Vec<String> = entries.iter().filter(|e| is_primary(e)).map(|e| e.name.clone()).collect();
     // Sessions whose primary is gone but whose side files remain still deserve a line.
-    for n in names {
-        if let Some((base, _)) = side_file_owner(n)
+    for e in entries {
+        if let Some((base, _)) = owner_of(e)
             && base != ".lock"
-            && !locks.iter().any(|l| l == base)
+            && !locks.contains(&base)
         {
-            locks.push(base.to_owned());
+            locks.push(base);
         }
     }
     locks.sort();
@@ -203,13 +202,23 @@ pub fn sessions_in(names: &[String]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The UTF-8 names in a lock directory.
-pub fn utf8_names(dir: &Dir) -> Result<Vec<String>, LockError> {
-    Ok(dir
-        .list()
-        .map_err(|e| LockError::io("list lock directory", e))?
+/// The UTF-8 entries of a lock directory, each with the session recorded inside it.
+pub fn entries(dir: &Dir) -> Result<Vec<Entry>, LockError> {
+    let names = dir.list().map_err(|e| LockError::io("list lock directory", e))?;
+    Ok(names
         .into_iter()
         .filter_map(|n| n.into_string().ok())
+        .map(|name| {
+            let record = match dir.read_regular(OsStr::new(&name)) {
+                ReadRegular::Regular(bytes, _) => parse_record(&bytes).ok(),
+                _ => None,
+            };
+            let (recorded_session, recorded_owner) = match record {
+                Some(r) => (Some(r.owner.session_id), Some(r.owner.owner_id)),
+                None => (None, None),
+            };
+            Entry { name, recorded_session, recorded_owner }
+        })
         .collect())
 }
 
@@ -229,7 +238,7 @@ pub fn status_one(
     let Some(dir) = open_existing(&paths.dir)? else {
         return Ok(classify_missing_dir(paths, session_id));
     };
-    let names = utf8_names(&dir)?;
+    let names = entries(&dir)?;
     let mut st = classify(&dir, paths, session_id, &names, &local, probe);
     let identity = st.proof.as_ref().and_then(|p| p.identity);
     if let (Some(proof), Some(t)) = (st.proof.as_mut(), transcript) {
@@ -282,18 +291,18 @@ fn classify(
     dir: &Dir,
     paths: &LockPaths,
     session_id: &str,
-    names: &[String],
+    names: &[Entry],
     local: &LocalDomain,
     probe: &dyn ProcessProbe,
 ) -> SessionStatus {
     let mut st = classify_missing_dir(paths, session_id);
     let claim_name = paths.claim();
     for n in names {
-        if let Some(kind) = classify_side_file(&paths.lock_name, n) {
+        if let Some(kind) = side_kind_of(&paths.lock_name, n) {
             if kind == SideKind::Claim {
                 continue;
             }
-            let name = redact_side_file_name(&paths.lock_name, n, kind);
+            let name = redact_side_file_name(&paths.lock_name, &n.name, kind);
             st.side_files.push(SideFileView { name, kind, meaning: kind.meaning() });
         }
     }

@@ -7,8 +7,8 @@ use serde_json::{Map, Value, json};
 use writerctl::lockfile::LockPaths;
 use writerctl::lockfile::identity::{LiveReason, Liveness, LocalDomain, ProcessProbe, StaleReason, decide};
 use writerctl::lockfile::paths::{
-    SideKind, classify_side_file, decode_uri_component, encode_uri_component, install_temp, redact_side_file_name,
-    side_file_owner,
+    Entry, SideKind, classify_side_file, decode_uri_component, encode_uri_component, install_temp, is_primary,
+    owner_of, redact_side_file_name, side_file_owner, side_kind_of,
 };
 use writerctl::lockfile::record::{LockRecord, PROCESS_KINDS, RecordState, Schema, parse_record, parse_timestamp};
 use writerctl::lockfile::sys::Signal0;
@@ -375,18 +375,40 @@ proptest! {
     }
 }
 
-/// Known bug (see the fuzzing report): side-file names embed the *recorded* owner id of a
-/// foreign record (`reclaim_guard(stale_owner)`, `sealed_retired(sealed_owner, _)`), and
-/// `encodeURIComponent` keeps `.`, so an owner id ending in `.lock` turns the guard into what
-/// looks like another session's primary lock, and one containing `.lock.` hands it to
-/// another lock. Ignored until fixed; run with `cargo test -- --ignored`.
+/// Side-file names embed the *recorded* owner id of a foreign record
+/// (`reclaim_guard(stale_owner)`, `sealed_retired(sealed_owner, _)`), and `encodeURIComponent`
+/// keeps `.`: by name alone an owner id ending in `.lock` turns the guard into another
+/// session's primary. The session recorded inside the file decides ([`owner_of`]); a name
+/// holding no record keeps the name rule.
 #[test]
-#[ignore = "known bug: owner ids containing `.lock` are misattributed (side_file_owner)"]
-fn owner_ids_with_dot_lock_are_misattributed() {
+fn owner_ids_with_dot_lock_are_attributed_by_the_recorded_session() {
     let p = LockPaths::for_session(std::path::Path::new("/r"), "s");
+    let of_s = |name: &str, owner: &str| Entry {
+        name: name.to_owned(),
+        recorded_session: Some("s".into()),
+        recorded_owner: Some(owner.into()),
+    };
     let guard = p.reclaim_guard("x.lock");
     assert_eq!(guard, "s.lock.reclaim.x.lock");
-    assert_eq!(side_file_owner(&guard), Some(("s.lock", SideKind::ReclaimGuard)));
+    // The guard holds the reclaimer's record (owner `g`), never the stale owner's.
+    assert_eq!(owner_of(&of_s(&guard, "g")), Some(("s.lock".to_owned(), SideKind::ReclaimGuard)));
+    assert!(!is_primary(&of_s(&guard, "g")));
+    // The retired seal holds the sealed owner's record.
     let retired = p.sealed_retired("x.lock.claim", OWNER);
-    assert_eq!(side_file_owner(&retired), Some(("s.lock", SideKind::SealedRetired)));
+    assert_eq!(owner_of(&of_s(&retired, "x.lock.claim")), Some(("s.lock".to_owned(), SideKind::SealedRetired)));
+    let handoff = p.handoff("y.lock");
+    assert_eq!(owner_of(&of_s(&handoff, "y.lock")), Some(("s.lock".to_owned(), SideKind::Handoff)));
+    // A copy whose name does not carry its record's owner where qwen puts it stays unknown.
+    assert_eq!(owner_of(&of_s("s.lock.sealed.bak", OWNER)), Some(("s.lock".to_owned(), SideKind::Unknown)));
+    // The same name holding a record of session `s.lock.reclaim.x` is that session's primary.
+    let own = Entry {
+        name: guard.clone(),
+        recorded_session: Some("s.lock.reclaim.x".into()),
+        recorded_owner: Some("g".into()),
+    };
+    assert!(is_primary(&own) && owner_of(&own).is_none());
+    // Without a record inside, names decide as before.
+    let bare = Entry { name: guard, recorded_session: None, recorded_owner: None };
+    assert!(is_primary(&bare));
+    assert_eq!(side_kind_of("s.lock", &of_s(&p.claim(), "g")), Some(SideKind::Claim));
 }

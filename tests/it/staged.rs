@@ -759,3 +759,27 @@ fn side_files_of_a_session_id_containing_dot_lock_belong_to_that_session() {
     assert_eq!(b.side_files[0].kind, "stale");
     assert_eq!(snapshot(&env.lock_dir()), before);
 }
+
+#[test]
+fn a_guard_whose_owner_id_ends_in_dot_lock_is_reported_as_the_sessions_guard() {
+    // By name, `S.lock.reclaim.x.lock` is the primary of session `S.lock.reclaim.x`; the record
+    // inside is S's, so status lists it as S's reclaim guard and invents no session.
+    let env = TestEnv::new();
+    let guard = env.lock_dir().join(format!("{S}.lock.reclaim.x.lock"));
+    stage(&guard, qwen_active_dead(S, "guard-owner").as_bytes());
+    let all: StatusAllJson = env.run(&["status", "--json"]).assert_ok().json();
+    assert_eq!(all.sessions.len(), 1, "{:?}", all.sessions.iter().map(|s| &s.session_id).collect::<Vec<_>>());
+    assert_eq!(all.sessions[0].session_id, S);
+    let kinds: Vec<&str> = all.sessions[0].side_files.iter().map(|f| f.kind.as_str()).collect();
+    assert_eq!(kinds, vec!["reclaim_guard"]);
+}
+
+#[test]
+fn a_stray_dot_lock_file_names_no_session_and_blocks_nothing() {
+    let env = TestEnv::new();
+    stage(&env.lock_dir().join(".lock"), b"{}");
+    let all: StatusAllJson = env.run(&["status", "--json"]).assert_ok().json();
+    assert!(all.sessions.is_empty(), "{:?}", all.sessions.iter().map(|s| &s.session_id).collect::<Vec<_>>());
+    env.run(&["recover", "--json"]).assert_ok();
+    assert_eq!(std::fs::read(env.lock_dir().join(".lock")).unwrap(), b"{}");
+}
