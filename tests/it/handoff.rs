@@ -8,10 +8,10 @@
 //! transcript. A refusal must change nothing and leave no claim, candidate or retired file.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
@@ -32,33 +32,6 @@ const RUN_LIMIT: Duration = Duration::from_secs(20);
 // ---------------------------------------------------------------------------------------
 // JSON documents
 // ---------------------------------------------------------------------------------------
-
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ProofOut {
-    relative_path: String,
-    exists: bool,
-    byte_length: u64,
-    sha256: String,
-}
-
-/// `seal --json`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SealJson {
-    session_id: String,
-    state: String,
-    sealed_at: String,
-    transcript: ProofOut,
-}
-
-#[derive(Debug, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PreviousJson {
-    hostname: String,
-    pid: u64,
-    sealed_at: String,
-}
 
 /// `takeover --json` / `acquire --json` (which carries `previous` too).
 #[derive(Debug, Deserialize)]
@@ -90,46 +63,15 @@ struct VerifyJson {
 // running the binary
 // ---------------------------------------------------------------------------------------
 
-/// Waits for `child` at most [`RUN_LIMIT`]; kills it and fails the test if it hangs.
-fn wait_bounded(mut child: Child, what: &str) -> (ExitStatus, String, String) {
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let t_out = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = out.read_to_end(&mut v);
-        v
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = err.read_to_end(&mut v);
-        v
-    });
-    let deadline = Instant::now() + RUN_LIMIT;
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("`{what}` did not finish within {RUN_LIMIT:?}: it hangs");
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    };
-    let stdout = String::from_utf8_lossy(&t_out.join().unwrap()).into_owned();
-    let stderr = String::from_utf8_lossy(&t_err.join().unwrap()).into_owned();
-    (status, stdout, stderr)
-}
-
 /// Runs `args` plus `--runtime-dir R` with a cleared environment plus `extra`.
 fn run_with(env: &TestEnv, args: &[&str], extra: &[(&str, &str)]) -> Run {
     let mut c = env.cmd();
-    c.args(args).arg("--runtime-dir").arg(env.runtime()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    c.args(args).arg("--runtime-dir").arg(env.runtime());
     for (k, v) in extra {
         c.env(k, v);
     }
-    let (status, stdout, stderr) = wait_bounded(c.spawn().unwrap(), &args.join(" "));
-    Run { code: status.code().unwrap_or(-1), stdout, stderr }
+    run_bounded(c, RUN_LIMIT)
+        .unwrap_or_else(|| panic!("`{}` did not finish within {RUN_LIMIT:?}: it hangs", args.join(" ")))
 }
 
 /// With the gate on (`WRITERCTL_SESSION_WRITER_LEASE=1`).

@@ -45,25 +45,6 @@ struct RunJson {
     exit_code: u8,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ProofOut {
-    relative_path: String,
-    exists: bool,
-    byte_length: u64,
-    sha256: String,
-}
-
-/// `seal --json` (also what the preStop path prints).
-#[derive(Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-struct SealJson {
-    session_id: String,
-    state: String,
-    sealed_at: String,
-    transcript: ProofOut,
-}
-
 // ---------------------------------------------------------------------------------------
 // a supervisor under test
 // ---------------------------------------------------------------------------------------

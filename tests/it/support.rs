@@ -88,12 +88,32 @@ pub struct AcquireJson {
 }
 
 /// `previous` of a certified takeover.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PreviousJson {
     pub hostname: String,
     pub pid: u64,
     pub sealed_at: String,
+}
+
+/// The `transcript` proof in `seal --json`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProofOut {
+    pub relative_path: String,
+    pub exists: bool,
+    pub byte_length: u64,
+    pub sha256: String,
+}
+
+/// `seal --json` (also what the preStop path prints).
+#[derive(Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SealJson {
+    pub session_id: String,
+    pub state: String,
+    pub sealed_at: String,
+    pub transcript: ProofOut,
 }
 
 /// `release --json`.
