@@ -242,7 +242,8 @@ pub fn side_file_owner(entry: &str) -> Option<(&str, SideKind)> {
     let mut fallback = None;
     for &cut in cuts.iter().rev() {
         let (lock, rest) = (&entry[..cut], &entry[cut + 1..]);
-        if lock.is_empty() {
+        // `.lock` alone would be the lock of the empty session id, which is never valid.
+        if lock == ".lock" {
             continue;
         }
         match classify_remainder(rest) {
@@ -485,6 +486,7 @@ mod tests {
         assert_eq!(side_file_owner("a.lock.b.lock.9.tmp"), Some(("a.lock.b.lock", SideKind::InstallTemp)));
         assert_eq!(side_file_owner("a.lock.claim"), Some(("a.lock", SideKind::Claim)));
         assert_eq!(side_file_owner("a.lock.b.lock"), None);
+        assert_eq!(side_file_owner(".lock.claim"), None, "the empty session has no lock");
         assert_eq!(classify_side_file("a.lock", "a.lock.b.lock.stale.1.u"), None);
         assert_eq!(classify_side_file("a.lock.b.lock", "a.lock.b.lock.stale.1.u"), Some(SideKind::Stale));
         assert_eq!(classify_side_file("x.lck", "x.lck.claim"), Some(SideKind::Claim));

@@ -185,7 +185,6 @@ pub fn sessions_in(entries: &[Entry]) -> Vec<(String, String)> {
     // Sessions whose primary is gone but whose side files remain still deserve a line.
     for e in entries {
         if let Some((base, _)) = owner_of(e)
-            && base != ".lock"
             && !locks.contains(&base)
         {
             locks.push(base);

@@ -360,8 +360,8 @@ proptest! {
         }
     }
 
-    /// (d′) Any name: `side_file_owner` and `classify_side_file` agree; only primaries and
-    /// names without an `L.` prefix belong to no lock.
+    /// (d′) Any name: `side_file_owner` and `classify_side_file` agree; only primaries, names
+    /// without an `L.` prefix and names under the empty session's `.lock` belong to no lock.
     #[test]
     fn any_name_is_classified_consistently(s in r"([a-z%.]{0,6}(\.lock)?\.(claim|handoff|sealed|stale|reclaim|tmp|[0-9a-z]{1,3})){0,4}|\PC{0,30}") {
         match side_file_owner(&s) {
@@ -370,7 +370,8 @@ proptest! {
                 prop_assert!(lock.ends_with(".lock") && s.starts_with(&prefix), "{}", s);
                 prop_assert_eq!(classify_side_file(lock, &s), Some(kind));
             }
-            None => prop_assert!(s.ends_with(".lock") || !s.contains(".lock.")),
+            // The empty session id has no lock, so `.lock.<…>` belongs to none.
+            None => prop_assert!(s.ends_with(".lock") || !s.contains(".lock.") || s.starts_with(".lock.")),
         }
     }
 }
