@@ -1130,8 +1130,10 @@ trap 'echo TERM >"$T_SIG"; exit 0' TERM
 trap 'echo INT >"$T_SIG"; exit 0' INT
 trap 'echo HUP >"$T_SIG"; exit 0' HUP
 # A grandchild in the writer's process group (background jobs ignore SIGINT, so INT is not
-# checked for it).
+# checked for it). It records the first stop it got: after the writer exits, the supervisor
+# also sends SIGTERM to anything left in the group.
 (
+  set -C
   trap 'echo TERM >"$T_SIG.grand"; exit 0' TERM
   trap 'echo HUP >"$T_SIG.grand"; exit 0' HUP
   : >"$T_READY.grand"
