@@ -45,6 +45,24 @@ pub enum ErrorCode {
     Interrupted,
     /// `run`: the writer died of a signal nobody sent as a stop; the lock was kept.
     WriterCrashed,
+    /// A handoff from a session that is not the current master.
+    NotMaster,
+    /// The master epoch moved since the caller looked: another handoff or claim won.
+    StaleMaster,
+    /// No registered controller matches the target.
+    TargetNotRegistered,
+    /// Rows exist for the target identity, but none heartbeat within the freshness threshold.
+    TargetStale,
+    /// Several fresh rows match the target identity; the error lists them.
+    TargetAmbiguous,
+    /// Unknown operator or wrong password.
+    InvalidOperatorCredentials,
+    /// The session token does not belong to that session.
+    Unauthorized,
+    /// `operator add` for an id that already exists; it is never overwritten.
+    OperatorExists,
+    /// The coordinator or its store cannot be reached or stayed busy; retry later.
+    CoordinatorUnavailable,
 }
 
 impl ErrorCode {
@@ -65,6 +83,15 @@ impl ErrorCode {
         ErrorCode::DrainTimeout,
         ErrorCode::Interrupted,
         ErrorCode::WriterCrashed,
+        ErrorCode::NotMaster,
+        ErrorCode::StaleMaster,
+        ErrorCode::TargetNotRegistered,
+        ErrorCode::TargetStale,
+        ErrorCode::TargetAmbiguous,
+        ErrorCode::InvalidOperatorCredentials,
+        ErrorCode::Unauthorized,
+        ErrorCode::OperatorExists,
+        ErrorCode::CoordinatorUnavailable,
     ];
 
     /// The code named `s`, if it is in the registry.
@@ -90,6 +117,15 @@ impl ErrorCode {
             ErrorCode::DrainTimeout => "drain_timeout",
             ErrorCode::Interrupted => "interrupted",
             ErrorCode::WriterCrashed => "writer_crashed",
+            ErrorCode::NotMaster => "not_master",
+            ErrorCode::StaleMaster => "stale_master",
+            ErrorCode::TargetNotRegistered => "target_not_registered",
+            ErrorCode::TargetStale => "target_stale",
+            ErrorCode::TargetAmbiguous => "target_ambiguous",
+            ErrorCode::InvalidOperatorCredentials => "invalid_operator_credentials",
+            ErrorCode::Unauthorized => "unauthorized",
+            ErrorCode::OperatorExists => "operator_exists",
+            ErrorCode::CoordinatorUnavailable => "coordinator_unavailable",
         }
     }
 
@@ -99,12 +135,19 @@ impl ErrorCode {
             ErrorCode::Internal | ErrorCode::DrainTimeout | ErrorCode::WriterCrashed => 1,
             ErrorCode::Interrupted => 130,
             ErrorCode::Usage | ErrorCode::InvalidArgument | ErrorCode::RuntimeDirMissing => 2,
-            ErrorCode::SessionWriterConflict | ErrorCode::SessionNotOwner | ErrorCode::SessionNotSealed => 3,
+            ErrorCode::SessionWriterConflict
+            | ErrorCode::SessionNotOwner
+            | ErrorCode::SessionNotSealed
+            | ErrorCode::NotMaster
+            | ErrorCode::StaleMaster
+            | ErrorCode::OperatorExists => 3,
+            ErrorCode::TargetNotRegistered | ErrorCode::TargetStale | ErrorCode::TargetAmbiguous => 5,
+            ErrorCode::InvalidOperatorCredentials | ErrorCode::Unauthorized => 6,
             ErrorCode::SessionTranscriptChanged
             | ErrorCode::SessionLockMalformed
             | ErrorCode::SessionTranscriptUnsafe => 4,
             ErrorCode::FeatureDisabled => 7,
-            ErrorCode::SessionWriterUnavailable => 75,
+            ErrorCode::SessionWriterUnavailable | ErrorCode::CoordinatorUnavailable => 75,
         }
     }
 
@@ -138,6 +181,15 @@ impl ErrorCode {
             ErrorCode::WriterCrashed => {
                 "`run`: the writer died of a signal it was not sent to stop (crash, OOM kill); the active lock was kept"
             }
+            ErrorCode::NotMaster => "the caller is not the project's master (only the master hands off; an operator claims)",
+            ErrorCode::StaleMaster => "the master epoch is no longer the one the caller saw: a concurrent handoff or claim won",
+            ErrorCode::TargetNotRegistered => "no registered controller row matches the target identity (or the named session)",
+            ErrorCode::TargetStale => "the target identity's rows all missed the heartbeat freshness threshold",
+            ErrorCode::TargetAmbiguous => "several fresh rows match the target identity; pick one with --to-session (candidates listed)",
+            ErrorCode::InvalidOperatorCredentials => "unknown operator or wrong password; each failure delays the next attempt",
+            ErrorCode::Unauthorized => "the session token does not match the session (or the session is not registered)",
+            ErrorCode::OperatorExists => "the operator id already exists; credentials are never overwritten",
+            ErrorCode::CoordinatorUnavailable => "the coordinator or its store is unreachable or stayed busy; retry later",
         }
     }
 }

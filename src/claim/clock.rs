@@ -1,0 +1,63 @@
+//! Time, behind a trait so tests control it (freshness, delays) without sleeping.
+
+use std::time::Duration;
+
+use super::model::Millis;
+
+/// A source of wall-clock time and a way to wait.
+pub trait Clock: Send + Sync {
+    /// Milliseconds since the Unix epoch.
+    fn now(&self) -> Millis;
+    /// Blocks for `d` (a test clock advances itself instead).
+    fn sleep(&self, d: Duration);
+}
+
+/// The system clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Millis {
+        let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    fn sleep(&self, d: Duration) {
+        std::thread::sleep(d)
+    }
+}
+
+/// A clock that only moves when told to (or when something sleeps on it); records sleeps.
+#[derive(Debug, Default)]
+pub struct ManualClock {
+    now: std::sync::Mutex<(Millis, Vec<Duration>)>,
+}
+
+impl ManualClock {
+    /// A clock reading `start`.
+    pub fn at(start: Millis) -> ManualClock {
+        ManualClock { now: std::sync::Mutex::new((start, Vec::new())) }
+    }
+
+    /// Moves time forward by `ms`.
+    pub fn advance(&self, ms: i64) {
+        self.now.lock().unwrap_or_else(|p| p.into_inner()).0 += ms;
+    }
+
+    /// Every sleep so far, in order.
+    pub fn sleeps(&self) -> Vec<Duration> {
+        self.now.lock().unwrap_or_else(|p| p.into_inner()).1.clone()
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Millis {
+        self.now.lock().unwrap_or_else(|p| p.into_inner()).0
+    }
+
+    fn sleep(&self, d: Duration) {
+        let mut g = self.now.lock().unwrap_or_else(|p| p.into_inner());
+        g.0 += i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        g.1.push(d);
+    }
+}

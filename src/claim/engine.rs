@@ -1,0 +1,392 @@
+//! The coordinator engine: each verb authenticates, reads a snapshot, calls a pure decision
+//! in [`super::master`], commits by compare-and-set, and audits the result, success or not.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::clock::Clock;
+use super::error::ClaimError;
+use super::master::{self, ControllerKey, MasterOutcome, Target};
+use super::model::{AuditEntry, Change, Controller, Event, MasterSlot, Millis, OperatorRecord, Snapshot};
+use super::secret::{self, Secret};
+use super::store::Store;
+
+/// Seed 000's default heartbeat freshness for target resolution.
+pub const DEFAULT_FRESHNESS: Duration = Duration::from_secs(30);
+
+/// The coordinator over one store.
+pub struct Coordinator {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    freshness: Duration,
+}
+
+/// A registration's result; the token is shown once and never stored.
+#[derive(Debug)]
+pub struct Registered {
+    /// The controller row.
+    pub controller: Controller,
+    /// The session token (bearer secret).
+    pub token: Secret,
+    /// The master epoch after registering.
+    pub epoch: u64,
+}
+
+/// One controller as `master status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerView {
+    /// The row.
+    pub controller: Controller,
+    /// Heartbeat within the freshness threshold.
+    pub fresh: bool,
+}
+
+/// The project's topology.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    /// The master slot.
+    pub slot: MasterSlot,
+    /// Every controller.
+    pub controllers: Vec<ControllerView>,
+    /// The threshold used for `fresh`.
+    pub freshness: Duration,
+    /// When it was read.
+    pub now: Millis,
+}
+
+/// A master verb's request.
+#[derive(Debug, Clone)]
+pub struct MasterRequest {
+    /// The project.
+    pub project: String,
+    /// The target identity.
+    pub to_identity: String,
+    /// The exact target row, if named.
+    pub to_session: Option<String>,
+    /// The epoch the caller decided from.
+    pub expect_epoch: u64,
+}
+
+/// Longest accepted name (project, identity, surface, machine, operator, session id).
+pub const MAX_NAME: usize = 256;
+
+/// Refuses empty, overlong or control-character names before they reach a store or a log.
+pub fn validate_name(what: &str, value: &str) -> Result<(), ClaimError> {
+    if value.is_empty() || value.trim() != value {
+        return Err(ClaimError::InvalidArgument(format!("{what} must be non-empty without surrounding spaces")));
+    }
+    if value.len() > MAX_NAME {
+        return Err(ClaimError::InvalidArgument(format!("{what} is longer than {MAX_NAME} bytes")));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(ClaimError::InvalidArgument(format!("{what} contains a control character")));
+    }
+    Ok(())
+}
+
+impl Coordinator {
+    /// A coordinator over `store`, reading time from `clock`.
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, freshness: Duration) -> Coordinator {
+        Coordinator { store, clock, freshness }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    fn freshness_ms(&self) -> i64 {
+        i64::try_from(self.freshness.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    fn audit(&self, project: &str, verb: &str, actor: String, target: Option<String>) -> AuditEntry {
+        AuditEntry {
+            at: self.clock.now(),
+            project: project.to_string(),
+            verb: verb.to_string(),
+            actor,
+            target,
+            result: "ok".into(),
+            epoch: None,
+            detail: json!({}),
+        }
+    }
+
+    /// Audits a failed verb (best effort: the verb's own error is what the caller needs).
+    fn audit_failure(&self, mut entry: AuditEntry, err: &ClaimError, epoch: Option<u64>) {
+        entry.result = err.code().as_str().to_string();
+        entry.epoch = epoch;
+        entry.detail = err.details().unwrap_or_else(|| json!({}));
+        let _ = self.store.append_audit(&entry);
+    }
+
+    /// Runs `decide` in one store transaction; audits failures with the epoch it saw.
+    fn run<T>(
+        &self,
+        base: AuditEntry,
+        mut decide: impl FnMut(&Snapshot, Millis) -> Result<(Change, T, u64, serde_json::Value), ClaimError>,
+    ) -> Result<T, ClaimError> {
+        let project = base.project.clone();
+        let mut out: Option<T> = None;
+        let mut seen_epoch = None;
+        let result = self.store.transact(&project, &mut |snap| {
+            seen_epoch = Some(snap.slot.epoch);
+            let now = self.clock.now();
+            let (change, value, epoch, detail) = decide(snap, now)?;
+            out = Some(value);
+            let mut audit = base.clone();
+            audit.at = now;
+            audit.epoch = Some(epoch);
+            audit.detail = detail;
+            Ok((change, audit))
+        });
+        match result {
+            Ok(_) => out.ok_or_else(|| ClaimError::Store("transaction committed without a decision".into())),
+            Err(e) => {
+                self.audit_failure(base, &e, seen_epoch);
+                Err(e)
+            }
+        }
+    }
+
+    /// `session register`: UPSERT on (project, identity, surface, machine_id).
+    pub fn register(&self, project: &str, key: &ControllerKey) -> Result<Registered, ClaimError> {
+        validate_name("project", project)?;
+        validate_name("identity", &key.identity)?;
+        validate_name("surface", &key.surface)?;
+        validate_name("machine id", &key.machine_id)?;
+        let token = secret::new_session_token()?;
+        let hash = secret::token_hash(&token);
+        let fresh_id = secret::new_session_id();
+        let base = self.audit(project, "session.register", format!("identity:{}", key.identity), None);
+        let (controller, epoch) = self.run(base, |snap, now| {
+            let (change, row) = master::register(snap, key, fresh_id.clone(), hash.clone(), now);
+            let epoch = change.slot.as_ref().map_or(snap.slot.epoch, |s| s.epoch);
+            let detail = json!({"session_id": row.session_id, "surface": row.surface, "machine_id": row.machine_id,
+                                "is_master": row.is_master});
+            Ok((change, (row, epoch), epoch, detail))
+        })?;
+        Ok(Registered { controller, token, epoch })
+    }
+
+    /// `session heartbeat`.
+    pub fn heartbeat(&self, project: &str, session_id: &str, token: &Secret) -> Result<Controller, ClaimError> {
+        let hash = secret::token_hash(token);
+        let base = self.audit(project, "session.heartbeat", format!("session:{session_id}"), None);
+        self.run(base, |snap, now| {
+            let (change, row) = master::heartbeat(snap, session_id, &hash, now)?;
+            Ok((change, row, snap.slot.epoch, json!({})))
+        })
+    }
+
+    /// `session deregister`; returns whether it was master, and the epoch after.
+    pub fn deregister(&self, project: &str, session_id: &str, token: &Secret) -> Result<(bool, u64), ClaimError> {
+        let hash = secret::token_hash(token);
+        let base = self.audit(project, "session.deregister", format!("session:{session_id}"), None);
+        self.run(base, |snap, _| {
+            let (change, was_master) = master::deregister(snap, session_id, &hash)?;
+            let epoch = change.slot.as_ref().map_or(snap.slot.epoch, |s| s.epoch);
+            Ok((change, (was_master, epoch), epoch, json!({"was_master": was_master})))
+        })
+    }
+
+    /// `master status`: read-only, straight from the authoritative store.
+    pub fn status(&self, project: &str) -> Result<Status, ClaimError> {
+        validate_name("project", project)?;
+        let snap = self.store.snapshot(project)?;
+        let now = self.clock.now();
+        let f = self.freshness_ms();
+        let controllers =
+            snap.controllers.into_iter().map(|c| ControllerView { fresh: c.is_fresh(now, f), controller: c }).collect();
+        Ok(Status { slot: snap.slot, controllers, freshness: self.freshness, now })
+    }
+
+    /// Resolves a target without changing anything (for the confirmation prompt).
+    pub fn preview_target(&self, project: &str, to_identity: &str, to_session: Option<&str>) -> Result<Controller, ClaimError> {
+        let snap = self.store.snapshot(project)?;
+        master::resolve_target(&snap, to_identity, to_session, self.clock.now(), self.freshness_ms()).cloned()
+    }
+
+    /// `master handoff`: the caller, authenticated by its session token, must be master.
+    pub fn handoff(&self, req: &MasterRequest, caller: &str, token: &Secret) -> Result<MasterOutcome, ClaimError> {
+        validate_name("project", &req.project)?;
+        validate_name("identity", &req.to_identity)?;
+        let hash = secret::token_hash(token);
+        let base = self.audit(&req.project, "master.handoff", format!("session:{caller}"), Some(target_text(req)));
+        let target = Target { identity: &req.to_identity, session_id: req.to_session.as_deref() };
+        let f = self.freshness_ms();
+        self.run(base, |snap, now| {
+            let (change, out) = master::handoff(snap, caller, &hash, &target, req.expect_epoch, now, f)?;
+            let detail = outcome_detail(&out, None);
+            Ok((change, out.clone(), out.epoch, detail))
+        })
+    }
+
+    /// `master claim`: operator-authorized preempt of the named target.
+    pub fn claim(&self, req: &MasterRequest, operator_id: &str, password: &Secret) -> Result<MasterOutcome, ClaimError> {
+        validate_name("project", &req.project)?;
+        validate_name("identity", &req.to_identity)?;
+        validate_name("operator id", operator_id)?;
+        let base = self.audit(&req.project, "master.claim", format!("operator:{operator_id}"), Some(target_text(req)));
+        if let Err(e) = self.verify_operator(operator_id, password) {
+            self.audit_failure(base, &e, None);
+            return Err(e);
+        }
+        let target = Target { identity: &req.to_identity, session_id: req.to_session.as_deref() };
+        let f = self.freshness_ms();
+        self.run(base, |snap, now| {
+            let (change, out) = master::claim(snap, operator_id, &target, req.expect_epoch, now, f)?;
+            let detail = outcome_detail(&out, Some(operator_id));
+            Ok((change, out.clone(), out.epoch, detail))
+        })
+    }
+
+    /// Checks an operator's password. Before verifying, waits out the delay its failures
+    /// since the last success earned (outside any store transaction, so a slowed attacker
+    /// never blocks other verbs). An unknown id costs a full argon2 verification too.
+    fn verify_operator(&self, operator_id: &str, password: &Secret) -> Result<(), ClaimError> {
+        let record = self.store.operator(operator_id)?;
+        let failures = record.as_ref().map_or(0, |r| r.failures);
+        self.clock.sleep(secret::failure_delay(failures));
+        let stored = record.as_ref().map_or(secret::DECOY_HASH, |r| r.password_hash.as_str());
+        let ok = secret::verify_password(stored, password) && record.is_some();
+        let failures = match record {
+            Some(_) => self.store.record_attempt(operator_id, ok, self.clock.now())?,
+            None => 0,
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(ClaimError::InvalidOperatorCredentials {
+                next_delay_ms: u64::try_from(secret::failure_delay(failures).as_millis()).unwrap_or(u64::MAX),
+            })
+        }
+    }
+
+    /// `operator add`: stores an argon2id hash; an existing id is never overwritten.
+    pub fn add_operator(&self, operator_id: &str, password: &Secret) -> Result<(), ClaimError> {
+        validate_name("operator id", operator_id)?;
+        let password_hash = secret::hash_password(password)?;
+        let now = self.clock.now();
+        let rec = OperatorRecord { operator_id: operator_id.to_string(), password_hash, failures: 0, created_at: now };
+        let audit = self.audit("", "operator.add", "local".into(), Some(format!("operator:{operator_id}")));
+        match self.store.insert_operator(&rec, &audit) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.audit_failure(audit, &e, None);
+                Err(e)
+            }
+        }
+    }
+
+    /// Inbox events for `identity`, after `cursor`.
+    pub fn inbox(&self, project: &str, identity: &str, after: u64, limit: usize) -> Result<Vec<Event>, ClaimError> {
+        validate_name("project", project)?;
+        validate_name("identity", identity)?;
+        self.store.inbox(project, identity, after, limit)
+    }
+
+    /// The newest `limit` audit rows for `project` (all projects when None), oldest first.
+    pub fn audit_log(&self, project: Option<&str>, limit: usize) -> Result<Vec<AuditEntry>, ClaimError> {
+        self.store.audit_log(project, limit)
+    }
+
+    /// The clock's time.
+    pub fn now(&self) -> Millis {
+        self.clock.now()
+    }
+}
+
+fn target_text(req: &MasterRequest) -> String {
+    match &req.to_session {
+        Some(s) => format!("{} ({s})", req.to_identity),
+        None => req.to_identity.clone(),
+    }
+}
+
+fn outcome_detail(out: &MasterOutcome, by_operator: Option<&str>) -> serde_json::Value {
+    json!({
+        "previous_master": out.previous_master,
+        "new_master": out.new_master,
+        "preempted": out.preempted,
+        "changed": out.changed,
+        "by_operator": by_operator,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claim::clock::ManualClock;
+    use crate::claim::store::sqlite::SqliteStore;
+
+    fn coordinator() -> (tempfile::TempDir, Arc<ManualClock>, Coordinator) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteStore::open(&dir.path().join("c.sqlite")).unwrap());
+        let clock = Arc::new(ManualClock::at(1_700_000_000_000));
+        let c = Coordinator::new(store, clock.clone(), DEFAULT_FRESHNESS);
+        (dir, clock, c)
+    }
+
+    fn key(identity: &str, machine: &str) -> ControllerKey {
+        ControllerKey { identity: identity.into(), surface: "cli".into(), machine_id: machine.into() }
+    }
+
+    #[test]
+    fn failed_passwords_earn_a_growing_delay_and_success_resets_it() {
+        let (_d, clock, c) = coordinator();
+        c.add_operator("ops", &Secret::new("right".into())).unwrap();
+        let a = c.register("p", &key("alice", "h1")).unwrap();
+        c.register("p", &key("bob", "h1")).unwrap();
+        let req = MasterRequest { project: "p".into(), to_identity: "bob".into(), to_session: None, expect_epoch: a.epoch };
+        for expected_next in [250, 500, 1000] {
+            match c.claim(&req, "ops", &Secret::new("wrong".into())) {
+                Err(ClaimError::InvalidOperatorCredentials { next_delay_ms }) => assert_eq!(next_delay_ms, expected_next),
+                other => panic!("{other:?}"),
+            }
+        }
+        let slept: Vec<u128> = clock.sleeps().iter().map(|d| d.as_millis()).collect();
+        assert_eq!(slept, [0, 250, 500]);
+        c.claim(&req, "ops", &Secret::new("right".into())).unwrap();
+        assert_eq!(clock.sleeps().last().unwrap().as_millis(), 1000, "the right password waits too");
+        assert_eq!(c.store().operator("ops").unwrap().unwrap().failures, 0);
+        // An unknown operator is refused the same way, and nothing about it is stored.
+        assert!(matches!(c.claim(&req, "nobody", &Secret::new("right".into())), Err(ClaimError::InvalidOperatorCredentials { .. })));
+        let audit = c.audit_log(None, 100).unwrap();
+        let results: Vec<&str> = audit.iter().filter(|a| a.verb == "master.claim").map(|a| a.result.as_str()).collect();
+        assert_eq!(results, ["invalid_operator_credentials"; 3].iter().copied().chain(["ok", "invalid_operator_credentials"]).collect::<Vec<_>>());
+        assert!(!format!("{audit:?}").contains("right") && !format!("{audit:?}").contains("wrong"));
+    }
+
+    #[test]
+    fn freshness_follows_the_clock() {
+        let (_d, clock, c) = coordinator();
+        let a = c.register("p", &key("alice", "h1")).unwrap();
+        c.register("p", &key("bob", "h1")).unwrap();
+        clock.advance(30_001);
+        c.heartbeat("p", &a.controller.session_id, &a.token).unwrap();
+        let st = c.status("p").unwrap();
+        let fresh: Vec<(String, bool)> = st.controllers.iter().map(|v| (v.controller.identity.clone(), v.fresh)).collect();
+        assert!(fresh.contains(&("alice".into(), true)) && fresh.contains(&("bob".into(), false)));
+        let req = MasterRequest { project: "p".into(), to_identity: "bob".into(), to_session: None, expect_epoch: 1 };
+        assert!(matches!(c.handoff(&req, &a.controller.session_id, &a.token), Err(ClaimError::TargetStale { .. })));
+    }
+
+    #[test]
+    fn operators_are_never_overwritten() {
+        let (_d, _clock, c) = coordinator();
+        c.add_operator("ops", &Secret::new("one".into())).unwrap();
+        assert_eq!(c.add_operator("ops", &Secret::new("two".into())), Err(ClaimError::OperatorExists("ops".into())));
+        assert!(secret::verify_password(&c.store().operator("ops").unwrap().unwrap().password_hash, &Secret::new("one".into())));
+    }
+
+    #[test]
+    fn names_are_validated() {
+        assert!(validate_name("x", "ok name").is_ok());
+        for bad in ["", " lead", "trail ", "a\nb", &"x".repeat(MAX_NAME + 1)] {
+            assert!(validate_name("x", bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! The coordinator's typed errors, each with one stable [`ErrorCode`].
+
+use crate::error::ErrorCode;
+
+/// Why a coordinator verb failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClaimError {
+    /// A handoff by a session that is not the current master (seed 000 `not_master`).
+    #[error("session {session_id} is not the master of project {project}")]
+    NotMaster {
+        /// The project.
+        project: String,
+        /// The caller.
+        session_id: String,
+    },
+    /// The caller's view of the master is stale: the epoch moved (seed 000 `stale_master`).
+    #[error("the master changed: expected epoch {expected}, the project is at epoch {actual}")]
+    StaleMaster {
+        /// The epoch the caller saw.
+        expected: u64,
+        /// The epoch now.
+        actual: u64,
+    },
+    /// No registered row matches the target (seed 000 resolution step 3).
+    #[error("no controller is registered as {what} in project {project}")]
+    TargetNotRegistered {
+        /// The project.
+        project: String,
+        /// The identity (and session id, when one was named).
+        what: String,
+    },
+    /// Rows exist for the identity but none heartbeat within the freshness threshold (step 4).
+    #[error("every controller registered as {identity} is stale (no heartbeat within {freshness_seconds} s)")]
+    TargetStale {
+        /// The identity.
+        identity: String,
+        /// The threshold.
+        freshness_seconds: u64,
+        /// The stale rows' session ids.
+        sessions: Vec<String>,
+    },
+    /// More than one fresh row for the identity and no session id named (step 6).
+    #[error("{identity} has {} fresh controllers: {}", candidates.len(), candidates.join(", "))]
+    TargetAmbiguous {
+        /// The identity.
+        identity: String,
+        /// The candidate session ids, sorted.
+        candidates: Vec<String>,
+    },
+    /// Unknown operator or wrong password; which of the two is never said.
+    #[error("invalid operator credentials")]
+    InvalidOperatorCredentials {
+        /// How long the next attempt for this operator will be held back.
+        next_delay_ms: u64,
+    },
+    /// The session token does not belong to that session in that project.
+    #[error("the session token does not match session {session_id} in project {project}")]
+    Unauthorized {
+        /// The project.
+        project: String,
+        /// The session named.
+        session_id: String,
+    },
+    /// `operator add` for an id that already has a credential (never overwritten).
+    #[error("operator {0} already exists")]
+    OperatorExists(String),
+    /// A bad argument (empty identity, bad store address, ...).
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// The store cannot be reached or stayed busy; retry later.
+    #[error("coordinator store unavailable: {0}")]
+    Unavailable(String),
+    /// The store failed in a way retrying will not fix (corrupt file, newer schema).
+    #[error("coordinator store failed: {0}")]
+    Store(String),
+}
+
+impl ClaimError {
+    /// The stable code.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            ClaimError::NotMaster { .. } => ErrorCode::NotMaster,
+            ClaimError::StaleMaster { .. } => ErrorCode::StaleMaster,
+            ClaimError::TargetNotRegistered { .. } => ErrorCode::TargetNotRegistered,
+            ClaimError::TargetStale { .. } => ErrorCode::TargetStale,
+            ClaimError::TargetAmbiguous { .. } => ErrorCode::TargetAmbiguous,
+            ClaimError::InvalidOperatorCredentials { .. } => ErrorCode::InvalidOperatorCredentials,
+            ClaimError::Unauthorized { .. } => ErrorCode::Unauthorized,
+            ClaimError::OperatorExists(_) => ErrorCode::OperatorExists,
+            ClaimError::InvalidArgument(_) => ErrorCode::InvalidArgument,
+            ClaimError::Unavailable(_) => ErrorCode::CoordinatorUnavailable,
+            ClaimError::Store(_) => ErrorCode::Internal,
+        }
+    }
+
+    /// What to do next, for humans.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            ClaimError::NotMaster { project, .. } => {
+                format!("only the master hands off; an operator can preempt with `writerctl master claim --project {project}`")
+            }
+            ClaimError::StaleMaster { .. } => {
+                "another handoff or claim won; read `writerctl master status` and decide again".into()
+            }
+            ClaimError::TargetNotRegistered { .. } => {
+                "the target must `writerctl session register` first; check the identity's spelling".into()
+            }
+            ClaimError::TargetStale { .. } => {
+                "the target must heartbeat (`writerctl session heartbeat`), or name a row with --to-session".into()
+            }
+            ClaimError::TargetAmbiguous { .. } => "pick one with --to-session SID".into(),
+            ClaimError::InvalidOperatorCredentials { .. } => {
+                "check the operator id and password; failed attempts slow further attempts down".into()
+            }
+            ClaimError::Unauthorized { .. } => {
+                "pass the token `session register` gave this session (--token-file F or WRITERCTL_SESSION_TOKEN)".into()
+            }
+            ClaimError::OperatorExists(_) => "operators are never overwritten; pick another id".into(),
+            ClaimError::Unavailable(_) => "retry later".into(),
+            ClaimError::InvalidArgument(_) | ClaimError::Store(_) => return None,
+        })
+    }
+
+    /// Machine-readable facts for the JSON error object (candidates, epochs).
+    pub fn details(&self) -> Option<serde_json::Value> {
+        use serde_json::json;
+        match self {
+            ClaimError::TargetAmbiguous { candidates, .. } => Some(json!({ "candidates": candidates })),
+            ClaimError::TargetStale { sessions, freshness_seconds, .. } => {
+                Some(json!({ "stale_sessions": sessions, "freshness_seconds": freshness_seconds }))
+            }
+            ClaimError::StaleMaster { expected, actual } => Some(json!({ "expected_epoch": expected, "epoch": actual })),
+            ClaimError::InvalidOperatorCredentials { next_delay_ms } => Some(json!({ "next_delay_ms": next_delay_ms })),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,422 @@
+//! Pure decisions for controllers and the master slot (seed 000): each function reads one
+//! [`Snapshot`] and returns the [`Change`] to commit, or the seed's error. No I/O, no
+//! clock: the caller passes `now`, so every branch is a unit test.
+
+use serde_json::json;
+
+use super::error::ClaimError;
+use super::model::{Change, Controller, MasterRef, MasterSlot, Millis, NewEvent, Snapshot};
+use super::secret::token_hash_matches;
+
+/// The seed's signal kind; reused, never `MasterChanged` (seed 000 §Signal contract).
+pub const MASTER_PREEMPTED: &str = "MasterPreempted";
+
+/// A controller's natural key: register is an UPSERT on it (seed 000 §Dependencies).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerKey {
+    /// Its identity.
+    pub identity: String,
+    /// Its surface.
+    pub surface: String,
+    /// Its machine.
+    pub machine_id: String,
+}
+
+/// What a master verb decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MasterOutcome {
+    /// The master before the verb (None when the slot was empty).
+    pub previous_master: Option<MasterRef>,
+    /// The master after it.
+    pub new_master: MasterRef,
+    /// Rows that lost mastership (claim's `preempted`).
+    pub preempted: Vec<MasterRef>,
+    /// The epoch after the verb.
+    pub epoch: u64,
+    /// False when the target already was master: nothing was written, the epoch is unchanged.
+    pub changed: bool,
+}
+
+/// Register (or re-register) a controller: keep the row for the same key, rotate its token,
+/// count the registration as a heartbeat; with no master, the registrant becomes master.
+pub fn register(snap: &Snapshot, key: &ControllerKey, new_session_id: String, token_hash: String, now: Millis) -> (Change, Controller) {
+    let existing = snap
+        .controllers
+        .iter()
+        .find(|c| c.identity == key.identity && c.surface == key.surface && c.machine_id == key.machine_id);
+    let mut row = match existing {
+        Some(c) => Controller { token_hash, last_heartbeat: now, ..c.clone() },
+        None => Controller {
+            session_id: new_session_id,
+            identity: key.identity.clone(),
+            surface: key.surface.clone(),
+            machine_id: key.machine_id.clone(),
+            token_hash,
+            is_master: false,
+            registered_at: now,
+            last_heartbeat: now,
+        },
+    };
+    let mut change = Change::default();
+    if snap.slot.master.is_none() {
+        row.is_master = true;
+        change.slot = Some(MasterSlot { master: Some(row.reference()), epoch: snap.slot.epoch + 1 });
+    }
+    change.upsert.push(row.clone());
+    (change, row)
+}
+
+/// The row `session_id` if `token_hash` is its token's hash; `unauthorized` otherwise (an
+/// unknown session and a wrong token look the same).
+pub fn authenticate<'a>(snap: &'a Snapshot, session_id: &str, token_hash: &str) -> Result<&'a Controller, ClaimError> {
+    snap.controller(session_id).filter(|c| token_hash_matches(&c.token_hash, token_hash)).ok_or_else(|| {
+        ClaimError::Unauthorized { project: snap.project.clone(), session_id: session_id.to_string() }
+    })
+}
+
+/// A heartbeat from an authenticated session.
+pub fn heartbeat(snap: &Snapshot, session_id: &str, token_hash: &str, now: Millis) -> Result<(Change, Controller), ClaimError> {
+    let row = Controller { last_heartbeat: now, ..authenticate(snap, session_id, token_hash)?.clone() };
+    Ok((Change { upsert: vec![row.clone()], ..Change::default() }, row))
+}
+
+/// Deregister an authenticated session (seed 000 `prism_session_deregister`). A master that
+/// leaves empties the slot (a change of master: the epoch grows) so the next registrant
+/// becomes master.
+pub fn deregister(snap: &Snapshot, session_id: &str, token_hash: &str) -> Result<(Change, bool), ClaimError> {
+    let row = authenticate(snap, session_id, token_hash)?;
+    let mut change = Change { delete: vec![row.session_id.clone()], ..Change::default() };
+    let was_master = snap.slot.master.as_ref().is_some_and(|m| m.session_id == row.session_id);
+    if was_master {
+        change.slot = Some(MasterSlot { master: None, epoch: snap.slot.epoch + 1 });
+    }
+    Ok((change, was_master))
+}
+
+/// Seed 000 §Target resolution, steps 1–6, in order.
+pub fn resolve_target<'a>(
+    snap: &'a Snapshot,
+    to_identity: &str,
+    to_session: Option<&str>,
+    now: Millis,
+    freshness_ms: i64,
+) -> Result<&'a Controller, ClaimError> {
+    // Step 1: an explicit session id is authoritative; it must be an active (registered) row
+    // of that identity in this project. Freshness is not required: the operator chose it.
+    if let Some(sid) = to_session {
+        return snap.controller(sid).filter(|c| c.identity == to_identity).ok_or_else(|| {
+            ClaimError::TargetNotRegistered {
+                project: snap.project.clone(),
+                what: format!("{to_identity} with session {sid}"),
+            }
+        });
+    }
+    let rows: Vec<&Controller> = snap.controllers.iter().filter(|c| c.identity == to_identity).collect();
+    // Step 3: no active row at all.
+    if rows.is_empty() {
+        return Err(ClaimError::TargetNotRegistered { project: snap.project.clone(), what: to_identity.to_string() });
+    }
+    // Step 2: the candidates are the fresh rows.
+    let mut fresh: Vec<&Controller> = rows.iter().copied().filter(|c| c.is_fresh(now, freshness_ms)).collect();
+    match fresh.len() {
+        // Step 4: rows exist, all aged out.
+        0 => Err(ClaimError::TargetStale {
+            identity: to_identity.to_string(),
+            freshness_seconds: u64::try_from(freshness_ms / 1000).unwrap_or(0),
+            sessions: rows.iter().map(|c| c.session_id.clone()).collect(),
+        }),
+        // Step 5.
+        1 => Ok(fresh.remove(0)),
+        // Step 6: list the candidates (sorted: the snapshot is ordered by session id).
+        _ => Err(ClaimError::TargetAmbiguous {
+            identity: to_identity.to_string(),
+            candidates: fresh.iter().map(|c| c.session_id.clone()).collect(),
+        }),
+    }
+}
+
+/// Fails with `stale_master` unless the project is still at the epoch the caller saw.
+pub fn check_epoch(snap: &Snapshot, expect_epoch: u64) -> Result<(), ClaimError> {
+    if snap.slot.epoch == expect_epoch {
+        Ok(())
+    } else {
+        Err(ClaimError::StaleMaster { expected: expect_epoch, actual: snap.slot.epoch })
+    }
+}
+
+/// Who a verb names as target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target<'a> {
+    /// The identity.
+    pub identity: &'a str,
+    /// The exact row, if named (step 1).
+    pub session_id: Option<&'a str>,
+}
+
+/// Why mastership moved, with the operator on the preempt path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reason<'a> {
+    /// `master handoff` by the current master.
+    Handoff,
+    /// `master claim` authorized by this operator.
+    Preempt {
+        /// The operator id (never the password).
+        by_operator: &'a str,
+    },
+}
+
+/// `master handoff` (seed 000 §prism_master_handoff): the caller proves it is the session,
+/// the epoch must be the one it saw (else `stale_master`: a concurrent verb won), it must
+/// be master (`not_master`), and the target resolves by the six steps.
+pub fn handoff(
+    snap: &Snapshot,
+    caller: &str,
+    caller_token_hash: &str,
+    target: &Target<'_>,
+    expect_epoch: u64,
+    now: Millis,
+    freshness_ms: i64,
+) -> Result<(Change, MasterOutcome), ClaimError> {
+    let me = authenticate(snap, caller, caller_token_hash)?;
+    check_epoch(snap, expect_epoch)?;
+    if snap.slot.master.as_ref().is_none_or(|m| m.session_id != me.session_id) {
+        return Err(ClaimError::NotMaster { project: snap.project.clone(), session_id: caller.to_string() });
+    }
+    let to = resolve_target(snap, target.identity, target.session_id, now, freshness_ms)?;
+    Ok(promote(snap, to, Reason::Handoff))
+}
+
+/// `master claim` (seed 000 §prism_master_claim) after the operator's credentials checked
+/// out: epoch, then target; every row loses mastership and the named target, never the
+/// caller, gains it.
+pub fn claim(
+    snap: &Snapshot,
+    by_operator: &str,
+    target: &Target<'_>,
+    expect_epoch: u64,
+    now: Millis,
+    freshness_ms: i64,
+) -> Result<(Change, MasterOutcome), ClaimError> {
+    check_epoch(snap, expect_epoch)?;
+    let to = resolve_target(snap, target.identity, target.session_id, now, freshness_ms)?;
+    Ok(promote(snap, to, Reason::Preempt { by_operator }))
+}
+
+/// Moves the slot to `to` (epoch + 1), rewrites every row's flag, and addresses
+/// MasterPreempted to the previous master. A target that already is master changes nothing.
+fn promote(snap: &Snapshot, to: &Controller, reason: Reason<'_>) -> (Change, MasterOutcome) {
+    let previous = snap.slot.master.clone();
+    let new_master = to.reference();
+    let already = previous.as_ref() == Some(&new_master);
+    let stray_flags = snap.controllers.iter().any(|c| c.is_master != (c.session_id == to.session_id));
+    let mut preempted: Vec<MasterRef> = Vec::new();
+    if !already {
+        preempted.extend(previous.iter().cloned());
+    }
+    for c in snap.controllers.iter().filter(|c| c.is_master && c.session_id != to.session_id) {
+        if !preempted.iter().any(|p| p.session_id == c.session_id) {
+            preempted.push(c.reference());
+        }
+    }
+    if already && !stray_flags {
+        let outcome = MasterOutcome { previous_master: previous, new_master, preempted, epoch: snap.slot.epoch, changed: false };
+        return (Change::default(), outcome);
+    }
+    let epoch = if already { snap.slot.epoch } else { snap.slot.epoch + 1 };
+    let mut change = Change::default();
+    for c in &snap.controllers {
+        let is_master = c.session_id == to.session_id;
+        if c.is_master != is_master {
+            change.upsert.push(Controller { is_master, ..c.clone() });
+        }
+    }
+    if !already {
+        change.slot = Some(MasterSlot { master: Some(new_master.clone()), epoch });
+        if let Some(prev) = &previous {
+            change.events.push(preempted_event(prev, &new_master, &reason, epoch));
+        }
+    }
+    let outcome = MasterOutcome { previous_master: previous, new_master, preempted, epoch, changed: !already };
+    (change, outcome)
+}
+
+/// The MasterPreempted payload (seed 000 §Signal contract) plus the new epoch.
+fn preempted_event(prev: &MasterRef, new: &MasterRef, reason: &Reason<'_>, epoch: u64) -> NewEvent {
+    let mut payload = json!({
+        "previous_master_identity": prev.identity,
+        "previous_master_session_id": prev.session_id,
+        "new_master_identity": new.identity,
+        "new_master_session_id": new.session_id,
+        "reason": match reason { Reason::Handoff => "handoff", Reason::Preempt { .. } => "preempt" },
+        "epoch": epoch,
+    });
+    if let Reason::Preempt { by_operator } = reason {
+        payload["by_operator"] = json!(by_operator);
+    }
+    NewEvent {
+        recipient: prev.identity.clone(),
+        recipient_session: Some(prev.session_id.clone()),
+        kind: MASTER_PREEMPTED.into(),
+        payload,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const F: i64 = 30_000;
+    const NOW: Millis = 1_000_000;
+
+    fn row(sid: &str, identity: &str, machine: &str, hb: Millis) -> Controller {
+        Controller {
+            session_id: sid.into(),
+            identity: identity.into(),
+            surface: "cli".into(),
+            machine_id: machine.into(),
+            token_hash: format!("h-{sid}"),
+            is_master: false,
+            registered_at: 0,
+            last_heartbeat: hb,
+        }
+    }
+
+    /// `m` (alice) is master at epoch 3; bob has one fresh row; carol two fresh; dave one stale.
+    fn snap() -> Snapshot {
+        let mut m = row("m", "alice", "h1", NOW);
+        m.is_master = true;
+        Snapshot {
+            project: "p".into(),
+            version: 9,
+            slot: MasterSlot { master: Some(m.reference()), epoch: 3 },
+            controllers: vec![
+                row("b1", "bob", "h2", NOW - 1_000),
+                row("c1", "carol", "h1", NOW),
+                row("c2", "carol", "h2", NOW - F),
+                row("d1", "dave", "h1", NOW - F - 1),
+                m,
+            ],
+        }
+    }
+
+    fn t<'a>(identity: &'a str, sid: Option<&'a str>) -> Target<'a> {
+        Target { identity, session_id: sid }
+    }
+
+    #[test]
+    fn resolution_follows_the_six_steps() {
+        let s = snap();
+        assert_eq!(resolve_target(&s, "bob", None, NOW, F).unwrap().session_id, "b1");
+        assert!(matches!(resolve_target(&s, "erin", None, NOW, F), Err(ClaimError::TargetNotRegistered { .. })));
+        match resolve_target(&s, "dave", None, NOW, F) {
+            Err(ClaimError::TargetStale { sessions, freshness_seconds: 30, .. }) => assert_eq!(sessions, ["d1"]),
+            other => panic!("{other:?}"),
+        }
+        match resolve_target(&s, "carol", None, NOW, F) {
+            Err(ClaimError::TargetAmbiguous { candidates, .. }) => assert_eq!(candidates, ["c1", "c2"]),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(resolve_target(&s, "carol", Some("c2"), NOW, F).unwrap().session_id, "c2");
+        // Step 1 is authoritative even for a stale row, but the identity must match.
+        assert_eq!(resolve_target(&s, "dave", Some("d1"), NOW, F).unwrap().session_id, "d1");
+        assert!(matches!(resolve_target(&s, "bob", Some("c1"), NOW, F), Err(ClaimError::TargetNotRegistered { .. })));
+        assert!(matches!(resolve_target(&s, "bob", Some("zz"), NOW, F), Err(ClaimError::TargetNotRegistered { .. })));
+    }
+
+    #[test]
+    fn handoff_promotes_target_and_signals_previous_master() {
+        let s = snap();
+        let (change, out) = handoff(&s, "m", "h-m", &t("bob", None), 3, NOW, F).unwrap();
+        assert_eq!(out.epoch, 4);
+        assert!(out.changed);
+        assert_eq!(out.new_master.session_id, "b1");
+        assert_eq!(out.previous_master.unwrap().session_id, "m");
+        assert_eq!(change.slot.as_ref().unwrap().epoch, 4);
+        let flags: Vec<(String, bool)> = change.upsert.iter().map(|c| (c.session_id.clone(), c.is_master)).collect();
+        assert_eq!(flags, [("b1".to_string(), true), ("m".to_string(), false)]);
+        let ev = &change.events[0];
+        assert_eq!((ev.recipient.as_str(), ev.recipient_session.as_deref()), ("alice", Some("m")));
+        assert_eq!(ev.payload["reason"], "handoff");
+        assert_eq!(ev.payload["epoch"], 4);
+        assert!(ev.payload.get("by_operator").is_none());
+    }
+
+    #[test]
+    fn handoff_errors_in_order() {
+        let s = snap();
+        assert!(matches!(handoff(&s, "m", "h-x", &t("bob", None), 3, NOW, F), Err(ClaimError::Unauthorized { .. })));
+        assert!(matches!(
+            handoff(&s, "m", "h-m", &t("bob", None), 2, NOW, F),
+            Err(ClaimError::StaleMaster { expected: 2, actual: 3 })
+        ));
+        // A non-master with a stale epoch learns the epoch moved first: that is the CAS loser.
+        assert!(matches!(handoff(&s, "b1", "h-b1", &t("carol", None), 2, NOW, F), Err(ClaimError::StaleMaster { .. })));
+        assert!(matches!(handoff(&s, "b1", "h-b1", &t("carol", None), 3, NOW, F), Err(ClaimError::NotMaster { .. })));
+        assert!(matches!(handoff(&s, "m", "h-m", &t("dave", None), 3, NOW, F), Err(ClaimError::TargetStale { .. })));
+    }
+
+    #[test]
+    fn claim_clears_every_flag_and_names_the_operator() {
+        let mut s = snap();
+        s.controllers[0].is_master = true; // a stray flag left by an old writer
+        let (change, out) = claim(&s, "ops", &t("carol", Some("c2")), 3, NOW, F).unwrap();
+        assert_eq!(out.new_master.session_id, "c2");
+        let pre: Vec<&str> = out.preempted.iter().map(|p| p.session_id.as_str()).collect();
+        assert_eq!(pre, ["m", "b1"]);
+        assert!(change.upsert.iter().all(|c| c.is_master == (c.session_id == "c2")));
+        assert_eq!(change.events[0].payload["reason"], "preempt");
+        assert_eq!(change.events[0].payload["by_operator"], "ops");
+        assert!(matches!(claim(&s, "ops", &t("carol", None), 3, NOW, F), Err(ClaimError::TargetAmbiguous { .. })));
+        assert!(matches!(claim(&s, "ops", &t("carol", Some("c1")), 4, NOW, F), Err(ClaimError::StaleMaster { .. })));
+    }
+
+    #[test]
+    fn claiming_the_current_master_changes_nothing() {
+        let s = snap();
+        let (change, out) = claim(&s, "ops", &t("alice", None), 3, NOW, F).unwrap();
+        assert!(change.is_empty());
+        assert!(!out.changed);
+        assert_eq!(out.epoch, 3);
+        assert!(out.preempted.is_empty());
+    }
+
+    #[test]
+    fn claim_into_an_empty_slot_signals_nobody() {
+        let mut s = snap();
+        s.slot.master = None;
+        s.controllers.iter_mut().for_each(|c| c.is_master = false);
+        let (change, out) = claim(&s, "ops", &t("bob", None), 3, NOW, F).unwrap();
+        assert!(change.events.is_empty());
+        assert_eq!(out.previous_master, None);
+        assert_eq!(out.epoch, 4);
+    }
+
+    #[test]
+    fn register_upserts_and_first_one_becomes_master() {
+        let empty = Snapshot { project: "p".into(), ..Snapshot::default() };
+        let key = ControllerKey { identity: "bob".into(), surface: "cli".into(), machine_id: "h2".into() };
+        let (c, r) = register(&empty, &key, "new".into(), "h".into(), NOW);
+        assert!(r.is_master);
+        assert_eq!(c.slot.unwrap().epoch, 1);
+        let s = snap();
+        let (c, r) = register(&s, &key, "new".into(), "h2".into(), NOW + 5);
+        assert_eq!(r.session_id, "b1", "same key keeps its row");
+        assert_eq!((r.token_hash.as_str(), r.last_heartbeat, r.is_master), ("h2", NOW + 5, false));
+        assert!(c.slot.is_none());
+        let other = ControllerKey { machine_id: "h9".into(), ..key };
+        assert_eq!(register(&s, &other, "new".into(), "h".into(), NOW).1.session_id, "new");
+    }
+
+    #[test]
+    fn master_leaving_empties_the_slot() {
+        let s = snap();
+        let (c, was) = deregister(&s, "m", "h-m").unwrap();
+        assert!(was);
+        assert_eq!(c.slot, Some(MasterSlot { master: None, epoch: 4 }));
+        let (c, was) = deregister(&s, "b1", "h-b1").unwrap();
+        assert!(!was && c.slot.is_none() && c.delete == ["b1"]);
+        assert!(matches!(deregister(&s, "b1", "h-m"), Err(ClaimError::Unauthorized { .. })));
+        assert!(heartbeat(&s, "b1", "nope", NOW).is_err());
+        assert_eq!(heartbeat(&s, "b1", "h-b1", NOW + 7).unwrap().1.last_heartbeat, NOW + 7);
+    }
+}

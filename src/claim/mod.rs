@@ -1,0 +1,21 @@
+//! The coordinator domain (seeds 000 and 002): controllers, the master slot with its fencing
+//! epoch, operators, inboxes and the audit log.
+//!
+//! * [`master`] — pure decisions over a [`model::Snapshot`]: register, heartbeat,
+//!   deregister, seed 000's target resolution, `handoff` and `claim`.
+//! * [`engine`] — [`engine::Coordinator`]: authenticate, decide, commit by compare-and-set,
+//!   audit. Never prints, never parses argv.
+//! * [`store`] — the [`store::Store`] trait and the embedded SQLite store.
+//! * [`secret`] — session tokens (SHA-256 at rest), argon2id passwords, failure delays.
+//! * [`clock`] — time behind a trait so tests control freshness and delays.
+
+pub mod clock;
+pub mod engine;
+pub mod error;
+pub mod master;
+pub mod model;
+pub mod secret;
+pub mod store;
+
+pub use engine::Coordinator;
+pub use error::ClaimError;

@@ -1,0 +1,161 @@
+//! The coordinator's records: what a store keeps and what a verb changes.
+
+use serde::{Deserialize, Serialize};
+
+/// Milliseconds since the Unix epoch (UTC).
+pub type Millis = i64;
+
+/// One registered controller row (seed 000 `controller_status`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Controller {
+    /// Stable per (project, identity, surface, machine_id): a re-registration keeps it.
+    pub session_id: String,
+    /// Who the controller is (an agent or operator name).
+    pub identity: String,
+    /// Where it runs inside its machine (cli, ide, daemon, ...).
+    pub surface: String,
+    /// The machine it runs on.
+    pub machine_id: String,
+    /// SHA-256 of the session token, lowercase hex; the token itself is never stored.
+    pub token_hash: String,
+    /// Mirrors the master slot (audit and cold restore); the slot is authoritative.
+    pub is_master: bool,
+    /// When it registered (first time).
+    pub registered_at: Millis,
+    /// Its last heartbeat (registration counts as one).
+    pub last_heartbeat: Millis,
+}
+
+impl Controller {
+    /// Whether its last heartbeat is within `freshness_ms` of `now` (seed 000 §Target
+    /// resolution step 2).
+    pub fn is_fresh(&self, now: Millis, freshness_ms: i64) -> bool {
+        now.saturating_sub(self.last_heartbeat) <= freshness_ms
+    }
+
+    /// Its public reference.
+    pub fn reference(&self) -> MasterRef {
+        MasterRef { identity: self.identity.clone(), session_id: self.session_id.clone() }
+    }
+}
+
+/// A controller named by identity and session id (the MasterPreempted payload's halves).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MasterRef {
+    /// Its identity.
+    pub identity: String,
+    /// Its session id.
+    pub session_id: String,
+}
+
+/// The project's master slot: who is master, and the fencing epoch.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MasterSlot {
+    /// The master, if any.
+    pub master: Option<MasterRef>,
+    /// Grows by one on every change of master; never decreases, never reused.
+    pub epoch: u64,
+}
+
+/// Everything a master verb decides from: one project, read at one version.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The project.
+    pub project: String,
+    /// Bumped by every committed change; the compare-and-set token.
+    pub version: u64,
+    /// The master slot.
+    pub slot: MasterSlot,
+    /// Every registered controller, ordered by session id.
+    pub controllers: Vec<Controller>,
+}
+
+impl Snapshot {
+    /// The controller with this session id.
+    pub fn controller(&self, session_id: &str) -> Option<&Controller> {
+        self.controllers.iter().find(|c| c.session_id == session_id)
+    }
+}
+
+/// An event for one recipient's inbox.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewEvent {
+    /// The recipient identity (the inbox it lands in).
+    pub recipient: String,
+    /// The recipient session, when the event is addressed to one session of that identity.
+    pub recipient_session: Option<String>,
+    /// The event kind, e.g. `MasterPreempted`.
+    pub kind: String,
+    /// The payload (a JSON object).
+    pub payload: serde_json::Value,
+}
+
+/// An event as read from an inbox.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    /// Position in the store's event sequence; read on with `after = cursor`.
+    pub cursor: u64,
+    /// When it was written.
+    pub at: Millis,
+    /// The recipient session, if addressed to one.
+    pub recipient_session: Option<String>,
+    /// The event kind.
+    pub kind: String,
+    /// The payload.
+    pub payload: serde_json::Value,
+}
+
+/// One audit row: every verb, who, what, result, epoch (issue 6 item 8). Never a secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    /// When.
+    pub at: Millis,
+    /// The project (empty for operator administration).
+    pub project: String,
+    /// The verb, e.g. `master.handoff`.
+    pub verb: String,
+    /// Who: `session:<id>`, `operator:<id>` or `local`.
+    pub actor: String,
+    /// What it acted on (a target, a session id), if anything.
+    pub target: Option<String>,
+    /// `ok` or the error code.
+    pub result: String,
+    /// The master epoch after the verb.
+    pub epoch: Option<u64>,
+    /// Extra facts (never a token or password).
+    pub detail: serde_json::Value,
+}
+
+/// What a verb writes, committed atomically if the project is still at the version the
+/// decision was made from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Change {
+    /// Rows inserted or replaced (keyed by session id).
+    pub upsert: Vec<Controller>,
+    /// Rows removed.
+    pub delete: Vec<String>,
+    /// The new master slot, if it changed.
+    pub slot: Option<MasterSlot>,
+    /// Inbox events to append.
+    pub events: Vec<NewEvent>,
+}
+
+impl Change {
+    /// Whether committing it would change nothing.
+    pub fn is_empty(&self) -> bool {
+        self.upsert.is_empty() && self.delete.is_empty() && self.slot.is_none() && self.events.is_empty()
+    }
+}
+
+/// A stored operator credential.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperatorRecord {
+    /// The operator id.
+    pub operator_id: String,
+    /// argon2id PHC string.
+    pub password_hash: String,
+    /// Failed attempts since the last success (drives the delay).
+    pub failures: u32,
+    /// When it was created.
+    pub created_at: Millis,
+}

@@ -1,0 +1,425 @@
+//! The embedded store: one SQLite file (bundled SQLite, WAL), one `BEGIN IMMEDIATE`
+//! transaction per verb, schema migrations by `PRAGMA user_version`.
+//!
+//! `BEGIN IMMEDIATE` takes the database's write lock before the snapshot is read, so two
+//! processes deciding at once are serialized: the second reads what the first committed
+//! and its epoch check fails with `stale_master`. That is the compare-and-set, with no retry.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params};
+
+use super::{Commit, Store};
+use crate::claim::error::ClaimError;
+use crate::claim::model::{AuditEntry, Change, Controller, Event, MasterRef, MasterSlot, Millis, OperatorRecord, Snapshot};
+
+/// How long a verb waits for another process's write transaction before answering
+/// `coordinator_unavailable`.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Schema migrations, in order; migration `i` takes `user_version` from `i` to `i + 1`.
+/// Append only: a released migration is never edited.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE projects (
+    project           TEXT PRIMARY KEY,
+    version           INTEGER NOT NULL,
+    epoch             INTEGER NOT NULL,
+    master_session_id TEXT,
+    master_identity   TEXT
+);
+CREATE TABLE controllers (
+    project        TEXT NOT NULL,
+    session_id     TEXT NOT NULL,
+    identity       TEXT NOT NULL,
+    surface        TEXT NOT NULL,
+    machine_id     TEXT NOT NULL,
+    token_hash     TEXT NOT NULL,
+    is_master      INTEGER NOT NULL,
+    registered_at  INTEGER NOT NULL,
+    last_heartbeat INTEGER NOT NULL,
+    PRIMARY KEY (project, session_id),
+    UNIQUE (project, identity, surface, machine_id)
+);
+CREATE TABLE operators (
+    operator_id     TEXT PRIMARY KEY,
+    password_hash   TEXT NOT NULL,
+    failures        INTEGER NOT NULL DEFAULT 0,
+    created_at      INTEGER NOT NULL,
+    last_failure_at INTEGER
+);
+CREATE TABLE events (
+    cursor            INTEGER PRIMARY KEY AUTOINCREMENT,
+    project           TEXT NOT NULL,
+    recipient         TEXT NOT NULL,
+    recipient_session TEXT,
+    kind              TEXT NOT NULL,
+    payload           TEXT NOT NULL,
+    at                INTEGER NOT NULL
+);
+CREATE INDEX events_inbox ON events (project, recipient, cursor);
+CREATE TABLE audit (
+    id      INTEGER PRIMARY KEY AUTOINCREMENT,
+    at      INTEGER NOT NULL,
+    project TEXT NOT NULL,
+    verb    TEXT NOT NULL,
+    actor   TEXT NOT NULL,
+    target  TEXT,
+    result  TEXT NOT NULL,
+    epoch   INTEGER,
+    detail  TEXT NOT NULL
+);
+CREATE INDEX audit_project ON audit (project, id);
+"#];
+
+/// The embedded store.
+#[derive(Debug)]
+pub struct SqliteStore {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+}
+
+fn db_err(e: rusqlite::Error) -> ClaimError {
+    use rusqlite::ErrorCode as C;
+    match e.sqlite_error_code() {
+        Some(C::DatabaseBusy | C::DatabaseLocked) => ClaimError::Unavailable(format!("the store stayed busy: {e}")),
+        Some(C::CannotOpen | C::PermissionDenied | C::ReadOnly) => ClaimError::Unavailable(e.to_string()),
+        _ => ClaimError::Store(e.to_string()),
+    }
+}
+
+fn json_err(e: serde_json::Error) -> ClaimError {
+    ClaimError::Store(format!("stored JSON: {e}"))
+}
+
+/// Creates the database file 0600 if it is missing, refusing a symlink or a non-regular
+/// file at the path: the store holds password and token hashes.
+fn create_private_file(path: &Path) -> Result<(), ClaimError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path)
+        .map_err(|e| ClaimError::InvalidArgument(format!("cannot open store {}: {e}", path.display())))?;
+    let meta = f.metadata().map_err(|e| ClaimError::Store(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(ClaimError::InvalidArgument(format!("store {} is not a regular file", path.display())));
+    }
+    Ok(())
+}
+
+impl SqliteStore {
+    /// Opens (creating if missing) the store at `path` and migrates it to the current schema.
+    /// A store written by a newer writerctl is refused, never downgraded.
+    pub fn open(path: &Path) -> Result<SqliteStore, ClaimError> {
+        create_private_file(path)?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let mut conn = Connection::open_with_flags(path, flags).map_err(db_err)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(db_err)?;
+        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(db_err)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(ClaimError::Store(format!("could not switch {} to WAL (journal_mode {mode})", path.display())));
+        }
+        // FULL: a committed epoch survives power loss; a fencing number must never go back.
+        conn.pragma_update(None, "synchronous", "FULL").map_err(db_err)?;
+        migrate(&mut conn)?;
+        Ok(SqliteStore { conn: Mutex::new(conn), path: path.to_path_buf() })
+    }
+
+    /// The file this store lives in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Brings the schema to `MIGRATIONS.len()` inside one write transaction.
+fn migrate(conn: &mut Connection) -> Result<(), ClaimError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
+    let current: usize = tx.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0)).map_err(db_err)? as usize;
+    if current > MIGRATIONS.len() {
+        return Err(ClaimError::Store(format!(
+            "the store has schema {current}; this writerctl knows schema {} (upgrade writerctl)",
+            MIGRATIONS.len()
+        )));
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current) {
+        tx.execute_batch(sql).map_err(db_err)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64).map_err(db_err)?;
+    }
+    tx.commit().map_err(db_err)
+}
+
+fn load(tx: &Connection, project: &str) -> Result<Snapshot, ClaimError> {
+    let head: Option<(i64, i64, Option<String>, Option<String>)> = tx
+        .query_row(
+            "SELECT version, epoch, master_session_id, master_identity FROM projects WHERE project = ?1",
+            [project],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .optional()
+        .map_err(db_err)?;
+    let (version, epoch, msid, mid) = head.unwrap_or((0, 0, None, None));
+    let master = match (msid, mid) {
+        (Some(session_id), Some(identity)) => Some(MasterRef { identity, session_id }),
+        _ => None,
+    };
+    let mut stmt = tx
+        .prepare_cached(
+            "SELECT session_id, identity, surface, machine_id, token_hash, is_master, registered_at, last_heartbeat
+             FROM controllers WHERE project = ?1 ORDER BY session_id",
+        )
+        .map_err(db_err)?;
+    let controllers = stmt
+        .query_map([project], |r| {
+            Ok(Controller {
+                session_id: r.get(0)?,
+                identity: r.get(1)?,
+                surface: r.get(2)?,
+                machine_id: r.get(3)?,
+                token_hash: r.get(4)?,
+                is_master: r.get(5)?,
+                registered_at: r.get(6)?,
+                last_heartbeat: r.get(7)?,
+            })
+        })
+        .map_err(db_err)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(db_err)?;
+    Ok(Snapshot {
+        project: project.to_string(),
+        version: version as u64,
+        slot: MasterSlot { master, epoch: epoch as u64 },
+        controllers,
+    })
+}
+
+fn insert_audit(tx: &Connection, a: &AuditEntry) -> Result<(), ClaimError> {
+    tx.prepare_cached(
+        "INSERT INTO audit (at, project, verb, actor, target, result, epoch, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            a.at,
+            a.project,
+            a.verb,
+            a.actor,
+            a.target,
+            a.result,
+            a.epoch.map(|e| e as i64),
+            a.detail.to_string()
+        ])
+    })
+    .map_err(db_err)?;
+    Ok(())
+}
+
+/// Writes `change` at `version` (already checked by the caller, inside its transaction).
+fn apply(tx: &Transaction<'_>, project: &str, version: u64, change: &Change, audit: &AuditEntry) -> Result<u64, ClaimError> {
+    let mut new_version = version;
+    if !change.is_empty() {
+        new_version = version + 1;
+        tx.execute("INSERT INTO projects (project, version, epoch) VALUES (?1, 0, 0) ON CONFLICT DO NOTHING", [project])
+            .map_err(db_err)?;
+        for c in &change.upsert {
+            tx.prepare_cached(
+                "INSERT INTO controllers (project, session_id, identity, surface, machine_id, token_hash, is_master,
+                                          registered_at, last_heartbeat)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                 ON CONFLICT (project, session_id) DO UPDATE SET
+                   identity = excluded.identity, surface = excluded.surface, machine_id = excluded.machine_id,
+                   token_hash = excluded.token_hash, is_master = excluded.is_master,
+                   registered_at = excluded.registered_at, last_heartbeat = excluded.last_heartbeat",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    project,
+                    c.session_id,
+                    c.identity,
+                    c.surface,
+                    c.machine_id,
+                    c.token_hash,
+                    c.is_master,
+                    c.registered_at,
+                    c.last_heartbeat
+                ])
+            })
+            .map_err(db_err)?;
+        }
+        for sid in &change.delete {
+            tx.execute("DELETE FROM controllers WHERE project = ?1 AND session_id = ?2", params![project, sid])
+                .map_err(db_err)?;
+        }
+        if let Some(slot) = &change.slot {
+            tx.execute(
+                "UPDATE projects SET epoch = ?2, master_session_id = ?3, master_identity = ?4 WHERE project = ?1",
+                params![
+                    project,
+                    slot.epoch as i64,
+                    slot.master.as_ref().map(|m| &m.session_id),
+                    slot.master.as_ref().map(|m| &m.identity)
+                ],
+            )
+            .map_err(db_err)?;
+        }
+        for e in &change.events {
+            tx.prepare_cached(
+                "INSERT INTO events (project, recipient, recipient_session, kind, payload, at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )
+            .and_then(|mut s| {
+                s.execute(params![project, e.recipient, e.recipient_session, e.kind, e.payload.to_string(), audit.at])
+            })
+            .map_err(db_err)?;
+        }
+        tx.execute("UPDATE projects SET version = ?2 WHERE project = ?1", params![project, new_version as i64])
+            .map_err(db_err)?;
+    }
+    insert_audit(tx, audit)?;
+    Ok(new_version)
+}
+
+fn audit_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AuditEntry> {
+    let detail: String = r.get(7)?;
+    Ok(AuditEntry {
+        at: r.get(0)?,
+        project: r.get(1)?,
+        verb: r.get(2)?,
+        actor: r.get(3)?,
+        target: r.get(4)?,
+        result: r.get(5)?,
+        epoch: r.get::<_, Option<i64>>(6)?.map(|e| e as u64),
+        detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::String(detail)),
+    })
+}
+
+impl Store for SqliteStore {
+    fn snapshot(&self, project: &str) -> Result<Snapshot, ClaimError> {
+        let mut conn = self.lock();
+        // One read transaction: the head row and the controllers come from the same state.
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred).map_err(db_err)?;
+        let snap = load(&tx, project)?;
+        tx.commit().map_err(db_err)?;
+        Ok(snap)
+    }
+
+    fn commit(&self, project: &str, expected_version: u64, change: &Change, audit: &AuditEntry) -> Result<Commit, ClaimError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
+        if load(&tx, project)?.version != expected_version {
+            return Ok(Commit::Conflict);
+        }
+        let v = apply(&tx, project, expected_version, change, audit)?;
+        tx.commit().map_err(db_err)?;
+        Ok(Commit::Done(v))
+    }
+
+    fn transact(
+        &self,
+        project: &str,
+        decide: &mut dyn FnMut(&Snapshot) -> Result<(Change, AuditEntry), ClaimError>,
+    ) -> Result<u64, ClaimError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
+        let snap = load(&tx, project)?;
+        let (change, audit) = decide(&snap)?;
+        let v = apply(&tx, project, snap.version, &change, &audit)?;
+        tx.commit().map_err(db_err)?;
+        Ok(v)
+    }
+
+    fn append_audit(&self, entry: &AuditEntry) -> Result<(), ClaimError> {
+        insert_audit(&self.lock(), entry)
+    }
+
+    fn audit_log(&self, project: Option<&str>, limit: usize) -> Result<Vec<AuditEntry>, ClaimError> {
+        let conn = self.lock();
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT at, project, verb, actor, target, result, epoch, detail FROM audit
+                 WHERE ?1 IS NULL OR project = ?1 ORDER BY id DESC LIMIT ?2",
+            )
+            .map_err(db_err)?;
+        let mut rows = stmt
+            .query_map(params![project, limit as i64], audit_row)
+            .map_err(db_err)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(db_err)?;
+        rows.reverse();
+        Ok(rows)
+    }
+
+    fn operator(&self, operator_id: &str) -> Result<Option<OperatorRecord>, ClaimError> {
+        self.lock()
+            .query_row(
+                "SELECT operator_id, password_hash, failures, created_at FROM operators WHERE operator_id = ?1",
+                [operator_id],
+                |r| Ok(OperatorRecord { operator_id: r.get(0)?, password_hash: r.get(1)?, failures: r.get(2)?, created_at: r.get(3)? }),
+            )
+            .optional()
+            .map_err(db_err)
+    }
+
+    fn insert_operator(&self, rec: &OperatorRecord, audit: &AuditEntry) -> Result<(), ClaimError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
+        let exists: bool = tx
+            .query_row("SELECT EXISTS (SELECT 1 FROM operators WHERE operator_id = ?1)", [&rec.operator_id], |r| r.get(0))
+            .map_err(db_err)?;
+        if exists {
+            return Err(ClaimError::OperatorExists(rec.operator_id.clone()));
+        }
+        tx.execute(
+            "INSERT INTO operators (operator_id, password_hash, failures, created_at) VALUES (?1, ?2, 0, ?3)",
+            params![rec.operator_id, rec.password_hash, rec.created_at],
+        )
+        .map_err(db_err)?;
+        insert_audit(&tx, audit)?;
+        tx.commit().map_err(db_err)
+    }
+
+    fn record_attempt(&self, operator_id: &str, ok: bool, at: Millis) -> Result<u32, ClaimError> {
+        Ok(self
+            .lock()
+            .query_row(
+                "UPDATE operators SET
+                   failures = CASE WHEN ?2 THEN 0 ELSE failures + 1 END,
+                   last_failure_at = CASE WHEN ?2 THEN last_failure_at ELSE ?3 END
+                 WHERE operator_id = ?1 RETURNING failures",
+                params![operator_id, ok, at],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(db_err)?
+            .unwrap_or(0))
+    }
+
+    fn inbox(&self, project: &str, identity: &str, after: u64, limit: usize) -> Result<Vec<Event>, ClaimError> {
+        let conn = self.lock();
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT cursor, at, recipient_session, kind, payload FROM events
+                 WHERE project = ?1 AND recipient = ?2 AND cursor > ?3 ORDER BY cursor LIMIT ?4",
+            )
+            .map_err(db_err)?;
+        let rows = stmt
+            .query_map(params![project, identity, after as i64, limit as i64], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get::<_, String>(4)?))
+            })
+            .map_err(db_err)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(db_err)?;
+        rows.into_iter()
+            .map(|(cursor, at, recipient_session, kind, payload)| {
+                Ok(Event { cursor: cursor as u64, at, recipient_session, kind, payload: serde_json::from_str(&payload).map_err(json_err)? })
+            })
+            .collect()
+    }
+}
