@@ -10,7 +10,10 @@ use clap::{Args, Parser, Subcommand};
 /// writerctl reads and writes qwen-code's session-writer lock directories
 /// (R/tmp/session-writer-locks). Every command takes --json, never needs a TTY, and exits
 /// with a stable code: 0 ok, 1 failure, 2 usage, 3 conflict, 4 integrity (fail closed),
-/// 7 disabled by gate, 75 unavailable (retry later).
+/// 5 target resolution, 6 authentication, 7 disabled by gate, 75 unavailable (retry later).
+///
+/// The coordinator commands (session, master, operator, inbox, audit) elect one master per
+/// project with a fencing epoch; without --coordinator they use an embedded SQLite store.
 #[derive(Debug, Parser)]
 #[command(name = "writerctl", version, propagate_version = true, max_term_width = 100)]
 pub struct Cli {
@@ -59,6 +62,19 @@ pub enum Command {
     /// Show what is on disk for one session, or for every session under the runtime
     /// directory, with the next safe step.
     Status(crate::commands::status::StatusArgs),
+    /// Coordinator: register, heartbeat and deregister controller sessions.
+    #[command(subcommand)]
+    Session(crate::commands::controller::SessionCmd),
+    /// Coordinator: show the master, hand it off, or claim it for a named target.
+    #[command(subcommand)]
+    Master(crate::commands::master::MasterCmd),
+    /// Coordinator: operator credentials for `master claim`.
+    #[command(subcommand)]
+    Operator(crate::commands::operator::OperatorCmd),
+    /// Coordinator: read an identity's inbox (MasterPreempted), by cursor or --follow.
+    Inbox(crate::commands::inbox::InboxArgs),
+    /// Coordinator: show the audit log (every verb, who, what, result, epoch).
+    Audit(crate::commands::audit::AuditArgs),
 }
 
 /// `--process-kind`, shared by every command that writes a new active record.

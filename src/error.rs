@@ -181,15 +181,29 @@ impl ErrorCode {
             ErrorCode::WriterCrashed => {
                 "`run`: the writer died of a signal it was not sent to stop (crash, OOM kill); the active lock was kept"
             }
-            ErrorCode::NotMaster => "the caller is not the project's master (only the master hands off; an operator claims)",
-            ErrorCode::StaleMaster => "the master epoch is no longer the one the caller saw: a concurrent handoff or claim won",
-            ErrorCode::TargetNotRegistered => "no registered controller row matches the target identity (or the named session)",
+            ErrorCode::NotMaster => {
+                "the caller is not the project's master (only the master hands off; an operator claims)"
+            }
+            ErrorCode::StaleMaster => {
+                "the master epoch is no longer the one the caller saw: a concurrent handoff or claim won"
+            }
+            ErrorCode::TargetNotRegistered => {
+                "no registered controller row matches the target identity (or the named session)"
+            }
             ErrorCode::TargetStale => "the target identity's rows all missed the heartbeat freshness threshold",
-            ErrorCode::TargetAmbiguous => "several fresh rows match the target identity; pick one with --to-session (candidates listed)",
-            ErrorCode::InvalidOperatorCredentials => "unknown operator or wrong password; each failure delays the next attempt",
-            ErrorCode::Unauthorized => "the session token does not match the session (or the session is not registered)",
+            ErrorCode::TargetAmbiguous => {
+                "several fresh rows match the target identity; pick one with --to-session (candidates listed)"
+            }
+            ErrorCode::InvalidOperatorCredentials => {
+                "unknown operator or wrong password; each failure delays the next attempt"
+            }
+            ErrorCode::Unauthorized => {
+                "the session token does not match the session (or the session is not registered)"
+            }
             ErrorCode::OperatorExists => "the operator id already exists; credentials are never overwritten",
-            ErrorCode::CoordinatorUnavailable => "the coordinator or its store is unreachable or stayed busy; retry later",
+            ErrorCode::CoordinatorUnavailable => {
+                "the coordinator or its store is unreachable or stayed busy; retry later"
+            }
         }
     }
 }

@@ -28,7 +28,7 @@ fn main() -> ExitCode {
             if json {
                 let message = e.to_string();
                 let first = message.lines().next().unwrap_or("").trim_start_matches("error: ").to_string();
-                print_json_error(ErrorCode::Usage, &first, Some("run `writerctl --help`".into()));
+                print_json_error(ErrorCode::Usage, &first, Some("run `writerctl --help`".into()), None);
             } else {
                 let _ = e.print();
             }
@@ -54,6 +54,11 @@ fn main() -> ExitCode {
         Command::ExecWriter(a) => commands::run::exec_writer(a),
         Command::Completions(a) => commands::docs::completions(a, out),
         Command::Generate(a) => commands::docs::generate(a),
+        Command::Session(c) => commands::controller::run(c, out),
+        Command::Master(c) => commands::master::run(c, out),
+        Command::Operator(c) => commands::operator::run(c, out),
+        Command::Inbox(a) => commands::inbox::run(a, out),
+        Command::Audit(a) => commands::audit::run(a, out),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -61,29 +66,40 @@ fn main() -> ExitCode {
     }
 }
 
-/// Finds the engine error inside an `anyhow` chain.
-fn classify(e: &anyhow::Error) -> (ErrorCode, Option<String>) {
+/// Finds the engine error inside an `anyhow` chain: its code, hint and machine-readable
+/// details (target_ambiguous's candidates, stale_master's epochs).
+fn classify(e: &anyhow::Error) -> (ErrorCode, Option<String>, Option<serde_json::Value>) {
     for cause in e.chain() {
-        if let Some(le) = cause.downcast_ref::<LockError>() {
-            return (le.code(), le.hint());
+        if let Some(ce) = cause.downcast_ref::<writerctl::claim::ClaimError>() {
+            return (ce.code(), ce.hint(), ce.details());
         }
-        if let Some(re) = cause.downcast_ref::<writerctl::supervisor::RunError>() {
-            return (re.code(), re.hint());
-        }
-        if cause.downcast_ref::<writerctl::supervisor::control::ControlError>().is_some() {
-            return (
-                ErrorCode::InvalidArgument,
-                Some("pass --control-socket PATH in a private (0700) directory owned by you".into()),
-            );
-        }
-        if let Some(c) = cause.downcast_ref::<commands::Coded>() {
-            return (c.code, c.hint.clone());
-        }
-        if cause.downcast_ref::<writerctl::config::ConfigError>().is_some() {
-            return (ErrorCode::InvalidArgument, Some("fix or remove the config file (WRITERCTL_CONFIG)".into()));
+        if let Some((code, hint)) = classify_lock(cause) {
+            return (code, hint, None);
         }
     }
-    (ErrorCode::Internal, None)
+    (ErrorCode::Internal, None, None)
+}
+
+fn classify_lock(cause: &(dyn std::error::Error + 'static)) -> Option<(ErrorCode, Option<String>)> {
+    if let Some(le) = cause.downcast_ref::<LockError>() {
+        return Some((le.code(), le.hint()));
+    }
+    if let Some(re) = cause.downcast_ref::<writerctl::supervisor::RunError>() {
+        return Some((re.code(), re.hint()));
+    }
+    if cause.downcast_ref::<writerctl::supervisor::control::ControlError>().is_some() {
+        return Some((
+            ErrorCode::InvalidArgument,
+            Some("pass --control-socket PATH in a private (0700) directory owned by you".into()),
+        ));
+    }
+    if let Some(c) = cause.downcast_ref::<commands::Coded>() {
+        return Some((c.code, c.hint.clone()));
+    }
+    if cause.downcast_ref::<writerctl::config::ConfigError>().is_some() {
+        return Some((ErrorCode::InvalidArgument, Some("fix or remove the config file (WRITERCTL_CONFIG)".into())));
+    }
+    None
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
@@ -97,7 +113,7 @@ fn report(e: anyhow::Error, out: Output, verbose: bool) -> ExitCode {
     if let Some(commands::ExitStatus(code)) = e.downcast_ref::<commands::ExitStatus>() {
         return ExitCode::from(*code);
     }
-    let (code, hint) = classify(&e);
+    let (code, hint, details) = classify(&e);
     let mut message = e.to_string();
     if verbose {
         for cause in e.chain().skip(1) {
@@ -105,7 +121,7 @@ fn report(e: anyhow::Error, out: Output, verbose: bool) -> ExitCode {
         }
     }
     if out.json {
-        print_json_error(code, &message, hint);
+        print_json_error(code, &message, hint, details);
     } else {
         let mut err = io::stderr().lock();
         let _ = writeln!(err, "error: {message}");
@@ -117,8 +133,14 @@ fn report(e: anyhow::Error, out: Output, verbose: bool) -> ExitCode {
     ExitCode::from(code.exit_code())
 }
 
-fn print_json_error(code: ErrorCode, message: &str, hint: Option<String>) {
-    let doc = json!({"error": {"code": code.as_str(), "message": message, "hint": hint}});
+fn print_json_error(code: ErrorCode, message: &str, hint: Option<String>, details: Option<serde_json::Value>) {
+    let mut doc = json!({"error": {"code": code.as_str(), "message": message, "hint": hint}});
+    // Details sit beside code/message/hint (e.g. "candidates" for target_ambiguous).
+    if let Some(serde_json::Value::Object(extra)) = details {
+        for (k, v) in extra {
+            doc["error"][k] = v;
+        }
+    }
     let mut out = io::stdout().lock();
     let _ = serde_json::to_writer_pretty(&mut out, &doc);
     let _ = writeln!(out);

@@ -204,7 +204,12 @@ impl Coordinator {
     }
 
     /// Resolves a target without changing anything (for the confirmation prompt).
-    pub fn preview_target(&self, project: &str, to_identity: &str, to_session: Option<&str>) -> Result<Controller, ClaimError> {
+    pub fn preview_target(
+        &self,
+        project: &str,
+        to_identity: &str,
+        to_session: Option<&str>,
+    ) -> Result<Controller, ClaimError> {
         let snap = self.store.snapshot(project)?;
         master::resolve_target(&snap, to_identity, to_session, self.clock.now(), self.freshness_ms()).cloned()
     }
@@ -225,7 +230,12 @@ impl Coordinator {
     }
 
     /// `master claim`: operator-authorized preempt of the named target.
-    pub fn claim(&self, req: &MasterRequest, operator_id: &str, password: &Secret) -> Result<MasterOutcome, ClaimError> {
+    pub fn claim(
+        &self,
+        req: &MasterRequest,
+        operator_id: &str,
+        password: &Secret,
+    ) -> Result<MasterOutcome, ClaimError> {
         validate_name("project", &req.project)?;
         validate_name("identity", &req.to_identity)?;
         validate_name("operator id", operator_id)?;
@@ -340,10 +350,13 @@ mod tests {
         c.add_operator("ops", &Secret::new("right".into())).unwrap();
         let a = c.register("p", &key("alice", "h1")).unwrap();
         c.register("p", &key("bob", "h1")).unwrap();
-        let req = MasterRequest { project: "p".into(), to_identity: "bob".into(), to_session: None, expect_epoch: a.epoch };
+        let req =
+            MasterRequest { project: "p".into(), to_identity: "bob".into(), to_session: None, expect_epoch: a.epoch };
         for expected_next in [250, 500, 1000] {
             match c.claim(&req, "ops", &Secret::new("wrong".into())) {
-                Err(ClaimError::InvalidOperatorCredentials { next_delay_ms }) => assert_eq!(next_delay_ms, expected_next),
+                Err(ClaimError::InvalidOperatorCredentials { next_delay_ms }) => {
+                    assert_eq!(next_delay_ms, expected_next)
+                }
                 other => panic!("{other:?}"),
             }
         }
@@ -353,10 +366,20 @@ mod tests {
         assert_eq!(clock.sleeps().last().unwrap().as_millis(), 1000, "the right password waits too");
         assert_eq!(c.store().operator("ops").unwrap().unwrap().failures, 0);
         // An unknown operator is refused the same way, and nothing about it is stored.
-        assert!(matches!(c.claim(&req, "nobody", &Secret::new("right".into())), Err(ClaimError::InvalidOperatorCredentials { .. })));
+        assert!(matches!(
+            c.claim(&req, "nobody", &Secret::new("right".into())),
+            Err(ClaimError::InvalidOperatorCredentials { .. })
+        ));
         let audit = c.audit_log(None, 100).unwrap();
         let results: Vec<&str> = audit.iter().filter(|a| a.verb == "master.claim").map(|a| a.result.as_str()).collect();
-        assert_eq!(results, ["invalid_operator_credentials"; 3].iter().copied().chain(["ok", "invalid_operator_credentials"]).collect::<Vec<_>>());
+        assert_eq!(
+            results,
+            ["invalid_operator_credentials"; 3]
+                .iter()
+                .copied()
+                .chain(["ok", "invalid_operator_credentials"])
+                .collect::<Vec<_>>()
+        );
         assert!(!format!("{audit:?}").contains("right") && !format!("{audit:?}").contains("wrong"));
     }
 
@@ -368,7 +391,8 @@ mod tests {
         clock.advance(30_001);
         c.heartbeat("p", &a.controller.session_id, &a.token).unwrap();
         let st = c.status("p").unwrap();
-        let fresh: Vec<(String, bool)> = st.controllers.iter().map(|v| (v.controller.identity.clone(), v.fresh)).collect();
+        let fresh: Vec<(String, bool)> =
+            st.controllers.iter().map(|v| (v.controller.identity.clone(), v.fresh)).collect();
         assert!(fresh.contains(&("alice".into(), true)) && fresh.contains(&("bob".into(), false)));
         let req = MasterRequest { project: "p".into(), to_identity: "bob".into(), to_session: None, expect_epoch: 1 };
         assert!(matches!(c.handoff(&req, &a.controller.session_id, &a.token), Err(ClaimError::TargetStale { .. })));
@@ -379,7 +403,10 @@ mod tests {
         let (_d, _clock, c) = coordinator();
         c.add_operator("ops", &Secret::new("one".into())).unwrap();
         assert_eq!(c.add_operator("ops", &Secret::new("two".into())), Err(ClaimError::OperatorExists("ops".into())));
-        assert!(secret::verify_password(&c.store().operator("ops").unwrap().unwrap().password_hash, &Secret::new("one".into())));
+        assert!(secret::verify_password(
+            &c.store().operator("ops").unwrap().unwrap().password_hash,
+            &Secret::new("one".into())
+        ));
     }
 
     #[test]

@@ -97,7 +97,9 @@ impl ClaimError {
     pub fn hint(&self) -> Option<String> {
         Some(match self {
             ClaimError::NotMaster { project, .. } => {
-                format!("only the master hands off; an operator can preempt with `writerctl master claim --project {project}`")
+                format!(
+                    "only the master hands off; an operator can preempt with `writerctl master claim --project {project}`"
+                )
             }
             ClaimError::StaleMaster { .. } => {
                 "another handoff or claim won; read `writerctl master status` and decide again".into()
@@ -129,7 +131,9 @@ impl ClaimError {
             ClaimError::TargetStale { sessions, freshness_seconds, .. } => {
                 Some(json!({ "stale_sessions": sessions, "freshness_seconds": freshness_seconds }))
             }
-            ClaimError::StaleMaster { expected, actual } => Some(json!({ "expected_epoch": expected, "epoch": actual })),
+            ClaimError::StaleMaster { expected, actual } => {
+                Some(json!({ "expected_epoch": expected, "epoch": actual }))
+            }
             ClaimError::InvalidOperatorCredentials { next_delay_ms } => Some(json!({ "next_delay_ms": next_delay_ms })),
             _ => None,
         }

@@ -39,7 +39,13 @@ pub struct MasterOutcome {
 
 /// Register (or re-register) a controller: keep the row for the same key, rotate its token,
 /// count the registration as a heartbeat; with no master, the registrant becomes master.
-pub fn register(snap: &Snapshot, key: &ControllerKey, new_session_id: String, token_hash: String, now: Millis) -> (Change, Controller) {
+pub fn register(
+    snap: &Snapshot,
+    key: &ControllerKey,
+    new_session_id: String,
+    token_hash: String,
+    now: Millis,
+) -> (Change, Controller) {
     let existing = snap
         .controllers
         .iter()
@@ -69,13 +75,18 @@ pub fn register(snap: &Snapshot, key: &ControllerKey, new_session_id: String, to
 /// The row `session_id` if `token_hash` is its token's hash; `unauthorized` otherwise (an
 /// unknown session and a wrong token look the same).
 pub fn authenticate<'a>(snap: &'a Snapshot, session_id: &str, token_hash: &str) -> Result<&'a Controller, ClaimError> {
-    snap.controller(session_id).filter(|c| token_hash_matches(&c.token_hash, token_hash)).ok_or_else(|| {
-        ClaimError::Unauthorized { project: snap.project.clone(), session_id: session_id.to_string() }
-    })
+    snap.controller(session_id)
+        .filter(|c| token_hash_matches(&c.token_hash, token_hash))
+        .ok_or_else(|| ClaimError::Unauthorized { project: snap.project.clone(), session_id: session_id.to_string() })
 }
 
 /// A heartbeat from an authenticated session.
-pub fn heartbeat(snap: &Snapshot, session_id: &str, token_hash: &str, now: Millis) -> Result<(Change, Controller), ClaimError> {
+pub fn heartbeat(
+    snap: &Snapshot,
+    session_id: &str,
+    token_hash: &str,
+    now: Millis,
+) -> Result<(Change, Controller), ClaimError> {
     let row = Controller { last_heartbeat: now, ..authenticate(snap, session_id, token_hash)?.clone() };
     Ok((Change { upsert: vec![row.clone()], ..Change::default() }, row))
 }
@@ -219,7 +230,8 @@ fn promote(snap: &Snapshot, to: &Controller, reason: Reason<'_>) -> (Change, Mas
         }
     }
     if already && !stray_flags {
-        let outcome = MasterOutcome { previous_master: previous, new_master, preempted, epoch: snap.slot.epoch, changed: false };
+        let outcome =
+            MasterOutcome { previous_master: previous, new_master, preempted, epoch: snap.slot.epoch, changed: false };
         return (Change::default(), outcome);
     }
     let epoch = if already { snap.slot.epoch } else { snap.slot.epoch + 1 };

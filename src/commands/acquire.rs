@@ -148,7 +148,7 @@ pub fn take(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
         anyhow::anyhow!("{what}; {outcome}")
     };
     if let Some(f) = &args.holder.token_file
-        && let Err(e) = write_token_file(f, &lease.owner)
+        && let Err(e) = write_token_file(f, lease.owner.expose())
     {
         return Err(undeliverable(format!("cannot write token file {}: {e}", f.display())));
     }

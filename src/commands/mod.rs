@@ -2,7 +2,13 @@
 //! happens here.
 
 pub mod acquire;
+pub mod audit;
+pub mod controller;
+pub mod coord;
 pub mod docs;
+pub mod inbox;
+pub mod master;
+pub mod operator;
 pub mod output;
 pub mod recover;
 pub mod release;

@@ -36,6 +36,15 @@ impl Output {
     }
 }
 
+/// A table in the house style (status, master status, audit).
+pub fn table(header: &[&str]) -> comfy_table::Table {
+    use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+    let mut table = Table::new();
+    table.load_style(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
+    table.set_header(header.to_vec());
+    table
+}
+
 /// A progress reporter for hashing large transcripts: a bar on stderr when stderr is a
 /// terminal and the transcript is at least 64 MiB; nothing otherwise.
 pub fn hash_progress(out: Output) -> std::sync::Arc<dyn Fn(u64, u64) + Send + Sync> {

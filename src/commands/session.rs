@@ -98,11 +98,11 @@ pub fn read_token(token_file: Option<&Path>) -> Result<OwnerToken> {
 }
 
 /// Creates `path` exclusively with mode 0600 and writes the token; refuses to overwrite.
-pub fn write_token_file(path: &Path, token: &OwnerToken) -> std::io::Result<()> {
+pub fn write_token_file(path: &Path, token: &str) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
-    f.write_all(format!("{}\n", token.expose()).as_bytes())?;
+    f.write_all(format!("{token}\n").as_bytes())?;
     f.sync_all()
 }
 

@@ -2,7 +2,6 @@
 
 use anyhow::Result;
 use clap::Args;
-use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use serde::Serialize;
 use writerctl::lockfile::status::{LockState, SessionStatus};
 use writerctl::lockfile::{LockPaths, SystemProbe, status_all, status_one};
@@ -63,9 +62,7 @@ pub fn run(args: StatusArgs, out: Output) -> Result<()> {
             out.line(&format!("no session locks under {}", rt.display()))?;
             return Ok(());
         }
-        let mut table = Table::new();
-        table.load_style(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
-        table.set_header(vec!["session", "state", "holder", "why", "side files"]);
+        let mut table = super::output::table(&["session", "state", "holder", "why", "side files"]);
         for s in &all {
             let why = s
                 .liveness

@@ -11,6 +11,9 @@ pub mod sqlite;
 use super::error::ClaimError;
 use super::model::{AuditEntry, Change, Event, Millis, OperatorRecord, Snapshot};
 
+/// A verb's decision: from a snapshot to the change and its audit row.
+pub type Decide<'a> = dyn FnMut(&Snapshot) -> Result<(Change, AuditEntry), ClaimError> + 'a;
+
 /// The result of a compare-and-set commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Commit {
@@ -40,11 +43,7 @@ pub trait Store: Send + Sync {
     /// Reads, decides and commits one verb. `decide` returns the change and its audit row;
     /// it may run more than once (after a conflict) and must not have side effects beyond
     /// recording its last result.
-    fn transact(
-        &self,
-        project: &str,
-        decide: &mut dyn FnMut(&Snapshot) -> Result<(Change, AuditEntry), ClaimError>,
-    ) -> Result<u64, ClaimError> {
+    fn transact(&self, project: &str, decide: &mut Decide<'_>) -> Result<u64, ClaimError> {
         for _ in 0..MAX_CAS_ATTEMPTS {
             let snap = self.snapshot(project)?;
             let (change, audit) = decide(&snap)?;

@@ -11,9 +11,11 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params};
 
-use super::{Commit, Store};
+use super::{Commit, Decide, Store};
 use crate::claim::error::ClaimError;
-use crate::claim::model::{AuditEntry, Change, Controller, Event, MasterRef, MasterSlot, Millis, OperatorRecord, Snapshot};
+use crate::claim::model::{
+    AuditEntry, Change, Controller, Event, MasterRef, MasterSlot, Millis, OperatorRecord, Snapshot,
+};
 
 /// How long a verb waits for another process's write transaction before answering
 /// `coordinator_unavailable`.
@@ -117,7 +119,8 @@ impl SqliteStore {
     /// A store written by a newer writerctl is refused, never downgraded.
     pub fn open(path: &Path) -> Result<SqliteStore, ClaimError> {
         create_private_file(path)?;
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let flags =
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_NOFOLLOW;
         let mut conn = Connection::open_with_flags(path, flags).map_err(db_err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(db_err)?;
         let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(db_err)?;
@@ -222,12 +225,21 @@ fn insert_audit(tx: &Connection, a: &AuditEntry) -> Result<(), ClaimError> {
 }
 
 /// Writes `change` at `version` (already checked by the caller, inside its transaction).
-fn apply(tx: &Transaction<'_>, project: &str, version: u64, change: &Change, audit: &AuditEntry) -> Result<u64, ClaimError> {
+fn apply(
+    tx: &Transaction<'_>,
+    project: &str,
+    version: u64,
+    change: &Change,
+    audit: &AuditEntry,
+) -> Result<u64, ClaimError> {
     let mut new_version = version;
     if !change.is_empty() {
         new_version = version + 1;
-        tx.execute("INSERT INTO projects (project, version, epoch) VALUES (?1, 0, 0) ON CONFLICT DO NOTHING", [project])
-            .map_err(db_err)?;
+        tx.execute(
+            "INSERT INTO projects (project, version, epoch) VALUES (?1, 0, 0) ON CONFLICT DO NOTHING",
+            [project],
+        )
+        .map_err(db_err)?;
         for c in &change.upsert {
             tx.prepare_cached(
                 "INSERT INTO controllers (project, session_id, identity, surface, machine_id, token_hash, is_master,
@@ -310,7 +322,13 @@ impl Store for SqliteStore {
         Ok(snap)
     }
 
-    fn commit(&self, project: &str, expected_version: u64, change: &Change, audit: &AuditEntry) -> Result<Commit, ClaimError> {
+    fn commit(
+        &self,
+        project: &str,
+        expected_version: u64,
+        change: &Change,
+        audit: &AuditEntry,
+    ) -> Result<Commit, ClaimError> {
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
         if load(&tx, project)?.version != expected_version {
@@ -321,11 +339,7 @@ impl Store for SqliteStore {
         Ok(Commit::Done(v))
     }
 
-    fn transact(
-        &self,
-        project: &str,
-        decide: &mut dyn FnMut(&Snapshot) -> Result<(Change, AuditEntry), ClaimError>,
-    ) -> Result<u64, ClaimError> {
+    fn transact(&self, project: &str, decide: &mut Decide<'_>) -> Result<u64, ClaimError> {
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
         let snap = load(&tx, project)?;
@@ -361,7 +375,14 @@ impl Store for SqliteStore {
             .query_row(
                 "SELECT operator_id, password_hash, failures, created_at FROM operators WHERE operator_id = ?1",
                 [operator_id],
-                |r| Ok(OperatorRecord { operator_id: r.get(0)?, password_hash: r.get(1)?, failures: r.get(2)?, created_at: r.get(3)? }),
+                |r| {
+                    Ok(OperatorRecord {
+                        operator_id: r.get(0)?,
+                        password_hash: r.get(1)?,
+                        failures: r.get(2)?,
+                        created_at: r.get(3)?,
+                    })
+                },
             )
             .optional()
             .map_err(db_err)
@@ -371,7 +392,9 @@ impl Store for SqliteStore {
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
         let exists: bool = tx
-            .query_row("SELECT EXISTS (SELECT 1 FROM operators WHERE operator_id = ?1)", [&rec.operator_id], |r| r.get(0))
+            .query_row("SELECT EXISTS (SELECT 1 FROM operators WHERE operator_id = ?1)", [&rec.operator_id], |r| {
+                r.get(0)
+            })
             .map_err(db_err)?;
         if exists {
             return Err(ClaimError::OperatorExists(rec.operator_id.clone()));
@@ -418,7 +441,13 @@ impl Store for SqliteStore {
             .map_err(db_err)?;
         rows.into_iter()
             .map(|(cursor, at, recipient_session, kind, payload)| {
-                Ok(Event { cursor: cursor as u64, at, recipient_session, kind, payload: serde_json::from_str(&payload).map_err(json_err)? })
+                Ok(Event {
+                    cursor: cursor as u64,
+                    at,
+                    recipient_session,
+                    kind,
+                    payload: serde_json::from_str(&payload).map_err(json_err)?,
+                })
             })
             .collect()
     }

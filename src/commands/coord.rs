@@ -1,0 +1,254 @@
+//! What every coordinator command shares: where the store is, the freshness threshold,
+//! reading session tokens and operator passwords (never from argv), the confirmation
+//! prompt, and timestamps.
+
+use std::io::{self, BufRead, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use writerctl::claim::ClaimError;
+use writerctl::claim::Coordinator;
+use writerctl::claim::clock::SystemClock;
+use writerctl::claim::model::Millis;
+use writerctl::claim::secret::Secret;
+use writerctl::claim::store::sqlite::SqliteStore;
+
+/// Where the coordinator is, and how fresh a heartbeat must be.
+#[derive(Debug, Clone, Args)]
+pub struct CoordArgs {
+    /// sqlite:PATH for the embedded store used in-process [default: sqlite file
+    /// $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...].
+    /// http(s):// URLs need `writerctl coordinator serve`, which this release does not ship.
+    #[arg(long, value_name = "URL", env = "WRITERCTL_COORDINATOR")]
+    pub coordinator: Option<String>,
+
+    /// Heartbeat freshness for target resolution and `fresh`, in seconds.
+    #[arg(long, value_name = "N", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub freshness_seconds: u64,
+}
+
+/// The default embedded store file.
+pub fn default_store_path() -> Result<PathBuf> {
+    let base = match std::env::var_os("XDG_STATE_HOME").filter(|v| Path::new(v).is_absolute()) {
+        Some(d) => PathBuf::from(d),
+        None => {
+            let home = std::env::var_os("HOME").filter(|v| !v.is_empty()).ok_or_else(|| {
+                ClaimError::InvalidArgument(
+                    "neither XDG_STATE_HOME nor HOME is set: pass --coordinator sqlite:PATH".into(),
+                )
+            })?;
+            PathBuf::from(home).join(".local/state")
+        }
+    };
+    Ok(base.join("writerctl").join("coordinator.sqlite"))
+}
+
+/// Creates the default store's directory, private to the user.
+fn create_state_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("cannot create the state directory {}", dir.display()))
+}
+
+impl CoordArgs {
+    /// Opens the coordinator these flags name.
+    pub fn open(&self) -> Result<Coordinator> {
+        let path = match self.coordinator.as_deref() {
+            None => {
+                let p = default_store_path()?;
+                if let Some(dir) = p.parent() {
+                    create_state_dir(dir)?;
+                }
+                p
+            }
+            Some(url) => match url.strip_prefix("sqlite:") {
+                Some(p) if !p.is_empty() => PathBuf::from(p.strip_prefix("//").unwrap_or(p)),
+                _ if url.starts_with("http://") || url.starts_with("https://") => {
+                    return Err(ClaimError::InvalidArgument(format!(
+                        "{url}: HTTP coordinators need `writerctl coordinator serve`, which this release does not ship; \
+                         use sqlite:PATH"
+                    ))
+                    .into());
+                }
+                _ => {
+                    return Err(ClaimError::InvalidArgument(format!(
+                        "--coordinator {url:?}: expected sqlite:PATH (or http(s)://HOST:PORT)"
+                    ))
+                    .into());
+                }
+            },
+        };
+        let store = SqliteStore::open(&path)?;
+        Ok(Coordinator::new(Arc::new(store), Arc::new(SystemClock), Duration::from_secs(self.freshness_seconds)))
+    }
+}
+
+/// Longest secret read from a file or stdin.
+const MAX_SECRET: u64 = 4096;
+
+/// Reads a secret from `r`, dropping one trailing newline (`\n` or `\r\n`).
+fn read_secret(mut r: impl Read, what: &str) -> Result<Secret> {
+    let mut s = String::new();
+    r.by_ref().take(MAX_SECRET + 1).read_to_string(&mut s).with_context(|| format!("cannot read the {what}"))?;
+    if s.len() as u64 > MAX_SECRET {
+        return Err(ClaimError::InvalidArgument(format!("the {what} is longer than {MAX_SECRET} bytes")).into());
+    }
+    let trimmed = s.strip_suffix('\n').map(|t| t.strip_suffix('\r').unwrap_or(t)).unwrap_or(&s);
+    Ok(Secret::new(trimmed.to_string()))
+}
+
+/// The session token: `--token-file F`, else WRITERCTL_SESSION_TOKEN (never argv).
+pub fn session_token(token_file: Option<&Path>) -> Result<Secret> {
+    let token = match token_file {
+        Some(p) => read_secret(
+            std::fs::File::open(p).with_context(|| format!("cannot open token file {}", p.display()))?,
+            "session token",
+        )?,
+        None => Secret::new(std::env::var("WRITERCTL_SESSION_TOKEN").map_err(|_| {
+            ClaimError::InvalidArgument("no session token: pass --token-file F or set WRITERCTL_SESSION_TOKEN".into())
+        })?),
+    };
+    if token.expose().trim().is_empty() {
+        return Err(ClaimError::InvalidArgument("the session token is empty".into()).into());
+    }
+    Ok(token)
+}
+
+/// Where an operator password comes from (never argv).
+#[derive(Debug, Clone, Args)]
+pub struct PasswordArgs {
+    /// Read the password from this file (one trailing newline is dropped).
+    #[arg(long, value_name = "F", conflicts_with = "password_stdin")]
+    pub password_file: Option<PathBuf>,
+
+    /// Read the password from standard input (one trailing newline is dropped).
+    #[arg(long)]
+    pub password_stdin: bool,
+}
+
+/// Whether a human is at the terminal: stdin and stderr are both terminals.
+pub fn interactive() -> bool {
+    io::stdin().is_terminal() && io::stderr().is_terminal()
+}
+
+impl PasswordArgs {
+    /// The password: --password-file, --password-stdin, WRITERCTL_OPERATOR_PASSWORD, or a
+    /// no-echo prompt on a terminal (twice when `confirm`).
+    pub fn read(&self, prompt: &str, confirm: bool, json: bool) -> Result<Secret> {
+        let pw = if let Some(p) = &self.password_file {
+            read_secret(
+                std::fs::File::open(p).with_context(|| format!("cannot open password file {}", p.display()))?,
+                "password",
+            )?
+        } else if self.password_stdin {
+            read_secret(io::stdin().lock(), "password")?
+        } else if let Ok(v) = std::env::var("WRITERCTL_OPERATOR_PASSWORD") {
+            Secret::new(v)
+        } else if interactive() && !json {
+            let first = prompt_no_echo(prompt)?;
+            if confirm && prompt_no_echo("Repeat the password: ")? != first {
+                return Err(ClaimError::InvalidArgument("the two passwords differ".into()).into());
+            }
+            first
+        } else {
+            return Err(ClaimError::InvalidArgument(
+                "no operator password: pass --password-file F or --password-stdin, set WRITERCTL_OPERATOR_PASSWORD, \
+                 or run on a terminal to be prompted"
+                    .into(),
+            )
+            .into());
+        };
+        if pw.expose().is_empty() {
+            return Err(ClaimError::InvalidArgument("the operator password is empty".into()).into());
+        }
+        Ok(pw)
+    }
+}
+
+/// Restores the terminal's echo flag when dropped, so an error (or a panic) while reading
+/// never leaves the user's terminal silent.
+struct EchoGuard<'a> {
+    tty: &'a std::fs::File,
+    saved: rustix::termios::Termios,
+}
+
+impl Drop for EchoGuard<'_> {
+    fn drop(&mut self) {
+        let _ = rustix::termios::tcsetattr(self.tty, rustix::termios::OptionalActions::Now, &self.saved);
+    }
+}
+
+/// Asks on /dev/tty with echo off and reads one line.
+fn prompt_no_echo(prompt: &str) -> Result<Secret> {
+    use rustix::termios::{LocalModes, OptionalActions, tcgetattr, tcsetattr};
+    let tty = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty").context("cannot open /dev/tty")?;
+    let saved = tcgetattr(&tty).context("cannot read terminal settings")?;
+    let mut quiet = saved.clone();
+    quiet.local_modes.remove(LocalModes::ECHO);
+    quiet.local_modes.insert(LocalModes::ECHONL);
+    (&tty).write_all(prompt.as_bytes())?;
+    tcsetattr(&tty, OptionalActions::Flush, &quiet).context("cannot turn terminal echo off")?;
+    let guard = EchoGuard { tty: &tty, saved };
+    let mut line = String::new();
+    io::BufReader::new(guard.tty).read_line(&mut line)?;
+    drop(guard);
+    read_secret(line.as_bytes(), "password")
+}
+
+/// Asks "[y/N]" on /dev/tty; true only for y or yes.
+pub fn confirm(question: &str) -> Result<bool> {
+    let tty = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty").context("cannot open /dev/tty")?;
+    (&tty).write_all(format!("{question} [y/N] ").as_bytes())?;
+    let mut line = String::new();
+    io::BufReader::new(&tty).read_line(&mut line)?;
+    Ok(matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+}
+
+/// RFC 3339 UTC with exactly three fractional digits (fixed width: sorts as text).
+pub fn rfc3339(ms: Millis) -> String {
+    const FORMAT: &[time::format_description::BorrowedFormatItem<'_>] =
+        time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(FORMAT).ok())
+        .unwrap_or_else(|| ms.to_string())
+}
+
+/// "12s ago", "3m ago", "2h ago".
+pub fn age(now: Millis, then: Millis) -> String {
+    let s = (now - then).max(0) / 1000;
+    match s {
+        0..120 => format!("{s}s ago"),
+        120..7200 => format!("{}m ago", s / 60),
+        _ => format!("{}h ago", s / 3600),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_lose_exactly_one_newline() {
+        assert_eq!(read_secret(&b"pw\n"[..], "x").unwrap().expose(), "pw");
+        assert_eq!(read_secret(&b"pw\r\n"[..], "x").unwrap().expose(), "pw");
+        assert_eq!(read_secret(&b"pw \n\n"[..], "x").unwrap().expose(), "pw \n");
+        assert_eq!(read_secret(&b"pw"[..], "x").unwrap().expose(), "pw");
+        assert!(read_secret(&vec![b'a'; 5000][..], "x").is_err());
+    }
+
+    #[test]
+    fn ages_read_naturally() {
+        assert_eq!(age(10_000, 0), "10s ago");
+        assert_eq!(age(600_000, 0), "10m ago");
+        assert_eq!(age(0, 5), "0s ago");
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(1_700_000_000_120), "2023-11-14T22:13:20.120Z");
+    }
+}

@@ -1,0 +1,113 @@
+//! `writerctl inbox`: events addressed to an identity (MasterPreempted), read by cursor.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use clap::Args;
+use serde_json::json;
+use writerctl::claim::model::Event;
+
+use super::coord::{CoordArgs, rfc3339};
+use super::output::Output;
+
+/// Read an identity's inbox (MasterPreempted and other events), oldest first.
+///
+/// Each event has a cursor; pass the last one seen as --after to read on. With --follow it
+/// keeps waiting for new events and prints each as it arrives (with --json: one JSON object
+/// per line).
+///
+/// Examples:
+///   writerctl inbox --project web --identity alice
+///   writerctl inbox --project web --identity alice --after 12 --follow --json
+#[derive(Debug, Args)]
+pub struct InboxArgs {
+    #[command(flatten)]
+    pub coord: CoordArgs,
+    /// Project id.
+    #[arg(long, value_name = "P")]
+    pub project: String,
+    /// Whose inbox.
+    #[arg(long, value_name = "I")]
+    pub identity: String,
+    /// Only events after this cursor.
+    #[arg(long, value_name = "CURSOR", default_value_t = 0)]
+    pub after: u64,
+    /// Keep waiting for new events.
+    #[arg(long)]
+    pub follow: bool,
+    /// With --follow: stop (exit 0) after this many seconds [default: never].
+    #[arg(long, value_name = "SECONDS", requires = "follow")]
+    pub timeout: Option<f64>,
+    /// At most this many events per read.
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub limit: u64,
+}
+
+/// How often --follow polls the embedded store.
+const POLL: Duration = Duration::from_millis(200);
+
+fn event_json(e: &Event) -> serde_json::Value {
+    json!({"cursor": e.cursor, "at": rfc3339(e.at), "kind": e.kind, "recipient_session": e.recipient_session,
+           "payload": e.payload})
+}
+
+fn event_line(e: &Event) -> String {
+    let p = &e.payload;
+    let s = |k: &str| p.get(k).and_then(|v| v.as_str()).unwrap_or("?").to_string();
+    let mut line = format!("#{} {} {}", e.cursor, rfc3339(e.at), e.kind);
+    if e.kind == writerctl::claim::master::MASTER_PREEMPTED {
+        line.push_str(&format!(
+            ": {} ({}) -> {} ({}), reason {}, epoch {}",
+            s("previous_master_identity"),
+            s("previous_master_session_id"),
+            s("new_master_identity"),
+            s("new_master_session_id"),
+            s("reason"),
+            p.get("epoch").map_or("?".into(), |v| v.to_string())
+        ));
+        if let Some(op) = p.get("by_operator").and_then(|v| v.as_str()) {
+            line.push_str(&format!(", by operator {op}"));
+        }
+    } else {
+        line.push_str(&format!(": {p}"));
+    }
+    line
+}
+
+/// Runs `inbox`.
+pub fn run(a: InboxArgs, out: Output) -> Result<()> {
+    let c = a.coord.open()?;
+    let limit = usize::try_from(a.limit).unwrap_or(usize::MAX);
+    if !a.follow {
+        let events = c.inbox(&a.project, &a.identity, a.after, limit)?;
+        let next = events.last().map_or(a.after, |e| e.cursor);
+        if out.json {
+            let list: Vec<_> = events.iter().map(event_json).collect();
+            out.json(&json!({"events": list, "next_cursor": next}))?;
+        } else if events.is_empty() {
+            out.line(&format!("no events for {} after cursor {}", a.identity, a.after))?;
+        } else {
+            for e in &events {
+                out.line(&event_line(e))?;
+            }
+        }
+        return Ok(());
+    }
+    let deadline =
+        a.timeout.filter(|t| t.is_finite() && *t >= 0.0).map(|t| Instant::now() + Duration::from_secs_f64(t));
+    let mut after = a.after;
+    loop {
+        for e in c.inbox(&a.project, &a.identity, after, limit)? {
+            if out.json {
+                out.line(&serde_json::to_string(&event_json(&e))?)?;
+            } else {
+                out.line(&event_line(&e))?;
+            }
+            after = e.cursor;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(());
+        }
+        std::thread::sleep(POLL);
+    }
+}

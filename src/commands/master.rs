@@ -1,0 +1,250 @@
+//! `writerctl master status|handoff|claim` (seed 000).
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Args, Subcommand};
+use serde_json::json;
+use writerctl::claim::Coordinator;
+use writerctl::claim::engine::{MasterRequest, Status};
+use writerctl::claim::master::MasterOutcome;
+use writerctl::claim::model::MasterRef;
+
+use super::ExitStatus;
+use super::coord::{CoordArgs, PasswordArgs, age, confirm, interactive, rfc3339, session_token};
+use super::output::Output;
+
+/// The master slot: show it, hand it off, or claim it for a named target.
+#[derive(Debug, Subcommand)]
+pub enum MasterCmd {
+    /// Show the master, its epoch, and every controller with its freshness.
+    ///
+    /// Example:
+    ///   writerctl master status --project web
+    Status(StatusArgs),
+    /// Cooperative transfer: the current master hands mastership to a named identity.
+    ///
+    /// On a terminal it shows the topology and the resolved target and asks to confirm
+    /// (unless --yes); with --json or without a terminal it never asks.
+    ///
+    /// Examples:
+    ///   writerctl master handoff --project web --session SID --token-file alice.tok --to bob
+    ///   writerctl master handoff --project web --session SID --to bob --to-session SID2 --expect-epoch 4 --yes
+    Handoff(HandoffArgs),
+    /// Operator-authorized preempt: promote the named target (never the caller), proving
+    /// authority with an operator id and password.
+    ///
+    /// Examples:
+    ///   writerctl master claim --project web --to bob --operator ops --password-file ops.pw --yes
+    ///   WRITERCTL_OPERATOR_PASSWORD=... writerctl master claim --project web --to bob --operator ops --json
+    Claim(ClaimArgs),
+}
+
+/// `master status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub coord: CoordArgs,
+    /// Project id.
+    #[arg(long, value_name = "P")]
+    pub project: String,
+}
+
+/// Target and epoch, shared by handoff and claim.
+#[derive(Debug, Args)]
+pub struct TargetArgs {
+    /// Project id.
+    #[arg(long, value_name = "P")]
+    pub project: String,
+    /// Identity to make master.
+    #[arg(long, value_name = "IDENTITY")]
+    pub to: String,
+    /// The exact controller row to promote (disambiguates several fresh rows).
+    #[arg(long, value_name = "SID")]
+    pub to_session: Option<String>,
+    /// Epoch the decision was made from; `stale_master` if the master changed since
+    /// [default: read from `master status` just before].
+    #[arg(long, value_name = "N")]
+    pub expect_epoch: Option<u64>,
+    /// Do not ask for confirmation on a terminal.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+/// `master handoff`.
+#[derive(Debug, Args)]
+pub struct HandoffArgs {
+    #[command(flatten)]
+    pub coord: CoordArgs,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// The caller's session id (it must be master).
+    #[arg(long, value_name = "CALLER_SID")]
+    pub session: String,
+    /// Read the caller's session token from this file [default: env WRITERCTL_SESSION_TOKEN].
+    #[arg(long, value_name = "F")]
+    pub token_file: Option<PathBuf>,
+}
+
+/// `master claim`.
+#[derive(Debug, Args)]
+pub struct ClaimArgs {
+    #[command(flatten)]
+    pub coord: CoordArgs,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Operator id (see `writerctl operator add`).
+    #[arg(long, value_name = "OP")]
+    pub operator: String,
+    #[command(flatten)]
+    pub password: PasswordArgs,
+}
+
+/// Runs a `master` subcommand.
+pub fn run(cmd: MasterCmd, out: Output) -> Result<()> {
+    match cmd {
+        MasterCmd::Status(a) => {
+            let st = a.coord.open()?.status(&a.project)?;
+            print_status(&a.project, &st, out)
+        }
+        MasterCmd::Handoff(a) => {
+            let token = session_token(a.token_file.as_deref())?;
+            let c = a.coord.open()?;
+            let Some(req) = prepare(&c, &a.target, out, "hand master")? else { return aborted(out) };
+            let outcome = c.handoff(&req, &a.session, &token)?;
+            print_outcome(&a.target.project, &outcome, None, out)
+        }
+        MasterCmd::Claim(a) => {
+            let c = a.coord.open()?;
+            let Some(req) = prepare(&c, &a.target, out, "preempt master")? else { return aborted(out) };
+            let password = a.password.read(&format!("Password for operator {}: ", a.operator), false, out.json)?;
+            let outcome = c.claim(&req, &a.operator, &password)?;
+            print_outcome(&a.target.project, &outcome, Some(&a.operator), out)
+        }
+    }
+}
+
+fn aborted(out: Output) -> Result<()> {
+    out.note("aborted: nothing changed");
+    Err(ExitStatus(1).into())
+}
+
+/// Fills the expected epoch from a status read (Patroni's switchover: the decision is
+/// made against what the operator saw), and on a terminal shows topology and target and
+/// asks. None when the operator declines.
+fn prepare(c: &Coordinator, t: &TargetArgs, out: Output, verb: &str) -> Result<Option<MasterRequest>> {
+    let ask = !t.yes && !out.json && interactive();
+    let (expect_epoch, status) = match (t.expect_epoch, ask) {
+        (Some(e), false) => (e, None),
+        _ => {
+            let st = c.status(&t.project)?;
+            (t.expect_epoch.unwrap_or(st.slot.epoch), Some(st))
+        }
+    };
+    let req = MasterRequest {
+        project: t.project.clone(),
+        to_identity: t.to.clone(),
+        to_session: t.to_session.clone(),
+        expect_epoch,
+    };
+    if let (true, Some(st)) = (ask, status) {
+        print_status(&t.project, &st, out)?;
+        let target = c.preview_target(&t.project, &t.to, t.to_session.as_deref())?;
+        let from = st.slot.master.as_ref().map_or("nobody".to_string(), describe);
+        let question = format!(
+            "\n{verb} of project {} from {from} to {} (epoch {expect_epoch} -> {})?",
+            t.project,
+            describe(&target.reference()),
+            expect_epoch + 1
+        );
+        if !confirm(&question)? {
+            return Ok(None);
+        }
+    }
+    Ok(Some(req))
+}
+
+fn describe(m: &MasterRef) -> String {
+    format!("{} ({})", m.identity, m.session_id)
+}
+
+fn print_status(project: &str, st: &Status, out: Output) -> Result<()> {
+    if out.json {
+        let master = match &st.slot.master {
+            Some(m) => json!({"identity": m.identity, "session_id": m.session_id, "epoch": st.slot.epoch}),
+            None => json!({"identity": null, "session_id": null, "epoch": st.slot.epoch}),
+        };
+        let controllers: Vec<_> = st
+            .controllers
+            .iter()
+            .map(|v| {
+                let c = &v.controller;
+                json!({
+                    "session_id": c.session_id, "identity": c.identity, "surface": c.surface,
+                    "machine_id": c.machine_id, "is_master": c.is_master, "fresh": v.fresh,
+                    "last_heartbeat": rfc3339(c.last_heartbeat), "registered_at": rfc3339(c.registered_at),
+                })
+            })
+            .collect();
+        out.json(&json!({
+            "project": project, "master": master, "controllers": controllers,
+            "freshness_seconds": st.freshness.as_secs(), "read_at": rfc3339(st.now),
+        }))?;
+        return Ok(());
+    }
+    match &st.slot.master {
+        Some(m) => out.line(&format!("project {project}: master {} epoch {}", describe(m), st.slot.epoch))?,
+        None => out.line(&format!("project {project}: no master (epoch {})", st.slot.epoch))?,
+    }
+    if st.controllers.is_empty() {
+        return Ok(out.line("no controllers registered")?);
+    }
+    let mut table =
+        super::output::table(&["session", "identity", "surface", "machine", "master", "fresh", "last heartbeat"]);
+    for v in &st.controllers {
+        let c = &v.controller;
+        table.add_row([
+            c.session_id.clone(),
+            c.identity.clone(),
+            c.surface.clone(),
+            c.machine_id.clone(),
+            if c.is_master { "yes" } else { "" }.to_string(),
+            if v.fresh { "yes".to_string() } else { "stale".to_string() },
+            age(st.now, c.last_heartbeat),
+        ]);
+    }
+    out.line(&table.to_string())?;
+    Ok(out.line(&format!("(fresh: a heartbeat within {} s)", st.freshness.as_secs()))?)
+}
+
+fn print_outcome(project: &str, o: &MasterOutcome, by_operator: Option<&str>, out: Output) -> Result<()> {
+    if out.json {
+        let mut doc = json!({
+            "ok": true,
+            "project": project,
+            "previous_master": o.previous_master,
+            "new_master": o.new_master,
+            "epoch": o.epoch,
+            "changed": o.changed,
+        });
+        if let Some(op) = by_operator {
+            doc["preempted"] = json!(o.preempted);
+            doc["by_operator"] = json!(op);
+        }
+        out.json(&doc)?;
+        return Ok(());
+    }
+    if !o.changed {
+        return Ok(out.line(&format!(
+            "{} already is master of {project} (epoch {}); nothing changed",
+            describe(&o.new_master),
+            o.epoch
+        ))?);
+    }
+    let from = o.previous_master.as_ref().map_or("nobody".to_string(), describe);
+    out.line(&format!("master of {project}: {from} -> {} (epoch {})", describe(&o.new_master), o.epoch))?;
+    if o.previous_master.is_some() {
+        out.note("MasterPreempted was sent to the previous master's inbox");
+    }
+    Ok(())
+}

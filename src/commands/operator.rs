@@ -1,0 +1,49 @@
+//! `writerctl operator add`: operator credentials for `master claim`.
+
+use anyhow::Result;
+use clap::{Args, Subcommand};
+
+use super::coord::{CoordArgs, PasswordArgs};
+use super::output::Output;
+
+/// Operator credentials (argon2id hashes in the coordinator store).
+#[derive(Debug, Subcommand)]
+pub enum OperatorCmd {
+    /// Add an operator. The password comes from --password-file, --password-stdin,
+    /// WRITERCTL_OPERATOR_PASSWORD, or a no-echo prompt (asked twice); never from argv.
+    /// An existing operator is never overwritten.
+    ///
+    /// Examples:
+    ///   writerctl operator add ops                      # prompts twice on a terminal
+    ///   printf '%s\n' "$PW" | writerctl operator add ops --password-stdin --json
+    Add(AddArgs),
+}
+
+/// `operator add`.
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    #[command(flatten)]
+    pub coord: CoordArgs,
+    /// The operator id.
+    #[arg(value_name = "OPERATOR_ID")]
+    pub operator_id: String,
+    #[command(flatten)]
+    pub password: PasswordArgs,
+}
+
+/// Runs an `operator` subcommand.
+pub fn run(cmd: OperatorCmd, out: Output) -> Result<()> {
+    let OperatorCmd::Add(a) = cmd;
+    let c = a.coord.open()?;
+    let pw = a.password.read(&format!("New password for operator {}: ", a.operator_id), true, out.json)?;
+    c.add_operator(&a.operator_id, &pw)?;
+    if out.json {
+        out.json(&serde_json::json!({"operator_id": a.operator_id, "created": true}))?;
+    } else {
+        out.line(&format!("operator {} added", a.operator_id))?;
+        if pw.expose().chars().count() < 12 {
+            out.note("note: the password is shorter than 12 characters");
+        }
+    }
+    Ok(())
+}
