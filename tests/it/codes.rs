@@ -19,6 +19,15 @@ const SNAPSHOT: &[(&str, u8)] = &[
     ("drain_timeout", 1),
     ("interrupted", 130),
     ("writer_crashed", 1),
+    ("not_master", 3),
+    ("stale_master", 3),
+    ("target_not_registered", 5),
+    ("target_stale", 5),
+    ("target_ambiguous", 5),
+    ("invalid_operator_credentials", 6),
+    ("unauthorized", 6),
+    ("operator_exists", 3),
+    ("coordinator_unavailable", 75),
 ];
 
 #[test]
