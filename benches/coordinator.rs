@@ -40,7 +40,8 @@ fn handoffs(path: &Path, project: &str, n: usize, ready: impl FnOnce()) -> Vec<D
     let mut lat = Vec::with_capacity(n);
     for i in 0..n {
         let (from, to) = if i % 2 == 0 { (&a, "bob") } else { (&b, "alice") };
-        let req = MasterRequest { project: project.into(), to_identity: to.into(), to_session: None, expect_epoch: epoch };
+        let req =
+            MasterRequest { project: project.into(), to_identity: to.into(), to_session: None, expect_epoch: epoch };
         let t = Instant::now();
         let out = c.handoff(&req, &from.controller.session_id, &from.token).unwrap();
         lat.push(t.elapsed());
@@ -79,7 +80,12 @@ struct Figures {
 fn figures(mut lat: Vec<Duration>, wall: Duration) -> Figures {
     lat.sort();
     let pick = |q: f64| lat[((lat.len() as f64 * q) as usize).min(lat.len() - 1)];
-    Figures { per_sec: lat.len() as f64 / wall.as_secs_f64(), p50: pick(0.50), p99: pick(0.99), max: lat[lat.len() - 1] }
+    Figures {
+        per_sec: lat.len() as f64 / wall.as_secs_f64(),
+        p50: pick(0.50),
+        p99: pick(0.99),
+        max: lat[lat.len() - 1],
+    }
 }
 
 /// Runs `role` in PROCS child processes at once; returns every latency and the wall time.

@@ -9,10 +9,8 @@ use super::output::Output;
 
 /// Show the coordinator's audit log, oldest first: every verb with who ran it, what it
 /// targeted, its result (ok or the error code) and the master epoch. Never a secret.
-///
-/// Example:
-///   writerctl audit --project web --limit 20
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  writerctl audit --project web --limit 20")]
 pub struct AuditArgs {
     #[command(flatten)]
     pub coord: CoordArgs,

@@ -16,20 +16,19 @@ use super::session::write_token_file;
 pub enum SessionCmd {
     /// Register a controller (UPSERT on project, identity, surface, machine) and print its
     /// session id and token; the first one registered with no master becomes master.
-    ///
-    /// Examples:
-    ///   writerctl session register --project web --identity alice --token-file alice.tok
-    ///   writerctl session register --project web --identity bob --machine host-b --json
+    #[command(
+        after_help = "Examples:\n  writerctl session register --project web --identity alice --token-file alice.tok\n  writerctl session register --project web --identity bob --machine host-b --json"
+    )]
     Register(RegisterArgs),
     /// Renew a session's heartbeat (targets must be fresh to receive mastership).
-    ///
-    /// Example:
-    ///   writerctl session heartbeat --project web --session SID --token-file alice.tok
+    #[command(
+        after_help = "Examples:\n  writerctl session heartbeat --project web --session SID --token-file alice.tok"
+    )]
     Heartbeat(SessionRefArgs),
     /// Remove a session's row; a master that leaves empties the master slot.
-    ///
-    /// Example:
-    ///   writerctl session deregister --project web --session SID --token-file alice.tok
+    #[command(
+        after_help = "Examples:\n  writerctl session deregister --project web --session SID --token-file alice.tok"
+    )]
     Deregister(SessionRefArgs),
 }
 

@@ -90,18 +90,24 @@ pub fn render_all() -> Result<Vec<(PathBuf, Vec<u8>)>> {
     let mut files = Vec::new();
     let root = Cli::command();
     files.push((PathBuf::from("man/writerctl.1"), man_page(root.clone(), &exit_status_section())?));
-    for sub in root.get_subcommands().filter(|s| !s.is_hide_set()) {
-        let name = format!("writerctl-{}", sub.get_name());
-        let page = man_page(
-            sub.clone().name(name.clone()).bin_name(format!("writerctl {}", sub.get_name())),
-            &exit_status_section(),
-        )?;
-        files.push((PathBuf::from(format!("man/{name}.1")), page));
-    }
+    sub_pages(&root, "writerctl", &mut files)?;
     for (shell, file) in SHELLS {
         files.push((PathBuf::from(format!("completions/{file}")), completion(shell)));
     }
     Ok(files)
+}
+
+/// One page per visible subcommand, recursively: `writerctl-master.1` and
+/// `writerctl-master-handoff.1`.
+fn sub_pages(parent: &clap::Command, prefix: &str, files: &mut Vec<(PathBuf, Vec<u8>)>) -> Result<()> {
+    for sub in parent.get_subcommands().filter(|s| !s.is_hide_set() && s.get_name() != "help") {
+        let name = format!("{prefix}-{}", sub.get_name());
+        let bin = format!("{} {}", prefix.replace('-', " "), sub.get_name());
+        let page = man_page(sub.clone().name(name.clone()).bin_name(bin), &exit_status_section())?;
+        files.push((PathBuf::from(format!("man/{name}.1")), page));
+        sub_pages(sub, &name, files)?;
+    }
+    Ok(())
 }
 
 /// `writerctl completions SHELL`.

@@ -15,11 +15,10 @@ use super::output::Output;
 /// Each event has a cursor; pass the last one seen as --after to read on. With --follow it
 /// keeps waiting for new events and prints each as it arrives (with --json: one JSON object
 /// per line).
-///
-/// Examples:
-///   writerctl inbox --project web --identity alice
-///   writerctl inbox --project web --identity alice --after 12 --follow --json
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  writerctl inbox --project web --identity alice\n  writerctl inbox --project web --identity alice --after 12 --follow --json"
+)]
 pub struct InboxArgs {
     #[command(flatten)]
     pub coord: CoordArgs,

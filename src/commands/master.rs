@@ -18,25 +18,21 @@ use super::output::Output;
 #[derive(Debug, Subcommand)]
 pub enum MasterCmd {
     /// Show the master, its epoch, and every controller with its freshness.
-    ///
-    /// Example:
-    ///   writerctl master status --project web
+    #[command(after_help = "Examples:\n  writerctl master status --project web")]
     Status(StatusArgs),
     /// Cooperative transfer: the current master hands mastership to a named identity.
     ///
     /// On a terminal it shows the topology and the resolved target and asks to confirm
     /// (unless --yes); with --json or without a terminal it never asks.
-    ///
-    /// Examples:
-    ///   writerctl master handoff --project web --session SID --token-file alice.tok --to bob
-    ///   writerctl master handoff --project web --session SID --to bob --to-session SID2 --expect-epoch 4 --yes
+    #[command(
+        after_help = "Examples:\n  writerctl master handoff --project web --session SID --token-file alice.tok --to bob\n  writerctl master handoff --project web --session SID --to bob --to-session SID2 --expect-epoch 4 --yes"
+    )]
     Handoff(HandoffArgs),
     /// Operator-authorized preempt: promote the named target (never the caller), proving
     /// authority with an operator id and password.
-    ///
-    /// Examples:
-    ///   writerctl master claim --project web --to bob --operator ops --password-file ops.pw --yes
-    ///   WRITERCTL_OPERATOR_PASSWORD=... writerctl master claim --project web --to bob --operator ops --json
+    #[command(
+        after_help = "Examples:\n  writerctl master claim --project web --to bob --operator ops --password-file ops.pw --yes\n  WRITERCTL_OPERATOR_PASSWORD=... writerctl master claim --project web --to bob --operator ops --json"
+    )]
     Claim(ClaimArgs),
 }
 
