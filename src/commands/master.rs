@@ -106,13 +106,13 @@ pub fn run(cmd: MasterCmd, out: Output) -> Result<()> {
         MasterCmd::Handoff(a) => {
             let token = session_token(a.token_file.as_deref())?;
             let c = a.coord.open()?;
-            let Some(req) = prepare(&c, &a.target, out, "hand master")? else { return aborted(out) };
+            let Some(req) = prepare(&c, &a.target, out, "Hand master")? else { return aborted(out) };
             let outcome = c.handoff(&req, &a.session, &token)?;
             print_outcome(&a.target.project, &outcome, None, out)
         }
         MasterCmd::Claim(a) => {
             let c = a.coord.open()?;
-            let Some(req) = prepare(&c, &a.target, out, "preempt master")? else { return aborted(out) };
+            let Some(req) = prepare(&c, &a.target, out, "Preempt master")? else { return aborted(out) };
             let password = a.password.read(&format!("Password for operator {}: ", a.operator), false, out.json)?;
             let outcome = c.claim(&req, &a.operator, &password)?;
             print_outcome(&a.target.project, &outcome, Some(&a.operator), out)
@@ -147,12 +147,21 @@ fn prepare(c: &Coordinator, t: &TargetArgs, out: Output, verb: &str) -> Result<O
         print_status(&t.project, &st, out)?;
         let target = c.preview_target(&t.project, &t.to, t.to_session.as_deref())?;
         let from = st.slot.master.as_ref().map_or("nobody".to_string(), describe);
-        let question = format!(
-            "\n{verb} of project {} from {from} to {} (epoch {expect_epoch} -> {})?",
-            t.project,
-            describe(&target.reference()),
-            expect_epoch + 1
-        );
+        let to = target.reference();
+        let question = if st.slot.master.as_ref() == Some(&to) {
+            format!(
+                "\n{} already is master of {} (epoch {expect_epoch}); nothing will change. Go on?",
+                describe(&to),
+                t.project
+            )
+        } else {
+            format!(
+                "\n{verb} of project {} from {from} to {} (epoch {expect_epoch} -> {})?",
+                t.project,
+                describe(&to),
+                expect_epoch + 1
+            )
+        };
         if !confirm(&question)? {
             return Ok(None);
         }

@@ -452,3 +452,140 @@ impl Store for SqliteStore {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claim::model::{Controller, MasterRef};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn audit(project: &str) -> AuditEntry {
+        AuditEntry {
+            at: 1,
+            project: project.into(),
+            verb: "test".into(),
+            actor: "local".into(),
+            target: None,
+            result: "ok".into(),
+            epoch: None,
+            detail: serde_json::json!({}),
+        }
+    }
+
+    fn row(sid: &str) -> Controller {
+        Controller {
+            session_id: sid.into(),
+            identity: format!("id-{sid}"),
+            surface: "cli".into(),
+            machine_id: "m".into(),
+            token_hash: "h".into(),
+            is_master: false,
+            registered_at: 1,
+            last_heartbeat: 1,
+        }
+    }
+
+    #[test]
+    fn the_file_is_private_and_symlinks_are_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("c.sqlite");
+        SqliteStore::open(&p).unwrap();
+        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+        let link = d.path().join("link.sqlite");
+        std::os::unix::fs::symlink(&p, &link).unwrap();
+        assert!(matches!(SqliteStore::open(&link), Err(ClaimError::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused_and_reopening_is_idempotent() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("c.sqlite");
+        let s = SqliteStore::open(&p).unwrap();
+        s.commit("p", 0, &Change { upsert: vec![row("a")], ..Change::default() }, &audit("p")).unwrap();
+        drop(s);
+        let s = SqliteStore::open(&p).unwrap();
+        assert_eq!(s.snapshot("p").unwrap().controllers.len(), 1, "reopening keeps the data");
+        s.lock().pragma_update(None, "user_version", 99).unwrap();
+        drop(s);
+        match SqliteStore::open(&p) {
+            Err(ClaimError::Store(m)) => assert!(m.contains("schema 99"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn commit_is_a_compare_and_set_on_the_version() {
+        let d = tempfile::tempdir().unwrap();
+        let s = SqliteStore::open(&d.path().join("c.sqlite")).unwrap();
+        let slot = MasterSlot { master: Some(MasterRef { identity: "id-a".into(), session_id: "a".into() }), epoch: 1 };
+        let c = Change { upsert: vec![row("a")], slot: Some(slot.clone()), ..Change::default() };
+        assert_eq!(s.commit("p", 0, &c, &audit("p")).unwrap(), Commit::Done(1));
+        assert_eq!(s.commit("p", 0, &c, &audit("p")).unwrap(), Commit::Conflict);
+        let snap = s.snapshot("p").unwrap();
+        assert_eq!((snap.version, snap.slot), (1, slot));
+        // An empty change audits without bumping the version.
+        assert_eq!(s.commit("p", 1, &Change::default(), &audit("p")).unwrap(), Commit::Done(1));
+        assert_eq!(s.audit_log(Some("p"), 10).unwrap().len(), 2, "the conflicting commit wrote no audit row");
+        assert_eq!(s.snapshot("other").unwrap().version, 0, "projects are separate");
+    }
+
+    /// A store with only snapshot + commit, so `transact` is the trait's CAS loop (the one
+    /// stores without a held write lock use). The first commit meets a concurrent writer.
+    struct CasOnly {
+        inner: SqliteStore,
+        interfere: AtomicUsize,
+    }
+
+    impl Store for CasOnly {
+        fn snapshot(&self, project: &str) -> Result<Snapshot, ClaimError> {
+            self.inner.snapshot(project)
+        }
+        fn commit(&self, project: &str, v: u64, change: &Change, a: &AuditEntry) -> Result<Commit, ClaimError> {
+            if self.interfere.fetch_add(1, Ordering::SeqCst) == 0 {
+                let other = Change { upsert: vec![row("intruder")], ..Change::default() };
+                assert_eq!(self.inner.commit(project, v, &other, a)?, Commit::Done(v + 1));
+            }
+            self.inner.commit(project, v, change, a)
+        }
+        fn append_audit(&self, e: &AuditEntry) -> Result<(), ClaimError> {
+            self.inner.append_audit(e)
+        }
+        fn audit_log(&self, p: Option<&str>, l: usize) -> Result<Vec<AuditEntry>, ClaimError> {
+            self.inner.audit_log(p, l)
+        }
+        fn operator(&self, id: &str) -> Result<Option<OperatorRecord>, ClaimError> {
+            self.inner.operator(id)
+        }
+        fn insert_operator(&self, r: &OperatorRecord, a: &AuditEntry) -> Result<(), ClaimError> {
+            self.inner.insert_operator(r, a)
+        }
+        fn record_attempt(&self, id: &str, ok: bool, at: Millis) -> Result<u32, ClaimError> {
+            self.inner.record_attempt(id, ok, at)
+        }
+        fn inbox(&self, p: &str, i: &str, after: u64, l: usize) -> Result<Vec<Event>, ClaimError> {
+            self.inner.inbox(p, i, after, l)
+        }
+    }
+
+    #[test]
+    fn the_default_transact_redecides_after_a_conflict() {
+        let d = tempfile::tempdir().unwrap();
+        let s =
+            CasOnly { inner: SqliteStore::open(&d.path().join("c.sqlite")).unwrap(), interfere: AtomicUsize::new(0) };
+        let mut seen = Vec::new();
+        let v = s
+            .transact("p", &mut |snap| {
+                seen.push(snap.controllers.len());
+                Ok((
+                    Change { upsert: vec![row(&format!("n{}", snap.controllers.len()))], ..Change::default() },
+                    audit("p"),
+                ))
+            })
+            .unwrap();
+        assert_eq!(seen, [0, 1], "decided again on the snapshot that includes the intruder");
+        assert_eq!(v, 2);
+        let ids: Vec<String> = s.snapshot("p").unwrap().controllers.into_iter().map(|c| c.session_id).collect();
+        assert_eq!(ids, ["intruder", "n1"]);
+    }
+}
