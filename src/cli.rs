@@ -15,7 +15,13 @@ use clap::{Args, Parser, Subcommand};
 /// The coordinator commands (session, master, operator, inbox, audit) elect one master per
 /// project with a fencing epoch; without --coordinator they use an embedded SQLite store.
 #[derive(Debug, Parser)]
-#[command(name = "writerctl", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "writerctl",
+    version,
+    propagate_version = true,
+    max_term_width = 100,
+    after_help = "Examples:\n  writerctl status --runtime-dir ~/.qwen\n  writerctl run --session \"$SID\" -- my-writer\n  writerctl master status --project web\n\nEvery subcommand has --help with examples, and a man page (man writerctl-<subcommand>)."
+)]
 pub struct Cli {
     /// Print one JSON document on stdout (errors as {"error":{"code","message","hint"}}).
     #[arg(long, global = true)]

@@ -16,9 +16,8 @@ use super::output::Output;
 use crate::cli::Cli;
 
 /// Print a shell completion script.
-///
-/// Example: `writerctl completions bash > /etc/bash_completion.d/writerctl`
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  writerctl completions bash > /etc/bash_completion.d/writerctl\n  writerctl completions zsh > \"${fpath[1]}/_writerctl\"")]
 pub struct CompletionsArgs {
     /// The shell.
     #[arg(value_enum)]
@@ -171,5 +170,93 @@ mod tests {
         for c in ErrorCode::ALL {
             assert!(page.contains(&c.as_str().replace('_', "\\_")), "man page lacks {c}");
         }
+    }
+
+    /// Every visible command, as its path of names.
+    fn commands(cmd: &clap::Command, path: Vec<String>, out: &mut Vec<(Vec<String>, clap::Command)>) {
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set() && s.get_name() != "help") {
+            let mut p = path.clone();
+            p.push(sub.get_name().to_string());
+            out.push((p.clone(), sub.clone()));
+            commands(sub, p, out);
+        }
+    }
+
+    #[test]
+    fn every_help_has_a_summary_an_explanation_or_example() {
+        let mut all = Vec::new();
+        commands(&Cli::command(), Vec::new(), &mut all);
+        for (path, cmd) in all {
+            let name = path.join(" ");
+            assert!(cmd.get_about().is_some(), "`writerctl {name}` has no one-line summary");
+            if cmd.has_subcommands() {
+                continue;
+            }
+            let after = cmd.get_after_help().map(|s| s.to_string()).unwrap_or_default();
+            assert!(after.starts_with("Examples:\n  writerctl ") || after.contains("\n  writerctl "),
+                "`writerctl {name} --help` shows no example");
+            for line in after.lines().skip(1).filter(|l| l.contains("writerctl ")) {
+                assert_command_exists(&format!("--help of `writerctl {name}`"), line);
+            }
+        }
+    }
+
+    /// Checks that `line` (shell text containing `writerctl ...`) names a real command path
+    /// and only flags that command accepts.
+    fn assert_command_exists(origin: &str, line: &str) {
+        let start = line.find("writerctl ").unwrap();
+        let rest = &line[start + "writerctl ".len()..];
+        let mut cmd = Cli::command();
+        cmd.build();
+        let mut path = vec!["writerctl".to_string()];
+        for word in rest.split_whitespace() {
+            if word.starts_with('#') || ["|", "||", "&&", ">", ";", "--"].contains(&word) {
+                break;
+            }
+            if let Some(flag) = word.strip_prefix("--") {
+                let flag = flag.split('=').next().unwrap();
+                let known = cmd.get_arguments().any(|a| a.get_long() == Some(flag))
+                    || ["help", "json", "verbose", "version"].contains(&flag);
+                assert!(known, "{origin}: `{}` has no flag --{flag} (line: {line})", path.join(" "));
+                continue;
+            }
+            if word.starts_with('-') || !cmd.has_subcommands() {
+                continue;
+            }
+            match cmd.find_subcommand(word) {
+                Some(sub) => {
+                    path.push(word.to_string());
+                    cmd = sub.clone();
+                }
+                None if path.len() == 1 => panic!("{origin}: there is no command `writerctl {word}` (line: {line})"),
+                None => panic!("{origin}: `{}` has no subcommand {word} (line: {line})", path.join(" ")),
+            }
+        }
+    }
+
+    #[test]
+    fn every_command_the_readme_shows_exists_with_its_flags() {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        let mut in_code = false;
+        let mut checked = 0;
+        for line in readme.lines() {
+            if line.trim_start().starts_with("```") {
+                in_code = !in_code;
+                continue;
+            }
+            // Code blocks, and inline `writerctl ...` spans in the prose.
+            if in_code || line.starts_with("    ") {
+                if line.contains("writerctl ") && !line.contains("cargo ") && !line.trim_start().starts_with("src/") {
+                    assert_command_exists("README.md", line);
+                    checked += 1;
+                }
+            } else {
+                for span in line.split('`').skip(1).step_by(2).filter(|s| s.starts_with("writerctl ")) {
+                    assert_command_exists("README.md", span);
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 20, "only {checked} README commands found: is the parser broken?");
     }
 }

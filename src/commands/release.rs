@@ -16,6 +16,7 @@ use crate::cli::SessionArgs;
 /// Removes the lock only if it is exactly the active record your token owns; anything else
 /// is left untouched.
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  writerctl release --session \"$SID\" --token-file owner.token")]
 pub struct ReleaseArgs {
     #[command(flatten)]
     pub session: SessionArgs,

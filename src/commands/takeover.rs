@@ -16,6 +16,7 @@ use crate::cli::SessionArgs;
 /// claimed transition. A missing lock is acquired in managed mode; an active one (live or
 /// stale) is a conflict: takeover never reclaims. Needs experimental.session_writer_lease.
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  writerctl takeover --session \"$SID\" --token-file owner.token --json")]
 pub struct TakeoverArgs {
     #[command(flatten)]
     pub session: SessionArgs,
