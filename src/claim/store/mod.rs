@@ -6,6 +6,7 @@
 //! overrides [`Store::transact`] and never conflicts; a store that cannot (Redis) commits
 //! with an atomic version check and the default loop re-decides on a conflict.
 
+pub mod redis_pg;
 pub mod sqlite;
 
 use super::error::ClaimError;
@@ -72,4 +73,15 @@ pub trait Store: Send + Sync {
 
     /// Inbox events for `identity` in `project` with cursor > `after`, oldest first.
     fn inbox(&self, project: &str, identity: &str, after: u64, limit: usize) -> Result<Vec<Event>, ClaimError>;
+
+    /// Whether every plane answers (`/healthz`); by default, one snapshot read.
+    fn health(&self) -> Result<(), ClaimError> {
+        self.snapshot("writerctl-health").map(|_| ())
+    }
+
+    /// Writes accepted by the authoritative plane but not yet by the audit plane (the
+    /// retry queue's depth, for `/metrics`); None for a store with one plane.
+    fn pending_audit_writes(&self) -> Option<u64> {
+        None
+    }
 }

@@ -1,0 +1,1518 @@
+//! The server store: Redis is authoritative and written first; Postgres keeps
+//! `controller_status`, `projects`, operators and the append-only audit log, written second
+//! and never allowed to roll Redis back (seed 000 §Dual-plane state).
+//!
+//! # Redis (one namespace `ns`; every key carries the hash tag `{ns}`, so one Lua script may
+//! touch all of them even on a cluster)
+//!
+//! * `{ns}:p:<project>:head` — hash: `version`, `epoch`, `master_session_id`, `master_identity`
+//! * `{ns}:p:<project>:ctl` — hash: session id → [`Controller`] JSON
+//! * `{ns}:p:<project>:inbox:<identity>` — stream; entry id `0-<cursor>`, fields `at`, `kind`,
+//!   `payload` and, when addressed to one session, `session`
+//! * `{ns}:cursor` — the event cursor counter (one sequence for every inbox)
+//! * `{ns}:pgq` — the durable queue of Postgres writes; `{ns}:pgq:dead` — entries Postgres
+//!   refused for good; `{ns}:pgq:lock` — the drain lock
+//! * `{ns}:ready` — set once Redis holds (or has been restored to) the namespace's state
+//!
+//! Names inside keys escape `%` and `:`, so no project or identity can collide with another.
+//!
+//! # A commit
+//!
+//! One Lua script (`COMMIT_LUA`, sent by EVALSHA) checks the version, applies the change,
+//! appends the events, bumps the version and enqueues the Postgres write, all atomically: a
+//! conflict writes nothing. No WATCH/MULTI: the trait's default CAS loop re-decides after a
+//! conflict. The queued write carries the project's whole state after the commit (head and
+//! every controller row), not the delta, so replaying it is idempotent and applying an older
+//! entry after a newer one changes nothing (the `projects.version` guard); its audit row has
+//! an op id fixed at enqueue time (`ON CONFLICT (op_id) DO NOTHING`).
+//!
+//! After the script the caller drains the queue into Postgres (a batch per transaction, a
+//! savepoint per entry, then XDEL). When Postgres fails, the verb still succeeds (routing
+//! already changed) and a background thread retries with exponential backoff
+//! ([`BACKOFF_MIN`] to [`BACKOFF_MAX`]). Several processes may drain at once: a short Redis
+//! lock avoids duplicate work, and idempotence makes a lost lock harmless.
+//!
+//! # Restore
+//!
+//! [`RedisPgStore::connect`] rebuilds every project that Postgres has and Redis lacks, then
+//! sets `{ns}:ready`. Commits refuse to run without that key, so a Redis that lost its data
+//! while a store was running is restored before anything is decided on the empty state.
+//! Events are not kept in Postgres: inboxes start empty after a restore, but cursors keep
+//! growing from the last one Postgres saw. Run Redis with `maxmemory-policy noeviction`: an
+//! evicted head is indistinguishable from a new project.
+
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use redis::{ErrorKind, RedisError, Script, ServerErrorKind, Value};
+
+use super::{Commit, Store};
+use crate::claim::error::ClaimError;
+use crate::claim::model::{
+    AuditEntry, Change, Controller, Event, MasterRef, MasterSlot, Millis, OperatorRecord, Snapshot,
+};
+
+/// The namespace (Redis key prefix and Postgres schema) used in production.
+pub const DEFAULT_NAMESPACE: &str = "writerctl";
+
+/// Connect, read and write timeout for both services: a dead service answers
+/// `coordinator_unavailable` fast instead of hanging a verb.
+pub const IO_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// First retry delay of the background Postgres writer; doubles up to [`BACKOFF_MAX`].
+pub const BACKOFF_MIN: Duration = Duration::from_millis(50);
+/// Longest retry delay of the background Postgres writer.
+pub const BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// How often an idle store looks for queue entries another (crashed) process left behind.
+const IDLE_POLL: Duration = Duration::from_secs(5);
+/// Queue entries read per drain round (and per hold of the drain lock).
+const DRAIN_BATCH: usize = 64;
+/// Drain rounds `audit_log` does itself before reading Postgres (best effort).
+const INLINE_ROUNDS: usize = 2;
+/// The drain lock's lease. Correctness never depends on it (every write is idempotent and
+/// version-guarded); it only keeps replicas from doing the same work at once.
+const DRAIN_LOCK_MS: u64 = 10_000;
+/// How long `flush_postgres` waits for another process's drain before giving up.
+const FLUSH_DEADLINE: Duration = Duration::from_secs(30);
+/// Idle Redis connections kept for reuse.
+const MAX_IDLE_REDIS: usize = 8;
+/// A pooled Redis connection idle longer than this is pinged before use.
+const PING_AFTER_IDLE: Duration = Duration::from_secs(30);
+
+/// Postgres schema migrations, in order; `@.` stands for the quoted schema. Migration `i`
+/// is recorded as version `i + 1` in `schema_migrations`. Append only.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE @.projects (
+    project           TEXT PRIMARY KEY,
+    version           BIGINT NOT NULL,
+    epoch             BIGINT NOT NULL,
+    master_session_id TEXT,
+    master_identity   TEXT,
+    last_cursor       BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE @.controller_status (
+    project        TEXT NOT NULL,
+    session_id     TEXT NOT NULL,
+    identity       TEXT NOT NULL,
+    surface        TEXT NOT NULL,
+    machine_id     TEXT NOT NULL,
+    token_hash     TEXT NOT NULL,
+    is_master      BOOLEAN NOT NULL,
+    registered_at  BIGINT NOT NULL,
+    last_heartbeat BIGINT NOT NULL,
+    version        BIGINT NOT NULL,
+    PRIMARY KEY (project, session_id),
+    UNIQUE (project, identity, surface, machine_id)
+);
+CREATE TABLE @.operators (
+    operator_id     TEXT PRIMARY KEY,
+    password_hash   TEXT NOT NULL,
+    failures        INTEGER NOT NULL DEFAULT 0,
+    created_at      BIGINT NOT NULL,
+    last_failure_at BIGINT
+);
+CREATE TABLE @.audit (
+    id      BIGSERIAL PRIMARY KEY,
+    op_id   TEXT NOT NULL UNIQUE,
+    at      BIGINT NOT NULL,
+    project TEXT NOT NULL,
+    verb    TEXT NOT NULL,
+    actor   TEXT NOT NULL,
+    target  TEXT,
+    result  TEXT NOT NULL,
+    epoch   BIGINT,
+    detail  JSON NOT NULL
+);
+CREATE INDEX audit_project ON @.audit (project, id);
+CREATE FUNCTION @.audit_is_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'the audit log is append-only';
+END
+$$;
+CREATE TRIGGER audit_no_update BEFORE UPDATE OR DELETE ON @.audit
+    FOR EACH ROW EXECUTE FUNCTION @.audit_is_append_only();
+CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON @.audit
+    FOR EACH STATEMENT EXECUTE FUNCTION @.audit_is_append_only();
+"#];
+
+/// The compare-and-set commit.
+///
+/// KEYS: head, ctl, cursor counter, pg queue, ready marker, then one inbox per event.
+/// ARGV: expected version, op id, project, event time, audit JSON, then the change:
+/// `n` upserts as (session id, JSON) pairs; `n` deletes; slot flag, epoch, master flag,
+/// master session id, master identity; `n` events as (session flag, session, kind, payload).
+///
+/// Every check runs before the first write: a Lua error after a write would leave a
+/// half-applied commit (Redis does not roll scripts back).
+const COMMIT_LUA: &str = r#"
+if redis.call('EXISTS', KEYS[5]) == 0 then return {'lost'} end
+local current = redis.call('HGET', KEYS[1], 'version') or '0'
+if current ~= ARGV[1] then return {'conflict', current} end
+local i = 6
+local function take() local v = ARGV[i]; i = i + 1; return v end
+local ups = {}
+for _ = 1, tonumber(take()) do local sid = take(); ups[#ups + 1] = {sid, take()} end
+local dels = {}
+for _ = 1, tonumber(take()) do dels[#dels + 1] = take() end
+local has_slot = take() == '1'
+local epoch = take()
+local has_master = take() == '1'
+local msid = take()
+local mident = take()
+local events = {}
+for _ = 1, tonumber(take()) do events[#events + 1] = {take(), take(), take(), take()} end
+-- Explicit ids must grow within each inbox: start above the counter and above every
+-- inbox's last id, in case the counter was lost while a stream survived.
+local counter = tonumber(redis.call('GET', KEYS[3]) or '0')
+for k = 1, #events do
+  local last = redis.call('XREVRANGE', KEYS[5 + k], '+', '-', 'COUNT', 1)
+  if last[1] then
+    local ms, seq = string.match(last[1][1], '^(%d+)%-(%d+)$')
+    if ms ~= '0' then return redis.error_reply('inbox ' .. KEYS[5 + k] .. ' holds an entry writerctl did not write') end
+    seq = tonumber(seq)
+    if seq > counter then counter = seq end
+  end
+end
+-- Writes.
+for _, u in ipairs(ups) do redis.call('HSET', KEYS[2], u[1], u[2]) end
+for _, sid in ipairs(dels) do redis.call('HDEL', KEYS[2], sid) end
+if has_slot then
+  redis.call('HSET', KEYS[1], 'epoch', epoch)
+  if has_master then
+    redis.call('HSET', KEYS[1], 'master_session_id', msid, 'master_identity', mident)
+  else
+    redis.call('HDEL', KEYS[1], 'master_session_id', 'master_identity')
+  end
+end
+for k, e in ipairs(events) do
+  counter = counter + 1
+  local fields = {'at', ARGV[4], 'kind', e[3], 'payload', e[4]}
+  if e[1] == '1' then fields[#fields + 1] = 'session'; fields[#fields + 1] = e[2] end
+  redis.call('XADD', KEYS[5 + k], string.format('0-%d', counter), unpack(fields))
+end
+if #events > 0 then redis.call('SET', KEYS[3], string.format('%d', counter)) end
+local changed = #ups > 0 or #dels > 0 or has_slot or #events > 0
+local version = current
+if changed then
+  redis.call('HSETNX', KEYS[1], 'epoch', '0')
+  version = string.format('%d', redis.call('HINCRBY', KEYS[1], 'version', 1))
+end
+-- The Postgres write: the audit row and, after a change, the project's whole new state.
+local job = {'op', ARGV[2], 'project', ARGV[3], 'version', version, 'audit', ARGV[5]}
+if changed then
+  local h = redis.call('HMGET', KEYS[1], 'epoch', 'master_session_id', 'master_identity')
+  local rows = redis.call('HVALS', KEYS[2])
+  job[#job + 1] = 'epoch'; job[#job + 1] = h[1]
+  job[#job + 1] = 'cursor'; job[#job + 1] = redis.call('GET', KEYS[3]) or '0'
+  job[#job + 1] = 'controllers'; job[#job + 1] = '[' .. table.concat(rows, ',') .. ']'
+  if h[2] then
+    job[#job + 1] = 'master_session_id'; job[#job + 1] = h[2]
+    job[#job + 1] = 'master_identity'; job[#job + 1] = h[3]
+  end
+end
+local id = redis.call('XADD', KEYS[4], '*', unpack(job))
+return {'ok', version, id}
+"#;
+
+/// One consistent read of a project. KEYS: head, ctl, ready marker.
+const SNAPSHOT_LUA: &str = r#"
+return {redis.call('HGETALL', KEYS[1]), redis.call('HVALS', KEYS[2]), redis.call('EXISTS', KEYS[3])}
+"#;
+
+/// Rebuilds one project from Postgres, only if its head is still absent (another replica
+/// may have restored it and moved on). KEYS: head, ctl, cursor counter. ARGV: version,
+/// epoch, master flag, master session id, master identity, last cursor, then controller
+/// (session id, JSON) pairs.
+const RESTORE_LUA: &str = r#"
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('DEL', KEYS[2])
+redis.call('HSET', KEYS[1], 'version', ARGV[1], 'epoch', ARGV[2])
+if ARGV[3] == '1' then
+  redis.call('HSET', KEYS[1], 'master_session_id', ARGV[4], 'master_identity', ARGV[5])
+end
+for i = 7, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+if tonumber(redis.call('GET', KEYS[3]) or '0') < tonumber(ARGV[6]) then
+  redis.call('SET', KEYS[3], ARGV[6])
+end
+return 1
+"#;
+
+/// Releases the drain lock only if this holder still owns it. KEYS: lock. ARGV: token.
+const UNLOCK_LUA: &str = r#"
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"#;
+
+// ---------------------------------------------------------------------------------------
+// errors
+// ---------------------------------------------------------------------------------------
+
+fn redis_err(e: RedisError) -> ClaimError {
+    let transient = e.is_io_error()
+        || e.is_timeout()
+        || e.is_connection_refusal()
+        || e.is_connection_dropped()
+        || matches!(
+            e.kind(),
+            ErrorKind::Server(
+                ServerErrorKind::BusyLoading
+                    | ServerErrorKind::TryAgain
+                    | ServerErrorKind::ClusterDown
+                    | ServerErrorKind::MasterDown
+                    | ServerErrorKind::ReadOnly
+            )
+        )
+        // A script of someone else's running too long.
+        || e.code() == Some("BUSY");
+    if transient { ClaimError::Unavailable(format!("redis: {e}")) } else { ClaimError::Store(format!("redis: {e}")) }
+}
+
+/// Whether a Redis error means the connection itself is suspect (drop it, and its siblings).
+fn redis_conn_broken(e: &RedisError) -> bool {
+    e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_unrecoverable_error()
+}
+
+fn pg_err(e: postgres::Error) -> ClaimError {
+    if let Some(db) = e.as_db_error() {
+        let code = db.code().code();
+        // 08 connection exception, 53 insufficient resources, 57 operator intervention
+        // (shutdown, statement timeout), 58 system error, 40 rollback (serialization,
+        // deadlock), 55P03 lock not available: retrying later can succeed.
+        let transient = ["08", "53", "57", "58", "40"].iter().any(|c| code.starts_with(c)) || code == "55P03";
+        let msg = format!("postgres: {} ({code})", db.message());
+        return if transient { ClaimError::Unavailable(msg) } else { ClaimError::Store(msg) };
+    }
+    // Connect, I/O and closed-connection errors carry an io::Error or say so; the client's
+    // own timeout has neither, only its message.
+    let io = std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>());
+    if io || e.is_closed() || e.to_string().contains("timeout") {
+        ClaimError::Unavailable(format!("postgres: {e}"))
+    } else {
+        ClaimError::Store(format!("postgres: {e}"))
+    }
+}
+
+/// Whether a Postgres failure is the entry's own fault (bad data, a violated constraint),
+/// so retrying it can never succeed and it must not block the entries behind it.
+fn pg_rejects_entry(e: &postgres::Error) -> bool {
+    e.code().is_some_and(|c| c.code().starts_with("22") || c.code().starts_with("23"))
+}
+
+fn json_err(e: serde_json::Error) -> ClaimError {
+    ClaimError::Store(format!("stored JSON: {e}"))
+}
+
+fn to_u64(what: &str, v: i64) -> Result<u64, ClaimError> {
+    u64::try_from(v).map_err(|_| ClaimError::Store(format!("stored {what} {v} is negative")))
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+// ---------------------------------------------------------------------------------------
+// names
+// ---------------------------------------------------------------------------------------
+
+/// Refuses a namespace that is not `[a-z0-9_]{1,40}` (it becomes a Postgres schema name and
+/// a Redis hash tag) or that Postgres reserves (`pg_*`).
+pub fn validate_namespace(ns: &str) -> Result<(), ClaimError> {
+    let ok = !ns.is_empty()
+        && ns.len() <= 40
+        && ns.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && !ns.starts_with("pg_");
+    if ok {
+        Ok(())
+    } else {
+        Err(ClaimError::InvalidArgument(format!(
+            "namespace {ns:?} must be 1 to 40 of [a-z0-9_] and must not start with pg_"
+        )))
+    }
+}
+
+/// A name as a key component: `%` and `:` escaped, so components never run together.
+fn esc(s: &str) -> String {
+    s.replace('%', "%25").replace(':', "%3A")
+}
+
+/// The namespace's Redis keys.
+#[derive(Debug, Clone)]
+struct Keys {
+    base: String,
+}
+
+impl Keys {
+    fn new(ns: &str) -> Keys {
+        Keys { base: format!("{{{ns}}}") }
+    }
+    fn head(&self, project: &str) -> String {
+        format!("{}:p:{}:head", self.base, esc(project))
+    }
+    fn ctl(&self, project: &str) -> String {
+        format!("{}:p:{}:ctl", self.base, esc(project))
+    }
+    fn inbox(&self, project: &str, identity: &str) -> String {
+        format!("{}:p:{}:inbox:{}", self.base, esc(project), esc(identity))
+    }
+    fn cursor(&self) -> String {
+        format!("{}:cursor", self.base)
+    }
+    fn queue(&self) -> String {
+        format!("{}:pgq", self.base)
+    }
+    fn dead(&self) -> String {
+        format!("{}:pgq:dead", self.base)
+    }
+    fn drain_lock(&self) -> String {
+        format!("{}:pgq:lock", self.base)
+    }
+    fn ready(&self) -> String {
+        format!("{}:ready", self.base)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Redis values
+// ---------------------------------------------------------------------------------------
+
+fn bad_reply(what: &str, v: &Value) -> ClaimError {
+    ClaimError::Store(format!("redis: unexpected reply for {what}: {v:?}"))
+}
+
+fn as_text(v: &Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
+        Value::SimpleString(s) => Some(s.clone()),
+        Value::Int(i) => Some(i.to_string()),
+        Value::Okay => Some("OK".into()),
+        _ => None,
+    }
+}
+
+fn as_array<'a>(what: &str, v: &'a Value) -> Result<&'a [Value], ClaimError> {
+    match v {
+        Value::Array(items) => Ok(items),
+        Value::Nil => Ok(&[]),
+        other => Err(bad_reply(what, other)),
+    }
+}
+
+fn as_int(what: &str, v: &Value) -> Result<i64, ClaimError> {
+    match v {
+        Value::Int(i) => Ok(*i),
+        other => as_text(other).and_then(|s| s.parse().ok()).ok_or_else(|| bad_reply(what, other)),
+    }
+}
+
+/// A flat `[field, value, ...]` reply as a map.
+fn pairs(what: &str, v: &Value) -> Result<HashMap<String, String>, ClaimError> {
+    let items = as_array(what, v)?;
+    let mut out = HashMap::with_capacity(items.len() / 2);
+    for kv in items.chunks(2) {
+        match kv {
+            [k, val] => {
+                let k = as_text(k).ok_or_else(|| bad_reply(what, v))?;
+                let val = as_text(val).ok_or_else(|| bad_reply(what, v))?;
+                out.insert(k, val);
+            }
+            _ => return Err(bad_reply(what, v)),
+        }
+    }
+    Ok(out)
+}
+
+/// A stream entry: its id and its fields.
+type Entry = (String, HashMap<String, String>);
+
+/// An XRANGE reply.
+fn stream_entries(what: &str, v: &Value) -> Result<Vec<Entry>, ClaimError> {
+    as_array(what, v)?
+        .iter()
+        .map(|e| match as_array(what, e)? {
+            [id, fields] => Ok((as_text(id).ok_or_else(|| bad_reply(what, e))?, pairs(what, fields)?)),
+            _ => Err(bad_reply(what, e)),
+        })
+        .collect()
+}
+
+fn parse_u64(what: &str, s: &str) -> Result<u64, ClaimError> {
+    s.parse().map_err(|_| ClaimError::Store(format!("redis: {what} {s:?} is not a number")))
+}
+
+// ---------------------------------------------------------------------------------------
+// Redis connections
+// ---------------------------------------------------------------------------------------
+
+/// A few sync connections reused across threads: one is taken for one command (or one
+/// script) and put back, so no two threads ever share a connection.
+struct RedisPool {
+    client: redis::Client,
+    idle: Mutex<Vec<(redis::Connection, Instant)>>,
+}
+
+impl RedisPool {
+    fn open(&self) -> Result<redis::Connection, ClaimError> {
+        let conn = self.client.get_connection_with_timeout(IO_TIMEOUT).map_err(redis_err)?;
+        conn.set_read_timeout(Some(IO_TIMEOUT)).map_err(redis_err)?;
+        conn.set_write_timeout(Some(IO_TIMEOUT)).map_err(redis_err)?;
+        Ok(conn)
+    }
+
+    /// A connection: a pooled one (pinged first if it sat idle long enough to have been
+    /// dropped by a restarted server or a proxy), else a new one. True when pooled.
+    fn take(&self) -> Result<(redis::Connection, bool), ClaimError> {
+        loop {
+            let pooled = lock(&self.idle).pop();
+            let Some((mut conn, since)) = pooled else { return Ok((self.open()?, false)) };
+            if since.elapsed() < PING_AFTER_IDLE || redis::cmd("PING").query::<Value>(&mut conn).is_ok() {
+                return Ok((conn, true));
+            }
+        }
+    }
+
+    fn give_back(&self, conn: redis::Connection) {
+        let mut idle = lock(&self.idle);
+        if idle.len() < MAX_IDLE_REDIS {
+            idle.push((conn, Instant::now()));
+        }
+    }
+
+    /// Runs `f` on one connection. A broken connection is dropped together with every idle
+    /// one (a server restart breaks them all); the flag says whether it was a pooled one
+    /// that broke, which a new connection may well replace.
+    fn attempt<T>(
+        &self,
+        f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+    ) -> (Result<T, ClaimError>, bool) {
+        let (mut conn, pooled) = match self.take() {
+            Ok(c) => c,
+            Err(e) => return (Err(e), false),
+        };
+        match f(&mut conn) {
+            Ok(v) => {
+                self.give_back(conn);
+                (Ok(v), false)
+            }
+            Err(e) => {
+                let broken = redis_conn_broken(&e);
+                if broken {
+                    lock(&self.idle).clear();
+                } else {
+                    self.give_back(conn);
+                }
+                (Err(redis_err(e)), broken && pooled)
+            }
+        }
+    }
+
+    /// Runs `f` once. Never retried: a script whose reply was lost may have run, and only
+    /// the caller knows whether running it again is safe.
+    fn run<T>(&self, f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>) -> Result<T, ClaimError> {
+        self.attempt(f).0
+    }
+
+    /// [`RedisPool::run`] for reads and other idempotent commands: when a pooled connection
+    /// turns out broken, tries once more on a new one.
+    fn run_idempotent<T>(
+        &self,
+        mut f: impl FnMut(&mut redis::Connection) -> redis::RedisResult<T>,
+    ) -> Result<T, ClaimError> {
+        match self.attempt(&mut f) {
+            (Err(_), true) => self.run(f),
+            (result, _) => result,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Postgres connection
+// ---------------------------------------------------------------------------------------
+
+/// One Postgres connection, opened (and the schema migrated) on first use and again after
+/// any connection failure.
+struct Pg {
+    config: postgres::Config,
+    ns: String,
+    /// `"ns".`, substituted for `@.` in every statement.
+    prefix: String,
+    conn: Mutex<Option<PgConn>>,
+}
+
+/// A live connection and the statements prepared on it.
+struct PgConn {
+    client: postgres::Client,
+    st: Statements,
+}
+
+/// The queue's statements, prepared once per connection.
+struct Statements {
+    ensure_project: postgres::Statement,
+    lock_project: postgres::Statement,
+    update_project: postgres::Statement,
+    delete_rows: postgres::Statement,
+    upsert_rows: postgres::Statement,
+    insert_audit: postgres::Statement,
+}
+
+impl Pg {
+    fn sql(&self, text: &str) -> String {
+        text.replace("@.", &self.prefix)
+    }
+
+    fn open(&self) -> Result<PgConn, ClaimError> {
+        let mut client = self.config.connect(postgres::NoTls).map_err(pg_err)?;
+        // Server-side bounds: a stuck lock or statement gives up instead of holding a verb.
+        client.batch_execute("SET statement_timeout = 5000; SET lock_timeout = 5000").map_err(pg_err)?;
+        self.migrate(&mut client)?;
+        let mut prepare = |sql: &str| client.prepare(&self.sql(sql)).map_err(pg_err);
+        let st = Statements {
+            // A placeholder row to lock, so concurrent drainers of a new project serialize
+            // instead of one failing on the primary key.
+            ensure_project: prepare(
+                "INSERT INTO @.projects (project, version, epoch) VALUES ($1, -1, 0) ON CONFLICT (project) DO NOTHING",
+            )?,
+            lock_project: prepare("SELECT version FROM @.projects WHERE project = $1 FOR UPDATE")?,
+            update_project: prepare(
+                "UPDATE @.projects SET version = $2, epoch = $3, master_session_id = $4, master_identity = $5,
+                        last_cursor = GREATEST(last_cursor, $6)
+                 WHERE project = $1",
+            )?,
+            delete_rows: prepare("DELETE FROM @.controller_status WHERE project = $1 AND NOT (session_id = ANY($2))")?,
+            upsert_rows: prepare(
+                "INSERT INTO @.controller_status AS cs (project, session_id, identity, surface, machine_id, token_hash,
+                                                      is_master, registered_at, last_heartbeat, version)
+                 SELECT $1, r.*, $10 FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+                                                $7::boolean[], $8::bigint[], $9::bigint[]) AS r
+                 ON CONFLICT (project, session_id) DO UPDATE SET
+                   identity = excluded.identity, surface = excluded.surface, machine_id = excluded.machine_id,
+                   token_hash = excluded.token_hash, is_master = excluded.is_master,
+                   registered_at = excluded.registered_at, last_heartbeat = excluded.last_heartbeat,
+                   version = excluded.version
+                 WHERE cs.version <= excluded.version",
+            )?,
+            insert_audit: prepare(
+                "INSERT INTO @.audit (op_id, at, project, verb, actor, target, result, epoch, detail)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::json)
+                 ON CONFLICT (op_id) DO NOTHING",
+            )?,
+        };
+        Ok(PgConn { client, st })
+    }
+
+    /// Creates the schema if missing and applies the migrations it lacks, serialized across
+    /// processes by an advisory lock (two `CREATE SCHEMA IF NOT EXISTS` can still collide).
+    fn migrate(&self, client: &mut postgres::Client) -> Result<(), ClaimError> {
+        let mut tx = client.transaction().map_err(pg_err)?;
+        tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&format!("writerctl:{}", self.ns)])
+            .map_err(pg_err)?;
+        // Looked up first: CREATE SCHEMA IF NOT EXISTS needs the CREATE privilege on the
+        // database even when the schema exists, which a least-privilege role may lack.
+        let exists =
+            tx.query_opt("SELECT 1 FROM pg_namespace WHERE nspname = $1", &[&self.ns]).map_err(pg_err)?.is_some();
+        let schema = self.prefix.trim_end_matches('.');
+        if !exists {
+            tx.batch_execute(&format!("CREATE SCHEMA {schema}")).map_err(pg_err)?;
+        }
+        tx.batch_execute(&format!(
+            "CREATE TABLE IF NOT EXISTS {schema}.schema_migrations (
+                 version    INTEGER PRIMARY KEY,
+                 applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+             )"
+        ))
+        .map_err(pg_err)?;
+        let current: Option<i32> = tx
+            .query_one(&self.sql("SELECT max(version) FROM @.schema_migrations"), &[])
+            .and_then(|r| r.try_get(0))
+            .map_err(pg_err)?;
+        let current = usize::try_from(current.unwrap_or(0)).unwrap_or(0);
+        if current > MIGRATIONS.len() {
+            return Err(ClaimError::Store(format!(
+                "postgres schema {} is at version {current}; this writerctl knows version {} (upgrade writerctl)",
+                self.ns,
+                MIGRATIONS.len()
+            )));
+        }
+        for (i, m) in MIGRATIONS.iter().enumerate().skip(current) {
+            tx.batch_execute(&self.sql(m)).map_err(pg_err)?;
+            let v = i32::try_from(i + 1).unwrap_or(i32::MAX);
+            tx.execute(&self.sql("INSERT INTO @.schema_migrations (version) VALUES ($1)"), &[&v]).map_err(pg_err)?;
+        }
+        tx.commit().map_err(pg_err)
+    }
+
+    /// Runs `f` on the connection (opening it first if needed); a connection failure drops
+    /// it so the next call reconnects.
+    fn run<T>(&self, f: impl FnOnce(&mut PgConn) -> Result<T, ClaimError>) -> Result<T, ClaimError> {
+        let mut guard = lock(&self.conn);
+        if guard.as_ref().is_none_or(|c| c.client.is_closed()) {
+            *guard = None;
+            *guard = Some(self.open()?);
+        }
+        let Some(conn) = guard.as_mut() else {
+            return Err(ClaimError::Store("postgres connection vanished".into()));
+        };
+        let result = f(conn);
+        if matches!(result, Err(ClaimError::Unavailable(_))) {
+            *guard = None;
+        }
+        result
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// the queued Postgres write
+// ---------------------------------------------------------------------------------------
+
+/// A project's state after a commit, as the queue carries it.
+#[derive(Debug, Clone)]
+struct ProjectState {
+    version: u64,
+    epoch: u64,
+    master: Option<MasterRef>,
+    cursor: u64,
+    controllers: Vec<Controller>,
+}
+
+/// One queue entry: an audit row (always) and a project state (after a change).
+#[derive(Debug, Clone)]
+struct Job {
+    op_id: String,
+    project: String,
+    audit: AuditEntry,
+    state: Option<ProjectState>,
+}
+
+impl Job {
+    fn decode(f: &HashMap<String, String>) -> Result<Job, ClaimError> {
+        let get = |k: &str| f.get(k).ok_or_else(|| ClaimError::Store(format!("queue entry without {k}")));
+        let audit: AuditEntry = serde_json::from_str(get("audit")?).map_err(json_err)?;
+        let state = match f.get("controllers") {
+            None => None,
+            Some(rows) => Some(ProjectState {
+                version: parse_u64("version", get("version")?)?,
+                epoch: parse_u64("epoch", get("epoch")?)?,
+                master: match (f.get("master_session_id"), f.get("master_identity")) {
+                    (Some(s), Some(i)) => Some(MasterRef { identity: i.clone(), session_id: s.clone() }),
+                    _ => None,
+                },
+                cursor: parse_u64("cursor", get("cursor")?)?,
+                controllers: serde_json::from_str(rows).map_err(json_err)?,
+            }),
+        };
+        Ok(Job { op_id: get("op")?.clone(), project: get("project")?.clone(), audit, state })
+    }
+}
+
+fn big(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn insert_audit(
+    tx: &mut postgres::Transaction<'_>,
+    st: &Statements,
+    op_id: &str,
+    a: &AuditEntry,
+) -> Result<(), postgres::Error> {
+    let epoch = a.epoch.map(big);
+    tx.execute(
+        &st.insert_audit,
+        &[&op_id, &a.at, &a.project, &a.verb, &a.actor, &a.target, &a.result, &epoch, &a.detail.to_string()],
+    )?;
+    Ok(())
+}
+
+/// Writes a project's state inside the caller's transaction if it is newer than what
+/// Postgres holds (the row lock serializes concurrent drainers per project). Writing a
+/// state twice, or after a newer one, changes nothing.
+fn apply_state(
+    tx: &mut postgres::Transaction<'_>,
+    st: &Statements,
+    project: &str,
+    s: &ProjectState,
+) -> Result<(), postgres::Error> {
+    let version = big(s.version);
+    tx.execute(&st.ensure_project, &[&project])?;
+    let stored: i64 = tx.query_one(&st.lock_project, &[&project])?.try_get(0)?;
+    if stored >= version {
+        return Ok(());
+    }
+    tx.execute(
+        &st.update_project,
+        &[
+            &project,
+            &version,
+            &big(s.epoch),
+            &s.master.as_ref().map(|m| &m.session_id),
+            &s.master.as_ref().map(|m| &m.identity),
+            &big(s.cursor),
+        ],
+    )?;
+    // Rows gone from Redis go first, so a re-registration under the same natural key (a
+    // new session id) never meets its predecessor's UNIQUE row.
+    let sids: Vec<&str> = s.controllers.iter().map(|c| c.session_id.as_str()).collect();
+    tx.execute(&st.delete_rows, &[&project, &sids])?;
+    let col = |f: fn(&Controller) -> &str| s.controllers.iter().map(f).collect::<Vec<&str>>();
+    tx.execute(
+        &st.upsert_rows,
+        &[
+            &project,
+            &sids,
+            &col(|c| &c.identity),
+            &col(|c| &c.surface),
+            &col(|c| &c.machine_id),
+            &col(|c| &c.token_hash),
+            &s.controllers.iter().map(|c| c.is_master).collect::<Vec<bool>>(),
+            &s.controllers.iter().map(|c| c.registered_at).collect::<Vec<i64>>(),
+            &s.controllers.iter().map(|c| c.last_heartbeat).collect::<Vec<i64>>(),
+            &version,
+        ],
+    )?;
+    Ok(())
+}
+
+/// Runs `f` inside a savepoint: Ok(None) when it succeeded, Ok(Some(why)) when Postgres
+/// refused the entry for good (rolled back alone), Err for anything retrying may fix.
+fn in_savepoint(
+    tx: &mut postgres::Transaction<'_>,
+    f: impl FnOnce(&mut postgres::Transaction<'_>) -> Result<(), postgres::Error>,
+) -> Result<Option<String>, ClaimError> {
+    let mut sp = tx.savepoint("entry").map_err(pg_err)?;
+    match f(&mut sp) {
+        Ok(()) => sp.commit().map(|_| None).map_err(pg_err),
+        Err(e) if pg_rejects_entry(&e) => {
+            sp.rollback().map_err(pg_err)?;
+            Ok(Some(pg_err(e).to_string()))
+        }
+        Err(e) => Err(pg_err(e)),
+    }
+}
+
+/// Applies a batch of queue entries in one transaction: audit rows in queue order, then
+/// each project's state once, from the newest entry Postgres accepts (every entry carries
+/// the whole state, so older ones are superseded; if the newest is refused, the next newest
+/// is tried). Returns, per entry, why Postgres refused it, if it did.
+fn apply_batch(conn: &mut PgConn, jobs: &[Result<Job, String>]) -> Result<Vec<Option<String>>, ClaimError> {
+    let mut tx = conn.client.transaction().map_err(pg_err)?;
+    let mut refused: Vec<Option<String>> = jobs.iter().map(|j| j.as_ref().err().cloned()).collect();
+    for (i, job) in jobs.iter().enumerate() {
+        if let Ok(job) = job {
+            refused[i] = in_savepoint(&mut tx, |t| insert_audit(t, &conn.st, &job.op_id, &job.audit))?;
+        }
+    }
+    let mut states: Vec<(usize, &str, &ProjectState)> = jobs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| refused[*i].is_none())
+        .filter_map(|(i, j)| j.as_ref().ok().and_then(|j| j.state.as_ref().map(|s| (i, j.project.as_str(), s))))
+        .collect();
+    states.sort_by(|a, b| a.1.cmp(b.1).then(b.2.version.cmp(&a.2.version)));
+    let mut written: Option<&str> = None;
+    for (i, project, state) in states {
+        if written == Some(project) {
+            continue;
+        }
+        refused[i] = in_savepoint(&mut tx, |t| apply_state(t, &conn.st, project, state))?;
+        if refused[i].is_none() {
+            written = Some(project);
+        }
+    }
+    tx.commit().map_err(pg_err)?;
+    Ok(refused)
+}
+
+// ---------------------------------------------------------------------------------------
+// the background writer
+// ---------------------------------------------------------------------------------------
+
+#[derive(Default)]
+struct Signal {
+    state: Mutex<(bool, bool)>, // (kicked, stop)
+    cv: Condvar,
+}
+
+impl Signal {
+    fn kick(&self) {
+        lock(&self.state).0 = true;
+        self.cv.notify_all();
+    }
+
+    fn stop(&self) {
+        lock(&self.state).1 = true;
+        self.cv.notify_all();
+    }
+
+    /// Waits up to `d` or until kicked; false once stopped.
+    fn wait(&self, d: Duration) -> bool {
+        let deadline = Instant::now() + d;
+        let mut g = lock(&self.state);
+        while !g.0 && !g.1 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            g = self.cv.wait_timeout(g, left).map(|(g, _)| g).unwrap_or_else(|p| p.into_inner().0);
+        }
+        g.0 = false;
+        !g.1
+    }
+}
+
+/// Drains the queue whenever kicked, when an earlier attempt failed (exponential backoff),
+/// and every [`IDLE_POLL`] (entries a crashed process enqueued but never applied). Holds the
+/// store weakly: it ends when the store is dropped.
+fn background_writer(inner: Weak<Inner>, signal: Arc<Signal>) {
+    let mut backoff: Option<Duration> = None;
+    while signal.wait(backoff.unwrap_or(IDLE_POLL)) {
+        let Some(inner) = inner.upgrade() else { return };
+        backoff = match inner.drain(None) {
+            Ok(Drained::Empty) => {
+                inner.degraded.store(false, Ordering::SeqCst);
+                None
+            }
+            // Another process holds the drain lock (it drains until the queue is empty, so
+            // this is only a safety net): look again, less often each time.
+            Ok(Drained::Busy) => Some(backoff.map_or(BACKOFF_MIN, |d| (d * 2).min(BACKOFF_MAX))),
+            Err(_) => {
+                inner.degraded.store(true, Ordering::SeqCst);
+                Some(backoff.map_or(BACKOFF_MIN, |d| (d * 2).min(BACKOFF_MAX)))
+            }
+        };
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// the store
+// ---------------------------------------------------------------------------------------
+
+/// What a drain ended with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Drained {
+    /// The queue is empty.
+    Empty,
+    /// Another drainer holds the lock (or the round limit was reached): entries may remain.
+    Busy,
+}
+
+struct Inner {
+    ns: String,
+    keys: Keys,
+    redis: RedisPool,
+    pg: Pg,
+    commit: Script,
+    snapshot: Script,
+    restore: Script,
+    unlock: Script,
+    /// Set while Postgres writes are failing: verbs then leave draining to the background
+    /// thread instead of each waiting out a connection timeout.
+    degraded: AtomicBool,
+    signal: Arc<Signal>,
+}
+
+/// Redis first, Postgres second (see the module documentation).
+pub struct RedisPgStore {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for RedisPgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisPgStore").field("namespace", &self.inner.ns).finish_non_exhaustive()
+    }
+}
+
+impl Drop for RedisPgStore {
+    fn drop(&mut self) {
+        self.inner.signal.stop();
+    }
+}
+
+impl RedisPgStore {
+    /// Connects to both services, migrates the Postgres schema `namespace`, restores from
+    /// Postgres every project Redis lacks, and starts the background Postgres writer.
+    ///
+    /// Redis must answer. Postgres may be down if Redis still holds the namespace's state:
+    /// the store then starts degraded and queues its Postgres writes.
+    pub fn connect(redis_url: &str, postgres_url: &str, namespace: &str) -> Result<RedisPgStore, ClaimError> {
+        validate_namespace(namespace)?;
+        let client =
+            redis::Client::open(redis_url).map_err(|e| ClaimError::InvalidArgument(format!("redis address: {e}")))?;
+        let mut config = postgres::Config::from_str(postgres_url)
+            .map_err(|e| ClaimError::InvalidArgument(format!("postgres address: {e}")))?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(IO_TIMEOUT);
+        }
+        if config.get_tcp_user_timeout().is_none() {
+            config.tcp_user_timeout(IO_TIMEOUT);
+        }
+        config.keepalives_idle(Duration::from_secs(10));
+        let signal = Arc::new(Signal::default());
+        let inner = Arc::new(Inner {
+            ns: namespace.to_string(),
+            keys: Keys::new(namespace),
+            redis: RedisPool { client, idle: Mutex::new(Vec::new()) },
+            pg: Pg { config, ns: namespace.to_string(), prefix: format!("\"{namespace}\"."), conn: Mutex::new(None) },
+            commit: Script::new(COMMIT_LUA),
+            snapshot: Script::new(SNAPSHOT_LUA),
+            restore: Script::new(RESTORE_LUA),
+            unlock: Script::new(UNLOCK_LUA),
+            degraded: AtomicBool::new(false),
+            signal: signal.clone(),
+        });
+        inner.redis.run_idempotent(|c| redis::cmd("PING").query::<Value>(c))?;
+        match inner.restore_from_postgres() {
+            Ok(_) => {}
+            Err(ClaimError::Unavailable(_)) if inner.ready()? => inner.degraded.store(true, Ordering::SeqCst),
+            Err(e) => return Err(e),
+        }
+        let weak = Arc::downgrade(&inner);
+        std::thread::Builder::new()
+            .name(format!("writerctl-pgq-{namespace}"))
+            .spawn(move || background_writer(weak, signal))
+            .map_err(|e| ClaimError::Store(format!("cannot start the postgres writer thread: {e}")))?;
+        if inner.degraded.load(Ordering::SeqCst) {
+            inner.signal.kick();
+        }
+        Ok(RedisPgStore { inner })
+    }
+
+    /// The namespace (Redis key prefix and Postgres schema).
+    pub fn namespace(&self) -> &str {
+        &self.inner.ns
+    }
+
+    /// Postgres writes waiting in the queue (for `/metrics`).
+    pub fn pending_postgres_writes(&self) -> Result<u64, ClaimError> {
+        self.inner.queue_len(&self.inner.keys.queue())
+    }
+
+    /// Queue entries Postgres refused for good (bad data, a violated constraint), kept in
+    /// `{ns}:pgq:dead` for an operator (for `/metrics`).
+    pub fn dead_postgres_writes(&self) -> Result<u64, ClaimError> {
+        self.inner.queue_len(&self.inner.keys.dead())
+    }
+
+    /// Applies every queued Postgres write now (tests, graceful shutdown). Waits for another
+    /// process's drain; fails with `Unavailable` while Postgres is down.
+    pub fn flush_postgres(&self) -> Result<(), ClaimError> {
+        let deadline = Instant::now() + FLUSH_DEADLINE;
+        loop {
+            match self.inner.drain(None)? {
+                Drained::Empty => {
+                    self.inner.degraded.store(false, Ordering::SeqCst);
+                    return Ok(());
+                }
+                Drained::Busy if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+                Drained::Busy => {
+                    return Err(ClaimError::Unavailable(
+                        "another process kept the postgres queue locked; retry later".into(),
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Rebuilds in Redis every project that Postgres has and Redis lacks (epoch and version
+    /// preserved), then marks the namespace ready. Returns how many projects it rebuilt.
+    pub fn restore_from_postgres(&self) -> Result<usize, ClaimError> {
+        self.inner.restore_from_postgres()
+    }
+}
+
+impl Inner {
+    fn queue_len(&self, key: &str) -> Result<u64, ClaimError> {
+        let n = self.redis.run_idempotent(|c| redis::cmd("XLEN").arg(key).query::<i64>(c))?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    fn ready(&self) -> Result<bool, ClaimError> {
+        let key = self.keys.ready();
+        self.redis.run_idempotent(|c| redis::cmd("EXISTS").arg(&key).query::<i64>(c)).map(|n| n > 0)
+    }
+
+    fn restore_from_postgres(&self) -> Result<usize, ClaimError> {
+        type Head = (String, i64, i64, Option<String>, Option<String>, i64);
+        let (heads, rows) = self.pg.run(|conn| {
+            // One snapshot of Postgres: heads and rows from the same moment.
+            let mut tx = conn
+                .client
+                .build_transaction()
+                .isolation_level(postgres::IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()
+                .map_err(pg_err)?;
+            let heads = tx
+                .query(
+                    &self.pg.sql(
+                        "SELECT project, version, epoch, master_session_id, master_identity, last_cursor
+                         FROM @.projects WHERE version > 0 ORDER BY project",
+                    ),
+                    &[],
+                )
+                .map_err(pg_err)?
+                .iter()
+                .map(|r| -> Result<Head, postgres::Error> {
+                    Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?, r.try_get(4)?, r.try_get(5)?))
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(pg_err)?;
+            let rows = tx
+                .query(
+                    &self.pg.sql(
+                        "SELECT project, session_id, identity, surface, machine_id, token_hash, is_master,
+                                registered_at, last_heartbeat
+                         FROM @.controller_status ORDER BY project, session_id",
+                    ),
+                    &[],
+                )
+                .map_err(pg_err)?
+                .iter()
+                .map(|r| -> Result<(String, Controller), postgres::Error> {
+                    Ok((
+                        r.try_get(0)?,
+                        Controller {
+                            session_id: r.try_get(1)?,
+                            identity: r.try_get(2)?,
+                            surface: r.try_get(3)?,
+                            machine_id: r.try_get(4)?,
+                            token_hash: r.try_get(5)?,
+                            is_master: r.try_get(6)?,
+                            registered_at: r.try_get(7)?,
+                            last_heartbeat: r.try_get(8)?,
+                        },
+                    ))
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(pg_err)?;
+            tx.commit().map_err(pg_err)?;
+            Ok((heads, rows))
+        })?;
+        let mut by_project: HashMap<String, Vec<Controller>> = HashMap::new();
+        for (p, c) in rows {
+            by_project.entry(p).or_default().push(c);
+        }
+        let mut restored = 0;
+        for (project, version, epoch, msid, mident, cursor) in heads {
+            let mut inv = self.restore.prepare_invoke();
+            inv.key(self.keys.head(&project)).key(self.keys.ctl(&project)).key(self.keys.cursor());
+            inv.arg(to_u64("version", version)?).arg(to_u64("epoch", epoch)?);
+            match (msid, mident) {
+                (Some(s), Some(i)) => inv.arg("1").arg(s).arg(i),
+                _ => inv.arg("0").arg("").arg(""),
+            };
+            inv.arg(to_u64("cursor", cursor)?);
+            for c in by_project.remove(&project).unwrap_or_default() {
+                inv.arg(&c.session_id).arg(serde_json::to_string(&c).map_err(json_err)?);
+            }
+            // Idempotent: the script does nothing once the head exists.
+            if self.redis.run_idempotent(|c| inv.invoke::<i64>(c))? == 1 {
+                restored += 1;
+            }
+        }
+        let ready = self.keys.ready();
+        self.redis.run_idempotent(|c| redis::cmd("SET").arg(&ready).arg("1").query::<Value>(c))?;
+        Ok(restored)
+    }
+
+    fn read_snapshot(&self, project: &str) -> Result<(Snapshot, bool), ClaimError> {
+        let mut inv = self.snapshot.prepare_invoke();
+        inv.key(self.keys.head(project)).key(self.keys.ctl(project)).key(self.keys.ready());
+        let reply = self.redis.run_idempotent(|c| inv.invoke::<Value>(c))?;
+        let [head, rows, ready] = as_array("snapshot", &reply)? else {
+            return Err(bad_reply("snapshot", &reply));
+        };
+        let head = pairs("snapshot head", head)?;
+        let num = |k: &str| head.get(k).map_or(Ok(0), |v| parse_u64(k, v));
+        let master = match (head.get("master_session_id"), head.get("master_identity")) {
+            (Some(s), Some(i)) => Some(MasterRef { identity: i.clone(), session_id: s.clone() }),
+            _ => None,
+        };
+        let mut controllers = as_array("snapshot rows", rows)?
+            .iter()
+            .map(|v| {
+                let text = as_text(v).ok_or_else(|| bad_reply("snapshot rows", v))?;
+                serde_json::from_str::<Controller>(&text).map_err(json_err)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        controllers.sort_by(|a, b| a.session_id.cmp(&b.session_id));
+        let snap = Snapshot {
+            project: project.to_string(),
+            version: num("version")?,
+            slot: MasterSlot { master, epoch: num("epoch")? },
+            controllers,
+        };
+        Ok((snap, as_int("snapshot ready", ready)? == 1))
+    }
+
+    /// Enqueues an audit row on its own.
+    fn enqueue_audit(&self, entry: &AuditEntry) -> Result<(), ClaimError> {
+        let op = uuid::Uuid::new_v4().to_string();
+        let audit = serde_json::to_string(entry).map_err(json_err)?;
+        let queue = self.keys.queue();
+        // Not retried: a lost reply may mean it was added, and a second add would be a
+        // second op id (a duplicate row).
+        self.redis.run(|c| {
+            redis::cmd("XADD")
+                .arg(&queue)
+                .arg("*")
+                .arg("op")
+                .arg(&op)
+                .arg("project")
+                .arg(&entry.project)
+                .arg("audit")
+                .arg(&audit)
+                .query::<Value>(c)
+        })?;
+        Ok(())
+    }
+
+    /// After a Redis write: wake the background writer. Postgres is written second and off
+    /// the verb's path (seed 000: Redis is authoritative; the audit plane follows), so a
+    /// verb costs Redis round trips only and a slow or failing Postgres never slows it.
+    fn after_write(&self) {
+        self.signal.kick();
+    }
+
+    /// Applies queue entries to Postgres in order, a batch at a time, deleting them once
+    /// applied; stops at the first failure that retrying may fix. `rounds` bounds the batches.
+    fn drain(&self, rounds: Option<usize>) -> Result<Drained, ClaimError> {
+        let queue = self.keys.queue();
+        let lock_key = self.keys.drain_lock();
+        let mut done = 0;
+        loop {
+            if self.queue_len(&queue)? == 0 {
+                return Ok(Drained::Empty);
+            }
+            if rounds.is_some_and(|r| done >= r) {
+                return Ok(Drained::Busy);
+            }
+            done += 1;
+            let token = uuid::Uuid::new_v4().to_string();
+            let got: Value = self.redis.run(|c| {
+                redis::cmd("SET").arg(&lock_key).arg(&token).arg("NX").arg("PX").arg(DRAIN_LOCK_MS).query(c)
+            })?;
+            if matches!(got, Value::Nil) {
+                return Ok(Drained::Busy);
+            }
+            let result = self.drain_batch(&queue);
+            let mut unlock = self.unlock.prepare_invoke();
+            unlock.key(&lock_key).arg(&token);
+            // Best effort: the lease expires on its own.
+            let _ = self.redis.run(|c| unlock.invoke::<i64>(c));
+            result?;
+        }
+    }
+
+    /// Applies up to [`DRAIN_BATCH`] entries in one Postgres transaction (one commit, one
+    /// fsync, for the batch; see [`apply_batch`]), then deletes them from the queue. An entry
+    /// Postgres refuses for good is rolled back alone and moved to the dead letters; any
+    /// other failure rolls the batch back and leaves the queue as it was.
+    fn drain_batch(&self, queue: &str) -> Result<(), ClaimError> {
+        let reply = self.redis.run_idempotent(|c| {
+            redis::cmd("XRANGE").arg(queue).arg("-").arg("+").arg("COUNT").arg(DRAIN_BATCH).query(c)
+        })?;
+        let entries = stream_entries("queue", &reply)?;
+        let jobs: Vec<Result<Job, String>> =
+            entries.iter().map(|(_, f)| Job::decode(f).map_err(|e| e.to_string())).collect();
+        let refused = self.pg.run(|conn| apply_batch(conn, &jobs))?;
+        let dead = self.keys.dead();
+        self.redis.run_idempotent(|c| {
+            let mut p = redis::pipe();
+            for ((id, fields), why) in entries.iter().zip(&refused) {
+                if let Some(why) = why {
+                    // Kept for an operator; the entries behind it go on (each carries its
+                    // project's whole state, so the next one repairs what this one missed).
+                    let mut add = redis::cmd("XADD");
+                    add.arg(&dead).arg("*").arg("queue_id").arg(id).arg("error").arg(why);
+                    for (k, v) in fields {
+                        add.arg(k).arg(v);
+                    }
+                    p.add_command(add).ignore();
+                }
+            }
+            let mut del = redis::cmd("XDEL");
+            del.arg(queue);
+            for (id, _) in &entries {
+                del.arg(id);
+            }
+            p.add_command(del).ignore();
+            p.query::<()>(c)
+        })?;
+        Ok(())
+    }
+}
+
+/// The commit script's arguments after the five fixed ones (see [`COMMIT_LUA`]).
+fn change_args(inv: &mut redis::ScriptInvocation<'_>, change: &Change) -> Result<(), ClaimError> {
+    inv.arg(change.upsert.len());
+    for c in &change.upsert {
+        inv.arg(&c.session_id).arg(serde_json::to_string(c).map_err(json_err)?);
+    }
+    inv.arg(change.delete.len());
+    for sid in &change.delete {
+        inv.arg(sid);
+    }
+    match &change.slot {
+        None => inv.arg("0").arg("0").arg("0").arg("").arg(""),
+        Some(MasterSlot { master: None, epoch }) => inv.arg("1").arg(*epoch).arg("0").arg("").arg(""),
+        Some(MasterSlot { master: Some(m), epoch }) => {
+            inv.arg("1").arg(*epoch).arg("1").arg(&m.session_id).arg(&m.identity)
+        }
+    };
+    inv.arg(change.events.len());
+    for e in &change.events {
+        match &e.recipient_session {
+            Some(s) => inv.arg("1").arg(s),
+            None => inv.arg("0").arg(""),
+        };
+        inv.arg(&e.kind).arg(e.payload.to_string());
+    }
+    Ok(())
+}
+
+impl Store for RedisPgStore {
+    fn snapshot(&self, project: &str) -> Result<Snapshot, ClaimError> {
+        let (snap, ready) = self.inner.read_snapshot(project)?;
+        if ready {
+            return Ok(snap);
+        }
+        // Redis lost the namespace (a restart without persistence): restore before anyone
+        // reads an empty project as the truth.
+        self.inner.restore_from_postgres()?;
+        Ok(self.inner.read_snapshot(project)?.0)
+    }
+
+    fn commit(
+        &self,
+        project: &str,
+        expected_version: u64,
+        change: &Change,
+        audit: &AuditEntry,
+    ) -> Result<Commit, ClaimError> {
+        let k = &self.inner.keys;
+        let op = uuid::Uuid::new_v4().to_string();
+        let mut inv = self.inner.commit.prepare_invoke();
+        inv.key(k.head(project)).key(k.ctl(project)).key(k.cursor()).key(k.queue()).key(k.ready());
+        for e in &change.events {
+            inv.key(k.inbox(project, &e.recipient));
+        }
+        inv.arg(expected_version).arg(&op).arg(project).arg(audit.at);
+        inv.arg(serde_json::to_string(audit).map_err(json_err)?);
+        change_args(&mut inv, change)?;
+        // Not retried on a lost reply: the script may have run, and running it again would
+        // report a conflict for a commit that in fact succeeded.
+        let reply = self.inner.redis.run(|c| inv.invoke::<Value>(c))?;
+        let parts = as_array("commit", &reply)?;
+        match parts.first().and_then(as_text).as_deref() {
+            Some("ok") => {
+                let version = parts.get(1).and_then(as_text).ok_or_else(|| bad_reply("commit", &reply))?;
+                let version = parse_u64("version", &version)?;
+                self.inner.after_write();
+                Ok(Commit::Done(version))
+            }
+            Some("conflict") => Ok(Commit::Conflict),
+            Some("lost") => {
+                // Nothing was written; restore, and let the caller decide again on the
+                // restored state.
+                self.inner.restore_from_postgres()?;
+                Ok(Commit::Conflict)
+            }
+            _ => Err(bad_reply("commit", &reply)),
+        }
+    }
+
+    fn append_audit(&self, entry: &AuditEntry) -> Result<(), ClaimError> {
+        match self.inner.enqueue_audit(entry) {
+            Ok(()) => {
+                self.inner.after_write();
+                Ok(())
+            }
+            // Redis is down: write the row to Postgres directly rather than lose it.
+            Err(ClaimError::Unavailable(why)) => {
+                let op = uuid::Uuid::new_v4().to_string();
+                self.inner
+                    .pg
+                    .run(|conn| {
+                        let mut tx = conn.client.transaction().map_err(pg_err)?;
+                        insert_audit(&mut tx, &conn.st, &op, entry).map_err(pg_err)?;
+                        tx.commit().map_err(pg_err)
+                    })
+                    .map_err(|e| ClaimError::Unavailable(format!("{why}; and {e}")))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn audit_log(&self, project: Option<&str>, limit: usize) -> Result<Vec<AuditEntry>, ClaimError> {
+        if !self.inner.degraded.load(Ordering::SeqCst) {
+            // Best effort: rows still queued are shown once they reach Postgres.
+            let _ = self.inner.drain(Some(INLINE_ROUNDS));
+        }
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let pg = &self.inner.pg;
+        let mut rows = pg.run(|conn| {
+            conn.client
+                .query(
+                    &pg.sql(
+                        "SELECT at, project, verb, actor, target, result, epoch, detail::text FROM @.audit
+                         WHERE $1::text IS NULL OR project = $1 ORDER BY id DESC LIMIT $2",
+                    ),
+                    &[&project, &limit],
+                )
+                .map_err(pg_err)?
+                .iter()
+                .map(|r| {
+                    let detail: String = r.try_get(7).map_err(pg_err)?;
+                    Ok(AuditEntry {
+                        at: r.try_get(0).map_err(pg_err)?,
+                        project: r.try_get(1).map_err(pg_err)?,
+                        verb: r.try_get(2).map_err(pg_err)?,
+                        actor: r.try_get(3).map_err(pg_err)?,
+                        target: r.try_get(4).map_err(pg_err)?,
+                        result: r.try_get(5).map_err(pg_err)?,
+                        epoch: r
+                            .try_get::<_, Option<i64>>(6)
+                            .map_err(pg_err)?
+                            .map(|e| to_u64("epoch", e))
+                            .transpose()?,
+                        detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::String(detail)),
+                    })
+                })
+                .collect::<Result<Vec<_>, ClaimError>>()
+        })?;
+        rows.reverse();
+        Ok(rows)
+    }
+
+    fn operator(&self, operator_id: &str) -> Result<Option<OperatorRecord>, ClaimError> {
+        let pg = &self.inner.pg;
+        pg.run(|conn| {
+            let row = conn
+                .client
+                .query_opt(
+                    &pg.sql(
+                        "SELECT operator_id, password_hash, failures, created_at FROM @.operators
+                         WHERE operator_id = $1",
+                    ),
+                    &[&operator_id],
+                )
+                .map_err(pg_err)?;
+            row.map(|r| {
+                Ok(OperatorRecord {
+                    operator_id: r.try_get(0).map_err(pg_err)?,
+                    password_hash: r.try_get(1).map_err(pg_err)?,
+                    failures: u32::try_from(r.try_get::<_, i32>(2).map_err(pg_err)?).unwrap_or(0),
+                    created_at: r.try_get(3).map_err(pg_err)?,
+                })
+            })
+            .transpose()
+        })
+    }
+
+    fn insert_operator(&self, rec: &OperatorRecord, audit: &AuditEntry) -> Result<(), ClaimError> {
+        let pg = &self.inner.pg;
+        let op = uuid::Uuid::new_v4().to_string();
+        pg.run(|conn| {
+            let mut tx = conn.client.transaction().map_err(pg_err)?;
+            let inserted = tx
+                .execute(
+                    &pg.sql(
+                        "INSERT INTO @.operators (operator_id, password_hash, failures, created_at)
+                         VALUES ($1, $2, 0, $3) ON CONFLICT (operator_id) DO NOTHING",
+                    ),
+                    &[&rec.operator_id, &rec.password_hash, &rec.created_at],
+                )
+                .map_err(pg_err)?;
+            if inserted == 0 {
+                return Err(ClaimError::OperatorExists(rec.operator_id.clone()));
+            }
+            insert_audit(&mut tx, &conn.st, &op, audit).map_err(pg_err)?;
+            tx.commit().map_err(pg_err)
+        })
+    }
+
+    fn record_attempt(&self, operator_id: &str, ok: bool, at: Millis) -> Result<u32, ClaimError> {
+        let pg = &self.inner.pg;
+        pg.run(|conn| {
+            let row = conn
+                .client
+                .query_opt(
+                    &pg.sql(
+                        "UPDATE @.operators SET
+                           failures = CASE WHEN $2 THEN 0 ELSE failures + 1 END,
+                           last_failure_at = CASE WHEN $2 THEN last_failure_at ELSE $3 END
+                         WHERE operator_id = $1 RETURNING failures",
+                    ),
+                    &[&operator_id, &ok, &at],
+                )
+                .map_err(pg_err)?;
+            match row {
+                Some(r) => Ok(u32::try_from(r.try_get::<_, i32>(0).map_err(pg_err)?).unwrap_or(0)),
+                None => Ok(0),
+            }
+        })
+    }
+
+    fn health(&self) -> Result<(), ClaimError> {
+        if !self.inner.ready()? {
+            return Err(ClaimError::Unavailable("redis has not been restored from postgres yet".into()));
+        }
+        let pg = &self.inner.pg;
+        pg.run(|conn| conn.client.simple_query("SELECT 1").map(|_| ()).map_err(pg_err))
+    }
+
+    fn pending_audit_writes(&self) -> Option<u64> {
+        self.pending_postgres_writes().ok()
+    }
+
+    fn inbox(&self, project: &str, identity: &str, after: u64, limit: usize) -> Result<Vec<Event>, ClaimError> {
+        if limit == 0 || after == u64::MAX {
+            return Ok(Vec::new());
+        }
+        let key = self.inner.keys.inbox(project, identity);
+        let start = format!("(0-{after}");
+        let reply = self.inner.redis.run_idempotent(|c| {
+            redis::cmd("XRANGE").arg(&key).arg(&start).arg("+").arg("COUNT").arg(limit).query::<Value>(c)
+        })?;
+        stream_entries("inbox", &reply)?
+            .into_iter()
+            .map(|(id, f)| {
+                let cursor = id.strip_prefix("0-").ok_or_else(|| ClaimError::Store(format!("inbox entry id {id}")))?;
+                let get = |k: &str| f.get(k).ok_or_else(|| ClaimError::Store(format!("inbox entry {id} without {k}")));
+                Ok(Event {
+                    cursor: parse_u64("cursor", cursor)?,
+                    at: get("at")?.parse().map_err(|_| ClaimError::Store(format!("inbox entry {id}: bad time")))?,
+                    recipient_session: f.get("session").cloned(),
+                    kind: get("kind")?.clone(),
+                    payload: serde_json::from_str(get("payload")?).map_err(json_err)?,
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespaces_are_validated() {
+        for ok in ["writerctl", "t_0af3", "a", &"x".repeat(40)] {
+            assert!(validate_namespace(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "Upper", "dash-ed", "sp ace", "pg_catalog", "quo\"te", &"x".repeat(41)] {
+            assert!(matches!(validate_namespace(bad), Err(ClaimError::InvalidArgument(_))), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn key_components_never_run_together() {
+        let k = Keys::new("ns");
+        // Without escaping, project "a:inbox:b" + identity "c" would equal project "a" +
+        // identity "b:inbox:c".
+        assert_ne!(k.inbox("a:inbox:b", "c"), k.inbox("a", "b:inbox:c"));
+        assert_ne!(k.inbox("a%3A", "c"), k.inbox("a:", "c"));
+        assert!(k.head("p").starts_with("{ns}:"), "every key shares the namespace's hash tag");
+    }
+}
