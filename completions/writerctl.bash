@@ -31,6 +31,9 @@ _writerctl() {
             writerctl,completions)
                 cmd="writerctl__subcmd__completions"
                 ;;
+            writerctl,coordinator)
+                cmd="writerctl__subcmd__coordinator"
+                ;;
             writerctl,help)
                 cmd="writerctl__subcmd__help"
                 ;;
@@ -67,6 +70,18 @@ _writerctl() {
             writerctl,verify)
                 cmd="writerctl__subcmd__verify"
                 ;;
+            writerctl__subcmd__coordinator,help)
+                cmd="writerctl__subcmd__coordinator__subcmd__help"
+                ;;
+            writerctl__subcmd__coordinator,serve)
+                cmd="writerctl__subcmd__coordinator__subcmd__serve"
+                ;;
+            writerctl__subcmd__coordinator__subcmd__help,help)
+                cmd="writerctl__subcmd__coordinator__subcmd__help__subcmd__help"
+                ;;
+            writerctl__subcmd__coordinator__subcmd__help,serve)
+                cmd="writerctl__subcmd__coordinator__subcmd__help__subcmd__serve"
+                ;;
             writerctl__subcmd__help,__exec-writer)
                 cmd="writerctl__subcmd__help__subcmd____exec__subcmd__writer"
                 ;;
@@ -81,6 +96,9 @@ _writerctl() {
                 ;;
             writerctl__subcmd__help,completions)
                 cmd="writerctl__subcmd__help__subcmd__completions"
+                ;;
+            writerctl__subcmd__help,coordinator)
+                cmd="writerctl__subcmd__help__subcmd__coordinator"
                 ;;
             writerctl__subcmd__help,help)
                 cmd="writerctl__subcmd__help__subcmd__help"
@@ -117,6 +135,9 @@ _writerctl() {
                 ;;
             writerctl__subcmd__help,verify)
                 cmd="writerctl__subcmd__help__subcmd__verify"
+                ;;
+            writerctl__subcmd__help__subcmd__coordinator,serve)
+                cmd="writerctl__subcmd__help__subcmd__coordinator__subcmd__serve"
                 ;;
             writerctl__subcmd__help__subcmd__master,claim)
                 cmd="writerctl__subcmd__help__subcmd__master__subcmd__claim"
@@ -206,7 +227,7 @@ _writerctl() {
 
     case "${cmd}" in
         writerctl)
-            opts="-v -h -V --json --verbose --help --version acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator inbox audit help"
+            opts="-v -h -V --json --verbose --help --version acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator inbox audit coordinator help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -345,8 +366,114 @@ _writerctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        writerctl__subcmd__coordinator)
+            opts="-v -h -V --json --verbose --help --version serve help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__coordinator__subcmd__help)
+            opts="serve help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__coordinator__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__coordinator__subcmd__help__subcmd__serve)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__coordinator__subcmd__serve)
+            opts="-v -h -V --listen --store --redis --postgres --namespace --admin-token-file --tls-cert --tls-key --freshness-seconds --json --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --postgres)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --admin-token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         writerctl__subcmd__help)
-            opts="acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator inbox audit help"
+            opts="acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator inbox audit coordinator help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -418,6 +545,34 @@ _writerctl() {
         writerctl__subcmd__help__subcmd__completions)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__help__subcmd__coordinator)
+            opts="serve"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__help__subcmd__coordinator__subcmd__serve)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

@@ -81,6 +81,9 @@ pub enum Command {
     Inbox(crate::commands::inbox::InboxArgs),
     /// Coordinator: show the audit log (every verb, who, what, result, epoch).
     Audit(crate::commands::audit::AuditArgs),
+    /// Coordinator: run the HTTP server (`coordinator serve`).
+    #[command(subcommand)]
+    Coordinator(crate::commands::serve::CoordinatorCmd),
 }
 
 /// `--process-kind`, shared by every command that writes a new active record.

@@ -15,6 +15,7 @@
 
 pub mod claim;
 pub mod config;
+pub mod coordinator;
 pub mod error;
 pub mod lockfile;
 pub mod supervisor;

@@ -59,6 +59,7 @@ fn main() -> ExitCode {
         Command::Operator(c) => commands::operator::run(c, out),
         Command::Inbox(a) => commands::inbox::run(a, out),
         Command::Audit(a) => commands::audit::run(a, out),
+        Command::Coordinator(c) => commands::serve::run(c, out),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

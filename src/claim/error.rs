@@ -73,9 +73,49 @@ pub enum ClaimError {
     /// The store failed in a way retrying will not fix (corrupt file, newer schema).
     #[error("coordinator store failed: {0}")]
     Store(String),
+    /// An error a remote coordinator answered with, relayed with its code unchanged.
+    #[error("{message}")]
+    Remote {
+        /// The code the server sent.
+        code: ErrorCode,
+        /// Its message.
+        message: String,
+        /// Its hint.
+        hint: Option<String>,
+        /// Its details (candidates, epochs), if any.
+        details: Option<serde_json::Value>,
+    },
 }
 
 impl ClaimError {
+    /// The `{"error":{...}}` document the CLI prints and the server answers with.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut body =
+            serde_json::json!({"code": self.code().as_str(), "message": self.to_string(), "hint": self.hint()});
+        if let Some(serde_json::Value::Object(extra)) = self.details() {
+            for (k, v) in extra {
+                body[k] = v;
+            }
+        }
+        serde_json::json!({ "error": body })
+    }
+
+    /// Rebuilds a relayed error from an `{"error":{...}}` document; None if it is not one
+    /// or names a code this build does not know.
+    pub fn from_json(doc: &serde_json::Value) -> Option<ClaimError> {
+        let e = doc.get("error")?.as_object()?;
+        let code = ErrorCode::parse(e.get("code")?.as_str()?)?;
+        let message = e.get("message").and_then(|m| m.as_str()).unwrap_or("").to_string();
+        let hint = e.get("hint").and_then(|h| h.as_str()).map(str::to_string);
+        let extra: serde_json::Map<String, serde_json::Value> = e
+            .iter()
+            .filter(|(k, _)| !["code", "message", "hint"].contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let details = (!extra.is_empty()).then_some(serde_json::Value::Object(extra));
+        Some(ClaimError::Remote { code, message, hint, details })
+    }
+
     /// The stable code.
     pub fn code(&self) -> ErrorCode {
         match self {
@@ -90,6 +130,7 @@ impl ClaimError {
             ClaimError::InvalidArgument(_) => ErrorCode::InvalidArgument,
             ClaimError::Unavailable(_) => ErrorCode::CoordinatorUnavailable,
             ClaimError::Store(_) => ErrorCode::Internal,
+            ClaimError::Remote { code, .. } => *code,
         }
     }
 
@@ -120,6 +161,7 @@ impl ClaimError {
             ClaimError::OperatorExists(_) => "operators are never overwritten; pick another id".into(),
             ClaimError::Unavailable(_) => "retry later".into(),
             ClaimError::InvalidArgument(_) | ClaimError::Store(_) => return None,
+            ClaimError::Remote { hint, .. } => return hint.clone(),
         })
     }
 
@@ -135,6 +177,7 @@ impl ClaimError {
                 Some(json!({ "expected_epoch": expected, "epoch": actual }))
             }
             ClaimError::InvalidOperatorCredentials { next_delay_ms } => Some(json!({ "next_delay_ms": next_delay_ms })),
+            ClaimError::Remote { details, .. } => details.clone(),
             _ => None,
         }
     }

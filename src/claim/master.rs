@@ -12,7 +12,7 @@ use super::secret::token_hash_matches;
 pub const MASTER_PREEMPTED: &str = "MasterPreempted";
 
 /// A controller's natural key: register is an UPSERT on it (seed 000 §Dependencies).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ControllerKey {
     /// Its identity.
     pub identity: String,
@@ -23,7 +23,7 @@ pub struct ControllerKey {
 }
 
 /// What a master verb decided.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MasterOutcome {
     /// The master before the verb (None when the slot was empty).
     pub previous_master: Option<MasterRef>,

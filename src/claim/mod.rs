@@ -9,6 +9,7 @@
 //! * [`secret`] — session tokens (SHA-256 at rest), argon2id passwords, failure delays.
 //! * [`clock`] — time behind a trait so tests control freshness and delays.
 
+pub mod api;
 pub mod clock;
 pub mod engine;
 pub mod error;

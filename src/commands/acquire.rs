@@ -22,7 +22,9 @@ use writerctl::lockfile::transcript::ProofOptions;
 /// your shell or script). The lock counts as live while that process runs. A lock whose
 /// holder is provably gone on this host is reclaimed, unless --managed.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  writerctl acquire --runtime-dir ~/.qwen --session \"$SID\" --token-file owner.token\n  writerctl acquire --session \"$SID\" --managed --pid \"$WRITER_PID\" --json")]
+#[command(
+    after_help = "Examples:\n  writerctl acquire --runtime-dir ~/.qwen --session \"$SID\" --token-file owner.token\n  writerctl acquire --session \"$SID\" --managed --pid \"$WRITER_PID\" --json"
+)]
 pub struct AcquireArgs {
     #[command(flatten)]
     pub session: SessionArgs,

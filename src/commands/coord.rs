@@ -11,17 +11,21 @@ use anyhow::{Context, Result};
 use clap::Args;
 use writerctl::claim::ClaimError;
 use writerctl::claim::Coordinator;
+use writerctl::claim::api::CoordinatorApi;
 use writerctl::claim::clock::SystemClock;
 use writerctl::claim::model::Millis;
 use writerctl::claim::secret::Secret;
 use writerctl::claim::store::sqlite::SqliteStore;
+use writerctl::coordinator::client::HttpCoordinator;
 
 /// Where the coordinator is, and how fresh a heartbeat must be.
 #[derive(Debug, Clone, Args)]
 pub struct CoordArgs {
-    /// sqlite:PATH for the embedded store used in-process [default: sqlite file
+    /// http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the
+    /// embedded store used in-process [default: sqlite file
     /// $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...].
-    /// http(s):// URLs need `writerctl coordinator serve`, which this release does not ship.
+    /// For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls
+    /// (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN.
     #[arg(long, value_name = "URL", env = "WRITERCTL_COORDINATOR")]
     pub coordinator: Option<String>,
 
@@ -56,36 +60,64 @@ fn create_state_dir(dir: &Path) -> Result<()> {
         .with_context(|| format!("cannot create the state directory {}", dir.display()))
 }
 
-impl CoordArgs {
-    /// Opens the coordinator these flags name.
-    pub fn open(&self) -> Result<Coordinator> {
-        let path = match self.coordinator.as_deref() {
-            None => {
-                let p = default_store_path()?;
-                if let Some(dir) = p.parent() {
-                    create_state_dir(dir)?;
-                }
-                p
+/// Where the coordinator lives.
+pub enum Target {
+    /// The embedded store at this path.
+    Sqlite(PathBuf),
+    /// A server.
+    Http(String),
+}
+
+/// Parses a coordinator address (`--coordinator`, `WRITERCTL_COORDINATOR`, `serve --store`).
+pub fn parse_target(url: Option<&str>) -> Result<Target> {
+    Ok(match url {
+        None => {
+            let p = default_store_path()?;
+            if let Some(dir) = p.parent() {
+                create_state_dir(dir)?;
             }
-            Some(url) => match url.strip_prefix("sqlite:") {
-                Some(p) if !p.is_empty() => PathBuf::from(p.strip_prefix("//").unwrap_or(p)),
-                _ if url.starts_with("http://") || url.starts_with("https://") => {
-                    return Err(ClaimError::InvalidArgument(format!(
-                        "{url}: HTTP coordinators need `writerctl coordinator serve`, which this release does not ship; \
-                         use sqlite:PATH"
-                    ))
-                    .into());
-                }
-                _ => {
-                    return Err(ClaimError::InvalidArgument(format!(
-                        "--coordinator {url:?}: expected sqlite:PATH (or http(s)://HOST:PORT)"
-                    ))
-                    .into());
-                }
-            },
-        };
-        let store = SqliteStore::open(&path)?;
-        Ok(Coordinator::new(Arc::new(store), Arc::new(SystemClock), Duration::from_secs(self.freshness_seconds)))
+            Target::Sqlite(p)
+        }
+        Some(url) => match url.strip_prefix("sqlite:") {
+            Some(p) if !p.is_empty() => Target::Sqlite(PathBuf::from(p.strip_prefix("//").unwrap_or(p))),
+            _ if url.starts_with("http://") || url.starts_with("https://") => Target::Http(url.to_string()),
+            _ => {
+                return Err(ClaimError::InvalidArgument(format!(
+                    "coordinator address {url:?}: expected sqlite:PATH or http(s)://HOST:PORT"
+                ))
+                .into());
+            }
+        },
+    })
+}
+
+/// Opens the embedded store's coordinator at `path`.
+pub fn open_sqlite(path: &Path, freshness_seconds: u64) -> Result<Coordinator> {
+    let store = SqliteStore::open(path)?;
+    Ok(Coordinator::new(Arc::new(store), Arc::new(SystemClock), Duration::from_secs(freshness_seconds)))
+}
+
+impl CoordArgs {
+    /// Opens the coordinator these flags name: in-process, or a client for a server.
+    pub fn open(&self) -> Result<Box<dyn CoordinatorApi>> {
+        match parse_target(self.coordinator.as_deref())? {
+            Target::Sqlite(path) => Ok(Box::new(open_sqlite(&path, self.freshness_seconds)?)),
+            Target::Http(url) => {
+                let ca = match std::env::var_os("WRITERCTL_COORDINATOR_CA") {
+                    Some(f) => Some(std::fs::read(&f).with_context(|| {
+                        format!("cannot read WRITERCTL_COORDINATOR_CA {}", Path::new(&f).display())
+                    })?),
+                    None => None,
+                };
+                let admin = std::env::var("WRITERCTL_ADMIN_TOKEN").ok().map(Secret::new);
+                Ok(Box::new(HttpCoordinator::new(&url, ca.as_deref(), admin)?))
+            }
+        }
+    }
+
+    /// Whether these flags name a server (freshness is then the server's).
+    pub fn is_remote(&self) -> bool {
+        self.coordinator.as_deref().is_some_and(|u| u.starts_with("http://") || u.starts_with("https://"))
     }
 }
 

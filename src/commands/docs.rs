@@ -17,7 +17,9 @@ use crate::cli::Cli;
 
 /// Print a shell completion script.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  writerctl completions bash > /etc/bash_completion.d/writerctl\n  writerctl completions zsh > \"${fpath[1]}/_writerctl\"")]
+#[command(
+    after_help = "Examples:\n  writerctl completions bash > /etc/bash_completion.d/writerctl\n  writerctl completions zsh > \"${fpath[1]}/_writerctl\""
+)]
 pub struct CompletionsArgs {
     /// The shell.
     #[arg(value_enum)]
@@ -193,8 +195,10 @@ mod tests {
                 continue;
             }
             let after = cmd.get_after_help().map(|s| s.to_string()).unwrap_or_default();
-            assert!(after.starts_with("Examples:\n  writerctl ") || after.contains("\n  writerctl "),
-                "`writerctl {name} --help` shows no example");
+            assert!(
+                after.starts_with("Examples:\n  writerctl ") || after.contains("\n  writerctl "),
+                "`writerctl {name} --help` shows no example"
+            );
             for line in after.lines().skip(1).filter(|l| l.contains("writerctl ")) {
                 assert_command_exists(&format!("--help of `writerctl {name}`"), line);
             }

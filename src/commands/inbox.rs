@@ -44,6 +44,8 @@ pub struct InboxArgs {
 
 /// How often --follow polls the embedded store.
 const POLL: Duration = Duration::from_millis(200);
+/// How long one long-poll request to a server waits for an event.
+const LONG_POLL: Duration = Duration::from_secs(25);
 
 fn event_json(e: &Event) -> serde_json::Value {
     json!({"cursor": e.cursor, "at": rfc3339(e.at), "kind": e.kind, "recipient_session": e.recipient_session,
@@ -78,7 +80,7 @@ pub fn run(a: InboxArgs, out: Output) -> Result<()> {
     let c = a.coord.open()?;
     let limit = usize::try_from(a.limit).unwrap_or(usize::MAX);
     if !a.follow {
-        let events = c.inbox(&a.project, &a.identity, a.after, limit)?;
+        let events = c.inbox(&a.project, &a.identity, a.after, limit, Duration::ZERO)?;
         let next = events.last().map_or(a.after, |e| e.cursor);
         if out.json {
             let list: Vec<_> = events.iter().map(event_json).collect();
@@ -95,8 +97,18 @@ pub fn run(a: InboxArgs, out: Output) -> Result<()> {
     let deadline =
         a.timeout.filter(|t| t.is_finite() && *t >= 0.0).map(|t| Instant::now() + Duration::from_secs_f64(t));
     let mut after = a.after;
+    // A server holds the request open until an event arrives (long poll); the embedded
+    // store is polled.
+    let remote = a.coord.is_remote();
     loop {
-        for e in c.inbox(&a.project, &a.identity, after, limit)? {
+        let wait = match deadline {
+            _ if !remote => Duration::ZERO,
+            Some(d) => d.saturating_duration_since(Instant::now()).min(LONG_POLL),
+            None => LONG_POLL,
+        };
+        let got = c.inbox(&a.project, &a.identity, after, limit, wait)?;
+        let empty = got.is_empty();
+        for e in got {
             if out.json {
                 out.line(&serde_json::to_string(&event_json(&e))?)?;
             } else {
@@ -107,6 +119,8 @@ pub fn run(a: InboxArgs, out: Output) -> Result<()> {
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return Ok(());
         }
-        std::thread::sleep(POLL);
+        if !remote && empty {
+            std::thread::sleep(POLL);
+        }
     }
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use serde_json::json;
-use writerctl::claim::Coordinator;
+use writerctl::claim::api::CoordinatorApi;
 use writerctl::claim::engine::{MasterRequest, Status};
 use writerctl::claim::master::MasterOutcome;
 use writerctl::claim::model::MasterRef;
@@ -106,13 +106,13 @@ pub fn run(cmd: MasterCmd, out: Output) -> Result<()> {
         MasterCmd::Handoff(a) => {
             let token = session_token(a.token_file.as_deref())?;
             let c = a.coord.open()?;
-            let Some(req) = prepare(&c, &a.target, out, "Hand master")? else { return aborted(out) };
+            let Some(req) = prepare(c.as_ref(), &a.target, out, "Hand master")? else { return aborted(out) };
             let outcome = c.handoff(&req, &a.session, &token)?;
             print_outcome(&a.target.project, &outcome, None, out)
         }
         MasterCmd::Claim(a) => {
             let c = a.coord.open()?;
-            let Some(req) = prepare(&c, &a.target, out, "Preempt master")? else { return aborted(out) };
+            let Some(req) = prepare(c.as_ref(), &a.target, out, "Preempt master")? else { return aborted(out) };
             let password = a.password.read(&format!("Password for operator {}: ", a.operator), false, out.json)?;
             let outcome = c.claim(&req, &a.operator, &password)?;
             print_outcome(&a.target.project, &outcome, Some(&a.operator), out)
@@ -128,7 +128,7 @@ fn aborted(out: Output) -> Result<()> {
 /// Fills the expected epoch from a status read (Patroni's switchover: the decision is
 /// made against what the operator saw), and on a terminal shows topology and target and
 /// asks. None when the operator declines.
-fn prepare(c: &Coordinator, t: &TargetArgs, out: Output, verb: &str) -> Result<Option<MasterRequest>> {
+fn prepare(c: &dyn CoordinatorApi, t: &TargetArgs, out: Output, verb: &str) -> Result<Option<MasterRequest>> {
     let ask = !t.yes && !out.json && interactive();
     let (expect_epoch, status) = match (t.expect_epoch, ask) {
         (Some(e), false) => (e, None),

@@ -14,6 +14,7 @@ pub mod recover;
 pub mod release;
 pub mod run;
 pub mod seal;
+pub mod serve;
 pub mod session;
 pub mod status;
 pub mod takeover;

@@ -28,7 +28,9 @@ use crate::cli::SessionArgs;
 /// A writer killed at the deadline, or a failed seal, keeps the active lock (fail closed).
 /// Exits with CMD's status when the handoff succeeded, the documented code otherwise.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  writerctl run --session \"$SID\" --grace 30 -- my-writer --serve\n  WRITERCTL_SESSION_WRITER_LEASE=1 writerctl run --session \"$SID\" --wait 60 -- my-writer")]
+#[command(
+    after_help = "Examples:\n  writerctl run --session \"$SID\" --grace 30 -- my-writer --serve\n  WRITERCTL_SESSION_WRITER_LEASE=1 writerctl run --session \"$SID\" --wait 60 -- my-writer"
+)]
 pub struct RunArgs {
     #[command(flatten)]
     pub session: SessionArgs,

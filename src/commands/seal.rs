@@ -31,7 +31,9 @@ use crate::cli::SessionArgs;
 /// a sealed record carrying its key, existence, length and SHA-256, in one claimed
 /// transition. On any failure the active lock stays. Needs experimental.session_writer_lease.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  writerctl seal --session \"$SID\" --token-file owner.token --json\n  writerctl seal --session \"$SID\"        # preStop: asks the local `writerctl run`")]
+#[command(
+    after_help = "Examples:\n  writerctl seal --session \"$SID\" --token-file owner.token --json\n  writerctl seal --session \"$SID\"        # preStop: asks the local `writerctl run`"
+)]
 pub struct SealArgs {
     #[command(flatten)]
     pub session: SessionArgs,

@@ -17,7 +17,9 @@ use writerctl::lockfile::acquire::TranscriptRef;
 /// diagnostics (never the owner token), whether an active owner counts as live and why,
 /// every side file with its meaning, and the next safe step. Changes nothing.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  writerctl status                      # every session under the runtime directory\n  writerctl status --session \"$SID\" --json")]
+#[command(
+    after_help = "Examples:\n  writerctl status                      # every session under the runtime directory\n  writerctl status --session \"$SID\" --json"
+)]
 pub struct StatusArgs {
     #[command(flatten)]
     pub session: SessionArgs,

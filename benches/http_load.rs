@@ -1,0 +1,193 @@
+//! Load on `coordinator serve`: master handoffs over HTTP at 1, 16 and 64 concurrent
+//! clients, on the embedded SQLite store and on Redis + Postgres, with a raw Redis
+//! round-trip (PING) from the same number of clients measured in the same run for the ratio.
+//!
+//! Each client works its own project (a handoff ping-pong between two controllers), so every
+//! verb commits: the figures are the cost of a successful verb, not of losing a CAS.
+//! Redis/Postgres come from WRITERCTL_TEST_REDIS_URL / WRITERCTL_TEST_POSTGRES_URL (default:
+//! the local services); without them that half is skipped with a note.
+//!
+//! Run: `cargo bench --bench http_load` (WRITERCTL_BENCH_SECONDS per point, default 3).
+#![allow(clippy::disallowed_methods)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use writerctl::claim::Coordinator;
+use writerctl::claim::api::CoordinatorApi;
+use writerctl::claim::clock::SystemClock;
+use writerctl::claim::engine::{DEFAULT_FRESHNESS, MasterRequest};
+use writerctl::claim::master::ControllerKey;
+use writerctl::claim::store::Store;
+use writerctl::coordinator::client::HttpCoordinator;
+
+struct Figures {
+    per_sec: f64,
+    p50: Duration,
+    p99: Duration,
+}
+
+fn figures(mut lat: Vec<Duration>, wall: Duration) -> Figures {
+    lat.sort();
+    let pick = |q: f64| lat[((lat.len() as f64 * q) as usize).min(lat.len() - 1)];
+    Figures { per_sec: lat.len() as f64 / wall.as_secs_f64(), p50: pick(0.5), p99: pick(0.99) }
+}
+
+/// Starts a server over `store` on a free port; returns its URL (the runtime lives on).
+fn start(store: Arc<dyn Store>) -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let coordinator = Coordinator::new(store, Arc::new(SystemClock), DEFAULT_FRESHNESS);
+            let opts = writerctl::coordinator::server::ServeOptions {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                coordinator,
+                admin_token_hash: None,
+                tls: None,
+            };
+            writerctl::coordinator::server::serve(opts, std::future::pending(), move |addr, _| {
+                tx.send(format!("http://{addr}")).unwrap();
+            })
+            .await
+            .unwrap();
+        });
+    });
+    rx.recv_timeout(Duration::from_secs(10)).unwrap()
+}
+
+/// `clients` threads doing handoffs for `secs`; every latency and the wall time.
+fn handoff_load(url: &str, clients: usize, secs: f64, tag: &str) -> (Vec<Duration>, Duration) {
+    let barrier = Arc::new(std::sync::Barrier::new(clients + 1));
+    let threads: Vec<_> = (0..clients)
+        .map(|i| {
+            let url = url.to_string();
+            let barrier = barrier.clone();
+            let project = format!("{tag}-{i}");
+            std::thread::spawn(move || {
+                let c = HttpCoordinator::new(&url, None, None).unwrap();
+                let key =
+                    |id: &str| ControllerKey { identity: id.into(), surface: "bench".into(), machine_id: "m".into() };
+                let a = c.register(&project, &key("alice")).unwrap();
+                let b = c.register(&project, &key("bob")).unwrap();
+                let mut epoch = c.status(&project).unwrap().slot.epoch;
+                let mut master_is_a =
+                    c.status(&project).unwrap().slot.master.unwrap().session_id == a.controller.session_id;
+                barrier.wait();
+                let end = Instant::now() + Duration::from_secs_f64(secs);
+                let mut lat = Vec::new();
+                while Instant::now() < end {
+                    let (from, to) = if master_is_a { (&a, "bob") } else { (&b, "alice") };
+                    let req = MasterRequest {
+                        project: project.clone(),
+                        to_identity: to.into(),
+                        to_session: None,
+                        expect_epoch: epoch,
+                    };
+                    let t = Instant::now();
+                    let out = c.handoff(&req, &from.controller.session_id, &from.token).unwrap();
+                    lat.push(t.elapsed());
+                    epoch = out.epoch;
+                    master_is_a = !master_is_a;
+                }
+                lat
+            })
+        })
+        .collect();
+    barrier.wait();
+    let t = Instant::now();
+    let all: Vec<Duration> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    (all, t.elapsed())
+}
+
+/// The same number of clients doing raw Redis PINGs for `secs`.
+fn redis_ping_load(url: &str, clients: usize, secs: f64) -> (Vec<Duration>, Duration) {
+    let barrier = Arc::new(std::sync::Barrier::new(clients + 1));
+    let threads: Vec<_> = (0..clients)
+        .map(|_| {
+            let url = url.to_string();
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+                barrier.wait();
+                let end = Instant::now() + Duration::from_secs_f64(secs);
+                let mut lat = Vec::new();
+                while Instant::now() < end {
+                    let t = Instant::now();
+                    let _: String = redis::cmd("PING").query(&mut conn).unwrap();
+                    lat.push(t.elapsed());
+                }
+                lat
+            })
+        })
+        .collect();
+    barrier.wait();
+    let t = Instant::now();
+    let all: Vec<Duration> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    (all, t.elapsed())
+}
+
+fn print(label: &str, clients: usize, f: &Figures, reference: Option<&Figures>) {
+    let mut line = format!(
+        "{label:<22} {clients:>3} clients  {:>8.0} verbs/s  p50 {:>9.2?}  p99 {:>9.2?}",
+        f.per_sec, f.p50, f.p99
+    );
+    if let Some(r) = reference {
+        line.push_str(&format!(
+            "  | redis PING {:>8.0}/s p50 {:>9.2?} p99 {:>9.2?} | p50 ratio {:.1}x",
+            r.per_sec,
+            r.p50,
+            r.p99,
+            f.p50.as_secs_f64() / r.p50.as_secs_f64()
+        ));
+    }
+    println!("{line}");
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let secs: f64 = std::env::var("WRITERCTL_BENCH_SECONDS").ok().and_then(|v| v.parse().ok()).unwrap_or(3.0);
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let redis_url = std::env::var("WRITERCTL_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let pg_url = std::env::var("WRITERCTL_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let ns = format!("bench_{}", std::process::id());
+    let redis_pg = writerctl::claim::store::redis_pg::RedisPgStore::connect(&redis_url, &pg_url, &ns);
+    let sqlite: Arc<dyn Store> =
+        Arc::new(writerctl::claim::store::sqlite::SqliteStore::open(&tmp.path().join("bench.sqlite")).unwrap());
+    let sqlite_url = start(sqlite);
+    let pg_server = match redis_pg {
+        Ok(s) => Some(start(Arc::new(s))),
+        Err(e) => {
+            println!("NOTE: Redis/Postgres unreachable ({e}); only the sqlite half runs");
+            None
+        }
+    };
+    println!("master handoff over HTTP, {secs} s per point");
+    for clients in [1, 16, 64] {
+        let ping = pg_server.as_ref().map(|_| {
+            let (l, w) = redis_ping_load(&redis_url, clients, secs);
+            figures(l, w)
+        });
+        if let Some(url) = &pg_server {
+            let (l, w) = handoff_load(url, clients, secs, &format!("c{clients}"));
+            print("redis_pg", clients, &figures(l, w), ping.as_ref());
+        }
+        let (l, w) = handoff_load(&sqlite_url, clients, secs, &format!("c{clients}"));
+        print("sqlite", clients, &figures(l, w), ping.as_ref());
+    }
+    if pg_server.is_some() {
+        // Best-effort cleanup of this run's namespace.
+        if let Ok(mut c) = redis::Client::open(redis_url.as_str()).and_then(|c| c.get_connection()) {
+            let keys: Vec<String> = redis::cmd("KEYS").arg(format!("{ns}:*")).query(&mut c).unwrap_or_default();
+            for k in keys {
+                let _: Result<(), _> = redis::cmd("DEL").arg(k).query(&mut c);
+            }
+        }
+        if let Ok(mut pg) = postgres::Client::connect(&pg_url, postgres::NoTls) {
+            let _ = pg.batch_execute(&format!("DROP SCHEMA IF EXISTS {ns} CASCADE"));
+        }
+    }
+}

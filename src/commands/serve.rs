@@ -1,0 +1,131 @@
+//! `writerctl coordinator serve`: the HTTP coordinator over the embedded store or over
+//! Redis (authoritative) + Postgres (audit, cold restore).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use writerctl::claim::ClaimError;
+use writerctl::claim::Coordinator;
+use writerctl::claim::clock::SystemClock;
+use writerctl::claim::secret::{self, Secret};
+use writerctl::claim::store::Store;
+use writerctl::claim::store::redis_pg::RedisPgStore;
+use writerctl::claim::store::sqlite::SqliteStore;
+use writerctl::coordinator::server::{ServeOptions, serve};
+
+use super::coord::{Target, parse_target};
+use super::output::Output;
+
+/// The coordinator server.
+#[derive(Debug, Subcommand)]
+pub enum CoordinatorCmd {
+    /// Serve the coordinator verbs over HTTP (JSON API /v1, /healthz, /metrics,
+    /// /openapi.json) until SIGTERM or SIGINT, then finish in-flight requests.
+    ///
+    /// The store is the embedded SQLite file (one server) or Redis + Postgres (any number
+    /// of replicas: Redis is authoritative and written first, Postgres keeps controller rows,
+    /// operators and the audit log, and rebuilds Redis on start if Redis lost its state).
+    #[command(
+        after_help = "Examples:\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis redis://127.0.0.1:6379 --postgres postgres://writerctl@db/writerctl --admin-token-file /run/secrets/admin --tls-cert cert.pem --tls-key key.pem"
+    )]
+    Serve(ServeArgs),
+}
+
+/// `coordinator serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0 picks a free port; the bound address is printed).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: SocketAddr,
+    /// Embedded store, sqlite:PATH [default: the user's state directory].
+    #[arg(long, value_name = "sqlite:PATH", conflicts_with_all = ["redis", "postgres"])]
+    pub store: Option<String>,
+    /// Redis URL (authoritative plane); needs --postgres.
+    #[arg(long, value_name = "URL", requires = "postgres")]
+    pub redis: Option<String>,
+    /// Postgres URL (audit plane, cold restore); needs --redis.
+    #[arg(long, value_name = "URL", requires = "redis")]
+    pub postgres: Option<String>,
+    /// Redis key prefix and Postgres schema for this deployment.
+    #[arg(long, value_name = "NAME", default_value = "writerctl")]
+    pub namespace: String,
+    /// File holding the admin token that authorizes `operator add` and `audit` over HTTP
+    /// (clients set WRITERCTL_ADMIN_TOKEN); without it those calls are refused.
+    #[arg(long, value_name = "F")]
+    pub admin_token_file: Option<PathBuf>,
+    /// PEM certificate chain for TLS (with --tls-key).
+    #[arg(long, value_name = "F", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key for TLS (with --tls-cert).
+    #[arg(long, value_name = "F", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Heartbeat freshness for target resolution, in seconds.
+    #[arg(long, value_name = "N", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub freshness_seconds: u64,
+}
+
+/// Runs a `coordinator` subcommand.
+pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
+    let CoordinatorCmd::Serve(a) = cmd;
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("WRITERCTL_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .try_init();
+    let admin_token_hash = match &a.admin_token_file {
+        Some(f) => {
+            let text =
+                std::fs::read_to_string(f).with_context(|| format!("cannot read admin token file {}", f.display()))?;
+            let token = Secret::new(text.trim().to_string());
+            if token.expose().len() < 16 {
+                return Err(ClaimError::InvalidArgument("the admin token must be at least 16 characters".into()).into());
+            }
+            Some(secret::token_hash(&token))
+        }
+        None => None,
+    };
+    let store: Arc<dyn Store> = match (&a.redis, &a.postgres) {
+        (Some(r), Some(p)) => Arc::new(RedisPgStore::connect(r, p, &a.namespace)?),
+        _ => match parse_target(a.store.as_deref())? {
+            Target::Sqlite(path) => Arc::new(SqliteStore::open(&path)?),
+            Target::Http(_) => {
+                return Err(ClaimError::InvalidArgument(
+                    "--store takes sqlite:PATH (a server cannot store in a server)".into(),
+                )
+                .into());
+            }
+        },
+    };
+    let coordinator = Coordinator::new(store, Arc::new(SystemClock), Duration::from_secs(a.freshness_seconds));
+    let tls = a.tls_cert.clone().zip(a.tls_key.clone());
+    let opts = ServeOptions { listen: a.listen, coordinator, admin_token_hash, tls };
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the runtime")?;
+    let json = out.json;
+    runtime.block_on(async move {
+        let shutdown = async {
+            use tokio::signal::unix::{SignalKind, signal};
+            let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+            let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+            tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+            tracing::info!("stop signal: finishing in-flight requests");
+        };
+        serve(opts, shutdown, move |addr: SocketAddr, tls: bool| {
+            let url = format!("{}://{addr}", if tls { "https" } else { "http" });
+            // One line on stdout for scripts and tests that started us on port 0.
+            let line =
+                if json { serde_json::json!({ "listening": url }).to_string() } else { format!("listening on {url}") };
+            let _ = Output { json: false }.line(&line);
+            tracing::info!(%url, "listening");
+        })
+        .await
+    })?;
+    Ok(())
+}

@@ -1,0 +1,238 @@
+//! The HTTP client the commands use with `--coordinator http(s)://HOST:PORT`: every verb of
+//! [`CoordinatorApi`] as one request to `writerctl coordinator serve`, with the server's
+//! error codes relayed unchanged, so output and exit codes match the embedded store.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::wire::*;
+use crate::claim::ClaimError;
+use crate::claim::api::CoordinatorApi;
+use crate::claim::engine::{MasterRequest, Registered, Status};
+use crate::claim::master::{ControllerKey, MasterOutcome};
+use crate::claim::model::{AuditEntry, Controller, Event};
+use crate::claim::secret::Secret;
+use crate::lockfile::paths::encode_uri_component as enc;
+
+/// How long one request may take before the coordinator counts as unavailable (a long-poll
+/// adds its own wait on top).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// A remote coordinator.
+pub struct HttpCoordinator {
+    base: String,
+    agent: ureq::Agent,
+    admin_token: Option<Secret>,
+}
+
+impl std::fmt::Debug for HttpCoordinator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpCoordinator").field("base", &self.base).finish_non_exhaustive()
+    }
+}
+
+fn transport(e: ureq::Error, base: &str) -> ClaimError {
+    match e {
+        ureq::Error::Io(_)
+        | ureq::Error::Timeout(_)
+        | ureq::Error::HostNotFound
+        | ureq::Error::ConnectionFailed
+        | ureq::Error::Protocol(_) => ClaimError::Unavailable(format!("{base}: {e}")),
+        ureq::Error::Tls(_) => ClaimError::Unavailable(format!("{base}: TLS: {e}")),
+        other => ClaimError::Store(format!("{base}: {other}")),
+    }
+}
+
+impl HttpCoordinator {
+    /// A client for `base` (`http://host:port` or `https://...`). `ca_pem` adds trusted
+    /// roots (a private CA or a self-signed server certificate); `admin_token` authorizes
+    /// administrative calls (`operator add`, `audit`).
+    pub fn new(base: &str, ca_pem: Option<&[u8]>, admin_token: Option<Secret>) -> Result<HttpCoordinator, ClaimError> {
+        let base = base.trim_end_matches('/').to_string();
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(ClaimError::InvalidArgument(format!("{base}: expected http(s)://HOST:PORT")));
+        }
+        let mut config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(Duration::from_secs(3)))
+            .user_agent(format!("writerctl/{}", env!("CARGO_PKG_VERSION")));
+        if let Some(pem) = ca_pem {
+            let certs: Vec<_> = ureq::tls::parse_pem(pem)
+                .filter_map(|item| match item {
+                    Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
+                    _ => None,
+                })
+                .collect();
+            if certs.is_empty() {
+                return Err(ClaimError::InvalidArgument("the CA file holds no PEM certificate".into()));
+            }
+            let tls = ureq::tls::TlsConfig::builder().root_certs(ureq::tls::RootCerts::new_with_certs(&certs)).build();
+            config = config.tls_config(tls);
+        }
+        Ok(HttpCoordinator { base, agent: config.build().into(), admin_token })
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Reads an answer: the body on 2xx, the relayed error otherwise.
+    fn answer<T: DeserializeOwned>(
+        &self,
+        resp: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    ) -> Result<T, ClaimError> {
+        let mut resp = resp.map_err(|e| transport(e, &self.base))?;
+        let status = resp.status();
+        let text =
+            resp.body_mut().with_config().limit(16 << 20).read_to_string().map_err(|e| transport(e, &self.base))?;
+        if status.is_success() {
+            return serde_json::from_str(&text)
+                .map_err(|e| ClaimError::Store(format!("{}: unexpected answer ({e})", self.base)));
+        }
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
+        Err(ClaimError::from_json(&doc).unwrap_or_else(|| {
+            let msg = format!("{}: HTTP {status} without a writerctl error", self.base);
+            if status.is_server_error() { ClaimError::Unavailable(msg) } else { ClaimError::Store(msg) }
+        }))
+    }
+
+    fn post<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        bearer: Option<&Secret>,
+        body: &B,
+        timeout: Duration,
+    ) -> Result<T, ClaimError> {
+        let mut req = self.agent.post(self.url(path)).config().timeout_global(Some(timeout)).build();
+        if let Some(t) = bearer {
+            req = req.header("Authorization", format!("Bearer {}", t.expose().trim()));
+        }
+        self.answer(req.send_json(body))
+    }
+
+    fn get<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        bearer: Option<&Secret>,
+        query: &[(&str, String)],
+        timeout: Duration,
+    ) -> Result<T, ClaimError> {
+        let mut req = self.agent.get(self.url(path)).config().timeout_global(Some(timeout)).build();
+        for (k, v) in query {
+            req = req.query(*k, v);
+        }
+        if let Some(t) = bearer {
+            req = req.header("Authorization", format!("Bearer {}", t.expose().trim()));
+        }
+        self.answer(req.call())
+    }
+
+    fn admin(&self) -> Result<&Secret, ClaimError> {
+        self.admin_token.as_ref().ok_or_else(|| {
+            ClaimError::InvalidArgument("this call needs the server's admin token: set WRITERCTL_ADMIN_TOKEN".into())
+        })
+    }
+}
+
+impl CoordinatorApi for HttpCoordinator {
+    fn register(&self, project: &str, key: &ControllerKey) -> Result<Registered, ClaimError> {
+        let body = RegisterReq {
+            identity: key.identity.clone(),
+            surface: key.surface.clone(),
+            machine_id: key.machine_id.clone(),
+        };
+        let r: RegisterResp =
+            self.post(&format!("/v1/projects/{}/sessions", enc(project)), None, &body, REQUEST_TIMEOUT)?;
+        Ok(Registered { controller: r.controller.into(), token: Secret::new(r.token), epoch: r.epoch })
+    }
+
+    fn heartbeat(&self, project: &str, session_id: &str, token: &Secret) -> Result<Controller, ClaimError> {
+        let path = format!("/v1/projects/{}/sessions/{}/heartbeat", enc(project), enc(session_id));
+        let r: ControllerOut = self.post(&path, Some(token), &serde_json::json!({}), REQUEST_TIMEOUT)?;
+        Ok(r.into())
+    }
+
+    fn deregister(&self, project: &str, session_id: &str, token: &Secret) -> Result<(bool, u64), ClaimError> {
+        let path = format!("/v1/projects/{}/sessions/{}/deregister", enc(project), enc(session_id));
+        let r: DeregisterResp = self.post(&path, Some(token), &serde_json::json!({}), REQUEST_TIMEOUT)?;
+        Ok((r.was_master, r.epoch))
+    }
+
+    fn status(&self, project: &str) -> Result<Status, ClaimError> {
+        let r: StatusResp = self.get(&format!("/v1/projects/{}/master", enc(project)), None, &[], REQUEST_TIMEOUT)?;
+        Ok(r.into())
+    }
+
+    fn preview_target(
+        &self,
+        project: &str,
+        to_identity: &str,
+        to_session: Option<&str>,
+    ) -> Result<Controller, ClaimError> {
+        let mut q = vec![("to", to_identity.to_string())];
+        if let Some(s) = to_session {
+            q.push(("to_session", s.to_string()));
+        }
+        let r: ControllerOut =
+            self.get(&format!("/v1/projects/{}/master/target", enc(project)), None, &q, REQUEST_TIMEOUT)?;
+        Ok(r.into())
+    }
+
+    fn handoff(&self, req: &MasterRequest, caller: &str, token: &Secret) -> Result<MasterOutcome, ClaimError> {
+        let body = HandoffReq {
+            session_id: caller.to_string(),
+            to: req.to_identity.clone(),
+            to_session: req.to_session.clone(),
+            expect_epoch: req.expect_epoch,
+        };
+        self.post(&format!("/v1/projects/{}/master/handoff", enc(&req.project)), Some(token), &body, REQUEST_TIMEOUT)
+    }
+
+    fn claim(&self, req: &MasterRequest, operator_id: &str, password: &Secret) -> Result<MasterOutcome, ClaimError> {
+        let body = ClaimReq {
+            to: req.to_identity.clone(),
+            to_session: req.to_session.clone(),
+            expect_epoch: req.expect_epoch,
+            operator: operator_id.to_string(),
+            password: password.expose().to_string(),
+        };
+        // A slowed-down operator waits up to 60 s server-side before verification.
+        self.post(
+            &format!("/v1/projects/{}/master/claim", enc(&req.project)),
+            None,
+            &body,
+            REQUEST_TIMEOUT + Duration::from_secs(60),
+        )
+    }
+
+    fn add_operator(&self, operator_id: &str, password: &Secret) -> Result<(), ClaimError> {
+        let body = OperatorReq { operator_id: operator_id.to_string(), password: password.expose().to_string() };
+        let _: serde_json::Value = self.post("/v1/operators", Some(self.admin()?), &body, REQUEST_TIMEOUT)?;
+        Ok(())
+    }
+
+    fn inbox(
+        &self,
+        project: &str,
+        identity: &str,
+        after: u64,
+        limit: usize,
+        wait: Duration,
+    ) -> Result<Vec<Event>, ClaimError> {
+        let q = [("after", after.to_string()), ("limit", limit.to_string()), ("wait_ms", wait.as_millis().to_string())];
+        let path = format!("/v1/projects/{}/inbox/{}", enc(project), enc(identity));
+        let r: InboxResp = self.get(&path, None, &q, REQUEST_TIMEOUT + wait)?;
+        Ok(r.events)
+    }
+
+    fn audit_log(&self, project: Option<&str>, limit: usize) -> Result<Vec<AuditEntry>, ClaimError> {
+        let mut q = vec![("limit", limit.to_string())];
+        if let Some(p) = project {
+            q.push(("project", p.to_string()));
+        }
+        let r: AuditResp = self.get("/v1/audit", Some(self.admin()?), &q, REQUEST_TIMEOUT)?;
+        Ok(r.entries)
+    }
+}

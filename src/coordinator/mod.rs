@@ -1,0 +1,6 @@
+//! The coordinator over HTTP: `writerctl coordinator serve` ([`server`]) and the client the
+//! commands use with `--coordinator http(s)://...` ([`client`]). Both speak [`wire`].
+
+pub mod client;
+pub mod server;
+pub mod wire;
