@@ -253,26 +253,23 @@ impl Coordinator {
         })
     }
 
-    /// Checks an operator's password. Before verifying, waits out the delay its failures
-    /// since the last success earned (outside any store transaction, so a slowed attacker
-    /// never blocks other verbs). An unknown id costs a full argon2 verification too.
+    /// Checks an operator's password. The attempt is counted first (atomically, for known
+    /// and unknown ids alike), then it waits out the delay the failures before it earned
+    /// (outside any store transaction, so a slowed attacker never blocks other verbs), then
+    /// verifies. An unknown id costs a full argon2 verification too, so neither the answer,
+    /// the delay nor the timing says whether an id exists.
     fn verify_operator(&self, operator_id: &str, password: &Secret) -> Result<(), ClaimError> {
+        let prior = self.store.begin_attempt(operator_id, self.clock.now())?;
+        self.clock.sleep(secret::failure_delay(prior));
         let record = self.store.operator(operator_id)?;
-        let failures = record.as_ref().map_or(0, |r| r.failures);
-        self.clock.sleep(secret::failure_delay(failures));
         let stored = record.as_ref().map_or(secret::DECOY_HASH, |r| r.password_hash.as_str());
-        let ok = secret::verify_password(stored, password) && record.is_some();
-        let failures = match record {
-            Some(_) => self.store.record_attempt(operator_id, ok, self.clock.now())?,
-            None => 0,
-        };
-        if ok {
-            Ok(())
-        } else {
-            Err(ClaimError::InvalidOperatorCredentials {
-                next_delay_ms: u64::try_from(secret::failure_delay(failures).as_millis()).unwrap_or(u64::MAX),
-            })
+        if secret::verify_password(stored, password) && record.is_some() {
+            return self.store.attempt_succeeded(operator_id);
         }
+        let next = secret::failure_delay(prior.saturating_add(1));
+        Err(ClaimError::InvalidOperatorCredentials {
+            next_delay_ms: u64::try_from(next.as_millis()).unwrap_or(u64::MAX),
+        })
     }
 
     /// `operator add`: stores an argon2id hash; an existing id is never overwritten.
@@ -280,7 +277,7 @@ impl Coordinator {
         validate_name("operator id", operator_id)?;
         let password_hash = secret::hash_password(password)?;
         let now = self.clock.now();
-        let rec = OperatorRecord { operator_id: operator_id.to_string(), password_hash, failures: 0, created_at: now };
+        let rec = OperatorRecord { operator_id: operator_id.to_string(), password_hash, created_at: now };
         let audit = self.audit("", "operator.add", "local".into(), Some(format!("operator:{operator_id}")));
         match self.store.insert_operator(&rec, &audit) {
             Ok(()) => Ok(()),
@@ -364,12 +361,17 @@ mod tests {
         assert_eq!(slept, [0, 250, 500]);
         c.claim(&req, "ops", &Secret::new("right".into())).unwrap();
         assert_eq!(clock.sleeps().last().unwrap().as_millis(), 1000, "the right password waits too");
-        assert_eq!(c.store().operator("ops").unwrap().unwrap().failures, 0);
-        // An unknown operator is refused the same way, and nothing about it is stored.
-        assert!(matches!(
-            c.claim(&req, "nobody", &Secret::new("right".into())),
-            Err(ClaimError::InvalidOperatorCredentials { .. })
-        ));
+        assert_eq!(c.store().begin_attempt("ops", 0).unwrap(), 0, "success reset the count");
+        c.store().attempt_succeeded("ops").unwrap();
+        // An unknown operator is refused the same way, with the same growing delay.
+        for expected_next in [250, 500] {
+            match c.claim(&req, "nobody", &Secret::new("right".into())) {
+                Err(ClaimError::InvalidOperatorCredentials { next_delay_ms }) => {
+                    assert_eq!(next_delay_ms, expected_next)
+                }
+                other => panic!("{other:?}"),
+            }
+        }
         let audit = c.audit_log(None, 100).unwrap();
         let results: Vec<&str> = audit.iter().filter(|a| a.verb == "master.claim").map(|a| a.result.as_str()).collect();
         assert_eq!(
@@ -377,10 +379,25 @@ mod tests {
             ["invalid_operator_credentials"; 3]
                 .iter()
                 .copied()
-                .chain(["ok", "invalid_operator_credentials"])
+                .chain(["ok", "invalid_operator_credentials", "invalid_operator_credentials"])
                 .collect::<Vec<_>>()
         );
         assert!(!format!("{audit:?}").contains("right") && !format!("{audit:?}").contains("wrong"));
+    }
+
+    #[test]
+    fn parallel_guesses_wait_longer_each_instead_of_all_waiting_the_same() {
+        let (_d, clock, c) = coordinator();
+        c.add_operator("ops", &Secret::new("right".into())).unwrap();
+        let req = MasterRequest { project: "p".into(), to_identity: "bob".into(), to_session: None, expect_epoch: 0 };
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| assert!(c.claim(&req, "ops", &Secret::new("wrong".into())).is_err()));
+            }
+        });
+        let mut slept: Vec<u128> = clock.sleeps().iter().map(|d| d.as_millis()).collect();
+        slept.sort();
+        assert_eq!(slept, [0, 250, 500, 1000]);
     }
 
     #[test]

@@ -154,8 +154,6 @@ pub struct OperatorRecord {
     pub operator_id: String,
     /// argon2id PHC string.
     pub password_hash: String,
-    /// Failed attempts since the last success (drives the delay).
-    pub failures: u32,
     /// When it was created.
     pub created_at: Millis,
 }

@@ -9,7 +9,6 @@ use writerctl::claim::master::ControllerKey;
 
 use super::coord::{CoordArgs, rfc3339, session_token};
 use super::output::Output;
-use super::session::write_token_file;
 
 /// Controller sessions: register, heartbeat, deregister.
 #[derive(Debug, Subcommand)]
@@ -69,6 +68,39 @@ pub struct SessionRefArgs {
     /// Read the session token from this file [default: env WRITERCTL_SESSION_TOKEN].
     #[arg(long, value_name = "F")]
     pub token_file: Option<PathBuf>,
+}
+
+/// A token file reserved before registering and filled after.
+struct TokenFile {
+    path: PathBuf,
+    file: std::fs::File,
+}
+
+impl TokenFile {
+    fn create(path: &std::path::Path) -> Result<TokenFile> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).map_err(|e| {
+            writerctl::claim::ClaimError::InvalidArgument(format!(
+                "cannot create token file {} (it must not exist yet): {e}",
+                path.display()
+            ))
+        })?;
+        Ok(TokenFile { path: path.to_path_buf(), file })
+    }
+
+    fn write(mut self, token: &str) -> Result<()> {
+        use std::io::Write;
+        self.file
+            .write_all(format!("{token}\n").as_bytes())
+            .and_then(|()| self.file.sync_all())
+            .with_context(|| format!("cannot write token file {}", self.path.display()))
+    }
+
+    /// Removes the still-empty file after a failed registration.
+    fn discard(self) {
+        #[allow(clippy::disallowed_methods)] // our own empty file, created above
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 /// This machine's id: /etc/machine-id, else the hostname.
@@ -137,19 +169,24 @@ fn register(a: RegisterArgs, out: Output) -> Result<()> {
         surface: a.surface.clone(),
         machine_id: a.machine.clone().unwrap_or_else(default_machine_id),
     };
-    if let Some(f) = &a.token_file
-        && f.exists()
-    {
-        // Checked before registering, so a bad path never leaves a row whose token is lost.
-        return Err(writerctl::claim::ClaimError::InvalidArgument(format!(
-            "token file {} already exists (never overwritten)",
-            f.display()
-        ))
-        .into());
-    }
-    let reg = a.coord.open()?.register(&a.project, &key)?;
-    if let Some(f) = &a.token_file {
-        write_token_file(f, reg.token.expose()).with_context(|| format!("cannot write token file {}", f.display()))?;
+    // The token file is created (empty, 0600, never over an existing file) before the
+    // verb: a path we cannot write must fail before a row exists (or an existing row's token
+    // is rotated) whose token nobody could then read.
+    let mut token_out = match &a.token_file {
+        Some(f) => Some(TokenFile::create(f)?),
+        None => None,
+    };
+    let reg = match a.coord.open().and_then(|c| Ok(c.register(&a.project, &key)?)) {
+        Ok(r) => r,
+        Err(e) => {
+            if let Some(t) = token_out.take() {
+                t.discard();
+            }
+            return Err(e);
+        }
+    };
+    if let Some(t) = token_out {
+        t.write(reg.token.expose())?;
     }
     let c = &reg.controller;
     if out.json {

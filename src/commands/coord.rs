@@ -135,13 +135,17 @@ fn read_secret(mut r: impl Read, what: &str) -> Result<Secret> {
     Ok(Secret::new(trimmed.to_string()))
 }
 
+/// Opens a file a secret is read from; a missing or unreadable file is the caller's
+/// mistake (`invalid_argument`, exit 2), as for the lock-file commands' --token-file.
+fn open_secret_file(p: &Path, what: &str) -> Result<std::fs::File> {
+    std::fs::File::open(p)
+        .map_err(|e| ClaimError::InvalidArgument(format!("cannot open {what} file {}: {e}", p.display())).into())
+}
+
 /// The session token: `--token-file F`, else WRITERCTL_SESSION_TOKEN (never argv).
 pub fn session_token(token_file: Option<&Path>) -> Result<Secret> {
     let token = match token_file {
-        Some(p) => read_secret(
-            std::fs::File::open(p).with_context(|| format!("cannot open token file {}", p.display()))?,
-            "session token",
-        )?,
+        Some(p) => read_secret(open_secret_file(p, "token")?, "session token")?,
         None => Secret::new(std::env::var("WRITERCTL_SESSION_TOKEN").map_err(|_| {
             ClaimError::InvalidArgument("no session token: pass --token-file F or set WRITERCTL_SESSION_TOKEN".into())
         })?),
@@ -174,10 +178,7 @@ impl PasswordArgs {
     /// no-echo prompt on a terminal (twice when `confirm`).
     pub fn read(&self, prompt: &str, confirm: bool, json: bool) -> Result<Secret> {
         let pw = if let Some(p) = &self.password_file {
-            read_secret(
-                std::fs::File::open(p).with_context(|| format!("cannot open password file {}", p.display()))?,
-                "password",
-            )?
+            read_secret(open_secret_file(p, "password")?, "password")?
         } else if self.password_stdin {
             read_secret(io::stdin().lock(), "password")?
         } else if let Ok(v) = std::env::var("WRITERCTL_OPERATOR_PASSWORD") {

@@ -67,9 +67,15 @@ pub trait Store: Send + Sync {
     /// Stores a new operator; `operator_exists` if the id is taken (never overwritten).
     fn insert_operator(&self, record: &OperatorRecord, audit: &AuditEntry) -> Result<(), ClaimError>;
 
-    /// Records a verification result: a failure adds one to the operator's count, a success
-    /// resets it. Returns the count after the update.
-    fn record_attempt(&self, operator_id: &str, ok: bool, at: Millis) -> Result<u32, ClaimError>;
+    /// Starts a password verification for `operator_id` (known or not): atomically adds one
+    /// to its failure count and returns the count before. Counting before verifying means
+    /// parallel guesses each see a higher count (and wait longer) instead of all waiting
+    /// the same delay; an unknown id is counted like a known one, so the delays never tell
+    /// which ids exist.
+    fn begin_attempt(&self, operator_id: &str, at: Millis) -> Result<u32, ClaimError>;
+
+    /// A verification succeeded: the operator's failure count goes back to zero.
+    fn attempt_succeeded(&self, operator_id: &str) -> Result<(), ClaimError>;
 
     /// Inbox events for `identity` in `project` with cursor > `after`, oldest first.
     fn inbox(&self, project: &str, identity: &str, after: u64, limit: usize) -> Result<Vec<Event>, ClaimError>;

@@ -84,7 +84,8 @@ const PING_AFTER_IDLE: Duration = Duration::from_secs(30);
 
 /// Postgres schema migrations, in order; `@.` stands for the quoted schema. Migration `i`
 /// is recorded as version `i + 1` in `schema_migrations`. Append only.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE @.projects (
     project           TEXT PRIMARY KEY,
     version           BIGINT NOT NULL,
@@ -136,7 +137,15 @@ CREATE TRIGGER audit_no_update BEFORE UPDATE OR DELETE ON @.audit
     FOR EACH ROW EXECUTE FUNCTION @.audit_is_append_only();
 CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON @.audit
     FOR EACH STATEMENT EXECUTE FUNCTION @.audit_is_append_only();
-"#];
+"#,
+    r#"
+CREATE TABLE @.operator_attempts (
+    operator_id     TEXT PRIMARY KEY,
+    failures        INTEGER NOT NULL,
+    last_failure_at BIGINT
+);
+"#,
+];
 
 /// The compare-and-set commit.
 ///
@@ -1391,10 +1400,7 @@ impl Store for RedisPgStore {
             let row = conn
                 .client
                 .query_opt(
-                    &pg.sql(
-                        "SELECT operator_id, password_hash, failures, created_at FROM @.operators
-                         WHERE operator_id = $1",
-                    ),
+                    &pg.sql("SELECT operator_id, password_hash, created_at FROM @.operators WHERE operator_id = $1"),
                     &[&operator_id],
                 )
                 .map_err(pg_err)?;
@@ -1402,8 +1408,7 @@ impl Store for RedisPgStore {
                 Ok(OperatorRecord {
                     operator_id: r.try_get(0).map_err(pg_err)?,
                     password_hash: r.try_get(1).map_err(pg_err)?,
-                    failures: u32::try_from(r.try_get::<_, i32>(2).map_err(pg_err)?).unwrap_or(0),
-                    created_at: r.try_get(3).map_err(pg_err)?,
+                    created_at: r.try_get(2).map_err(pg_err)?,
                 })
             })
             .transpose()
@@ -1432,25 +1437,31 @@ impl Store for RedisPgStore {
         })
     }
 
-    fn record_attempt(&self, operator_id: &str, ok: bool, at: Millis) -> Result<u32, ClaimError> {
+    fn begin_attempt(&self, operator_id: &str, at: Millis) -> Result<u32, ClaimError> {
         let pg = &self.inner.pg;
         pg.run(|conn| {
             let row = conn
                 .client
-                .query_opt(
+                .query_one(
                     &pg.sql(
-                        "UPDATE @.operators SET
-                           failures = CASE WHEN $2 THEN 0 ELSE failures + 1 END,
-                           last_failure_at = CASE WHEN $2 THEN last_failure_at ELSE $3 END
-                         WHERE operator_id = $1 RETURNING failures",
+                        "INSERT INTO @.operator_attempts AS a (operator_id, failures, last_failure_at) VALUES ($1, 1, $2)
+                         ON CONFLICT (operator_id) DO UPDATE SET failures = a.failures + 1, last_failure_at = $2
+                         RETURNING failures",
                     ),
-                    &[&operator_id, &ok, &at],
+                    &[&operator_id, &at],
                 )
                 .map_err(pg_err)?;
-            match row {
-                Some(r) => Ok(u32::try_from(r.try_get::<_, i32>(0).map_err(pg_err)?).unwrap_or(0)),
-                None => Ok(0),
-            }
+            Ok(u32::try_from(row.try_get::<_, i32>(0).map_err(pg_err)?).unwrap_or(1).saturating_sub(1))
+        })
+    }
+
+    fn attempt_succeeded(&self, operator_id: &str) -> Result<(), ClaimError> {
+        let pg = &self.inner.pg;
+        pg.run(|conn| {
+            conn.client
+                .execute(&pg.sql("UPDATE @.operator_attempts SET failures = 0 WHERE operator_id = $1"), &[&operator_id])
+                .map_err(pg_err)?;
+            Ok(())
         })
     }
 

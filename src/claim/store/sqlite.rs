@@ -23,7 +23,8 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Schema migrations, in order; migration `i` takes `user_version` from `i` to `i + 1`.
 /// Append only: a released migration is never edited.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE projects (
     project           TEXT PRIMARY KEY,
     version           INTEGER NOT NULL,
@@ -73,7 +74,15 @@ CREATE TABLE audit (
     detail  TEXT NOT NULL
 );
 CREATE INDEX audit_project ON audit (project, id);
-"#];
+"#,
+    r#"
+CREATE TABLE operator_attempts (
+    operator_id     TEXT PRIMARY KEY,
+    failures        INTEGER NOT NULL,
+    last_failure_at INTEGER
+);
+"#,
+];
 
 /// The embedded store.
 #[derive(Debug)]
@@ -123,7 +132,7 @@ impl SqliteStore {
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_NOFOLLOW;
         let mut conn = Connection::open_with_flags(path, flags).map_err(db_err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(db_err)?;
-        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(db_err)?;
+        let mode = switch_to_wal(&conn)?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(ClaimError::Store(format!("could not switch {} to WAL (journal_mode {mode})", path.display())));
         }
@@ -140,6 +149,30 @@ impl SqliteStore {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Switches a database to WAL. On a brand-new file another process may be holding the
+/// write lock (creating the schema); SQLite does not run the busy handler for this switch,
+/// so it answers "database is locked" at once. Retry for as long as the busy timeout would
+/// have waited, instead of failing a verb that merely raced the store's creation.
+fn switch_to_wal(conn: &Connection) -> Result<String, ClaimError> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    let mut pause = Duration::from_millis(2);
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
+            Ok(mode) => return Ok(mode),
+            Err(e)
+                if matches!(
+                    e.sqlite_error_code(),
+                    Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+                ) && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            Err(e) => return Err(db_err(e)),
+        }
     }
 }
 
@@ -373,16 +406,9 @@ impl Store for SqliteStore {
     fn operator(&self, operator_id: &str) -> Result<Option<OperatorRecord>, ClaimError> {
         self.lock()
             .query_row(
-                "SELECT operator_id, password_hash, failures, created_at FROM operators WHERE operator_id = ?1",
+                "SELECT operator_id, password_hash, created_at FROM operators WHERE operator_id = ?1",
                 [operator_id],
-                |r| {
-                    Ok(OperatorRecord {
-                        operator_id: r.get(0)?,
-                        password_hash: r.get(1)?,
-                        failures: r.get(2)?,
-                        created_at: r.get(3)?,
-                    })
-                },
+                |r| Ok(OperatorRecord { operator_id: r.get(0)?, password_hash: r.get(1)?, created_at: r.get(2)? }),
             )
             .optional()
             .map_err(db_err)
@@ -408,20 +434,25 @@ impl Store for SqliteStore {
         tx.commit().map_err(db_err)
     }
 
-    fn record_attempt(&self, operator_id: &str, ok: bool, at: Millis) -> Result<u32, ClaimError> {
-        Ok(self
+    fn begin_attempt(&self, operator_id: &str, at: Millis) -> Result<u32, ClaimError> {
+        let after: u32 = self
             .lock()
             .query_row(
-                "UPDATE operators SET
-                   failures = CASE WHEN ?2 THEN 0 ELSE failures + 1 END,
-                   last_failure_at = CASE WHEN ?2 THEN last_failure_at ELSE ?3 END
-                 WHERE operator_id = ?1 RETURNING failures",
-                params![operator_id, ok, at],
+                "INSERT INTO operator_attempts (operator_id, failures, last_failure_at) VALUES (?1, 1, ?2)
+                 ON CONFLICT (operator_id) DO UPDATE SET failures = failures + 1, last_failure_at = ?2
+                 RETURNING failures",
+                params![operator_id, at],
                 |r| r.get(0),
             )
-            .optional()
-            .map_err(db_err)?
-            .unwrap_or(0))
+            .map_err(db_err)?;
+        Ok(after.saturating_sub(1))
+    }
+
+    fn attempt_succeeded(&self, operator_id: &str) -> Result<(), ClaimError> {
+        self.lock()
+            .execute("UPDATE operator_attempts SET failures = 0 WHERE operator_id = ?1", [operator_id])
+            .map_err(db_err)?;
+        Ok(())
     }
 
     fn inbox(&self, project: &str, identity: &str, after: u64, limit: usize) -> Result<Vec<Event>, ClaimError> {
@@ -560,8 +591,11 @@ mod tests {
         fn insert_operator(&self, r: &OperatorRecord, a: &AuditEntry) -> Result<(), ClaimError> {
             self.inner.insert_operator(r, a)
         }
-        fn record_attempt(&self, id: &str, ok: bool, at: Millis) -> Result<u32, ClaimError> {
-            self.inner.record_attempt(id, ok, at)
+        fn begin_attempt(&self, id: &str, at: Millis) -> Result<u32, ClaimError> {
+            self.inner.begin_attempt(id, at)
+        }
+        fn attempt_succeeded(&self, id: &str) -> Result<(), ClaimError> {
+            self.inner.attempt_succeeded(id)
         }
         fn inbox(&self, p: &str, i: &str, after: u64, l: usize) -> Result<Vec<Event>, ClaimError> {
             self.inner.inbox(p, i, after, l)

@@ -1,0 +1,758 @@
+//! The Redis + Postgres store (issue 7) through the real engine: Redis first and
+//! authoritative, Postgres second through a durable retry queue, cold restore, operators.
+//!
+//! Services: Redis at `WRITERCTL_TEST_REDIS_URL` (default redis://127.0.0.1:6379) and
+//! PostgreSQL at `WRITERCTL_TEST_POSTGRES_URL` (default postgres://postgres@127.0.0.1:5432/test).
+//! Each test uses its own namespace (Redis key prefix and Postgres schema) and removes it
+//! afterwards. Unreachable services skip a test loudly, or fail it under
+//! `WRITERCTL_REQUIRE_SERVICES=1` (CI).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use writerctl::claim::ClaimError;
+use writerctl::claim::clock::{ManualClock, SystemClock};
+use writerctl::claim::engine::{Coordinator, DEFAULT_FRESHNESS, MasterRequest, Registered};
+use writerctl::claim::master::ControllerKey;
+use writerctl::claim::model::{AuditEntry, Change, Controller, Snapshot};
+use writerctl::claim::secret::Secret;
+use writerctl::claim::store::redis_pg::RedisPgStore;
+use writerctl::claim::store::{Commit, Store};
+
+const DEFAULT_REDIS: &str = "redis://127.0.0.1:6379";
+const DEFAULT_POSTGRES: &str = "postgres://postgres@127.0.0.1:5432/test";
+const PASSWORD: &str = "correct horse battery staple";
+const T0: i64 = 1_700_000_000_000;
+
+// ---------------------------------------------------------------------------------------
+// helpers
+// ---------------------------------------------------------------------------------------
+
+fn redis_url() -> String {
+    std::env::var("WRITERCTL_TEST_REDIS_URL").unwrap_or_else(|_| DEFAULT_REDIS.into())
+}
+
+fn postgres_url() -> String {
+    std::env::var("WRITERCTL_TEST_POSTGRES_URL").unwrap_or_else(|_| DEFAULT_POSTGRES.into())
+}
+
+fn probe(redis_url: &str, postgres_url: &str) -> Result<(), String> {
+    let client = redis::Client::open(redis_url).map_err(|e| format!("redis {redis_url}: {e}"))?;
+    let mut conn =
+        client.get_connection_with_timeout(Duration::from_secs(2)).map_err(|e| format!("redis {redis_url}: {e}"))?;
+    redis::cmd("PING").query::<String>(&mut conn).map_err(|e| format!("redis {redis_url}: {e}"))?;
+    let mut config = postgres::Config::from_str(postgres_url).map_err(|e| format!("postgres: {e}"))?;
+    config.connect_timeout(Duration::from_secs(2));
+    let mut pg = config.connect(postgres::NoTls).map_err(|e| format!("postgres {postgres_url}: {e}"))?;
+    pg.simple_query("SELECT 1").map_err(|e| format!("postgres: {e}"))?;
+    Ok(())
+}
+
+/// One test's namespace (Redis prefix and Postgres schema), removed on drop. None, after a
+/// loud line on stderr, when the services are unreachable; a panic instead under
+/// `WRITERCTL_REQUIRE_SERVICES=1`.
+struct Ns {
+    name: String,
+    redis_url: String,
+    postgres_url: String,
+}
+
+impl Ns {
+    fn new(test: &str) -> Option<Ns> {
+        let (redis_url, postgres_url) = (redis_url(), postgres_url());
+        if let Err(why) = probe(&redis_url, &postgres_url) {
+            if std::env::var("WRITERCTL_REQUIRE_SERVICES").as_deref() == Ok("1") {
+                panic!("redis_pg::{test}: Redis/Postgres unreachable ({why}) and WRITERCTL_REQUIRE_SERVICES=1");
+            }
+            // Straight to the process's stderr: libtest captures eprintln! of passing tests.
+            let _ = writeln!(std::io::stderr(), "SKIPPED redis_pg::{test}: Redis/Postgres unreachable ({why})");
+            return None;
+        }
+        let name = format!("t_{}", &uuid::Uuid::new_v4().simple().to_string()[..16]);
+        Some(Ns { name, redis_url, postgres_url })
+    }
+
+    fn store(&self) -> Arc<RedisPgStore> {
+        Arc::new(RedisPgStore::connect(&self.redis_url, &self.postgres_url, &self.name).unwrap())
+    }
+
+    fn redis(&self) -> redis::Connection {
+        redis::Client::open(self.redis_url.as_str()).unwrap().get_connection().unwrap()
+    }
+
+    fn pg(&self) -> postgres::Client {
+        postgres::Client::connect(&self.postgres_url, postgres::NoTls).unwrap()
+    }
+
+    fn key(&self, rest: &str) -> String {
+        format!("{{{}}}:{rest}", self.name)
+    }
+
+    /// Deletes every Redis key of the namespace (a Redis restart without persistence).
+    fn wipe_redis(&self) {
+        let mut r = self.redis();
+        let keys: Vec<String> = redis::cmd("KEYS").arg(format!("{{{}}}:*", self.name)).query(&mut r).unwrap();
+        if !keys.is_empty() {
+            redis::cmd("DEL").arg(&keys).query::<i64>(&mut r).unwrap();
+        }
+    }
+
+    /// controller_status rows of `project`, ordered by session id.
+    fn pg_controllers(&self, project: &str) -> Vec<Controller> {
+        self.pg()
+            .query(
+                &format!(
+                    "SELECT session_id, identity, surface, machine_id, token_hash, is_master, registered_at,
+                            last_heartbeat FROM \"{}\".controller_status WHERE project = $1 ORDER BY session_id",
+                    self.name
+                ),
+                &[&project],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| Controller {
+                session_id: r.get(0),
+                identity: r.get(1),
+                surface: r.get(2),
+                machine_id: r.get(3),
+                token_hash: r.get(4),
+                is_master: r.get(5),
+                registered_at: r.get(6),
+                last_heartbeat: r.get(7),
+            })
+            .collect()
+    }
+
+    /// The projects row: (version, epoch, master session id).
+    fn pg_head(&self, project: &str) -> (i64, i64, Option<String>) {
+        let r = self
+            .pg()
+            .query_one(
+                &format!("SELECT version, epoch, master_session_id FROM \"{}\".projects WHERE project = $1", self.name),
+                &[&project],
+            )
+            .unwrap();
+        (r.get(0), r.get(1), r.get(2))
+    }
+
+    /// How many audit rows per (verb, result) for `project`.
+    fn pg_audit_counts(&self, project: &str) -> BTreeMap<(String, String), i64> {
+        self.pg()
+            .query(
+                &format!(
+                    "SELECT verb, result, count(*) FROM \"{}\".audit WHERE project = $1 GROUP BY verb, result",
+                    self.name
+                ),
+                &[&project],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| ((r.get(0), r.get(1)), r.get(2)))
+            .collect()
+    }
+}
+
+impl Drop for Ns {
+    fn drop(&mut self) {
+        // Best effort: a failed cleanup must not hide the test's own result.
+        if let Ok(client) = redis::Client::open(self.redis_url.as_str())
+            && let Ok(mut r) = client.get_connection_with_timeout(Duration::from_secs(2))
+            && let Ok(keys) = redis::cmd("KEYS").arg(format!("{{{}}}:*", self.name)).query::<Vec<String>>(&mut r)
+            && !keys.is_empty()
+        {
+            let _ = redis::cmd("DEL").arg(&keys).query::<i64>(&mut r);
+        }
+        if let Ok(mut pg) = postgres::Client::connect(&self.postgres_url, postgres::NoTls) {
+            let _ = pg.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name));
+        }
+    }
+}
+
+fn key(identity: &str, machine: &str) -> ControllerKey {
+    ControllerKey { identity: identity.into(), surface: "cli".into(), machine_id: machine.into() }
+}
+
+fn req(project: &str, to: &str, epoch: u64) -> MasterRequest {
+    MasterRequest { project: project.into(), to_identity: to.into(), to_session: None, expect_epoch: epoch }
+}
+
+fn pw(s: &str) -> Secret {
+    Secret::new(s.into())
+}
+
+fn manual(store: &Arc<RedisPgStore>) -> Coordinator {
+    Coordinator::new(store.clone(), Arc::new(ManualClock::at(T0)), DEFAULT_FRESHNESS)
+}
+
+fn counts(rows: &[(&str, &str, i64)]) -> BTreeMap<(String, String), i64> {
+    rows.iter().map(|(v, r, n)| ((v.to_string(), r.to_string()), *n)).collect()
+}
+
+/// A TCP forwarder to Postgres that the test can cut (closing every connection and
+/// refusing new ones) and restore.
+struct Proxy {
+    port: u16,
+    up: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    live: Arc<Mutex<Vec<TcpStream>>>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl Proxy {
+    fn start(target: SocketAddr) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let up = Arc::new(AtomicBool::new(true));
+        let stop = Arc::new(AtomicBool::new(false));
+        let live: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let (up2, stop2, live2) = (up.clone(), stop.clone(), live.clone());
+        let accept = thread::spawn(move || {
+            for client in listener.incoming() {
+                if stop2.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(client) = client else { continue };
+                if !up2.load(Ordering::SeqCst) {
+                    let _ = client.shutdown(Shutdown::Both);
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(target) else { continue };
+                let mut live = live2.lock().unwrap();
+                live.push(client.try_clone().unwrap());
+                live.push(server.try_clone().unwrap());
+                let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                thread::spawn(move || pump(client, server));
+                thread::spawn(move || pump(s2, c2));
+            }
+        });
+        Proxy { port, up, stop, live, accept: Some(accept) }
+    }
+
+    /// A key-value connection string reaching Postgres through the proxy.
+    fn postgres_url(&self, direct: &str) -> String {
+        let c = postgres::Config::from_str(direct).unwrap();
+        let mut s = format!("host=127.0.0.1 port={}", self.port);
+        if let Some(u) = c.get_user() {
+            s += &format!(" user={u}");
+        }
+        if let Some(p) = c.get_password() {
+            s += &format!(" password={}", String::from_utf8_lossy(p));
+        }
+        if let Some(d) = c.get_dbname() {
+            s += &format!(" dbname={d}");
+        }
+        s
+    }
+
+    fn cut(&self) {
+        self.up.store(false, Ordering::SeqCst);
+        for s in self.live.lock().unwrap().drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+
+    fn restore(&self) {
+        self.up.store(true, Ordering::SeqCst);
+    }
+}
+
+fn pump(mut from: TcpStream, mut to: TcpStream) {
+    let _ = std::io::copy(&mut from, &mut to);
+    let _ = from.shutdown(Shutdown::Both);
+    let _ = to.shutdown(Shutdown::Both);
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.cut();
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(h) = self.accept.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn postgres_addr(url: &str) -> SocketAddr {
+    let c = postgres::Config::from_str(url).unwrap();
+    let host = match c.get_hosts().first() {
+        Some(postgres::config::Host::Tcp(h)) => h.clone(),
+        _ => "127.0.0.1".into(),
+    };
+    let port = c.get_ports().first().copied().unwrap_or(5432);
+    (host.as_str(), port).to_socket_addrs().unwrap().next().unwrap()
+}
+
+fn wait_until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !f() {
+        assert!(Instant::now() < deadline, "{what} within {limit:?}");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// tests
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn register_handoff_claim_round_trip() {
+    let Some(ns) = Ns::new("register_handoff_claim_round_trip") else { return };
+    let store = ns.store();
+    let c = manual(&store);
+    let a = c.register("web", &key("alice", "h1")).unwrap();
+    assert!(a.controller.is_master && a.epoch == 1, "the first registrant becomes master");
+    let b = c.register("web", &key("bob", "h2")).unwrap();
+
+    let out = c.handoff(&req("web", "bob", 1), &a.controller.session_id, &a.token).unwrap();
+    assert_eq!((out.epoch, out.new_master.session_id.as_str()), (2, b.controller.session_id.as_str()));
+    let st = c.status("web").unwrap();
+    assert_eq!(st.slot.master.as_ref().unwrap().session_id, b.controller.session_id, "status reflects it at once");
+    assert_eq!(st.slot.epoch, 2);
+
+    let inbox = c.inbox("web", "alice", 0, 10).unwrap();
+    assert_eq!(inbox.len(), 1);
+    let ev = &inbox[0];
+    assert_eq!(ev.kind, "MasterPreempted");
+    assert_eq!(ev.recipient_session.as_deref(), Some(a.controller.session_id.as_str()));
+    assert_eq!(ev.payload["reason"], "handoff");
+    assert_eq!(ev.payload["epoch"], 2);
+    assert_eq!(ev.payload["new_master_session_id"], json!(b.controller.session_id));
+    assert!(ev.payload.get("by_operator").is_none(), "by_operator only on preempt");
+    assert!(ev.cursor > 0 && ev.at == T0);
+    assert!(c.inbox("web", "alice", ev.cursor, 10).unwrap().is_empty(), "read on after the cursor");
+
+    assert!(matches!(
+        c.handoff(&req("web", "bob", 2), &a.controller.session_id, &a.token),
+        Err(ClaimError::NotMaster { .. })
+    ));
+
+    c.add_operator("ops", &pw(PASSWORD)).unwrap();
+    let out = c.claim(&req("web", "alice", 2), "ops", &pw(PASSWORD)).unwrap();
+    assert_eq!((out.epoch, out.new_master.session_id.as_str()), (3, a.controller.session_id.as_str()));
+    let bob_inbox = c.inbox("web", "bob", 0, 10).unwrap();
+    assert_eq!(bob_inbox.len(), 1);
+    assert_eq!(bob_inbox[0].payload["reason"], "preempt");
+    assert_eq!(bob_inbox[0].payload["by_operator"], "ops");
+    assert!(bob_inbox[0].cursor > ev.cursor, "one cursor sequence across inboxes");
+
+    assert_eq!(
+        c.handoff(&req("web", "bob", 2), &a.controller.session_id, &a.token).unwrap_err(),
+        ClaimError::StaleMaster { expected: 2, actual: 3 }
+    );
+
+    // Postgres catches up: the same state, and every verb audited once.
+    store.flush_postgres().unwrap();
+    assert_eq!(store.pending_postgres_writes().unwrap(), 0);
+    let snap = store.snapshot("web").unwrap();
+    assert_eq!(ns.pg_controllers("web"), snap.controllers);
+    assert_eq!(ns.pg_head("web"), (snap.version as i64, 3, Some(a.controller.session_id.clone())));
+    let verbs: Vec<(String, String)> =
+        c.audit_log(Some("web"), 100).unwrap().into_iter().map(|e| (e.verb, e.result)).collect();
+    let expected = [
+        ("session.register", "ok"),
+        ("session.register", "ok"),
+        ("master.handoff", "ok"),
+        ("master.handoff", "not_master"),
+        ("master.claim", "ok"),
+        ("master.handoff", "stale_master"),
+    ];
+    assert_eq!(verbs, expected.iter().map(|(v, r)| (v.to_string(), r.to_string())).collect::<Vec<_>>());
+    assert_eq!(store.dead_postgres_writes().unwrap(), 0);
+}
+
+#[test]
+fn concurrent_verbs_on_one_epoch_have_exactly_one_winner() {
+    const THREADS: usize = 16;
+    const TRIALS: usize = 30;
+    let Some(ns) = Ns::new("concurrent_verbs_on_one_epoch_have_exactly_one_winner") else { return };
+    // One store per thread: separate Redis and Postgres connections, as separate replicas.
+    let coords: Vec<Arc<Coordinator>> = (0..THREADS)
+        .map(|_| Arc::new(Coordinator::new(ns.store(), Arc::new(SystemClock), DEFAULT_FRESHNESS)))
+        .collect();
+    coords[0].add_operator("ops", &pw(PASSWORD)).unwrap();
+    for trial in 0..TRIALS {
+        let project = format!("cas-{trial}");
+        let alice = coords[0].register(&project, &key("alice", "h0")).unwrap();
+        let targets: Vec<Registered> =
+            (0..THREADS).map(|i| coords[i].register(&project, &key(&format!("t{i}"), "h1")).unwrap()).collect();
+        // Odd trials race operator claims, even trials race handoffs by the master.
+        let by_claim = trial % 2 == 1;
+        let barrier = Arc::new(Barrier::new(THREADS));
+        let alice = Arc::new(alice);
+        let handles: Vec<_> = (0..THREADS)
+            .map(|i| {
+                let (c, barrier, alice, project) = (coords[i].clone(), barrier.clone(), alice.clone(), project.clone());
+                thread::spawn(move || {
+                    let r = req(&project, &format!("t{i}"), alice.epoch);
+                    barrier.wait();
+                    let result = if by_claim {
+                        c.claim(&r, "ops", &pw(PASSWORD))
+                    } else {
+                        c.handoff(&r, &alice.controller.session_id, &alice.token)
+                    };
+                    // None: this thread won.
+                    result.err()
+                })
+            })
+            .collect();
+        let results: Vec<Option<ClaimError>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let winners: Vec<usize> = results.iter().enumerate().filter(|(_, r)| r.is_none()).map(|(i, _)| i).collect();
+        assert_eq!(winners.len(), 1, "trial {trial}: {results:?}");
+        for (i, r) in results.iter().enumerate().filter(|(i, _)| *i != winners[0]) {
+            assert_eq!(
+                r.as_ref(),
+                Some(&ClaimError::StaleMaster { expected: 1, actual: 2 }),
+                "trial {trial} thread {i}"
+            );
+        }
+        let snap = coords[0].store().snapshot(&project).unwrap();
+        assert_eq!(snap.slot.epoch, 2);
+        assert_eq!(snap.slot.master.unwrap().session_id, targets[winners[0]].controller.session_id);
+        assert_eq!(snap.controllers.iter().filter(|c| c.is_master).count(), 1);
+        assert_eq!(coords[0].inbox(&project, "alice", 0, 100).unwrap().len(), 1, "losers wrote no event");
+    }
+    // Every replica's queue entries reach Postgres exactly once.
+    let store = ns.store();
+    store.flush_postgres().unwrap();
+    for trial in 0..TRIALS {
+        let verb = if trial % 2 == 1 { "master.claim" } else { "master.handoff" };
+        let project = format!("cas-{trial}");
+        assert_eq!(
+            ns.pg_audit_counts(&project),
+            counts(&[
+                ("session.register", "ok", THREADS as i64 + 1),
+                (verb, "ok", 1),
+                (verb, "stale_master", THREADS as i64 - 1)
+            ]),
+            "{project}"
+        );
+        assert_eq!(ns.pg_controllers(&project), store.snapshot(&project).unwrap().controllers);
+    }
+}
+
+#[test]
+fn redis_first_while_postgres_is_unreachable() {
+    let Some(ns) = Ns::new("redis_first_while_postgres_is_unreachable") else { return };
+    let proxy = Proxy::start(postgres_addr(&ns.postgres_url));
+    let via_proxy = proxy.postgres_url(&ns.postgres_url);
+    let store = Arc::new(RedisPgStore::connect(&ns.redis_url, &via_proxy, &ns.name).unwrap());
+    let c = manual(&store);
+    let a = c.register("web", &key("alice", "h1")).unwrap();
+    let b = c.register("web", &key("bob", "h2")).unwrap();
+    store.flush_postgres().unwrap();
+
+    proxy.cut();
+    let started = Instant::now();
+    let out = c.handoff(&req("web", "bob", 1), &a.controller.session_id, &a.token).unwrap();
+    assert_eq!(out.epoch, 2);
+    let st = c.status("web").unwrap();
+    assert_eq!(st.slot.master.unwrap().session_id, b.controller.session_id, "routing changed at once");
+    assert!(matches!(
+        c.handoff(&req("web", "alice", 2), &a.controller.session_id, &a.token),
+        Err(ClaimError::NotMaster { .. })
+    ));
+    c.heartbeat("web", &b.controller.session_id, &b.token).unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5), "degraded verbs stay fast: {:?}", started.elapsed());
+    assert!(store.pending_postgres_writes().unwrap() >= 3);
+    assert!(matches!(store.flush_postgres(), Err(ClaimError::Unavailable(_))));
+    assert!(matches!(store.operator("ops"), Err(ClaimError::Unavailable(_))));
+    assert!(matches!(store.health(), Err(ClaimError::Unavailable(_))));
+    // A replica starting now still serves: Redis holds the state.
+    let late = RedisPgStore::connect(&ns.redis_url, &via_proxy, &ns.name).unwrap();
+    assert_eq!(late.snapshot("web").unwrap(), store.snapshot("web").unwrap());
+    drop(late);
+    // Keep a copy of the queue to replay later, as a drainer that died before XDEL would.
+    let mut r = ns.redis();
+    let queued: Vec<(String, Vec<(String, String)>)> =
+        redis::cmd("XRANGE").arg(ns.key("pgq")).arg("-").arg("+").query(&mut r).unwrap();
+    assert_eq!(queued.len() as u64, store.pending_postgres_writes().unwrap());
+
+    proxy.restore();
+    // The background writer retries on its own (backoff capped at 5 s).
+    wait_until(Duration::from_secs(15), "the background writer drains the queue", || {
+        store.pending_postgres_writes().unwrap() == 0
+    });
+    for (_, fields) in &queued {
+        let mut add = redis::cmd("XADD");
+        add.arg(ns.key("pgq")).arg("*");
+        for (k, v) in fields {
+            add.arg(k).arg(v);
+        }
+        add.query::<String>(&mut r).unwrap();
+    }
+    store.flush_postgres().unwrap();
+    assert_eq!(store.pending_postgres_writes().unwrap(), 0);
+    assert_eq!(store.dead_postgres_writes().unwrap(), 0);
+    assert_eq!(
+        ns.pg_audit_counts("web"),
+        counts(&[
+            ("session.register", "ok", 2),
+            ("master.handoff", "ok", 1),
+            ("master.handoff", "not_master", 1),
+            ("session.heartbeat", "ok", 1)
+        ]),
+        "each audit row exactly once, replays included"
+    );
+    let snap = store.snapshot("web").unwrap();
+    assert_eq!(ns.pg_controllers("web"), snap.controllers, "replayed older entries did not regress the rows");
+    assert_eq!(ns.pg_head("web"), (snap.version as i64, 2, Some(b.controller.session_id.clone())));
+    store.health().unwrap();
+}
+
+/// `url` with its host and port replaced by the proxy's, and the address it named.
+fn redis_via(url: &str, port: u16) -> (String, SocketAddr) {
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let end = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(end);
+    let (userinfo, hostport) = match authority.rsplit_once('@') {
+        Some((u, h)) => (format!("{u}@"), h),
+        None => (String::new(), authority),
+    };
+    let target = if hostport.contains(':') { hostport.to_string() } else { format!("{hostport}:6379") };
+    (format!("{scheme}://{userinfo}127.0.0.1:{port}{path}"), target.to_socket_addrs().unwrap().next().unwrap())
+}
+
+#[test]
+fn redis_down_means_unavailable_and_audit_rows_go_to_postgres_directly() {
+    let Some(ns) = Ns::new("redis_down_means_unavailable_and_audit_rows_go_to_postgres_directly") else { return };
+    let (_, target) = redis_via(&ns.redis_url, 0);
+    let proxy = Proxy::start(target);
+    let (via_proxy, _) = redis_via(&ns.redis_url, proxy.port);
+    let store = Arc::new(RedisPgStore::connect(&via_proxy, &ns.postgres_url, &ns.name).unwrap());
+    let c = manual(&store);
+    let a = c.register("web", &key("alice", "h1")).unwrap();
+    c.register("web", &key("bob", "h2")).unwrap();
+
+    proxy.cut();
+    let started = Instant::now();
+    assert!(matches!(c.status("web"), Err(ClaimError::Unavailable(_))));
+    let e = c.handoff(&req("web", "bob", 1), &a.controller.session_id, &a.token).unwrap_err();
+    assert!(matches!(e, ClaimError::Unavailable(_)), "{e:?}");
+    assert_eq!(e.code().as_str(), "coordinator_unavailable");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    // The failed handoff's audit row could not be queued in Redis: it went to Postgres.
+    assert_eq!(
+        ns.pg_audit_counts("web").get(&("master.handoff".to_string(), "coordinator_unavailable".to_string())),
+        Some(&1)
+    );
+
+    proxy.restore();
+    assert_eq!(c.status("web").unwrap().slot.epoch, 1, "the pool reconnects once Redis is back");
+    c.handoff(&req("web", "bob", 1), &a.controller.session_id, &a.token).unwrap();
+    store.flush_postgres().unwrap();
+    assert_eq!(ns.pg_controllers("web"), store.snapshot("web").unwrap().controllers);
+}
+
+#[test]
+fn cold_restore_from_postgres_keeps_epoch_and_version() {
+    let Some(ns) = Ns::new("cold_restore_from_postgres_keeps_epoch_and_version") else { return };
+    let store = ns.store();
+    let c = manual(&store);
+    let a = c.register("web", &key("alice", "h1")).unwrap();
+    let b = c.register("web", &key("bob", "h2")).unwrap();
+    let carol = c.register("web", &key("carol", "h3")).unwrap();
+    c.handoff(&req("web", "bob", 1), &a.controller.session_id, &a.token).unwrap();
+    c.deregister("web", &carol.controller.session_id, &carol.token).unwrap();
+    c.register("api", &key("alice", "h1")).unwrap();
+    let last_cursor = c.inbox("web", "alice", 0, 10).unwrap()[0].cursor;
+    store.flush_postgres().unwrap();
+    let web = store.snapshot("web").unwrap();
+    let api = store.snapshot("api").unwrap();
+    assert_eq!((web.slot.epoch, web.version), (2, 5));
+
+    ns.wipe_redis();
+    let fresh = ns.store();
+    assert_eq!(fresh.snapshot("web").unwrap(), web);
+    assert_eq!(fresh.snapshot("api").unwrap(), api);
+    assert_eq!(fresh.restore_from_postgres().unwrap(), 0, "a second restore finds nothing missing");
+
+    // Verbs go on from the restored state: bob's token still works, the epoch grows from 2.
+    let c2 = manual(&fresh);
+    let out = c2.handoff(&req("web", "alice", 2), &b.controller.session_id, &b.token).unwrap();
+    assert_eq!(out.epoch, 3);
+    let after = fresh.snapshot("web").unwrap();
+    assert_eq!(after.version, web.version + 1);
+    let ev = c2.inbox("web", "bob", 0, 10).unwrap();
+    assert!(ev[0].cursor > last_cursor, "cursors never go back across a restore");
+    fresh.flush_postgres().unwrap();
+
+    // A store that was running when Redis lost its data restores before deciding anything.
+    ns.wipe_redis();
+    assert_eq!(store.snapshot("web").unwrap(), after);
+    let out = c.handoff(&req("web", "bob", 3), &a.controller.session_id, &a.token).unwrap();
+    assert_eq!(out.epoch, 4);
+    // A commit that meets an emptied Redis writes nothing, restores, and reports a conflict
+    // so that the caller decides again on the restored state.
+    store.flush_postgres().unwrap();
+    let before = store.snapshot("web").unwrap();
+    ns.wipe_redis();
+    let intruder = Controller { session_id: "x".into(), ..before.controllers[0].clone() };
+    let change = Change { upsert: vec![intruder], ..Change::default() };
+    let audit = AuditEntry {
+        at: T0,
+        project: "web".into(),
+        verb: "test".into(),
+        actor: "local".into(),
+        target: None,
+        result: "ok".into(),
+        epoch: None,
+        detail: json!({}),
+    };
+    assert_eq!(store.commit("web", before.version, &change, &audit).unwrap(), Commit::Conflict);
+    assert_eq!(store.snapshot("web").unwrap(), before);
+    // Through the engine the same happens inside the CAS loop.
+    ns.wipe_redis();
+    let d = c.register("web", &key("dave", "h4")).unwrap();
+    assert!(!d.controller.is_master, "decided on the restored state, where bob is master");
+    assert_eq!(d.epoch, 4);
+    assert_eq!(store.snapshot("web").unwrap().controllers.len(), 3);
+}
+
+#[test]
+fn entries_postgres_refuses_are_set_aside_and_the_rest_go_on() {
+    let Some(ns) = Ns::new("entries_postgres_refuses_are_set_aside_and_the_rest_go_on") else { return };
+    let store = ns.store();
+    let c = manual(&store);
+    let a = c.register("web", &key("alice", "h1")).unwrap();
+    store.flush_postgres().unwrap();
+    let mut r = ns.redis();
+    // An entry that does not decode, and one whose state breaks the UNIQUE natural key (two
+    // sessions for one (identity, surface, machine)), at a version above every real one.
+    redis::cmd("XADD")
+        .arg(ns.key("pgq"))
+        .arg("*")
+        .arg("op")
+        .arg("junk")
+        .arg("audit")
+        .arg("{")
+        .query::<String>(&mut r)
+        .unwrap();
+    let twin = Controller { session_id: "twin".into(), ..a.controller.clone() };
+    let audit = json!({"at": T0, "project": "web", "verb": "forged", "actor": "local", "target": null,
+                       "result": "ok", "epoch": 1, "detail": {}});
+    redis::cmd("XADD")
+        .arg(ns.key("pgq"))
+        .arg("*")
+        .arg(&[("op", "forged"), ("project", "web"), ("version", "99"), ("epoch", "1"), ("cursor", "0")])
+        .arg("audit")
+        .arg(audit.to_string())
+        .arg("controllers")
+        .arg(serde_json::to_string(&[a.controller.clone(), twin]).unwrap())
+        .query::<String>(&mut r)
+        .unwrap();
+    // A real verb behind them, drained in the same batch.
+    c.register("web", &key("bob", "h2")).unwrap();
+    store.flush_postgres().unwrap();
+    assert_eq!(store.pending_postgres_writes().unwrap(), 0);
+    assert_eq!(store.dead_postgres_writes().unwrap(), 2);
+    let snap = store.snapshot("web").unwrap();
+    assert_eq!(ns.pg_controllers("web"), snap.controllers, "the refused newer state did not hide bob's");
+    assert_eq!(ns.pg_head("web").0, snap.version as i64);
+    assert_eq!(
+        ns.pg_audit_counts("web"),
+        counts(&[("session.register", "ok", 2), ("forged", "ok", 1)]),
+        "audit rows go in on their own; only the forged state was refused"
+    );
+}
+
+#[test]
+fn operators_live_in_postgres_and_are_never_overwritten() {
+    let Some(ns) = Ns::new("operators_live_in_postgres_and_are_never_overwritten") else { return };
+    let store = ns.store();
+    let c = manual(&store);
+    c.add_operator("ops", &pw("one")).unwrap();
+    assert_eq!(c.add_operator("ops", &pw("two")), Err(ClaimError::OperatorExists("ops".into())));
+    let rec = store.operator("ops").unwrap().unwrap();
+    assert!(writerctl::claim::secret::verify_password(&rec.password_hash, &pw("one")));
+    assert_eq!(rec.created_at, T0);
+    assert_eq!(store.operator("nobody").unwrap(), None);
+    // Attempts count before verification, for known and unknown ids alike.
+    for n in 0..3 {
+        assert_eq!(store.begin_attempt("ops", T0 + n).unwrap(), n as u32);
+    }
+    store.attempt_succeeded("ops").unwrap();
+    assert_eq!(store.begin_attempt("ops", T0 + 9).unwrap(), 0);
+    assert_eq!(store.begin_attempt("nobody", T0).unwrap(), 0);
+    assert_eq!(store.begin_attempt("nobody", T0).unwrap(), 1);
+    let n: i64 = ns.pg().query_one(&format!("SELECT count(*) FROM \"{}\".operators", ns.name), &[]).unwrap().get(0);
+    assert_eq!(n, 1);
+    let adds: Vec<String> =
+        c.audit_log(None, 100).unwrap().into_iter().filter(|e| e.verb == "operator.add").map(|e| e.result).collect();
+    assert_eq!(adds, ["ok", "operator_exists"]);
+    // The audit log is append-only in Postgres itself.
+    let err = ns.pg().batch_execute(&format!("DELETE FROM \"{}\".audit", ns.name)).unwrap_err();
+    assert!(err.to_string().contains("db error"), "{err}");
+}
+
+#[test]
+fn registration_keeps_one_controller_status_row_per_key() {
+    let Some(ns) = Ns::new("registration_keeps_one_controller_status_row_per_key") else { return };
+    let store = ns.store();
+    let c = manual(&store);
+    let first = c.register("web", &key("alice", "h1")).unwrap();
+    for _ in 0..3 {
+        let again = c.register("web", &key("alice", "h1")).unwrap();
+        assert_eq!(again.controller.session_id, first.controller.session_id, "the UPSERT keeps the row");
+    }
+    let other_machine = c.register("web", &key("alice", "h2")).unwrap();
+    let ide = c
+        .register("web", &ControllerKey { identity: "alice".into(), surface: "ide".into(), machine_id: "h1".into() })
+        .unwrap();
+    assert_ne!(other_machine.controller.session_id, first.controller.session_id);
+    assert_ne!(ide.controller.session_id, first.controller.session_id);
+    // Leave and come back under the same key: a new session id, still one row for the key.
+    let latest = c.register("web", &key("alice", "h1")).unwrap();
+    c.deregister("web", &latest.controller.session_id, &latest.token).unwrap();
+    let back = c.register("web", &key("alice", "h1")).unwrap();
+    assert_ne!(back.controller.session_id, first.controller.session_id);
+    store.flush_postgres().unwrap();
+    let rows = ns.pg_controllers("web");
+    assert_eq!(rows, store.snapshot("web").unwrap().controllers);
+    let mut keys: Vec<(String, String, String)> =
+        rows.iter().map(|r| (r.identity.clone(), r.surface.clone(), r.machine_id.clone())).collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!((rows.len(), keys.len()), (3, 3));
+}
+
+#[test]
+fn unreachable_services_answer_unavailable_fast() {
+    let started = Instant::now();
+    let e = RedisPgStore::connect("redis://127.0.0.1:1", DEFAULT_POSTGRES, "t_unreachable").unwrap_err();
+    assert!(matches!(e, ClaimError::Unavailable(_)), "{e:?}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    for bad in ["", "Upper", "a-b", "pg_x"] {
+        assert!(matches!(
+            RedisPgStore::connect(DEFAULT_REDIS, DEFAULT_POSTGRES, bad),
+            Err(ClaimError::InvalidArgument(_))
+        ));
+    }
+    let Some(ns) = Ns::new("unreachable_services_answer_unavailable_fast") else { return };
+    // Redis up but Postgres down and the namespace never restored: refusing beats serving
+    // an empty state as the truth.
+    let started = Instant::now();
+    let e = RedisPgStore::connect(&ns.redis_url, "postgres://postgres@127.0.0.1:1/test", &ns.name).unwrap_err();
+    assert!(matches!(e, ClaimError::Unavailable(_)), "{e:?}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+/// The snapshot a second store reads equals the first's: nothing lives in process memory.
+#[test]
+fn two_stores_see_one_state() {
+    let Some(ns) = Ns::new("two_stores_see_one_state") else { return };
+    let (s1, s2) = (ns.store(), ns.store());
+    let c = manual(&s1);
+    c.register("web", &key("alice", "h1")).unwrap();
+    let snap: Snapshot = s2.snapshot("web").unwrap();
+    assert_eq!(snap, s1.snapshot("web").unwrap());
+    assert_eq!(snap.version, 1);
+    assert_eq!(s2.snapshot("elsewhere").unwrap(), Snapshot { project: "elsewhere".into(), ..Snapshot::default() });
+}
