@@ -423,7 +423,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__coordinator__subcmd__serve)
-            opts="-v -h -V --listen --store --redis --postgres --namespace --admin-token-file --tls-cert --tls-key --freshness-seconds --json --verbose --help --version"
+            opts="-v -h -V --listen --store --redis --postgres --namespace --admin-token-file --tls-cert --tls-key --freshness-seconds --log-format --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -463,6 +463,10 @@ _writerctl() {
                     ;;
                 --freshness-seconds)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)

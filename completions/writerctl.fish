@@ -296,6 +296,8 @@ complete -c writerctl -n "__fish_writerctl_using_subcommand coordinator; and __f
 complete -c writerctl -n "__fish_writerctl_using_subcommand coordinator; and __fish_seen_subcommand_from serve" -l tls-cert -d 'PEM certificate chain for TLS (with --tls-key)' -r -F
 complete -c writerctl -n "__fish_writerctl_using_subcommand coordinator; and __fish_seen_subcommand_from serve" -l tls-key -d 'PEM private key for TLS (with --tls-cert)' -r -F
 complete -c writerctl -n "__fish_writerctl_using_subcommand coordinator; and __fish_seen_subcommand_from serve" -l freshness-seconds -d 'Heartbeat freshness for target resolution, in seconds' -r
+complete -c writerctl -n "__fish_writerctl_using_subcommand coordinator; and __fish_seen_subcommand_from serve" -l log-format -d 'Log format on stderr: text, or json (one object per line, for log shippers). The level comes from WRITERCTL_LOG (default info)' -r -f -a "text\t''
+json\t''"
 complete -c writerctl -n "__fish_writerctl_using_subcommand coordinator; and __fish_seen_subcommand_from serve" -l json -d 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})'
 complete -c writerctl -n "__fish_writerctl_using_subcommand coordinator; and __fish_seen_subcommand_from serve" -s v -l verbose -d 'Add causes to error messages (never an owner id)'
 complete -c writerctl -n "__fish_writerctl_using_subcommand coordinator; and __fish_seen_subcommand_from serve" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -66,19 +66,23 @@ pub struct ServeArgs {
     /// Heartbeat freshness for target resolution, in seconds.
     #[arg(long, value_name = "N", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub freshness_seconds: u64,
+    /// Log format on stderr: text, or json (one object per line, for log shippers). The
+    /// level comes from WRITERCTL_LOG (default info).
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
 }
 
 /// Runs a `coordinator` subcommand.
 pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
     let CoordinatorCmd::Serve(a) = cmd;
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("WRITERCTL_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .try_init();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("WRITERCTL_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(filter);
+    let _ = if a.log_format == "json" {
+        logs.json().try_init()
+    } else {
+        logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).try_init()
+    };
     let admin_token_hash = match &a.admin_token_file {
         Some(f) => {
             let text =
