@@ -33,8 +33,8 @@ fn open(path: &Path) -> Coordinator {
 fn handoffs(path: &Path, project: &str, n: usize, ready: impl FnOnce()) -> Vec<Duration> {
     let c = open(path);
     let key = |id: &str| ControllerKey { identity: id.into(), surface: "bench".into(), machine_id: "m".into() };
-    let a = c.register(project, &key("alice")).unwrap();
-    let b = c.register(project, &key("bob")).unwrap();
+    let a = c.register(project, &key("alice"), None).unwrap();
+    let b = c.register(project, &key("bob"), None).unwrap();
     let mut epoch = b.epoch;
     ready();
     let mut lat = Vec::with_capacity(n);

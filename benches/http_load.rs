@@ -68,8 +68,8 @@ fn handoff_load(url: &str, clients: usize, secs: f64, tag: &str) -> (Vec<Duratio
                 let c = HttpCoordinator::new(&url, None, None).unwrap();
                 let key =
                     |id: &str| ControllerKey { identity: id.into(), surface: "bench".into(), machine_id: "m".into() };
-                let a = c.register(&project, &key("alice")).unwrap();
-                let b = c.register(&project, &key("bob")).unwrap();
+                let a = c.register(&project, &key("alice"), None).unwrap();
+                let b = c.register(&project, &key("bob"), None).unwrap();
                 let mut epoch = c.status(&project).unwrap().slot.epoch;
                 let mut master_is_a =
                     c.status(&project).unwrap().slot.master.unwrap().session_id == a.controller.session_id;

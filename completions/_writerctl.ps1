@@ -239,6 +239,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--surface', '--surface', [CompletionResultType]::ParameterName, 'Surface within the machine (cli, ide, daemon, ...)')
             [CompletionResult]::new('--machine', '--machine', [CompletionResultType]::ParameterName, 'Machine id [default: /etc/machine-id, else the hostname]')
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Write the session token to this new file (0600, never overwritten) instead of printing it')
+            [CompletionResult]::new('--previous-token-file', '--previous-token-file', [CompletionResultType]::ParameterName, 'The token this controller had before a restart: re-registering a key whose session is still live (heartbeat within the freshness threshold) needs it')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -468,7 +469,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         'writerctl;coordinator;serve' {
             [CompletionResult]::new('--listen', '--listen', [CompletionResultType]::ParameterName, 'Address to listen on (port 0 picks a free port; the bound address is printed)')
             [CompletionResult]::new('--store', '--store', [CompletionResultType]::ParameterName, 'Embedded store, sqlite:PATH [default: the user''s state directory]')
-            [CompletionResult]::new('--redis', '--redis', [CompletionResultType]::ParameterName, 'Redis URL (authoritative plane); needs --postgres')
+            [CompletionResult]::new('--redis', '--redis', [CompletionResultType]::ParameterName, 'Redis URL (authoritative plane); needs --postgres. Prefer the environment variable when the URL carries a password (argv is visible in `ps`)')
             [CompletionResult]::new('--postgres', '--postgres', [CompletionResultType]::ParameterName, 'Postgres URL (audit plane, cold restore); needs --redis')
             [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'Redis key prefix and Postgres schema for this deployment')
             [CompletionResult]::new('--admin-token-file', '--admin-token-file', [CompletionResultType]::ParameterName, 'File holding the admin token that authorizes `operator add` and `audit` over HTTP (clients set WRITERCTL_ADMIN_TOKEN); without it those calls are refused')

@@ -1501,7 +1501,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__session__subcmd__register)
-            opts="-v -h -V --coordinator --freshness-seconds --project --identity --surface --machine --token-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --project --identity --surface --machine --token-file --previous-token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1532,6 +1532,10 @@ _writerctl() {
                     return 0
                     ;;
                 --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --previous-token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -173,6 +173,7 @@ complete -c writerctl -n "__fish_writerctl_using_subcommand session; and __fish_
 complete -c writerctl -n "__fish_writerctl_using_subcommand session; and __fish_seen_subcommand_from register" -l surface -d 'Surface within the machine (cli, ide, daemon, ...)' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand session; and __fish_seen_subcommand_from register" -l machine -d 'Machine id [default: /etc/machine-id, else the hostname]' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand session; and __fish_seen_subcommand_from register" -l token-file -d 'Write the session token to this new file (0600, never overwritten) instead of printing it' -r -F
+complete -c writerctl -n "__fish_writerctl_using_subcommand session; and __fish_seen_subcommand_from register" -l previous-token-file -d 'The token this controller had before a restart: re-registering a key whose session is still live (heartbeat within the freshness threshold) needs it' -r -F
 complete -c writerctl -n "__fish_writerctl_using_subcommand session; and __fish_seen_subcommand_from register" -l json -d 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})'
 complete -c writerctl -n "__fish_writerctl_using_subcommand session; and __fish_seen_subcommand_from register" -s v -l verbose -d 'Add causes to error messages (never an owner id)'
 complete -c writerctl -n "__fish_writerctl_using_subcommand session; and __fish_seen_subcommand_from register" -s h -l help -d 'Print help'
@@ -289,7 +290,7 @@ complete -c writerctl -n "__fish_writerctl_using_subcommand coordinator; and not
 complete -c writerctl -n "__fish_writerctl_using_subcommand coordinator; and not __fish_seen_subcommand_from serve help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c writerctl -n "__fish_writerctl_using_subcommand coordinator; and __fish_seen_subcommand_from serve" -l listen -d 'Address to listen on (port 0 picks a free port; the bound address is printed)' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand coordinator; and __fish_seen_subcommand_from serve" -l store -d 'Embedded store, sqlite:PATH [default: the user\'s state directory]' -r
-complete -c writerctl -n "__fish_writerctl_using_subcommand coordinator; and __fish_seen_subcommand_from serve" -l redis -d 'Redis URL (authoritative plane); needs --postgres' -r
+complete -c writerctl -n "__fish_writerctl_using_subcommand coordinator; and __fish_seen_subcommand_from serve" -l redis -d 'Redis URL (authoritative plane); needs --postgres. Prefer the environment variable when the URL carries a password (argv is visible in `ps`)' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand coordinator; and __fish_seen_subcommand_from serve" -l postgres -d 'Postgres URL (audit plane, cold restore); needs --redis' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand coordinator; and __fish_seen_subcommand_from serve" -l namespace -d 'Redis key prefix and Postgres schema for this deployment' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand coordinator; and __fish_seen_subcommand_from serve" -l admin-token-file -d 'File holding the admin token that authorizes `operator add` and `audit` over HTTP (clients set WRITERCTL_ADMIN_TOKEN); without it those calls are refused' -r -F

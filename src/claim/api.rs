@@ -10,8 +10,14 @@ use super::secret::Secret;
 
 /// Every coordinator verb a command can call.
 pub trait CoordinatorApi {
-    /// `session register`.
-    fn register(&self, project: &str, key: &ControllerKey) -> Result<Registered, ClaimError>;
+    /// `session register`; `previous_token` proves a still-live row is being re-registered by
+    /// its own controller.
+    fn register(
+        &self,
+        project: &str,
+        key: &ControllerKey,
+        previous_token: Option<&Secret>,
+    ) -> Result<Registered, ClaimError>;
     /// `session heartbeat`.
     fn heartbeat(&self, project: &str, session_id: &str, token: &Secret) -> Result<Controller, ClaimError>;
     /// `session deregister`: whether it was master, and the epoch after.
@@ -46,8 +52,13 @@ pub trait CoordinatorApi {
 }
 
 impl CoordinatorApi for super::Coordinator {
-    fn register(&self, project: &str, key: &ControllerKey) -> Result<Registered, ClaimError> {
-        super::Coordinator::register(self, project, key)
+    fn register(
+        &self,
+        project: &str,
+        key: &ControllerKey,
+        previous_token: Option<&Secret>,
+    ) -> Result<Registered, ClaimError> {
+        super::Coordinator::register(self, project, key, previous_token)
     }
     fn heartbeat(&self, project: &str, session_id: &str, token: &Secret) -> Result<Controller, ClaimError> {
         super::Coordinator::heartbeat(self, project, session_id, token)

@@ -86,6 +86,16 @@ pub fn validate_name(what: &str, value: &str) -> Result<(), ClaimError> {
     Ok(())
 }
 
+/// Validates a master verb's names (every one of them ends up in the audit log).
+fn validate_request(req: &MasterRequest) -> Result<(), ClaimError> {
+    validate_name("project", &req.project)?;
+    validate_name("identity", &req.to_identity)?;
+    if let Some(sid) = &req.to_session {
+        validate_name("session id", sid)?;
+    }
+    Ok(())
+}
+
 impl Coordinator {
     /// A coordinator over `store`, reading time from `clock`.
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, freshness: Duration) -> Coordinator {
@@ -112,6 +122,12 @@ impl Coordinator {
             epoch: None,
             detail: json!({}),
         }
+    }
+
+    /// Audits a verb refused before it reached the engine (e.g. a missing admin token).
+    pub fn audit_refusal(&self, project: &str, verb: &str, actor: &str, target: Option<String>, err: &ClaimError) {
+        let entry = self.audit(project, verb, actor.to_string(), target);
+        self.audit_failure(entry, err, None);
     }
 
     /// Audits a failed verb (best effort: the verb's own error is what the caller needs).
@@ -152,7 +168,12 @@ impl Coordinator {
     }
 
     /// `session register`: UPSERT on (project, identity, surface, machine_id).
-    pub fn register(&self, project: &str, key: &ControllerKey) -> Result<Registered, ClaimError> {
+    pub fn register(
+        &self,
+        project: &str,
+        key: &ControllerKey,
+        previous_token: Option<&Secret>,
+    ) -> Result<Registered, ClaimError> {
         validate_name("project", project)?;
         validate_name("identity", &key.identity)?;
         validate_name("surface", &key.surface)?;
@@ -160,9 +181,11 @@ impl Coordinator {
         let token = secret::new_session_token()?;
         let hash = secret::token_hash(&token);
         let fresh_id = secret::new_session_id();
+        let proof = previous_token.map(secret::token_hash);
+        let f = self.freshness_ms();
         let base = self.audit(project, "session.register", format!("identity:{}", key.identity), None);
         let (controller, epoch) = self.run(base, |snap, now| {
-            let (change, row) = master::register(snap, key, fresh_id.clone(), hash.clone(), now);
+            let (change, row) = master::register(snap, key, fresh_id.clone(), hash.clone(), proof.as_deref(), now, f)?;
             let epoch = change.slot.as_ref().map_or(snap.slot.epoch, |s| s.epoch);
             let detail = json!({"session_id": row.session_id, "surface": row.surface, "machine_id": row.machine_id,
                                 "is_master": row.is_master});
@@ -173,6 +196,8 @@ impl Coordinator {
 
     /// `session heartbeat`.
     pub fn heartbeat(&self, project: &str, session_id: &str, token: &Secret) -> Result<Controller, ClaimError> {
+        validate_name("project", project)?;
+        validate_name("session id", session_id)?;
         let hash = secret::token_hash(token);
         let base = self.audit(project, "session.heartbeat", format!("session:{session_id}"), None);
         self.run(base, |snap, now| {
@@ -183,6 +208,8 @@ impl Coordinator {
 
     /// `session deregister`; returns whether it was master, and the epoch after.
     pub fn deregister(&self, project: &str, session_id: &str, token: &Secret) -> Result<(bool, u64), ClaimError> {
+        validate_name("project", project)?;
+        validate_name("session id", session_id)?;
         let hash = secret::token_hash(token);
         let base = self.audit(project, "session.deregister", format!("session:{session_id}"), None);
         self.run(base, |snap, _| {
@@ -216,8 +243,8 @@ impl Coordinator {
 
     /// `master handoff`: the caller, authenticated by its session token, must be master.
     pub fn handoff(&self, req: &MasterRequest, caller: &str, token: &Secret) -> Result<MasterOutcome, ClaimError> {
-        validate_name("project", &req.project)?;
-        validate_name("identity", &req.to_identity)?;
+        validate_request(req)?;
+        validate_name("session id", caller)?;
         let hash = secret::token_hash(token);
         let base = self.audit(&req.project, "master.handoff", format!("session:{caller}"), Some(target_text(req)));
         let target = Target { identity: &req.to_identity, session_id: req.to_session.as_deref() };
@@ -236,8 +263,7 @@ impl Coordinator {
         operator_id: &str,
         password: &Secret,
     ) -> Result<MasterOutcome, ClaimError> {
-        validate_name("project", &req.project)?;
-        validate_name("identity", &req.to_identity)?;
+        validate_request(req)?;
         validate_name("operator id", operator_id)?;
         let base = self.audit(&req.project, "master.claim", format!("operator:{operator_id}"), Some(target_text(req)));
         if let Err(e) = self.verify_operator(operator_id, password) {
@@ -274,11 +300,16 @@ impl Coordinator {
 
     /// `operator add`: stores an argon2id hash; an existing id is never overwritten.
     pub fn add_operator(&self, operator_id: &str, password: &Secret) -> Result<(), ClaimError> {
+        self.add_operator_as(operator_id, password, "local")
+    }
+
+    /// `operator add` on behalf of `actor` (`local` in-process, `admin` over HTTP).
+    pub fn add_operator_as(&self, operator_id: &str, password: &Secret, actor: &str) -> Result<(), ClaimError> {
         validate_name("operator id", operator_id)?;
         let password_hash = secret::hash_password(password)?;
         let now = self.clock.now();
         let rec = OperatorRecord { operator_id: operator_id.to_string(), password_hash, created_at: now };
-        let audit = self.audit("", "operator.add", "local".into(), Some(format!("operator:{operator_id}")));
+        let audit = self.audit("", "operator.add", actor.into(), Some(format!("operator:{operator_id}")));
         match self.store.insert_operator(&rec, &audit) {
             Ok(()) => Ok(()),
             Err(e) => {
@@ -345,8 +376,8 @@ mod tests {
     fn failed_passwords_earn_a_growing_delay_and_success_resets_it() {
         let (_d, clock, c) = coordinator();
         c.add_operator("ops", &Secret::new("right".into())).unwrap();
-        let a = c.register("p", &key("alice", "h1")).unwrap();
-        c.register("p", &key("bob", "h1")).unwrap();
+        let a = c.register("p", &key("alice", "h1"), None).unwrap();
+        c.register("p", &key("bob", "h1"), None).unwrap();
         let req =
             MasterRequest { project: "p".into(), to_identity: "bob".into(), to_session: None, expect_epoch: a.epoch };
         for expected_next in [250, 500, 1000] {
@@ -403,8 +434,8 @@ mod tests {
     #[test]
     fn freshness_follows_the_clock() {
         let (_d, clock, c) = coordinator();
-        let a = c.register("p", &key("alice", "h1")).unwrap();
-        c.register("p", &key("bob", "h1")).unwrap();
+        let a = c.register("p", &key("alice", "h1"), None).unwrap();
+        c.register("p", &key("bob", "h1"), None).unwrap();
         clock.advance(30_001);
         c.heartbeat("p", &a.controller.session_id, &a.token).unwrap();
         let st = c.status("p").unwrap();

@@ -61,6 +61,19 @@ pub enum ClaimError {
         /// The session named.
         session_id: String,
     },
+    /// Re-registering a controller key whose row is alive, without that row's token.
+    #[error(
+        "{identity} is registered on this key with a live session {session_id}; re-registering it needs its current token"
+    )]
+    RegistrationHeld {
+        /// The identity.
+        identity: String,
+        /// The live session.
+        session_id: String,
+    },
+    /// An administrative call without the server's admin token.
+    #[error("this call needs the coordinator's admin token")]
+    AdminRequired,
     /// `operator add` for an id that already has a credential (never overwritten).
     #[error("operator {0} already exists")]
     OperatorExists(String),
@@ -125,7 +138,9 @@ impl ClaimError {
             ClaimError::TargetStale { .. } => ErrorCode::TargetStale,
             ClaimError::TargetAmbiguous { .. } => ErrorCode::TargetAmbiguous,
             ClaimError::InvalidOperatorCredentials { .. } => ErrorCode::InvalidOperatorCredentials,
-            ClaimError::Unauthorized { .. } => ErrorCode::Unauthorized,
+            ClaimError::Unauthorized { .. } | ClaimError::RegistrationHeld { .. } | ClaimError::AdminRequired => {
+                ErrorCode::Unauthorized
+            }
             ClaimError::OperatorExists(_) => ErrorCode::OperatorExists,
             ClaimError::InvalidArgument(_) => ErrorCode::InvalidArgument,
             ClaimError::Unavailable(_) => ErrorCode::CoordinatorUnavailable,
@@ -159,6 +174,14 @@ impl ClaimError {
                 "pass the token `session register` gave this session (--token-file F or WRITERCTL_SESSION_TOKEN)".into()
             }
             ClaimError::OperatorExists(_) => "operators are never overwritten; pick another id".into(),
+            ClaimError::RegistrationHeld { .. } => {
+                "a restarted controller passes its previous token (--previous-token-file F); otherwise wait until \
+                 the old session stops heartbeating (--freshness-seconds), or deregister it with its token"
+                    .into()
+            }
+            ClaimError::AdminRequired => {
+                "start the server with --admin-token-file F and set WRITERCTL_ADMIN_TOKEN to that token".into()
+            }
             ClaimError::Unavailable(_) => "retry later".into(),
             ClaimError::InvalidArgument(_) | ClaimError::Store(_) => return None,
             ClaimError::Remote { hint, .. } => return hint.clone(),

@@ -39,17 +39,31 @@ pub struct MasterOutcome {
 
 /// Register (or re-register) a controller: keep the row for the same key, rotate its token,
 /// count the registration as a heartbeat; with no master, the registrant becomes master.
+///
+/// Re-registering a row that is still fresh needs that row's current token (`proof_hash`):
+/// registration is otherwise unauthenticated, and without this anyone could re-register the
+/// master's key, receive its session with a new token and hand mastership away. A stale row
+/// (its process stopped heartbeating) is taken over by whoever registers its key, as a
+/// restarted controller does.
 pub fn register(
     snap: &Snapshot,
     key: &ControllerKey,
     new_session_id: String,
     token_hash: String,
+    proof_hash: Option<&str>,
     now: Millis,
-) -> (Change, Controller) {
+    freshness_ms: i64,
+) -> Result<(Change, Controller), ClaimError> {
     let existing = snap
         .controllers
         .iter()
         .find(|c| c.identity == key.identity && c.surface == key.surface && c.machine_id == key.machine_id);
+    if let Some(c) = existing
+        && c.is_fresh(now, freshness_ms)
+        && !proof_hash.is_some_and(|p| token_hash_matches(&c.token_hash, p))
+    {
+        return Err(ClaimError::RegistrationHeld { identity: c.identity.clone(), session_id: c.session_id.clone() });
+    }
     let mut row = match existing {
         Some(c) => Controller { token_hash, last_heartbeat: now, ..c.clone() },
         None => Controller {
@@ -69,7 +83,7 @@ pub fn register(
         change.slot = Some(MasterSlot { master: Some(row.reference()), epoch: snap.slot.epoch + 1 });
     }
     change.upsert.push(row.clone());
-    (change, row)
+    Ok((change, row))
 }
 
 /// The row `session_id` if `token_hash` is its token's hash; `unauthorized` otherwise (an
@@ -407,16 +421,33 @@ mod tests {
     fn register_upserts_and_first_one_becomes_master() {
         let empty = Snapshot { project: "p".into(), ..Snapshot::default() };
         let key = ControllerKey { identity: "bob".into(), surface: "cli".into(), machine_id: "h2".into() };
-        let (c, r) = register(&empty, &key, "new".into(), "h".into(), NOW);
+        let (c, r) = register(&empty, &key, "new".into(), "h".into(), None, NOW, F).unwrap();
         assert!(r.is_master);
         assert_eq!(c.slot.unwrap().epoch, 1);
         let s = snap();
-        let (c, r) = register(&s, &key, "new".into(), "h2".into(), NOW + 5);
+        let (c, r) = register(&s, &key, "new".into(), "h2".into(), Some("h-b1"), NOW + 5, F).unwrap();
         assert_eq!(r.session_id, "b1", "same key keeps its row");
         assert_eq!((r.token_hash.as_str(), r.last_heartbeat, r.is_master), ("h2", NOW + 5, false));
         assert!(c.slot.is_none());
-        let other = ControllerKey { machine_id: "h9".into(), ..key };
-        assert_eq!(register(&s, &other, "new".into(), "h".into(), NOW).1.session_id, "new");
+        let other = ControllerKey { machine_id: "h9".into(), ..key.clone() };
+        assert_eq!(register(&s, &other, "new".into(), "h".into(), None, NOW, F).unwrap().1.session_id, "new");
+    }
+
+    #[test]
+    fn a_live_row_is_re_registered_only_with_its_token() {
+        let s = snap();
+        let master_key = ControllerKey { identity: "alice".into(), surface: "cli".into(), machine_id: "h1".into() };
+        for proof in [None, Some("h-b1")] {
+            assert!(matches!(
+                register(&s, &master_key, "x".into(), "h".into(), proof, NOW, F),
+                Err(ClaimError::RegistrationHeld { .. })
+            ));
+        }
+        let (_, r) = register(&s, &master_key, "x".into(), "h".into(), Some("h-m"), NOW, F).unwrap();
+        assert!(r.is_master && r.session_id == "m", "a restart with its token keeps the session");
+        // A stale row (dave) is taken over without a token, as a restarted controller would.
+        let dave = ControllerKey { identity: "dave".into(), surface: "cli".into(), machine_id: "h1".into() };
+        assert_eq!(register(&s, &dave, "x".into(), "h".into(), None, NOW, F).unwrap().1.session_id, "d1");
     }
 
     #[test]

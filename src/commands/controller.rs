@@ -52,6 +52,10 @@ pub struct RegisterArgs {
     /// printing it.
     #[arg(long, value_name = "F")]
     pub token_file: Option<PathBuf>,
+    /// The token this controller had before a restart: re-registering a key whose session is
+    /// still live (heartbeat within the freshness threshold) needs it.
+    #[arg(long, value_name = "F")]
+    pub previous_token_file: Option<PathBuf>,
 }
 
 /// A session addressed by id, authenticated by its token.
@@ -176,7 +180,11 @@ fn register(a: RegisterArgs, out: Output) -> Result<()> {
         Some(f) => Some(TokenFile::create(f)?),
         None => None,
     };
-    let reg = match a.coord.open().and_then(|c| Ok(c.register(&a.project, &key)?)) {
+    let previous = match &a.previous_token_file {
+        Some(f) => Some(super::coord::session_token(Some(f))?),
+        None => None,
+    };
+    let reg = match a.coord.open().and_then(|c| Ok(c.register(&a.project, &key, previous.as_ref())?)) {
         Ok(r) => r,
         Err(e) => {
             if let Some(t) = token_out.take() {

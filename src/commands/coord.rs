@@ -104,8 +104,11 @@ impl CoordArgs {
             Target::Sqlite(path) => Ok(Box::new(open_sqlite(&path, self.freshness_seconds)?)),
             Target::Http(url) => {
                 let ca = match std::env::var_os("WRITERCTL_COORDINATOR_CA") {
-                    Some(f) => Some(std::fs::read(&f).with_context(|| {
-                        format!("cannot read WRITERCTL_COORDINATOR_CA {}", Path::new(&f).display())
+                    Some(f) => Some(std::fs::read(&f).map_err(|e| {
+                        ClaimError::InvalidArgument(format!(
+                            "cannot read WRITERCTL_COORDINATOR_CA {}: {e}",
+                            Path::new(&f).display()
+                        ))
                     })?),
                     None => None,
                 };

@@ -15,7 +15,7 @@ use writerctl::claim::secret::{self, Secret};
 use writerctl::claim::store::Store;
 use writerctl::claim::store::redis_pg::RedisPgStore;
 use writerctl::claim::store::sqlite::SqliteStore;
-use writerctl::coordinator::server::{ServeOptions, serve};
+use writerctl::coordinator::server::{ServeError, ServeOptions, serve};
 
 use super::coord::{Target, parse_target};
 use super::output::Output;
@@ -44,11 +44,12 @@ pub struct ServeArgs {
     /// Embedded store, sqlite:PATH [default: the user's state directory].
     #[arg(long, value_name = "sqlite:PATH", conflicts_with_all = ["redis", "postgres"])]
     pub store: Option<String>,
-    /// Redis URL (authoritative plane); needs --postgres.
-    #[arg(long, value_name = "URL", requires = "postgres")]
+    /// Redis URL (authoritative plane); needs --postgres. Prefer the environment variable
+    /// when the URL carries a password (argv is visible in `ps`).
+    #[arg(long, value_name = "URL", requires = "postgres", env = "WRITERCTL_REDIS_URL", hide_env_values = true)]
     pub redis: Option<String>,
     /// Postgres URL (audit plane, cold restore); needs --redis.
-    #[arg(long, value_name = "URL", requires = "redis")]
+    #[arg(long, value_name = "URL", requires = "redis", env = "WRITERCTL_POSTGRES_URL", hide_env_values = true)]
     pub postgres: Option<String>,
     /// Redis key prefix and Postgres schema for this deployment.
     #[arg(long, value_name = "NAME", default_value = "writerctl")]
@@ -75,8 +76,11 @@ pub struct ServeArgs {
 /// Runs a `coordinator` subcommand.
 pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
     let CoordinatorCmd::Serve(a) = cmd;
-    let filter = tracing_subscriber::EnvFilter::try_from_env("WRITERCTL_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // The Postgres driver logs statement parameters (token and password hashes) at debug:
+    // keep it at info whatever level the operator asks for.
+    let level = std::env::var("WRITERCTL_LOG").unwrap_or_else(|_| "info".into());
+    let filter = tracing_subscriber::EnvFilter::try_new(format!("{level},tokio_postgres=info,postgres=info"))
+        .map_err(|e| ClaimError::InvalidArgument(format!("WRITERCTL_LOG={level:?}: {e}")))?;
     let logs = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(filter);
     let _ = if a.log_format == "json" {
         logs.json().try_init()
@@ -107,13 +111,16 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
             }
         },
     };
+    // The store is dropped after the runtime has stopped: the sync Postgres client inside a
+    // redis_pg store runs its own runtime and panics if dropped inside another one.
+    let keep_store = store.clone();
     let coordinator = Coordinator::new(store, Arc::new(SystemClock), Duration::from_secs(a.freshness_seconds));
     let tls = a.tls_cert.clone().zip(a.tls_key.clone());
     let opts = ServeOptions { listen: a.listen, coordinator, admin_token_hash, tls };
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the runtime")?;
     let json = out.json;
-    runtime.block_on(async move {
+    let result = runtime.block_on(async move {
         let shutdown = async {
             use tokio::signal::unix::{SignalKind, signal};
             let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
@@ -130,6 +137,14 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
             tracing::info!(%url, "listening");
         })
         .await
-    })?;
-    Ok(())
+    });
+    drop(runtime);
+    drop(keep_store);
+    result.map_err(|e| match e {
+        ServeError::Tls(m) => ClaimError::InvalidArgument(format!("TLS: {m}")).into(),
+        ServeError::Io(io) if io.kind() == std::io::ErrorKind::AddrInUse => {
+            ClaimError::InvalidArgument(format!("--listen {}: address already in use", a.listen)).into()
+        }
+        other => anyhow::Error::from(other),
+    })
 }

@@ -17,8 +17,9 @@ use crate::claim::secret::Secret;
 use crate::lockfile::paths::encode_uri_component as enc;
 
 /// How long one request may take before the coordinator counts as unavailable (a long-poll
-/// adds its own wait on top).
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+/// adds its own wait on top). Longer than a server's own wait for a busy store (30 s), so a
+/// verb the server still commits is not reported as failed.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(45);
 
 /// A remote coordinator.
 pub struct HttpCoordinator {
@@ -35,11 +36,13 @@ impl std::fmt::Debug for HttpCoordinator {
 
 fn transport(e: ureq::Error, base: &str) -> ClaimError {
     match e {
-        ureq::Error::Io(_)
-        | ureq::Error::Timeout(_)
-        | ureq::Error::HostNotFound
-        | ureq::Error::ConnectionFailed
-        | ureq::Error::Protocol(_) => ClaimError::Unavailable(format!("{base}: {e}")),
+        ureq::Error::BadUri(_) | ureq::Error::Http(_) => ClaimError::InvalidArgument(format!("{base}: {e}")),
+        ureq::Error::Timeout(_) => ClaimError::Unavailable(format!(
+            "{base}: no answer in time ({e}); a verb may still have been applied: check `master status`"
+        )),
+        ureq::Error::Io(_) | ureq::Error::HostNotFound | ureq::Error::ConnectionFailed | ureq::Error::Protocol(_) => {
+            ClaimError::Unavailable(format!("{base}: {e}"))
+        }
         ureq::Error::Tls(_) => ClaimError::Unavailable(format!("{base}: TLS: {e}")),
         other => ClaimError::Store(format!("{base}: {other}")),
     }
@@ -92,6 +95,9 @@ impl HttpCoordinator {
                 .map_err(|e| ClaimError::Store(format!("{}: unexpected answer ({e})", self.base)));
         }
         let doc: serde_json::Value = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
+        if status == ureq::http::StatusCode::PAYLOAD_TOO_LARGE {
+            return Err(ClaimError::InvalidArgument(format!("{}: the request is too large", self.base)));
+        }
         Err(ClaimError::from_json(&doc).unwrap_or_else(|| {
             let msg = format!("{}: HTTP {status} without a writerctl error", self.base);
             if status.is_server_error() { ClaimError::Unavailable(msg) } else { ClaimError::Store(msg) }
@@ -136,12 +142,30 @@ impl HttpCoordinator {
     }
 }
 
+/// The engine's name rules, checked before sending: a bad name fails the same way (and
+/// with the same code) as in-process, instead of as an oversized request or URL.
+fn names(items: &[(&str, &str)]) -> Result<(), ClaimError> {
+    items.iter().try_for_each(|(what, v)| crate::claim::engine::validate_name(what, v))
+}
+
 impl CoordinatorApi for HttpCoordinator {
-    fn register(&self, project: &str, key: &ControllerKey) -> Result<Registered, ClaimError> {
+    fn register(
+        &self,
+        project: &str,
+        key: &ControllerKey,
+        previous_token: Option<&Secret>,
+    ) -> Result<Registered, ClaimError> {
+        names(&[
+            ("project", project),
+            ("identity", &key.identity),
+            ("surface", &key.surface),
+            ("machine id", &key.machine_id),
+        ])?;
         let body = RegisterReq {
             identity: key.identity.clone(),
             surface: key.surface.clone(),
             machine_id: key.machine_id.clone(),
+            previous_token: previous_token.map(|t| t.expose().trim().to_string()),
         };
         let r: RegisterResp =
             self.post(&format!("/v1/projects/{}/sessions", enc(project)), None, &body, REQUEST_TIMEOUT)?;
@@ -149,18 +173,21 @@ impl CoordinatorApi for HttpCoordinator {
     }
 
     fn heartbeat(&self, project: &str, session_id: &str, token: &Secret) -> Result<Controller, ClaimError> {
+        names(&[("project", project), ("session id", session_id)])?;
         let path = format!("/v1/projects/{}/sessions/{}/heartbeat", enc(project), enc(session_id));
         let r: ControllerOut = self.post(&path, Some(token), &serde_json::json!({}), REQUEST_TIMEOUT)?;
         Ok(r.into())
     }
 
     fn deregister(&self, project: &str, session_id: &str, token: &Secret) -> Result<(bool, u64), ClaimError> {
+        names(&[("project", project), ("session id", session_id)])?;
         let path = format!("/v1/projects/{}/sessions/{}/deregister", enc(project), enc(session_id));
         let r: DeregisterResp = self.post(&path, Some(token), &serde_json::json!({}), REQUEST_TIMEOUT)?;
         Ok((r.was_master, r.epoch))
     }
 
     fn status(&self, project: &str) -> Result<Status, ClaimError> {
+        names(&[("project", project)])?;
         let r: StatusResp = self.get(&format!("/v1/projects/{}/master", enc(project)), None, &[], REQUEST_TIMEOUT)?;
         Ok(r.into())
     }
@@ -171,6 +198,7 @@ impl CoordinatorApi for HttpCoordinator {
         to_identity: &str,
         to_session: Option<&str>,
     ) -> Result<Controller, ClaimError> {
+        names(&[("project", project), ("identity", to_identity), ("session id", to_session.unwrap_or("-"))])?;
         let mut q = vec![("to", to_identity.to_string())];
         if let Some(s) = to_session {
             q.push(("to_session", s.to_string()));
@@ -181,6 +209,8 @@ impl CoordinatorApi for HttpCoordinator {
     }
 
     fn handoff(&self, req: &MasterRequest, caller: &str, token: &Secret) -> Result<MasterOutcome, ClaimError> {
+        names(&[("project", &req.project), ("identity", &req.to_identity), ("session id", caller)])?;
+        names(&[("session id", req.to_session.as_deref().unwrap_or("-"))])?;
         let body = HandoffReq {
             session_id: caller.to_string(),
             to: req.to_identity.clone(),
@@ -191,6 +221,8 @@ impl CoordinatorApi for HttpCoordinator {
     }
 
     fn claim(&self, req: &MasterRequest, operator_id: &str, password: &Secret) -> Result<MasterOutcome, ClaimError> {
+        names(&[("project", &req.project), ("identity", &req.to_identity), ("operator id", operator_id)])?;
+        names(&[("session id", req.to_session.as_deref().unwrap_or("-"))])?;
         let body = ClaimReq {
             to: req.to_identity.clone(),
             to_session: req.to_session.clone(),
@@ -208,6 +240,7 @@ impl CoordinatorApi for HttpCoordinator {
     }
 
     fn add_operator(&self, operator_id: &str, password: &Secret) -> Result<(), ClaimError> {
+        names(&[("operator id", operator_id)])?;
         let body = OperatorReq { operator_id: operator_id.to_string(), password: password.expose().to_string() };
         let _: serde_json::Value = self.post("/v1/operators", Some(self.admin()?), &body, REQUEST_TIMEOUT)?;
         Ok(())
@@ -221,6 +254,7 @@ impl CoordinatorApi for HttpCoordinator {
         limit: usize,
         wait: Duration,
     ) -> Result<Vec<Event>, ClaimError> {
+        names(&[("project", project), ("identity", identity)])?;
         let q = [("after", after.to_string()), ("limit", limit.to_string()), ("wait_ms", wait.as_millis().to_string())];
         let path = format!("/v1/projects/{}/inbox/{}", enc(project), enc(identity));
         let r: InboxResp = self.get(&path, None, &q, REQUEST_TIMEOUT + wait)?;

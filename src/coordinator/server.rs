@@ -70,7 +70,14 @@ struct App {
     coord: Coordinator,
     admin_token_hash: Option<String>,
     metrics: Mutex<Metrics>,
+    /// Operator verifications in flight: each may sleep out a throttle delay (up to 60 s)
+    /// and costs an argon2 hash, on the blocking pool every verb shares. Bounding them keeps
+    /// a flood of guesses from starving heartbeats and handoffs.
+    verifications: tokio::sync::Semaphore,
 }
+
+/// How many `master claim` verifications run at once; more answer `coordinator_unavailable`.
+pub const MAX_CONCURRENT_CLAIMS: usize = 8;
 
 type Shared = Arc<App>;
 
@@ -123,11 +130,23 @@ impl App {
         h.sum += s;
     }
 
+    /// Checks the admin token; a refusal is audited like any failed verb.
+    fn admin(&self, headers: &HeaderMap, verb: &str, target: Option<String>) -> Result<(), ClaimError> {
+        let checked = self.check_admin(headers);
+        if let Err(e) = &checked {
+            self.coord.audit_refusal("", verb, "admin", target, e);
+        }
+        checked
+    }
+
     fn check_admin(&self, headers: &HeaderMap) -> Result<(), ClaimError> {
-        let unauthorized = || ClaimError::Unauthorized { project: String::new(), session_id: "admin".into() };
-        let expected = self.admin_token_hash.as_ref().ok_or_else(unauthorized)?;
-        let presented = bearer(headers).map_err(|_| unauthorized())?;
-        if secret::token_hash_matches(expected, &secret::token_hash(&presented)) { Ok(()) } else { Err(unauthorized()) }
+        let expected = self.admin_token_hash.as_ref().ok_or(ClaimError::AdminRequired)?;
+        let presented = bearer(headers).map_err(|_| ClaimError::AdminRequired)?;
+        if secret::token_hash_matches(expected, &secret::token_hash(&presented)) {
+            Ok(())
+        } else {
+            Err(ClaimError::AdminRequired)
+        }
     }
 }
 
@@ -163,7 +182,7 @@ async fn register(State(app): State<Shared>, Path(project): Path<String>, body: 
     run(app, "session.register", move |a| {
         let r: RegisterReq = parse(&body)?;
         let key = ControllerKey { identity: r.identity, surface: r.surface, machine_id: r.machine_id };
-        let reg = a.coord.register(&project, &key)?;
+        let reg = a.coord.register(&project, &key, r.previous_token.map(Secret::new).as_ref())?;
         Ok(RegisterResp {
             controller: (&reg.controller).into(),
             token: reg.token.expose().to_string(),
@@ -225,6 +244,12 @@ async fn handoff(State(app): State<Shared>, Path(project): Path<String>, headers
 }
 
 async fn claim(State(app): State<Shared>, Path(project): Path<String>, body: Bytes) -> Response {
+    let holder = app.clone();
+    let Ok(_permit) = holder.verifications.try_acquire() else {
+        let e = ClaimError::Unavailable("too many operator verifications in flight".into());
+        app.observe("master.claim", e.code().as_str(), Duration::ZERO);
+        return error_response(&e);
+    };
     run(app, "master.claim", move |a| {
         let r: ClaimReq = parse(&body)?;
         let req = MasterRequest { project, to_identity: r.to, to_session: r.to_session, expect_epoch: r.expect_epoch };
@@ -235,9 +260,9 @@ async fn claim(State(app): State<Shared>, Path(project): Path<String>, body: Byt
 
 async fn add_operator(State(app): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
     run(app, "operator.add", move |a| {
-        a.check_admin(&headers)?;
         let r: OperatorReq = parse(&body)?;
-        a.coord.add_operator(&r.operator_id, &Secret::new(r.password))?;
+        a.admin(&headers, "operator.add", Some(format!("operator:{}", r.operator_id)))?;
+        a.coord.add_operator_as(&r.operator_id, &Secret::new(r.password), "admin")?;
         Ok(serde_json::json!({"operator_id": r.operator_id, "created": true}))
     })
     .await
@@ -284,7 +309,7 @@ struct AuditQuery {
 
 async fn audit(State(app): State<Shared>, headers: HeaderMap, Query(q): Query<AuditQuery>) -> Response {
     run(app, "audit.read", move |a| {
-        a.check_admin(&headers)?;
+        a.admin(&headers, "audit.read", q.project.clone())?;
         Ok(AuditResp { entries: a.coord.audit_log(q.project.as_deref(), q.limit.unwrap_or(50).clamp(1, 1_000_000))? })
     })
     .await
@@ -342,7 +367,12 @@ async fn not_found() -> Response {
 
 /// The router (public so tests can drive it without a socket).
 pub fn router(coordinator: Coordinator, admin_token_hash: Option<String>) -> Router {
-    let app: Shared = Arc::new(App { coord: coordinator, admin_token_hash, metrics: Mutex::new(Metrics::default()) });
+    let app: Shared = Arc::new(App {
+        coord: coordinator,
+        admin_token_hash,
+        metrics: Mutex::new(Metrics::default()),
+        verifications: tokio::sync::Semaphore::new(MAX_CONCURRENT_CLAIMS),
+    });
     Router::new()
         .route("/v1/projects/{project}/sessions", post(register))
         .route("/v1/projects/{project}/sessions/{sid}/heartbeat", post(heartbeat))
@@ -452,7 +482,7 @@ pub fn openapi() -> serde_json::Value {
                 "Error": s(json!({"error": s(json!({"code": string, "message": string, "hint": {"type": "string", "nullable": true}}), &["code", "message"])}), &["error"]),
                 "Controller": controller,
                 "MasterRef": master_ref,
-                "RegisterReq": s(json!({"identity": string, "surface": string, "machine_id": string}), &["identity", "surface", "machine_id"]),
+                "RegisterReq": s(json!({"identity": string, "surface": string, "machine_id": string, "previous_token": string}), &["identity", "surface", "machine_id"]),
                 "RegisterResp": s(json!({"controller": {"$ref": "#/components/schemas/Controller"}, "token": string, "epoch": int}), &["controller", "token", "epoch"]),
                 "DeregisterResp": s(json!({"was_master": {"type": "boolean"}, "epoch": int}), &["was_master", "epoch"]),
                 "StatusResp": s(json!({"master": {"allOf": [{"$ref": "#/components/schemas/MasterRef"}], "nullable": true}, "epoch": int,

@@ -16,6 +16,9 @@ pub struct RegisterReq {
     pub surface: String,
     /// Machine id.
     pub machine_id: String,
+    /// The row's current token, when re-registering a row that is still live.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_token: Option<String>,
 }
 
 /// A controller row without its token hash.
@@ -77,7 +80,7 @@ pub struct RegisterResp {
     pub epoch: u64,
 }
 
-/// `DELETE /v1/projects/{project}/sessions/{sid}`.
+/// `POST /v1/projects/{project}/sessions/{sid}/deregister`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DeregisterResp {
     /// Whether it was master.

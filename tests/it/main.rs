@@ -16,6 +16,7 @@ mod race;
 mod recover;
 mod redis_pg;
 mod run;
+mod serve;
 mod soak;
 mod staged;
 

@@ -2,6 +2,10 @@
 //! through the real binary. Every test has its own TestEnv and its own SQLite store file
 //! (`--coordinator sqlite:<tmp>/c.sqlite`), and XDG_STATE_HOME points into the temp dir so
 //! nothing can ever reach the real home's default store.
+//!
+//! The 12 seed tests are `check_seed_NN(&Co)` bodies: the `seed_NN_*` tests here run them on
+//! the embedded store, and `serve.rs` runs the same bodies through `writerctl coordinator
+//! serve` over SQLite and over Redis + Postgres (a [`Co`] built by `Co::http_*`).
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -12,43 +16,49 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::serve::Deployment;
 use crate::support::{BIN, Run, TestEnv};
 
-const PROJECT: &str = "web";
-const PASSWORD: &str = "correct horse battery staple";
+pub(crate) const PROJECT: &str = "web";
+pub(crate) const PASSWORD: &str = "correct horse battery staple";
 /// A bound on any single command, so a hang fails the test instead of stalling the suite.
-const LIMIT: Duration = Duration::from_secs(90);
+pub(crate) const LIMIT: Duration = Duration::from_secs(90);
 
 // ---------------------------------------------------------------------------------------
 // helpers
 // ---------------------------------------------------------------------------------------
 
-/// One test's coordinator: a scratch directory and the store file inside it.
-struct Co {
-    env: TestEnv,
-    store: PathBuf,
+/// One test's coordinator: a scratch directory and the store file inside it, used in-process
+/// (`--coordinator sqlite:<store>`), or, with `http`, through `writerctl coordinator serve`
+/// processes over that store (or over Redis + Postgres).
+pub(crate) struct Co {
+    /// Declared first so it drops first: the servers stop before the temp dir (and a Redis +
+    /// Postgres namespace) go away.
+    pub(crate) http: Option<Deployment>,
+    pub(crate) env: TestEnv,
+    pub(crate) store: PathBuf,
 }
 
 /// A registered controller; its token lives in a 0600 file written by `register`.
 #[derive(Debug, Clone)]
-struct Ctl {
-    identity: String,
-    sid: String,
-    token: String,
-    token_file: PathBuf,
+pub(crate) struct Ctl {
+    pub(crate) identity: String,
+    pub(crate) sid: String,
+    pub(crate) token: String,
+    pub(crate) token_file: PathBuf,
 }
 
-fn unique() -> u64 {
+pub(crate) fn unique() -> u64 {
     static N: AtomicU64 = AtomicU64::new(0);
     N.fetch_add(1, Ordering::SeqCst)
 }
 
-fn s(p: &Path) -> &str {
+pub(crate) fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
 /// Waits for `child` at most `limit`, collecting its output; panics (after killing it) on a hang.
-fn wait_bounded(mut child: Child, limit: Duration, what: &str) -> Run {
+pub(crate) fn wait_bounded(mut child: Child, limit: Duration, what: &str) -> Run {
     let mut out = child.stdout.take().unwrap();
     let mut err = child.stderr.take().unwrap();
     let t_out = std::thread::spawn(move || {
@@ -81,7 +91,7 @@ fn wait_bounded(mut child: Child, limit: Duration, what: &str) -> Run {
 }
 
 /// Runs `c` with `input` on stdin (or /dev/null), bounded.
-fn exec(mut c: Command, input: Option<&[u8]>) -> Run {
+pub(crate) fn exec(mut c: Command, input: Option<&[u8]>) -> Run {
     let what = format!("{c:?}");
     c.stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() }).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = c.spawn().unwrap();
@@ -95,7 +105,7 @@ fn exec(mut c: Command, input: Option<&[u8]>) -> Run {
 
 /// The JSON document of a successful `--json` run.
 #[track_caller]
-fn ok_doc(r: &Run) -> Value {
+pub(crate) fn ok_doc(r: &Run) -> Value {
     r.assert_ok();
     r.json()
 }
@@ -103,7 +113,7 @@ fn ok_doc(r: &Run) -> Value {
 /// Asserts a `--json` failure's exit code and error code; returns the error object (with
 /// its details beside code/message/hint).
 #[track_caller]
-fn err_doc(r: &Run, exit: i32, code: &str) -> Value {
+pub(crate) fn err_doc(r: &Run, exit: i32, code: &str) -> Value {
     let v: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| {
         panic!("stdout is no JSON ({e}); exit {}\nstdout:\n{}\nstderr:\n{}", r.code, r.stdout, r.stderr)
     });
@@ -122,69 +132,113 @@ fn err_doc(r: &Run, exit: i32, code: &str) -> Value {
 
 /// The key set of a JSON object.
 #[track_caller]
-fn keys(v: &Value) -> BTreeSet<String> {
+pub(crate) fn keys(v: &Value) -> BTreeSet<String> {
     v.as_object().unwrap_or_else(|| panic!("not an object: {v}")).keys().cloned().collect()
 }
 
-fn set(ks: &[&str]) -> BTreeSet<String> {
+pub(crate) fn set(ks: &[&str]) -> BTreeSet<String> {
     ks.iter().map(|k| k.to_string()).collect()
 }
 
-fn mref(c: &Ctl) -> Value {
+pub(crate) fn mref(c: &Ctl) -> Value {
     json!({"identity": c.identity, "session_id": c.sid})
 }
 
+/// The value of `--freshness-seconds` in `args`, if it is one a server accepts.
+fn freshness_arg<S: AsRef<str>>(args: &[S]) -> Option<u64> {
+    let i = args.iter().position(|a| a.as_ref() == "--freshness-seconds")?;
+    args.get(i + 1)?.as_ref().parse().ok().filter(|n| (1..=86_400).contains(n))
+}
+
 impl Co {
-    fn new() -> Co {
+    /// The embedded store, in-process.
+    pub(crate) fn new() -> Co {
         let env = TestEnv::new();
         let store = env.tmp.path().join("c.sqlite");
-        Co { env, store }
+        Co { http: None, env, store }
     }
 
-    fn url(&self) -> String {
-        format!("sqlite:{}", self.store.display())
+    /// Servers (`writerctl coordinator serve`) that `make` describes, given the temp dir and
+    /// the SQLite store path inside it.
+    pub(crate) fn http(make: impl FnOnce(&Path, &Path) -> Deployment) -> Co {
+        let mut co = Co::new();
+        co.http = Some(make(co.env.tmp.path(), &co.store));
+        co
     }
 
-    fn dir(&self) -> &Path {
+    /// A server over the SQLite store file.
+    pub(crate) fn http_sqlite() -> Co {
+        Co::http(Deployment::sqlite)
+    }
+
+    /// A server over Redis + Postgres in a namespace of its own; None (after a loud SKIPPED
+    /// line) when the services are unreachable.
+    pub(crate) fn http_redis_pg(test: &str) -> Option<Co> {
+        let ns = crate::serve::Ns::new(test)?;
+        Some(Co::http(|home, _| Deployment::redis_pg(home, ns)))
+    }
+
+    /// Where commands go. A server applies its own freshness threshold (the client's
+    /// `--freshness-seconds` is ignored over HTTP), so for commands that pass one the
+    /// deployment routes them to a server started with that threshold (on the same store).
+    pub(crate) fn url_for<S: AsRef<str>>(&self, args: &[S]) -> String {
+        match &self.http {
+            None => format!("sqlite:{}", self.store.display()),
+            Some(d) => d.url(freshness_arg(args).unwrap_or(30)),
+        }
+    }
+
+    pub(crate) fn url(&self) -> String {
+        self.url_for::<&str>(&[])
+    }
+
+    /// Environment every client gets (the admin token, a CA file) from the deployment.
+    pub(crate) fn client_env(&self) -> Vec<(String, String)> {
+        self.http.as_ref().map(|d| d.client_env()).unwrap_or_default()
+    }
+
+    pub(crate) fn dir(&self) -> &Path {
         self.env.tmp.path()
     }
 
     /// A fresh path inside the temp dir.
-    fn file(&self, stem: &str) -> PathBuf {
+    pub(crate) fn file(&self, stem: &str) -> PathBuf {
         self.dir().join(format!("{stem}.{}", unique()))
     }
 
-    /// The binary with a cleared environment (TestEnv's) and XDG_STATE_HOME in the temp dir.
-    fn base(&self) -> Command {
+    /// The binary with a cleared environment (TestEnv's), XDG_STATE_HOME in the temp dir, and
+    /// the deployment's client environment.
+    pub(crate) fn base(&self) -> Command {
         let mut c = self.env.cmd();
         c.env("XDG_STATE_HOME", self.dir().join("state"));
+        c.envs(self.client_env());
         c
     }
 
-    /// `args --coordinator sqlite:<store>`.
-    fn command(&self, args: &[&str]) -> Command {
+    /// `args --coordinator <sqlite:store or a server's URL>`.
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut c = self.base();
-        c.args(args).arg("--coordinator").arg(self.url());
+        c.args(args).arg("--coordinator").arg(self.url_for(args));
         c
     }
 
-    fn run(&self, args: &[&str]) -> Run {
+    pub(crate) fn run(&self, args: &[&str]) -> Run {
         exec(self.command(args), None)
     }
 
-    fn run_env(&self, args: &[&str], vars: &[(&str, &str)]) -> Run {
+    pub(crate) fn run_env(&self, args: &[&str], vars: &[(&str, &str)]) -> Run {
         let mut c = self.command(args);
         c.envs(vars.iter().copied());
         exec(c, None)
     }
 
-    fn run_stdin(&self, args: &[&str], input: &[u8]) -> Run {
+    pub(crate) fn run_stdin(&self, args: &[&str], input: &[u8]) -> Run {
         exec(self.command(args), Some(input))
     }
 
     /// Runs with `--json`, asserts exit 0, returns the document.
     #[track_caller]
-    fn ok(&self, args: &[&str]) -> Value {
+    pub(crate) fn ok(&self, args: &[&str]) -> Value {
         let mut a = args.to_vec();
         a.push("--json");
         ok_doc(&self.run(&a))
@@ -192,9 +246,18 @@ impl Co {
 
     /// Registers `identity` on `surface`/`machine` with a token file.
     #[track_caller]
-    fn register(&self, identity: &str, surface: &str, machine: &str) -> Ctl {
+    pub(crate) fn register(&self, identity: &str, surface: &str, machine: &str) -> Ctl {
+        self.register_extra(identity, surface, machine, &[])
+    }
+
+    /// Re-registers a live row's key with its current token (a restarted controller).
+    pub(crate) fn reregister(&self, prev: &Ctl, surface: &str, machine: &str) -> Ctl {
+        self.register_extra(&prev.identity, surface, machine, &["--previous-token-file", s(&prev.token_file)])
+    }
+
+    pub(crate) fn register_extra(&self, identity: &str, surface: &str, machine: &str, extra: &[&str]) -> Ctl {
         let tf = self.file(&format!("{identity}.tok"));
-        let v = self.ok(&[
+        let mut args = vec![
             "session",
             "register",
             "--project",
@@ -207,7 +270,9 @@ impl Co {
             machine,
             "--token-file",
             s(&tf),
-        ]);
+        ];
+        args.extend_from_slice(extra);
+        let v = self.ok(&args);
         assert_eq!(
             keys(&v),
             set(&[
@@ -232,11 +297,11 @@ impl Co {
         Ctl { identity: identity.into(), sid: v["session_id"].as_str().unwrap().into(), token, token_file: tf }
     }
 
-    fn reg(&self, identity: &str) -> Ctl {
+    pub(crate) fn reg(&self, identity: &str) -> Ctl {
         self.register(identity, "cli", "m1")
     }
 
-    fn handoff(&self, caller: &Ctl, to: &str, extra: &[&str]) -> Run {
+    pub(crate) fn handoff(&self, caller: &Ctl, to: &str, extra: &[&str]) -> Run {
         let mut a = vec![
             "master",
             "handoff",
@@ -255,13 +320,13 @@ impl Co {
     }
 
     /// A password file holding `pw` and a newline.
-    fn pw_file(&self, pw: &str) -> PathBuf {
+    pub(crate) fn pw_file(&self, pw: &str) -> PathBuf {
         let p = self.file("pw");
         std::fs::write(&p, format!("{pw}\n")).unwrap();
         p
     }
 
-    fn claim(&self, to: &str, operator: &str, pw: &str, extra: &[&str]) -> Run {
+    pub(crate) fn claim(&self, to: &str, operator: &str, pw: &str, extra: &[&str]) -> Run {
         let pf = self.pw_file(pw);
         let mut a = vec![
             "master",
@@ -281,24 +346,24 @@ impl Co {
     }
 
     #[track_caller]
-    fn add_operator(&self, op: &str, pw: &str) {
+    pub(crate) fn add_operator(&self, op: &str, pw: &str) {
         let r = self.run_stdin(&["operator", "add", op, "--password-stdin", "--json"], format!("{pw}\n").as_bytes());
         assert_eq!(ok_doc(&r), json!({"operator_id": op, "created": true}));
     }
 
     #[track_caller]
-    fn status(&self) -> Value {
+    pub(crate) fn status(&self) -> Value {
         self.ok(&["master", "status", "--project", PROJECT])
     }
 
     #[track_caller]
-    fn epoch(&self) -> u64 {
+    pub(crate) fn epoch(&self) -> u64 {
         self.status()["master"]["epoch"].as_u64().unwrap()
     }
 
     /// Asserts the master slot and that exactly the master's row carries `is_master`.
     #[track_caller]
-    fn assert_master(&self, who: Option<&Ctl>, epoch: u64) -> Value {
+    pub(crate) fn assert_master(&self, who: Option<&Ctl>, epoch: u64) -> Value {
         let st = self.status();
         let expect = match who {
             Some(c) => json!({"identity": c.identity, "session_id": c.sid, "epoch": epoch}),
@@ -313,17 +378,17 @@ impl Co {
     }
 
     #[track_caller]
-    fn inbox(&self, identity: &str, after: u64) -> Value {
+    pub(crate) fn inbox(&self, identity: &str, after: u64) -> Value {
         self.ok(&["inbox", "--project", PROJECT, "--identity", identity, "--after", &after.to_string()])
     }
 
     #[track_caller]
-    fn events(&self, identity: &str) -> Vec<Value> {
+    pub(crate) fn events(&self, identity: &str) -> Vec<Value> {
         self.inbox(identity, 0)["events"].as_array().unwrap().clone()
     }
 
     #[track_caller]
-    fn audit(&self, project: Option<&str>) -> Vec<Value> {
+    pub(crate) fn audit(&self, project: Option<&str>) -> Vec<Value> {
         let mut a = vec!["audit", "--limit", "1000000"];
         if let Some(p) = project {
             a.extend(["--project", p]);
@@ -334,7 +399,7 @@ impl Co {
 
 /// Checks a MasterPreempted event: envelope keys, recipient, and the exact payload.
 #[track_caller]
-fn assert_preempted(ev: &Value, prev: &Ctl, new: &Ctl, epoch: u64, by_operator: Option<&str>) {
+pub(crate) fn assert_preempted(ev: &Value, prev: &Ctl, new: &Ctl, epoch: u64, by_operator: Option<&str>) {
     assert_eq!(keys(ev), set(&["cursor", "at", "kind", "recipient_session", "payload"]), "{ev:#}");
     assert_eq!(ev["kind"], "MasterPreempted");
     assert_eq!(ev["recipient_session"], json!(prev.sid));
@@ -381,12 +446,13 @@ fn race(co: &Co, racers: &[Racer]) -> Vec<(String, Run)> {
                 .arg(BIN)
                 .args(&r.args)
                 .arg("--coordinator")
-                .arg(co.url())
+                .arg(co.url_for(&r.args))
                 .env_clear()
                 .env("PATH", "/usr/bin:/bin")
                 .env("HOME", co.dir())
                 .env("TMPDIR", co.dir())
                 .env("XDG_STATE_HOME", co.dir().join("state"))
+                .envs(co.client_env())
                 .stdin(Stdio::from(reader.try_clone().unwrap()))
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped());
@@ -399,7 +465,7 @@ fn race(co: &Co, racers: &[Racer]) -> Vec<(String, Run)> {
     children.into_iter().map(|(label, c)| (label.clone(), wait_bounded(c, LIMIT, &label))).collect()
 }
 
-fn strings(v: &[&str]) -> Vec<String> {
+pub(crate) fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
@@ -409,9 +475,7 @@ fn strings(v: &[&str]) -> Vec<String> {
 
 /// Seed #1: the master hands off; the target is promoted; MasterPreempted(reason=handoff)
 /// reaches the previous master's inbox.
-#[test]
-fn seed_01_cooperative_handoff_promotes_target_and_emits_master_preempted_handoff() {
-    let co = Co::new();
+pub(crate) fn check_seed_01(co: &Co) {
     let alice = co.reg("alice");
     let bob = co.reg("bob");
     co.assert_master(Some(&alice), 1);
@@ -435,11 +499,14 @@ fn seed_01_cooperative_handoff_promotes_target_and_emits_master_preempted_handof
     co.assert_master(Some(&alice), 3);
 }
 
+#[test]
+fn seed_01_cooperative_handoff_promotes_target_and_emits_master_preempted_handoff() {
+    check_seed_01(&Co::new());
+}
+
 /// Seed #2: a non-master's handoff is refused and changes nothing. Check order: a wrong
 /// token is `unauthorized` and a stale epoch `stale_master` before `not_master`.
-#[test]
-fn seed_02_not_master_rejected() {
-    let co = Co::new();
+pub(crate) fn check_seed_02(co: &Co) {
     let alice = co.reg("alice");
     let bob = co.reg("bob");
     co.reg("carol");
@@ -460,10 +527,13 @@ fn seed_02_not_master_rejected() {
     assert!(co.events("alice").is_empty() && co.events("bob").is_empty());
 }
 
-/// Seed #3: a target identity with no registered row.
 #[test]
-fn seed_03_target_not_registered() {
-    let co = Co::new();
+fn seed_02_not_master_rejected() {
+    check_seed_02(&Co::new());
+}
+
+/// Seed #3: a target identity with no registered row.
+pub(crate) fn check_seed_03(co: &Co) {
     let alice = co.reg("alice");
     let bob = co.reg("bob");
     co.add_operator("ops", PASSWORD);
@@ -481,10 +551,13 @@ fn seed_03_target_not_registered() {
     assert!(co.events("alice").is_empty());
 }
 
-/// Seed #4: every row of the target identity aged out of the freshness threshold.
 #[test]
-fn seed_04_target_stale() {
-    let co = Co::new();
+fn seed_03_target_not_registered() {
+    check_seed_03(&Co::new());
+}
+
+/// Seed #4: every row of the target identity aged out of the freshness threshold.
+pub(crate) fn check_seed_04(co: &Co) {
     let alice = co.reg("alice");
     let bob_cli = co.register("bob", "cli", "m1");
     let bob_ide = co.register("bob", "ide", "m1");
@@ -526,10 +599,13 @@ fn seed_04_target_stale() {
     co.assert_master(Some(&bob_ide), 2);
 }
 
-/// Seed #5: several fresh rows for the identity and no --to-session: the error lists them.
 #[test]
-fn seed_05_target_ambiguous_lists_candidates() {
-    let co = Co::new();
+fn seed_04_target_stale() {
+    check_seed_04(&Co::new());
+}
+
+/// Seed #5: several fresh rows for the identity and no --to-session: the error lists them.
+pub(crate) fn check_seed_05(co: &Co) {
     let alice = co.reg("alice");
     let c1 = co.register("carol", "cli", "m1");
     let c2 = co.register("carol", "ide", "m1");
@@ -546,10 +622,13 @@ fn seed_05_target_ambiguous_lists_candidates() {
     assert!(co.events("alice").is_empty());
 }
 
-/// Seed #6: --to-session picks that row even though others of the identity are fresh.
 #[test]
-fn seed_06_to_session_disambiguates() {
-    let co = Co::new();
+fn seed_05_target_ambiguous_lists_candidates() {
+    check_seed_05(&Co::new());
+}
+
+/// Seed #6: --to-session picks that row even though others of the identity are fresh.
+pub(crate) fn check_seed_06(co: &Co) {
     let alice = co.reg("alice");
     co.register("carol", "cli", "m1");
     let c2 = co.register("carol", "ide", "m1");
@@ -570,11 +649,14 @@ fn seed_06_to_session_disambiguates() {
     assert_preempted(&evs[0], &c2, &c3, 3, Some("ops"));
 }
 
+#[test]
+fn seed_06_to_session_disambiguates() {
+    check_seed_06(&Co::new());
+}
+
 /// Seed #7: a claim with a wrong password is refused and changes nothing. Credentials come
 /// before the epoch and target checks.
-#[test]
-fn seed_07_invalid_operator_credentials() {
-    let co = Co::new();
+pub(crate) fn check_seed_07(co: &Co) {
     let alice = co.reg("alice");
     co.reg("bob");
     co.add_operator("ops", PASSWORD);
@@ -594,11 +676,14 @@ fn seed_07_invalid_operator_credentials() {
     assert!(co.events("alice").is_empty());
 }
 
+#[test]
+fn seed_07_invalid_operator_credentials() {
+    check_seed_07(&Co::new());
+}
+
 /// Seed #8: a valid claim promotes the named target, never the caller (an operator whose id
 /// is also a registered identity stays a non-master).
-#[test]
-fn seed_08_operator_claim_promotes_named_target_not_caller() {
-    let co = Co::new();
+pub(crate) fn check_seed_08(co: &Co) {
     let alice = co.reg("alice");
     let bob = co.reg("bob");
     let carol = co.reg("carol");
@@ -642,11 +727,14 @@ fn seed_08_operator_claim_promotes_named_target_not_caller() {
     co.assert_master(Some(&alice), 4);
 }
 
+#[test]
+fn seed_08_operator_claim_promotes_named_target_not_caller() {
+    check_seed_08(&Co::new());
+}
+
 /// Seed #9: a handoff and a claim decided from the same epoch start together: exactly one
 /// wins, the other gets `stale_master`. 20 trials on one store.
-#[test]
-fn seed_09_concurrent_claim_and_handoff_exactly_one_wins() {
-    let co = Co::new();
+pub(crate) fn check_seed_09(co: &Co) {
     let ids: Vec<Ctl> = ["alice", "bob", "carol"].iter().map(|i| co.reg(i)).collect();
     co.add_operator("ops", PASSWORD);
     let pw = co.pw_file(PASSWORD);
@@ -704,7 +792,7 @@ fn seed_09_concurrent_claim_and_handoff_exactly_one_wins() {
                 delay_ms: 0,
             },
         ];
-        let results = race(&co, &racers);
+        let results = race(co, &racers);
         let winners: Vec<&(String, Run)> = results.iter().filter(|(_, r)| r.code == 0).collect();
         assert_eq!(winners.len(), 1, "trial {trial}: {results:#?}");
         let (label, win) = winners[0];
@@ -724,11 +812,14 @@ fn seed_09_concurrent_claim_and_handoff_exactly_one_wins() {
     assert_eq!(total, 20);
 }
 
+#[test]
+fn seed_09_concurrent_claim_and_handoff_exactly_one_wins() {
+    check_seed_09(&Co::new());
+}
+
 /// Seed #10: MasterPreempted's payload: exact keys, `reason` on both paths, `by_operator`
 /// only on preempt.
-#[test]
-fn seed_10_master_preempted_payload_shape() {
-    let co = Co::new();
+pub(crate) fn check_seed_10(co: &Co) {
     let alice = co.reg("alice");
     let bob = co.reg("bob");
     let carol = co.reg("carol");
@@ -763,10 +854,13 @@ fn seed_10_master_preempted_payload_shape() {
     assert!(!all.contains("MasterChanged"));
 }
 
-/// Seed #11: `master status` names the new master as soon as the verb returns, every time.
 #[test]
-fn seed_11_status_reflects_new_master_immediately() {
-    let co = Co::new();
+fn seed_10_master_preempted_payload_shape() {
+    check_seed_10(&Co::new());
+}
+
+/// Seed #11: `master status` names the new master as soon as the verb returns, every time.
+pub(crate) fn check_seed_11(co: &Co) {
     let alice = co.reg("alice");
     let bob = co.reg("bob");
     let carol = co.reg("carol");
@@ -811,10 +905,13 @@ fn seed_11_status_reflects_new_master_immediately() {
     assert_eq!(v["controllers"], json!([]));
 }
 
-/// Seed #12: handoff to an identity registered on another machine.
 #[test]
-fn seed_12_cross_machine_handoff() {
-    let co = Co::new();
+fn seed_11_status_reflects_new_master_immediately() {
+    check_seed_11(&Co::new());
+}
+
+/// Seed #12: handoff to an identity registered on another machine.
+pub(crate) fn check_seed_12(co: &Co) {
     let alice = co.register("alice", "cli", "host-a");
     let bob = co.register("bob", "cli", "host-b");
 
@@ -840,6 +937,11 @@ fn seed_12_cross_machine_handoff() {
     co.assert_master(Some(&d_b), 4);
 }
 
+#[test]
+fn seed_12_cross_machine_handoff() {
+    check_seed_12(&Co::new());
+}
+
 // ---------------------------------------------------------------------------------------
 // the rest of the feature
 // ---------------------------------------------------------------------------------------
@@ -850,7 +952,11 @@ fn seed_12_cross_machine_handoff() {
 fn upsert_keeps_one_row_per_key() {
     let co = Co::new();
     let first = co.register("alice", "cli", "m1");
-    let again = co.register("alice", "cli", "m1");
+    // The row is live: re-registering its key needs its token (else anyone could take the
+    // master's session), with a clear refusal.
+    let r = co.run(&["session", "register", "--project", PROJECT, "--identity", "alice", "--machine", "m1", "--json"]);
+    err_doc(&r, 6, "unauthorized");
+    let again = co.reregister(&first, "cli", "m1");
     assert_eq!(again.sid, first.sid, "same key, same session id");
     assert_ne!(again.token, first.token, "the token rotates");
     // Still master, epoch unchanged.
@@ -884,6 +990,8 @@ fn upsert_keeps_one_row_per_key() {
         "ide",
         "--machine",
         "m1",
+        "--previous-token-file",
+        s(&other_surface.token_file),
     ]);
     assert_eq!(v["session_id"], json!(other_surface.sid));
     let t = v["token"].as_str().unwrap();

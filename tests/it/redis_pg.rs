@@ -307,9 +307,9 @@ fn register_handoff_claim_round_trip() {
     let Some(ns) = Ns::new("register_handoff_claim_round_trip") else { return };
     let store = ns.store();
     let c = manual(&store);
-    let a = c.register("web", &key("alice", "h1")).unwrap();
+    let a = c.register("web", &key("alice", "h1"), None).unwrap();
     assert!(a.controller.is_master && a.epoch == 1, "the first registrant becomes master");
-    let b = c.register("web", &key("bob", "h2")).unwrap();
+    let b = c.register("web", &key("bob", "h2"), None).unwrap();
 
     let out = c.handoff(&req("web", "bob", 1), &a.controller.session_id, &a.token).unwrap();
     assert_eq!((out.epoch, out.new_master.session_id.as_str()), (2, b.controller.session_id.as_str()));
@@ -377,12 +377,16 @@ fn concurrent_verbs_on_one_epoch_have_exactly_one_winner() {
     let coords: Vec<Arc<Coordinator>> = (0..THREADS)
         .map(|_| Arc::new(Coordinator::new(ns.store(), Arc::new(SystemClock), DEFAULT_FRESHNESS)))
         .collect();
-    coords[0].add_operator("ops", &pw(PASSWORD)).unwrap();
+    // One operator per thread: the throttle counts one operator's parallel attempts (even
+    // right ones) and would serialize them; this test is about the epoch CAS.
+    for i in 0..THREADS {
+        coords[0].add_operator(&format!("ops{i}"), &pw(PASSWORD)).unwrap();
+    }
     for trial in 0..TRIALS {
         let project = format!("cas-{trial}");
-        let alice = coords[0].register(&project, &key("alice", "h0")).unwrap();
+        let alice = coords[0].register(&project, &key("alice", "h0"), None).unwrap();
         let targets: Vec<Registered> =
-            (0..THREADS).map(|i| coords[i].register(&project, &key(&format!("t{i}"), "h1")).unwrap()).collect();
+            (0..THREADS).map(|i| coords[i].register(&project, &key(&format!("t{i}"), "h1"), None).unwrap()).collect();
         // Odd trials race operator claims, even trials race handoffs by the master.
         let by_claim = trial % 2 == 1;
         let barrier = Arc::new(Barrier::new(THREADS));
@@ -394,7 +398,7 @@ fn concurrent_verbs_on_one_epoch_have_exactly_one_winner() {
                     let r = req(&project, &format!("t{i}"), alice.epoch);
                     barrier.wait();
                     let result = if by_claim {
-                        c.claim(&r, "ops", &pw(PASSWORD))
+                        c.claim(&r, &format!("ops{i}"), &pw(PASSWORD))
                     } else {
                         c.handoff(&r, &alice.controller.session_id, &alice.token)
                     };
@@ -445,8 +449,8 @@ fn redis_first_while_postgres_is_unreachable() {
     let via_proxy = proxy.postgres_url(&ns.postgres_url);
     let store = Arc::new(RedisPgStore::connect(&ns.redis_url, &via_proxy, &ns.name).unwrap());
     let c = manual(&store);
-    let a = c.register("web", &key("alice", "h1")).unwrap();
-    let b = c.register("web", &key("bob", "h2")).unwrap();
+    let a = c.register("web", &key("alice", "h1"), None).unwrap();
+    let b = c.register("web", &key("bob", "h2"), None).unwrap();
     store.flush_postgres().unwrap();
 
     proxy.cut();
@@ -528,8 +532,8 @@ fn redis_down_means_unavailable_and_audit_rows_go_to_postgres_directly() {
     let (via_proxy, _) = redis_via(&ns.redis_url, proxy.port);
     let store = Arc::new(RedisPgStore::connect(&via_proxy, &ns.postgres_url, &ns.name).unwrap());
     let c = manual(&store);
-    let a = c.register("web", &key("alice", "h1")).unwrap();
-    c.register("web", &key("bob", "h2")).unwrap();
+    let a = c.register("web", &key("alice", "h1"), None).unwrap();
+    c.register("web", &key("bob", "h2"), None).unwrap();
 
     proxy.cut();
     let started = Instant::now();
@@ -556,28 +560,40 @@ fn cold_restore_from_postgres_keeps_epoch_and_version() {
     let Some(ns) = Ns::new("cold_restore_from_postgres_keeps_epoch_and_version") else { return };
     let store = ns.store();
     let c = manual(&store);
-    let a = c.register("web", &key("alice", "h1")).unwrap();
-    let b = c.register("web", &key("bob", "h2")).unwrap();
-    let carol = c.register("web", &key("carol", "h3")).unwrap();
+    let a = c.register("web", &key("alice", "h1"), None).unwrap();
+    let b = c.register("web", &key("bob", "h2"), None).unwrap();
+    let carol = c.register("web", &key("carol", "h3"), None).unwrap();
     c.handoff(&req("web", "bob", 1), &a.controller.session_id, &a.token).unwrap();
     c.deregister("web", &carol.controller.session_id, &carol.token).unwrap();
-    c.register("api", &key("alice", "h1")).unwrap();
+    c.register("api", &key("alice", "h1"), None).unwrap();
     let last_cursor = c.inbox("web", "alice", 0, 10).unwrap()[0].cursor;
     store.flush_postgres().unwrap();
     let web = store.snapshot("web").unwrap();
     let api = store.snapshot("api").unwrap();
     assert_eq!((web.slot.epoch, web.version), (2, 5));
 
+    // A restore resumes each epoch EPOCH_RESTORE_GAP above Postgres's: an epoch Redis handed
+    // out before losing its data (and Postgres never saw) is never handed out again.
+    const G: u64 = writerctl::claim::store::redis_pg::EPOCH_RESTORE_GAP;
+    let bumped = |mut s: writerctl::claim::model::Snapshot| {
+        s.slot.epoch += G;
+        s
+    };
     ns.wipe_redis();
     let fresh = ns.store();
-    assert_eq!(fresh.snapshot("web").unwrap(), web);
-    assert_eq!(fresh.snapshot("api").unwrap(), api);
+    assert_eq!(fresh.snapshot("web").unwrap(), bumped(web.clone()));
+    assert_eq!(fresh.snapshot("api").unwrap(), bumped(api.clone()));
     assert_eq!(fresh.restore_from_postgres().unwrap(), 0, "a second restore finds nothing missing");
 
-    // Verbs go on from the restored state: bob's token still works, the epoch grows from 2.
+    // Verbs go on from the restored state: bob's token still works, the epoch grows from there;
+    // the pre-loss epoch is stale.
     let c2 = manual(&fresh);
-    let out = c2.handoff(&req("web", "alice", 2), &b.controller.session_id, &b.token).unwrap();
-    assert_eq!(out.epoch, 3);
+    assert!(matches!(
+        c2.handoff(&req("web", "alice", 2), &b.controller.session_id, &b.token),
+        Err(ClaimError::StaleMaster { .. })
+    ));
+    let out = c2.handoff(&req("web", "alice", 2 + G), &b.controller.session_id, &b.token).unwrap();
+    assert_eq!(out.epoch, 3 + G);
     let after = fresh.snapshot("web").unwrap();
     assert_eq!(after.version, web.version + 1);
     let ev = c2.inbox("web", "bob", 0, 10).unwrap();
@@ -586,9 +602,9 @@ fn cold_restore_from_postgres_keeps_epoch_and_version() {
 
     // A store that was running when Redis lost its data restores before deciding anything.
     ns.wipe_redis();
-    assert_eq!(store.snapshot("web").unwrap(), after);
-    let out = c.handoff(&req("web", "bob", 3), &a.controller.session_id, &a.token).unwrap();
-    assert_eq!(out.epoch, 4);
+    assert_eq!(store.snapshot("web").unwrap(), bumped(after.clone()));
+    let out = c.handoff(&req("web", "bob", 3 + 2 * G), &a.controller.session_id, &a.token).unwrap();
+    assert_eq!(out.epoch, 4 + 2 * G);
     // A commit that meets an emptied Redis writes nothing, restores, and reports a conflict
     // so that the caller decides again on the restored state.
     store.flush_postgres().unwrap();
@@ -607,12 +623,12 @@ fn cold_restore_from_postgres_keeps_epoch_and_version() {
         detail: json!({}),
     };
     assert_eq!(store.commit("web", before.version, &change, &audit).unwrap(), Commit::Conflict);
-    assert_eq!(store.snapshot("web").unwrap(), before);
+    assert_eq!(store.snapshot("web").unwrap(), bumped(before.clone()));
     // Through the engine the same happens inside the CAS loop.
     ns.wipe_redis();
-    let d = c.register("web", &key("dave", "h4")).unwrap();
+    let d = c.register("web", &key("dave", "h4"), None).unwrap();
     assert!(!d.controller.is_master, "decided on the restored state, where bob is master");
-    assert_eq!(d.epoch, 4);
+    assert_eq!(d.epoch, 4 + 3 * G);
     assert_eq!(store.snapshot("web").unwrap().controllers.len(), 3);
 }
 
@@ -621,7 +637,7 @@ fn entries_postgres_refuses_are_set_aside_and_the_rest_go_on() {
     let Some(ns) = Ns::new("entries_postgres_refuses_are_set_aside_and_the_rest_go_on") else { return };
     let store = ns.store();
     let c = manual(&store);
-    let a = c.register("web", &key("alice", "h1")).unwrap();
+    let a = c.register("web", &key("alice", "h1"), None).unwrap();
     store.flush_postgres().unwrap();
     let mut r = ns.redis();
     // An entry that does not decode, and one whose state breaks the UNIQUE natural key (two
@@ -649,7 +665,7 @@ fn entries_postgres_refuses_are_set_aside_and_the_rest_go_on() {
         .query::<String>(&mut r)
         .unwrap();
     // A real verb behind them, drained in the same batch.
-    c.register("web", &key("bob", "h2")).unwrap();
+    c.register("web", &key("bob", "h2"), None).unwrap();
     store.flush_postgres().unwrap();
     assert_eq!(store.pending_postgres_writes().unwrap(), 0);
     assert_eq!(store.dead_postgres_writes().unwrap(), 2);
@@ -697,21 +713,29 @@ fn registration_keeps_one_controller_status_row_per_key() {
     let Some(ns) = Ns::new("registration_keeps_one_controller_status_row_per_key") else { return };
     let store = ns.store();
     let c = manual(&store);
-    let first = c.register("web", &key("alice", "h1")).unwrap();
+    let first = c.register("web", &key("alice", "h1"), None).unwrap();
+    // A live row is re-registered only with its current token.
+    assert_eq!(c.register("web", &key("alice", "h1"), None).unwrap_err().code().as_str(), "unauthorized");
+    let mut prev = first.token.clone();
     for _ in 0..3 {
-        let again = c.register("web", &key("alice", "h1")).unwrap();
+        let again = c.register("web", &key("alice", "h1"), Some(&prev)).unwrap();
         assert_eq!(again.controller.session_id, first.controller.session_id, "the UPSERT keeps the row");
+        prev = again.token;
     }
-    let other_machine = c.register("web", &key("alice", "h2")).unwrap();
+    let other_machine = c.register("web", &key("alice", "h2"), None).unwrap();
     let ide = c
-        .register("web", &ControllerKey { identity: "alice".into(), surface: "ide".into(), machine_id: "h1".into() })
+        .register(
+            "web",
+            &ControllerKey { identity: "alice".into(), surface: "ide".into(), machine_id: "h1".into() },
+            None,
+        )
         .unwrap();
     assert_ne!(other_machine.controller.session_id, first.controller.session_id);
     assert_ne!(ide.controller.session_id, first.controller.session_id);
     // Leave and come back under the same key: a new session id, still one row for the key.
-    let latest = c.register("web", &key("alice", "h1")).unwrap();
+    let latest = c.register("web", &key("alice", "h1"), Some(&prev)).unwrap();
     c.deregister("web", &latest.controller.session_id, &latest.token).unwrap();
-    let back = c.register("web", &key("alice", "h1")).unwrap();
+    let back = c.register("web", &key("alice", "h1"), None).unwrap();
     assert_ne!(back.controller.session_id, first.controller.session_id);
     store.flush_postgres().unwrap();
     let rows = ns.pg_controllers("web");
@@ -750,7 +774,7 @@ fn two_stores_see_one_state() {
     let Some(ns) = Ns::new("two_stores_see_one_state") else { return };
     let (s1, s2) = (ns.store(), ns.store());
     let c = manual(&s1);
-    c.register("web", &key("alice", "h1")).unwrap();
+    c.register("web", &key("alice", "h1"), None).unwrap();
     let snap: Snapshot = s2.snapshot("web").unwrap();
     assert_eq!(snap, s1.snapshot("web").unwrap());
     assert_eq!(snap.version, 1);

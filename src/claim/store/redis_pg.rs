@@ -37,6 +37,8 @@
 //! [`RedisPgStore::connect`] rebuilds every project that Postgres has and Redis lacks, then
 //! sets `{ns}:ready`. Commits refuse to run without that key, so a Redis that lost its data
 //! while a store was running is restored before anything is decided on the empty state.
+//! A restore resumes each epoch [`EPOCH_RESTORE_GAP`] above Postgres's, so an epoch Redis
+//! handed out before losing its data (and Postgres never saw) is never handed out again.
 //! Events are not kept in Postgres: inboxes start empty after a restore, but cursors keep
 //! growing from the last one Postgres saw. Run Redis with `maxmemory-policy noeviction`: an
 //! evicted head is indistinguishable from a new project.
@@ -68,6 +70,9 @@ pub const BACKOFF_MIN: Duration = Duration::from_millis(50);
 pub const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// How often an idle store looks for queue entries another (crashed) process left behind.
 const IDLE_POLL: Duration = Duration::from_secs(5);
+/// How far a restore from Postgres moves each project's epoch beyond what Postgres saw:
+/// more changes of master than Redis can have committed without Postgres catching up.
+pub const EPOCH_RESTORE_GAP: u64 = 1_000_000;
 /// Queue entries read per drain round (and per hold of the drain lock).
 const DRAIN_BATCH: usize = 64;
 /// Drain rounds `audit_log` does itself before reading Postgres (best effort).
@@ -884,7 +889,9 @@ fn background_writer(inner: Weak<Inner>, signal: Arc<Signal>) {
             // Another process holds the drain lock (it drains until the queue is empty, so
             // this is only a safety net): look again, less often each time.
             Ok(Drained::Busy) => Some(backoff.map_or(BACKOFF_MIN, |d| (d * 2).min(BACKOFF_MAX))),
-            Err(_) => {
+            Err(e) => {
+                // Seed 000: on a Postgres failure, log and retry; Redis is never rolled back.
+                tracing::warn!(error = %e, queued = inner.queue_len(&inner.keys.queue()).unwrap_or(0), "postgres write failed; retrying");
                 inner.degraded.store(true, Ordering::SeqCst);
                 Some(backoff.map_or(BACKOFF_MIN, |d| (d * 2).min(BACKOFF_MAX)))
             }
@@ -1105,7 +1112,10 @@ impl Inner {
         for (project, version, epoch, msid, mident, cursor) in heads {
             let mut inv = self.restore.prepare_invoke();
             inv.key(self.keys.head(&project)).key(self.keys.ctl(&project)).key(self.keys.cursor());
-            inv.arg(to_u64("version", version)?).arg(to_u64("epoch", epoch)?);
+            // Postgres is written second, so changes of master Redis had committed (and
+            // announced in MasterPreempted) may never have reached it. The epoch is a fencing
+            // number and must never be handed out twice: resume far above what Postgres saw.
+            inv.arg(to_u64("version", version)?).arg(to_u64("epoch", epoch)?.saturating_add(EPOCH_RESTORE_GAP));
             match (msid, mident) {
                 (Some(s), Some(i)) => inv.arg("1").arg(s).arg(i),
                 _ => inv.arg("0").arg("").arg(""),
@@ -1226,6 +1236,9 @@ impl Inner {
             entries.iter().map(|(_, f)| Job::decode(f).map_err(|e| e.to_string())).collect();
         let refused = self.pg.run(|conn| apply_batch(conn, &jobs))?;
         let dead = self.keys.dead();
+        for why in refused.iter().flatten() {
+            tracing::warn!(error = %why, queue = %dead, "postgres refused a queued write for good; set aside");
+        }
         self.redis.run_idempotent(|c| {
             let mut p = redis::pipe();
             for ((id, fields), why) in entries.iter().zip(&refused) {

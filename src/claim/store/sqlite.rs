@@ -120,6 +120,16 @@ fn create_private_file(path: &Path) -> Result<(), ClaimError> {
     if !meta.is_file() {
         return Err(ClaimError::InvalidArgument(format!("store {} is not a regular file", path.display())));
     }
+    // The store holds password and token hashes: an existing file others can read is
+    // refused rather than silently used (or silently changed).
+    use std::os::unix::fs::PermissionsExt;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(ClaimError::InvalidArgument(format!(
+            "store {} has mode {mode:04o}: others may read its password and token hashes (chmod 600 it)",
+            path.display()
+        )));
+    }
     Ok(())
 }
 
@@ -128,8 +138,9 @@ impl SqliteStore {
     /// A store written by a newer writerctl is refused, never downgraded.
     pub fn open(path: &Path) -> Result<SqliteStore, ClaimError> {
         create_private_file(path)?;
-        let flags =
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        // No SQLITE_OPEN_NOFOLLOW: it refuses a symlink anywhere in the path (a symlinked
+        // home directory is common); create_private_file already refused one at the file.
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut conn = Connection::open_with_flags(path, flags).map_err(db_err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(db_err)?;
         let mode = switch_to_wal(&conn)?;
@@ -514,6 +525,24 @@ mod tests {
             registered_at: 1,
             last_heartbeat: 1,
         }
+    }
+
+    #[test]
+    fn a_store_others_can_read_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("c.sqlite");
+        SqliteStore::open(&p).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        match SqliteStore::open(&p) {
+            Err(ClaimError::InvalidArgument(m)) => assert!(m.contains("0644"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        // A symlinked directory above the file is fine (a symlinked home is common).
+        let link = d.path().join("dirlink");
+        std::os::unix::fs::symlink(d.path(), &link).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        SqliteStore::open(&link.join("c.sqlite")).unwrap();
     }
 
     #[test]
