@@ -16,7 +16,7 @@ use writerctl::claim::clock::SystemClock;
 use writerctl::claim::model::Millis;
 use writerctl::claim::secret::Secret;
 use writerctl::claim::store::sqlite::SqliteStore;
-use writerctl::coordinator::client::HttpCoordinator;
+use writerctl::coordinator::client::{HttpCoordinator, is_http_url};
 
 /// Where the coordinator is, and how fresh a heartbeat must be.
 #[derive(Debug, Clone, Args)]
@@ -80,7 +80,7 @@ pub fn parse_target(url: Option<&str>) -> Result<Target> {
         }
         Some(url) => match url.strip_prefix("sqlite:") {
             Some(p) if !p.is_empty() => Target::Sqlite(PathBuf::from(p.strip_prefix("//").unwrap_or(p))),
-            _ if url.starts_with("http://") || url.starts_with("https://") => Target::Http(url.to_string()),
+            _ if is_http_url(url) => Target::Http(url.to_string()),
             _ => {
                 return Err(ClaimError::InvalidArgument(format!(
                     "coordinator address {url:?}: expected sqlite:PATH or http(s)://HOST:PORT"
@@ -120,7 +120,7 @@ impl CoordArgs {
 
     /// Whether these flags name a server (freshness is then the server's).
     pub fn is_remote(&self) -> bool {
-        self.coordinator.as_deref().is_some_and(|u| u.starts_with("http://") || u.starts_with("https://"))
+        self.coordinator.as_deref().is_some_and(is_http_url)
     }
 }
 

@@ -48,13 +48,18 @@ fn transport(e: ureq::Error, base: &str) -> ClaimError {
     }
 }
 
+/// Whether `url` names a server (`http://` or `https://`) rather than an embedded store.
+pub fn is_http_url(url: &str) -> bool {
+    url.starts_with("http://") || url.starts_with("https://")
+}
+
 impl HttpCoordinator {
     /// A client for `base` (`http://host:port` or `https://...`). `ca_pem` adds trusted
     /// roots (a private CA or a self-signed server certificate); `admin_token` authorizes
     /// administrative calls (`operator add`, `audit`).
     pub fn new(base: &str, ca_pem: Option<&[u8]>, admin_token: Option<Secret>) -> Result<HttpCoordinator, ClaimError> {
         let base = base.trim_end_matches('/').to_string();
-        if !(base.starts_with("http://") || base.starts_with("https://")) {
+        if !is_http_url(&base) {
             return Err(ClaimError::InvalidArgument(format!("{base}: expected http(s)://HOST:PORT")));
         }
         let mut config = ureq::Agent::config_builder()

@@ -17,6 +17,7 @@ mod recover;
 mod redis_pg;
 mod run;
 mod serve;
+mod services;
 mod soak;
 mod staged;
 

@@ -58,36 +58,8 @@ pub(crate) fn s(p: &Path) -> &str {
 }
 
 /// Waits for `child` at most `limit`, collecting its output; panics (after killing it) on a hang.
-pub(crate) fn wait_bounded(mut child: Child, limit: Duration, what: &str) -> Run {
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let t_out = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = out.read_to_end(&mut v);
-        v
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = err.read_to_end(&mut v);
-        v
-    });
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what} did not finish within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    };
-    Run {
-        code: status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&t_out.join().unwrap()).into_owned(),
-        stderr: String::from_utf8_lossy(&t_err.join().unwrap()).into_owned(),
-    }
+pub(crate) fn wait_bounded(child: Child, limit: Duration, what: &str) -> Run {
+    crate::support::wait_child_bounded(child, limit).unwrap_or_else(|| panic!("{what} did not finish within {limit:?}"))
 }
 
 /// Runs `c` with `input` on stdin (or /dev/null), bounded.
@@ -174,7 +146,7 @@ impl Co {
     /// A server over Redis + Postgres in a namespace of its own; None (after a loud SKIPPED
     /// line) when the services are unreachable.
     pub(crate) fn http_redis_pg(test: &str) -> Option<Co> {
-        let ns = crate::serve::Ns::new(test)?;
+        let ns = crate::services::Ns::new(test)?;
         Some(Co::http(|home, _| Deployment::redis_pg(home, ns)))
     }
 
@@ -419,17 +391,71 @@ pub(crate) fn assert_preempted(ev: &Value, prev: &Ctl, new: &Ctl, epoch: u64, by
     assert_eq!(ev["payload"], expect, "{ev:#}");
 }
 
-/// One command of a race: a label, its arguments (the binary's), and a delay after the
-/// barrier opens (staggers the cheap verb behind the argon2 one on some trials).
-struct Racer {
-    label: String,
-    args: Vec<String>,
-    delay_ms: u64,
+/// One command of a race: a label, its arguments (the binary's), the coordinator it talks
+/// to (None: the test's own, by `Co::url_for`), and a delay after the barrier opens
+/// (staggers the cheap verb behind the argon2 one on some trials).
+pub(crate) struct Racer {
+    pub(crate) label: String,
+    pub(crate) args: Vec<String>,
+    pub(crate) url: Option<String>,
+    pub(crate) delay_ms: u64,
+}
+
+/// The racers of a mixed trial: handoffs by the master and operator claims, all from one
+/// expected epoch.
+pub(crate) struct MixedRace<'a> {
+    pub(crate) master: &'a Ctl,
+    pub(crate) pw: &'a Path,
+    pub(crate) epoch: &'a str,
+    pub(crate) handoff_delay: u64,
+    pub(crate) extra: &'a [&'a str],
+}
+
+impl MixedRace<'_> {
+    /// A handoff to `t` by the master, or `operator`'s claim for `t`.
+    pub(crate) fn racer(&self, t: &Ctl, operator: &str, handoff: bool, url: Option<String>) -> Racer {
+        let mut args = if handoff {
+            strings(&[
+                "master",
+                "handoff",
+                "--project",
+                PROJECT,
+                "--session",
+                &self.master.sid,
+                "--token-file",
+                s(&self.master.token_file),
+                "--to",
+                &t.identity,
+            ])
+        } else {
+            strings(&[
+                "master",
+                "claim",
+                "--project",
+                PROJECT,
+                "--to",
+                &t.identity,
+                "--operator",
+                operator,
+                "--password-file",
+                s(self.pw),
+            ])
+        };
+        args.extend(strings(&["--expect-epoch", self.epoch, "--json"]));
+        args.extend(strings(self.extra));
+        let kind = if handoff { "handoff" } else { "claim" };
+        Racer {
+            url,
+            label: format!("{kind}:{}", t.identity),
+            args,
+            delay_ms: if handoff { self.handoff_delay } else { 0 },
+        }
+    }
 }
 
 /// Starts every racer blocked on one pipe (each shell blocks in `read` until EOF, then execs the
 /// binary), opens the barrier by closing the write end, and collects each (label, Run).
-fn race(co: &Co, racers: &[Racer]) -> Vec<(String, Run)> {
+pub(crate) fn race(co: &Co, racers: &[Racer]) -> Vec<(String, Run)> {
     let (reader, writer) = std::io::pipe().unwrap();
     let children: Vec<(String, Child)> = racers
         .iter()
@@ -446,7 +472,7 @@ fn race(co: &Co, racers: &[Racer]) -> Vec<(String, Run)> {
                 .arg(BIN)
                 .args(&r.args)
                 .arg("--coordinator")
-                .arg(co.url_for(&r.args))
+                .arg(r.url.clone().unwrap_or_else(|| co.url_for(&r.args)))
                 .env_clear()
                 .env("PATH", "/usr/bin:/bin")
                 .env("HOME", co.dir())
@@ -748,6 +774,7 @@ pub(crate) fn check_seed_09(co: &Co) {
         let e = epoch.to_string();
         let racers = [
             Racer {
+                url: None,
                 label: "handoff".into(),
                 args: strings(&[
                     "master",
@@ -771,6 +798,7 @@ pub(crate) fn check_seed_09(co: &Co) {
                 delay_ms: (trial % 4) * 30,
             },
             Racer {
+                url: None,
                 label: "claim".into(),
                 args: strings(&[
                     "master",
@@ -1265,51 +1293,10 @@ fn concurrent_verbs_elect_exactly_one_winner() {
             .map(|(i, t)| {
                 // 10 handoffs and 6 claims (argon2 makes a claim ~5x a handoff), interleaved and
                 // shifted each trial.
-                if (i + trial as usize) % 8 >= 3 {
-                    Racer {
-                        label: format!("handoff:{}", t.identity),
-                        args: strings(&[
-                            "master",
-                            "handoff",
-                            "--project",
-                            PROJECT,
-                            "--session",
-                            &master.sid,
-                            "--token-file",
-                            s(&master.token_file),
-                            "--to",
-                            &t.identity,
-                            "--expect-epoch",
-                            &e,
-                            "--freshness-seconds",
-                            "86400",
-                            "--json",
-                        ]),
-                        delay_ms: handoff_delay,
-                    }
-                } else {
-                    Racer {
-                        label: format!("claim:{}", t.identity),
-                        args: strings(&[
-                            "master",
-                            "claim",
-                            "--project",
-                            PROJECT,
-                            "--to",
-                            &t.identity,
-                            "--operator",
-                            &operators[i],
-                            "--password-file",
-                            s(&pw),
-                            "--expect-epoch",
-                            &e,
-                            "--freshness-seconds",
-                            "86400",
-                            "--json",
-                        ]),
-                        delay_ms: 0,
-                    }
-                }
+                let handoff = (i + trial as usize) % 8 >= 3;
+                let race =
+                    MixedRace { master, pw: &pw, epoch: &e, handoff_delay, extra: &["--freshness-seconds", "86400"] };
+                race.racer(t, &operators[i], handoff, None)
             })
             .collect();
         assert_eq!(racers.len(), N);
@@ -1925,6 +1912,7 @@ fn racing_first_registrants_elect_exactly_one_master() {
         let project = format!("p{trial}");
         let racers: Vec<Racer> = (0..8)
             .map(|i| Racer {
+                url: None,
                 label: format!("r{i}"),
                 args: strings(&[
                     "session",

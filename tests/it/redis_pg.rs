@@ -7,16 +7,13 @@
 //! afterwards. Unreachable services skip a test loudly, or fail it under
 //! `WRITERCTL_REQUIRE_SERVICES=1` (CI).
 
-use std::collections::BTreeMap;
-use std::io::Write;
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
-use std::thread::{self, JoinHandle};
+use std::sync::{Arc, Barrier};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+
+use crate::services::{DEFAULT_POSTGRES, DEFAULT_REDIS, Ns, Proxy, counts, postgres_addr, redis_via, wait_until};
 use writerctl::claim::ClaimError;
 use writerctl::claim::clock::{ManualClock, SystemClock};
 use writerctl::claim::engine::{Coordinator, DEFAULT_FRESHNESS, MasterRequest, Registered};
@@ -26,154 +23,12 @@ use writerctl::claim::secret::Secret;
 use writerctl::claim::store::redis_pg::RedisPgStore;
 use writerctl::claim::store::{Commit, Store};
 
-const DEFAULT_REDIS: &str = "redis://127.0.0.1:6379";
-const DEFAULT_POSTGRES: &str = "postgres://postgres@127.0.0.1:5432/test";
 const PASSWORD: &str = "correct horse battery staple";
 const T0: i64 = 1_700_000_000_000;
 
 // ---------------------------------------------------------------------------------------
 // helpers
 // ---------------------------------------------------------------------------------------
-
-fn redis_url() -> String {
-    std::env::var("WRITERCTL_TEST_REDIS_URL").unwrap_or_else(|_| DEFAULT_REDIS.into())
-}
-
-fn postgres_url() -> String {
-    std::env::var("WRITERCTL_TEST_POSTGRES_URL").unwrap_or_else(|_| DEFAULT_POSTGRES.into())
-}
-
-fn probe(redis_url: &str, postgres_url: &str) -> Result<(), String> {
-    let client = redis::Client::open(redis_url).map_err(|e| format!("redis {redis_url}: {e}"))?;
-    let mut conn =
-        client.get_connection_with_timeout(Duration::from_secs(2)).map_err(|e| format!("redis {redis_url}: {e}"))?;
-    redis::cmd("PING").query::<String>(&mut conn).map_err(|e| format!("redis {redis_url}: {e}"))?;
-    let mut config = postgres::Config::from_str(postgres_url).map_err(|e| format!("postgres: {e}"))?;
-    config.connect_timeout(Duration::from_secs(2));
-    let mut pg = config.connect(postgres::NoTls).map_err(|e| format!("postgres {postgres_url}: {e}"))?;
-    pg.simple_query("SELECT 1").map_err(|e| format!("postgres: {e}"))?;
-    Ok(())
-}
-
-/// One test's namespace (Redis prefix and Postgres schema), removed on drop. None, after a
-/// loud line on stderr, when the services are unreachable; a panic instead under
-/// `WRITERCTL_REQUIRE_SERVICES=1`.
-struct Ns {
-    name: String,
-    redis_url: String,
-    postgres_url: String,
-}
-
-impl Ns {
-    fn new(test: &str) -> Option<Ns> {
-        let (redis_url, postgres_url) = (redis_url(), postgres_url());
-        if let Err(why) = probe(&redis_url, &postgres_url) {
-            if std::env::var("WRITERCTL_REQUIRE_SERVICES").as_deref() == Ok("1") {
-                panic!("redis_pg::{test}: Redis/Postgres unreachable ({why}) and WRITERCTL_REQUIRE_SERVICES=1");
-            }
-            // Straight to the process's stderr: libtest captures eprintln! of passing tests.
-            let _ = writeln!(std::io::stderr(), "SKIPPED redis_pg::{test}: Redis/Postgres unreachable ({why})");
-            return None;
-        }
-        let name = format!("t_{}", &uuid::Uuid::new_v4().simple().to_string()[..16]);
-        Some(Ns { name, redis_url, postgres_url })
-    }
-
-    fn store(&self) -> Arc<RedisPgStore> {
-        Arc::new(RedisPgStore::connect(&self.redis_url, &self.postgres_url, &self.name).unwrap())
-    }
-
-    fn redis(&self) -> redis::Connection {
-        redis::Client::open(self.redis_url.as_str()).unwrap().get_connection().unwrap()
-    }
-
-    fn pg(&self) -> postgres::Client {
-        postgres::Client::connect(&self.postgres_url, postgres::NoTls).unwrap()
-    }
-
-    fn key(&self, rest: &str) -> String {
-        format!("{{{}}}:{rest}", self.name)
-    }
-
-    /// Deletes every Redis key of the namespace (a Redis restart without persistence).
-    fn wipe_redis(&self) {
-        let mut r = self.redis();
-        let keys: Vec<String> = redis::cmd("KEYS").arg(format!("{{{}}}:*", self.name)).query(&mut r).unwrap();
-        if !keys.is_empty() {
-            redis::cmd("DEL").arg(&keys).query::<i64>(&mut r).unwrap();
-        }
-    }
-
-    /// controller_status rows of `project`, ordered by session id.
-    fn pg_controllers(&self, project: &str) -> Vec<Controller> {
-        self.pg()
-            .query(
-                &format!(
-                    "SELECT session_id, identity, surface, machine_id, token_hash, is_master, registered_at,
-                            last_heartbeat FROM \"{}\".controller_status WHERE project = $1 ORDER BY session_id",
-                    self.name
-                ),
-                &[&project],
-            )
-            .unwrap()
-            .iter()
-            .map(|r| Controller {
-                session_id: r.get(0),
-                identity: r.get(1),
-                surface: r.get(2),
-                machine_id: r.get(3),
-                token_hash: r.get(4),
-                is_master: r.get(5),
-                registered_at: r.get(6),
-                last_heartbeat: r.get(7),
-            })
-            .collect()
-    }
-
-    /// The projects row: (version, epoch, master session id).
-    fn pg_head(&self, project: &str) -> (i64, i64, Option<String>) {
-        let r = self
-            .pg()
-            .query_one(
-                &format!("SELECT version, epoch, master_session_id FROM \"{}\".projects WHERE project = $1", self.name),
-                &[&project],
-            )
-            .unwrap();
-        (r.get(0), r.get(1), r.get(2))
-    }
-
-    /// How many audit rows per (verb, result) for `project`.
-    fn pg_audit_counts(&self, project: &str) -> BTreeMap<(String, String), i64> {
-        self.pg()
-            .query(
-                &format!(
-                    "SELECT verb, result, count(*) FROM \"{}\".audit WHERE project = $1 GROUP BY verb, result",
-                    self.name
-                ),
-                &[&project],
-            )
-            .unwrap()
-            .iter()
-            .map(|r| ((r.get(0), r.get(1)), r.get(2)))
-            .collect()
-    }
-}
-
-impl Drop for Ns {
-    fn drop(&mut self) {
-        // Best effort: a failed cleanup must not hide the test's own result.
-        if let Ok(client) = redis::Client::open(self.redis_url.as_str())
-            && let Ok(mut r) = client.get_connection_with_timeout(Duration::from_secs(2))
-            && let Ok(keys) = redis::cmd("KEYS").arg(format!("{{{}}}:*", self.name)).query::<Vec<String>>(&mut r)
-            && !keys.is_empty()
-        {
-            let _ = redis::cmd("DEL").arg(&keys).query::<i64>(&mut r);
-        }
-        if let Ok(mut pg) = postgres::Client::connect(&self.postgres_url, postgres::NoTls) {
-            let _ = pg.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name));
-        }
-    }
-}
 
 fn key(identity: &str, machine: &str) -> ControllerKey {
     ControllerKey { identity: identity.into(), surface: "cli".into(), machine_id: machine.into() }
@@ -189,113 +44,6 @@ fn pw(s: &str) -> Secret {
 
 fn manual(store: &Arc<RedisPgStore>) -> Coordinator {
     Coordinator::new(store.clone(), Arc::new(ManualClock::at(T0)), DEFAULT_FRESHNESS)
-}
-
-fn counts(rows: &[(&str, &str, i64)]) -> BTreeMap<(String, String), i64> {
-    rows.iter().map(|(v, r, n)| ((v.to_string(), r.to_string()), *n)).collect()
-}
-
-/// A TCP forwarder to Postgres that the test can cut (closing every connection and
-/// refusing new ones) and restore.
-struct Proxy {
-    port: u16,
-    up: Arc<AtomicBool>,
-    stop: Arc<AtomicBool>,
-    live: Arc<Mutex<Vec<TcpStream>>>,
-    accept: Option<JoinHandle<()>>,
-}
-
-impl Proxy {
-    fn start(target: SocketAddr) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let up = Arc::new(AtomicBool::new(true));
-        let stop = Arc::new(AtomicBool::new(false));
-        let live: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
-        let (up2, stop2, live2) = (up.clone(), stop.clone(), live.clone());
-        let accept = thread::spawn(move || {
-            for client in listener.incoming() {
-                if stop2.load(Ordering::SeqCst) {
-                    return;
-                }
-                let Ok(client) = client else { continue };
-                if !up2.load(Ordering::SeqCst) {
-                    let _ = client.shutdown(Shutdown::Both);
-                    continue;
-                }
-                let Ok(server) = TcpStream::connect(target) else { continue };
-                let mut live = live2.lock().unwrap();
-                live.push(client.try_clone().unwrap());
-                live.push(server.try_clone().unwrap());
-                let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-                thread::spawn(move || pump(client, server));
-                thread::spawn(move || pump(s2, c2));
-            }
-        });
-        Proxy { port, up, stop, live, accept: Some(accept) }
-    }
-
-    /// A key-value connection string reaching Postgres through the proxy.
-    fn postgres_url(&self, direct: &str) -> String {
-        let c = postgres::Config::from_str(direct).unwrap();
-        let mut s = format!("host=127.0.0.1 port={}", self.port);
-        if let Some(u) = c.get_user() {
-            s += &format!(" user={u}");
-        }
-        if let Some(p) = c.get_password() {
-            s += &format!(" password={}", String::from_utf8_lossy(p));
-        }
-        if let Some(d) = c.get_dbname() {
-            s += &format!(" dbname={d}");
-        }
-        s
-    }
-
-    fn cut(&self) {
-        self.up.store(false, Ordering::SeqCst);
-        for s in self.live.lock().unwrap().drain(..) {
-            let _ = s.shutdown(Shutdown::Both);
-        }
-    }
-
-    fn restore(&self) {
-        self.up.store(true, Ordering::SeqCst);
-    }
-}
-
-fn pump(mut from: TcpStream, mut to: TcpStream) {
-    let _ = std::io::copy(&mut from, &mut to);
-    let _ = from.shutdown(Shutdown::Both);
-    let _ = to.shutdown(Shutdown::Both);
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        self.cut();
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-        if let Some(h) = self.accept.take() {
-            let _ = h.join();
-        }
-    }
-}
-
-fn postgres_addr(url: &str) -> SocketAddr {
-    let c = postgres::Config::from_str(url).unwrap();
-    let host = match c.get_hosts().first() {
-        Some(postgres::config::Host::Tcp(h)) => h.clone(),
-        _ => "127.0.0.1".into(),
-    };
-    let port = c.get_ports().first().copied().unwrap_or(5432);
-    (host.as_str(), port).to_socket_addrs().unwrap().next().unwrap()
-}
-
-fn wait_until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !f() {
-        assert!(Instant::now() < deadline, "{what} within {limit:?}");
-        thread::sleep(Duration::from_millis(20));
-    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -509,19 +257,6 @@ fn redis_first_while_postgres_is_unreachable() {
     assert_eq!(ns.pg_controllers("web"), snap.controllers, "replayed older entries did not regress the rows");
     assert_eq!(ns.pg_head("web"), (snap.version as i64, 2, Some(b.controller.session_id.clone())));
     store.health().unwrap();
-}
-
-/// `url` with its host and port replaced by the proxy's, and the address it named.
-fn redis_via(url: &str, port: u16) -> (String, SocketAddr) {
-    let (scheme, rest) = url.split_once("://").unwrap();
-    let end = rest.find('/').unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(end);
-    let (userinfo, hostport) = match authority.rsplit_once('@') {
-        Some((u, h)) => (format!("{u}@"), h),
-        None => (String::new(), authority),
-    };
-    let target = if hostport.contains(':') { hostport.to_string() } else { format!("{hostport}:6379") };
-    (format!("{scheme}://{userinfo}127.0.0.1:{port}{path}"), target.to_socket_addrs().unwrap().next().unwrap())
 }
 
 #[test]

@@ -15,10 +15,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
@@ -27,271 +26,18 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::master::{
-    Co, Ctl, LIMIT, PASSWORD, PROJECT, assert_preempted, check_seed_01, check_seed_02, check_seed_03, check_seed_04,
-    check_seed_05, check_seed_06, check_seed_07, check_seed_08, check_seed_09, check_seed_10, check_seed_11,
-    check_seed_12, err_doc, exec, mref, ok_doc, s, strings, wait_bounded,
+    Co, Ctl, LIMIT, MixedRace, PASSWORD, PROJECT, Racer, assert_preempted, check_seed_01, check_seed_02, check_seed_03,
+    check_seed_04, check_seed_05, check_seed_06, check_seed_07, check_seed_08, check_seed_09, check_seed_10,
+    check_seed_11, check_seed_12, err_doc, exec, mref, ok_doc, race, s, strings, wait_bounded,
 };
+use crate::services::{Ns, Proxy, counts, postgres_addr, redis_via, skip, wait_until};
 use crate::support::{BIN, Run};
 
-const DEFAULT_REDIS: &str = "redis://127.0.0.1:6379";
-const DEFAULT_POSTGRES: &str = "postgres://postgres@127.0.0.1:5432/test";
 /// How long a server may take to print its listening line (a loaded machine, a cold
 /// Postgres schema migration).
 const START_LIMIT: Duration = Duration::from_secs(60);
 /// How long a stopped server may take to exit (it finishes in-flight requests, up to 10 s).
 const STOP_LIMIT: Duration = Duration::from_secs(30);
-
-// ---------------------------------------------------------------------------------------
-// services (the skip/require pattern of redis_pg.rs)
-// ---------------------------------------------------------------------------------------
-
-fn redis_url() -> String {
-    std::env::var("WRITERCTL_TEST_REDIS_URL").unwrap_or_else(|_| DEFAULT_REDIS.into())
-}
-
-fn postgres_url() -> String {
-    std::env::var("WRITERCTL_TEST_POSTGRES_URL").unwrap_or_else(|_| DEFAULT_POSTGRES.into())
-}
-
-fn require_services() -> bool {
-    std::env::var("WRITERCTL_REQUIRE_SERVICES").as_deref() == Ok("1")
-}
-
-/// A loud line straight to the process's stderr (libtest captures eprintln! of passing
-/// tests), or a panic under WRITERCTL_REQUIRE_SERVICES=1.
-fn skip(test: &str, why: &str) {
-    if require_services() {
-        panic!("serve::{test}: {why} and WRITERCTL_REQUIRE_SERVICES=1");
-    }
-    let _ = writeln!(std::io::stderr(), "SKIPPED serve::{test}: {why}");
-}
-
-fn probe(redis_url: &str, postgres_url: &str) -> Result<(), String> {
-    let client = redis::Client::open(redis_url).map_err(|e| format!("redis {redis_url}: {e}"))?;
-    let mut conn =
-        client.get_connection_with_timeout(Duration::from_secs(2)).map_err(|e| format!("redis {redis_url}: {e}"))?;
-    redis::cmd("PING").query::<String>(&mut conn).map_err(|e| format!("redis {redis_url}: {e}"))?;
-    let mut config = postgres::Config::from_str(postgres_url).map_err(|e| format!("postgres: {e}"))?;
-    config.connect_timeout(Duration::from_secs(2));
-    let mut pg = config.connect(postgres::NoTls).map_err(|e| format!("postgres {postgres_url}: {e}"))?;
-    pg.simple_query("SELECT 1").map_err(|e| format!("postgres: {e}"))?;
-    Ok(())
-}
-
-/// One test's namespace (Redis key prefix `{ns}:` and Postgres schema), removed on drop.
-pub(crate) struct Ns {
-    pub(crate) name: String,
-    pub(crate) redis_url: String,
-    pub(crate) postgres_url: String,
-}
-
-impl Ns {
-    /// None, after a loud SKIPPED line, when Redis or Postgres is unreachable.
-    pub(crate) fn new(test: &str) -> Option<Ns> {
-        let (redis_url, postgres_url) = (redis_url(), postgres_url());
-        if let Err(why) = probe(&redis_url, &postgres_url) {
-            skip(test, &format!("Redis/Postgres unreachable ({why})"));
-            return None;
-        }
-        let name = format!("t_{}", &uuid::Uuid::new_v4().simple().to_string()[..16]);
-        Some(Ns { name, redis_url, postgres_url })
-    }
-
-    fn redis(&self) -> redis::Connection {
-        redis::Client::open(self.redis_url.as_str()).unwrap().get_connection().unwrap()
-    }
-
-    fn pg(&self) -> postgres::Client {
-        postgres::Client::connect(&self.postgres_url, postgres::NoTls).unwrap()
-    }
-
-    /// Every Redis key of the namespace.
-    fn redis_keys(&self) -> Vec<String> {
-        redis::cmd("KEYS").arg(format!("{{{}}}:*", self.name)).query(&mut self.redis()).unwrap()
-    }
-
-    /// Deletes every Redis key of the namespace (a Redis restart without persistence).
-    fn wipe_redis(&self) {
-        let keys = self.redis_keys();
-        if !keys.is_empty() {
-            redis::cmd("DEL").arg(&keys).query::<i64>(&mut self.redis()).unwrap();
-        }
-    }
-
-    /// Audit rows per (verb, result) of `project`, read from Postgres directly.
-    fn pg_audit_counts(&self, project: &str) -> BTreeMap<(String, String), i64> {
-        self.pg()
-            .query(
-                &format!(
-                    "SELECT verb, result, count(*) FROM \"{}\".audit WHERE project = $1 GROUP BY verb, result",
-                    self.name
-                ),
-                &[&project],
-            )
-            .unwrap()
-            .iter()
-            .map(|r| ((r.get(0), r.get(1)), r.get(2)))
-            .collect()
-    }
-
-    /// (rows, distinct op ids) of the audit table.
-    fn pg_audit_ids(&self) -> (i64, i64) {
-        let r = self
-            .pg()
-            .query_one(&format!("SELECT count(*), count(DISTINCT op_id) FROM \"{}\".audit", self.name), &[])
-            .unwrap();
-        (r.get(0), r.get(1))
-    }
-
-    /// The projects row: (epoch, master session id).
-    fn pg_head(&self, project: &str) -> Option<(i64, Option<String>)> {
-        self.pg()
-            .query_opt(
-                &format!("SELECT epoch, master_session_id FROM \"{}\".projects WHERE project = $1", self.name),
-                &[&project],
-            )
-            .unwrap()
-            .map(|r| (r.get(0), r.get(1)))
-    }
-}
-
-impl Drop for Ns {
-    fn drop(&mut self) {
-        // Best effort: a failed cleanup must not hide the test's own result.
-        if let Ok(client) = redis::Client::open(self.redis_url.as_str())
-            && let Ok(mut r) = client.get_connection_with_timeout(Duration::from_secs(2))
-            && let Ok(keys) = redis::cmd("KEYS").arg(format!("{{{}}}:*", self.name)).query::<Vec<String>>(&mut r)
-            && !keys.is_empty()
-        {
-            let _ = redis::cmd("DEL").arg(&keys).query::<i64>(&mut r);
-        }
-        if let Ok(mut pg) = postgres::Client::connect(&self.postgres_url, postgres::NoTls) {
-            let _ = pg.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name));
-        }
-    }
-}
-
-fn counts(rows: &[(&str, &str, i64)]) -> BTreeMap<(String, String), i64> {
-    rows.iter().map(|(v, r, n)| ((v.to_string(), r.to_string()), *n)).collect()
-}
-
-/// A TCP forwarder (to Postgres or Redis) that the test can cut (closing every connection
-/// and refusing new ones) and restore. Copied from redis_pg.rs.
-struct Proxy {
-    port: u16,
-    up: Arc<AtomicBool>,
-    stop: Arc<AtomicBool>,
-    live: Arc<Mutex<Vec<TcpStream>>>,
-    accept: Option<JoinHandle<()>>,
-}
-
-impl Proxy {
-    fn start(target: SocketAddr) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let up = Arc::new(AtomicBool::new(true));
-        let stop = Arc::new(AtomicBool::new(false));
-        let live: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
-        let (up2, stop2, live2) = (up.clone(), stop.clone(), live.clone());
-        let accept = thread::spawn(move || {
-            for client in listener.incoming() {
-                if stop2.load(Ordering::SeqCst) {
-                    return;
-                }
-                let Ok(client) = client else { continue };
-                if !up2.load(Ordering::SeqCst) {
-                    let _ = client.shutdown(Shutdown::Both);
-                    continue;
-                }
-                let Ok(server) = TcpStream::connect(target) else { continue };
-                let mut live = live2.lock().unwrap();
-                live.push(client.try_clone().unwrap());
-                live.push(server.try_clone().unwrap());
-                let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-                thread::spawn(move || pump(client, server));
-                thread::spawn(move || pump(s2, c2));
-            }
-        });
-        Proxy { port, up, stop, live, accept: Some(accept) }
-    }
-
-    /// A key-value connection string reaching Postgres through the proxy.
-    fn postgres_url(&self, direct: &str) -> String {
-        let c = postgres::Config::from_str(direct).unwrap();
-        let mut s = format!("host=127.0.0.1 port={}", self.port);
-        if let Some(u) = c.get_user() {
-            s += &format!(" user={u}");
-        }
-        if let Some(p) = c.get_password() {
-            s += &format!(" password={}", String::from_utf8_lossy(p));
-        }
-        if let Some(d) = c.get_dbname() {
-            s += &format!(" dbname={d}");
-        }
-        s
-    }
-
-    fn cut(&self) {
-        self.up.store(false, Ordering::SeqCst);
-        for s in self.live.lock().unwrap().drain(..) {
-            let _ = s.shutdown(Shutdown::Both);
-        }
-    }
-
-    fn restore(&self) {
-        self.up.store(true, Ordering::SeqCst);
-    }
-}
-
-fn pump(mut from: TcpStream, mut to: TcpStream) {
-    let _ = std::io::copy(&mut from, &mut to);
-    let _ = from.shutdown(Shutdown::Both);
-    let _ = to.shutdown(Shutdown::Both);
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        self.cut();
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-        if let Some(h) = self.accept.take() {
-            let _ = h.join();
-        }
-    }
-}
-
-fn postgres_addr(url: &str) -> SocketAddr {
-    let c = postgres::Config::from_str(url).unwrap();
-    let host = match c.get_hosts().first() {
-        Some(postgres::config::Host::Tcp(h)) => h.clone(),
-        _ => "127.0.0.1".into(),
-    };
-    let port = c.get_ports().first().copied().unwrap_or(5432);
-    (host.as_str(), port).to_socket_addrs().unwrap().next().unwrap()
-}
-
-/// `url` with its host and port replaced by the proxy's, and the address it named.
-fn redis_via(url: &str, port: u16) -> (String, SocketAddr) {
-    let (scheme, rest) = url.split_once("://").unwrap();
-    let end = rest.find('/').unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(end);
-    let (userinfo, hostport) = match authority.rsplit_once('@') {
-        Some((u, h)) => (format!("{u}@"), h),
-        None => (String::new(), authority),
-    };
-    let target = if hostport.contains(':') { hostport.to_string() } else { format!("{hostport}:6379") };
-    (format!("{scheme}://{userinfo}127.0.0.1:{port}{path}"), target.to_socket_addrs().unwrap().next().unwrap())
-}
-
-/// Polls `f` every 50 ms for at most `limit` (a bound on a hang, not a timing assertion).
-#[track_caller]
-fn wait_until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !f() {
-        assert!(Instant::now() < deadline, "{what} within {limit:?}");
-        thread::sleep(Duration::from_millis(50));
-    }
-}
 
 // ---------------------------------------------------------------------------------------
 // the server process
@@ -710,51 +456,6 @@ fn dead_port() -> u16 {
 }
 
 /// One racer: a label, its arguments, the server it talks to, a delay after the barrier.
-struct Racer {
-    label: String,
-    args: Vec<String>,
-    url: String,
-    delay_ms: u64,
-}
-
-/// master.rs's barrier race, with a server per racer: every racer blocks in `read` on one
-/// pipe until its write end closes, then execs the binary.
-fn race_at(co: &Co, racers: &[Racer]) -> Vec<(String, Run)> {
-    let (reader, writer) = std::io::pipe().unwrap();
-    let children: Vec<(String, Child)> = racers
-        .iter()
-        .map(|r| {
-            let mut c = Command::new("sh");
-            c.arg("-c")
-                .arg(r#"read -r _barrier; d=$1; shift; [ "$d" = 0 ] || sleep "$d"; exec "$@""#)
-                .arg("racer")
-                .arg(if r.delay_ms == 0 {
-                    "0".to_string()
-                } else {
-                    format!("{}.{:03}", r.delay_ms / 1000, r.delay_ms % 1000)
-                })
-                .arg(BIN)
-                .args(&r.args)
-                .arg("--coordinator")
-                .arg(&r.url)
-                .env_clear()
-                .env("PATH", "/usr/bin:/bin")
-                .env("HOME", co.dir())
-                .env("TMPDIR", co.dir())
-                .env("XDG_STATE_HOME", co.dir().join("state"))
-                .envs(co.client_env())
-                .stdin(Stdio::from(reader.try_clone().unwrap()))
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped());
-            (r.label.clone(), c.spawn().unwrap())
-        })
-        .collect();
-    drop(reader);
-    thread::sleep(Duration::from_millis(20));
-    drop(writer);
-    children.into_iter().map(|(label, c)| (label.clone(), wait_bounded(c, LIMIT, &label))).collect()
-}
-
 fn deployment(co: &Co) -> &Deployment {
     co.http.as_ref().expect("an HTTP deployment")
 }
@@ -966,53 +667,12 @@ fn two_replicas_one_winner() {
             .enumerate()
             .map(|(i, t)| {
                 let url = urls[(i + trial as usize) % 2].clone();
-                if (i + trial as usize) % 8 >= 3 {
-                    Racer {
-                        label: format!("handoff:{}", t.identity),
-                        args: strings(&[
-                            "master",
-                            "handoff",
-                            "--project",
-                            PROJECT,
-                            "--session",
-                            &master.sid,
-                            "--token-file",
-                            s(&master.token_file),
-                            "--to",
-                            &t.identity,
-                            "--expect-epoch",
-                            &e,
-                            "--json",
-                        ]),
-                        url,
-                        delay_ms: handoff_delay,
-                    }
-                } else {
-                    Racer {
-                        label: format!("claim:{}", t.identity),
-                        args: strings(&[
-                            "master",
-                            "claim",
-                            "--project",
-                            PROJECT,
-                            "--to",
-                            &t.identity,
-                            "--operator",
-                            &operators[i],
-                            "--password-file",
-                            s(&pw),
-                            "--expect-epoch",
-                            &e,
-                            "--json",
-                        ]),
-                        url,
-                        delay_ms: 0,
-                    }
-                }
+                let race = MixedRace { master, pw: &pw, epoch: &e, handoff_delay, extra: &[] };
+                race.racer(t, &operators[i], (i + trial as usize) % 8 >= 3, Some(url))
             })
             .collect();
         assert_eq!(racers.iter().filter(|r| r.label.starts_with("claim:")).count(), 6);
-        let results = race_at(&co, &racers);
+        let results = race(&co, &racers);
         let winners: Vec<usize> = (0..N).filter(|&i| results[i].1.code == 0).collect();
         assert_eq!(winners.len(), 1, "trial {trial}: {results:#?}");
         let w = winners[0];
@@ -1069,7 +729,7 @@ fn two_replicas_one_winner() {
     assert_eq!((ok, stale), (TRIALS as i64, 15 * TRIALS as i64), "{pg:#?}");
     let (rows, distinct) = ns.pg_audit_ids();
     assert_eq!(rows, distinct, "an audit row went in twice");
-    assert_eq!(ns.pg_head(PROJECT).unwrap().0, 1 + TRIALS as i64);
+    assert_eq!(ns.pg_master(PROJECT).0, 1 + TRIALS as i64);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1091,7 +751,7 @@ fn redis_first_status_while_postgres_is_down() {
     let alice = co.reg("alice");
     let bob = co.reg("bob");
     wait_until(Duration::from_secs(30), "the registrations reach Postgres", || queue_depth(&url) == Some(0));
-    assert_eq!(d.ns().pg_head(PROJECT).unwrap(), (1, Some(alice.sid.clone())));
+    assert_eq!(d.ns().pg_master(PROJECT), (1, Some(alice.sid.clone())));
 
     proxy.cut();
     let v = ok_doc(&co.handoff(&alice, "bob", &["--expect-epoch", "1"]));
@@ -1128,7 +788,7 @@ fn redis_first_status_while_postgres_is_down() {
     );
     let (rows, distinct) = ns.pg_audit_ids();
     assert_eq!(rows, distinct);
-    assert_eq!(ns.pg_head(PROJECT).unwrap(), (2, Some(bob.sid.clone())));
+    assert_eq!(ns.pg_master(PROJECT), (2, Some(bob.sid.clone())));
     wait_until(Duration::from_secs(30), "/healthz answers 200 again", || http_get(&format!("{url}/healthz")).0 == 200);
     co.assert_master(Some(&bob), 2);
 }

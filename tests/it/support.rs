@@ -491,8 +491,13 @@ impl Drop for LiveHolder {
 /// because it hung (the caller decides whether that is a failure). A process that died of a
 /// signal has `code == -1`.
 pub fn run_bounded(mut c: Command, limit: std::time::Duration) -> Option<Run> {
+    wait_child_bounded(c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap(), limit)
+}
+
+/// Waits at most `limit` for a child spawned with piped stdout and stderr, collecting both.
+/// `None` when it had to be killed because it hung.
+pub fn wait_child_bounded(mut child: std::process::Child, limit: std::time::Duration) -> Option<Run> {
     use std::io::Read;
-    let mut child = c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let mut out = child.stdout.take().unwrap();
     let mut err = child.stderr.take().unwrap();
     let t_out = std::thread::spawn(move || {
