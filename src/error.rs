@@ -63,6 +63,18 @@ pub enum ErrorCode {
     OperatorExists,
     /// The coordinator or its store cannot be reached or stayed busy; retry later.
     CoordinatorUnavailable,
+    /// A work claim is live (or done) under another seat: one live claim per task.
+    ClaimTaken,
+    /// The claim's version moved since the caller read it (compare-and-set).
+    VersionConflict,
+    /// A claim with a TTL or a deputy must say what the next hands should do.
+    NextStepRequired,
+    /// The caller does not own the claim it tried to touch or release.
+    NotClaimOwner,
+    /// No such channel (or no claim on that task).
+    NotFound,
+    /// `channel create` for a channel that already exists; it is never overwritten.
+    ChannelExists,
 }
 
 impl ErrorCode {
@@ -92,6 +104,12 @@ impl ErrorCode {
         ErrorCode::Unauthorized,
         ErrorCode::OperatorExists,
         ErrorCode::CoordinatorUnavailable,
+        ErrorCode::ClaimTaken,
+        ErrorCode::VersionConflict,
+        ErrorCode::NextStepRequired,
+        ErrorCode::NotClaimOwner,
+        ErrorCode::NotFound,
+        ErrorCode::ChannelExists,
     ];
 
     /// The code named `s`, if it is in the registry.
@@ -126,6 +144,12 @@ impl ErrorCode {
             ErrorCode::Unauthorized => "unauthorized",
             ErrorCode::OperatorExists => "operator_exists",
             ErrorCode::CoordinatorUnavailable => "coordinator_unavailable",
+            ErrorCode::ClaimTaken => "claim_taken",
+            ErrorCode::VersionConflict => "version_conflict",
+            ErrorCode::NextStepRequired => "next_step_required",
+            ErrorCode::NotClaimOwner => "not_claim_owner",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::ChannelExists => "channel_exists",
         }
     }
 
@@ -134,14 +158,24 @@ impl ErrorCode {
         match self {
             ErrorCode::Internal | ErrorCode::DrainTimeout | ErrorCode::WriterCrashed => 1,
             ErrorCode::Interrupted => 130,
-            ErrorCode::Usage | ErrorCode::InvalidArgument | ErrorCode::RuntimeDirMissing => 2,
+            ErrorCode::Usage
+            | ErrorCode::InvalidArgument
+            | ErrorCode::RuntimeDirMissing
+            | ErrorCode::NextStepRequired => 2,
             ErrorCode::SessionWriterConflict
             | ErrorCode::SessionNotOwner
             | ErrorCode::SessionNotSealed
             | ErrorCode::NotMaster
             | ErrorCode::StaleMaster
-            | ErrorCode::OperatorExists => 3,
-            ErrorCode::TargetNotRegistered | ErrorCode::TargetStale | ErrorCode::TargetAmbiguous => 5,
+            | ErrorCode::OperatorExists
+            | ErrorCode::ClaimTaken
+            | ErrorCode::VersionConflict
+            | ErrorCode::NotClaimOwner
+            | ErrorCode::ChannelExists => 3,
+            ErrorCode::TargetNotRegistered
+            | ErrorCode::TargetStale
+            | ErrorCode::TargetAmbiguous
+            | ErrorCode::NotFound => 5,
             ErrorCode::InvalidOperatorCredentials | ErrorCode::Unauthorized => 6,
             ErrorCode::SessionTranscriptChanged
             | ErrorCode::SessionLockMalformed
@@ -204,6 +238,16 @@ impl ErrorCode {
             ErrorCode::CoordinatorUnavailable => {
                 "the coordinator or its store is unreachable or stayed busy; retry later"
             }
+            ErrorCode::ClaimTaken => "the task already has a live claim (or is done); one live claim per task",
+            ErrorCode::VersionConflict => {
+                "the claim's version is not the one the caller read: another write won; read it again and decide"
+            }
+            ErrorCode::NextStepRequired => "a claim with a TTL or a deputy needs a non-empty --next-step",
+            ErrorCode::NotClaimOwner => {
+                "the seat does not own this claim (it was released, handed on or taken by another)"
+            }
+            ErrorCode::NotFound => "no such channel, or no claim on that task",
+            ErrorCode::ChannelExists => "the channel already exists; it is never overwritten",
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The coordinator's typed errors, each with one stable [`ErrorCode`].
 
+use super::work::ClaimStatus;
 use crate::error::ErrorCode;
 
 /// Why a coordinator verb failed.
@@ -77,6 +78,52 @@ pub enum ClaimError {
     /// `operator add` for an id that already has a credential (never overwritten).
     #[error("operator {0} already exists")]
     OperatorExists(String),
+    /// A take on a task whose claim is live or done (seed 002: one live claim per task).
+    #[error("task {task} is {} by {}", status.as_str(), owner.as_deref().unwrap_or("nobody"))]
+    ClaimTaken {
+        /// The task.
+        task: String,
+        /// Its owner.
+        owner: Option<String>,
+        /// Its status.
+        status: ClaimStatus,
+        /// Its version.
+        version: u64,
+    },
+    /// An owner write sent with a version the claim is no longer at.
+    #[error("claim {task} is at version {actual}, not {expected}")]
+    VersionConflict {
+        /// The task.
+        task: String,
+        /// The version the caller read.
+        expected: u64,
+        /// The version now.
+        actual: u64,
+    },
+    /// A claim that declares a TTL or a deputy without a next step.
+    #[error("claim {task} declares a TTL or a deputy, so it needs a non-empty next step")]
+    NextStepRequired {
+        /// The task.
+        task: String,
+    },
+    /// An owner write by a seat that does not own the claim.
+    #[error("{seat} does not own claim {task} (it is {} by {})", status.as_str(), owner.as_deref().unwrap_or("nobody"))]
+    NotClaimOwner {
+        /// The task.
+        task: String,
+        /// The caller.
+        seat: String,
+        /// The owner, if any.
+        owner: Option<String>,
+        /// The status.
+        status: ClaimStatus,
+    },
+    /// No such channel or claim.
+    #[error("{0}")]
+    NotFound(String),
+    /// `channel create` for an existing channel.
+    #[error("channel {0} already exists")]
+    ChannelExists(String),
     /// A bad argument (empty identity, bad store address, ...).
     #[error("{0}")]
     InvalidArgument(String),
@@ -142,6 +189,12 @@ impl ClaimError {
                 ErrorCode::Unauthorized
             }
             ClaimError::OperatorExists(_) => ErrorCode::OperatorExists,
+            ClaimError::ClaimTaken { .. } => ErrorCode::ClaimTaken,
+            ClaimError::VersionConflict { .. } => ErrorCode::VersionConflict,
+            ClaimError::NextStepRequired { .. } => ErrorCode::NextStepRequired,
+            ClaimError::NotClaimOwner { .. } => ErrorCode::NotClaimOwner,
+            ClaimError::NotFound(_) => ErrorCode::NotFound,
+            ClaimError::ChannelExists(_) => ErrorCode::ChannelExists,
             ClaimError::InvalidArgument(_) => ErrorCode::InvalidArgument,
             ClaimError::Unavailable(_) => ErrorCode::CoordinatorUnavailable,
             ClaimError::Store(_) => ErrorCode::Internal,
@@ -182,6 +235,22 @@ impl ClaimError {
             ClaimError::AdminRequired => {
                 "start the server with --admin-token-file F and set WRITERCTL_ADMIN_TOKEN to that token".into()
             }
+            ClaimError::ClaimTaken { .. } => {
+                "one live claim per task: wait for the owner's release or its TTL, or pick another task".into()
+            }
+            ClaimError::VersionConflict { .. } => {
+                "read the claim again (`writerctl claim show`) and decide again".into()
+            }
+            ClaimError::NextStepRequired { .. } => {
+                "say what the next hands should do: --next-step TEXT (a claim that can change hands needs one)".into()
+            }
+            ClaimError::NotClaimOwner { .. } => {
+                "only the owner touches or releases a claim; `writerctl claim show` says who owns it".into()
+            }
+            ClaimError::NotFound(_) => {
+                "create the channel first (`writerctl channel create`), or check the names".into()
+            }
+            ClaimError::ChannelExists(_) => "channels are never overwritten; pick another name".into(),
             ClaimError::Unavailable(_) => "retry later".into(),
             ClaimError::InvalidArgument(_) | ClaimError::Store(_) => return None,
             ClaimError::Remote { hint, .. } => return hint.clone(),
@@ -200,6 +269,15 @@ impl ClaimError {
                 Some(json!({ "expected_epoch": expected, "epoch": actual }))
             }
             ClaimError::InvalidOperatorCredentials { next_delay_ms } => Some(json!({ "next_delay_ms": next_delay_ms })),
+            ClaimError::ClaimTaken { owner, status, version, .. } => {
+                Some(json!({ "owner": owner, "status": status.as_str(), "version": version }))
+            }
+            ClaimError::VersionConflict { expected, actual, .. } => {
+                Some(json!({ "expected_version": expected, "version": actual }))
+            }
+            ClaimError::NotClaimOwner { owner, status, .. } => {
+                Some(json!({ "owner": owner, "status": status.as_str() }))
+            }
             ClaimError::Remote { details, .. } => details.clone(),
             _ => None,
         }

@@ -7,6 +7,7 @@
 //!   audit. Never prints, never parses argv.
 //! * [`store`] — the [`store::Store`] trait and the embedded SQLite store.
 //! * [`secret`] — session tokens (SHA-256 at rest), argon2id passwords, failure delays.
+//! * [`work`] — seed 002's work claims: deputy, TTL, next step, focus leases, sweeps.
 //! * [`clock`] — time behind a trait so tests control freshness and delays.
 
 pub mod api;
@@ -17,6 +18,7 @@ pub mod master;
 pub mod model;
 pub mod secret;
 pub mod store;
+pub mod work;
 
 pub use engine::Coordinator;
 pub use error::ClaimError;

@@ -28,6 +28,12 @@ const SNAPSHOT: &[(&str, u8)] = &[
     ("unauthorized", 6),
     ("operator_exists", 3),
     ("coordinator_unavailable", 75),
+    ("claim_taken", 3),
+    ("version_conflict", 3),
+    ("next_step_required", 2),
+    ("not_claim_owner", 3),
+    ("not_found", 5),
+    ("channel_exists", 3),
 ];
 
 #[test]

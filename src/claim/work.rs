@@ -1,0 +1,744 @@
+//! Work claims that cannot freeze a fleet (seed 002): channels, one live claim per task,
+//! an optional deputy and TTL, a mandatory next step, focus leases, and the sweep that
+//! releases a claim whose owner went quiet.
+//!
+//! Everything here is a pure decision over rows a store read: no I/O, no clock. The engine
+//! ([`super::Coordinator`]) reads, calls these, and writes the result by compare-and-set on
+//! the claim's own version, so two seats taking one task elect exactly one owner.
+//!
+//! The TTL clock. A claim with `ttl_minutes = N` is *due* N minutes after its anchor: the
+//! current owner's last write (`last_owner_touch`), or, for an owner that has not written
+//! yet (a deputy the sweep just handed the claim to), the moment it became owner
+//! (`owner_since`). Only owner writes move the anchor; reads, doorbells and sweeps never
+//! do. A focus lease is the seat's liveness proof: while it lasts the seat's claims are not
+//! released, and the TTL counts again from the lease's end.
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::error::ClaimError;
+use super::model::{Millis, NewEvent};
+
+/// A channel's TTL floor when `channel create` names none (issue 8: "default 5").
+pub const DEFAULT_TTL_FLOOR_MINUTES: u32 = 5;
+/// A channel's SLA when `channel create` names none.
+pub const DEFAULT_SLA_MINUTES: u32 = 60;
+/// The longest TTL or SLA accepted: one week. Longer is a typo, not a plan.
+pub const MAX_MINUTES: u32 = 7 * 24 * 60;
+/// The longest focus lease: a seat may go heads-down, not disappear.
+pub const MAX_FOCUS_MINUTES: u32 = 240;
+/// The longest next step accepted.
+pub const MAX_NEXT_STEP: usize = 4096;
+/// The inbox event kind every release rings.
+pub const CLAIM_RELEASED: &str = "ClaimReleased";
+/// The audit actor of writes the coordinator makes on its own (TTL releases).
+pub const COORDINATOR_ACTOR: &str = "coordinator";
+
+const MINUTE_MS: Millis = 60_000;
+
+/// A channel: where claims live, who stewards them, and its clocks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Channel {
+    /// The project.
+    pub project: String,
+    /// The channel name.
+    pub channel: String,
+    /// The identity that receives release doorbells and reads the SLA report.
+    pub steward: String,
+    /// Claims older than this without a TTL show up in the steward report.
+    pub sla_minutes: u32,
+    /// The smallest TTL a claim in this channel may declare; smaller ones are raised.
+    pub ttl_floor_minutes: u32,
+    /// When it was created.
+    pub created_at: Millis,
+}
+
+/// A claim's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClaimStatus {
+    /// Live: one owner advances the task.
+    Claimed,
+    /// Open: anyone may take it.
+    Released,
+    /// Finished: never taken again.
+    Done,
+}
+
+impl ClaimStatus {
+    /// The lowercase name (`claimed`, `released`, `done`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClaimStatus::Claimed => "claimed",
+            ClaimStatus::Released => "released",
+            ClaimStatus::Done => "done",
+        }
+    }
+}
+
+/// One task's claim row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimRow {
+    /// The project.
+    pub project: String,
+    /// The channel.
+    pub channel: String,
+    /// The task.
+    pub task: String,
+    /// Who advances it; None unless claimed.
+    pub owner: Option<String>,
+    /// Claimed, released or done.
+    pub status: ClaimStatus,
+    /// Bumped by every write; the compare-and-set token.
+    pub version: u64,
+    /// The named successor (declarative until the TTL fires).
+    pub deputy: Option<String>,
+    /// Minutes without an owner write before the coordinator releases the claim.
+    pub ttl_minutes: Option<u32>,
+    /// What the next hands should do.
+    pub next_step: Option<String>,
+    /// The owner the claim last moved away from.
+    pub handoff_from: Option<String>,
+    /// The current owner's last write; None until it writes.
+    pub last_owner_touch: Option<Millis>,
+    /// When the current owner became owner.
+    pub owner_since: Option<Millis>,
+    /// When this live claim was first taken (the steward report's age).
+    pub claimed_at: Option<Millis>,
+    /// The last write of any kind.
+    pub updated_at: Millis,
+}
+
+impl ClaimRow {
+    /// `channel/task`, the audit target.
+    pub fn target(&self) -> String {
+        format!("{}/{}", self.channel, self.task)
+    }
+
+    /// When the TTL clock started: the owner's last write, or when it became owner.
+    pub fn anchor(&self) -> Option<Millis> {
+        match (self.last_owner_touch, self.owner_since) {
+            (Some(t), Some(s)) => Some(t.max(s)),
+            (t, s) => t.or(s),
+        }
+    }
+
+    /// When the TTL releases it, ignoring focus leases; None without a TTL or when not
+    /// claimed. Stores index this.
+    pub fn due_at(&self) -> Option<Millis> {
+        if self.status != ClaimStatus::Claimed || self.owner.is_none() {
+            return None;
+        }
+        let ttl = self.ttl_minutes?;
+        Some(self.anchor()?.saturating_add(Millis::from(ttl) * MINUTE_MS))
+    }
+
+    /// When the TTL releases it, given its owner's latest focus lease: never while the lease
+    /// lasts at `at`, and not before a full TTL after the lease ended.
+    pub fn due_with_focus(&self, focus: Option<&FocusLease>, at: Millis) -> Option<Millis> {
+        let due = self.due_at()?;
+        match focus {
+            Some(f) if f.active_at(at) => None,
+            Some(f) => Some(due.max(f.ends_at().saturating_add(Millis::from(self.ttl_minutes?) * MINUTE_MS))),
+            None => Some(due),
+        }
+    }
+}
+
+/// One step of a claim's history: the row as a write left it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimStep {
+    /// When.
+    pub at: Millis,
+    /// Who: `seat:<identity>` or `coordinator`.
+    pub actor: String,
+    /// `take`, `touch`, `release`, `done`, `ttl_handoff` or `ttl_release`.
+    pub action: String,
+    /// The row after the step.
+    pub claim: ClaimRow,
+}
+
+/// A seat's focus lease: while it lasts, the seat's claims are not released by TTL.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FocusLease {
+    /// The project.
+    pub project: String,
+    /// The seat.
+    pub seat: String,
+    /// When it started.
+    pub started_at: Millis,
+    /// When it runs out.
+    pub until: Millis,
+    /// When `focus end` ended it early, if it did.
+    pub ended_at: Option<Millis>,
+}
+
+impl FocusLease {
+    /// When it stops counting as liveness.
+    pub fn ends_at(&self) -> Millis {
+        self.ended_at.map_or(self.until, |e| e.min(self.until))
+    }
+
+    /// Whether it holds at `at`.
+    pub fn active_at(&self, at: Millis) -> bool {
+        self.started_at <= at && at < self.ends_at()
+    }
+}
+
+/// `claim take`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TakeRequest {
+    /// The project.
+    pub project: String,
+    /// The channel.
+    pub channel: String,
+    /// The task.
+    pub task: String,
+    /// The seat taking it.
+    pub seat: String,
+    /// Its deputy, if any.
+    pub deputy: Option<String>,
+    /// Its TTL, if any.
+    pub ttl_minutes: Option<u32>,
+    /// Its next step.
+    pub next_step: Option<String>,
+}
+
+/// `claim touch`: an owner write. Fields left None keep their value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TouchRequest {
+    /// The project.
+    pub project: String,
+    /// The channel.
+    pub channel: String,
+    /// The task.
+    pub task: String,
+    /// The seat (must be the owner).
+    pub seat: String,
+    /// The version the seat read.
+    pub expect_version: u64,
+    /// A new deputy; `Some(None)` removes it.
+    pub deputy: Option<Option<String>>,
+    /// A new TTL; `Some(None)` removes it.
+    pub ttl_minutes: Option<Option<u32>>,
+    /// A new next step.
+    pub next_step: Option<String>,
+}
+
+/// `claim release`: the owner opens the task again, or marks it done.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleaseRequest {
+    /// The project.
+    pub project: String,
+    /// The channel.
+    pub channel: String,
+    /// The task.
+    pub task: String,
+    /// The seat (must be the owner).
+    pub seat: String,
+    /// The version the seat read.
+    pub expect_version: u64,
+    /// Done instead of released.
+    pub done: bool,
+    /// A last next step for whoever takes it.
+    pub next_step: Option<String>,
+}
+
+/// A claim write's result: the row, and the TTL the seat asked for when the channel's
+/// floor raised it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimOutcome {
+    /// The row as written.
+    pub claim: ClaimRow,
+    /// The TTL asked for, when it was below the channel's floor and was raised.
+    pub ttl_raised_from: Option<u32>,
+}
+
+/// One release a sweep made (or, dry, would make).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepAction {
+    /// The project.
+    pub project: String,
+    /// The channel.
+    pub channel: String,
+    /// The task.
+    pub task: String,
+    /// The owner it was taken from.
+    pub from: String,
+    /// The deputy it went to; None when it was opened.
+    pub to: Option<String>,
+    /// The version after the release.
+    pub version: u64,
+    /// When the TTL ran out.
+    pub due_at: Millis,
+}
+
+/// What a sweep did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepReport {
+    /// The time the sweep judged by.
+    pub as_of: Millis,
+    /// Nothing was written.
+    pub dry_run: bool,
+    /// Claims released (or that would be).
+    pub released: Vec<SweepAction>,
+    /// Due claims kept because their owner holds a focus lease.
+    pub deferred_by_focus: u64,
+    /// Due claims an owner wrote to between the sweep's read and its write (kept).
+    pub conflicts: u64,
+}
+
+/// A claim older than its channel's SLA that carries no TTL.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StewardItem {
+    /// The claim.
+    pub claim: ClaimRow,
+    /// Its age in whole minutes.
+    pub age_minutes: i64,
+}
+
+/// `steward report`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StewardReport {
+    /// The channel.
+    pub channel: Channel,
+    /// The time the report judged by.
+    pub as_of: Millis,
+    /// Claims older than the SLA with no TTL, oldest first.
+    pub overdue: Vec<StewardItem>,
+}
+
+/// `focus start`'s result: the lease, and the minutes asked for when they were capped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FocusOutcome {
+    /// The lease.
+    pub lease: FocusLease,
+    /// The minutes asked for, when above [`MAX_FOCUS_MINUTES`].
+    pub capped_from: Option<u32>,
+}
+
+/// Refuses a next step that is too long or carries control characters other than newlines.
+pub fn validate_next_step(step: &str) -> Result<(), ClaimError> {
+    if step.len() > MAX_NEXT_STEP {
+        return Err(ClaimError::InvalidArgument(format!("--next-step is longer than {MAX_NEXT_STEP} bytes")));
+    }
+    if step.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return Err(ClaimError::InvalidArgument("--next-step contains a control character".into()));
+    }
+    Ok(())
+}
+
+/// Validates a channel's clocks and builds it.
+pub fn new_channel(
+    project: &str,
+    channel: &str,
+    steward: &str,
+    sla_minutes: Option<u32>,
+    ttl_floor_minutes: Option<u32>,
+    now: Millis,
+) -> Result<Channel, ClaimError> {
+    let sla = sla_minutes.unwrap_or(DEFAULT_SLA_MINUTES);
+    let floor = ttl_floor_minutes.unwrap_or(DEFAULT_TTL_FLOOR_MINUTES);
+    for (what, v) in [("--sla-minutes", sla), ("--ttl-floor-minutes", floor)] {
+        if v == 0 || v > MAX_MINUTES {
+            return Err(ClaimError::InvalidArgument(format!("{what} must be between 1 and {MAX_MINUTES}, not {v}")));
+        }
+    }
+    Ok(Channel {
+        project: project.into(),
+        channel: channel.into(),
+        steward: steward.into(),
+        sla_minutes: sla,
+        ttl_floor_minutes: floor,
+        created_at: now,
+    })
+}
+
+/// Applies the channel's floor: a TTL below it is raised (and the asked value reported).
+fn floored(ttl: Option<u32>, channel: &Channel) -> Result<(Option<u32>, Option<u32>), ClaimError> {
+    match ttl {
+        None => Ok((None, None)),
+        Some(0) => Err(ClaimError::InvalidArgument("--ttl-minutes must be at least 1".into())),
+        Some(n) if n > MAX_MINUTES => {
+            Err(ClaimError::InvalidArgument(format!("--ttl-minutes must be at most {MAX_MINUTES}, not {n}")))
+        }
+        Some(n) if n < channel.ttl_floor_minutes => Ok((Some(channel.ttl_floor_minutes), Some(n))),
+        Some(n) => Ok((Some(n), None)),
+    }
+}
+
+/// A claim that can change hands must say what the next hands should do (seed 002).
+fn require_next_step(row: &ClaimRow) -> Result<(), ClaimError> {
+    let blank = row.next_step.as_deref().is_none_or(|s| s.trim().is_empty());
+    if (row.ttl_minutes.is_some() || row.deputy.is_some()) && blank {
+        return Err(ClaimError::NextStepRequired { task: row.task.clone() });
+    }
+    Ok(())
+}
+
+fn check_deputy(seat: &str, deputy: Option<&str>) -> Result<(), ClaimError> {
+    if deputy == Some(seat) {
+        return Err(ClaimError::InvalidArgument(format!("{seat} cannot be its own deputy")));
+    }
+    Ok(())
+}
+
+/// `claim take`: opens a claim on a task that has none, or takes a released one.
+pub fn take(
+    existing: Option<&ClaimRow>,
+    channel: &Channel,
+    req: &TakeRequest,
+    now: Millis,
+) -> Result<ClaimOutcome, ClaimError> {
+    check_deputy(&req.seat, req.deputy.as_deref())?;
+    if let Some(row) = existing
+        && row.status != ClaimStatus::Released
+    {
+        return Err(ClaimError::ClaimTaken {
+            task: row.task.clone(),
+            owner: row.owner.clone(),
+            status: row.status,
+            version: row.version,
+        });
+    }
+    let (ttl_minutes, ttl_raised_from) = floored(req.ttl_minutes, channel)?;
+    let claim = ClaimRow {
+        project: req.project.clone(),
+        channel: req.channel.clone(),
+        task: req.task.clone(),
+        owner: Some(req.seat.clone()),
+        status: ClaimStatus::Claimed,
+        version: existing.map_or(0, |r| r.version) + 1,
+        deputy: req.deputy.clone(),
+        ttl_minutes,
+        next_step: req.next_step.clone().or_else(|| existing.and_then(|r| r.next_step.clone())),
+        handoff_from: existing.and_then(|r| r.handoff_from.clone()),
+        last_owner_touch: Some(now),
+        owner_since: Some(now),
+        claimed_at: Some(now),
+        updated_at: now,
+    };
+    require_next_step(&claim)?;
+    Ok(ClaimOutcome { claim, ttl_raised_from })
+}
+
+/// The checks every owner write shares: the version the seat read, then ownership.
+fn owned<'a>(row: &'a ClaimRow, seat: &str, expect_version: u64) -> Result<&'a ClaimRow, ClaimError> {
+    if row.version != expect_version {
+        return Err(ClaimError::VersionConflict {
+            task: row.task.clone(),
+            expected: expect_version,
+            actual: row.version,
+        });
+    }
+    if row.status != ClaimStatus::Claimed || row.owner.as_deref() != Some(seat) {
+        return Err(ClaimError::NotClaimOwner {
+            task: row.task.clone(),
+            seat: seat.to_string(),
+            owner: row.owner.clone(),
+            status: row.status,
+        });
+    }
+    Ok(row)
+}
+
+/// `claim touch`: the owner's write; resets the TTL clock and may change the deputy, the
+/// TTL and the next step.
+pub fn touch(row: &ClaimRow, channel: &Channel, req: &TouchRequest, now: Millis) -> Result<ClaimOutcome, ClaimError> {
+    let row = owned(row, &req.seat, req.expect_version)?;
+    let mut claim = row.clone();
+    if let Some(deputy) = &req.deputy {
+        check_deputy(&req.seat, deputy.as_deref())?;
+        claim.deputy = deputy.clone();
+    }
+    let mut ttl_raised_from = None;
+    if let Some(ttl) = req.ttl_minutes {
+        (claim.ttl_minutes, ttl_raised_from) = floored(ttl, channel)?;
+    }
+    if let Some(step) = &req.next_step {
+        claim.next_step = Some(step.clone());
+    }
+    claim.version += 1;
+    claim.last_owner_touch = Some(now);
+    claim.updated_at = now;
+    require_next_step(&claim)?;
+    Ok(ClaimOutcome { claim, ttl_raised_from })
+}
+
+/// `claim release`: the owner opens the task again (or marks it done).
+pub fn release(row: &ClaimRow, req: &ReleaseRequest, now: Millis) -> Result<ClaimRow, ClaimError> {
+    let row = owned(row, &req.seat, req.expect_version)?;
+    let mut claim = row.clone();
+    claim.status = if req.done { ClaimStatus::Done } else { ClaimStatus::Released };
+    claim.owner = None;
+    claim.deputy = None;
+    claim.handoff_from = Some(req.seat.clone());
+    claim.owner_since = None;
+    claim.last_owner_touch = None;
+    claim.claimed_at = None;
+    if let Some(step) = &req.next_step {
+        claim.next_step = Some(step.clone());
+    }
+    claim.version += 1;
+    claim.updated_at = now;
+    Ok(claim)
+}
+
+/// The TTL release (seed 002): to the deputy, who becomes owner with a fresh clock, or to
+/// open. Either way the version is bumped and the next step kept. None when the row is not
+/// due at `as_of` (no TTL, not claimed, or held by a focus lease).
+pub fn expire(row: &ClaimRow, focus: Option<&FocusLease>, as_of: Millis) -> Option<ClaimRow> {
+    let due = row.due_with_focus(focus, as_of)?;
+    if due > as_of {
+        return None;
+    }
+    let old = row.owner.clone()?;
+    let mut claim = row.clone();
+    match row.deputy.clone().filter(|d| *d != old) {
+        Some(deputy) => {
+            claim.owner = Some(deputy);
+            claim.owner_since = Some(as_of);
+        }
+        None => {
+            claim.status = ClaimStatus::Released;
+            claim.owner = None;
+            claim.owner_since = None;
+            claim.claimed_at = None;
+        }
+    }
+    claim.deputy = None;
+    claim.handoff_from = Some(old);
+    claim.last_owner_touch = None;
+    claim.version += 1;
+    claim.updated_at = as_of;
+    Some(claim)
+}
+
+/// The doorbells a release rings (seed 002): the old owner, the deputy and the channel's
+/// steward, each once, except the seat that released it itself.
+pub fn doorbells(
+    before: &ClaimRow,
+    after: &ClaimRow,
+    steward: Option<&str>,
+    reason: &str,
+    actor_seat: Option<&str>,
+) -> Vec<NewEvent> {
+    let payload = json!({
+        "channel": after.channel,
+        "task": after.task,
+        "reason": reason,
+        "from": before.owner,
+        "to": after.owner,
+        "status": after.status.as_str(),
+        "version": after.version,
+        "next_step": after.next_step,
+    });
+    let mut recipients: Vec<&str> = Vec::new();
+    for r in [before.owner.as_deref(), before.deputy.as_deref(), steward].into_iter().flatten() {
+        if Some(r) != actor_seat && !recipients.contains(&r) {
+            recipients.push(r);
+        }
+    }
+    recipients
+        .into_iter()
+        .map(|r| NewEvent {
+            recipient: r.to_string(),
+            recipient_session: None,
+            kind: CLAIM_RELEASED.into(),
+            payload: payload.clone(),
+        })
+        .collect()
+}
+
+/// `focus start`: a lease of `minutes`, capped at [`MAX_FOCUS_MINUTES`].
+pub fn focus_lease(project: &str, seat: &str, minutes: u32, now: Millis) -> Result<FocusOutcome, ClaimError> {
+    if minutes == 0 {
+        return Err(ClaimError::InvalidArgument("--minutes must be at least 1".into()));
+    }
+    let granted = minutes.min(MAX_FOCUS_MINUTES);
+    Ok(FocusOutcome {
+        lease: FocusLease {
+            project: project.into(),
+            seat: seat.into(),
+            started_at: now,
+            until: now + Millis::from(granted) * MINUTE_MS,
+            ended_at: None,
+        },
+        capped_from: (granted != minutes).then_some(minutes),
+    })
+}
+
+/// The steward report: live claims with no TTL taken more than the SLA ago, oldest first.
+pub fn steward_overdue(channel: &Channel, rows: &[ClaimRow], as_of: Millis) -> Vec<StewardItem> {
+    let sla = Millis::from(channel.sla_minutes) * MINUTE_MS;
+    let mut out: Vec<StewardItem> = rows
+        .iter()
+        .filter(|r| r.status == ClaimStatus::Claimed && r.ttl_minutes.is_none())
+        .filter_map(|r| {
+            let age = as_of.saturating_sub(r.claimed_at?);
+            (age > sla).then(|| StewardItem { claim: r.clone(), age_minutes: age / MINUTE_MS })
+        })
+        .collect();
+    out.sort_by_key(|i| std::cmp::Reverse(i.age_minutes));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const M: Millis = MINUTE_MS;
+
+    fn channel() -> Channel {
+        new_channel("p", "c", "steward", Some(30), None, 0).unwrap()
+    }
+
+    fn take_req(seat: &str, deputy: Option<&str>, ttl: Option<u32>, step: Option<&str>) -> TakeRequest {
+        TakeRequest {
+            project: "p".into(),
+            channel: "c".into(),
+            task: "t".into(),
+            seat: seat.into(),
+            deputy: deputy.map(Into::into),
+            ttl_minutes: ttl,
+            next_step: step.map(Into::into),
+        }
+    }
+
+    fn taken(deputy: Option<&str>, ttl: Option<u32>) -> ClaimRow {
+        take(None, &channel(), &take_req("a", deputy, ttl, Some("merge it")), 0).unwrap().claim
+    }
+
+    #[test]
+    fn next_step_is_required_with_a_ttl_or_a_deputy() {
+        let ch = channel();
+        for (deputy, ttl) in [(Some("b"), None), (None, Some(10)), (Some("b"), Some(10))] {
+            for step in [None, Some(""), Some("  ")] {
+                let e = take(None, &ch, &take_req("a", deputy, ttl, step), 0).unwrap_err();
+                assert!(matches!(e, ClaimError::NextStepRequired { .. }), "{e:?}");
+            }
+        }
+        assert!(take(None, &ch, &take_req("a", None, None, None), 0).is_ok());
+    }
+
+    #[test]
+    fn a_ttl_below_the_floor_is_raised_and_reported() {
+        let out = take(None, &channel(), &take_req("a", None, Some(2), Some("x")), 0).unwrap();
+        assert_eq!((out.claim.ttl_minutes, out.ttl_raised_from), (Some(5), Some(2)));
+        let out = take(None, &channel(), &take_req("a", None, Some(7), Some("x")), 0).unwrap();
+        assert_eq!((out.claim.ttl_minutes, out.ttl_raised_from), (Some(7), None));
+        assert!(take(None, &channel(), &take_req("a", None, Some(0), Some("x")), 0).is_err());
+    }
+
+    #[test]
+    fn a_live_or_done_claim_cannot_be_taken_and_a_released_one_can() {
+        let row = taken(None, None);
+        let e = take(Some(&row), &channel(), &take_req("b", None, None, None), 1).unwrap_err();
+        assert!(matches!(e, ClaimError::ClaimTaken { .. }));
+        let req = ReleaseRequest {
+            project: "p".into(),
+            channel: "c".into(),
+            task: "t".into(),
+            seat: "a".into(),
+            expect_version: 1,
+            done: false,
+            next_step: None,
+        };
+        let open = release(&row, &req, 2).unwrap();
+        assert_eq!((open.status, open.owner.as_deref(), open.version), (ClaimStatus::Released, None, 2));
+        let again = take(Some(&open), &channel(), &take_req("b", None, None, None), 3).unwrap().claim;
+        assert_eq!(
+            (again.owner.as_deref(), again.version, again.next_step.as_deref()),
+            (Some("b"), 3, Some("merge it"))
+        );
+        let done = release(&row, &ReleaseRequest { done: true, ..req }, 2).unwrap();
+        assert!(matches!(
+            take(Some(&done), &channel(), &take_req("b", None, None, None), 3),
+            Err(ClaimError::ClaimTaken { .. })
+        ));
+    }
+
+    #[test]
+    fn owner_writes_check_the_version_then_the_owner() {
+        let row = taken(None, Some(10));
+        let mut req = TouchRequest {
+            project: "p".into(),
+            channel: "c".into(),
+            task: "t".into(),
+            seat: "a".into(),
+            expect_version: 7,
+            deputy: None,
+            ttl_minutes: None,
+            next_step: None,
+        };
+        assert!(matches!(touch(&row, &channel(), &req, 5 * M), Err(ClaimError::VersionConflict { .. })));
+        req.expect_version = 1;
+        req.seat = "b".into();
+        assert!(matches!(touch(&row, &channel(), &req, 5 * M), Err(ClaimError::NotClaimOwner { .. })));
+        req.seat = "a".into();
+        let out = touch(&row, &channel(), &req, 5 * M).unwrap().claim;
+        assert_eq!((out.version, out.last_owner_touch, out.due_at()), (2, Some(5 * M), Some(15 * M)));
+        req.expect_version = 2;
+        req.next_step = Some(String::new());
+        assert!(matches!(touch(&out, &channel(), &req, 6 * M), Err(ClaimError::NextStepRequired { .. })));
+    }
+
+    #[test]
+    fn the_ttl_hands_to_the_deputy_with_a_fresh_clock_then_opens() {
+        let row = taken(Some("b"), Some(10));
+        assert_eq!(expire(&row, None, 10 * M - 1), None);
+        let to_deputy = expire(&row, None, 10 * M).unwrap();
+        assert_eq!(to_deputy.owner.as_deref(), Some("b"));
+        assert_eq!(to_deputy.handoff_from.as_deref(), Some("a"));
+        assert_eq!((to_deputy.deputy.clone(), to_deputy.version, to_deputy.status), (None, 2, ClaimStatus::Claimed));
+        assert_eq!(to_deputy.next_step.as_deref(), Some("merge it"));
+        // The sweep is not an owner touch: the deputy's clock starts when it became owner.
+        assert_eq!(to_deputy.last_owner_touch, None);
+        assert_eq!(to_deputy.due_at(), Some(20 * M));
+        let open = expire(&to_deputy, None, 20 * M).unwrap();
+        assert_eq!((open.status, open.owner.clone(), open.version), (ClaimStatus::Released, None, 3));
+        assert_eq!(open.handoff_from.as_deref(), Some("b"));
+        assert_eq!(open.due_at(), None);
+    }
+
+    #[test]
+    fn a_focus_lease_holds_the_claim_and_the_ttl_counts_from_its_end() {
+        let row = taken(None, Some(10));
+        let (lease, _) = (focus_lease("p", "a", 30, 5 * M).unwrap().lease, ());
+        assert_eq!(expire(&row, Some(&lease), 20 * M), None);
+        assert_eq!(expire(&row, Some(&lease), 35 * M - 1), None);
+        assert_eq!(expire(&row, Some(&lease), 44 * M), None);
+        assert!(expire(&row, Some(&lease), 45 * M).is_some());
+        let ended = FocusLease { ended_at: Some(8 * M), ..lease };
+        assert_eq!(row.due_with_focus(Some(&ended), 9 * M), Some(18 * M));
+    }
+
+    #[test]
+    fn focus_is_capped_and_reported() {
+        let out = focus_lease("p", "a", 1000, 0).unwrap();
+        assert_eq!((out.lease.until, out.capped_from), (Millis::from(MAX_FOCUS_MINUTES) * M, Some(1000)));
+        assert!(focus_lease("p", "a", 0, 0).is_err());
+    }
+
+    #[test]
+    fn doorbells_ring_owner_deputy_and_steward_once_each() {
+        let row = taken(Some("b"), Some(10));
+        let after = expire(&row, None, 10 * M).unwrap();
+        let to: Vec<String> =
+            doorbells(&row, &after, Some("steward"), "ttl", None).into_iter().map(|e| e.recipient).collect();
+        assert_eq!(to, ["a", "b", "steward"]);
+        let to: Vec<String> =
+            doorbells(&row, &after, Some("a"), "owner", Some("a")).into_iter().map(|e| e.recipient).collect();
+        assert_eq!(to, ["b"]);
+    }
+
+    #[test]
+    fn the_steward_report_lists_old_claims_without_a_ttl() {
+        let mut rows = vec![taken(None, None), taken(None, Some(10))];
+        rows.push(ClaimRow { task: "young".into(), claimed_at: Some(20 * M), ..taken(None, None) });
+        let overdue = steward_overdue(&channel(), &rows, 31 * M);
+        assert_eq!(overdue.len(), 1);
+        assert_eq!((overdue[0].claim.task.as_str(), overdue[0].age_minutes), ("t", 31));
+        assert!(steward_overdue(&channel(), &rows, 30 * M).is_empty());
+    }
+}
