@@ -10,7 +10,8 @@ pub mod redis_pg;
 pub mod sqlite;
 
 use super::error::ClaimError;
-use super::model::{AuditEntry, Change, Event, Millis, OperatorRecord, Snapshot};
+use super::model::{AuditEntry, Change, Event, Millis, NewEvent, OperatorRecord, Snapshot};
+use super::work::{Channel, ClaimRow, ClaimStep, FocusLease};
 
 /// A verb's decision: from a snapshot to the change and its audit row.
 pub type Decide<'a> = dyn FnMut(&Snapshot) -> Result<(Change, AuditEntry), ClaimError> + 'a;
@@ -27,8 +28,62 @@ pub enum Commit {
 /// How many times [`Store::transact`]'s default loop re-decides before giving up.
 pub const MAX_CAS_ATTEMPTS: usize = 64;
 
+/// One claim write: `row` replaces the task's row only if the stored row is still at
+/// `expected_version` (0: the task has no row yet). The history step, the doorbells and the
+/// audit row are written with it, atomically, or not at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimWrite {
+    /// The version the decision was made from; 0 when the task had no row.
+    pub expected_version: u64,
+    /// The new row (its `version` is the new version).
+    pub row: ClaimRow,
+    /// The history step (its `claim` equals `row`).
+    pub step: ClaimStep,
+    /// Inbox events (release doorbells).
+    pub events: Vec<NewEvent>,
+    /// The audit row.
+    pub audit: AuditEntry,
+}
+
+/// Seed 002's work claims: channels, per-task rows with their own compare-and-set version,
+/// history, focus leases and the index of claims whose TTL runs out.
+pub trait WorkStore {
+    /// Creates a channel; `channel_exists` if it exists (never overwritten).
+    fn insert_channel(&self, channel: &Channel, audit: &AuditEntry) -> Result<(), ClaimError>;
+
+    /// A channel.
+    fn channel(&self, project: &str, channel: &str) -> Result<Option<Channel>, ClaimError>;
+
+    /// A task's row.
+    fn claim(&self, project: &str, channel: &str, task: &str) -> Result<Option<ClaimRow>, ClaimError>;
+
+    /// Every row in a channel, ordered by task.
+    fn claims(&self, project: &str, channel: &str) -> Result<Vec<ClaimRow>, ClaimError>;
+
+    /// A task's history, oldest first.
+    fn claim_history(&self, project: &str, channel: &str, task: &str) -> Result<Vec<ClaimStep>, ClaimError>;
+
+    /// Applies each write if its row is still at its expected version; one result per write,
+    /// in order (`Done(new version)` or `Conflict`). A store may commit the batch in one
+    /// transaction; a conflict on one write never stops the others.
+    fn write_claims(&self, writes: &[ClaimWrite]) -> Result<Vec<Commit>, ClaimError>;
+
+    /// Up to `limit` claimed rows of `project` whose TTL ran out by `as_of`
+    /// ([`ClaimRow::due_at`], focus leases not considered), earliest first.
+    fn due_claims(&self, project: &str, as_of: Millis, limit: usize) -> Result<Vec<ClaimRow>, ClaimError>;
+
+    /// The projects holding at least one claim due by `as_of` (the server's sweeper).
+    fn projects_with_due(&self, as_of: Millis) -> Result<Vec<String>, ClaimError>;
+
+    /// Each seat's latest focus lease in `project`.
+    fn focus_leases(&self, project: &str) -> Result<Vec<FocusLease>, ClaimError>;
+
+    /// Replaces the seat's focus lease, with its audit row.
+    fn put_focus(&self, lease: &FocusLease, audit: &AuditEntry) -> Result<(), ClaimError>;
+}
+
 /// Coordinator state for many projects.
-pub trait Store: Send + Sync {
+pub trait Store: WorkStore + Send + Sync {
     /// The project's current state (an unknown project reads as empty at version 0).
     fn snapshot(&self, project: &str) -> Result<Snapshot, ClaimError>;
 

@@ -14,8 +14,10 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, Transactio
 use super::{Commit, Decide, Store};
 use crate::claim::error::ClaimError;
 use crate::claim::model::{
-    AuditEntry, Change, Controller, Event, MasterRef, MasterSlot, Millis, OperatorRecord, Snapshot,
+    AuditEntry, Change, Controller, Event, MasterRef, MasterSlot, Millis, NewEvent, OperatorRecord, Snapshot,
 };
+
+mod work;
 
 /// How long a verb waits for another process's write transaction before answering
 /// `coordinator_unavailable`.
@@ -80,6 +82,38 @@ CREATE TABLE operator_attempts (
     operator_id     TEXT PRIMARY KEY,
     failures        INTEGER NOT NULL,
     last_failure_at INTEGER
+);
+"#,
+    r#"
+CREATE TABLE channels (
+    project TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    body    TEXT NOT NULL,
+    PRIMARY KEY (project, channel)
+);
+CREATE TABLE claims (
+    project TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    task    TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    due_at  INTEGER,
+    body    TEXT NOT NULL,
+    PRIMARY KEY (project, channel, task)
+);
+CREATE INDEX claims_due ON claims (project, due_at) WHERE due_at IS NOT NULL;
+CREATE TABLE claim_history (
+    id      INTEGER PRIMARY KEY AUTOINCREMENT,
+    project TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    task    TEXT NOT NULL,
+    body    TEXT NOT NULL
+);
+CREATE INDEX claim_history_task ON claim_history (project, channel, task, id);
+CREATE TABLE focus_leases (
+    project TEXT NOT NULL,
+    seat    TEXT NOT NULL,
+    body    TEXT NOT NULL,
+    PRIMARY KEY (project, seat)
 );
 "#,
 ];
@@ -268,6 +302,17 @@ fn insert_audit(tx: &Connection, a: &AuditEntry) -> Result<(), ClaimError> {
     Ok(())
 }
 
+/// Appends one inbox event.
+fn insert_event(tx: &Connection, project: &str, e: &NewEvent, at: Millis) -> Result<(), ClaimError> {
+    tx.prepare_cached(
+        "INSERT INTO events (project, recipient, recipient_session, kind, payload, at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )
+    .and_then(|mut s| s.execute(params![project, e.recipient, e.recipient_session, e.kind, e.payload.to_string(), at]))
+    .map_err(db_err)?;
+    Ok(())
+}
+
 /// Writes `change` at `version` (already checked by the caller, inside its transaction).
 fn apply(
     tx: &Transaction<'_>,
@@ -326,14 +371,7 @@ fn apply(
             .map_err(db_err)?;
         }
         for e in &change.events {
-            tx.prepare_cached(
-                "INSERT INTO events (project, recipient, recipient_session, kind, payload, at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )
-            .and_then(|mut s| {
-                s.execute(params![project, e.recipient, e.recipient_session, e.kind, e.payload.to_string(), audit.at])
-            })
-            .map_err(db_err)?;
+            insert_event(tx, project, e, audit.at)?;
         }
         tx.execute("UPDATE projects SET version = ?2 WHERE project = ?1", params![project, new_version as i64])
             .map_err(db_err)?;
@@ -499,6 +537,8 @@ impl Store for SqliteStore {
 mod tests {
     use super::*;
     use crate::claim::model::{Controller, MasterRef};
+    use crate::claim::store::{ClaimWrite, WorkStore};
+    use crate::claim::work::{Channel, ClaimRow, ClaimStep, FocusLease};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn audit(project: &str) -> AuditEntry {
@@ -595,6 +635,40 @@ mod tests {
     struct CasOnly {
         inner: SqliteStore,
         interfere: AtomicUsize,
+    }
+
+    /// Work claims are not what this double is about: straight through.
+    impl WorkStore for CasOnly {
+        fn insert_channel(&self, c: &Channel, a: &AuditEntry) -> Result<(), ClaimError> {
+            self.inner.insert_channel(c, a)
+        }
+        fn channel(&self, p: &str, c: &str) -> Result<Option<Channel>, ClaimError> {
+            self.inner.channel(p, c)
+        }
+        fn claim(&self, p: &str, c: &str, t: &str) -> Result<Option<ClaimRow>, ClaimError> {
+            self.inner.claim(p, c, t)
+        }
+        fn claims(&self, p: &str, c: &str) -> Result<Vec<ClaimRow>, ClaimError> {
+            self.inner.claims(p, c)
+        }
+        fn claim_history(&self, p: &str, c: &str, t: &str) -> Result<Vec<ClaimStep>, ClaimError> {
+            self.inner.claim_history(p, c, t)
+        }
+        fn write_claims(&self, w: &[ClaimWrite]) -> Result<Vec<Commit>, ClaimError> {
+            self.inner.write_claims(w)
+        }
+        fn due_claims(&self, p: &str, at: Millis, l: usize) -> Result<Vec<ClaimRow>, ClaimError> {
+            self.inner.due_claims(p, at, l)
+        }
+        fn projects_with_due(&self, at: Millis) -> Result<Vec<String>, ClaimError> {
+            self.inner.projects_with_due(at)
+        }
+        fn focus_leases(&self, p: &str) -> Result<Vec<FocusLease>, ClaimError> {
+            self.inner.focus_leases(p)
+        }
+        fn put_focus(&self, l: &FocusLease, a: &AuditEntry) -> Result<(), ClaimError> {
+            self.inner.put_focus(l, a)
+        }
     }
 
     impl Store for CasOnly {
