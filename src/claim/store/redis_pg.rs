@@ -1,6 +1,7 @@
 //! The server store: Redis is authoritative and written first; Postgres keeps
-//! `controller_status`, `projects`, operators and the append-only audit log, written second
-//! and never allowed to roll Redis back (seed 000 §Dual-plane state).
+//! `controller_status`, `projects`, operators, the append-only audit log and seed 002's work
+//! claims (`channels`, `claims`, `claim_history`, `focus_leases`), written second and never
+//! allowed to roll Redis back (seed 000 §Dual-plane state).
 //!
 //! # Redis (one namespace `ns`; every key carries the hash tag `{ns}`, so one Lua script may
 //! touch all of them even on a cluster)
@@ -13,6 +14,17 @@
 //! * `{ns}:pgq` — the durable queue of Postgres writes; `{ns}:pgq:dead` — entries Postgres
 //!   refused for good; `{ns}:pgq:lock` — the drain lock
 //! * `{ns}:ready` — set once Redis holds (or has been restored to) the namespace's state
+//! * `{ns}:p:<project>:channels` — hash: channel → [`Channel`](crate::claim::work::Channel) JSON
+//! * `{ns}:p:<project>:claims:<channel>` — hash: task → [`ClaimRow`](crate::claim::work::ClaimRow)
+//!   JSON (the row carries its own compare-and-set `version`)
+//! * `{ns}:p:<project>:hist:<channel>:<task>` — list of
+//!   [`ClaimStep`](crate::claim::work::ClaimStep) JSON, oldest first
+//! * `{ns}:p:<project>:due` — sorted set: `<channel>:<task>` (both escaped) scored by
+//!   [`ClaimRow::due_at`](crate::claim::work::ClaimRow::due_at); rows that are not due leave it
+//! * `{ns}:due_projects` — set of the projects whose `due` set is not empty (the sweeper's list)
+//! * `{ns}:p:<project>:focus` — hash: seat → [`FocusLease`](crate::claim::work::FocusLease)
+//!   JSON; `{ns}:p:<project>:focus_version` — hash: seat → how many times it was written (the
+//!   Postgres write's order guard)
 //!
 //! Names inside keys escape `%` and `:`, so no project or identity can collide with another.
 //!
@@ -39,6 +51,10 @@
 //! while a store was running is restored before anything is decided on the empty state.
 //! A restore resumes each epoch [`EPOCH_RESTORE_GAP`] above Postgres's, so an epoch Redis
 //! handed out before losing its data (and Postgres never saw) is never handed out again.
+//! Work claims are restored the same way: a claim row Redis lacks comes back with its history,
+//! its place in the due index and a version [`EPOCH_RESTORE_GAP`] above Postgres's, for the
+//! same reason (a caller holding a version Redis handed out and Postgres never saw must
+//! conflict, never match a reused one); history steps keep the versions they were written at.
 //! Events are not kept in Postgres: inboxes start empty after a restore, but cursors keep
 //! growing from the last one Postgres saw. Run Redis with `maxmemory-policy noeviction`: an
 //! evicted head is indistinguishable from a new project.
@@ -54,8 +70,10 @@ use redis::{ErrorKind, RedisError, Script, ServerErrorKind, Value};
 use super::{Commit, Store};
 use crate::claim::error::ClaimError;
 use crate::claim::model::{
-    AuditEntry, Change, Controller, Event, MasterRef, MasterSlot, Millis, OperatorRecord, Snapshot,
+    AuditEntry, Change, Controller, Event, MasterRef, MasterSlot, Millis, NewEvent, OperatorRecord, Snapshot,
 };
+
+mod work;
 
 /// The namespace (Redis key prefix and Postgres schema) used in production.
 pub const DEFAULT_NAMESPACE: &str = "writerctl";
@@ -77,6 +95,8 @@ pub const EPOCH_RESTORE_GAP: u64 = 1_000_000;
 const DRAIN_BATCH: usize = 64;
 /// Drain rounds `audit_log` does itself before reading Postgres (best effort).
 const INLINE_ROUNDS: usize = 2;
+/// How long an audit read waits for the queue entries that existed when it started.
+const AUDIT_READ_WAIT: Duration = Duration::from_secs(5);
 /// The drain lock's lease. Correctness never depends on it (every write is idempotent and
 /// version-guarded); it only keeps replicas from doing the same work at once.
 const DRAIN_LOCK_MS: u64 = 10_000;
@@ -150,9 +170,104 @@ CREATE TABLE @.operator_attempts (
     last_failure_at BIGINT
 );
 "#,
+    // Seed 002's work claims. `body` is the JSON Redis holds; the other columns are what a
+    // query or a guard needs without parsing it.
+    r#"
+CREATE TABLE @.channels (
+    project    TEXT NOT NULL,
+    channel    TEXT NOT NULL,
+    steward    TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    body       JSON NOT NULL,
+    PRIMARY KEY (project, channel)
+);
+CREATE TABLE @.claims (
+    project    TEXT NOT NULL,
+    channel    TEXT NOT NULL,
+    task       TEXT NOT NULL,
+    version    BIGINT NOT NULL,
+    status     TEXT NOT NULL,
+    owner      TEXT,
+    due_at     BIGINT,
+    updated_at BIGINT NOT NULL,
+    body       JSON NOT NULL,
+    PRIMARY KEY (project, channel, task)
+);
+CREATE INDEX claims_due ON @.claims (project, due_at) WHERE due_at IS NOT NULL;
+CREATE TABLE @.claim_history (
+    id          BIGSERIAL PRIMARY KEY,
+    op_id       TEXT NOT NULL UNIQUE,
+    project     TEXT NOT NULL,
+    channel     TEXT NOT NULL,
+    task        TEXT NOT NULL,
+    version     BIGINT NOT NULL,
+    at          BIGINT NOT NULL,
+    actor       TEXT NOT NULL,
+    action      TEXT NOT NULL,
+    last_cursor BIGINT NOT NULL,
+    body        JSON NOT NULL
+);
+CREATE INDEX claim_history_task ON @.claim_history (project, channel, task, version, id);
+CREATE TABLE @.focus_leases (
+    project    TEXT NOT NULL,
+    seat       TEXT NOT NULL,
+    version    BIGINT NOT NULL,
+    started_at BIGINT NOT NULL,
+    until_at   BIGINT NOT NULL,
+    ended_at   BIGINT,
+    body       JSON NOT NULL,
+    PRIMARY KEY (project, seat)
+);
+"#,
 ];
 
-/// The compare-and-set commit.
+/// Inbox events, shared by every script that appends them (prefixed to it by [`with_inbox`]).
+///
+/// An event is four ARGV entries (session flag, session, kind, payload) after their count
+/// (see [`event_args`]); the inbox of the `k`-th is `KEYS[first + k - 1]` (see
+/// [`event_keys`]). Ids are explicit, `0-<cursor>`, from the one `{ns}:cursor` counter, so a
+/// reader's cursor orders events across inboxes. `inbox_counter` only reads and runs before a
+/// script's first write (a Lua error after a write would leave it half-applied);
+/// `inbox_append` writes.
+const INBOX_LUA: &str = r#"
+local function take_events(take)
+  local events = {}
+  for _ = 1, tonumber(take()) do events[#events + 1] = {take(), take(), take(), take()} end
+  return events
+end
+-- Explicit ids must grow within each inbox: start above the counter and above every
+-- inbox's last id, in case the counter was lost while a stream survived. Returns the
+-- counter, or nil and the error to reply.
+local function inbox_counter(cursor, first, n)
+  local counter = tonumber(redis.call('GET', cursor) or '0')
+  for k = first, first + n - 1 do
+    local last = redis.call('XREVRANGE', KEYS[k], '+', '-', 'COUNT', 1)
+    if last[1] then
+      local ms, seq = string.match(last[1][1], '^(%d+)%-(%d+)$')
+      if ms ~= '0' then return nil, redis.error_reply('inbox ' .. KEYS[k] .. ' holds an entry writerctl did not write') end
+      seq = tonumber(seq)
+      if seq > counter then counter = seq end
+    end
+  end
+  return counter
+end
+local function inbox_append(cursor, counter, first, at, events)
+  for k, e in ipairs(events) do
+    counter = counter + 1
+    local fields = {'at', at, 'kind', e[3], 'payload', e[4]}
+    if e[1] == '1' then fields[#fields + 1] = 'session'; fields[#fields + 1] = e[2] end
+    redis.call('XADD', KEYS[first + k - 1], string.format('0-%d', counter), unpack(fields))
+  end
+  if #events > 0 then redis.call('SET', cursor, string.format('%d', counter)) end
+end
+"#;
+
+/// A script that appends inbox events: [`INBOX_LUA`]'s functions, then its body.
+fn with_inbox(body: &str) -> String {
+    [INBOX_LUA, body].concat()
+}
+
+/// The compare-and-set commit (run with [`INBOX_LUA`] prefixed).
 ///
 /// KEYS: head, ctl, cursor counter, pg queue, ready marker, then one inbox per event.
 /// ARGV: expected version, op id, project, event time, audit JSON, then the change:
@@ -176,20 +291,9 @@ local epoch = take()
 local has_master = take() == '1'
 local msid = take()
 local mident = take()
-local events = {}
-for _ = 1, tonumber(take()) do events[#events + 1] = {take(), take(), take(), take()} end
--- Explicit ids must grow within each inbox: start above the counter and above every
--- inbox's last id, in case the counter was lost while a stream survived.
-local counter = tonumber(redis.call('GET', KEYS[3]) or '0')
-for k = 1, #events do
-  local last = redis.call('XREVRANGE', KEYS[5 + k], '+', '-', 'COUNT', 1)
-  if last[1] then
-    local ms, seq = string.match(last[1][1], '^(%d+)%-(%d+)$')
-    if ms ~= '0' then return redis.error_reply('inbox ' .. KEYS[5 + k] .. ' holds an entry writerctl did not write') end
-    seq = tonumber(seq)
-    if seq > counter then counter = seq end
-  end
-end
+local events = take_events(take)
+local counter, err = inbox_counter(KEYS[3], 6, #events)
+if not counter then return err end
 -- Writes.
 for _, u in ipairs(ups) do redis.call('HSET', KEYS[2], u[1], u[2]) end
 for _, sid in ipairs(dels) do redis.call('HDEL', KEYS[2], sid) end
@@ -201,13 +305,7 @@ if has_slot then
     redis.call('HDEL', KEYS[1], 'master_session_id', 'master_identity')
   end
 end
-for k, e in ipairs(events) do
-  counter = counter + 1
-  local fields = {'at', ARGV[4], 'kind', e[3], 'payload', e[4]}
-  if e[1] == '1' then fields[#fields + 1] = 'session'; fields[#fields + 1] = e[2] end
-  redis.call('XADD', KEYS[5 + k], string.format('0-%d', counter), unpack(fields))
-end
-if #events > 0 then redis.call('SET', KEYS[3], string.format('%d', counter)) end
+inbox_append(KEYS[3], counter, 6, ARGV[4], events)
 local changed = #ups > 0 or #dels > 0 or has_slot or #events > 0
 local version = current
 if changed then
@@ -237,9 +335,8 @@ return {redis.call('HGETALL', KEYS[1]), redis.call('HVALS', KEYS[2]), redis.call
 "#;
 
 /// Rebuilds one project from Postgres, only if its head is still absent (another replica
-/// may have restored it and moved on). KEYS: head, ctl, cursor counter. ARGV: version,
-/// epoch, master flag, master session id, master identity, last cursor, then controller
-/// (session id, JSON) pairs.
+/// may have restored it and moved on). KEYS: head, ctl. ARGV: version, epoch, master flag,
+/// master session id, master identity, then controller (session id, JSON) pairs.
 const RESTORE_LUA: &str = r#"
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('DEL', KEYS[2])
@@ -247,11 +344,17 @@ redis.call('HSET', KEYS[1], 'version', ARGV[1], 'epoch', ARGV[2])
 if ARGV[3] == '1' then
   redis.call('HSET', KEYS[1], 'master_session_id', ARGV[4], 'master_identity', ARGV[5])
 end
-for i = 7, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
-if tonumber(redis.call('GET', KEYS[3]) or '0') < tonumber(ARGV[6]) then
-  redis.call('SET', KEYS[3], ARGV[6])
-end
+for i = 6, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
 return 1
+"#;
+
+/// Raises the event cursor counter to the last cursor Postgres saw (project heads and claim
+/// history alike), never lowers it. KEYS: cursor counter. ARGV: cursor.
+const RAISE_CURSOR_LUA: &str = r#"
+if tonumber(redis.call('GET', KEYS[1]) or '0') < tonumber(ARGV[1]) then
+  redis.call('SET', KEYS[1], ARGV[1])
+end
+return 0
 "#;
 
 /// Releases the drain lock only if this holder still owns it. KEYS: lock. ARGV: token.
@@ -385,6 +488,27 @@ impl Keys {
     }
     fn ready(&self) -> String {
         format!("{}:ready", self.base)
+    }
+    fn channels(&self, project: &str) -> String {
+        format!("{}:p:{}:channels", self.base, esc(project))
+    }
+    fn claims(&self, project: &str, channel: &str) -> String {
+        format!("{}:p:{}:claims:{}", self.base, esc(project), esc(channel))
+    }
+    fn history(&self, project: &str, channel: &str, task: &str) -> String {
+        format!("{}:p:{}:hist:{}:{}", self.base, esc(project), esc(channel), esc(task))
+    }
+    fn due(&self, project: &str) -> String {
+        format!("{}:p:{}:due", self.base, esc(project))
+    }
+    fn due_projects(&self) -> String {
+        format!("{}:due_projects", self.base)
+    }
+    fn focus(&self, project: &str) -> String {
+        format!("{}:p:{}:focus", self.base, esc(project))
+    }
+    fn focus_version(&self, project: &str) -> String {
+        format!("{}:p:{}:focus_version", self.base, esc(project))
     }
 }
 
@@ -569,6 +693,7 @@ struct Statements {
     delete_rows: postgres::Statement,
     upsert_rows: postgres::Statement,
     insert_audit: postgres::Statement,
+    work: work::Statements,
 }
 
 impl Pg {
@@ -612,6 +737,7 @@ impl Pg {
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::json)
                  ON CONFLICT (op_id) DO NOTHING",
             )?,
+            work: work::Statements::prepare(&mut prepare)?,
         };
         Ok(PgConn { client, st })
     }
@@ -690,13 +816,15 @@ struct ProjectState {
     controllers: Vec<Controller>,
 }
 
-/// One queue entry: an audit row (always) and a project state (after a change).
+/// One queue entry: an audit row (always) and a project state (after a change) or a work
+/// claim write (a claim row and its history step, a channel, a focus lease).
 #[derive(Debug, Clone)]
 struct Job {
     op_id: String,
     project: String,
     audit: AuditEntry,
     state: Option<ProjectState>,
+    work: Option<work::Payload>,
 }
 
 impl Job {
@@ -716,7 +844,8 @@ impl Job {
                 controllers: serde_json::from_str(rows).map_err(json_err)?,
             }),
         };
-        Ok(Job { op_id: get("op")?.clone(), project: get("project")?.clone(), audit, state })
+        let work = work::Payload::decode(f)?;
+        Ok(Job { op_id: get("op")?.clone(), project: get("project")?.clone(), audit, state, work })
     }
 }
 
@@ -804,16 +933,23 @@ fn in_savepoint(
     }
 }
 
-/// Applies a batch of queue entries in one transaction: audit rows in queue order, then
-/// each project's state once, from the newest entry Postgres accepts (every entry carries
-/// the whole state, so older ones are superseded; if the newest is refused, the next newest
-/// is tried). Returns, per entry, why Postgres refused it, if it did.
+/// Applies a batch of queue entries in one transaction: audit rows in queue order, then work
+/// claim writes in queue order (a claim's history keeps the order Redis committed it in;
+/// each write is version-guarded or insert-once, so a replay changes nothing), then each
+/// project's state once, from the newest entry Postgres accepts (every entry carries the
+/// whole state, so older ones are superseded; if the newest is refused, the next newest is
+/// tried). Returns, per entry, why Postgres refused it, if it did.
 fn apply_batch(conn: &mut PgConn, jobs: &[Result<Job, String>]) -> Result<Vec<Option<String>>, ClaimError> {
     let mut tx = conn.client.transaction().map_err(pg_err)?;
     let mut refused: Vec<Option<String>> = jobs.iter().map(|j| j.as_ref().err().cloned()).collect();
     for (i, job) in jobs.iter().enumerate() {
         if let Ok(job) = job {
             refused[i] = in_savepoint(&mut tx, |t| insert_audit(t, &conn.st, &job.op_id, &job.audit))?;
+        }
+    }
+    for (i, job) in jobs.iter().enumerate() {
+        if let (Ok(Job { op_id, work: Some(w), .. }), None) = (job, &refused[i]) {
+            refused[i] = in_savepoint(&mut tx, |t| w.apply(t, &conn.st.work, op_id))?;
         }
     }
     let mut states: Vec<(usize, &str, &ProjectState)> = jobs
@@ -920,7 +1056,9 @@ struct Inner {
     commit: Script,
     snapshot: Script,
     restore: Script,
+    raise_cursor: Script,
     unlock: Script,
+    work: work::Scripts,
     /// Set while Postgres writes are failing: verbs then leave draining to the background
     /// thread instead of each waiting out a connection timeout.
     degraded: AtomicBool,
@@ -969,10 +1107,12 @@ impl RedisPgStore {
             keys: Keys::new(namespace),
             redis: RedisPool { client, idle: Mutex::new(Vec::new()) },
             pg: Pg { config, ns: namespace.to_string(), prefix: format!("\"{namespace}\"."), conn: Mutex::new(None) },
-            commit: Script::new(COMMIT_LUA),
+            commit: Script::new(&with_inbox(COMMIT_LUA)),
             snapshot: Script::new(SNAPSHOT_LUA),
             restore: Script::new(RESTORE_LUA),
+            raise_cursor: Script::new(RAISE_CURSOR_LUA),
             unlock: Script::new(UNLOCK_LUA),
+            work: work::Scripts::new(),
             degraded: AtomicBool::new(false),
             signal: signal.clone(),
         });
@@ -1030,13 +1170,42 @@ impl RedisPgStore {
     }
 
     /// Rebuilds in Redis every project that Postgres has and Redis lacks (epoch and version
-    /// preserved), then marks the namespace ready. Returns how many projects it rebuilt.
+    /// preserved), and every channel, claim row (with its history and its place in the due
+    /// index) and focus lease Redis lacks, then marks the namespace ready. Returns how many
+    /// projects it rebuilt.
     pub fn restore_from_postgres(&self) -> Result<usize, ClaimError> {
         self.inner.restore_from_postgres()
     }
 }
 
 impl Inner {
+    /// Read-your-writes for the audit log: applies (or waits for another drainer to apply)
+    /// every queue entry that exists now, for at most `wait`. Entries enqueued later are not
+    /// waited for, so a busy fleet never holds a reader up; a drainer holding the lock (the
+    /// background writer, another replica) is waited for instead of skipped, so a verb's own
+    /// audit row is there when the caller reads the log right after it.
+    fn drain_written_so_far(&self, wait: Duration) -> Result<(), ClaimError> {
+        let queue = self.keys.queue();
+        let newest: Value = self
+            .redis
+            .run_idempotent(|c| redis::cmd("XREVRANGE").arg(&queue).arg("+").arg("-").arg("COUNT").arg(1).query(c))?;
+        let Some(mark) = stream_entries("queue", &newest)?.into_iter().next().map(|(id, _)| id) else {
+            return Ok(());
+        };
+        let deadline = Instant::now() + wait;
+        loop {
+            let oldest: Value = self.redis.run_idempotent(|c| {
+                redis::cmd("XRANGE").arg(&queue).arg("-").arg(&mark).arg("COUNT").arg(1).query(c)
+            })?;
+            if stream_entries("queue", &oldest)?.is_empty() || Instant::now() >= deadline {
+                return Ok(());
+            }
+            if self.drain(Some(INLINE_ROUNDS))? == Drained::Busy {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+
     fn queue_len(&self, key: &str) -> Result<u64, ClaimError> {
         let n = self.redis.run_idempotent(|c| redis::cmd("XLEN").arg(key).query::<i64>(c))?;
         Ok(u64::try_from(n).unwrap_or(0))
@@ -1049,8 +1218,8 @@ impl Inner {
 
     fn restore_from_postgres(&self) -> Result<usize, ClaimError> {
         type Head = (String, i64, i64, Option<String>, Option<String>, i64);
-        let (heads, rows) = self.pg.run(|conn| {
-            // One snapshot of Postgres: heads and rows from the same moment.
+        let (heads, rows, work) = self.pg.run(|conn| {
+            // One snapshot of Postgres: heads, rows and work claims from the same moment.
             let mut tx = conn
                 .client
                 .build_transaction()
@@ -1101,17 +1270,20 @@ impl Inner {
                 })
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(pg_err)?;
+            let work = self.read_work(&mut tx)?;
             tx.commit().map_err(pg_err)?;
-            Ok((heads, rows))
+            Ok((heads, rows, work))
         })?;
         let mut by_project: HashMap<String, Vec<Controller>> = HashMap::new();
         for (p, c) in rows {
             by_project.entry(p).or_default().push(c);
         }
         let mut restored = 0;
+        let mut last_cursor = work.last_cursor;
         for (project, version, epoch, msid, mident, cursor) in heads {
+            last_cursor = last_cursor.max(to_u64("cursor", cursor)?);
             let mut inv = self.restore.prepare_invoke();
-            inv.key(self.keys.head(&project)).key(self.keys.ctl(&project)).key(self.keys.cursor());
+            inv.key(self.keys.head(&project)).key(self.keys.ctl(&project));
             // Postgres is written second, so changes of master Redis had committed (and
             // announced in MasterPreempted) may never have reached it. The epoch is a fencing
             // number and must never be handed out twice: resume far above what Postgres saw.
@@ -1120,7 +1292,6 @@ impl Inner {
                 (Some(s), Some(i)) => inv.arg("1").arg(s).arg(i),
                 _ => inv.arg("0").arg("").arg(""),
             };
-            inv.arg(to_u64("cursor", cursor)?);
             for c in by_project.remove(&project).unwrap_or_default() {
                 inv.arg(&c.session_id).arg(serde_json::to_string(&c).map_err(json_err)?);
             }
@@ -1129,6 +1300,11 @@ impl Inner {
                 restored += 1;
             }
         }
+        self.restore_work(work)?;
+        // Cursors never go back: every event cursor Postgres saw was handed out already.
+        let mut raise = self.raise_cursor.prepare_invoke();
+        raise.key(self.keys.cursor()).arg(last_cursor);
+        self.redis.run_idempotent(|c| raise.invoke::<i64>(c))?;
         let ready = self.keys.ready();
         self.redis.run_idempotent(|c| redis::cmd("SET").arg(&ready).arg("1").query::<Value>(c))?;
         Ok(restored)
@@ -1282,15 +1458,28 @@ fn change_args(inv: &mut redis::ScriptInvocation<'_>, change: &Change) -> Result
             inv.arg("1").arg(*epoch).arg("1").arg(&m.session_id).arg(&m.identity)
         }
     };
-    inv.arg(change.events.len());
-    for e in &change.events {
-        match &e.recipient_session {
-            Some(s) => inv.arg("1").arg(s),
-            None => inv.arg("0").arg(""),
-        };
-        inv.arg(&e.kind).arg(e.payload.to_string());
-    }
+    inv.arg(event_args(&change.events));
     Ok(())
+}
+
+/// The inbox of each event, in order: the keys [`INBOX_LUA`] appends to.
+fn event_keys(keys: &Keys, project: &str, events: &[NewEvent]) -> Vec<String> {
+    events.iter().map(|e| keys.inbox(project, &e.recipient)).collect()
+}
+
+/// The events as [`INBOX_LUA`] reads them: their count, then (session flag, session, kind,
+/// payload) each.
+fn event_args(events: &[NewEvent]) -> Vec<String> {
+    let mut args = Vec::with_capacity(1 + 4 * events.len());
+    args.push(events.len().to_string());
+    for e in events {
+        match &e.recipient_session {
+            Some(s) => args.extend(["1".to_string(), s.clone()]),
+            None => args.extend(["0".to_string(), String::new()]),
+        }
+        args.extend([e.kind.clone(), e.payload.to_string()]);
+    }
+    args
 }
 
 impl Store for RedisPgStore {
@@ -1316,9 +1505,7 @@ impl Store for RedisPgStore {
         let op = uuid::Uuid::new_v4().to_string();
         let mut inv = self.inner.commit.prepare_invoke();
         inv.key(k.head(project)).key(k.ctl(project)).key(k.cursor()).key(k.queue()).key(k.ready());
-        for e in &change.events {
-            inv.key(k.inbox(project, &e.recipient));
-        }
+        inv.key(event_keys(k, project, &change.events));
         inv.arg(expected_version).arg(&op).arg(project).arg(audit.at);
         inv.arg(serde_json::to_string(audit).map_err(json_err)?);
         change_args(&mut inv, change)?;
@@ -1369,7 +1556,7 @@ impl Store for RedisPgStore {
     fn audit_log(&self, project: Option<&str>, limit: usize) -> Result<Vec<AuditEntry>, ClaimError> {
         if !self.inner.degraded.load(Ordering::SeqCst) {
             // Best effort: rows still queued are shown once they reach Postgres.
-            let _ = self.inner.drain(Some(INLINE_ROUNDS));
+            let _ = self.inner.drain_written_so_far(AUDIT_READ_WAIT);
         }
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let pg = &self.inner.pg;
