@@ -5,8 +5,13 @@
 use super::engine::{MasterRequest, Registered, Status};
 use super::error::ClaimError;
 use super::master::{ControllerKey, MasterOutcome};
+use super::model::Millis;
 use super::model::{AuditEntry, Controller, Event};
 use super::secret::Secret;
+use super::work::{
+    Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, FocusOutcome, ReleaseRequest, StewardReport, SweepReport,
+    TakeRequest, TouchRequest,
+};
 
 /// Every coordinator verb a command can call.
 pub trait CoordinatorApi {
@@ -49,6 +54,40 @@ pub trait CoordinatorApi {
     ) -> Result<Vec<Event>, ClaimError>;
     /// The newest `limit` audit rows.
     fn audit_log(&self, project: Option<&str>, limit: usize) -> Result<Vec<AuditEntry>, ClaimError>;
+
+    /// `channel create`.
+    fn create_channel(
+        &self,
+        project: &str,
+        channel: &str,
+        steward: &str,
+        sla_minutes: Option<u32>,
+        ttl_floor_minutes: Option<u32>,
+    ) -> Result<Channel, ClaimError>;
+    /// `channel show`.
+    fn show_channel(&self, project: &str, channel: &str) -> Result<Channel, ClaimError>;
+    /// `claim take`.
+    fn take(&self, req: &TakeRequest) -> Result<ClaimOutcome, ClaimError>;
+    /// `claim touch`.
+    fn touch(&self, req: &TouchRequest) -> Result<ClaimOutcome, ClaimError>;
+    /// `claim release`.
+    fn release_claim(&self, req: &ReleaseRequest) -> Result<ClaimRow, ClaimError>;
+    /// `claim show`.
+    fn show_claim(&self, project: &str, channel: &str, task: &str) -> Result<ClaimRow, ClaimError>;
+    /// `claim history`.
+    fn claim_history(&self, project: &str, channel: &str, task: &str) -> Result<Vec<ClaimStep>, ClaimError>;
+    /// `claim list`.
+    fn list_claims(&self, project: &str, channel: &str) -> Result<Vec<ClaimRow>, ClaimError>;
+    /// `claim sweep`.
+    fn sweep(&self, project: &str, as_of: Option<Millis>, dry_run: bool) -> Result<SweepReport, ClaimError>;
+    /// `focus start`.
+    fn focus_start(&self, project: &str, seat: &str, minutes: u32) -> Result<FocusOutcome, ClaimError>;
+    /// `focus end`.
+    fn focus_end(&self, project: &str, seat: &str) -> Result<FocusLease, ClaimError>;
+    /// `focus show`: the seat's lease if it holds one now.
+    fn focus_show(&self, project: &str, seat: &str) -> Result<Option<FocusLease>, ClaimError>;
+    /// `steward report`.
+    fn steward_report(&self, project: &str, channel: &str, as_of: Option<Millis>) -> Result<StewardReport, ClaimError>;
 }
 
 impl CoordinatorApi for super::Coordinator {
@@ -98,5 +137,51 @@ impl CoordinatorApi for super::Coordinator {
     }
     fn audit_log(&self, project: Option<&str>, limit: usize) -> Result<Vec<AuditEntry>, ClaimError> {
         super::Coordinator::audit_log(self, project, limit)
+    }
+    fn create_channel(
+        &self,
+        project: &str,
+        channel: &str,
+        steward: &str,
+        sla_minutes: Option<u32>,
+        ttl_floor_minutes: Option<u32>,
+    ) -> Result<Channel, ClaimError> {
+        super::Coordinator::create_channel(self, project, channel, steward, sla_minutes, ttl_floor_minutes, "local")
+    }
+    fn show_channel(&self, project: &str, channel: &str) -> Result<Channel, ClaimError> {
+        super::Coordinator::show_channel(self, project, channel)
+    }
+    fn take(&self, req: &TakeRequest) -> Result<ClaimOutcome, ClaimError> {
+        super::Coordinator::take(self, req)
+    }
+    fn touch(&self, req: &TouchRequest) -> Result<ClaimOutcome, ClaimError> {
+        super::Coordinator::touch(self, req)
+    }
+    fn release_claim(&self, req: &ReleaseRequest) -> Result<ClaimRow, ClaimError> {
+        super::Coordinator::release_claim(self, req)
+    }
+    fn show_claim(&self, project: &str, channel: &str, task: &str) -> Result<ClaimRow, ClaimError> {
+        super::Coordinator::show_claim(self, project, channel, task)
+    }
+    fn claim_history(&self, project: &str, channel: &str, task: &str) -> Result<Vec<ClaimStep>, ClaimError> {
+        super::Coordinator::claim_history(self, project, channel, task)
+    }
+    fn list_claims(&self, project: &str, channel: &str) -> Result<Vec<ClaimRow>, ClaimError> {
+        super::Coordinator::list_claims(self, project, channel)
+    }
+    fn sweep(&self, project: &str, as_of: Option<Millis>, dry_run: bool) -> Result<SweepReport, ClaimError> {
+        super::Coordinator::sweep(self, project, as_of, dry_run)
+    }
+    fn focus_start(&self, project: &str, seat: &str, minutes: u32) -> Result<FocusOutcome, ClaimError> {
+        super::Coordinator::focus_start(self, project, seat, minutes)
+    }
+    fn focus_end(&self, project: &str, seat: &str) -> Result<FocusLease, ClaimError> {
+        super::Coordinator::focus_end(self, project, seat)
+    }
+    fn focus_show(&self, project: &str, seat: &str) -> Result<Option<FocusLease>, ClaimError> {
+        super::Coordinator::focus_show(self, project, seat)
+    }
+    fn steward_report(&self, project: &str, channel: &str, as_of: Option<Millis>) -> Result<StewardReport, ClaimError> {
+        super::Coordinator::steward_report(self, project, channel, as_of)
     }
 }

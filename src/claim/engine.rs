@@ -13,6 +13,10 @@ use super::model::{AuditEntry, Change, Controller, Event, MasterSlot, Millis, Op
 use super::secret::{self, Secret};
 use super::store::Store;
 
+mod work;
+
+pub use work::{SWEEP_BATCH, SWEEP_LIMIT, SweepAll};
+
 /// Seed 000's default heartbeat freshness for target resolution.
 pub const DEFAULT_FRESHNESS: Duration = Duration::from_secs(30);
 

@@ -1,0 +1,351 @@
+//! Seed 002's verbs on the coordinator: read the claim, decide with [`crate::claim::work`],
+//! write by compare-and-set on the claim's version, audit every outcome.
+
+use std::collections::HashMap;
+
+use serde_json::json;
+
+use super::{Coordinator, validate_name};
+use crate::claim::error::ClaimError;
+use crate::claim::model::{AuditEntry, Millis, NewEvent};
+use crate::claim::store::{ClaimWrite, Commit, MAX_CAS_ATTEMPTS};
+use crate::claim::work::{
+    self, COORDINATOR_ACTOR, Channel, ClaimOutcome, ClaimRow, ClaimStatus, ClaimStep, FocusLease, FocusOutcome,
+    ReleaseRequest, StewardReport, SweepAction, SweepReport, TakeRequest, TouchRequest,
+};
+
+/// How many due claims one sweep reads at most; the rest wait for the next sweep.
+pub const SWEEP_LIMIT: usize = 1_000_000;
+/// How many sweep writes share one store round (one SQLite transaction, one Redis pipeline).
+pub const SWEEP_BATCH: usize = 2_000;
+
+/// Each project's sweep result, failures included.
+pub type SweepAll = Vec<(String, Result<SweepReport, ClaimError>)>;
+
+/// What an owner verb decided: the new row, the history action, its doorbells, its result.
+struct Decision<T> {
+    row: ClaimRow,
+    action: &'static str,
+    events: Vec<NewEvent>,
+    value: T,
+}
+
+fn seat_actor(seat: &str) -> String {
+    format!("seat:{seat}")
+}
+
+fn validate_claim_names(project: &str, channel: &str, task: &str) -> Result<(), ClaimError> {
+    validate_name("project", project)?;
+    validate_name("channel", channel)?;
+    validate_name("task", task)
+}
+
+fn validate_optional(what: &str, v: Option<&str>) -> Result<(), ClaimError> {
+    v.map_or(Ok(()), |v| validate_name(what, v))
+}
+
+fn validate_step(step: Option<&str>) -> Result<(), ClaimError> {
+    step.map_or(Ok(()), work::validate_next_step)
+}
+
+fn claim_detail(row: &ClaimRow) -> serde_json::Value {
+    json!({
+        "owner": row.owner,
+        "status": row.status.as_str(),
+        "version": row.version,
+        "deputy": row.deputy,
+        "ttl_minutes": row.ttl_minutes,
+        "handoff_from": row.handoff_from,
+    })
+}
+
+impl Coordinator {
+    fn channel_or_not_found(&self, project: &str, channel: &str) -> Result<Channel, ClaimError> {
+        self.store
+            .channel(project, channel)?
+            .ok_or_else(|| ClaimError::NotFound(format!("no channel {channel} in project {project}")))
+    }
+
+    /// Reads a claim, decides, writes it if its version is still the one read; a lost race
+    /// re-reads and decides again (the second decision sees the winner: `claim_taken` or
+    /// `version_conflict`). Audits the outcome either way.
+    fn write_claim<T>(
+        &self,
+        project: &str,
+        channel: &str,
+        task: &str,
+        seat: &str,
+        verb: &str,
+        mut decide: impl FnMut(Option<&ClaimRow>, &Channel, Millis) -> Result<Decision<T>, ClaimError>,
+    ) -> Result<T, ClaimError> {
+        let base = self.audit(project, verb, seat_actor(seat), Some(format!("{channel}/{task}")));
+        let mut attempt = || -> Result<T, ClaimError> {
+            let ch = self.channel_or_not_found(project, channel)?;
+            for _ in 0..MAX_CAS_ATTEMPTS {
+                let existing = self.store.claim(project, channel, task)?;
+                let now = self.clock.now();
+                let d = decide(existing.as_ref(), &ch, now)?;
+                let mut audit = base.clone();
+                audit.at = now;
+                audit.detail = claim_detail(&d.row);
+                let write = ClaimWrite {
+                    expected_version: existing.map_or(0, |r| r.version),
+                    step: ClaimStep {
+                        at: now,
+                        actor: base.actor.clone(),
+                        action: d.action.into(),
+                        claim: d.row.clone(),
+                    },
+                    row: d.row,
+                    events: d.events,
+                    audit,
+                };
+                if let [Commit::Done(_)] = self.store.write_claims(std::slice::from_ref(&write))?.as_slice() {
+                    return Ok(d.value);
+                }
+            }
+            Err(ClaimError::Unavailable(format!("claim {channel}/{task} kept changing ({MAX_CAS_ATTEMPTS} attempts)")))
+        };
+        let result = attempt();
+        result.inspect_err(|e| self.audit_failure(base.clone(), e, None))
+    }
+
+    /// `channel create`: a steward and the channel's clocks. Never overwritten.
+    pub fn create_channel(
+        &self,
+        project: &str,
+        channel: &str,
+        steward: &str,
+        sla_minutes: Option<u32>,
+        ttl_floor_minutes: Option<u32>,
+        actor: &str,
+    ) -> Result<Channel, ClaimError> {
+        validate_name("project", project)?;
+        validate_name("channel", channel)?;
+        validate_name("steward", steward)?;
+        let mut audit = self.audit(project, "channel.create", actor.into(), Some(channel.into()));
+        let result =
+            work::new_channel(project, channel, steward, sla_minutes, ttl_floor_minutes, audit.at).and_then(|ch| {
+                audit.detail = json!({"steward": ch.steward, "sla_minutes": ch.sla_minutes,
+                                      "ttl_floor_minutes": ch.ttl_floor_minutes});
+                self.store.insert_channel(&ch, &audit).map(|()| ch)
+            });
+        result.inspect_err(|e| self.audit_failure(audit.clone(), e, None))
+    }
+
+    /// `claim take`.
+    pub fn take(&self, req: &TakeRequest) -> Result<ClaimOutcome, ClaimError> {
+        validate_claim_names(&req.project, &req.channel, &req.task)?;
+        validate_name("seat", &req.seat)?;
+        validate_optional("deputy", req.deputy.as_deref())?;
+        validate_step(req.next_step.as_deref())?;
+        self.write_claim(&req.project, &req.channel, &req.task, &req.seat, "claim.take", |existing, ch, now| {
+            let out = work::take(existing, ch, req, now)?;
+            Ok(Decision { row: out.claim.clone(), action: "take", events: Vec::new(), value: out })
+        })
+    }
+
+    /// `claim touch`: the owner's write; resets the TTL clock.
+    pub fn touch(&self, req: &TouchRequest) -> Result<ClaimOutcome, ClaimError> {
+        validate_claim_names(&req.project, &req.channel, &req.task)?;
+        validate_name("seat", &req.seat)?;
+        validate_optional("deputy", req.deputy.as_ref().and_then(|d| d.as_deref()))?;
+        validate_step(req.next_step.as_deref())?;
+        self.write_claim(&req.project, &req.channel, &req.task, &req.seat, "claim.touch", |existing, ch, now| {
+            let row = existing.ok_or_else(|| not_found(&req.channel, &req.task))?;
+            let out = work::touch(row, ch, req, now)?;
+            Ok(Decision { row: out.claim.clone(), action: "touch", events: Vec::new(), value: out })
+        })
+    }
+
+    /// `claim release`: the owner opens the task again (or, `done`, closes it); rings the
+    /// deputy and the steward.
+    pub fn release_claim(&self, req: &ReleaseRequest) -> Result<ClaimRow, ClaimError> {
+        validate_claim_names(&req.project, &req.channel, &req.task)?;
+        validate_name("seat", &req.seat)?;
+        validate_step(req.next_step.as_deref())?;
+        self.write_claim(&req.project, &req.channel, &req.task, &req.seat, "claim.release", |existing, ch, now| {
+            let row = existing.ok_or_else(|| not_found(&req.channel, &req.task))?;
+            let after = work::release(row, req, now)?;
+            let events = work::doorbells(row, &after, Some(&ch.steward), "owner", Some(&req.seat));
+            let action = if req.done { "done" } else { "release" };
+            Ok(Decision { row: after.clone(), action, events, value: after })
+        })
+    }
+
+    /// `claim show`.
+    pub fn show_claim(&self, project: &str, channel: &str, task: &str) -> Result<ClaimRow, ClaimError> {
+        validate_claim_names(project, channel, task)?;
+        self.store.claim(project, channel, task)?.ok_or_else(|| not_found(channel, task))
+    }
+
+    /// `claim history`, oldest first.
+    pub fn claim_history(&self, project: &str, channel: &str, task: &str) -> Result<Vec<ClaimStep>, ClaimError> {
+        validate_claim_names(project, channel, task)?;
+        let steps = self.store.claim_history(project, channel, task)?;
+        if steps.is_empty() {
+            return Err(not_found(channel, task));
+        }
+        Ok(steps)
+    }
+
+    /// `claim list`: every claim in a channel.
+    pub fn list_claims(&self, project: &str, channel: &str) -> Result<Vec<ClaimRow>, ClaimError> {
+        validate_name("project", project)?;
+        validate_name("channel", channel)?;
+        self.channel_or_not_found(project, channel)?;
+        self.store.claims(project, channel)
+    }
+
+    /// `channel show`.
+    pub fn show_channel(&self, project: &str, channel: &str) -> Result<Channel, ClaimError> {
+        validate_name("project", project)?;
+        validate_name("channel", channel)?;
+        self.channel_or_not_found(project, channel)
+    }
+
+    /// `focus start`: while the lease lasts, the seat's claims are not released by TTL.
+    pub fn focus_start(&self, project: &str, seat: &str, minutes: u32) -> Result<FocusOutcome, ClaimError> {
+        validate_name("project", project)?;
+        validate_name("seat", seat)?;
+        let mut audit = self.audit(project, "focus.start", seat_actor(seat), Some(seat.into()));
+        let result = work::focus_lease(project, seat, minutes, audit.at).and_then(|out| {
+            audit.detail = json!({"until": out.lease.until, "capped_from": out.capped_from});
+            self.store.put_focus(&out.lease, &audit).map(|()| out)
+        });
+        result.inspect_err(|e| self.audit_failure(audit.clone(), e, None))
+    }
+
+    /// `focus end`: ends the seat's lease now; its claims' TTLs count from now.
+    pub fn focus_end(&self, project: &str, seat: &str) -> Result<FocusLease, ClaimError> {
+        validate_name("project", project)?;
+        validate_name("seat", seat)?;
+        let audit = self.audit(project, "focus.end", seat_actor(seat), Some(seat.into()));
+        let result = (|| {
+            let lease = self
+                .store
+                .focus_leases(project)?
+                .into_iter()
+                .find(|l| l.seat == seat && l.active_at(audit.at))
+                .ok_or_else(|| ClaimError::NotFound(format!("{seat} holds no focus lease in project {project}")))?;
+            let ended = FocusLease { ended_at: Some(audit.at), ..lease };
+            self.store.put_focus(&ended, &audit).map(|()| ended)
+        })();
+        result.inspect_err(|e| self.audit_failure(audit.clone(), e, None))
+    }
+
+    /// The seat's focus lease, if it holds one now.
+    pub fn focus_show(&self, project: &str, seat: &str) -> Result<Option<FocusLease>, ClaimError> {
+        validate_name("project", project)?;
+        validate_name("seat", seat)?;
+        let now = self.clock.now();
+        Ok(self.store.focus_leases(project)?.into_iter().find(|l| l.seat == seat && l.active_at(now)))
+    }
+
+    /// `steward report`: claims older than the channel's SLA that carry no TTL.
+    pub fn steward_report(
+        &self,
+        project: &str,
+        channel: &str,
+        as_of: Option<Millis>,
+    ) -> Result<StewardReport, ClaimError> {
+        let ch = self.show_channel(project, channel)?;
+        let as_of = as_of.unwrap_or_else(|| self.clock.now());
+        let rows = self.store.claims(project, channel)?;
+        Ok(StewardReport { overdue: work::steward_overdue(&ch, &rows, as_of), channel: ch, as_of })
+    }
+
+    /// `claim sweep`: releases every claim of `project` whose TTL ran out by `as_of` (now by
+    /// default). `dry_run` reports without writing. A sweep is the coordinator's own write:
+    /// it never counts as an owner touch, and an owner write that lands between the sweep's
+    /// read and its write wins (the sweep's compare-and-set fails and the claim is kept).
+    pub fn sweep(&self, project: &str, as_of: Option<Millis>, dry_run: bool) -> Result<SweepReport, ClaimError> {
+        validate_name("project", project)?;
+        let now = self.clock.now();
+        if !dry_run && as_of.is_some_and(|t| t > now) {
+            return Err(ClaimError::InvalidArgument(
+                "--as-of in the future would release claims early; add --dry-run to preview".into(),
+            ));
+        }
+        let as_of = as_of.unwrap_or(now);
+        let focus: HashMap<String, FocusLease> =
+            self.store.focus_leases(project)?.into_iter().map(|l| (l.seat.clone(), l)).collect();
+        let mut channels: HashMap<String, Option<Channel>> = HashMap::new();
+        let mut report = SweepReport { as_of, dry_run, ..SweepReport::default() };
+        let (mut actions, mut writes) = (Vec::new(), Vec::new());
+        for row in self.store.due_claims(project, as_of, SWEEP_LIMIT)? {
+            let lease = row.owner.as_ref().and_then(|o| focus.get(o));
+            let (Some(after), Some(due_at)) = (work::expire(&row, lease, as_of), row.due_with_focus(lease, as_of))
+            else {
+                report.deferred_by_focus += 1;
+                continue;
+            };
+            let action = SweepAction {
+                project: project.into(),
+                channel: row.channel.clone(),
+                task: row.task.clone(),
+                from: row.owner.clone().unwrap_or_default(),
+                to: after.owner.clone(),
+                version: after.version,
+                due_at,
+            };
+            if dry_run {
+                report.released.push(action);
+                continue;
+            }
+            if !channels.contains_key(&row.channel) {
+                channels.insert(row.channel.clone(), self.store.channel(project, &row.channel)?);
+            }
+            let steward = channels[&row.channel].as_ref().map(|c| c.steward.as_str());
+            let step_action = if after.status == ClaimStatus::Claimed { "ttl_handoff" } else { "ttl_release" };
+            let mut detail = claim_detail(&after);
+            detail["from"] = json!(row.owner);
+            detail["due_at"] = json!(due_at);
+            actions.push(action);
+            writes.push(ClaimWrite {
+                expected_version: row.version,
+                events: work::doorbells(&row, &after, steward, "ttl", None),
+                step: ClaimStep {
+                    at: as_of,
+                    actor: COORDINATOR_ACTOR.into(),
+                    action: step_action.into(),
+                    claim: after.clone(),
+                },
+                audit: AuditEntry {
+                    at: now,
+                    project: project.into(),
+                    verb: "claim.ttl_release".into(),
+                    actor: COORDINATOR_ACTOR.into(),
+                    target: Some(row.target()),
+                    result: "ok".into(),
+                    epoch: None,
+                    detail,
+                },
+                row: after,
+            });
+        }
+        // Batches bound how long one sweep holds SQLite's write lock (verbs interleave).
+        let mut actions = actions.into_iter();
+        for batch in writes.chunks(SWEEP_BATCH) {
+            // Results first: zip stops at the batch's end without taking the next action.
+            for (commit, action) in self.store.write_claims(batch)?.into_iter().zip(actions.by_ref()) {
+                match commit {
+                    Commit::Done(_) => report.released.push(action),
+                    Commit::Conflict => report.conflicts += 1,
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// One sweep of every project that has a due claim (the server's sweeper); reports
+    /// per project, failures included, so one bad project never stops the others.
+    pub fn sweep_all(&self) -> Result<SweepAll, ClaimError> {
+        let now = self.clock.now();
+        Ok(self.store.projects_with_due(now)?.into_iter().map(|p| (p.clone(), self.sweep(&p, None, false))).collect())
+    }
+}
+
+fn not_found(channel: &str, task: &str) -> ClaimError {
+    ClaimError::NotFound(format!("no claim on task {task} in channel {channel}"))
+}
