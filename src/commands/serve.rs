@@ -10,12 +10,12 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use writerctl::claim::ClaimError;
 use writerctl::claim::Coordinator;
-use writerctl::claim::clock::SystemClock;
+use writerctl::claim::clock::{Clock, ScaledClock, SystemClock};
 use writerctl::claim::secret::{self, Secret};
 use writerctl::claim::store::Store;
 use writerctl::claim::store::redis_pg::RedisPgStore;
 use writerctl::claim::store::sqlite::SqliteStore;
-use writerctl::coordinator::server::{ServeError, ServeOptions, serve};
+use writerctl::coordinator::server::{ServeError, ServeOptions, serve_with};
 
 use super::coord::{Target, parse_target};
 use super::output::Output;
@@ -29,8 +29,13 @@ pub enum CoordinatorCmd {
     /// The store is the embedded SQLite file (one server) or Redis + Postgres (any number
     /// of replicas: Redis is authoritative and written first, Postgres keeps controller rows,
     /// operators and the audit log, and rebuilds Redis on start if Redis lost its state).
+    ///
+    /// A background sweeper releases work claims whose TTL ran out, in every project, every
+    /// --sweep-interval-seconds (default 30; 0 turns it off, e.g. when a cron job runs
+    /// `writerctl claim sweep`). Replicas may all sweep: each release is a compare-and-set on
+    /// the claim, so it happens once.
     #[command(
-        after_help = "Examples:\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis redis://127.0.0.1:6379 --postgres postgres://writerctl@db/writerctl --admin-token-file /run/secrets/admin --tls-cert cert.pem --tls-key key.pem"
+        after_help = "Examples:\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis redis://127.0.0.1:6379 --postgres postgres://writerctl@db/writerctl --admin-token-file /run/secrets/admin --tls-cert cert.pem --tls-key key.pem\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite --sweep-interval-seconds 10"
     )]
     Serve(ServeArgs),
 }
@@ -67,6 +72,18 @@ pub struct ServeArgs {
     /// Heartbeat freshness for target resolution, in seconds.
     #[arg(long, value_name = "N", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub freshness_seconds: u64,
+    /// How often the background sweeper releases work claims whose TTL ran out (to their
+    /// deputy, or open), in seconds, from 1 to 86400; 0 turns the sweeper off. Sweeps never
+    /// overlap; each is logged per project and counted on /metrics
+    /// (writerctl_sweep_runs_total, writerctl_sweep_released_total).
+    #[arg(long, value_name = "N", default_value_t = 30, value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub sweep_interval_seconds: u64,
+    /// Drills only: the server's clock runs N times faster (60: one real second reads as one
+    /// minute), so a TTL exercise of half an hour takes 30 s. Every TTL, freshness threshold
+    /// and throttle delay shrinks by the same factor; never use it in production. The sweep
+    /// interval stays in real seconds.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=3600))]
+    pub time_scale: u32,
     /// Log format on stderr: text, or json (one object per line, for log shippers). The
     /// level comes from WRITERCTL_LOG (default info).
     #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
@@ -114,9 +131,19 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
     // The store is dropped after the runtime has stopped: the sync Postgres client inside a
     // redis_pg store runs its own runtime and panics if dropped inside another one.
     let keep_store = store.clone();
-    let coordinator = Coordinator::new(store, Arc::new(SystemClock), Duration::from_secs(a.freshness_seconds));
+    let clock: Arc<dyn Clock> =
+        if a.time_scale > 1 { Arc::new(ScaledClock::new(a.time_scale)) } else { Arc::new(SystemClock) };
+    if a.time_scale > 1 {
+        tracing::warn!(
+            time_scale = a.time_scale,
+            "the clock runs {}x faster (--time-scale): drills only",
+            a.time_scale
+        );
+    }
+    let coordinator = Coordinator::new(store, clock, Duration::from_secs(a.freshness_seconds));
     let tls = a.tls_cert.clone().zip(a.tls_key.clone());
     let opts = ServeOptions { listen: a.listen, coordinator, admin_token_hash, tls };
+    let sweep_every = (a.sweep_interval_seconds > 0).then(|| Duration::from_secs(a.sweep_interval_seconds));
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the runtime")?;
     let json = out.json;
@@ -128,7 +155,7 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
             tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
             tracing::info!("stop signal: finishing in-flight requests");
         };
-        serve(opts, shutdown, move |addr: SocketAddr, tls: bool| {
+        serve_with(opts, sweep_every, shutdown, move |addr: SocketAddr, tls: bool| {
             let url = format!("{}://{addr}", if tls { "https" } else { "http" });
             // One line on stdout for scripts and tests that started us on port 0.
             let line =

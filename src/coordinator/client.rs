@@ -12,8 +12,12 @@ use crate::claim::ClaimError;
 use crate::claim::api::CoordinatorApi;
 use crate::claim::engine::{MasterRequest, Registered, Status};
 use crate::claim::master::{ControllerKey, MasterOutcome};
-use crate::claim::model::{AuditEntry, Controller, Event};
+use crate::claim::model::{AuditEntry, Controller, Event, Millis};
 use crate::claim::secret::Secret;
+use crate::claim::work::{
+    Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, FocusOutcome, ReleaseRequest, StewardReport, SweepReport,
+    TakeRequest, TouchRequest,
+};
 use crate::lockfile::paths::encode_uri_component as enc;
 
 /// How long one request may take before the coordinator counts as unavailable (a long-poll
@@ -153,6 +157,24 @@ fn names(items: &[(&str, &str)]) -> Result<(), ClaimError> {
     items.iter().try_for_each(|(what, v)| crate::claim::engine::validate_name(what, v))
 }
 
+/// `/v1/projects/{project}/channels/{channel}`.
+fn channel_path(project: &str, channel: &str) -> Result<String, ClaimError> {
+    names(&[("project", project), ("channel", channel)])?;
+    Ok(format!("/v1/projects/{}/channels/{}", enc(project), enc(channel)))
+}
+
+/// `/v1/projects/{project}/channels/{channel}/claims/{task}`.
+fn claim_path(project: &str, channel: &str, task: &str) -> Result<String, ClaimError> {
+    names(&[("task", task)])?;
+    Ok(format!("{}/claims/{}", channel_path(project, channel)?, enc(task)))
+}
+
+/// `/v1/projects/{project}/focus/{seat}`.
+fn focus_path(project: &str, seat: &str) -> Result<String, ClaimError> {
+    names(&[("project", project), ("seat", seat)])?;
+    Ok(format!("/v1/projects/{}/focus/{}", enc(project), enc(seat)))
+}
+
 impl CoordinatorApi for HttpCoordinator {
     fn register(
         &self,
@@ -273,5 +295,81 @@ impl CoordinatorApi for HttpCoordinator {
         }
         let r: AuditResp = self.get("/v1/audit", Some(self.admin()?), &q, REQUEST_TIMEOUT)?;
         Ok(r.entries)
+    }
+
+    fn create_channel(
+        &self,
+        project: &str,
+        channel: &str,
+        steward: &str,
+        sla_minutes: Option<u32>,
+        ttl_floor_minutes: Option<u32>,
+    ) -> Result<Channel, ClaimError> {
+        names(&[("project", project), ("channel", channel), ("steward", steward)])?;
+        let body =
+            ChannelReq { channel: channel.to_string(), steward: steward.to_string(), sla_minutes, ttl_floor_minutes };
+        self.post(&format!("/v1/projects/{}/channels", enc(project)), None, &body, REQUEST_TIMEOUT)
+    }
+
+    fn show_channel(&self, project: &str, channel: &str) -> Result<Channel, ClaimError> {
+        self.get(&channel_path(project, channel)?, None, &[], REQUEST_TIMEOUT)
+    }
+
+    fn take(&self, req: &TakeRequest) -> Result<ClaimOutcome, ClaimError> {
+        names(&[("seat", &req.seat), ("deputy", req.deputy.as_deref().unwrap_or("-"))])?;
+        let path = format!("{}/take", claim_path(&req.project, &req.channel, &req.task)?);
+        self.post(&path, None, &TakeReq::of(req), REQUEST_TIMEOUT)
+    }
+
+    fn touch(&self, req: &TouchRequest) -> Result<ClaimOutcome, ClaimError> {
+        names(&[("seat", &req.seat), ("deputy", req.deputy.as_ref().and_then(|d| d.as_deref()).unwrap_or("-"))])?;
+        let path = format!("{}/touch", claim_path(&req.project, &req.channel, &req.task)?);
+        self.post(&path, None, &TouchReq::of(req), REQUEST_TIMEOUT)
+    }
+
+    fn release_claim(&self, req: &ReleaseRequest) -> Result<ClaimRow, ClaimError> {
+        names(&[("seat", &req.seat)])?;
+        let path = format!("{}/release", claim_path(&req.project, &req.channel, &req.task)?);
+        self.post(&path, None, &ReleaseReq::of(req), REQUEST_TIMEOUT)
+    }
+
+    fn show_claim(&self, project: &str, channel: &str, task: &str) -> Result<ClaimRow, ClaimError> {
+        self.get(&claim_path(project, channel, task)?, None, &[], REQUEST_TIMEOUT)
+    }
+
+    fn claim_history(&self, project: &str, channel: &str, task: &str) -> Result<Vec<ClaimStep>, ClaimError> {
+        let path = format!("{}/history", claim_path(project, channel, task)?);
+        self.get(&path, None, &[], REQUEST_TIMEOUT)
+    }
+
+    fn list_claims(&self, project: &str, channel: &str) -> Result<Vec<ClaimRow>, ClaimError> {
+        let path = format!("{}/claims", channel_path(project, channel)?);
+        self.get(&path, None, &[], REQUEST_TIMEOUT)
+    }
+
+    fn sweep(&self, project: &str, as_of: Option<Millis>, dry_run: bool) -> Result<SweepReport, ClaimError> {
+        names(&[("project", project)])?;
+        let path = format!("/v1/projects/{}/sweep", enc(project));
+        self.post(&path, None, &SweepReq { as_of, dry_run }, REQUEST_TIMEOUT)
+    }
+
+    fn focus_start(&self, project: &str, seat: &str, minutes: u32) -> Result<FocusOutcome, ClaimError> {
+        let path = format!("{}/start", focus_path(project, seat)?);
+        self.post(&path, None, &FocusStartReq { minutes }, REQUEST_TIMEOUT)
+    }
+
+    fn focus_end(&self, project: &str, seat: &str) -> Result<FocusLease, ClaimError> {
+        let path = format!("{}/end", focus_path(project, seat)?);
+        self.post(&path, None, &serde_json::json!({}), REQUEST_TIMEOUT)
+    }
+
+    fn focus_show(&self, project: &str, seat: &str) -> Result<Option<FocusLease>, ClaimError> {
+        self.get(&focus_path(project, seat)?, None, &[], REQUEST_TIMEOUT)
+    }
+
+    fn steward_report(&self, project: &str, channel: &str, as_of: Option<Millis>) -> Result<StewardReport, ClaimError> {
+        let path = format!("{}/steward-report", channel_path(project, channel)?);
+        let q: Vec<(&str, String)> = as_of.map(|t| ("as_of", t.to_string())).into_iter().collect();
+        self.get(&path, None, &q, REQUEST_TIMEOUT)
     }
 }

@@ -1,10 +1,13 @@
 //! `writerctl coordinator serve`: the coordinator verbs as a versioned JSON API over HTTP
 //! (axum), with `/healthz`, `/metrics` (Prometheus text), `/openapi.json`, body-size and
-//! time limits, graceful shutdown and optional TLS.
+//! time limits, graceful shutdown and optional TLS; optionally a background sweeper that
+//! releases work claims whose TTL ran out ([`serve_with`]).
 //!
 //! No decision is made from in-process state: every verb runs the engine against the store
 //! (one transaction or one compare-and-set), so any number of replicas over one Redis +
 //! Postgres stay correct. The engine is synchronous, so verbs run on tokio's blocking pool.
+//! The same holds for the sweeper: replicas may sweep at once, and each release is a
+//! compare-and-set on the claim's version, so a claim is released once.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -26,6 +29,7 @@ use crate::claim::ClaimError;
 use crate::claim::Coordinator;
 use crate::claim::engine::MasterRequest;
 use crate::claim::master::ControllerKey;
+use crate::claim::model::Millis;
 use crate::claim::secret::{self, Secret};
 use crate::error::ErrorCode;
 
@@ -49,12 +53,25 @@ pub struct ServeOptions {
     pub tls: Option<(PathBuf, PathBuf)>,
 }
 
-/// Verbs by result, and latency histograms, for `/metrics`.
-#[derive(Default)]
+/// Verbs by result, latency histograms and the sweeper's counters, for `/metrics`.
+#[derive(Default, Clone)]
 struct Metrics {
     verbs: BTreeMap<(String, String), u64>,
     latency: BTreeMap<String, Histogram>,
+    /// Background sweeps by result (`ok` or the first error's code).
+    sweep_runs: BTreeMap<String, u64>,
+    /// Claims the background sweeper released (to a deputy or to open).
+    sweep_released: u64,
+    /// Due claims an owner wrote to during a background sweep (kept).
+    sweep_conflicts: u64,
 }
+
+/// The latest `as_of` accepted over HTTP (9999-12-31T23:59:59.999Z); earlier than 0 or later
+/// than this is a typo, and keeps the engine's time arithmetic far from overflow.
+pub const MAX_AS_OF: Millis = 253_402_300_799_999;
+
+/// What one background sweep returned.
+type SweepAll = Result<crate::claim::engine::SweepAll, ClaimError>;
 
 /// Latency buckets in seconds (Prometheus convention: cumulative `le`).
 const BUCKETS: [f64; 12] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0];
@@ -156,6 +173,15 @@ where
     T: Serialize + Send + 'static,
     F: FnOnce(&App) -> Result<T, ClaimError> + Send + 'static,
 {
+    run_as(app, verb, StatusCode::OK, f).await
+}
+
+/// [`run`], answering `ok` (200, or 201 for a creation) on success.
+async fn run_as<T, F>(app: Shared, verb: &'static str, ok: StatusCode, f: F) -> Response
+where
+    T: Serialize + Send + 'static,
+    F: FnOnce(&App) -> Result<T, ClaimError> + Send + 'static,
+{
     let started = Instant::now();
     let app2 = app.clone();
     let result = match tokio::task::spawn_blocking(move || f(&app2)).await {
@@ -167,7 +193,7 @@ where
         Ok(v) => {
             app.observe(verb, "ok", elapsed);
             tracing::info!(verb, result = "ok", elapsed_ms = elapsed.as_secs_f64() * 1e3);
-            (StatusCode::OK, axum::Json(v)).into_response()
+            (ok, axum::Json(v)).into_response()
         }
         Err(e) => {
             let code = e.code().as_str();
@@ -315,6 +341,230 @@ async fn audit(State(app): State<Shared>, headers: HeaderMap, Query(q): Query<Au
     .await
 }
 
+// ---------------------------------------------------------------------------------------
+// work claims (seed 002)
+// ---------------------------------------------------------------------------------------
+
+/// An `as_of` from a request: within [0, [`MAX_AS_OF`]].
+fn as_of(v: Option<Millis>) -> Result<Option<Millis>, ClaimError> {
+    match v {
+        Some(t) if !(0..=MAX_AS_OF).contains(&t) => {
+            Err(ClaimError::InvalidArgument(format!("as_of must be milliseconds between 0 and {MAX_AS_OF}, not {t}")))
+        }
+        v => Ok(v),
+    }
+}
+
+async fn channel_create(State(app): State<Shared>, Path(project): Path<String>, body: Bytes) -> Response {
+    run_as(app, "channel.create", StatusCode::CREATED, move |a| {
+        let r: ChannelReq = parse(&body)?;
+        a.coord.create_channel(&project, &r.channel, &r.steward, r.sla_minutes, r.ttl_floor_minutes, "http")
+    })
+    .await
+}
+
+async fn channel_show(State(app): State<Shared>, Path((project, channel)): Path<(String, String)>) -> Response {
+    run(app, "channel.show", move |a| a.coord.show_channel(&project, &channel)).await
+}
+
+async fn claim_list(State(app): State<Shared>, Path((project, channel)): Path<(String, String)>) -> Response {
+    run(app, "claim.list", move |a| a.coord.list_claims(&project, &channel)).await
+}
+
+async fn claim_show(
+    State(app): State<Shared>,
+    Path((project, channel, task)): Path<(String, String, String)>,
+) -> Response {
+    run(app, "claim.show", move |a| a.coord.show_claim(&project, &channel, &task)).await
+}
+
+async fn claim_history(
+    State(app): State<Shared>,
+    Path((project, channel, task)): Path<(String, String, String)>,
+) -> Response {
+    run(app, "claim.history", move |a| a.coord.claim_history(&project, &channel, &task)).await
+}
+
+async fn claim_take(
+    State(app): State<Shared>,
+    Path((project, channel, task)): Path<(String, String, String)>,
+    body: Bytes,
+) -> Response {
+    run(app, "claim.take", move |a| {
+        let r: TakeReq = parse(&body)?;
+        a.coord.take(&r.into_request(project, channel, task))
+    })
+    .await
+}
+
+async fn claim_touch(
+    State(app): State<Shared>,
+    Path((project, channel, task)): Path<(String, String, String)>,
+    body: Bytes,
+) -> Response {
+    run(app, "claim.touch", move |a| {
+        let r: TouchReq = parse(&body)?;
+        a.coord.touch(&r.into_request(project, channel, task)?)
+    })
+    .await
+}
+
+async fn claim_release(
+    State(app): State<Shared>,
+    Path((project, channel, task)): Path<(String, String, String)>,
+    body: Bytes,
+) -> Response {
+    run(app, "claim.release", move |a| {
+        let r: ReleaseReq = parse(&body)?;
+        a.coord.release_claim(&r.into_request(project, channel, task))
+    })
+    .await
+}
+
+async fn claim_sweep(State(app): State<Shared>, Path(project): Path<String>, body: Bytes) -> Response {
+    run(app, "claim.sweep", move |a| {
+        // Everything is optional: no body at all sweeps now.
+        let r: SweepReq = if body.is_empty() { SweepReq::default() } else { parse(&body)? };
+        a.coord.sweep(&project, as_of(r.as_of)?, r.dry_run)
+    })
+    .await
+}
+
+async fn focus_start(
+    State(app): State<Shared>,
+    Path((project, seat)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    run(app, "focus.start", move |a| {
+        let r: FocusStartReq = parse(&body)?;
+        a.coord.focus_start(&project, &seat, r.minutes)
+    })
+    .await
+}
+
+async fn focus_end(State(app): State<Shared>, Path((project, seat)): Path<(String, String)>) -> Response {
+    run(app, "focus.end", move |a| a.coord.focus_end(&project, &seat)).await
+}
+
+async fn focus_show(State(app): State<Shared>, Path((project, seat)): Path<(String, String)>) -> Response {
+    run(app, "focus.show", move |a| a.coord.focus_show(&project, &seat)).await
+}
+
+#[derive(serde::Deserialize)]
+struct AsOfQuery {
+    as_of: Option<Millis>,
+}
+
+async fn steward_report(
+    State(app): State<Shared>,
+    Path((project, channel)): Path<(String, String)>,
+    q: Result<Query<AsOfQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    run(app, "steward.report", move |a| {
+        let Query(q) = q.map_err(|e| ClaimError::InvalidArgument(format!("query: {}", e.body_text())))?;
+        a.coord.steward_report(&project, &channel, as_of(q.as_of)?)
+    })
+    .await
+}
+
+// ---------------------------------------------------------------------------------------
+// the background sweeper
+// ---------------------------------------------------------------------------------------
+
+impl App {
+    /// Logs one background sweep (info per project that released something, warn per
+    /// failure) and counts it for `/metrics`.
+    fn record_sweep(&self, result: &SweepAll, elapsed: Duration) {
+        let elapsed_ms = elapsed.as_secs_f64() * 1e3;
+        let (mut released, mut conflicts, mut failure) = (0u64, 0u64, None);
+        match result {
+            Err(e) => {
+                tracing::warn!(sweeper = true, result = e.code().as_str(), error = %e, elapsed_ms, "sweep failed");
+                failure = Some(e.code());
+            }
+            Ok(projects) => {
+                for (project, r) in projects {
+                    match r {
+                        Ok(rep) => {
+                            released += rep.released.len() as u64;
+                            conflicts += rep.conflicts;
+                            if rep.released.is_empty() {
+                                tracing::debug!(
+                                    sweeper = true,
+                                    project,
+                                    deferred_by_focus = rep.deferred_by_focus,
+                                    conflicts = rep.conflicts,
+                                    "sweep released nothing"
+                                );
+                                continue;
+                            }
+                            tracing::info!(
+                                sweeper = true,
+                                project,
+                                released = rep.released.len(),
+                                deferred_by_focus = rep.deferred_by_focus,
+                                conflicts = rep.conflicts,
+                                as_of = rep.as_of,
+                                "sweep released claims whose TTL ran out"
+                            );
+                            for act in &rep.released {
+                                tracing::debug!(
+                                    sweeper = true,
+                                    project,
+                                    channel = %act.channel,
+                                    task = %act.task,
+                                    from = %act.from,
+                                    to = act.to.as_deref().unwrap_or(""),
+                                    version = act.version,
+                                    due_at = act.due_at,
+                                    "claim released"
+                                );
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!(sweeper = true, project, result = e.code().as_str(), error = %e, "sweep failed");
+                            failure.get_or_insert(e.code());
+                        }
+                    }
+                }
+            }
+        }
+        let mut m = self.metrics.lock().unwrap_or_else(|p| p.into_inner());
+        *m.sweep_runs.entry(failure.map_or("ok", ErrorCode::as_str).to_string()).or_default() += 1;
+        m.sweep_released += released;
+        m.sweep_conflicts += conflicts;
+    }
+}
+
+/// One sweep of every project with a due claim, on the blocking pool.
+async fn sweep_once(app: &Shared) {
+    let started = Instant::now();
+    let app2 = app.clone();
+    let result = match tokio::task::spawn_blocking(move || app2.coord.sweep_all()).await {
+        Ok(r) => r,
+        Err(e) => Err(ClaimError::Store(format!("sweep task failed: {e}"))),
+    };
+    app.record_sweep(&result, started.elapsed());
+}
+
+/// Sweeps every `every` until `stop` turns true (or its sender is gone). A sweep that runs
+/// longer than `every` delays the next one: sweeps never overlap, and a stop waits for the
+/// sweep in flight (one store round per batch) instead of abandoning it.
+async fn sweeper(app: Shared, every: Duration, mut stop: tokio::sync::watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        if *stop.borrow_and_update() {
+            return;
+        }
+        tokio::select! {
+            biased;
+            changed = stop.changed() => if changed.is_err() { return },
+            _ = tick.tick() => sweep_once(&app).await,
+        }
+    }
+}
+
 async fn healthz(State(app): State<Shared>) -> Response {
     let app2 = app.clone();
     match tokio::task::spawn_blocking(move || app2.coord.store().health()).await {
@@ -326,18 +576,15 @@ async fn healthz(State(app): State<Shared>) -> Response {
 
 async fn metrics(State(app): State<Shared>) -> Response {
     let mut out = String::new();
-    let snapshot = {
-        let m = app.metrics.lock().unwrap_or_else(|p| p.into_inner());
-        (m.verbs.clone(), m.latency.clone())
-    };
+    let m = app.metrics.lock().unwrap_or_else(|p| p.into_inner()).clone();
     out.push_str("# HELP writerctl_verbs_total Coordinator verbs by result (ok or error code).\n");
     out.push_str("# TYPE writerctl_verbs_total counter\n");
-    for ((verb, result), n) in &snapshot.0 {
+    for ((verb, result), n) in &m.verbs {
         out.push_str(&format!("writerctl_verbs_total{{verb=\"{verb}\",result=\"{result}\"}} {n}\n"));
     }
     out.push_str("# HELP writerctl_verb_duration_seconds Time to answer a verb.\n");
     out.push_str("# TYPE writerctl_verb_duration_seconds histogram\n");
-    for (verb, h) in &snapshot.1 {
+    for (verb, h) in &m.latency {
         for (i, le) in BUCKETS.iter().enumerate() {
             out.push_str(&format!(
                 "writerctl_verb_duration_seconds_bucket{{verb=\"{verb}\",le=\"{le}\"}} {}\n",
@@ -348,6 +595,21 @@ async fn metrics(State(app): State<Shared>) -> Response {
         out.push_str(&format!("writerctl_verb_duration_seconds_sum{{verb=\"{verb}\"}} {}\n", h.sum));
         out.push_str(&format!("writerctl_verb_duration_seconds_count{{verb=\"{verb}\"}} {}\n", h.count));
     }
+    out.push_str("# HELP writerctl_sweep_runs_total Background TTL sweeps by result (ok or the first error code).\n");
+    out.push_str("# TYPE writerctl_sweep_runs_total counter\n");
+    for (result, n) in &m.sweep_runs {
+        out.push_str(&format!("writerctl_sweep_runs_total{{result=\"{result}\"}} {n}\n"));
+    }
+    out.push_str(
+        "# HELP writerctl_sweep_released_total Claims the background sweeper released (to a deputy or open).\n",
+    );
+    out.push_str("# TYPE writerctl_sweep_released_total counter\n");
+    out.push_str(&format!("writerctl_sweep_released_total {}\n", m.sweep_released));
+    out.push_str(
+        "# HELP writerctl_sweep_conflicts_total Due claims the background sweeper kept: their owner wrote first.\n",
+    );
+    out.push_str("# TYPE writerctl_sweep_conflicts_total counter\n");
+    out.push_str(&format!("writerctl_sweep_conflicts_total {}\n", m.sweep_conflicts));
     let app2 = app.clone();
     if let Ok(Some(depth)) = tokio::task::spawn_blocking(move || app2.coord.store().pending_audit_writes()).await {
         out.push_str("# HELP writerctl_audit_retry_queue_depth Writes accepted by Redis, not yet by Postgres.\n");
@@ -365,14 +627,21 @@ async fn not_found() -> Response {
     error_response(&ClaimError::InvalidArgument("no such endpoint (see /openapi.json)".into()))
 }
 
-/// The router (public so tests can drive it without a socket).
-pub fn router(coordinator: Coordinator, admin_token_hash: Option<String>) -> Router {
-    let app: Shared = Arc::new(App {
+fn new_app(coordinator: Coordinator, admin_token_hash: Option<String>) -> Shared {
+    Arc::new(App {
         coord: coordinator,
         admin_token_hash,
         metrics: Mutex::new(Metrics::default()),
         verifications: tokio::sync::Semaphore::new(MAX_CONCURRENT_CLAIMS),
-    });
+    })
+}
+
+/// The router (public so tests can drive it without a socket).
+pub fn router(coordinator: Coordinator, admin_token_hash: Option<String>) -> Router {
+    routes(new_app(coordinator, admin_token_hash))
+}
+
+fn routes(app: Shared) -> Router {
     Router::new()
         .route("/v1/projects/{project}/sessions", post(register))
         .route("/v1/projects/{project}/sessions/{sid}/heartbeat", post(heartbeat))
@@ -382,6 +651,19 @@ pub fn router(coordinator: Coordinator, admin_token_hash: Option<String>) -> Rou
         .route("/v1/projects/{project}/master/handoff", post(handoff))
         .route("/v1/projects/{project}/master/claim", post(claim))
         .route("/v1/projects/{project}/inbox/{identity}", get(inbox))
+        .route("/v1/projects/{project}/channels", post(channel_create))
+        .route("/v1/projects/{project}/channels/{channel}", get(channel_show))
+        .route("/v1/projects/{project}/channels/{channel}/claims", get(claim_list))
+        .route("/v1/projects/{project}/channels/{channel}/claims/{task}", get(claim_show))
+        .route("/v1/projects/{project}/channels/{channel}/claims/{task}/history", get(claim_history))
+        .route("/v1/projects/{project}/channels/{channel}/claims/{task}/take", post(claim_take))
+        .route("/v1/projects/{project}/channels/{channel}/claims/{task}/touch", post(claim_touch))
+        .route("/v1/projects/{project}/channels/{channel}/claims/{task}/release", post(claim_release))
+        .route("/v1/projects/{project}/channels/{channel}/steward-report", get(steward_report))
+        .route("/v1/projects/{project}/sweep", post(claim_sweep))
+        .route("/v1/projects/{project}/focus/{seat}", get(focus_show))
+        .route("/v1/projects/{project}/focus/{seat}/start", post(focus_start))
+        .route("/v1/projects/{project}/focus/{seat}/end", post(focus_end))
         .route("/v1/operators", post(add_operator))
         .route("/v1/audit", get(audit))
         .route("/healthz", get(healthz))
@@ -405,19 +687,52 @@ pub enum ServeError {
 }
 
 /// Serves until `shutdown` resolves, then stops accepting and lets in-flight requests
-/// finish (up to 10 s). `on_bound` receives the bound address (useful with port 0).
+/// finish (up to 10 s). `on_bound` receives the bound address (useful with port 0). No
+/// background sweeper: see [`serve_with`].
 pub async fn serve(
     opts: ServeOptions,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     on_bound: impl FnOnce(SocketAddr, bool) + Send + 'static,
 ) -> Result<(), ServeError> {
-    let app = router(opts.coordinator, opts.admin_token_hash);
+    serve_with(opts, None, shutdown, on_bound).await
+}
+
+/// [`serve`], plus, with `sweep_every`, a background sweeper: once the server listens, every
+/// `sweep_every` it releases the work claims whose TTL ran out in every project
+/// ([`Coordinator::sweep_all`] on the blocking pool), never two sweeps at once. It stops
+/// when `shutdown` resolves (a sweep in flight finishes first) and is waited for before
+/// this returns.
+pub async fn serve_with(
+    opts: ServeOptions,
+    sweep_every: Option<Duration>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    on_bound: impl FnOnce(SocketAddr, bool) + Send + 'static,
+) -> Result<(), ServeError> {
+    let state = new_app(opts.coordinator, opts.admin_token_hash);
+    let app = routes(state.clone());
     let handle = axum_server::Handle::new();
     let h2 = handle.clone();
     let tls = opts.tls.is_some();
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stop_tx = Arc::new(stop_tx);
+    let stop_on_signal = stop_tx.clone();
     tokio::spawn(async move {
         shutdown.await;
+        stop_on_signal.send_replace(true);
         h2.graceful_shutdown(Some(Duration::from_secs(10)));
+    });
+    let sweeping = sweep_every.filter(|d| !d.is_zero()).map(|every| {
+        let (h, mut stop) = (handle.clone(), stop_rx.clone());
+        tokio::spawn(async move {
+            // Only a server that listens sweeps (a failed bind returns None).
+            tokio::select! {
+                bound = h.listening() => if bound.is_none() { return },
+                _ = stop.wait_for(|s| *s) => return,
+            }
+            tracing::info!(every_s = every.as_secs_f64(), "sweeper started");
+            sweeper(state, every, stop).await;
+            tracing::info!("sweeper stopped");
+        })
     });
     let h3 = handle.clone();
     tokio::spawn(async move {
@@ -425,17 +740,27 @@ pub async fn serve(
             on_bound(addr, tls);
         }
     });
-    match opts.tls {
+    let served: Result<(), ServeError> = match opts.tls {
         Some((cert, key)) => {
             let _ = rustls::crypto::ring::default_provider().install_default();
-            let config = axum_server::tls_rustls::RustlsConfig::from_pem_file(&cert, &key)
-                .await
-                .map_err(|e| ServeError::Tls(format!("{} / {}: {e}", cert.display(), key.display())))?;
-            axum_server::bind_rustls(opts.listen, config).handle(handle).serve(app.into_make_service()).await?;
+            match axum_server::tls_rustls::RustlsConfig::from_pem_file(&cert, &key).await {
+                Ok(config) => axum_server::bind_rustls(opts.listen, config)
+                    .handle(handle)
+                    .serve(app.into_make_service())
+                    .await
+                    .map_err(ServeError::from),
+                Err(e) => Err(ServeError::Tls(format!("{} / {}: {e}", cert.display(), key.display()))),
+            }
         }
-        None => axum_server::bind(opts.listen).handle(handle).serve(app.into_make_service()).await?,
+        None => {
+            axum_server::bind(opts.listen).handle(handle).serve(app.into_make_service()).await.map_err(ServeError::from)
+        }
+    };
+    stop_tx.send_replace(true);
+    if let Some(task) = sweeping {
+        let _ = task.await;
     }
-    Ok(())
+    served
 }
 
 /// The OpenAPI 3.0 document for `/v1`.
@@ -458,7 +783,7 @@ pub fn openapi() -> serde_json::Value {
         &["session_id", "identity", "surface", "machine_id", "is_master", "registered_at", "last_heartbeat"],
     );
     let master_ref = s(json!({"identity": string, "session_id": string}), &["identity", "session_id"]);
-    json!({
+    let mut doc = json!({
         "openapi": "3.0.3",
         "info": {"title": "writerctl coordinator", "version": env!("CARGO_PKG_VERSION"),
                  "description": "Master handoff and operator claim (SPEC-082). Errors: {\"error\":{\"code\",\"message\",\"hint\"}} with stable codes."},
@@ -499,5 +824,190 @@ pub fn openapi() -> serde_json::Value {
                 "AuditResp": s(json!({"entries": {"type": "array", "items": {"type": "object"}}}), &["entries"]),
             }
         }
-    })
+    });
+    work_openapi(&mut doc);
+    doc
+}
+
+/// Seed 002's routes and schemas, added to [`openapi`]'s document.
+fn work_openapi(doc: &mut serde_json::Value) {
+    use serde_json::json;
+    let schema = |name: &str| json!({"$ref": format!("#/components/schemas/{name}")});
+    let err = json!({"description": "a writerctl error", "content": {"application/json": {"schema": schema("Error")}}});
+    let responses = |status: &str, body: serde_json::Value| {
+        let mut r = json!({"400": err, "404": err, "409": err, "422": err, "503": err, "500": err});
+        r[status] = json!({"description": "ok", "content": {"application/json": {"schema": body}}});
+        r
+    };
+    let ok = |body: serde_json::Value| responses("200", body);
+    let list = |name: &str| json!({"type": "array", "items": schema(name)});
+    let p = |name: &str| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string", "minLength": 1, "maxLength": 256}});
+    let body = |name: &str| json!({"required": true, "content": {"application/json": {"schema": schema(name)}}});
+    let s = |props: serde_json::Value, req: &[&str]| json!({"type": "object", "properties": props, "required": req});
+    let string = json!({"type": "string"});
+    let nstring = json!({"type": "string", "nullable": true});
+    let boolean = json!({"type": "boolean"});
+    let count = json!({"type": "integer", "minimum": 0});
+    let minutes = json!({"type": "integer", "minimum": 1, "maximum": crate::claim::work::MAX_MINUTES});
+    let nminutes =
+        json!({"type": "integer", "minimum": 1, "maximum": crate::claim::work::MAX_MINUTES, "nullable": true});
+    let millis = json!({"type": "integer", "minimum": 0, "maximum": MAX_AS_OF});
+    let ms = json!({"type": "integer"});
+    let nms = json!({"type": "integer", "nullable": true});
+    let (project, channel, task, seat) = (p("project"), p("channel"), p("task"), p("seat"));
+    let claims = "/v1/projects/{project}/channels/{channel}/claims/{task}";
+    let paths = [
+        (
+            "/v1/projects/{project}/channels".to_string(),
+            json!({"post": {"operationId": "createChannel", "parameters": [project], "requestBody": body("ChannelReq"), "responses": responses("201", schema("Channel"))}}),
+        ),
+        (
+            "/v1/projects/{project}/channels/{channel}".into(),
+            json!({"get": {"operationId": "showChannel", "parameters": [project, channel], "responses": ok(schema("Channel"))}}),
+        ),
+        (
+            "/v1/projects/{project}/channels/{channel}/claims".into(),
+            json!({"get": {"operationId": "listClaims", "parameters": [project, channel], "responses": ok(list("ClaimRow"))}}),
+        ),
+        (
+            claims.into(),
+            json!({"get": {"operationId": "showClaim", "parameters": [project, channel, task], "responses": ok(schema("ClaimRow"))}}),
+        ),
+        (
+            format!("{claims}/history"),
+            json!({"get": {"operationId": "claimHistory", "parameters": [project, channel, task], "responses": ok(list("ClaimStep"))}}),
+        ),
+        (
+            format!("{claims}/take"),
+            json!({"post": {"operationId": "takeClaim", "parameters": [project, channel, task], "requestBody": body("TakeReq"), "responses": ok(schema("ClaimOutcome"))}}),
+        ),
+        (
+            format!("{claims}/touch"),
+            json!({"post": {"operationId": "touchClaim", "parameters": [project, channel, task], "requestBody": body("TouchReq"), "responses": ok(schema("ClaimOutcome"))}}),
+        ),
+        (
+            format!("{claims}/release"),
+            json!({"post": {"operationId": "releaseClaim", "parameters": [project, channel, task], "requestBody": body("ReleaseReq"), "responses": ok(schema("ClaimRow"))}}),
+        ),
+        (
+            "/v1/projects/{project}/channels/{channel}/steward-report".into(),
+            json!({"get": {"operationId": "stewardReport", "parameters": [project, channel, {"name": "as_of", "in": "query", "required": false, "schema": millis}], "responses": ok(schema("StewardReport"))}}),
+        ),
+        (
+            "/v1/projects/{project}/sweep".into(),
+            json!({"post": {"operationId": "sweep", "parameters": [project], "requestBody": body("SweepReq"), "responses": ok(schema("SweepReport"))}}),
+        ),
+        (
+            "/v1/projects/{project}/focus/{seat}".into(),
+            json!({"get": {"operationId": "showFocus", "parameters": [project, seat], "responses": ok(json!({"allOf": [schema("FocusLease")], "nullable": true}))}}),
+        ),
+        (
+            "/v1/projects/{project}/focus/{seat}/start".into(),
+            json!({"post": {"operationId": "startFocus", "parameters": [project, seat], "requestBody": body("FocusStartReq"), "responses": ok(schema("FocusOutcome"))}}),
+        ),
+        (
+            "/v1/projects/{project}/focus/{seat}/end".into(),
+            json!({"post": {"operationId": "endFocus", "parameters": [project, seat], "responses": ok(schema("FocusLease"))}}),
+        ),
+    ];
+    for (path, ops) in paths {
+        doc["paths"][path] = ops;
+    }
+    let status = json!({"type": "string", "enum": ["claimed", "released", "done"]});
+    let schemas = [
+        (
+            "Channel",
+            s(
+                json!({"project": string, "channel": string, "steward": string, "sla_minutes": minutes, "ttl_floor_minutes": minutes, "created_at": ms}),
+                &["project", "channel", "steward", "sla_minutes", "ttl_floor_minutes", "created_at"],
+            ),
+        ),
+        (
+            "ClaimRow",
+            s(
+                json!({"project": string, "channel": string, "task": string, "owner": nstring, "status": status, "version": count,
+            "deputy": nstring, "ttl_minutes": nminutes, "next_step": nstring, "handoff_from": nstring, "last_owner_touch": nms,
+            "owner_since": nms, "claimed_at": nms, "updated_at": ms}),
+                &["project", "channel", "task", "status", "version", "updated_at"],
+            ),
+        ),
+        (
+            "ClaimStep",
+            s(
+                json!({"at": ms, "actor": string, "action": string, "claim": schema("ClaimRow")}),
+                &["at", "actor", "action", "claim"],
+            ),
+        ),
+        (
+            "ClaimOutcome",
+            s(
+                json!({"claim": schema("ClaimRow"), "ttl_raised_from": {"type": "integer", "nullable": true}}),
+                &["claim"],
+            ),
+        ),
+        (
+            "SweepAction",
+            s(
+                json!({"project": string, "channel": string, "task": string, "from": string, "to": nstring, "version": count, "due_at": ms}),
+                &["project", "channel", "task", "from", "version", "due_at"],
+            ),
+        ),
+        (
+            "SweepReport",
+            s(
+                json!({"as_of": ms, "dry_run": boolean, "released": list("SweepAction"), "deferred_by_focus": count, "conflicts": count}),
+                &["as_of", "dry_run", "released", "deferred_by_focus", "conflicts"],
+            ),
+        ),
+        (
+            "FocusLease",
+            s(
+                json!({"project": string, "seat": string, "started_at": ms, "until": ms, "ended_at": nms}),
+                &["project", "seat", "started_at", "until"],
+            ),
+        ),
+        (
+            "FocusOutcome",
+            s(json!({"lease": schema("FocusLease"), "capped_from": {"type": "integer", "nullable": true}}), &["lease"]),
+        ),
+        ("StewardItem", s(json!({"claim": schema("ClaimRow"), "age_minutes": ms}), &["claim", "age_minutes"])),
+        (
+            "StewardReport",
+            s(
+                json!({"channel": schema("Channel"), "as_of": ms, "overdue": list("StewardItem")}),
+                &["channel", "as_of", "overdue"],
+            ),
+        ),
+        (
+            "ChannelReq",
+            s(
+                json!({"channel": string, "steward": string, "sla_minutes": minutes, "ttl_floor_minutes": minutes}),
+                &["channel", "steward"],
+            ),
+        ),
+        (
+            "TakeReq",
+            s(json!({"seat": string, "deputy": string, "ttl_minutes": minutes, "next_step": string}), &["seat"]),
+        ),
+        (
+            "TouchReq",
+            s(
+                json!({"seat": string, "expect_version": count, "deputy": string, "clear_deputy": boolean, "ttl_minutes": minutes,
+            "clear_ttl": boolean, "next_step": string}),
+                &["seat", "expect_version"],
+            ),
+        ),
+        (
+            "ReleaseReq",
+            s(
+                json!({"seat": string, "expect_version": count, "done": boolean, "next_step": string}),
+                &["seat", "expect_version"],
+            ),
+        ),
+        ("SweepReq", json!({"type": "object", "properties": {"as_of": millis, "dry_run": boolean}})),
+        ("FocusStartReq", s(json!({"minutes": {"type": "integer", "minimum": 1, "maximum": u32::MAX}}), &["minutes"])),
+    ];
+    for (name, def) in schemas {
+        doc["components"]["schemas"][name] = def;
+    }
 }

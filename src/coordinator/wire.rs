@@ -4,8 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::claim::ClaimError;
 use crate::claim::engine::{ControllerView, Status};
 use crate::claim::model::{AuditEntry, Controller, Event, MasterRef, MasterSlot, Millis};
+use crate::claim::work::{ReleaseRequest, TakeRequest, TouchRequest};
 
 /// `POST /v1/projects/{project}/sessions`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -193,4 +195,203 @@ pub struct InboxResp {
 pub struct AuditResp {
     /// Rows, oldest first.
     pub entries: Vec<AuditEntry>,
+}
+
+// ---------------------------------------------------------------------------------------
+// work claims (seed 002): the answers are the engine's own types (`Channel`, `ClaimRow`,
+// `ClaimOutcome`, `ClaimStep`, `SweepReport`, `FocusOutcome`, `FocusLease`,
+// `StewardReport`); the requests carry what the path does not.
+// ---------------------------------------------------------------------------------------
+
+/// `POST /v1/projects/{project}/channels`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChannelReq {
+    /// The channel name.
+    pub channel: String,
+    /// The identity that receives release doorbells and reads the SLA report.
+    pub steward: String,
+    /// The SLA (default [`crate::claim::work::DEFAULT_SLA_MINUTES`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sla_minutes: Option<u32>,
+    /// The TTL floor (default [`crate::claim::work::DEFAULT_TTL_FLOOR_MINUTES`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_floor_minutes: Option<u32>,
+}
+
+/// `POST /v1/projects/{project}/channels/{channel}/claims/{task}/take`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TakeReq {
+    /// The seat taking it.
+    pub seat: String,
+    /// Its deputy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deputy: Option<String>,
+    /// Its TTL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_minutes: Option<u32>,
+    /// Its next step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_step: Option<String>,
+}
+
+impl TakeReq {
+    /// The request body of `req`.
+    pub fn of(req: &TakeRequest) -> TakeReq {
+        TakeReq {
+            seat: req.seat.clone(),
+            deputy: req.deputy.clone(),
+            ttl_minutes: req.ttl_minutes,
+            next_step: req.next_step.clone(),
+        }
+    }
+
+    /// The engine's request, with the names the path carried.
+    pub fn into_request(self, project: String, channel: String, task: String) -> TakeRequest {
+        TakeRequest {
+            project,
+            channel,
+            task,
+            seat: self.seat,
+            deputy: self.deputy,
+            ttl_minutes: self.ttl_minutes,
+            next_step: self.next_step,
+        }
+    }
+}
+
+/// `POST /v1/projects/{project}/channels/{channel}/claims/{task}/touch`.
+///
+/// [`TouchRequest`]'s `Option<Option<..>>` ("keep", "remove", "set") does not survive JSON
+/// (`null` and absent read the same), so removing travels as its own flag: `clear_deputy`
+/// removes the deputy, `clear_ttl` the TTL; a value and its clear flag together are refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TouchReq {
+    /// The seat (must be the owner).
+    pub seat: String,
+    /// The version the seat read.
+    pub expect_version: u64,
+    /// A new deputy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deputy: Option<String>,
+    /// Remove the deputy.
+    #[serde(default)]
+    pub clear_deputy: bool,
+    /// A new TTL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_minutes: Option<u32>,
+    /// Remove the TTL.
+    #[serde(default)]
+    pub clear_ttl: bool,
+    /// A new next step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_step: Option<String>,
+}
+
+/// `Some(None)` (remove) becomes the clear flag; `Some(Some(v))` the value.
+fn split<T: Clone>(v: &Option<Option<T>>) -> (Option<T>, bool) {
+    match v {
+        None => (None, false),
+        Some(None) => (None, true),
+        Some(Some(x)) => (Some(x.clone()), false),
+    }
+}
+
+/// The flag back into `Option<Option<..>>`; both set is a contradiction.
+fn join<T>(what: &str, flag: &str, value: Option<T>, clear: bool) -> Result<Option<Option<T>>, ClaimError> {
+    match (value, clear) {
+        (Some(_), true) => Err(ClaimError::InvalidArgument(format!("{what} and {flag} contradict each other"))),
+        (Some(v), false) => Ok(Some(Some(v))),
+        (None, true) => Ok(Some(None)),
+        (None, false) => Ok(None),
+    }
+}
+
+impl TouchReq {
+    /// The request body of `req`.
+    pub fn of(req: &TouchRequest) -> TouchReq {
+        let (deputy, clear_deputy) = split(&req.deputy);
+        let (ttl_minutes, clear_ttl) = split(&req.ttl_minutes);
+        TouchReq {
+            seat: req.seat.clone(),
+            expect_version: req.expect_version,
+            deputy,
+            clear_deputy,
+            ttl_minutes,
+            clear_ttl,
+            next_step: req.next_step.clone(),
+        }
+    }
+
+    /// The engine's request, with the names the path carried; `invalid_argument` when a
+    /// value and its clear flag are both set.
+    pub fn into_request(self, project: String, channel: String, task: String) -> Result<TouchRequest, ClaimError> {
+        Ok(TouchRequest {
+            deputy: join("deputy", "clear_deputy", self.deputy, self.clear_deputy)?,
+            ttl_minutes: join("ttl_minutes", "clear_ttl", self.ttl_minutes, self.clear_ttl)?,
+            project,
+            channel,
+            task,
+            seat: self.seat,
+            expect_version: self.expect_version,
+            next_step: self.next_step,
+        })
+    }
+}
+
+/// `POST /v1/projects/{project}/channels/{channel}/claims/{task}/release`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleaseReq {
+    /// The seat (must be the owner).
+    pub seat: String,
+    /// The version the seat read.
+    pub expect_version: u64,
+    /// Done instead of released.
+    #[serde(default)]
+    pub done: bool,
+    /// A last next step for whoever takes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_step: Option<String>,
+}
+
+impl ReleaseReq {
+    /// The request body of `req`.
+    pub fn of(req: &ReleaseRequest) -> ReleaseReq {
+        ReleaseReq {
+            seat: req.seat.clone(),
+            expect_version: req.expect_version,
+            done: req.done,
+            next_step: req.next_step.clone(),
+        }
+    }
+
+    /// The engine's request, with the names the path carried.
+    pub fn into_request(self, project: String, channel: String, task: String) -> ReleaseRequest {
+        ReleaseRequest {
+            project,
+            channel,
+            task,
+            seat: self.seat,
+            expect_version: self.expect_version,
+            done: self.done,
+            next_step: self.next_step,
+        }
+    }
+}
+
+/// `POST /v1/projects/{project}/sweep`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepReq {
+    /// The time to judge by (ms since the epoch); the server's clock when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<Millis>,
+    /// Report without writing.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// `POST /v1/projects/{project}/focus/{seat}/start`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FocusStartReq {
+    /// The lease's length in minutes (capped server-side).
+    pub minutes: u32,
 }

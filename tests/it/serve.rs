@@ -276,7 +276,7 @@ impl Deployment {
         self
     }
 
-    fn server_args(mut self, args: &[&str]) -> Deployment {
+    pub(crate) fn server_args(mut self, args: &[&str]) -> Deployment {
         self.extra_args.extend(args.iter().map(|a| a.to_string()));
         self
     }
@@ -392,11 +392,11 @@ fn answer(r: Result<ureq::http::Response<ureq::Body>, ureq::Error>, what: &str) 
     (r.status().as_u16(), ct, body)
 }
 
-fn http_get(url: &str) -> (u16, String, String) {
+pub(crate) fn http_get(url: &str) -> (u16, String, String) {
     answer(agent().get(url).call(), url)
 }
 
-fn http_post(url: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String, String) {
+pub(crate) fn http_post(url: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String, String) {
     let mut req = agent().post(url).header("content-type", "application/json");
     for (k, v) in headers {
         req = req.header(*k, *v);
@@ -406,7 +406,7 @@ fn http_post(url: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String, 
 
 /// The JSON error document of an HTTP error answer; returns its code.
 #[track_caller]
-fn http_error_code(body: &str) -> String {
+pub(crate) fn http_error_code(body: &str) -> String {
     let v: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("not a JSON error ({e}): {body:?}"));
     assert!(v["error"]["message"].is_string(), "{v}");
     v["error"]["code"].as_str().unwrap_or_else(|| panic!("no error.code: {v}")).to_string()
@@ -420,7 +420,7 @@ fn queue_depth(base: &str) -> Option<u64> {
 }
 
 /// A metric line's value, e.g. `writerctl_verbs_total{verb="x",result="ok"}`.
-fn metric(body: &str, series: &str) -> Option<f64> {
+pub(crate) fn metric(body: &str, series: &str) -> Option<f64> {
     body.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.trim().parse().ok())
 }
 

@@ -1,0 +1,636 @@
+//! Seed 002's work claims over HTTP: `writerctl coordinator serve` (the real binary) driven
+//! through the library's HTTP client (`HttpCoordinator`) and raw HTTP, over the embedded
+//! SQLite store and over Redis + Postgres.
+//!
+//! * Every route's happy path, through the client (`*_happy_path_*`).
+//! * Each error code's HTTP status and JSON code on the wire, and relayed by the client.
+//! * The touch body's `clear_deputy` / `clear_ttl` flags (TouchRequest's `Option<Option<..>>`
+//!   does not survive JSON).
+//! * The background sweeper (`--sweep-interval-seconds`): a claim made stale through an
+//!   embedded coordinator on a manual clock (TTLs are in minutes, the server reads the real
+//!   clock) is released by the server on its own, its doorbells land in the inboxes, and
+//!   `/metrics` counts it; 0 turns the sweeper off; absurd values are usage errors.
+//!
+//! Redis + Postgres tests skip loudly unless the services answer (see `services.rs`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use writerctl::claim::ClaimError;
+use writerctl::claim::Coordinator;
+use writerctl::claim::api::CoordinatorApi;
+use writerctl::claim::clock::{Clock, ManualClock, SystemClock};
+use writerctl::claim::store::Store;
+use writerctl::claim::store::sqlite::SqliteStore;
+use writerctl::claim::work::{
+    CLAIM_RELEASED, ClaimStatus, FocusLease, MAX_FOCUS_MINUTES, ReleaseRequest, TakeRequest, TouchRequest,
+};
+use writerctl::coordinator::client::HttpCoordinator;
+use writerctl::coordinator::wire::TouchReq;
+use writerctl::error::ErrorCode;
+
+use crate::master::{Co, PROJECT, err_doc, exec};
+use crate::serve::{Deployment, http_error_code, http_get, http_post, metric};
+use crate::services::{Ns, wait_until};
+
+/// How long the sweeper may take to release a stale claim (it sweeps every second).
+const SWEEP_LIMIT: Duration = Duration::from_secs(30);
+
+// ---------------------------------------------------------------------------------------
+// helpers
+// ---------------------------------------------------------------------------------------
+
+/// The library's HTTP client for the Co's server.
+fn api(co: &Co) -> HttpCoordinator {
+    HttpCoordinator::new(&co.url(), None, None).unwrap()
+}
+
+fn take_req(channel: &str, task: &str, seat: &str) -> TakeRequest {
+    TakeRequest {
+        project: PROJECT.into(),
+        channel: channel.into(),
+        task: task.into(),
+        seat: seat.into(),
+        deputy: None,
+        ttl_minutes: None,
+        next_step: None,
+    }
+}
+
+fn touch_req(channel: &str, task: &str, seat: &str, expect_version: u64) -> TouchRequest {
+    TouchRequest {
+        project: PROJECT.into(),
+        channel: channel.into(),
+        task: task.into(),
+        seat: seat.into(),
+        expect_version,
+        deputy: None,
+        ttl_minutes: None,
+        next_step: None,
+    }
+}
+
+fn release_req(channel: &str, task: &str, seat: &str, expect_version: u64) -> ReleaseRequest {
+    ReleaseRequest {
+        project: PROJECT.into(),
+        channel: channel.into(),
+        task: task.into(),
+        seat: seat.into(),
+        expect_version,
+        done: false,
+        next_step: None,
+    }
+}
+
+/// The `ClaimReleased` doorbells in `identity`'s inbox, as payloads.
+fn doorbells(api: &impl CoordinatorApi, identity: &str) -> Vec<Value> {
+    api.inbox(PROJECT, identity, 0, 1000, Duration::ZERO)
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind == CLAIM_RELEASED)
+        .map(|e| e.payload)
+        .collect()
+}
+
+/// `/v1/projects/web...` on the Co's server.
+fn v1(co: &Co, rest: &str) -> String {
+    format!("{}/v1/projects/{PROJECT}{rest}", co.url())
+}
+
+/// Asserts an HTTP answer's status and JSON error code; returns the error object.
+#[track_caller]
+fn http_err((status, ct, body): (u16, String, String), want: u16, code: &str) -> Value {
+    assert_eq!((status, http_error_code(&body).as_str()), (want, code), "{body}");
+    assert!(ct.starts_with("application/json"), "{ct}");
+    serde_json::from_str::<Value>(&body).unwrap()["error"].clone()
+}
+
+/// Asserts a 2xx answer's status; returns its JSON.
+#[track_caller]
+fn http_ok((status, _, body): (u16, String, String), want: u16) -> Value {
+    assert_eq!(status, want, "{body}");
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
+}
+
+fn post_json(url: &str, body: Value) -> (u16, String, String) {
+    http_post(url, &[], body.to_string().as_bytes())
+}
+
+/// `/metrics` of the Co's server.
+fn metrics(co: &Co) -> String {
+    let (status, _, body) = http_get(&format!("{}/metrics", co.url()));
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+/// Now by the real clock, in ms.
+fn now() -> i64 {
+    SystemClock.now()
+}
+
+// ---------------------------------------------------------------------------------------
+// every route's happy path
+// ---------------------------------------------------------------------------------------
+
+fn check_happy_path(co: &Co) {
+    let api = api(co);
+    // POST /channels: 201 and the channel (raw, for the status), then through the client.
+    let raw = post_json(&v1(co, "/channels"), json!({"channel": "raw", "steward": "stew"}));
+    let ch = http_ok(raw, 201);
+    assert_eq!(
+        (&ch["channel"], &ch["steward"], &ch["sla_minutes"], &ch["ttl_floor_minutes"]),
+        (&json!("raw"), &json!("stew"), &json!(60), &json!(5))
+    );
+    // Names travel percent-encoded: slashes, spaces, '#', '?', non-ASCII.
+    let chan = "ops/back end #1?";
+    let channel = api.create_channel(PROJECT, chan, "stew ard", Some(30), Some(3)).unwrap();
+    assert_eq!((channel.channel.as_str(), channel.steward.as_str()), (chan, "stew ard"));
+    assert_eq!((channel.sla_minutes, channel.ttl_floor_minutes), (30, 3));
+    assert_eq!(api.show_channel(PROJECT, chan).unwrap(), channel);
+
+    // take: a TTL below the floor is raised and reported.
+    let task = "fix ü/42";
+    let out = api
+        .take(&TakeRequest {
+            deputy: Some("bob".into()),
+            ttl_minutes: Some(2),
+            next_step: Some("merge the drop-ins".into()),
+            ..take_req(chan, task, "alice")
+        })
+        .unwrap();
+    assert_eq!(
+        (out.claim.version, out.claim.owner.as_deref(), out.claim.status),
+        (1, Some("alice"), ClaimStatus::Claimed)
+    );
+    assert_eq!((out.claim.ttl_minutes, out.ttl_raised_from), (Some(3), Some(2)));
+    assert_eq!(out.claim.deputy.as_deref(), Some("bob"));
+    assert_eq!(api.show_claim(PROJECT, chan, task).unwrap(), out.claim);
+    assert_eq!(api.list_claims(PROJECT, chan).unwrap(), vec![out.claim.clone()]);
+
+    // touch: the owner's write.
+    let touched = api
+        .touch(&TouchRequest { next_step: Some("rebase first".into()), ..touch_req(chan, task, "alice", 1) })
+        .unwrap();
+    assert_eq!((touched.claim.version, touched.claim.next_step.as_deref()), (2, Some("rebase first")));
+    assert_eq!(touched.ttl_raised_from, None);
+
+    // release: open again; the deputy and the steward hear of it.
+    let released = api.release_claim(&release_req(chan, task, "alice", 2)).unwrap();
+    assert_eq!((released.status, released.owner.clone(), released.version), (ClaimStatus::Released, None, 3));
+    assert_eq!(released.handoff_from.as_deref(), Some("alice"));
+    for who in ["bob", "stew ard"] {
+        let bells = doorbells(&api, who);
+        assert_eq!(bells.len(), 1, "{who}: {bells:?}");
+        assert_eq!(
+            (&bells[0]["task"], &bells[0]["reason"], &bells[0]["status"]),
+            (&json!(task), &json!("owner"), &json!("released"))
+        );
+    }
+    assert!(doorbells(&api, "alice").is_empty(), "the releasing seat rings no bell for itself");
+
+    // Taken again, then done.
+    let again = api.take(&take_req(chan, task, "bob")).unwrap().claim;
+    assert_eq!(
+        (again.version, again.owner.as_deref(), again.next_step.as_deref()),
+        (4, Some("bob"), Some("rebase first"))
+    );
+    let done = api.release_claim(&ReleaseRequest { done: true, ..release_req(chan, task, "bob", 4) }).unwrap();
+    assert_eq!((done.status, done.version), (ClaimStatus::Done, 5));
+
+    // history: every step, oldest first.
+    let history = api.claim_history(PROJECT, chan, task).unwrap();
+    let actions: Vec<(&str, &str, u64)> =
+        history.iter().map(|h| (h.action.as_str(), h.actor.as_str(), h.claim.version)).collect();
+    assert_eq!(
+        actions,
+        [
+            ("take", "seat:alice", 1),
+            ("touch", "seat:alice", 2),
+            ("release", "seat:alice", 3),
+            ("take", "seat:bob", 4),
+            ("done", "seat:bob", 5)
+        ]
+    );
+    assert_eq!(history.last().unwrap().claim, done);
+
+    // sweep: nothing is due; a dry run writes nothing either way.
+    let dry = api.sweep(PROJECT, None, true).unwrap();
+    assert!(dry.dry_run && dry.released.is_empty(), "{dry:?}");
+    let wet = api.sweep(PROJECT, Some(now() - 1000), false).unwrap();
+    assert!(!wet.dry_run && wet.released.is_empty(), "{wet:?}");
+
+    // focus: start (capped), show, end, show again.
+    assert_eq!(api.focus_show(PROJECT, "alice").unwrap(), None);
+    let lease = api.focus_start(PROJECT, "alice", 30).unwrap();
+    assert_eq!((lease.capped_from, lease.lease.until - lease.lease.started_at), (None, 30 * 60_000));
+    assert_eq!(api.focus_show(PROJECT, "alice").unwrap(), Some(lease.lease.clone()));
+    let ended: FocusLease = api.focus_end(PROJECT, "alice").unwrap();
+    assert!(ended.ended_at.is_some_and(|e| e >= lease.lease.started_at), "{ended:?}");
+    assert_eq!(api.focus_show(PROJECT, "alice").unwrap(), None);
+    let capped = api.focus_start(PROJECT, "carol", 10_000).unwrap();
+    assert_eq!(capped.capped_from, Some(10_000));
+    assert_eq!(capped.lease.until - capped.lease.started_at, i64::from(MAX_FOCUS_MINUTES) * 60_000);
+
+    // steward report: a claim without a TTL, older than the SLA by the time asked about.
+    let open = api.take(&take_req(chan, "no-ttl", "dave")).unwrap().claim;
+    let later = open.claimed_at.unwrap() + 31 * 60_000;
+    let report = api.steward_report(PROJECT, chan, Some(later)).unwrap();
+    assert_eq!((report.as_of, &report.channel), (later, &channel));
+    assert_eq!(report.overdue.len(), 1, "{report:?}");
+    assert_eq!((report.overdue[0].claim.task.as_str(), report.overdue[0].age_minutes), ("no-ttl", 31));
+    assert!(api.steward_report(PROJECT, chan, None).unwrap().overdue.is_empty());
+
+    // Raw GETs answer the same JSON the client decoded.
+    let show = http_ok(http_get(&v1(co, "/channels/raw")), 200);
+    assert_eq!(show, ch);
+    assert_eq!(http_ok(http_get(&v1(co, "/focus/nobody")), 200), Value::Null);
+
+    // Every verb is counted on /metrics like the master verbs.
+    let m = metrics(co);
+    for (verb, n) in [
+        ("channel.create", 2.0),
+        ("channel.show", 2.0),
+        ("claim.take", 3.0),
+        ("claim.touch", 1.0),
+        ("claim.release", 2.0),
+        ("claim.show", 1.0),
+        ("claim.list", 1.0),
+        ("claim.history", 1.0),
+        ("claim.sweep", 2.0),
+        ("focus.start", 2.0),
+        ("focus.end", 1.0),
+        ("focus.show", 4.0),
+        ("steward.report", 2.0),
+    ] {
+        let series = format!(r#"writerctl_verbs_total{{verb="{verb}",result="ok"}}"#);
+        assert_eq!(metric(&m, &series), Some(n), "{series} in\n{m}");
+        let count = format!(r#"writerctl_verb_duration_seconds_count{{verb="{verb}"}}"#);
+        assert_eq!(metric(&m, &count), Some(n), "{count} in\n{m}");
+    }
+}
+
+#[test]
+fn work_routes_happy_path_sqlite() {
+    check_happy_path(&Co::http_sqlite());
+}
+
+#[test]
+fn work_routes_happy_path_redis_pg() {
+    let Some(co) = Co::http_redis_pg("work_routes_happy_path_redis_pg") else { return };
+    check_happy_path(&co);
+}
+
+// ---------------------------------------------------------------------------------------
+// error codes on the wire
+// ---------------------------------------------------------------------------------------
+
+fn check_error_codes(co: &Co) {
+    let api = api(co);
+    api.create_channel(PROJECT, "ch", "stew", None, None).unwrap();
+    let take = |body: Value| post_json(&v1(co, "/channels/ch/claims/t/take"), body);
+    let touch = |body: Value| post_json(&v1(co, "/channels/ch/claims/t/touch"), body);
+    let release = |body: Value| post_json(&v1(co, "/channels/ch/claims/t/release"), body);
+
+    // channel_exists: 409, never overwritten.
+    http_err(post_json(&v1(co, "/channels"), json!({"channel": "ch", "steward": "other"})), 409, "channel_exists");
+    assert_eq!(api.show_channel(PROJECT, "ch").unwrap().steward, "stew");
+
+    // not_found: 404 for a missing channel or claim.
+    http_err(http_get(&v1(co, "/channels/nope")), 404, "not_found");
+    http_err(http_get(&v1(co, "/channels/nope/claims")), 404, "not_found");
+    http_err(http_get(&v1(co, "/channels/ch/claims/t")), 404, "not_found");
+    http_err(http_get(&v1(co, "/channels/ch/claims/t/history")), 404, "not_found");
+    http_err(http_get(&v1(co, "/channels/nope/steward-report")), 404, "not_found");
+    http_err(touch(json!({"seat": "a", "expect_version": 1})), 404, "not_found");
+    http_err(post_json(&v1(co, "/channels/nope/claims/t/take"), json!({"seat": "a"})), 404, "not_found");
+    http_err(http_post(&v1(co, "/focus/a/end"), &[], b""), 404, "not_found");
+
+    // next_step_required: 400, like invalid_argument (both exit 2).
+    http_err(take(json!({"seat": "a", "ttl_minutes": 10})), 400, "next_step_required");
+    http_err(take(json!({"seat": "a", "deputy": "b", "next_step": "  "})), 400, "next_step_required");
+
+    // claim_taken: 409 with the owner and version.
+    http_ok(take(json!({"seat": "a", "ttl_minutes": 10, "next_step": "go"})), 200);
+    let e = http_err(take(json!({"seat": "b"})), 409, "claim_taken");
+    assert_eq!((&e["owner"], &e["status"], &e["version"]), (&json!("a"), &json!("claimed"), &json!(1)), "{e}");
+
+    // version_conflict: 409 with both versions.
+    let e = http_err(touch(json!({"seat": "a", "expect_version": 7})), 409, "version_conflict");
+    assert_eq!((&e["expected_version"], &e["version"]), (&json!(7), &json!(1)), "{e}");
+    http_err(release(json!({"seat": "a", "expect_version": 0})), 409, "version_conflict");
+
+    // not_claim_owner: 409 with the owner.
+    let e = http_err(touch(json!({"seat": "b", "expect_version": 1})), 409, "not_claim_owner");
+    assert_eq!((&e["owner"], &e["status"]), (&json!("a"), &json!("claimed")), "{e}");
+    http_err(release(json!({"seat": "b", "expect_version": 1})), 409, "not_claim_owner");
+
+    // invalid_argument: 400 for contradictions, bad bodies, bad names and bad times.
+    let e = http_err(
+        touch(json!({"seat": "a", "expect_version": 1, "deputy": "b", "clear_deputy": true})),
+        400,
+        "invalid_argument",
+    );
+    assert!(e["message"].as_str().unwrap().contains("clear_deputy"), "{e}");
+    http_err(
+        touch(json!({"seat": "a", "expect_version": 1, "ttl_minutes": 9, "clear_ttl": true})),
+        400,
+        "invalid_argument",
+    );
+    http_err(touch(json!({"seat": "a", "expect_version": 1, "deputy": "a"})), 400, "invalid_argument");
+    http_err(take(json!({"deputy": "b"})), 400, "invalid_argument");
+    http_err(http_post(&v1(co, "/channels/ch/claims/t/take"), &[], b"{not json"), 400, "invalid_argument");
+    http_err(touch(json!({"seat": "a", "expect_version": -1})), 400, "invalid_argument");
+    http_err(
+        post_json(&v1(co, "/channels"), json!({"channel": "c2", "steward": "s", "sla_minutes": 0})),
+        400,
+        "invalid_argument",
+    );
+    http_err(post_json(&v1(co, "/channels"), json!({"channel": " c3", "steward": "s"})), 400, "invalid_argument");
+    http_err(http_get(&v1(co, "/channels/%20lead")), 400, "invalid_argument");
+    http_err(http_get(&v1(co, &format!("/channels/{}", "x".repeat(257)))), 400, "invalid_argument");
+    http_err(http_get(&v1(co, "/channels/ctl%07bell")), 400, "invalid_argument");
+    http_err(post_json(&v1(co, "/focus/a/start"), json!({"minutes": 0})), 400, "invalid_argument");
+    http_err(post_json(&v1(co, "/sweep"), json!({"as_of": -5})), 400, "invalid_argument");
+    http_err(post_json(&v1(co, "/sweep"), json!({"as_of": now() + 3_600_000})), 400, "invalid_argument");
+    http_err(http_get(&format!("{}?as_of=-1", v1(co, "/channels/ch/steward-report"))), 400, "invalid_argument");
+    http_err(
+        http_get(&format!("{}?as_of={}", v1(co, "/channels/ch/steward-report"), i64::MAX)),
+        400,
+        "invalid_argument",
+    );
+    let (status, ct, body) = http_get(&format!("{}?as_of=soon", v1(co, "/channels/ch/steward-report")));
+    http_err((status, ct, body), 400, "invalid_argument");
+    // No body sweeps now (nothing is due yet).
+    let swept = http_ok(http_post(&v1(co, "/sweep"), &[], b""), 200);
+    assert_eq!((&swept["dry_run"], &swept["released"]), (&json!(false), &json!([])), "{swept}");
+    // A dry run may look into the future.
+    let dry = http_ok(post_json(&v1(co, "/sweep"), json!({"as_of": now() + 3_600_000, "dry_run": true})), 200);
+    assert_eq!(dry["released"].as_array().unwrap().len(), 1, "{dry}");
+
+    // Nothing of that changed the claim.
+    let row = api.show_claim(PROJECT, "ch", "t").unwrap();
+    assert_eq!((row.version, row.owner.as_deref(), row.deputy.clone()), (1, Some("a"), None));
+
+    // The client relays every code unchanged (and refuses bad names before sending).
+    let code = |r: Result<(), ClaimError>| r.unwrap_err().code();
+    assert_eq!(code(api.create_channel(PROJECT, "ch", "x", None, None).map(drop)), ErrorCode::ChannelExists);
+    assert_eq!(code(api.show_channel(PROJECT, "nope").map(drop)), ErrorCode::NotFound);
+    assert_eq!(code(api.take(&take_req("ch", "t", "b")).map(drop)), ErrorCode::ClaimTaken);
+    assert_eq!(code(api.touch(&touch_req("ch", "t", "a", 9)).map(drop)), ErrorCode::VersionConflict);
+    assert_eq!(code(api.release_claim(&release_req("ch", "t", "b", 1)).map(drop)), ErrorCode::NotClaimOwner);
+    let no_step = TakeRequest { ttl_minutes: Some(5), ..take_req("ch", "t2", "a") };
+    assert_eq!(code(api.take(&no_step).map(drop)), ErrorCode::NextStepRequired);
+    assert_eq!(code(api.focus_end(PROJECT, "a").map(drop)), ErrorCode::NotFound);
+    assert_eq!(code(api.show_claim(PROJECT, "ch", &"x".repeat(257)).map(drop)), ErrorCode::InvalidArgument);
+    let e = api.touch(&touch_req("ch", "t", "a", 9)).unwrap_err();
+    assert_eq!(e.details(), Some(json!({"expected_version": 9, "version": 1})), "{e:?}");
+
+    // Refusals are counted by code.
+    let m = metrics(co);
+    for series in [
+        r#"writerctl_verbs_total{verb="channel.create",result="channel_exists"}"#,
+        r#"writerctl_verbs_total{verb="claim.take",result="claim_taken"}"#,
+        r#"writerctl_verbs_total{verb="claim.touch",result="version_conflict"}"#,
+        r#"writerctl_verbs_total{verb="claim.touch",result="not_claim_owner"}"#,
+        r#"writerctl_verbs_total{verb="claim.take",result="next_step_required"}"#,
+        r#"writerctl_verbs_total{verb="channel.show",result="not_found"}"#,
+        r#"writerctl_verbs_total{verb="claim.sweep",result="invalid_argument"}"#,
+    ] {
+        assert!(metric(&m, series).is_some_and(|n| n >= 1.0), "{series} in\n{m}");
+    }
+}
+
+#[test]
+fn work_error_codes_over_http_sqlite() {
+    check_error_codes(&Co::http_sqlite());
+}
+
+#[test]
+fn work_error_codes_over_http_redis_pg() {
+    let Some(co) = Co::http_redis_pg("work_error_codes_over_http_redis_pg") else { return };
+    check_error_codes(&co);
+}
+
+// ---------------------------------------------------------------------------------------
+// the touch body
+// ---------------------------------------------------------------------------------------
+
+/// Every keep / remove / set combination of deputy and TTL survives the wire body.
+#[test]
+fn touch_body_round_trips_every_option_option() {
+    let deputies = [None, Some(None), Some(Some("b".to_string()))];
+    let ttls = [None, Some(None), Some(Some(9))];
+    for deputy in &deputies {
+        for ttl in &ttls {
+            let req = TouchRequest { deputy: deputy.clone(), ttl_minutes: *ttl, ..touch_req("c", "t", "a", 3) };
+            let wire: TouchReq = serde_json::from_str(&serde_json::to_string(&TouchReq::of(&req)).unwrap()).unwrap();
+            assert_eq!(wire.into_request(PROJECT.into(), "c".into(), "t".into()).unwrap(), req);
+        }
+    }
+    let both: TouchReq =
+        serde_json::from_value(json!({"seat": "a", "expect_version": 1, "deputy": "b", "clear_deputy": true})).unwrap();
+    let e = both.into_request(PROJECT.into(), "c".into(), "t".into()).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidArgument);
+    // The flags default to false.
+    let bare: TouchReq = serde_json::from_value(json!({"seat": "a", "expect_version": 1})).unwrap();
+    assert!(!bare.clear_deputy && !bare.clear_ttl);
+}
+
+/// Over a server: clear_deputy and clear_ttl remove, absent keeps, a value sets.
+#[test]
+fn touch_clears_and_keeps_over_http() {
+    let co = Co::http_sqlite();
+    let api = api(&co);
+    api.create_channel(PROJECT, "ch", "stew", None, None).unwrap();
+    let take = TakeRequest {
+        deputy: Some("b".into()),
+        ttl_minutes: Some(10),
+        next_step: Some("x".into()),
+        ..take_req("ch", "t", "a")
+    };
+    api.take(&take).unwrap();
+    // Keep both.
+    let kept = api.touch(&touch_req("ch", "t", "a", 1)).unwrap().claim;
+    assert_eq!((kept.deputy.as_deref(), kept.ttl_minutes, kept.version), (Some("b"), Some(10), 2));
+    // Remove the deputy through the client (Some(None) -> clear_deputy).
+    let r = api.touch(&TouchRequest { deputy: Some(None), ..touch_req("ch", "t", "a", 2) }).unwrap().claim;
+    assert_eq!((r.deputy.as_deref(), r.ttl_minutes), (None, Some(10)));
+    // Set the deputy and change the TTL (raised to the floor, reported).
+    let out = api
+        .touch(&TouchRequest {
+            deputy: Some(Some("c".into())),
+            ttl_minutes: Some(Some(1)),
+            ..touch_req("ch", "t", "a", 3)
+        })
+        .unwrap();
+    assert_eq!(
+        (out.claim.deputy.as_deref(), out.claim.ttl_minutes, out.ttl_raised_from),
+        (Some("c"), Some(5), Some(1))
+    );
+    // Remove the TTL through the client (Some(None) -> clear_ttl).
+    let r = api.touch(&TouchRequest { ttl_minutes: Some(None), ..touch_req("ch", "t", "a", 4) }).unwrap().claim;
+    assert_eq!((r.deputy.as_deref(), r.ttl_minutes), (Some("c"), None));
+    // Raw: both clear flags at once.
+    let raw = post_json(
+        &v1(&co, "/channels/ch/claims/t/touch"),
+        json!({"seat": "a", "expect_version": 5, "clear_deputy": true, "clear_ttl": false, "ttl_minutes": 7}),
+    );
+    let out = http_ok(raw, 200);
+    assert_eq!(
+        (&out["claim"]["deputy"], &out["claim"]["ttl_minutes"], &out["claim"]["version"]),
+        (&Value::Null, &json!(7), &json!(6))
+    );
+    let raw = post_json(
+        &v1(&co, "/channels/ch/claims/t/touch"),
+        json!({"seat": "a", "expect_version": 6, "clear_deputy": true, "clear_ttl": true}),
+    );
+    let out = http_ok(raw, 200);
+    assert_eq!((&out["claim"]["deputy"], &out["claim"]["ttl_minutes"]), (&Value::Null, &Value::Null));
+    let history = api.claim_history(PROJECT, "ch", "t").unwrap();
+    assert_eq!(history.len(), 7);
+    assert!(history[1..].iter().all(|h| h.action == "touch" && h.actor == "seat:a"), "{history:?}");
+}
+
+// ---------------------------------------------------------------------------------------
+// the background sweeper
+// ---------------------------------------------------------------------------------------
+
+/// Stales two claims through an embedded coordinator whose clock reads ten minutes ago:
+/// `open-me` (TTL 5, no deputy) and `to-deputy` (TTL 5, deputy bob); both were due five
+/// minutes ago by the real clock. Channel `ch`, steward `stew`.
+fn seed_stale(store: Arc<dyn Store>) {
+    let ten_minutes_ago = now() - 10 * 60_000;
+    let c = Coordinator::new(store, Arc::new(ManualClock::at(ten_minutes_ago)), Duration::from_secs(30));
+    c.create_channel(PROJECT, "ch", "stew", None, None, "test").unwrap();
+    for (task, deputy) in [("open-me", None), ("to-deputy", Some("bob"))] {
+        let req = TakeRequest {
+            deputy: deputy.map(Into::into),
+            ttl_minutes: Some(5),
+            next_step: Some(format!("finish {task}")),
+            ..take_req("ch", task, "alice")
+        };
+        c.take(&req).unwrap();
+    }
+}
+
+fn check_sweeper_releases_stale_claims(co: &Co) {
+    let api = api(co);
+    // A claim taken now is not due for five minutes.
+    let fresh = TakeRequest { ttl_minutes: Some(5), next_step: Some("go".into()), ..take_req("ch", "fresh", "carol") };
+    api.take(&fresh).unwrap();
+
+    wait_until(SWEEP_LIMIT, "the sweeper releasing open-me", || {
+        api.show_claim(PROJECT, "ch", "open-me").unwrap().status == ClaimStatus::Released
+    });
+    let open = api.show_claim(PROJECT, "ch", "open-me").unwrap();
+    assert_eq!((open.owner.clone(), open.handoff_from.as_deref(), open.version), (None, Some("alice"), 2));
+    assert_eq!(open.next_step.as_deref(), Some("finish open-me"));
+    wait_until(SWEEP_LIMIT, "the sweeper handing to-deputy to bob", || {
+        api.show_claim(PROJECT, "ch", "to-deputy").unwrap().owner.as_deref() == Some("bob")
+    });
+    let handed = api.show_claim(PROJECT, "ch", "to-deputy").unwrap();
+    assert_eq!(
+        (handed.status, handed.handoff_from.as_deref(), handed.deputy.clone()),
+        (ClaimStatus::Claimed, Some("alice"), None)
+    );
+
+    // The doorbells: the steward and the old owner hear of both, the deputy of its own.
+    wait_until(SWEEP_LIMIT, "the doorbells in the steward's inbox", || doorbells(&api, "stew").len() == 2);
+    let mut tasks: Vec<String> =
+        doorbells(&api, "stew").iter().map(|b| b["task"].as_str().unwrap().to_string()).collect();
+    tasks.sort();
+    assert_eq!(tasks, ["open-me", "to-deputy"]);
+    assert!(doorbells(&api, "stew").iter().all(|b| b["reason"] == "ttl" && b["from"] == "alice"));
+    assert_eq!(doorbells(&api, "alice").len(), 2);
+    let bob = doorbells(&api, "bob");
+    assert_eq!(bob.len(), 1, "{bob:?}");
+    assert_eq!(
+        (&bob[0]["task"], &bob[0]["to"], &bob[0]["status"]),
+        (&json!("to-deputy"), &json!("bob"), &json!("claimed"))
+    );
+
+    // The history says the coordinator did it.
+    let steps = api.claim_history(PROJECT, "ch", "open-me").unwrap();
+    let last = steps.last().unwrap();
+    assert_eq!((last.action.as_str(), last.actor.as_str()), ("ttl_release", "coordinator"));
+    let last = api.claim_history(PROJECT, "ch", "to-deputy").unwrap().pop().unwrap();
+    assert_eq!(last.action, "ttl_handoff");
+
+    // The fresh claim is untouched; the deputy's claim has a fresh clock.
+    let f = api.show_claim(PROJECT, "ch", "fresh").unwrap();
+    assert_eq!((f.status, f.owner.as_deref(), f.version), (ClaimStatus::Claimed, Some("carol"), 1));
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(api.show_claim(PROJECT, "ch", "to-deputy").unwrap().version, handed.version);
+
+    // /metrics counts them once, and sweeps run without failures.
+    let m = metrics(co);
+    assert_eq!(metric(&m, "writerctl_sweep_released_total"), Some(2.0), "{m}");
+    assert!(metric(&m, r#"writerctl_sweep_runs_total{result="ok"}"#).is_some_and(|n| n >= 1.0), "{m}");
+    let failed: Vec<&str> =
+        m.lines().filter(|l| l.starts_with("writerctl_sweep_runs_total{") && !l.contains(r#"result="ok""#)).collect();
+    assert!(failed.is_empty(), "a sweep failed: {failed:?}");
+
+    // The log says what it did; a graceful stop stops the sweeper and exits 0.
+    let d = co.http.as_ref().unwrap();
+    let logs = d.all_logs();
+    assert!(logs.contains("sweeper started"), "{logs}");
+    assert!(logs.contains("sweep released claims whose TTL ran out"), "{logs}");
+    assert_eq!(d.stop_all(), [0]);
+    let logs = d.all_logs();
+    assert!(logs.contains("sweeper stopped"), "{logs}");
+}
+
+#[test]
+fn sweeper_releases_stale_claims_sqlite() {
+    let co = Co::http(|home, store| Deployment::sqlite(home, store).server_args(&["--sweep-interval-seconds", "1"]));
+    // The server starts on first use: stale the claims in its store file before that.
+    seed_stale(Arc::new(SqliteStore::open(&co.store).unwrap()));
+    check_sweeper_releases_stale_claims(&co);
+}
+
+#[test]
+fn sweeper_releases_stale_claims_redis_pg() {
+    let Some(ns) = Ns::new("sweeper_releases_stale_claims_redis_pg") else { return };
+    seed_stale(ns.store());
+    let co = Co::http(|home, _| Deployment::redis_pg(home, ns).server_args(&["--sweep-interval-seconds", "1"]));
+    check_sweeper_releases_stale_claims(&co);
+}
+
+/// `--sweep-interval-seconds 0` turns the sweeper off: a stale claim stays until someone
+/// sweeps (here, over HTTP).
+#[test]
+fn sweeper_off_with_interval_zero() {
+    let co = Co::http(|home, store| Deployment::sqlite(home, store).server_args(&["--sweep-interval-seconds", "0"]));
+    seed_stale(Arc::new(SqliteStore::open(&co.store).unwrap()));
+    let api = api(&co);
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(api.show_claim(PROJECT, "ch", "open-me").unwrap().status, ClaimStatus::Claimed);
+    let m = metrics(&co);
+    assert!(!m.contains("writerctl_sweep_runs_total{"), "{m}");
+    assert_eq!(metric(&m, "writerctl_sweep_released_total"), Some(0.0), "{m}");
+    assert!(!co.http.as_ref().unwrap().all_logs().contains("sweeper started"));
+    // A sweep over HTTP releases both (and is a verb, not a background run).
+    let report = api.sweep(PROJECT, None, false).unwrap();
+    assert_eq!(report.released.len(), 2, "{report:?}");
+    assert_eq!(api.show_claim(PROJECT, "ch", "open-me").unwrap().status, ClaimStatus::Released);
+    let m = metrics(&co);
+    assert_eq!(metric(&m, "writerctl_sweep_released_total"), Some(0.0), "{m}");
+    assert_eq!(metric(&m, r#"writerctl_verbs_total{verb="claim.sweep",result="ok"}"#), Some(1.0), "{m}");
+}
+
+/// Absurd intervals are usage errors, like other out-of-range flags.
+#[test]
+fn sweep_interval_rejects_absurd_values() {
+    let co = Co::new();
+    let store = format!("sqlite:{}", co.store.display());
+    for bad in ["86401", "-1", "soon", "1e9"] {
+        let mut c = co.base();
+        c.args(["coordinator", "serve", "--listen", "127.0.0.1:0", "--store", &store, "--json"])
+            .arg(format!("--sweep-interval-seconds={bad}"));
+        let r = exec(c, None);
+        err_doc(&r, 2, "usage");
+        assert!(r.stdout.contains("sweep-interval-seconds"), "{bad}: {}", r.stdout);
+    }
+    assert!(!co.store.exists(), "a refused serve never opened the store");
+}
