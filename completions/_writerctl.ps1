@@ -42,8 +42,12 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Coordinator: register, heartbeat and deregister controller sessions')
             [CompletionResult]::new('master', 'master', [CompletionResultType]::ParameterValue, 'Coordinator: show the master, hand it off, or claim it for a named target')
             [CompletionResult]::new('operator', 'operator', [CompletionResultType]::ParameterValue, 'Coordinator: operator credentials for `master claim`')
-            [CompletionResult]::new('inbox', 'inbox', [CompletionResultType]::ParameterValue, 'Coordinator: read an identity''s inbox (MasterPreempted), by cursor or --follow')
+            [CompletionResult]::new('inbox', 'inbox', [CompletionResultType]::ParameterValue, 'Coordinator: read an identity''s inbox (MasterPreempted, ClaimReleased), by cursor or --follow')
             [CompletionResult]::new('audit', 'audit', [CompletionResultType]::ParameterValue, 'Coordinator: show the audit log (every verb, who, what, result, epoch)')
+            [CompletionResult]::new('channel', 'channel', [CompletionResultType]::ParameterValue, 'Work claims: create a channel (steward, SLA, TTL floor)')
+            [CompletionResult]::new('claim', 'claim', [CompletionResultType]::ParameterValue, 'Work claims: take, touch, release, show, list and sweep claims (deputy, TTL, next step)')
+            [CompletionResult]::new('focus', 'focus', [CompletionResultType]::ParameterValue, 'Work claims: a focus lease keeps a heads-down seat''s claims from TTL release')
+            [CompletionResult]::new('steward', 'steward', [CompletionResultType]::ParameterValue, 'Work claims: the steward''s report of old claims without a TTL')
             [CompletionResult]::new('coordinator', 'coordinator', [CompletionResultType]::ParameterValue, 'Coordinator: run the HTTP server (`coordinator serve`)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -454,6 +458,351 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'writerctl;channel' {
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Create a channel. Its steward gets a doorbell on every release and reads the SLA report; its TTL floor raises shorter claim TTLs. Never overwritten')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show a channel')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'writerctl;channel;create' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
+            [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'Channel name')
+            [CompletionResult]::new('--steward', '--steward', [CompletionResultType]::ParameterName, 'Who receives release doorbells and reads the SLA report')
+            [CompletionResult]::new('--sla-minutes', '--sla-minutes', [CompletionResultType]::ParameterName, 'Claims older than this without a TTL are reported to the steward [default: 60]')
+            [CompletionResult]::new('--ttl-floor-minutes', '--ttl-floor-minutes', [CompletionResultType]::ParameterName, 'The smallest TTL a claim here may declare; shorter ones are raised [default: 5]')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;channel;show' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
+            [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'Channel name')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;channel;help' {
+            [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Create a channel. Its steward gets a doorbell on every release and reads the SLA report; its TTL floor raises shorter claim TTLs. Never overwritten')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show a channel')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'writerctl;channel;help;create' {
+            break
+        }
+        'writerctl;channel;help;show' {
+            break
+        }
+        'writerctl;channel;help;help' {
+            break
+        }
+        'writerctl;claim' {
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('take', 'take', [CompletionResultType]::ParameterValue, 'Take a task: open a claim, or take a released one. A live claim is `claim_taken`')
+            [CompletionResult]::new('touch', 'touch', [CompletionResultType]::ParameterValue, 'The owner''s write: resets the TTL clock; may change deputy, TTL and next step')
+            [CompletionResult]::new('release', 'release', [CompletionResultType]::ParameterValue, 'The owner opens the task again (or, with --done, closes it). Rings the deputy and the steward')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one claim')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Every step of one claim, oldest first (takes, touches, releases, TTL releases)')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every claim in a channel')
+            [CompletionResult]::new('sweep', 'sweep', [CompletionResultType]::ParameterValue, 'Release every claim whose TTL ran out (a server sweeps on its own; with the embedded store, run this from cron). --dry-run previews; --as-of previews a moment (a future --as-of needs --dry-run)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'writerctl;claim;take' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
+            [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'Channel name')
+            [CompletionResult]::new('--task', '--task', [CompletionResultType]::ParameterName, 'Task id')
+            [CompletionResult]::new('--seat', '--seat', [CompletionResultType]::ParameterName, 'The seat taking the task')
+            [CompletionResult]::new('--deputy', '--deputy', [CompletionResultType]::ParameterName, 'The successor if the TTL fires')
+            [CompletionResult]::new('--ttl-minutes', '--ttl-minutes', [CompletionResultType]::ParameterName, 'Release the claim after N minutes without an owner write (floored by the channel)')
+            [CompletionResult]::new('--next-step', '--next-step', [CompletionResultType]::ParameterName, 'What the next hands should do (required with --ttl-minutes or --deputy)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;claim;touch' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
+            [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'Channel name')
+            [CompletionResult]::new('--task', '--task', [CompletionResultType]::ParameterName, 'Task id')
+            [CompletionResult]::new('--seat', '--seat', [CompletionResultType]::ParameterName, 'The owner')
+            [CompletionResult]::new('--expect-version', '--expect-version', [CompletionResultType]::ParameterName, 'The version you read [default: read it now]')
+            [CompletionResult]::new('--deputy', '--deputy', [CompletionResultType]::ParameterName, 'A new deputy')
+            [CompletionResult]::new('--ttl-minutes', '--ttl-minutes', [CompletionResultType]::ParameterName, 'A new TTL')
+            [CompletionResult]::new('--next-step', '--next-step', [CompletionResultType]::ParameterName, 'A new next step')
+            [CompletionResult]::new('--no-deputy', '--no-deputy', [CompletionResultType]::ParameterName, 'Remove the deputy')
+            [CompletionResult]::new('--no-ttl', '--no-ttl', [CompletionResultType]::ParameterName, 'Remove the TTL')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;claim;release' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
+            [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'Channel name')
+            [CompletionResult]::new('--task', '--task', [CompletionResultType]::ParameterName, 'Task id')
+            [CompletionResult]::new('--seat', '--seat', [CompletionResultType]::ParameterName, 'The owner')
+            [CompletionResult]::new('--expect-version', '--expect-version', [CompletionResultType]::ParameterName, 'The version you read [default: read it now]')
+            [CompletionResult]::new('--next-step', '--next-step', [CompletionResultType]::ParameterName, 'What whoever takes it next should do')
+            [CompletionResult]::new('--done', '--done', [CompletionResultType]::ParameterName, 'The task is finished (status done; never taken again)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;claim;show' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
+            [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'Channel name')
+            [CompletionResult]::new('--task', '--task', [CompletionResultType]::ParameterName, 'Task id')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;claim;history' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
+            [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'Channel name')
+            [CompletionResult]::new('--task', '--task', [CompletionResultType]::ParameterName, 'Task id')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;claim;list' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
+            [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'Channel name')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;claim;sweep' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
+            [CompletionResult]::new('--as-of', '--as-of', [CompletionResultType]::ParameterName, 'Judge by this moment instead of now (RFC 3339)')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Report what would be released; write nothing')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;claim;help' {
+            [CompletionResult]::new('take', 'take', [CompletionResultType]::ParameterValue, 'Take a task: open a claim, or take a released one. A live claim is `claim_taken`')
+            [CompletionResult]::new('touch', 'touch', [CompletionResultType]::ParameterValue, 'The owner''s write: resets the TTL clock; may change deputy, TTL and next step')
+            [CompletionResult]::new('release', 'release', [CompletionResultType]::ParameterValue, 'The owner opens the task again (or, with --done, closes it). Rings the deputy and the steward')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one claim')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Every step of one claim, oldest first (takes, touches, releases, TTL releases)')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every claim in a channel')
+            [CompletionResult]::new('sweep', 'sweep', [CompletionResultType]::ParameterValue, 'Release every claim whose TTL ran out (a server sweeps on its own; with the embedded store, run this from cron). --dry-run previews; --as-of previews a moment (a future --as-of needs --dry-run)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'writerctl;claim;help;take' {
+            break
+        }
+        'writerctl;claim;help;touch' {
+            break
+        }
+        'writerctl;claim;help;release' {
+            break
+        }
+        'writerctl;claim;help;show' {
+            break
+        }
+        'writerctl;claim;help;history' {
+            break
+        }
+        'writerctl;claim;help;list' {
+            break
+        }
+        'writerctl;claim;help;sweep' {
+            break
+        }
+        'writerctl;claim;help;help' {
+            break
+        }
+        'writerctl;focus' {
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('start', 'start', [CompletionResultType]::ParameterValue, 'Start (or restart) a focus lease of N minutes, capped at 240')
+            [CompletionResult]::new('end', 'end', [CompletionResultType]::ParameterValue, 'End the seat''s focus lease now; its claims'' TTLs count from now')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show the seat''s focus lease, if it holds one')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'writerctl;focus;start' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
+            [CompletionResult]::new('--seat', '--seat', [CompletionResultType]::ParameterName, 'The seat')
+            [CompletionResult]::new('--minutes', '--minutes', [CompletionResultType]::ParameterName, 'Lease length in minutes (capped at 240; a capped value is reported)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;focus;end' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
+            [CompletionResult]::new('--seat', '--seat', [CompletionResultType]::ParameterName, 'The seat')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;focus;show' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
+            [CompletionResult]::new('--seat', '--seat', [CompletionResultType]::ParameterName, 'The seat')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;focus;help' {
+            [CompletionResult]::new('start', 'start', [CompletionResultType]::ParameterValue, 'Start (or restart) a focus lease of N minutes, capped at 240')
+            [CompletionResult]::new('end', 'end', [CompletionResultType]::ParameterValue, 'End the seat''s focus lease now; its claims'' TTLs count from now')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show the seat''s focus lease, if it holds one')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'writerctl;focus;help;start' {
+            break
+        }
+        'writerctl;focus;help;end' {
+            break
+        }
+        'writerctl;focus;help;show' {
+            break
+        }
+        'writerctl;focus;help;help' {
+            break
+        }
+        'writerctl;steward' {
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('report', 'report', [CompletionResultType]::ParameterValue, 'Live claims older than the channel''s SLA that carry no TTL: the ones that would freeze the fleet if their owner went dark')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'writerctl;steward;report' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
+            [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'Channel name')
+            [CompletionResult]::new('--as-of', '--as-of', [CompletionResultType]::ParameterName, 'Judge by this moment instead of now (RFC 3339)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;steward;help' {
+            [CompletionResult]::new('report', 'report', [CompletionResultType]::ParameterValue, 'Live claims older than the channel''s SLA that carry no TTL: the ones that would freeze the fleet if their owner went dark')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'writerctl;steward;help;report' {
+            break
+        }
+        'writerctl;steward;help;help' {
+            break
+        }
         'writerctl;coordinator' {
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -476,6 +825,8 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM certificate chain for TLS (with --tls-key)')
             [CompletionResult]::new('--tls-key', '--tls-key', [CompletionResultType]::ParameterName, 'PEM private key for TLS (with --tls-cert)')
             [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution, in seconds')
+            [CompletionResult]::new('--sweep-interval-seconds', '--sweep-interval-seconds', [CompletionResultType]::ParameterName, 'How often the background sweeper releases work claims whose TTL ran out (to their deputy, or open), in seconds, from 1 to 86400; 0 turns the sweeper off. Sweeps never overlap; each is logged per project and counted on /metrics (writerctl_sweep_runs_total, writerctl_sweep_released_total)')
+            [CompletionResult]::new('--time-scale', '--time-scale', [CompletionResultType]::ParameterName, 'Drills only: the server''s clock runs N times faster (60: one real second reads as one minute), so a TTL exercise of half an hour takes 30 s. Every TTL, freshness threshold and throttle delay shrinks by the same factor; never use it in production. The sweep interval stays in real seconds')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr: text, or json (one object per line, for log shippers). The level comes from WRITERCTL_LOG (default info)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -512,8 +863,12 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Coordinator: register, heartbeat and deregister controller sessions')
             [CompletionResult]::new('master', 'master', [CompletionResultType]::ParameterValue, 'Coordinator: show the master, hand it off, or claim it for a named target')
             [CompletionResult]::new('operator', 'operator', [CompletionResultType]::ParameterValue, 'Coordinator: operator credentials for `master claim`')
-            [CompletionResult]::new('inbox', 'inbox', [CompletionResultType]::ParameterValue, 'Coordinator: read an identity''s inbox (MasterPreempted), by cursor or --follow')
+            [CompletionResult]::new('inbox', 'inbox', [CompletionResultType]::ParameterValue, 'Coordinator: read an identity''s inbox (MasterPreempted, ClaimReleased), by cursor or --follow')
             [CompletionResult]::new('audit', 'audit', [CompletionResultType]::ParameterValue, 'Coordinator: show the audit log (every verb, who, what, result, epoch)')
+            [CompletionResult]::new('channel', 'channel', [CompletionResultType]::ParameterValue, 'Work claims: create a channel (steward, SLA, TTL floor)')
+            [CompletionResult]::new('claim', 'claim', [CompletionResultType]::ParameterValue, 'Work claims: take, touch, release, show, list and sweep claims (deputy, TTL, next step)')
+            [CompletionResult]::new('focus', 'focus', [CompletionResultType]::ParameterValue, 'Work claims: a focus lease keeps a heads-down seat''s claims from TTL release')
+            [CompletionResult]::new('steward', 'steward', [CompletionResultType]::ParameterValue, 'Work claims: the steward''s report of old claims without a TTL')
             [CompletionResult]::new('coordinator', 'coordinator', [CompletionResultType]::ParameterValue, 'Coordinator: run the HTTP server (`coordinator serve`)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -592,6 +947,70 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             break
         }
         'writerctl;help;audit' {
+            break
+        }
+        'writerctl;help;channel' {
+            [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Create a channel. Its steward gets a doorbell on every release and reads the SLA report; its TTL floor raises shorter claim TTLs. Never overwritten')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show a channel')
+            break
+        }
+        'writerctl;help;channel;create' {
+            break
+        }
+        'writerctl;help;channel;show' {
+            break
+        }
+        'writerctl;help;claim' {
+            [CompletionResult]::new('take', 'take', [CompletionResultType]::ParameterValue, 'Take a task: open a claim, or take a released one. A live claim is `claim_taken`')
+            [CompletionResult]::new('touch', 'touch', [CompletionResultType]::ParameterValue, 'The owner''s write: resets the TTL clock; may change deputy, TTL and next step')
+            [CompletionResult]::new('release', 'release', [CompletionResultType]::ParameterValue, 'The owner opens the task again (or, with --done, closes it). Rings the deputy and the steward')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one claim')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Every step of one claim, oldest first (takes, touches, releases, TTL releases)')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every claim in a channel')
+            [CompletionResult]::new('sweep', 'sweep', [CompletionResultType]::ParameterValue, 'Release every claim whose TTL ran out (a server sweeps on its own; with the embedded store, run this from cron). --dry-run previews; --as-of previews a moment (a future --as-of needs --dry-run)')
+            break
+        }
+        'writerctl;help;claim;take' {
+            break
+        }
+        'writerctl;help;claim;touch' {
+            break
+        }
+        'writerctl;help;claim;release' {
+            break
+        }
+        'writerctl;help;claim;show' {
+            break
+        }
+        'writerctl;help;claim;history' {
+            break
+        }
+        'writerctl;help;claim;list' {
+            break
+        }
+        'writerctl;help;claim;sweep' {
+            break
+        }
+        'writerctl;help;focus' {
+            [CompletionResult]::new('start', 'start', [CompletionResultType]::ParameterValue, 'Start (or restart) a focus lease of N minutes, capped at 240')
+            [CompletionResult]::new('end', 'end', [CompletionResultType]::ParameterValue, 'End the seat''s focus lease now; its claims'' TTLs count from now')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show the seat''s focus lease, if it holds one')
+            break
+        }
+        'writerctl;help;focus;start' {
+            break
+        }
+        'writerctl;help;focus;end' {
+            break
+        }
+        'writerctl;help;focus;show' {
+            break
+        }
+        'writerctl;help;steward' {
+            [CompletionResult]::new('report', 'report', [CompletionResultType]::ParameterValue, 'Live claims older than the channel''s SLA that carry no TTL: the ones that would freeze the fleet if their owner went dark')
+            break
+        }
+        'writerctl;help;steward;report' {
             break
         }
         'writerctl;help;coordinator' {

@@ -77,10 +77,22 @@ pub enum Command {
     /// Coordinator: operator credentials for `master claim`.
     #[command(subcommand)]
     Operator(crate::commands::operator::OperatorCmd),
-    /// Coordinator: read an identity's inbox (MasterPreempted), by cursor or --follow.
+    /// Coordinator: read an identity's inbox (MasterPreempted, ClaimReleased), by cursor or --follow.
     Inbox(crate::commands::inbox::InboxArgs),
     /// Coordinator: show the audit log (every verb, who, what, result, epoch).
     Audit(crate::commands::audit::AuditArgs),
+    /// Work claims: create a channel (steward, SLA, TTL floor).
+    #[command(subcommand)]
+    Channel(crate::commands::work::ChannelCmd),
+    /// Work claims: take, touch, release, show, list and sweep claims (deputy, TTL, next step).
+    #[command(subcommand)]
+    Claim(crate::commands::work::ClaimCmd),
+    /// Work claims: a focus lease keeps a heads-down seat's claims from TTL release.
+    #[command(subcommand)]
+    Focus(crate::commands::work::FocusCmd),
+    /// Work claims: the steward's report of old claims without a TTL.
+    #[command(subcommand)]
+    Steward(crate::commands::work::StewardCmd),
     /// Coordinator: run the HTTP server (`coordinator serve`).
     #[command(subcommand)]
     Coordinator(crate::commands::serve::CoordinatorCmd),

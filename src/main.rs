@@ -60,6 +60,10 @@ fn main() -> ExitCode {
         Command::Inbox(a) => commands::inbox::run(a, out),
         Command::Audit(a) => commands::audit::run(a, out),
         Command::Coordinator(c) => commands::serve::run(c, out),
+        Command::Channel(c) => commands::work::run_channel(c, out),
+        Command::Claim(c) => commands::work::run_claim(c, out),
+        Command::Focus(c) => commands::work::run_focus(c, out),
+        Command::Steward(c) => commands::work::run_steward(c, out),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

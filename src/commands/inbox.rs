@@ -77,6 +77,17 @@ fn event_line(e: &Event) -> String {
         if let Some(op) = p.get("by_operator").and_then(|v| v.as_str()) {
             line.push_str(&format!(", by operator {op}"));
         }
+    } else if e.kind == writerctl::claim::work::CLAIM_RELEASED {
+        let to = p.get("to").and_then(|v| v.as_str()).map_or("open".to_string(), |d| format!("deputy {d}"));
+        line.push_str(&format!(
+            ": {}/{} from {} -> {to} ({}, v{}), next step: {}",
+            s("channel"),
+            s("task"),
+            s("from"),
+            s("reason"),
+            p.get("version").map_or("?".into(), |v| v.to_string()),
+            p.get("next_step").and_then(|v| v.as_str()).unwrap_or("-")
+        ));
     } else {
         line.push_str(&format!(": {p}"));
     }

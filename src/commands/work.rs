@@ -1,0 +1,631 @@
+//! `writerctl channel|claim|focus|steward` (seed 002): work claims that cannot freeze a
+//! fleet. Flags and output only; every decision is the coordinator's.
+
+use anyhow::Result;
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+use writerctl::claim::api::CoordinatorApi;
+use writerctl::claim::model::Millis;
+use writerctl::claim::work::{
+    Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, ReleaseRequest, SweepReport, TakeRequest, TouchRequest,
+};
+
+use super::coord::{CoordArgs, rfc3339};
+use super::output::{Output, table};
+
+/// Channels: where claims live, with a steward and an SLA.
+#[derive(Debug, Subcommand)]
+pub enum ChannelCmd {
+    /// Create a channel. Its steward gets a doorbell on every release and reads the SLA
+    /// report; its TTL floor raises shorter claim TTLs. Never overwritten.
+    #[command(
+        after_help = "Examples:\n  writerctl channel create --project web --channel merges --steward carol --sla-minutes 60\n  writerctl channel create --project web --channel triage --steward carol --ttl-floor-minutes 10 --json"
+    )]
+    Create(ChannelCreateArgs),
+    /// Show a channel.
+    #[command(after_help = "Examples:\n  writerctl channel show --project web --channel merges --json")]
+    Show(ChannelArgs),
+}
+
+/// A channel's address.
+#[derive(Debug, Args)]
+pub struct ChannelArgs {
+    #[command(flatten)]
+    pub coord: CoordArgs,
+    /// Project id.
+    #[arg(long, value_name = "P")]
+    pub project: String,
+    /// Channel name.
+    #[arg(long, value_name = "C")]
+    pub channel: String,
+}
+
+/// `channel create`.
+#[derive(Debug, Args)]
+pub struct ChannelCreateArgs {
+    #[command(flatten)]
+    pub at: ChannelArgs,
+    /// Who receives release doorbells and reads the SLA report.
+    #[arg(long, value_name = "IDENTITY")]
+    pub steward: String,
+    /// Claims older than this without a TTL are reported to the steward [default: 60].
+    #[arg(long, value_name = "N")]
+    pub sla_minutes: Option<u32>,
+    /// The smallest TTL a claim here may declare; shorter ones are raised [default: 5].
+    #[arg(long, value_name = "N")]
+    pub ttl_floor_minutes: Option<u32>,
+}
+
+/// Work claims: one live claim per task, with an optional deputy and TTL.
+#[derive(Debug, Subcommand)]
+pub enum ClaimCmd {
+    /// Take a task: open a claim, or take a released one. A live claim is `claim_taken`.
+    ///
+    /// With --ttl-minutes N, the coordinator releases the claim after N minutes without a
+    /// write by its owner: to the deputy if one is named, otherwise to open. A claim with a
+    /// TTL or a deputy needs --next-step (what the next hands should do).
+    #[command(
+        after_help = "Examples:\n  writerctl claim take --project web --channel merges --task PR-42 --seat alice\n  writerctl claim take --project web --channel merges --task PR-42 --seat alice \\\n      --deputy bob --ttl-minutes 20 --next-step 'rebase on main, then merge' --json"
+    )]
+    Take(TakeArgs),
+    /// The owner's write: resets the TTL clock; may change deputy, TTL and next step.
+    ///
+    /// Without --expect-version the current version is read first (a compare-and-set
+    /// against what the command saw, not against what you saw).
+    #[command(
+        after_help = "Examples:\n  writerctl claim touch --project web --channel merges --task PR-42 --seat alice --expect-version 3\n  writerctl claim touch --project web --channel merges --task PR-42 --seat alice --next-step 'CI green; merge'"
+    )]
+    Touch(TouchArgs),
+    /// The owner opens the task again (or, with --done, closes it). Rings the deputy and
+    /// the steward.
+    #[command(
+        after_help = "Examples:\n  writerctl claim release --project web --channel merges --task PR-42 --seat alice --next-step 'needs review'\n  writerctl claim release --project web --channel merges --task PR-42 --seat alice --done --json"
+    )]
+    Release(ReleaseArgs),
+    /// Show one claim.
+    #[command(after_help = "Examples:\n  writerctl claim show --project web --channel merges --task PR-42 --json")]
+    Show(TaskArgs),
+    /// Every step of one claim, oldest first (takes, touches, releases, TTL releases).
+    #[command(after_help = "Examples:\n  writerctl claim history --project web --channel merges --task PR-42")]
+    History(TaskArgs),
+    /// Every claim in a channel.
+    #[command(after_help = "Examples:\n  writerctl claim list --project web --channel merges --json")]
+    List(ChannelArgs),
+    /// Release every claim whose TTL ran out (a server sweeps on its own; with the
+    /// embedded store, run this from cron). --dry-run previews; --as-of previews a moment
+    /// (a future --as-of needs --dry-run).
+    #[command(
+        after_help = "Examples:\n  writerctl claim sweep --project web\n  writerctl claim sweep --project web --as-of 2026-12-01T09:00:00Z --dry-run --json\n  * * * * * writerctl claim sweep --project web --json   # crontab, embedded store"
+    )]
+    Sweep(SweepArgs),
+}
+
+/// A task's address.
+#[derive(Debug, Args)]
+pub struct TaskArgs {
+    #[command(flatten)]
+    pub at: ChannelArgs,
+    /// Task id.
+    #[arg(long, value_name = "T")]
+    pub task: String,
+}
+
+/// `claim take`.
+#[derive(Debug, Args)]
+pub struct TakeArgs {
+    #[command(flatten)]
+    pub at: TaskArgs,
+    /// The seat taking the task.
+    #[arg(long, value_name = "IDENTITY")]
+    pub seat: String,
+    /// The successor if the TTL fires.
+    #[arg(long, value_name = "IDENTITY")]
+    pub deputy: Option<String>,
+    /// Release the claim after N minutes without an owner write (floored by the channel).
+    #[arg(long, value_name = "N")]
+    pub ttl_minutes: Option<u32>,
+    /// What the next hands should do (required with --ttl-minutes or --deputy).
+    #[arg(long, value_name = "TEXT")]
+    pub next_step: Option<String>,
+}
+
+/// `claim touch`.
+#[derive(Debug, Args)]
+pub struct TouchArgs {
+    #[command(flatten)]
+    pub at: TaskArgs,
+    /// The owner.
+    #[arg(long, value_name = "IDENTITY")]
+    pub seat: String,
+    /// The version you read [default: read it now].
+    #[arg(long, value_name = "N")]
+    pub expect_version: Option<u64>,
+    /// A new deputy.
+    #[arg(long, value_name = "IDENTITY", conflicts_with = "no_deputy")]
+    pub deputy: Option<String>,
+    /// Remove the deputy.
+    #[arg(long)]
+    pub no_deputy: bool,
+    /// A new TTL.
+    #[arg(long, value_name = "N", conflicts_with = "no_ttl")]
+    pub ttl_minutes: Option<u32>,
+    /// Remove the TTL.
+    #[arg(long)]
+    pub no_ttl: bool,
+    /// A new next step.
+    #[arg(long, value_name = "TEXT")]
+    pub next_step: Option<String>,
+}
+
+/// `claim release`.
+#[derive(Debug, Args)]
+pub struct ReleaseArgs {
+    #[command(flatten)]
+    pub at: TaskArgs,
+    /// The owner.
+    #[arg(long, value_name = "IDENTITY")]
+    pub seat: String,
+    /// The version you read [default: read it now].
+    #[arg(long, value_name = "N")]
+    pub expect_version: Option<u64>,
+    /// The task is finished (status done; never taken again).
+    #[arg(long)]
+    pub done: bool,
+    /// What whoever takes it next should do.
+    #[arg(long, value_name = "TEXT")]
+    pub next_step: Option<String>,
+}
+
+/// `claim sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub coord: CoordArgs,
+    /// Project id.
+    #[arg(long, value_name = "P")]
+    pub project: String,
+    /// Judge by this moment instead of now (RFC 3339).
+    #[arg(long, value_name = "RFC3339", value_parser = parse_time)]
+    pub as_of: Option<Millis>,
+    /// Report what would be released; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Focus leases: a heads-down seat's claims are not released by TTL while the lease lasts.
+#[derive(Debug, Subcommand)]
+pub enum FocusCmd {
+    /// Start (or restart) a focus lease of N minutes, capped at 240.
+    #[command(after_help = "Examples:\n  writerctl focus start --project web --seat alice --minutes 90")]
+    Start(FocusStartArgs),
+    /// End the seat's focus lease now; its claims' TTLs count from now.
+    #[command(after_help = "Examples:\n  writerctl focus end --project web --seat alice")]
+    End(SeatArgs),
+    /// Show the seat's focus lease, if it holds one.
+    #[command(after_help = "Examples:\n  writerctl focus show --project web --seat alice --json")]
+    Show(SeatArgs),
+}
+
+/// A seat's address.
+#[derive(Debug, Args)]
+pub struct SeatArgs {
+    #[command(flatten)]
+    pub coord: CoordArgs,
+    /// Project id.
+    #[arg(long, value_name = "P")]
+    pub project: String,
+    /// The seat.
+    #[arg(long, value_name = "IDENTITY")]
+    pub seat: String,
+}
+
+/// `focus start`.
+#[derive(Debug, Args)]
+pub struct FocusStartArgs {
+    #[command(flatten)]
+    pub seat: SeatArgs,
+    /// Lease length in minutes (capped at 240; a capped value is reported).
+    #[arg(long, value_name = "N")]
+    pub minutes: u32,
+}
+
+/// The steward's view of a channel.
+#[derive(Debug, Subcommand)]
+pub enum StewardCmd {
+    /// Live claims older than the channel's SLA that carry no TTL: the ones that would
+    /// freeze the fleet if their owner went dark.
+    #[command(
+        after_help = "Examples:\n  writerctl steward report --project web --channel merges\n  writerctl steward report --project web --channel merges --as-of 2026-12-01T09:00:00Z --json"
+    )]
+    Report(StewardArgs),
+}
+
+/// `steward report`.
+#[derive(Debug, Args)]
+pub struct StewardArgs {
+    #[command(flatten)]
+    pub at: ChannelArgs,
+    /// Judge by this moment instead of now (RFC 3339).
+    #[arg(long, value_name = "RFC3339", value_parser = parse_time)]
+    pub as_of: Option<Millis>,
+}
+
+/// An RFC 3339 time as milliseconds since the epoch.
+fn parse_time(s: &str) -> Result<Millis, String> {
+    let t = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
+        .map_err(|e| format!("{s:?} is not an RFC 3339 time (e.g. 2026-12-01T09:00:00Z): {e}"))?;
+    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).map_err(|_| format!("{s:?} is out of range"))
+}
+
+fn opt_time(ms: Option<Millis>) -> Value {
+    ms.map_or(Value::Null, |m| Value::String(rfc3339(m)))
+}
+
+/// The claim as CLI.md's JSON contract spells it, plus the clock's other facts.
+fn claim_json(r: &ClaimRow) -> Value {
+    json!({
+        "project": r.project,
+        "channel": r.channel,
+        "task": r.task,
+        "owner": r.owner,
+        "status": r.status.as_str(),
+        "version": r.version,
+        "deputy": r.deputy,
+        "ttl_minutes": r.ttl_minutes,
+        "next_step": r.next_step,
+        "handoff_from": r.handoff_from,
+        "last_owner_touch": opt_time(r.last_owner_touch),
+        "owner_since": opt_time(r.owner_since),
+        "claimed_at": opt_time(r.claimed_at),
+        "due_at": opt_time(r.due_at()),
+        "updated_at": rfc3339(r.updated_at),
+    })
+}
+
+fn outcome_json(o: &ClaimOutcome) -> Value {
+    let mut v = claim_json(&o.claim);
+    v["ttl_raised_from"] = json!(o.ttl_raised_from);
+    v
+}
+
+fn channel_json(c: &Channel) -> Value {
+    json!({"project": c.project, "channel": c.channel, "steward": c.steward, "sla_minutes": c.sla_minutes,
+           "ttl_floor_minutes": c.ttl_floor_minutes, "created_at": rfc3339(c.created_at)})
+}
+
+fn lease_json(l: &FocusLease) -> Value {
+    json!({"project": l.project, "seat": l.seat, "started_at": rfc3339(l.started_at), "until": rfc3339(l.until),
+           "ended_at": opt_time(l.ended_at)})
+}
+
+fn step_json(s: &ClaimStep) -> Value {
+    json!({"at": rfc3339(s.at), "actor": s.actor, "action": s.action, "claim": claim_json(&s.claim)})
+}
+
+/// One line per claim for humans.
+fn claim_line(r: &ClaimRow) -> String {
+    let mut line = format!("{}/{} {} v{}", r.channel, r.task, r.status.as_str(), r.version);
+    if let Some(o) = &r.owner {
+        line.push_str(&format!(" owner {o}"));
+    }
+    if let Some(d) = &r.deputy {
+        line.push_str(&format!(", deputy {d}"));
+    }
+    if let Some(t) = r.ttl_minutes {
+        line.push_str(&format!(", ttl {t}m"));
+    }
+    if let Some(due) = r.due_at() {
+        line.push_str(&format!(" (due {})", rfc3339(due)));
+    }
+    if let Some(h) = &r.handoff_from {
+        line.push_str(&format!(", from {h}"));
+    }
+    if let Some(s) = &r.next_step {
+        line.push_str(&format!("\n  next step: {s}"));
+    }
+    line
+}
+
+fn print_outcome(out: Output, o: &ClaimOutcome) -> Result<()> {
+    if out.json {
+        return Ok(out.json(&outcome_json(o))?);
+    }
+    out.line(&claim_line(&o.claim))?;
+    if let Some(asked) = o.ttl_raised_from {
+        out.note(&format!(
+            "note: --ttl-minutes {asked} is below the channel's floor; the TTL is {}",
+            o.claim.ttl_minutes.unwrap_or_default()
+        ));
+    }
+    Ok(())
+}
+
+/// The version the caller read, or the one stored now.
+fn version_or_current(c: &dyn CoordinatorApi, at: &TaskArgs, v: Option<u64>) -> Result<u64> {
+    Ok(match v {
+        Some(v) => v,
+        None => c.show_claim(&at.at.project, &at.at.channel, &at.task)?.version,
+    })
+}
+
+/// Runs a `channel` subcommand.
+pub fn run_channel(cmd: ChannelCmd, out: Output) -> Result<()> {
+    let (ch, created) = match cmd {
+        ChannelCmd::Create(a) => {
+            let c = a.at.coord.open()?;
+            let ch = c.create_channel(&a.at.project, &a.at.channel, &a.steward, a.sla_minutes, a.ttl_floor_minutes)?;
+            (ch, true)
+        }
+        ChannelCmd::Show(a) => (a.coord.open()?.show_channel(&a.project, &a.channel)?, false),
+    };
+    if out.json {
+        return Ok(out.json(&channel_json(&ch))?);
+    }
+    out.line(&format!(
+        "{}channel {} in {}: steward {}, SLA {} min, TTL floor {} min",
+        if created { "created " } else { "" },
+        ch.channel,
+        ch.project,
+        ch.steward,
+        ch.sla_minutes,
+        ch.ttl_floor_minutes
+    ))?;
+    Ok(())
+}
+
+/// Runs a `claim` subcommand.
+pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
+    match cmd {
+        ClaimCmd::Take(a) => {
+            let c = a.at.at.coord.open()?;
+            let o = c.take(&TakeRequest {
+                project: a.at.at.project.clone(),
+                channel: a.at.at.channel.clone(),
+                task: a.at.task.clone(),
+                seat: a.seat,
+                deputy: a.deputy,
+                ttl_minutes: a.ttl_minutes,
+                next_step: a.next_step,
+            })?;
+            print_outcome(out, &o)
+        }
+        ClaimCmd::Touch(a) => {
+            let c = a.at.at.coord.open()?;
+            let expect_version = version_or_current(c.as_ref(), &a.at, a.expect_version)?;
+            let o = c.touch(&TouchRequest {
+                project: a.at.at.project.clone(),
+                channel: a.at.at.channel.clone(),
+                task: a.at.task.clone(),
+                seat: a.seat,
+                expect_version,
+                deputy: if a.no_deputy { Some(None) } else { a.deputy.map(Some) },
+                ttl_minutes: if a.no_ttl { Some(None) } else { a.ttl_minutes.map(Some) },
+                next_step: a.next_step,
+            })?;
+            print_outcome(out, &o)
+        }
+        ClaimCmd::Release(a) => {
+            let c = a.at.at.coord.open()?;
+            let expect_version = version_or_current(c.as_ref(), &a.at, a.expect_version)?;
+            let row = c.release_claim(&ReleaseRequest {
+                project: a.at.at.project.clone(),
+                channel: a.at.at.channel.clone(),
+                task: a.at.task.clone(),
+                seat: a.seat,
+                expect_version,
+                done: a.done,
+                next_step: a.next_step,
+            })?;
+            if out.json { Ok(out.json(&claim_json(&row))?) } else { Ok(out.line(&claim_line(&row))?) }
+        }
+        ClaimCmd::Show(a) => {
+            let row = a.at.coord.open()?.show_claim(&a.at.project, &a.at.channel, &a.task)?;
+            if out.json { Ok(out.json(&claim_json(&row))?) } else { Ok(out.line(&claim_line(&row))?) }
+        }
+        ClaimCmd::History(a) => {
+            let steps = a.at.coord.open()?.claim_history(&a.at.project, &a.at.channel, &a.task)?;
+            if out.json {
+                let list: Vec<Value> = steps.iter().map(step_json).collect();
+                return Ok(out.json(&json!({"history": list}))?);
+            }
+            let mut t = table(&["at", "actor", "action", "owner", "status", "version", "deputy", "next step"]);
+            for s in &steps {
+                let r = &s.claim;
+                t.add_row(vec![
+                    rfc3339(s.at),
+                    s.actor.clone(),
+                    s.action.clone(),
+                    r.owner.clone().unwrap_or_else(|| "-".into()),
+                    r.status.as_str().into(),
+                    r.version.to_string(),
+                    r.deputy.clone().unwrap_or_else(|| "-".into()),
+                    r.next_step.clone().unwrap_or_default(),
+                ]);
+            }
+            Ok(out.line(&t.to_string())?)
+        }
+        ClaimCmd::List(a) => {
+            let rows = a.coord.open()?.list_claims(&a.project, &a.channel)?;
+            if out.json {
+                let list: Vec<Value> = rows.iter().map(claim_json).collect();
+                return Ok(out.json(&json!({"claims": list}))?);
+            }
+            if rows.is_empty() {
+                return Ok(out.line(&format!("no claims in channel {}", a.channel))?);
+            }
+            let mut t = table(&["task", "status", "owner", "version", "deputy", "ttl", "due"]);
+            for r in &rows {
+                t.add_row(vec![
+                    r.task.clone(),
+                    r.status.as_str().into(),
+                    r.owner.clone().unwrap_or_else(|| "-".into()),
+                    r.version.to_string(),
+                    r.deputy.clone().unwrap_or_else(|| "-".into()),
+                    r.ttl_minutes.map_or("-".into(), |m| format!("{m}m")),
+                    r.due_at().map_or("-".into(), rfc3339),
+                ]);
+            }
+            Ok(out.line(&t.to_string())?)
+        }
+        ClaimCmd::Sweep(a) => {
+            let report = a.coord.open()?.sweep(&a.project, a.as_of, a.dry_run)?;
+            print_sweep(out, &report)
+        }
+    }
+}
+
+fn print_sweep(out: Output, r: &SweepReport) -> Result<()> {
+    let released: Vec<Value> = r
+        .released
+        .iter()
+        .map(|a| {
+            json!({"channel": a.channel, "task": a.task, "from": a.from, "to": a.to,
+                   "status": if a.to.is_some() { "claimed" } else { "released" },
+                   "version": a.version, "due_at": rfc3339(a.due_at)})
+        })
+        .collect();
+    if out.json {
+        return Ok(out.json(&json!({"as_of": rfc3339(r.as_of), "dry_run": r.dry_run, "released": released,
+                                    "deferred_by_focus": r.deferred_by_focus, "conflicts": r.conflicts}))?);
+    }
+    let verb = if r.dry_run { "would release" } else { "released" };
+    out.line(&format!("sweep as of {}: {verb} {} claim(s)", rfc3339(r.as_of), r.released.len()))?;
+    for a in &r.released {
+        let to = a.to.as_deref().map_or("open".to_string(), |d| format!("deputy {d}"));
+        out.line(&format!("  {}/{}: {} -> {to} (v{})", a.channel, a.task, a.from, a.version))?;
+    }
+    if r.deferred_by_focus > 0 {
+        out.line(&format!("  {} due claim(s) kept: their owner holds a focus lease", r.deferred_by_focus))?;
+    }
+    if r.conflicts > 0 {
+        out.line(&format!("  {} claim(s) kept: their owner wrote during the sweep", r.conflicts))?;
+    }
+    Ok(())
+}
+
+/// Runs a `focus` subcommand.
+pub fn run_focus(cmd: FocusCmd, out: Output) -> Result<()> {
+    match cmd {
+        FocusCmd::Start(a) => {
+            let o = a.seat.coord.open()?.focus_start(&a.seat.project, &a.seat.seat, a.minutes)?;
+            if out.json {
+                let mut v = lease_json(&o.lease);
+                v["capped_from"] = json!(o.capped_from);
+                return Ok(out.json(&v)?);
+            }
+            out.line(&format!("{} is focused until {}", o.lease.seat, rfc3339(o.lease.until)))?;
+            if let Some(asked) = o.capped_from {
+                out.note(&format!(
+                    "note: --minutes {asked} was capped at {}",
+                    writerctl::claim::work::MAX_FOCUS_MINUTES
+                ));
+            }
+            Ok(())
+        }
+        FocusCmd::End(a) => {
+            let l = a.coord.open()?.focus_end(&a.project, &a.seat)?;
+            if out.json {
+                Ok(out.json(&lease_json(&l))?)
+            } else {
+                Ok(out.line(&format!("{} is no longer focused", l.seat))?)
+            }
+        }
+        FocusCmd::Show(a) => {
+            let l = a.coord.open()?.focus_show(&a.project, &a.seat)?;
+            match (out.json, l) {
+                (true, l) => Ok(out.json(&json!({"focus": l.as_ref().map(lease_json)}))?),
+                (false, Some(l)) => Ok(out.line(&format!("{} is focused until {}", l.seat, rfc3339(l.until)))?),
+                (false, None) => Ok(out.line(&format!("{} holds no focus lease", a.seat))?),
+            }
+        }
+    }
+}
+
+/// Runs a `steward` subcommand.
+pub fn run_steward(cmd: StewardCmd, out: Output) -> Result<()> {
+    let StewardCmd::Report(a) = cmd;
+    let r = a.at.coord.open()?.steward_report(&a.at.project, &a.at.channel, a.as_of)?;
+    if out.json {
+        let list: Vec<Value> = r
+            .overdue
+            .iter()
+            .map(|i| {
+                let mut v = claim_json(&i.claim);
+                v["age_minutes"] = json!(i.age_minutes);
+                v
+            })
+            .collect();
+        return Ok(out.json(&json!({"channel": channel_json(&r.channel), "as_of": rfc3339(r.as_of),
+                                    "overdue": list}))?);
+    }
+    if r.overdue.is_empty() {
+        return Ok(out.line(&format!(
+            "no claim in {} is older than its {} min SLA without a TTL",
+            r.channel.channel, r.channel.sla_minutes
+        ))?);
+    }
+    let mut t = table(&["task", "owner", "age", "next step"]);
+    for i in &r.overdue {
+        t.add_row(vec![
+            i.claim.task.clone(),
+            i.claim.owner.clone().unwrap_or_default(),
+            format!("{} min", i.age_minutes),
+            i.claim.next_step.clone().unwrap_or_default(),
+        ]);
+    }
+    out.line(&format!(
+        "{} claim(s) older than the {} min SLA carry no TTL; ask their owners to set one (--ttl-minutes, --deputy):",
+        r.overdue.len(),
+        r.channel.sla_minutes
+    ))?;
+    Ok(out.line(&t.to_string())?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_parse_as_rfc3339_only() {
+        assert_eq!(parse_time("1970-01-01T00:01:00Z"), Ok(60_000));
+        assert_eq!(parse_time("2026-12-01T09:00:00.5+01:00"), Ok(1_796_112_000_500));
+        assert!(parse_time("yesterday").is_err());
+        assert!(parse_time("2026-12-01").is_err());
+    }
+
+    #[test]
+    fn a_claim_json_has_the_contract_keys() {
+        let row = ClaimRow {
+            project: "p".into(),
+            channel: "c".into(),
+            task: "t".into(),
+            owner: None,
+            status: writerctl::claim::work::ClaimStatus::Released,
+            version: 2,
+            deputy: None,
+            ttl_minutes: Some(5),
+            next_step: Some("x".into()),
+            handoff_from: Some("a".into()),
+            last_owner_touch: None,
+            owner_since: None,
+            claimed_at: None,
+            updated_at: 0,
+        };
+        let v = claim_json(&row);
+        for k in [
+            "channel",
+            "task",
+            "owner",
+            "status",
+            "version",
+            "deputy",
+            "ttl_minutes",
+            "next_step",
+            "handoff_from",
+            "last_owner_touch",
+        ] {
+            assert!(v.get(k).is_some(), "missing {k}");
+        }
+        assert_eq!((v["owner"].clone(), v["status"].clone()), (Value::Null, json!("released")));
+    }
+}
