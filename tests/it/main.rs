@@ -17,9 +17,12 @@ mod recover;
 mod redis_pg;
 mod run;
 mod serve;
+mod serve_work;
 mod services;
 mod soak;
 mod staged;
+mod work;
+mod work_store;
 
 #[test]
 fn every_test_file_is_wired_in() {

@@ -1,0 +1,805 @@
+//! Seed 002 (issue 8): work claims with deputy, TTL, mandatory next step, doorbells, focus
+//! leases, the steward report and the sweep — each rule as a named test on the embedded
+//! SQLite store and on Redis + Postgres, driven through the engine with a manual clock, and
+//! the seed's 8-seat validation exercise as a deterministic simulation.
+
+// The tests handle the engine's own error type, as a caller sees it (Remote carries a JSON
+// object, which makes it large).
+#![allow(clippy::result_large_err)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+use writerctl::claim::Coordinator;
+use writerctl::claim::api::CoordinatorApi;
+use writerctl::claim::clock::{Clock, ManualClock};
+use writerctl::claim::error::ClaimError;
+use writerctl::claim::model::Millis;
+use writerctl::claim::store::Store;
+use writerctl::claim::store::sqlite::SqliteStore;
+use writerctl::claim::work::{
+    CLAIM_RELEASED, ClaimRow, ClaimStatus, MAX_FOCUS_MINUTES, ReleaseRequest, TakeRequest, TouchRequest,
+};
+use writerctl::error::ErrorCode;
+
+use crate::services::Ns;
+
+const T0: Millis = 1_800_000_000_000;
+const M: i64 = 60_000;
+const P: &str = "fleet";
+const CH: &str = "integration";
+const STEWARD: &str = "steward";
+
+/// One backend under test: a coordinator over it, its manual clock, and what keeps it alive.
+struct Backend {
+    name: &'static str,
+    coord: Coordinator,
+    clock: Arc<ManualClock>,
+    /// Opens another store instance on the same data (another process, another replica).
+    reopen: Box<dyn Fn() -> Arc<dyn Store>>,
+    _dir: Option<tempfile::TempDir>,
+    _ns: Option<Arc<Ns>>,
+}
+
+fn coordinator(store: Arc<dyn Store>, clock: &Arc<ManualClock>) -> Coordinator {
+    Coordinator::new(store, clock.clone(), Duration::from_secs(30))
+}
+
+/// The embedded store, and Redis + Postgres when the services answer (a loud skip otherwise).
+fn backends(test: &str) -> Vec<Backend> {
+    let clock = Arc::new(ManualClock::at(T0));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("coord.sqlite");
+    let sqlite: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
+    let mut out = vec![Backend {
+        name: "sqlite",
+        coord: coordinator(sqlite, &clock),
+        clock,
+        reopen: Box::new(move || Arc::new(SqliteStore::open(&path).unwrap())),
+        _dir: Some(dir),
+        _ns: None,
+    }];
+    if let Some(ns) = Ns::new(test) {
+        let ns = Arc::new(ns);
+        let clock = Arc::new(ManualClock::at(T0));
+        let store: Arc<dyn Store> = ns.store();
+        let again = ns.clone();
+        out.push(Backend {
+            name: "redis_pg",
+            coord: coordinator(store, &clock),
+            clock,
+            reopen: Box::new(move || again.store()),
+            _dir: None,
+            _ns: Some(ns),
+        });
+    }
+    out
+}
+
+impl Backend {
+    fn channel(&self) {
+        self.coord.create_channel(P, CH, STEWARD, Some(30), None, "test").unwrap();
+    }
+
+    fn take(&self, task: &str, seat: &str, deputy: Option<&str>, ttl: Option<u32>) -> Result<ClaimRow, ClaimError> {
+        self.coord.take(&take_req(task, seat, deputy, ttl, Some(&format!("finish {task}")))).map(|o| o.claim)
+    }
+
+    fn touch(&self, task: &str, seat: &str, version: u64) -> Result<ClaimRow, ClaimError> {
+        self.coord.touch(&touch_req(task, seat, version)).map(|o| o.claim)
+    }
+
+    fn show(&self, task: &str) -> ClaimRow {
+        self.coord.show_claim(P, CH, task).unwrap()
+    }
+
+    fn advance(&self, minutes: i64) {
+        self.clock.advance(minutes * M);
+    }
+
+    fn sweep(&self) -> writerctl::claim::work::SweepReport {
+        self.coord.sweep(P, None, false).unwrap()
+    }
+
+    /// `(kind, payload)` of every event in `who`'s inbox.
+    fn inbox(&self, who: &str) -> Vec<serde_json::Value> {
+        self.coord.inbox(P, who, 0, 1000).unwrap().into_iter().map(|e| e.payload).collect()
+    }
+
+    fn audit(&self) -> Vec<(String, String, String, Option<String>)> {
+        self.coord
+            .audit_log(Some(P), 10_000)
+            .unwrap()
+            .into_iter()
+            .map(|a| (a.verb, a.actor, a.result, a.target))
+            .collect()
+    }
+}
+
+fn take_req(task: &str, seat: &str, deputy: Option<&str>, ttl: Option<u32>, step: Option<&str>) -> TakeRequest {
+    TakeRequest {
+        project: P.into(),
+        channel: CH.into(),
+        task: task.into(),
+        seat: seat.into(),
+        deputy: deputy.map(Into::into),
+        ttl_minutes: ttl,
+        next_step: step.map(Into::into),
+    }
+}
+
+fn touch_req(task: &str, seat: &str, version: u64) -> TouchRequest {
+    TouchRequest {
+        project: P.into(),
+        channel: CH.into(),
+        task: task.into(),
+        seat: seat.into(),
+        expect_version: version,
+        deputy: None,
+        ttl_minutes: None,
+        next_step: None,
+    }
+}
+
+fn release_req(task: &str, seat: &str, version: u64, done: bool) -> ReleaseRequest {
+    ReleaseRequest {
+        project: P.into(),
+        channel: CH.into(),
+        task: task.into(),
+        seat: seat.into(),
+        expect_version: version,
+        done,
+        next_step: None,
+    }
+}
+
+fn code(r: Result<impl std::fmt::Debug, ClaimError>) -> ErrorCode {
+    r.expect_err("the verb should fail").code()
+}
+
+#[test]
+fn channel_create_sets_steward_sla_and_floor_and_never_overwrites() {
+    for b in backends("channel_create_sets_steward_sla_and_floor_and_never_overwrites") {
+        let ch = b.coord.create_channel(P, CH, STEWARD, Some(45), None, "test").unwrap();
+        assert_eq!((ch.steward.as_str(), ch.sla_minutes, ch.ttl_floor_minutes), (STEWARD, 45, 5), "{}", b.name);
+        assert_eq!(code(b.coord.create_channel(P, CH, "mallory", None, None, "test")), ErrorCode::ChannelExists);
+        assert_eq!(b.coord.show_channel(P, CH).unwrap().steward, STEWARD, "{}: never overwritten", b.name);
+        assert_eq!(code(b.coord.create_channel(P, "x", STEWARD, Some(0), None, "test")), ErrorCode::InvalidArgument);
+        assert_eq!(code(b.coord.show_channel(P, "nope")), ErrorCode::NotFound);
+        assert_eq!(
+            code(b.coord.take(&TakeRequest { channel: "nope".into(), ..take_req("t", "a", None, None, None) })),
+            ErrorCode::NotFound
+        );
+    }
+}
+
+#[test]
+fn one_live_claim_per_task_a_competing_take_is_claim_taken() {
+    for b in backends("one_live_claim_per_task_a_competing_take_is_claim_taken") {
+        b.channel();
+        let row = b.take("t1", "alice", None, None).unwrap();
+        assert_eq!((row.owner.as_deref(), row.status, row.version), (Some("alice"), ClaimStatus::Claimed, 1));
+        let e = b.take("t1", "bob", None, None).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::ClaimTaken, "{}", b.name);
+        assert_eq!(e.details().unwrap()["owner"], "alice");
+        // Taking it again oneself is no exception: still one live claim.
+        assert_eq!(code(b.take("t1", "alice", None, None)), ErrorCode::ClaimTaken);
+        // Released, it can be taken; done, never again.
+        b.coord.release_claim(&release_req("t1", "alice", 1, false)).unwrap();
+        let again = b.take("t1", "bob", None, None).unwrap();
+        assert_eq!((again.owner.as_deref(), again.version), (Some("bob"), 3), "{}", b.name);
+        b.coord.release_claim(&release_req("t1", "bob", 3, true)).unwrap();
+        assert_eq!(code(b.take("t1", "carol", None, None)), ErrorCode::ClaimTaken);
+        assert_eq!(b.show("t1").status, ClaimStatus::Done);
+    }
+}
+
+#[test]
+fn concurrent_takes_of_one_task_elect_exactly_one_owner() {
+    for b in backends("concurrent_takes_of_one_task_elect_exactly_one_owner") {
+        b.channel();
+        for round in 0..5 {
+            let task = format!("race-{round}");
+            let n = 8;
+            let barrier = Arc::new(Barrier::new(n));
+            let results: Vec<Result<ClaimRow, ClaimError>> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..n)
+                    .map(|i| {
+                        // Each racer has its own store instance: separate processes on one
+                        // SQLite file, separate replicas on one Redis.
+                        let c = coordinator((b.reopen)(), &b.clock);
+                        let (barrier, task) = (barrier.clone(), task.clone());
+                        s.spawn(move || {
+                            barrier.wait();
+                            c.take(&take_req(&task, &format!("seat{i}"), None, None, None)).map(|o| o.claim)
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            let winners: Vec<&ClaimRow> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+            assert_eq!(winners.len(), 1, "{}: {results:?}", b.name);
+            for r in results.iter().filter_map(|r| r.as_ref().err()) {
+                assert_eq!(r.code(), ErrorCode::ClaimTaken, "{}", b.name);
+            }
+            assert_eq!(b.show(&task).owner, winners[0].owner);
+            assert_eq!(b.coord.claim_history(P, CH, &task).unwrap().len(), 1, "{}: one take recorded", b.name);
+        }
+    }
+}
+
+#[test]
+fn every_owner_write_is_compare_and_set_on_the_version() {
+    for b in backends("every_owner_write_is_compare_and_set_on_the_version") {
+        b.channel();
+        let row = b.take("t", "alice", Some("bob"), Some(10)).unwrap();
+        let e = b.touch("t", "alice", row.version + 1).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::VersionConflict, "{}", b.name);
+        assert_eq!(
+            (e.details().unwrap()["version"].clone(), e.details().unwrap()["expected_version"].clone()),
+            (1.into(), 2.into())
+        );
+        let touched = b.touch("t", "alice", 1).unwrap();
+        assert_eq!(touched.version, 2);
+        // The version alice read before her own touch is stale now, for release too.
+        assert_eq!(code(b.coord.release_claim(&release_req("t", "alice", 1, false))), ErrorCode::VersionConflict);
+        // A non-owner with the right version is still refused.
+        assert_eq!(code(b.touch("t", "bob", 2)), ErrorCode::NotClaimOwner);
+        assert_eq!(code(b.coord.release_claim(&release_req("t", "bob", 2, false))), ErrorCode::NotClaimOwner);
+        assert_eq!(b.show("t"), touched, "{}: refused writes change nothing", b.name);
+        assert_eq!(code(b.touch("missing", "alice", 1)), ErrorCode::NotFound);
+    }
+}
+
+#[test]
+fn a_ttl_below_the_channel_floor_is_raised_and_reported() {
+    for b in backends("a_ttl_below_the_channel_floor_is_raised_and_reported") {
+        b.channel();
+        let out = b.coord.take(&take_req("t", "alice", None, Some(2), Some("x"))).unwrap();
+        assert_eq!((out.claim.ttl_minutes, out.ttl_raised_from), (Some(5), Some(2)), "{}", b.name);
+        let mut req = touch_req("t", "alice", 1);
+        req.ttl_minutes = Some(Some(3));
+        let out = b.coord.touch(&req).unwrap();
+        assert_eq!((out.claim.ttl_minutes, out.ttl_raised_from), (Some(5), Some(3)));
+        b.coord.create_channel(P, "slow", STEWARD, None, Some(30), "test").unwrap();
+        let out =
+            b.coord.take(&TakeRequest { channel: "slow".into(), ..take_req("u", "a", None, Some(10), Some("x")) });
+        assert_eq!(out.unwrap().claim.ttl_minutes, Some(30), "{}: the floor is per channel", b.name);
+        assert_eq!(code(b.coord.take(&take_req("v", "a", None, Some(0), Some("x")))), ErrorCode::InvalidArgument);
+    }
+}
+
+#[test]
+fn next_step_is_required_when_a_ttl_or_a_deputy_is_set() {
+    for b in backends("next_step_is_required_when_a_ttl_or_a_deputy_is_set") {
+        b.channel();
+        for (deputy, ttl) in [(Some("bob"), None), (None, Some(10))] {
+            let e = b.coord.take(&take_req("t", "alice", deputy, ttl, None)).unwrap_err();
+            assert_eq!((e.code(), e.code().exit_code()), (ErrorCode::NextStepRequired, 2), "{}", b.name);
+            assert_eq!(
+                code(b.coord.take(&take_req("t", "alice", deputy, ttl, Some(" ")))),
+                ErrorCode::NextStepRequired
+            );
+        }
+        assert_eq!(code(b.coord.claim_history(P, CH, "t")), ErrorCode::NotFound, "{}: nothing written", b.name);
+        let row = b.coord.take(&take_req("t", "alice", None, None, None)).unwrap().claim;
+        // Adding a deputy later needs a next step too.
+        let mut req = touch_req("t", "alice", row.version);
+        req.deputy = Some(Some("bob".into()));
+        assert_eq!(code(b.coord.touch(&req)), ErrorCode::NextStepRequired);
+        req.next_step = Some("ship it".into());
+        assert_eq!(b.coord.touch(&req).unwrap().claim.deputy.as_deref(), Some("bob"));
+    }
+}
+
+#[test]
+fn the_ttl_hands_the_claim_to_the_deputy_with_handoff_from_and_a_new_version() {
+    for b in backends("the_ttl_hands_the_claim_to_the_deputy_with_handoff_from_and_a_new_version") {
+        b.channel();
+        b.take("t", "alice", Some("bob"), Some(10)).unwrap();
+        b.advance(9);
+        assert!(b.sweep().released.is_empty(), "{}: not due yet", b.name);
+        b.advance(1);
+        let report = b.sweep();
+        assert_eq!(report.released.len(), 1, "{}", b.name);
+        let row = b.show("t");
+        assert_eq!(row.owner.as_deref(), Some("bob"));
+        assert_eq!(row.handoff_from.as_deref(), Some("alice"));
+        assert_eq!((row.status, row.version, row.deputy.clone()), (ClaimStatus::Claimed, 2, None));
+        assert_eq!(row.next_step.as_deref(), Some("finish t"), "{}: the next step travels with the claim", b.name);
+        // The deputy's own clock: a full TTL from the handoff, then to open.
+        b.advance(9);
+        assert!(b.sweep().released.is_empty());
+        b.advance(1);
+        b.sweep();
+        let row = b.show("t");
+        assert_eq!((row.status, row.owner.clone(), row.version), (ClaimStatus::Released, None, 3), "{}", b.name);
+        assert_eq!(row.handoff_from.as_deref(), Some("bob"));
+    }
+}
+
+#[test]
+fn the_ttl_without_a_deputy_opens_the_claim() {
+    for b in backends("the_ttl_without_a_deputy_opens_the_claim") {
+        b.channel();
+        b.take("t", "alice", None, Some(5)).unwrap();
+        b.advance(5);
+        let report = b.sweep();
+        assert_eq!(report.released[0].to, None, "{}", b.name);
+        let row = b.show("t");
+        assert_eq!((row.status, row.owner.clone(), row.version), (ClaimStatus::Released, None, 2));
+        assert_eq!(row.handoff_from.as_deref(), Some("alice"));
+        // Open again: anyone may take it, and the next step is waiting for them.
+        let taken = b.take("t", "carol", None, None).unwrap();
+        assert_eq!((taken.version, taken.next_step.as_deref()), (3, Some("finish t")), "{}", b.name);
+    }
+}
+
+#[test]
+fn only_owner_writes_reset_the_ttl_clock() {
+    for b in backends("only_owner_writes_reset_the_ttl_clock") {
+        b.channel();
+        let row = b.take("t", "alice", Some("bob"), Some(10)).unwrap();
+        b.advance(4);
+        let touched = b.touch("t", "alice", row.version).unwrap();
+        assert_eq!(touched.due_at(), Some(T0 + 14 * M), "{}: an owner touch restarts the clock", b.name);
+        // Reads, refused writes by others, sweeps and doorbells never do.
+        b.advance(5);
+        b.show("t");
+        b.coord.list_claims(P, CH).unwrap();
+        b.coord.claim_history(P, CH, "t").unwrap();
+        let _ = b.touch("t", "bob", touched.version);
+        let _ = b.take("t", "carol", None, None);
+        assert!(b.sweep().released.is_empty());
+        b.coord.create_channel(P, "other", STEWARD, None, None, "test").unwrap();
+        b.coord
+            .take(&TakeRequest { channel: "other".into(), ..take_req("u", "dave", Some("alice"), Some(5), Some("x")) })
+            .unwrap();
+        b.advance(5);
+        // t (due at 14) and u (due at 14) both run out now: alice's doorbell from u did not
+        // keep t alive.
+        assert_eq!(b.show("t").last_owner_touch, Some(T0 + 4 * M));
+        let report = b.sweep();
+        let released: BTreeSet<String> = report.released.iter().map(|a| a.task.clone()).collect();
+        assert_eq!(released, BTreeSet::from(["t".to_string(), "u".to_string()]), "{}", b.name);
+    }
+}
+
+#[test]
+fn a_release_rings_the_old_owner_the_deputy_and_the_steward() {
+    for b in backends("a_release_rings_the_old_owner_the_deputy_and_the_steward") {
+        b.channel();
+        b.take("t", "alice", Some("bob"), Some(5)).unwrap();
+        b.advance(5);
+        b.sweep();
+        for who in ["alice", "bob", STEWARD] {
+            let events = b.coord.inbox(P, who, 0, 100).unwrap();
+            assert_eq!(events.len(), 1, "{}: {who}", b.name);
+            assert_eq!(events[0].kind, CLAIM_RELEASED);
+            let p = &events[0].payload;
+            assert_eq!(
+                (p["task"].clone(), p["from"].clone(), p["to"].clone()),
+                ("t".into(), "alice".into(), "bob".into())
+            );
+            assert_eq!(
+                (p["reason"].clone(), p["version"].clone(), p["next_step"].clone()),
+                ("ttl".into(), 2.into(), "finish t".into())
+            );
+        }
+        assert!(b.inbox("carol").is_empty());
+        // An owner's own release rings the others, not itself.
+        b.coord.release_claim(&release_req("t", "bob", 2, false)).unwrap();
+        assert_eq!(b.inbox("bob").len(), 1, "{}: only the TTL doorbell", b.name);
+        let steward = b.inbox(STEWARD);
+        assert_eq!(
+            (steward.len(), steward[1]["reason"].clone(), steward[1]["status"].clone()),
+            (2, "owner".into(), "released".into())
+        );
+    }
+}
+
+#[test]
+fn a_focus_lease_suppresses_ttl_release_while_it_lasts() {
+    for b in backends("a_focus_lease_suppresses_ttl_release_while_it_lasts") {
+        b.channel();
+        b.take("t", "alice", Some("bob"), Some(5)).unwrap();
+        let lease = b.coord.focus_start(P, "alice", 60).unwrap();
+        assert_eq!((lease.lease.until, lease.capped_from), (T0 + 60 * M, None));
+        b.advance(30);
+        let report = b.sweep();
+        assert_eq!((report.released.len(), report.deferred_by_focus), (0, 1), "{}", b.name);
+        assert_eq!(b.coord.focus_show(P, "alice").unwrap().map(|l| l.until), Some(T0 + 60 * M));
+        // Ended early, the lease still proved liveness until then: a full TTL from its end.
+        b.coord.focus_end(P, "alice").unwrap();
+        assert_eq!(b.coord.focus_show(P, "alice").unwrap(), None);
+        assert_eq!(code(b.coord.focus_end(P, "alice")), ErrorCode::NotFound);
+        b.advance(4);
+        assert!(b.sweep().released.is_empty(), "{}", b.name);
+        b.advance(1);
+        assert_eq!(b.sweep().released.len(), 1);
+        assert_eq!(b.show("t").owner.as_deref(), Some("bob"));
+        // Another seat's lease protects nothing of alice's.
+        b.take("u", "alice", None, Some(5)).unwrap();
+        b.coord.focus_start(P, "bob", 60).unwrap();
+        b.advance(5);
+        let report = b.sweep();
+        assert_eq!(report.released.iter().map(|a| a.task.as_str()).collect::<Vec<_>>(), ["u"], "{}", b.name);
+    }
+}
+
+#[test]
+fn a_focus_lease_is_capped_and_the_cap_reported() {
+    for b in backends("a_focus_lease_is_capped_and_the_cap_reported") {
+        let out = b.coord.focus_start(P, "alice", 10_000).unwrap();
+        assert_eq!(out.capped_from, Some(10_000), "{}", b.name);
+        assert_eq!(out.lease.until, T0 + i64::from(MAX_FOCUS_MINUTES) * M);
+        assert_eq!(code(b.coord.focus_start(P, "alice", 0)), ErrorCode::InvalidArgument);
+    }
+}
+
+#[test]
+fn the_steward_report_lists_claims_older_than_the_sla_without_a_ttl() {
+    for b in backends("the_steward_report_lists_claims_older_than_the_sla_without_a_ttl") {
+        b.channel(); // SLA 30 minutes
+        b.take("old-no-ttl", "alice", None, None).unwrap();
+        b.take("old-with-ttl", "bob", None, Some(600)).unwrap();
+        b.advance(20);
+        b.take("young-no-ttl", "carol", None, None).unwrap();
+        b.advance(11);
+        let r = b.coord.steward_report(P, CH, None).unwrap();
+        let tasks: Vec<&str> = r.overdue.iter().map(|i| i.claim.task.as_str()).collect();
+        assert_eq!(tasks, ["old-no-ttl"], "{}", b.name);
+        assert_eq!(r.overdue[0].age_minutes, 31);
+        // A touch is not a new claim: age counts from the take.
+        let v = b.show("old-no-ttl").version;
+        b.touch("old-no-ttl", "alice", v).unwrap();
+        let later = b.coord.steward_report(P, CH, Some(T0 + 60 * M)).unwrap();
+        let tasks: Vec<&str> = later.overdue.iter().map(|i| i.claim.task.as_str()).collect();
+        assert_eq!(tasks, ["old-no-ttl", "young-no-ttl"], "{}", b.name);
+    }
+}
+
+#[test]
+fn a_dry_run_sweep_previews_as_of_a_moment_and_writes_nothing() {
+    for b in backends("a_dry_run_sweep_previews_as_of_a_moment_and_writes_nothing") {
+        b.channel();
+        b.take("t", "alice", Some("bob"), Some(10)).unwrap();
+        b.take("u", "carol", None, Some(20)).unwrap();
+        let audit_before = b.audit().len();
+        let preview = b.coord.sweep(P, Some(T0 + 15 * M), true).unwrap();
+        assert!(preview.dry_run);
+        let what: Vec<(String, Option<String>)> =
+            preview.released.iter().map(|a| (a.task.clone(), a.to.clone())).collect();
+        assert_eq!(what, [("t".to_string(), Some("bob".to_string()))], "{}", b.name);
+        assert_eq!(b.show("t").version, 1, "{}: nothing written", b.name);
+        assert!(b.inbox(STEWARD).is_empty());
+        assert_eq!(b.audit().len(), audit_before);
+        // A future --as-of without --dry-run would release early: refused.
+        assert_eq!(code(b.coord.sweep(P, Some(T0 + 15 * M), false)), ErrorCode::InvalidArgument);
+        // The real sweep at that moment does what the preview said.
+        b.advance(15);
+        let done = b.sweep();
+        assert_eq!(done.released, preview.released, "{}", b.name);
+    }
+}
+
+#[test]
+fn every_transition_is_attributable_in_the_audit_log() {
+    for b in backends("every_transition_is_attributable_in_the_audit_log") {
+        b.channel();
+        b.take("t", "alice", Some("bob"), Some(5)).unwrap();
+        let _ = b.take("t", "mallory", None, None);
+        b.touch("t", "alice", 1).unwrap();
+        b.coord.focus_start(P, "carol", 10).unwrap();
+        b.coord.focus_end(P, "carol").unwrap();
+        b.advance(5);
+        b.sweep();
+        b.coord.release_claim(&release_req("t", "bob", 3, true)).unwrap();
+        let got: Vec<(String, String, String, Option<String>)> =
+            b.audit().into_iter().filter(|(verb, ..)| !verb.starts_with("session.")).collect();
+        let t = Some(format!("{CH}/t"));
+        let want = vec![
+            ("channel.create".to_string(), "test".to_string(), "ok".to_string(), Some(CH.to_string())),
+            ("claim.take".into(), "seat:alice".into(), "ok".into(), t.clone()),
+            ("claim.take".into(), "seat:mallory".into(), "claim_taken".into(), t.clone()),
+            ("claim.touch".into(), "seat:alice".into(), "ok".into(), t.clone()),
+            ("focus.start".into(), "seat:carol".into(), "ok".into(), Some("carol".into())),
+            ("focus.end".into(), "seat:carol".into(), "ok".into(), Some("carol".into())),
+            ("claim.ttl_release".into(), "coordinator".into(), "ok".into(), t.clone()),
+            ("claim.release".into(), "seat:bob".into(), "ok".into(), t),
+        ];
+        assert_eq!(got, want, "{}", b.name);
+    }
+}
+
+#[test]
+fn a_claim_keeps_its_whole_history() {
+    for b in backends("a_claim_keeps_its_whole_history") {
+        b.channel();
+        b.take("t", "alice", Some("bob"), Some(5)).unwrap();
+        b.advance(1);
+        b.touch("t", "alice", 1).unwrap();
+        b.advance(5);
+        b.sweep();
+        b.advance(5);
+        b.sweep();
+        b.take("t", "carol", None, None).unwrap();
+        b.coord.release_claim(&release_req("t", "carol", 5, true)).unwrap();
+        let steps = b.coord.claim_history(P, CH, "t").unwrap();
+        let summary: Vec<(&str, &str, Option<&str>, u64)> = steps
+            .iter()
+            .map(|s| (s.action.as_str(), s.actor.as_str(), s.claim.owner.as_deref(), s.claim.version))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("take", "seat:alice", Some("alice"), 1),
+                ("touch", "seat:alice", Some("alice"), 2),
+                ("ttl_handoff", "coordinator", Some("bob"), 3),
+                ("ttl_release", "coordinator", None, 4),
+                ("take", "seat:carol", Some("carol"), 5),
+                ("done", "seat:carol", None, 6),
+            ],
+            "{}",
+            b.name
+        );
+        assert_eq!(steps.last().unwrap().claim, b.show("t"));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The seed's validation exercise, simulated
+// ---------------------------------------------------------------------------------------
+
+const SEATS: usize = 8;
+const TTL: u32 = 5;
+const SWEEP_EVERY: i64 = 1;
+const TOUCH_EVERY: i64 = 2;
+const MINUTES: i64 = 30;
+const KILLED: usize = 3;
+const KILLED_AT: i64 = 10;
+
+fn seat(i: usize) -> String {
+    format!("seat{i}")
+}
+
+/// A seat's view of one claim it works on.
+struct Job {
+    task: String,
+    version: u64,
+    left: i64,
+    last_write: i64,
+}
+
+/// What the exercise observed.
+#[derive(Default)]
+pub(crate) struct Observed {
+    claim_taken: u64,
+    lost_claims: u64,
+    done: BTreeSet<String>,
+    inherited: BTreeMap<String, String>,
+    killed_tasks: BTreeSet<String>,
+}
+
+/// Where the exercise runs: a coordinator and a way to let one (simulated) minute pass.
+pub(crate) trait Drill {
+    /// The coordinator the seats talk to.
+    fn api(&self) -> &dyn CoordinatorApi;
+    /// Lets one minute pass (and, where no server sweeps, runs the sweep).
+    fn next_minute(&self);
+    /// The coordinator's time.
+    fn now(&self) -> Millis;
+}
+
+impl Drill for Backend {
+    fn api(&self) -> &dyn CoordinatorApi {
+        &self.coord
+    }
+    fn next_minute(&self) {
+        // The sweep interval is one minute: sweep at the end of every minute.
+        if SWEEP_EVERY == 1 {
+            self.sweep();
+        }
+        self.advance(1);
+    }
+    fn now(&self) -> Millis {
+        self.clock.now()
+    }
+}
+
+/// A deterministic work length per task: 4 to 11 minutes.
+fn work_minutes(task_no: usize) -> i64 {
+    4 + ((task_no * 7919 + 13) % 8) as i64
+}
+
+/// Eight seats work a queue of tasks for 30 minutes; each names the next seat as deputy
+/// with a 5-minute TTL and touches every 2 minutes; the sweep runs every minute; seat 3
+/// dies at minute 10. Deputies learn of inherited work from their inbox doorbells.
+pub(crate) fn exercise(d: &dyn Drill) -> Observed {
+    let api = d.api();
+    api.create_channel(P, CH, STEWARD, Some(30), None).unwrap();
+    let mut obs = Observed::default();
+    let mut queue: std::collections::VecDeque<usize> = (0..60).collect();
+    let mut jobs: Vec<Vec<Job>> = (0..SEATS).map(|_| Vec::new()).collect();
+    let mut cursors = [0u64; SEATS];
+    for minute in 0..=MINUTES {
+        for i in 0..SEATS {
+            if i == KILLED && minute >= KILLED_AT {
+                continue;
+            }
+            let me = seat(i);
+            // Doorbells first: work handed to me by a TTL release.
+            for e in api.inbox(P, &me, cursors[i], 100, Duration::ZERO).unwrap() {
+                cursors[i] = e.cursor;
+                let p = &e.payload;
+                if p["reason"] == "ttl" && p["to"] == me.as_str() {
+                    let task = p["task"].as_str().unwrap().to_string();
+                    obs.inherited.insert(task.clone(), me.clone());
+                    let version = p["version"].as_u64().unwrap();
+                    jobs[i].push(Job { task, version, left: 3, last_write: minute });
+                }
+            }
+            let mut keep = Vec::new();
+            for mut job in std::mem::take(&mut jobs[i]) {
+                job.left -= 1;
+                let result = if job.left <= 0 {
+                    api.release_claim(&release_req(&job.task, &me, job.version, true)).map(|r| (r, true))
+                } else if minute - job.last_write >= TOUCH_EVERY {
+                    api.touch(&touch_req(&job.task, &me, job.version)).map(|o| (o.claim, false))
+                } else {
+                    keep.push(job);
+                    continue;
+                };
+                match result {
+                    Ok((_, true)) => {
+                        obs.done.insert(job.task.clone());
+                    }
+                    Ok((row, false)) => {
+                        job.version = row.version;
+                        job.last_write = minute;
+                        keep.push(job);
+                    }
+                    Err(_) => obs.lost_claims += 1,
+                }
+            }
+            jobs[i] = keep;
+            if jobs[i].iter().all(|j| obs.inherited.get(&j.task) == Some(&me))
+                && let Some(n) = queue.pop_front()
+            {
+                let task = format!("task-{n:02}");
+                let deputy = seat((i + 1) % SEATS);
+                let req = take_req(&task, &me, Some(&deputy), Some(TTL), Some(&format!("integrate {task}")));
+                match api.take(&req) {
+                    Ok(out) => {
+                        if i == KILLED {
+                            obs.killed_tasks.insert(task.clone());
+                        }
+                        jobs[i].push(Job {
+                            task,
+                            version: out.claim.version,
+                            left: work_minutes(n),
+                            last_write: minute,
+                        });
+                    }
+                    Err(e) if e.code() == ErrorCode::ClaimTaken => obs.claim_taken += 1,
+                    Err(e) => panic!("take {task}: {e}"),
+                }
+            }
+        }
+        d.next_minute();
+    }
+    // The killed seat's unfinished claims are whatever it held when it died.
+    let held: BTreeSet<String> = jobs[KILLED].iter().map(|j| j.task.clone()).collect();
+    obs.killed_tasks = obs.killed_tasks.intersection(&held).cloned().collect();
+    obs
+}
+
+/// The seed's validation criteria over what the exercise left behind. `slack` is extra
+/// tolerance for a real-time run (scheduling delays); zero on the virtual clock.
+pub(crate) fn check_exercise(d: &dyn Drill, obs: &Observed, slack: i64, what: &str) {
+    let api = d.api();
+    let rows = api.list_claims(P, CH).unwrap();
+    assert!(obs.done.len() >= 20, "{what}: the fleet made progress ({} done)", obs.done.len());
+    // No integration stall: on every claim, no two consecutive steps of a live claim are
+    // further apart than TTL + sweep interval (a dark owner's claim moves on by then).
+    let limit = (i64::from(TTL) + SWEEP_EVERY) * M + slack;
+    let mut longest = 0;
+    for row in &rows {
+        let steps = api.claim_history(P, CH, &row.task).unwrap();
+        for pair in steps.windows(2) {
+            if pair[0].claim.status == ClaimStatus::Claimed {
+                longest = longest.max(pair[1].at - pair[0].at);
+            }
+        }
+        // And a claim still live at the end was written to within the limit.
+        if row.status == ClaimStatus::Claimed {
+            longest = longest.max(d.now() - M - steps.last().unwrap().at);
+        }
+        // No competing claim was ever opened: versions grow by one, and every take follows
+        // nothing or a release.
+        for (k, s) in steps.iter().enumerate() {
+            assert_eq!(s.claim.version, k as u64 + 1, "{what}: {}", row.task);
+            if s.action == "take" && k > 0 {
+                assert_eq!(steps[k - 1].claim.status, ClaimStatus::Released, "{what}: {}", row.task);
+            }
+        }
+        assert_ne!(row.owner.as_deref(), Some(seat(KILLED).as_str()), "{what}: the dead seat owns nothing");
+    }
+    assert!(
+        longest <= limit,
+        "{what}: a stall of {:.1} min > {:.1} min",
+        longest as f64 / M as f64,
+        limit as f64 / M as f64
+    );
+    assert_eq!(obs.claim_taken, 0, "{what}: nobody opened a competing claim");
+    assert_eq!(obs.lost_claims, 0, "{what}: no live seat lost a claim");
+    // The dead seat's work went to its deputy, which finished it without a new claim.
+    assert!(!obs.killed_tasks.is_empty(), "{what}: seat {KILLED} died holding work");
+    let deputy = seat((KILLED + 1) % SEATS);
+    for task in &obs.killed_tasks {
+        assert_eq!(obs.inherited.get(task), Some(&deputy), "{what}: {task}");
+        let steps = api.claim_history(P, CH, task).unwrap();
+        let actions: Vec<&str> = steps.iter().map(|s| s.action.as_str()).collect();
+        let handoff = actions.iter().position(|a| *a == "ttl_handoff").expect("a TTL handoff");
+        assert_eq!(steps[handoff].claim.handoff_from.as_deref(), Some(seat(KILLED).as_str()));
+        assert_eq!(steps[handoff].claim.owner.as_deref(), Some(deputy.as_str()));
+        assert_eq!(*actions.last().unwrap(), "done", "{what}: {task}: {actions:?}");
+        assert!(steps[handoff..].iter().all(|s| s.action != "take"), "{what}: picked up without a new claim");
+    }
+}
+
+#[test]
+fn eight_seats_with_one_killed_never_stall_longer_than_ttl_plus_sweep() {
+    for b in backends("eight_seats_with_one_killed_never_stall_longer_than_ttl_plus_sweep") {
+        let obs = exercise(&b);
+        check_exercise(&b, &obs, 0, b.name);
+    }
+}
+
+/// The exercise against `coordinator serve` on Redis + Postgres, in compressed real time:
+/// the server's clock runs 60 times faster (`--time-scale 60`: one second is one minute)
+/// and its own sweeper runs every second. The seats are HTTP clients.
+struct RealTime {
+    api: writerctl::coordinator::client::HttpCoordinator,
+    start: std::time::Instant,
+    minute: std::cell::Cell<u32>,
+}
+
+impl Drill for RealTime {
+    fn api(&self) -> &dyn CoordinatorApi {
+        &self.api
+    }
+    fn next_minute(&self) {
+        let m = self.minute.get() + 1;
+        self.minute.set(m);
+        let at = self.start + Duration::from_secs(u64::from(m));
+        std::thread::sleep(at.saturating_duration_since(std::time::Instant::now()));
+    }
+    fn now(&self) -> Millis {
+        // The server's clock, as its own sweep reads it (a dry run writes nothing).
+        self.api.sweep(P, None, true).unwrap().as_of
+    }
+}
+
+#[test]
+fn eight_seats_with_one_killed_in_compressed_real_time_over_serve_redis_pg() {
+    let test = "eight_seats_with_one_killed_in_compressed_real_time_over_serve_redis_pg";
+    let Some(ns) = Ns::new(test) else { return };
+    let co = crate::master::Co::http(|home, _| {
+        crate::serve::Deployment::redis_pg(home, ns).server_args(&[
+            "--time-scale",
+            "60",
+            "--sweep-interval-seconds",
+            "1",
+        ])
+    });
+    let drill = RealTime {
+        api: writerctl::coordinator::client::HttpCoordinator::new(&co.url(), None, None).unwrap(),
+        start: std::time::Instant::now(),
+        minute: std::cell::Cell::new(0),
+    };
+    let obs = exercise(&drill);
+    // One extra minute (one real second) of tolerance for scheduling on a shared machine.
+    check_exercise(&drill, &obs, M, "serve redis_pg at 60x");
+}
