@@ -222,9 +222,7 @@ fn redis_first_while_postgres_is_unreachable() {
     assert_eq!(late.snapshot("web").unwrap(), store.snapshot("web").unwrap());
     drop(late);
     // Keep a copy of the queue to replay later, as a drainer that died before XDEL would.
-    let mut r = ns.redis();
-    let queued: Vec<(String, Vec<(String, String)>)> =
-        redis::cmd("XRANGE").arg(ns.key("pgq")).arg("-").arg("+").query(&mut r).unwrap();
+    let queued = ns.queue_copy();
     assert_eq!(queued.len() as u64, store.pending_postgres_writes().unwrap());
 
     proxy.restore();
@@ -232,14 +230,7 @@ fn redis_first_while_postgres_is_unreachable() {
     wait_until(Duration::from_secs(15), "the background writer drains the queue", || {
         store.pending_postgres_writes().unwrap() == 0
     });
-    for (_, fields) in &queued {
-        let mut add = redis::cmd("XADD");
-        add.arg(ns.key("pgq")).arg("*");
-        for (k, v) in fields {
-            add.arg(k).arg(v);
-        }
-        add.query::<String>(&mut r).unwrap();
-    }
+    ns.requeue(&queued);
     store.flush_postgres().unwrap();
     assert_eq!(store.pending_postgres_writes().unwrap(), 0);
     assert_eq!(store.dead_postgres_writes().unwrap(), 0);

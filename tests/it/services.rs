@@ -99,6 +99,25 @@ impl Ns {
         }
     }
 
+    /// A copy of the Postgres write queue, to replay later as a drainer that died before
+    /// XDEL would.
+    pub(crate) fn queue_copy(&self) -> Vec<(String, Vec<(String, String)>)> {
+        redis::cmd("XRANGE").arg(self.key("pgq")).arg("-").arg("+").query(&mut self.redis()).unwrap()
+    }
+
+    /// Appends every entry of `copy` to the queue again (new ids, same fields).
+    pub(crate) fn requeue(&self, copy: &[(String, Vec<(String, String)>)]) {
+        let mut r = self.redis();
+        for (_, fields) in copy {
+            let mut add = redis::cmd("XADD");
+            add.arg(self.key("pgq")).arg("*");
+            for (k, v) in fields {
+                add.arg(k).arg(v);
+            }
+            add.query::<String>(&mut r).unwrap();
+        }
+    }
+
     /// controller_status rows of `project`, ordered by session id.
     pub(crate) fn pg_controllers(&self, project: &str) -> Vec<Controller> {
         self.pg()

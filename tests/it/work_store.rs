@@ -555,9 +555,7 @@ fn redis_pg_queued_claim_writes_replay_idempotently() {
     st.insert_channel(&channel(P), &audit(P, "channel.create", CH, T0)).unwrap();
     assert_eq!(st.claim(P, CH, "t").unwrap(), Some(v2.clone()), "Redis answers while Postgres is away");
     // Keep a copy of the queue to replay later, as a drainer that died before XDEL would.
-    let mut r = ns.redis();
-    let queued: Vec<(String, Vec<(String, String)>)> =
-        redis::cmd("XRANGE").arg(ns.key("pgq")).arg("-").arg("+").query(&mut r).unwrap();
+    let queued = ns.queue_copy();
     assert_eq!(queued.len(), 4);
 
     proxy.restore();
@@ -568,14 +566,7 @@ fn redis_pg_queued_claim_writes_replay_idempotently() {
     let before = (pg_claims(&ns), pg_count(&ns, "claim_history"), pg_count(&ns, "channels"), ns.pg_audit_ids());
     assert_eq!(before.0, [(P.into(), "t".into(), 2, v2.due_at())]);
     assert_eq!((before.1, before.2, before.3), (2, 1, (5, 5)));
-    for (_, fields) in &queued {
-        let mut add = redis::cmd("XADD");
-        add.arg(ns.key("pgq")).arg("*");
-        for (k, v) in fields {
-            add.arg(k).arg(v);
-        }
-        add.query::<String>(&mut r).unwrap();
-    }
+    ns.requeue(&queued);
     store.flush_postgres().unwrap();
     let after = (pg_claims(&ns), pg_count(&ns, "claim_history"), pg_count(&ns, "channels"), ns.pg_audit_ids());
     assert_eq!(after, before, "replayed older entries changed nothing");
