@@ -79,7 +79,7 @@ pub enum ClaimError {
     #[error("operator {0} already exists")]
     OperatorExists(String),
     /// A take on a task whose claim is live or done (seed 002: one live claim per task).
-    #[error("task {task} is {} by {}", status.as_str(), owner.as_deref().unwrap_or("nobody"))]
+    #[error("task {task} {}", held(.owner, .status))]
     ClaimTaken {
         /// The task.
         task: String,
@@ -107,7 +107,7 @@ pub enum ClaimError {
         task: String,
     },
     /// An owner write by a seat that does not own the claim.
-    #[error("{seat} does not own claim {task} (it is {} by {})", status.as_str(), owner.as_deref().unwrap_or("nobody"))]
+    #[error("{seat} does not own claim {task} (it {})", held(.owner, .status))]
     NotClaimOwner {
         /// The task.
         task: String,
@@ -145,6 +145,14 @@ pub enum ClaimError {
         /// Its details (candidates, epochs), if any.
         details: Option<serde_json::Value>,
     },
+}
+
+/// "is claimed by alice", "is released", "is done".
+fn held(owner: &Option<String>, status: &ClaimStatus) -> String {
+    match (status, owner) {
+        (ClaimStatus::Claimed, Some(o)) => format!("is claimed by {o}"),
+        (s, _) => format!("is {}", s.as_str()),
+    }
 }
 
 impl ClaimError {
@@ -235,6 +243,9 @@ impl ClaimError {
             ClaimError::AdminRequired => {
                 "start the server with --admin-token-file F and set WRITERCTL_ADMIN_TOKEN to that token".into()
             }
+            ClaimError::ClaimTaken { status: ClaimStatus::Done, .. } => {
+                "a done task is never taken again; pick another task".into()
+            }
             ClaimError::ClaimTaken { .. } => {
                 "one live claim per task: wait for the owner's release or its TTL, or pick another task".into()
             }
@@ -248,7 +259,9 @@ impl ClaimError {
                 "only the owner touches or releases a claim; `writerctl claim show` says who owns it".into()
             }
             ClaimError::NotFound(_) => {
-                "create the channel first (`writerctl channel create`), or check the names".into()
+                "check the names (`writerctl claim list`, `writerctl focus show`); a channel must be created first \
+                 (`writerctl channel create`)"
+                    .into()
             }
             ClaimError::ChannelExists(_) => "channels are never overwritten; pick another name".into(),
             ClaimError::Unavailable(_) => "retry later".into(),

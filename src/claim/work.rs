@@ -138,6 +138,8 @@ impl ClaimRow {
     pub fn due_with_focus(&self, focus: Option<&FocusLease>, at: Millis) -> Option<Millis> {
         let due = self.due_at()?;
         match focus {
+            // A lease that started later (a preview of the past) proves nothing about `at`.
+            Some(f) if f.started_at > at => Some(due),
             Some(f) if f.active_at(at) => None,
             Some(f) => Some(due.max(f.ends_at().saturating_add(Millis::from(self.ttl_minutes?) * MINUTE_MS))),
             None => Some(due),
@@ -284,7 +286,8 @@ pub struct SweepReport {
     pub released: Vec<SweepAction>,
     /// Due claims kept because their owner holds a focus lease.
     pub deferred_by_focus: u64,
-    /// Due claims an owner wrote to between the sweep's read and its write (kept).
+    /// Due claims that changed between the sweep's read and its write (an owner write, or
+    /// another sweeper's release); the sweep left them as they are.
     pub conflicts: u64,
 }
 
@@ -472,6 +475,7 @@ pub fn release(row: &ClaimRow, req: &ReleaseRequest, now: Millis) -> Result<Clai
     claim.status = if req.done { ClaimStatus::Done } else { ClaimStatus::Released };
     claim.owner = None;
     claim.deputy = None;
+    claim.ttl_minutes = None;
     claim.handoff_from = Some(req.seat.clone());
     claim.owner_since = None;
     claim.last_owner_touch = None;
@@ -504,6 +508,8 @@ pub fn expire(row: &ClaimRow, focus: Option<&FocusLease>, as_of: Millis) -> Opti
             claim.owner = None;
             claim.owner_since = None;
             claim.claimed_at = None;
+            // The next owner declares its own clock.
+            claim.ttl_minutes = None;
         }
     }
     claim.deputy = None;

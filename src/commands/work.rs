@@ -49,10 +49,10 @@ pub struct ChannelCreateArgs {
     #[arg(long, value_name = "IDENTITY")]
     pub steward: String,
     /// Claims older than this without a TTL are reported to the steward [default: 60].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = minutes)]
     pub sla_minutes: Option<u32>,
     /// The smallest TTL a claim here may declare; shorter ones are raised [default: 5].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = minutes)]
     pub ttl_floor_minutes: Option<u32>,
 }
 
@@ -122,7 +122,7 @@ pub struct TakeArgs {
     #[arg(long, value_name = "IDENTITY")]
     pub deputy: Option<String>,
     /// Release the claim after N minutes without an owner write (floored by the channel).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = minutes)]
     pub ttl_minutes: Option<u32>,
     /// What the next hands should do (required with --ttl-minutes or --deputy).
     #[arg(long, value_name = "TEXT")]
@@ -147,7 +147,7 @@ pub struct TouchArgs {
     #[arg(long)]
     pub no_deputy: bool,
     /// A new TTL.
-    #[arg(long, value_name = "N", conflicts_with = "no_ttl")]
+    #[arg(long, value_name = "N", conflicts_with = "no_ttl", value_parser = minutes)]
     pub ttl_minutes: Option<u32>,
     /// Remove the TTL.
     #[arg(long)]
@@ -225,7 +225,7 @@ pub struct FocusStartArgs {
     #[command(flatten)]
     pub seat: SeatArgs,
     /// Lease length in minutes (capped at 240; a capped value is reported).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub minutes: u32,
 }
 
@@ -250,11 +250,23 @@ pub struct StewardArgs {
     pub as_of: Option<Millis>,
 }
 
-/// An RFC 3339 time as milliseconds since the epoch.
+/// An RFC 3339 time at or after 1970 as milliseconds since the epoch.
 fn parse_time(s: &str) -> Result<Millis, String> {
     let t = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
         .map_err(|e| format!("{s:?} is not an RFC 3339 time (e.g. 2026-12-01T09:00:00Z): {e}"))?;
-    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).map_err(|_| format!("{s:?} is out of range"))
+    i64::try_from(t.unix_timestamp_nanos() / 1_000_000)
+        .ok()
+        .filter(|ms| *ms >= 0)
+        .ok_or_else(|| format!("{s:?} is before 1970"))
+}
+
+/// A number of minutes from 1 to a week (the coordinator's own bounds, said up front).
+fn minutes(s: &str) -> Result<u32, String> {
+    use writerctl::claim::work::MAX_MINUTES;
+    match s.parse::<u32>() {
+        Ok(n) if (1..=MAX_MINUTES).contains(&n) => Ok(n),
+        _ => Err(format!("{s:?} is not a number of minutes from 1 to {MAX_MINUTES}")),
+    }
 }
 
 fn opt_time(ms: Option<Millis>) -> Value {
@@ -498,7 +510,10 @@ fn print_sweep(out: Output, r: &SweepReport) -> Result<()> {
         out.line(&format!("  {} due claim(s) kept: their owner holds a focus lease", r.deferred_by_focus))?;
     }
     if r.conflicts > 0 {
-        out.line(&format!("  {} claim(s) kept: their owner wrote during the sweep", r.conflicts))?;
+        out.line(&format!(
+            "  {} claim(s) changed during the sweep (an owner write, or another sweeper); left as they are",
+            r.conflicts
+        ))?;
     }
     Ok(())
 }
@@ -591,6 +606,9 @@ mod tests {
         assert_eq!(parse_time("2026-12-01T09:00:00.5+01:00"), Ok(1_796_112_000_500));
         assert!(parse_time("yesterday").is_err());
         assert!(parse_time("2026-12-01").is_err());
+        assert!(parse_time("0000-01-01T00:00:00Z").is_err());
+        assert_eq!(minutes("5"), Ok(5));
+        assert!(minutes("0").is_err() && minutes("10081").is_err() && minutes("-1").is_err());
     }
 
     #[test]

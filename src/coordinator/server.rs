@@ -606,7 +606,7 @@ async fn metrics(State(app): State<Shared>) -> Response {
     out.push_str("# TYPE writerctl_sweep_released_total counter\n");
     out.push_str(&format!("writerctl_sweep_released_total {}\n", m.sweep_released));
     out.push_str(
-        "# HELP writerctl_sweep_conflicts_total Due claims the background sweeper kept: their owner wrote first.\n",
+        "# HELP writerctl_sweep_conflicts_total Due claims the background sweeper did not write: they changed first (an owner write, or another replica's sweep).\n",
     );
     out.push_str("# TYPE writerctl_sweep_conflicts_total counter\n");
     out.push_str(&format!("writerctl_sweep_conflicts_total {}\n", m.sweep_conflicts));

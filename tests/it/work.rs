@@ -340,29 +340,36 @@ fn the_ttl_without_a_deputy_opens_the_claim() {
 fn only_owner_writes_reset_the_ttl_clock() {
     for b in backends("only_owner_writes_reset_the_ttl_clock") {
         b.channel();
+        b.coord.create_channel(P, "other", STEWARD, None, None, "test").unwrap();
         let row = b.take("t", "alice", Some("bob"), Some(10)).unwrap();
         b.advance(4);
         let touched = b.touch("t", "alice", row.version).unwrap();
         assert_eq!(touched.due_at(), Some(T0 + 14 * M), "{}: an owner touch restarts the clock", b.name);
-        // Reads, refused writes by others, sweeps and doorbells never do.
-        b.advance(5);
+        // Alice is dave's deputy on u, which runs out at T0 + 12: its doorbell reaches her
+        // before t is due.
+        b.advance(3);
+        b.coord
+            .take(&TakeRequest { channel: "other".into(), ..take_req("u", "dave", Some("alice"), Some(5), Some("x")) })
+            .unwrap();
+        // Reads, refused writes by others, sweeps and doorbells never move t's clock.
+        b.advance(2);
         b.show("t");
         b.coord.list_claims(P, CH).unwrap();
         b.coord.claim_history(P, CH, "t").unwrap();
         let _ = b.touch("t", "bob", touched.version);
         let _ = b.take("t", "carol", None, None);
         assert!(b.sweep().released.is_empty());
-        b.coord.create_channel(P, "other", STEWARD, None, None, "test").unwrap();
-        b.coord
-            .take(&TakeRequest { channel: "other".into(), ..take_req("u", "dave", Some("alice"), Some(5), Some("x")) })
-            .unwrap();
-        b.advance(5);
-        // t (due at 14) and u (due at 14) both run out now: alice's doorbell from u did not
-        // keep t alive.
+        b.advance(3); // T0 + 12
+        let report = b.sweep();
+        assert_eq!(report.released.iter().map(|a| a.task.as_str()).collect::<Vec<_>>(), ["u"], "{}", b.name);
+        assert_eq!(b.inbox("alice").len(), 1, "{}: alice was rung", b.name);
+        assert_eq!(b.show("t").due_at(), Some(T0 + 14 * M), "{}: t's clock did not move", b.name);
+        b.advance(1);
+        assert!(b.sweep().released.is_empty(), "{}", b.name);
+        b.advance(1);
         assert_eq!(b.show("t").last_owner_touch, Some(T0 + 4 * M));
         let report = b.sweep();
-        let released: BTreeSet<String> = report.released.iter().map(|a| a.task.clone()).collect();
-        assert_eq!(released, BTreeSet::from(["t".to_string(), "u".to_string()]), "{}", b.name);
+        assert_eq!(report.released.iter().map(|a| a.task.as_str()).collect::<Vec<_>>(), ["t"], "{}", b.name);
     }
 }
 
@@ -475,8 +482,10 @@ fn a_dry_run_sweep_previews_as_of_a_moment_and_writes_nothing() {
         assert_eq!(b.show("t").version, 1, "{}: nothing written", b.name);
         assert!(b.inbox(STEWARD).is_empty());
         assert_eq!(b.audit().len(), audit_before);
-        // A future --as-of without --dry-run would release early: refused.
+        // --as-of is a preview: without --dry-run it is refused, future or past (a past
+        // moment would hand the deputy a claim already due).
         assert_eq!(code(b.coord.sweep(P, Some(T0 + 15 * M), false)), ErrorCode::InvalidArgument);
+        assert_eq!(code(b.coord.sweep(P, Some(T0 - M), false)), ErrorCode::InvalidArgument);
         // The real sweep at that moment does what the preview said.
         b.advance(15);
         let done = b.sweep();
@@ -575,7 +584,10 @@ struct Job {
 /// What the exercise observed.
 #[derive(Default)]
 pub(crate) struct Observed {
-    claim_taken: u64,
+    /// Takes of a claimed task whose owner had gone quiet: the move the seed's field test
+    /// ruled out. Each must be refused.
+    competing_attempts: u64,
+    competing_refused: u64,
     lost_claims: u64,
     done: BTreeSet<String>,
     inherited: BTreeMap<String, String>,
@@ -640,6 +652,21 @@ pub(crate) fn exercise(d: &dyn Drill) -> Observed {
                     jobs[i].push(Job { task, version, left: 3, last_write: minute });
                 }
             }
+            // Seat 0 watches the board: a claim whose owner went quiet for 3 minutes looks
+            // stalled, and it tries to take it. One live claim per task: always refused.
+            if i == 0 {
+                let now = d.now();
+                for row in api.list_claims(P, CH).unwrap() {
+                    let quiet = row.anchor().is_some_and(|a| now - a >= 3 * M);
+                    if row.status == ClaimStatus::Claimed && row.owner.as_deref() != Some(me.as_str()) && quiet {
+                        obs.competing_attempts += 1;
+                        match api.take(&take_req(&row.task, &me, None, None, None)) {
+                            Err(e) if e.code() == ErrorCode::ClaimTaken => obs.competing_refused += 1,
+                            other => panic!("a competing take of {} was not refused: {other:?}", row.task),
+                        }
+                    }
+                }
+            }
             let mut keep = Vec::new();
             for mut job in std::mem::take(&mut jobs[i]) {
                 job.left -= 1;
@@ -682,7 +709,6 @@ pub(crate) fn exercise(d: &dyn Drill) -> Observed {
                             last_write: minute,
                         });
                     }
-                    Err(e) if e.code() == ErrorCode::ClaimTaken => obs.claim_taken += 1,
                     Err(e) => panic!("take {task}: {e}"),
                 }
             }
@@ -732,7 +758,8 @@ pub(crate) fn check_exercise(d: &dyn Drill, obs: &Observed, slack: i64, what: &s
         longest as f64 / M as f64,
         limit as f64 / M as f64
     );
-    assert_eq!(obs.claim_taken, 0, "{what}: nobody opened a competing claim");
+    assert!(obs.competing_attempts > 0, "{what}: the watcher saw the dead seat's stalled claim");
+    assert_eq!(obs.competing_refused, obs.competing_attempts, "{what}: no competing claim was ever opened");
     assert_eq!(obs.lost_claims, 0, "{what}: no live seat lost a claim");
     // The dead seat's work went to its deputy, which finished it without a new claim.
     assert!(!obs.killed_tasks.is_empty(), "{what}: seat {KILLED} died holding work");
@@ -802,4 +829,133 @@ fn eight_seats_with_one_killed_in_compressed_real_time_over_serve_redis_pg() {
     let obs = exercise(&drill);
     // One extra minute (one real second) of tolerance for scheduling on a shared machine.
     check_exercise(&drill, &obs, M, "serve redis_pg at 60x");
+}
+
+/// Loads `n` claims of alice (deputy bob, TTL 5) straight through the store, all taken at
+/// T0, so all are due at T0 + 5.
+fn load_due(b: &Backend, n: usize) {
+    use writerctl::claim::model::AuditEntry;
+    use writerctl::claim::store::ClaimWrite;
+    use writerctl::claim::work::ClaimStep;
+    let ch = b.coord.show_channel(P, CH).unwrap();
+    let writes: Vec<ClaimWrite> = (0..n)
+        .map(|i| {
+            let req = take_req(&format!("t{i:05}"), "alice", Some("bob"), Some(5), Some("go"));
+            let claim = writerctl::claim::work::take(None, &ch, &req, T0).unwrap().claim;
+            let audit = AuditEntry {
+                at: T0,
+                project: P.into(),
+                verb: "claim.take".into(),
+                actor: "seat:alice".into(),
+                target: Some(claim.target()),
+                result: "ok".into(),
+                epoch: None,
+                detail: serde_json::json!({}),
+            };
+            let step = ClaimStep { at: T0, actor: audit.actor.clone(), action: "take".into(), claim: claim.clone() };
+            ClaimWrite { expected_version: 0, row: claim, step, events: Vec::new(), audit }
+        })
+        .collect();
+    for chunk in writes.chunks(1000) {
+        assert!(
+            b.coord
+                .store()
+                .write_claims(chunk)
+                .unwrap()
+                .iter()
+                .all(|c| matches!(c, writerctl::claim::store::Commit::Done(1)))
+        );
+    }
+}
+
+/// More due claims than one sweep batch, so a race lands in a later batch too.
+const RACE_CLAIMS: usize = 2_500;
+
+#[test]
+fn an_owner_write_racing_a_sweep_wins_or_loses_whole() {
+    for b in backends("an_owner_write_racing_a_sweep_wins_or_loses_whole") {
+        b.channel();
+        load_due(&b, RACE_CLAIMS);
+        b.advance(5);
+        let barrier = Barrier::new(2);
+        let sweeper = coordinator((b.reopen)(), &b.clock);
+        let owner = coordinator((b.reopen)(), &b.clock);
+        let (report, touched) = std::thread::scope(|s| {
+            let sweep = s.spawn(|| {
+                barrier.wait();
+                sweeper.sweep(P, None, false).unwrap()
+            });
+            let touches = s.spawn(|| {
+                barrier.wait();
+                // Newest first, against the sweep's earliest-first order: they meet mid-way.
+                (0..RACE_CLAIMS)
+                    .rev()
+                    .filter(|i| owner.touch(&touch_req(&format!("t{i:05}"), "alice", 1)).is_ok())
+                    .count() as u64
+            });
+            (sweep.join().unwrap(), touches.join().unwrap())
+        });
+        let released = report.released.len() as u64;
+        assert_eq!(released + touched, RACE_CLAIMS as u64, "{}: every claim went one way: {report:?}", b.name);
+        assert!(report.conflicts <= touched, "{}", b.name);
+        let rows = b.coord.list_claims(P, CH).unwrap();
+        for row in &rows {
+            let steps = b.coord.claim_history(P, CH, &row.task).unwrap();
+            let actions: Vec<&str> = steps.iter().map(|s| s.action.as_str()).collect();
+            assert_eq!(row.version, 2, "{}: {} written once after the take: {actions:?}", b.name, row.task);
+            match row.owner.as_deref() {
+                Some("bob") => assert_eq!(actions, ["take", "ttl_handoff"], "{}", b.name),
+                Some("alice") => assert_eq!(actions, ["take", "touch"], "{}", b.name),
+                other => panic!("{}: {} owned by {other:?}", b.name, row.task),
+            }
+        }
+        assert_eq!(rows.iter().filter(|r| r.owner.as_deref() == Some("bob")).count() as u64, released);
+        assert_eq!(
+            b.coord.inbox(P, STEWARD, 0, 100_000).unwrap().len() as u64,
+            released,
+            "{}: one doorbell each",
+            b.name
+        );
+    }
+}
+
+#[test]
+fn two_sweepers_at_once_release_each_claim_once() {
+    for b in backends("two_sweepers_at_once_release_each_claim_once") {
+        b.channel();
+        load_due(&b, RACE_CLAIMS);
+        b.advance(5);
+        let barrier = Barrier::new(2);
+        let reports: Vec<writerctl::claim::work::SweepReport> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..2)
+                .map(|_| {
+                    let c = coordinator((b.reopen)(), &b.clock);
+                    let barrier = &barrier;
+                    s.spawn(move || {
+                        barrier.wait();
+                        c.sweep(P, None, false).unwrap()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut released: Vec<String> =
+            reports.iter().flat_map(|r| r.released.iter().map(|a| a.task.clone())).collect();
+        released.sort();
+        let before = released.len();
+        released.dedup();
+        assert_eq!((before, released.len()), (RACE_CLAIMS, RACE_CLAIMS), "{}: each claim released once", b.name);
+        assert_eq!(reports.iter().map(|r| r.conflicts).sum::<u64>() as usize, RACE_CLAIMS * 2 - before, "{}", b.name);
+        for who in ["alice", "bob", STEWARD] {
+            assert_eq!(
+                b.coord.inbox(P, who, 0, 100_000).unwrap().len(),
+                RACE_CLAIMS,
+                "{}: {who} rung once per claim",
+                b.name
+            );
+        }
+        assert!(
+            b.coord.list_claims(P, CH).unwrap().iter().all(|r| r.version == 2 && r.owner.as_deref() == Some("bob"))
+        );
+    }
 }

@@ -211,7 +211,7 @@ impl Coordinator {
         let mut audit = self.audit(project, "focus.start", seat_actor(seat), Some(seat.into()));
         let result = work::focus_lease(project, seat, minutes, audit.at).and_then(|out| {
             audit.detail = json!({"until": out.lease.until, "capped_from": out.capped_from});
-            self.store.put_focus(&out.lease, &audit).map(|()| out)
+            self.store.put_focus(&out.lease, None, &audit).map(|_| out)
         });
         result.inspect_err(|e| self.audit_failure(audit.clone(), e, None))
     }
@@ -222,14 +222,22 @@ impl Coordinator {
         validate_name("seat", seat)?;
         let audit = self.audit(project, "focus.end", seat_actor(seat), Some(seat.into()));
         let result = (|| {
-            let lease = self
-                .store
-                .focus_leases(project)?
-                .into_iter()
-                .find(|l| l.seat == seat && l.active_at(audit.at))
-                .ok_or_else(|| ClaimError::NotFound(format!("{seat} holds no focus lease in project {project}")))?;
-            let ended = FocusLease { ended_at: Some(audit.at), ..lease };
-            self.store.put_focus(&ended, &audit).map(|()| ended)
+            for _ in 0..MAX_CAS_ATTEMPTS {
+                let lease = self
+                    .store
+                    .focus_leases(project)?
+                    .into_iter()
+                    .find(|l| l.seat == seat && l.active_at(audit.at))
+                    .ok_or_else(|| ClaimError::NotFound(format!("{seat} holds no focus lease in project {project}")))?;
+                let started_at = lease.started_at;
+                let ended = FocusLease { ended_at: Some(audit.at), ..lease };
+                // A `focus start` landing between the read and the write wins the race and
+                // is read (and ended) on the next round, never overwritten blind.
+                if let Commit::Done(_) = self.store.put_focus(&ended, Some(started_at), &audit)? {
+                    return Ok(ended);
+                }
+            }
+            Err(ClaimError::Unavailable(format!("{seat}'s focus lease kept changing")))
         })();
         result.inspect_err(|e| self.audit_failure(audit.clone(), e, None))
     }
@@ -255,16 +263,20 @@ impl Coordinator {
         Ok(StewardReport { overdue: work::steward_overdue(&ch, &rows, as_of), channel: ch, as_of })
     }
 
-    /// `claim sweep`: releases every claim of `project` whose TTL ran out by `as_of` (now by
-    /// default). `dry_run` reports without writing. A sweep is the coordinator's own write:
+    /// `claim sweep`: releases every claim of `project` whose TTL ran out by now. With
+    /// `dry_run`, reports what a sweep at `as_of` (now by default) would release, writing
+    /// nothing; `as_of` without `dry_run` is refused. A sweep is the coordinator's own write:
     /// it never counts as an owner touch, and an owner write that lands between the sweep's
     /// read and its write wins (the sweep's compare-and-set fails and the claim is kept).
     pub fn sweep(&self, project: &str, as_of: Option<Millis>, dry_run: bool) -> Result<SweepReport, ClaimError> {
         validate_name("project", project)?;
         let now = self.clock.now();
-        if !dry_run && as_of.is_some_and(|t| t > now) {
+        // A write judged by another moment would stamp the release (and a deputy's fresh
+        // clock) with that moment: early releases in the future, a deputy handed a claim
+        // already due in the past. --as-of is a preview only.
+        if !dry_run && as_of.is_some() {
             return Err(ClaimError::InvalidArgument(
-                "--as-of in the future would release claims early; add --dry-run to preview".into(),
+                "--as-of previews a sweep; add --dry-run (a real sweep judges by now)".into(),
             ));
         }
         let as_of = as_of.unwrap_or(now);

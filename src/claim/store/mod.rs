@@ -78,8 +78,11 @@ pub trait WorkStore {
     /// Each seat's latest focus lease in `project`.
     fn focus_leases(&self, project: &str) -> Result<Vec<FocusLease>, ClaimError>;
 
-    /// Replaces the seat's focus lease, with its audit row.
-    fn put_focus(&self, lease: &FocusLease, audit: &AuditEntry) -> Result<(), ClaimError>;
+    /// Writes the seat's focus lease, with its audit row. With `replaces: Some(started_at)`
+    /// only if the stored lease is still the one that started then (`focus end` must not
+    /// end a lease a concurrent `focus start` just wrote); with None, unconditionally.
+    fn put_focus(&self, lease: &FocusLease, replaces: Option<Millis>, audit: &AuditEntry)
+    -> Result<Commit, ClaimError>;
 }
 
 /// Coordinator state for many projects.

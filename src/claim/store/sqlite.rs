@@ -110,9 +110,10 @@ CREATE TABLE claim_history (
 );
 CREATE INDEX claim_history_task ON claim_history (project, channel, task, id);
 CREATE TABLE focus_leases (
-    project TEXT NOT NULL,
-    seat    TEXT NOT NULL,
-    body    TEXT NOT NULL,
+    project    TEXT NOT NULL,
+    seat       TEXT NOT NULL,
+    started_at INTEGER NOT NULL,
+    body       TEXT NOT NULL,
     PRIMARY KEY (project, seat)
 );
 "#,
@@ -666,8 +667,8 @@ mod tests {
         fn focus_leases(&self, p: &str) -> Result<Vec<FocusLease>, ClaimError> {
             self.inner.focus_leases(p)
         }
-        fn put_focus(&self, l: &FocusLease, a: &AuditEntry) -> Result<(), ClaimError> {
-            self.inner.put_focus(l, a)
+        fn put_focus(&self, l: &FocusLease, r: Option<Millis>, a: &AuditEntry) -> Result<Commit, ClaimError> {
+            self.inner.put_focus(l, r, a)
         }
     }
 

@@ -86,13 +86,20 @@ return 'ok'
 "#;
 
 /// Replaces a seat's focus lease. KEYS: ready marker, focus hash, focus version hash, pg
-/// queue. ARGV: seat, JSON, op id, project, audit JSON.
+/// queue. ARGV: seat, JSON, op id, project, audit JSON, and the `started_at` the stored
+/// lease must have ('' to write unconditionally).
 ///
 /// A lease has no version of its own; the per-seat counter orders its Postgres writes, so
 /// two drainers applying overlapping batches (a drain lock that expired) never leave an
 /// older lease in Postgres.
 const FOCUS_LUA: &str = r#"
 if redis.call('EXISTS', KEYS[1]) == 0 then return 'lost' end
+if ARGV[6] ~= '' then
+  -- The first unescaped "started_at" key is the lease's own: strings before it (project,
+  -- seat) have their quotes escaped.
+  local stored = redis.call('HGET', KEYS[2], ARGV[1])
+  if not stored or string.match(stored, '"started_at":(%-?%d+)') ~= ARGV[6] then return 'conflict' end
+end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 local v = redis.call('HINCRBY', KEYS[3], ARGV[1], 1)
 redis.call('XADD', KEYS[4], '*', 'op', ARGV[3], 'project', ARGV[4], 'audit', ARGV[5], 'focus', ARGV[2],
@@ -864,7 +871,12 @@ impl WorkStore for RedisPgStore {
         Ok(leases)
     }
 
-    fn put_focus(&self, lease: &FocusLease, audit: &AuditEntry) -> Result<(), ClaimError> {
+    fn put_focus(
+        &self,
+        lease: &FocusLease,
+        replaces: Option<Millis>,
+        audit: &AuditEntry,
+    ) -> Result<Commit, ClaimError> {
         let inner = &self.inner;
         let k = &inner.keys;
         let op = uuid::Uuid::new_v4().to_string();
@@ -872,8 +884,10 @@ impl WorkStore for RedisPgStore {
         let mut inv = inner.work.focus.prepare_invoke();
         inv.key(k.ready()).key(k.focus(&lease.project)).key(k.focus_version(&lease.project)).key(k.queue());
         inv.arg(&lease.seat).arg(&json).arg(&op).arg(&lease.project).arg(&audit_json);
+        inv.arg(replaces.map_or(String::new(), |s| s.to_string()));
         match inner.write_or_restore("focus", || inner.redis.run(|c| inv.invoke::<Value>(c)))? {
-            Reply::Ok => Ok(()),
+            Reply::Ok => Ok(Commit::Done(0)),
+            Reply::Conflict => Ok(Commit::Conflict),
             _ => Err(ClaimError::Store("redis: unexpected reply to focus".into())),
         }
     }

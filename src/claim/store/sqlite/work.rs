@@ -160,16 +160,32 @@ impl WorkStore for SqliteStore {
         parse_all(stmt.query_map([project], |r| r.get(0)).and_then(|rows| rows.collect()))
     }
 
-    fn put_focus(&self, lease: &FocusLease, audit: &AuditEntry) -> Result<(), ClaimError> {
+    fn put_focus(
+        &self,
+        lease: &FocusLease,
+        replaces: Option<Millis>,
+        audit: &AuditEntry,
+    ) -> Result<Commit, ClaimError> {
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
-        tx.execute(
-            "INSERT INTO focus_leases (project, seat, body) VALUES (?1, ?2, ?3)
-             ON CONFLICT (project, seat) DO UPDATE SET body = excluded.body",
-            params![lease.project, lease.seat, body(lease)?],
-        )
+        let text = body(lease)?;
+        let n = match replaces {
+            None => tx.execute(
+                "INSERT INTO focus_leases (project, seat, started_at, body) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (project, seat) DO UPDATE SET started_at = excluded.started_at, body = excluded.body",
+                params![lease.project, lease.seat, lease.started_at, text],
+            ),
+            Some(started_at) => tx.execute(
+                "UPDATE focus_leases SET started_at = ?4, body = ?5 WHERE project = ?1 AND seat = ?2 AND started_at = ?3",
+                params![lease.project, lease.seat, started_at, lease.started_at, text],
+            ),
+        }
         .map_err(db_err)?;
+        if n == 0 {
+            return Ok(Commit::Conflict);
+        }
         insert_audit(&tx, audit)?;
-        tx.commit().map_err(db_err)
+        tx.commit().map_err(db_err)?;
+        Ok(Commit::Done(0))
     }
 }
