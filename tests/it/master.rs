@@ -455,6 +455,27 @@ impl MixedRace<'_> {
 
 /// Starts every racer blocked on one pipe (each shell blocks in `read` until EOF, then execs the
 /// binary), opens the barrier by closing the write end, and collects each (label, Run).
+/// One trial of a mixed handoff/claim race decided from `epoch`: exactly one racer won,
+/// promoting its target to `epoch + 1`, and every other one got `stale_master` naming both
+/// epochs. Returns the winner's index.
+#[track_caller]
+pub(crate) fn assert_one_winner(results: &[(String, Run)], targets: &[&Ctl], epoch: u64, trial: u64) -> usize {
+    let winners: Vec<usize> = (0..results.len()).filter(|&i| results[i].1.code == 0).collect();
+    assert_eq!(winners.len(), 1, "trial {trial}: {results:#?}");
+    let w = winners[0];
+    let v = ok_doc(&results[w].1);
+    assert_eq!((&v["new_master"], &v["epoch"]), (&mref(targets[w]), &json!(epoch + 1)), "trial {trial}");
+    for (i, (label, r)) in results.iter().enumerate().filter(|(i, _)| *i != w) {
+        let e = err_doc(r, 3, "stale_master");
+        assert_eq!(
+            (&e["expected_epoch"], &e["epoch"]),
+            (&json!(epoch), &json!(epoch + 1)),
+            "trial {trial} racer {i} {label}"
+        );
+    }
+    w
+}
+
 pub(crate) fn race(co: &Co, racers: &[Racer]) -> Vec<(String, Run)> {
     let (reader, writer) = std::io::pipe().unwrap();
     let children: Vec<(String, Child)> = racers
@@ -1302,20 +1323,8 @@ fn concurrent_verbs_elect_exactly_one_winner() {
         assert_eq!(racers.len(), N);
         assert_eq!(racers.iter().filter(|r| r.label.starts_with("claim:")).count(), 6);
         let results = race(&co, &racers);
-        let winners: Vec<usize> = (0..N).filter(|&i| results[i].1.code == 0).collect();
-        assert_eq!(winners.len(), 1, "trial {trial}: {results:#?}");
-        let w = winners[0];
+        let w = assert_one_winner(&results, &targets, epoch, trial);
         let target = targets[w];
-        let v = ok_doc(&results[w].1);
-        assert_eq!((&v["new_master"], &v["epoch"]), (&mref(target), &json!(epoch + 1)), "trial {trial}");
-        for (i, (label, r)) in results.iter().enumerate().filter(|(i, _)| *i != w) {
-            let e = err_doc(r, 3, "stale_master");
-            assert_eq!(
-                (&e["expected_epoch"], &e["epoch"]),
-                (&json!(epoch), &json!(epoch + 1)),
-                "trial {trial} racer {i} {label}"
-            );
-        }
         st = co.status();
         assert_eq!(st["master"], json!({"identity": target.identity, "session_id": target.sid, "epoch": epoch + 1}));
         *wins.entry(if results[w].0.starts_with("handoff") { "handoff" } else { "claim" }).or_default() += 1;

@@ -26,9 +26,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::master::{
-    Co, Ctl, LIMIT, MixedRace, PASSWORD, PROJECT, Racer, assert_preempted, check_seed_01, check_seed_02, check_seed_03,
-    check_seed_04, check_seed_05, check_seed_06, check_seed_07, check_seed_08, check_seed_09, check_seed_10,
-    check_seed_11, check_seed_12, err_doc, exec, mref, ok_doc, race, s, strings, wait_bounded,
+    Co, Ctl, LIMIT, MixedRace, PASSWORD, PROJECT, Racer, assert_one_winner, assert_preempted, check_seed_01,
+    check_seed_02, check_seed_03, check_seed_04, check_seed_05, check_seed_06, check_seed_07, check_seed_08,
+    check_seed_09, check_seed_10, check_seed_11, check_seed_12, err_doc, exec, mref, ok_doc, race, s, strings,
+    wait_bounded,
 };
 use crate::services::{Ns, Proxy, counts, postgres_addr, redis_via, skip, wait_until};
 use crate::support::{BIN, Run};
@@ -673,20 +674,8 @@ fn two_replicas_one_winner() {
             .collect();
         assert_eq!(racers.iter().filter(|r| r.label.starts_with("claim:")).count(), 6);
         let results = race(&co, &racers);
-        let winners: Vec<usize> = (0..N).filter(|&i| results[i].1.code == 0).collect();
-        assert_eq!(winners.len(), 1, "trial {trial}: {results:#?}");
-        let w = winners[0];
+        let w = assert_one_winner(&results, &targets, epoch, trial);
         let target = targets[w];
-        let v = ok_doc(&results[w].1);
-        assert_eq!((&v["new_master"], &v["epoch"]), (&mref(target), &json!(epoch + 1)), "trial {trial}");
-        for (i, (label, r)) in results.iter().enumerate().filter(|(i, _)| *i != w) {
-            let e = err_doc(r, 3, "stale_master");
-            assert_eq!(
-                (&e["expected_epoch"], &e["epoch"]),
-                (&json!(epoch), &json!(epoch + 1)),
-                "trial {trial} racer {i} {label}"
-            );
-        }
         // Both replicas agree, at once.
         let a = status_at(&co, &urls[0]);
         let b = status_at(&co, &urls[1]);
@@ -1765,38 +1754,19 @@ fn parity_script(co: &Co) -> (Vec<Step>, Vec<(String, String)>) {
     );
     run_v("audit of the project", strings(&["audit", "--project", PROJECT, "--json"]), &[], None);
     run_v("audit of everything, last 3", strings(&["audit", "--limit", "3", "--json"]), &[], None);
-    run_v(
-        "deregister bob",
-        strings(&[
-            "session",
-            "deregister",
-            "--project",
-            PROJECT,
-            "--session",
-            &b_sid,
-            "--token-file",
-            s(&b_tok),
-            "--json",
-        ]),
-        &[],
-        None,
-    );
-    run_v(
-        "deregister bob again",
-        strings(&[
-            "session",
-            "deregister",
-            "--project",
-            PROJECT,
-            "--session",
-            &b_sid,
-            "--token-file",
-            s(&b_tok),
-            "--json",
-        ]),
-        &[],
-        None,
-    );
+    let deregister_bob = strings(&[
+        "session",
+        "deregister",
+        "--project",
+        PROJECT,
+        "--session",
+        &b_sid,
+        "--token-file",
+        s(&b_tok),
+        "--json",
+    ]);
+    run_v("deregister bob", deregister_bob.clone(), &[], None);
+    run_v("deregister bob again", deregister_bob, &[], None);
     // Names that need escaping in a URL.
     for p in ["a/b", "..", "ü x?#%41&y=1"] {
         let r = run_v(
