@@ -24,7 +24,7 @@ use writerctl::claim::model::{AuditEntry, Millis};
 use writerctl::claim::store::redis_pg::RedisPgStore;
 use writerctl::claim::store::sqlite::SqliteStore;
 use writerctl::claim::store::{ClaimWrite, Store};
-use writerctl::claim::work::{self, ClaimStep, TakeRequest};
+use writerctl::claim::work::{self, TakeRequest};
 
 const T0: Millis = 1_800_000_000_000;
 const M: Millis = 60_000;
@@ -64,8 +64,7 @@ fn load(store: &Arc<dyn Store>, n: usize, due: usize) {
             epoch: None,
             detail: serde_json::json!({}),
         };
-        let step = ClaimStep { at: T0, actor: audit.actor.clone(), action: "take".into(), claim: claim.clone() };
-        batch.push(ClaimWrite { expected_version: 0, row: claim, step, events: Vec::new(), audit });
+        batch.push(ClaimWrite { expected_version: 0, row: claim, action: "take".into(), events: Vec::new(), audit });
         if batch.len() == 5000 || i + 1 == n {
             store.write_claims(&batch).unwrap();
             batch.clear();

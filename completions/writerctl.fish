@@ -346,7 +346,7 @@ complete -c writerctl -n "__fish_writerctl_using_subcommand claim; and __fish_se
 complete -c writerctl -n "__fish_writerctl_using_subcommand claim; and __fish_seen_subcommand_from touch" -l channel -d 'Channel name' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand claim; and __fish_seen_subcommand_from touch" -l task -d 'Task id' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand claim; and __fish_seen_subcommand_from touch" -l seat -d 'The owner' -r
-complete -c writerctl -n "__fish_writerctl_using_subcommand claim; and __fish_seen_subcommand_from touch" -l expect-version -d 'The version you read [default: read it now]' -r
+complete -c writerctl -n "__fish_writerctl_using_subcommand claim; and __fish_seen_subcommand_from touch" -l expect-version -d 'The version you read; the write is refused (version_conflict) if the claim moved since [default: not checked]' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand claim; and __fish_seen_subcommand_from touch" -l deputy -d 'A new deputy' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand claim; and __fish_seen_subcommand_from touch" -l ttl-minutes -d 'A new TTL' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand claim; and __fish_seen_subcommand_from touch" -l next-step -d 'A new next step' -r
@@ -362,7 +362,7 @@ complete -c writerctl -n "__fish_writerctl_using_subcommand claim; and __fish_se
 complete -c writerctl -n "__fish_writerctl_using_subcommand claim; and __fish_seen_subcommand_from release" -l channel -d 'Channel name' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand claim; and __fish_seen_subcommand_from release" -l task -d 'Task id' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand claim; and __fish_seen_subcommand_from release" -l seat -d 'The owner' -r
-complete -c writerctl -n "__fish_writerctl_using_subcommand claim; and __fish_seen_subcommand_from release" -l expect-version -d 'The version you read [default: read it now]' -r
+complete -c writerctl -n "__fish_writerctl_using_subcommand claim; and __fish_seen_subcommand_from release" -l expect-version -d 'The version you read; the write is refused (version_conflict) if the claim moved since [default: not checked]' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand claim; and __fish_seen_subcommand_from release" -l next-step -d 'What whoever takes it next should do' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand claim; and __fish_seen_subcommand_from release" -l done -d 'The task is finished (status done; never taken again)'
 complete -c writerctl -n "__fish_writerctl_using_subcommand claim; and __fish_seen_subcommand_from release" -l json -d 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})'

@@ -25,6 +25,8 @@ pub const DEFAULT_TTL_FLOOR_MINUTES: u32 = 5;
 pub const DEFAULT_SLA_MINUTES: u32 = 60;
 /// The longest TTL or SLA accepted: one week. Longer is a typo, not a plan.
 pub const MAX_MINUTES: u32 = 7 * 24 * 60;
+/// The latest moment a sweep or report may be judged by: 9999-12-31T23:59:59.999Z.
+pub const MAX_AS_OF: Millis = 253_402_300_799_999;
 /// The longest focus lease: a seat may go heads-down, not disappear.
 pub const MAX_FOCUS_MINUTES: u32 = 240;
 /// The longest next step accepted.
@@ -217,8 +219,8 @@ pub struct TouchRequest {
     pub task: String,
     /// The seat (must be the owner).
     pub seat: String,
-    /// The version the seat read.
-    pub expect_version: u64,
+    /// The version the seat read (compare-and-set); None: whatever the claim is at.
+    pub expect_version: Option<u64>,
     /// A new deputy; `Some(None)` removes it.
     pub deputy: Option<Option<String>>,
     /// A new TTL; `Some(None)` removes it.
@@ -238,8 +240,8 @@ pub struct ReleaseRequest {
     pub task: String,
     /// The seat (must be the owner).
     pub seat: String,
-    /// The version the seat read.
-    pub expect_version: u64,
+    /// The version the seat read (compare-and-set); None: whatever the claim is at.
+    pub expect_version: Option<u64>,
     /// Done instead of released.
     pub done: bool,
     /// A last next step for whoever takes it.
@@ -329,6 +331,16 @@ pub fn validate_next_step(step: &str) -> Result<(), ClaimError> {
         return Err(ClaimError::InvalidArgument("--next-step contains a control character".into()));
     }
     Ok(())
+}
+
+/// Refuses a moment before 1970 or after 9999 to judge a sweep or a report by.
+pub fn check_as_of(as_of: Option<Millis>) -> Result<(), ClaimError> {
+    match as_of {
+        Some(t) if !(0..=MAX_AS_OF).contains(&t) => Err(ClaimError::InvalidArgument(format!(
+            "as_of must be between 1970 and 9999 (milliseconds 0 to {MAX_AS_OF}), not {t}"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Validates a channel's clocks and builds it.
@@ -426,8 +438,10 @@ pub fn take(
 }
 
 /// The checks every owner write shares: the version the seat read, then ownership.
-fn owned<'a>(row: &'a ClaimRow, seat: &str, expect_version: u64) -> Result<&'a ClaimRow, ClaimError> {
-    if row.version != expect_version {
+fn owned<'a>(row: &'a ClaimRow, seat: &str, expect_version: Option<u64>) -> Result<&'a ClaimRow, ClaimError> {
+    if let Some(expect_version) = expect_version
+        && row.version != expect_version
+    {
         return Err(ClaimError::VersionConflict {
             task: row.task.clone(),
             expected: expect_version,
@@ -489,9 +503,10 @@ pub fn release(row: &ClaimRow, req: &ReleaseRequest, now: Millis) -> Result<Clai
 }
 
 /// The TTL release (seed 002): to the deputy, who becomes owner with a fresh clock, or to
-/// open. Either way the version is bumped and the next step kept. None when the row is not
-/// due at `as_of` (no TTL, not claimed, or held by a focus lease).
-pub fn expire(row: &ClaimRow, focus: Option<&FocusLease>, as_of: Millis) -> Option<ClaimRow> {
+/// open. Either way the version is bumped and the next step kept. Returns the new row and
+/// when the TTL ran out; None when the row is not due at `as_of` (no TTL, not claimed, or
+/// held by a focus lease).
+pub fn expire(row: &ClaimRow, focus: Option<&FocusLease>, as_of: Millis) -> Option<(ClaimRow, Millis)> {
     let due = row.due_with_focus(focus, as_of)?;
     if due > as_of {
         return None;
@@ -517,7 +532,7 @@ pub fn expire(row: &ClaimRow, focus: Option<&FocusLease>, as_of: Millis) -> Opti
     claim.last_owner_touch = None;
     claim.version += 1;
     claim.updated_at = as_of;
-    Some(claim)
+    Some((claim, due))
 }
 
 /// The doorbells a release rings (seed 002): the old owner, the deputy and the channel's
@@ -646,7 +661,7 @@ mod tests {
             channel: "c".into(),
             task: "t".into(),
             seat: "a".into(),
-            expect_version: 1,
+            expect_version: Some(1),
             done: false,
             next_step: None,
         };
@@ -672,19 +687,19 @@ mod tests {
             channel: "c".into(),
             task: "t".into(),
             seat: "a".into(),
-            expect_version: 7,
+            expect_version: Some(7),
             deputy: None,
             ttl_minutes: None,
             next_step: None,
         };
         assert!(matches!(touch(&row, &channel(), &req, 5 * M), Err(ClaimError::VersionConflict { .. })));
-        req.expect_version = 1;
+        req.expect_version = Some(1);
         req.seat = "b".into();
         assert!(matches!(touch(&row, &channel(), &req, 5 * M), Err(ClaimError::NotClaimOwner { .. })));
         req.seat = "a".into();
         let out = touch(&row, &channel(), &req, 5 * M).unwrap().claim;
         assert_eq!((out.version, out.last_owner_touch, out.due_at()), (2, Some(5 * M), Some(15 * M)));
-        req.expect_version = 2;
+        req.expect_version = Some(2);
         req.next_step = Some(String::new());
         assert!(matches!(touch(&out, &channel(), &req, 6 * M), Err(ClaimError::NextStepRequired { .. })));
     }
@@ -693,7 +708,7 @@ mod tests {
     fn the_ttl_hands_to_the_deputy_with_a_fresh_clock_then_opens() {
         let row = taken(Some("b"), Some(10));
         assert_eq!(expire(&row, None, 10 * M - 1), None);
-        let to_deputy = expire(&row, None, 10 * M).unwrap();
+        let to_deputy = expire(&row, None, 10 * M).unwrap().0;
         assert_eq!(to_deputy.owner.as_deref(), Some("b"));
         assert_eq!(to_deputy.handoff_from.as_deref(), Some("a"));
         assert_eq!((to_deputy.deputy.clone(), to_deputy.version, to_deputy.status), (None, 2, ClaimStatus::Claimed));
@@ -701,7 +716,8 @@ mod tests {
         // The sweep is not an owner touch: the deputy's clock starts when it became owner.
         assert_eq!(to_deputy.last_owner_touch, None);
         assert_eq!(to_deputy.due_at(), Some(20 * M));
-        let open = expire(&to_deputy, None, 20 * M).unwrap();
+        let (open, due) = expire(&to_deputy, None, 20 * M).unwrap();
+        assert_eq!(due, 20 * M);
         assert_eq!((open.status, open.owner.clone(), open.version), (ClaimStatus::Released, None, 3));
         assert_eq!(open.handoff_from.as_deref(), Some("b"));
         assert_eq!(open.due_at(), None);
@@ -729,7 +745,7 @@ mod tests {
     #[test]
     fn doorbells_ring_owner_deputy_and_steward_once_each() {
         let row = taken(Some("b"), Some(10));
-        let after = expire(&row, None, 10 * M).unwrap();
+        let after = expire(&row, None, 10 * M).unwrap().0;
         let to: Vec<String> =
             doorbells(&row, &after, Some("steward"), "ttl", None).into_iter().map(|e| e.recipient).collect();
         assert_eq!(to, ["a", "b", "steward"]);

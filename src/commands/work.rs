@@ -4,7 +4,6 @@
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
-use writerctl::claim::api::CoordinatorApi;
 use writerctl::claim::model::Millis;
 use writerctl::claim::work::{
     Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, ReleaseRequest, SweepReport, TakeRequest, TouchRequest,
@@ -70,8 +69,9 @@ pub enum ClaimCmd {
     Take(TakeArgs),
     /// The owner's write: resets the TTL clock; may change deputy, TTL and next step.
     ///
-    /// Without --expect-version the current version is read first (a compare-and-set
-    /// against what the command saw, not against what you saw).
+    /// With --expect-version N the write is refused (version_conflict) if the claim is no
+    /// longer at the version you read; without it, it applies to whatever the claim is at
+    /// while the seat still owns it.
     #[command(
         after_help = "Examples:\n  writerctl claim touch --project web --channel merges --task PR-42 --seat alice --expect-version 3\n  writerctl claim touch --project web --channel merges --task PR-42 --seat alice --next-step 'CI green; merge'"
     )]
@@ -137,7 +137,8 @@ pub struct TouchArgs {
     /// The owner.
     #[arg(long, value_name = "IDENTITY")]
     pub seat: String,
-    /// The version you read [default: read it now].
+    /// The version you read; the write is refused (version_conflict) if the claim moved
+    /// since [default: not checked].
     #[arg(long, value_name = "N")]
     pub expect_version: Option<u64>,
     /// A new deputy.
@@ -165,7 +166,8 @@ pub struct ReleaseArgs {
     /// The owner.
     #[arg(long, value_name = "IDENTITY")]
     pub seat: String,
-    /// The version you read [default: read it now].
+    /// The version you read; the write is refused (version_conflict) if the claim moved
+    /// since [default: not checked].
     #[arg(long, value_name = "N")]
     pub expect_version: Option<u64>,
     /// The task is finished (status done; never taken again).
@@ -250,14 +252,11 @@ pub struct StewardArgs {
     pub as_of: Option<Millis>,
 }
 
-/// An RFC 3339 time at or after 1970 as milliseconds since the epoch.
+/// An RFC 3339 time as milliseconds since the epoch (the coordinator judges its range).
 fn parse_time(s: &str) -> Result<Millis, String> {
     let t = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
         .map_err(|e| format!("{s:?} is not an RFC 3339 time (e.g. 2026-12-01T09:00:00Z): {e}"))?;
-    i64::try_from(t.unix_timestamp_nanos() / 1_000_000)
-        .ok()
-        .filter(|ms| *ms >= 0)
-        .ok_or_else(|| format!("{s:?} is before 1970"))
+    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).map_err(|_| format!("{s:?} is out of range"))
 }
 
 /// A number of minutes from 1 to a week (the coordinator's own bounds, said up front).
@@ -352,14 +351,6 @@ fn print_outcome(out: Output, o: &ClaimOutcome) -> Result<()> {
     Ok(())
 }
 
-/// The version the caller read, or the one stored now.
-fn version_or_current(c: &dyn CoordinatorApi, at: &TaskArgs, v: Option<u64>) -> Result<u64> {
-    Ok(match v {
-        Some(v) => v,
-        None => c.show_claim(&at.at.project, &at.at.channel, &at.task)?.version,
-    })
-}
-
 /// Runs a `channel` subcommand.
 pub fn run_channel(cmd: ChannelCmd, out: Output) -> Result<()> {
     let (ch, created) = match cmd {
@@ -403,13 +394,12 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
         }
         ClaimCmd::Touch(a) => {
             let c = a.at.at.coord.open()?;
-            let expect_version = version_or_current(c.as_ref(), &a.at, a.expect_version)?;
             let o = c.touch(&TouchRequest {
                 project: a.at.at.project.clone(),
                 channel: a.at.at.channel.clone(),
                 task: a.at.task.clone(),
                 seat: a.seat,
-                expect_version,
+                expect_version: a.expect_version,
                 deputy: if a.no_deputy { Some(None) } else { a.deputy.map(Some) },
                 ttl_minutes: if a.no_ttl { Some(None) } else { a.ttl_minutes.map(Some) },
                 next_step: a.next_step,
@@ -418,13 +408,12 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
         }
         ClaimCmd::Release(a) => {
             let c = a.at.at.coord.open()?;
-            let expect_version = version_or_current(c.as_ref(), &a.at, a.expect_version)?;
             let row = c.release_claim(&ReleaseRequest {
                 project: a.at.at.project.clone(),
                 channel: a.at.at.channel.clone(),
                 task: a.at.task.clone(),
                 seat: a.seat,
-                expect_version,
+                expect_version: a.expect_version,
                 done: a.done,
                 next_step: a.next_step,
             })?;
@@ -606,7 +595,7 @@ mod tests {
         assert_eq!(parse_time("2026-12-01T09:00:00.5+01:00"), Ok(1_796_112_000_500));
         assert!(parse_time("yesterday").is_err());
         assert!(parse_time("2026-12-01").is_err());
-        assert!(parse_time("0000-01-01T00:00:00Z").is_err());
+        assert!(parse_time("0000-01-01T00:00:00Z").is_ok_and(|t| t < 0), "refused by the coordinator, not here");
         assert_eq!(minutes("5"), Ok(5));
         assert!(minutes("0").is_err() && minutes("10081").is_err() && minutes("-1").is_err());
     }

@@ -66,10 +66,6 @@ struct Metrics {
     sweep_conflicts: u64,
 }
 
-/// The latest `as_of` accepted over HTTP (9999-12-31T23:59:59.999Z); earlier than 0 or later
-/// than this is a typo, and keeps the engine's time arithmetic far from overflow.
-pub const MAX_AS_OF: Millis = 253_402_300_799_999;
-
 /// What one background sweep returned.
 type SweepAll = Result<crate::claim::engine::SweepAll, ClaimError>;
 
@@ -345,16 +341,6 @@ async fn audit(State(app): State<Shared>, headers: HeaderMap, Query(q): Query<Au
 // work claims (seed 002)
 // ---------------------------------------------------------------------------------------
 
-/// An `as_of` from a request: within [0, [`MAX_AS_OF`]].
-fn as_of(v: Option<Millis>) -> Result<Option<Millis>, ClaimError> {
-    match v {
-        Some(t) if !(0..=MAX_AS_OF).contains(&t) => {
-            Err(ClaimError::InvalidArgument(format!("as_of must be milliseconds between 0 and {MAX_AS_OF}, not {t}")))
-        }
-        v => Ok(v),
-    }
-}
-
 async fn channel_create(State(app): State<Shared>, Path(project): Path<String>, body: Bytes) -> Response {
     run_as(app, "channel.create", StatusCode::CREATED, move |a| {
         let r: ChannelReq = parse(&body)?;
@@ -425,7 +411,7 @@ async fn claim_sweep(State(app): State<Shared>, Path(project): Path<String>, bod
     run(app, "claim.sweep", move |a| {
         // Everything is optional: no body at all sweeps now.
         let r: SweepReq = if body.is_empty() { SweepReq::default() } else { parse(&body)? };
-        a.coord.sweep(&project, as_of(r.as_of)?, r.dry_run)
+        a.coord.sweep(&project, r.as_of, r.dry_run)
     })
     .await
 }
@@ -462,7 +448,7 @@ async fn steward_report(
 ) -> Response {
     run(app, "steward.report", move |a| {
         let Query(q) = q.map_err(|e| ClaimError::InvalidArgument(format!("query: {}", e.body_text())))?;
-        a.coord.steward_report(&project, &channel, as_of(q.as_of)?)
+        a.coord.steward_report(&project, &channel, q.as_of)
     })
     .await
 }
@@ -851,7 +837,7 @@ fn work_openapi(doc: &mut serde_json::Value) {
     let minutes = json!({"type": "integer", "minimum": 1, "maximum": crate::claim::work::MAX_MINUTES});
     let nminutes =
         json!({"type": "integer", "minimum": 1, "maximum": crate::claim::work::MAX_MINUTES, "nullable": true});
-    let millis = json!({"type": "integer", "minimum": 0, "maximum": MAX_AS_OF});
+    let millis = json!({"type": "integer", "minimum": 0, "maximum": crate::claim::work::MAX_AS_OF});
     let ms = json!({"type": "integer"});
     let nms = json!({"type": "integer", "nullable": true});
     let (project, channel, task, seat) = (p("project"), p("channel"), p("task"), p("seat"));
@@ -994,15 +980,12 @@ fn work_openapi(doc: &mut serde_json::Value) {
             s(
                 json!({"seat": string, "expect_version": count, "deputy": string, "clear_deputy": boolean, "ttl_minutes": minutes,
             "clear_ttl": boolean, "next_step": string}),
-                &["seat", "expect_version"],
+                &["seat"],
             ),
         ),
         (
             "ReleaseReq",
-            s(
-                json!({"seat": string, "expect_version": count, "done": boolean, "next_step": string}),
-                &["seat", "expect_version"],
-            ),
+            s(json!({"seat": string, "expect_version": count, "done": boolean, "next_step": string}), &["seat"]),
         ),
         ("SweepReq", json!({"type": "object", "properties": {"as_of": millis, "dry_run": boolean}})),
         ("FocusStartReq", s(json!({"minutes": {"type": "integer", "minimum": 1, "maximum": u32::MAX}}), &["minutes"])),

@@ -268,8 +268,9 @@ impl TakeReq {
 pub struct TouchReq {
     /// The seat (must be the owner).
     pub seat: String,
-    /// The version the seat read.
-    pub expect_version: u64,
+    /// The version the seat read; absent: not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_version: Option<u64>,
     /// A new deputy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deputy: Option<String>,
@@ -343,8 +344,9 @@ impl TouchReq {
 pub struct ReleaseReq {
     /// The seat (must be the owner).
     pub seat: String,
-    /// The version the seat read.
-    pub expect_version: u64,
+    /// The version the seat read; absent: not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_version: Option<u64>,
     /// Done instead of released.
     #[serde(default)]
     pub done: bool,

@@ -64,7 +64,7 @@ fn touch_req(channel: &str, task: &str, seat: &str, expect_version: u64) -> Touc
         channel: channel.into(),
         task: task.into(),
         seat: seat.into(),
-        expect_version,
+        expect_version: Some(expect_version),
         deputy: None,
         ttl_minutes: None,
         next_step: None,
@@ -77,7 +77,7 @@ fn release_req(channel: &str, task: &str, seat: &str, expect_version: u64) -> Re
         channel: channel.into(),
         task: task.into(),
         seat: seat.into(),
-        expect_version,
+        expect_version: Some(expect_version),
         done: false,
         next_step: None,
     }

@@ -135,7 +135,7 @@ fn touch_req(task: &str, seat: &str, version: u64) -> TouchRequest {
         channel: CH.into(),
         task: task.into(),
         seat: seat.into(),
-        expect_version: version,
+        expect_version: Some(version),
         deputy: None,
         ttl_minutes: None,
         next_step: None,
@@ -148,7 +148,7 @@ fn release_req(task: &str, seat: &str, version: u64, done: bool) -> ReleaseReque
         channel: CH.into(),
         task: task.into(),
         seat: seat.into(),
-        expect_version: version,
+        expect_version: Some(version),
         done,
         next_step: None,
     }
@@ -248,6 +248,12 @@ fn every_owner_write_is_compare_and_set_on_the_version() {
         assert_eq!(code(b.touch("t", "bob", 2)), ErrorCode::NotClaimOwner);
         assert_eq!(code(b.coord.release_claim(&release_req("t", "bob", 2, false))), ErrorCode::NotClaimOwner);
         assert_eq!(b.show("t"), touched, "{}: refused writes change nothing", b.name);
+        // Without an expected version the owner's write applies to the current one; a
+        // non-owner is still refused.
+        let unchecked = TouchRequest { expect_version: None, ..touch_req("t", "alice", 0) };
+        assert_eq!(b.coord.touch(&unchecked).unwrap().claim.version, 3, "{}", b.name);
+        let unchecked = TouchRequest { expect_version: None, ..touch_req("t", "bob", 0) };
+        assert_eq!(code(b.coord.touch(&unchecked)), ErrorCode::NotClaimOwner);
         assert_eq!(code(b.touch("missing", "alice", 1)), ErrorCode::NotFound);
     }
 }
@@ -486,6 +492,9 @@ fn a_dry_run_sweep_previews_as_of_a_moment_and_writes_nothing() {
         // moment would hand the deputy a claim already due).
         assert_eq!(code(b.coord.sweep(P, Some(T0 + 15 * M), false)), ErrorCode::InvalidArgument);
         assert_eq!(code(b.coord.sweep(P, Some(T0 - M), false)), ErrorCode::InvalidArgument);
+        // Before 1970 or after 9999 is a typo, in-process as over HTTP.
+        assert_eq!(code(b.coord.sweep(P, Some(-1), true)), ErrorCode::InvalidArgument);
+        assert_eq!(code(b.coord.steward_report(P, CH, Some(i64::MAX))), ErrorCode::InvalidArgument);
         // The real sweep at that moment does what the preview said.
         b.advance(15);
         let done = b.sweep();
@@ -834,26 +843,16 @@ fn eight_seats_with_one_killed_in_compressed_real_time_over_serve_redis_pg() {
 /// Loads `n` claims of alice (deputy bob, TTL 5) straight through the store, all taken at
 /// T0, so all are due at T0 + 5.
 fn load_due(b: &Backend, n: usize) {
-    use writerctl::claim::model::AuditEntry;
-    use writerctl::claim::store::ClaimWrite;
-    use writerctl::claim::work::ClaimStep;
     let ch = b.coord.show_channel(P, CH).unwrap();
-    let writes: Vec<ClaimWrite> = (0..n)
+    let writes: Vec<_> = (0..n)
         .map(|i| {
             let req = take_req(&format!("t{i:05}"), "alice", Some("bob"), Some(5), Some("go"));
-            let claim = writerctl::claim::work::take(None, &ch, &req, T0).unwrap().claim;
-            let audit = AuditEntry {
-                at: T0,
-                project: P.into(),
-                verb: "claim.take".into(),
-                actor: "seat:alice".into(),
-                target: Some(claim.target()),
-                result: "ok".into(),
-                epoch: None,
-                detail: serde_json::json!({}),
-            };
-            let step = ClaimStep { at: T0, actor: audit.actor.clone(), action: "take".into(), claim: claim.clone() };
-            ClaimWrite { expected_version: 0, row: claim, step, events: Vec::new(), audit }
+            crate::work_store::write(
+                0,
+                writerctl::claim::work::take(None, &ch, &req, T0).unwrap().claim,
+                "take",
+                vec![],
+            )
         })
         .collect();
     for chunk in writes.chunks(1000) {

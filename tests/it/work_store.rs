@@ -64,11 +64,11 @@ fn channel(project: &str) -> Channel {
 }
 
 /// A write of `row` decided from `expected`, with its step and audit row.
-fn write(expected: u64, row: ClaimRow, action: &str, events: Vec<NewEvent>) -> ClaimWrite {
+pub(crate) fn write(expected: u64, row: ClaimRow, action: &str, events: Vec<NewEvent>) -> ClaimWrite {
     let at = row.updated_at;
     ClaimWrite {
         expected_version: expected,
-        step: ClaimStep { at, actor: "seat:test".into(), action: action.into(), claim: row.clone() },
+        action: action.into(),
         audit: audit(&row.project, &format!("claim.{action}"), &row.target(), at),
         events,
         row,
@@ -103,7 +103,7 @@ fn touched(row: &ClaimRow, now: Millis) -> ClaimRow {
         channel: row.channel.clone(),
         task: row.task.clone(),
         seat: row.owner.clone().unwrap(),
-        expect_version: row.version,
+        expect_version: Some(row.version),
         deputy: None,
         ttl_minutes: None,
         next_step: None,
@@ -118,7 +118,7 @@ fn released(row: &ClaimRow, now: Millis) -> ClaimRow {
         channel: row.channel.clone(),
         task: row.task.clone(),
         seat: row.owner.clone().unwrap(),
-        expect_version: row.version,
+        expect_version: Some(row.version),
         done: false,
         next_step: None,
     };
@@ -216,7 +216,7 @@ fn a_conflict_in_a_batch_stops_only_itself() {
             .map(|t| put(st, write(0, taken(P, None, t, "alice", Some(5), T0), "take", vec![])))
             .collect();
         let as_of = T0 + 5 * M;
-        let expire = |r: &ClaimRow| work::expire(r, None, as_of).unwrap();
+        let expire = |r: &ClaimRow| work::expire(r, None, as_of).unwrap().0;
         let batch = [
             write(1, expire(&rows[0]), "ttl_release", vec![doorbell("steward", &rows[0])]),
             write(7, expire(&rows[1]), "ttl_release", vec![doorbell("steward", &rows[1])]),
@@ -381,8 +381,8 @@ fn doorbells_land_in_the_inbox_in_cursor_order() {
         let ring = |r: &ClaimRow| vec![doorbell("alice", r), doorbell("steward", r)];
         let out = st
             .write_claims(&[
-                write(1, work::expire(&a, None, as_of).unwrap(), "ttl_release", ring(&a)),
-                write(1, work::expire(&b, None, as_of).unwrap(), "ttl_release", ring(&b)),
+                write(1, work::expire(&a, None, as_of).unwrap().0, "ttl_release", ring(&a)),
+                write(1, work::expire(&b, None, as_of).unwrap().0, "ttl_release", ring(&b)),
             ])
             .unwrap();
         assert_eq!(out, [Commit::Done(2); 2], "{}", s.name);
@@ -420,7 +420,7 @@ fn a_large_batch_goes_in_whole() {
         assert!(due.windows(2).all(|w| w[0].due_at() < w[1].due_at()), "{}: earliest first", s.name);
         let expired: Vec<ClaimWrite> = due
             .iter()
-            .map(|r| write(1, work::expire(r, None, T0 + 5 * M + n).unwrap(), "ttl_release", vec![doorbell("s", r)]))
+            .map(|r| write(1, work::expire(r, None, T0 + 5 * M + n).unwrap().0, "ttl_release", vec![doorbell("s", r)]))
             .collect();
         let out = st.write_claims(&expired).unwrap();
         assert!(out.iter().all(|c| *c == Commit::Done(2)), "{}", s.name);
@@ -468,7 +468,7 @@ fn redis_pg_work_reaches_postgres_and_survives_a_cold_restore() {
     // A project with claims only (no controller ever registered): its doorbell cursors must
     // survive a restore too.
     let o1 = put(st, write(0, taken("solo", None, "x", "carol", Some(5), T0), "take", vec![]));
-    let solo_bell = work::expire(&o1, None, T0 + 5 * M).unwrap();
+    let solo_bell = work::expire(&o1, None, T0 + 5 * M).unwrap().0;
     let o2 = put(st, write(1, solo_bell, "ttl_release", vec![doorbell("carol", &o1)]));
     let o3 = put(st, write(2, taken("solo", Some(&o2), "x", "dave", Some(5), T0 + 6 * M), "take", vec![]));
     let last_cursor = st.inbox("solo", "carol", 0, 10).unwrap()[0].cursor;
@@ -529,11 +529,14 @@ fn redis_pg_work_reaches_postgres_and_survives_a_cold_restore() {
     assert_eq!(pg_claims(&ns)[0], (P.into(), "a".into(), (3 + G) as i64, a3.due_at()));
     assert_eq!(pg_count(&ns, "claim_history"), history + 2);
 
-    // A running store whose Redis lost the namespace restores before deciding: a write
-    // decided before the loss conflicts, a new task goes in, readers see restored rows.
+    // A running store whose Redis lost the namespace restores and answers the writes it
+    // could not run as conflicts (the caller decides again on the restored state, like a
+    // master commit): a write decided before the loss conflicts for good, a new task goes
+    // in on the next attempt, readers see restored rows.
     ns.wipe_redis();
     let stale = write(3 + G, touched(&a3, T0 + 4 * M), "touch", vec![]);
     let new = write(0, taken(P, None, "c", "erin", None, T0 + 4 * M), "take", vec![]);
+    assert_eq!(store.write_claims(&[stale.clone(), new.clone()]).unwrap(), [Commit::Conflict, Commit::Conflict]);
     assert_eq!(store.write_claims(&[stale, new]).unwrap(), [Commit::Conflict, Commit::Done(1)]);
     assert_eq!(store.claim(P, CH, "a").unwrap().unwrap().version, 3 + 2 * G);
     ns.wipe_redis();
@@ -560,7 +563,7 @@ fn redis_pg_work_reaches_postgres_and_survives_a_cold_restore() {
 /// Rings `to` about `row` (a conflicting no-op would ring nothing: this one is a real write)
 /// and returns the doorbell's cursor.
 fn st_bell(st: &dyn Store, row: &ClaimRow, to: &str) -> u64 {
-    let after = work::expire(row, None, Millis::MAX / 2).unwrap();
+    let after = work::expire(row, None, Millis::MAX / 2).unwrap().0;
     put(st, write(row.version, after, "ttl_release", vec![doorbell(to, row)]));
     st.inbox(&row.project, to, 0, 100).unwrap().last().unwrap().cursor
 }

@@ -90,12 +90,7 @@ impl Coordinator {
                 audit.detail = claim_detail(&d.row);
                 let write = ClaimWrite {
                     expected_version: existing.map_or(0, |r| r.version),
-                    step: ClaimStep {
-                        at: now,
-                        actor: base.actor.clone(),
-                        action: d.action.into(),
-                        claim: d.row.clone(),
-                    },
+                    action: d.action.into(),
                     row: d.row,
                     events: d.events,
                     audit,
@@ -257,6 +252,7 @@ impl Coordinator {
         channel: &str,
         as_of: Option<Millis>,
     ) -> Result<StewardReport, ClaimError> {
+        work::check_as_of(as_of)?;
         let ch = self.show_channel(project, channel)?;
         let as_of = as_of.unwrap_or_else(|| self.clock.now());
         let rows = self.store.claims(project, channel)?;
@@ -270,6 +266,7 @@ impl Coordinator {
     /// read and its write wins (the sweep's compare-and-set fails and the claim is kept).
     pub fn sweep(&self, project: &str, as_of: Option<Millis>, dry_run: bool) -> Result<SweepReport, ClaimError> {
         validate_name("project", project)?;
+        work::check_as_of(as_of)?;
         let now = self.clock.now();
         // A write judged by another moment would stamp the release (and a deputy's fresh
         // clock) with that moment: early releases in the future, a deputy handed a claim
@@ -285,10 +282,12 @@ impl Coordinator {
         let mut channels: HashMap<String, Option<Channel>> = HashMap::new();
         let mut report = SweepReport { as_of, dry_run, ..SweepReport::default() };
         let (mut actions, mut writes) = (Vec::new(), Vec::new());
+        // Stamped `now`, the moment the sweep judged by: the history step and the deputy's
+        // `owner_since` read the same instant.
+        let audit = AuditEntry { at: now, ..self.audit(project, "claim.ttl_release", COORDINATOR_ACTOR.into(), None) };
         for row in self.store.due_claims(project, as_of, SWEEP_LIMIT)? {
             let lease = row.owner.as_ref().and_then(|o| focus.get(o));
-            let (Some(after), Some(due_at)) = (work::expire(&row, lease, as_of), row.due_with_focus(lease, as_of))
-            else {
+            let Some((after, due_at)) = work::expire(&row, lease, as_of) else {
                 report.deferred_by_focus += 1;
                 continue;
             };
@@ -317,22 +316,8 @@ impl Coordinator {
             writes.push(ClaimWrite {
                 expected_version: row.version,
                 events: work::doorbells(&row, &after, steward, "ttl", None),
-                step: ClaimStep {
-                    at: as_of,
-                    actor: COORDINATOR_ACTOR.into(),
-                    action: step_action.into(),
-                    claim: after.clone(),
-                },
-                audit: AuditEntry {
-                    at: now,
-                    project: project.into(),
-                    verb: "claim.ttl_release".into(),
-                    actor: COORDINATOR_ACTOR.into(),
-                    target: Some(row.target()),
-                    result: "ok".into(),
-                    epoch: None,
-                    detail,
-                },
+                action: step_action.into(),
+                audit: AuditEntry { target: Some(row.target()), detail, ..audit.clone() },
                 row: after,
             });
         }

@@ -13,6 +13,26 @@ use super::error::ClaimError;
 use super::model::{AuditEntry, Change, Event, Millis, NewEvent, OperatorRecord, Snapshot};
 use super::work::{Channel, ClaimRow, ClaimStep, FocusLease};
 
+/// JSON that a store wrote and cannot read back: the store is damaged, not the caller.
+pub(crate) fn json_err(e: serde_json::Error) -> ClaimError {
+    ClaimError::Store(format!("stored JSON: {e}"))
+}
+
+/// A record as the JSON text a store keeps.
+pub(crate) fn to_json<T: serde::Serialize>(v: &T) -> Result<String, ClaimError> {
+    serde_json::to_string(v).map_err(json_err)
+}
+
+/// A record from the JSON text a store kept.
+pub(crate) fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, ClaimError> {
+    serde_json::from_str(text).map_err(json_err)
+}
+
+/// A u64 (version, epoch, cursor) as a database integer, clamped (never reached in practice).
+pub(crate) fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
 /// A verb's decision: from a snapshot to the change and its audit row.
 pub type Decide<'a> = dyn FnMut(&Snapshot) -> Result<(Change, AuditEntry), ClaimError> + 'a;
 
@@ -37,12 +57,26 @@ pub struct ClaimWrite {
     pub expected_version: u64,
     /// The new row (its `version` is the new version).
     pub row: ClaimRow,
-    /// The history step (its `claim` equals `row`).
-    pub step: ClaimStep,
+    /// The history step's action (`take`, `touch`, `ttl_handoff`, ...); the step itself is
+    /// [`ClaimWrite::step`].
+    pub action: String,
     /// Inbox events (release doorbells).
     pub events: Vec<NewEvent>,
     /// The audit row.
     pub audit: AuditEntry,
+}
+
+impl ClaimWrite {
+    /// The history step this write appends: the new row, as of the audit row's time and
+    /// actor (one source for both, so history and audit never disagree on who and when).
+    pub fn step(&self) -> ClaimStep {
+        ClaimStep {
+            at: self.audit.at,
+            actor: self.audit.actor.clone(),
+            action: self.action.clone(),
+            claim: self.row.clone(),
+        }
+    }
 }
 
 /// Seed 002's work claims: channels, per-task rows with their own compare-and-set version,

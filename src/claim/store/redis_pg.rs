@@ -67,7 +67,7 @@ use std::time::{Duration, Instant};
 
 use redis::{ErrorKind, RedisError, Script, ServerErrorKind, Value};
 
-use super::{Commit, Store};
+use super::{Commit, Store, from_json, json_err, to_i64, to_json};
 use crate::claim::error::ClaimError;
 use crate::claim::model::{
     AuditEntry, Change, Controller, Event, MasterRef, MasterSlot, Millis, NewEvent, OperatorRecord, Snapshot,
@@ -193,7 +193,6 @@ CREATE TABLE @.claims (
     body       JSON NOT NULL,
     PRIMARY KEY (project, channel, task)
 );
-CREATE INDEX claims_due ON @.claims (project, due_at) WHERE due_at IS NOT NULL;
 CREATE TABLE @.claim_history (
     id          BIGSERIAL PRIMARY KEY,
     op_id       TEXT NOT NULL UNIQUE,
@@ -416,10 +415,6 @@ fn pg_err(e: postgres::Error) -> ClaimError {
 /// so retrying it can never succeed and it must not block the entries behind it.
 fn pg_rejects_entry(e: &postgres::Error) -> bool {
     e.code().is_some_and(|c| c.code().starts_with("22") || c.code().starts_with("23"))
-}
-
-fn json_err(e: serde_json::Error) -> ClaimError {
-    ClaimError::Store(format!("stored JSON: {e}"))
 }
 
 fn to_u64(what: &str, v: i64) -> Result<u64, ClaimError> {
@@ -830,7 +825,7 @@ struct Job {
 impl Job {
     fn decode(f: &HashMap<String, String>) -> Result<Job, ClaimError> {
         let get = |k: &str| f.get(k).ok_or_else(|| ClaimError::Store(format!("queue entry without {k}")));
-        let audit: AuditEntry = serde_json::from_str(get("audit")?).map_err(json_err)?;
+        let audit: AuditEntry = from_json(get("audit")?)?;
         let state = match f.get("controllers") {
             None => None,
             Some(rows) => Some(ProjectState {
@@ -841,16 +836,12 @@ impl Job {
                     _ => None,
                 },
                 cursor: parse_u64("cursor", get("cursor")?)?,
-                controllers: serde_json::from_str(rows).map_err(json_err)?,
+                controllers: from_json(rows)?,
             }),
         };
         let work = work::Payload::decode(f)?;
         Ok(Job { op_id: get("op")?.clone(), project: get("project")?.clone(), audit, state, work })
     }
-}
-
-fn big(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
 }
 
 fn insert_audit(
@@ -859,7 +850,7 @@ fn insert_audit(
     op_id: &str,
     a: &AuditEntry,
 ) -> Result<(), postgres::Error> {
-    let epoch = a.epoch.map(big);
+    let epoch = a.epoch.map(to_i64);
     tx.execute(
         &st.insert_audit,
         &[&op_id, &a.at, &a.project, &a.verb, &a.actor, &a.target, &a.result, &epoch, &a.detail.to_string()],
@@ -876,7 +867,7 @@ fn apply_state(
     project: &str,
     s: &ProjectState,
 ) -> Result<(), postgres::Error> {
-    let version = big(s.version);
+    let version = to_i64(s.version);
     tx.execute(&st.ensure_project, &[&project])?;
     let stored: i64 = tx.query_one(&st.lock_project, &[&project])?.try_get(0)?;
     if stored >= version {
@@ -887,10 +878,10 @@ fn apply_state(
         &[
             &project,
             &version,
-            &big(s.epoch),
+            &to_i64(s.epoch),
             &s.master.as_ref().map(|m| &m.session_id),
             &s.master.as_ref().map(|m| &m.identity),
-            &big(s.cursor),
+            &to_i64(s.cursor),
         ],
     )?;
     // Rows gone from Redis go first, so a re-registration under the same natural key (a
@@ -1293,7 +1284,7 @@ impl Inner {
                 _ => inv.arg("0").arg("").arg(""),
             };
             for c in by_project.remove(&project).unwrap_or_default() {
-                inv.arg(&c.session_id).arg(serde_json::to_string(&c).map_err(json_err)?);
+                inv.arg(&c.session_id).arg(to_json(&c)?);
             }
             // Idempotent: the script does nothing once the head exists.
             if self.redis.run_idempotent(|c| inv.invoke::<i64>(c))? == 1 {
@@ -1343,7 +1334,7 @@ impl Inner {
     /// Enqueues an audit row on its own.
     fn enqueue_audit(&self, entry: &AuditEntry) -> Result<(), ClaimError> {
         let op = uuid::Uuid::new_v4().to_string();
-        let audit = serde_json::to_string(entry).map_err(json_err)?;
+        let audit = to_json(entry)?;
         let queue = self.keys.queue();
         // Not retried: a lost reply may mean it was added, and a second add would be a
         // second op id (a duplicate row).
@@ -1445,7 +1436,7 @@ impl Inner {
 fn change_args(inv: &mut redis::ScriptInvocation<'_>, change: &Change) -> Result<(), ClaimError> {
     inv.arg(change.upsert.len());
     for c in &change.upsert {
-        inv.arg(&c.session_id).arg(serde_json::to_string(c).map_err(json_err)?);
+        inv.arg(&c.session_id).arg(to_json(c)?);
     }
     inv.arg(change.delete.len());
     for sid in &change.delete {
@@ -1507,7 +1498,7 @@ impl Store for RedisPgStore {
         inv.key(k.head(project)).key(k.ctl(project)).key(k.cursor()).key(k.queue()).key(k.ready());
         inv.key(event_keys(k, project, &change.events));
         inv.arg(expected_version).arg(&op).arg(project).arg(audit.at);
-        inv.arg(serde_json::to_string(audit).map_err(json_err)?);
+        inv.arg(to_json(audit)?);
         change_args(&mut inv, change)?;
         // Not retried on a lost reply: the script may have run, and running it again would
         // report a conflict for a commit that in fact succeeded.
@@ -1696,7 +1687,7 @@ impl Store for RedisPgStore {
                     at: get("at")?.parse().map_err(|_| ClaimError::Store(format!("inbox entry {id}: bad time")))?,
                     recipient_session: f.get("session").cloned(),
                     kind: get("kind")?.clone(),
-                    payload: serde_json::from_str(get("payload")?).map_err(json_err)?,
+                    payload: from_json(get("payload")?)?,
                 })
             })
             .collect()

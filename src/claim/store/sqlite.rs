@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params};
 
-use super::{Commit, Decide, Store};
+use super::{Commit, Decide, Store, json_err};
 use crate::claim::error::ClaimError;
 use crate::claim::model::{
     AuditEntry, Change, Controller, Event, MasterRef, MasterSlot, Millis, NewEvent, OperatorRecord, Snapshot,
@@ -133,10 +133,6 @@ fn db_err(e: rusqlite::Error) -> ClaimError {
         Some(C::CannotOpen | C::PermissionDenied | C::ReadOnly) => ClaimError::Unavailable(e.to_string()),
         _ => ClaimError::Store(e.to_string()),
     }
-}
-
-fn json_err(e: serde_json::Error) -> ClaimError {
-    ClaimError::Store(format!("stored JSON: {e}"))
 }
 
 /// Creates the database file 0600 if it is missing, refusing a symlink or a non-regular

@@ -15,16 +15,16 @@
 use std::collections::{HashMap, HashSet};
 
 use redis::{Cmd, RedisResult, Script, Value};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::{
-    EPOCH_RESTORE_GAP, Inner, RedisPgStore, as_array, as_int, as_text, bad_reply, big, esc, event_args, event_keys,
+    EPOCH_RESTORE_GAP, Inner, RedisPgStore, as_array, as_int, as_text, bad_reply, esc, event_args, event_keys,
     json_err, parse_u64, pg_err, redis_err, to_u64, with_inbox,
 };
 use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Millis};
 use crate::claim::store::{ClaimWrite, Commit, WorkStore};
+use crate::claim::store::{from_json as parse, to_i64, to_json};
 use crate::claim::work::{Channel, ClaimRow, ClaimStep, FocusLease};
 
 /// Scripts (or plain commands) per pipeline round trip: a sweep of 100,000 claims is 100
@@ -44,14 +44,14 @@ const PIPELINE_CHUNK: usize = 1000;
 /// for every u64 (cjson would round above 2^53, and decoding costs a sweep its speed).
 /// Every check runs before the first write: Redis does not roll a script back.
 const CLAIM_LUA: &str = r#"
-if redis.call('EXISTS', KEYS[1]) == 0 then return {'lost'} end
+if redis.call('EXISTS', KEYS[1]) == 0 then return 'lost' end
 local stored = redis.call('HGET', KEYS[4], ARGV[2])
 local current = '0'
 if stored then
   current = string.match(stored, '"version":(%d+)')
   if not current then return redis.error_reply('claim row ' .. ARGV[2] .. ' in ' .. KEYS[4] .. ' has no version') end
 end
-if current ~= ARGV[1] then return {'conflict', current} end
+if current ~= ARGV[1] then return 'conflict' end
 local i = 11
 local function take() local v = ARGV[i]; i = i + 1; return v end
 local events = take_events(take)
@@ -71,9 +71,9 @@ end
 inbox_append(KEYS[2], counter, 8, ARGV[9], events)
 -- The Postgres write: the audit row, the row and its step, and the cursor (so a restore
 -- never hands out a cursor these doorbells used).
-local id = redis.call('XADD', KEYS[3], '*', 'op', ARGV[8], 'project', ARGV[7], 'audit', ARGV[10],
+redis.call('XADD', KEYS[3], '*', 'op', ARGV[8], 'project', ARGV[7], 'audit', ARGV[10],
   'claim', ARGV[3], 'step', ARGV[4], 'cursor', redis.call('GET', KEYS[2]) or '0')
-return {'ok', id}
+return 'ok'
 "#;
 
 /// Creates a channel unless it exists. KEYS: ready marker, channels hash, pg queue. ARGV:
@@ -197,10 +197,6 @@ fn split_member(member: &str) -> Result<(String, String), ClaimError> {
         .ok_or_else(|| ClaimError::Store(format!("redis: due index member {member:?} names no task")))
 }
 
-fn to_json<T: Serialize>(v: &T) -> Result<String, ClaimError> {
-    serde_json::to_string(v).map_err(json_err)
-}
-
 /// A JSON value from a reply; None for a missing one.
 fn from_json<T: DeserializeOwned>(what: &str, v: &Value) -> Result<Option<T>, ClaimError> {
     match v {
@@ -239,11 +235,7 @@ enum Reply {
 }
 
 fn reply_of(what: &str, v: &Value) -> Result<Reply, ClaimError> {
-    let word = match v {
-        Value::Array(items) => items.first().and_then(as_text),
-        other => as_text(other),
-    };
-    match word.as_deref() {
+    match as_text(v).as_deref() {
         Some("ok") => Ok(Reply::Ok),
         Some("conflict") => Ok(Reply::Conflict),
         Some("exists") => Ok(Reply::Exists),
@@ -269,10 +261,6 @@ pub(super) enum Payload {
 
 fn field<'a>(f: &'a HashMap<String, String>, k: &str) -> Result<&'a String, ClaimError> {
     f.get(k).ok_or_else(|| ClaimError::Store(format!("queue entry without {k}")))
-}
-
-fn parse<T: DeserializeOwned>(text: &str) -> Result<T, ClaimError> {
-    serde_json::from_str(text).map_err(json_err)
 }
 
 impl Payload {
@@ -317,7 +305,7 @@ impl Payload {
                         &row.project,
                         &row.channel,
                         &row.task,
-                        &big(row.version),
+                        &to_i64(row.version),
                         &row.status.as_str(),
                         &row.owner,
                         &row.due_at(),
@@ -333,11 +321,11 @@ impl Payload {
                         &c.project,
                         &c.channel,
                         &c.task,
-                        &big(c.version),
+                        &to_i64(c.version),
                         &step.at,
                         &step.actor,
                         &step.action,
-                        &big(*cursor),
+                        &to_i64(*cursor),
                         step_json,
                     ],
                 )?;
@@ -348,7 +336,7 @@ impl Payload {
             Payload::Focus { lease: l, json, version } => {
                 tx.execute(
                     &st.upsert_focus,
-                    &[&l.project, &l.seat, &big(*version), &l.started_at, &l.until, &l.ended_at, json],
+                    &[&l.project, &l.seat, &to_i64(*version), &l.started_at, &l.until, &l.ended_at, json],
                 )?;
             }
         }
@@ -628,8 +616,9 @@ impl Inner {
     }
 
     /// One claim write as an EVALSHA of [`CLAIM_LUA`].
-    fn claim_call(&self, w: &ClaimWrite, op: &str) -> Result<Cmd, ClaimError> {
+    fn claim_call(&self, w: &ClaimWrite) -> Result<Cmd, ClaimError> {
         let (k, r) = (&self.keys, &w.row);
+        let op = uuid::Uuid::new_v4().to_string();
         let mut keys = vec![
             k.ready(),
             k.cursor(),
@@ -644,72 +633,41 @@ impl Inner {
         cmd.arg(w.expected_version)
             .arg(&r.task)
             .arg(to_json(r)?)
-            .arg(to_json(&w.step)?)
+            .arg(to_json(&w.step())?)
             .arg(r.due_at().map(|d| d.to_string()).unwrap_or_default())
             .arg(due_member(&r.channel, &r.task))
             .arg(&r.project)
-            .arg(op)
+            .arg(&op)
             .arg(w.audit.at)
             .arg(to_json(&w.audit)?)
             .arg(event_args(&w.events));
         Ok(cmd)
     }
 
-    /// Sends the writes `which` names, [`PIPELINE_CHUNK`] per round trip, recording each
-    /// result in `out`; returns the ones that found the ready marker gone (nothing of them
-    /// was written). A script error ends the batch with that error; the writes before it,
-    /// and those after it in the same round trip, were applied.
-    ///
-    /// A batch of several round trips builds the next one on another thread while Redis
-    /// runs the current one (encoding the JSON costs about a sixth of a sweep otherwise); the
-    /// round trips themselves stay in order, one after another, on one connection, so two
-    /// writes of one batch to one row apply in batch order.
-    fn claim_round(
-        &self,
-        writes: &[ClaimWrite],
-        ops: &[String],
-        which: &[usize],
-        out: &mut [Commit],
-    ) -> Result<Vec<usize>, ClaimError> {
-        let build = |chunk: &[usize]| -> Result<redis::Pipeline, ClaimError> {
-            let calls = chunk.iter().map(|&i| self.claim_call(&writes[i], &ops[i])).collect::<Result<Vec<_>, _>>()?;
-            Ok(pipelined(&self.work.claim, calls))
-        };
-        let mut lost = Vec::new();
-        let mut apply = |chunk: &[usize], p: redis::Pipeline| -> Result<(), ClaimError> {
+    /// Sends `writes`, [`PIPELINE_CHUNK`] per round trip, in order on one connection (two
+    /// writes of one batch to one row apply in batch order). Returns each result, and
+    /// whether any write found the ready marker gone (nothing of that write was written).
+    /// A script error ends the batch with that error; the writes before it, and those after
+    /// it in the same round trip, were applied.
+    fn claim_round(&self, writes: &[ClaimWrite]) -> Result<(Vec<Commit>, bool), ClaimError> {
+        let (mut out, mut lost) = (Vec::with_capacity(writes.len()), false);
+        for chunk in writes.chunks(PIPELINE_CHUNK) {
+            let calls = chunk.iter().map(|w| self.claim_call(w)).collect::<Result<Vec<_>, _>>()?;
+            let p = pipelined(&self.work.claim, calls);
             // Not retried on a lost reply: a write that ran would then report a conflict.
-            for (&i, reply) in chunk.iter().zip(self.send_pipelined(&p, chunk.len(), false)?) {
-                match reply_of("claim write", &reply.map_err(redis_err)?)? {
-                    Reply::Ok => out[i] = Commit::Done(writes[i].row.version),
-                    Reply::Conflict => out[i] = Commit::Conflict,
-                    Reply::Lost => lost.push(i),
-                    Reply::Exists => return Err(ClaimError::Store("redis: unexpected reply to a claim write".into())),
-                }
-            }
-            Ok(())
-        };
-        if which.len() <= PIPELINE_CHUNK {
-            apply(which, build(which)?)?;
-            return Ok(lost);
-        }
-        std::thread::scope(|s| {
-            // At most one round trip built ahead: memory stays bounded by a few chunks.
-            let (tx, rx) = std::sync::mpsc::sync_channel(1);
-            s.spawn(move || {
-                for chunk in which.chunks(PIPELINE_CHUNK) {
-                    let built = build(chunk);
-                    // The receiver is gone after an error: stop building.
-                    if tx.send((chunk, built)).is_err() {
-                        return;
+            for (w, reply) in chunk.iter().zip(self.send_pipelined(&p, chunk.len(), false)?) {
+                out.push(match reply_of("claim write", &reply.map_err(redis_err)?)? {
+                    Reply::Ok => Commit::Done(w.row.version),
+                    Reply::Conflict => Commit::Conflict,
+                    Reply::Lost => {
+                        lost = true;
+                        Commit::Conflict
                     }
-                }
-            });
-            for (chunk, built) in rx {
-                apply(chunk, built?)?;
+                    Reply::Exists => return Err(ClaimError::Store("redis: unexpected reply to a claim write".into())),
+                });
             }
-            Ok::<(), ClaimError>(())
-        })?;
-        Ok(lost)
+        }
+        Ok((out, lost))
     }
 }
 
@@ -781,26 +739,19 @@ impl WorkStore for RedisPgStore {
             return Ok(Vec::new());
         }
         let inner = &self.inner;
-        // Fixed per write before the first attempt: its audit row and history step go in
-        // once, whichever attempt runs it.
-        let ops: Vec<String> = writes.iter().map(|_| uuid::Uuid::new_v4().to_string()).collect();
-        let mut out = vec![Commit::Conflict; writes.len()];
-        let all: Vec<usize> = (0..writes.len()).collect();
-        let result = inner.claim_round(writes, &ops, &all, &mut out).and_then(|lost| {
-            if lost.is_empty() {
-                return Ok(());
+        let result = inner.claim_round(writes).and_then(|(out, lost)| {
+            // Redis lost the namespace: those writes were not written. Restore and answer
+            // them as conflicts, as a master commit does: restored versions moved on by
+            // EPOCH_RESTORE_GAP, so a write decided before the loss could only conflict; the
+            // caller reads again and decides on the restored state.
+            if lost {
+                inner.restore_from_postgres()?;
             }
-            // Redis lost the namespace: nothing of these was written. Restore, then send
-            // them again on the restored rows, where the compare-and-set decides: restored
-            // versions moved on by EPOCH_RESTORE_GAP, so a write decided before the loss
-            // conflicts and its caller decides again. Lost a second time, they stay
-            // conflicts.
-            inner.restore_from_postgres()?;
-            inner.claim_round(writes, &ops, &lost, &mut out).map(|_| ())
+            Ok(out)
         });
         // Even after an error, earlier writes of the batch may be queued for Postgres.
         inner.after_write();
-        result.map(|()| out)
+        result
     }
 
     fn due_claims(&self, project: &str, as_of: Millis, limit: usize) -> Result<Vec<ClaimRow>, ClaimError> {

@@ -6,29 +6,17 @@
 //! ever applying on top of a row it did not decide from.
 
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{SqliteStore, db_err, insert_audit, insert_event, json_err};
+use super::{SqliteStore, db_err, insert_audit, insert_event};
 use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Millis};
 use crate::claim::store::{ClaimWrite, Commit, WorkStore};
+use crate::claim::store::{from_json as parse, to_i64, to_json as body};
 use crate::claim::work::{Channel, ClaimRow, ClaimStep, FocusLease};
-
-fn body<T: Serialize>(v: &T) -> Result<String, ClaimError> {
-    serde_json::to_string(v).map_err(|e| ClaimError::Store(format!("encoding a row: {e}")))
-}
-
-fn parse<T: DeserializeOwned>(text: &str) -> Result<T, ClaimError> {
-    serde_json::from_str(text).map_err(json_err)
-}
 
 fn parse_all<T: DeserializeOwned>(rows: rusqlite::Result<Vec<String>>) -> Result<Vec<T>, ClaimError> {
     rows.map_err(db_err)?.iter().map(|t| parse(t)).collect()
-}
-
-fn to_i64(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
 }
 
 /// One compare-and-set claim write inside the caller's transaction. The version check is
@@ -57,7 +45,7 @@ fn apply_claim_write(tx: &rusqlite::Connection, w: &ClaimWrite) -> Result<Commit
     if written == 0 {
         return Ok(Commit::Conflict);
     }
-    let step = body(&w.step)?;
+    let step = body(&w.step())?;
     tx.prepare_cached("INSERT INTO claim_history (project, channel, task, body) VALUES (?1, ?2, ?3, ?4)")
         .and_then(|mut s| s.execute(params![r.project, r.channel, r.task, step]))
         .map_err(db_err)?;
