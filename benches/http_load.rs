@@ -45,6 +45,7 @@ fn start(store: Arc<dyn Store>) -> String {
                 coordinator,
                 admin_token_hash: None,
                 tls: None,
+                sweep_every: None,
             };
             writerctl::coordinator::server::serve(opts, std::future::pending(), move |addr, _| {
                 tx.send(format!("http://{addr}")).unwrap();

@@ -15,7 +15,7 @@ use writerctl::claim::secret::{self, Secret};
 use writerctl::claim::store::Store;
 use writerctl::claim::store::redis_pg::RedisPgStore;
 use writerctl::claim::store::sqlite::SqliteStore;
-use writerctl::coordinator::server::{ServeError, ServeOptions, serve_with};
+use writerctl::coordinator::server::{ServeError, ServeOptions, serve};
 
 use super::coord::{Target, parse_target};
 use super::output::Output;
@@ -142,8 +142,8 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
     }
     let coordinator = Coordinator::new(store, clock, Duration::from_secs(a.freshness_seconds));
     let tls = a.tls_cert.clone().zip(a.tls_key.clone());
-    let opts = ServeOptions { listen: a.listen, coordinator, admin_token_hash, tls };
     let sweep_every = (a.sweep_interval_seconds > 0).then(|| Duration::from_secs(a.sweep_interval_seconds));
+    let opts = ServeOptions { listen: a.listen, coordinator, admin_token_hash, tls, sweep_every };
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the runtime")?;
     let json = out.json;
@@ -155,7 +155,7 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
             tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
             tracing::info!("stop signal: finishing in-flight requests");
         };
-        serve_with(opts, sweep_every, shutdown, move |addr: SocketAddr, tls: bool| {
+        serve(opts, shutdown, move |addr: SocketAddr, tls: bool| {
             let url = format!("{}://{addr}", if tls { "https" } else { "http" });
             // One line on stdout for scripts and tests that started us on port 0.
             let line =

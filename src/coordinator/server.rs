@@ -1,7 +1,7 @@
 //! `writerctl coordinator serve`: the coordinator verbs as a versioned JSON API over HTTP
 //! (axum), with `/healthz`, `/metrics` (Prometheus text), `/openapi.json`, body-size and
 //! time limits, graceful shutdown and optional TLS; optionally a background sweeper that
-//! releases work claims whose TTL ran out ([`serve_with`]).
+//! releases work claims whose TTL ran out ([`serve`]).
 //!
 //! No decision is made from in-process state: every verb runs the engine against the store
 //! (one transaction or one compare-and-set), so any number of replicas over one Redis +
@@ -51,6 +51,9 @@ pub struct ServeOptions {
     pub admin_token_hash: Option<String>,
     /// PEM certificate chain and key for TLS.
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// How often the background sweeper releases work claims whose TTL ran out; None: no
+    /// sweeper (a cron job runs `writerctl claim sweep` instead).
+    pub sweep_every: Option<Duration>,
 }
 
 /// Verbs by result, latency histograms and the sweeper's counters, for `/metrics`.
@@ -673,24 +676,15 @@ pub enum ServeError {
 }
 
 /// Serves until `shutdown` resolves, then stops accepting and lets in-flight requests
-/// finish (up to 10 s). `on_bound` receives the bound address (useful with port 0). No
-/// background sweeper: see [`serve_with`].
-pub async fn serve(
-    opts: ServeOptions,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-    on_bound: impl FnOnce(SocketAddr, bool) + Send + 'static,
-) -> Result<(), ServeError> {
-    serve_with(opts, None, shutdown, on_bound).await
-}
-
-/// [`serve`], plus, with `sweep_every`, a background sweeper: once the server listens, every
-/// `sweep_every` it releases the work claims whose TTL ran out in every project
+/// finish (up to 10 s). `on_bound` receives the bound address (useful with port 0).
+///
+/// With `opts.sweep_every`, a background sweeper: once the server listens, every interval
+/// it releases the work claims whose TTL ran out in every project
 /// ([`Coordinator::sweep_all`] on the blocking pool), never two sweeps at once. It stops
 /// when `shutdown` resolves (a sweep in flight finishes first) and is waited for before
 /// this returns.
-pub async fn serve_with(
+pub async fn serve(
     opts: ServeOptions,
-    sweep_every: Option<Duration>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     on_bound: impl FnOnce(SocketAddr, bool) + Send + 'static,
 ) -> Result<(), ServeError> {
@@ -707,7 +701,7 @@ pub async fn serve_with(
         stop_on_signal.send_replace(true);
         h2.graceful_shutdown(Some(Duration::from_secs(10)));
     });
-    let sweeping = sweep_every.filter(|d| !d.is_zero()).map(|every| {
+    let sweeping = opts.sweep_every.filter(|d| !d.is_zero()).map(|every| {
         let (h, mut stop) = (handle.clone(), stop_rx.clone());
         tokio::spawn(async move {
             // Only a server that listens sweeps (a failed bind returns None).
@@ -749,18 +743,44 @@ pub async fn serve_with(
     served
 }
 
+/// OpenAPI: a reference to a component schema.
+fn schema_ref(name: &str) -> serde_json::Value {
+    serde_json::json!({"$ref": format!("#/components/schemas/{name}")})
+}
+
+/// OpenAPI: the error response every route may answer.
+fn error_doc() -> serde_json::Value {
+    serde_json::json!({"description": "a writerctl error", "content": {"application/json": {"schema": schema_ref("Error")}}})
+}
+
+/// OpenAPI: a path parameter holding a name (validated as the engine does).
+fn path_param(name: &str) -> serde_json::Value {
+    serde_json::json!({"name": name, "in": "path", "required": true, "schema": {"type": "string", "minLength": 1, "maxLength": 256}})
+}
+
+/// OpenAPI: a required JSON request body of a component schema.
+fn json_body(name: &str) -> serde_json::Value {
+    serde_json::json!({"required": true, "content": {"application/json": {"schema": schema_ref(name)}}})
+}
+
+/// OpenAPI: an object schema.
+fn object(props: serde_json::Value, required: &[&str]) -> serde_json::Value {
+    serde_json::json!({"type": "object", "properties": props, "required": required})
+}
+
 /// The OpenAPI 3.0 document for `/v1`.
 pub fn openapi() -> serde_json::Value {
     use serde_json::json;
-    let err = json!({"description": "a writerctl error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}});
-    let ok = |schema: &str| json!({"description": "ok", "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{schema}")}}}});
+    let err = error_doc();
+    let ok =
+        |schema: &str| json!({"description": "ok", "content": {"application/json": {"schema": schema_ref(schema)}}});
     let responses = |schema: &str| json!({"200": ok(schema), "400": err, "401": err, "404": err, "409": err, "422": err, "503": err, "500": err});
-    let p = |name: &str| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string", "minLength": 1, "maxLength": 256}});
+    let p = path_param;
     let q =
         |name: &str, t: &str, req: bool| json!({"name": name, "in": "query", "required": req, "schema": {"type": t}});
-    let body = |schema: &str| json!({"required": true, "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{schema}")}}}});
+    let body = json_body;
     let bearer = json!([{"bearer": []}]);
-    let s = |props: serde_json::Value, req: &[&str]| json!({"type": "object", "properties": props, "required": req});
+    let s = object;
     let string = json!({"type": "string"});
     let int = json!({"type": "integer", "minimum": 0});
     let controller = s(
@@ -818,8 +838,8 @@ pub fn openapi() -> serde_json::Value {
 /// Seed 002's routes and schemas, added to [`openapi`]'s document.
 fn work_openapi(doc: &mut serde_json::Value) {
     use serde_json::json;
-    let schema = |name: &str| json!({"$ref": format!("#/components/schemas/{name}")});
-    let err = json!({"description": "a writerctl error", "content": {"application/json": {"schema": schema("Error")}}});
+    let schema = schema_ref;
+    let err = error_doc();
     let responses = |status: &str, body: serde_json::Value| {
         let mut r = json!({"400": err, "404": err, "409": err, "422": err, "503": err, "500": err});
         r[status] = json!({"description": "ok", "content": {"application/json": {"schema": body}}});
@@ -827,9 +847,7 @@ fn work_openapi(doc: &mut serde_json::Value) {
     };
     let ok = |body: serde_json::Value| responses("200", body);
     let list = |name: &str| json!({"type": "array", "items": schema(name)});
-    let p = |name: &str| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string", "minLength": 1, "maxLength": 256}});
-    let body = |name: &str| json!({"required": true, "content": {"application/json": {"schema": schema(name)}}});
-    let s = |props: serde_json::Value, req: &[&str]| json!({"type": "object", "properties": props, "required": req});
+    let (p, body, s) = (path_param, json_body, object);
     let string = json!({"type": "string"});
     let nstring = json!({"type": "string", "nullable": true});
     let boolean = json!({"type": "boolean"});
