@@ -1015,7 +1015,7 @@ fn background_writer(inner: Weak<Inner>, signal: Arc<Signal>) {
             }
             // Another process holds the drain lock (it drains until the queue is empty, so
             // this is only a safety net): look again, less often each time.
-            Ok(Drained::Busy) => Some(backoff.map_or(BACKOFF_MIN, |d| (d * 2).min(BACKOFF_MAX))),
+            Ok(Drained::Busy | Drained::More) => Some(backoff.map_or(BACKOFF_MIN, |d| (d * 2).min(BACKOFF_MAX))),
             Err(e) => {
                 // Seed 000: on a Postgres failure, log and retry; Redis is never rolled back.
                 tracing::warn!(error = %e, queued = inner.queue_len(&inner.keys.queue()).unwrap_or(0), "postgres write failed; retrying");
@@ -1035,8 +1035,10 @@ fn background_writer(inner: Weak<Inner>, signal: Arc<Signal>) {
 enum Drained {
     /// The queue is empty.
     Empty,
-    /// Another drainer holds the lock (or the round limit was reached): entries may remain.
+    /// Another drainer holds the lock: entries may remain.
     Busy,
+    /// The round limit was reached: entries remain, and the lock was free.
+    More,
 }
 
 struct Inner {
@@ -1150,8 +1152,10 @@ impl RedisPgStore {
                     self.inner.degraded.store(false, Ordering::SeqCst);
                     return Ok(());
                 }
-                Drained::Busy if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
-                Drained::Busy => {
+                Drained::Busy | Drained::More if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                Drained::Busy | Drained::More => {
                     return Err(ClaimError::Unavailable(
                         "another process kept the postgres queue locked; retry later".into(),
                     ));
@@ -1191,6 +1195,7 @@ impl Inner {
             if stream_entries("queue", &oldest)?.is_empty() || Instant::now() >= deadline {
                 return Ok(());
             }
+            // Wait only for another drainer; after our own rounds, look again at once.
             if self.drain(Some(INLINE_ROUNDS))? == Drained::Busy {
                 std::thread::sleep(Duration::from_millis(10));
             }
@@ -1371,7 +1376,7 @@ impl Inner {
                 return Ok(Drained::Empty);
             }
             if rounds.is_some_and(|r| done >= r) {
-                return Ok(Drained::Busy);
+                return Ok(Drained::More);
             }
             done += 1;
             let token = uuid::Uuid::new_v4().to_string();
