@@ -129,9 +129,9 @@ pub struct TakeArgs {
     pub next_step: Option<String>,
 }
 
-/// `claim touch`.
+/// The owner of a claim writing to it, with the version it read.
 #[derive(Debug, Args)]
-pub struct TouchArgs {
+pub struct OwnerArgs {
     #[command(flatten)]
     pub at: TaskArgs,
     /// The owner.
@@ -141,6 +141,13 @@ pub struct TouchArgs {
     /// since [default: not checked].
     #[arg(long, value_name = "N")]
     pub expect_version: Option<u64>,
+}
+
+/// `claim touch`.
+#[derive(Debug, Args)]
+pub struct TouchArgs {
+    #[command(flatten)]
+    pub owner: OwnerArgs,
     /// A new deputy.
     #[arg(long, value_name = "IDENTITY", conflicts_with = "no_deputy")]
     pub deputy: Option<String>,
@@ -162,14 +169,7 @@ pub struct TouchArgs {
 #[derive(Debug, Args)]
 pub struct ReleaseArgs {
     #[command(flatten)]
-    pub at: TaskArgs,
-    /// The owner.
-    #[arg(long, value_name = "IDENTITY")]
-    pub seat: String,
-    /// The version you read; the write is refused (version_conflict) if the claim moved
-    /// since [default: not checked].
-    #[arg(long, value_name = "N")]
-    pub expect_version: Option<u64>,
+    pub owner: OwnerArgs,
     /// The task is finished (status done; never taken again).
     #[arg(long)]
     pub done: bool,
@@ -393,13 +393,13 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
             print_outcome(out, &o)
         }
         ClaimCmd::Touch(a) => {
-            let c = a.at.at.coord.open()?;
-            let o = c.touch(&TouchRequest {
-                project: a.at.at.project.clone(),
-                channel: a.at.at.channel.clone(),
-                task: a.at.task.clone(),
-                seat: a.seat,
-                expect_version: a.expect_version,
+            let w = &a.owner;
+            let o = w.at.at.coord.open()?.touch(&TouchRequest {
+                project: w.at.at.project.clone(),
+                channel: w.at.at.channel.clone(),
+                task: w.at.task.clone(),
+                seat: w.seat.clone(),
+                expect_version: w.expect_version,
                 deputy: if a.no_deputy { Some(None) } else { a.deputy.map(Some) },
                 ttl_minutes: if a.no_ttl { Some(None) } else { a.ttl_minutes.map(Some) },
                 next_step: a.next_step,
@@ -407,13 +407,13 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
             print_outcome(out, &o)
         }
         ClaimCmd::Release(a) => {
-            let c = a.at.at.coord.open()?;
-            let row = c.release_claim(&ReleaseRequest {
-                project: a.at.at.project.clone(),
-                channel: a.at.at.channel.clone(),
-                task: a.at.task.clone(),
-                seat: a.seat,
-                expect_version: a.expect_version,
+            let w = &a.owner;
+            let row = w.at.at.coord.open()?.release_claim(&ReleaseRequest {
+                project: w.at.at.project.clone(),
+                channel: w.at.at.channel.clone(),
+                task: w.at.task.clone(),
+                seat: w.seat.clone(),
+                expect_version: w.expect_version,
                 done: a.done,
                 next_step: a.next_step,
             })?;

@@ -455,6 +455,16 @@ impl MixedRace<'_> {
 
 /// Starts every racer blocked on one pipe (each shell blocks in `read` until EOF, then execs the
 /// binary), opens the barrier by closing the write end, and collects each (label, Run).
+/// A race trial's master (from the status `st`) and the other controllers as targets,
+/// rotated by the trial so each gets to be first.
+pub(crate) fn trial_targets<'a>(ids: &'a [Ctl], st: &Value, trial: u64) -> (&'a Ctl, Vec<&'a Ctl>) {
+    let master = ids.iter().find(|c| st["master"]["session_id"] == json!(c.sid)).unwrap();
+    let mut targets: Vec<&Ctl> = ids.iter().filter(|c| c.sid != master.sid).collect();
+    let n = targets.len();
+    targets.rotate_left(trial as usize % n);
+    (master, targets)
+}
+
 /// One trial of a mixed handoff/claim race decided from `epoch`: exactly one racer won,
 /// promoting its target to `epoch + 1`, and every other one got `stale_master` naming both
 /// epochs. Returns the winner's index.
@@ -1301,9 +1311,7 @@ fn concurrent_verbs_elect_exactly_one_winner() {
     for trial in 0..TRIALS {
         let epoch = st["master"]["epoch"].as_u64().unwrap();
         assert_eq!(epoch, start_epoch + trial);
-        let master = ids.iter().find(|c| st["master"]["session_id"] == json!(c.sid)).unwrap();
-        let mut targets: Vec<&Ctl> = ids.iter().filter(|c| c.sid != master.sid).collect();
-        targets.rotate_left(trial as usize % N);
+        let (master, targets) = trial_targets(&ids, &st, trial);
         let e = epoch.to_string();
         // On odd trials the handoffs wait 100 ms, letting the claims (which spend ~30 ms
         // each in argon2 first) reach the store first: both verbs get to win.

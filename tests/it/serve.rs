@@ -29,7 +29,7 @@ use crate::master::{
     Co, Ctl, LIMIT, MixedRace, PASSWORD, PROJECT, Racer, assert_one_winner, assert_preempted, check_seed_01,
     check_seed_02, check_seed_03, check_seed_04, check_seed_05, check_seed_06, check_seed_07, check_seed_08,
     check_seed_09, check_seed_10, check_seed_11, check_seed_12, err_doc, exec, mref, ok_doc, race, s, strings,
-    wait_bounded,
+    trial_targets, wait_bounded,
 };
 use crate::services::{Ns, Proxy, counts, postgres_addr, redis_via, skip, wait_until};
 use crate::support::{BIN, Run};
@@ -657,9 +657,7 @@ fn two_replicas_one_winner() {
     for trial in 0..TRIALS {
         let epoch = st["master"]["epoch"].as_u64().unwrap();
         assert_eq!(epoch, 1 + trial);
-        let master = ids.iter().find(|c| st["master"]["session_id"] == json!(c.sid)).unwrap();
-        let mut targets: Vec<&Ctl> = ids.iter().filter(|c| c.sid != master.sid).collect();
-        targets.rotate_left(trial as usize % N);
+        let (master, targets) = trial_targets(&ids, &st, trial);
         let e = epoch.to_string();
         // On odd trials the handoffs wait 100 ms so that the claims (argon2 first) win too.
         let handoff_delay = if trial % 2 == 1 { 100 } else { 0 };
