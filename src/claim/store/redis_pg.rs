@@ -1143,11 +1143,21 @@ impl RedisPgStore {
     }
 
     /// Applies every queued Postgres write now (tests, graceful shutdown). Waits for another
-    /// process's drain; fails with `Unavailable` while Postgres is down.
+    /// process's drain and retries a lost connection; fails with `Unavailable` once Postgres
+    /// stayed down for 30 s.
     pub fn flush_postgres(&self) -> Result<(), ClaimError> {
         let deadline = Instant::now() + FLUSH_DEADLINE;
         loop {
-            match self.inner.drain(None)? {
+            let drained = match self.inner.drain(None) {
+                // The pooled connection may have died while idle (an outage that ended):
+                // the failed attempt dropped it, and the next one reconnects.
+                Err(ClaimError::Unavailable(_)) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
+                other => other?,
+            };
+            match drained {
                 Drained::Empty => {
                     self.inner.degraded.store(false, Ordering::SeqCst);
                     return Ok(());
