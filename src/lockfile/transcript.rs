@@ -95,21 +95,43 @@ pub struct ProofRead {
     force_walk: bool,
     /// The file's timestamps were not clearly older than the read (see [`is_racy`]).
     racy: bool,
+    /// Full hash passes made so far (the read itself, plus at most one racily-clean rehash).
+    passes: std::cell::Cell<u32>,
 }
 
-/// Timestamp granularity margin: Linux stamps files from a coarse clock (one tick, up to
-/// 10 ms), so a write in the same tick as our read can leave mtime and ctime unchanged.
-const RACY_MARGIN: std::time::Duration = std::time::Duration::from_millis(50);
+/// The racily-clean margin for a filesystem whose timestamps prove sub-millisecond
+/// granularity: Linux stamps files from a coarse clock (one tick, up to 10 ms), so a write
+/// in the same tick as our read can leave mtime and ctime unchanged; 50 ms covers the tick.
+const RACY_MARGIN_FINE: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// The racily-clean margin everywhere else: ext4 with 128-byte inodes, ext3, NFSv3 servers
+/// and FAT's ctime keep whole seconds, FAT's mtime even seconds. A shorter margin on such a
+/// filesystem lets a same-length rewrite within the same second pass as unchanged.
+const RACY_MARGIN_COARSE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The margin the transcript's own timestamps allow (the filesystem's granularity, measured
+/// on the file itself). The kernel truncates every timestamp to a multiple of the
+/// filesystem's granularity, and every granularity in use that is not finer than a
+/// millisecond is a whole number of milliseconds (exFAT 10 ms, ext3 and 128-byte-inode ext4
+/// 1 s, FAT 2 s). So mtime and ctime whose nanoseconds are not whole milliseconds prove a
+/// sub-millisecond filesystem. Anything else — including the one-in-a-million exact
+/// millisecond on a fine filesystem — gets the coarse margin: it costs at most one more hash
+/// pass, never a missed change.
+fn racy_margin(fp: &Fingerprint) -> std::time::Duration {
+    let sub_ms = |(_, nsec): (i64, u64)| nsec % 1_000_000 != 0;
+    if sub_ms(fp.mtime) && sub_ms(fp.ctime) { RACY_MARGIN_FINE } else { RACY_MARGIN_COARSE }
+}
 
 /// git's "racily clean" rule: if the file changed within the timestamp granularity of the
 /// moment we started reading it, an identical fingerprint later does not prove identical
-/// content, so revalidation must rehash.
+/// content, so revalidation must rehash. A timestamp in the future (clock skew with a file
+/// server) is racy too.
 fn is_racy(fp: &Fingerprint, started: std::time::SystemTime) -> bool {
     let newest = fp.mtime.max(fp.ctime);
     let stamp = std::time::UNIX_EPOCH
         + std::time::Duration::from_secs(newest.0.max(0) as u64)
         + std::time::Duration::from_nanos(newest.1);
-    stamp + RACY_MARGIN >= started
+    stamp + racy_margin(fp) >= started
 }
 
 fn changed(why: impl Into<String>) -> LockError {
@@ -143,7 +165,14 @@ pub fn read_proof(
                 byte_length: 0,
                 sha256: EMPTY_SHA256.to_owned(),
             };
-            return Ok(ProofRead { proof, root, held: None, force_walk: opts.force_walk, racy: false });
+            return Ok(ProofRead {
+                proof,
+                root,
+                held: None,
+                force_walk: opts.force_walk,
+                racy: false,
+                passes: 0.into(),
+            });
         }
         Beneath::Unsafe(why) => return Err(LockError::TranscriptUnsafe { reason: why.into() }),
         Beneath::Opened(fd) => fd,
@@ -168,7 +197,7 @@ pub fn read_proof(
     let proof =
         TranscriptProof { relative_path: key.as_str().to_owned(), exists: true, byte_length: before.size, sha256 };
     let racy = is_racy(&before, started);
-    Ok(ProofRead { proof, root, held: Some((fd, before)), force_walk: opts.force_walk, racy })
+    Ok(ProofRead { proof, root, held: Some((fd, before)), force_walk: opts.force_walk, racy, passes: 1.into() })
 }
 
 /// The cheap acquisition-time check (QWEN_FORMAT §5.3 step 3, without the digest a
@@ -198,9 +227,28 @@ pub fn check_shape(runtime_dir: &Path, key: &TranscriptKey) -> Result<(), LockEr
 }
 
 impl ProofRead {
-    /// Re-checks, without re-hashing, that nothing changed since the read: the kept-open
-    /// descriptor's full metadata is identical and the key still names that same inode (or
-    /// is still absent).
+    /// Makes the hashed bytes durable before anything certifies them (seed 001 "Sealing":
+    /// the writer drains *durably*). Without it, a power loss after a durable seal can leave a
+    /// transcript shorter than its proof, and every later takeover fails closed forever.
+    /// fsync through the kept-open descriptor: it flushes the file's data whoever wrote it,
+    /// and it is the very inode the proof describes.
+    pub fn sync(&self) -> Result<(), LockError> {
+        let Some((fd, _)) = &self.held else { return Ok(()) };
+        crate::failpoint!("transcript.fsync");
+        sys::fsync_fd(fd).map_err(|e| LockError::io("fsync transcript", e))
+    }
+
+    /// Full hash passes over the transcript so far: 1 after the read (0 for an absent one),
+    /// 2 when the racily-clean rule made [`ProofRead::revalidate`] compare content.
+    pub fn hash_passes(&self) -> u32 {
+        self.passes.get()
+    }
+
+    /// Re-checks that nothing changed since the read: the kept-open descriptor's full
+    /// metadata is identical and the key still names that same inode (or is still absent).
+    /// A racily-clean read (see [`is_racy`]) is rehashed the first time only: that pass runs
+    /// inside the caller's claim, which is where the seed requires the proof to hold; later
+    /// checks compare metadata, as for any other read.
     pub fn revalidate(&self) -> Result<(), LockError> {
         let key = TranscriptKey(self.proof.relative_path.clone());
         match &self.held {
@@ -215,9 +263,10 @@ impl ProofRead {
                     return Err(changed(describe_difference(fp, &now)));
                 }
                 check_path_identity(&self.root, &key, fp, self.force_walk)?;
-                if self.racy {
+                if self.racy && self.passes.get() < 2 {
                     // Same metadata proves nothing for a file touched in the same clock tick
                     // as our read: compare the content itself.
+                    self.passes.set(self.passes.get() + 1);
                     let again = hash_exactly(fd, fp.size, &mut |_, _| {})?;
                     if again != self.proof.sha256 {
                         return Err(changed("same length, different content (SHA-256 differs)"));
@@ -516,6 +565,58 @@ mod tests {
         p.revalidate().expect("without the racy rule only metadata is compared");
         let old = Fingerprint { mtime: (1, 0), ctime: (1, 0), ..p.held.as_ref().unwrap().1 };
         assert!(!is_racy(&old, std::time::SystemTime::now()));
+    }
+
+    /// Issue 21 item 3: on a filesystem with whole-second timestamps (ext4 with 128-byte
+    /// inodes, ext3, NFSv3, FAT), a file written 1 s before the read may still be rewritten
+    /// within the same second without any timestamp changing: it must count as racy. The
+    /// old 50 ms margin did not.
+    #[test]
+    fn whole_second_timestamps_are_racy_for_two_seconds() {
+        let read_at = |secs: i64, nanos: u64| {
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs as u64) + std::time::Duration::from_nanos(nanos)
+        };
+        let coarse = Fingerprint {
+            dev: 1,
+            ino: 2,
+            mode: 0o100600,
+            uid: 0,
+            gid: 0,
+            nlink: 1,
+            size: 5,
+            mtime: (1_000, 0),
+            ctime: (1_000, 0),
+        };
+        assert!(is_racy(&coarse, read_at(1_000, 999_000_000)), "same second");
+        assert!(is_racy(&coarse, read_at(1_001, 500_000_000)), "1.5 s later, 1 s granularity");
+        assert!(is_racy(&coarse, read_at(1_002, 0)), "FAT's 2 s granularity");
+        assert!(!is_racy(&coarse, read_at(1_002, 1)), "past any granularity");
+        // Timestamps with sub-millisecond digits prove a fine filesystem: the coarse clock's
+        // tick is the only window left.
+        let fine = Fingerprint { mtime: (1_000, 123_456_789), ctime: (1_000, 123_456_789), ..coarse };
+        assert!(is_racy(&fine, read_at(1_000, 150_000_000)));
+        assert!(!is_racy(&fine, read_at(1_000, 200_000_000)));
+        // Exact milliseconds (exFAT's 10 ms, or chance) prove nothing: coarse margin.
+        let ms = Fingerprint { mtime: (1_000, 10_000_000), ctime: (1_000, 123_456_789), ..coarse };
+        assert!(is_racy(&ms, read_at(1_001, 0)));
+        // A timestamp ahead of our clock (a file server's skew) is racy.
+        assert!(is_racy(&fine, read_at(999, 0)));
+    }
+
+    #[test]
+    fn a_racy_read_is_rehashed_once_and_sync_flushes_the_held_descriptor() {
+        let (t, k) = setup(b"aaaa\n");
+        let p = read(&t, &k, false).unwrap();
+        assert!(p.racy);
+        assert_eq!(p.hash_passes(), 1);
+        p.sync().unwrap();
+        p.revalidate().unwrap();
+        assert_eq!(p.hash_passes(), 2, "inside the claim: content compared");
+        p.revalidate().unwrap();
+        assert_eq!(p.hash_passes(), 2, "later checks compare metadata only");
+        let absent = read(&t, &TranscriptKey::parse("chats/none.jsonl").unwrap(), false).unwrap();
+        absent.sync().unwrap();
+        assert_eq!(absent.hash_passes(), 0);
     }
 
     #[test]
