@@ -204,6 +204,9 @@ pub struct Predecessor {
     pub pid: u64,
     /// `sealed_at`.
     pub sealed_at: String,
+    /// The exact sealed record replaced, so a takeover whose token cannot be delivered can
+    /// put it back byte for byte ([`super::seal::restore_seal`]).
+    pub sealed: LockRecord,
 }
 
 /// An acquired lock.
@@ -600,6 +603,7 @@ fn take_over(
                     hostname: sealed.owner.hostname.clone(),
                     pid: sealed.owner.pid,
                     sealed_at: seal.sealed_at.clone(),
+                    sealed: sealed.clone(),
                 }),
             })
         }

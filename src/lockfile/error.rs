@@ -76,6 +76,9 @@ pub enum Unavailable {
     ManagedSealNeedsCommitProof,
     /// The transcript's filesystem does not number inodes (ino 0).
     TranscriptIdentity,
+    /// The lock was taken but its owner token could not be delivered (token file or
+    /// stdout); the detail says how the lock was given back.
+    TokenUndelivered,
 }
 
 impl Unavailable {
@@ -108,6 +111,7 @@ impl Unavailable {
             Unavailable::TranscriptIdentity => {
                 "the transcript filesystem does not provide a verifiable inode identity (ino=0)"
             }
+            Unavailable::TokenUndelivered => "the owner token could not be delivered",
         }
     }
 }

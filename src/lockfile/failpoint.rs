@@ -8,8 +8,9 @@
 //! * in unit tests, [`set_hook`] runs a closure at the named point on the current thread
 //!   (e.g. create a claim file exactly between an install and the second claim check);
 //! * in a binary built with `--features failpoints`, `WRITERCTL_FAILPOINTS=name=action[,…]`
-//!   where action is `abort` (crash), `kill` (SIGKILL to self) or `error` (return an I/O
-//!   error, as if the next syscall failed).
+//!   where action is `abort` (crash), `kill` (SIGKILL to self), `error` (return an I/O
+//!   error, as if the next syscall failed) or `pause:PATH` (create `PATH.reached`, then wait
+//!   until `PATH` exists).
 
 #[cfg(any(test, debug_assertions, feature = "failpoints"))]
 mod imp {
@@ -97,10 +98,26 @@ mod imp {
                     std::process::abort();
                 }
                 "error" => return Err(io::Error::other(format!("failpoint {name}"))),
-                _ => {}
+                other => {
+                    if let Some(gate) = other.strip_prefix("pause:") {
+                        pause(std::path::Path::new(gate));
+                    }
+                }
             }
         }
         Ok(())
+    }
+    /// `pause:PATH`: creates `PATH.reached`, then waits (at most 60 s) until `PATH` exists,
+    /// so a test can act at exactly this point of another process's protocol (a rewrite of
+    /// the transcript inside a takeover's claim window, say).
+    fn pause(gate: &std::path::Path) {
+        let mut reached = gate.as_os_str().to_owned();
+        reached.push(".reached");
+        let _ = std::fs::File::create(&reached);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !gate.exists() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
     }
 }
 

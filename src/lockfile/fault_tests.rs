@@ -967,3 +967,73 @@ fn takeover_that_finds_a_live_active_winner_inside_its_claim_conflicts_and_leave
     assert!(matches!(e, LockError::Conflict { sealed: false, .. }), "{e:?}");
     assert_eq!(fx.snap(), fx.only_l(&winner), "their L untouched, our claim removed");
 }
+
+// ───────────────────── issue 21: what a seal certifies, and its undo ─────────────────────
+
+/// Item 5: under the claim the owner is rechecked by inode, not only by bytes. A
+/// byte-identical copy moved over `L` (`cp L L.copy && mv L.copy L`) means someone rewrote
+/// the primary: the lease is lost, and the copy is left alone.
+#[test]
+fn seal_with_the_active_lock_copied_over_in_the_claim_window_reports_the_lease_lost() {
+    let fx = Fx::active();
+    let ctx = fx.ctx.clone();
+    let (l, raw) = (fx.l(), fx.active_raw());
+    set_hook("seal.after_claim", move || ctx.replace(&l, &raw));
+    let before = std::fs::metadata(fx.ctx.l()).unwrap();
+    let e = fx.seal().unwrap_err();
+    assert!(matches!(&e, LockError::NotOwner { reason, .. } if reason.contains("another inode")), "{e:?}");
+    assert_eq!(fx.snap(), fx.only_l(&fx.active_raw()), "the copy stays, nothing else");
+    use std::os::unix::fs::MetadataExt;
+    assert_ne!(std::fs::metadata(fx.ctx.l()).unwrap().ino(), before.ino(), "the copy is what is at L");
+}
+
+/// Item 4: the transcript is fsynced through the kept-open descriptor before the sealed
+/// candidate exists; a failed fsync fails the seal with the exact active lock kept.
+#[test]
+fn seal_whose_transcript_fsync_fails_keeps_the_exact_active_lock() {
+    let fx = Fx::active();
+    let candidates = Rc::new(Cell::new(0u32));
+    failing_hook("transcript.fsync");
+    {
+        let c = candidates.clone();
+        set_hook("seal.after_candidate", move || {
+            c.set(c.get() + 1);
+            Ok(())
+        });
+    }
+    let e = fx.seal().unwrap_err();
+    assert_failpoint_error(&e, "transcript.fsync");
+    assert_eq!(candidates.get(), 0, "the fsync comes before the sealed candidate is installed");
+    assert_eq!(fx.snap(), fx.only_l(&fx.active_raw()));
+    fx.retry_seal_succeeds();
+}
+
+/// Item 0, engine half: a takeover whose token could not be delivered puts back the exact
+/// sealed record it replaced — never a release — and only while the transcript still
+/// matches that seal's proof.
+#[test]
+fn a_taken_over_seal_is_restored_byte_for_byte_and_only_over_the_same_transcript() {
+    use super::give_back::{GaveBack, give_back};
+    let (fx, sealed_raw) = Fx::sealed();
+    let lease = fx.takeover().unwrap();
+    fx.assert_took_over(&lease);
+    let t = TranscriptRef { runtime_dir: fx.r.clone(), key: key() };
+    assert_eq!(give_back(&fx.site, &lease, Some(&t)).unwrap(), GaveBack::SealRestored);
+    assert_eq!(fx.snap(), fx.only_l(&sealed_raw), "exactly the sealed record, nothing else");
+    fx.retry_takeover_succeeds();
+
+    // The transcript changed after the takeover: the seal cannot be restored honestly, so
+    // the active lock stays and the error says the transcript changed.
+    let (fx, _) = Fx::sealed();
+    let lease = fx.takeover().unwrap();
+    fx.ctx.append_transcript().unwrap();
+    let t = TranscriptRef { runtime_dir: fx.r.clone(), key: key() };
+    let e = give_back(&fx.site, &lease, Some(&t)).unwrap_err();
+    assert!(matches!(e, LockError::TranscriptChanged { .. }), "{e:?}");
+    assert_eq!(fx.snap(), fx.only_l(&lease.record.raw), "our active lock stays, untouched");
+
+    // A plain acquisition replaced nothing worth keeping: it is released.
+    let fx = Fx::active();
+    assert_eq!(give_back(&fx.site, &fx.lease, None).unwrap(), GaveBack::Released);
+    assert_eq!(fx.snap(), Snap::new());
+}

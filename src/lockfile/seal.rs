@@ -31,6 +31,7 @@ use super::record::{
     IDENTITY_KEY, LockRecord, OwnerToken, Schema, SealedIdentity, TranscriptProof, format_timestamp, parse_record,
 };
 use super::release::read_owned_retrying;
+use super::sys::FileMeta;
 use super::transcript::{ProofOptions, ProofRead, TranscriptKey, read_proof};
 use super::transition::{Stage, Transition, release_claim};
 
@@ -88,13 +89,55 @@ pub fn seal(
     proof_opts: ProofOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<SealOutcome, LockError> {
-    let (active, _) = read_owned_retrying(site, |r| r.owner.owner_id == token.expose())?;
+    seal_as(site, runtime_dir, key, token, None, proof_opts, progress)
+}
+
+/// Puts back, byte for byte, the sealed record `sealed` that a certified takeover by `token`
+/// just replaced — the undo of a takeover whose owner token could not be delivered (issue
+/// 21 item 0). Releasing instead would destroy the proof and let a plain acquire take a
+/// transcript that changed after the seal. The transcript must still match the restored
+/// proof exactly, or nothing changes and our active lock stays (fail closed).
+pub fn restore_seal(
+    site: &LockSite,
+    runtime_dir: &Path,
+    key: &TranscriptKey,
+    token: &OwnerToken,
+    sealed: &LockRecord,
+    proof_opts: ProofOptions,
+) -> Result<SealOutcome, LockError> {
+    seal_as(site, runtime_dir, key, token, Some(sealed), proof_opts, &mut |_, _| {})
+}
+
+/// The seal protocol; `restore` is the sealed record to put back instead of a new one.
+fn seal_as(
+    site: &LockSite,
+    runtime_dir: &Path,
+    key: &TranscriptKey,
+    token: &OwnerToken,
+    restore: Option<&LockRecord>,
+    proof_opts: ProofOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<SealOutcome, LockError> {
+    let (active, active_meta) = read_owned_retrying(site, |r| r.owner.owner_id == token.expose())?;
     if let Schema::V3 { .. } = active.schema {
         return Err(LockError::unavailable(Unavailable::ManagedSealNeedsCommitProof));
     }
     let proof = read_proof(runtime_dir, key, proof_opts, progress)?;
-    let sealed_at = format_timestamp(OffsetDateTime::now_utc());
-    let sealed = sealed_record(&active, &proof.proof, proof.identity(), &sealed_at)?;
+    let (sealed, sealed_at) = match restore {
+        None => {
+            let at = format_timestamp(OffsetDateTime::now_utc());
+            (sealed_record(&active, &proof.proof, proof.identity(), &at)?, at)
+        }
+        Some(prev) => {
+            let info = prev
+                .seal()
+                .ok_or_else(|| LockError::InvalidArgument("the record to restore is not a sealed record".into()))?;
+            proof.matches_seal(info)?;
+            (prev.clone(), info.sealed_at.clone())
+        }
+    };
+    // Durable bytes before a durable proof (issue 21 item 4).
+    proof.sync()?;
     let owner_id = token.expose();
     let cand = site.paths.sealed_candidate(owner_id);
     let ret = site.paths.handoff(owner_id);
@@ -120,7 +163,8 @@ pub fn seal(
     };
     let mut stage = Stage::NotStarted;
     let mut claim_installed = false;
-    let result = seal_under_claim(site, &t, &proof, &active, &ret, &mut stage, &mut claim_installed);
+    let owned = Owned { record: &active, meta: &active_meta };
+    let result = seal_under_claim(site, &t, &proof, owned, &ret, &mut stage, &mut claim_installed);
     match result {
         Ok(()) => {
             let _ = remove_exact(&site.dir, &ret, &active.raw);
@@ -130,7 +174,7 @@ pub fn seal(
             let durable = site.dir.sync().is_ok();
             Ok(SealOutcome {
                 durable,
-                holder: HolderInfo { pid: active.owner.pid, hostname: active.owner.hostname.clone(), liveness: None },
+                holder: HolderInfo { pid: sealed.owner.pid, hostname: sealed.owner.hostname.clone(), liveness: None },
                 proof: proof.proof.clone(),
                 record: sealed,
                 sealed_at,
@@ -152,6 +196,28 @@ pub fn seal(
     }
 }
 
+/// Our active record as first read: its exact bytes and the inode they were read from.
+#[derive(Clone, Copy)]
+struct Owned<'a> {
+    record: &'a LockRecord,
+    meta: &'a FileMeta,
+}
+
+/// Inside the claim, `L` must still be our active record — the same bytes *on the same
+/// inode* (issue 21 item 5). A byte-identical copy moved over `L` (`cp L L.copy && mv L.copy
+/// L`) means someone else rewrote the primary while we were not looking: the lease is lost,
+/// exactly as qwen's reference reports it, and acquisition already checks the same way.
+fn recheck_owner(site: &LockSite, owned: Owned<'_>) -> Result<(), LockError> {
+    let (_, now) = read_owned_retrying(site, |r| r.raw == owned.record.raw)?;
+    if !now.same_identity(owned.meta) {
+        return Err(LockError::NotOwner {
+            path: site.lock_path(),
+            reason: "the lock was replaced by a copy (another inode) while it was being sealed".into(),
+        });
+    }
+    Ok(())
+}
+
 fn after_candidate() -> Result<(), LockError> {
     crate::failpoint!("seal.after_candidate");
     Ok(())
@@ -161,13 +227,14 @@ fn seal_under_claim(
     site: &LockSite,
     t: &Transition<'_>,
     proof: &ProofRead,
-    active: &LockRecord,
+    owned: Owned<'_>,
     ret: &str,
     stage: &mut Stage,
     claim_installed: &mut bool,
 ) -> Result<(), LockError> {
     require_absent(&site.dir, ret, "handoff record")?;
     check_claim(&site.dir, &site.paths.claim())?;
+    let active = owned.record;
     // An install whose outcome is unclear may have linked our claim: cleanup must look.
     match install(&site.dir, &site.paths.claim(), &active.raw, &active.owner.owner_id) {
         Ok(Some(_)) => {}
@@ -179,7 +246,7 @@ fn seal_under_claim(
     }
     *claim_installed = true;
     crate::failpoint!("seal.after_claim");
-    read_owned_retrying(site, |r| r.raw == active.raw)?;
+    recheck_owner(site, owned)?;
     proof.revalidate()?;
     t.run(stage)?;
     crate::failpoint!("seal.after_transition");
