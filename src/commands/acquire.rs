@@ -7,13 +7,15 @@ use clap::Args;
 use serde::Serialize;
 use writerctl::lockfile::identity::{SystemProbe, default_holder_pid, holder};
 use writerctl::lockfile::sys::{Signal0, signal0};
-use writerctl::lockfile::{AcquireOptions, DirMode, Lease, LockError, ReclaimPolicy, acquire, open_site, release};
+use writerctl::lockfile::{AcquireOptions, DirMode, Lease, LockError, ReclaimPolicy, acquire, open_site};
 
 use super::output::{Output, hash_progress, log_event};
-use super::session::{resolve, transcript_key, write_token_file};
+use super::session::{TokenFile, resolve, transcript_key};
 use crate::cli::SessionArgs;
 use writerctl::config::Settings;
 use writerctl::lockfile::acquire::{Certified, Predecessor, TranscriptRef};
+use writerctl::lockfile::error::Unavailable;
+use writerctl::lockfile::give_back::give_back;
 use writerctl::lockfile::transcript::ProofOptions;
 
 /// Take the session's writer lock.
@@ -108,55 +110,77 @@ pub fn take(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
     if pid == 0 || pid > i32::MAX as u32 || signal0(pid as u64) == Signal0::NoSuchProcess {
         return Err(LockError::InvalidArgument(format!("--pid {pid}: no such process")).into());
     }
-    // Reserve the token file before taking the lock, so a lock is never left without a way
-    // to release it.
-    if let Some(f) = &args.holder.token_file
-        && f.symlink_metadata().is_ok()
-    {
-        return Err(LockError::InvalidArgument(format!(
-            "token file {} already exists; writerctl never overwrites it (remove it or pick another path)",
-            f.display()
-        ))
-        .into());
-    }
-    let site = open_site(&r.runtime_dir, r.paths.clone(), &r.session_id, DirMode::Create)?;
-    // Managed mode is qwen's reclaimPolicy `never` + takeoverPolicy `certified`; the
-    // certified half exists only while the gate is on.
-    let certified = (args.managed && settings.session_writer_lease)
-        .then(|| Certified { proof: ProofOptions::default(), progress: Some(hash_progress(out)) });
     let transcript =
         TranscriptRef { runtime_dir: r.runtime_dir.clone(), key: transcript_key(&args.session, &r.session_id)? };
-    let opts = AcquireOptions {
-        transcript: Some(transcript),
-        holder: holder(pid),
-        process_kind: args.holder.kind.process_kind.clone(),
-        reclaim: if args.managed { ReclaimPolicy::Never } else { ReclaimPolicy::Local },
-        certified,
+    // Reserve the token destination before anything changes: a path that cannot be created
+    // fails here, with the session exactly as it was (issue 21 item 0).
+    let mut token_file = match &args.holder.token_file {
+        Some(f) => Some(TokenFile::create(f).map_err(LockError::InvalidArgument)?),
+        None => None,
     };
-    let lease = acquire(&site, &opts, &SystemProbe)?;
-    if let Some(prev) = &lease.took_over {
-        log_takeover(&r.session_id, prev);
-    }
+    let taken = open_site(&r.runtime_dir, r.paths.clone(), &r.session_id, DirMode::Create).and_then(|site| {
+        // Managed mode is qwen's reclaimPolicy `never` + takeoverPolicy `certified`; the
+        // certified half exists only while the gate is on.
+        let certified = (args.managed && settings.session_writer_lease)
+            .then(|| Certified { proof: ProofOptions::default(), progress: Some(hash_progress(out)) });
+        let opts = AcquireOptions {
+            transcript: Some(transcript.clone()),
+            holder: holder(pid),
+            process_kind: args.holder.kind.process_kind.clone(),
+            reclaim: if args.managed { ReclaimPolicy::Never } else { ReclaimPolicy::Local },
+            certified,
+        };
+        acquire(&site, &opts, &SystemProbe).map(|lease| (site, lease))
+    });
+    let (site, lease) = match taken {
+        Ok(t) => t,
+        Err(e) => {
+            if let Some(f) = token_file {
+                f.discard();
+            }
+            return Err(e.into());
+        }
+    };
     if !lease.durable {
         out.note("warning: the lock directory could not be fsynced; the takeover may not survive a crash");
     }
-    // Without the token nobody could release the lock: if it cannot be delivered (token file
-    // or stdout), give the lock back and say exactly whether that worked. The error is built
-    // from text, so `main` never mistakes a closed stdout here for a harmless broken pipe.
-    let undeliverable = |what: String| {
-        let outcome = match release(&site, &lease.owner) {
-            Ok(_) => "the lock was released again".to_owned(),
-            Err(e) => format!("releasing the lock failed too ({e}); it stays held, see `writerctl status`"),
+    // Without the token nobody could release or seal the lock: if it cannot be delivered
+    // (token file or stdout), give the lock back without losing what it replaced — a taken
+    // over seal is restored byte for byte, never released — and say exactly what happened.
+    // The error is built from text, so `main` never mistakes a closed stdout here for a
+    // harmless broken pipe.
+    let undeliverable = |what: String, token_file: Option<TokenFile>| {
+        if let Some(f) = token_file {
+            f.discard();
+        }
+        let outcome = match give_back(&site, &lease, Some(&transcript)) {
+            Ok(done) => done.describe().to_owned(),
+            Err(e) => format!(
+                "giving the lock back failed too ({e}); it stays active with no owner token: see `writerctl status`"
+            ),
         };
-        anyhow::anyhow!("{what}; {outcome}")
+        LockError::Unavailable {
+            reason: Unavailable::TokenUndelivered,
+            detail: Some(format!("{what}; {outcome}")),
+            source: None,
+        }
     };
-    if let Some(f) = &args.holder.token_file
-        && let Err(e) = write_token_file(f, lease.owner.expose())
+    if let Some(f) = &mut token_file
+        && let Err(e) = f.write(lease.owner.expose())
     {
-        return Err(undeliverable(format!("cannot write token file {}: {e}", f.display())));
+        let what = format!("cannot write token file {}: {e}", f.path().display());
+        return Err(undeliverable(what, token_file).into());
     }
-    deliver(&args, &r.session_id, &site.lock_path().display().to_string(), &lease, pid, out)
-        .map_err(|e| undeliverable(format!("cannot print the owner token: {e}")))
+    match deliver(&args, &r.session_id, &site.lock_path().display().to_string(), &lease, pid, out) {
+        Ok(()) => {
+            // Logged once the takeover stands: an undelivered one was undone above.
+            if let Some(prev) = &lease.took_over {
+                log_takeover(&r.session_id, prev);
+            }
+            Ok(())
+        }
+        Err(e) => Err(undeliverable(format!("cannot print the owner token: {e}"), token_file).into()),
+    }
 }
 
 fn deliver(

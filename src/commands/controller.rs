@@ -9,6 +9,7 @@ use writerctl::claim::master::ControllerKey;
 
 use super::coord::{CoordArgs, rfc3339, session_token};
 use super::output::Output;
+use super::session::TokenFile;
 
 /// Controller sessions: register, heartbeat, deregister.
 #[derive(Debug, Subcommand)]
@@ -72,39 +73,6 @@ pub struct SessionRefArgs {
     /// Read the session token from this file [default: env WRITERCTL_SESSION_TOKEN].
     #[arg(long, value_name = "F")]
     pub token_file: Option<PathBuf>,
-}
-
-/// A token file reserved before registering and filled after.
-struct TokenFile {
-    path: PathBuf,
-    file: std::fs::File,
-}
-
-impl TokenFile {
-    fn create(path: &std::path::Path) -> Result<TokenFile> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).map_err(|e| {
-            writerctl::claim::ClaimError::InvalidArgument(format!(
-                "cannot create token file {} (it must not exist yet): {e}",
-                path.display()
-            ))
-        })?;
-        Ok(TokenFile { path: path.to_path_buf(), file })
-    }
-
-    fn write(mut self, token: &str) -> Result<()> {
-        use std::io::Write;
-        self.file
-            .write_all(format!("{token}\n").as_bytes())
-            .and_then(|()| self.file.sync_all())
-            .with_context(|| format!("cannot write token file {}", self.path.display()))
-    }
-
-    /// Removes the still-empty file after a failed registration.
-    fn discard(self) {
-        #[allow(clippy::disallowed_methods)] // our own empty file, created above
-        let _ = std::fs::remove_file(&self.path);
-    }
 }
 
 /// This machine's id: /etc/machine-id, else the hostname.
@@ -177,7 +145,7 @@ fn register(a: RegisterArgs, out: Output) -> Result<()> {
     // verb: a path we cannot write must fail before a row exists (or an existing row's token
     // is rotated) whose token nobody could then read.
     let mut token_out = match &a.token_file {
-        Some(f) => Some(TokenFile::create(f)?),
+        Some(f) => Some(TokenFile::create(f).map_err(writerctl::claim::ClaimError::InvalidArgument)?),
         None => None,
     };
     let previous = match &a.previous_token_file {
@@ -193,8 +161,8 @@ fn register(a: RegisterArgs, out: Output) -> Result<()> {
             return Err(e);
         }
     };
-    if let Some(t) = token_out {
-        t.write(reg.token.expose())?;
+    if let Some(mut t) = token_out {
+        t.write(reg.token.expose()).with_context(|| format!("cannot write token file {}", t.path().display()))?;
     }
     let c = &reg.controller;
     if out.json {

@@ -97,13 +97,70 @@ pub fn read_token(token_file: Option<&Path>) -> Result<OwnerToken> {
     Ok(OwnerToken::parse(&text).ok_or_else(|| LockError::InvalidArgument("the owner token is empty".into()))?)
 }
 
-/// Creates `path` exclusively with mode 0600 and writes the token; refuses to overwrite.
-pub fn write_token_file(path: &Path, token: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
-    f.write_all(format!("{token}\n").as_bytes())?;
-    f.sync_all()
+/// A token file reserved — created empty, exclusively, mode 0600 — before the lock or the
+/// session whose token it will hold is taken, and filled after.
+///
+/// Why reserve first (issue 21 item 0): a destination that cannot be created (a missing
+/// directory, a path another user pre-created in a shared directory, a symlink planted
+/// there) must fail while nothing has changed. Creating it only after the lock was taken
+/// turned those cases into a lock whose token nobody received — and giving that lock back
+/// is a second protocol step that can fail too.
+pub struct TokenFile {
+    path: PathBuf,
+    file: std::fs::File,
+}
+
+impl TokenFile {
+    /// Creates `path` (`O_CREAT|O_EXCL`, so never over an existing file and never through a
+    /// symlink at its last component). The error names the path and says nothing changed.
+    pub fn create(path: &Path) -> Result<TokenFile, String> {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(path)
+            .map(|file| TokenFile { path: path.to_path_buf(), file })
+            .map_err(|e| {
+                format!(
+                    "cannot create token file {} ({e}); it must be a new file in an existing directory, and nothing was changed",
+                    path.display()
+                )
+            })
+    }
+
+    /// The path, for messages.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes the token and a newline, then fsyncs: a token that is not durable is not
+    /// delivered (a crash would leave a lock whose token file is empty).
+    pub fn write(&mut self, token: &str) -> std::io::Result<()> {
+        use std::io::Write;
+        self.file.write_all(format!("{token}\n").as_bytes())?;
+        token_file_seam().map_err(std::io::Error::other)?;
+        self.file.sync_all()
+    }
+
+    /// Removes the file after a failed acquisition or delivery — only while the path still
+    /// names the file we created (never someone else's file put there since).
+    pub fn discard(self) {
+        use std::os::unix::fs::MetadataExt;
+        let (Ok(ours), Ok(there)) = (self.file.metadata(), std::fs::symlink_metadata(&self.path)) else { return };
+        if (ours.dev(), ours.ino()) == (there.dev(), there.ino()) {
+            #[allow(clippy::disallowed_methods)] // our own file, identity checked just above
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// The seam the crash matrix and the integration tests use to fail, or crash at, a token
+/// file's fsync (`WRITERCTL_FAILPOINTS=token_file.fsync=error|kill`, debug builds only).
+fn token_file_seam() -> Result<(), LockError> {
+    writerctl::failpoint!("token_file.fsync");
+    Ok(())
 }
 
 /// The transcript key: `--transcript-key`, `--project-root`, or `chats/<ID>.jsonl`.
