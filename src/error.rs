@@ -209,11 +209,11 @@ impl ErrorCode {
             ErrorCode::Internal => "unexpected failure",
             ErrorCode::SessionNotSealed => "the session's lock is not a sealed record (nothing to verify or take over)",
             ErrorCode::DrainTimeout => {
-                "`run`: the writer did not stop within --grace; it was killed and the active lock kept (fail closed)"
+                "`run`: the writer, or a process it left behind, did not stop within --grace (or could not be proven gone); the active lock was kept (fail closed)"
             }
             ErrorCode::Interrupted => "`run`: stopped by a signal before the lock was acquired; nothing was changed",
             ErrorCode::WriterCrashed => {
-                "`run`: the writer died of a signal it was not sent to stop (crash, OOM kill); the active lock was kept"
+                "`run`: the writer exited non-zero or died of a signal (crash, OOM kill, an unhandled stop); it did not drain, so the active lock was kept"
             }
             ErrorCode::NotMaster => {
                 "the caller is not the project's master (only the master hands off; an operator claims)"

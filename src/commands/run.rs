@@ -24,12 +24,15 @@ use crate::cli::SessionArgs;
 /// a stale owner), starts CMD with WRITERCTL_RUNTIME_DIR, WRITERCTL_SESSION, WRITERCTL_LOCK,
 /// WRITERCTL_TRANSCRIPT and WRITERCTL_OWNER_TOKEN in its environment, and on SIGTERM,
 /// SIGINT or SIGHUP — or a preStop `writerctl seal` — forwards the stop to CMD's process
-/// group, waits up to --grace for it to exit, then seals (gate on) or releases (gate off).
-/// A writer killed at the deadline, or a failed seal, keeps the active lock (fail closed).
-/// Exits with CMD's status when the handoff succeeded, the documented code otherwise.
+/// group and waits up to --grace for it to exit. Before anything is handed off, every
+/// process CMD left behind (in its group or escaped from it: the supervisor is their
+/// subreaper) gets SIGTERM and the rest of --grace, then SIGKILL; the lock is kept unless
+/// none is provably left. Then the exit rule below decides. writerctl exits 0 only when the
+/// handoff happened (CMD exited 0); any other exit is writerctl's own documented code, and
+/// CMD's status is in the message (and in --json's child_exit_code on success).
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  writerctl run --session \"$SID\" --grace 30 -- my-writer --serve\n  WRITERCTL_SESSION_WRITER_LEASE=1 writerctl run --session \"$SID\" --wait 60 -- my-writer"
+    after_help = "Exit rule (what CMD's exit allows):\n  stop requested + CMD exits 0      seal (gate on) or release (gate off); exit 0\n  CMD exits 0 on its own            release (a normal close, never a seal); exit 0\n  CMD exits non-zero / dies of any signal (incl. an unhandled SIGTERM)\n                                    keep the active lock; exit 1, writer_crashed\n  CMD still running after --grace   killed; keep the active lock; exit 1, drain_timeout\n  a process CMD left survives SIGKILL, or cannot be proven gone\n                                    keep the active lock; exit 1, drain_timeout\n\nExamples:\n  writerctl run --session \"$SID\" --grace 30 -- my-writer --serve\n  WRITERCTL_SESSION_WRITER_LEASE=1 writerctl run --session \"$SID\" --wait 60 -- my-writer"
 )]
 pub struct RunArgs {
     #[command(flatten)]
@@ -80,6 +83,9 @@ fn log(session: &str, e: Event) {
         Event::Stopping(StopCause::Signal(sig)) => log_event("stopping", &[s, ("signal", sig.to_string())]),
         Event::Stopping(StopCause::PreStop) => log_event("stopping", &[s, ("cause", "prestop".into())]),
         Event::Killed => log_event("writer_killed", &[s]),
+        Event::DescendantsStopped { count, killed } => {
+            log_event("descendants_stopped", &[s, ("count", count.to_string()), ("killed", killed.to_string())])
+        }
         Event::ChildExited(st) => log_event("writer_exited", &[s, ("status", format!("{st}"))]),
         Event::HandingOff(true) => log_event("sealing", &[s]),
         Event::HandingOff(false) => log_event("releasing", &[s]),

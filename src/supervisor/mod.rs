@@ -9,8 +9,13 @@
 //!       ─► wait for: the writer exiting │ SIGTERM/SIGINT/SIGHUP │ a preStop seal request
 //!       ─► stop admission: forward the signal (SIGTERM for preStop) to the writer's group
 //!       ─► wait up to --grace for the writer to exit on its own
-//!       ─► hand off: seal (gate on) or release (gate off)      ─► exit with the writer's status
-//!          killed at the deadline, or the seal failed: the active lock is KEPT (fail closed)
+//!       ─► stop every descendant still alive (the group, and any that left it), prove none is left
+//!       ─► by the exit rule (see [`after_exit`]):
+//!            asked to stop + exit 0   → seal (gate on) or release (gate off)   ─► exit 0
+//!            exit 0 on its own        → release (a normal close)               ─► exit 0
+//!            non-zero, or any signal  → the active lock is KEPT (fail closed)  ─► writer_crashed
+//!          killed at the deadline, a descendant that cannot be proven gone, or a failed seal:
+//!          the active lock is KEPT (fail closed)
 //! ```
 //!
 //! The handoff runs on the main thread; signals that arrive meanwhile wait in the queue, so
@@ -21,6 +26,7 @@
 //! Nothing here prints: progress is reported through [`Event`]s.
 
 pub mod control;
+pub mod descendants;
 
 use std::ffi::OsString;
 use std::os::unix::net::UnixStream;
@@ -44,6 +50,7 @@ use crate::lockfile::transcript::ProofOptions;
 use crate::lockfile::{AcquireOptions, Lease, LockError, LockSite, ReclaimPolicy, acquire, release};
 
 use control::{Reply, WireError};
+use descendants::{DrainError, Drained};
 
 /// How long a killed writer gets to be reaped before the supervisor gives up on it.
 const REAP_AFTER_KILL: Duration = Duration::from_secs(5);
@@ -103,6 +110,14 @@ pub enum Event<'a> {
     ChildExited(ExitStatus),
     /// The handoff is starting (`true`: seal, `false`: release).
     HandingOff(bool),
+    /// Processes the writer left behind (in its group or escaped from it) were stopped
+    /// before the handoff: how many got the stop signal, and whether any had to be killed.
+    DescendantsStopped {
+        /// Descendants signalled.
+        count: usize,
+        /// True when some ignored the stop past the grace period and were killed.
+        killed: bool,
+    },
     /// Sealed.
     Sealed(&'a SealOutcome),
     /// Released.
@@ -148,10 +163,14 @@ pub enum RunError {
     /// A stop signal arrived while waiting to acquire; nothing was taken.
     #[error("stopped by signal {0} before the lock was acquired; nothing was changed")]
     Interrupted(i32),
-    /// The writer died of a signal nobody sent it as a stop (a crash, an OOM kill): it did
-    /// not drain, so the lock was kept.
-    #[error("the writer died of signal {0} without being asked to stop; the active lock was kept (fail closed)")]
-    WriterCrashed(i32),
+    /// The writer exited non-zero or died of a signal (a crash, an OOM kill, a stop signal
+    /// it did not handle): it did not drain, so the lock was kept.
+    #[error("{0}; it did not drain, so the active lock was kept (fail closed)")]
+    WriterCrashed(WriterEnd),
+    /// The writer exited, but a process it left behind could not be stopped, or proven
+    /// gone; the lock was kept.
+    #[error("the writer exited, but {0}; the active lock was kept (fail closed)")]
+    DescendantsLeft(DrainError),
     /// The writer stopped, but the handoff failed; the active lock was kept.
     #[error("the writer stopped, but the handoff failed: {0}")]
     HandoffFailed(LockError),
@@ -170,6 +189,7 @@ impl RunError {
             RunError::Interrupted(_) => ErrorCode::Interrupted,
             RunError::Control(_) => ErrorCode::InvalidArgument,
             RunError::WriterCrashed(_) => ErrorCode::WriterCrashed,
+            RunError::DescendantsLeft(_) => ErrorCode::DrainTimeout,
             RunError::HandoffFailed(e) => e.code(),
         }
     }
@@ -185,7 +205,10 @@ impl RunError {
             RunError::Interrupted(_) => None,
             RunError::Control(_) => Some("pass --control-socket PATH on a local, private directory".into()),
             RunError::WriterCrashed(_) => Some(
-                "the writer may have lost accepted work, so nothing certifies the transcript; inspect it, fence every writer, then `writerctl recover` or a plain `writerctl acquire` (managed runs never reclaim)".into(),
+                "the writer may have lost accepted work, so nothing certifies the transcript; inspect it, fence every writer, then `writerctl recover` or a plain `writerctl acquire` (managed runs never reclaim). A writer that should hand over must handle SIGTERM: drain, then exit 0".into(),
+            ),
+            RunError::DescendantsLeft(_) => Some(
+                "a process of the writer's tree may still write to the transcript; find it (ps, the pod's cgroup), stop it, then `writerctl recover` or a plain `writerctl acquire`".into(),
             ),
             RunError::HandoffFailed(_) => Some(
                 "the active lock was kept (fail closed); `writerctl status` shows why. Fix the transcript or storage problem, then a plain `writerctl acquire` or `writerctl recover` after fencing".into(),
@@ -213,24 +236,70 @@ enum Msg {
     Control(UnixStream),
 }
 
-/// The writer's exit status as the supervisor's: its code; 0 when it died of the stop signal
-/// we forwarded (a clean stop); 128+signal otherwise.
-pub fn child_exit_code(status: ExitStatus, forwarded: Option<i32>) -> u8 {
-    if let Some(code) = status.code() {
-        return code as u8;
+/// How the writer ended, for the `writer_crashed` message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriterEnd {
+    /// Its wait status.
+    pub status: ExitStatus,
+    /// Whether a stop had been requested (signal or preStop) before it exited.
+    pub stop_requested: bool,
+}
+
+impl std::fmt::Display for WriterEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.status.code(), self.status.signal()) {
+            (Some(code), _) => write!(f, "the writer exited with status {code}")?,
+            (None, Some(sig)) => write!(f, "the writer died of signal {sig}")?,
+            (None, None) => write!(f, "the writer ended abnormally")?,
+        }
+        f.write_str(if self.stop_requested { " after it was asked to stop" } else { " without being asked to stop" })
     }
-    match status.signal() {
-        Some(sig) if forwarded.is_some() && [SIGTERM, SIGINT, SIGHUP].contains(&sig) => 0,
-        Some(sig) => (128 + sig).min(255) as u8,
-        None => 1,
+}
+
+/// What the writer's exit allows the supervisor to do with the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterExit {
+    /// A requested stop answered by a clean exit: seal (gate on) or release (gate off).
+    HandOff,
+    /// A clean exit nobody asked for: a normal close, which releases (never seals).
+    Release,
+    /// Anything else: keep the active lock.
+    Keep,
+}
+
+/// The exit rule (seed 001: "a managed flush or proof failure retains the active lock";
+/// "normal per-session close still releases its lock instead of leaving a sealed record";
+/// issue 21 item 2):
+///
+/// | stop requested (signal or preStop) | writer's exit                  | lock                        |
+/// |------------------------------------|--------------------------------|-----------------------------|
+/// | yes                                | status 0                       | sealed (gate on) / released |
+/// | no                                 | status 0                       | released                    |
+/// | either                             | non-zero, or died of a signal  | kept active                 |
+///
+/// Only a clean exit proves the writer drained what it accepted. Dying of the very stop
+/// signal it was sent means it had no handler, so nothing drained: kept. A non-zero status —
+/// a crash, a shell reporting an OOM kill as 137, a flush that failed — is kept too.
+pub fn after_exit(status: ExitStatus, stop_requested: bool) -> AfterExit {
+    match (status.code(), stop_requested) {
+        (Some(0), true) => AfterExit::HandOff,
+        (Some(0), false) => AfterExit::Release,
+        _ => AfterExit::Keep,
     }
 }
 
 /// Runs the supervisor to completion.
 pub fn run(cfg: RunConfig, log: &mut dyn FnMut(Event)) -> RunOutcome {
     let (tx, rx) = mpsc::channel::<Msg>();
-    // Orphaned descendants of the writer become ours to reap (see `spawn_reaper`).
-    let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
+    // Orphaned descendants of the writer become ours to reap (see `spawn_reaper`), and being
+    // their subreaper is what proves none is left before a handoff (see `descendants`):
+    // without it, refuse to run rather than seal a transcript a stray process may write.
+    if let Err(e) = rustix::process::set_child_subreaper(Some(rustix::process::getpid())) {
+        return failed(
+            RunError::Spawn { command: "the supervisor (PR_SET_CHILD_SUBREAPER)".into(), source: e.into() },
+            Handoff::None,
+        );
+    }
     // Catch stop signals before anything else, so none is lost or kills us mid-protocol.
     let mut signals = match Signals::new([SIGTERM, SIGINT, SIGHUP]) {
         Ok(s) => s,
@@ -267,7 +336,7 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
     while let Ok(msg) = rx.try_recv() {
         if let Msg::Signal(sig) = msg {
             log(Event::Stopping(StopCause::Signal(sig)));
-            return match hand_off(cfg, &lease, log) {
+            return match hand_off(cfg, &lease, cfg.gate, log) {
                 Ok(h) => RunOutcome { exit_code: 0, handoff: h, child: None, error: None },
                 Err(e) => failed(RunError::HandoffFailed(e), Handoff::Kept),
             };
@@ -302,7 +371,7 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
 /// gate, so a session taken over from a seal is sealed again, not left open to anyone), and
 /// report the original failure.
 fn give_back(cfg: &RunConfig, lease: &Lease, error: RunError, log: &mut dyn FnMut(Event)) -> RunOutcome {
-    let handoff = match hand_off(cfg, lease, log) {
+    let handoff = match hand_off(cfg, lease, cfg.gate, log) {
         Ok(h) => h,
         Err(_) => Handoff::Kept,
     };
@@ -368,20 +437,6 @@ fn spawn_reaper(writer: u32, tx: Sender<Msg>) {
             }
         }
     });
-}
-
-/// Waits until no process is left in the writer's group, up to `deadline`.
-fn group_drained(pgid: u32, deadline: Instant) -> bool {
-    let Some(pid) = rustix::process::Pid::from_raw(pgid as i32) else { return true };
-    loop {
-        if rustix::process::test_kill_process_group(pid) == Err(rustix::io::Errno::SRCH) {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Resolves the writer command the way `execvp` will, so a typo fails before the lock is
@@ -535,12 +590,7 @@ fn wait_and_hand_off(
         match (msg, &mut state) {
             (Msg::Signal(sig), State::HandedOff { handoff, child, .. }) => {
                 log(Event::Stopping(StopCause::Signal(sig)));
-                return RunOutcome {
-                    exit_code: child_exit_code(*child, forwarded),
-                    handoff: handoff.clone(),
-                    child: Some(*child),
-                    error: None,
-                };
+                return RunOutcome { exit_code: 0, handoff: handoff.clone(), child: Some(*child), error: None };
             }
             (Msg::Control(stream), State::HandedOff { reply, .. }) => {
                 let _ = control::write_reply(&stream, reply);
@@ -566,33 +616,25 @@ fn wait_and_hand_off(
             (Msg::Child(status), st) => {
                 log(Event::ChildExited(status));
                 bound.unbind();
-                // Died of a signal that was not a stop we forwarded: it did not drain.
-                if let Some(sig) = status.signal()
-                    && !(forwarded.is_some() && [SIGTERM, SIGINT, SIGHUP].contains(&sig))
-                {
-                    let e = RunError::WriterCrashed(sig);
-                    reply_all(&mut waiting_clients, &error_reply(&wire(&e)));
-                    return RunOutcome { child: Some(status), ..failed(e, Handoff::Kept) };
-                }
-                // The leader is gone; the rest of its group must be too before anything
-                // certifies the transcript. Stragglers get the stop and what is left of grace.
+                let rule = after_exit(status, forwarded.is_some());
                 let deadline = match st {
                     State::Stopping { deadline } => *deadline,
                     _ => Instant::now() + cfg.grace,
                 };
-                // Whatever stopped the leader, stragglers get SIGTERM (background jobs ignore
-                // SIGINT) and what is left of the grace period.
-                if !group_drained(pgid, Instant::now()) {
-                    forward_stop(pgid, SIGTERM);
-                }
-                if !group_drained(pgid, deadline) {
-                    signal_group(pgid, rustix::process::Signal::KILL.as_raw());
-                    log(Event::Killed);
-                    let e = RunError::DrainTimeout(cfg.grace);
+                // Nothing is handed off — nor left behind a lock whose holder is about to
+                // exit — while a process of the writer's tree can still write.
+                let drained = stop_descendants(deadline, log);
+                let end = WriterEnd { status, stop_requested: forwarded.is_some() };
+                let refused = match (rule, drained) {
+                    (AfterExit::Keep, _) => Some(RunError::WriterCrashed(end)),
+                    (_, Err(e)) => Some(RunError::DescendantsLeft(e)),
+                    _ => None,
+                };
+                if let Some(e) = refused {
                     reply_all(&mut waiting_clients, &error_reply(&wire(&e)));
                     return RunOutcome { child: Some(status), ..failed(e, Handoff::Kept) };
                 }
-                let result = hand_off(cfg, lease, log);
+                let result = hand_off(cfg, lease, cfg.gate && rule == AfterExit::HandOff, log);
                 let reply = match &result {
                     Ok(h) => success_reply(h),
                     Err(e) => error_reply(&WireError {
@@ -614,15 +656,24 @@ fn wait_and_hand_off(
                     state = State::HandedOff { reply: Box::new(reply), handoff, child: status };
                     continue;
                 }
-                return RunOutcome {
-                    exit_code: child_exit_code(status, forwarded),
-                    handoff,
-                    child: Some(status),
-                    error: None,
-                };
+                return RunOutcome { exit_code: 0, handoff, child: Some(status), error: None };
             }
         }
     }
+}
+
+/// Stops whatever the writer left behind — processes still in its group, and any that left
+/// it (`setsid`, double fork) — with SIGTERM and what is left of the grace period, then
+/// SIGKILL, and proves none is left (see [`descendants`]).
+fn stop_descendants(deadline: Instant, log: &mut dyn FnMut(Event)) -> Result<Drained, DrainError> {
+    let drained = descendants::drain(rustix::process::Signal::TERM, deadline, REAP_AFTER_KILL)?;
+    match drained {
+        // Only a process already exiting was found (nothing had to be signalled).
+        Drained::Nothing | Drained::Stopped(0) => {}
+        Drained::Stopped(count) => log(Event::DescendantsStopped { count, killed: false }),
+        Drained::Killed(count) => log(Event::DescendantsStopped { count, killed: true }),
+    }
+    Ok(drained)
 }
 
 fn reply_all(clients: &mut Vec<UnixStream>, reply: &Reply) {
@@ -655,6 +706,9 @@ fn drain_timeout(
 ) -> RunOutcome {
     signal_group(pgid, rustix::process::Signal::KILL.as_raw());
     log(Event::Killed);
+    // Whatever left the group dies too: the lock stays active with a holder that is about to
+    // exit, and no escaped process may write on under it. The lock is kept either way.
+    let _ = descendants::drain(rustix::process::Signal::KILL, Instant::now(), REAP_AFTER_KILL);
     let deadline = Instant::now() + REAP_AFTER_KILL;
     let mut child = None;
     while let Ok(msg) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
@@ -675,10 +729,10 @@ fn drain_timeout(
     RunOutcome { exit_code: error.code().exit_code(), handoff: Handoff::Kept, child, error: Some(error) }
 }
 
-/// Seal (gate on) or release (gate off) the lease.
-fn hand_off(cfg: &RunConfig, lease: &Lease, log: &mut dyn FnMut(Event)) -> Result<Handoff, LockError> {
-    log(Event::HandingOff(cfg.gate));
-    if cfg.gate {
+/// Seal (`seal`: a requested stop with the gate on) or release the lease.
+fn hand_off(cfg: &RunConfig, lease: &Lease, seal_it: bool, log: &mut dyn FnMut(Event)) -> Result<Handoff, LockError> {
+    log(Event::HandingOff(seal_it));
+    if seal_it {
         let progress = cfg.progress.clone();
         let mut cb = |d, t| {
             if let Some(p) = &progress {

@@ -66,6 +66,8 @@ const KNOWN_FAILPOINTS: &[&str] = &[
     "rollback.after_relink",
     "recover.before_action",
     "recover.after_restore_link",
+    "transcript.fsync",
+    "token_file.fsync",
 ];
 
 /// Every `failpoint!("…")` name in src/, sorted: the matrix follows the sources, so a new
@@ -749,4 +751,176 @@ fn crash_matrix_every_failpoint_every_operation_kill_and_error() {
         eprintln!("VIOLATION {v}");
     }
     assert_eq!(violations.len(), 0, "{} crash-matrix violations:\n{}", violations.len(), violations.join("\n"));
+}
+
+// ---------------------------------------------------------------------------------------
+// the writer's end under `run` (issue 21 items 1 and 2)
+// ---------------------------------------------------------------------------------------
+
+/// One way a supervised writer can end, and the lock it must leave.
+struct WriterEnding {
+    name: &'static str,
+    /// The writer (bash). `$T_READY` is created once it is running.
+    script: &'static str,
+    /// SIGTERM to the supervisor once the writer is ready (a requested stop).
+    stop: bool,
+    /// `sealed`, `released` (no lock) or `active` (kept, fail closed).
+    lock: &'static str,
+    /// The supervisor's exit code and, when it fails, its error code.
+    exit: (i32, Option<&'static str>),
+}
+
+const WRITER_ENDINGS: &[WriterEnding] = &[
+    WriterEnding {
+        name: "exit 0 on its own",
+        script: r#"echo '{"a":1}' >>"$WRITERCTL_TRANSCRIPT"; exit 0"#,
+        stop: false,
+        lock: "released",
+        exit: (0, None),
+    },
+    WriterEnding {
+        name: "exit 1 (a crash)",
+        script: r#"echo '{"a":1}' >>"$WRITERCTL_TRANSCRIPT"; exit 1"#,
+        stop: false,
+        lock: "active",
+        exit: (1, Some("writer_crashed")),
+    },
+    WriterEnding {
+        name: "exit 137 (an OOM kill through a shell)",
+        script: r#"echo '{"a":1}' >>"$WRITERCTL_TRANSCRIPT"; exit 137"#,
+        stop: false,
+        lock: "active",
+        exit: (1, Some("writer_crashed")),
+    },
+    WriterEnding {
+        name: "SIGKILL (an OOM kill)",
+        script: r#"echo '{"a":1}' >>"$WRITERCTL_TRANSCRIPT"; kill -KILL $$"#,
+        stop: false,
+        lock: "active",
+        exit: (1, Some("writer_crashed")),
+    },
+    WriterEnding {
+        name: "SIGSEGV",
+        script: r#"echo '{"a":1}' >>"$WRITERCTL_TRANSCRIPT"; kill -SEGV $$"#,
+        stop: false,
+        lock: "active",
+        exit: (1, Some("writer_crashed")),
+    },
+    WriterEnding {
+        name: "stop requested, drained, exit 0",
+        script: r#"trap 'exit 0' TERM; echo '{"a":1}' >>"$WRITERCTL_TRANSCRIPT"; : >"$T_READY"; while :; do sleep 0.05; done"#,
+        stop: true,
+        lock: "sealed",
+        exit: (0, None),
+    },
+    WriterEnding {
+        name: "stop requested, unhandled SIGTERM",
+        script: r#"echo '{"a":1}' >>"$WRITERCTL_TRANSCRIPT"; : >"$T_READY"; exec sleep 1000"#,
+        stop: true,
+        lock: "active",
+        exit: (1, Some("writer_crashed")),
+    },
+    WriterEnding {
+        name: "stop requested, exit 3",
+        script: r#"trap 'exit 3' TERM; : >"$T_READY"; while :; do sleep 0.05; done"#,
+        stop: true,
+        lock: "active",
+        exit: (1, Some("writer_crashed")),
+    },
+    WriterEnding {
+        name: "stop requested, ignored past --grace",
+        script: r#"trap '' TERM; : >"$T_READY"; while :; do sleep 0.05; done"#,
+        stop: true,
+        lock: "active",
+        exit: (1, Some("drain_timeout")),
+    },
+    WriterEnding {
+        name: "stop requested, an escaped descendant appends later",
+        script: r#"trap 'exit 0' TERM; echo '{"a":1}' >>"$WRITERCTL_TRANSCRIPT"
+setsid sh -c 'sleep 0.8; echo "{\"late\":1}" >>"$WRITERCTL_TRANSCRIPT"' &
+: >"$T_READY"; while :; do sleep 0.05; done"#,
+        stop: true,
+        lock: "sealed",
+        exit: (0, None),
+    },
+    WriterEnding {
+        name: "stop requested, an escaped descendant ignores SIGTERM",
+        script: r#"trap 'exit 0' TERM
+setsid sh -c 'trap "" TERM; while :; do echo "{\"stray\":1}" >>"$WRITERCTL_TRANSCRIPT"; sleep 0.05; done' &
+: >"$T_READY"; while :; do sleep 0.05; done"#,
+        stop: true,
+        lock: "sealed",
+        exit: (0, None),
+    },
+];
+
+fn run_writer_ending(e: &WriterEnding) -> Vec<String> {
+    let mut v = Vec::new();
+    let env = TestEnv::new();
+    let ready = env.tmp.path().join("ready");
+    let transcript = env.runtime().join(format!("chats/{S}.jsonl"));
+    std::fs::create_dir_all(transcript.parent().unwrap()).unwrap();
+    let mut c = env.cmd();
+    c.arg("run").arg("--runtime-dir").arg(env.runtime()).args(["--session", S, "--json", "--grace", "1"]);
+    let private = env.tmp.path().join("ctl");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    c.arg("--control-socket").arg(private.join("s.sock"));
+    c.args(["--", "bash", "-c", e.script]).env(GATE.0, GATE.1).env("T_READY", &ready);
+    let child = c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    if e.stop {
+        let until = Instant::now() + LIMIT;
+        while !ready.exists() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+    }
+    let Some(r) = wait_child_bounded(child, LIMIT) else {
+        return vec![format!("[run: {}] the supervisor hung", e.name)];
+    };
+    let code = try_error_code(&r);
+    if (r.code, code.as_deref()) != e.exit {
+        v.push(format!("[run: {}] exit {} {code:?}, want {:?}:\n{}\n{}", e.name, r.code, e.exit, r.stdout, r.stderr));
+    }
+    // Whatever the writer left is gone: wait past the escaped writers' delays, then check
+    // the lock and that a seal still certifies exactly what is on disk.
+    std::thread::sleep(Duration::from_millis(1200));
+    let files = lock_files(&env.lock_dir());
+    if files.keys().any(|n| n != &format!("{S}.lock")) {
+        v.push(format!("[run: {}] residue in the lock directory: {:?}", e.name, files.keys()));
+    }
+    let state = files.get(&format!("{S}.lock")).and_then(|b| b.as_deref().and_then(state_of));
+    let lock = state.as_deref().unwrap_or("released");
+    if lock != e.lock {
+        v.push(format!("[run: {}] the lock is {lock}, want {}", e.name, e.lock));
+    }
+    if lock == "sealed" {
+        match cli_bounded(&env, &["verify", "--json", "--session", S], &[], LIMIT) {
+            Some(r) if r.code == 0 => {}
+            other => v.push(format!("[run: {}] the seal no longer matches the transcript: {other:?}", e.name)),
+        }
+        let text = std::fs::read_to_string(&transcript).unwrap_or_default();
+        if text.contains("late") {
+            v.push(format!("[run: {}] an escaped descendant wrote: {text}", e.name));
+        }
+    }
+    v
+}
+
+/// Every way a supervised writer can end × the lock it must leave: a requested stop
+/// answered by exit 0 seals, exit 0 on its own releases, anything else keeps the active
+/// lock, and nothing the writer started can write after a seal.
+#[test]
+fn crash_matrix_every_writer_ending_under_run() {
+    let violations: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = WRITER_ENDINGS.iter().map(|e| s.spawn(move || run_writer_ending(e))).collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    eprintln!(
+        "crash matrix (writer endings under run): {} cases, {} violations",
+        WRITER_ENDINGS.len(),
+        violations.len()
+    );
+    assert!(violations.is_empty(), "{}", violations.join("\n"));
 }
