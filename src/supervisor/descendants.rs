@@ -96,7 +96,24 @@ fn below(root: i32, table: &HashMap<i32, Stat>) -> Vec<(i32, Stat)> {
     out
 }
 
+/// `/proc` must describe our own pid namespace: after `unshare --pid --fork` without
+/// `--mount-proc`, it still shows the parent namespace, where our pid (often 1) names
+/// another process — init — and the "tree below us" would be the whole machine. Then the
+/// tree cannot be enumerated, and the caller fails closed instead of signalling strangers.
+fn proc_is_ours() -> io::Result<()> {
+    let me = getpid().as_raw_nonzero().get().to_string();
+    match std::fs::read_link("/proc/self") {
+        Ok(p) if p.as_os_str() == me.as_str() => Ok(()),
+        Ok(p) => Err(io::Error::other(format!(
+            "/proc belongs to another pid namespace (/proc/self is {}, our pid is {me}); mount a /proc for this namespace",
+            p.display()
+        ))),
+        Err(e) => Err(io::Error::new(e.kind(), format!("/proc/self: {e}"))),
+    }
+}
+
 fn proc_table() -> io::Result<HashMap<i32, Stat>> {
+    proc_is_ours()?;
     let mut table = HashMap::new();
     for entry in std::fs::read_dir("/proc")? {
         let Ok(entry) = entry else { continue };
@@ -233,6 +250,11 @@ mod tests {
         let mut got: Vec<i32> = below(10, &table).into_iter().map(|(p, _)| p).collect();
         got.sort();
         assert_eq!(got, vec![11, 13, 14]);
+    }
+
+    #[test]
+    fn proc_describes_our_own_pid_namespace_here() {
+        proc_is_ours().expect("the test runs with its own /proc");
     }
 
     #[test]
