@@ -103,6 +103,7 @@ pub fn run(args: StatusArgs, out: Output) -> Result<()> {
             "holder:    pid {} on host {} ({}, schema {}, acquired {})",
             o.pid, o.hostname, o.process_kind, o.schema_version, o.acquired_at
         ));
+        lines.push(format!("epoch:     {}", o.epoch));
     }
     if let Some(l) = &s.liveness {
         lines.push(format!("liveness:  {} — {}", l.code, l.description));

@@ -236,9 +236,8 @@ pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe)
         )));
     }
     let owner = OwnerToken::generate();
-    let record =
-        new_active_record(&site.session_id, &owner, &opts.holder, &opts.process_kind, OffsetDateTime::now_utc())
-            .map_err(|m| LockError::InvalidArgument(format!("cannot build a valid record: {m}")))?;
+    // Nothing is replaced when the primary is missing: epoch 0 + 1.
+    let record = successor_record(site, opts, &owner, 0)?;
     let claim = site.paths.claim();
     for _ in 0..ACQUIRE_ATTEMPTS {
         check_claim(&site.dir, &claim)?;
@@ -264,12 +263,16 @@ pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe)
                 if opts.reclaim == ReclaimPolicy::Never {
                     return Err(conflict(site, &existing, true));
                 }
+                let record = successor_record(site, opts, &owner, existing.owner.epoch)?;
                 return reclaim(site, &owner, &record, &existing, opts.transcript.as_ref(), probe);
             }
             // Without certified takeover a seal is a conflict, whatever its schema (§5.2).
             Inspection::Sealed(existing) => {
                 return match (&opts.certified, &opts.transcript) {
-                    (Some(c), Some(t)) => take_over(site, c, t, &owner, &record, &existing, probe),
+                    (Some(c), Some(t)) => {
+                        let record = successor_record(site, opts, &owner, existing.owner.epoch)?;
+                        take_over(site, c, t, &owner, &record, &existing, probe)
+                    }
                     (Some(_), None) => {
                         Err(LockError::InvalidArgument("certified takeover needs the transcript it validates".into()))
                     }
@@ -280,6 +283,27 @@ pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe)
         }
     }
     Err(LockError::unavailable(Unavailable::AcquireBudgetExhausted))
+}
+
+/// Our new active record, replacing a record of epoch `previous` (0: nothing, or a record
+/// without `writerctl_epoch`). The epoch is a fencing number, as etcd's lock revision: a
+/// writer that stamps its output with it makes a stale writer's lines recognizable, because
+/// every acquire, takeover and reclaim writes a larger one than the record it replaces.
+fn successor_record(
+    site: &LockSite,
+    opts: &AcquireOptions,
+    owner: &OwnerToken,
+    previous: u64,
+) -> Result<LockRecord, LockError> {
+    new_active_record(
+        &site.session_id,
+        owner,
+        &opts.holder,
+        &opts.process_kind,
+        OffsetDateTime::now_utc(),
+        previous.saturating_add(1),
+    )
+    .map_err(|m| LockError::InvalidArgument(format!("cannot build a valid record: {m}")))
 }
 
 fn conflict(site: &LockSite, existing: &LockRecord, managed_refused_stale: bool) -> LockError {
@@ -652,7 +676,7 @@ mod tests {
     /// Writes a fresh active record for `h` at `name` in the site's directory.
     fn stage_record(s: &LockSite, name: &str, h: &Holder) -> (OwnerToken, LockRecord) {
         let owner = OwnerToken::generate();
-        let rec = new_active_record("s", &owner, h, "unknown", OffsetDateTime::now_utc()).unwrap();
+        let rec = new_active_record("s", &owner, h, "unknown", OffsetDateTime::now_utc(), 1).unwrap();
         std::fs::write(s.paths.dir.join(name), &rec.raw).unwrap();
         (owner, rec)
     }

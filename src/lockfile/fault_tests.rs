@@ -270,9 +270,16 @@ fn failing_once(name: &'static str) {
 
 /// A fresh schema-2 active record for `session` held by this (live) process.
 fn foreign_active(session: &str) -> Vec<u8> {
-    new_active_record(session, &OwnerToken::generate(), &holder(sys::own_pid()), "unknown", OffsetDateTime::now_utc())
-        .unwrap()
-        .raw
+    new_active_record(
+        session,
+        &OwnerToken::generate(),
+        &holder(sys::own_pid()),
+        "unknown",
+        OffsetDateTime::now_utc(),
+        1,
+    )
+    .unwrap()
+    .raw
 }
 
 /// A same-session schema-3 active record (qwen managed): not a claim-aware candidate.

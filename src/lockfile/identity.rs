@@ -322,6 +322,7 @@ mod tests {
             acquired_at: "2026-07-28T00:00:00.000Z".into(),
             qwen_version: None,
             writer: None,
+            epoch: 0,
         }
     }
 

@@ -161,6 +161,11 @@ pub struct OwnerFields {
     pub qwen_version: Option<String>,
     /// writerctl's extra `writer` key, if present and a string.
     pub writer: Option<String>,
+    /// writerctl's fencing epoch (extra key `writerctl_epoch`): every acquire, takeover and
+    /// reclaim writes the replaced record's epoch + 1. Absent (qwen-written records) or not a
+    /// non-negative safe integer counts as 0, as an unknown key must not make a record
+    /// qwen accepts unusable.
+    pub epoch: u64,
 }
 
 /// A valid lock record with the exact bytes it came from.
@@ -321,6 +326,7 @@ pub fn parse_record(raw: &[u8]) -> Result<LockRecord, Malformed> {
         None => return Err(bad("`qwen_version` is missing")),
     };
     let writer = m.get("writer").and_then(Value::as_str).map(str::to_owned);
+    let epoch = m.get(EPOCH_KEY).and_then(safe_integer).unwrap_or(0);
     let owner = OwnerFields {
         session_id,
         owner_id,
@@ -332,6 +338,7 @@ pub fn parse_record(raw: &[u8]) -> Result<LockRecord, Malformed> {
         acquired_at,
         qwen_version,
         writer,
+        epoch,
     };
 
     let schema_version = m.get("schema_version").and_then(integer);
@@ -412,7 +419,11 @@ pub struct Holder {
     pub hostname: String,
 }
 
-/// writerctl's own schema-2 active record, in qwen's key order plus `writer`.
+/// The extra record key of writerctl's fencing epoch (like etcd's lock revision).
+pub const EPOCH_KEY: &str = "writerctl_epoch";
+
+/// writerctl's own schema-2 active record, in qwen's key order plus `writer` and
+/// `writerctl_epoch`.
 #[derive(Serialize)]
 struct ActiveRecordV2<'a> {
     schema_version: u8,
@@ -429,6 +440,7 @@ struct ActiveRecordV2<'a> {
     acquired_at: &'a str,
     qwen_version: Option<&'a str>,
     writer: &'a str,
+    writerctl_epoch: u64,
 }
 
 /// Serializes and re-parses a new active record; the returned record's `raw` is exactly
@@ -439,6 +451,7 @@ pub fn new_active_record(
     holder: &Holder,
     process_kind: &str,
     acquired_at: OffsetDateTime,
+    epoch: u64,
 ) -> Result<LockRecord, Malformed> {
     let acquired_at = format_timestamp(acquired_at);
     let writer = writer_tag();
@@ -455,6 +468,7 @@ pub fn new_active_record(
         acquired_at: &acquired_at,
         qwen_version: None,
         writer: &writer,
+        writerctl_epoch: epoch,
     };
     let raw = serde_json::to_vec(&rec).map_err(|e| bad(e.to_string()))?;
     // Round-trip through the validator: we never install a record qwen would reject.
@@ -683,17 +697,31 @@ mod tests {
         };
         let owner = OwnerToken::parse("0b6f7c2e-4f1e-4a5e-9d8e-1c2b3a4d5e6f").unwrap();
         let t = OffsetDateTime::from_unix_timestamp_nanos(1_785_196_800_123_456_789).unwrap();
-        let r = new_active_record("s", &owner, &holder, "unknown", t).unwrap();
+        let r = new_active_record("s", &owner, &holder, "unknown", t, 3).unwrap();
         let expected = format!(
-            r#"{{"schema_version":2,"state":"active","session_id":"s","owner_id":"0b6f7c2e-4f1e-4a5e-9d8e-1c2b3a4d5e6f","pid":42,"process_start_identity":"linux:abc:1","pid_namespace_id":7,"hostname":"h","process_kind":"unknown","acquired_at":"2026-07-28T00:00:00.123Z","qwen_version":null,"writer":"writerctl {}"}}"#,
+            r#"{{"schema_version":2,"state":"active","session_id":"s","owner_id":"0b6f7c2e-4f1e-4a5e-9d8e-1c2b3a4d5e6f","pid":42,"process_start_identity":"linux:abc:1","pid_namespace_id":7,"hostname":"h","process_kind":"unknown","acquired_at":"2026-07-28T00:00:00.123Z","qwen_version":null,"writer":"writerctl {}","writerctl_epoch":3}}"#,
             env!("CARGO_PKG_VERSION")
         );
         assert_eq!(String::from_utf8(r.raw.clone()).unwrap(), expected);
+        assert_eq!(r.owner.epoch, 3);
         let bare = Holder { process_start_identity: None, pid_namespace_id: None, ..holder };
-        let r = new_active_record("s", &owner, &bare, "acp", t).unwrap();
+        let r = new_active_record("s", &owner, &bare, "acp", t, 1).unwrap();
         let text = String::from_utf8(r.raw).unwrap();
         assert!(!text.contains("process_start_identity") && !text.contains("pid_namespace_id"));
-        assert!(new_active_record("s", &owner, &bare, "robot", t).is_err());
+        assert!(new_active_record("s", &owner, &bare, "robot", t, 1).is_err());
+    }
+
+    /// The fencing epoch is an extra key: absent (every qwen record) or unusable counts as
+    /// 0 and never makes a record qwen accepts malformed.
+    #[test]
+    fn the_epoch_is_read_leniently() {
+        assert_eq!(parse_record(V2.as_bytes()).unwrap().owner.epoch, 0);
+        for (v, want) in [(Value::from(7), 7), (Value::from("7"), 0), (Value::from(-1), 0), (Value::from(1.5), 0)] {
+            let raw = with(V2, |m| {
+                m.insert(EPOCH_KEY.into(), v.clone());
+            });
+            assert_eq!(parse_record(&raw).unwrap().owner.epoch, want, "{v}");
+        }
     }
 
     #[test]

@@ -59,6 +59,8 @@ pub struct OwnerView {
     pub qwen_version: Option<String>,
     /// `writer` (records written by writerctl).
     pub writer: Option<String>,
+    /// writerctl's fencing epoch (`writerctl_epoch`; 0 when the record has none).
+    pub epoch: u64,
 }
 
 impl OwnerView {
@@ -77,6 +79,7 @@ impl OwnerView {
             pid_namespace_id: r.owner.pid_namespace_id,
             qwen_version: r.owner.qwen_version.clone(),
             writer: r.owner.writer.clone(),
+            epoch: r.owner.epoch,
         }
     }
 }

@@ -37,7 +37,10 @@ fn acquire_writes_a_qwen_schema2_record_and_a_0600_token_file() {
     );
     assert!(raw.starts_with(&prefix), "{raw}\nexpected prefix\n{prefix}");
     assert!(
-        raw.ends_with(&format!(r#"Z","qwen_version":null,"writer":"writerctl {}"}}"#, env!("CARGO_PKG_VERSION"))),
+        raw.ends_with(&format!(
+            r#"Z","qwen_version":null,"writer":"writerctl {}","writerctl_epoch":1}}"#,
+            env!("CARGO_PKG_VERSION")
+        )),
         "{raw}"
     );
     assert_eq!(std::fs::metadata(env.lock("s1")).unwrap().permissions().mode() & 0o777, 0o600);

@@ -183,6 +183,9 @@ struct HolderFacts {
     identity: String,
     ns: u64,
     host: String,
+    /// The fencing epoch of the actor's record once it knows what it replaces (the
+    /// replaced record's + 1). Its first attempt, made before it looks, carries 1.
+    epoch: u64,
 }
 
 /// Is `raw` exactly writerctl's active record for `holder` (any fresh owner id and
@@ -197,15 +200,19 @@ fn is_actor_active(raw: &[u8], h: &HolderFacts) -> bool {
     if !is_uuid(owner) || at.len() != 24 {
         return false;
     }
-    let want = format!(
-        r#"{{"schema_version":2,"state":"active","session_id":"{S}","owner_id":"{owner}","pid":{},"process_start_identity":"{}","pid_namespace_id":{},"hostname":"{}","process_kind":"unknown","acquired_at":"{at}","qwen_version":null,"writer":"writerctl {}"}}"#,
+    [1, h.epoch].iter().any(|&epoch| raw == actor_active(h, owner, at, epoch).as_bytes())
+}
+
+fn actor_active(h: &HolderFacts, owner: &str, at: &str, epoch: u64) -> String {
+    format!(
+        r#"{{"schema_version":2,"state":"active","session_id":"{S}","owner_id":"{owner}","pid":{},"process_start_identity":"{}","pid_namespace_id":{},"hostname":"{}","process_kind":"unknown","acquired_at":"{at}","qwen_version":null,"writer":"writerctl {}","writerctl_epoch":{}}}"#,
         h.pid,
         h.identity,
         h.ns,
         h.host,
-        env!("CARGO_PKG_VERSION")
-    );
-    raw == want.as_bytes()
+        env!("CARGO_PKG_VERSION"),
+        epoch
+    )
 }
 
 fn owner_of(raw: &[u8]) -> Option<String> {
@@ -332,6 +339,9 @@ fn run_case(case: &Case) -> Outcome {
         identity: writerctl::lockfile::identity::process_start_identity(holder.pid() as u64).unwrap(),
         ns: l.pid_ns,
         host: l.hostname.clone(),
+        // A takeover replaces the seal of an acquire (epoch 1); everything else replaces
+        // nothing or a qwen record without an epoch (0).
+        epoch: if case.op == Op::Takeover { 2 } else { 1 },
     };
     let pid = h.pid.to_string();
     let transcript = env.runtime().join(format!("chats/{S}.jsonl"));

@@ -195,6 +195,7 @@ const KEYS: &[&str] = &[
     "last_commit_sequence",
     "committed_prefix_hash",
     "writerctl_transcript_identity",
+    "writerctl_epoch",
 ];
 
 #[derive(Debug, Clone)]

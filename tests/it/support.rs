@@ -85,6 +85,7 @@ pub struct AcquireJson {
     pub reclaimed: bool,
     pub token_file: Option<String>,
     pub previous: Option<PreviousJson>,
+    pub epoch: u64,
 }
 
 /// `previous` of a certified takeover.
@@ -158,6 +159,7 @@ pub struct OwnerJson {
     pub pid_namespace_id: Option<u64>,
     pub qwen_version: Option<String>,
     pub writer: Option<String>,
+    pub epoch: u64,
 }
 
 #[derive(Debug, Deserialize)]
