@@ -61,6 +61,7 @@ acp\t''
 daemon\t''
 unknown\t''"
 complete -c writerctl -n "__fish_writerctl_using_subcommand acquire" -l token-file -d 'Write the owner token to this new file (created 0600; never overwritten) instead of printing it' -r -F
+complete -c writerctl -n "__fish_writerctl_using_subcommand acquire" -l wait -d 'Wait up to SECONDS (fractions allowed) while a live holder or a transition in progress refuses the session, retrying with a jittered back-off, as `flock -w` does. On timeout the last refusal is returned with its own code. Refusals that waiting cannot clear (a stale holder under --managed, a malformed record, a changed transcript) are returned at once' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand acquire" -l managed -d 'Managed mode (qwen\'s reclaimPolicy `never` + takeoverPolicy `certified`): never reclaim a stale lock; with the gate on, take over a sealed one'
 complete -c writerctl -n "__fish_writerctl_using_subcommand acquire" -l json -d 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})'
 complete -c writerctl -n "__fish_writerctl_using_subcommand acquire" -s v -l verbose -d 'Add causes to error messages (never an owner id)'
@@ -99,6 +100,7 @@ acp\t''
 daemon\t''
 unknown\t''"
 complete -c writerctl -n "__fish_writerctl_using_subcommand takeover" -l token-file -d 'Write the owner token to this new file (created 0600; never overwritten) instead of printing it' -r -F
+complete -c writerctl -n "__fish_writerctl_using_subcommand takeover" -l wait -d 'Wait up to SECONDS (fractions allowed) while a live holder or a transition in progress refuses the session, retrying with a jittered back-off, as `flock -w` does. On timeout the last refusal is returned with its own code. Refusals that waiting cannot clear (a stale holder under --managed, a malformed record, a changed transcript) are returned at once' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand takeover" -l json -d 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})'
 complete -c writerctl -n "__fish_writerctl_using_subcommand takeover" -s v -l verbose -d 'Add causes to error messages (never an owner id)'
 complete -c writerctl -n "__fish_writerctl_using_subcommand takeover" -s h -l help -d 'Print help'

@@ -7,7 +7,8 @@ use clap::Args;
 use serde::Serialize;
 use writerctl::lockfile::identity::{SystemProbe, default_holder_pid, holder};
 use writerctl::lockfile::sys::{Signal0, signal0};
-use writerctl::lockfile::{AcquireOptions, DirMode, Lease, LockError, ReclaimPolicy, acquire, open_site};
+use writerctl::lockfile::wait::acquire_waiting;
+use writerctl::lockfile::{AcquireOptions, DirMode, Lease, LockError, ReclaimPolicy, open_site};
 
 use super::output::{Output, hash_progress, log_event};
 use super::session::{TokenFile, resolve, transcript_key};
@@ -25,7 +26,7 @@ use writerctl::lockfile::transcript::ProofOptions;
 /// holder is provably gone on this host is reclaimed, unless --managed.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  writerctl acquire --runtime-dir ~/.qwen --session \"$SID\" --token-file owner.token\n  writerctl acquire --session \"$SID\" --managed --pid \"$WRITER_PID\" --json"
+    after_help = "Examples:\n  writerctl acquire --runtime-dir ~/.qwen --session \"$SID\" --token-file owner.token\n  writerctl acquire --session \"$SID\" --managed --pid \"$WRITER_PID\" --json\n  writerctl acquire --session \"$SID\" --wait 30 --token-file owner.token   # like flock -w 30"
 )]
 pub struct AcquireArgs {
     #[command(flatten)]
@@ -55,6 +56,22 @@ pub struct HolderArgs {
     /// printing it.
     #[arg(long, value_name = "F")]
     pub token_file: Option<PathBuf>,
+
+    /// Wait up to SECONDS (fractions allowed) while a live holder or a transition in
+    /// progress refuses the session, retrying with a jittered back-off, as `flock -w` does.
+    /// On timeout the last refusal is returned with its own code. Refusals that waiting
+    /// cannot clear (a stale holder under --managed, a malformed record, a changed
+    /// transcript) are returned at once.
+    #[arg(long, value_name = "SECONDS", default_value = "0", value_parser = parse_wait)]
+    pub wait: std::time::Duration,
+}
+
+/// `--wait SECONDS`: a finite, non-negative number of seconds.
+fn parse_wait(s: &str) -> Result<std::time::Duration, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=1e9).contains(&v) => Ok(std::time::Duration::from_secs_f64(v)),
+        _ => Err(format!("`{s}` is not a number of seconds (0 or more)")),
+    }
 }
 
 #[derive(Serialize)]
@@ -67,6 +84,8 @@ struct AcquireJson<'a> {
     reclaimed: bool,
     token_file: Option<String>,
     previous: Option<PreviousJson<'a>>,
+    /// The fencing epoch of the new record (`writerctl_epoch`).
+    epoch: u64,
 }
 
 /// The sealing writer a certified takeover replaced.
@@ -130,7 +149,11 @@ pub fn take(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
             reclaim: if args.managed { ReclaimPolicy::Never } else { ReclaimPolicy::Local },
             certified,
         };
-        acquire(&site, &opts, &SystemProbe).map(|lease| (site, lease))
+        let pause = &mut |d: std::time::Duration, _: &LockError| {
+            std::thread::sleep(d);
+            Ok::<(), LockError>(())
+        };
+        acquire_waiting(&site, &opts, &SystemProbe, args.holder.wait, pause).map(|lease| (site, lease))
     });
     let (site, lease) = match taken {
         Ok(t) => t,
@@ -205,6 +228,7 @@ fn deliver(
                 pid: p.pid,
                 sealed_at: &p.sealed_at,
             }),
+            epoch: lease.record.owner.epoch,
         });
     }
     let how = if lease.reclaimed {

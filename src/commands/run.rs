@@ -22,7 +22,7 @@ use crate::cli::SessionArgs;
 ///
 /// Takes the session (certified takeover of a seal, or managed acquisition; never reclaims
 /// a stale owner), starts CMD with WRITERCTL_RUNTIME_DIR, WRITERCTL_SESSION, WRITERCTL_LOCK,
-/// WRITERCTL_TRANSCRIPT and WRITERCTL_OWNER_TOKEN in its environment, and on SIGTERM,
+/// WRITERCTL_TRANSCRIPT, WRITERCTL_OWNER_TOKEN and WRITERCTL_EPOCH in its environment, and on SIGTERM,
 /// SIGINT or SIGHUP — or a preStop `writerctl seal` — forwards the stop to CMD's process
 /// group and waits up to --grace for it to exit. Before anything is handed off, every
 /// process CMD left behind (in its group or escaped from it: the supervisor is their

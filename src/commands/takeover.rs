@@ -16,7 +16,9 @@ use crate::cli::SessionArgs;
 /// claimed transition. A missing lock is acquired in managed mode; an active one (live or
 /// stale) is a conflict: takeover never reclaims. Needs experimental.session_writer_lease.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  writerctl takeover --session \"$SID\" --token-file owner.token --json")]
+#[command(
+    after_help = "Examples:\n  writerctl takeover --session \"$SID\" --token-file owner.token --json\n  writerctl takeover --session \"$SID\" --wait 60 --token-file owner.token   # until the old writer seals"
+)]
 pub struct TakeoverArgs {
     #[command(flatten)]
     pub session: SessionArgs,

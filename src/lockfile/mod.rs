@@ -48,6 +48,7 @@ pub mod sys;
 pub mod transcript;
 pub mod transition;
 pub mod verify;
+pub mod wait;
 
 pub use acquire::{AcquireOptions, DirMode, Lease, LockSite, ReclaimPolicy, acquire, open_site};
 pub use error::LockError;

@@ -42,20 +42,18 @@ use signal_hook::iterator::Signals;
 
 use crate::error::ErrorCode;
 use crate::lockfile::acquire::{Certified, TranscriptRef};
-use crate::lockfile::error::Unavailable;
 use crate::lockfile::identity::{SystemProbe, holder};
 use crate::lockfile::seal::{SealOutcome, seal};
 use crate::lockfile::sys::own_pid;
 use crate::lockfile::transcript::ProofOptions;
-use crate::lockfile::{AcquireOptions, Lease, LockError, LockSite, ReclaimPolicy, acquire, release};
+use crate::lockfile::wait;
+use crate::lockfile::{AcquireOptions, Lease, LockError, LockSite, ReclaimPolicy, release};
 
 use control::{Reply, WireError};
 use descendants::{DrainError, Drained};
 
 /// How long a killed writer gets to be reaped before the supervisor gives up on it.
 const REAP_AFTER_KILL: Duration = Duration::from_secs(5);
-/// Poll interval while `--wait`ing for a live owner or a transition.
-const WAIT_POLL: Duration = Duration::from_millis(200);
 
 /// Everything a supervised run needs.
 pub struct RunConfig {
@@ -379,7 +377,8 @@ fn give_back(cfg: &RunConfig, lease: &Lease, error: RunError, log: &mut dyn FnMu
 }
 
 /// Managed acquisition (never reclaim; certified takeover with the gate), retrying for up
-/// to `--wait` while the session is held live or mid-transition.
+/// to `--wait` while the session is held live or mid-transition. A stop signal while
+/// waiting ends the wait with nothing changed.
 fn acquire_waiting(cfg: &RunConfig, rx: &Receiver<Msg>, log: &mut dyn FnMut(Event)) -> Result<Lease, RunError> {
     let opts = AcquireOptions {
         holder: holder(own_pid()),
@@ -388,35 +387,17 @@ fn acquire_waiting(cfg: &RunConfig, rx: &Receiver<Msg>, log: &mut dyn FnMut(Even
         transcript: Some(cfg.transcript.clone()),
         certified: cfg.gate.then(|| Certified { proof: ProofOptions::default(), progress: cfg.progress.clone() }),
     };
-    let start = Instant::now();
     let mut last_reason = String::new();
-    loop {
-        match acquire(&cfg.site, &opts, &SystemProbe) {
-            Ok(lease) => return Ok(lease),
-            Err(e) if worth_waiting(&e) && start.elapsed() < cfg.wait => {
-                if e.to_string() != last_reason {
-                    last_reason = e.to_string();
-                    log(Event::Waiting(&e));
-                }
-                match rx.recv_timeout(WAIT_POLL) {
-                    Ok(Msg::Signal(sig)) => return Err(RunError::Interrupted(sig)),
-                    Ok(_) | Err(RecvTimeoutError::Timeout) => {}
-                    Err(RecvTimeoutError::Disconnected) => return Err(e.into()),
-                }
-            }
-            Err(e) => return Err(e.into()),
+    wait::acquire_waiting(&cfg.site, &opts, &SystemProbe, cfg.wait, &mut |pause, e| {
+        if e.to_string() != last_reason {
+            last_reason = e.to_string();
+            log(Event::Waiting(e));
         }
-    }
-}
-
-/// A live owner may seal or release soon; a transition finishes by itself. A stale owner,
-/// a seal we may not take over, or anything malformed never changes by waiting.
-fn worth_waiting(e: &LockError) -> bool {
-    match e {
-        LockError::Conflict { sealed, managed_refused_stale, .. } => !sealed && !managed_refused_stale,
-        LockError::Unavailable { reason: Unavailable::ClaimPresent, .. } => true,
-        _ => false,
-    }
+        match rx.recv_timeout(pause) {
+            Ok(Msg::Signal(sig)) => Err(RunError::Interrupted(sig)),
+            _ => Ok(()),
+        }
+    })
 }
 
 /// Reaps every child of the supervisor: the writer (reported) and any orphaned descendants
@@ -489,6 +470,9 @@ fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<std::process::Child, R
         .env("WRITERCTL_LOCK", cfg.site.lock_path())
         .env("WRITERCTL_TRANSCRIPT", transcript)
         .env("WRITERCTL_OWNER_TOKEN", lease.owner.expose())
+        // The fencing epoch of our record: a writer that stamps its output with it makes a
+        // stale writer's lines recognizable downstream.
+        .env("WRITERCTL_EPOCH", lease.record.owner.epoch.to_string())
         .stdin(Stdio::inherit())
         // Its own process group: the supervisor forwards stop signals to the whole group,
         // and a terminal's Ctrl-C reaches the supervisor first.

@@ -45,6 +45,7 @@ struct TakeoverJson {
     reclaimed: bool,
     token_file: Option<String>,
     previous: Option<PreviousJson>,
+    epoch: u64,
 }
 
 /// `verify --json` on a match.
@@ -342,8 +343,10 @@ fn assert_writerctl_active(raw: &[u8], session: &str, token: &str, pid: u32) {
     assert_iso_ms(&at);
     let l = local();
     let identity = writerctl::lockfile::identity::process_start_identity(pid as u64).unwrap();
+    // The fencing epoch grows along the chain of takeovers (checked where it matters).
+    let epoch = m["writerctl_epoch"].as_u64().filter(|e| *e >= 1).expect("writerctl_epoch >= 1");
     let want = format!(
-        r#"{{"schema_version":2,"state":"active","session_id":"{session}","owner_id":"{token}","pid":{pid},"process_start_identity":"{identity}","pid_namespace_id":{},"hostname":"{}","process_kind":"unknown","acquired_at":"{at}","qwen_version":null,"writer":"writerctl {}"}}"#,
+        r#"{{"schema_version":2,"state":"active","session_id":"{session}","owner_id":"{token}","pid":{pid},"process_start_identity":"{identity}","pid_namespace_id":{},"hostname":"{}","process_kind":"unknown","acquired_at":"{at}","qwen_version":null,"writer":"writerctl {}","writerctl_epoch":{epoch}}}"#,
         l.pid_ns,
         l.hostname,
         env!("CARGO_PKG_VERSION")
@@ -1448,4 +1451,129 @@ fn verify_reports_the_proof_and_changes_nothing() {
     let empty = TestEnv::new();
     ungated(&empty, &["verify", "--json", "--session", S]).assert_error(3, "session_not_sealed");
     assert_eq!(tree(&empty.runtime()), BTreeMap::new(), "verify created the lock directory");
+}
+
+// ---------------------------------------------------------------------------------------
+// the fencing epoch (issue 18 item 4)
+// ---------------------------------------------------------------------------------------
+
+/// Every acquire, takeover and reclaim writes the replaced record's `writerctl_epoch` + 1
+/// (a record without one counts as 0); a seal keeps it. `acquire --json`, `takeover --json`
+/// and `status --json` show it.
+#[test]
+fn the_fencing_epoch_grows_along_every_takeover_and_reclaim() {
+    const S: &str = "epoch-chain";
+    let env = TestEnv::new();
+    write_transcript(&transcript_path(&env, S), BODY);
+    let epoch_on_disk = || parse_obj(&std::fs::read(env.lock(S)).unwrap())["writerctl_epoch"].as_u64();
+    let (mut tf, _, _) = acquire_managed(&env, S, std::process::id(), &[]);
+    assert_eq!(epoch_on_disk(), Some(1), "nothing replaced: 0 + 1");
+    for want in 2..=4u64 {
+        seal_ok(&env, S, &tf, &[]);
+        assert_eq!(epoch_on_disk(), Some(want - 1), "a seal keeps the epoch");
+        let (r, next) = takeover(&env, S, &[]);
+        let j: TakeoverJson = r.assert_ok().json();
+        assert_eq!(j.epoch, want);
+        assert_eq!(epoch_on_disk(), Some(want));
+        let st: StatusJson = ungated(&env, &["status", "--json", "--session", S]).assert_ok().json();
+        assert_eq!(st.owner.unwrap().epoch, want);
+        tf = next;
+    }
+
+    // A qwen seal (no epoch) taken over: 1. A dead qwen owner reclaimed: 1. A dead
+    // writerctl owner at epoch 41 reclaimed: 42.
+    let env = TestEnv::new();
+    let key = transcript_key(S);
+    write_transcript(&transcript_path(&env, S), BODY);
+    stage(&env.lock(S), qwen_sealed_for(S, "7a7a7a7a-1b1b-4c2c-8d3d-e4e4e4e4e4e4", &key, Some(BODY)).as_bytes());
+    let (r, _) = takeover(&env, S, &[]);
+    assert_eq!(r.assert_ok().json::<TakeoverJson>().epoch, 1);
+    for (record, want) in [
+        (qwen_active_dead(S, "0b6f7c2e-4f1e-4a5e-9d8e-1c2b3a4d5e6f"), 1),
+        (qwen_active_dead(S, "0b6f7c2e-4f1e-4a5e-9d8e-1c2b3a4d5e6f").replacen('}', r#","writerctl_epoch":41}"#, 1), 42),
+    ] {
+        let env = TestEnv::new();
+        stage(&env.lock(S), record.as_bytes());
+        let tf = fresh_token_file(&env, "reclaim");
+        let r =
+            ungated(&env, &["acquire", "--json", "--session", S, "--pid", &me(), "--token-file", tf.to_str().unwrap()]);
+        let j: TakeoverJson = r.assert_ok().json();
+        assert!(j.reclaimed, "{}", r.stdout);
+        assert_eq!(j.epoch, want);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// waiting, as `flock -w` does (issue 18 item 6)
+// ---------------------------------------------------------------------------------------
+
+/// `acquire --wait` outlasts a live holder that releases; `takeover --wait` outlasts a live
+/// writer that seals; on timeout the last refusal comes back with its own code, and a
+/// refusal that waiting cannot clear comes back at once.
+#[test]
+fn acquire_and_takeover_wait_for_a_live_holder_then_give_its_refusal() {
+    const S: &str = "wait-s";
+    let env = TestEnv::new();
+    let holder = LiveHolder::start();
+    let hp = holder.pid().to_string();
+    let held = fresh_token_file(&env, "held");
+    ungated(&env, &["acquire", "--json", "--session", S, "--pid", &hp, "--token-file", held.to_str().unwrap()])
+        .assert_ok();
+    // Timeout: the last refusal, a conflict.
+    let tf = fresh_token_file(&env, "waiter");
+    let r = ungated(
+        &env,
+        &["acquire", "--json", "--session", S, "--pid", &me(), "--wait", "0.3", "--token-file", tf.to_str().unwrap()],
+    );
+    r.assert_error(3, "session_writer_conflict");
+    assert!(!tf.exists(), "a refused acquire leaves no token file");
+    // The holder releases while we wait.
+    let releaser = {
+        let (runtime, held) = (env.runtime(), held.clone());
+        let mut c = env.cmd();
+        c.args(["release", "--session", S, "--token-file"]).arg(&held).arg("--runtime-dir").arg(runtime);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(400));
+            c.output().unwrap()
+        })
+    };
+    let r = ungated(
+        &env,
+        &["acquire", "--json", "--session", S, "--pid", &me(), "--wait", "20", "--token-file", tf.to_str().unwrap()],
+    );
+    r.assert_ok();
+    assert!(releaser.join().unwrap().status.success());
+    ungated(&env, &["release", "--session", S, "--token-file", tf.to_str().unwrap()]).assert_ok();
+
+    // takeover --wait: the live managed writer seals while we wait.
+    write_transcript(&transcript_path(&env, S), BODY);
+    let (wtf, _, _) = acquire_managed(&env, S, holder.pid(), &[]);
+    let sealer = {
+        let mut c = env.cmd();
+        c.args(["seal", "--session", S, "--token-file"])
+            .arg(&wtf)
+            .arg("--runtime-dir")
+            .arg(env.runtime())
+            .env(GATE, "1");
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(400));
+            c.output().unwrap()
+        })
+    };
+    let (r, _) = takeover(&env, S, &["--wait", "20"]);
+    let j: TakeoverJson = r.assert_ok().json();
+    assert!(sealer.join().unwrap().status.success());
+    assert!(j.previous.is_some(), "a certified takeover of the seal: {}", r.stdout);
+
+    // Waiting cannot clear a malformed record: refused with its own code (that it is refused
+    // without a pause is proven in src/lockfile/wait.rs; RUN_LIMIT bounds this run).
+    let env = TestEnv::new();
+    stage(&env.lock(S), b"{not a record");
+    let r = ungated(&env, &["acquire", "--json", "--session", S, "--pid", &me(), "--wait", "600"]);
+    r.assert_error(4, "session_lock_malformed");
+    // Bad values are usage errors.
+    for bad in ["-1", "abc", "inf"] {
+        let r = ungated(&env, &["acquire", "--session", S, "--wait", bad]);
+        assert_eq!(r.code, 2, "--wait {bad}: {}", r.stderr);
+    }
 }

@@ -1071,7 +1071,7 @@ fn the_writer_sees_the_lock_coordinates_and_the_owner_token_in_its_own_process_g
     const S: &str = "run-env";
     let script = r#"
 {
-  for v in WRITERCTL_RUNTIME_DIR WRITERCTL_SESSION WRITERCTL_LOCK WRITERCTL_TRANSCRIPT WRITERCTL_OWNER_TOKEN; do
+  for v in WRITERCTL_RUNTIME_DIR WRITERCTL_SESSION WRITERCTL_LOCK WRITERCTL_TRANSCRIPT WRITERCTL_OWNER_TOKEN WRITERCTL_EPOCH; do
     if [ -n "${!v+x}" ]; then printf '%s=%s\n' "$v" "${!v}"; else printf '%s unset\n' "$v"; fi
   done
   read -r _ _ _ _ pgid _ </proc/$$/stat
@@ -1108,6 +1108,7 @@ cp "$WRITERCTL_LOCK" "$T_OUT.lock"
             ("WRITERCTL_LOCK", env.lock(S).display().to_string()),
             ("WRITERCTL_TRANSCRIPT", rt.join(format!("chats/{S}.jsonl")).display().to_string()),
             ("WRITERCTL_OWNER_TOKEN", lock_seen["owner_id"].as_str().unwrap().to_owned()),
+            ("WRITERCTL_EPOCH", lock_seen["writerctl_epoch"].as_u64().unwrap().to_string()),
         ]
         .into_iter()
         .collect();
