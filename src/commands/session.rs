@@ -82,6 +82,7 @@ pub fn resolve(args: &SessionArgs) -> Result<Resolved> {
         })?,
         None => LockPaths::for_session(&runtime_dir, &session_id),
     };
+    writerctl::lockfile::paths::check_lock_name_room(&paths.lock_name).map_err(LockError::InvalidArgument)?;
     Ok(Resolved { runtime_dir, session_id, paths })
 }
 

@@ -46,6 +46,7 @@ pub mod status;
 pub mod sys;
 pub mod transcript;
 pub mod transition;
+pub mod trust;
 pub mod verify;
 
 pub use acquire::{AcquireOptions, DirMode, Lease, LockSite, ReclaimPolicy, acquire, open_site};

@@ -74,6 +74,8 @@ pub struct FileMeta {
     pub mode: u32,
     /// Link count.
     pub nlink: u64,
+    /// Owner (`st_uid`): who may rename and unlink in a directory (issue 22).
+    pub uid: u32,
 }
 
 /// File type as seen by `lstat`/`fstat`.
@@ -110,7 +112,15 @@ impl Kind {
 impl FileMeta {
     fn from_stat(st: &rfs::Stat) -> FileMeta {
         let kind = Kind::of_mode(st.st_mode);
-        FileMeta { dev: st.st_dev, ino: st.st_ino, kind, size: st.st_size as u64, mode: st.st_mode, nlink: st.st_nlink }
+        FileMeta {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            kind,
+            size: st.st_size as u64,
+            mode: st.st_mode,
+            nlink: st.st_nlink,
+            uid: st.st_uid,
+        }
     }
 
     /// Same dev and same non-zero inode.
@@ -177,6 +187,11 @@ impl Dir {
                 .map_err(errno_io)?;
         let meta = FileMeta::from_stat(&rfs::fstat(&fd).map_err(errno_io)?);
         Ok(Dir { fd, path: path.to_path_buf(), meta })
+    }
+
+    /// The metadata of the directory as opened (owner and mode for the trust check).
+    pub fn meta(&self) -> &FileMeta {
+        &self.meta
     }
 
     /// The path this directory was opened at (for messages only; never used for I/O).
@@ -589,6 +604,51 @@ pub fn pread_full(fd: &OwnedFd, buf: &mut [u8], offset: u64) -> io::Result<usize
     Ok(done)
 }
 
+/// Opens the directory `key` names beneath `root` (`"."` for `root` itself) without
+/// following any symlink, for an `fstat` of its owner and mount.
+pub fn open_dir_beneath(root: &OwnedFd, key: &str) -> io::Result<Beneath> {
+    if key == "." {
+        return rfs::openat(root, ".", OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+            .map(Beneath::Opened)
+            .map_err(errno_io);
+    }
+    open_beneath(root, key, OFlags::PATH | OFlags::DIRECTORY, false)
+}
+
+/// `fstat` of any descriptor as [`FileMeta`].
+pub fn meta_of(fd: &OwnedFd) -> io::Result<FileMeta> {
+    rfs::fstat(fd).map(|st| FileMeta::from_stat(&st)).map_err(errno_io)
+}
+
+/// Are `file` and `dir` on the same mount?
+///
+/// Why (issue 22): a file bind-mounted over the transcript path (a procfs file, a device
+/// node's content, another filesystem's file) is reached without any symlink, yet its size
+/// need not describe its bytes. A bind mount makes the file a mount point of its own, so its
+/// `statx` mount id differs from its directory's even when both come from one filesystem;
+/// the device number catches the cross-filesystem case on kernels without `STATX_MNT_ID`
+/// (before Linux 5.8), where a same-filesystem bind mount goes unnoticed.
+pub fn same_mount(file: &OwnedFd, dir: &OwnedFd) -> io::Result<bool> {
+    let flags = AtFlags::EMPTY_PATH;
+    let want = rfs::StatxFlags::BASIC_STATS | rfs::StatxFlags::MNT_ID;
+    let (f, d) = match (rfs::statx(file, "", flags, want), rfs::statx(dir, "", flags, want)) {
+        (Ok(f), Ok(d)) => (f, d),
+        // No statx (old kernel, seccomp): compare devices only.
+        (Err(Errno::NOSYS), _) | (_, Err(Errno::NOSYS)) | (Err(Errno::PERM), _) | (_, Err(Errno::PERM)) => {
+            return Ok(meta_of(file)?.dev == meta_of(dir)?.dev);
+        }
+        (Err(e), _) | (_, Err(e)) => return Err(errno_io(e)),
+    };
+    if (f.stx_dev_major, f.stx_dev_minor) != (d.stx_dev_major, d.stx_dev_minor) {
+        return Ok(false);
+    }
+    let mnt = rfs::StatxFlags::MNT_ID.bits();
+    if f.stx_mask & mnt != 0 && d.stx_mask & mnt != 0 {
+        return Ok(f.stx_mnt_id == d.stx_mnt_id);
+    }
+    Ok(true)
+}
+
 /// `renameat2(RENAME_NOREPLACE)` from this directory into another directory descriptor.
 ///
 /// Why NOREPLACE: `recover` moves residue into a fresh folder and must never overwrite a
@@ -754,5 +814,15 @@ mod tests {
         std::fs::write(t.path().join("x"), b"").unwrap();
         let names = d.list().unwrap();
         assert_eq!(names, vec![OsString::from("x")]);
+    }
+
+    #[test]
+    fn a_file_and_its_directory_share_a_mount() {
+        let (t, d) = dir();
+        std::fs::write(t.path().join("f"), b"x").unwrap();
+        let f = rfs::open(t.path().join("f"), OFlags::RDONLY, Mode::empty()).unwrap();
+        assert!(same_mount(&f, &d.fd).unwrap());
+        let proc = rfs::open("/proc/version", OFlags::RDONLY, Mode::empty()).unwrap();
+        assert!(!same_mount(&proc, &d.fd).unwrap());
     }
 }

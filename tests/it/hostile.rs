@@ -2,7 +2,12 @@
 //! component of the transcript path beneath R, dangling symlinks, FIFOs, sockets and
 //! directories at the transcript path, a hard-linked transcript after a seal, a symlinked
 //! lock directory, mode-000 lock and transcript files for an unprivileged user, and a full
-//! file system. Each one must fail closed with its documented code and change nothing: the
+//! file system; and, for issue 22, another local user's lock directory, `R/tmp` or transcript
+//! directory, a swap of `run`'s control-socket directory, control characters in record
+//! fields, a file that lies about its size, a FIFO or device as the config or token file,
+//! and errors that must not be told as tampering or as "retry later". The multi-user cases
+//! create two throwaway users (root only; a loud SKIPPED line elsewhere, a failure under
+//! `WRITERCTL_REQUIRE_SERVICES=1`). Each one must fail closed with its documented code and change nothing: the
 //! whole scratch tree (runtime directory, token files) is snapshotted with bytes, inode,
 //! mode, owner, link count, mtime and ctime before and after. Every command is bounded at
 //! 20 s, so a FIFO that blocks an open is a failure, not a hung test.
@@ -446,7 +451,8 @@ fn mode_000_lock_and_transcript_files_fail_closed_for_an_unprivileged_user() {
     }
     let holder = LiveHolder::start();
     let pid = holder.pid().to_string();
-    let lock_rules = [UNAVAILABLE];
+    // Permission denied is the environment, not "retry later" (issue 22): exit 2.
+    let lock_rules = [ENV_REFUSED];
 
     // The lock file at mode 000: acquire, release, seal, takeover and acquire --managed.
     {
@@ -501,8 +507,8 @@ fn mode_000_lock_and_transcript_files_fail_closed_for_an_unprivileged_user() {
         );
     }
 
-    // The transcript at mode 000: the documented codes are 75 (it cannot be read) or 4.
-    let transcript_rules = [UNAVAILABLE, UNSAFE, CHANGED];
+    // The transcript at mode 000: the documented codes are 2 (permission denied) or 4.
+    let transcript_rules = [ENV_REFUSED, UNSAFE, CHANGED];
     let mut seen = Vec::new();
     {
         let env = nobody_env();
@@ -540,7 +546,11 @@ fn mode_000_lock_and_transcript_files_fail_closed_for_an_unprivileged_user() {
     eprintln!("mode-000 transcript as uid {NOBODY}: {seen:?}");
     // One behaviour for every command that reads the transcript: it cannot be opened.
     for (name, got) in &seen {
-        assert_eq!((got.0, got.1.as_str()), UNAVAILABLE, "{name}: a transcript that cannot be read is unavailable");
+        assert_eq!(
+            (got.0, got.1.as_str()),
+            ENV_REFUSED,
+            "{name}: a transcript this user may not read is an environment error (issue 22)"
+        );
     }
 }
 
@@ -673,5 +683,309 @@ fn a_full_file_system_fails_closed_without_a_partial_record() {
     std::fs::remove_file(r.join("filler")).unwrap();
     gated(&env, &["seal", "--json", "--session", SEAL_S, "--token-file", &seal_tf]).assert_ok();
     gated(&env, &["takeover", "--json", "--session", TAKE_S, "--pid", &pid, "--token-file", &new]).assert_ok();
+    drop(mnt);
+}
+
+// ---------------------------------------------------------------------------------------
+// 7. issue 22: other local users and hostile files
+// ---------------------------------------------------------------------------------------
+
+/// Exit 2, `invalid_argument`: refused because of the environment (an untrusted directory,
+/// a file that is not a small regular file, a name too long, permission denied, read-only).
+const ENV_REFUSED: (i32, &str) = (2, "invalid_argument");
+
+fn is_root() -> bool {
+    rustix::process::geteuid().as_raw() == 0
+}
+
+/// Runs `cmd args` until it succeeds, at most five times: `useradd` and `userdel` take the
+/// passwd lock, which tests creating users in parallel contend for.
+fn admin(cmd: &str, args: &[&str]) -> Result<(), String> {
+    let mut last = String::new();
+    for _ in 0..20 {
+        match Command::new(cmd).args(args).output() {
+            Ok(o) if o.status.success() => return Ok(()),
+            Ok(o) => last = String::from_utf8_lossy(&o.stderr).into_owned(),
+            Err(e) => return Err(format!("{cmd}: {e}")),
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    Err(format!("{cmd} {}: {last}", args.join(" ")))
+}
+
+/// A throwaway local user: name, uid, gid.
+struct User {
+    name: String,
+    uid: u32,
+    gid: u32,
+}
+
+/// Two throwaway local users, deleted on drop. `None` (after a loud skip, or a panic under
+/// `WRITERCTL_REQUIRE_SERVICES=1`) when this process cannot create users.
+struct Users(Vec<User>);
+
+impl Users {
+    fn create(test: &str) -> Option<Users> {
+        if !is_root() {
+            crate::services::skip(test, "creating local users needs root");
+            return None;
+        }
+        let mut users = Users(Vec::new());
+        for _ in 0..2 {
+            let name = format!("wctl{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+            if let Err(why) = admin("useradd", &["--no-create-home", "--user-group", "--shell", "/bin/false", &name]) {
+                crate::services::skip(test, &why);
+                return None;
+            }
+            let id = |flag: &str| -> u32 {
+                let o = Command::new("id").args([flag, &name]).output().unwrap();
+                String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+            };
+            let (uid, gid) = (id("-u"), id("-g"));
+            users.0.push(User { name, uid, gid });
+        }
+        Some(users)
+    }
+}
+
+impl Drop for Users {
+    fn drop(&mut self) {
+        for u in &self.0 {
+            let _ = admin("userdel", &[&u.name]);
+        }
+    }
+}
+
+/// Runs `program args` as `user` (gate on, cleared environment), bounded.
+#[track_caller]
+fn as_user(env: &TestEnv, user: &User, program: &str, args: &[&str]) -> Run {
+    let mut c = Command::new("setpriv");
+    c.env_clear()
+        .env("HOME", env.tmp.path())
+        .env("PATH", "/usr/bin:/bin")
+        .env(GATE.0, GATE.1)
+        .stdin(std::process::Stdio::null())
+        .args([format!("--reuid={}", user.uid), format!("--regid={}", user.gid), "--clear-groups".into()])
+        .arg(program)
+        .args(args);
+    run_bounded(c, LIMIT).unwrap_or_else(|| panic!("`{program} {}` as {} hung", args.join(" "), user.name))
+}
+
+/// A plain `acquire` for `pid` (as root, gate on) that must be refused with exit 2 and
+/// change nothing.
+#[track_caller]
+fn refused_acquire(env: &TestEnv, pid: &str, what: &str) -> Run {
+    assert_refused(env, &["acquire", "--json", "--session", S, "--pid", pid], ENV_REFUSED, what)
+}
+
+fn chown_to(user: &User, path: &Path) {
+    let ok = Command::new("chown").arg(format!("{}:{}", user.uid, user.gid)).arg(path).status().unwrap();
+    assert!(ok.success(), "chown {}", path.display());
+}
+
+/// `writerctl args --runtime-dir R` as `user`.
+#[track_caller]
+fn writerctl_as(env: &TestEnv, user: &User, args: &[&str]) -> Run {
+    let r = env.runtime();
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--runtime-dir", r.to_str().unwrap()]);
+    as_user(env, user, BIN, &all)
+}
+
+#[track_caller]
+fn assert_code(r: &Run, want: (i32, &str), what: &str) {
+    assert_eq!(
+        (r.code, try_error_code(r).as_deref()),
+        (want.0, Some(want.1)),
+        "{what}\nstdout:\n{}\nstderr:\n{}",
+        r.stdout,
+        r.stderr
+    );
+}
+
+#[test]
+fn a_lock_directory_or_runtime_tmp_another_user_controls_is_refused_before_anything_is_written() {
+    let test = "a_lock_directory_or_runtime_tmp_another_user_controls_is_refused_before_anything_is_written";
+    let Some(users) = Users::create(test) else { return };
+    let (a, b) = (&users.0[0], &users.0[1]);
+    let holder = LiveHolder::start();
+    let pid = holder.pid().to_string();
+    let env = TestEnv::new();
+    let r = env.runtime();
+    chmod(env.tmp.path(), 0o755);
+    chmod(&r, 0o755);
+    // The attack of issue 22: R/tmp is a shared 1777 directory, and user A creates the lock
+    // directory first, mode 0777.
+    std::fs::create_dir(r.join("tmp")).unwrap();
+    chmod(&r.join("tmp"), 0o1777);
+    let locks = r.join("tmp/session-writer-locks");
+    as_user(&env, a, "mkdir", &[locks.to_str().unwrap()]).assert_ok();
+    as_user(&env, a, "chmod", &["0777", locks.to_str().unwrap()]).assert_ok();
+
+    let refused = refused_acquire(&env, &pid, "root's acquire in a lock directory user A made");
+    assert!(refused.stdout.contains(&format!("owned by uid {}", a.uid)), "{}", refused.stdout);
+    assert!(refused.stdout.contains("chown"), "the hint says what to run: {}", refused.stdout);
+    for cmd in [vec!["status", "--json"], vec!["status", "--json", "--session", S]] {
+        assert_refused(&env, &cmd, ENV_REFUSED, "root's status over user A's lock directory");
+    }
+
+    // The other user B could write there (0777), and must not either; nor A while the mode
+    // lets B in.
+    let before = snapshot(&env);
+    for (user, why) in [(b, format!("owned by uid {}", a.uid)), (a, "mode 0777".to_string())] {
+        let run = writerctl_as(&env, user, &["acquire", "--json", "--session", S, "--pid", &pid]);
+        assert_code(&run, ENV_REFUSED, &format!("acquire as {} in A's 0777 lock directory", user.name));
+        assert!(run.stdout.contains(&why), "{}", run.stdout);
+    }
+    assert!(before == snapshot(&env), "a refused acquire changed files: {}", diff(&before, &snapshot(&env)));
+
+    // Owner-only, A's directory is A's: A acquires, and B cannot move A's record aside.
+    as_user(&env, a, "chmod", &["0700", locks.to_str().unwrap()]).assert_ok();
+    writerctl_as(&env, a, &["acquire", "--json", "--session", S, "--pid", &pid]).assert_ok();
+    refused_acquire(&env, &pid, "root's acquire in user A's private lock directory");
+    let run = writerctl_as(&env, b, &["acquire", "--json", "--session", S, "--pid", &pid]);
+    assert!(run.code != 0, "B acquired in A's lock directory:\n{}", run.stdout);
+
+    // R/tmp itself owned by A (no sticky bit): refused before the lock directory is made.
+    let env = TestEnv::new();
+    let r = env.runtime();
+    chmod(env.tmp.path(), 0o755);
+    chmod(&r, 0o755);
+    std::fs::create_dir(r.join("tmp")).unwrap();
+    chown_to(a, &r.join("tmp"));
+    let refused = refused_acquire(&env, &pid, "root's acquire under an R/tmp user A owns");
+    assert!(refused.stdout.contains("runtime tmp directory"), "{}", refused.stdout);
+    assert!(!r.join("tmp/session-writer-locks").exists(), "the lock directory was created in A's R/tmp");
+}
+
+#[test]
+fn a_transcript_directory_another_user_controls_is_refused_by_seal() {
+    let test = "a_transcript_directory_another_user_controls_is_refused_by_seal";
+    let Some(users) = Users::create(test) else { return };
+    let a = &users.0[0];
+    let holder = LiveHolder::start();
+    for how in ["owned by user A", "world-writable without the sticky bit"] {
+        let env = TestEnv::new();
+        let chats = env.runtime().join("chats");
+        write_transcript(&env.runtime().join(DEFAULT_KEY), BODY);
+        let tf = managed(&env, DEFAULT_KEY, holder.pid());
+        if how == "owned by user A" {
+            chown_to(a, &chats);
+        } else {
+            chmod(&chats, 0o777);
+        }
+        let r = assert_refused(&env, &strs(&seal_args(&tf, DEFAULT_KEY)), ENV_REFUSED, &format!("seal, R/chats {how}"));
+        assert!(r.stdout.contains("transcript directory"), "{}", r.stdout);
+    }
+}
+
+#[test]
+fn a_world_writable_lock_directory_is_refused_without_another_user() {
+    let holder = LiveHolder::start();
+    let pid = holder.pid().to_string();
+    let env = TestEnv::new();
+    chmod(&env.lock_dir(), 0o777);
+    let r = refused_acquire(&env, &pid, "acquire in a 0777 lock directory");
+    assert!(r.stdout.contains("chmod go-w"), "{}", r.stdout);
+    // The sticky bit makes a shared directory safe to use (only a file's owner renames it).
+    chmod(&env.lock_dir(), 0o1777);
+    gated(&env, &["acquire", "--json", "--session", S, "--pid", &pid]).assert_ok();
+}
+
+/// `mount --bind from to`, unmounted on drop.
+struct BindMount(PathBuf);
+
+impl BindMount {
+    fn new(from: &Path, to: &Path) -> BindMount {
+        let o = Command::new("mount").arg("--bind").arg(from).arg(to).output().unwrap();
+        assert!(o.status.success(), "mount --bind: {}", String::from_utf8_lossy(&o.stderr));
+        BindMount(to.to_owned())
+    }
+}
+
+impl Drop for BindMount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_file_that_lies_about_its_size_is_never_certified() {
+    let test = "a_file_that_lies_about_its_size_is_never_certified";
+    if !is_root() {
+        crate::services::skip(test, "bind mounts need root");
+        return;
+    }
+    let holder = LiveHolder::start();
+    // A procfs file bind-mounted over the transcript: size 0, yet it yields bytes.
+    {
+        let env = TestEnv::new();
+        let t = env.runtime().join(DEFAULT_KEY);
+        write_transcript(&t, BODY);
+        let tf = managed(&env, DEFAULT_KEY, holder.pid());
+        let _m = BindMount::new(Path::new("/proc/version"), &t);
+        assert_eq!(std::fs::metadata(&t).unwrap().len(), 0, "procfs reports size 0");
+        let r = assert_refused(&env, &strs(&seal_args(&tf, DEFAULT_KEY)), UNSAFE, "seal of a bind-mounted procfs file");
+        assert!(r.stdout.contains("another mount"), "{}", r.stdout);
+    }
+    // The same file reached inside a bind-mounted procfs directory (one mount for both):
+    // caught by reading past the size it reports.
+    {
+        let env = TestEnv::new();
+        let dir = env.runtime().join("kernel");
+        std::fs::create_dir(&dir).unwrap();
+        let key = "kernel/hostname";
+        let tf = managed(&env, key, holder.pid());
+        let _m = BindMount::new(Path::new("/proc/sys/kernel"), &dir);
+        let lock_before = std::fs::read(env.lock(S)).unwrap();
+        let r = gated(&env, &strs(&seal_args(&tf, key)));
+        assert_code(&r, UNSAFE, "seal of a procfs file that lies about its size");
+        assert!(r.stdout.contains("more bytes than its size"), "{}", r.stdout);
+        assert_eq!(std::fs::read(env.lock(S)).unwrap(), lock_before, "the active lock changed");
+    }
+}
+
+#[test]
+fn a_session_id_too_long_for_its_side_files_is_refused_alike_by_status_and_acquire() {
+    let env = TestEnv::new();
+    env.lock_dir();
+    let long = "s".repeat(250);
+    let before = snapshot(&env);
+    let status = gated(&env, &["status", "--json", "--session", &long]);
+    assert_code(&status, ENV_REFUSED, "status of a 250-character id");
+    let acquire = gated(&env, &["acquire", "--json", "--session", &long]);
+    assert_code(&acquire, ENV_REFUSED, "acquire of a 250-character id");
+    assert!(acquire.stdout.contains("shorter session id"), "{}", acquire.stdout);
+    assert!(before == snapshot(&env), "{}", diff(&before, &snapshot(&env)));
+}
+
+#[test]
+fn a_name_too_long_or_a_read_only_filesystem_is_an_environment_error_not_retry_later() {
+    let holder = LiveHolder::start();
+    let pid = holder.pid().to_string();
+    // ENAMETOOLONG: a transcript key component longer than NAME_MAX.
+    let env = TestEnv::new();
+    std::fs::create_dir(env.runtime().join("chats")).unwrap();
+    let key = format!("chats/{}.jsonl", "k".repeat(300));
+    let r = gated(&env, &["acquire", "--managed", "--json", "--session", S, "--pid", &pid, "--transcript-key", &key]);
+    assert_code(&r, ENV_REFUSED, "acquire with a transcript name too long for the filesystem");
+    assert!(r.stdout.contains("longer than the filesystem allows"), "{}", r.stdout);
+    assert!(env.lock(S).symlink_metadata().is_err(), "a failed acquire left a lock");
+
+    // EROFS: the runtime directory on a read-only mount.
+    let env = TestEnv::new();
+    let rt = env.runtime();
+    let mnt = match Tmpfs::mount(&rt, "1m") {
+        Ok(m) => m,
+        Err(why) => {
+            crate::services::skip("a_name_too_long_or_a_read_only_filesystem (EROFS)", &why);
+            return;
+        }
+    };
+    env.lock_dir();
+    let o = Command::new("mount").args(["-o", "remount,ro"]).arg(&rt).output().unwrap();
+    assert!(o.status.success(), "remount ro: {}", String::from_utf8_lossy(&o.stderr));
+    let r = refused_acquire(&env, &pid, "acquire on a read-only filesystem");
+    assert!(r.stdout.contains("read-only"), "{}", r.stdout);
     drop(mnt);
 }
