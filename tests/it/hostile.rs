@@ -892,6 +892,69 @@ fn a_world_writable_lock_directory_is_refused_without_another_user() {
     gated(&env, &["acquire", "--json", "--session", S, "--pid", &pid]).assert_ok();
 }
 
+/// The control socket's name for a lock path (the supervisor's rule: 10 bytes of SHA-256).
+fn control_socket_name(lock_path: &Path) -> String {
+    format!("{}.sock", &sha256_hex(lock_path.as_os_str().as_encoded_bytes())[..20])
+}
+
+#[test]
+fn runs_control_socket_directory_swapped_for_a_symlink_never_redirects_the_chmod() {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    let env = TestEnv::new();
+    let r = env.runtime();
+    // XDG_RUNTIME_DIR inside a directory someone else can rename in (a plain `su`).
+    let xdg = env.tmp.path().join("xdg");
+    std::fs::create_dir(&xdg).unwrap();
+    // The victim: a file that must keep mode 0644, and the trap the symlink leads to.
+    let victim = env.tmp.path().join("victim");
+    std::fs::write(&victim, b"not yours\n").unwrap();
+    chmod(&victim, 0o644);
+    let trap = env.tmp.path().join("trap");
+    std::fs::create_dir(&trap).unwrap();
+    let name = control_socket_name(&env.lock(S));
+    std::os::unix::fs::symlink(&victim, trap.join(&name)).unwrap();
+    std::os::unix::fs::symlink(&trap, xdg.join("decoy")).unwrap();
+
+    // The attacker: swaps `xdg/writerctl` and the symlink `xdg/decoy` atomically, over and
+    // over, for as long as the runs below last.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (stop, xdg) = (stop.clone(), xdg.clone());
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if renameat_with(CWD, xdg.join("writerctl"), CWD, xdg.join("decoy"), RenameFlags::EXCHANGE).is_ok() {
+                    swaps += 1;
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+            swaps
+        })
+    };
+    // A bounded loop: at most 400 runs or 10 s (the race hit within 5–25 runs before the fix).
+    let started = std::time::Instant::now();
+    let mut runs = 0;
+    let mut bound = 0;
+    while runs < 400 && started.elapsed() < Duration::from_secs(10) {
+        let mut c = env.cmd();
+        c.env("XDG_RUNTIME_DIR", &xdg).args(["run", "--session", S, "--runtime-dir"]).arg(&r).args(["--", "true"]);
+        let run = run_bounded(c, LIMIT).expect("run hung");
+        runs += 1;
+        if run.code == 0 {
+            bound += 1;
+        }
+        let mode = std::fs::metadata(&victim).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o644, "run {runs} chmod'ed the file a symlink swap pointed at\n{}", run.stderr);
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    eprintln!("control-socket swap race: {runs} runs ({bound} bound their socket), {swaps} swaps");
+    assert!(swaps > 0, "the swap loop never ran");
+    // Never a run that bound through the trap either.
+    assert!(std::fs::symlink_metadata(trap.join(&name)).unwrap().file_type().is_symlink());
+}
+
 /// `mount --bind from to`, unmounted on drop.
 struct BindMount(PathBuf);
 
