@@ -1009,6 +1009,27 @@ fn a_file_that_lies_about_its_size_is_never_certified() {
 }
 
 #[test]
+fn a_fifo_or_device_as_config_or_token_file_is_refused_without_hanging() {
+    let env = TestEnv::new();
+    let fifo = env.tmp.path().join("fifo");
+    mkfifo(&fifo);
+    let fifo = fifo.to_str().unwrap();
+    for config in [fifo, "/dev/zero"] {
+        for args in [vec!["status", "--json"], vec!["status", "--json", "--session", S]] {
+            let r = cli_bounded(&env, &args, &[GATE, ("WRITERCTL_CONFIG", config)], LIMIT)
+                .unwrap_or_else(|| panic!("`{}` hung with WRITERCTL_CONFIG={config}", args.join(" ")));
+            assert_eq!(r.code, 2, "WRITERCTL_CONFIG={config}\nstdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+            assert!(format!("{}{}", r.stdout, r.stderr).contains("config"), "{}{}", r.stdout, r.stderr);
+        }
+    }
+    for token in [fifo, "/dev/zero"] {
+        let r = gated(&env, &["release", "--json", "--session", S, "--token-file", token]);
+        assert_code(&r, ENV_REFUSED, &format!("release --token-file {token}"));
+        assert!(r.stdout.contains("not a regular file"), "{}", r.stdout);
+    }
+}
+
+#[test]
 fn a_session_id_too_long_for_its_side_files_is_refused_alike_by_status_and_acquire() {
     let env = TestEnv::new();
     env.lock_dir();
