@@ -955,6 +955,27 @@ fn runs_control_socket_directory_swapped_for_a_symlink_never_redirects_the_chmod
     assert!(std::fs::symlink_metadata(trap.join(&name)).unwrap().file_type().is_symlink());
 }
 
+#[test]
+fn record_fields_with_control_characters_are_escaped_in_text_output() {
+    let env = TestEnv::new();
+    // A foreign-host record (fenced: a conflict) whose hostname carries ESC, CR and LF.
+    let host = r"evil\u001b[2J\r\nstate:     missing\u009b";
+    stage(&env.lock(S), qwen_active(S, "0b6f7c2e-4f1e-4a5e-9d8e-1c2b3a4d5e6f", 4242, None, None, host).as_bytes());
+    let status = gated(&env, &["status", "--session", S]);
+    let acquire = gated(&env, &["acquire", "--session", S]);
+    assert_eq!(acquire.code, 3, "{}", acquire.stderr);
+    for (what, text) in [("status", &status.stdout), ("acquire's conflict error", &acquire.stderr)] {
+        assert!(!text.contains(['\u{1b}', '\r', '\u{9b}']), "{what} printed a raw control character:\n{text:?}");
+        assert!(text.contains(r"evil\u{1b}[2J\r\nstate:"), "{what} does not show the escaped hostname:\n{text}");
+        let forged: Vec<&str> = text.lines().filter(|l| l.starts_with("state:") && l.contains("missing")).collect();
+        assert!(forged.is_empty(), "{what} printed a forged line: {forged:?}");
+    }
+    assert_eq!(status.stdout.lines().filter(|l| l.starts_with("state:")).count(), 1, "{}", status.stdout);
+    // JSON keeps the exact value (serde escapes it).
+    let json: StatusJson = gated(&env, &["status", "--json", "--session", S]).json();
+    assert_eq!(json.owner.unwrap().hostname, "evil\u{1b}[2J\r\nstate:     missing\u{9b}");
+}
+
 /// `mount --bind from to`, unmounted on drop.
 struct BindMount(PathBuf);
 
