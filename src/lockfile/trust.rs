@@ -109,6 +109,25 @@ pub fn require_trusted_path(what: &'static str, path: &Path) -> Result<(), LockE
     }
 }
 
+/// Issue 22: a transcript others may write is sealed as it is (the proof records its mode
+/// and owner, and a later change of either fails a takeover), but whoever may write it can
+/// change its bytes after the seal and so force every takeover to fail closed. `status`
+/// says so. `None` for a transcript only the caller (or root) can write.
+pub fn transcript_exposure(mode: u32, owner: u32, caller: u32) -> Option<String> {
+    if mode & 0o002 != 0 {
+        return Some(format!(
+            "the sealed transcript is world-writable (mode {:04o}): anyone can change it after the seal, and a takeover would then fail closed; `chmod o-w` it",
+            mode & 0o7777
+        ));
+    }
+    if owner != caller && owner != 0 {
+        return Some(format!(
+            "the sealed transcript is owned by uid {owner}, not by this user (uid {caller}) or root: that user can change it after the seal, and a takeover would then fail closed"
+        ));
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,6 +153,14 @@ mod tests {
         assert_eq!(judge(&dir(1000, 0o702), 1000), Err(Distrust::WritableByOthers { mode: 0o702 }));
         assert_eq!(judge(&dir(0, 0o1777), 1000), Ok(()));
         assert_eq!(judge(&dir(1000, 0o755), 1000), Ok(()));
+    }
+
+    #[test]
+    fn a_transcript_others_can_write_is_reported() {
+        assert_eq!(transcript_exposure(0o100600, 1000, 1000), None);
+        assert_eq!(transcript_exposure(0o100644, 0, 1000), None);
+        assert!(transcript_exposure(0o100666, 1000, 1000).unwrap().contains("world-writable (mode 0666)"));
+        assert!(transcript_exposure(0o100600, 1001, 1000).unwrap().contains("owned by uid 1001"));
     }
 
     #[test]

@@ -976,6 +976,22 @@ fn record_fields_with_control_characters_are_escaped_in_text_output() {
     assert_eq!(json.owner.unwrap().hostname, "evil\u{1b}[2J\r\nstate:     missing\u{9b}");
 }
 
+#[test]
+fn status_warns_about_a_sealed_transcript_others_can_write() {
+    let holder = LiveHolder::start();
+    let env = TestEnv::new();
+    let t = env.runtime().join(DEFAULT_KEY);
+    write_transcript(&t, BODY);
+    chmod(&t, 0o666);
+    sealed(&env, DEFAULT_KEY, holder.pid());
+    let st: StatusJson = gated(&env, &["status", "--json", "--session", S]).json();
+    assert_eq!(st.state, "sealed");
+    let problem = st.problem.unwrap_or_default();
+    assert!(problem.contains("world-writable (mode 0666)"), "{problem}");
+    let text = gated(&env, &["status", "--session", S]);
+    assert!(text.stdout.contains("problem:   the sealed transcript is world-writable"), "{}", text.stdout);
+}
+
 /// `mount --bind from to`, unmounted on drop.
 struct BindMount(PathBuf);
 
