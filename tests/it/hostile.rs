@@ -1110,3 +1110,38 @@ fn a_name_too_long_or_a_read_only_filesystem_is_an_environment_error_not_retry_l
     assert!(r.stdout.contains("read-only"), "{}", r.stdout);
     drop(mnt);
 }
+
+#[test]
+fn running_out_of_descriptors_is_unavailable_never_tampering() {
+    let holder = LiveHolder::start();
+    let env = TestEnv::new();
+    write_transcript(&env.runtime().join(DEFAULT_KEY), BODY);
+    sealed(&env, DEFAULT_KEY, holder.pid());
+    let before = snapshot(&env);
+    // Issue 22: every descriptor limit from "almost none" to "plenty", so that each open in
+    // verify, the transcript path re-check's included, fails with EMFILE at one of
+    // them. Before the fix the re-check's EMFILE was told as "a symlink" (exit 4).
+    let mut seen = BTreeMap::new();
+    for limit in 4..=32 {
+        let script = format!("ulimit -n {limit} && exec \"$WRITERCTL_BIN\" \"$@\"");
+        let mut sh = Command::new("bash");
+        sh.env_clear().env("WRITERCTL_BIN", BIN).env(GATE.0, GATE.1).env("HOME", env.tmp.path());
+        sh.args(["-c", &script, "writerctl", "verify", "--json", "--session", S, "--runtime-dir"]).arg(env.runtime());
+        let r = run_bounded(sh, LIMIT).expect("verify hung");
+        let got = (r.code, try_error_code(&r).unwrap_or_default());
+        assert!(
+            matches!(got.0, 0 | 75),
+            "verify with {limit} descriptors said {got:?}: EMFILE is not tampering\n{}{}",
+            r.stdout,
+            r.stderr
+        );
+        if got.0 == 75 {
+            assert!(r.stdout.contains("EMFILE"), "the cause is named: {}", r.stdout);
+        }
+        seen.entry(got).or_insert(limit);
+    }
+    eprintln!("verify under descriptor limits (outcome: first limit): {seen:?}");
+    assert!(seen.keys().any(|(code, _)| *code == 75), "no limit made verify run out of descriptors: {seen:?}");
+    assert!(seen.keys().any(|(code, _)| *code == 0), "verify never succeeded: {seen:?}");
+    assert!(before == snapshot(&env), "{}", diff(&before, &snapshot(&env)));
+}
