@@ -72,7 +72,7 @@ complete -c writerctl -n "__fish_writerctl_using_subcommand release" -l session 
 complete -c writerctl -n "__fish_writerctl_using_subcommand release" -l lock -d 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]' -r -F
 complete -c writerctl -n "__fish_writerctl_using_subcommand release" -l transcript-key -d 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand release" -l project-root -d 'Use qwen-code\'s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl' -r -F
-complete -c writerctl -n "__fish_writerctl_using_subcommand release" -l token-file -d 'Read the owner token from this file [default: env WRITERCTL_OWNER_TOKEN]' -r -F
+complete -c writerctl -n "__fish_writerctl_using_subcommand release" -l token-file -d 'Read the owner token from this file (a regular file, not a symlink, FIFO or device) [default: env WRITERCTL_OWNER_TOKEN]' -r -F
 complete -c writerctl -n "__fish_writerctl_using_subcommand release" -l json -d 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})'
 complete -c writerctl -n "__fish_writerctl_using_subcommand release" -s v -l verbose -d 'Add causes to error messages (never an owner id)'
 complete -c writerctl -n "__fish_writerctl_using_subcommand release" -s h -l help -d 'Print help'
@@ -82,7 +82,7 @@ complete -c writerctl -n "__fish_writerctl_using_subcommand seal" -l session -d 
 complete -c writerctl -n "__fish_writerctl_using_subcommand seal" -l lock -d 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]' -r -F
 complete -c writerctl -n "__fish_writerctl_using_subcommand seal" -l transcript-key -d 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand seal" -l project-root -d 'Use qwen-code\'s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl' -r -F
-complete -c writerctl -n "__fish_writerctl_using_subcommand seal" -l token-file -d 'Read the owner token from this file [default: env WRITERCTL_OWNER_TOKEN]. Without a token, ask the `writerctl run` supervising this session to drain its writer and seal (the Kubernetes preStop path), and wait for the result' -r -F
+complete -c writerctl -n "__fish_writerctl_using_subcommand seal" -l token-file -d 'Read the owner token from this file (a regular file, not a symlink, FIFO or device) [default: env WRITERCTL_OWNER_TOKEN]. Without a token, ask the `writerctl run` supervising this session to drain its writer and seal (the Kubernetes preStop path), and wait for the result' -r -F
 complete -c writerctl -n "__fish_writerctl_using_subcommand seal" -l control-socket -d 'The supervisor\'s control socket [default: derived from the runtime directory and session, as `writerctl run` derives it]' -r -F
 complete -c writerctl -n "__fish_writerctl_using_subcommand seal" -l timeout -d 'Seconds to wait for a supervisor to finish draining and sealing' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand seal" -l json -d 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})'

@@ -73,17 +73,42 @@ pub fn config_path(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
     env("HOME").filter(|v| !v.is_empty()).map(|h| Path::new(&h).join(".config/writerctl/config.toml"))
 }
 
+/// Largest config file read. The file holds one boolean today; a few KiB leaves room for
+/// comments and future keys.
+pub const MAX_CONFIG_BYTES: usize = 16 * 1024;
+
+/// Reads the config file: `None` when it does not exist.
+///
+/// Why not `read_to_string` (issue 22): `WRITERCTL_CONFIG` can name a FIFO (every command,
+/// even `status`, hung in `open`) or `/dev/zero` (18 GB of memory in a minute), and the
+/// file is read by every command at start. [`read_small_regular`] opens it
+/// `O_NOFOLLOW|O_NONBLOCK`, requires a regular file and stops at [`MAX_CONFIG_BYTES`]; so a
+/// symlinked config is refused too (point `WRITERCTL_CONFIG` at the real file).
+///
+/// [`read_small_regular`]: crate::lockfile::sys::read_small_regular
+fn read_config_file(path: &Path) -> Result<Option<String>, std::io::Error> {
+    use crate::lockfile::sys::{SmallFileError, read_small_regular};
+    match read_small_regular(path, MAX_CONFIG_BYTES) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "the config file is not UTF-8")),
+        Err(SmallFileError::Missing) => Ok(None),
+        Err(SmallFileError::Io(e)) => Err(e),
+        Err(other) => Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, other.to_string())),
+    }
+}
+
 /// Loads the settings from the environment and the config file (a missing file is fine).
 pub fn load(env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, ConfigError> {
     let mut settings = Settings::default();
     if let Some(path) = config_path(env) {
-        match std::fs::read_to_string(&path) {
-            Ok(text) => {
+        match read_config_file(&path) {
+            Ok(Some(text)) => {
                 let file: File = toml::from_str(&text)
                     .map_err(|e| ConfigError::Parse { path: path.clone(), message: e.to_string() })?;
                 settings.session_writer_lease = file.experimental.session_writer_lease;
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Ok(None) => {}
             Err(source) => return Err(ConfigError::Read { path, source }),
         }
     }
@@ -124,6 +149,31 @@ mod tests {
                 .unwrap()
                 .session_writer_lease
         );
+    }
+
+    #[test]
+    fn a_fifo_device_symlink_or_huge_config_is_refused_without_hanging() {
+        let t = tempfile::tempdir().unwrap();
+        let fifo = t.path().join("fifo.toml");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let real = t.path().join("real.toml");
+        std::fs::write(&real, "[experimental]\nsession_writer_lease = true\n").unwrap();
+        let link = t.path().join("link.toml");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let huge = t.path().join("huge.toml");
+        std::fs::write(&huge, vec![b'#'; MAX_CONFIG_BYTES + 1]).unwrap();
+        for p in [fifo.as_path(), Path::new("/dev/zero"), link.as_path(), huge.as_path()] {
+            let e = load(&env_of(&[("WRITERCTL_CONFIG", p.to_str().unwrap())])).unwrap_err();
+            assert!(matches!(e, ConfigError::Read { .. }), "{}: {e}", p.display());
+        }
+        assert!(load(&env_of(&[("WRITERCTL_CONFIG", real.to_str().unwrap())])).unwrap().session_writer_lease);
     }
 
     #[test]

@@ -29,7 +29,9 @@ pub enum ErrorCode {
     SessionNotOwner,
     /// The feature gate `experimental.session_writer_lease` is off.
     FeatureDisabled,
-    /// A command-line argument or its environment equivalent is invalid or missing.
+    /// A command-line argument or its environment equivalent is invalid or missing, or the
+    /// environment must be fixed: a lock, `R/tmp` or transcript directory another user can
+    /// change, permission denied, a read-only filesystem, a name too long (issue 22).
     InvalidArgument,
     /// The runtime directory does not exist (writerctl never creates it).
     RuntimeDirMissing,
@@ -203,7 +205,9 @@ impl ErrorCode {
             }
             ErrorCode::SessionNotOwner => "the owner token does not own this lock, or ownership was lost",
             ErrorCode::FeatureDisabled => "experimental.session_writer_lease is off",
-            ErrorCode::InvalidArgument => "an argument or environment value is invalid or missing",
+            ErrorCode::InvalidArgument => {
+                "an argument or environment value is invalid or missing, or the environment must be fixed (a directory another user can change, permission denied, a read-only filesystem, a name too long); retrying cannot help"
+            }
             ErrorCode::RuntimeDirMissing => "the runtime directory does not exist",
             ErrorCode::Usage => "the command line could not be parsed",
             ErrorCode::Internal => "unexpected failure",

@@ -128,10 +128,12 @@ fn report(e: anyhow::Error, out: Output, verbose: bool) -> ExitCode {
     if out.json {
         print_json_error(code, &message, hint, details);
     } else {
+        // Messages carry record fields (a holder's hostname) and file names: escaped, so a
+        // record cannot forge a line or drive the terminal (issue 22).
         let mut err = io::stderr().lock();
-        let _ = writeln!(err, "error: {message}");
+        let _ = writeln!(err, "error: {}", commands::output::clean(&message));
         if let Some(h) = hint {
-            let _ = writeln!(err, "hint: {h}");
+            let _ = writeln!(err, "hint: {}", commands::output::clean(&h));
         }
         let _ = writeln!(err, "(code: {code}, exit {})", code.exit_code());
     }

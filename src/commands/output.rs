@@ -21,19 +21,49 @@ impl Output {
         out.flush()
     }
 
-    /// Writes a line to stdout.
+    /// Writes a line to stdout. Control characters other than the line breaks the text
+    /// is built with are escaped ([`clean_lines`]); fields from files still need [`clean`],
+    /// which escapes their line breaks too.
     pub fn line(&self, text: &str) -> io::Result<()> {
         let mut out = io::stdout().lock();
-        writeln!(out, "{text}")?;
+        writeln!(out, "{}", clean_lines(text))?;
         out.flush()
     }
 
     /// Writes a note to stderr (human mode only; JSON mode keeps stderr quiet).
     pub fn note(&self, text: &str) {
         if !self.json {
-            let _ = writeln!(io::stderr(), "{text}");
+            let _ = writeln!(io::stderr(), "{}", clean_lines(text));
         }
     }
+}
+
+/// Should `c` be shown escaped on a terminal? Every control character (C0 including
+/// CR and LF, DEL, C1) and the bidirectional-text overrides, which reorder what a terminal
+/// shows without changing the bytes.
+fn needs_escape(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// One field of text output, escaped for a terminal (issue 22): `\n`, `\r`, `\t`, `\u{1b}`…
+///
+/// Why: record fields (hostname, process kind, times), file names and session ids from a
+/// lock directory are written by whoever can write there. Printed raw, an ESC sequence can
+/// clear the screen or recolour it, and a CR or LF can forge a whole line
+/// (`state: missing`) in `status` or an error. JSON output is escaped by the serializer.
+pub fn clean(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(needs_escape) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    std::borrow::Cow::Owned(
+        s.chars().map(|c| if needs_escape(c) { c.escape_default().to_string() } else { c.to_string() }).collect(),
+    )
+}
+
+/// [`clean`] for text we laid out ourselves over several lines: keeps `\n`, escapes every
+/// other control character.
+pub fn clean_lines(s: &str) -> String {
+    s.split('\n').map(|l| clean(l).into_owned()).collect::<Vec<_>>().join("\n")
 }
 
 /// A table in the house style (status, master status, audit).
@@ -84,4 +114,19 @@ pub fn log_event(event: &str, fields: &[(&str, String)]) {
     // then newline) let its output land inside our line.
     line.push('\n');
     let _ = io::stderr().lock().write_all(line.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_and_bidi_overrides_are_escaped() {
+        assert_eq!(clean("host"), "host");
+        assert_eq!(clean("h\x1b[2Jx"), "h\\u{1b}[2Jx");
+        assert_eq!(clean("a\r\nstate: missing"), "a\\r\\nstate: missing");
+        assert_eq!(clean("x\u{202e}y\u{85}"), "x\\u{202e}y\\u{85}");
+        assert_eq!(clean_lines("one\ntwo\x07"), "one\ntwo\\u{7}");
+        assert_eq!(clean("émoji ✓"), "émoji ✓");
+    }
 }

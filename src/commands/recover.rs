@@ -13,7 +13,7 @@ use super::ExitStatus;
 use super::session::transcript_key;
 use writerctl::lockfile::{DirMode, LockPaths, LockSite, SystemProbe, open_site};
 
-use super::output::Output;
+use super::output::{Output, clean};
 use super::session::{resolve, runtime_dir};
 use crate::cli::SessionArgs;
 
@@ -152,14 +152,14 @@ fn report(args: &RecoverArgs, out: Output, act: bool, results: Vec<(Plan, Vec<Do
     }
     for (p, done, folder) in &results {
         let mode = if act { "" } else { " (plan only, nothing changed)" };
-        out.line(&format!("session {}{mode}", p.session_id))?;
+        out.line(&format!("session {}{mode}", clean(&p.session_id)))?;
         if let Some(b) = &p.blocked {
-            out.line(&format!("  blocked: {b}"))?;
+            out.line(&format!("  blocked: {}", clean(&b.to_string())))?;
         }
         for d in done {
             let (verb, file, reason) = describe(&d.action);
             let result = if act { format!(" [{}]", d.result) } else { String::new() };
-            out.line(&format!("  {verb:<10} {file}{result}\n             {reason}"))?;
+            out.line(&format!("  {verb:<10} {}{result}\n             {}", clean(file), clean(reason)))?;
         }
         if let Some(f) = folder {
             out.line(&format!("  moved files are in {f}/ beside the locks; audit lines in writerctl-recovery.log"))?;

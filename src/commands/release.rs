@@ -21,7 +21,8 @@ pub struct ReleaseArgs {
     #[command(flatten)]
     pub session: SessionArgs,
 
-    /// Read the owner token from this file [default: env WRITERCTL_OWNER_TOKEN].
+    /// Read the owner token from this file (a regular file, not a symlink, FIFO or device)
+    /// [default: env WRITERCTL_OWNER_TOKEN].
     #[arg(long, value_name = "F")]
     pub token_file: Option<PathBuf>,
 }

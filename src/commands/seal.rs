@@ -38,7 +38,8 @@ pub struct SealArgs {
     #[command(flatten)]
     pub session: SessionArgs,
 
-    /// Read the owner token from this file [default: env WRITERCTL_OWNER_TOKEN]. Without a
+    /// Read the owner token from this file (a regular file, not a symlink, FIFO or device)
+    /// [default: env WRITERCTL_OWNER_TOKEN]. Without a
     /// token, ask the `writerctl run` supervising this session to drain its writer and seal
     /// (the Kubernetes preStop path), and wait for the result.
     #[arg(long, value_name = "F")]

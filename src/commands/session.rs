@@ -82,14 +82,24 @@ pub fn resolve(args: &SessionArgs) -> Result<Resolved> {
         })?,
         None => LockPaths::for_session(&runtime_dir, &session_id),
     };
+    writerctl::lockfile::paths::check_lock_name_room(&paths.lock_name).map_err(LockError::InvalidArgument)?;
     Ok(Resolved { runtime_dir, session_id, paths })
 }
+
+/// Largest owner-token file read (qwen and writerctl owner ids are 36-byte UUIDs).
+const MAX_TOKEN_BYTES: usize = 4096;
 
 /// Reads the owner token from `--token-file` or WRITERCTL_OWNER_TOKEN (never argv).
 pub fn read_token(token_file: Option<&Path>) -> Result<OwnerToken> {
     let text = match token_file {
-        Some(f) => std::fs::read_to_string(f)
-            .map_err(|e| LockError::InvalidArgument(format!("cannot read token file {}: {e}", f.display())))?,
+        // Issue 22: a FIFO, a device or a symlink named as the token file must neither hang
+        // nor exhaust memory; a token is a UUID, so a few KiB is generous.
+        Some(f) => writerctl::lockfile::sys::read_small_regular(f, MAX_TOKEN_BYTES)
+            .map_err(|e| LockError::InvalidArgument(format!("cannot read token file {}: {e}", f.display())))
+            .and_then(|b| {
+                String::from_utf8(b)
+                    .map_err(|_| LockError::InvalidArgument(format!("token file {} is not UTF-8", f.display())))
+            })?,
         None => std::env::var("WRITERCTL_OWNER_TOKEN").map_err(|_| {
             LockError::InvalidArgument("no owner token: pass --token-file F or set WRITERCTL_OWNER_TOKEN".into())
         })?,

@@ -6,7 +6,7 @@ use serde::Serialize;
 use writerctl::lockfile::status::{LockState, SessionStatus};
 use writerctl::lockfile::{LockPaths, SystemProbe, status_all, status_one};
 
-use super::output::Output;
+use super::output::{Output, clean};
 use super::session::{runtime_dir, transcript_key};
 use crate::cli::SessionArgs;
 use writerctl::lockfile::acquire::TranscriptRef;
@@ -73,13 +73,9 @@ pub fn run(args: StatusArgs, out: Output) -> Result<()> {
                 .map(|l| l.code.to_string())
                 .or_else(|| s.problem.clone())
                 .unwrap_or_else(|| "-".into());
-            table.add_row(vec![
-                s.session_id.clone(),
-                state_word(s),
-                holder_word(s),
-                why,
-                s.side_files.len().to_string(),
-            ]);
+            // Every cell may come from a file someone else wrote (issue 22): escaped.
+            let cells = [s.session_id.clone(), state_word(s), holder_word(s), why, s.side_files.len().to_string()];
+            table.add_row(cells.iter().map(|c| clean(c).into_owned()).collect::<Vec<_>>());
         }
         out.line(&table.to_string())?;
         out.line("run `writerctl status --session ID` for details and the next safe step")?;
@@ -130,6 +126,9 @@ pub fn run(args: StatusArgs, out: Output) -> Result<()> {
         lines.push(format!("residue:   {} — {}", f.name, f.meaning));
     }
     lines.push(format!("next step: {}", s.next_step));
+    // Each entry is one line of our layout; a CR, LF or ESC inside a field (a hostname from
+    // the record, a side-file name) is escaped so it cannot forge another line (issue 22).
+    let lines: Vec<String> = lines.iter().map(|l| clean(l).into_owned()).collect();
     out.line(&lines.join("\n"))?;
     Ok(())
 }

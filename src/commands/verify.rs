@@ -8,7 +8,7 @@ use writerctl::lockfile::transcript::ProofOptions;
 use writerctl::lockfile::verify::verify;
 use writerctl::lockfile::{DirMode, LockError, SystemProbe, open_site};
 
-use super::output::{Output, hash_progress};
+use super::output::{Output, clean, hash_progress};
 use super::session::{resolve, transcript_key};
 use crate::cli::SessionArgs;
 
@@ -61,9 +61,9 @@ pub fn run(args: VerifyArgs, out: Output) -> Result<()> {
     } else if v.result.is_ok() {
         out.line(&format!(
             "proof matches: session {} sealed {} · {} · {} bytes · sha256 {}",
-            r.session_id,
-            seal.sealed_at,
-            seal.transcript.relative_path,
+            clean(&r.session_id),
+            clean(&seal.sealed_at),
+            clean(&seal.transcript.relative_path),
             seal.transcript.byte_length,
             seal.transcript.sha256
         ))?;

@@ -100,6 +100,10 @@ pub fn open_site(runtime_dir: &Path, paths: LockPaths, session_id: &str, mode: D
         return Err(LockError::InvalidArgument("session id must not be empty".into()));
     }
     check_runtime_dir(runtime_dir)?;
+    if paths.dir == runtime_dir.join(LOCK_SUBDIR) {
+        // Issue 22: whoever can write R/tmp can plant the lock directory; judge it first.
+        super::trust::require_trusted_path("runtime tmp directory", &runtime_dir.join("tmp"))?;
+    }
     if mode == DirMode::Create && paths.dir == runtime_dir.join(LOCK_SUBDIR) {
         for p in [runtime_dir.join("tmp"), runtime_dir.join(LOCK_SUBDIR)] {
             mkdir_0700(&p).map_err(|e| LockError::io(format!("create {}", p.display()), e))?;
@@ -117,16 +121,26 @@ pub fn open_site(runtime_dir: &Path, paths: LockPaths, session_id: &str, mode: D
 }
 
 /// Opens a lock directory, mapping "not a real directory" to its own reason.
+/// The directory must also be one only the caller (or root) can change (issue 22,
+/// [`super::trust`]): judged on the descriptor just opened, before anything is written.
 pub fn open_lock_dir(path: &Path) -> Result<Dir, LockError> {
-    Dir::open(path).map_err(|e| {
+    let dir = Dir::open(path).map_err(|e| {
         let not_dir = matches!(
             e.raw_os_error(),
             Some(code) if code == rustix::io::Errno::LOOP.raw_os_error()
                 || code == rustix::io::Errno::NOTDIR.raw_os_error()
         );
-        let reason = if not_dir { Unavailable::LockDirNotDirectory } else { Unavailable::Io };
-        LockError::Unavailable { reason, detail: Some(path.display().to_string()), source: Some(e) }
-    })
+        if !not_dir {
+            return LockError::io(format!("open lock directory {}", path.display()), e);
+        }
+        LockError::Unavailable {
+            reason: Unavailable::LockDirNotDirectory,
+            detail: Some(path.display().to_string()),
+            source: Some(e),
+        }
+    })?;
+    super::trust::require_trusted("lock directory", path, dir.meta())?;
+    Ok(dir)
 }
 
 /// Claim check #2 (§5.2 step 2.2.1), with the failpoint in front of it: any failure here,

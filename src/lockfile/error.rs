@@ -6,6 +6,8 @@
 use std::io;
 use std::path::PathBuf;
 
+use rustix::io::Errno;
+
 use crate::error::ErrorCode;
 
 use super::identity::Liveness;
@@ -116,6 +118,21 @@ impl Unavailable {
     }
 }
 
+/// What to change for an [`environment_problem`].
+fn environment_hint(e: &io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(r) if r == Errno::NAMETOOLONG.raw_os_error() => {
+            "use a shorter session id, --lock path or --transcript-key; retrying cannot help"
+        }
+        Some(r) if r == Errno::ROFS.raw_os_error() => {
+            "remount the filesystem read-write, or point --runtime-dir at writable storage; retrying cannot help"
+        }
+        _ => {
+            "run as the user that owns the runtime directory and its lock files, or fix their permissions; retrying cannot help"
+        }
+    }
+}
+
 /// An error of the lock-file engine.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
@@ -187,6 +204,61 @@ pub enum LockError {
     /// An argument is invalid.
     #[error("{0}")]
     InvalidArgument(String),
+    /// A directory whose entries the guarantees rest on can be changed by another user: it
+    /// is owned by someone other than the caller or root, or group/world-writable without
+    /// the sticky bit (issue 22). Nothing was written.
+    #[error("{what} {} is not safe to use: {reason}", .path.display())]
+    UntrustedDirectory {
+        /// Which directory (`lock directory`, `R/tmp`, `transcript directory`).
+        what: &'static str,
+        /// Its path.
+        path: PathBuf,
+        /// What is wrong (owner uid, mode).
+        reason: String,
+        /// What to run or change.
+        fix: String,
+    },
+    /// The system refuses in a way no retry fixes: a name longer than the filesystem allows,
+    /// permission denied, a read-only filesystem (issue 22). The caller must change something.
+    #[error("cannot {detail}: {}", environment_problem(.source).unwrap_or("refused by the system"))]
+    Environment {
+        /// The operation.
+        detail: String,
+        /// The errno.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// The errnos that describe the environment rather than a transient state, and what each
+/// one means. Why a separate class (issue 22): `session_writer_unavailable` tells an
+/// operator to retry, and retrying a read-only mount or a permission error only repeats it.
+const ENVIRONMENT_ERRNOS: &[(Errno, &str)] = &[
+    (Errno::NAMETOOLONG, "a file name is longer than the filesystem allows"),
+    (Errno::ACCESS, "permission denied"),
+    (Errno::ROFS, "the filesystem is read-only"),
+];
+
+/// The errnos that leave an operation unavailable for a cause worth naming in the message
+/// itself (not only under `--verbose`): descriptor exhaustion and I/O errors must not read
+/// like tampering or like a busy lock.
+const NAMED_TRANSIENT_ERRNOS: &[(Errno, &str)] = &[
+    (Errno::MFILE, "too many open files in this process (EMFILE)"),
+    (Errno::NFILE, "too many open files in the system (ENFILE)"),
+    (Errno::IO, "input/output error (EIO)"),
+    (Errno::NOSPC, "no space left on the device (ENOSPC)"),
+    (Errno::NOMEM, "out of memory (ENOMEM)"),
+];
+
+fn errno_words(e: &io::Error, table: &[(Errno, &'static str)]) -> Option<&'static str> {
+    let raw = e.raw_os_error()?;
+    table.iter().find(|(errno, _)| errno.raw_os_error() == raw).map(|(_, words)| *words)
+}
+
+/// What an environment errno (name too long, permission denied, read-only filesystem)
+/// means, or `None` for any other error.
+pub fn environment_problem(e: &io::Error) -> Option<&'static str> {
+    errno_words(e, ENVIRONMENT_ERRNOS)
 }
 
 impl LockError {
@@ -195,9 +267,19 @@ impl LockError {
         LockError::Unavailable { reason, detail: None, source: None }
     }
 
-    /// Unavailable with an I/O cause and a short detail (e.g. the operation).
+    /// An I/O failure of an operation `detail` names: [`LockError::Environment`] when the
+    /// errno says the environment must change (name too long, permission denied, read-only
+    /// filesystem), otherwise unavailable, with the cause in the message when it is one an
+    /// operator must act on (descriptors exhausted, EIO, a full disk).
     pub fn io(detail: impl Into<String>, source: io::Error) -> LockError {
-        LockError::Unavailable { reason: Unavailable::Io, detail: Some(detail.into()), source: Some(source) }
+        let mut detail = detail.into();
+        if environment_problem(&source).is_some() {
+            return LockError::Environment { detail, source };
+        }
+        if let Some(cause) = errno_words(&source, NAMED_TRANSIENT_ERRNOS) {
+            detail = format!("{detail}: {cause}");
+        }
+        LockError::Unavailable { reason: Unavailable::Io, detail: Some(detail), source: Some(source) }
     }
 
     /// The stable code.
@@ -213,6 +295,7 @@ impl LockError {
             LockError::NotSealed { .. } => ErrorCode::SessionNotSealed,
             LockError::FeatureDisabled => ErrorCode::FeatureDisabled,
             LockError::InvalidArgument(_) => ErrorCode::InvalidArgument,
+            LockError::UntrustedDirectory { .. } | LockError::Environment { .. } => ErrorCode::InvalidArgument,
         }
     }
 
@@ -267,6 +350,8 @@ impl LockError {
                 "set WRITERCTL_SESSION_WRITER_LEASE=1, or `session_writer_lease = true` under [experimental] in the config file (WRITERCTL_CONFIG, default ~/.config/writerctl/config.toml)".into()
             }
             LockError::InvalidArgument(_) => return None,
+            LockError::UntrustedDirectory { fix, .. } => fix.clone(),
+            LockError::Environment { source, .. } => environment_hint(source).into(),
         })
     }
 }

@@ -47,6 +47,7 @@ pub mod status;
 pub mod sys;
 pub mod transcript;
 pub mod transition;
+pub mod trust;
 pub mod verify;
 pub mod wait;
 

@@ -125,6 +125,29 @@ impl LockPaths {
     }
 }
 
+/// The longest file name Linux filesystems accept (`NAME_MAX`).
+pub const NAME_MAX: usize = 255;
+
+/// The longest suffix writerctl ever appends to a lock's file name: the install temp of a
+/// chained reclaim guard, `L.reclaim.<stale>.<guard>.<owner>.tmp`, with 36-byte UUID owner
+/// ids. Seal (`L.sealed-candidate.<o>.<o>.tmp`) and takeover (`L.sealed.<o>.<n>`) need less.
+pub const LONGEST_SIDE_SUFFIX: usize = ".reclaim.".len() + 36 + 1 + 36 + 1 + 36 + ".tmp".len();
+
+/// Issue 22: can every file of this lock's life (install temps, claim, candidate, retired
+/// and guard names) be created? A session id whose lock name leaves no room for them made
+/// `acquire` fail with "retry later" while `status` promised "acquire can take it"; checking
+/// the name up front gives both the same answer, and the one that says what to change.
+pub fn check_lock_name_room(lock_name: &str) -> Result<(), String> {
+    let max = NAME_MAX - LONGEST_SIDE_SUFFIX;
+    if lock_name.len() > max {
+        return Err(format!(
+            "the lock file name is {} bytes (the session id percent-encoded, plus `.lock`); its side files need it to be at most {max} bytes so that every name stays within the filesystem's {NAME_MAX}-byte limit: use a shorter session id (or --lock name)",
+            lock_name.len()
+        ));
+    }
+    Ok(())
+}
+
 /// `<target>.<owner_id>.tmp`: the install temp for any target (owner id NOT encoded, as qwen).
 pub fn install_temp(target: &str, owner_id: &str) -> String {
     format!("{target}.{owner_id}.tmp")
@@ -515,6 +538,19 @@ mod tests {
         }
         assert_eq!(redact_side_file_name("s.lock", "s.lock.claim", SideKind::Claim), "s.lock.claim");
         assert_eq!(redact_side_file_name("s.lock", "s.lock.stale.7.u", SideKind::Stale), "s.lock.stale.7.u");
+    }
+
+    #[test]
+    fn a_lock_name_must_leave_room_for_its_side_files() {
+        let fits = "a".repeat(NAME_MAX - LONGEST_SIDE_SUFFIX - ".lock".len());
+        let p = LockPaths::for_session(Path::new("/r"), &fits);
+        check_lock_name_room(&p.lock_name).unwrap();
+        let longest = format!("{}.reclaim.{}.{}.{}.tmp", p.lock_name, "o".repeat(36), "g".repeat(36), "n".repeat(36));
+        assert_eq!(longest.len(), NAME_MAX);
+        let p = LockPaths::for_session(Path::new("/r"), &format!("{fits}b"));
+        assert!(check_lock_name_room(&p.lock_name).unwrap_err().contains("shorter session id"));
+        // A UUID (qwen's ids) is far inside the limit.
+        check_lock_name_room("550e8400-e29b-41d4-a716-446655440000.lock").unwrap();
     }
 
     #[test]

@@ -260,6 +260,10 @@ pub fn status_one(
             st.next_step = "sealed, but the proof no longer matches the transcript: a takeover will fail closed (session_transcript_changed). Something wrote to the transcript after the seal; fence every writer, decide which transcript is authoritative, then `writerctl recover`".into();
         }
     }
+    if st.problem.is_none() {
+        let caller = super::trust::caller_uid();
+        st.problem = identity.and_then(|id| super::trust::transcript_exposure(id.mode, id.uid, caller));
+    }
     Ok(st)
 }
 

@@ -74,6 +74,8 @@ pub struct FileMeta {
     pub mode: u32,
     /// Link count.
     pub nlink: u64,
+    /// Owner (`st_uid`): who may rename and unlink in a directory (issue 22).
+    pub uid: u32,
 }
 
 /// File type as seen by `lstat`/`fstat`.
@@ -110,7 +112,15 @@ impl Kind {
 impl FileMeta {
     fn from_stat(st: &rfs::Stat) -> FileMeta {
         let kind = Kind::of_mode(st.st_mode);
-        FileMeta { dev: st.st_dev, ino: st.st_ino, kind, size: st.st_size as u64, mode: st.st_mode, nlink: st.st_nlink }
+        FileMeta {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            kind,
+            size: st.st_size as u64,
+            mode: st.st_mode,
+            nlink: st.st_nlink,
+            uid: st.st_uid,
+        }
     }
 
     /// Same dev and same non-zero inode.
@@ -177,6 +187,11 @@ impl Dir {
                 .map_err(errno_io)?;
         let meta = FileMeta::from_stat(&rfs::fstat(&fd).map_err(errno_io)?);
         Ok(Dir { fd, path: path.to_path_buf(), meta })
+    }
+
+    /// The metadata of the directory as opened (owner and mode for the trust check).
+    pub fn meta(&self) -> &FileMeta {
+        &self.meta
     }
 
     /// The path this directory was opened at (for messages only; never used for I/O).
@@ -589,6 +604,118 @@ pub fn pread_full(fd: &OwnedFd, buf: &mut [u8], offset: u64) -> io::Result<usize
     Ok(done)
 }
 
+/// Opens the directory `key` names beneath `root` (`"."` for `root` itself) without
+/// following any symlink, for an `fstat` of its owner and mount.
+pub fn open_dir_beneath(root: &OwnedFd, key: &str) -> io::Result<Beneath> {
+    if key == "." {
+        return rfs::openat(root, ".", OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+            .map(Beneath::Opened)
+            .map_err(errno_io);
+    }
+    open_beneath(root, key, OFlags::PATH | OFlags::DIRECTORY, false)
+}
+
+/// `fstat` of any descriptor as [`FileMeta`].
+pub fn meta_of(fd: &OwnedFd) -> io::Result<FileMeta> {
+    rfs::fstat(fd).map(|st| FileMeta::from_stat(&st)).map_err(errno_io)
+}
+
+/// Are `file` and `dir` on the same mount?
+///
+/// Why (issue 22): a file bind-mounted over the transcript path (a procfs file, a device
+/// node's content, another filesystem's file) is reached without any symlink, yet its size
+/// need not describe its bytes. A bind mount makes the file a mount point of its own, so its
+/// `statx` mount id differs from its directory's even when both come from one filesystem;
+/// the device number catches the cross-filesystem case on kernels without `STATX_MNT_ID`
+/// (before Linux 5.8), where a same-filesystem bind mount goes unnoticed.
+pub fn same_mount(file: &OwnedFd, dir: &OwnedFd) -> io::Result<bool> {
+    let flags = AtFlags::EMPTY_PATH;
+    let want = rfs::StatxFlags::BASIC_STATS | rfs::StatxFlags::MNT_ID;
+    let (f, d) = match (rfs::statx(file, "", flags, want), rfs::statx(dir, "", flags, want)) {
+        (Ok(f), Ok(d)) => (f, d),
+        // No statx (old kernel, seccomp): compare devices only.
+        (Err(Errno::NOSYS), _) | (_, Err(Errno::NOSYS)) | (Err(Errno::PERM), _) | (_, Err(Errno::PERM)) => {
+            return Ok(meta_of(file)?.dev == meta_of(dir)?.dev);
+        }
+        (Err(e), _) | (_, Err(e)) => return Err(errno_io(e)),
+    };
+    if (f.stx_dev_major, f.stx_dev_minor) != (d.stx_dev_major, d.stx_dev_minor) {
+        return Ok(false);
+    }
+    let mnt = rfs::StatxFlags::MNT_ID.bits();
+    if f.stx_mask & mnt != 0 && d.stx_mask & mnt != 0 {
+        return Ok(f.stx_mnt_id == d.stx_mnt_id);
+    }
+    Ok(true)
+}
+
+/// Why a small file could not be read.
+#[derive(Debug)]
+pub enum SmallFileError {
+    /// Nothing at that path.
+    Missing,
+    /// A symlink, FIFO, device, socket or directory: refused, never opened for reading.
+    NotRegular(Kind),
+    /// More than the cap.
+    TooLarge(usize),
+    /// Any other error.
+    Io(io::Error),
+}
+
+impl std::fmt::Display for SmallFileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SmallFileError::Missing => write!(f, "no such file"),
+            SmallFileError::NotRegular(k) => write!(f, "it is a {}, not a regular file", k.describe()),
+            SmallFileError::TooLarge(max) => write!(f, "it is larger than {max} bytes"),
+            SmallFileError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// Reads a small regular file (a config file, an owner token) of at most `max` bytes.
+///
+/// Why these flags and checks (issue 22): such paths come from the environment and the
+/// command line, so they may name a FIFO (whose open and read block forever), a device
+/// (`/dev/zero` reads without end) or a symlink to either. `O_NOFOLLOW` refuses a symlink at
+/// the last component, `O_NONBLOCK` keeps the open of a FIFO from blocking, the type is
+/// checked on the descriptor (no window between a `stat` and the open), and the read stops
+/// at `max + 1` bytes whatever the file claims its size is.
+pub fn read_small_regular(path: &Path, max: usize) -> Result<Vec<u8>, SmallFileError> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = match rfs::open(path, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Err(SmallFileError::Missing),
+        Err(Errno::LOOP) => return Err(SmallFileError::NotRegular(Kind::Symlink)),
+        // A socket cannot be opened (ENXIO); say what it is when we can see it.
+        Err(e) => {
+            return Err(match lstat_path(path) {
+                Ok(m) if m.kind != Kind::Regular => SmallFileError::NotRegular(m.kind),
+                _ => SmallFileError::Io(errno_io(e)),
+            });
+        }
+    };
+    let meta = meta_of(&fd).map_err(SmallFileError::Io)?;
+    if meta.kind != Kind::Regular {
+        return Err(SmallFileError::NotRegular(meta.kind));
+    }
+    let mut buf = vec![0u8; max + 1];
+    let mut len = 0;
+    while len < buf.len() {
+        match rustix::io::read(&fd, &mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(SmallFileError::Io(errno_io(e))),
+        }
+    }
+    if len > max {
+        return Err(SmallFileError::TooLarge(max));
+    }
+    buf.truncate(len);
+    Ok(buf)
+}
+
 /// `renameat2(RENAME_NOREPLACE)` from this directory into another directory descriptor.
 ///
 /// Why NOREPLACE: `recover` moves residue into a fresh folder and must never overwrite a
@@ -754,5 +881,34 @@ mod tests {
         std::fs::write(t.path().join("x"), b"").unwrap();
         let names = d.list().unwrap();
         assert_eq!(names, vec![OsString::from("x")]);
+    }
+
+    #[test]
+    fn read_small_regular_refuses_fifo_device_symlink_and_oversize() {
+        let (t, _d) = dir();
+        std::fs::write(t.path().join("tok"), b"abc\n").unwrap();
+        assert_eq!(read_small_regular(&t.path().join("tok"), 16).unwrap(), b"abc\n");
+        assert!(matches!(read_small_regular(&t.path().join("tok"), 3), Err(SmallFileError::TooLarge(3))));
+        rustix::fs::mknodat(CWD, t.path().join("fifo"), FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
+        assert!(matches!(read_small_regular(&t.path().join("fifo"), 16), Err(SmallFileError::NotRegular(Kind::Fifo))));
+        assert!(matches!(read_small_regular(Path::new("/dev/zero"), 16), Err(SmallFileError::NotRegular(Kind::Other))));
+        std::os::unix::fs::symlink(t.path().join("tok"), t.path().join("link")).unwrap();
+        assert!(matches!(
+            read_small_regular(&t.path().join("link"), 16),
+            Err(SmallFileError::NotRegular(Kind::Symlink))
+        ));
+        assert!(matches!(read_small_regular(&t.path().join("none"), 16), Err(SmallFileError::Missing)));
+        // A procfs file reports size 0; the cap holds on what it yields, not on its size.
+        assert!(matches!(read_small_regular(Path::new("/proc/version"), 4), Err(SmallFileError::TooLarge(4))));
+    }
+
+    #[test]
+    fn a_file_and_its_directory_share_a_mount() {
+        let (t, d) = dir();
+        std::fs::write(t.path().join("f"), b"x").unwrap();
+        let f = rfs::open(t.path().join("f"), OFlags::RDONLY, Mode::empty()).unwrap();
+        assert!(same_mount(&f, &d.fd).unwrap());
+        let proc = rfs::open("/proc/version", OFlags::RDONLY, Mode::empty()).unwrap();
+        assert!(!same_mount(&proc, &d.fd).unwrap());
     }
 }

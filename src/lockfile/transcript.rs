@@ -187,11 +187,18 @@ pub fn read_proof(
         return Err(LockError::unavailable(Unavailable::TranscriptIdentity));
     }
     check_path_identity(&root, key, &before, opts.force_walk)?;
+    check_transcript_home(&root, runtime_dir, key, Some(&fd))?;
     check_trailing_newline(&fd, before.size)?;
     let sha256 = hash_exactly(&fd, before.size, progress)?;
+    let beyond = bytes_beyond_size(&fd, before.size)?;
     let after = sys::fingerprint(&fd).map_err(|e| LockError::io("fstat transcript", e))?;
     if after != before {
         return Err(changed("the transcript changed while it was hashed"));
+    }
+    if beyond {
+        return Err(LockError::TranscriptUnsafe {
+            reason: "the transcript yields more bytes than its size says (a procfs, sysfs or device-backed file); its size cannot be certified".into(),
+        });
     }
     check_path_identity(&root, key, &before, opts.force_walk)?;
     let proof =
@@ -223,7 +230,63 @@ pub fn check_shape(runtime_dir: &Path, key: &TranscriptKey) -> Result<(), LockEr
     if fp.ino == 0 {
         return Err(LockError::unavailable(Unavailable::TranscriptIdentity));
     }
+    check_transcript_home(&root, runtime_dir, key, Some(&fd))?;
     check_trailing_newline(&fd, fp.size)
+}
+
+/// Issue 22: the transcript's directories and mount.
+///
+/// * Every directory from `R` (exclusive) down to the transcript must be trusted
+///   ([`super::trust`]): whoever can rename in one of them can swap the transcript under a
+///   seal. A directory that does not exist yet is fine (nothing is in it).
+/// * The transcript must sit on its directory's mount ([`sys::same_mount`]): a file
+///   bind-mounted over the transcript path (a procfs file, say) is reached without a
+///   symlink, but its size need not describe its bytes, and a seal would certify "0 bytes"
+///   for a file that yields 124.
+fn check_transcript_home(
+    root: &OwnedFd,
+    runtime_dir: &Path,
+    key: &TranscriptKey,
+    file: Option<&OwnedFd>,
+) -> Result<(), LockError> {
+    let parts: Vec<&str> = key.as_str().split('/').collect();
+    let mut parent = None;
+    for depth in 1..parts.len() {
+        let prefix = parts[..depth].join("/");
+        match sys::open_dir_beneath(root, &prefix).map_err(|e| LockError::io("open transcript directory", e))? {
+            Beneath::Opened(fd) => {
+                let meta = sys::meta_of(&fd).map_err(|e| LockError::io("fstat transcript directory", e))?;
+                super::trust::require_trusted("transcript directory", &runtime_dir.join(&prefix), &meta)?;
+                parent = Some(fd);
+            }
+            Beneath::Absent => return Ok(()),
+            Beneath::Unsafe(why) => return Err(LockError::TranscriptUnsafe { reason: why.into() }),
+        }
+    }
+    let Some(file) = file else { return Ok(()) };
+    let parent = match parent {
+        Some(fd) => fd,
+        None => match sys::open_dir_beneath(root, ".").map_err(|e| LockError::io("open runtime directory", e))? {
+            Beneath::Opened(fd) => fd,
+            _ => return Err(LockError::TranscriptUnsafe { reason: "the runtime directory cannot be opened".into() }),
+        },
+    };
+    if !sys::same_mount(file, &parent).map_err(|e| LockError::io("statx transcript", e))? {
+        return Err(LockError::TranscriptUnsafe {
+            reason: "the transcript is on another mount than its directory (a file bind-mounted over it?)".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Issue 22: does the file yield a byte at offset `size`? A regular file that does after
+/// its `fstat` said `size` either grew (the fingerprint comparison that follows reports
+/// that) or lies about its size (procfs, sysfs): then the proof's length and digest would
+/// describe bytes that are not the file's.
+fn bytes_beyond_size(fd: &OwnedFd, size: u64) -> Result<bool, LockError> {
+    let mut probe = [0u8; 1];
+    let n = sys::pread_full(fd, &mut probe, size).map_err(|e| LockError::io("read transcript", e))?;
+    Ok(n > 0)
 }
 
 impl ProofRead {
@@ -255,7 +318,7 @@ impl ProofRead {
             None => match sys::identity_beneath(&self.root, key.as_str(), self.force_walk) {
                 Ok(None) => Ok(()),
                 Ok(Some(_)) => Err(changed("a transcript appeared where none existed")),
-                Err(_) => Err(changed("the transcript path changed")),
+                Err(e) => Err(path_recheck_error(e)),
             },
             Some((fd, fp)) => {
                 let now = sys::fingerprint(fd).map_err(|e| LockError::io("fstat transcript", e))?;
@@ -367,7 +430,18 @@ fn check_path_identity(
         Ok(Some(now)) if now.dev == held.dev && now.ino == held.ino && now.kind() == Kind::Regular => Ok(()),
         Ok(Some(_)) => Err(changed("the transcript path now names another file")),
         Ok(None) => Err(changed("the transcript was deleted")),
-        Err(_) => Err(changed("the transcript path now contains a symlink")),
+        Err(e) => Err(path_recheck_error(e)),
+    }
+}
+
+/// Issue 22: only a symlink (or a non-directory) on the path is evidence of tampering; any
+/// other failure of the re-check (descriptors exhausted, EIO) proves nothing about the path
+/// and is reported as what it is, unavailable with its cause, or an environment error.
+fn path_recheck_error(e: std::io::Error) -> LockError {
+    if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+        changed("the transcript path now contains a symlink")
+    } else {
+        LockError::io("re-check the transcript path", e)
     }
 }
 
@@ -636,5 +710,49 @@ mod tests {
         let mut other = p.proof.clone();
         other.exists = false;
         assert!(p.matches(&other).is_err());
+    }
+
+    #[test]
+    fn only_a_symlink_on_the_recheck_is_tampering() {
+        use rustix::io::Errno;
+        let err = |e: Errno| path_recheck_error(std::io::Error::from_raw_os_error(e.raw_os_error()));
+        assert!(matches!(err(Errno::LOOP), LockError::TranscriptChanged { .. }));
+        for (e, cause) in [(Errno::MFILE, "EMFILE"), (Errno::NFILE, "ENFILE"), (Errno::IO, "EIO")] {
+            let got = err(e);
+            assert_eq!(got.code().exit_code(), 75, "{got:?}");
+            assert!(got.to_string().contains(cause), "{got}");
+        }
+        for e in [Errno::NAMETOOLONG, Errno::ACCESS, Errno::ROFS] {
+            let got = err(e);
+            assert!(matches!(got, LockError::Environment { .. }), "{got:?}");
+            assert_eq!(got.code().exit_code(), 2);
+            assert!(got.hint().unwrap().contains("retrying cannot help"));
+        }
+    }
+
+    #[test]
+    fn a_file_yielding_bytes_beyond_its_size_is_detected() {
+        let (t, _) = setup(b"x\n");
+        let fd =
+            rustix::fs::open(t.path().join("chats/s.jsonl"), rustix::fs::OFlags::RDONLY, rustix::fs::Mode::empty())
+                .unwrap();
+        assert!(!bytes_beyond_size(&fd, 2).unwrap());
+        assert!(bytes_beyond_size(&fd, 1).unwrap(), "a file longer than the size we hashed");
+        // procfs: st_size 0, yet it reads.
+        let proc = rustix::fs::open("/proc/version", rustix::fs::OFlags::RDONLY, rustix::fs::Mode::empty()).unwrap();
+        assert_eq!(sys::fingerprint(&proc).unwrap().size, 0);
+        assert!(bytes_beyond_size(&proc, 0).unwrap());
+    }
+
+    #[test]
+    fn a_transcript_directory_others_can_write_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let (t, k) = setup(b"x\n");
+        read(&t, &k, false).unwrap();
+        std::fs::set_permissions(t.path().join("chats"), std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(matches!(read(&t, &k, false), Err(LockError::UntrustedDirectory { what: "transcript directory", .. })));
+        assert!(matches!(check_shape(t.path(), &k), Err(LockError::UntrustedDirectory { .. })));
+        std::fs::set_permissions(t.path().join("chats"), std::fs::Permissions::from_mode(0o1777)).unwrap();
+        read(&t, &k, false).unwrap();
     }
 }

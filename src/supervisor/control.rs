@@ -10,12 +10,16 @@
 //! Protocol: one JSON line each way. Request `{"op":"seal","session":"<id>"}`; reply
 //! `{"ok":true,"sealed_at":…,"transcript":{…}}` or `{"ok":false,"error":{"code","message","hint"}}`.
 
+use std::ffi::OsStr;
 use std::io::{self, BufRead, BufReader, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
+use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -117,40 +121,105 @@ pub fn candidate_sockets(lock_path: &Path) -> Vec<PathBuf> {
 /// Creates (0700) or checks the socket's directory: it must be a real directory owned by us
 /// with no group/other access, or a hostile user could pre-create it in /tmp and intercept.
 pub fn prepare_dir(socket: &Path) -> Result<(), ControlError> {
-    let dir = socket.parent().unwrap_or(Path::new("."));
-    let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
-    check_dir(dir)
+    open_private_dir(socket.parent().unwrap_or(Path::new("."))).map(drop)
+}
+
+/// Opens the socket directory `dir` as a descriptor, creating it (0700) when missing, and
+/// checks *that descriptor*: a real directory (`O_NOFOLLOW`), owned by us, no group or other
+/// access.
+///
+/// Why a descriptor (issue 22): with `XDG_RUNTIME_DIR` inside another user's directory (a
+/// plain `su`), that user can rename our directory away and put a symlink in its place
+/// between any check by path and any later use by path; root's `run` then bound and
+/// chmod'ed a file of the user's choosing. Everything after this call goes through the
+/// descriptor ([`bind`]), so a swap of the path changes nothing we do.
+///
+/// The parent (`$XDG_RUNTIME_DIR`, `/tmp`) is the environment's choice and is followed as
+/// given; missing parents are created (0700), as before.
+fn open_private_dir(dir: &Path) -> Result<OwnedFd, ControlError> {
+    let unsafe_dir = || ControlError::UnsafeDirectory(dir.to_path_buf());
+    let io_err = |e: Errno| ControlError::Io { path: dir.to_path_buf(), source: io::Error::from(e) };
+    let (parent, name) = match (dir.parent(), dir.file_name()) {
+        (Some(p), Some(n)) => (if p.as_os_str().is_empty() { Path::new(".") } else { p }, n),
+        _ => return Err(unsafe_dir()),
+    };
+    let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent);
+    let pfd = rfs::open(parent, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).map_err(io_err)?;
+    match rfs::mkdirat(&pfd, name, Mode::from_raw_mode(0o700)) {
+        Ok(()) | Err(Errno::EXIST) => {}
+        Err(e) => return Err(io_err(e)),
+    }
+    let fd = match rfs::openat(
+        &pfd,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(Errno::LOOP) | Err(Errno::NOTDIR) => return Err(unsafe_dir()),
+        Err(e) => return Err(io_err(e)),
+    };
+    let st = rfs::fstat(&fd).map_err(io_err)?;
+    if !is_private_dir(st.st_mode, st.st_uid) {
+        return Err(unsafe_dir());
+    }
+    Ok(fd)
+}
+
+/// A directory only we can enter: a directory, our uid, no group/other bits.
+fn is_private_dir(mode: u32, uid: u32) -> bool {
+    rfs::FileType::from_raw_mode(mode) == rfs::FileType::Directory && uid == our_uid() && mode & 0o077 == 0
 }
 
 fn check_dir(dir: &Path) -> Result<(), ControlError> {
     let m = std::fs::symlink_metadata(dir).map_err(|e| ControlError::Io { path: dir.to_path_buf(), source: e })?;
-    if !m.is_dir() || m.uid() != our_uid() || m.permissions().mode() & 0o077 != 0 {
+    if !m.is_dir() || !is_private_dir(m.mode(), m.uid()) {
         return Err(ControlError::UnsafeDirectory(dir.to_path_buf()));
     }
     Ok(())
 }
 
+/// The path through which a name inside the directory `fd` is reached without resolving
+/// the directory's path again: `/proc/self/fd/N/name`. Unix sockets have no `bindat`, and
+/// this magic link resolves to the directory the descriptor holds, whatever its path names
+/// now. Short enough for `sun_path` (108 bytes): the socket names are 24 bytes.
+fn via_fd(fd: &OwnedFd, name: &OsStr) -> PathBuf {
+    Path::new("/proc/self/fd").join(fd.as_raw_fd().to_string()).join(name)
+}
+
 /// Binds the control socket (replacing a stale socket file left by a dead supervisor, never
-/// any other kind of file), mode 0600.
+/// any other kind of file), mode 0600, inside the directory held open by
+/// [`open_private_dir`]: the checks, the bind, the chmod and the later unlink all act on
+/// that one directory (issue 22).
 pub fn bind(socket: &Path) -> Result<Bound, ControlError> {
-    prepare_dir(socket)?;
-    let io_err = |e| ControlError::Io { path: socket.to_path_buf(), source: e };
-    if let Ok(m) = std::fs::symlink_metadata(socket) {
-        use std::os::unix::fs::FileTypeExt;
-        if !m.file_type().is_socket() {
-            return Err(io_err(io::Error::other("a non-socket file is in the way")));
-        }
-        // A live supervisor answers; a stale socket file refuses the connection.
-        if UnixStream::connect(socket).is_ok() {
-            return Err(io_err(io::Error::other("another supervisor is already listening")));
-        }
-        #[allow(clippy::disallowed_methods)] // a dead socket file in our private directory
-        std::fs::remove_file(socket).map_err(io_err)?;
+    let dir = open_private_dir(socket.parent().unwrap_or(Path::new(".")))?;
+    let io_err = |e: io::Error| ControlError::Io { path: socket.to_path_buf(), source: e };
+    let errno = |e: Errno| io_err(io::Error::from(e));
+    let name = socket.file_name().ok_or_else(|| io_err(io::Error::other("no socket file name")))?.to_os_string();
+    let via = via_fd(&dir, &name);
+    if via.as_os_str().len() >= 108 || !Path::new("/proc/self/fd").is_dir() {
+        return Err(io_err(io::Error::other("binding inside the socket directory needs /proc/self/fd")));
     }
-    let listener = UnixListener::bind(socket).map_err(io_err)?;
-    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600)).map_err(io_err)?;
-    let m = std::fs::symlink_metadata(socket).map_err(io_err)?;
-    Ok(Bound { listener, path: socket.to_path_buf(), file: (m.dev(), m.ino()) })
+    match rfs::statat(&dir, &name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => {
+            if rfs::FileType::from_raw_mode(st.st_mode) != rfs::FileType::Socket {
+                return Err(io_err(io::Error::other("a non-socket file is in the way")));
+            }
+            // A live supervisor answers; a stale socket file refuses the connection.
+            if UnixStream::connect(&via).is_ok() {
+                return Err(io_err(io::Error::other("another supervisor is already listening")));
+            }
+            rfs::unlinkat(&dir, &name, AtFlags::empty()).map_err(errno)?;
+        }
+        Err(Errno::NOENT) => {}
+        Err(e) => return Err(errno(e)),
+    }
+    let listener = UnixListener::bind(&via).map_err(io_err)?;
+    // `fchmodat` relative to our private directory: only we (and root) can put a name in
+    // it, so the name is the socket just bound, never a symlink someone planted.
+    rfs::chmodat(&dir, &name, Mode::from_raw_mode(0o600), AtFlags::empty()).map_err(errno)?;
+    let st = rfs::statat(&dir, &name, AtFlags::SYMLINK_NOFOLLOW).map_err(errno)?;
+    Ok(Bound { listener, dir, name, file: (st.st_dev, st.st_ino) })
 }
 
 /// A bound control socket: the listener and the identity of the socket file we created.
@@ -158,7 +227,8 @@ pub fn bind(socket: &Path) -> Result<Bound, ControlError> {
 pub struct Bound {
     /// The listener.
     pub listener: UnixListener,
-    path: PathBuf,
+    dir: OwnedFd,
+    name: std::ffi::OsString,
     file: (u64, u64),
 }
 
@@ -166,11 +236,11 @@ impl Bound {
     /// Removes the socket file if it is still the one we created (never a successor's):
     /// called before the handoff, so no new client connects to a stopping supervisor and the
     /// next supervisor for this session can bind the path as soon as it owns the lock.
+    /// Relative to the directory descriptor, so a swapped path cannot redirect the unlink.
     pub fn unbind(&self) {
-        let there = std::fs::symlink_metadata(&self.path).ok().map(|m| (m.dev(), m.ino()));
+        let there = rfs::statat(&self.dir, &self.name, AtFlags::SYMLINK_NOFOLLOW).ok().map(|st| (st.st_dev, st.st_ino));
         if there == Some(self.file) {
-            #[allow(clippy::disallowed_methods)] // our own socket file in our private directory
-            let _ = std::fs::remove_file(&self.path);
+            let _ = rfs::unlinkat(&self.dir, &self.name, AtFlags::empty());
         }
     }
 }
@@ -233,4 +303,43 @@ pub fn request_seal(socket: &Path, session: &str, timeout: Duration) -> Result<R
     let mut answer = String::new();
     BufReader::new(io::Read::take(&stream, 1 << 16)).read_line(&mut answer).map_err(io_err)?;
     serde_json::from_str(&answer).map_err(|e| io_err(io::Error::new(io::ErrorKind::InvalidData, e)))
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests stage directories by hand
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn bind_and_unbind_act_on_the_directory_opened_not_on_what_the_path_names_later() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("writerctl");
+        let socket = dir.join("x.sock");
+        let bound = bind(&socket).unwrap();
+        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+        assert_eq!(std::fs::symlink_metadata(&socket).unwrap().permissions().mode() & 0o777, 0o600);
+        // Someone renames our directory away and puts a symlink to a look-alike in its place.
+        let moved = t.path().join("moved");
+        std::fs::rename(&dir, &moved).unwrap();
+        let decoy = t.path().join("decoy");
+        std::fs::create_dir(&decoy).unwrap();
+        std::os::unix::net::UnixListener::bind(decoy.join("x.sock")).unwrap();
+        std::os::unix::fs::symlink(&decoy, &dir).unwrap();
+        bound.unbind();
+        assert!(std::fs::symlink_metadata(moved.join("x.sock")).is_err(), "our socket stays after unbind");
+        assert!(std::fs::symlink_metadata(decoy.join("x.sock")).is_ok(), "unbind followed the swapped path");
+        // And a symlink at the directory's own name is never used.
+        assert!(matches!(bind(&socket), Err(ControlError::UnsafeDirectory(_))));
+        assert!(matches!(prepare_dir(&socket), Err(ControlError::UnsafeDirectory(_))));
+    }
+
+    #[test]
+    fn a_directory_others_can_enter_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("writerctl");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(matches!(bind(&dir.join("x.sock")), Err(ControlError::UnsafeDirectory(_))));
+    }
 }

@@ -477,12 +477,12 @@ fn symlinked_lock_dir_is_unavailable_and_its_target_untouched() {
 }
 
 #[test]
-fn unreadable_lock_dir_is_unavailable_for_another_user() {
+fn unreadable_lock_dir_is_an_environment_error_for_another_user() {
     let uid = std::fs::metadata("/proc/self").unwrap().uid();
     let setpriv = Path::new("/usr/bin/setpriv");
     if uid != 0 || !setpriv.exists() {
         eprintln!(
-            "SKIPPED unreadable_lock_dir_is_unavailable_for_another_user: needs root and /usr/bin/setpriv (uid {uid}, setpriv {})",
+            "SKIPPED unreadable_lock_dir_is_an_environment_error_for_another_user: needs root and /usr/bin/setpriv (uid {uid}, setpriv {})",
             setpriv.exists()
         );
         return;
@@ -521,10 +521,11 @@ fn unreadable_lock_dir_is_unavailable_for_another_user() {
         if managed {
             args.push("--managed");
         }
-        as_nobody(&args).assert_error(75, "session_writer_unavailable");
+        // Permission denied: exit 2, not "retry later" (issue 22); retrying cannot help.
+        as_nobody(&args).assert_error(2, "invalid_argument");
         assert_eq!(snapshot(&dir), before);
     }
-    as_nobody(&["status", "--json", "--session", S]).assert_error(75, "session_writer_unavailable");
+    as_nobody(&["status", "--json", "--session", S]).assert_error(2, "invalid_argument");
     assert_eq!(snapshot(&dir), before);
     assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
 }
