@@ -2406,7 +2406,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__run)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --grace --wait --control-socket --process-kind --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --grace --wait --check-interval --control-socket --process-kind --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2437,6 +2437,10 @@ _writerctl() {
                     return 0
                     ;;
                 --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --check-interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

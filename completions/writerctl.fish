@@ -112,6 +112,7 @@ complete -c writerctl -n "__fish_writerctl_using_subcommand run" -l transcript-k
 complete -c writerctl -n "__fish_writerctl_using_subcommand run" -l project-root -d 'Use qwen-code\'s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl' -r -F
 complete -c writerctl -n "__fish_writerctl_using_subcommand run" -l grace -d 'Seconds the writer gets to exit after the stop signal before it is killed' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand run" -l wait -d 'Seconds to wait at start for a live owner to seal or release (or a transition to finish) before giving up with session_writer_conflict' -r
+complete -c writerctl -n "__fish_writerctl_using_subcommand run" -l check-interval -d 'Seconds between re-reads of the lock while the writer runs. If the lock no longer holds this supervisor\'s exact record (a `writerctl recover` elsewhere, an operator moved or replaced it), the writer gets SIGTERM, is killed after --grace, nothing is sealed, and run exits 3 (session_not_owner). Each check reads one small file' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand run" -l control-socket -d 'The local control socket preStop `writerctl seal` talks to [default: derived from the runtime directory and session, under $XDG_RUNTIME_DIR/writerctl or /tmp/writerctl-UID]' -r -F
 complete -c writerctl -n "__fish_writerctl_using_subcommand run" -l process-kind -d 'process_kind recorded in the lock' -r -f -a "interactive\t''
 acp\t''

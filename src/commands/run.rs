@@ -47,6 +47,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     pub wait: u64,
 
+    /// Seconds between re-reads of the lock while the writer runs. If the lock no longer
+    /// holds this supervisor's exact record (a `writerctl recover` elsewhere, an operator
+    /// moved or replaced it), the writer gets SIGTERM, is killed after --grace, nothing is
+    /// sealed, and run exits 3 (session_not_owner). Each check reads one small file.
+    #[arg(long, value_name = "SECONDS", default_value = "2", value_parser = super::acquire::parse_seconds_positive)]
+    pub check_interval: Duration,
+
     /// The local control socket preStop `writerctl seal` talks to [default: derived from the
     /// runtime directory and session, under $XDG_RUNTIME_DIR/writerctl or /tmp/writerctl-UID].
     #[arg(long, value_name = "PATH")]
@@ -83,6 +90,7 @@ fn log(session: &str, e: Event) {
         Event::Stopping(StopCause::Signal(sig)) => log_event("stopping", &[s, ("signal", sig.to_string())]),
         Event::Stopping(StopCause::PreStop) => log_event("stopping", &[s, ("cause", "prestop".into())]),
         Event::Killed => log_event("writer_killed", &[s]),
+        Event::LockLost(e) => log_event("lock_lost", &[s, ("reason", e.to_string())]),
         Event::DescendantsStopped { count, killed } => {
             log_event("descendants_stopped", &[s, ("count", count.to_string()), ("killed", killed.to_string())])
         }
@@ -148,6 +156,7 @@ pub fn run_cmd(args: RunArgs, out: Output, settings: Settings) -> Result<()> {
         gate: settings.session_writer_lease,
         grace: Duration::from_secs(args.grace),
         wait: Duration::from_secs(args.wait),
+        check_interval: args.check_interval,
         control_socket: socket,
         command: args.command.clone(),
         process_kind: args.kind.process_kind.clone(),
@@ -164,6 +173,7 @@ pub fn run_cmd(args: RunArgs, out: Output, settings: Settings) -> Result<()> {
             Handoff::Released => ("released", None),
             Handoff::Kept => ("kept", None),
             Handoff::None => ("none", None),
+            Handoff::Lost => ("lost", None),
         };
         out.json(&RunJson {
             session_id: &session,

@@ -43,6 +43,7 @@ use signal_hook::iterator::Signals;
 use crate::error::ErrorCode;
 use crate::lockfile::acquire::{Certified, TranscriptRef};
 use crate::lockfile::identity::{SystemProbe, holder};
+use crate::lockfile::release::read_owned;
 use crate::lockfile::seal::{SealOutcome, seal};
 use crate::lockfile::sys::own_pid;
 use crate::lockfile::transcript::ProofOptions;
@@ -67,6 +68,8 @@ pub struct RunConfig {
     pub grace: Duration,
     /// How long to wait at start for a live owner or a transition to finish.
     pub wait: Duration,
+    /// How often the lock is re-read while the writer runs (see [`lock_lost`]).
+    pub check_interval: Duration,
     /// The control socket to serve preStop seal requests on.
     pub control_socket: PathBuf,
     /// The writer command and its arguments.
@@ -108,6 +111,9 @@ pub enum Event<'a> {
     ChildExited(ExitStatus),
     /// The handoff is starting (`true`: seal, `false`: release).
     HandingOff(bool),
+    /// The lock no longer names this supervisor (`--check-interval`): the writer is being
+    /// stopped.
+    LockLost(&'a LockError),
     /// Processes the writer left behind (in its group or escaped from it) were stopped
     /// before the handoff: how many got the stop signal, and whether any had to be killed.
     DescendantsStopped {
@@ -138,6 +144,8 @@ pub enum Handoff {
     Kept,
     /// Never acquired.
     None,
+    /// Lost while the writer ran (see `--check-interval`): nothing was handed off.
+    Lost,
 }
 
 /// A failure of the run itself.
@@ -175,6 +183,10 @@ pub enum RunError {
     /// The control socket could not be set up.
     #[error(transparent)]
     Control(#[from] control::ControlError),
+    /// The lock stopped naming this supervisor while its writer ran; the writer was
+    /// stopped and nothing was sealed or released.
+    #[error("the lock was lost while the writer ran ({0}); the writer was stopped and nothing was sealed or released")]
+    LockLost(LockError),
 }
 
 impl RunError {
@@ -188,6 +200,7 @@ impl RunError {
             RunError::Control(_) => ErrorCode::InvalidArgument,
             RunError::WriterCrashed(_) => ErrorCode::WriterCrashed,
             RunError::DescendantsLeft(_) => ErrorCode::DrainTimeout,
+            RunError::LockLost(_) => ErrorCode::SessionNotOwner,
             RunError::HandoffFailed(e) => e.code(),
         }
     }
@@ -204,6 +217,9 @@ impl RunError {
             RunError::Control(_) => Some("pass --control-socket PATH on a local, private directory".into()),
             RunError::WriterCrashed(_) => Some(
                 "the writer may have lost accepted work, so nothing certifies the transcript; inspect it, fence every writer, then `writerctl recover` or a plain `writerctl acquire` (managed runs never reclaim). A writer that should hand over must handle SIGTERM: drain, then exit 0".into(),
+            ),
+            RunError::LockLost(_) => Some(
+                "someone else changed the lock under this writer (a `writerctl recover`, an operator, another writer after a forced recovery); `writerctl status` shows who holds it now".into(),
             ),
             RunError::DescendantsLeft(_) => Some(
                 "a process of the writer's tree may still write to the transcript; find it (ps, the pod's cgroup), stop it, then `writerctl recover` or a plain `writerctl acquire`".into(),
@@ -566,7 +582,18 @@ fn wait_and_hand_off(
                 Err(RecvTimeoutError::Timeout) => return drain_timeout(cfg, pgid, rx, &mut waiting_clients, log),
                 Err(RecvTimeoutError::Disconnected) => return failed(RunError::DrainTimeout(cfg.grace), Handoff::Kept),
             },
-            _ => match rx.recv() {
+            State::Running => match rx.recv_timeout(cfg.check_interval) {
+                Ok(m) => m,
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Some(lost) = lock_lost(&cfg.site, lease) {
+                        bound.unbind();
+                        return stop_after_loss(cfg, pgid, rx, lost, &mut waiting_clients, log);
+                    }
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => return failed(RunError::DrainTimeout(cfg.grace), Handoff::Kept),
+            },
+            State::HandedOff { .. } => match rx.recv() {
                 Ok(m) => m,
                 Err(_) => return failed(RunError::DrainTimeout(cfg.grace), Handoff::Kept),
             },
@@ -658,6 +685,61 @@ fn stop_descendants(deadline: Instant, log: &mut dyn FnMut(Event)) -> Result<Dra
         Drained::Killed(count) => log(Event::DescendantsStopped { count, killed: true }),
     }
     Ok(drained)
+}
+
+/// Issue 18 item 5, as `consul lock` and proper-lockfile's `onCompromised` do: while the
+/// writer runs, the lock must still be our exact record on the inode we installed. If it is
+/// not — a `writerctl recover` elsewhere moved it, an operator replaced it (even with a
+/// byte-identical copy) — the writer is writing without a lock and must stop. An error that
+/// does not prove the loss (an I/O error reading the lock) is not acted on: the next check
+/// looks again.
+fn lock_lost(site: &LockSite, lease: &Lease) -> Option<LockError> {
+    match read_owned(site, |r| r.raw == lease.record.raw) {
+        Ok((_, meta)) if meta.same_identity(&lease.meta) => None,
+        Ok(_) => Some(LockError::NotOwner {
+            path: site.lock_path(),
+            reason: "the lock was replaced by a copy (another inode)".into(),
+        }),
+        Err(e @ LockError::NotOwner { .. }) => Some(e),
+        Err(_) => None,
+    }
+}
+
+/// The lock was lost under a running writer: SIGTERM to its group, up to `--grace` for it to
+/// exit, then SIGKILL to it and everything it left; never a seal or a release (the lock is
+/// not ours to hand off any more).
+fn stop_after_loss(
+    cfg: &RunConfig,
+    pgid: u32,
+    rx: &Receiver<Msg>,
+    lost: LockError,
+    waiting: &mut Vec<UnixStream>,
+    log: &mut dyn FnMut(Event),
+) -> RunOutcome {
+    log(Event::LockLost(&lost));
+    forward_stop(pgid, SIGTERM);
+    let deadline = Instant::now() + cfg.grace;
+    let mut child = None;
+    while child.is_none() {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(Msg::Child(status)) => {
+                log(Event::ChildExited(status));
+                child = Some(status);
+            }
+            Ok(Msg::Control(stream)) => waiting.push(stream),
+            Ok(Msg::Signal(_)) => {}
+            Err(_) => {
+                signal_group(pgid, rustix::process::Signal::KILL.as_raw());
+                log(Event::Killed);
+                break;
+            }
+        }
+    }
+    // Whatever is left of the writer's tree is stopped too; the outcome is the same either way.
+    let _ = descendants::drain(rustix::process::Signal::TERM, deadline, REAP_AFTER_KILL);
+    let error = RunError::LockLost(lost);
+    reply_all(waiting, &error_reply(&wire(&error)));
+    RunOutcome { child, ..failed(error, Handoff::Lost) }
 }
 
 fn reply_all(clients: &mut Vec<UnixStream>, reply: &Reply) {

@@ -1525,3 +1525,59 @@ fn a_repeated_prestop_seal_reports_the_seal_on_disk() {
     p.signal(Signal::TERM);
     p.finish().assert_ok();
 }
+
+/// Issue 18 item 5: while the writer runs, the supervisor re-reads its lock every
+/// `--check-interval`. Moved away (as a `recover` elsewhere would) or replaced by a
+/// byte-identical copy, the lock is lost: the writer is stopped, nothing is sealed or
+/// released, and run exits 3 (session_not_owner).
+#[test]
+fn a_lost_lock_stops_the_writer_and_nothing_is_handed_off() {
+    for how in ["moved away", "replaced by a copy"] {
+        let env = TestEnv::new();
+        let s = "run-lost";
+        let ready = env.tmp.path().join("ready");
+        let script = r#"trap 'exit 0' TERM; : >"$T_READY"; while :; do echo '{"a":1}' >>"$WRITERCTL_TRANSCRIPT"; sleep 0.05; done"#;
+        std::fs::create_dir_all(transcript_path(&env, s).parent().unwrap()).unwrap();
+        let mut p = start_run(
+            &env,
+            s,
+            true,
+            &["--json", "--grace", "5", "--check-interval", "0.2"],
+            script,
+            &[("T_READY", ready.to_str().unwrap())],
+        );
+        p.wait_event("writer_started");
+        wait_until("the writer to be ready", || ready.exists());
+        let lock = env.lock(s);
+        let aside = env.lock_dir().join("moved-by-an-operator");
+        let original = std::fs::read(&lock).unwrap();
+        match how {
+            "moved away" => std::fs::rename(&lock, &aside).unwrap(),
+            _ => {
+                std::fs::write(&aside, &original).unwrap();
+                std::fs::rename(&aside, &lock).unwrap();
+            }
+        }
+        let r = p.finish();
+        r.assert_error(3, "session_not_owner");
+        let evs = events(&r.stderr);
+        let names = names_without_waiting(&evs);
+        assert!(
+            names.contains(&"lock_lost") && !names.contains(&"sealing") && !names.contains(&"releasing"),
+            "{how}: {names:?}"
+        );
+        // Nothing was handed off: the moved record is untouched, and L is whatever the
+        // operator left (absent, or the copy).
+        match how {
+            "moved away" => {
+                assert!(!lock.exists(), "{how}: the supervisor recreated the lock");
+                assert_eq!(std::fs::read(&aside).unwrap(), original);
+            }
+            _ => assert_eq!(std::fs::read(&lock).unwrap(), original),
+        }
+        // The writer is gone: the transcript stops growing.
+        let len = std::fs::metadata(transcript_path(&env, s)).unwrap().len();
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(std::fs::metadata(transcript_path(&env, s)).unwrap().len(), len, "{how}: the writer still writes");
+    }
+}
