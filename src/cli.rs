@@ -129,4 +129,11 @@ pub struct SessionArgs {
     /// Use qwen-code's transcript key projects/<sanitized DIR>/chats/<ID>.jsonl.
     #[arg(long, value_name = "DIR")]
     pub project_root: Option<PathBuf>,
+
+    /// Trust the StatefulSet rule: a lock written by a pod of this pod's name and namespace
+    /// with another pod UID was written by a replaced pod, which may be reclaimed (only a
+    /// StatefulSet's manifest should set this; a force delete voids it)
+    /// [env: WRITERCTL_STATEFULSET_IDENTITY=1].
+    #[arg(long)]
+    pub statefulset_identity: bool,
 }

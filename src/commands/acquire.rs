@@ -94,6 +94,29 @@ struct AcquireJson<'a> {
     previous: Option<PreviousJson<'a>>,
     /// The fencing epoch of the new record (`writerctl_epoch`).
     epoch: u64,
+    /// Set after a reclaim under a pod proof rule: what it replaced and the rule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recovered_from: Option<&'a writerctl::lockfile::pod::RecoveredFrom>,
+    /// `clean` or `torn`, after such a reclaim.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    transcript_tail: Option<&'static str>,
+}
+
+/// Logs a reclaim under a pod proof rule (issue 18 item 3): one line, never a token.
+pub fn log_recovered(session_id: &str, r: &writerctl::lockfile::acquire::Recovery) {
+    log_event(
+        "recovered",
+        &[
+            ("session", session_id.to_owned()),
+            ("rule", r.previous.rule.clone()),
+            ("previous_pod", r.previous.pod_name.clone()),
+            ("previous_pod_uid", r.previous.pod_uid.clone()),
+            ("previous_container", r.previous.container.clone()),
+            ("previous_pid", r.previous.pid.to_string()),
+            ("previous_acquired_at", r.previous.acquired_at.clone()),
+            ("transcript_tail", r.tail.as_str().to_owned()),
+        ],
+    );
 }
 
 /// The sealing writer a certified takeover replaced.
@@ -208,6 +231,9 @@ pub fn take(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
             if let Some(prev) = &lease.took_over {
                 log_takeover(&r.session_id, prev);
             }
+            if let Some(rec) = &lease.recovered {
+                log_recovered(&r.session_id, rec);
+            }
             Ok(())
         }
         Err(e) => Err(undeliverable(format!("cannot print the owner token: {e}"), token_file).into()),
@@ -237,9 +263,19 @@ fn deliver(
                 sealed_at: &p.sealed_at,
             }),
             epoch: lease.record.owner.epoch,
+            recovered_from: lease.recovered.as_ref().map(|r| &r.previous),
+            transcript_tail: lease.recovered.as_ref().map(|r| r.tail.as_str()),
         });
     }
-    let how = if lease.reclaimed {
+    let how = if let Some(rec) = &lease.recovered {
+        format!(
+            " (reclaimed under the {} rule from pid {} of pod {}; transcript tail {})",
+            rec.previous.rule,
+            rec.previous.pid,
+            rec.previous.pod_name,
+            rec.tail.as_str()
+        )
+    } else if lease.reclaimed {
         " (reclaimed from a dead holder)".to_owned()
     } else if let Some(p) = &lease.took_over {
         format!(" (certified takeover from pid {} on host {}, sealed {})", p.pid, p.hostname, p.sealed_at)

@@ -81,9 +81,10 @@ fn log(session: &str, e: Event) {
     let s = ("session", session.to_owned());
     match e {
         Event::Waiting(err) => log_event("waiting", &[s, ("reason", err.to_string())]),
-        Event::Acquired(lease) => match &lease.took_over {
-            Some(p) => super::acquire::log_takeover(session, p),
-            None => log_event("acquired", &[s, ("pid", std::process::id().to_string())]),
+        Event::Acquired(lease) => match (&lease.took_over, &lease.recovered) {
+            (Some(p), _) => super::acquire::log_takeover(session, p),
+            (None, Some(r)) => super::acquire::log_recovered(session, r),
+            (None, None) => log_event("acquired", &[s, ("pid", std::process::id().to_string())]),
         },
         Event::Listening(p) => log_event("listening", &[s, ("control_socket", p.display().to_string())]),
         Event::ChildStarted(pid) => log_event("writer_started", &[s, ("writer_pid", pid.to_string())]),

@@ -49,6 +49,7 @@ fn expand_tilde(s: &str) -> PathBuf {
 
 /// The runtime directory: flag, then WRITERCTL_RUNTIME_DIR, then QWEN_RUNTIME_DIR.
 pub fn runtime_dir(args: &SessionArgs) -> Result<PathBuf> {
+    pod_context(args)?;
     let raw = if let Some(p) = &args.runtime_dir {
         p.clone()
     } else if let Some(p) = std::env::var_os("WRITERCTL_RUNTIME_DIR").filter(|v| !v.is_empty()) {
@@ -84,6 +85,17 @@ pub fn resolve(args: &SessionArgs) -> Result<Resolved> {
     };
     writerctl::lockfile::paths::check_lock_name_room(&paths.lock_name).map_err(LockError::InvalidArgument)?;
     Ok(Resolved { runtime_dir, session_id, paths })
+}
+
+/// The pod identity every lock command judges liveness with (issue 18): the four pod
+/// variables all or none, and `--statefulset-identity` switched on for the whole process
+/// before any engine call (like the gate, fixed at start).
+fn pod_context(args: &SessionArgs) -> Result<()> {
+    if args.statefulset_identity {
+        writerctl::lockfile::pod::enable_statefulset_identity();
+    }
+    writerctl::lockfile::pod::PodContext::current().map_err(LockError::InvalidArgument)?;
+    Ok(())
 }
 
 /// Largest owner-token file read (qwen and writerctl owner ids are 36-byte UUIDs).

@@ -100,6 +100,15 @@ pub fn run(args: StatusArgs, out: Output) -> Result<()> {
             o.pid, o.hostname, o.process_kind, o.schema_version, o.acquired_at
         ));
         lines.push(format!("epoch:     {}", o.epoch));
+        if let Some(p) = &o.pod {
+            lines.push(format!("pod:       {}/{} (uid {}), container {}", p.namespace, p.name, p.uid, p.container));
+        }
+        if let Some(f) = &o.recovered_from {
+            lines.push(format!(
+                "recovered: by the {} rule from pid {} of pod {} (uid {}), container {}, acquired {}",
+                f.rule, f.pid, f.pod_name, f.pod_uid, f.container, f.acquired_at
+            ));
+        }
     }
     if let Some(l) = &s.liveness {
         lines.push(format!("liveness:  {} — {}", l.code, l.description));

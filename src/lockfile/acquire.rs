@@ -34,14 +34,15 @@ use time::OffsetDateTime;
 use super::error::{HolderInfo, LockError, Unavailable};
 use super::identity::{LocalDomain, ProcessProbe};
 use super::paths::{LOCK_SUBDIR, LockPaths};
+use super::pod::{ProofRule, RecoveredFrom};
 use super::primitives::{
     Inspection, MALFORMED_RETRY_DELAY, check_claim, inspect_record, install, remove_exact, remove_owned,
     require_absent, same_regular,
 };
-use super::record::{Holder, LockRecord, OwnerToken, Schema, new_active_record};
+use super::record::{Extensions, Holder, LockRecord, OwnerToken, Schema, new_active_record};
 use super::release::release_lease;
 use super::sys::{self, Dir, DirSyncError, FileMeta, Kind, ReadRegular, is_enoent, mkdir_0700};
-use super::transcript::{ProofOptions, TranscriptKey, check_shape, read_proof};
+use super::transcript::{ProofOptions, Tail, TranscriptKey, check_shape, read_proof, tail_of};
 use super::transition::{Stage, Transition, release_claim};
 use std::sync::Arc;
 
@@ -238,6 +239,18 @@ pub struct Lease {
     pub took_over: Option<Predecessor>,
     /// False when the final directory fsync of a takeover failed.
     pub durable: bool,
+    /// Set when this acquisition reclaimed a crashed writer's lock under a pod proof rule.
+    pub recovered: Option<Recovery>,
+}
+
+/// A reclaim under a pod proof rule (issue 18 item 3): what it replaced, and how the
+/// crashed writer's transcript ends. The transcript itself is never modified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recovery {
+    /// The previous holder and the rule (as recorded in `writerctl_recovered_from`).
+    pub previous: RecoveredFrom,
+    /// Clean, or torn mid-line by the crash.
+    pub tail: Tail,
 }
 
 /// Ordinary acquisition (§5.2): claim check, install, claim check, verify; on an existing
@@ -251,7 +264,7 @@ pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe)
     }
     let owner = OwnerToken::generate();
     // Nothing is replaced when the primary is missing: epoch 0 + 1.
-    let record = successor_record(site, opts, &owner, 0)?;
+    let record = successor_record(site, opts, &owner, 0, None)?;
     let claim = site.paths.claim();
     for _ in 0..ACQUIRE_ATTEMPTS {
         check_claim(&site.dir, &claim)?;
@@ -262,8 +275,16 @@ pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe)
                 let _ = remove_owned(&site.dir, &site.paths.lock_name, owner.expose());
                 return Err(e);
             }
-            let meta = finish_acquisition(site, &owner, &record, &linked, opts.transcript.as_ref())?;
-            return Ok(Lease { owner, record, meta, reclaimed: false, took_over: None, durable: true });
+            let (meta, _) = finish_acquisition(site, &owner, &record, &linked, opts.transcript.as_ref())?;
+            return Ok(Lease {
+                owner,
+                record,
+                meta,
+                reclaimed: false,
+                took_over: None,
+                durable: true,
+                recovered: None,
+            });
         }
         match inspect_record(&site.dir, &site.paths.lock_name, &site.session_id, &site.local, probe) {
             Inspection::Missing => continue,
@@ -274,17 +295,21 @@ pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe)
                 if matches!(existing.schema, Schema::V3 { .. }) {
                     return Err(LockError::unavailable(Unavailable::ManagedSchema));
                 }
-                if opts.reclaim == ReclaimPolicy::Never {
+                // A pod proof rule is the orchestrator's proof, not a local guess: managed
+                // acquisition, takeover and `run` may use it (issue 18).
+                let proof = liveness.proof_rule();
+                if opts.reclaim == ReclaimPolicy::Never && proof.is_none() {
                     return Err(conflict(site, &existing, true));
                 }
-                let record = successor_record(site, opts, &owner, existing.owner.epoch)?;
+                let recovered = proof.and_then(|rule| recovered_from(&existing, rule));
+                let record = successor_record(site, opts, &owner, existing.owner.epoch, recovered)?;
                 return reclaim(site, &owner, &record, &existing, opts.transcript.as_ref(), probe);
             }
             // Without certified takeover a seal is a conflict, whatever its schema (§5.2).
             Inspection::Sealed(existing) => {
                 return match (&opts.certified, &opts.transcript) {
                     (Some(c), Some(t)) => {
-                        let record = successor_record(site, opts, &owner, existing.owner.epoch)?;
+                        let record = successor_record(site, opts, &owner, existing.owner.epoch, None)?;
                         take_over(site, c, t, &owner, &record, &existing, probe)
                     }
                     (Some(_), None) => {
@@ -303,21 +328,36 @@ pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe)
 /// without `writerctl_epoch`). The epoch is a fencing number, as etcd's lock revision: a
 /// writer that stamps its output with it makes a stale writer's lines recognizable, because
 /// every acquire, takeover and reclaim writes a larger one than the record it replaces.
+///
+/// It records our pod when we run in one, and — after a reclaim under a pod proof rule —
+/// what it replaced (`recovered`).
 fn successor_record(
     site: &LockSite,
     opts: &AcquireOptions,
     owner: &OwnerToken,
     previous: u64,
+    recovered: Option<RecoveredFrom>,
 ) -> Result<LockRecord, LockError> {
-    new_active_record(
-        &site.session_id,
-        owner,
-        &opts.holder,
-        &opts.process_kind,
-        OffsetDateTime::now_utc(),
-        previous.saturating_add(1),
-    )
-    .map_err(|m| LockError::InvalidArgument(format!("cannot build a valid record: {m}")))
+    let ext = Extensions {
+        epoch: previous.saturating_add(1),
+        pod: site.local.pod.as_ref().map(|p| p.identity.clone()),
+        recovered_from: recovered,
+    };
+    new_active_record(&site.session_id, owner, &opts.holder, &opts.process_kind, OffsetDateTime::now_utc(), &ext)
+        .map_err(|m| LockError::InvalidArgument(format!("cannot build a valid record: {m}")))
+}
+
+/// What a reclaim under `rule` replaces, for `writerctl_recovered_from`.
+fn recovered_from(existing: &LockRecord, rule: ProofRule) -> Option<RecoveredFrom> {
+    let pod = existing.owner.pod.as_ref()?;
+    Some(RecoveredFrom {
+        rule: rule.as_str().into(),
+        pod_uid: pod.uid.clone(),
+        pod_name: pod.name.clone(),
+        container: pod.container.clone(),
+        pid: existing.owner.pid,
+        acquired_at: existing.owner.acquired_at.clone(),
+    })
 }
 
 fn conflict(site: &LockSite, existing: &LockRecord, managed_refused_stale: bool) -> LockError {
@@ -352,23 +392,32 @@ pub fn inspection_error(site: &LockSite, name: &str, found: Inspection) -> LockE
 /// §5.3 step 1 plus a directory fsync: proves `L` is our exact record on a verifiable inode,
 /// then makes the link durable. On failure, releases our record (two attempts) so a failed
 /// acquisition never leaves an owner behind.
+///
+/// The transcript must end cleanly, except after a reclaim under a pod proof rule: a crashed
+/// writer may have died mid-line, and its successor gets the transcript as it is with its
+/// tail reported (never modified).
 fn finish_acquisition(
     site: &LockSite,
     owner: &OwnerToken,
     record: &LockRecord,
     linked: &FileMeta,
     transcript: Option<&TranscriptRef>,
-) -> Result<FileMeta, LockError> {
+) -> Result<(FileMeta, Tail), LockError> {
     let verified = verify_lock_identity(site, record, linked).and_then(|meta| {
-        if let Some(t) = transcript {
-            check_shape(&t.runtime_dir, &t.key)?;
-        }
+        let tail = match transcript {
+            Some(t) if record.owner.recovered_from.is_some() => tail_of(&t.runtime_dir, &t.key)?,
+            Some(t) => {
+                check_shape(&t.runtime_dir, &t.key)?;
+                Tail::Clean
+            }
+            None => Tail::Clean,
+        };
         crate::failpoint!("acquire.before_dir_sync");
         site.dir.sync().map_err(sync_error)?;
-        Ok(meta)
+        Ok((meta, tail))
     });
     match verified {
-        Ok(meta) => Ok(meta),
+        Ok(done) => Ok(done),
         Err(original) => {
             let mut cleaned = false;
             for _ in 0..2 {
@@ -543,8 +592,17 @@ fn reclaim_under_guard(
     crate::failpoint!("reclaim.after_install");
     check_claim(&site.dir, &site.paths.claim())?;
     *installed = false; // finish_acquisition now owns cleanup of L.
-    let meta = finish_acquisition(site, owner, record, &linked, transcript)?;
-    Ok(Lease { owner: owner.clone(), record: record.clone(), meta, reclaimed: true, took_over: None, durable: true })
+    let (meta, tail) = finish_acquisition(site, owner, record, &linked, transcript)?;
+    let recovered = record.owner.recovered_from.clone().map(|previous| Recovery { previous, tail });
+    Ok(Lease {
+        owner: owner.clone(),
+        record: record.clone(),
+        meta,
+        reclaimed: true,
+        took_over: None,
+        durable: true,
+        recovered,
+    })
 }
 
 /// Certified takeover of the sealed record `sealed` (seed 001 "Certified takeover" 1–7;
@@ -632,6 +690,7 @@ fn take_over(
             // sealed record reappears: a fail-closed state).
             let durable = site.dir.sync().is_ok();
             Ok(Lease {
+                recovered: None,
                 durable,
                 owner: owner.clone(),
                 record: record.clone(),
@@ -690,7 +749,8 @@ mod tests {
     /// Writes a fresh active record for `h` at `name` in the site's directory.
     fn stage_record(s: &LockSite, name: &str, h: &Holder) -> (OwnerToken, LockRecord) {
         let owner = OwnerToken::generate();
-        let rec = new_active_record("s", &owner, h, "unknown", OffsetDateTime::now_utc(), 1).unwrap();
+        let rec =
+            new_active_record("s", &owner, h, "unknown", OffsetDateTime::now_utc(), &Extensions::epoch(1)).unwrap();
         std::fs::write(s.paths.dir.join(name), &rec.raw).unwrap();
         (owner, rec)
     }

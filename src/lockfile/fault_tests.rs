@@ -33,7 +33,7 @@ use super::error::{LockError, Unavailable};
 use super::failpoint::{When, clear_hooks, inject_syscall, set_hook};
 use super::identity::{SystemProbe, holder};
 use super::paths::LockPaths;
-use super::record::{OwnerToken, new_active_record, parse_record};
+use super::record::{Extensions, OwnerToken, new_active_record, parse_record};
 use super::seal::{SealOutcome, seal};
 use super::sys;
 use super::transcript::{ProofOptions, TranscriptKey, hex};
@@ -276,7 +276,7 @@ fn foreign_active(session: &str) -> Vec<u8> {
         &holder(sys::own_pid()),
         "unknown",
         OffsetDateTime::now_utc(),
-        1,
+        &Extensions::epoch(1),
     )
     .unwrap()
     .raw

@@ -11,6 +11,7 @@
 
 use std::path::Path;
 
+use super::pod::{self, PodContext, ProofRule};
 use super::record::{Holder, OwnerFields};
 use super::sys::{self, Signal0};
 
@@ -23,12 +24,20 @@ pub struct LocalDomain {
     pub boot_id: Option<String>,
     /// Inode of `/proc/self/ns/pid`, if readable.
     pub pid_namespace_id: Option<u64>,
+    /// Our pod, when the pod variables are set (see [`super::pod`]).
+    pub pod: Option<PodContext>,
 }
 
 impl LocalDomain {
     /// Reads this process's domain.
     pub fn current() -> LocalDomain {
-        LocalDomain { hostname: sys::hostname(), boot_id: read_boot_id(), pid_namespace_id: pid_namespace_id(None) }
+        LocalDomain {
+            hostname: sys::hostname(),
+            boot_id: read_boot_id(),
+            pid_namespace_id: pid_namespace_id(None),
+            // Partial pod variables are refused by the commands before any engine call.
+            pod: PodContext::current().ok().flatten(),
+        }
     }
 }
 
@@ -162,6 +171,8 @@ pub enum LiveReason {
     Running,
     /// Rule 6: the process answers but its start identity cannot be read now.
     IdentityUnreadable,
+    /// A pod proof rule would apply, but `WRITERCTL_POD_UID` disagrees with the cgroup.
+    PodIdentityUntrusted,
 }
 
 /// Why a record counts as stale (reclaimable by plain acquisition).
@@ -171,6 +182,9 @@ pub enum StaleReason {
     ProcessGone,
     /// Rule 5: the pid now belongs to a different process.
     PidReused,
+    /// The orchestrator proves the holder gone (see [`super::pod`]): reclaimable even in
+    /// managed mode, because it is proof and not a local guess.
+    Proven(ProofRule),
 }
 
 /// The liveness decision.
@@ -188,6 +202,14 @@ impl Liveness {
         matches!(self, Liveness::Live(_))
     }
 
+    /// The orchestrator rule that proves the holder gone, if one does.
+    pub fn proof_rule(self) -> Option<ProofRule> {
+        match self {
+            Liveness::Stale(StaleReason::Proven(r)) => Some(r),
+            _ => None,
+        }
+    }
+
     /// A stable short code for JSON output.
     pub fn code(self) -> &'static str {
         match self {
@@ -202,9 +224,11 @@ impl Liveness {
                 LiveReason::NoStartIdentity => "no_start_identity",
                 LiveReason::Running => "running",
                 LiveReason::IdentityUnreadable => "start_identity_unreadable",
+                LiveReason::PodIdentityUntrusted => "pod_identity_untrusted",
             },
             Liveness::Stale(StaleReason::ProcessGone) => "process_gone",
             Liveness::Stale(StaleReason::PidReused) => "pid_reused",
+            Liveness::Stale(StaleReason::Proven(r)) => r.as_str(),
         }
     }
 
@@ -228,9 +252,18 @@ impl Liveness {
                 LiveReason::IdentityUnreadable => {
                     "process answers but its start time is unreadable; treated as running"
                 }
+                LiveReason::PodIdentityUntrusted => {
+                    "a pod proof rule would apply, but WRITERCTL_POD_UID does not match /proc/self/cgroup; fenced"
+                }
             },
             Liveness::Stale(StaleReason::ProcessGone) => "gone (no such process)",
             Liveness::Stale(StaleReason::PidReused) => "gone (pid reused by another process; a PID can be reused)",
+            Liveness::Stale(StaleReason::Proven(ProofRule::ContainerRestarted)) => {
+                "gone: the same container of this pod restarted (the kubelet runs one instance at a time); reclaimable, also by managed runs"
+            }
+            Liveness::Stale(StaleReason::Proven(ProofRule::StatefulSetPodReplaced)) => {
+                "gone: this StatefulSet pod was replaced (one pod per name; void after a force delete); reclaimable, also by managed runs"
+            }
         }
     }
 }
@@ -246,8 +279,33 @@ fn linux_identity_boot(identity: &str) -> Option<&str> {
     ok.then_some(boot)
 }
 
-/// QWEN_FORMAT §3.3, rule by rule; the first matching rule decides. Linux readers only.
+/// The pod proof rule that applies to `owner`, if any (see [`super::pod`]).
+fn proof_rule(
+    owner: &OwnerFields,
+    ctx: &PodContext,
+    our_ns: Option<u64>,
+    probe: &dyn ProcessProbe,
+) -> Option<ProofRule> {
+    if pod::container_restarted(owner, &ctx.identity, our_ns, probe) {
+        Some(ProofRule::ContainerRestarted)
+    } else if pod::statefulset_pod_replaced(owner, ctx) {
+        Some(ProofRule::StatefulSetPodReplaced)
+    } else {
+        None
+    }
+}
+
+/// QWEN_FORMAT §3.3, rule by rule, after the pod proof rules; the first matching rule
+/// decides. Linux readers only.
 pub fn decide(owner: &OwnerFields, local: &LocalDomain, probe: &dyn ProcessProbe) -> Liveness {
+    // The orchestrator's proofs come first: they do not rest on this host's process table
+    // (a restarted container runs in a new pid namespace, perhaps after a reboot).
+    if let Some(rule) = local.pod.as_ref().and_then(|ctx| proof_rule(owner, ctx, local.pid_namespace_id, probe)) {
+        return match local.pod.as_ref().and_then(|c| c.untrusted.as_ref()) {
+            None => Liveness::Stale(StaleReason::Proven(rule)),
+            Some(_) => Liveness::Live(LiveReason::PodIdentityUntrusted),
+        };
+    }
     // Rule 1: another host's process table is not ours to read.
     if owner.hostname != local.hostname {
         return Liveness::Live(LiveReason::ForeignHost);
@@ -307,7 +365,7 @@ mod tests {
     const BOOT: &str = "6a1d4c3e-9b2f-4f11-8a77-2c5d9e0f1a2b";
 
     fn local() -> LocalDomain {
-        LocalDomain { hostname: "h".into(), boot_id: Some(BOOT.into()), pid_namespace_id: Some(100) }
+        LocalDomain { hostname: "h".into(), boot_id: Some(BOOT.into()), pid_namespace_id: Some(100), pod: None }
     }
 
     fn owner() -> OwnerFields {
@@ -323,6 +381,8 @@ mod tests {
             qwen_version: None,
             writer: None,
             epoch: 0,
+            pod: None,
+            recovered_from: None,
         }
     }
 

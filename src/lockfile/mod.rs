@@ -38,6 +38,7 @@ pub mod failpoint;
 pub mod give_back;
 pub mod identity;
 pub mod paths;
+pub mod pod;
 pub mod primitives;
 pub mod record;
 pub mod recover;

@@ -5,6 +5,7 @@
 //! proved by comparing bytes, never by re-serializing: writerctl compares its own records
 //! against the bytes it wrote and never rewrites a record someone else wrote.
 
+use super::pod::{POD_KEY, PodIdentity, RECOVERED_KEY, RecoveredFrom};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
@@ -166,6 +167,11 @@ pub struct OwnerFields {
     /// non-negative safe integer counts as 0, as an unknown key must not make a record
     /// qwen accepts unusable.
     pub epoch: u64,
+    /// writerctl's `writerctl_pod`: the writer's pod and container, when it ran in one.
+    pub pod: Option<PodIdentity>,
+    /// writerctl's `writerctl_recovered_from`: what this record replaced under a pod proof
+    /// rule (see [`super::pod`]).
+    pub recovered_from: Option<RecoveredFrom>,
 }
 
 /// A valid lock record with the exact bytes it came from.
@@ -327,6 +333,10 @@ pub fn parse_record(raw: &[u8]) -> Result<LockRecord, Malformed> {
     };
     let writer = m.get("writer").and_then(Value::as_str).map(str::to_owned);
     let epoch = m.get(EPOCH_KEY).and_then(safe_integer).unwrap_or(0);
+    // Extra keys are read leniently: one that does not parse is as if absent (qwen ignores
+    // them all), which only ever leaves a record fenced.
+    let pod = m.get(POD_KEY).and_then(|v| serde_json::from_value(v.clone()).ok());
+    let recovered_from = m.get(RECOVERED_KEY).and_then(|v| serde_json::from_value(v.clone()).ok());
     let owner = OwnerFields {
         session_id,
         owner_id,
@@ -339,6 +349,8 @@ pub fn parse_record(raw: &[u8]) -> Result<LockRecord, Malformed> {
         qwen_version,
         writer,
         epoch,
+        pod,
+        recovered_from,
     };
 
     let schema_version = m.get("schema_version").and_then(integer);
@@ -441,6 +453,28 @@ struct ActiveRecordV2<'a> {
     qwen_version: Option<&'a str>,
     writer: &'a str,
     writerctl_epoch: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    writerctl_pod: Option<&'a PodIdentity>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    writerctl_recovered_from: Option<&'a RecoveredFrom>,
+}
+
+/// writerctl's extra keys of a new active record.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Extensions {
+    /// `writerctl_epoch`.
+    pub epoch: u64,
+    /// `writerctl_pod`.
+    pub pod: Option<PodIdentity>,
+    /// `writerctl_recovered_from`.
+    pub recovered_from: Option<RecoveredFrom>,
+}
+
+impl Extensions {
+    /// Only an epoch.
+    pub fn epoch(epoch: u64) -> Extensions {
+        Extensions { epoch, ..Extensions::default() }
+    }
 }
 
 /// Serializes and re-parses a new active record; the returned record's `raw` is exactly
@@ -451,7 +485,7 @@ pub fn new_active_record(
     holder: &Holder,
     process_kind: &str,
     acquired_at: OffsetDateTime,
-    epoch: u64,
+    ext: &Extensions,
 ) -> Result<LockRecord, Malformed> {
     let acquired_at = format_timestamp(acquired_at);
     let writer = writer_tag();
@@ -468,7 +502,9 @@ pub fn new_active_record(
         acquired_at: &acquired_at,
         qwen_version: None,
         writer: &writer,
-        writerctl_epoch: epoch,
+        writerctl_epoch: ext.epoch,
+        writerctl_pod: ext.pod.as_ref(),
+        writerctl_recovered_from: ext.recovered_from.as_ref(),
     };
     let raw = serde_json::to_vec(&rec).map_err(|e| bad(e.to_string()))?;
     // Round-trip through the validator: we never install a record qwen would reject.
@@ -697,7 +733,7 @@ mod tests {
         };
         let owner = OwnerToken::parse("0b6f7c2e-4f1e-4a5e-9d8e-1c2b3a4d5e6f").unwrap();
         let t = OffsetDateTime::from_unix_timestamp_nanos(1_785_196_800_123_456_789).unwrap();
-        let r = new_active_record("s", &owner, &holder, "unknown", t, 3).unwrap();
+        let r = new_active_record("s", &owner, &holder, "unknown", t, &Extensions::epoch(3)).unwrap();
         let expected = format!(
             r#"{{"schema_version":2,"state":"active","session_id":"s","owner_id":"0b6f7c2e-4f1e-4a5e-9d8e-1c2b3a4d5e6f","pid":42,"process_start_identity":"linux:abc:1","pid_namespace_id":7,"hostname":"h","process_kind":"unknown","acquired_at":"2026-07-28T00:00:00.123Z","qwen_version":null,"writer":"writerctl {}","writerctl_epoch":3}}"#,
             env!("CARGO_PKG_VERSION")
@@ -705,10 +741,10 @@ mod tests {
         assert_eq!(String::from_utf8(r.raw.clone()).unwrap(), expected);
         assert_eq!(r.owner.epoch, 3);
         let bare = Holder { process_start_identity: None, pid_namespace_id: None, ..holder };
-        let r = new_active_record("s", &owner, &bare, "acp", t, 1).unwrap();
+        let r = new_active_record("s", &owner, &bare, "acp", t, &Extensions::epoch(1)).unwrap();
         let text = String::from_utf8(r.raw).unwrap();
         assert!(!text.contains("process_start_identity") && !text.contains("pid_namespace_id"));
-        assert!(new_active_record("s", &owner, &bare, "robot", t, 1).is_err());
+        assert!(new_active_record("s", &owner, &bare, "robot", t, &Extensions::epoch(1)).is_err());
     }
 
     /// The fencing epoch is an extra key: absent (every qwen record) or unusable counts as

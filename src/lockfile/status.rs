@@ -61,6 +61,12 @@ pub struct OwnerView {
     pub writer: Option<String>,
     /// writerctl's fencing epoch (`writerctl_epoch`; 0 when the record has none).
     pub epoch: u64,
+    /// The writer's pod (`writerctl_pod`), when it ran in one.
+    pub pod: Option<super::pod::PodIdentity>,
+    /// What this record replaced under a pod proof rule (`writerctl_recovered_from`).
+    pub recovered_from: Option<super::pod::RecoveredFrom>,
+    /// The rule that allowed the last reclaim (`recovered_from.rule`), for scripts.
+    pub rule: Option<String>,
 }
 
 impl OwnerView {
@@ -80,6 +86,9 @@ impl OwnerView {
             qwen_version: r.owner.qwen_version.clone(),
             writer: r.owner.writer.clone(),
             epoch: r.owner.epoch,
+            pod: r.owner.pod.clone(),
+            recovered_from: r.owner.recovered_from.clone(),
+            rule: r.owner.recovered_from.as_ref().map(|f| f.rule.clone()),
         }
     }
 }
@@ -401,6 +410,11 @@ fn active_next_step(r: &LockRecord, l: Liveness, managed: bool) -> String {
             r.owner.pid,
             r.owner.hostname,
             l.describe()
+        ),
+        Liveness::Stale(super::identity::StaleReason::Proven(rule)) => format!(
+            "the holder (pid {}) is proven gone by the {} rule; `writerctl run`, `acquire` (also --managed) and `takeover` reclaim it and report the transcript's tail",
+            r.owner.pid,
+            rule.as_str()
         ),
         Liveness::Stale(_) => format!(
             "the holder (pid {} on this host) is gone; plain `writerctl acquire` reclaims it (`--managed` never does)",

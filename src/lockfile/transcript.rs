@@ -215,11 +215,41 @@ pub fn read_proof(
 /// interrupted append) would glue two records together; qwen refuses such a transcript with
 /// `session_transcript_changed` and gives the lock back, and so do we.
 pub fn check_shape(runtime_dir: &Path, key: &TranscriptKey) -> Result<(), LockError> {
+    match tail_of(runtime_dir, key)? {
+        Tail::Clean => Ok(()),
+        Tail::Torn => Err(changed("the transcript does not end with a newline (an incomplete last line)")),
+    }
+}
+
+/// How a transcript ends: absent, empty or ending in `\n` is clean; anything else is torn
+/// (a writer died mid-append).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tail {
+    /// Nothing to repair.
+    Clean,
+    /// The last line is incomplete.
+    Torn,
+}
+
+impl Tail {
+    /// `clean` or `torn` (`WRITERCTL_TRANSCRIPT_TAIL`, `transcript_tail`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tail::Clean => "clean",
+            Tail::Torn => "torn",
+        }
+    }
+}
+
+/// [`check_shape`]'s checks, reporting a torn tail instead of refusing it: a crashed
+/// writer's transcript, reclaimed under a pod proof rule (issue 18 item 3), is handed to the
+/// next writer as it is — never modified — with its tail reported so the writer can repair.
+pub fn tail_of(runtime_dir: &Path, key: &TranscriptKey) -> Result<Tail, LockError> {
     let root = sys::open_root(runtime_dir).map_err(|e| LockError::io("open runtime directory", e))?;
     let fd = match sys::open_beneath(&root, key.as_str(), sys::transcript_read_flags(), false)
         .map_err(|e| LockError::io("open transcript", e))?
     {
-        Beneath::Absent => return Ok(()),
+        Beneath::Absent => return Ok(Tail::Clean),
         Beneath::Unsafe(why) => return Err(LockError::TranscriptUnsafe { reason: why.into() }),
         Beneath::Opened(fd) => fd,
     };
@@ -231,7 +261,7 @@ pub fn check_shape(runtime_dir: &Path, key: &TranscriptKey) -> Result<(), LockEr
         return Err(LockError::unavailable(Unavailable::TranscriptIdentity));
     }
     check_transcript_home(&root, runtime_dir, key, Some(&fd))?;
-    check_trailing_newline(&fd, fp.size)
+    Ok(if ends_clean(&fd, fp.size)? { Tail::Clean } else { Tail::Torn })
 }
 
 /// Issue 22: the transcript's directories and mount.
@@ -448,18 +478,25 @@ fn path_recheck_error(e: std::io::Error) -> LockError {
 /// QWEN_FORMAT §4.3: a non-empty transcript must end in `\n`; an incomplete last line
 /// means a writer was interrupted mid-append, and such a tail is never certified.
 fn check_trailing_newline(fd: &OwnedFd, size: u64) -> Result<(), LockError> {
+    if ends_clean(fd, size)? {
+        Ok(())
+    } else {
+        Err(changed("the transcript does not end with a newline (an incomplete last line)"))
+    }
+}
+
+/// True when the first `size` bytes are empty or end in `\n`; a file shorter than `size`
+/// was truncated (changed).
+fn ends_clean(fd: &OwnedFd, size: u64) -> Result<bool, LockError> {
     if size == 0 {
-        return Ok(());
+        return Ok(true);
     }
     let mut last = [0u8; 1];
     let n = sys::pread_full(fd, &mut last, size - 1).map_err(|e| LockError::io("read transcript tail", e))?;
     if n != 1 {
         return Err(changed("the transcript was truncated"));
     }
-    if last[0] != b'\n' {
-        return Err(changed("the transcript does not end with a newline (an incomplete last line)"));
-    }
-    Ok(())
+    Ok(last[0] == b'\n')
 }
 
 /// SHA-256 of exactly bytes `[0, size)` through `fd`, one pass, fixed buffer. A read that

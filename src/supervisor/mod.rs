@@ -489,6 +489,10 @@ fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<std::process::Child, R
         // The fencing epoch of our record: a writer that stamps its output with it makes a
         // stale writer's lines recognizable downstream.
         .env("WRITERCTL_EPOCH", lease.record.owner.epoch.to_string())
+        // After a reclaim under a pod proof rule the transcript is the crashed writer's, as
+        // it left it: the writer is told, and how it ends, so it can repair a torn line.
+        .env("WRITERCTL_RECOVERED", if lease.recovered.is_some() { "1" } else { "0" })
+        .env("WRITERCTL_TRANSCRIPT_TAIL", lease.recovered.as_ref().map_or("clean", |r| r.tail.as_str()))
         .stdin(Stdio::inherit())
         // Its own process group: the supervisor forwards stop signals to the whole group,
         // and a terminal's Ctrl-C reaches the supervisor first.

@@ -11,6 +11,7 @@ mod crash;
 mod handoff;
 mod hostile;
 mod master;
+mod pod_recovery;
 mod proptest_records;
 mod race;
 mod recover;

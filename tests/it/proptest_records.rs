@@ -70,9 +70,19 @@ impl ProcessProbe for Fake {
 fn check_decide(r: &LockRecord) {
     let o = &r.owner;
     let locals = [
-        LocalDomain { hostname: o.hostname.clone(), boot_id: Some(BOOT.into()), pid_namespace_id: o.pid_namespace_id },
-        LocalDomain { hostname: format!("{}x", o.hostname), boot_id: Some(BOOT.into()), pid_namespace_id: Some(1) },
-        LocalDomain { hostname: o.hostname.clone(), boot_id: None, pid_namespace_id: Some(1) },
+        LocalDomain {
+            hostname: o.hostname.clone(),
+            boot_id: Some(BOOT.into()),
+            pid_namespace_id: o.pid_namespace_id,
+            pod: None,
+        },
+        LocalDomain {
+            hostname: format!("{}x", o.hostname),
+            boot_id: Some(BOOT.into()),
+            pid_namespace_id: Some(1),
+            pod: None,
+        },
+        LocalDomain { hostname: o.hostname.clone(), boot_id: None, pid_namespace_id: Some(1), pod: None },
     ];
     for signal in [Signal0::Delivered, Signal0::NoSuchProcess, Signal0::Indeterminate] {
         for id in [None, o.process_start_identity.clone(), Some(format!("linux:{BOOT}:1"))] {
@@ -90,6 +100,7 @@ fn check_decide(r: &LockRecord) {
                         assert!(id.is_some() && id != o.process_start_identity);
                     }
                     Liveness::Live(_) => {}
+                    Liveness::Stale(StaleReason::Proven(r)) => panic!("a pod rule ({r:?}) without a pod context"),
                 }
             }
         }

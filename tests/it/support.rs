@@ -160,6 +160,9 @@ pub struct OwnerJson {
     pub qwen_version: Option<String>,
     pub writer: Option<String>,
     pub epoch: u64,
+    pub pod: Option<serde_json::Value>,
+    pub recovered_from: Option<serde_json::Value>,
+    pub rule: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,0 +1,317 @@
+//! Kubernetes pod identity in lock records, and the two orchestrator guarantees that prove a
+//! crashed writer's holder gone (issue 18).
+//!
+//! # Why
+//!
+//! A writer killed with SIGKILL (an OOM kill, a failed liveness probe) leaves an active lock
+//! from another pid namespace, which the liveness table fences forever. In Kubernetes every
+//! such crash would page a person. But in the two commonest cases the orchestrator itself
+//! already proves the old holder gone, and the record can carry what is needed to use that
+//! proof:
+//!
+//! * [`container_restarted`] — the kubelet runs at most one instance of a named container in
+//!   a pod at a time: a restarted container starts only after its predecessor exited;
+//! * [`statefulset_pod_replaced`] — the API server holds one pod object per name in a
+//!   namespace, and a StatefulSet creates a replacement only after the old pod object is
+//!   gone (opt-in: `--statefulset-identity`).
+//!
+//! Everything else stays fenced, exactly as before.
+//!
+//! # Where the identity comes from
+//!
+//! `WRITERCTL_POD_UID`, `WRITERCTL_POD_NAME`, `WRITERCTL_POD_NAMESPACE` (the downward API)
+//! and `WRITERCTL_CONTAINER_NAME` (the manifest), all four or none. Where `/proc/self/cgroup`
+//! names a pod UID (the kubelet's cgroup layout), it must equal `WRITERCTL_POD_UID`; if not,
+//! the variables are not trusted and neither rule applies (the record is still written with
+//! them, and `status` says why nothing is reclaimed).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use super::identity::ProcessProbe;
+use super::record::OwnerFields;
+use super::sys::Signal0;
+
+/// The extra record key holding the writer's pod identity.
+pub const POD_KEY: &str = "writerctl_pod";
+/// The extra record key of a record that replaced a crashed writer's under a proof rule.
+pub const RECOVERED_KEY: &str = "writerctl_recovered_from";
+
+/// A writer's pod and container, as recorded in `writerctl_pod`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodIdentity {
+    /// `metadata.uid`.
+    pub uid: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.namespace`.
+    pub namespace: String,
+    /// The container's name in the pod spec.
+    pub container: String,
+}
+
+/// What a reclaim under a proof rule replaced (`writerctl_recovered_from`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecoveredFrom {
+    /// The rule that proved the previous holder gone.
+    pub rule: String,
+    /// The previous holder's pod UID.
+    pub pod_uid: String,
+    /// The previous holder's pod name.
+    pub pod_name: String,
+    /// The previous holder's container.
+    pub container: String,
+    /// The previous holder's pid.
+    pub pid: u64,
+    /// The previous record's `acquired_at`.
+    pub acquired_at: String,
+}
+
+/// A proof rule's stable name (status `liveness.code`, `rule`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProofRule {
+    /// See [`container_restarted`].
+    ContainerRestarted,
+    /// See [`statefulset_pod_replaced`].
+    StatefulSetPodReplaced,
+}
+
+impl ProofRule {
+    /// The stable name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProofRule::ContainerRestarted => "container_restarted",
+            ProofRule::StatefulSetPodReplaced => "statefulset_pod_replaced",
+        }
+    }
+}
+
+/// This process's pod, as far as it can be trusted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodContext {
+    /// From the environment.
+    pub identity: PodIdentity,
+    /// `--statefulset-identity` / `WRITERCTL_STATEFULSET_IDENTITY=1`.
+    pub statefulset: bool,
+    /// Why the proof rules must not be used (the cgroup names another pod), if so.
+    pub untrusted: Option<String>,
+}
+
+static STATEFULSET_FLAG: AtomicBool = AtomicBool::new(false);
+
+/// `--statefulset-identity` on the command line: read by every later [`PodContext::current`]
+/// in this process (like the feature gate, fixed at start).
+pub fn enable_statefulset_identity() {
+    STATEFULSET_FLAG.store(true, Ordering::SeqCst);
+}
+
+/// The pod variables' names, in the order they are checked.
+const VARS: [&str; 4] =
+    ["WRITERCTL_POD_UID", "WRITERCTL_POD_NAME", "WRITERCTL_POD_NAMESPACE", "WRITERCTL_CONTAINER_NAME"];
+
+impl PodContext {
+    /// This process's pod context: `Ok(None)` when no pod variable is set (records exactly
+    /// as without Kubernetes); an error naming the missing ones when only some are.
+    pub fn current() -> Result<Option<PodContext>, String> {
+        let vals: Vec<Option<String>> =
+            VARS.iter().map(|v| std::env::var(v).ok().filter(|s| !s.trim().is_empty())).collect();
+        if vals.iter().all(Option::is_none) {
+            return Ok(None);
+        }
+        if vals.iter().any(Option::is_none) {
+            let missing: Vec<&str> = VARS.iter().zip(&vals).filter(|(_, v)| v.is_none()).map(|(n, _)| *n).collect();
+            return Err(format!("set all four pod variables or none; missing: {}", missing.join(", ")));
+        }
+        let [uid, name, namespace, container]: [String; 4] =
+            vals.into_iter().map(Option::unwrap).collect::<Vec<_>>().try_into().expect("four values");
+        let identity = PodIdentity { uid, name, namespace, container };
+        let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+        let untrusted = check_cgroup(&identity, &cgroup);
+        let statefulset = STATEFULSET_FLAG.load(Ordering::SeqCst)
+            || std::env::var("WRITERCTL_STATEFULSET_IDENTITY").is_ok_and(|v| v == "1" || v == "true");
+        Ok(Some(PodContext { identity, statefulset, untrusted }))
+    }
+}
+
+/// The pod UID the kubelet's cgroup layout names, if any: a path component `pod<uid>` (cgroupfs
+/// driver, dashes) or `…-pod<uid_with_underscores>.slice` (systemd driver).
+pub fn cgroup_pod_uid(cgroup: &str) -> Option<String> {
+    for line in cgroup.lines() {
+        let path = line.splitn(3, ':').nth(2).unwrap_or("");
+        for comp in path.split('/') {
+            let comp = comp.strip_suffix(".slice").unwrap_or(comp);
+            let Some(at) = comp.rfind("pod") else { continue };
+            let cand = comp[at + 3..].replace('_', "-");
+            if uuid::Uuid::parse_str(&cand).is_ok() && cand.len() == 36 {
+                return Some(cand.to_ascii_lowercase());
+            }
+        }
+    }
+    None
+}
+
+/// `None` when the environment's pod UID may be trusted; otherwise why not.
+fn check_cgroup(id: &PodIdentity, cgroup: &str) -> Option<String> {
+    match cgroup_pod_uid(cgroup) {
+        Some(uid) if !uid.eq_ignore_ascii_case(&id.uid) => Some(format!(
+            "WRITERCTL_POD_UID does not match the pod UID in /proc/self/cgroup ({uid}); the pod proof rules are off"
+        )),
+        _ => None,
+    }
+}
+
+/// Rule "container restarted". Guarantee: the kubelet runs at most one instance of a named
+/// container in a pod at a time, so a record written by the same container of the same pod
+/// (same pod UID and container name) in *another* pid namespace was written by a
+/// predecessor that has exited. Pid-namespace ids are inode numbers the kernel reuses, so a
+/// record with *our* number only counts when its process provably does not run here (no such
+/// pid, or the pid now belongs to another process).
+///
+/// Voided by: running writers of one container in nested pid namespaces of their own, and a
+/// forged `WRITERCTL_POD_UID` where `/proc/self/cgroup` cannot contradict it.
+pub fn container_restarted(
+    rec: &OwnerFields,
+    ours: &PodIdentity,
+    our_ns: Option<u64>,
+    probe: &dyn ProcessProbe,
+) -> bool {
+    let Some(theirs) = &rec.pod else { return false };
+    if theirs.uid != ours.uid || theirs.container != ours.container {
+        return false;
+    }
+    match (rec.pid_namespace_id, our_ns) {
+        (Some(t), Some(o)) if t != o => true,
+        (Some(_), Some(_)) => recorded_process_gone(rec, probe),
+        // Without both namespace ids nothing says which process the pid names.
+        _ => false,
+    }
+}
+
+/// The recorded process does not run in our namespace: no such pid, or the pid's start
+/// identity differs from the recorded one.
+fn recorded_process_gone(rec: &OwnerFields, probe: &dyn ProcessProbe) -> bool {
+    if probe.signal0(rec.pid) == Signal0::NoSuchProcess {
+        return true;
+    }
+    match (&rec.process_start_identity, probe.start_identity(rec.pid)) {
+        (Some(recorded), Some(now)) => *recorded != now,
+        _ => false,
+    }
+}
+
+/// Rule "StatefulSet pod replaced". Guarantee: the API server holds one pod object per name
+/// in a namespace, and the StatefulSet controller creates a replacement only after the old
+/// pod object was deleted — which, without `--force`, happens only after its containers
+/// stopped. So a record from a pod of our name and namespace with another UID was written by
+/// a pod that is gone. Only with `--statefulset-identity`, which only a StatefulSet's
+/// manifest should set (a Deployment's pods have unique names anyway).
+///
+/// Voided by a force delete (`kubectl delete pod --force --grace-period=0`, a node declared
+/// lost): the replacement may start while the old containers still run — exactly as it voids
+/// the StatefulSet's own at-most-one guarantee.
+pub fn statefulset_pod_replaced(rec: &OwnerFields, ours: &PodContext) -> bool {
+    let Some(theirs) = &rec.pod else { return false };
+    ours.statefulset
+        && theirs.namespace == ours.identity.namespace
+        && theirs.name == ours.identity.name
+        && theirs.uid != ours.identity.uid
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UID: &str = "6f1c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f";
+
+    #[test]
+    fn the_pod_uid_is_read_from_both_cgroup_drivers() {
+        let cgroupfs = format!("0::/kubepods/burstable/pod{UID}/0123456789abcdef\n");
+        assert_eq!(cgroup_pod_uid(&cgroupfs).as_deref(), Some(UID));
+        let systemd = format!(
+            "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{}.slice/cri-containerd-abc.scope\n",
+            UID.replace('-', "_")
+        );
+        assert_eq!(cgroup_pod_uid(&systemd).as_deref(), Some(UID));
+        let v1 = format!("12:memory:/kubepods/pod{UID}/abc\n1:name=systemd:/kubepods/pod{UID}/abc\n");
+        assert_eq!(cgroup_pod_uid(&v1).as_deref(), Some(UID));
+        assert_eq!(cgroup_pod_uid("0::/user.slice/user-0.slice/session-1.scope\n"), None);
+        assert_eq!(cgroup_pod_uid("0::/podcast/pod123\n"), None);
+    }
+
+    fn pod(uid: &str, name: &str, container: &str) -> PodIdentity {
+        PodIdentity { uid: uid.into(), name: name.into(), namespace: "ns".into(), container: container.into() }
+    }
+
+    #[test]
+    fn a_cgroup_naming_another_pod_distrusts_the_environment() {
+        let id = pod(UID, "w-0", "writer");
+        assert_eq!(check_cgroup(&id, "0::/\n"), None, "no pod in the cgroup: nothing contradicts the variables");
+        assert_eq!(check_cgroup(&id, &format!("0::/kubepods/pod{UID}/x\n")), None);
+        let other = "0::/kubepods/pod11111111-2222-3333-4444-555555555555/x\n";
+        assert!(check_cgroup(&id, other).unwrap().contains("does not match"));
+    }
+
+    struct Probe(Signal0, Option<&'static str>);
+    impl ProcessProbe for Probe {
+        fn signal0(&self, _: u64) -> Signal0 {
+            self.0
+        }
+        fn start_identity(&self, _: u64) -> Option<String> {
+            self.1.map(str::to_owned)
+        }
+    }
+
+    fn record(p: Option<PodIdentity>, ns: u64) -> OwnerFields {
+        OwnerFields {
+            session_id: "s".into(),
+            owner_id: "o".into(),
+            pid: 7,
+            process_start_identity: Some("linux:b:100".into()),
+            pid_namespace_id: Some(ns),
+            hostname: "w-0".into(),
+            process_kind: "unknown".into(),
+            acquired_at: "2026-07-28T00:00:00.000Z".into(),
+            qwen_version: None,
+            writer: None,
+            epoch: 3,
+            pod: p,
+            recovered_from: None,
+        }
+    }
+
+    #[test]
+    fn container_restarted_needs_the_same_pod_and_container_and_a_provably_gone_holder() {
+        let ours = pod(UID, "w-0", "writer");
+        let running = Probe(Signal0::Delivered, Some("linux:b:100"));
+        let gone = Probe(Signal0::NoSuchProcess, None);
+        let reused = Probe(Signal0::Delivered, Some("linux:b:999"));
+        // Another pid namespace of the same container of the same pod: restarted.
+        assert!(container_restarted(&record(Some(ours.clone()), 1), &ours, Some(2), &running));
+        // The same namespace number (reused by the kernel): only when the holder is gone.
+        assert!(!container_restarted(&record(Some(ours.clone()), 2), &ours, Some(2), &running));
+        assert!(container_restarted(&record(Some(ours.clone()), 2), &ours, Some(2), &gone));
+        assert!(container_restarted(&record(Some(ours.clone()), 2), &ours, Some(2), &reused));
+        // Another container, another pod, no pod in the record, no namespace: fenced.
+        assert!(!container_restarted(&record(Some(pod(UID, "w-0", "sidecar")), 1), &ours, Some(2), &gone));
+        let other_uid = pod("11111111-2222-3333-4444-555555555555", "w-0", "writer");
+        assert!(!container_restarted(&record(Some(other_uid), 1), &ours, Some(2), &gone));
+        assert!(!container_restarted(&record(None, 1), &ours, Some(2), &gone));
+        assert!(!container_restarted(&record(Some(ours.clone()), 1), &ours, None, &gone));
+    }
+
+    #[test]
+    fn statefulset_pod_replaced_needs_the_opt_in_the_same_name_and_another_uid() {
+        let ours = PodContext { identity: pod(UID, "w-0", "writer"), statefulset: true, untrusted: None };
+        let old = pod("11111111-2222-3333-4444-555555555555", "w-0", "writer");
+        assert!(statefulset_pod_replaced(&record(Some(old.clone()), 1), &ours));
+        let off = PodContext { statefulset: false, ..ours.clone() };
+        assert!(!statefulset_pod_replaced(&record(Some(old.clone()), 1), &off), "opt-in only");
+        assert!(!statefulset_pod_replaced(&record(Some(pod(UID, "w-0", "writer")), 1), &ours), "same UID");
+        let other_name = pod("11111111-2222-3333-4444-555555555555", "w-1", "writer");
+        assert!(!statefulset_pod_replaced(&record(Some(other_name), 1), &ours));
+        let mut other_ns = old;
+        other_ns.namespace = "elsewhere".into();
+        assert!(!statefulset_pod_replaced(&record(Some(other_ns), 1), &ours));
+    }
+}
