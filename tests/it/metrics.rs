@@ -232,6 +232,11 @@ fn bad_output_paths_and_flag_mixes_are_usage_errors_that_write_nothing() {
     let elsewhere = env.tmp.path().join("m.prom");
     env.run(&["status", "--json", "--output", elsewhere.to_str().unwrap()]).assert_error(2, "invalid_argument");
     prometheus(&env, &["--json"]).assert_error(2, "invalid_argument");
+    // A scan that cannot run leaves the previous file alone (its timestamp then goes stale).
+    let gone = env.tmp.path().join("no-such-runtime-dir");
+    let (out, gone) = (elsewhere.to_str().unwrap(), gone.to_str().unwrap());
+    let r = env.run_raw(&["status", "--json", "--format", "prometheus", "--output", out, "--runtime-dir", gone]);
+    r.assert_error(2, "runtime_dir_missing");
     assert_eq!(tree(env.tmp.path()), before, "a refused run wrote something");
     // --format json is --json.
     let a: StatusAllJson = env.run(&["status", "--format", "json"]).assert_ok().json();
