@@ -212,7 +212,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]')
             [CompletionResult]::new('--transcript-key', '--transcript-key', [CompletionResultType]::ParameterName, 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]')
             [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl')
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format (json is the same as --json)')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format (for JSON, pass --json)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'With --format prometheus: write to F atomically (temp file, fsync, rename, mode 0644) instead of stdout; F''s directory must exist')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')

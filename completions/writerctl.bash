@@ -2723,7 +2723,7 @@ _writerctl() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "text json prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "text prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --output)

@@ -158,8 +158,7 @@ complete -c writerctl -n "__fish_writerctl_using_subcommand status" -l session -
 complete -c writerctl -n "__fish_writerctl_using_subcommand status" -l lock -d 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]' -r -F
 complete -c writerctl -n "__fish_writerctl_using_subcommand status" -l transcript-key -d 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand status" -l project-root -d 'Use qwen-code\'s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl' -r -F
-complete -c writerctl -n "__fish_writerctl_using_subcommand status" -l format -d 'Output format (json is the same as --json)' -r -f -a "text\t'A table (every session) or a report (one session)'
-json\t'One JSON document'
+complete -c writerctl -n "__fish_writerctl_using_subcommand status" -l format -d 'Output format (for JSON, pass --json)' -r -f -a "text\t'A table (every session) or a report (one session)'
 prometheus\t'The Prometheus text exposition format (0.0.4)'"
 complete -c writerctl -n "__fish_writerctl_using_subcommand status" -l output -d 'With --format prometheus: write to F atomically (temp file, fsync, rename, mode 0644) instead of stdout; F\'s directory must exist' -r -F
 complete -c writerctl -n "__fish_writerctl_using_subcommand status" -l json -d 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})'

@@ -37,7 +37,7 @@ pub struct StatusArgs {
     #[command(flatten)]
     pub session: SessionArgs,
 
-    /// Output format (json is the same as --json).
+    /// Output format (for JSON, pass --json).
     #[arg(long, value_enum, default_value_t = StatusFormat::Text)]
     pub format: StatusFormat,
 
@@ -52,8 +52,6 @@ pub struct StatusArgs {
 pub enum StatusFormat {
     /// A table (every session) or a report (one session).
     Text,
-    /// One JSON document.
-    Json,
     /// The Prometheus text exposition format (0.0.4).
     Prometheus,
 }
@@ -133,7 +131,6 @@ fn run_prometheus(args: &StatusArgs, rt: &Path, one: bool, out: Output) -> Resul
 /// Runs `status`.
 pub fn run(args: StatusArgs, out: Output) -> Result<()> {
     check_format(&args, out)?;
-    let out = Output { json: out.json || args.format == StatusFormat::Json };
     let rt = runtime_dir(&args.session)?;
     let one = args.session.session.is_some() || args.session.lock.is_some();
     if args.format == StatusFormat::Prometheus {

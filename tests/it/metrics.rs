@@ -238,9 +238,6 @@ fn bad_output_paths_and_flag_mixes_are_usage_errors_that_write_nothing() {
     let r = env.run_raw(&["status", "--json", "--format", "prometheus", "--output", out, "--runtime-dir", gone]);
     r.assert_error(2, "runtime_dir_missing");
     assert_eq!(tree(env.tmp.path()), before, "a refused run wrote something");
-    // --format json is --json.
-    let a: StatusAllJson = env.run(&["status", "--format", "json"]).assert_ok().json();
-    assert_eq!(a.sessions.len(), 6);
 }
 
 #[test]
