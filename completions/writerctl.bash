@@ -442,7 +442,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__acquire)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --managed --pid --process-kind --token-file --wait --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --managed --pid --process-kind --token-file --wait --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2334,7 +2334,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__recover)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --writers-fenced --yes --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --writers-fenced --yes --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2368,7 +2368,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__release)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --token-file --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2406,7 +2406,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__run)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --grace --wait --check-interval --control-socket --process-kind --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --grace --wait --check-interval --control-socket --process-kind --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2460,7 +2460,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__seal)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --token-file --control-socket --timeout --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --token-file --control-socket --timeout --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2704,7 +2704,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__status)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --format --output --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2727,6 +2727,14 @@ _writerctl() {
                     return 0
                     ;;
                 --project-root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --output)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2828,7 +2836,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__takeover)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --pid --process-kind --token-file --wait --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --pid --process-kind --token-file --wait --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2878,7 +2886,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__verify)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -62,6 +62,7 @@ daemon\t''
 unknown\t''"
 complete -c writerctl -n "__fish_writerctl_using_subcommand acquire" -l token-file -d 'Write the owner token to this new file (created 0600; never overwritten) instead of printing it' -r -F
 complete -c writerctl -n "__fish_writerctl_using_subcommand acquire" -l wait -d 'Wait up to SECONDS (fractions allowed) while a live holder or a transition in progress refuses the session, retrying with a jittered back-off, as `flock -w` does. On timeout the last refusal is returned with its own code. Refusals that waiting cannot clear (a stale holder under --managed, a malformed record, a changed transcript) are returned at once' -r
+complete -c writerctl -n "__fish_writerctl_using_subcommand acquire" -l statefulset-identity -d 'Trust the StatefulSet rule: a lock written by a pod of this pod\'s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed (only a StatefulSet\'s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]'
 complete -c writerctl -n "__fish_writerctl_using_subcommand acquire" -l managed -d 'Managed mode (qwen\'s reclaimPolicy `never` + takeoverPolicy `certified`): never reclaim a stale lock; with the gate on, take over a sealed one'
 complete -c writerctl -n "__fish_writerctl_using_subcommand acquire" -l json -d 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})'
 complete -c writerctl -n "__fish_writerctl_using_subcommand acquire" -s v -l verbose -d 'Add causes to error messages (never an owner id)'
@@ -73,6 +74,7 @@ complete -c writerctl -n "__fish_writerctl_using_subcommand release" -l lock -d 
 complete -c writerctl -n "__fish_writerctl_using_subcommand release" -l transcript-key -d 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand release" -l project-root -d 'Use qwen-code\'s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl' -r -F
 complete -c writerctl -n "__fish_writerctl_using_subcommand release" -l token-file -d 'Read the owner token from this file (a regular file, not a symlink, FIFO or device) [default: env WRITERCTL_OWNER_TOKEN]' -r -F
+complete -c writerctl -n "__fish_writerctl_using_subcommand release" -l statefulset-identity -d 'Trust the StatefulSet rule: a lock written by a pod of this pod\'s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed (only a StatefulSet\'s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]'
 complete -c writerctl -n "__fish_writerctl_using_subcommand release" -l json -d 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})'
 complete -c writerctl -n "__fish_writerctl_using_subcommand release" -s v -l verbose -d 'Add causes to error messages (never an owner id)'
 complete -c writerctl -n "__fish_writerctl_using_subcommand release" -s h -l help -d 'Print help'
@@ -85,6 +87,7 @@ complete -c writerctl -n "__fish_writerctl_using_subcommand seal" -l project-roo
 complete -c writerctl -n "__fish_writerctl_using_subcommand seal" -l token-file -d 'Read the owner token from this file (a regular file, not a symlink, FIFO or device) [default: env WRITERCTL_OWNER_TOKEN]. Without a token, ask the `writerctl run` supervising this session to drain its writer and seal (the Kubernetes preStop path), and wait for the result' -r -F
 complete -c writerctl -n "__fish_writerctl_using_subcommand seal" -l control-socket -d 'The supervisor\'s control socket [default: derived from the runtime directory and session, as `writerctl run` derives it]' -r -F
 complete -c writerctl -n "__fish_writerctl_using_subcommand seal" -l timeout -d 'Seconds to wait for a supervisor to finish draining and sealing' -r
+complete -c writerctl -n "__fish_writerctl_using_subcommand seal" -l statefulset-identity -d 'Trust the StatefulSet rule: a lock written by a pod of this pod\'s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed (only a StatefulSet\'s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]'
 complete -c writerctl -n "__fish_writerctl_using_subcommand seal" -l json -d 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})'
 complete -c writerctl -n "__fish_writerctl_using_subcommand seal" -s v -l verbose -d 'Add causes to error messages (never an owner id)'
 complete -c writerctl -n "__fish_writerctl_using_subcommand seal" -s h -l help -d 'Print help'
@@ -101,6 +104,7 @@ daemon\t''
 unknown\t''"
 complete -c writerctl -n "__fish_writerctl_using_subcommand takeover" -l token-file -d 'Write the owner token to this new file (created 0600; never overwritten) instead of printing it' -r -F
 complete -c writerctl -n "__fish_writerctl_using_subcommand takeover" -l wait -d 'Wait up to SECONDS (fractions allowed) while a live holder or a transition in progress refuses the session, retrying with a jittered back-off, as `flock -w` does. On timeout the last refusal is returned with its own code. Refusals that waiting cannot clear (a stale holder under --managed, a malformed record, a changed transcript) are returned at once' -r
+complete -c writerctl -n "__fish_writerctl_using_subcommand takeover" -l statefulset-identity -d 'Trust the StatefulSet rule: a lock written by a pod of this pod\'s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed (only a StatefulSet\'s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]'
 complete -c writerctl -n "__fish_writerctl_using_subcommand takeover" -l json -d 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})'
 complete -c writerctl -n "__fish_writerctl_using_subcommand takeover" -s v -l verbose -d 'Add causes to error messages (never an owner id)'
 complete -c writerctl -n "__fish_writerctl_using_subcommand takeover" -s h -l help -d 'Print help'
@@ -118,6 +122,7 @@ complete -c writerctl -n "__fish_writerctl_using_subcommand run" -l process-kind
 acp\t''
 daemon\t''
 unknown\t''"
+complete -c writerctl -n "__fish_writerctl_using_subcommand run" -l statefulset-identity -d 'Trust the StatefulSet rule: a lock written by a pod of this pod\'s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed (only a StatefulSet\'s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]'
 complete -c writerctl -n "__fish_writerctl_using_subcommand run" -l json -d 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})'
 complete -c writerctl -n "__fish_writerctl_using_subcommand run" -s v -l verbose -d 'Add causes to error messages (never an owner id)'
 complete -c writerctl -n "__fish_writerctl_using_subcommand run" -s h -l help -d 'Print help'
@@ -141,6 +146,7 @@ complete -c writerctl -n "__fish_writerctl_using_subcommand verify" -l session -
 complete -c writerctl -n "__fish_writerctl_using_subcommand verify" -l lock -d 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]' -r -F
 complete -c writerctl -n "__fish_writerctl_using_subcommand verify" -l transcript-key -d 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand verify" -l project-root -d 'Use qwen-code\'s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl' -r -F
+complete -c writerctl -n "__fish_writerctl_using_subcommand verify" -l statefulset-identity -d 'Trust the StatefulSet rule: a lock written by a pod of this pod\'s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed (only a StatefulSet\'s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]'
 complete -c writerctl -n "__fish_writerctl_using_subcommand verify" -l json -d 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})'
 complete -c writerctl -n "__fish_writerctl_using_subcommand verify" -s v -l verbose -d 'Add causes to error messages (never an owner id)'
 complete -c writerctl -n "__fish_writerctl_using_subcommand verify" -s h -l help -d 'Print help'
@@ -150,6 +156,7 @@ complete -c writerctl -n "__fish_writerctl_using_subcommand recover" -l session 
 complete -c writerctl -n "__fish_writerctl_using_subcommand recover" -l lock -d 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]' -r -F
 complete -c writerctl -n "__fish_writerctl_using_subcommand recover" -l transcript-key -d 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand recover" -l project-root -d 'Use qwen-code\'s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl' -r -F
+complete -c writerctl -n "__fish_writerctl_using_subcommand recover" -l statefulset-identity -d 'Trust the StatefulSet rule: a lock written by a pod of this pod\'s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed (only a StatefulSet\'s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]'
 complete -c writerctl -n "__fish_writerctl_using_subcommand recover" -l writers-fenced -d 'State that every writer that can reach this storage (processes, containers, other hosts) is stopped or fenced'
 complete -c writerctl -n "__fish_writerctl_using_subcommand recover" -l yes -d 'Carry the plan out (with --writers-fenced)'
 complete -c writerctl -n "__fish_writerctl_using_subcommand recover" -l json -d 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})'
@@ -161,9 +168,13 @@ complete -c writerctl -n "__fish_writerctl_using_subcommand status" -l session -
 complete -c writerctl -n "__fish_writerctl_using_subcommand status" -l lock -d 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]' -r -F
 complete -c writerctl -n "__fish_writerctl_using_subcommand status" -l transcript-key -d 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand status" -l project-root -d 'Use qwen-code\'s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl' -r -F
+complete -c writerctl -n "__fish_writerctl_using_subcommand status" -l format -d 'Output format (for JSON, pass --json)' -r -f -a "text\t'A table (every session) or a report (one session)'
+prometheus\t'The Prometheus text exposition format (0.0.4)'"
+complete -c writerctl -n "__fish_writerctl_using_subcommand status" -l output -d 'With --format prometheus: write to F atomically (temp file, fsync, rename, mode 0644) instead of stdout; F\'s directory must exist' -r -F
+complete -c writerctl -n "__fish_writerctl_using_subcommand status" -l statefulset-identity -d 'Trust the StatefulSet rule: a lock written by a pod of this pod\'s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed (only a StatefulSet\'s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]'
 complete -c writerctl -n "__fish_writerctl_using_subcommand status" -l json -d 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})'
 complete -c writerctl -n "__fish_writerctl_using_subcommand status" -s v -l verbose -d 'Add causes to error messages (never an owner id)'
-complete -c writerctl -n "__fish_writerctl_using_subcommand status" -s h -l help -d 'Print help'
+complete -c writerctl -n "__fish_writerctl_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c writerctl -n "__fish_writerctl_using_subcommand status" -s V -l version -d 'Print version'
 complete -c writerctl -n "__fish_writerctl_using_subcommand session; and not __fish_seen_subcommand_from register heartbeat deregister help" -l json -d 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})'
 complete -c writerctl -n "__fish_writerctl_using_subcommand session; and not __fish_seen_subcommand_from register heartbeat deregister help" -s v -l verbose -d 'Add causes to error messages (never an owner id)'

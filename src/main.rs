@@ -98,6 +98,9 @@ fn classify_lock(cause: &(dyn std::error::Error + 'static)) -> Option<(ErrorCode
             Some("pass --control-socket PATH in a private (0700) directory owned by you".into()),
         ));
     }
+    if let Some(pe) = cause.downcast_ref::<writerctl::lockfile::metrics::PublishError>() {
+        return Some((pe.code(), pe.hint()));
+    }
     if let Some(c) = cause.downcast_ref::<commands::Coded>() {
         return Some((c.code, c.hint.clone()));
     }

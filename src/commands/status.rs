@@ -1,11 +1,18 @@
 //! `writerctl status`.
 
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime};
+
 use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
+use writerctl::error::ErrorCode;
+use writerctl::lockfile::metrics::{LockDirMetrics, publish_atomically};
 use writerctl::lockfile::status::{LockState, SessionStatus};
 use writerctl::lockfile::{LockPaths, SystemProbe, status_all, status_one};
 
+use super::Coded;
 use super::output::{Output, clean};
 use super::session::{runtime_dir, transcript_key};
 use crate::cli::SessionArgs;
@@ -16,13 +23,37 @@ use writerctl::lockfile::acquire::TranscriptRef;
 /// Reports the state (missing, active, sealed, malformed, in_transition), the owner's
 /// diagnostics (never the owner token), whether an active owner counts as live and why,
 /// every side file with its meaning, and the next safe step. Changes nothing.
+///
+/// With --format prometheus, prints counts in the Prometheus text format instead (locks by
+/// state, side files by kind, the oldest sealed record's and transition claim's ages, the
+/// scan's duration and time), labelled only by state, kind and runtime directory, never by
+/// a session or owner id. --output F writes them atomically for node_exporter's textfile
+/// collector.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  writerctl status                      # every session under the runtime directory\n  writerctl status --session \"$SID\" --json"
+    after_help = "Examples:\n  writerctl status                      # every session under the runtime directory\n  writerctl status --session \"$SID\" --json\n  writerctl status --format prometheus --output /var/lib/prometheus/node-exporter/writerctl.prom"
 )]
 pub struct StatusArgs {
     #[command(flatten)]
     pub session: SessionArgs,
+
+    /// Output format (for JSON, pass --json).
+    #[arg(long, value_enum, default_value_t = StatusFormat::Text)]
+    pub format: StatusFormat,
+
+    /// With --format prometheus: write to F atomically (temp file, fsync, rename, mode 0644)
+    /// instead of stdout; F's directory must exist.
+    #[arg(long, value_name = "F")]
+    pub output: Option<PathBuf>,
+}
+
+/// What `status` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StatusFormat {
+    /// A table (every session) or a report (one session).
+    Text,
+    /// The Prometheus text exposition format (0.0.4).
+    Prometheus,
 }
 
 #[derive(Serialize)]
@@ -52,10 +83,60 @@ fn holder_word(s: &SessionStatus) -> String {
     }
 }
 
+/// Refuses flag combinations that would print something else than asked.
+fn check_format(args: &StatusArgs, out: Output) -> Result<()> {
+    let refuse = |message: &str| -> Result<()> {
+        Err(Coded { code: ErrorCode::InvalidArgument, message: message.into(), hint: None }.into())
+    };
+    if args.output.is_some() && args.format != StatusFormat::Prometheus {
+        return refuse("--output needs --format prometheus");
+    }
+    if out.json && args.format == StatusFormat::Prometheus && args.output.is_none() {
+        return refuse(
+            "--json and --format prometheus are two different outputs on stdout; pass one, or add --output F",
+        );
+    }
+    Ok(())
+}
+
+/// `--format prometheus`: one read-only scan (every session, or the one named), counted and
+/// rendered; printed, or published atomically to `--output`. Transcripts are not hashed.
+///
+/// With `--output` and `--json`, errors are JSON and success prints `{"output": F}`.
+fn run_prometheus(args: &StatusArgs, rt: &Path, one: bool, out: Output) -> Result<()> {
+    let started = Instant::now();
+    let sessions = if one {
+        let r = super::session::resolve(&args.session)?;
+        vec![status_one(rt, &r.paths, &r.session_id, None, &SystemProbe)?]
+    } else {
+        status_all(rt, &SystemProbe)?
+    };
+    let text = LockDirMetrics::summarize(&sessions, started.elapsed(), SystemTime::now()).render(rt);
+    match &args.output {
+        Some(path) => {
+            publish_atomically(path, text.as_bytes())?;
+            if out.json {
+                out.json(&serde_json::json!({"output": path.display().to_string()}))?;
+            }
+        }
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(text.as_bytes())?;
+            stdout.flush()?;
+        }
+    }
+    Ok(())
+}
+
 /// Runs `status`.
 pub fn run(args: StatusArgs, out: Output) -> Result<()> {
+    check_format(&args, out)?;
     let rt = runtime_dir(&args.session)?;
-    if args.session.session.is_none() && args.session.lock.is_none() {
+    let one = args.session.session.is_some() || args.session.lock.is_some();
+    if args.format == StatusFormat::Prometheus {
+        return run_prometheus(&args, &rt, one, out);
+    }
+    if !one {
         let all = status_all(&rt, &SystemProbe)?;
         if out.json {
             out.json(&AllJson { runtime_dir: rt.display().to_string(), sessions: &all })?;

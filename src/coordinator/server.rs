@@ -600,6 +600,20 @@ async fn metrics(State(app): State<Shared>) -> Response {
     out.push_str("# TYPE writerctl_sweep_conflicts_total counter\n");
     out.push_str(&format!("writerctl_sweep_conflicts_total {}\n", m.sweep_conflicts));
     let app2 = app.clone();
+    // A count, never a per-project series: projects are not bounded, labels must be. Left
+    // out (like the queue depth) when the store cannot answer, so a scrape still succeeds.
+    match tokio::task::spawn_blocking(move || app2.coord.store().projects_without_master()).await {
+        Ok(Ok(n)) => {
+            out.push_str(
+                "# HELP writerctl_projects_without_master Projects with registered controllers and no master.\n",
+            );
+            out.push_str("# TYPE writerctl_projects_without_master gauge\n");
+            out.push_str(&format!("writerctl_projects_without_master {n}\n"));
+        }
+        Ok(Err(e)) => tracing::warn!(error = %e, "metrics: projects without a master not counted"),
+        Err(e) => tracing::warn!(error = %e, "metrics: projects without a master not counted"),
+    }
+    let app2 = app.clone();
     if let Ok(Some(depth)) = tokio::task::spawn_blocking(move || app2.coord.store().pending_audit_writes()).await {
         out.push_str("# HELP writerctl_audit_retry_queue_depth Writes accepted by Redis, not yet by Postgres.\n");
         out.push_str("# TYPE writerctl_audit_retry_queue_depth gauge\n");

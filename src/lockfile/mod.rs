@@ -37,6 +37,7 @@ pub mod error;
 pub mod failpoint;
 pub mod give_back;
 pub mod identity;
+pub mod metrics;
 pub mod paths;
 pub mod pod;
 pub mod primitives;

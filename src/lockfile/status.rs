@@ -129,6 +129,10 @@ pub struct ClaimView {
     pub valid_record: bool,
     /// Its owner diagnostics, when valid.
     pub owner: Option<OwnerView>,
+    /// When it was written (its own mtime, see [`super::sys::Dir::modified`]); for the
+    /// claim-age metric, not serialized.
+    #[serde(skip)]
+    pub modified: Option<std::time::SystemTime>,
 }
 
 /// One file beside the lock.
@@ -384,7 +388,8 @@ fn classify(
             },
             _ => (false, None),
         };
-        st.claim = Some(ClaimView { file_type: meta.kind.describe(), valid_record, owner });
+        let modified = dir.modified(OsStr::new(&claim_name)).ok();
+        st.claim = Some(ClaimView { file_type: meta.kind.describe(), valid_record, owner, modified });
         st.state = LockState::InTransition;
         st.problem = Some(format!("transition claim {claim_name} exists"));
         st.next_step = "a seal or takeover is in progress or crashed mid-transition; every acquire and takeover answers unavailable until it is gone. Wait and re-check; if it persists, fence every writer and run `writerctl recover` (a claim is never reclaimed by pid, host or age)".into();

@@ -214,6 +214,13 @@ impl Dir {
     /// Returns the new file's metadata: after a successful `link` the target shares this
     /// inode, which lets callers prove that what sits at the target is the file they made.
     pub fn create_new_synced(&self, name: &OsStr, bytes: &[u8]) -> io::Result<FileMeta> {
+        self.create_new_synced_mode(name, bytes, None)
+    }
+
+    /// [`Dir::create_new_synced`], then, with `mode`, `fchmod` to exactly that mode before
+    /// the data is written (so the umask cannot narrow a file other users must read, such
+    /// as a metrics file node_exporter reads as its own user).
+    pub fn create_new_synced_mode(&self, name: &OsStr, bytes: &[u8], mode: Option<u32>) -> io::Result<FileMeta> {
         let fd = rfs::openat(
             &self.fd,
             name,
@@ -221,10 +228,29 @@ impl Dir {
             Mode::from_raw_mode(0o600),
         )
         .map_err(errno_io)?;
+        if let Some(m) = mode {
+            rfs::fchmod(&fd, Mode::from_raw_mode(m)).map_err(errno_io)?;
+        }
         write_all(&fd, bytes)?;
         count_fsync();
         rfs::fsync(&fd).map_err(errno_io)?;
         Ok(FileMeta::from_stat(&rfs::fstat(&fd).map_err(errno_io)?))
+    }
+
+    /// The modification time of `name` (`fstatat(AT_SYMLINK_NOFOLLOW)`: a symlink's own).
+    ///
+    /// Used for the age of a transition claim: qwen and writerctl install `L.claim` by
+    /// linking a freshly written temp file, and a link does not change the inode's mtime,
+    /// so it is the time the claim's bytes were written, within the filesystem's timestamp
+    /// granularity. A clock step on the writing host moves it.
+    pub fn modified(&self, name: &OsStr) -> io::Result<std::time::SystemTime> {
+        let st = rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW).map_err(errno_io)?;
+        let since = std::time::Duration::new(st.st_mtime.unsigned_abs(), st.st_mtime_nsec as u32);
+        Ok(if st.st_mtime >= 0 {
+            std::time::UNIX_EPOCH + since
+        } else {
+            std::time::UNIX_EPOCH.checked_sub(since).unwrap_or(std::time::UNIX_EPOCH)
+        })
     }
 
     /// `linkat(from, to)` without following symlinks; never replaces an existing `to`.
@@ -799,6 +825,32 @@ mod tests {
         assert_eq!(std::fs::read(t.path().join("a")).unwrap(), b"x");
         let mode = std::fs::metadata(t.path().join("a")).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn create_new_synced_mode_sets_the_exact_mode_whatever_the_umask() {
+        let (t, d) = dir();
+        // The file is opened 0600, so 0644 afterwards can only come from the fchmod, which
+        // the umask does not filter. (The umask itself is process-wide; not touched here.)
+        d.create_new_synced_mode(OsStr::new("m"), b"x", Some(0o644)).unwrap();
+        let mode = std::fs::metadata(t.path().join("m")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o644);
+        assert!(is_eexist(&d.create_new_synced_mode(OsStr::new("m"), b"y", Some(0o644)).unwrap_err()));
+        assert_eq!(std::fs::read(t.path().join("m")).unwrap(), b"x");
+    }
+
+    #[test]
+    fn modified_is_the_entry_own_mtime_without_following_symlinks() {
+        let (t, d) = dir();
+        std::fs::write(t.path().join("f"), b"x").unwrap();
+        let f = std::fs::File::options().write(true).open(t.path().join("f")).unwrap();
+        let past = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+        f.set_modified(past).unwrap();
+        assert_eq!(d.modified(OsStr::new("f")).unwrap(), past);
+        // A symlink reports its own time, not its target's.
+        std::os::unix::fs::symlink(t.path().join("f"), t.path().join("l")).unwrap();
+        assert_ne!(d.modified(OsStr::new("l")).unwrap(), past);
+        assert!(is_enoent(&d.modified(OsStr::new("absent")).unwrap_err()));
     }
 
     #[test]

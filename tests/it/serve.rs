@@ -1134,6 +1134,46 @@ fn healthz_metrics_openapi() {
     co.assert_master(Some(&bob), 2);
 }
 
+/// `writerctl_projects_without_master` on `/metrics`: a project whose master deregistered
+/// while another controller stays registered counts until someone is master again; a
+/// project nobody is registered in does not count; no project name appears.
+fn check_projects_without_master(co: &Co) {
+    let url = co.url();
+    let count = || {
+        let (status, _, m) = http_get(&format!("{url}/metrics"));
+        assert_eq!(status, 200, "{m}");
+        assert!(m.contains("# TYPE writerctl_projects_without_master gauge\n"), "{m}");
+        assert!(!m.contains(PROJECT), "a project name is on /metrics:\n{m}");
+        metric(&m, "writerctl_projects_without_master").unwrap_or_else(|| panic!("no gauge in\n{m}"))
+    };
+    let deregister = |c: &Ctl| {
+        co.ok(&["session", "deregister", "--project", PROJECT, "--session", &c.sid, "--token-file", s(&c.token_file)]);
+    };
+    assert_eq!(count(), 0.0, "no project yet");
+    let alice = co.reg("alice");
+    let bob = co.reg("bob");
+    assert_eq!(count(), 0.0, "alice is master");
+    deregister(&alice);
+    assert_eq!(count(), 1.0, "bob is registered, nobody is master");
+    let carol = co.reg("carol");
+    co.assert_master(Some(&carol), 3);
+    assert_eq!(count(), 0.0, "carol registered into the empty slot");
+    deregister(&carol);
+    assert_eq!(count(), 1.0);
+    deregister(&bob);
+    assert_eq!(count(), 0.0, "nobody is registered: nothing is blocked");
+}
+
+/// Both stores in one test: SQLite always, Redis + Postgres when reachable (a loud skip
+/// otherwise, a failure under WRITERCTL_REQUIRE_SERVICES=1).
+#[test]
+fn metrics_count_projects_without_a_master() {
+    check_projects_without_master(&Co::http_sqlite());
+    if let Some(co) = Co::http_redis_pg("metrics_count_projects_without_a_master (redis_pg)") {
+        check_projects_without_master(&co);
+    }
+}
+
 /// A Redis + Postgres server: `/healthz` 200 with both planes, 503 with a JSON error while
 /// Redis is unreachable (through a proxy the test cuts), 200 again once it is back; the
 /// queue gauge is on `/metrics`.

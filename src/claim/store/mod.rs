@@ -177,6 +177,12 @@ pub trait Store: WorkStore + Send + Sync {
         self.snapshot("writerctl-health").map(|_| ())
     }
 
+    /// How many projects have at least one registered controller and no master (for
+    /// `/metrics`: master verbs have nobody to run them until an operator claims or a
+    /// controller registers). A count, not a list: the number of projects is not bounded, so
+    /// project names never become metric labels.
+    fn projects_without_master(&self) -> Result<u64, ClaimError>;
+
     /// Writes accepted by the authoritative plane but not yet by the audit plane (the
     /// retry queue's depth, for `/metrics`); None for a store with one plane.
     fn pending_audit_writes(&self) -> Option<u64> {

@@ -73,6 +73,7 @@ use crate::claim::model::{
     AuditEntry, Change, Controller, Event, MasterRef, MasterSlot, Millis, NewEvent, OperatorRecord, Snapshot,
 };
 
+mod masters;
 mod work;
 
 /// The namespace (Redis key prefix and Postgres schema) used in production.
@@ -1681,6 +1682,10 @@ impl Store for RedisPgStore {
 
     fn pending_audit_writes(&self) -> Option<u64> {
         self.pending_postgres_writes().ok()
+    }
+
+    fn projects_without_master(&self) -> Result<u64, ClaimError> {
+        masters::projects_without_master(&self.inner)
     }
 
     fn inbox(&self, project: &str, identity: &str, after: u64, limit: usize) -> Result<Vec<Event>, ClaimError> {

@@ -432,6 +432,21 @@ impl Store for SqliteStore {
         insert_audit(&self.lock(), entry)
     }
 
+    fn projects_without_master(&self) -> Result<u64, ClaimError> {
+        // From the controllers' side: a project with controllers and no `projects` row (or a
+        // row with an empty slot) counts.
+        self.lock()
+            .query_row(
+                "SELECT COUNT(DISTINCT c.project) FROM controllers c
+                 LEFT JOIN projects p ON p.project = c.project
+                 WHERE p.master_session_id IS NULL",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n.max(0) as u64)
+            .map_err(db_err)
+    }
+
     fn audit_log(&self, project: Option<&str>, limit: usize) -> Result<Vec<AuditEntry>, ClaimError> {
         let conn = self.lock();
         let mut stmt = conn
@@ -684,6 +699,9 @@ mod tests {
         }
         fn audit_log(&self, p: Option<&str>, l: usize) -> Result<Vec<AuditEntry>, ClaimError> {
             self.inner.audit_log(p, l)
+        }
+        fn projects_without_master(&self) -> Result<u64, ClaimError> {
+            self.inner.projects_without_master()
         }
         fn operator(&self, id: &str) -> Result<Option<OperatorRecord>, ClaimError> {
             self.inner.operator(id)

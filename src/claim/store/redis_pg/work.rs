@@ -29,7 +29,7 @@ use crate::claim::work::{Channel, ClaimRow, ClaimStep, FocusLease};
 
 /// Scripts (or plain commands) per pipeline round trip: a sweep of 100,000 claims is 100
 /// round trips, and no single reply grows without bound.
-const PIPELINE_CHUNK: usize = 1000;
+pub(super) const PIPELINE_CHUNK: usize = 1000;
 
 /// One compare-and-set claim write (run with [`super::INBOX_LUA`] prefixed).
 ///
