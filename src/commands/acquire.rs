@@ -119,13 +119,14 @@ pub fn take(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
         ))
         .into());
     }
+    // The key first: an id that cannot name a transcript is refused before anything is created.
+    let transcript =
+        TranscriptRef { runtime_dir: r.runtime_dir.clone(), key: transcript_key(&args.session, &r.session_id)? };
     let site = open_site(&r.runtime_dir, r.paths.clone(), &r.session_id, DirMode::Create)?;
     // Managed mode is qwen's reclaimPolicy `never` + takeoverPolicy `certified`; the
     // certified half exists only while the gate is on.
     let certified = (args.managed && settings.session_writer_lease)
         .then(|| Certified { proof: ProofOptions::default(), progress: Some(hash_progress(out)) });
-    let transcript =
-        TranscriptRef { runtime_dir: r.runtime_dir.clone(), key: transcript_key(&args.session, &r.session_id)? };
     let opts = AcquireOptions {
         transcript: Some(transcript),
         holder: holder(pid),

@@ -67,15 +67,24 @@ impl TranscriptKey {
         TranscriptKey::parse(&format!("chats/{}.jsonl", encode_uri_component(session_id)))
     }
 
-    /// qwen-code's layout: `projects/<sanitizeCwd(project_root)>/chats/<enc(session)>.jsonl`.
+    /// qwen-code's layout: `projects/<sanitizeCwd(project_root)>/chats/<session>.jsonl`.
+    ///
+    /// Why the raw id: qwen builds this path with ``path.join(projectDir, 'chats',
+    /// `${sessionId}.jsonl`)``, no encoding, and a seal must name the file qwen reads (`x y`
+    /// is `chats/x y.jsonl`, not `chats/x%20y.jsonl`). Since nothing encodes it, an id that
+    /// is not exactly one safe path component is refused here, before anything is touched:
+    /// `a/b` would name a file in a subdirectory and `..` (a `...jsonl` to node, but a
+    /// component we will not second-guess) is refused with `.`, the empty id and NUL.
     pub fn for_project(project_root: &Path, session_id: &str) -> Result<TranscriptKey, LockError> {
         let root =
             project_root.to_str().ok_or_else(|| LockError::InvalidArgument("--project-root is not UTF-8".into()))?;
-        TranscriptKey::parse(&format!(
-            "projects/{}/chats/{}.jsonl",
-            sanitize_cwd(root),
-            encode_uri_component(session_id)
-        ))
+        if session_id.is_empty() || session_id == "." || session_id == ".." || session_id.contains(['/', '\0']) {
+            return Err(LockError::InvalidArgument(format!(
+                "with --project-root the session id is the transcript's file name, as in qwen-code, so it must be \
+                 one path component (not empty, `.` or `..`, no `/` or NUL): {session_id:?}"
+            )));
+        }
+        TranscriptKey::parse(&format!("projects/{}/chats/{session_id}.jsonl", sanitize_cwd(root)))
     }
 
     /// The key as recorded in a sealed proof (`relative_path`).
@@ -406,6 +415,33 @@ mod tests {
             assert_eq!(p.proof.sha256, hex(&Sha256::digest(body)));
             p.revalidate().unwrap();
         }
+    }
+
+    #[test]
+    fn project_keys_match_qwen_code() {
+        // Each expected key is what qwen-code's `Storage.getProjectDir` plus
+        // ``path.join(…, 'chats', `${id}.jsonl`)`` gives for the same root and id (checked
+        // with node).
+        let cases = [
+            ("/home/user/\u{1F600}proj", "s", "projects/-home-user---proj/chats/s.jsonl"),
+            ("/src/\u{20000}x", "s", "projects/-src---x/chats/s.jsonl"),
+            ("/cafe\u{301}", "s", "projects/-cafe-/chats/s.jsonl"),
+            ("/caf\u{E9}", "s", "projects/-caf-/chats/s.jsonl"),
+            ("/r", "x y", "projects/-r/chats/x y.jsonl"),
+            ("/r", "100%", "projects/-r/chats/100%.jsonl"),
+            ("/r", "\u{1F600}", "projects/-r/chats/\u{1F600}.jsonl"),
+        ];
+        for (root, id, key) in cases {
+            assert_eq!(TranscriptKey::for_project(Path::new(root), id).unwrap().as_str(), key, "{root} {id}");
+        }
+        for bad in ["", ".", "..", "a/b", "/", "a\0b"] {
+            assert!(
+                matches!(TranscriptKey::for_project(Path::new("/r"), bad), Err(LockError::InvalidArgument(_))),
+                "{bad:?}"
+            );
+        }
+        // Without a project root the default key still encodes the id (writerctl's own layout).
+        assert_eq!(TranscriptKey::default_for("x y").unwrap().as_str(), "chats/x%20y.jsonl");
     }
 
     #[test]
