@@ -16,6 +16,7 @@ mod race;
 mod recover;
 mod redis_pg;
 mod run;
+mod scan;
 mod serve;
 mod serve_work;
 mod services;
