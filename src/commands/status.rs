@@ -56,6 +56,14 @@ fn holder_word(s: &SessionStatus) -> String {
 pub fn run(args: StatusArgs, out: Output) -> Result<()> {
     let rt = runtime_dir(&args.session)?;
     if args.session.session.is_none() && args.session.lock.is_none() {
+        // The directory view checks no proof, so a transcript flag would change nothing:
+        // refuse it rather than let a script believe its seals were checked.
+        if args.session.transcript_key.is_some() || args.session.project_root.is_some() {
+            return Err(super::usage(
+                "--transcript-key and --project-root apply to one session; status of every session checks no proof",
+                "add --session ID to check that session's sealed proof against its transcript",
+            ));
+        }
         let all = status_all(&rt, &SystemProbe)?;
         if out.json {
             out.json(&AllJson { runtime_dir: rt.display().to_string(), sessions: &all })?;

@@ -8,6 +8,7 @@ mod support;
 mod acquire_release;
 mod codes;
 mod crash;
+mod flags;
 mod handoff;
 mod hostile;
 mod master;
