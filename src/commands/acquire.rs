@@ -65,6 +65,10 @@ struct AcquireJson<'a> {
     reclaimed: bool,
     token_file: Option<String>,
     previous: Option<PreviousJson<'a>>,
+    /// After a certified takeover: complete SHA-256 passes over the transcript (1, or 2 when
+    /// the racily-clean rule made revalidation compare content).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    transcript_hash_passes: Option<u64>,
 }
 
 /// The sealing writer a certified takeover replaced.
@@ -182,6 +186,7 @@ fn deliver(
                 pid: p.pid,
                 sealed_at: &p.sealed_at,
             }),
+            transcript_hash_passes: lease.took_over.is_some().then(writerctl::lockfile::transcript::hash_passes),
         });
     }
     let how = if lease.reclaimed {

@@ -45,6 +45,8 @@ struct TakeoverJson {
     reclaimed: bool,
     token_file: Option<String>,
     previous: Option<PreviousJson>,
+    /// Complete SHA-256 passes over the transcript, after a certified takeover.
+    transcript_hash_passes: Option<u64>,
 }
 
 /// `verify --json` on a match.
@@ -510,6 +512,9 @@ fn a_certified_takeover_by_a_new_holder_becomes_the_active_owner() {
     assert_eq!(j.owner_token, None, "the token went to the token file");
     assert_eq!(j.token_file.as_deref(), Some(tf.to_str().unwrap()));
     assert_eq!(Path::new(&j.lock_path), env.lock(S));
+    // At least the one pass; more only when the transcript was written within the
+    // racily-clean margin (benches/seal_takeover.sh reports how often).
+    assert!(j.transcript_hash_passes.is_some_and(|n| n >= 1), "{:?}", j.transcript_hash_passes);
     assert_eq!(
         j.previous,
         Some(PreviousJson { hostname: host.clone(), pid: old_pid as u64, sealed_at: sealed.seal.sealed_at.clone() })

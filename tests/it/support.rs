@@ -85,6 +85,8 @@ pub struct AcquireJson {
     pub reclaimed: bool,
     pub token_file: Option<String>,
     pub previous: Option<PreviousJson>,
+    /// Complete SHA-256 passes over the transcript, after a certified takeover.
+    pub transcript_hash_passes: Option<u64>,
 }
 
 /// `previous` of a certified takeover.
