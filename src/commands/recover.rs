@@ -6,9 +6,9 @@ use serde::Serialize;
 use writerctl::lockfile::acquire::{TranscriptRef, check_runtime_dir, open_lock_dir};
 use writerctl::lockfile::identity::LocalDomain;
 use writerctl::lockfile::paths::{LOCK_SUBDIR, SideKind};
-use writerctl::lockfile::primitives::{Inspection, inspect_records};
+use writerctl::lockfile::primitives::Inspection;
 use writerctl::lockfile::recover::{Action, Done, Plan, execute, plan, plan_from};
-use writerctl::lockfile::status::{entries, group_entries, open_existing};
+use writerctl::lockfile::status::{open_existing, scan_directory};
 use writerctl::lockfile::transcript::TranscriptKey;
 
 use super::ExitStatus;
@@ -95,13 +95,10 @@ fn targets(args: &RecoverArgs) -> Result<Vec<Target>> {
     // One listing, one read per entry, one batch inspection of every primary (one
     // malformed-record pause for the whole directory), then each session plans from its own
     // group: nothing here is per (session × entry).
-    let groups = group_entries(entries(&dir)?);
+    let scanned = scan_directory(&dir, &SystemProbe)?;
     let local = LocalDomain::current();
-    let probe = SystemProbe;
-    let primaries: Vec<(&str, &str)> = groups.iter().map(|g| (g.lock_name.as_str(), g.session_id.as_str())).collect();
-    let found = inspect_records(&dir, &primaries, &local, &probe);
-    let mut out = Vec::with_capacity(groups.len());
-    for (g, primary) in groups.into_iter().zip(found) {
+    let mut out = Vec::with_capacity(scanned.sessions.len());
+    for (g, primary) in scanned.sessions {
         let paths = LockPaths { dir: dir_path.clone(), lock_name: g.lock_name };
         let key = match &args.session.project_root {
             // An id qwen could not use as a file name has no transcript under the project:

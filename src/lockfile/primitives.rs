@@ -244,7 +244,11 @@ enum Read {
 }
 
 fn inspect_once(dir: &Dir, name: &str, session_id: &str, local: &LocalDomain, probe: &dyn ProcessProbe) -> Read {
-    let bytes = match dir.read_regular(os(name)) {
+    classify_read(dir.read_regular(os(name)), session_id, local, probe)
+}
+
+fn classify_read(read: ReadRegular, session_id: &str, local: &LocalDomain, probe: &dyn ProcessProbe) -> Read {
+    let bytes = match read {
         ReadRegular::Regular(b, _) => b,
         ReadRegular::Missing => return Read::Done(Inspection::Missing),
         ReadRegular::NotRegular(k) => return Read::Done(Inspection::NotRegular(k)),
@@ -287,17 +291,41 @@ pub fn inspect_records(
     local: &LocalDomain,
     probe: &dyn ProcessProbe,
 ) -> Vec<Inspection> {
+    let with_reads: Vec<(&str, &str, Option<ReadRegular>)> = records.iter().map(|&(n, s)| (n, s, None)).collect();
+    inspect_records_read(dir, with_reads, local, probe)
+}
+
+/// [`inspect_records`] where a scan has already read some records: `(name, session, first
+/// read)`, the first read standing for the first attempt (a directory scan reads every
+/// entry once to learn which lock it belongs to, and reading each primary again would
+/// double the scan's syscalls). A record invalid on that read is read again from disk
+/// after the one pause, exactly as in [`inspect_records`].
+pub fn inspect_records_read(
+    dir: &Dir,
+    records: Vec<(&str, &str, Option<ReadRegular>)>,
+    local: &LocalDomain,
+    probe: &dyn ProcessProbe,
+) -> Vec<Inspection> {
     let mut out = Vec::with_capacity(records.len());
     let mut suspicious = Vec::new();
-    for (i, (name, session)) in records.iter().enumerate() {
-        match inspect_once(dir, name, session, local, probe) {
-            Read::Done(found) => out.push(found),
-            Read::Invalid(m) => {
-                suspicious.push(i);
-                out.push(Inspection::Malformed(m));
+    let records: Vec<(&str, &str)> = records
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, session, first))| {
+            let read = match first {
+                Some(r) => classify_read(r, session, local, probe),
+                None => inspect_once(dir, name, session, local, probe),
+            };
+            match read {
+                Read::Done(found) => out.push(found),
+                Read::Invalid(m) => {
+                    suspicious.push(i);
+                    out.push(Inspection::Malformed(m));
+                }
             }
-        }
-    }
+            (name, session)
+        })
+        .collect();
     if !suspicious.is_empty() {
         #[cfg(test)]
         BATCH_PAUSES.with(|n| n.set(n.get() + 1));

@@ -2,6 +2,7 @@
 //! every session under R), what it means, and the next safe step. It never writes, never
 //! creates the lock directory, and never reports an owner id.
 
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
@@ -13,7 +14,7 @@ use super::identity::{Liveness, LocalDomain, ProcessProbe};
 use super::paths::{
     Entry, LOCK_SUBDIR, LockPaths, SideKind, decode_uri_component, owner_of, redact_side_file_name, side_kind_of,
 };
-use super::primitives::{Inspection, inspect_record, inspect_records};
+use super::primitives::{Inspection, inspect_record, inspect_records_read};
 use super::record::{LockRecord, Schema, TranscriptProof, parse_record};
 use super::sys::{Dir, ReadRegular, is_enoent};
 use super::transcript::{ProofOptions, read_proof};
@@ -161,10 +162,9 @@ pub struct SessionStatus {
 /// Status of every session under `runtime_dir` (sorted by lock file name), plus sessions that
 /// have only side files left.
 ///
-/// Cost: one listing, one read of every entry (the record inside decides which lock a side
-/// file belongs to), one more read of each primary, one claim `lstat` per session, and at
-/// most one malformed-record pause for the whole directory ([`inspect_records`]). Nothing
-/// here may be per (session × entry): at 10,000 locks that was 12 s.
+/// Cost: one listing, one read of every entry ([`scan_directory`]), an `lstat` per claim
+/// the listing shows, and at most one malformed-record pause for the whole directory.
+/// Nothing here may be per (session × entry): at 10,000 locks that was 12 s.
 pub fn status_all(runtime_dir: &Path, probe: &dyn ProcessProbe) -> Result<Vec<SessionStatus>, LockError> {
     check_runtime_dir(runtime_dir)?;
     let dir_path = runtime_dir.join(LOCK_SUBDIR);
@@ -172,19 +172,50 @@ pub fn status_all(runtime_dir: &Path, probe: &dyn ProcessProbe) -> Result<Vec<Se
         Some(d) => d,
         None => return Ok(Vec::new()),
     };
-    let groups = group_entries(entries(&dir)?);
-    let local = LocalDomain::current();
-    let primaries: Vec<(&str, &str)> =
-        groups.iter().map(|g| (g.lock_name.as_str(), g.session_id.as_str())).collect();
-    let found = inspect_records(&dir, &primaries, &local, probe);
-    Ok(groups
-        .iter()
-        .zip(found)
+    let scanned = scan_directory(&dir, probe)?;
+    Ok(scanned
+        .sessions
+        .into_iter()
         .map(|(g, primary)| {
-            let paths = LockPaths { dir: dir_path.clone(), lock_name: g.lock_name.clone() };
-            classify(&dir, &paths, &g.session_id, &g.side_files, primary)
+            let paths = LockPaths { dir: dir_path.clone(), lock_name: g.lock_name };
+            let claim_listed = scanned.claims.contains(&paths.claim());
+            classify(&dir, &paths, &g.session_id, &g.side_files, primary, claim_listed)
         })
         .collect())
+}
+
+/// A whole lock directory, read once: every session's group with what its primary holds.
+pub struct DirectoryScan {
+    /// Every session (sorted by lock name) and the inspection of its primary.
+    pub sessions: Vec<(LockGroup, Inspection)>,
+    /// Every listed name ending in `.claim` (a claim's presence without another `lstat`).
+    pub claims: HashSet<String>,
+}
+
+/// Lists `dir` and reads every entry once (the record inside decides which lock a side file
+/// belongs to), groups the entries by lock ([`group_entries`]) and classifies every primary
+/// from that same read ([`inspect_records_read`]: at most one malformed-record pause for
+/// the whole directory). `status` and `recover` over a directory both start here.
+pub fn scan_directory(dir: &Dir, probe: &dyn ProcessProbe) -> Result<DirectoryScan, LockError> {
+    let mut first_reads = HashMap::new();
+    let mut claims = HashSet::new();
+    let listed = entries_matching(dir, |_| true, |name, read| {
+        if name.ends_with(".claim") {
+            claims.insert(name.to_owned());
+        }
+        // Only a name ending in `.lock` can be a primary; keep that read for its inspection.
+        if name.ends_with(".lock") {
+            first_reads.insert(name.to_owned(), read);
+        }
+    })?;
+    let groups = group_entries(listed);
+    let local = LocalDomain::current();
+    let primaries: Vec<(&str, &str, Option<ReadRegular>)> = groups
+        .iter()
+        .map(|g| (g.lock_name.as_str(), g.session_id.as_str(), first_reads.remove(&g.lock_name)))
+        .collect();
+    let found = inspect_records_read(dir, primaries, &local, probe);
+    Ok(DirectoryScan { sessions: groups.into_iter().zip(found).collect(), claims })
 }
 
 /// One session's share of a lock directory listing.
@@ -235,25 +266,32 @@ pub fn sessions_in(entries: &[Entry]) -> Vec<(String, String)> {
 
 /// The UTF-8 entries of a lock directory, each with the session recorded inside it.
 pub fn entries(dir: &Dir) -> Result<Vec<Entry>, LockError> {
-    entries_matching(dir, |_| true)
+    entries_matching(dir, |_| true, |_, _| {})
 }
 
-/// [`entries`], reading only the files whose name passes `keep`.
-fn entries_matching(dir: &Dir, keep: impl Fn(&str) -> bool) -> Result<Vec<Entry>, LockError> {
+/// [`entries`], reading only the files whose name passes `keep`; each read is handed to
+/// `keep_read` afterwards (a scan keeps the primaries' reads instead of reading them again).
+fn entries_matching(
+    dir: &Dir,
+    keep: impl Fn(&str) -> bool,
+    mut keep_read: impl FnMut(&str, ReadRegular),
+) -> Result<Vec<Entry>, LockError> {
     let names = dir.list().map_err(|e| LockError::io("list lock directory", e))?;
     Ok(names
         .into_iter()
         .filter_map(|n| n.into_string().ok())
         .filter(|n| keep(n))
         .map(|name| {
-            let record = match dir.read_regular(OsStr::new(&name)) {
-                ReadRegular::Regular(bytes, _) => parse_record(&bytes).ok(),
+            let read = dir.read_regular(OsStr::new(&name));
+            let record = match &read {
+                ReadRegular::Regular(bytes, _) => parse_record(bytes).ok(),
                 _ => None,
             };
             let (recorded_session, recorded_owner) = match record {
                 Some(r) => (Some(r.owner.session_id), Some(r.owner.owner_id)),
                 None => (None, None),
             };
+            keep_read(&name, read);
             Entry { name, recorded_session, recorded_owner }
         })
         .collect())
@@ -264,7 +302,7 @@ fn entries_matching(dir: &Dir, keep: impl Fn(&str) -> bool) -> Result<Vec<Entry>
 /// `status --session` (and `seal`'s preStop poll, which runs it every 200 ms) independent
 /// of how many other sessions share the directory.
 pub fn entries_of_lock(dir: &Dir, lock_name: &str) -> Result<Vec<(String, SideKind)>, LockError> {
-    let candidates = entries_matching(dir, |n| n.starts_with(lock_name))?;
+    let candidates = entries_matching(dir, |n| n.starts_with(lock_name), |_, _| {})?;
     let mut side: Vec<(String, SideKind)> =
         candidates.into_iter().filter_map(|e| side_kind_of(lock_name, &e).map(|k| (e.name, k))).collect();
     side.sort_by(|a, b| a.0.cmp(&b.0));
@@ -289,7 +327,7 @@ pub fn status_one(
     };
     let side = entries_of_lock(&dir, &paths.lock_name)?;
     let primary = inspect_record(&dir, &paths.lock_name, session_id, &local, probe);
-    let mut st = classify(&dir, paths, session_id, &side, primary);
+    let mut st = classify(&dir, paths, session_id, &side, primary, true);
     let identity = st.proof.as_ref().and_then(|p| p.identity);
     if let (Some(proof), Some(t)) = (st.proof.as_mut(), transcript) {
         let result = if proof.transcript.relative_path != t.key.as_str() {
@@ -346,6 +384,7 @@ fn classify(
     session_id: &str,
     side: &[(String, SideKind)],
     primary: Inspection,
+    claim_listed: bool,
 ) -> SessionStatus {
     let mut st = classify_missing_dir(paths, session_id);
     let claim_name = paths.claim();
@@ -411,7 +450,8 @@ fn classify(
         }
     }
 
-    if let Ok(meta) = dir.lstat(OsStr::new(&claim_name)) {
+    // `claim_listed`: a directory scan knows from its listing which claims exist.
+    if let Some(meta) = claim_listed.then(|| dir.lstat(OsStr::new(&claim_name)).ok()).flatten() {
         let (valid_record, owner) = match dir.read_regular(OsStr::new(&claim_name)) {
             ReadRegular::Regular(b, _) => match parse_record(&b) {
                 Ok(r) => (true, Some(OwnerView::of(&r))),
