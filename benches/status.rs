@@ -51,7 +51,9 @@ fn stage(rt: &Path, n: usize, all_malformed: bool) {
         let owner = format!("{:08x}-1111-4111-8111-{:012x}", i, i);
         let lock = dir.join(format!("{session}.lock"));
         let body = if all_malformed || i % 1000 == 999 {
-            format!(r#"{{"schema_version":2,"state":"active","session_id":"{session}","owner_id":"{owner}","pid":"not a number"}}"#)
+            format!(
+                r#"{{"schema_version":2,"state":"active","session_id":"{session}","owner_id":"{owner}","pid":"not a number"}}"#
+            )
         } else {
             match i % 4 {
                 0 => active(&session, &owner, me, &host),

@@ -107,7 +107,8 @@ fn targets(args: &RecoverArgs) -> Result<Vec<Target>> {
             None => TranscriptKey::default_for(&g.session_id).ok(),
         };
         let transcript = key.map(|key| TranscriptRef { runtime_dir: rt.clone(), key });
-        let site = LockSite { dir: open_lock_dir(&paths.dir)?, paths, session_id: g.session_id.clone(), local: local.clone() };
+        let site =
+            LockSite { dir: open_lock_dir(&paths.dir)?, paths, session_id: g.session_id.clone(), local: local.clone() };
         out.push((g.session_id, Some(site), transcript, Some((g.side_files, primary))));
     }
     Ok(out)

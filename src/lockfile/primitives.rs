@@ -238,6 +238,7 @@ pub fn inspect_record(
 }
 
 /// One read of a record: a final answer, or an invalid record worth reading again.
+#[allow(clippy::large_enum_variant)] // lives for one match; boxing would allocate per read
 enum Read {
     Done(Inspection),
     Invalid(Malformed),

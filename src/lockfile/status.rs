@@ -199,15 +199,19 @@ pub struct DirectoryScan {
 pub fn scan_directory(dir: &Dir, probe: &dyn ProcessProbe) -> Result<DirectoryScan, LockError> {
     let mut first_reads = HashMap::new();
     let mut claims = HashSet::new();
-    let listed = entries_matching(dir, |_| true, |name, read| {
-        if name.ends_with(".claim") {
-            claims.insert(name.to_owned());
-        }
-        // Only a name ending in `.lock` can be a primary; keep that read for its inspection.
-        if name.ends_with(".lock") {
-            first_reads.insert(name.to_owned(), read);
-        }
-    })?;
+    let listed = entries_matching(
+        dir,
+        |_| true,
+        |name, read| {
+            if name.ends_with(".claim") {
+                claims.insert(name.to_owned());
+            }
+            // Only a name ending in `.lock` can be a primary; keep that read for its inspection.
+            if name.ends_with(".lock") {
+                first_reads.insert(name.to_owned(), read);
+            }
+        },
+    )?;
     let groups = group_entries(listed);
     let local = LocalDomain::current();
     let primaries: Vec<(&str, &str, Option<ReadRegular>)> = groups

@@ -1369,7 +1369,9 @@ fn a_project_root_id_that_is_not_one_path_component_is_refused_and_nothing_is_to
     env.runtime();
     let before = tree(&env.runtime());
     for session in ["a/b", ".", "..", "../x"] {
-        for verb in [&["acquire", "--managed"][..], &["takeover"], &["seal", "--token-file", "/nonexistent"], &["verify"]] {
+        for verb in
+            [&["acquire", "--managed"][..], &["takeover"], &["seal", "--token-file", "/nonexistent"], &["verify"]]
+        {
             let mut a = verb.to_vec();
             a.extend(["--json", "--session", session, "--project-root", PROJECT_ROOT]);
             let r = gated(&env, &a);

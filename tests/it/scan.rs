@@ -87,7 +87,12 @@ fn the_directory_view_groups_every_file_under_its_own_lock() {
         let one: StatusJson = env.run(&["status", "--json", "--session", &s.session_id]).assert_ok().json();
         let names = |v: &StatusJson| v.side_files.iter().map(|f| (f.name.clone(), f.kind.clone())).collect::<Vec<_>>();
         assert_eq!(names(s), names(&one), "{}", s.session_id);
-        assert_eq!((s.state.as_str(), s.claim.is_some()), (one.state.as_str(), one.claim.is_some()), "{}", s.session_id);
+        assert_eq!(
+            (s.state.as_str(), s.claim.is_some()),
+            (one.state.as_str(), one.claim.is_some()),
+            "{}",
+            s.session_id
+        );
     }
     let kinds = |id: &str| -> Vec<String> {
         all.sessions.iter().find(|s| s.session_id == id).unwrap().side_files.iter().map(|f| f.kind.clone()).collect()
