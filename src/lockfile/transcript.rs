@@ -27,13 +27,14 @@ pub const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934c
 /// Read size for hashing: each `pread` fills this buffer, then SHA-256 reads it.
 ///
 /// Chosen by measurement (`cargo bench --bench hash_buffer`, which `benches/seal_takeover.sh`
-/// runs): 1 GiB warm transcript, 2-core EPYC with SHA-NI and a 1 MiB L2 per core, median of
-/// 5 alternated runs. Every size from 32 KiB to 4 MiB hashed in 0.62–0.64 s of CPU against
-/// openssl's 0.73 s; 16 KiB paid ~5% more in syscalls. So the L2 argument (a buffer larger
-/// than L2 sends every byte through memory twice: the kernel's copy, then the hash) did not
-/// decide it on this machine, and it may elsewhere: 128 KiB is the smallest size without
-/// syscall overhead and stays well inside any L2, and it keeps the hash's memory constant
-/// and small (the old 1 MiB is an eighth of the process's peak RSS budget).
+/// runs): 1 GiB warm transcript, 2-core EPYC with SHA-NI and a 1 MiB L2 per core, medians
+/// of 5 alternated runs, two runs. Every size from 32 KiB to 4 MiB hashed within 3% of the
+/// others (0.57–0.59 s of CPU against openssl's 0.64 s on a quiet machine); 16 KiB paid
+/// 3–5% more in syscalls. So the L2 argument (a buffer larger than L2 sends every byte
+/// through memory twice: the kernel's copy, then the hash) did not decide it on this
+/// machine, though it may elsewhere: 128 KiB is the smallest size without syscall overhead,
+/// stays well inside any L2, and keeps the hash's memory constant and small (the old 1 MiB
+/// was an eighth of the process's peak RSS budget).
 pub const HASH_BUFFER_BYTES: usize = 128 << 10;
 
 /// A transcript path relative to the runtime directory, normalized and `/`-separated.
