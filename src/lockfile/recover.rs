@@ -15,13 +15,13 @@ use std::ffi::OsStr;
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use super::acquire::{LockSite, TranscriptRef, sync_error};
 use super::error::LockError;
 use super::identity::{LiveReason, Liveness, ProcessProbe};
 use super::paths::{SideKind, redact_side_file_name};
 use super::primitives::{Inspection, inspect_record};
 use super::record::format_timestamp;
 use super::record::{LockRecord, parse_record};
+use super::site::{LockSite, TranscriptRef, sync_error};
 use super::status::entries_of_lock;
 use super::sys::ReadRegular;
 use super::sys::{self, Kind};

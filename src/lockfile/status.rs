@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::acquire::{TranscriptRef, check_runtime_dir, open_lock_dir};
 use super::error::LockError;
 use super::identity::{Liveness, LocalDomain, ProcessProbe};
 use super::paths::{
@@ -16,6 +15,7 @@ use super::paths::{
 };
 use super::primitives::{Inspection, inspect_record, inspect_records_read};
 use super::record::{LockRecord, Schema, TranscriptProof, parse_record};
+use super::site::{TranscriptRef, check_runtime_dir, open_lock_dir};
 use super::sys::{Dir, ReadRegular, is_enoent};
 use super::transcript::{ProofOptions, read_proof};
 
