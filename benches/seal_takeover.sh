@@ -2,15 +2,22 @@
 # Seal and certified takeover of a large transcript against `openssl dgst -sha256` of the
 # same file, measured in the same run, plus writerctl's peak RSS.
 #
-#   benches/seal_takeover.sh [SIZE_MIB]      (default 1024 = 1 GiB)
+#   benches/seal_takeover.sh [SIZE_MIB]      (default 1024 = 1 GiB; ROUNDS=5)
 #
-# Targets: seal and takeover each <= 1.10x openssl's time; peak RSS <= 16 MiB.
+# Targets (issue 14): seal and takeover each <= 0.95x openssl's time (medians of ROUNDS
+# alternated runs, warm cache); peak RSS <= 8 MiB; a takeover hashes the transcript once
+# unless the racily-clean rule forces a second pass (the count is printed).
+#
+# First it runs the read-size sweep (`cargo bench --bench hash_buffer`) on the same file:
+# the engine's HASH_BUFFER_BYTES is chosen from that table. Every command below runs under
+# /usr/bin/time (openssl too, so each carries the same wrapper); the wall time is taken
+# around it with nanosecond clocks, the peak RSS from its %M.
 # The file is read from the page cache in every measurement (a warm-up read comes first),
 # so the ratio compares hashing and protocol overhead, not the disk.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZE_MIB="${1:-1024}"
-ROUNDS="${ROUNDS:-3}"
+ROUNDS="${ROUNDS:-5}"
 cargo build --release --quiet
 W="$PWD/target/release/writerctl"
 BASE="${WRITERCTL_BENCH_DIR:-$PWD/target/bench-seal}"
@@ -34,31 +41,49 @@ with open(path, "wb") as f:
 PY
 cat "$T" > /dev/null
 
+ROUNDS="$ROUNDS" cargo bench --quiet --bench hash_buffer -- "$T"
+echo
+
 now() { date +%s.%N; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# timed OUT_FILE CMD...: runs CMD under /usr/bin/time with stdout to OUT_FILE; prints
+# "<wall seconds> <user+system CPU seconds> <peak RSS KiB>".
+timed() {
+  local out="$1"; shift
+  local s e u
+  s=$(now)
+  u=$( { /usr/bin/time -f "%U %S %M" "$@" > "$out"; } 2>&1 | tail -1)
+  e=$(now)
+  set -- $u
+  echo "$(echo "$e - $s" | bc -l) $(echo "$1 + $2" | bc -l) $3"
+}
+field() { awk -v f="$1" '{print $f}'; }
+med() { printf '%s\n' "$@" | field 1 | median; }
+medcpu() { printf '%s\n' "$@" | field 2 | median; }
+maxrss() { printf '%s\n' "$@" | field 3 | sort -g | tail -1; }
 
-openssl_times=(); seal_times=(); takeover_times=(); seal_rss=(); takeover_rss=()
+openssl_runs=(); seal_runs=(); takeover_runs=(); passes=()
 for i in $(seq "$ROUNDS"); do
-  s=$(now); openssl dgst -sha256 "$T" > /dev/null; e=$(now)
-  openssl_times+=("$(echo "$e - $s" | bc -l)")
+  openssl_runs+=("$(timed /dev/null openssl dgst -sha256 "$T")")
 
   sleep 1000 & HOLDERS+=($!); h1=$!
   "$W" acquire --session "bench$i" --managed --pid "$h1" --token-file "$R/t$i" --transcript-key chats/bench.jsonl > /dev/null
-  out=$( { /usr/bin/time -f "%e %M" "$W" seal --session "bench$i" --token-file "$R/t$i" --transcript-key chats/bench.jsonl > /dev/null; } 2>&1 | tail -1)
-  seal_times+=("${out% *}"); seal_rss+=("${out#* }")
+  seal_runs+=("$(timed /dev/null "$W" seal --session "bench$i" --token-file "$R/t$i" --transcript-key chats/bench.jsonl 2>/dev/null)")
 
   sleep 1000 & HOLDERS+=($!); h2=$!
-  out=$( { /usr/bin/time -f "%e %M" "$W" takeover --session "bench$i" --pid "$h2" --token-file "$R/n$i" --transcript-key chats/bench.jsonl > /dev/null; } 2>&1 | tail -1)
-  takeover_times+=("${out% *}"); takeover_rss+=("${out#* }")
+  takeover_runs+=("$(timed "$R/takeover.json" "$W" takeover --json --session "bench$i" --pid "$h2" --token-file "$R/n$i" --transcript-key chats/bench.jsonl 2>/dev/null)")
+  passes+=("$(jq -r '.transcript_hash_passes' "$R/takeover.json")")
 done
 
-o=$(printf '%s\n' "${openssl_times[@]}" | median)
-s=$(printf '%s\n' "${seal_times[@]}" | median)
-t=$(printf '%s\n' "${takeover_times[@]}" | median)
-srss=$(printf '%s\n' "${seal_rss[@]}" | sort -g | tail -1)
-trss=$(printf '%s\n' "${takeover_rss[@]}" | sort -g | tail -1)
+o=$(med "${openssl_runs[@]}"); oc=$(medcpu "${openssl_runs[@]}"); orss=$(maxrss "${openssl_runs[@]}")
+s=$(med "${seal_runs[@]}"); sc=$(medcpu "${seal_runs[@]}"); srss=$(maxrss "${seal_runs[@]}")
+t=$(med "${takeover_runs[@]}"); tc=$(medcpu "${takeover_runs[@]}"); trss=$(maxrss "${takeover_runs[@]}")
+second=$(printf '%s\n' "${passes[@]}" | awk '$1 > 1 {n++} END {print n+0}')
 sha_ni=$(grep -qw sha_ni /proc/cpuinfo && echo yes || echo no)
-echo "seal/takeover bench: ${SIZE_MIB} MiB transcript, ${ROUNDS} rounds (median), CPU sha_ni: $sha_ni"
-printf '  openssl dgst -sha256:   %8.3f s\n' "$o"
-printf '  writerctl seal:         %8.3f s   ratio %.3fx (target <= 1.10x)   peak RSS %d KiB\n' "$s" "$(echo "$s / $o" | bc -l)" "$srss"
-printf '  writerctl takeover:     %8.3f s   ratio %.3fx (target <= 1.10x)   peak RSS %d KiB\n' "$t" "$(echo "$t / $o" | bc -l)" "$trss"
+echo "seal/takeover bench: ${SIZE_MIB} MiB transcript, ${ROUNDS} alternated rounds (median), CPU sha_ni: $sha_ni, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "  (wall time is the target; user+system CPU time is shown beside it because other processes' turns inflate wall time on a shared machine)"
+printf '  openssl dgst -sha256:  wall %6.3f s             CPU %5.2f s             peak RSS %5d KiB\n' "$o" "$oc" "$orss"
+printf '  writerctl seal:        wall %6.3f s  %.3fx       CPU %5.2f s  %.3fx       peak RSS %5d KiB\n' "$s" "$(echo "$s / $o" | bc -l)" "$sc" "$(echo "$sc / $oc" | bc -l)" "$srss"
+printf '  writerctl takeover:    wall %6.3f s  %.3fx       CPU %5.2f s  %.3fx       peak RSS %5d KiB\n' "$t" "$(echo "$t / $o" | bc -l)" "$tc" "$(echo "$tc / $oc" | bc -l)" "$trss"
+echo "  targets: ratio <= 0.95x openssl, peak RSS <= 8192 KiB"
+echo "  takeover hash passes per run: ${passes[*]} (a second pass, forced by the racily-clean rule, in $second of $ROUNDS)"

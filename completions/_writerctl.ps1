@@ -57,7 +57,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does)')
             [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]')
             [CompletionResult]::new('--transcript-key', '--transcript-key', [CompletionResultType]::ParameterName, 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]')
-            [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl')
+            [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID must be one path component)')
             [CompletionResult]::new('--pid', '--pid', [CompletionResultType]::ParameterName, 'The process the lock names as holder [default: the process that ran writerctl, skipping forked subshells such as `$(...)`]')
             [CompletionResult]::new('--process-kind', '--process-kind', [CompletionResultType]::ParameterName, 'process_kind recorded in the lock')
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Write the owner token to this new file (created 0600; never overwritten) instead of printing it')
@@ -78,7 +78,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does)')
             [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]')
             [CompletionResult]::new('--transcript-key', '--transcript-key', [CompletionResultType]::ParameterName, 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]')
-            [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl')
+            [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID must be one path component)')
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read the owner token from this file (a regular file, not a symlink, FIFO or device) [default: env WRITERCTL_OWNER_TOKEN]')
             [CompletionResult]::new('--statefulset-identity', '--statefulset-identity', [CompletionResultType]::ParameterName, 'Trust the StatefulSet rule: a lock written by a pod of this pod''s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed (only a StatefulSet''s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
@@ -95,10 +95,10 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does)')
             [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]')
             [CompletionResult]::new('--transcript-key', '--transcript-key', [CompletionResultType]::ParameterName, 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]')
-            [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl')
+            [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID must be one path component)')
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read the owner token from this file (a regular file, not a symlink, FIFO or device) [default: env WRITERCTL_OWNER_TOKEN]. Without a token, ask the `writerctl run` supervising this session to drain its writer and seal (the Kubernetes preStop path), and wait for the result')
             [CompletionResult]::new('--control-socket', '--control-socket', [CompletionResultType]::ParameterName, 'The supervisor''s control socket [default: derived from the runtime directory and session, as `writerctl run` derives it]')
-            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Seconds to wait for a supervisor to finish draining and sealing')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Seconds to wait for a supervisor to finish draining and sealing [default: 3600]. Only without a token (the supervisor path)')
             [CompletionResult]::new('--statefulset-identity', '--statefulset-identity', [CompletionResultType]::ParameterName, 'Trust the StatefulSet rule: a lock written by a pod of this pod''s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed (only a StatefulSet''s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -114,7 +114,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does)')
             [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]')
             [CompletionResult]::new('--transcript-key', '--transcript-key', [CompletionResultType]::ParameterName, 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]')
-            [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl')
+            [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID must be one path component)')
             [CompletionResult]::new('--pid', '--pid', [CompletionResultType]::ParameterName, 'The process the lock names as holder [default: the process that ran writerctl, skipping forked subshells such as `$(...)`]')
             [CompletionResult]::new('--process-kind', '--process-kind', [CompletionResultType]::ParameterName, 'process_kind recorded in the lock')
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Write the owner token to this new file (created 0600; never overwritten) instead of printing it')
@@ -134,7 +134,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does)')
             [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]')
             [CompletionResult]::new('--transcript-key', '--transcript-key', [CompletionResultType]::ParameterName, 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]')
-            [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl')
+            [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID must be one path component)')
             [CompletionResult]::new('--grace', '--grace', [CompletionResultType]::ParameterName, 'Seconds the writer gets to exit after the stop signal before it is killed')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Seconds to wait at start for a live owner to seal or release (or a transition to finish) before giving up with session_writer_conflict')
             [CompletionResult]::new('--check-interval', '--check-interval', [CompletionResultType]::ParameterName, 'Seconds between re-reads of the lock while the writer runs. If the lock no longer holds this supervisor''s exact record (a `writerctl recover` elsewhere, an operator moved or replaced it), the writer gets SIGTERM, is killed after --grace, nothing is sealed, and run exits 3 (session_not_owner). Each check reads one small file')
@@ -187,7 +187,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does)')
             [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]')
             [CompletionResult]::new('--transcript-key', '--transcript-key', [CompletionResultType]::ParameterName, 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]')
-            [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl')
+            [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID must be one path component)')
             [CompletionResult]::new('--statefulset-identity', '--statefulset-identity', [CompletionResultType]::ParameterName, 'Trust the StatefulSet rule: a lock written by a pod of this pod''s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed (only a StatefulSet''s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -203,7 +203,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does)')
             [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]')
             [CompletionResult]::new('--transcript-key', '--transcript-key', [CompletionResultType]::ParameterName, 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]')
-            [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl')
+            [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID must be one path component)')
             [CompletionResult]::new('--statefulset-identity', '--statefulset-identity', [CompletionResultType]::ParameterName, 'Trust the StatefulSet rule: a lock written by a pod of this pod''s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed (only a StatefulSet''s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]')
             [CompletionResult]::new('--writers-fenced', '--writers-fenced', [CompletionResultType]::ParameterName, 'State that every writer that can reach this storage (processes, containers, other hosts) is stopped or fenced')
             [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Carry the plan out (with --writers-fenced)')
@@ -221,7 +221,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does)')
             [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]')
             [CompletionResult]::new('--transcript-key', '--transcript-key', [CompletionResultType]::ParameterName, 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]')
-            [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl')
+            [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID must be one path component)')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format (for JSON, pass --json)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'With --format prometheus: write to F atomically (temp file, fsync, rename, mode 0644) instead of stdout; F''s directory must exist')
             [CompletionResult]::new('--statefulset-identity', '--statefulset-identity', [CompletionResultType]::ParameterName, 'Trust the StatefulSet rule: a lock written by a pod of this pod''s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed (only a StatefulSet''s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]')
@@ -250,7 +250,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;session;register' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
-            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--identity', '--identity', [CompletionResultType]::ParameterName, 'Controller identity (who it is)')
             [CompletionResult]::new('--surface', '--surface', [CompletionResultType]::ParameterName, 'Surface within the machine (cli, ide, daemon, ...)')
@@ -268,7 +268,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;session;heartbeat' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
-            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session id `register` printed')
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read the session token from this file [default: env WRITERCTL_SESSION_TOKEN]')
@@ -283,7 +283,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;session;deregister' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
-            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session id `register` printed')
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read the session token from this file [default: env WRITERCTL_SESSION_TOKEN]')
@@ -331,7 +331,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;master;status' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
-            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -344,7 +344,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;master;handoff' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
-            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'Identity to make master')
             [CompletionResult]::new('--to-session', '--to-session', [CompletionResultType]::ParameterName, 'The exact controller row to promote (disambiguates several fresh rows)')
@@ -364,7 +364,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;master;claim' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
-            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'Identity to make master')
             [CompletionResult]::new('--to-session', '--to-session', [CompletionResultType]::ParameterName, 'The exact controller row to promote (disambiguates several fresh rows)')
@@ -416,7 +416,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;operator;add' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
-            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password from this file (one trailing newline is dropped)')
             [CompletionResult]::new('--password-stdin', '--password-stdin', [CompletionResultType]::ParameterName, 'Read the password from standard input (one trailing newline is dropped)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
@@ -441,7 +441,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;inbox' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
-            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--identity', '--identity', [CompletionResultType]::ParameterName, 'Whose inbox')
             [CompletionResult]::new('--after', '--after', [CompletionResultType]::ParameterName, 'Only events after this cursor')
@@ -459,7 +459,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;audit' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
-            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Only this project [default: every project, and operator administration]')
             [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'The newest N rows')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
@@ -486,7 +486,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;channel;create' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
-            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'Channel name')
             [CompletionResult]::new('--steward', '--steward', [CompletionResultType]::ParameterName, 'Who receives release doorbells and reads the SLA report')
@@ -503,7 +503,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;channel;show' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
-            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'Channel name')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
@@ -550,7 +550,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;claim;take' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
-            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'Channel name')
             [CompletionResult]::new('--task', '--task', [CompletionResultType]::ParameterName, 'Task id')
@@ -569,7 +569,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;claim;touch' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
-            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'Channel name')
             [CompletionResult]::new('--task', '--task', [CompletionResultType]::ParameterName, 'Task id')
@@ -591,7 +591,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;claim;release' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
-            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'Channel name')
             [CompletionResult]::new('--task', '--task', [CompletionResultType]::ParameterName, 'Task id')
@@ -610,7 +610,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;claim;show' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
-            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'Channel name')
             [CompletionResult]::new('--task', '--task', [CompletionResultType]::ParameterName, 'Task id')
@@ -625,7 +625,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;claim;history' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
-            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'Channel name')
             [CompletionResult]::new('--task', '--task', [CompletionResultType]::ParameterName, 'Task id')
@@ -640,7 +640,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;claim;list' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
-            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'Channel name')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
@@ -654,7 +654,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;claim;sweep' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
-            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--as-of', '--as-of', [CompletionResultType]::ParameterName, 'Judge by this moment instead of now (RFC 3339)')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Report what would be released; write nothing')
@@ -718,7 +718,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;focus;start' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
-            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--seat', '--seat', [CompletionResultType]::ParameterName, 'The seat')
             [CompletionResult]::new('--minutes', '--minutes', [CompletionResultType]::ParameterName, 'Lease length in minutes (capped at 240; a capped value is reported)')
@@ -733,7 +733,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;focus;end' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
-            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--seat', '--seat', [CompletionResultType]::ParameterName, 'The seat')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
@@ -747,7 +747,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;focus;show' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
-            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--seat', '--seat', [CompletionResultType]::ParameterName, 'The seat')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
@@ -792,7 +792,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;steward;report' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
-            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'Channel name')
             [CompletionResult]::new('--as-of', '--as-of', [CompletionResultType]::ParameterName, 'Judge by this moment instead of now (RFC 3339)')

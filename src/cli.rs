@@ -126,7 +126,9 @@ pub struct SessionArgs {
     #[arg(long, value_name = "K", conflicts_with = "project_root")]
     pub transcript_key: Option<String>,
 
-    /// Use qwen-code's transcript key projects/<sanitized DIR>/chats/<ID>.jsonl.
+    /// Use qwen-code's transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR
+    /// sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID
+    /// must be one path component).
     #[arg(long, value_name = "DIR")]
     pub project_root: Option<PathBuf>,
 

@@ -100,6 +100,10 @@ struct AcquireJson<'a> {
     /// `clean` or `torn`, after such a reclaim.
     #[serde(skip_serializing_if = "Option::is_none")]
     transcript_tail: Option<&'static str>,
+    /// After a certified takeover: complete SHA-256 passes over the transcript (1, or 2 when
+    /// the racily-clean rule made revalidation compare content).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    transcript_hash_passes: Option<u64>,
 }
 
 /// Logs a reclaim under a pod proof rule (issue 18 item 3): one line, never a token.
@@ -265,6 +269,7 @@ fn deliver(
             epoch: lease.record.owner.epoch,
             recovered_from: lease.recovered.as_ref().map(|r| &r.previous),
             transcript_tail: lease.recovered.as_ref().map(|r| r.tail.as_str()),
+            transcript_hash_passes: lease.took_over.is_some().then(writerctl::lockfile::transcript::hash_passes),
         });
     }
     let how = if let Some(rec) = &lease.recovered {

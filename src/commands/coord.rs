@@ -29,10 +29,16 @@ pub struct CoordArgs {
     #[arg(long, value_name = "URL", env = "WRITERCTL_COORDINATOR")]
     pub coordinator: Option<String>,
 
-    /// Heartbeat freshness for target resolution and `fresh`, in seconds.
-    #[arg(long, value_name = "N", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86_400))]
-    pub freshness_seconds: u64,
+    /// Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30].
+    /// Only for the embedded store: a server judges freshness by its own
+    /// `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag
+    /// is refused (exit 2) rather than silently ignored.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub freshness_seconds: Option<u64>,
 }
+
+/// Seed 000's heartbeat freshness threshold, when `--freshness-seconds` is not given.
+pub const DEFAULT_FRESHNESS_SECONDS: u64 = 30;
 
 /// The default embedded store file.
 pub fn default_store_path() -> Result<PathBuf> {
@@ -101,8 +107,23 @@ impl CoordArgs {
     /// Opens the coordinator these flags name: in-process, or a client for a server.
     pub fn open(&self) -> Result<Box<dyn CoordinatorApi>> {
         match parse_target(self.coordinator.as_deref())? {
-            Target::Sqlite(path) => Ok(Box::new(open_sqlite(&path, self.freshness_seconds)?)),
+            Target::Sqlite(path) => {
+                Ok(Box::new(open_sqlite(&path, self.freshness_seconds.unwrap_or(DEFAULT_FRESHNESS_SECONDS))?))
+            }
             Target::Http(url) => {
+                // Why refuse: the wire protocol carries no freshness, so the server's
+                // threshold decides. Accepting the flag would let a script that asked for
+                // 1 s hand mastership to a controller silent for 29 s, without a word.
+                if let Some(n) = self.freshness_seconds {
+                    return Err(super::usage(
+                        format!(
+                            "--freshness-seconds {n} cannot apply over HTTP: the server judges heartbeat freshness \
+                             by its own threshold"
+                        ),
+                        "drop --freshness-seconds here and start the server with `writerctl coordinator serve \
+                         --freshness-seconds N` (or use the embedded store: --coordinator sqlite:PATH)",
+                    ));
+                }
                 let ca = match std::env::var_os("WRITERCTL_COORDINATOR_CA") {
                     Some(f) => Some(std::fs::read(&f).map_err(|e| {
                         ClaimError::InvalidArgument(format!(

@@ -113,7 +113,13 @@ fn sub_pages(parent: &clap::Command, prefix: &str, files: &mut Vec<(PathBuf, Vec
 
 /// `writerctl completions SHELL`.
 pub fn completions(args: CompletionsArgs, out: Output) -> Result<()> {
-    let _ = out;
+    // Every command honours --json (one JSON document on stdout): here the script is the
+    // document's one string, so `--json` is never silently dropped.
+    if out.json {
+        let script = String::from_utf8(completion(args.shell)).context("completion script is not UTF-8")?;
+        out.json(&serde_json::json!({ "shell": args.shell.to_string(), "script": script }))?;
+        return Ok(());
+    }
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(&completion(args.shell))?;

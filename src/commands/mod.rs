@@ -51,3 +51,10 @@ impl std::fmt::Display for Coded {
 }
 
 impl std::error::Error for Coded {}
+
+/// A command line that parsed but asks for something the command cannot honour (a flag
+/// that would otherwise be silently ignored): the `usage` code, exit 2, with a hint that
+/// names what to do instead.
+pub fn usage(message: impl Into<String>, hint: impl Into<String>) -> anyhow::Error {
+    Coded { code: writerctl::error::ErrorCode::Usage, message: message.into(), hint: Some(hint.into()) }.into()
+}

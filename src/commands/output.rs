@@ -15,7 +15,9 @@ pub struct Output {
 impl Output {
     /// Writes `value` as one pretty JSON document and a newline.
     pub fn json<T: Serialize>(&self, value: &T) -> io::Result<()> {
-        let mut out = io::stdout().lock();
+        // Buffered: stdout is line-buffered, and a pretty document has a line per field
+        // (`status --json` over 10,000 locks made 300,000 write calls unbuffered).
+        let mut out = io::BufWriter::with_capacity(64 << 10, io::stdout().lock());
         serde_json::to_writer_pretty(&mut out, value)?;
         writeln!(out)?;
         out.flush()

@@ -3,10 +3,12 @@
 use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
-use writerctl::lockfile::acquire::{TranscriptRef, check_runtime_dir};
-use writerctl::lockfile::paths::LOCK_SUBDIR;
-use writerctl::lockfile::recover::{Action, Done, Plan, execute, plan};
-use writerctl::lockfile::status::{entries, open_existing, sessions_in};
+use writerctl::lockfile::acquire::{TranscriptRef, check_runtime_dir, open_lock_dir};
+use writerctl::lockfile::identity::LocalDomain;
+use writerctl::lockfile::paths::{LOCK_SUBDIR, SideKind};
+use writerctl::lockfile::primitives::Inspection;
+use writerctl::lockfile::recover::{Action, Done, Plan, execute, plan, plan_from};
+use writerctl::lockfile::status::{open_existing, scan_directory};
 use writerctl::lockfile::transcript::TranscriptKey;
 
 use super::ExitStatus;
@@ -58,8 +60,10 @@ struct AllJson {
     sessions: Vec<SessionJson>,
 }
 
-/// One session's site (`None`: its lock directory does not exist) and its transcript.
-type Target = (String, Option<LockSite>, TranscriptRef);
+/// One session's site (`None`: its lock directory does not exist), its transcript (`None`:
+/// not known for this session), and, from a directory scan, its side files and primary
+/// already read.
+type Target = (String, Option<LockSite>, Option<TranscriptRef>, Option<(Vec<(String, SideKind)>, Inspection)>);
 
 fn one_session(args: &RecoverArgs) -> bool {
     args.session.session.is_some() || args.session.lock.is_some()
@@ -75,19 +79,37 @@ fn targets(args: &RecoverArgs) -> Result<Vec<Target>> {
             None => None,
             Some(_) => Some(open_site(&r.runtime_dir, r.paths, &r.session_id, DirMode::Existing)?),
         };
-        return Ok(vec![(r.session_id, site, transcript)]);
+        return Ok(vec![(r.session_id, site, Some(transcript), None)]);
+    }
+    // Over a directory, one key cannot name every session's transcript.
+    if args.session.transcript_key.is_some() {
+        return Err(super::usage(
+            "--transcript-key names one session's transcript; recover over a whole directory cannot use it",
+            "add --session ID, or use --project-root DIR (it names each session's transcript)",
+        ));
     }
     let rt = runtime_dir(&args.session)?;
     check_runtime_dir(&rt)?;
     let dir_path = rt.join(LOCK_SUBDIR);
     let Some(dir) = open_existing(&dir_path)? else { return Ok(Vec::new()) };
-    let names = entries(&dir)?;
-    let mut out = Vec::new();
-    for (lock_name, session) in sessions_in(&names) {
-        let paths = LockPaths { dir: dir_path.clone(), lock_name };
-        let transcript = TranscriptRef { runtime_dir: rt.clone(), key: TranscriptKey::default_for(&session)? };
-        let site = open_site(&rt, paths, &session, DirMode::Existing)?;
-        out.push((session, Some(site), transcript));
+    // One listing, one read per entry, one batch inspection of every primary (one
+    // malformed-record pause for the whole directory), then each session plans from its own
+    // group: nothing here is per (session × entry).
+    let scanned = scan_directory(&dir, &SystemProbe)?;
+    let local = LocalDomain::current();
+    let mut out = Vec::with_capacity(scanned.sessions.len());
+    for (g, primary) in scanned.sessions {
+        let paths = LockPaths { dir: dir_path.clone(), lock_name: g.lock_name };
+        let key = match &args.session.project_root {
+            // An id qwen could not use as a file name has no transcript under the project:
+            // a seal of it is judged by nothing here (kept), never moved on a guess.
+            Some(_) => transcript_key(&args.session, &g.session_id).ok(),
+            None => TranscriptKey::default_for(&g.session_id).ok(),
+        };
+        let transcript = key.map(|key| TranscriptRef { runtime_dir: rt.clone(), key });
+        let site =
+            LockSite { dir: open_lock_dir(&paths.dir)?, paths, session_id: g.session_id.clone(), local: local.clone() };
+        out.push((g.session_id, Some(site), transcript, Some((g.side_files, primary))));
     }
     Ok(out)
 }
@@ -104,13 +126,16 @@ fn describe(a: &Action) -> (&'static str, &str, &str) {
 pub fn run(args: RecoverArgs, out: Output) -> Result<()> {
     let act = args.writers_fenced && args.yes;
     let mut results = Vec::new();
-    for (session_id, site, transcript) in targets(&args)? {
+    for (session_id, site, transcript, scanned) in targets(&args)? {
         let Some(site) = site else {
             let p = Plan { session_id, actions: Vec::new(), blocked: None };
             results.push((p, Vec::new(), None));
             continue;
         };
-        let p: Plan = plan(&site, Some(&transcript), &SystemProbe)?;
+        let p: Plan = match scanned {
+            Some((side, primary)) => plan_from(&site, side, primary, transcript.as_ref(), &SystemProbe)?,
+            None => plan(&site, transcript.as_ref(), &SystemProbe)?,
+        };
         let (done, folder): (Vec<Done>, Option<String>) = if act && p.blocked.is_none() {
             execute(&site, &p)?
         } else {

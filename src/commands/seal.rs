@@ -50,10 +50,14 @@ pub struct SealArgs {
     #[arg(long, value_name = "PATH")]
     pub control_socket: Option<PathBuf>,
 
-    /// Seconds to wait for a supervisor to finish draining and sealing.
-    #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
-    pub timeout: u64,
+    /// Seconds to wait for a supervisor to finish draining and sealing [default: 3600].
+    /// Only without a token (the supervisor path).
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<u64>,
 }
+
+/// How long the preStop path waits for a supervisor by default.
+const DEFAULT_SUPERVISOR_TIMEOUT_SECONDS: u64 = 3600;
 
 #[derive(Serialize)]
 struct SealJson<'a> {
@@ -69,7 +73,23 @@ pub fn run(args: SealArgs, out: Output, settings: Settings) -> Result<()> {
     // Without a token this is the preStop path: the supervisor decides (it seals with the
     // gate on and releases with it off, by its own configuration).
     if args.token_file.is_none() && std::env::var_os("WRITERCTL_OWNER_TOKEN").is_none() {
+        // The supervisor seals the transcript it was started with; the request carries no
+        // key, so a key given here would be dropped without a word.
+        if args.session.transcript_key.is_some() || args.session.project_root.is_some() {
+            return Err(super::usage(
+                "without a token, seal asks the `writerctl run` supervisor, which seals the transcript it was \
+                 started with: --transcript-key and --project-root cannot apply",
+                "give those flags to `writerctl run` instead, or seal directly with --token-file F",
+            ));
+        }
         return seal_via_supervisor(&args, &r, out);
+    }
+    // With a token nothing talks to a supervisor: its flags would be ignored.
+    if args.control_socket.is_some() || args.timeout.is_some() {
+        return Err(super::usage(
+            "--control-socket and --timeout apply only when seal asks a `writerctl run` supervisor (no token)",
+            "drop them, or drop --token-file (and WRITERCTL_OWNER_TOKEN) to ask the supervisor",
+        ));
     }
     if !settings.session_writer_lease {
         return Err(LockError::FeatureDisabled.into());
@@ -117,7 +137,7 @@ fn seal_via_supervisor(args: &SealArgs, r: &Resolved, out: Output) -> Result<()>
         Some(s) => vec![s.clone()],
         None => candidate_sockets(&lock_path),
     };
-    let timeout = Duration::from_secs(args.timeout);
+    let timeout = Duration::from_secs(args.timeout.unwrap_or(DEFAULT_SUPERVISOR_TIMEOUT_SECONDS));
     for socket in &sockets {
         match request_seal(socket, &r.session_id, timeout) {
             Ok(reply) => return print_reply(out, &r.session_id, reply),

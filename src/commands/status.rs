@@ -133,6 +133,14 @@ pub fn run(args: StatusArgs, out: Output) -> Result<()> {
     check_format(&args, out)?;
     let rt = runtime_dir(&args.session)?;
     let one = args.session.session.is_some() || args.session.lock.is_some();
+    if !one && (args.session.transcript_key.is_some() || args.session.project_root.is_some()) {
+        // The directory view checks no proof, so a transcript flag would change nothing:
+        // refuse it rather than let a script believe its seals were checked.
+        return Err(super::usage(
+            "--transcript-key and --project-root apply to one session; status of every session checks no proof",
+            "add --session ID to check that session's sealed proof against its transcript",
+        ));
+    }
     if args.format == StatusFormat::Prometheus {
         return run_prometheus(&args, &rt, one, out);
     }

@@ -26,23 +26,20 @@
 //! claim-aware candidate and waits instead of failing.
 
 use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
-use std::thread::sleep;
-
 use time::OffsetDateTime;
 
 use super::error::{HolderInfo, LockError, Unavailable};
-use super::identity::{LocalDomain, ProcessProbe};
-use super::paths::{LOCK_SUBDIR, LockPaths};
+use super::identity::ProcessProbe;
 use super::pod::{ProofRule, RecoveredFrom};
 use super::primitives::{
-    Inspection, MALFORMED_RETRY_DELAY, check_claim, inspect_record, install, remove_exact, remove_owned,
-    require_absent, same_regular,
+    Inspection, check_claim, inspect_record, install, remove_exact, remove_owned, require_absent, same_regular,
 };
 use super::record::{Extensions, Holder, LockRecord, OwnerToken, Schema, new_active_record};
 use super::release::release_lease;
-use super::sys::{self, Dir, DirSyncError, FileMeta, Kind, ReadRegular, is_enoent, mkdir_0700};
-use super::transcript::{ProofOptions, Tail, TranscriptKey, check_shape, read_proof, tail_of};
+use super::site::sync_error;
+pub use super::site::{DirMode, LockSite, TranscriptRef, check_runtime_dir, open_lock_dir, open_site};
+use super::sys::{self, FileMeta, ReadRegular};
+use super::transcript::{ProofOptions, Tail, check_shape, read_proof, tail_of};
 use super::transition::{Stage, Transition, release_claim};
 use std::sync::Arc;
 
@@ -51,112 +48,11 @@ pub const ACQUIRE_ATTEMPTS: u32 = 8;
 /// Reclaim guard attempts (§5.4 step 1).
 pub const GUARD_ATTEMPTS: u32 = 8;
 
-/// Whether opening a site may create the lock directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DirMode {
-    /// Create `R/tmp/session-writer-locks` (0700) if missing; `R` itself must exist.
-    Create,
-    /// Never create anything (status, release).
-    Existing,
-}
-
-/// One session's lock, with its directory held open.
-#[derive(Debug)]
-pub struct LockSite {
-    /// Names of `L` and its side files.
-    pub paths: LockPaths,
-    /// The open lock directory.
-    pub dir: Dir,
-    /// The session id records must carry.
-    pub session_id: String,
-    /// The identity domain liveness is judged in.
-    pub local: LocalDomain,
-}
-
-impl LockSite {
-    /// Full path of `L`.
-    pub fn lock_path(&self) -> PathBuf {
-        self.paths.lock_path()
-    }
-}
-
-/// Checks that the runtime directory exists and is a directory (following a symlink at `R`
-/// itself, as qwen does: only the lock directory must not be a symlink).
-pub fn check_runtime_dir(runtime_dir: &Path) -> Result<(), LockError> {
-    match sys::stat_path(runtime_dir) {
-        Ok(m) if m.kind == Kind::Directory => Ok(()),
-        Ok(_) => {
-            Err(LockError::InvalidArgument(format!("runtime directory {} is not a directory", runtime_dir.display())))
-        }
-        Err(e) if is_enoent(&e) => Err(LockError::RuntimeDirMissing(runtime_dir.to_path_buf())),
-        Err(e) => Err(LockError::io(format!("stat runtime directory {}", runtime_dir.display()), e)),
-    }
-}
-
-/// Opens the lock directory of `paths` (QWEN_FORMAT §1.1): with [`DirMode::Create`] it makes
-/// the standard `R/tmp/session-writer-locks` (0700) first. The directory must not be a
-/// symlink; anything else is `session_writer_unavailable`.
-pub fn open_site(runtime_dir: &Path, paths: LockPaths, session_id: &str, mode: DirMode) -> Result<LockSite, LockError> {
-    if session_id.is_empty() {
-        return Err(LockError::InvalidArgument("session id must not be empty".into()));
-    }
-    check_runtime_dir(runtime_dir)?;
-    if paths.dir == runtime_dir.join(LOCK_SUBDIR) {
-        // Issue 22: whoever can write R/tmp can plant the lock directory; judge it first.
-        super::trust::require_trusted_path("runtime tmp directory", &runtime_dir.join("tmp"))?;
-    }
-    if mode == DirMode::Create && paths.dir == runtime_dir.join(LOCK_SUBDIR) {
-        for p in [runtime_dir.join("tmp"), runtime_dir.join(LOCK_SUBDIR)] {
-            mkdir_0700(&p).map_err(|e| LockError::io(format!("create {}", p.display()), e))?;
-        }
-    }
-    let dir = match open_lock_dir(&paths.dir) {
-        // Without a lock directory there is no lock: for release that is "not the owner",
-        // not a transient failure worth retrying.
-        Err(LockError::Unavailable { source: Some(e), .. }) if mode == DirMode::Existing && is_enoent(&e) => {
-            return Err(LockError::NotOwner { path: paths.lock_path(), reason: "the lock does not exist".into() });
-        }
-        other => other?,
-    };
-    Ok(LockSite { paths, dir, session_id: session_id.to_owned(), local: LocalDomain::current() })
-}
-
-/// Opens a lock directory, mapping "not a real directory" to its own reason.
-/// The directory must also be one only the caller (or root) can change (issue 22,
-/// [`super::trust`]): judged on the descriptor just opened, before anything is written.
-pub fn open_lock_dir(path: &Path) -> Result<Dir, LockError> {
-    let dir = Dir::open(path).map_err(|e| {
-        let not_dir = matches!(
-            e.raw_os_error(),
-            Some(code) if code == rustix::io::Errno::LOOP.raw_os_error()
-                || code == rustix::io::Errno::NOTDIR.raw_os_error()
-        );
-        if !not_dir {
-            return LockError::io(format!("open lock directory {}", path.display()), e);
-        }
-        LockError::Unavailable {
-            reason: Unavailable::LockDirNotDirectory,
-            detail: Some(path.display().to_string()),
-            source: Some(e),
-        }
-    })?;
-    super::trust::require_trusted("lock directory", path, dir.meta())?;
-    Ok(dir)
-}
-
 /// Claim check #2 (§5.2 step 2.2.1), with the failpoint in front of it: any failure here,
 /// real or injected, leaves the primary path empty again.
 fn second_claim_check(site: &LockSite, claim: &str) -> Result<(), LockError> {
     crate::failpoint!("acquire.after_install");
     check_claim(&site.dir, claim)
-}
-
-/// Maps a directory sync failure to the engine's error.
-pub(crate) fn sync_error(e: DirSyncError) -> LockError {
-    match e {
-        DirSyncError::Changed => LockError::unavailable(Unavailable::LockDirChanged),
-        DirSyncError::Io(e) => LockError::io("fsync lock directory", e),
-    }
 }
 
 /// qwen's `reclaimPolicy`.
@@ -184,15 +80,6 @@ pub struct AcquireOptions {
     /// qwen's `takeoverPolicy: certified`: take over a sealed record after validating its
     /// proof against `transcript`. `None`: a sealed record is a conflict.
     pub certified: Option<Certified>,
-}
-
-/// Where a session's transcript is: a key beneath the runtime directory.
-#[derive(Debug, Clone)]
-pub struct TranscriptRef {
-    /// Runtime directory R (the transcript is opened beneath it).
-    pub runtime_dir: PathBuf,
-    /// The transcript key.
-    pub key: TranscriptKey,
 }
 
 /// How a certified takeover reads its proof.
@@ -718,18 +605,15 @@ fn still_stale(site: &LockSite, name: &str, existing: &LockRecord, probe: &dyn P
     }
 }
 
-/// Waits `MALFORMED_RETRY_DELAY` (used by retry loops elsewhere in the engine).
-pub(crate) fn retry_pause() {
-    sleep(MALFORMED_RETRY_DELAY);
-}
-
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // tests stage files by hand
 mod tests {
     use super::*;
     use crate::lockfile::identity::{SystemProbe, holder};
+    use crate::lockfile::paths::{LOCK_SUBDIR, LockPaths};
     use crate::lockfile::release::release;
     use crate::lockfile::sys::counters;
+    use crate::lockfile::transcript::TranscriptKey;
 
     fn site(t: &tempfile::TempDir) -> LockSite {
         let paths = LockPaths::for_session(t.path(), "s");

@@ -10,7 +10,7 @@
 //! # Calling sequence
 //!
 //! ```text
-//! let site  = acquire::open_site(R, paths, session, DirMode::Create)?;
+//! let site  = site::open_site(R, paths, session, DirMode::Create)?;
 //! let lease = acquire::acquire(&site, &opts, &SystemProbe)?;   // writes L (schema 2, active)
 //! ... the holder appends to the transcript ...
 //! release::release(&site, &lease.owner)?;                      // removes exactly our L
@@ -45,6 +45,7 @@ pub mod record;
 pub mod recover;
 pub mod release;
 pub mod seal;
+pub mod site;
 pub mod status;
 pub mod sys;
 pub mod transcript;
@@ -53,12 +54,13 @@ pub mod trust;
 pub mod verify;
 pub mod wait;
 
-pub use acquire::{AcquireOptions, DirMode, Lease, LockSite, ReclaimPolicy, acquire, open_site};
+pub use acquire::{AcquireOptions, Lease, ReclaimPolicy, acquire};
 pub use error::LockError;
 pub use identity::{Liveness, LocalDomain, ProcessProbe, SystemProbe};
 pub use paths::LockPaths;
 pub use record::{LockRecord, OwnerToken};
 pub use release::{ReleaseOutcome, release};
+pub use site::{DirMode, LockSite, open_site};
 pub use status::{SessionStatus, status_all, status_one};
 
 #[cfg(test)]

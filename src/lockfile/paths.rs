@@ -49,8 +49,23 @@ pub fn decode_uri_component(s: &str) -> Option<String> {
 }
 
 /// qwen's `sanitizeCwd` on POSIX: every character outside `[a-zA-Z0-9]` becomes `-`.
+///
+/// Why one dash per UTF-16 code unit, not per character: qwen runs
+/// `normalizedCwd.replace(/[^a-zA-Z0-9]/g, '-')` on a JavaScript string, and a regex without
+/// the `u` flag matches code units. A character outside the Basic Multilingual Plane (an
+/// emoji, a CJK extension B ideograph) is a surrogate pair there and becomes `--`; a BMP
+/// character (`é`, a combining mark) is one unit and one dash. Any other count names a
+/// different directory, and a seal would certify a file qwen never reads.
 pub fn sanitize_cwd(path: &str) -> String {
-    path.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect()
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else {
+            out.extend(std::iter::repeat_n('-', c.len_utf16()));
+        }
+    }
+    out
 }
 
 /// The primary lock `L` of one session and the names of its side files.
@@ -557,5 +572,20 @@ mod tests {
     fn sanitizes_like_qwen() {
         assert_eq!(sanitize_cwd("/home/u/repo"), "-home-u-repo");
         assert_eq!(sanitize_cwd("/a_b.c"), "-a-b-c");
+    }
+
+    #[test]
+    fn sanitizes_per_utf16_code_unit_as_javascript_does() {
+        // Expected values are what `'…'.replace(/[^a-zA-Z0-9]/g, '-')` gives in node.
+        // U+1F600 (an emoji) is a surrogate pair: two dashes.
+        assert_eq!(sanitize_cwd("/home/user/\u{1F600}proj"), "-home-user---proj");
+        // U+20000 (CJK Unified Ideographs Extension B) is outside the BMP too.
+        assert_eq!(sanitize_cwd("/src/\u{20000}x"), "-src---x");
+        // `é` precomposed is one code unit; `e` + U+0301 (combining acute) is two characters,
+        // each one unit: `e` stays, the mark becomes one dash.
+        assert_eq!(sanitize_cwd("/caf\u{E9}"), "-caf-");
+        assert_eq!(sanitize_cwd("/cafe\u{301}"), "-cafe-");
+        // A BMP CJK character is one unit.
+        assert_eq!(sanitize_cwd("/\u{4E2D}"), "--");
     }
 }

@@ -229,26 +229,117 @@ pub fn inspect_record(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let bytes = match dir.read_regular(os(name)) {
-            ReadRegular::Regular(b, _) => b,
-            ReadRegular::Missing => return Inspection::Missing,
-            ReadRegular::NotRegular(k) => return Inspection::NotRegular(k),
-            ReadRegular::TooLarge(n) => {
-                return Inspection::Malformed(Malformed(format!("{n} bytes is far too large for a lock record")));
-            }
-            ReadRegular::Error(e) => return Inspection::Error(e),
-        };
-        match parse_record(&bytes) {
-            Ok(r) if r.owner.session_id != session_id => return Inspection::OtherSession(r),
-            Ok(r) if r.is_active() => {
-                let l = decide(&r.owner, local, probe);
-                return Inspection::Active(r, l);
-            }
-            Ok(r) => return Inspection::Sealed(r),
-            Err(m) if attempt >= MALFORMED_RETRY_COUNT => return Inspection::Malformed(m),
-            Err(_) => sleep(MALFORMED_RETRY_DELAY),
+        match inspect_once(dir, name, session_id, local, probe) {
+            Read::Done(found) => return found,
+            Read::Invalid(m) if attempt >= MALFORMED_RETRY_COUNT => return Inspection::Malformed(m),
+            Read::Invalid(_) => sleep(MALFORMED_RETRY_DELAY),
         }
     }
+}
+
+/// One read of a record: a final answer, or an invalid record worth reading again.
+#[allow(clippy::large_enum_variant)] // lives for one match; boxing would allocate per read
+enum Read {
+    Done(Inspection),
+    Invalid(Malformed),
+}
+
+fn inspect_once(dir: &Dir, name: &str, session_id: &str, local: &LocalDomain, probe: &dyn ProcessProbe) -> Read {
+    classify_read(dir.read_regular(os(name)), session_id, local, probe)
+}
+
+fn classify_read(read: ReadRegular, session_id: &str, local: &LocalDomain, probe: &dyn ProcessProbe) -> Read {
+    let bytes = match read {
+        ReadRegular::Regular(b, _) => b,
+        ReadRegular::Missing => return Read::Done(Inspection::Missing),
+        ReadRegular::NotRegular(k) => return Read::Done(Inspection::NotRegular(k)),
+        ReadRegular::TooLarge(n) => {
+            return Read::Done(Inspection::Malformed(Malformed(format!(
+                "{n} bytes is far too large for a lock record"
+            ))));
+        }
+        ReadRegular::Error(e) => return Read::Done(Inspection::Error(e)),
+    };
+    Read::Done(match parse_record(&bytes) {
+        Ok(r) if r.owner.session_id != session_id => Inspection::OtherSession(r),
+        Ok(r) if r.is_active() => {
+            let l = decide(&r.owner, local, probe);
+            Inspection::Active(r, l)
+        }
+        Ok(r) => Inspection::Sealed(r),
+        Err(m) => return Read::Invalid(m),
+    })
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Pauses taken by [`inspect_records`] on this thread (tests count them instead of timing).
+    static BATCH_PAUSES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// [`inspect_record`] for many records of one directory (a `status` or `recover` scan),
+/// `(file name, session id)` each, answers in the same order.
+///
+/// Why not call [`inspect_record`] in a loop: its pause is per record, so a directory of N
+/// invalid records would sleep N × 100 ms one after another (10,000 malformed locks: over
+/// 16 minutes). The pause exists to let a copy in progress finish, and one pause gives
+/// every record in the batch that chance at once: read all, collect the invalid ones, pause
+/// once, read those again. A record still invalid then is reported malformed with the
+/// reason of its last read. A batch of one pays what a single inspection pays at most.
+pub fn inspect_records(
+    dir: &Dir,
+    records: &[(&str, &str)],
+    local: &LocalDomain,
+    probe: &dyn ProcessProbe,
+) -> Vec<Inspection> {
+    let with_reads: Vec<(&str, &str, Option<ReadRegular>)> = records.iter().map(|&(n, s)| (n, s, None)).collect();
+    inspect_records_read(dir, with_reads, local, probe)
+}
+
+/// [`inspect_records`] where a scan has already read some records: `(name, session, first
+/// read)`, the first read standing for the first attempt (a directory scan reads every
+/// entry once to learn which lock it belongs to, and reading each primary again would
+/// double the scan's syscalls). A record invalid on that read is read again from disk
+/// after the one pause, exactly as in [`inspect_records`].
+pub fn inspect_records_read(
+    dir: &Dir,
+    records: Vec<(&str, &str, Option<ReadRegular>)>,
+    local: &LocalDomain,
+    probe: &dyn ProcessProbe,
+) -> Vec<Inspection> {
+    let mut out = Vec::with_capacity(records.len());
+    let mut suspicious = Vec::new();
+    let records: Vec<(&str, &str)> = records
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, session, first))| {
+            let read = match first {
+                Some(r) => classify_read(r, session, local, probe),
+                None => inspect_once(dir, name, session, local, probe),
+            };
+            match read {
+                Read::Done(found) => out.push(found),
+                Read::Invalid(m) => {
+                    suspicious.push(i);
+                    out.push(Inspection::Malformed(m));
+                }
+            }
+            (name, session)
+        })
+        .collect();
+    if !suspicious.is_empty() {
+        #[cfg(test)]
+        BATCH_PAUSES.with(|n| n.set(n.get() + 1));
+        sleep(MALFORMED_RETRY_DELAY);
+        for i in suspicious {
+            let (name, session) = records[i];
+            out[i] = match inspect_once(dir, name, session, local, probe) {
+                Read::Done(found) => found,
+                Read::Invalid(m) => Inspection::Malformed(m),
+            };
+        }
+    }
+    out
 }
 
 /// The metadata of `name` must be a regular file with the identity `expected`.
@@ -372,6 +463,48 @@ mod tests {
         std::fs::remove_dir(t.path().join("L.claim")).unwrap();
         std::os::unix::fs::symlink("/nonexistent", t.path().join("L.claim")).unwrap();
         assert!(check_claim(&d, "L.claim").is_err(), "a dangling symlink is a claim too");
+    }
+
+    #[test]
+    fn a_batch_of_malformed_records_pauses_once_and_reports_each_with_its_reason() {
+        let (t, d) = dir();
+        let local = LocalDomain::current();
+        let valid = br#"{"schema_version":2,"state":"sealed","session_id":"ok","owner_id":"o","pid":1,"hostname":"h","process_kind":"unknown","acquired_at":"2026-07-28T00:00:00.000Z","qwen_version":null,"sealed_at":"2026-07-28T00:00:01.000Z","transcript":{"relative_path":"chats/ok.jsonl","exists":false,"byte_length":0,"sha256":"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}}"#;
+        std::fs::write(t.path().join("ok.lock"), valid).unwrap();
+        let mut names = Vec::new();
+        for i in 0..50 {
+            let name = format!("m{i}.lock");
+            // Alternate two kinds of damage, so each reason is the record's own.
+            let body: &[u8] = if i % 2 == 0 { b"not-json" } else { br#"{"schema_version":2,"state":"active"}"# };
+            std::fs::write(t.path().join(&name), body).unwrap();
+            names.push((name, format!("m{i}")));
+        }
+        let mut batch: Vec<(&str, &str)> = names.iter().map(|(n, s)| (n.as_str(), s.as_str())).collect();
+        batch.push(("ok.lock", "ok"));
+        batch.push(("gone.lock", "gone"));
+        BATCH_PAUSES.with(|n| n.set(0));
+        let found = inspect_records(&d, &batch, &local, &SystemProbe);
+        assert_eq!(BATCH_PAUSES.with(|n| n.get()), 1, "one pause for the whole batch");
+        assert_eq!(found.len(), 52);
+        let mut reasons = std::collections::BTreeSet::new();
+        for (i, f) in found[..50].iter().enumerate() {
+            match f {
+                Inspection::Malformed(m) => {
+                    assert!(!m.0.is_empty(), "record {i} has a reason");
+                    reasons.insert(m.0.clone());
+                }
+                other => panic!("record {i}: {other:?}"),
+            }
+        }
+        assert!(reasons.len() >= 2, "each record's own reason is kept: {reasons:?}");
+        assert!(matches!(found[50], Inspection::Sealed(_)));
+        assert!(matches!(found[51], Inspection::Missing));
+
+        // Nothing invalid: no pause at all.
+        BATCH_PAUSES.with(|n| n.set(0));
+        let found = inspect_records(&d, &[("ok.lock", "ok")], &local, &SystemProbe);
+        assert!(matches!(found[0], Inspection::Sealed(_)));
+        assert_eq!(BATCH_PAUSES.with(|n| n.get()), 0);
     }
 
     #[test]

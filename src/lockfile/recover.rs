@@ -15,14 +15,14 @@ use std::ffi::OsStr;
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use super::acquire::{LockSite, TranscriptRef, sync_error};
 use super::error::LockError;
 use super::identity::{LiveReason, Liveness, ProcessProbe};
-use super::paths::{SideKind, redact_side_file_name, side_kind_of};
+use super::paths::{SideKind, redact_side_file_name};
 use super::primitives::{Inspection, inspect_record};
 use super::record::format_timestamp;
 use super::record::{LockRecord, parse_record};
-use super::status::entries;
+use super::site::{LockSite, TranscriptRef, sync_error};
+use super::status::entries_of_lock;
 use super::sys::ReadRegular;
 use super::sys::{self, Kind};
 use super::transcript::{ProofOptions, read_proof};
@@ -92,14 +92,27 @@ fn shown(site: &LockSite, name: &str, kind: SideKind) -> String {
 /// With `transcript`, a sealed primary's proof is checked: a seal that no longer matches its
 /// transcript can never be taken over, so (with every writer fenced) it is moved aside too.
 pub fn plan(site: &LockSite, transcript: Option<&TranscriptRef>, probe: &dyn ProcessProbe) -> Result<Plan, LockError> {
+    let side = entries_of_lock(&site.dir, &site.paths.lock_name)?;
+    let primary = inspect_record(&site.dir, &site.paths.lock_name, &site.session_id, &site.local, probe);
+    plan_from(site, side, primary, transcript, probe)
+}
+
+/// [`plan`] from a scan already made: `side` is this lock's side files (sorted by name, as
+/// [`super::status::group_entries`] gives them) and `primary` what its primary holds.
+///
+/// Why: `recover` over a whole directory lists and reads the directory once and inspects
+/// every primary in one batch (one malformed-record pause for all of them); asking each
+/// session to list the directory again made that scan quadratic.
+pub fn plan_from(
+    site: &LockSite,
+    side: Vec<(String, SideKind)>,
+    primary: Inspection,
+    transcript: Option<&TranscriptRef>,
+    probe: &dyn ProcessProbe,
+) -> Result<Plan, LockError> {
     let lock = site.paths.lock_name.clone();
     let mut actions = Vec::new();
     let mut blocked = None;
-    let mut side: Vec<(String, SideKind)> =
-        entries(&site.dir)?.into_iter().filter_map(|e| side_kind_of(&lock, &e).map(|k| (e.name, k))).collect();
-    side.sort_by(|a, b| a.0.cmp(&b.0));
-
-    let primary = inspect_record(&site.dir, &lock, &site.session_id, &site.local, probe);
     let primary_missing = matches!(primary, Inspection::Missing);
     match primary {
         Inspection::Missing => {}

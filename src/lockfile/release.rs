@@ -20,10 +20,10 @@
 
 use std::ffi::OsStr;
 
-use super::acquire::{LockSite, retry_pause, sync_error};
 use super::error::LockError;
 use super::primitives::{ExactState, inspect_exact, same_regular};
 use super::record::{LockRecord, OwnerToken, parse_record};
+use super::site::{LockSite, retry_pause, sync_error};
 use super::sys::{FileMeta, ReadRegular, is_eexist};
 
 /// `RELEASE_PRECHECK_ATTEMPTS`.

@@ -24,13 +24,13 @@ use std::path::Path;
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
 
-use super::acquire::LockSite;
 use super::error::{HolderInfo, LockError, Unavailable};
 use super::primitives::{check_claim, install, remove_exact, require_absent};
 use super::record::{
     IDENTITY_KEY, LockRecord, OwnerToken, Schema, SealedIdentity, TranscriptProof, format_timestamp, parse_record,
 };
 use super::release::read_owned_retrying;
+use super::site::LockSite;
 use super::sys::FileMeta;
 use super::transcript::{ProofOptions, ProofRead, TranscriptKey, read_proof};
 use super::transition::{Stage, Transition, release_claim};

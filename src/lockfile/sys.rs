@@ -321,9 +321,15 @@ impl Dir {
         if meta.size > MAX_RECORD_BYTES as u64 {
             return ReadRegular::TooLarge(meta.size);
         }
-        let mut buf = vec![0u8; MAX_RECORD_BYTES + 1];
+        // Sized from fstat, plus one byte to see the end, and grown if the file grows while
+        // it is read: a directory scan reads every record, and allocated and zeroed a
+        // 64 KiB buffer for each of them.
+        let mut buf = vec![0u8; (meta.size as usize).min(MAX_RECORD_BYTES) + 1];
         let mut len = 0;
         loop {
+            if len == buf.len() {
+                buf.resize((buf.len() * 2).min(MAX_RECORD_BYTES + 1), 0);
+            }
             match rustix::io::read(&fd, &mut buf[len..]) {
                 Ok(0) => break,
                 Ok(n) => {

@@ -29,10 +29,10 @@
 use std::ffi::OsStr;
 use std::thread::sleep;
 
-use super::acquire::LockSite;
 use super::error::{LockError, Unavailable};
 use super::primitives::{ExactState, MALFORMED_RETRY_DELAY, RemoveError, inspect_exact, remove_exact};
 use super::record::{Schema, parse_record};
+use super::site::LockSite;
 use super::sys::{ReadRegular, is_enoent};
 
 /// Candidate observations before a transition gives up (50 ms apart).

@@ -2,11 +2,11 @@
 
 use std::path::Path;
 
-use super::acquire::LockSite;
 use super::error::LockError;
 use super::identity::ProcessProbe;
 use super::primitives::{Inspection, inspect_record};
 use super::record::{LockRecord, TranscriptProof};
+use super::site::LockSite;
 use super::transcript::{ProofOptions, TranscriptKey, read_proof};
 
 /// What `verify` found.

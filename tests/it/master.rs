@@ -116,6 +116,21 @@ pub(crate) fn mref(c: &Ctl) -> Value {
     json!({"identity": c.identity, "session_id": c.sid})
 }
 
+/// `args` as a client sends them to `url`: over HTTP without `--freshness-seconds N`, which
+/// names the server the command is routed to ([`Co::url_for`]) and which a client refuses.
+pub(crate) fn client_args<S: AsRef<str>>(args: &[S], url: &str) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut it = args.iter().map(|a| a.as_ref().to_string());
+    while let Some(a) = it.next() {
+        if url.starts_with("http") && a == "--freshness-seconds" && freshness_arg(args).is_some() {
+            it.next();
+            continue;
+        }
+        out.push(a);
+    }
+    out
+}
+
 /// The value of `--freshness-seconds` in `args`, if it is one a server accepts.
 fn freshness_arg<S: AsRef<str>>(args: &[S]) -> Option<u64> {
     let i = args.iter().position(|a| a.as_ref() == "--freshness-seconds")?;
@@ -150,9 +165,10 @@ impl Co {
         Some(Co::http(|home, _| Deployment::redis_pg(home, ns)))
     }
 
-    /// Where commands go. A server applies its own freshness threshold (the client's
-    /// `--freshness-seconds` is ignored over HTTP), so for commands that pass one the
-    /// deployment routes them to a server started with that threshold (on the same store).
+    /// Where commands go. A server applies its own freshness threshold (a client refuses
+    /// `--freshness-seconds` over HTTP), so for commands that pass one the deployment routes
+    /// them to a server started with that threshold (on the same store), and
+    /// [`client_args`] drops the flag from the client's command line.
     pub(crate) fn url_for<S: AsRef<str>>(&self, args: &[S]) -> String {
         match &self.http {
             None => format!("sqlite:{}", self.store.display()),
@@ -190,7 +206,8 @@ impl Co {
     /// `args --coordinator <sqlite:store or a server's URL>`.
     pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut c = self.base();
-        c.args(args).arg("--coordinator").arg(self.url_for(args));
+        let url = self.url_for(args);
+        c.args(client_args(args, &url)).arg("--coordinator").arg(url);
         c
     }
 
@@ -491,6 +508,7 @@ pub(crate) fn race(co: &Co, racers: &[Racer]) -> Vec<(String, Run)> {
     let children: Vec<(String, Child)> = racers
         .iter()
         .map(|r| {
+            let url = r.url.clone().unwrap_or_else(|| co.url_for(&r.args));
             let mut c = Command::new("sh");
             c.arg("-c")
                 .arg(r#"read -r _barrier; d=$1; shift; [ "$d" = 0 ] || sleep "$d"; exec "$@""#)
@@ -501,9 +519,9 @@ pub(crate) fn race(co: &Co, racers: &[Racer]) -> Vec<(String, Run)> {
                     format!("{}.{:03}", r.delay_ms / 1000, r.delay_ms % 1000)
                 })
                 .arg(BIN)
-                .args(&r.args)
+                .args(client_args(&r.args, &url))
                 .arg("--coordinator")
-                .arg(r.url.clone().unwrap_or_else(|| co.url_for(&r.args)))
+                .arg(&url)
                 .env_clear()
                 .env("PATH", "/usr/bin:/bin")
                 .env("HOME", co.dir())

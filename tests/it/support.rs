@@ -86,6 +86,8 @@ pub struct AcquireJson {
     pub token_file: Option<String>,
     pub previous: Option<PreviousJson>,
     pub epoch: u64,
+    /// Complete SHA-256 passes over the transcript, after a certified takeover.
+    pub transcript_hash_passes: Option<u64>,
 }
 
 /// `previous` of a certified takeover.
