@@ -304,3 +304,149 @@ fn a_cgroup_naming_another_pod_keeps_the_record_fenced() {
     let st: Value = serde_json::from_str(&st.stdout).unwrap();
     assert_eq!(st["liveness"]["code"], "pod_identity_untrusted", "{st}");
 }
+
+/// Both writer manifests give `run` the pod identity it records (the container name equal
+/// to the container's own), and only the StatefulSet trusts "same name, new UID".
+#[test]
+fn the_writer_manifests_set_the_pod_identity() {
+    for (file, statefulset) in [("writer-deployment.yaml", false), ("writer-statefulset.yaml", true)] {
+        let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes").join(file))
+            .unwrap();
+        for (var, field) in [
+            ("WRITERCTL_POD_UID", "metadata.uid"),
+            ("WRITERCTL_POD_NAME", "metadata.name"),
+            ("WRITERCTL_POD_NAMESPACE", "metadata.namespace"),
+        ] {
+            let at = text.find(&format!("- name: {var}\n")).unwrap_or_else(|| panic!("{file}: {var} missing"));
+            let next = &text[at..text[at..].find("\n            - name:").map_or(text.len(), |n| at + n + 1)];
+            assert!(next.contains(&format!("fieldPath: {field}")), "{file}: {var} must come from {field}");
+        }
+        let container = text.split("        - name: ").nth(1).and_then(|t| t.lines().next()).unwrap().trim();
+        assert!(
+            text.contains(&format!("- name: WRITERCTL_CONTAINER_NAME\n              value: {container}")),
+            "{file}: WRITERCTL_CONTAINER_NAME must be the container's name `{container}`"
+        );
+        assert_eq!(text.contains("- name: WRITERCTL_STATEFULSET_IDENTITY"), statefulset, "{file}");
+        assert!(text.contains("writerctl") && text.contains("- run"), "{file}: runs writerctl run");
+    }
+}
+
+/// Every failpoint in the sources, as the crash matrix finds them.
+fn failpoints() -> Vec<String> {
+    fn walk(dir: &Path, found: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, found);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                for part in text.split("failpoint!(\"").skip(1) {
+                    found.push(part[..part.find('"').unwrap()].to_owned());
+                }
+            }
+        }
+    }
+    let mut v = Vec::new();
+    walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut v);
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// The crash matrix for the restart rule: a writer of this Pod's container is SIGKILLed at
+/// every failpoint of a managed acquire, a seal and a takeover; then the container restarts
+/// (a new pid namespace, the same Pod identity) and takes the session with `acquire
+/// --managed`. Never two active owners; the restart either owns the session or fails with
+/// a documented code (a residual transition claim still needs `recover`, by design).
+#[test]
+fn crash_matrix_kill_at_every_step_then_restart_as_the_same_container() {
+    const TEST: &str = "crash_matrix_kill_at_every_step_then_restart_as_the_same_container";
+    if let Err(why) = can_unshare() {
+        return skip(TEST, &why);
+    }
+    let vars = pod_env(UID, "w-abc", "writer");
+    let mut violations = Vec::new();
+    let mut outcomes = std::collections::BTreeMap::new();
+    for op in ["acquire", "seal", "takeover"] {
+        for fp in failpoints() {
+            let label = format!("[{op} {fp}=kill]");
+            let env = TestEnv::new();
+            let transcript = env.runtime().join(format!("chats/{S}.jsonl"));
+            std::fs::create_dir_all(transcript.parent().unwrap()).unwrap();
+            std::fs::write(&transcript, b"{\"a\":1}\n").unwrap();
+            let holder = LiveHolder::start();
+            let pid = holder.pid().to_string();
+            let t0 = env.tmp.path().join("t0.token");
+            let acquire0 =
+                ["acquire", "--managed", "--json", "--session", S, "--pid", &pid, "--token-file", t0.to_str().unwrap()];
+            let mut kill = vars.clone();
+            kill.push(("WRITERCTL_FAILPOINTS", format!("{fp}=kill")));
+            match op {
+                "acquire" => {
+                    cli(&env, &acquire0, &kill);
+                }
+                "seal" => {
+                    cli(&env, &acquire0, &vars).assert_ok();
+                    cli(&env, &["seal", "--json", "--session", S, "--token-file", t0.to_str().unwrap()], &kill);
+                }
+                _ => {
+                    cli(&env, &acquire0, &vars).assert_ok();
+                    cli(&env, &["seal", "--json", "--session", S, "--token-file", t0.to_str().unwrap()], &vars)
+                        .assert_ok();
+                    let t1 = env.tmp.path().join("t1.token");
+                    cli(
+                        &env,
+                        &["takeover", "--json", "--session", S, "--pid", &pid, "--token-file", t1.to_str().unwrap()],
+                        &kill,
+                    );
+                }
+            }
+            // The container restarts: a new pid namespace, the same Pod identity.
+            let mut c = Command::new("unshare");
+            c.args(["--pid", "--fork", "--mount-proc", "--kill-child"]).arg(BIN);
+            c.args(["acquire", "--managed", "--json", "--session", S, "--runtime-dir"]).arg(env.runtime());
+            c.args(["--pid", "1", "--token-file"]).arg(env.tmp.path().join("restart.token"));
+            c.env_clear().env("HOME", env.tmp.path()).env("PATH", "/usr/bin:/bin").stdin(Stdio::null());
+            for (k, v) in &vars {
+                c.env(k, v);
+            }
+            let Some(r) = run_bounded(c, LIMIT) else {
+                violations.push(format!("{label} the restart hung"));
+                continue;
+            };
+            let code = try_error_code(&r);
+            *outcomes.entry(format!("{op} exit={} {code:?}", r.code)).or_insert(0) += 1;
+            let documented = matches!(
+                (r.code, code.as_deref()),
+                (0, _) | (3, Some("session_writer_conflict")) | (4, Some(_)) | (75, Some("session_writer_unavailable"))
+            );
+            if !documented {
+                violations.push(format!("{label} restart exited {} {code:?}:\n{}\n{}", r.code, r.stdout, r.stderr));
+            }
+            // Never two owners: one primary at most, and no other file holds an active
+            // record that could be mistaken for one.
+            let dir = env.lock_dir();
+            let actives: Vec<String> = std::fs::read_dir(&dir)
+                .unwrap()
+                .filter_map(|e| {
+                    let e = e.unwrap();
+                    let name = e.file_name().into_string().unwrap();
+                    let v: Value = serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok()?;
+                    (name == format!("{S}.lock") && v["state"] == "active").then_some(name)
+                })
+                .collect();
+            if actives.len() > 1 {
+                violations.push(format!("{label} {} active primaries", actives.len()));
+            }
+            if r.code == 0 {
+                let now: Value = serde_json::from_slice(&std::fs::read(env.lock(S)).unwrap()).unwrap();
+                if now["pid"] != 1 || now["state"] != "active" {
+                    violations.push(format!("{label} the restart succeeded but L is {now}"));
+                }
+            }
+            holder.stop();
+        }
+    }
+    eprintln!("restart matrix outcomes: {outcomes:?}");
+    assert!(violations.is_empty(), "{}", violations.join("\n"));
+}
