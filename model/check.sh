@@ -5,14 +5,14 @@
 #   CONFIGS="MAXF=1,G=1" bash model/check.sh
 #
 # CONFIGS is a space-separated list; each entry is a comma-separated list of
-# NAME=VALUE model tunables (G, MAXF, WAIT, ACQ, SEED; see handoff.pml).
+# NAME=VALUE model tunables (G, MAXF, WAIT, ACQ, SEED, RESTART; see handoff.pml).
 # Exits non-zero on any assertion violation, invalid end state, incomplete search
 # or tool error.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 model="$here/handoff.pml"
-CONFIGS="${CONFIGS:-MAXF=0,G=1 MAXF=0,G=1,WAIT=3,ACQ=3}"
+CONFIGS="${CONFIGS:-MAXF=0,G=1 MAXF=0,G=1,WAIT=3,ACQ=3 MAXF=0,G=1,RESTART=1 MAXF=1,G=1,RESTART=1}"
 PAN_FLAGS="${PAN_FLAGS:--m200000 -w26}"
 
 if ! command -v spin >/dev/null 2>&1; then

@@ -14,6 +14,10 @@
  *   WAIT  candidate observations before giving up      (default 2; code: 100, qwen: 20)
  *   ACQ   ordinary-acquire attempts                    (default 2; code: 8)
  *   SEED  1: L may start holding a sealed record left by a departed writer (default 1)
+ *   RESTART 1: actor 0 may crash (SIGKILL, an OOM kill) while it owns the session, its
+ *         record left at L; actor 1 is the same container of the same Pod, started by the
+ *         kubelet only once actor 0 is dead, and may reclaim that record under the
+ *         container_restarted rule (issue 18; src/lockfile/pod.rs) (default 0)
  */
 
 #define N 3
@@ -33,6 +37,11 @@
 #ifndef SEED
 #define SEED 1
 #endif
+#ifndef RESTART
+#define RESTART 0
+#endif
+/* the actor whose restarted container actor `a` is (N: none) */
+#define PRED(a) ((RESTART && (a) == 1) -> 0 : N)
 
 #define ACTIVE 0
 #define SEALED 1
@@ -68,6 +77,7 @@ byte CAND[N * G];       /* L.sealed-candidate.<o>   (seal)            */
 byte RET[N * G];        /* L.handoff.<o>            (seal retired)    */
 byte SRET[N * G];       /* L.sealed.<sealed>.<o>    (takeover retired)*/
 byte REL[N * G];        /* L.released.<o>           (release)         */
+byte STALE[N * G];      /* L.stale.<o>              (reclaim)         */
 
 byte faults = MAXF;
 
@@ -77,10 +87,16 @@ bool owner[N];          /* set when acquire/takeover returns a lease; cleared wh
 byte ownrec[N];         /* the record value of that lease                */
 byte certified[N];      /* the sealed record this actor validated under its claim */
 bool retained[N];       /* a transition ended with its claim deliberately retained */
+bool dead[N];           /* the actor's process was killed (RESTART): it never acts again */
+bool finished[N];           /* the actor finished normally */
 
 /* (2) a record may only be removed / moved by the actor that wrote it, or by the
  *     certified taker of that exact sealed record. */
-#define AUTH(me, v) ((v) == 0 || RACTOR(v) == (me) || (v) == certified[me])
+#define AUTH(me, v) ((v) == 0 || RACTOR(v) == (me) || (v) == certified[me] || RESTARTED_FROM(me, v))
+/* the restart rule's guarantee: a record of our dead predecessor container (kubelet: one
+ * instance of a named container at a time) */
+#define RESTARTED_FROM(me, v) (PRED(me) != N && RACTOR(v) == PRED(me) && dead[PRED(me)] && \
+                               RKIND(v) == ACTIVE)
 
 /* (1)+(3): every believed owner's exact active record is at L; so at most one owner. */
 #define OWN_OK(a) (!owner[a] || L == ownrec[a])
@@ -496,6 +512,38 @@ inline ACQUIRE(me) {
   od
 }
 
+/* reclaim under the container_restarted rule (acquire.rs reclaim, simplified: the guard is
+ * one step): only an active record of our dead predecessor is moved aside, then ours is
+ * installed with the usual claim checks and verification. */
+inline RECLAIM_RESTARTED(me) {
+  r = REC(me, gen, ACTIVE); idx = me * G + gen; gen++;
+  READ(C, v);                                          /* claim check #1 */
+  if
+  :: v != 0 -> skip
+  :: v == 0 ->
+     READ(L, v);
+     if
+     :: v != 0 && v != UNK && RESTARTED_FROM(me, v) ->
+        RENAME(me, L, STALE[idx], rr, 1);
+        if
+        :: rr == OK ->
+           INSTALL(L, r, res);
+           if
+           :: res == INST ->
+              READ(C, v);                              /* claim check #2 */
+              if
+              :: v != 0 -> REMOVE_OWNED(me, L, r)
+              :: else -> err = 0; FINISH_ACQUISITION(me, r, REL[idx])
+              fi
+           :: else -> skip
+           fi
+        :: else -> skip
+        fi
+     :: else -> skip
+     fi
+  fi
+}
+
 /* ---------------------------------------------------------------- seal.rs */
 inline SEAL(me) {
   r = ownrec[me]; s = r + 1;                           /* our sealed record */
@@ -567,12 +615,18 @@ proctype Actor(byte me) {
   byte gen, idx, r, s, sv, v, v2, res, lk, rr, lcp, rex, ures, rcl, rb;
   byte stage, obs, obs2, uf, i, att, relres;
   bool claim_inst, cex, err, terr;
+  /* a restarted container starts only once its predecessor is dead (or never ran out) */
+end_start:
+  (PRED(me) == N || dead[PRED(me)] || finished[PRED(me)]);
   do
   :: !owner[me] && gen < G -> ACQUIRE(me); FORGET
+  :: PRED(me) != N && !owner[me] && gen < G -> RECLAIM_RESTARTED(me); FORGET
   :: owner[me] -> SEAL(me); FORGET
   :: owner[me] -> owner[me] = 0; RELEASE_EXACT(me, ownrec[me], REL[idx]); FORGET
+  :: RESTART && me == 0 && owner[me] -> atomic { owner[me] = 0; dead[me] = 1 }; break  /* SIGKILL */
   :: !owner[me] && gen >= G -> break
-  od
+  od;
+  finished[me] = 1
 }
 
 /* properties (1) and (3), checked in every reachable state */
