@@ -72,7 +72,7 @@ const KNOWN_FAILPOINTS: &[&str] = &[
 
 /// Every `failpoint!("…")` name in src/, sorted: the matrix follows the sources, so a new
 /// failpoint is crashed at without editing this file.
-fn failpoints() -> Vec<String> {
+pub(crate) fn failpoints() -> Vec<String> {
     fn walk(dir: &Path, found: &mut Vec<String>) {
         for e in std::fs::read_dir(dir).unwrap() {
             let p: PathBuf = e.unwrap().path();

@@ -331,28 +331,6 @@ fn the_writer_manifests_set_the_pod_identity() {
     }
 }
 
-/// Every failpoint in the sources, as the crash matrix finds them.
-fn failpoints() -> Vec<String> {
-    fn walk(dir: &Path, found: &mut Vec<String>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(&p, found);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                let text = std::fs::read_to_string(&p).unwrap();
-                for part in text.split("failpoint!(\"").skip(1) {
-                    found.push(part[..part.find('"').unwrap()].to_owned());
-                }
-            }
-        }
-    }
-    let mut v = Vec::new();
-    walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut v);
-    v.sort();
-    v.dedup();
-    v
-}
-
 /// The crash matrix for the restart rule: a writer of this Pod's container is SIGKILLed at
 /// every failpoint of a managed acquire, a seal and a takeover; then the container restarts
 /// (a new pid namespace, the same Pod identity) and takes the session with `acquire
@@ -368,7 +346,7 @@ fn crash_matrix_kill_at_every_step_then_restart_as_the_same_container() {
     let mut violations = Vec::new();
     let mut outcomes = std::collections::BTreeMap::new();
     for op in ["acquire", "seal", "takeover"] {
-        for fp in failpoints() {
+        for fp in crate::crash::failpoints() {
             let label = format!("[{op} {fp}=kill]");
             let env = TestEnv::new();
             let transcript = env.runtime().join(format!("chats/{S}.jsonl"));

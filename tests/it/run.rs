@@ -315,6 +315,15 @@ fn transcript_path(env: &TestEnv, session: &str) -> PathBuf {
     env.runtime().join(format!("chats/{session}.jsonl"))
 }
 
+/// Nothing appends to `session`'s transcript any more (its length holds for 300 ms, six
+/// times the test writers' append interval).
+#[track_caller]
+fn assert_transcript_stays(env: &TestEnv, session: &str, why: &str) {
+    let len = std::fs::metadata(transcript_path(env, session)).unwrap().len();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(std::fs::metadata(transcript_path(env, session)).unwrap().len(), len, "{why}");
+}
+
 fn status_of(env: &TestEnv, session: &str) -> StatusJson {
     cli(env, &["status", "--json", "--session", session], false).assert_ok().json()
 }
@@ -1389,9 +1398,7 @@ while :; do sleep 0.05; done
     );
     assert_eq!(one(&evs, "descendants_stopped").fields["killed"], "true");
     // Nothing writes any more, and the seal certifies exactly what is there.
-    let len = std::fs::metadata(transcript_path(&env, S)).unwrap().len();
-    std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(std::fs::metadata(transcript_path(&env, S)).unwrap().len(), len, "a writer survived");
+    assert_transcript_stays(&env, S, "a writer survived");
     assert_sealed_matching(&env, S, pid);
 }
 
@@ -1576,8 +1583,6 @@ fn a_lost_lock_stops_the_writer_and_nothing_is_handed_off() {
             _ => assert_eq!(std::fs::read(&lock).unwrap(), original),
         }
         // The writer is gone: the transcript stops growing.
-        let len = std::fs::metadata(transcript_path(&env, s)).unwrap().len();
-        std::thread::sleep(Duration::from_millis(300));
-        assert_eq!(std::fs::metadata(transcript_path(&env, s)).unwrap().len(), len, "{how}: the writer still writes");
+        assert_transcript_stays(&env, s, &format!("{how}: the writer still writes"));
     }
 }
