@@ -39,7 +39,7 @@ use super::release::release_lease;
 use super::site::sync_error;
 pub use super::site::{DirMode, LockSite, TranscriptRef, check_runtime_dir, open_lock_dir, open_site};
 use super::sys::{self, FileMeta, ReadRegular};
-use super::transcript::{ProofOptions, Tail, check_shape, read_proof, tail_of};
+use super::transcript::{ProofOptions, Tail, check_shape, check_transcript_dirs, read_proof, tail_of};
 use super::transition::{Stage, Transition, release_claim};
 use std::sync::Arc;
 
@@ -148,6 +148,10 @@ pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe)
             "process kind `{}` is not one of interactive, acp, daemon, unknown",
             opts.process_kind
         )));
+    }
+    // An untrusted transcript directory is refused before anything is written (issue 22).
+    if let Some(t) = &opts.transcript {
+        check_transcript_dirs(&t.runtime_dir, &t.key)?;
     }
     let owner = OwnerToken::generate();
     // Nothing is replaced when the primary is missing: epoch 0 + 1.

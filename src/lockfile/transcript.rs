@@ -292,6 +292,15 @@ pub fn tail_of(runtime_dir: &Path, key: &TranscriptKey) -> Result<Tail, LockErro
 ///   bind-mounted over the transcript path (a procfs file, say) is reached without a
 ///   symlink, but its size need not describe its bytes, and a seal would certify "0 bytes"
 ///   for a file that yields 124.
+/// Issue 22: the directories from `R` down to the transcript must be trusted (see
+/// [`check_transcript_home`]). Acquisition checks this before it writes anything, so an
+/// untrusted `R/chats` is refused with nothing written rather than after the lock was
+/// installed and removed again.
+pub fn check_transcript_dirs(runtime_dir: &Path, key: &TranscriptKey) -> Result<(), LockError> {
+    let root = sys::open_root(runtime_dir).map_err(|e| LockError::io("open runtime directory", e))?;
+    check_transcript_home(&root, runtime_dir, key, None)
+}
+
 fn check_transcript_home(
     root: &OwnedFd,
     runtime_dir: &Path,
