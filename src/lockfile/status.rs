@@ -512,7 +512,7 @@ fn active_next_step(r: &LockRecord, l: Liveness, managed: bool) -> String {
             l.describe()
         ),
         Liveness::Stale(super::identity::StaleReason::Proven(rule)) => format!(
-            "the holder (pid {}) is proven gone by the {} rule; `writerctl run`, `acquire` (also --managed) and `takeover` reclaim it and report the transcript's tail",
+            "the holder (pid {}) is proven gone by the {} rule: `run`, `acquire` (also --managed) and `takeover` reclaim it and report the transcript's tail",
             r.owner.pid,
             rule.as_str()
         ),
