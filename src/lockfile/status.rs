@@ -296,26 +296,58 @@ fn entries_matching(
     keep: impl Fn(&str) -> bool,
     mut keep_read: impl FnMut(&str, ReadRegular),
 ) -> Result<Vec<Entry>, LockError> {
-    let names = dir.list().map_err(|e| LockError::io("list lock directory", e))?;
-    Ok(names
+    let names: Vec<String> = dir
+        .list()
+        .map_err(|e| LockError::io("list lock directory", e))?
         .into_iter()
         .filter_map(|n| n.into_string().ok())
         .filter(|n| keep(n))
-        .map(|name| {
-            let read = dir.read_regular(OsStr::new(&name));
-            let record = match &read {
-                ReadRegular::Regular(bytes, _) => parse_record(bytes).ok(),
-                _ => None,
-            };
-            let (recorded_session, recorded_owner) = match record {
-                Some(r) => (Some(r.owner.session_id), Some(r.owner.owner_id)),
-                None => (None, None),
-            };
-            keep_read(&name, read);
-            Entry { name, recorded_session, recorded_owner }
+        .collect();
+    let read = |name: String| {
+        let read = dir.read_regular(OsStr::new(&name));
+        let record = match &read {
+            ReadRegular::Regular(bytes, _) => parse_record(bytes).ok(),
+            _ => None,
+        };
+        let (recorded_session, recorded_owner) = match record {
+            Some(r) => (Some(r.owner.session_id), Some(r.owner.owner_id)),
+            None => (None, None),
+        };
+        (Entry { name, recorded_session, recorded_owner }, read)
+    };
+    // Reading and parsing every file is the whole cost of a directory scan, and each file
+    // is independent: large directories are read by one thread per core (the listing's
+    // order is kept, and nothing here writes).
+    let read_all: Vec<(Entry, ReadRegular)> = if names.len() < PARALLEL_SCAN_MIN {
+        names.into_iter().map(read).collect()
+    } else {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+        let per = names.len().div_ceil(threads);
+        let mut chunks: Vec<Vec<String>> = Vec::new();
+        let mut rest = names;
+        while !rest.is_empty() {
+            let tail = rest.split_off(per.min(rest.len()));
+            chunks.push(std::mem::replace(&mut rest, tail));
+        }
+        std::thread::scope(|s| {
+            let handles: Vec<_> = chunks
+                .into_iter()
+                .map(|chunk| s.spawn(move || chunk.into_iter().map(read).collect::<Vec<_>>()))
+                .collect();
+            handles.into_iter().flat_map(|h| h.join().expect("a scan thread panicked")).collect()
+        })
+    };
+    Ok(read_all
+        .into_iter()
+        .map(|(entry, read)| {
+            keep_read(&entry.name, read);
+            entry
         })
         .collect())
 }
+
+/// Below this many entries a scan reads on one thread (a thread costs more than it saves).
+const PARALLEL_SCAN_MIN: usize = 2_000;
 
 /// The entries that can belong to the lock `lock_name`: every side file's name starts with
 /// the primary's (QWEN_FORMAT §1.2), so the rest of the directory is never read. This keeps

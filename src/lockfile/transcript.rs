@@ -283,15 +283,6 @@ pub fn tail_of(runtime_dir: &Path, key: &TranscriptKey) -> Result<Tail, LockErro
     Ok(if ends_clean(&fd, fp.size)? { Tail::Clean } else { Tail::Torn })
 }
 
-/// Issue 22: the transcript's directories and mount.
-///
-/// * Every directory from `R` (exclusive) down to the transcript must be trusted
-///   ([`super::trust`]): whoever can rename in one of them can swap the transcript under a
-///   seal. A directory that does not exist yet is fine (nothing is in it).
-/// * The transcript must sit on its directory's mount ([`sys::same_mount`]): a file
-///   bind-mounted over the transcript path (a procfs file, say) is reached without a
-///   symlink, but its size need not describe its bytes, and a seal would certify "0 bytes"
-///   for a file that yields 124.
 /// Issue 22: the directories from `R` down to the transcript must be trusted (see
 /// [`check_transcript_home`]). Acquisition checks this before it writes anything, so an
 /// untrusted `R/chats` is refused with nothing written rather than after the lock was
@@ -301,6 +292,15 @@ pub fn check_transcript_dirs(runtime_dir: &Path, key: &TranscriptKey) -> Result<
     check_transcript_home(&root, runtime_dir, key, None)
 }
 
+/// Issue 22: the transcript's directories and mount.
+///
+/// * Every directory from `R` (exclusive) down to the transcript must be trusted
+///   ([`super::trust`]): whoever can rename in one of them can swap the transcript under a
+///   seal. A directory that does not exist yet is fine (nothing is in it).
+/// * The transcript must sit on its directory's mount ([`sys::same_mount`]): a file
+///   bind-mounted over the transcript path (a procfs file, say) is reached without a
+///   symlink, but its size need not describe its bytes, and a seal would certify "0 bytes"
+///   for a file that yields 124.
 fn check_transcript_home(
     root: &OwnedFd,
     runtime_dir: &Path,

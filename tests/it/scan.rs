@@ -103,3 +103,31 @@ fn the_directory_view_groups_every_file_under_its_own_lock() {
     assert_eq!(kinds("d"), ["install_temp", "sealed_retired"]);
     assert_eq!(all.sessions[0].state, "in_transition", "a's claim");
 }
+
+/// A directory large enough to be read by one thread per core: every lock is still listed
+/// once, in order, with the state and side files its own bytes give.
+#[test]
+fn a_large_directory_read_in_parallel_keeps_every_lock_and_its_order() {
+    let env = TestEnv::new();
+    let dir = env.lock_dir();
+    const N: usize = 2_600; // above the parallel threshold (2,000 entries)
+    for i in 0..N {
+        let session = format!("p{i:05}");
+        let body = match i % 3 {
+            0 => qwen_sealed(&session, "o"),
+            1 => qwen_active_dead(&session, "0b6f7c2e-4f1e-4a5e-9d8e-1c2b3a4d5e6f"),
+            _ => "not json".to_string(),
+        };
+        stage(&dir.join(format!("{session}.lock")), body.as_bytes());
+        if i % 5 == 0 {
+            stage(&dir.join(format!("{session}.lock.claim")), b"x");
+        }
+    }
+    let all: StatusAllJson = env.run(&["status", "--json"]).assert_ok().json();
+    assert_eq!(all.sessions.len(), N);
+    for (i, s) in all.sessions.iter().enumerate() {
+        assert_eq!(s.session_id, format!("p{i:05}"), "order");
+        let want = if i % 5 == 0 { "in_transition" } else { ["sealed", "active", "malformed"][i % 3] };
+        assert_eq!(s.state, want, "{}", s.session_id);
+    }
+}
