@@ -62,24 +62,8 @@ pub struct HolderArgs {
     /// On timeout the last refusal is returned with its own code. Refusals that waiting
     /// cannot clear (a stale holder under --managed, a malformed record, a changed
     /// transcript) are returned at once.
-    #[arg(long, value_name = "SECONDS", default_value = "0", value_parser = parse_wait)]
+    #[arg(long, value_name = "SECONDS", default_value = "0", value_parser = super::parse_seconds)]
     pub wait: std::time::Duration,
-}
-
-/// `--wait SECONDS`: a finite, non-negative number of seconds (fractions allowed).
-fn parse_wait(s: &str) -> Result<std::time::Duration, String> {
-    match s.parse::<f64>() {
-        Ok(v) if (0.0..=1e9).contains(&v) => Ok(std::time::Duration::from_secs_f64(v)),
-        _ => Err(format!("`{s}` is not a number of seconds (0 or more)")),
-    }
-}
-
-/// A finite number of seconds above zero (fractions allowed), e.g. `run --check-interval`.
-pub fn parse_seconds_positive(s: &str) -> Result<std::time::Duration, String> {
-    match parse_wait(s) {
-        Ok(d) if !d.is_zero() => Ok(d),
-        _ => Err(format!("`{s}` is not a number of seconds above 0")),
-    }
 }
 
 #[derive(Serialize)]

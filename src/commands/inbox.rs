@@ -35,19 +35,11 @@ pub struct InboxArgs {
     #[arg(long)]
     pub follow: bool,
     /// With --follow: stop (exit 0) after this many seconds [default: never].
-    #[arg(long, value_name = "SECONDS", requires = "follow", value_parser = parse_seconds)]
-    pub timeout: Option<f64>,
+    #[arg(long, value_name = "SECONDS", requires = "follow", value_parser = super::parse_seconds)]
+    pub timeout: Option<Duration>,
     /// At most this many events per read.
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub limit: u64,
-}
-
-/// A finite, non-negative number of seconds (a bound a script can rely on).
-fn parse_seconds(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if (0.0..=1e9).contains(&v) => Ok(v),
-        _ => Err(format!("{s:?} is not a number of seconds >= 0")),
-    }
 }
 
 /// How often --follow polls the embedded store.
@@ -113,7 +105,7 @@ pub fn run(a: InboxArgs, out: Output) -> Result<()> {
         }
         return Ok(());
     }
-    let deadline = a.timeout.map(|t| Instant::now() + Duration::from_secs_f64(t));
+    let deadline = a.timeout.map(|t| Instant::now() + t);
     let mut after = a.after;
     // A server holds the request open until an event arrives (long poll); the embedded
     // store is polled.

@@ -52,6 +52,23 @@ impl std::fmt::Display for Coded {
 
 impl std::error::Error for Coded {}
 
+/// `SECONDS` flags (`--wait`, `inbox --timeout`): a finite number of seconds, 0 or more,
+/// fractions allowed (a bound a script can rely on).
+pub fn parse_seconds(s: &str) -> Result<std::time::Duration, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=1e9).contains(&v) => Ok(std::time::Duration::from_secs_f64(v)),
+        _ => Err(format!("{s:?} is not a number of seconds >= 0")),
+    }
+}
+
+/// [`parse_seconds`] above zero (`run --check-interval`).
+pub fn parse_seconds_positive(s: &str) -> Result<std::time::Duration, String> {
+    match parse_seconds(s) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        _ => Err(format!("{s:?} is not a number of seconds > 0")),
+    }
+}
+
 /// A command line that parsed but asks for something the command cannot honour (a flag
 /// that would otherwise be silently ignored): the `usage` code, exit 2, with a hint that
 /// names what to do instead.

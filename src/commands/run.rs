@@ -51,7 +51,7 @@ pub struct RunArgs {
     /// holds this supervisor's exact record (a `writerctl recover` elsewhere, an operator
     /// moved or replaced it), the writer gets SIGTERM, is killed after --grace, nothing is
     /// sealed, and run exits 3 (session_not_owner). Each check reads one small file.
-    #[arg(long, value_name = "SECONDS", default_value = "2", value_parser = super::acquire::parse_seconds_positive)]
+    #[arg(long, value_name = "SECONDS", default_value = "2", value_parser = super::parse_seconds_positive)]
     pub check_interval: Duration,
 
     /// The local control socket preStop `writerctl seal` talks to [default: derived from the
