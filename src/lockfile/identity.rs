@@ -61,10 +61,16 @@ pub fn pid_namespace_id(pid: Option<u32>) -> Option<u64> {
     sys::stat_path(Path::new(&path)).ok().map(|m| m.ino).filter(|i| *i > 0)
 }
 
-/// Field 22 (`starttime`) of a `/proc/<pid>/stat` line: the 20th token after the last `)`.
+/// The fields of a `/proc/<pid>/stat` line from field 3 (`state`) on: the command name
+/// (field 2) may contain spaces and `)`, so they are counted after the last `)`. Index 0 is
+/// `state`, 1 `ppid`, 19 `starttime`.
+pub fn stat_fields(line: &str) -> Option<Vec<&str>> {
+    Some(line[line.rfind(')')? + 1..].split_whitespace().collect())
+}
+
+/// Field 22 (`starttime`) of a `/proc/<pid>/stat` line.
 pub fn start_ticks_from_stat(line: &str) -> Option<&str> {
-    let after = &line[line.rfind(')')? + 1..];
-    let tok = after.split_whitespace().nth(19)?;
+    let tok = *stat_fields(line)?.get(19)?;
     (!tok.is_empty() && tok.bytes().all(|b| b.is_ascii_digit())).then_some(tok)
 }
 
@@ -114,8 +120,7 @@ pub fn default_holder_pid() -> Option<u32> {
 
 fn parent_of(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(1)?.parse().ok()
+    stat_fields(&stat)?.get(1)?.parse().ok()
 }
 
 fn same_image(a: u32, b: u32) -> bool {

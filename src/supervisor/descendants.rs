@@ -33,6 +33,7 @@ use std::collections::{HashMap, HashSet};
 use std::io;
 use std::time::{Duration, Instant};
 
+use crate::lockfile::identity::{start_ticks_from_stat, stat_fields};
 use rustix::process::{Pid, PidfdFlags, Signal, WaitId, WaitIdOptions, getpid, pidfd_open, pidfd_send_signal};
 
 /// `__WALL`: also wait for children created with an exit signal other than SIGCHLD.
@@ -64,12 +65,14 @@ struct Stat {
     zombie: bool,
 }
 
-/// Parses `/proc/<pid>/stat`. The command name (field 2) may contain spaces and `)`, so
-/// fields are counted from the last `)`.
+/// Parses `/proc/<pid>/stat` (see [`stat_fields`]).
 fn parse_stat(text: &str) -> Option<Stat> {
-    let rest = &text[text.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    Some(Stat { zombie: *f.first()? == "Z", ppid: f.get(1)?.parse().ok()?, start: f.get(19)?.parse().ok()? })
+    let f = stat_fields(text)?;
+    Some(Stat {
+        zombie: *f.first()? == "Z",
+        ppid: f.get(1)?.parse().ok()?,
+        start: start_ticks_from_stat(text)?.parse().ok()?,
+    })
 }
 
 fn read_stat(pid: i32) -> Option<Stat> {
