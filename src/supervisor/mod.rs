@@ -50,6 +50,7 @@ use crate::lockfile::transcript::ProofOptions;
 use crate::lockfile::wait;
 use crate::lockfile::{AcquireOptions, Lease, LockError, LockSite, ReclaimPolicy, release};
 
+use crate::lockfile::give_back::GaveBack;
 use control::{Reply, WireError};
 use descendants::{DrainError, Drained};
 
@@ -359,7 +360,7 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
 
     let bound = match control::bind(&cfg.control_socket) {
         Ok(b) => Arc::new(b),
-        Err(e) => return give_back(cfg, &lease, e.into(), log),
+        Err(e) => return give_back(cfg, &lease, e.into()),
     };
     log(Event::Listening(&cfg.control_socket));
     spawn_control_thread(bound.clone(), cfg.site.session_id.clone(), tx.clone());
@@ -368,7 +369,7 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
         Ok(c) => c,
         Err(e) => {
             bound.unbind();
-            return give_back(cfg, &lease, e, log);
+            return give_back(cfg, &lease, e);
         }
     };
     let pgid = child.id();
@@ -381,12 +382,17 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
     outcome
 }
 
-/// The writer never started: hand the session back exactly as a stop would (seal with the
-/// gate, so a session taken over from a seal is sealed again, not left open to anyone), and
-/// report the original failure.
-fn give_back(cfg: &RunConfig, lease: &Lease, error: RunError, log: &mut dyn FnMut(Event)) -> RunOutcome {
-    let handoff = match hand_off(cfg, lease, cfg.gate, log) {
-        Ok(h) => h,
+/// The writer never started: undo the acquisition exactly as a command whose owner token
+/// could not be delivered does ([`crate::lockfile::give_back`]): a seal taken over is put
+/// back byte for byte (never left open to anyone), a lock that replaced nothing is
+/// released; then report the original failure.
+fn give_back(cfg: &RunConfig, lease: &Lease, error: RunError) -> RunOutcome {
+    let handoff = match crate::lockfile::give_back::give_back(&cfg.site, lease, Some(&cfg.transcript)) {
+        Ok(GaveBack::Released) => Handoff::Released,
+        Ok(GaveBack::SealRestored) => match lease.took_over.as_ref().and_then(|p| p.sealed.seal()) {
+            Some(seal) => Handoff::Sealed { sealed_at: seal.sealed_at.clone(), transcript: seal.transcript.clone() },
+            None => Handoff::Kept,
+        },
         Err(_) => Handoff::Kept,
     };
     failed(error, handoff)

@@ -1281,6 +1281,7 @@ fn a_run_that_cannot_start_after_a_takeover_leaves_the_session_sealed() {
         std::fs::create_dir_all(t.parent().unwrap()).unwrap();
         std::fs::write(&t, b"{\"writer\":0,\"seq\":0}\n").unwrap();
         stage_qwen_seal(&env, S, "0c0c0c0c-0000-4000-8000-000000000001");
+        let staged = std::fs::read(env.lock(S)).unwrap();
         let marker = env.tmp.path().join("writer-ran");
         let mut c = env.cmd();
         c.arg("run").arg("--runtime-dir").arg(env.runtime()).args(["--session", S, "--json"]).env(GATE, "1");
@@ -1300,6 +1301,7 @@ fn a_run_that_cannot_start_after_a_takeover_leaves_the_session_sealed() {
         let st = status_of(&env, S);
         assert_eq!(st.state, "sealed", "{case}: the session was left {} (stderr:\n{})", st.state, r.stderr);
         cli(&env, &["verify", "--json", "--session", S], false).assert_ok();
+        assert_eq!(std::fs::read(env.lock(S)).unwrap(), staged, "{case}: the seal taken over is back byte for byte");
     }
 }
 
