@@ -77,6 +77,8 @@ pub enum ErrorCode {
     NotFound,
     /// `channel create` for a channel that already exists; it is never overwritten.
     ChannelExists,
+    /// `identity add` for an identity already enrolled in the project; never overwritten.
+    IdentityExists,
 }
 
 impl ErrorCode {
@@ -112,6 +114,7 @@ impl ErrorCode {
         ErrorCode::NotClaimOwner,
         ErrorCode::NotFound,
         ErrorCode::ChannelExists,
+        ErrorCode::IdentityExists,
     ];
 
     /// The code named `s`, if it is in the registry.
@@ -152,6 +155,7 @@ impl ErrorCode {
             ErrorCode::NotClaimOwner => "not_claim_owner",
             ErrorCode::NotFound => "not_found",
             ErrorCode::ChannelExists => "channel_exists",
+            ErrorCode::IdentityExists => "identity_exists",
         }
     }
 
@@ -173,7 +177,8 @@ impl ErrorCode {
             | ErrorCode::ClaimTaken
             | ErrorCode::VersionConflict
             | ErrorCode::NotClaimOwner
-            | ErrorCode::ChannelExists => 3,
+            | ErrorCode::ChannelExists
+            | ErrorCode::IdentityExists => 3,
             ErrorCode::TargetNotRegistered
             | ErrorCode::TargetStale
             | ErrorCode::TargetAmbiguous
@@ -236,7 +241,7 @@ impl ErrorCode {
                 "unknown operator or wrong password; each failure delays the next attempt"
             }
             ErrorCode::Unauthorized => {
-                "the session token does not match the session (or the session is not registered)"
+                "the credential does not prove the caller: a session token that does not match the session or the seat, a registration without the identity's key, an admin call without the admin token"
             }
             ErrorCode::OperatorExists => "the operator id already exists; credentials are never overwritten",
             ErrorCode::CoordinatorUnavailable => {
@@ -252,6 +257,9 @@ impl ErrorCode {
             }
             ErrorCode::NotFound => "no such channel, or no claim on that task",
             ErrorCode::ChannelExists => "the channel already exists; it is never overwritten",
+            ErrorCode::IdentityExists => {
+                "the identity is already enrolled in the project; its key is never overwritten (`identity rotate` issues a new one)"
+            }
         }
     }
 }

@@ -2,11 +2,11 @@
 //! store in-process ([`super::Coordinator`]) and against `writerctl coordinator serve` over
 //! HTTP (`crate::coordinator::client::HttpCoordinator`).
 
-use super::engine::{MasterRequest, Registered, Status};
+use super::engine::{Credentials, IssuedKey, MasterRequest, Registered, Status};
 use super::error::ClaimError;
-use super::master::{ControllerKey, MasterOutcome};
+use super::master::{ControllerKey, MasterOutcome, Removed};
 use super::model::Millis;
-use super::model::{AuditEntry, Controller, Event};
+use super::model::{AuditEntry, Controller, EnrolledIdentity, Event};
 use super::secret::Secret;
 use super::work::{
     Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, FocusOutcome, ReleaseRequest, StewardReport, SweepReport,
@@ -15,13 +15,12 @@ use super::work::{
 
 /// Every coordinator verb a command can call.
 pub trait CoordinatorApi {
-    /// `session register`; `previous_token` proves a still-live row is being re-registered by
-    /// its own controller.
+    /// `session register`, proven by the identity's key or the row's current token.
     fn register(
         &self,
         project: &str,
         key: &ControllerKey,
-        previous_token: Option<&Secret>,
+        credentials: Credentials<'_>,
     ) -> Result<Registered, ClaimError>;
     /// `session heartbeat`.
     fn heartbeat(&self, project: &str, session_id: &str, token: &Secret) -> Result<Controller, ClaimError>;
@@ -42,8 +41,9 @@ pub trait CoordinatorApi {
     fn claim(&self, req: &MasterRequest, operator_id: &str, password: &Secret) -> Result<MasterOutcome, ClaimError>;
     /// `operator add`.
     fn add_operator(&self, operator_id: &str, password: &Secret) -> Result<(), ClaimError>;
-    /// Inbox events after `after`. `wait` lets a remote coordinator hold the request open
-    /// until an event arrives (long poll); the embedded store answers at once.
+    /// Inbox events after `after`, for a holder of one of the identity's session tokens.
+    /// `wait` lets a remote coordinator hold the request open until an event arrives (long
+    /// poll); the embedded store answers at once.
     fn inbox(
         &self,
         project: &str,
@@ -51,7 +51,16 @@ pub trait CoordinatorApi {
         after: u64,
         limit: usize,
         wait: std::time::Duration,
+        token: Option<&Secret>,
     ) -> Result<Vec<Event>, ClaimError>;
+    /// `identity add` (administrative): the key is shown once.
+    fn enroll_identity(&self, project: &str, identity: &str) -> Result<IssuedKey, ClaimError>;
+    /// `identity rotate` (administrative).
+    fn rotate_identity(&self, project: &str, identity: &str) -> Result<IssuedKey, ClaimError>;
+    /// `identity remove` (administrative).
+    fn remove_identity(&self, project: &str, identity: &str) -> Result<Removed, ClaimError>;
+    /// `identity list` (administrative).
+    fn identities(&self, project: &str) -> Result<Vec<EnrolledIdentity>, ClaimError>;
     /// The newest `limit` audit rows.
     fn audit_log(&self, project: Option<&str>, limit: usize) -> Result<Vec<AuditEntry>, ClaimError>;
 
@@ -66,12 +75,12 @@ pub trait CoordinatorApi {
     ) -> Result<Channel, ClaimError>;
     /// `channel show`.
     fn show_channel(&self, project: &str, channel: &str) -> Result<Channel, ClaimError>;
-    /// `claim take`.
-    fn take(&self, req: &TakeRequest) -> Result<ClaimOutcome, ClaimError>;
-    /// `claim touch`.
-    fn touch(&self, req: &TouchRequest) -> Result<ClaimOutcome, ClaimError>;
-    /// `claim release`.
-    fn release_claim(&self, req: &ReleaseRequest) -> Result<ClaimRow, ClaimError>;
+    /// `claim take`; `token` proves the seat.
+    fn take(&self, req: &TakeRequest, token: Option<&Secret>) -> Result<ClaimOutcome, ClaimError>;
+    /// `claim touch`; `token` proves the seat.
+    fn touch(&self, req: &TouchRequest, token: Option<&Secret>) -> Result<ClaimOutcome, ClaimError>;
+    /// `claim release`; `token` proves the seat.
+    fn release_claim(&self, req: &ReleaseRequest, token: Option<&Secret>) -> Result<ClaimRow, ClaimError>;
     /// `claim show`.
     fn show_claim(&self, project: &str, channel: &str, task: &str) -> Result<ClaimRow, ClaimError>;
     /// `claim history`.
@@ -80,10 +89,16 @@ pub trait CoordinatorApi {
     fn list_claims(&self, project: &str, channel: &str) -> Result<Vec<ClaimRow>, ClaimError>;
     /// `claim sweep`.
     fn sweep(&self, project: &str, as_of: Option<Millis>, dry_run: bool) -> Result<SweepReport, ClaimError>;
-    /// `focus start`.
-    fn focus_start(&self, project: &str, seat: &str, minutes: u32) -> Result<FocusOutcome, ClaimError>;
-    /// `focus end`.
-    fn focus_end(&self, project: &str, seat: &str) -> Result<FocusLease, ClaimError>;
+    /// `focus start`; `token` proves the seat.
+    fn focus_start(
+        &self,
+        project: &str,
+        seat: &str,
+        minutes: u32,
+        token: Option<&Secret>,
+    ) -> Result<FocusOutcome, ClaimError>;
+    /// `focus end`; `token` proves the seat.
+    fn focus_end(&self, project: &str, seat: &str, token: Option<&Secret>) -> Result<FocusLease, ClaimError>;
     /// `focus show`: the seat's lease if it holds one now.
     fn focus_show(&self, project: &str, seat: &str) -> Result<Option<FocusLease>, ClaimError>;
     /// `steward report`.
@@ -95,9 +110,9 @@ impl CoordinatorApi for super::Coordinator {
         &self,
         project: &str,
         key: &ControllerKey,
-        previous_token: Option<&Secret>,
+        credentials: Credentials<'_>,
     ) -> Result<Registered, ClaimError> {
-        super::Coordinator::register(self, project, key, previous_token)
+        super::Coordinator::register(self, project, key, credentials)
     }
     fn heartbeat(&self, project: &str, session_id: &str, token: &Secret) -> Result<Controller, ClaimError> {
         super::Coordinator::heartbeat(self, project, session_id, token)
@@ -132,8 +147,21 @@ impl CoordinatorApi for super::Coordinator {
         after: u64,
         limit: usize,
         _wait: std::time::Duration,
+        token: Option<&Secret>,
     ) -> Result<Vec<Event>, ClaimError> {
-        super::Coordinator::inbox(self, project, identity, after, limit)
+        super::Coordinator::inbox(self, project, identity, after, limit, token)
+    }
+    fn enroll_identity(&self, project: &str, identity: &str) -> Result<IssuedKey, ClaimError> {
+        super::Coordinator::enroll_identity(self, project, identity, "local")
+    }
+    fn rotate_identity(&self, project: &str, identity: &str) -> Result<IssuedKey, ClaimError> {
+        super::Coordinator::rotate_identity(self, project, identity, "local")
+    }
+    fn remove_identity(&self, project: &str, identity: &str) -> Result<Removed, ClaimError> {
+        super::Coordinator::remove_identity(self, project, identity, "local")
+    }
+    fn identities(&self, project: &str) -> Result<Vec<EnrolledIdentity>, ClaimError> {
+        super::Coordinator::identities(self, project)
     }
     fn audit_log(&self, project: Option<&str>, limit: usize) -> Result<Vec<AuditEntry>, ClaimError> {
         super::Coordinator::audit_log(self, project, limit)
@@ -151,14 +179,14 @@ impl CoordinatorApi for super::Coordinator {
     fn show_channel(&self, project: &str, channel: &str) -> Result<Channel, ClaimError> {
         super::Coordinator::show_channel(self, project, channel)
     }
-    fn take(&self, req: &TakeRequest) -> Result<ClaimOutcome, ClaimError> {
-        super::Coordinator::take(self, req)
+    fn take(&self, req: &TakeRequest, token: Option<&Secret>) -> Result<ClaimOutcome, ClaimError> {
+        super::Coordinator::take(self, req, token)
     }
-    fn touch(&self, req: &TouchRequest) -> Result<ClaimOutcome, ClaimError> {
-        super::Coordinator::touch(self, req)
+    fn touch(&self, req: &TouchRequest, token: Option<&Secret>) -> Result<ClaimOutcome, ClaimError> {
+        super::Coordinator::touch(self, req, token)
     }
-    fn release_claim(&self, req: &ReleaseRequest) -> Result<ClaimRow, ClaimError> {
-        super::Coordinator::release_claim(self, req)
+    fn release_claim(&self, req: &ReleaseRequest, token: Option<&Secret>) -> Result<ClaimRow, ClaimError> {
+        super::Coordinator::release_claim(self, req, token)
     }
     fn show_claim(&self, project: &str, channel: &str, task: &str) -> Result<ClaimRow, ClaimError> {
         super::Coordinator::show_claim(self, project, channel, task)
@@ -172,11 +200,17 @@ impl CoordinatorApi for super::Coordinator {
     fn sweep(&self, project: &str, as_of: Option<Millis>, dry_run: bool) -> Result<SweepReport, ClaimError> {
         super::Coordinator::sweep(self, project, as_of, dry_run)
     }
-    fn focus_start(&self, project: &str, seat: &str, minutes: u32) -> Result<FocusOutcome, ClaimError> {
-        super::Coordinator::focus_start(self, project, seat, minutes)
+    fn focus_start(
+        &self,
+        project: &str,
+        seat: &str,
+        minutes: u32,
+        token: Option<&Secret>,
+    ) -> Result<FocusOutcome, ClaimError> {
+        super::Coordinator::focus_start(self, project, seat, minutes, token)
     }
-    fn focus_end(&self, project: &str, seat: &str) -> Result<FocusLease, ClaimError> {
-        super::Coordinator::focus_end(self, project, seat)
+    fn focus_end(&self, project: &str, seat: &str, token: Option<&Secret>) -> Result<FocusLease, ClaimError> {
+        super::Coordinator::focus_end(self, project, seat, token)
     }
     fn focus_show(&self, project: &str, seat: &str) -> Result<Option<FocusLease>, ClaimError> {
         super::Coordinator::focus_show(self, project, seat)

@@ -8,8 +8,10 @@ use serde_json::json;
 
 use super::clock::Clock;
 use super::error::ClaimError;
-use super::master::{self, ControllerKey, MasterOutcome, Target};
-use super::model::{AuditEntry, Change, Controller, Event, MasterSlot, Millis, OperatorRecord, Snapshot};
+use super::master::{self, ControllerKey, MasterOutcome, RegisterProof, Removed, Target};
+use super::model::{
+    AuditEntry, Change, Controller, EnrolledIdentity, Event, MasterSlot, Millis, OperatorRecord, Snapshot,
+};
 use super::secret::{self, Secret};
 use super::store::Store;
 
@@ -25,6 +27,26 @@ pub struct Coordinator {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     freshness: Duration,
+    open_registration: bool,
+}
+
+/// What `session register` presents to prove its identity (issue 19): the identity's key,
+/// and/or the current token of the row it re-registers (a restart).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Credentials<'a> {
+    /// The identity key `identity add` issued.
+    pub identity_key: Option<&'a Secret>,
+    /// The current session token of the row being re-registered.
+    pub token: Option<&'a Secret>,
+}
+
+/// An identity key, shown once, with the enrollment it belongs to.
+#[derive(Debug)]
+pub struct IssuedKey {
+    /// The enrollment (its key hash is what the store keeps).
+    pub identity: EnrolledIdentity,
+    /// The key itself; never stored.
+    pub key: Secret,
 }
 
 /// A registration's result; the token is shown once and never stored.
@@ -103,7 +125,19 @@ fn validate_request(req: &MasterRequest) -> Result<(), ClaimError> {
 impl Coordinator {
     /// A coordinator over `store`, reading time from `clock`.
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, freshness: Duration) -> Coordinator {
-        Coordinator { store, clock, freshness }
+        Coordinator { store, clock, freshness, open_registration: false }
+    }
+
+    /// Lets identities nobody enrolled register without proof (`serve --open-registration`,
+    /// a lab); enrolled identities still prove themselves.
+    pub fn with_open_registration(mut self, open: bool) -> Coordinator {
+        self.open_registration = open;
+        self
+    }
+
+    /// Whether unenrolled identities may register without proof.
+    pub fn open_registration(&self) -> bool {
+        self.open_registration
     }
 
     /// The store.
@@ -176,7 +210,7 @@ impl Coordinator {
         &self,
         project: &str,
         key: &ControllerKey,
-        previous_token: Option<&Secret>,
+        credentials: Credentials<'_>,
     ) -> Result<Registered, ClaimError> {
         validate_name("project", project)?;
         validate_name("identity", &key.identity)?;
@@ -185,11 +219,17 @@ impl Coordinator {
         let token = secret::new_session_token()?;
         let hash = secret::token_hash(&token);
         let fresh_id = secret::new_session_id();
-        let proof = previous_token.map(secret::token_hash);
+        let key_hash = credentials.identity_key.map(secret::token_hash);
+        let token_hash = credentials.token.map(secret::token_hash);
+        let proof = RegisterProof {
+            key_hash: key_hash.as_deref(),
+            token_hash: token_hash.as_deref(),
+            open: self.open_registration,
+        };
         let f = self.freshness_ms();
         let base = self.audit(project, "session.register", format!("identity:{}", key.identity), None);
         let (controller, epoch) = self.run(base, |snap, now| {
-            let (change, row) = master::register(snap, key, fresh_id.clone(), hash.clone(), proof.as_deref(), now, f)?;
+            let (change, row) = master::register(snap, key, fresh_id.clone(), hash.clone(), proof, now, f)?;
             let epoch = change.slot.as_ref().map_or(snap.slot.epoch, |s| s.epoch);
             let detail = json!({"session_id": row.session_id, "surface": row.surface, "machine_id": row.machine_id,
                                 "is_master": row.is_master});
@@ -323,11 +363,95 @@ impl Coordinator {
         }
     }
 
-    /// Inbox events for `identity`, after `cursor`.
-    pub fn inbox(&self, project: &str, identity: &str, after: u64, limit: usize) -> Result<Vec<Event>, ClaimError> {
+    /// Inbox events for `identity`, after `cursor`; `token` must be a session token of a
+    /// controller registered as `identity` (an inbox says who was preempted and which
+    /// claims were handed on: not for everyone who reaches the coordinator).
+    pub fn inbox(
+        &self,
+        project: &str,
+        identity: &str,
+        after: u64,
+        limit: usize,
+        token: Option<&Secret>,
+    ) -> Result<Vec<Event>, ClaimError> {
         validate_name("project", project)?;
         validate_name("identity", identity)?;
+        let act = || format!("reading the inbox of {identity}");
+        if let Err(e) = self.prove_identity(project, identity, token, act) {
+            self.audit_refusal(project, "inbox.read", "anonymous", Some(identity.to_string()), &e);
+            return Err(e);
+        }
         self.store.inbox(project, identity, after, limit)
+    }
+
+    /// Succeeds when `token` is a session token of a controller registered as `identity`
+    /// in `project`; otherwise `unauthorized`, the same answer whether the identity has no
+    /// controller, another controller, or the token is missing (issue 15).
+    pub(crate) fn prove_identity(
+        &self,
+        project: &str,
+        identity: &str,
+        token: Option<&Secret>,
+        act: impl FnOnce() -> String,
+    ) -> Result<(), ClaimError> {
+        let proven = match token {
+            Some(t) => master::proves_identity(&self.store.snapshot(project)?, identity, &secret::token_hash(t)),
+            None => false,
+        };
+        if proven {
+            Ok(())
+        } else {
+            Err(ClaimError::IdentityUnproven { project: project.into(), identity: identity.into(), act: act() })
+        }
+    }
+
+    /// `identity add`: enrolls `identity` in `project` and returns its key, shown once.
+    pub fn enroll_identity(&self, project: &str, identity: &str, actor: &str) -> Result<IssuedKey, ClaimError> {
+        self.issue_key(project, identity, actor, "identity.add", master::enroll)
+    }
+
+    /// `identity rotate`: a new key for an enrolled identity; the old one is refused at once.
+    pub fn rotate_identity(&self, project: &str, identity: &str, actor: &str) -> Result<IssuedKey, ClaimError> {
+        self.issue_key(project, identity, actor, "identity.rotate", master::rotate_key)
+    }
+
+    fn issue_key(
+        &self,
+        project: &str,
+        identity: &str,
+        actor: &str,
+        verb: &str,
+        decide: fn(&Snapshot, &str, String, Millis) -> Result<(Change, EnrolledIdentity), ClaimError>,
+    ) -> Result<IssuedKey, ClaimError> {
+        validate_name("project", project)?;
+        validate_name("identity", identity)?;
+        let key = secret::new_identity_key()?;
+        let hash = secret::token_hash(&key);
+        let base = self.audit(project, verb, actor.to_string(), Some(format!("identity:{identity}")));
+        let row = self.run(base, |snap, now| {
+            // The row's `at` is when the key was issued; the key itself is never audited.
+            let (change, row) = decide(snap, identity, hash.clone(), now)?;
+            Ok((change, row, snap.slot.epoch, json!({})))
+        })?;
+        Ok(IssuedKey { identity: row, key })
+    }
+
+    /// `identity remove`: refuses its key from now on and deregisters its sessions.
+    pub fn remove_identity(&self, project: &str, identity: &str, actor: &str) -> Result<Removed, ClaimError> {
+        validate_name("project", project)?;
+        validate_name("identity", identity)?;
+        let base = self.audit(project, "identity.remove", actor.to_string(), Some(format!("identity:{identity}")));
+        self.run(base, |snap, _| {
+            let (change, removed) = master::remove_identity(snap, identity)?;
+            let detail = json!({"sessions": removed.sessions, "was_master": removed.was_master});
+            Ok((change, removed.clone(), removed.epoch, detail))
+        })
+    }
+
+    /// `identity list`: the identities enrolled in `project`, by name.
+    pub fn identities(&self, project: &str) -> Result<Vec<EnrolledIdentity>, ClaimError> {
+        validate_name("project", project)?;
+        Ok(self.store.snapshot(project)?.identities)
     }
 
     /// The newest `limit` audit rows for `project` (all projects when None), oldest first.
@@ -368,7 +492,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(SqliteStore::open(&dir.path().join("c.sqlite")).unwrap());
         let clock = Arc::new(ManualClock::at(1_700_000_000_000));
-        let c = Coordinator::new(store, clock.clone(), DEFAULT_FRESHNESS);
+        // Open registration: these tests are about throttles and freshness, not enrollment
+        // (master.rs and tests/it/identity.rs cover that).
+        let c = Coordinator::new(store, clock.clone(), DEFAULT_FRESHNESS).with_open_registration(true);
         (dir, clock, c)
     }
 
@@ -380,8 +506,8 @@ mod tests {
     fn failed_passwords_earn_a_growing_delay_and_success_resets_it() {
         let (_d, clock, c) = coordinator();
         c.add_operator("ops", &Secret::new("right".into())).unwrap();
-        let a = c.register("p", &key("alice", "h1"), None).unwrap();
-        c.register("p", &key("bob", "h1"), None).unwrap();
+        let a = c.register("p", &key("alice", "h1"), Credentials::default()).unwrap();
+        c.register("p", &key("bob", "h1"), Credentials::default()).unwrap();
         let req =
             MasterRequest { project: "p".into(), to_identity: "bob".into(), to_session: None, expect_epoch: a.epoch };
         for expected_next in [250, 500, 1000] {
@@ -438,8 +564,8 @@ mod tests {
     #[test]
     fn freshness_follows_the_clock() {
         let (_d, clock, c) = coordinator();
-        let a = c.register("p", &key("alice", "h1"), None).unwrap();
-        c.register("p", &key("bob", "h1"), None).unwrap();
+        let a = c.register("p", &key("alice", "h1"), Credentials::default()).unwrap();
+        c.register("p", &key("bob", "h1"), Credentials::default()).unwrap();
         clock.advance(30_001);
         c.heartbeat("p", &a.controller.session_id, &a.token).unwrap();
         let st = c.status("p").unwrap();

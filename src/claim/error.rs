@@ -72,6 +72,37 @@ pub enum ClaimError {
         /// The live session.
         session_id: String,
     },
+    /// `session register` with neither the identity's key nor the row's current token (and
+    /// the identity not open to registration). Says nothing about whether the identity is
+    /// enrolled or registered.
+    #[error(
+        "registering as {identity} in project {project} needs proof: the identity's key or the row's current session token"
+    )]
+    RegistrationUnproven {
+        /// The project.
+        project: String,
+        /// The identity named.
+        identity: String,
+    },
+    /// A claim or focus write, or an inbox read, without a session token of a controller
+    /// registered as that identity. The same answer whether or not such a controller exists.
+    #[error("{act} needs a session token of a controller registered as {identity} in project {project}")]
+    IdentityUnproven {
+        /// The project.
+        project: String,
+        /// The seat or inbox identity.
+        identity: String,
+        /// What was attempted (`claim take by alice`, `reading the inbox of`...).
+        act: String,
+    },
+    /// `identity add` for an identity already enrolled (never overwritten).
+    #[error("identity {identity} is already enrolled in project {project}")]
+    IdentityExists {
+        /// The project.
+        project: String,
+        /// The identity.
+        identity: String,
+    },
     /// An administrative call without the server's admin token.
     #[error("this call needs the coordinator's admin token")]
     AdminRequired,
@@ -193,9 +224,12 @@ impl ClaimError {
             ClaimError::TargetStale { .. } => ErrorCode::TargetStale,
             ClaimError::TargetAmbiguous { .. } => ErrorCode::TargetAmbiguous,
             ClaimError::InvalidOperatorCredentials { .. } => ErrorCode::InvalidOperatorCredentials,
-            ClaimError::Unauthorized { .. } | ClaimError::RegistrationHeld { .. } | ClaimError::AdminRequired => {
-                ErrorCode::Unauthorized
-            }
+            ClaimError::Unauthorized { .. }
+            | ClaimError::RegistrationHeld { .. }
+            | ClaimError::RegistrationUnproven { .. }
+            | ClaimError::IdentityUnproven { .. }
+            | ClaimError::AdminRequired => ErrorCode::Unauthorized,
+            ClaimError::IdentityExists { .. } => ErrorCode::IdentityExists,
             ClaimError::OperatorExists(_) => ErrorCode::OperatorExists,
             ClaimError::ClaimTaken { .. } => ErrorCode::ClaimTaken,
             ClaimError::VersionConflict { .. } => ErrorCode::VersionConflict,
@@ -235,6 +269,19 @@ impl ClaimError {
                 "pass the token `session register` gave this session (--token-file F or WRITERCTL_SESSION_TOKEN)".into()
             }
             ClaimError::OperatorExists(_) => "operators are never overwritten; pick another id".into(),
+            ClaimError::RegistrationUnproven { .. } => {
+                "pass the identity key an administrator issued (`writerctl identity add`): --identity-key-file F or \
+                 WRITERCTL_IDENTITY_KEY; a restarted controller may instead pass its row's current token \
+                 (--previous-token-file F or WRITERCTL_SESSION_TOKEN)"
+                    .into()
+            }
+            ClaimError::IdentityUnproven { identity, .. } => format!(
+                "register a controller as {identity} (`writerctl session register`) and pass its token: --token-file F \
+                 or WRITERCTL_SESSION_TOKEN"
+            ),
+            ClaimError::IdentityExists { .. } => {
+                "an identity's key is never overwritten; `writerctl identity rotate` issues a new one".into()
+            }
             ClaimError::RegistrationHeld { .. } => {
                 "a restarted controller passes its previous token (--previous-token-file F); otherwise wait until \
                  the old session stops heartbeating (--freshness-seconds), or deregister it with its token"

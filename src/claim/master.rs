@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use super::error::ClaimError;
-use super::model::{Change, Controller, MasterRef, MasterSlot, Millis, NewEvent, Snapshot};
+use super::model::{Change, Controller, EnrolledIdentity, MasterRef, MasterSlot, Millis, NewEvent, Snapshot};
 use super::secret::token_hash_matches;
 
 /// The seed's signal kind; reused, never `MasterChanged` (seed 000 §Signal contract).
@@ -37,20 +37,37 @@ pub struct MasterOutcome {
     pub changed: bool,
 }
 
+/// What a registration presents to prove it may act as its identity.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RegisterProof<'a> {
+    /// SHA-256 of the identity key presented (`--identity-key-file`), if any.
+    pub key_hash: Option<&'a str>,
+    /// SHA-256 of a session token presented: the current token of the row being
+    /// re-registered (a restart), if any.
+    pub token_hash: Option<&'a str>,
+    /// The server runs `--open-registration`: an identity nobody enrolled registers
+    /// without proof (a lab). An enrolled identity still needs its key or its row's token.
+    pub open: bool,
+}
+
 /// Register (or re-register) a controller: keep the row for the same key, rotate its token,
 /// count the registration as a heartbeat; with no master, the registrant becomes master.
 ///
-/// Re-registering a row that is still fresh needs that row's current token (`proof_hash`):
-/// registration is otherwise unauthenticated, and without this anyone could re-register the
-/// master's key, receive its session with a new token and hand mastership away. A stale row
-/// (its process stopped heartbeating) is taken over by whoever registers its key, as a
-/// restarted controller does.
+/// The caller proves the identity (issue 19) with the identity's enrolled key, or with the
+/// current token of the row it re-registers (a restarted controller); without either the
+/// answer is `unauthorized` and never says whether the identity is enrolled or registered.
+/// A stale row is therefore never handed to a caller that proved nothing: before, anyone
+/// could register a stale master's key and receive its session, `is_master: true` and a
+/// fresh token.
+///
+/// Re-registering a row that is still fresh needs that row's current token even with the
+/// key: the live controller keeps its session until it stops heartbeating.
 pub fn register(
     snap: &Snapshot,
     key: &ControllerKey,
     new_session_id: String,
     token_hash: String,
-    proof_hash: Option<&str>,
+    proof: RegisterProof<'_>,
     now: Millis,
     freshness_ms: i64,
 ) -> Result<(Change, Controller), ClaimError> {
@@ -58,9 +75,17 @@ pub fn register(
         .controllers
         .iter()
         .find(|c| c.identity == key.identity && c.surface == key.surface && c.machine_id == key.machine_id);
+    let token_proves_row =
+        existing.is_some_and(|c| proof.token_hash.is_some_and(|p| token_hash_matches(&c.token_hash, p)));
+    let enrolled = snap.identity(&key.identity);
+    let key_proves = enrolled.is_some_and(|e| proof.key_hash.is_some_and(|p| token_hash_matches(&e.key_hash, p)));
+    let open = proof.open && enrolled.is_none();
+    if !(token_proves_row || key_proves || open) {
+        return Err(ClaimError::RegistrationUnproven { project: snap.project.clone(), identity: key.identity.clone() });
+    }
     if let Some(c) = existing
         && c.is_fresh(now, freshness_ms)
-        && !proof_hash.is_some_and(|p| token_hash_matches(&c.token_hash, p))
+        && !token_proves_row
     {
         return Err(ClaimError::RegistrationHeld { identity: c.identity.clone(), session_id: c.session_id.clone() });
     }
@@ -84,6 +109,80 @@ pub fn register(
     }
     change.upsert.push(row.clone());
     Ok((change, row))
+}
+
+/// `identity add`: enrolls `identity` with the hash of a new key. An enrolled identity is
+/// never overwritten (`identity_exists`); `identity rotate` issues a new key.
+pub fn enroll(
+    snap: &Snapshot,
+    identity: &str,
+    key_hash: String,
+    now: Millis,
+) -> Result<(Change, EnrolledIdentity), ClaimError> {
+    if snap.identity(identity).is_some() {
+        return Err(ClaimError::IdentityExists { project: snap.project.clone(), identity: identity.to_string() });
+    }
+    let row = EnrolledIdentity { identity: identity.to_string(), key_hash, enrolled_at: now, key_issued_at: now };
+    Ok((Change { enroll: vec![row.clone()], ..Change::default() }, row))
+}
+
+/// `identity rotate`: a new key; the old one is refused from this commit on. Sessions
+/// already registered keep their own tokens.
+pub fn rotate_key(
+    snap: &Snapshot,
+    identity: &str,
+    key_hash: String,
+    now: Millis,
+) -> Result<(Change, EnrolledIdentity), ClaimError> {
+    let row = EnrolledIdentity { key_hash, key_issued_at: now, ..enrolled(snap, identity)?.clone() };
+    Ok((Change { enroll: vec![row.clone()], ..Change::default() }, row))
+}
+
+/// What `identity remove` took away.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Removed {
+    /// The identity.
+    pub identity: String,
+    /// Its sessions, deregistered in the same commit.
+    pub sessions: Vec<String>,
+    /// Whether one of them was master (the slot is then empty, as after a master's
+    /// deregistration: the next registrant becomes master, or an operator claims).
+    pub was_master: bool,
+    /// The master epoch after the removal.
+    pub epoch: u64,
+}
+
+/// `identity remove`: its key is refused and its sessions deregistered, in one commit. A
+/// master among them leaves the slot empty by the deregistration rule; claims it holds
+/// stay where seed 002 sends them (its TTL, its deputy, the steward), since nobody can
+/// prove the seat any more.
+pub fn remove_identity(snap: &Snapshot, identity: &str) -> Result<(Change, Removed), ClaimError> {
+    enrolled(snap, identity)?;
+    let sessions: Vec<String> =
+        snap.controllers.iter().filter(|c| c.identity == identity).map(|c| c.session_id.clone()).collect();
+    let was_master = snap.slot.master.as_ref().is_some_and(|m| m.identity == identity);
+    let mut change = Change { delete: sessions.clone(), unenroll: vec![identity.to_string()], ..Change::default() };
+    let mut epoch = snap.slot.epoch;
+    if was_master {
+        epoch += 1;
+        change.slot = Some(MasterSlot { master: None, epoch });
+    }
+    Ok((change, Removed { identity: identity.to_string(), sessions, was_master, epoch }))
+}
+
+fn enrolled<'a>(snap: &'a Snapshot, identity: &str) -> Result<&'a EnrolledIdentity, ClaimError> {
+    snap.identity(identity)
+        .ok_or_else(|| ClaimError::NotFound(format!("identity {identity} is not enrolled in project {}", snap.project)))
+}
+
+/// Whether `token_hash` is the token of a controller registered as `identity`: how a claim
+/// or focus write proves its seat, and an inbox read its identity (issue 15).
+pub fn proves_identity(snap: &Snapshot, identity: &str, token_hash: &str) -> bool {
+    // Every row is compared, match or not, so the time taken does not say which row (or
+    // whether any) belongs to the identity.
+    snap.controllers
+        .iter()
+        .fold(false, |found, c| (token_hash_matches(&c.token_hash, token_hash) & (c.identity == identity)) | found)
 }
 
 /// The row `session_id` if `token_hash` is its token's hash; `unauthorized` otherwise (an
@@ -322,6 +421,7 @@ mod tests {
                 row("d1", "dave", "h1", NOW - F - 1),
                 m,
             ],
+            identities: Vec::new(),
         }
     }
 
@@ -417,37 +517,139 @@ mod tests {
         assert_eq!(out.epoch, 4);
     }
 
+    fn open() -> RegisterProof<'static> {
+        RegisterProof { open: true, ..RegisterProof::default() }
+    }
+
+    fn by_token(h: &str) -> RegisterProof<'_> {
+        RegisterProof { token_hash: Some(h), ..RegisterProof::default() }
+    }
+
+    fn by_key(h: &str) -> RegisterProof<'_> {
+        RegisterProof { key_hash: Some(h), ..RegisterProof::default() }
+    }
+
+    /// `snap()` with alice and dave enrolled (keys `k-alice`, `k-dave`).
+    fn enrolled_snap() -> Snapshot {
+        let mut s = snap();
+        for who in ["alice", "dave"] {
+            s = apply_enroll(&s, enroll(&s, who, format!("k-{who}"), 0).unwrap().0);
+        }
+        s
+    }
+
+    fn apply_enroll(s: &Snapshot, c: Change) -> Snapshot {
+        let mut s = s.clone();
+        s.identities
+            .retain(|i| !c.unenroll.contains(&i.identity) && !c.enroll.iter().any(|e| e.identity == i.identity));
+        s.identities.extend(c.enroll);
+        s.controllers.retain(|r| !c.delete.contains(&r.session_id));
+        if let Some(slot) = c.slot {
+            s.slot = slot;
+        }
+        s
+    }
+
     #[test]
     fn register_upserts_and_first_one_becomes_master() {
         let empty = Snapshot { project: "p".into(), ..Snapshot::default() };
         let key = ControllerKey { identity: "bob".into(), surface: "cli".into(), machine_id: "h2".into() };
-        let (c, r) = register(&empty, &key, "new".into(), "h".into(), None, NOW, F).unwrap();
+        let (c, r) = register(&empty, &key, "new".into(), "h".into(), open(), NOW, F).unwrap();
         assert!(r.is_master);
         assert_eq!(c.slot.unwrap().epoch, 1);
         let s = snap();
-        let (c, r) = register(&s, &key, "new".into(), "h2".into(), Some("h-b1"), NOW + 5, F).unwrap();
+        let (c, r) = register(&s, &key, "new".into(), "h2".into(), by_token("h-b1"), NOW + 5, F).unwrap();
         assert_eq!(r.session_id, "b1", "same key keeps its row");
         assert_eq!((r.token_hash.as_str(), r.last_heartbeat, r.is_master), ("h2", NOW + 5, false));
         assert!(c.slot.is_none());
         let other = ControllerKey { machine_id: "h9".into(), ..key.clone() };
-        assert_eq!(register(&s, &other, "new".into(), "h".into(), None, NOW, F).unwrap().1.session_id, "new");
+        assert_eq!(register(&s, &other, "new".into(), "h".into(), open(), NOW, F).unwrap().1.session_id, "new");
     }
 
     #[test]
     fn a_live_row_is_re_registered_only_with_its_token() {
-        let s = snap();
+        let s = enrolled_snap();
         let master_key = ControllerKey { identity: "alice".into(), surface: "cli".into(), machine_id: "h1".into() };
-        for proof in [None, Some("h-b1")] {
+        // The key proves alice, but her row is live: only its token re-registers it.
+        for proof in
+            [by_key("k-alice"), RegisterProof { key_hash: Some("k-alice"), token_hash: Some("h-b1"), open: true }]
+        {
             assert!(matches!(
                 register(&s, &master_key, "x".into(), "h".into(), proof, NOW, F),
                 Err(ClaimError::RegistrationHeld { .. })
             ));
         }
-        let (_, r) = register(&s, &master_key, "x".into(), "h".into(), Some("h-m"), NOW, F).unwrap();
+        let (_, r) = register(&s, &master_key, "x".into(), "h".into(), by_token("h-m"), NOW, F).unwrap();
         assert!(r.is_master && r.session_id == "m", "a restart with its token keeps the session");
-        // A stale row (dave) is taken over without a token, as a restarted controller would.
+        // A stale row (dave) is taken over with the identity's key, as a restarted
+        // controller that lost its token would.
         let dave = ControllerKey { identity: "dave".into(), surface: "cli".into(), machine_id: "h1".into() };
-        assert_eq!(register(&s, &dave, "x".into(), "h".into(), None, NOW, F).unwrap().1.session_id, "d1");
+        assert_eq!(register(&s, &dave, "x".into(), "h".into(), by_key("k-dave"), NOW, F).unwrap().1.session_id, "d1");
+        assert_eq!(register(&s, &dave, "x".into(), "h".into(), by_token("h-d1"), NOW, F).unwrap().1.session_id, "d1");
+    }
+
+    #[test]
+    fn an_unproven_registration_is_refused_alike_whether_or_not_the_identity_exists() {
+        let s = enrolled_snap();
+        let stale_dave = ControllerKey { identity: "dave".into(), surface: "cli".into(), machine_id: "h1".into() };
+        let new_alice = ControllerKey { machine_id: "h7".into(), identity: "alice".into(), surface: "cli".into() };
+        let nobody = ControllerKey { identity: "zed".into(), ..stale_dave.clone() };
+        for key in [&stale_dave, &new_alice, &nobody] {
+            for proof in
+                [RegisterProof::default(), by_key("k-wrong"), by_key("k-bob"), by_token("h-m"), by_token("nope")]
+            {
+                let e = register(&s, key, "x".into(), "h".into(), proof, NOW, F).unwrap_err();
+                assert_eq!(
+                    e.to_string(),
+                    format!(
+                        "registering as {} in project p needs proof: the identity's key or the row's current session token",
+                        key.identity
+                    ),
+                    "{key:?} {proof:?}"
+                );
+            }
+        }
+        // Another identity's key proves nothing; open registration never opens an enrolled
+        // identity, but does open one nobody enrolled.
+        assert!(register(&s, &new_alice, "x".into(), "h".into(), by_key("k-dave"), NOW, F).is_err());
+        assert!(register(&s, &new_alice, "x".into(), "h".into(), open(), NOW, F).is_err());
+        assert_eq!(register(&s, &nobody, "x".into(), "h".into(), open(), NOW, F).unwrap().1.session_id, "x");
+        assert_eq!(
+            register(&s, &new_alice, "x".into(), "h".into(), by_key("k-alice"), NOW, F).unwrap().1.session_id,
+            "x"
+        );
+    }
+
+    #[test]
+    fn identities_are_enrolled_once_rotated_and_removed_with_their_sessions() {
+        let s = enrolled_snap();
+        assert!(matches!(enroll(&s, "alice", "k2".into(), NOW), Err(ClaimError::IdentityExists { .. })));
+        let (c, row) = rotate_key(&s, "dave", "k-new".into(), NOW).unwrap();
+        assert_eq!((row.key_hash.as_str(), row.enrolled_at, row.key_issued_at), ("k-new", 0, NOW));
+        let rotated = apply_enroll(&s, c);
+        let dave = ControllerKey { identity: "dave".into(), surface: "cli".into(), machine_id: "h9".into() };
+        assert!(register(&rotated, &dave, "x".into(), "h".into(), by_key("k-dave"), NOW, F).is_err(), "old key");
+        assert!(register(&rotated, &dave, "x".into(), "h".into(), by_key("k-new"), NOW, F).is_ok());
+        assert!(matches!(rotate_key(&s, "bob", "k".into(), NOW), Err(ClaimError::NotFound(_))));
+        // Removing the master's identity deregisters its sessions and empties the slot.
+        let (c, removed) = remove_identity(&s, "alice").unwrap();
+        assert_eq!((removed.sessions.as_slice(), removed.was_master, removed.epoch), (&["m".to_string()][..], true, 4));
+        assert_eq!(c.slot, Some(MasterSlot { master: None, epoch: 4 }));
+        let gone = apply_enroll(&s, c);
+        assert!(gone.identity("alice").is_none() && gone.controller("m").is_none());
+        let alice = ControllerKey { identity: "alice".into(), surface: "cli".into(), machine_id: "h1".into() };
+        assert!(register(&gone, &alice, "x".into(), "h".into(), by_key("k-alice"), NOW, F).is_err());
+        assert!(register(&gone, &alice, "x".into(), "h".into(), by_token("h-m"), NOW, F).is_err());
+        let (c, removed) = remove_identity(&s, "dave").unwrap();
+        assert!(!removed.was_master && c.slot.is_none() && c.delete == ["d1"]);
+    }
+
+    #[test]
+    fn a_seat_is_proven_only_by_a_token_of_one_of_its_own_rows() {
+        let s = snap();
+        assert!(proves_identity(&s, "carol", "h-c2") && proves_identity(&s, "carol", "h-c1"));
+        assert!(!proves_identity(&s, "carol", "h-b1"), "bob's token is not carol's");
+        assert!(!proves_identity(&s, "zed", "h-b1") && !proves_identity(&s, "carol", "nope"));
     }
 
     #[test]

@@ -68,12 +68,35 @@ pub struct Snapshot {
     pub slot: MasterSlot,
     /// Every registered controller, ordered by session id.
     pub controllers: Vec<Controller>,
+    /// The identities enrolled in the project, ordered by name. They live in the project's
+    /// state (not beside it) so that registering, rotating a key and removing an identity
+    /// are one compare-and-set each: a key rotated or an identity removed can never lose a
+    /// race to a registration that checked the old key.
+    pub identities: Vec<EnrolledIdentity>,
+}
+
+/// An identity enrolled in a project: who may register controllers under that name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnrolledIdentity {
+    /// The identity.
+    pub identity: String,
+    /// SHA-256 of its identity key, lowercase hex; the key itself is never stored.
+    pub key_hash: String,
+    /// When it was enrolled.
+    pub enrolled_at: Millis,
+    /// When its current key was issued (enrollment or the last rotation).
+    pub key_issued_at: Millis,
 }
 
 impl Snapshot {
     /// The controller with this session id.
     pub fn controller(&self, session_id: &str) -> Option<&Controller> {
         self.controllers.iter().find(|c| c.session_id == session_id)
+    }
+
+    /// The enrolled identity with this name.
+    pub fn identity(&self, identity: &str) -> Option<&EnrolledIdentity> {
+        self.identities.iter().find(|i| i.identity == identity)
     }
 }
 
@@ -138,12 +161,21 @@ pub struct Change {
     pub slot: Option<MasterSlot>,
     /// Inbox events to append.
     pub events: Vec<NewEvent>,
+    /// Identities enrolled or given a new key (keyed by name).
+    pub enroll: Vec<EnrolledIdentity>,
+    /// Identities removed.
+    pub unenroll: Vec<String>,
 }
 
 impl Change {
     /// Whether committing it would change nothing.
     pub fn is_empty(&self) -> bool {
-        self.upsert.is_empty() && self.delete.is_empty() && self.slot.is_none() && self.events.is_empty()
+        self.upsert.is_empty()
+            && self.delete.is_empty()
+            && self.slot.is_none()
+            && self.events.is_empty()
+            && self.enroll.is_empty()
+            && self.unenroll.is_empty()
     }
 }
 

@@ -47,11 +47,22 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// A new session token: 256 random bits as 64 lowercase hex digits.
-pub fn new_session_token() -> Result<Secret, ClaimError> {
+/// 256 random bits as 64 lowercase hex digits.
+fn random_secret() -> Result<Secret, ClaimError> {
     let mut b = [0u8; 32];
     random_bytes(&mut b)?;
     Ok(Secret(hex(&b)))
+}
+
+/// A new session token (a bearer secret; the store keeps its [`token_hash`]).
+pub fn new_session_token() -> Result<Secret, ClaimError> {
+    random_secret()
+}
+
+/// A new identity key (`identity add`, `identity rotate`). Machine-made with 256 bits, so
+/// one SHA-256 at rest suffices, as for session tokens.
+pub fn new_identity_key() -> Result<Secret, ClaimError> {
+    random_secret()
 }
 
 /// A new session id (a random v4 UUID; not a secret).

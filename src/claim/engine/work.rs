@@ -8,6 +8,7 @@ use serde_json::json;
 use super::{Coordinator, validate_name};
 use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Millis, NewEvent};
+use crate::claim::secret::Secret;
 use crate::claim::store::{ClaimWrite, Commit, MAX_CAS_ATTEMPTS};
 use crate::claim::work::{
     self, COORDINATOR_ACTOR, Channel, ClaimOutcome, ClaimRow, ClaimStatus, ClaimStep, FocusLease, FocusOutcome,
@@ -69,17 +70,23 @@ impl Coordinator {
     /// Reads a claim, decides, writes it if its version is still the one read; a lost race
     /// re-reads and decides again (the second decision sees the winner: `claim_taken` or
     /// `version_conflict`). Audits the outcome either way.
+    ///
+    /// The seat proves itself first (`token`: a session token of a controller registered as
+    /// the seat, issue 15); a refusal is audited and writes nothing.
+    #[allow(clippy::too_many_arguments)]
     fn write_claim<T>(
         &self,
         project: &str,
         channel: &str,
         task: &str,
         seat: &str,
+        token: Option<&Secret>,
         verb: &str,
         mut decide: impl FnMut(Option<&ClaimRow>, &Channel, Millis) -> Result<Decision<T>, ClaimError>,
     ) -> Result<T, ClaimError> {
         let base = self.audit(project, verb, seat_actor(seat), Some(format!("{channel}/{task}")));
         let mut attempt = || -> Result<T, ClaimError> {
+            self.prove_identity(project, seat, token, || format!("{verb} by {seat}"))?;
             let ch = self.channel_or_not_found(project, channel)?;
             for _ in 0..MAX_CAS_ATTEMPTS {
                 let existing = self.store.claim(project, channel, task)?;
@@ -129,24 +136,24 @@ impl Coordinator {
     }
 
     /// `claim take`.
-    pub fn take(&self, req: &TakeRequest) -> Result<ClaimOutcome, ClaimError> {
+    pub fn take(&self, req: &TakeRequest, token: Option<&Secret>) -> Result<ClaimOutcome, ClaimError> {
         validate_claim_names(&req.project, &req.channel, &req.task)?;
         validate_name("seat", &req.seat)?;
         validate_optional("deputy", req.deputy.as_deref())?;
         validate_step(req.next_step.as_deref())?;
-        self.write_claim(&req.project, &req.channel, &req.task, &req.seat, "claim.take", |existing, ch, now| {
+        self.write_claim(&req.project, &req.channel, &req.task, &req.seat, token, "claim.take", |existing, ch, now| {
             let out = work::take(existing, ch, req, now)?;
             Ok(Decision { row: out.claim.clone(), action: "take", events: Vec::new(), value: out })
         })
     }
 
     /// `claim touch`: the owner's write; resets the TTL clock.
-    pub fn touch(&self, req: &TouchRequest) -> Result<ClaimOutcome, ClaimError> {
+    pub fn touch(&self, req: &TouchRequest, token: Option<&Secret>) -> Result<ClaimOutcome, ClaimError> {
         validate_claim_names(&req.project, &req.channel, &req.task)?;
         validate_name("seat", &req.seat)?;
         validate_optional("deputy", req.deputy.as_ref().and_then(|d| d.as_deref()))?;
         validate_step(req.next_step.as_deref())?;
-        self.write_claim(&req.project, &req.channel, &req.task, &req.seat, "claim.touch", |existing, ch, now| {
+        self.write_claim(&req.project, &req.channel, &req.task, &req.seat, token, "claim.touch", |existing, ch, now| {
             let row = existing.ok_or_else(|| not_found(&req.channel, &req.task))?;
             let out = work::touch(row, ch, req, now)?;
             Ok(Decision { row: out.claim.clone(), action: "touch", events: Vec::new(), value: out })
@@ -155,17 +162,25 @@ impl Coordinator {
 
     /// `claim release`: the owner opens the task again (or, `done`, closes it); rings the
     /// deputy and the steward.
-    pub fn release_claim(&self, req: &ReleaseRequest) -> Result<ClaimRow, ClaimError> {
+    pub fn release_claim(&self, req: &ReleaseRequest, token: Option<&Secret>) -> Result<ClaimRow, ClaimError> {
         validate_claim_names(&req.project, &req.channel, &req.task)?;
         validate_name("seat", &req.seat)?;
         validate_step(req.next_step.as_deref())?;
-        self.write_claim(&req.project, &req.channel, &req.task, &req.seat, "claim.release", |existing, ch, now| {
-            let row = existing.ok_or_else(|| not_found(&req.channel, &req.task))?;
-            let after = work::release(row, req, now)?;
-            let events = work::doorbells(row, &after, Some(&ch.steward), "owner", Some(&req.seat));
-            let action = if req.done { "done" } else { "release" };
-            Ok(Decision { row: after.clone(), action, events, value: after })
-        })
+        self.write_claim(
+            &req.project,
+            &req.channel,
+            &req.task,
+            &req.seat,
+            token,
+            "claim.release",
+            |existing, ch, now| {
+                let row = existing.ok_or_else(|| not_found(&req.channel, &req.task))?;
+                let after = work::release(row, req, now)?;
+                let events = work::doorbells(row, &after, Some(&ch.steward), "owner", Some(&req.seat));
+                let action = if req.done { "done" } else { "release" };
+                Ok(Decision { row: after.clone(), action, events, value: after })
+            },
+        )
     }
 
     /// `claim show`.
@@ -200,23 +215,33 @@ impl Coordinator {
     }
 
     /// `focus start`: while the lease lasts, the seat's claims are not released by TTL.
-    pub fn focus_start(&self, project: &str, seat: &str, minutes: u32) -> Result<FocusOutcome, ClaimError> {
+    pub fn focus_start(
+        &self,
+        project: &str,
+        seat: &str,
+        minutes: u32,
+        token: Option<&Secret>,
+    ) -> Result<FocusOutcome, ClaimError> {
         validate_name("project", project)?;
         validate_name("seat", seat)?;
         let mut audit = self.audit(project, "focus.start", seat_actor(seat), Some(seat.into()));
-        let result = work::focus_lease(project, seat, minutes, audit.at).and_then(|out| {
-            audit.detail = json!({"until": out.lease.until, "capped_from": out.capped_from});
-            self.store.put_focus(&out.lease, None, &audit).map(|_| out)
-        });
+        let result = self
+            .prove_identity(project, seat, token, || format!("focus.start by {seat}"))
+            .and_then(|()| work::focus_lease(project, seat, minutes, audit.at))
+            .and_then(|out| {
+                audit.detail = json!({"until": out.lease.until, "capped_from": out.capped_from});
+                self.store.put_focus(&out.lease, None, &audit).map(|_| out)
+            });
         result.inspect_err(|e| self.audit_failure(audit.clone(), e, None))
     }
 
     /// `focus end`: ends the seat's lease now; its claims' TTLs count from now.
-    pub fn focus_end(&self, project: &str, seat: &str) -> Result<FocusLease, ClaimError> {
+    pub fn focus_end(&self, project: &str, seat: &str, token: Option<&Secret>) -> Result<FocusLease, ClaimError> {
         validate_name("project", project)?;
         validate_name("seat", seat)?;
         let audit = self.audit(project, "focus.end", seat_actor(seat), Some(seat.into()));
         let result = (|| {
+            self.prove_identity(project, seat, token, || format!("focus.end by {seat}"))?;
             for _ in 0..MAX_CAS_ATTEMPTS {
                 let lease = self
                     .store

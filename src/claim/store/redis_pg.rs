@@ -70,7 +70,8 @@ use redis::{ErrorKind, RedisError, Script, ServerErrorKind, Value};
 use super::{Commit, Store, from_json, json_err, to_i64, to_json};
 use crate::claim::error::ClaimError;
 use crate::claim::model::{
-    AuditEntry, Change, Controller, Event, MasterRef, MasterSlot, Millis, NewEvent, OperatorRecord, Snapshot,
+    AuditEntry, Change, Controller, EnrolledIdentity, Event, MasterRef, MasterSlot, Millis, NewEvent, OperatorRecord,
+    Snapshot,
 };
 
 mod masters;
@@ -219,6 +220,18 @@ CREATE TABLE @.focus_leases (
     PRIMARY KEY (project, seat)
 );
 "#,
+    // Issue 19: identities enrolled per project (in Redis: `identity:NAME` fields of the
+    // project's head hash, committed with the rest of its state).
+    r#"
+CREATE TABLE @.identities (
+    project       TEXT NOT NULL,
+    identity      TEXT NOT NULL,
+    key_hash      TEXT NOT NULL,
+    enrolled_at   BIGINT NOT NULL,
+    key_issued_at BIGINT NOT NULL,
+    PRIMARY KEY (project, identity)
+);
+"#,
 ];
 
 /// Inbox events, shared by every script that appends them (prefixed to it by [`with_inbox`]).
@@ -272,7 +285,8 @@ fn with_inbox(body: &str) -> String {
 /// KEYS: head, ctl, cursor counter, pg queue, ready marker, then one inbox per event.
 /// ARGV: expected version, op id, project, event time, audit JSON, then the change:
 /// `n` upserts as (session id, JSON) pairs; `n` deletes; slot flag, epoch, master flag,
-/// master session id, master identity; `n` events as (session flag, session, kind, payload).
+/// master session id, master identity; `n` events as (session flag, session, kind, payload);
+/// `n` enrolled identities as (name, JSON) pairs; `n` identities removed.
 ///
 /// Every check runs before the first write: a Lua error after a write would leave a
 /// half-applied commit (Redis does not roll scripts back).
@@ -292,6 +306,10 @@ local has_master = take() == '1'
 local msid = take()
 local mident = take()
 local events = take_events(take)
+local enrolls = {}
+for _ = 1, tonumber(take()) do local name = take(); enrolls[#enrolls + 1] = {name, take()} end
+local unenrolls = {}
+for _ = 1, tonumber(take()) do unenrolls[#unenrolls + 1] = take() end
 local counter, err = inbox_counter(KEYS[3], 6, #events)
 if not counter then return err end
 -- Writes.
@@ -305,8 +323,10 @@ if has_slot then
     redis.call('HDEL', KEYS[1], 'master_session_id', 'master_identity')
   end
 end
+for _, e in ipairs(enrolls) do redis.call('HSET', KEYS[1], 'identity:' .. e[1], e[2]) end
+for _, name in ipairs(unenrolls) do redis.call('HDEL', KEYS[1], 'identity:' .. name) end
 inbox_append(KEYS[3], counter, 6, ARGV[4], events)
-local changed = #ups > 0 or #dels > 0 or has_slot or #events > 0
+local changed = #ups > 0 or #dels > 0 or has_slot or #events > 0 or #enrolls > 0 or #unenrolls > 0
 local version = current
 if changed then
   redis.call('HSETNX', KEYS[1], 'epoch', '0')
@@ -320,6 +340,12 @@ if changed then
   job[#job + 1] = 'epoch'; job[#job + 1] = h[1]
   job[#job + 1] = 'cursor'; job[#job + 1] = redis.call('GET', KEYS[3]) or '0'
   job[#job + 1] = 'controllers'; job[#job + 1] = '[' .. table.concat(rows, ',') .. ']'
+  local ids = {}
+  local fields = redis.call('HGETALL', KEYS[1])
+  for k = 1, #fields, 2 do
+    if string.sub(fields[k], 1, 9) == 'identity:' then ids[#ids + 1] = fields[k + 1] end
+  end
+  job[#job + 1] = 'identities'; job[#job + 1] = '[' .. table.concat(ids, ',') .. ']'
   if h[2] then
     job[#job + 1] = 'master_session_id'; job[#job + 1] = h[2]
     job[#job + 1] = 'master_identity'; job[#job + 1] = h[3]
@@ -336,7 +362,8 @@ return {redis.call('HGETALL', KEYS[1]), redis.call('HVALS', KEYS[2]), redis.call
 
 /// Rebuilds one project from Postgres, only if its head is still absent (another replica
 /// may have restored it and moved on). KEYS: head, ctl. ARGV: version, epoch, master flag,
-/// master session id, master identity, then controller (session id, JSON) pairs.
+/// master session id, master identity, `n` enrolled identity (name, JSON) pairs, then
+/// controller (session id, JSON) pairs.
 const RESTORE_LUA: &str = r#"
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('DEL', KEYS[2])
@@ -344,7 +371,9 @@ redis.call('HSET', KEYS[1], 'version', ARGV[1], 'epoch', ARGV[2])
 if ARGV[3] == '1' then
   redis.call('HSET', KEYS[1], 'master_session_id', ARGV[4], 'master_identity', ARGV[5])
 end
-for i = 6, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+local rows = 7 + 2 * tonumber(ARGV[6])
+for i = 7, rows - 1, 2 do redis.call('HSET', KEYS[1], 'identity:' .. ARGV[i], ARGV[i + 1]) end
+for i = rows, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
 return 1
 "#;
 
@@ -688,6 +717,8 @@ struct Statements {
     update_project: postgres::Statement,
     delete_rows: postgres::Statement,
     upsert_rows: postgres::Statement,
+    delete_identities: postgres::Statement,
+    upsert_identities: postgres::Statement,
     insert_audit: postgres::Statement,
     work: work::Statements,
 }
@@ -727,6 +758,14 @@ impl Pg {
                    registered_at = excluded.registered_at, last_heartbeat = excluded.last_heartbeat,
                    version = excluded.version
                  WHERE cs.version <= excluded.version",
+            )?,
+            delete_identities: prepare("DELETE FROM @.identities WHERE project = $1 AND NOT (identity = ANY($2))")?,
+            upsert_identities: prepare(
+                "INSERT INTO @.identities (project, identity, key_hash, enrolled_at, key_issued_at)
+                 SELECT $1, r.* FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[]) AS r
+                 ON CONFLICT (project, identity) DO UPDATE SET
+                   key_hash = excluded.key_hash, enrolled_at = excluded.enrolled_at,
+                   key_issued_at = excluded.key_issued_at",
             )?,
             insert_audit: prepare(
                 "INSERT INTO @.audit (op_id, at, project, verb, actor, target, result, epoch, detail)
@@ -810,6 +849,8 @@ struct ProjectState {
     master: Option<MasterRef>,
     cursor: u64,
     controllers: Vec<Controller>,
+    /// None for an entry queued before identities were carried (left as Postgres has them).
+    identities: Option<Vec<EnrolledIdentity>>,
 }
 
 /// One queue entry: an audit row (always) and a project state (after a change) or a work
@@ -838,6 +879,7 @@ impl Job {
                 },
                 cursor: parse_u64("cursor", get("cursor")?)?,
                 controllers: from_json(rows)?,
+                identities: f.get("identities").map(|t| from_json(t)).transpose()?,
             }),
         };
         let work = work::Payload::decode(f)?;
@@ -905,6 +947,20 @@ fn apply_state(
             &version,
         ],
     )?;
+    if let Some(ids) = &s.identities {
+        let names: Vec<&str> = ids.iter().map(|i| i.identity.as_str()).collect();
+        tx.execute(&st.delete_identities, &[&project, &names])?;
+        tx.execute(
+            &st.upsert_identities,
+            &[
+                &project,
+                &names,
+                &ids.iter().map(|i| i.key_hash.as_str()).collect::<Vec<&str>>(),
+                &ids.iter().map(|i| i.enrolled_at).collect::<Vec<i64>>(),
+                &ids.iter().map(|i| i.key_issued_at).collect::<Vec<i64>>(),
+            ],
+        )?;
+    }
     Ok(())
 }
 
@@ -1225,7 +1281,7 @@ impl Inner {
 
     fn restore_from_postgres(&self) -> Result<usize, ClaimError> {
         type Head = (String, i64, i64, Option<String>, Option<String>, i64);
-        let (heads, rows, work) = self.pg.run(|conn| {
+        let (heads, rows, identities, work) = self.pg.run(|conn| {
             // One snapshot of Postgres: heads, rows and work claims from the same moment.
             let mut tx = conn
                 .client
@@ -1277,13 +1333,40 @@ impl Inner {
                 })
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(pg_err)?;
+            let identities = tx
+                .query(
+                    &self.pg.sql(
+                        "SELECT project, identity, key_hash, enrolled_at, key_issued_at
+                         FROM @.identities ORDER BY project, identity",
+                    ),
+                    &[],
+                )
+                .map_err(pg_err)?
+                .iter()
+                .map(|r| -> Result<(String, EnrolledIdentity), postgres::Error> {
+                    Ok((
+                        r.try_get(0)?,
+                        EnrolledIdentity {
+                            identity: r.try_get(1)?,
+                            key_hash: r.try_get(2)?,
+                            enrolled_at: r.try_get(3)?,
+                            key_issued_at: r.try_get(4)?,
+                        },
+                    ))
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(pg_err)?;
             let work = self.read_work(&mut tx)?;
             tx.commit().map_err(pg_err)?;
-            Ok((heads, rows, work))
+            Ok((heads, rows, identities, work))
         })?;
         let mut by_project: HashMap<String, Vec<Controller>> = HashMap::new();
         for (p, c) in rows {
             by_project.entry(p).or_default().push(c);
+        }
+        let mut enrolled: HashMap<String, Vec<EnrolledIdentity>> = HashMap::new();
+        for (p, i) in identities {
+            enrolled.entry(p).or_default().push(i);
         }
         let mut restored = 0;
         let mut last_cursor = work.last_cursor;
@@ -1299,6 +1382,11 @@ impl Inner {
                 (Some(s), Some(i)) => inv.arg("1").arg(s).arg(i),
                 _ => inv.arg("0").arg("").arg(""),
             };
+            let ids = enrolled.remove(&project).unwrap_or_default();
+            inv.arg(ids.len());
+            for i in &ids {
+                inv.arg(&i.identity).arg(to_json(i)?);
+            }
             for c in by_project.remove(&project).unwrap_or_default() {
                 inv.arg(&c.session_id).arg(to_json(&c)?);
             }
@@ -1338,11 +1426,18 @@ impl Inner {
             })
             .collect::<Result<Vec<_>, _>>()?;
         controllers.sort_by(|a, b| a.session_id.cmp(&b.session_id));
+        let mut identities = head
+            .iter()
+            .filter(|(k, _)| k.starts_with("identity:"))
+            .map(|(_, v)| from_json::<EnrolledIdentity>(v))
+            .collect::<Result<Vec<_>, _>>()?;
+        identities.sort_by(|a, b| a.identity.cmp(&b.identity));
         let snap = Snapshot {
             project: project.to_string(),
             version: num("version")?,
             slot: MasterSlot { master, epoch: num("epoch")? },
             controllers,
+            identities,
         };
         Ok((snap, as_int("snapshot ready", ready)? == 1))
     }
@@ -1472,6 +1567,11 @@ fn change_args(inv: &mut redis::ScriptInvocation<'_>, change: &Change) -> Result
         }
     };
     inv.arg(event_args(&change.events));
+    inv.arg(change.enroll.len());
+    for i in &change.enroll {
+        inv.arg(&i.identity).arg(to_json(i)?);
+    }
+    inv.arg(change.unenroll.len()).arg(&change.unenroll);
     Ok(())
 }
 

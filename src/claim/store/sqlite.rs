@@ -14,7 +14,8 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, Transactio
 use super::{Commit, Decide, Store, json_err};
 use crate::claim::error::ClaimError;
 use crate::claim::model::{
-    AuditEntry, Change, Controller, Event, MasterRef, MasterSlot, Millis, NewEvent, OperatorRecord, Snapshot,
+    AuditEntry, Change, Controller, EnrolledIdentity, Event, MasterRef, MasterSlot, Millis, NewEvent, OperatorRecord,
+    Snapshot,
 };
 
 mod work;
@@ -115,6 +116,17 @@ CREATE TABLE focus_leases (
     started_at INTEGER NOT NULL,
     body       TEXT NOT NULL,
     PRIMARY KEY (project, seat)
+);
+"#,
+    // Issue 19: identities enrolled per project (part of the project's compare-and-set state).
+    r#"
+CREATE TABLE identities (
+    project       TEXT NOT NULL,
+    identity      TEXT NOT NULL,
+    key_hash      TEXT NOT NULL,
+    enrolled_at   INTEGER NOT NULL,
+    key_issued_at INTEGER NOT NULL,
+    PRIMARY KEY (project, identity)
 );
 "#,
 ];
@@ -271,11 +283,28 @@ fn load(tx: &Connection, project: &str) -> Result<Snapshot, ClaimError> {
         .map_err(db_err)?
         .collect::<Result<Vec<_>, _>>()
         .map_err(db_err)?;
+    let identities = tx
+        .prepare_cached(
+            "SELECT identity, key_hash, enrolled_at, key_issued_at FROM identities WHERE project = ?1 ORDER BY identity",
+        )
+        .map_err(db_err)?
+        .query_map([project], |r| {
+            Ok(EnrolledIdentity {
+                identity: r.get(0)?,
+                key_hash: r.get(1)?,
+                enrolled_at: r.get(2)?,
+                key_issued_at: r.get(3)?,
+            })
+        })
+        .map_err(db_err)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(db_err)?;
     Ok(Snapshot {
         project: project.to_string(),
         version: version as u64,
         slot: MasterSlot { master, epoch: epoch as u64 },
         controllers,
+        identities,
     })
 }
 
@@ -353,6 +382,20 @@ fn apply(
         }
         for sid in &change.delete {
             tx.execute("DELETE FROM controllers WHERE project = ?1 AND session_id = ?2", params![project, sid])
+                .map_err(db_err)?;
+        }
+        for i in &change.enroll {
+            tx.execute(
+                "INSERT INTO identities (project, identity, key_hash, enrolled_at, key_issued_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (project, identity) DO UPDATE SET
+                   key_hash = excluded.key_hash, key_issued_at = excluded.key_issued_at",
+                params![project, i.identity, i.key_hash, i.enrolled_at, i.key_issued_at],
+            )
+            .map_err(db_err)?;
+        }
+        for name in &change.unenroll {
+            tx.execute("DELETE FROM identities WHERE project = ?1 AND identity = ?2", params![project, name])
                 .map_err(db_err)?;
         }
         if let Some(slot) = &change.slot {
