@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use writerctl::claim::Coordinator;
 use writerctl::claim::clock::SystemClock;
-use writerctl::claim::engine::{DEFAULT_FRESHNESS, MasterRequest};
+use writerctl::claim::engine::{Credentials, DEFAULT_FRESHNESS, MasterRequest};
 use writerctl::claim::master::ControllerKey;
 use writerctl::claim::store::sqlite::SqliteStore;
 
@@ -27,14 +27,15 @@ const PROCS: usize = 8;
 
 fn open(path: &Path) -> Coordinator {
     Coordinator::new(Arc::new(SqliteStore::open(path).unwrap()), Arc::new(SystemClock), DEFAULT_FRESHNESS)
+        .with_open_registration(true)
 }
 
 /// `n` handoffs alternating between two controllers of `project`; one latency per verb.
 fn handoffs(path: &Path, project: &str, n: usize, ready: impl FnOnce()) -> Vec<Duration> {
     let c = open(path);
     let key = |id: &str| ControllerKey { identity: id.into(), surface: "bench".into(), machine_id: "m".into() };
-    let a = c.register(project, &key("alice"), None).unwrap();
-    let b = c.register(project, &key("bob"), None).unwrap();
+    let a = c.register(project, &key("alice"), Credentials::default()).unwrap();
+    let b = c.register(project, &key("bob"), Credentials::default()).unwrap();
     let mut epoch = b.epoch;
     ready();
     let mut lat = Vec::with_capacity(n);

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use writerctl::claim::Coordinator;
 use writerctl::claim::api::CoordinatorApi;
 use writerctl::claim::clock::SystemClock;
-use writerctl::claim::engine::{DEFAULT_FRESHNESS, MasterRequest};
+use writerctl::claim::engine::{Credentials, DEFAULT_FRESHNESS, MasterRequest};
 use writerctl::claim::master::ControllerKey;
 use writerctl::claim::store::Store;
 use writerctl::coordinator::client::HttpCoordinator;
@@ -39,7 +39,9 @@ fn start(store: Arc<dyn Store>) -> String {
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
         rt.block_on(async move {
-            let coordinator = Coordinator::new(store, Arc::new(SystemClock), DEFAULT_FRESHNESS);
+            // Open registration: the bench measures handoffs, not enrollment.
+            let coordinator =
+                Coordinator::new(store, Arc::new(SystemClock), DEFAULT_FRESHNESS).with_open_registration(true);
             let opts = writerctl::coordinator::server::ServeOptions {
                 listen: "127.0.0.1:0".parse().unwrap(),
                 coordinator,
@@ -69,8 +71,8 @@ fn handoff_load(url: &str, clients: usize, secs: f64, tag: &str) -> (Vec<Duratio
                 let c = HttpCoordinator::new(&url, None, None).unwrap();
                 let key =
                     |id: &str| ControllerKey { identity: id.into(), surface: "bench".into(), machine_id: "m".into() };
-                let a = c.register(&project, &key("alice"), None).unwrap();
-                let b = c.register(&project, &key("bob"), None).unwrap();
+                let a = c.register(&project, &key("alice"), Credentials::default()).unwrap();
+                let b = c.register(&project, &key("bob"), Credentials::default()).unwrap();
                 let mut epoch = c.status(&project).unwrap().slot.epoch;
                 let mut master_is_a =
                     c.status(&project).unwrap().slot.master.unwrap().session_id == a.controller.session_id;

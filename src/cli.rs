@@ -77,6 +77,9 @@ pub enum Command {
     /// Coordinator: operator credentials for `master claim`.
     #[command(subcommand)]
     Operator(crate::commands::operator::OperatorCmd),
+    /// Coordinator: enroll identities (each gets a key `session register` proves it with).
+    #[command(subcommand)]
+    Identity(crate::commands::identity::IdentityCmd),
     /// Coordinator: read an identity's inbox (MasterPreempted, ClaimReleased), by cursor or --follow.
     Inbox(crate::commands::inbox::InboxArgs),
     /// Coordinator: show the audit log (every verb, who, what, result, epoch).

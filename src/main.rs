@@ -57,6 +57,7 @@ fn main() -> ExitCode {
         Command::Session(c) => commands::controller::run(c, out),
         Command::Master(c) => commands::master::run(c, out),
         Command::Operator(c) => commands::operator::run(c, out),
+        Command::Identity(c) => commands::identity::run(c, out),
         Command::Inbox(a) => commands::inbox::run(a, out),
         Command::Audit(a) => commands::audit::run(a, out),
         Command::Coordinator(c) => commands::serve::run(c, out),

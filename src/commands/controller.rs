@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use serde::Serialize;
+use writerctl::claim::engine::Credentials;
 use writerctl::claim::master::ControllerKey;
 
-use super::coord::{CoordArgs, rfc3339, session_token};
+use super::coord::{CoordArgs, optional_secret, rfc3339, session_token};
 use super::output::Output;
 use super::session::TokenFile;
 
@@ -16,8 +17,12 @@ use super::session::TokenFile;
 pub enum SessionCmd {
     /// Register a controller (UPSERT on project, identity, surface, machine) and print its
     /// session id and token; the first one registered with no master becomes master.
+    ///
+    /// The caller proves the identity: with its key (`writerctl identity add`), or, for a
+    /// restarted controller, with its row's current token. Otherwise `unauthorized` (6),
+    /// unless the server runs --open-registration and nobody enrolled the identity.
     #[command(
-        after_help = "Examples:\n  writerctl session register --project web --identity alice --token-file alice.tok\n  writerctl session register --project web --identity bob --machine host-b --json"
+        after_help = "Examples:\n  writerctl session register --project web --identity alice --identity-key-file alice.key --token-file alice.tok\n  WRITERCTL_IDENTITY_KEY=... writerctl session register --project web --identity bob --machine host-b --json\n  writerctl session register --project web --identity alice --previous-token-file alice.tok --token-file alice.tok.new"
     )]
     Register(RegisterArgs),
     /// Renew a session's heartbeat (targets must be fresh to receive mastership).
@@ -53,10 +58,15 @@ pub struct RegisterArgs {
     /// printing it.
     #[arg(long, value_name = "F")]
     pub token_file: Option<PathBuf>,
-    /// The token this controller had before a restart: re-registering a key whose session is
-    /// still live (heartbeat within the freshness threshold) needs it.
+    /// The token this controller had before a restart [default: env WRITERCTL_SESSION_TOKEN]:
+    /// it proves the row it re-registers, and re-registering a row that is still live
+    /// (heartbeat within the freshness threshold) needs it.
     #[arg(long, value_name = "F")]
     pub previous_token_file: Option<PathBuf>,
+    /// The identity's key from `writerctl identity add` [default: env WRITERCTL_IDENTITY_KEY].
+    /// A registration proves the identity with it, or with --previous-token-file.
+    #[arg(long, value_name = "F")]
+    pub identity_key_file: Option<PathBuf>,
 }
 
 /// A session addressed by id, authenticated by its token.
@@ -148,11 +158,10 @@ fn register(a: RegisterArgs, out: Output) -> Result<()> {
         Some(f) => Some(TokenFile::create(f).map_err(writerctl::claim::ClaimError::InvalidArgument)?),
         None => None,
     };
-    let previous = match &a.previous_token_file {
-        Some(f) => Some(super::coord::session_token(Some(f))?),
-        None => None,
-    };
-    let reg = match a.coord.open().and_then(|c| Ok(c.register(&a.project, &key, previous.as_ref())?)) {
+    let previous = optional_secret(a.previous_token_file.as_deref(), "WRITERCTL_SESSION_TOKEN", "session token")?;
+    let identity_key = optional_secret(a.identity_key_file.as_deref(), "WRITERCTL_IDENTITY_KEY", "identity key")?;
+    let credentials = Credentials { identity_key: identity_key.as_ref(), token: previous.as_ref() };
+    let reg = match a.coord.open().and_then(|c| Ok(c.register(&a.project, &key, credentials)?)) {
         Ok(r) => r,
         Err(e) => {
             if let Some(t) = token_out.take() {

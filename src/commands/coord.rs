@@ -168,16 +168,43 @@ fn open_secret_file(p: &Path, what: &str) -> Result<std::fs::File> {
 
 /// The session token: `--token-file F`, else WRITERCTL_SESSION_TOKEN (never argv).
 pub fn session_token(token_file: Option<&Path>) -> Result<Secret> {
-    let token = match token_file {
-        Some(p) => read_secret(open_secret_file(p, "token")?, "session token")?,
-        None => Secret::new(std::env::var("WRITERCTL_SESSION_TOKEN").map_err(|_| {
-            ClaimError::InvalidArgument("no session token: pass --token-file F or set WRITERCTL_SESSION_TOKEN".into())
-        })?),
-    };
-    if token.expose().trim().is_empty() {
-        return Err(ClaimError::InvalidArgument("the session token is empty".into()).into());
+    optional_secret(token_file, "WRITERCTL_SESSION_TOKEN", "session token")?.ok_or_else(|| {
+        ClaimError::InvalidArgument("no session token: pass --token-file F or set WRITERCTL_SESSION_TOKEN".into())
+            .into()
+    })
+}
+
+/// A seat's (or an inbox reader's) proof: a session token of a controller registered as
+/// that identity. Absent, the verb is still sent and the coordinator refuses it
+/// (`unauthorized`, audited), exactly as it refuses a wrong token.
+#[derive(Debug, Clone, Args)]
+pub struct SeatTokenArgs {
+    /// Read the session token of a controller registered as this identity from this file
+    /// [default: env WRITERCTL_SESSION_TOKEN].
+    #[arg(long, value_name = "F")]
+    pub token_file: Option<PathBuf>,
+}
+
+impl SeatTokenArgs {
+    /// The token, if one was given.
+    pub fn token(&self) -> Result<Option<Secret>> {
+        optional_secret(self.token_file.as_deref(), "WRITERCTL_SESSION_TOKEN", "session token")
     }
-    Ok(token)
+}
+
+/// A secret from `file` (which must be readable), else from `env` when set and non-empty.
+pub fn optional_secret(file: Option<&Path>, env: &str, what: &str) -> Result<Option<Secret>> {
+    let s = match file {
+        Some(p) => read_secret(open_secret_file(p, what)?, what)?,
+        None => match std::env::var(env) {
+            Ok(v) => Secret::new(v),
+            Err(_) => return Ok(None),
+        },
+    };
+    if s.expose().trim().is_empty() {
+        return Err(ClaimError::InvalidArgument(format!("the {what} is empty")).into());
+    }
+    Ok(Some(s))
 }
 
 /// Where an operator password comes from (never argv).

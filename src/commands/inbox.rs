@@ -7,17 +7,17 @@ use clap::Args;
 use serde_json::json;
 use writerctl::claim::model::Event;
 
-use super::coord::{CoordArgs, rfc3339};
+use super::coord::{CoordArgs, SeatTokenArgs, rfc3339};
 use super::output::Output;
 
 /// Read an identity's inbox (MasterPreempted and other events), oldest first.
 ///
 /// Each event has a cursor; pass the last one seen as --after to read on. With --follow it
 /// keeps waiting for new events and prints each as it arrives (with --json: one JSON object
-/// per line).
+/// per line). Reading needs a session token of a controller registered as that identity.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  writerctl inbox --project web --identity alice\n  writerctl inbox --project web --identity alice --after 12 --follow --json"
+    after_help = "Examples:\n  writerctl inbox --project web --identity alice --token-file alice.tok\n  writerctl inbox --project web --identity alice --token-file alice.tok --after 12 --follow --json"
 )]
 pub struct InboxArgs {
     #[command(flatten)]
@@ -40,6 +40,8 @@ pub struct InboxArgs {
     /// At most this many events per read.
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub limit: u64,
+    #[command(flatten)]
+    pub token: SeatTokenArgs,
 }
 
 /// How often --follow polls the embedded store.
@@ -89,9 +91,10 @@ fn event_line(e: &Event) -> String {
 /// Runs `inbox`.
 pub fn run(a: InboxArgs, out: Output) -> Result<()> {
     let c = a.coord.open()?;
+    let token = a.token.token()?;
     let limit = usize::try_from(a.limit).unwrap_or(usize::MAX);
     if !a.follow {
-        let events = c.inbox(&a.project, &a.identity, a.after, limit, Duration::ZERO)?;
+        let events = c.inbox(&a.project, &a.identity, a.after, limit, Duration::ZERO, token.as_ref())?;
         let next = events.last().map_or(a.after, |e| e.cursor);
         if out.json {
             let list: Vec<_> = events.iter().map(event_json).collect();
@@ -116,7 +119,7 @@ pub fn run(a: InboxArgs, out: Output) -> Result<()> {
             Some(d) => d.saturating_duration_since(Instant::now()).min(LONG_POLL),
             None => LONG_POLL,
         };
-        let got = c.inbox(&a.project, &a.identity, after, limit, wait)?;
+        let got = c.inbox(&a.project, &a.identity, after, limit, wait, token.as_ref())?;
         let empty = got.is_empty();
         for e in got {
             if out.json {

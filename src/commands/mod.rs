@@ -6,6 +6,7 @@ pub mod audit;
 pub mod controller;
 pub mod coord;
 pub mod docs;
+pub mod identity;
 pub mod inbox;
 pub mod master;
 pub mod operator;

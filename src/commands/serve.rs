@@ -59,8 +59,9 @@ pub struct ServeArgs {
     /// Redis key prefix and Postgres schema for this deployment.
     #[arg(long, value_name = "NAME", default_value = "writerctl")]
     pub namespace: String,
-    /// File holding the admin token that authorizes `operator add` and `audit` over HTTP
-    /// (clients set WRITERCTL_ADMIN_TOKEN); without it those calls are refused.
+    /// File holding the admin token that authorizes administrative calls over HTTP
+    /// (`operator add`, `identity add|list|rotate|remove`, `channel create`, `audit`;
+    /// clients set WRITERCTL_ADMIN_TOKEN); without it those calls are refused.
     #[arg(long, value_name = "F")]
     pub admin_token_file: Option<PathBuf>,
     /// PEM certificate chain for TLS (with --tls-key).
@@ -84,6 +85,11 @@ pub struct ServeArgs {
     /// interval stays in real seconds.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=3600))]
     pub time_scale: u32,
+    /// A lab only: identities nobody enrolled may register without a key (the first
+    /// registrant in a new project becomes master). Enrolled identities still prove
+    /// themselves. Warned at start and shown on /metrics (writerctl_open_registration 1).
+    #[arg(long)]
+    pub open_registration: bool,
     /// Log format on stderr: text, or json (one object per line, for log shippers). The
     /// level comes from WRITERCTL_LOG (default info).
     #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
@@ -140,7 +146,14 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
             a.time_scale
         );
     }
-    let coordinator = Coordinator::new(store, clock, Duration::from_secs(a.freshness_seconds));
+    if a.open_registration {
+        tracing::warn!(
+            "--open-registration: anyone who reaches this server can register as any identity nobody enrolled \
+             (and become master of a project with none); a lab only"
+        );
+    }
+    let coordinator = Coordinator::new(store, clock, Duration::from_secs(a.freshness_seconds))
+        .with_open_registration(a.open_registration);
     let tls = a.tls_cert.clone().zip(a.tls_key.clone());
     let sweep_every = (a.sweep_interval_seconds > 0).then(|| Duration::from_secs(a.sweep_interval_seconds));
     let opts = ServeOptions { listen: a.listen, coordinator, admin_token_hash, tls, sweep_every };

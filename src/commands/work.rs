@@ -9,7 +9,7 @@ use writerctl::claim::work::{
     Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, ReleaseRequest, SweepReport, TakeRequest, TouchRequest,
 };
 
-use super::coord::{CoordArgs, rfc3339};
+use super::coord::{CoordArgs, SeatTokenArgs, rfc3339};
 use super::output::{Output, table};
 
 /// Channels: where claims live, with a steward and an SLA.
@@ -64,7 +64,7 @@ pub enum ClaimCmd {
     /// write by its owner: to the deputy if one is named, otherwise to open. A claim with a
     /// TTL or a deputy needs --next-step (what the next hands should do).
     #[command(
-        after_help = "Examples:\n  writerctl claim take --project web --channel merges --task PR-42 --seat alice\n  writerctl claim take --project web --channel merges --task PR-42 --seat alice \\\n      --deputy bob --ttl-minutes 20 --next-step 'rebase on main, then merge' --json"
+        after_help = "Examples:\n  writerctl claim take --project web --channel merges --task PR-42 --seat alice --token-file alice.tok\n  writerctl claim take --project web --channel merges --task PR-42 --seat alice --token-file alice.tok \\\n      --deputy bob --ttl-minutes 20 --next-step 'rebase on main, then merge' --json"
     )]
     Take(TakeArgs),
     /// The owner's write: resets the TTL clock; may change deputy, TTL and next step.
@@ -73,13 +73,13 @@ pub enum ClaimCmd {
     /// longer at the version you read; without it, it applies to whatever the claim is at
     /// while the seat still owns it.
     #[command(
-        after_help = "Examples:\n  writerctl claim touch --project web --channel merges --task PR-42 --seat alice --expect-version 3\n  writerctl claim touch --project web --channel merges --task PR-42 --seat alice --next-step 'CI green; merge'"
+        after_help = "Examples:\n  writerctl claim touch --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --expect-version 3\n  WRITERCTL_SESSION_TOKEN=... writerctl claim touch --project web --channel merges --task PR-42 --seat alice --next-step 'CI green; merge'"
     )]
     Touch(TouchArgs),
     /// The owner opens the task again (or, with --done, closes it). Rings the deputy and
     /// the steward.
     #[command(
-        after_help = "Examples:\n  writerctl claim release --project web --channel merges --task PR-42 --seat alice --next-step 'needs review'\n  writerctl claim release --project web --channel merges --task PR-42 --seat alice --done --json"
+        after_help = "Examples:\n  writerctl claim release --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --next-step 'needs review'\n  writerctl claim release --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --done --json"
     )]
     Release(ReleaseArgs),
     /// Show one claim.
@@ -127,6 +127,8 @@ pub struct TakeArgs {
     /// What the next hands should do (required with --ttl-minutes or --deputy).
     #[arg(long, value_name = "TEXT")]
     pub next_step: Option<String>,
+    #[command(flatten)]
+    pub token: SeatTokenArgs,
 }
 
 /// The owner of a claim writing to it, with the version it read.
@@ -141,6 +143,8 @@ pub struct OwnerArgs {
     /// since [default: not checked].
     #[arg(long, value_name = "N")]
     pub expect_version: Option<u64>,
+    #[command(flatten)]
+    pub token: SeatTokenArgs,
 }
 
 /// `claim touch`.
@@ -198,11 +202,13 @@ pub struct SweepArgs {
 #[derive(Debug, Subcommand)]
 pub enum FocusCmd {
     /// Start (or restart) a focus lease of N minutes, capped at 240.
-    #[command(after_help = "Examples:\n  writerctl focus start --project web --seat alice --minutes 90")]
+    #[command(
+        after_help = "Examples:\n  writerctl focus start --project web --seat alice --minutes 90 --token-file alice.tok"
+    )]
     Start(FocusStartArgs),
     /// End the seat's focus lease now; its claims' TTLs count from now.
-    #[command(after_help = "Examples:\n  writerctl focus end --project web --seat alice")]
-    End(SeatArgs),
+    #[command(after_help = "Examples:\n  writerctl focus end --project web --seat alice --token-file alice.tok")]
+    End(FocusEndArgs),
     /// Show the seat's focus lease, if it holds one.
     #[command(after_help = "Examples:\n  writerctl focus show --project web --seat alice --json")]
     Show(SeatArgs),
@@ -229,6 +235,17 @@ pub struct FocusStartArgs {
     /// Lease length in minutes (capped at 240; a capped value is reported).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub minutes: u32,
+    #[command(flatten)]
+    pub token: SeatTokenArgs,
+}
+
+/// `focus end`.
+#[derive(Debug, Args)]
+pub struct FocusEndArgs {
+    #[command(flatten)]
+    pub seat: SeatArgs,
+    #[command(flatten)]
+    pub token: SeatTokenArgs,
 }
 
 /// The steward's view of a channel.
@@ -381,42 +398,54 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
     match cmd {
         ClaimCmd::Take(a) => {
             let c = a.at.at.coord.open()?;
-            let o = c.take(&TakeRequest {
-                project: a.at.at.project.clone(),
-                channel: a.at.at.channel.clone(),
-                task: a.at.task.clone(),
-                seat: a.seat,
-                deputy: a.deputy,
-                ttl_minutes: a.ttl_minutes,
-                next_step: a.next_step,
-            })?;
+            let token = a.token.token()?;
+            let o = c.take(
+                &TakeRequest {
+                    project: a.at.at.project.clone(),
+                    channel: a.at.at.channel.clone(),
+                    task: a.at.task.clone(),
+                    seat: a.seat,
+                    deputy: a.deputy,
+                    ttl_minutes: a.ttl_minutes,
+                    next_step: a.next_step,
+                },
+                token.as_ref(),
+            )?;
             print_outcome(out, &o)
         }
         ClaimCmd::Touch(a) => {
             let w = &a.owner;
-            let o = w.at.at.coord.open()?.touch(&TouchRequest {
-                project: w.at.at.project.clone(),
-                channel: w.at.at.channel.clone(),
-                task: w.at.task.clone(),
-                seat: w.seat.clone(),
-                expect_version: w.expect_version,
-                deputy: if a.no_deputy { Some(None) } else { a.deputy.map(Some) },
-                ttl_minutes: if a.no_ttl { Some(None) } else { a.ttl_minutes.map(Some) },
-                next_step: a.next_step,
-            })?;
+            let token = w.token.token()?;
+            let o = w.at.at.coord.open()?.touch(
+                &TouchRequest {
+                    project: w.at.at.project.clone(),
+                    channel: w.at.at.channel.clone(),
+                    task: w.at.task.clone(),
+                    seat: w.seat.clone(),
+                    expect_version: w.expect_version,
+                    deputy: if a.no_deputy { Some(None) } else { a.deputy.map(Some) },
+                    ttl_minutes: if a.no_ttl { Some(None) } else { a.ttl_minutes.map(Some) },
+                    next_step: a.next_step,
+                },
+                token.as_ref(),
+            )?;
             print_outcome(out, &o)
         }
         ClaimCmd::Release(a) => {
             let w = &a.owner;
-            let row = w.at.at.coord.open()?.release_claim(&ReleaseRequest {
-                project: w.at.at.project.clone(),
-                channel: w.at.at.channel.clone(),
-                task: w.at.task.clone(),
-                seat: w.seat.clone(),
-                expect_version: w.expect_version,
-                done: a.done,
-                next_step: a.next_step,
-            })?;
+            let token = w.token.token()?;
+            let row = w.at.at.coord.open()?.release_claim(
+                &ReleaseRequest {
+                    project: w.at.at.project.clone(),
+                    channel: w.at.at.channel.clone(),
+                    task: w.at.task.clone(),
+                    seat: w.seat.clone(),
+                    expect_version: w.expect_version,
+                    done: a.done,
+                    next_step: a.next_step,
+                },
+                token.as_ref(),
+            )?;
             if out.json { Ok(out.json(&claim_json(&row))?) } else { Ok(out.line(&claim_line(&row))?) }
         }
         ClaimCmd::Show(a) => {
@@ -511,7 +540,8 @@ fn print_sweep(out: Output, r: &SweepReport) -> Result<()> {
 pub fn run_focus(cmd: FocusCmd, out: Output) -> Result<()> {
     match cmd {
         FocusCmd::Start(a) => {
-            let o = a.seat.coord.open()?.focus_start(&a.seat.project, &a.seat.seat, a.minutes)?;
+            let token = a.token.token()?;
+            let o = a.seat.coord.open()?.focus_start(&a.seat.project, &a.seat.seat, a.minutes, token.as_ref())?;
             if out.json {
                 let mut v = lease_json(&o.lease);
                 v["capped_from"] = json!(o.capped_from);
@@ -527,7 +557,8 @@ pub fn run_focus(cmd: FocusCmd, out: Output) -> Result<()> {
             Ok(())
         }
         FocusCmd::End(a) => {
-            let l = a.coord.open()?.focus_end(&a.project, &a.seat)?;
+            let token = a.token.token()?;
+            let l = a.seat.coord.open()?.focus_end(&a.seat.project, &a.seat.seat, token.as_ref())?;
             if out.json {
                 Ok(out.json(&lease_json(&l))?)
             } else {

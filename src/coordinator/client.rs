@@ -10,9 +10,9 @@ use serde::de::DeserializeOwned;
 use super::wire::*;
 use crate::claim::ClaimError;
 use crate::claim::api::CoordinatorApi;
-use crate::claim::engine::{MasterRequest, Registered, Status};
-use crate::claim::master::{ControllerKey, MasterOutcome};
-use crate::claim::model::{AuditEntry, Controller, Event, Millis};
+use crate::claim::engine::{Credentials, IssuedKey, MasterRequest, Registered, Status};
+use crate::claim::master::{ControllerKey, MasterOutcome, Removed};
+use crate::claim::model::{AuditEntry, Controller, EnrolledIdentity, Event, Millis};
 use crate::claim::secret::Secret;
 use crate::claim::work::{
     Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, FocusOutcome, ReleaseRequest, StewardReport, SweepReport,
@@ -169,6 +169,21 @@ fn claim_path(project: &str, channel: &str, task: &str) -> Result<String, ClaimE
     Ok(format!("{}/claims/{}", channel_path(project, channel)?, enc(task)))
 }
 
+/// `/v1/projects/{project}/identities/{identity}`.
+fn identity_path(project: &str, identity: &str) -> Result<String, ClaimError> {
+    names(&[("project", project), ("identity", identity)])?;
+    Ok(format!("/v1/projects/{}/identities/{}", enc(project), enc(identity)))
+}
+
+/// An enrollment as the server describes it (never with its key hash).
+fn enrolled(i: IdentityOut, key_hash: String) -> EnrolledIdentity {
+    EnrolledIdentity { identity: i.identity, key_hash, enrolled_at: i.enrolled_at, key_issued_at: i.key_issued_at }
+}
+
+fn issued(r: IssuedKeyResp) -> IssuedKey {
+    IssuedKey { identity: enrolled(r.identity, String::new()), key: Secret::new(r.key) }
+}
+
 /// `/v1/projects/{project}/focus/{seat}`.
 fn focus_path(project: &str, seat: &str) -> Result<String, ClaimError> {
     names(&[("project", project), ("seat", seat)])?;
@@ -180,7 +195,7 @@ impl CoordinatorApi for HttpCoordinator {
         &self,
         project: &str,
         key: &ControllerKey,
-        previous_token: Option<&Secret>,
+        credentials: Credentials<'_>,
     ) -> Result<Registered, ClaimError> {
         names(&[
             ("project", project),
@@ -192,7 +207,8 @@ impl CoordinatorApi for HttpCoordinator {
             identity: key.identity.clone(),
             surface: key.surface.clone(),
             machine_id: key.machine_id.clone(),
-            previous_token: previous_token.map(|t| t.expose().trim().to_string()),
+            previous_token: credentials.token.map(|t| t.expose().trim().to_string()),
+            identity_key: credentials.identity_key.map(|k| k.expose().trim().to_string()),
         };
         let r: RegisterResp =
             self.post(&format!("/v1/projects/{}/sessions", enc(project)), None, &body, REQUEST_TIMEOUT)?;
@@ -280,12 +296,38 @@ impl CoordinatorApi for HttpCoordinator {
         after: u64,
         limit: usize,
         wait: Duration,
+        token: Option<&Secret>,
     ) -> Result<Vec<Event>, ClaimError> {
         names(&[("project", project), ("identity", identity)])?;
         let q = [("after", after.to_string()), ("limit", limit.to_string()), ("wait_ms", wait.as_millis().to_string())];
         let path = format!("/v1/projects/{}/inbox/{}", enc(project), enc(identity));
-        let r: InboxResp = self.get(&path, None, &q, REQUEST_TIMEOUT + wait)?;
+        let r: InboxResp = self.get(&path, token, &q, REQUEST_TIMEOUT + wait)?;
         Ok(r.events)
+    }
+
+    fn enroll_identity(&self, project: &str, identity: &str) -> Result<IssuedKey, ClaimError> {
+        names(&[("project", project), ("identity", identity)])?;
+        let body = IdentityReq { identity: identity.to_string() };
+        let path = format!("/v1/projects/{}/identities", enc(project));
+        Ok(issued(self.post(&path, Some(self.admin()?), &body, REQUEST_TIMEOUT)?))
+    }
+
+    fn rotate_identity(&self, project: &str, identity: &str) -> Result<IssuedKey, ClaimError> {
+        let path = format!("{}/rotate", identity_path(project, identity)?);
+        Ok(issued(self.post(&path, Some(self.admin()?), &serde_json::json!({}), REQUEST_TIMEOUT)?))
+    }
+
+    fn remove_identity(&self, project: &str, identity: &str) -> Result<Removed, ClaimError> {
+        let path = format!("{}/remove", identity_path(project, identity)?);
+        self.post(&path, Some(self.admin()?), &serde_json::json!({}), REQUEST_TIMEOUT)
+    }
+
+    fn identities(&self, project: &str) -> Result<Vec<EnrolledIdentity>, ClaimError> {
+        names(&[("project", project)])?;
+        let path = format!("/v1/projects/{}/identities", enc(project));
+        let r: IdentitiesResp = self.get(&path, Some(self.admin()?), &[], REQUEST_TIMEOUT)?;
+        // The server never sends key hashes; the list carries names and times only.
+        Ok(r.identities.into_iter().map(|i| enrolled(i, String::new())).collect())
     }
 
     fn audit_log(&self, project: Option<&str>, limit: usize) -> Result<Vec<AuditEntry>, ClaimError> {
@@ -308,29 +350,29 @@ impl CoordinatorApi for HttpCoordinator {
         names(&[("project", project), ("channel", channel), ("steward", steward)])?;
         let body =
             ChannelReq { channel: channel.to_string(), steward: steward.to_string(), sla_minutes, ttl_floor_minutes };
-        self.post(&format!("/v1/projects/{}/channels", enc(project)), None, &body, REQUEST_TIMEOUT)
+        self.post(&format!("/v1/projects/{}/channels", enc(project)), Some(self.admin()?), &body, REQUEST_TIMEOUT)
     }
 
     fn show_channel(&self, project: &str, channel: &str) -> Result<Channel, ClaimError> {
         self.get(&channel_path(project, channel)?, None, &[], REQUEST_TIMEOUT)
     }
 
-    fn take(&self, req: &TakeRequest) -> Result<ClaimOutcome, ClaimError> {
+    fn take(&self, req: &TakeRequest, token: Option<&Secret>) -> Result<ClaimOutcome, ClaimError> {
         names(&[("seat", &req.seat), ("deputy", req.deputy.as_deref().unwrap_or("-"))])?;
         let path = format!("{}/take", claim_path(&req.project, &req.channel, &req.task)?);
-        self.post(&path, None, &TakeReq::of(req), REQUEST_TIMEOUT)
+        self.post(&path, token, &TakeReq::of(req), REQUEST_TIMEOUT)
     }
 
-    fn touch(&self, req: &TouchRequest) -> Result<ClaimOutcome, ClaimError> {
+    fn touch(&self, req: &TouchRequest, token: Option<&Secret>) -> Result<ClaimOutcome, ClaimError> {
         names(&[("seat", &req.seat), ("deputy", req.deputy.as_ref().and_then(|d| d.as_deref()).unwrap_or("-"))])?;
         let path = format!("{}/touch", claim_path(&req.project, &req.channel, &req.task)?);
-        self.post(&path, None, &TouchReq::of(req), REQUEST_TIMEOUT)
+        self.post(&path, token, &TouchReq::of(req), REQUEST_TIMEOUT)
     }
 
-    fn release_claim(&self, req: &ReleaseRequest) -> Result<ClaimRow, ClaimError> {
+    fn release_claim(&self, req: &ReleaseRequest, token: Option<&Secret>) -> Result<ClaimRow, ClaimError> {
         names(&[("seat", &req.seat)])?;
         let path = format!("{}/release", claim_path(&req.project, &req.channel, &req.task)?);
-        self.post(&path, None, &ReleaseReq::of(req), REQUEST_TIMEOUT)
+        self.post(&path, token, &ReleaseReq::of(req), REQUEST_TIMEOUT)
     }
 
     fn show_claim(&self, project: &str, channel: &str, task: &str) -> Result<ClaimRow, ClaimError> {
@@ -353,14 +395,20 @@ impl CoordinatorApi for HttpCoordinator {
         self.post(&path, None, &SweepReq { as_of, dry_run }, REQUEST_TIMEOUT)
     }
 
-    fn focus_start(&self, project: &str, seat: &str, minutes: u32) -> Result<FocusOutcome, ClaimError> {
+    fn focus_start(
+        &self,
+        project: &str,
+        seat: &str,
+        minutes: u32,
+        token: Option<&Secret>,
+    ) -> Result<FocusOutcome, ClaimError> {
         let path = format!("{}/start", focus_path(project, seat)?);
-        self.post(&path, None, &FocusStartReq { minutes }, REQUEST_TIMEOUT)
+        self.post(&path, token, &FocusStartReq { minutes }, REQUEST_TIMEOUT)
     }
 
-    fn focus_end(&self, project: &str, seat: &str) -> Result<FocusLease, ClaimError> {
+    fn focus_end(&self, project: &str, seat: &str, token: Option<&Secret>) -> Result<FocusLease, ClaimError> {
         let path = format!("{}/end", focus_path(project, seat)?);
-        self.post(&path, None, &serde_json::json!({}), REQUEST_TIMEOUT)
+        self.post(&path, token, &serde_json::json!({}), REQUEST_TIMEOUT)
     }
 
     fn focus_show(&self, project: &str, seat: &str) -> Result<Option<FocusLease>, ClaimError> {

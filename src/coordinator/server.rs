@@ -27,7 +27,7 @@ use serde::de::DeserializeOwned;
 use super::wire::*;
 use crate::claim::ClaimError;
 use crate::claim::Coordinator;
-use crate::claim::engine::MasterRequest;
+use crate::claim::engine::{Credentials, IssuedKey, MasterRequest};
 use crate::claim::master::ControllerKey;
 use crate::claim::model::Millis;
 use crate::claim::secret::{self, Secret};
@@ -122,13 +122,18 @@ fn parse<T: DeserializeOwned>(body: &Bytes) -> Result<T, ClaimError> {
 
 /// The bearer secret from `Authorization: Bearer ...`.
 fn bearer(headers: &HeaderMap) -> Result<Secret, ClaimError> {
+    bearer_opt(headers).ok_or_else(|| ClaimError::InvalidArgument("missing Authorization: Bearer <token>".into()))
+}
+
+/// The bearer token, if any: a seat's write or an inbox read without one is refused by the
+/// engine (`unauthorized`, audited) exactly as one with a wrong token.
+fn bearer_opt(headers: &HeaderMap) -> Option<Secret> {
     headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(|t| Secret::new(t.trim().to_string()))
         .filter(|t| !t.expose().is_empty())
-        .ok_or_else(|| ClaimError::InvalidArgument("missing Authorization: Bearer <token>".into()))
 }
 
 impl App {
@@ -148,9 +153,20 @@ impl App {
 
     /// Checks the admin token; a refusal is audited like any failed verb.
     fn admin(&self, headers: &HeaderMap, verb: &str, target: Option<String>) -> Result<(), ClaimError> {
+        self.admin_in("", headers, verb, target)
+    }
+
+    /// [`App::admin`] for a verb on one project (its refusal is audited in that project).
+    fn admin_in(
+        &self,
+        project: &str,
+        headers: &HeaderMap,
+        verb: &str,
+        target: Option<String>,
+    ) -> Result<(), ClaimError> {
         let checked = self.check_admin(headers);
         if let Err(e) = &checked {
-            self.coord.audit_refusal("", verb, "admin", target, e);
+            self.coord.audit_refusal(project, verb, "admin", target, e);
         }
         checked
     }
@@ -207,7 +223,9 @@ async fn register(State(app): State<Shared>, Path(project): Path<String>, body: 
     run(app, "session.register", move |a| {
         let r: RegisterReq = parse(&body)?;
         let key = ControllerKey { identity: r.identity, surface: r.surface, machine_id: r.machine_id };
-        let reg = a.coord.register(&project, &key, r.previous_token.map(Secret::new).as_ref())?;
+        let (token, identity_key) = (r.previous_token.map(Secret::new), r.identity_key.map(Secret::new));
+        let credentials = Credentials { identity_key: identity_key.as_ref(), token: token.as_ref() };
+        let reg = a.coord.register(&project, &key, credentials)?;
         Ok(RegisterResp {
             controller: (&reg.controller).into(),
             token: reg.token.expose().to_string(),
@@ -307,13 +325,15 @@ async fn inbox(
     State(app): State<Shared>,
     Path((project, identity)): Path<(String, String)>,
     Query(q): Query<InboxQuery>,
+    headers: HeaderMap,
 ) -> Response {
     let deadline = Instant::now() + Duration::from_millis(q.wait_ms).min(MAX_LONG_POLL);
     let limit = q.limit.unwrap_or(1000).clamp(1, 100_000);
+    let token = bearer_opt(&headers);
     loop {
-        let (p, i) = (project.clone(), identity.clone());
+        let (p, i, t) = (project.clone(), identity.clone(), token.clone());
         let app2 = app.clone();
-        let read = tokio::task::spawn_blocking(move || app2.coord.inbox(&p, &i, q.after, limit)).await;
+        let read = tokio::task::spawn_blocking(move || app2.coord.inbox(&p, &i, q.after, limit, t.as_ref())).await;
         let events = match read {
             Ok(Ok(ev)) => ev,
             Ok(Err(e)) => return error_response(&e),
@@ -344,12 +364,71 @@ async fn audit(State(app): State<Shared>, headers: HeaderMap, Query(q): Query<Au
 // work claims (seed 002)
 // ---------------------------------------------------------------------------------------
 
-async fn channel_create(State(app): State<Shared>, Path(project): Path<String>, body: Bytes) -> Response {
+/// `channel create` is administrative (issue 15): it names the steward every doorbell rings
+/// and the SLA the steward report judges by.
+async fn channel_create(
+    State(app): State<Shared>,
+    Path(project): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     run_as(app, "channel.create", StatusCode::CREATED, move |a| {
         let r: ChannelReq = parse(&body)?;
-        a.coord.create_channel(&project, &r.channel, &r.steward, r.sla_minutes, r.ttl_floor_minutes, "http")
+        a.admin_in(&project, &headers, "channel.create", Some(r.channel.clone()))?;
+        a.coord.create_channel(&project, &r.channel, &r.steward, r.sla_minutes, r.ttl_floor_minutes, "admin")
     })
     .await
+}
+
+/// `identity add`: the key is in this answer only.
+async fn identity_add(
+    State(app): State<Shared>,
+    Path(project): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    run_as(app, "identity.add", StatusCode::CREATED, move |a| {
+        let r: IdentityReq = parse(&body)?;
+        a.admin_in(&project, &headers, "identity.add", Some(format!("identity:{}", r.identity)))?;
+        Ok(issued(a.coord.enroll_identity(&project, &r.identity, "admin")?))
+    })
+    .await
+}
+
+async fn identity_rotate(
+    State(app): State<Shared>,
+    Path((project, identity)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    run(app, "identity.rotate", move |a| {
+        a.admin_in(&project, &headers, "identity.rotate", Some(format!("identity:{identity}")))?;
+        Ok(issued(a.coord.rotate_identity(&project, &identity, "admin")?))
+    })
+    .await
+}
+
+async fn identity_remove(
+    State(app): State<Shared>,
+    Path((project, identity)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    run(app, "identity.remove", move |a| {
+        a.admin_in(&project, &headers, "identity.remove", Some(format!("identity:{identity}")))?;
+        a.coord.remove_identity(&project, &identity, "admin")
+    })
+    .await
+}
+
+async fn identity_list(State(app): State<Shared>, Path(project): Path<String>, headers: HeaderMap) -> Response {
+    run(app, "identity.list", move |a| {
+        a.admin_in(&project, &headers, "identity.list", None)?;
+        Ok(IdentitiesResp { identities: a.coord.identities(&project)?.iter().map(IdentityOut::from).collect() })
+    })
+    .await
+}
+
+fn issued(k: IssuedKey) -> IssuedKeyResp {
+    IssuedKeyResp { identity: (&k.identity).into(), key: k.key.expose().to_string() }
 }
 
 async fn channel_show(State(app): State<Shared>, Path((project, channel)): Path<(String, String)>) -> Response {
@@ -377,11 +456,12 @@ async fn claim_history(
 async fn claim_take(
     State(app): State<Shared>,
     Path((project, channel, task)): Path<(String, String, String)>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     run(app, "claim.take", move |a| {
         let r: TakeReq = parse(&body)?;
-        a.coord.take(&r.into_request(project, channel, task))
+        a.coord.take(&r.into_request(project, channel, task), bearer_opt(&headers).as_ref())
     })
     .await
 }
@@ -389,11 +469,12 @@ async fn claim_take(
 async fn claim_touch(
     State(app): State<Shared>,
     Path((project, channel, task)): Path<(String, String, String)>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     run(app, "claim.touch", move |a| {
         let r: TouchReq = parse(&body)?;
-        a.coord.touch(&r.into_request(project, channel, task)?)
+        a.coord.touch(&r.into_request(project, channel, task)?, bearer_opt(&headers).as_ref())
     })
     .await
 }
@@ -401,11 +482,12 @@ async fn claim_touch(
 async fn claim_release(
     State(app): State<Shared>,
     Path((project, channel, task)): Path<(String, String, String)>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     run(app, "claim.release", move |a| {
         let r: ReleaseReq = parse(&body)?;
-        a.coord.release_claim(&r.into_request(project, channel, task))
+        a.coord.release_claim(&r.into_request(project, channel, task), bearer_opt(&headers).as_ref())
     })
     .await
 }
@@ -422,17 +504,22 @@ async fn claim_sweep(State(app): State<Shared>, Path(project): Path<String>, bod
 async fn focus_start(
     State(app): State<Shared>,
     Path((project, seat)): Path<(String, String)>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     run(app, "focus.start", move |a| {
         let r: FocusStartReq = parse(&body)?;
-        a.coord.focus_start(&project, &seat, r.minutes)
+        a.coord.focus_start(&project, &seat, r.minutes, bearer_opt(&headers).as_ref())
     })
     .await
 }
 
-async fn focus_end(State(app): State<Shared>, Path((project, seat)): Path<(String, String)>) -> Response {
-    run(app, "focus.end", move |a| a.coord.focus_end(&project, &seat)).await
+async fn focus_end(
+    State(app): State<Shared>,
+    Path((project, seat)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    run(app, "focus.end", move |a| a.coord.focus_end(&project, &seat, bearer_opt(&headers).as_ref())).await
 }
 
 async fn focus_show(State(app): State<Shared>, Path((project, seat)): Path<(String, String)>) -> Response {
@@ -599,6 +686,11 @@ async fn metrics(State(app): State<Shared>) -> Response {
     );
     out.push_str("# TYPE writerctl_sweep_conflicts_total counter\n");
     out.push_str(&format!("writerctl_sweep_conflicts_total {}\n", m.sweep_conflicts));
+    out.push_str(
+        "# HELP writerctl_open_registration 1 when the server runs --open-registration (identities nobody enrolled register without a key): a lab, never production.\n",
+    );
+    out.push_str("# TYPE writerctl_open_registration gauge\n");
+    out.push_str(&format!("writerctl_open_registration {}\n", u8::from(app.coord.open_registration())));
     let app2 = app.clone();
     // A count, never a per-project series: projects are not bounded, labels must be. Left
     // out (like the queue depth) when the store cannot answer, so a scrape still succeeds.
@@ -654,6 +746,9 @@ fn routes(app: Shared) -> Router {
         .route("/v1/projects/{project}/master/handoff", post(handoff))
         .route("/v1/projects/{project}/master/claim", post(claim))
         .route("/v1/projects/{project}/inbox/{identity}", get(inbox))
+        .route("/v1/projects/{project}/identities", post(identity_add).get(identity_list))
+        .route("/v1/projects/{project}/identities/{identity}/rotate", post(identity_rotate))
+        .route("/v1/projects/{project}/identities/{identity}/remove", post(identity_remove))
         .route("/v1/projects/{project}/channels", post(channel_create))
         .route("/v1/projects/{project}/channels/{channel}", get(channel_show))
         .route("/v1/projects/{project}/channels/{channel}/claims", get(claim_list))
@@ -815,7 +910,12 @@ pub fn openapi() -> serde_json::Value {
             "/v1/projects/{project}/master/target": {"get": {"operationId": "target", "parameters": [p("project"), q("to", "string", true), q("to_session", "string", false)], "responses": responses("Controller")}},
             "/v1/projects/{project}/master/handoff": {"post": {"operationId": "handoff", "security": bearer, "parameters": [p("project")], "requestBody": body("HandoffReq"), "responses": responses("MasterOutcome")}},
             "/v1/projects/{project}/master/claim": {"post": {"operationId": "claim", "parameters": [p("project")], "requestBody": body("ClaimReq"), "responses": responses("MasterOutcome")}},
-            "/v1/projects/{project}/inbox/{identity}": {"get": {"operationId": "inbox", "parameters": [p("project"), p("identity"), q("after", "integer", false), q("limit", "integer", false), q("wait_ms", "integer", false)], "responses": responses("InboxResp")}},
+            "/v1/projects/{project}/identities": {
+                "post": {"operationId": "addIdentity", "security": bearer, "parameters": [p("project")], "requestBody": body("IdentityReq"), "responses": responses("IssuedKey")},
+                "get": {"operationId": "listIdentities", "security": bearer, "parameters": [p("project")], "responses": responses("IdentitiesResp")}},
+            "/v1/projects/{project}/identities/{identity}/rotate": {"post": {"operationId": "rotateIdentity", "security": bearer, "parameters": [p("project"), p("identity")], "responses": responses("IssuedKey")}},
+            "/v1/projects/{project}/identities/{identity}/remove": {"post": {"operationId": "removeIdentity", "security": bearer, "parameters": [p("project"), p("identity")], "responses": responses("Removed")}},
+            "/v1/projects/{project}/inbox/{identity}": {"get": {"operationId": "inbox", "security": bearer, "parameters": [p("project"), p("identity"), q("after", "integer", false), q("limit", "integer", false), q("wait_ms", "integer", false)], "responses": responses("InboxResp")}},
             "/v1/operators": {"post": {"operationId": "addOperator", "security": bearer, "requestBody": body("OperatorReq"), "responses": responses("OperatorResp")}},
             "/v1/audit": {"get": {"operationId": "audit", "security": bearer, "parameters": [q("project", "string", false), q("limit", "integer", false)], "responses": responses("AuditResp")}},
             "/healthz": {"get": {"operationId": "healthz", "responses": {"200": {"description": "both planes answer"}, "503": err}}},
@@ -827,7 +927,12 @@ pub fn openapi() -> serde_json::Value {
                 "Error": s(json!({"error": s(json!({"code": string, "message": string, "hint": {"type": "string", "nullable": true}}), &["code", "message"])}), &["error"]),
                 "Controller": controller,
                 "MasterRef": master_ref,
-                "RegisterReq": s(json!({"identity": string, "surface": string, "machine_id": string, "previous_token": string}), &["identity", "surface", "machine_id"]),
+                "RegisterReq": s(json!({"identity": string, "surface": string, "machine_id": string, "previous_token": string, "identity_key": string}), &["identity", "surface", "machine_id"]),
+                "IdentityReq": s(json!({"identity": string}), &["identity"]),
+                "Identity": s(json!({"identity": string, "enrolled_at": {"type": "integer"}, "key_issued_at": {"type": "integer"}}), &["identity", "enrolled_at", "key_issued_at"]),
+                "IssuedKey": s(json!({"identity": {"$ref": "#/components/schemas/Identity"}, "key": string}), &["identity", "key"]),
+                "IdentitiesResp": s(json!({"identities": {"type": "array", "items": {"$ref": "#/components/schemas/Identity"}}}), &["identities"]),
+                "Removed": s(json!({"identity": string, "sessions": {"type": "array", "items": string}, "was_master": {"type": "boolean"}, "epoch": int}), &["identity", "sessions", "was_master", "epoch"]),
                 "RegisterResp": s(json!({"controller": {"$ref": "#/components/schemas/Controller"}, "token": string, "epoch": int}), &["controller", "token", "epoch"]),
                 "DeregisterResp": s(json!({"was_master": {"type": "boolean"}, "epoch": int}), &["was_master", "epoch"]),
                 "StatusResp": s(json!({"master": {"allOf": [{"$ref": "#/components/schemas/MasterRef"}], "nullable": true}, "epoch": int,
@@ -855,7 +960,7 @@ fn work_openapi(doc: &mut serde_json::Value) {
     let schema = schema_ref;
     let err = error_doc();
     let responses = |status: &str, body: serde_json::Value| {
-        let mut r = json!({"400": err, "404": err, "409": err, "422": err, "503": err, "500": err});
+        let mut r = json!({"400": err, "401": err, "404": err, "409": err, "422": err, "503": err, "500": err});
         r[status] = json!({"description": "ok", "content": {"application/json": {"schema": body}}});
         r
     };
@@ -873,11 +978,12 @@ fn work_openapi(doc: &mut serde_json::Value) {
     let ms = json!({"type": "integer"});
     let nms = json!({"type": "integer", "nullable": true});
     let (project, channel, task, seat) = (p("project"), p("channel"), p("task"), p("seat"));
+    let bearer = json!([{"bearer": []}]);
     let claims = "/v1/projects/{project}/channels/{channel}/claims/{task}";
     let paths = [
         (
             "/v1/projects/{project}/channels".to_string(),
-            json!({"post": {"operationId": "createChannel", "parameters": [project], "requestBody": body("ChannelReq"), "responses": responses("201", schema("Channel"))}}),
+            json!({"post": {"operationId": "createChannel", "security": bearer, "parameters": [project], "requestBody": body("ChannelReq"), "responses": responses("201", schema("Channel"))}}),
         ),
         (
             "/v1/projects/{project}/channels/{channel}".into(),
@@ -897,15 +1003,15 @@ fn work_openapi(doc: &mut serde_json::Value) {
         ),
         (
             format!("{claims}/take"),
-            json!({"post": {"operationId": "takeClaim", "parameters": [project, channel, task], "requestBody": body("TakeReq"), "responses": ok(schema("ClaimOutcome"))}}),
+            json!({"post": {"operationId": "takeClaim", "security": bearer, "parameters": [project, channel, task], "requestBody": body("TakeReq"), "responses": ok(schema("ClaimOutcome"))}}),
         ),
         (
             format!("{claims}/touch"),
-            json!({"post": {"operationId": "touchClaim", "parameters": [project, channel, task], "requestBody": body("TouchReq"), "responses": ok(schema("ClaimOutcome"))}}),
+            json!({"post": {"operationId": "touchClaim", "security": bearer, "parameters": [project, channel, task], "requestBody": body("TouchReq"), "responses": ok(schema("ClaimOutcome"))}}),
         ),
         (
             format!("{claims}/release"),
-            json!({"post": {"operationId": "releaseClaim", "parameters": [project, channel, task], "requestBody": body("ReleaseReq"), "responses": ok(schema("ClaimRow"))}}),
+            json!({"post": {"operationId": "releaseClaim", "security": bearer, "parameters": [project, channel, task], "requestBody": body("ReleaseReq"), "responses": ok(schema("ClaimRow"))}}),
         ),
         (
             "/v1/projects/{project}/channels/{channel}/steward-report".into(),
@@ -921,11 +1027,11 @@ fn work_openapi(doc: &mut serde_json::Value) {
         ),
         (
             "/v1/projects/{project}/focus/{seat}/start".into(),
-            json!({"post": {"operationId": "startFocus", "parameters": [project, seat], "requestBody": body("FocusStartReq"), "responses": ok(schema("FocusOutcome"))}}),
+            json!({"post": {"operationId": "startFocus", "security": bearer, "parameters": [project, seat], "requestBody": body("FocusStartReq"), "responses": ok(schema("FocusOutcome"))}}),
         ),
         (
             "/v1/projects/{project}/focus/{seat}/end".into(),
-            json!({"post": {"operationId": "endFocus", "parameters": [project, seat], "responses": ok(schema("FocusLease"))}}),
+            json!({"post": {"operationId": "endFocus", "security": bearer, "parameters": [project, seat], "responses": ok(schema("FocusLease"))}}),
         ),
     ];
     for (path, ops) in paths {

@@ -18,9 +18,53 @@ pub struct RegisterReq {
     pub surface: String,
     /// Machine id.
     pub machine_id: String,
-    /// The row's current token, when re-registering a row that is still live.
+    /// The row's current token, when re-registering a row (a restart).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous_token: Option<String>,
+    /// The identity's key (`identity add`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity_key: Option<String>,
+}
+
+/// `POST /v1/projects/{project}/identities`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdentityReq {
+    /// The identity to enroll.
+    pub identity: String,
+}
+
+/// An enrolled identity, without its key hash.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IdentityOut {
+    /// The identity.
+    pub identity: String,
+    /// When it was enrolled.
+    pub enrolled_at: i64,
+    /// When its current key was issued.
+    pub key_issued_at: i64,
+}
+
+impl From<&crate::claim::model::EnrolledIdentity> for IdentityOut {
+    fn from(e: &crate::claim::model::EnrolledIdentity) -> IdentityOut {
+        IdentityOut { identity: e.identity.clone(), enrolled_at: e.enrolled_at, key_issued_at: e.key_issued_at }
+    }
+}
+
+/// The answer to `identity add` / `identity rotate`; the only response that carries a key.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IssuedKeyResp {
+    /// The enrollment.
+    pub identity: IdentityOut,
+    /// The identity key (shown once).
+    pub key: String,
+}
+
+/// `GET /v1/projects/{project}/identities`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IdentitiesResp {
+    /// The enrolled identities, by name.
+    pub identities: Vec<IdentityOut>,
 }
 
 /// A controller row without its token hash.

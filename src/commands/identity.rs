@@ -1,0 +1,172 @@
+//! `writerctl identity add|list|rotate|remove`: who may register controllers under which
+//! name (issue 19). Administrative: over HTTP each needs the admin token.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use writerctl::claim::engine::IssuedKey;
+
+use super::coord::{CoordArgs, rfc3339};
+use super::output::Output;
+use super::session::TokenFile;
+
+/// Enrolled identities: registering a controller proves one with its key.
+#[derive(Debug, Subcommand)]
+pub enum IdentityCmd {
+    /// Enroll an identity in a project and issue its key, shown once (stdout, or a new
+    /// --key-file F, 0600, never overwritten). The store keeps only a hash. Over HTTP this
+    /// needs the admin token (WRITERCTL_ADMIN_TOKEN).
+    #[command(
+        after_help = "Examples:\n  writerctl identity add --project web alice --key-file alice.key\n  writerctl identity add --project web bob --json"
+    )]
+    Add(KeyArgs),
+    /// List the identities enrolled in a project (names and times; never keys).
+    #[command(after_help = "Examples:\n  writerctl identity list --project web --json")]
+    List(ProjectArgs),
+    /// Issue a new key for an enrolled identity; the old key is refused at once. Sessions
+    /// already registered keep their tokens.
+    #[command(after_help = "Examples:\n  writerctl identity rotate --project web alice --key-file alice.key.new")]
+    Rotate(KeyArgs),
+    /// Remove an identity: its key is refused and its sessions deregistered at once. A
+    /// master among them leaves the master slot empty (as a deregistering master does);
+    /// claims it holds follow their TTL, deputy and steward.
+    #[command(after_help = "Examples:\n  writerctl identity remove --project web alice --json")]
+    Remove(IdentityArgs),
+}
+
+/// A project.
+#[derive(Debug, Args)]
+pub struct ProjectArgs {
+    #[command(flatten)]
+    pub coord: CoordArgs,
+    /// Project id.
+    #[arg(long, value_name = "P")]
+    pub project: String,
+}
+
+/// An identity in a project.
+#[derive(Debug, Args)]
+pub struct IdentityArgs {
+    #[command(flatten)]
+    pub at: ProjectArgs,
+    /// The identity.
+    #[arg(value_name = "IDENTITY")]
+    pub identity: String,
+}
+
+/// An identity that gets a new key.
+#[derive(Debug, Args)]
+pub struct KeyArgs {
+    #[command(flatten)]
+    pub who: IdentityArgs,
+    /// Write the key to this new file (0600, never overwritten) instead of printing it.
+    #[arg(long, value_name = "F")]
+    pub key_file: Option<PathBuf>,
+}
+
+/// Runs an `identity` subcommand.
+pub fn run(cmd: IdentityCmd, out: Output) -> Result<()> {
+    match cmd {
+        IdentityCmd::Add(a) => issue(a, out, |c, p, i| c.enroll_identity(p, i), "enrolled"),
+        IdentityCmd::Rotate(a) => issue(a, out, |c, p, i| c.rotate_identity(p, i), "given a new key"),
+        IdentityCmd::List(a) => {
+            let list = a.coord.open()?.identities(&a.project)?;
+            if out.json {
+                let rows: Vec<_> = list
+                    .iter()
+                    .map(|i| {
+                        serde_json::json!({"identity": i.identity, "enrolled_at": rfc3339(i.enrolled_at),
+                                           "key_issued_at": rfc3339(i.key_issued_at)})
+                    })
+                    .collect();
+                return Ok(out.json(&serde_json::json!({"project": a.project, "identities": rows}))?);
+            }
+            if list.is_empty() {
+                out.line(&format!("no identity is enrolled in project {}", a.project))?;
+            }
+            for i in &list {
+                out.line(&format!(
+                    "{}  enrolled {}  key issued {}",
+                    i.identity,
+                    rfc3339(i.enrolled_at),
+                    rfc3339(i.key_issued_at)
+                ))?;
+            }
+            Ok(())
+        }
+        IdentityCmd::Remove(a) => {
+            let r = a.at.coord.open()?.remove_identity(&a.at.project, &a.identity)?;
+            if out.json {
+                return Ok(out.json(&serde_json::json!({
+                    "project": a.at.project, "identity": r.identity, "removed": true,
+                    "sessions": r.sessions, "was_master": r.was_master, "epoch": r.epoch
+                }))?);
+            }
+            out.line(&format!(
+                "identity {} removed from project {}; {} session(s) deregistered",
+                r.identity,
+                a.at.project,
+                r.sessions.len()
+            ))?;
+            if r.was_master {
+                out.note(&format!(
+                    "it was master: project {} has no master now (epoch {}); the next controller to register becomes \
+                     master, or an operator can `writerctl master claim`",
+                    a.at.project, r.epoch
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `identity add` / `identity rotate`: the key goes to its one destination, once.
+fn issue(
+    a: KeyArgs,
+    out: Output,
+    verb: impl FnOnce(
+        &dyn writerctl::claim::api::CoordinatorApi,
+        &str,
+        &str,
+    ) -> Result<IssuedKey, writerctl::claim::ClaimError>,
+    done: &str,
+) -> Result<()> {
+    // Created (empty, 0600, never over an existing file) before the verb: a key nobody can
+    // read must never be issued (after a rotation the old key is already refused).
+    let mut key_out = match &a.key_file {
+        Some(f) => Some(TokenFile::create(f).map_err(writerctl::claim::ClaimError::InvalidArgument)?),
+        None => None,
+    };
+    let project = &a.who.at.project;
+    let issued = match a.who.at.coord.open().and_then(|c| Ok(verb(c.as_ref(), project, &a.who.identity)?)) {
+        Ok(k) => k,
+        Err(e) => {
+            if let Some(f) = key_out.take() {
+                f.discard();
+            }
+            return Err(e);
+        }
+    };
+    if let Some(f) = &mut key_out {
+        f.write(issued.key.expose()).with_context(|| format!("cannot write key file {}", f.path().display()))?;
+    }
+    if out.json {
+        let mut v = serde_json::json!({"project": project, "identity": issued.identity.identity,
+                                       "key_issued_at": rfc3339(issued.identity.key_issued_at)});
+        match &a.key_file {
+            Some(f) => v["key_file"] = serde_json::json!(f.display().to_string()),
+            None => v["key"] = serde_json::json!(issued.key.expose()),
+        }
+        return Ok(out.json(&v)?);
+    }
+    out.line(&format!("identity {} {done} in project {project}", issued.identity.identity))?;
+    match &a.key_file {
+        Some(f) => out.note(&format!("key written to {} (shown nowhere else)", f.display())),
+        None => {
+            out.line(&format!("key {}", issued.key.expose()))?;
+            out.note("the key is shown once; `writerctl identity rotate` issues a new one");
+        }
+    }
+    Ok(())
+}
