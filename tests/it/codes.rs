@@ -34,6 +34,7 @@ const SNAPSHOT: &[(&str, u8)] = &[
     ("not_claim_owner", 3),
     ("not_found", 5),
     ("channel_exists", 3),
+    ("identity_exists", 3),
 ];
 
 #[test]

@@ -12,6 +12,7 @@ mod deploy;
 mod flags;
 mod handoff;
 mod hostile;
+mod identity;
 mod master;
 mod metrics;
 mod pod_recovery;

@@ -7,7 +7,7 @@
 //! the embedded store, and `serve.rs` runs the same bodies through `writerctl coordinator
 //! serve` over SQLite and over Redis + Postgres (a [`Co`] built by `Co::http_*`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -37,6 +37,9 @@ pub(crate) struct Co {
     pub(crate) http: Option<Deployment>,
     pub(crate) env: TestEnv,
     pub(crate) store: PathBuf,
+    /// Each identity's latest token file ([`Co::register`] records it): what an inbox read
+    /// proves the identity with.
+    pub(crate) tokens: std::sync::Mutex<BTreeMap<String, PathBuf>>,
 }
 
 /// A registered controller; its token lives in a 0600 file written by `register`.
@@ -142,7 +145,7 @@ impl Co {
     pub(crate) fn new() -> Co {
         let env = TestEnv::new();
         let store = env.tmp.path().join("c.sqlite");
-        Co { http: None, env, store }
+        Co { http: None, env, store, tokens: Default::default() }
     }
 
     /// Servers (`writerctl coordinator serve`) that `make` describes, given the temp dir and
@@ -244,8 +247,29 @@ impl Co {
         self.register_extra(&prev.identity, surface, machine, &["--previous-token-file", s(&prev.token_file)])
     }
 
+    /// The key file of `identity` in [`PROJECT`], enrolling it (`identity add --key-file`)
+    /// the first time.
+    pub(crate) fn key_file(&self, identity: &str) -> PathBuf {
+        self.key_file_in(PROJECT, identity)
+    }
+
+    /// [`Co::key_file`] in another project.
+    pub(crate) fn key_file_in(&self, project: &str, identity: &str) -> PathBuf {
+        let kf = self.dir().join(format!("{project}.{identity}.key"));
+        if !kf.exists() {
+            self.ok(&["identity", "add", "--project", project, identity, "--key-file", s(&kf)]);
+        }
+        kf
+    }
+
+    /// `identity`'s key (enrolled on first use), for WRITERCTL_IDENTITY_KEY.
+    pub(crate) fn key_of(&self, identity: &str) -> String {
+        std::fs::read_to_string(self.key_file(identity)).unwrap().trim().to_string()
+    }
+
     pub(crate) fn register_extra(&self, identity: &str, surface: &str, machine: &str, extra: &[&str]) -> Ctl {
         let tf = self.file(&format!("{identity}.tok"));
+        let kf = self.key_file(identity);
         let mut args = vec![
             "session",
             "register",
@@ -259,6 +283,8 @@ impl Co {
             machine,
             "--token-file",
             s(&tf),
+            "--identity-key-file",
+            s(&kf),
         ];
         args.extend_from_slice(extra);
         let v = self.ok(&args);
@@ -283,6 +309,7 @@ impl Co {
         );
         let token = std::fs::read_to_string(&tf).unwrap().trim_end().to_string();
         assert_eq!(token.len(), 64, "{token:?}");
+        self.tokens.lock().unwrap().insert(identity.to_string(), tf.clone());
         Ctl { identity: identity.into(), sid: v["session_id"].as_str().unwrap().into(), token, token_file: tf }
     }
 
@@ -366,9 +393,26 @@ impl Co {
         st
     }
 
+    /// The token file of `identity`'s latest registration through this Co.
+    #[track_caller]
+    pub(crate) fn token_of(&self, identity: &str) -> PathBuf {
+        self.tokens.lock().unwrap().get(identity).cloned().unwrap_or_else(|| panic!("{identity} never registered"))
+    }
+
     #[track_caller]
     pub(crate) fn inbox(&self, identity: &str, after: u64) -> Value {
-        self.ok(&["inbox", "--project", PROJECT, "--identity", identity, "--after", &after.to_string()])
+        let tf = self.token_of(identity);
+        self.ok(&[
+            "inbox",
+            "--project",
+            PROJECT,
+            "--identity",
+            identity,
+            "--after",
+            &after.to_string(),
+            "--token-file",
+            s(&tf),
+        ])
     }
 
     #[track_caller]
@@ -619,7 +663,19 @@ pub(crate) fn check_seed_03(co: &Co) {
     err_doc(&co.handoff(&alice, "bob", &["--to-session", "no-such-session"]), 5, "target_not_registered");
     err_doc(&co.handoff(&alice, "carol", &["--to-session", &bob.sid]), 5, "target_not_registered");
     // Another project's rows are not this project's.
-    co.ok(&["session", "register", "--project", "other", "--identity", "dave", "--machine", "m1"]);
+    let dave_key = co.key_file_in("other", "dave");
+    co.ok(&[
+        "session",
+        "register",
+        "--project",
+        "other",
+        "--identity",
+        "dave",
+        "--machine",
+        "m1",
+        "--identity-key-file",
+        s(&dave_key),
+    ]);
     err_doc(&co.handoff(&alice, "dave", &[]), 5, "target_not_registered");
 
     co.assert_master(Some(&alice), 1);
@@ -1399,7 +1455,12 @@ fn no_secret_in_any_output() {
             exec(c, input)
         };
         // Registration that prints the token: its stdout is exempt, its stderr is not.
-        let r = run(&["session", "register", "--project", PROJECT, "--identity", &format!("printed-{m}")], &[], None);
+        let printed_key = co.key_of(&format!("printed-{m}"));
+        let r = run(
+            &["session", "register", "--project", PROJECT, "--identity", &format!("printed-{m}")],
+            &[("WRITERCTL_IDENTITY_KEY", &printed_key)],
+            None,
+        );
         r.assert_ok();
         let printed = if json_mode {
             r.json::<Value>()["token"].as_str().unwrap().to_string()
@@ -1421,16 +1482,19 @@ fn no_secret_in_any_output() {
         let b_tok = co.file("b.tok");
         let a_id = format!("alice-{m}");
         let b_id = format!("bob-{m}");
+        // Identity keys are secrets too: never in any output but their key file.
+        let (a_key, b_key) = (co.key_of(&a_id), co.key_of(&b_id));
+        tokens.extend([a_key.clone(), b_key.clone(), printed_key.clone()]);
         go(
             "register a",
             &["session", "register", "--project", PROJECT, "--identity", &a_id, "--token-file", s(&a_tok)],
-            &[],
+            &[("WRITERCTL_IDENTITY_KEY", &a_key)],
             None,
         );
         go(
             "register b",
             &["session", "register", "--project", PROJECT, "--identity", &b_id, "--token-file", s(&b_tok)],
-            &[],
+            &[("WRITERCTL_IDENTITY_KEY", &b_key)],
             None,
         );
         let a_token = std::fs::read_to_string(&a_tok).unwrap().trim().to_string();
@@ -1605,11 +1669,27 @@ fn no_secret_in_any_output() {
         go("operator add env exists", &["operator", "add", &op], &[("WRITERCTL_OPERATOR_PASSWORD", other_pw)], None);
         go("operator add argv --password", &["operator", "add", "x", "--password", argv_pw], &[], None);
         go("operator add argv --password=", &["operator", "add", "x", &format!("--password={argv_pw}")], &[], None);
-        go("inbox a", &["inbox", "--project", PROJECT, "--identity", &a_id], &[], None);
-        go("inbox printed", &["inbox", "--project", PROJECT, "--identity", &printed_id], &[], None);
+        go("inbox a", &["inbox", "--project", PROJECT, "--identity", &a_id, "--token-file", s(&a_tok)], &[], None);
+        go(
+            "inbox printed",
+            &["inbox", "--project", PROJECT, "--identity", &printed_id],
+            &[("WRITERCTL_SESSION_TOKEN", &printed)],
+            None,
+        );
         go(
             "inbox follow",
-            &["inbox", "--project", PROJECT, "--identity", &a_id, "--follow", "--timeout", "0.3"],
+            &[
+                "inbox",
+                "--project",
+                PROJECT,
+                "--identity",
+                &a_id,
+                "--token-file",
+                s(&a_tok),
+                "--follow",
+                "--timeout",
+                "0.3",
+            ],
             &[],
             None,
         );
@@ -1786,14 +1866,34 @@ fn inbox_cursor_and_follow() {
     let after2 = co.inbox("alice", c2);
     assert_eq!(after2, json!({"events": [], "next_cursor": c2}));
     // --limit caps a read; the cursor says where to go on.
-    let first = co.ok(&["inbox", "--project", PROJECT, "--identity", "alice", "--limit", "1"]);
+    let first = co.ok(&[
+        "inbox",
+        "--project",
+        PROJECT,
+        "--identity",
+        "alice",
+        "--token-file",
+        s(&co.token_of("alice")),
+        "--limit",
+        "1",
+    ]);
     assert_eq!(first, json!({"events": [evs[0]], "next_cursor": c1}));
     // bob's inbox is his own.
     let b = co.events("bob");
     assert_eq!(b.len(), 1);
     assert_preempted(&b[0], &bob, &alice, 3, Some("ops"));
     // The human view: one line per event.
-    let r = co.run(&["inbox", "--project", PROJECT, "--identity", "alice", "--after", &c1.to_string()]);
+    let r = co.run(&[
+        "inbox",
+        "--project",
+        PROJECT,
+        "--identity",
+        "alice",
+        "--token-file",
+        s(&co.token_of("alice")),
+        "--after",
+        &c1.to_string(),
+    ]);
     r.assert_ok();
     assert_eq!(
         r.stdout.trim_end(),
@@ -1804,12 +1904,38 @@ fn inbox_cursor_and_follow() {
             bob.sid
         )
     );
-    err_doc(&co.run(&["inbox", "--project", PROJECT, "--identity", "alice", "--timeout", "1", "--json"]), 2, "usage");
+    err_doc(
+        &co.run(&[
+            "inbox",
+            "--project",
+            PROJECT,
+            "--identity",
+            "alice",
+            "--token-file",
+            s(&co.token_of("alice")),
+            "--timeout",
+            "1",
+            "--json",
+        ]),
+        2,
+        "usage",
+    );
 
     // --follow from cursor 0: the two old events first (which proves it is running), then
     // the one a handoff produces now.
-    let mut c =
-        co.command(&["inbox", "--project", PROJECT, "--identity", "alice", "--follow", "--timeout", "2", "--json"]);
+    let mut c = co.command(&[
+        "inbox",
+        "--project",
+        PROJECT,
+        "--identity",
+        "alice",
+        "--token-file",
+        s(&co.token_of("alice")),
+        "--follow",
+        "--timeout",
+        "2",
+        "--json",
+    ]);
     c.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = c.spawn().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap());
@@ -1889,7 +2015,9 @@ fn audit_records_every_verb() {
     co.ok(&["session", "deregister", "--project", PROJECT, "--session", &bob.sid, "--token-file", s(&bob.token_file)]);
     err_doc(&co.run_stdin(&["operator", "add", "ops", "--password-stdin", "--json"], b"x\n"), 3, "operator_exists");
 
-    let all = co.audit(None);
+    // Enrollment (`identity add`, by Co::register) has its own tests (identity.rs).
+    let all: Vec<Value> =
+        co.audit(None).into_iter().filter(|a| !a["verb"].as_str().unwrap().starts_with("identity.")).collect();
     for a in &all {
         assert_eq!(keys(a), set(&["at", "project", "verb", "actor", "target", "result", "epoch", "detail"]), "{a:#}");
     }
@@ -1924,9 +2052,10 @@ fn audit_records_every_verb() {
     assert_eq!(all[0]["detail"]["session_id"], json!(alice.sid));
     // --project leaves out operator administration; --limit keeps the newest, oldest first.
     let web = co.audit(Some(PROJECT));
-    assert_eq!(web.len(), 10);
+    assert_eq!(web.len(), 12, "10 verbs and 2 enrollments");
     assert!(web.iter().all(|a| a["project"] == PROJECT));
     let last2 = co.ok(&["audit", "--project", PROJECT, "--limit", "2"])["entries"].clone();
+    // (the newest rows are verbs, not enrollments, so `all` still indexes them)
     assert_eq!(last2, json!([all[9], all[10]]));
     // The human table shows the same rows.
     let r = co.run(&["audit", "--project", PROJECT]);
@@ -1945,6 +2074,7 @@ fn racing_first_registrants_elect_exactly_one_master() {
     co.ok(&["master", "status", "--project", "p"]);
     for trial in 0..10 {
         let project = format!("p{trial}");
+        let keys: Vec<PathBuf> = (0..8).map(|i| co.key_file_in(&project, &format!("id{i}"))).collect();
         let racers: Vec<Racer> = (0..8)
             .map(|i| Racer {
                 url: None,
@@ -1958,6 +2088,8 @@ fn racing_first_registrants_elect_exactly_one_master() {
                     &format!("id{i}"),
                     "--machine",
                     "m1",
+                    "--identity-key-file",
+                    s(&keys[i]),
                     "--json",
                 ]),
                 delay_ms: 0,
@@ -2013,12 +2145,17 @@ fn coordinator_env_and_default_store() {
     let co = Co::new();
     let mut c = co.base();
     c.args(["session", "register", "--project", PROJECT, "--identity", "alice", "--machine", "m1", "--json"])
-        .env("WRITERCTL_COORDINATOR", co.url());
+        .env("WRITERCTL_COORDINATOR", co.url())
+        .env("WRITERCTL_IDENTITY_KEY", co.key_of("alice"));
     let v = ok_doc(&exec(c, None));
     assert_eq!(co.status()["master"]["session_id"], v["session_id"]);
 
     let mut c = co.base();
-    c.args(["session", "register", "--project", PROJECT, "--identity", "bob", "--machine", "m1", "--json"]);
+    c.args(["identity", "add", "--project", PROJECT, "bob", "--json"]);
+    let bob_key = ok_doc(&exec(c, None))["key"].as_str().unwrap().to_string();
+    let mut c = co.base();
+    c.args(["session", "register", "--project", PROJECT, "--identity", "bob", "--machine", "m1", "--json"])
+        .env("WRITERCTL_IDENTITY_KEY", bob_key);
     ok_doc(&exec(c, None));
     let default = co.dir().join("state/writerctl/coordinator.sqlite");
     use std::os::unix::fs::PermissionsExt;
@@ -2174,7 +2311,18 @@ fn inbox_follow_refuses_a_timeout_it_would_not_honor() {
     let children: Vec<(String, Child)> = ["--timeout=-1", "--timeout=NaN"]
         .iter()
         .map(|t| {
-            let mut c = co.command(&["inbox", "--project", PROJECT, "--identity", "alice", "--follow", t, "--json"]);
+            let mut c = co.command(&[
+                "inbox",
+                "--project",
+                PROJECT,
+                "--identity",
+                "alice",
+                "--token-file",
+                s(&co.token_of("alice")),
+                "--follow",
+                t,
+                "--json",
+            ]);
             c.stdout(Stdio::piped()).stderr(Stdio::piped());
             (t.to_string(), c.spawn().unwrap())
         })

@@ -16,7 +16,7 @@ use serde_json::json;
 use crate::services::{DEFAULT_POSTGRES, DEFAULT_REDIS, Ns, Proxy, counts, postgres_addr, redis_via, wait_until};
 use writerctl::claim::ClaimError;
 use writerctl::claim::clock::{ManualClock, SystemClock};
-use writerctl::claim::engine::{Coordinator, DEFAULT_FRESHNESS, MasterRequest, Registered};
+use writerctl::claim::engine::{Coordinator, Credentials, DEFAULT_FRESHNESS, MasterRequest, Registered};
 use writerctl::claim::master::ControllerKey;
 use writerctl::claim::model::{AuditEntry, Change, Controller, Snapshot};
 use writerctl::claim::secret::Secret;
@@ -43,7 +43,8 @@ fn pw(s: &str) -> Secret {
 }
 
 fn manual(store: &Arc<RedisPgStore>) -> Coordinator {
-    Coordinator::new(store.clone(), Arc::new(ManualClock::at(T0)), DEFAULT_FRESHNESS)
+    // Open registration: these tests are about the store; enrollment has its own tests.
+    Coordinator::new(store.clone(), Arc::new(ManualClock::at(T0)), DEFAULT_FRESHNESS).with_open_registration(true)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -55,9 +56,9 @@ fn register_handoff_claim_round_trip() {
     let Some(ns) = Ns::new("register_handoff_claim_round_trip") else { return };
     let store = ns.store();
     let c = manual(&store);
-    let a = c.register("web", &key("alice", "h1"), None).unwrap();
+    let a = c.register("web", &key("alice", "h1"), Credentials::default()).unwrap();
     assert!(a.controller.is_master && a.epoch == 1, "the first registrant becomes master");
-    let b = c.register("web", &key("bob", "h2"), None).unwrap();
+    let b = c.register("web", &key("bob", "h2"), Credentials::default()).unwrap();
 
     let out = c.handoff(&req("web", "bob", 1), &a.controller.session_id, &a.token).unwrap();
     assert_eq!((out.epoch, out.new_master.session_id.as_str()), (2, b.controller.session_id.as_str()));
@@ -65,7 +66,7 @@ fn register_handoff_claim_round_trip() {
     assert_eq!(st.slot.master.as_ref().unwrap().session_id, b.controller.session_id, "status reflects it at once");
     assert_eq!(st.slot.epoch, 2);
 
-    let inbox = c.inbox("web", "alice", 0, 10).unwrap();
+    let inbox = c.inbox("web", "alice", 0, 10, Some(&a.token)).unwrap();
     assert_eq!(inbox.len(), 1);
     let ev = &inbox[0];
     assert_eq!(ev.kind, "MasterPreempted");
@@ -75,7 +76,7 @@ fn register_handoff_claim_round_trip() {
     assert_eq!(ev.payload["new_master_session_id"], json!(b.controller.session_id));
     assert!(ev.payload.get("by_operator").is_none(), "by_operator only on preempt");
     assert!(ev.cursor > 0 && ev.at == T0);
-    assert!(c.inbox("web", "alice", ev.cursor, 10).unwrap().is_empty(), "read on after the cursor");
+    assert!(c.inbox("web", "alice", ev.cursor, 10, Some(&a.token)).unwrap().is_empty(), "read on after the cursor");
 
     assert!(matches!(
         c.handoff(&req("web", "bob", 2), &a.controller.session_id, &a.token),
@@ -85,7 +86,7 @@ fn register_handoff_claim_round_trip() {
     c.add_operator("ops", &pw(PASSWORD)).unwrap();
     let out = c.claim(&req("web", "alice", 2), "ops", &pw(PASSWORD)).unwrap();
     assert_eq!((out.epoch, out.new_master.session_id.as_str()), (3, a.controller.session_id.as_str()));
-    let bob_inbox = c.inbox("web", "bob", 0, 10).unwrap();
+    let bob_inbox = c.inbox("web", "bob", 0, 10, Some(&b.token)).unwrap();
     assert_eq!(bob_inbox.len(), 1);
     assert_eq!(bob_inbox[0].payload["reason"], "preempt");
     assert_eq!(bob_inbox[0].payload["by_operator"], "ops");
@@ -123,7 +124,11 @@ fn concurrent_verbs_on_one_epoch_have_exactly_one_winner() {
     let Some(ns) = Ns::new("concurrent_verbs_on_one_epoch_have_exactly_one_winner") else { return };
     // One store per thread: separate Redis and Postgres connections, as separate replicas.
     let coords: Vec<Arc<Coordinator>> = (0..THREADS)
-        .map(|_| Arc::new(Coordinator::new(ns.store(), Arc::new(SystemClock), DEFAULT_FRESHNESS)))
+        .map(|_| {
+            Arc::new(
+                Coordinator::new(ns.store(), Arc::new(SystemClock), DEFAULT_FRESHNESS).with_open_registration(true),
+            )
+        })
         .collect();
     // One operator per thread: the throttle counts one operator's parallel attempts (even
     // right ones) and would serialize them; this test is about the epoch CAS.
@@ -132,9 +137,10 @@ fn concurrent_verbs_on_one_epoch_have_exactly_one_winner() {
     }
     for trial in 0..TRIALS {
         let project = format!("cas-{trial}");
-        let alice = coords[0].register(&project, &key("alice", "h0"), None).unwrap();
-        let targets: Vec<Registered> =
-            (0..THREADS).map(|i| coords[i].register(&project, &key(&format!("t{i}"), "h1"), None).unwrap()).collect();
+        let alice = coords[0].register(&project, &key("alice", "h0"), Credentials::default()).unwrap();
+        let targets: Vec<Registered> = (0..THREADS)
+            .map(|i| coords[i].register(&project, &key(&format!("t{i}"), "h1"), Credentials::default()).unwrap())
+            .collect();
         // Odd trials race operator claims, even trials race handoffs by the master.
         let by_claim = trial % 2 == 1;
         let barrier = Arc::new(Barrier::new(THREADS));
@@ -169,7 +175,11 @@ fn concurrent_verbs_on_one_epoch_have_exactly_one_winner() {
         assert_eq!(snap.slot.epoch, 2);
         assert_eq!(snap.slot.master.unwrap().session_id, targets[winners[0]].controller.session_id);
         assert_eq!(snap.controllers.iter().filter(|c| c.is_master).count(), 1);
-        assert_eq!(coords[0].inbox(&project, "alice", 0, 100).unwrap().len(), 1, "losers wrote no event");
+        assert_eq!(
+            coords[0].inbox(&project, "alice", 0, 100, Some(&alice.token)).unwrap().len(),
+            1,
+            "losers wrote no event"
+        );
     }
     // Every replica's queue entries reach Postgres exactly once.
     let store = ns.store();
@@ -197,8 +207,8 @@ fn redis_first_while_postgres_is_unreachable() {
     let via_proxy = proxy.postgres_url(&ns.postgres_url);
     let store = Arc::new(RedisPgStore::connect(&ns.redis_url, &via_proxy, &ns.name).unwrap());
     let c = manual(&store);
-    let a = c.register("web", &key("alice", "h1"), None).unwrap();
-    let b = c.register("web", &key("bob", "h2"), None).unwrap();
+    let a = c.register("web", &key("alice", "h1"), Credentials::default()).unwrap();
+    let b = c.register("web", &key("bob", "h2"), Credentials::default()).unwrap();
     store.flush_postgres().unwrap();
 
     proxy.cut();
@@ -258,8 +268,8 @@ fn redis_down_means_unavailable_and_audit_rows_go_to_postgres_directly() {
     let (via_proxy, _) = redis_via(&ns.redis_url, proxy.port);
     let store = Arc::new(RedisPgStore::connect(&via_proxy, &ns.postgres_url, &ns.name).unwrap());
     let c = manual(&store);
-    let a = c.register("web", &key("alice", "h1"), None).unwrap();
-    c.register("web", &key("bob", "h2"), None).unwrap();
+    let a = c.register("web", &key("alice", "h1"), Credentials::default()).unwrap();
+    c.register("web", &key("bob", "h2"), Credentials::default()).unwrap();
 
     proxy.cut();
     let started = Instant::now();
@@ -286,13 +296,13 @@ fn cold_restore_from_postgres_keeps_epoch_and_version() {
     let Some(ns) = Ns::new("cold_restore_from_postgres_keeps_epoch_and_version") else { return };
     let store = ns.store();
     let c = manual(&store);
-    let a = c.register("web", &key("alice", "h1"), None).unwrap();
-    let b = c.register("web", &key("bob", "h2"), None).unwrap();
-    let carol = c.register("web", &key("carol", "h3"), None).unwrap();
+    let a = c.register("web", &key("alice", "h1"), Credentials::default()).unwrap();
+    let b = c.register("web", &key("bob", "h2"), Credentials::default()).unwrap();
+    let carol = c.register("web", &key("carol", "h3"), Credentials::default()).unwrap();
     c.handoff(&req("web", "bob", 1), &a.controller.session_id, &a.token).unwrap();
     c.deregister("web", &carol.controller.session_id, &carol.token).unwrap();
-    c.register("api", &key("alice", "h1"), None).unwrap();
-    let last_cursor = c.inbox("web", "alice", 0, 10).unwrap()[0].cursor;
+    c.register("api", &key("alice", "h1"), Credentials::default()).unwrap();
+    let last_cursor = c.inbox("web", "alice", 0, 10, Some(&a.token)).unwrap()[0].cursor;
     store.flush_postgres().unwrap();
     let web = store.snapshot("web").unwrap();
     let api = store.snapshot("api").unwrap();
@@ -322,7 +332,7 @@ fn cold_restore_from_postgres_keeps_epoch_and_version() {
     assert_eq!(out.epoch, 3 + G);
     let after = fresh.snapshot("web").unwrap();
     assert_eq!(after.version, web.version + 1);
-    let ev = c2.inbox("web", "bob", 0, 10).unwrap();
+    let ev = c2.inbox("web", "bob", 0, 10, Some(&b.token)).unwrap();
     assert!(ev[0].cursor > last_cursor, "cursors never go back across a restore");
     fresh.flush_postgres().unwrap();
 
@@ -352,7 +362,7 @@ fn cold_restore_from_postgres_keeps_epoch_and_version() {
     assert_eq!(store.snapshot("web").unwrap(), bumped(before.clone()));
     // Through the engine the same happens inside the CAS loop.
     ns.wipe_redis();
-    let d = c.register("web", &key("dave", "h4"), None).unwrap();
+    let d = c.register("web", &key("dave", "h4"), Credentials::default()).unwrap();
     assert!(!d.controller.is_master, "decided on the restored state, where bob is master");
     assert_eq!(d.epoch, 4 + 3 * G);
     assert_eq!(store.snapshot("web").unwrap().controllers.len(), 3);
@@ -363,7 +373,7 @@ fn entries_postgres_refuses_are_set_aside_and_the_rest_go_on() {
     let Some(ns) = Ns::new("entries_postgres_refuses_are_set_aside_and_the_rest_go_on") else { return };
     let store = ns.store();
     let c = manual(&store);
-    let a = c.register("web", &key("alice", "h1"), None).unwrap();
+    let a = c.register("web", &key("alice", "h1"), Credentials::default()).unwrap();
     store.flush_postgres().unwrap();
     let mut r = ns.redis();
     // An entry that does not decode, and one whose state breaks the UNIQUE natural key (two
@@ -391,7 +401,7 @@ fn entries_postgres_refuses_are_set_aside_and_the_rest_go_on() {
         .query::<String>(&mut r)
         .unwrap();
     // A real verb behind them, drained in the same batch.
-    c.register("web", &key("bob", "h2"), None).unwrap();
+    c.register("web", &key("bob", "h2"), Credentials::default()).unwrap();
     store.flush_postgres().unwrap();
     assert_eq!(store.pending_postgres_writes().unwrap(), 0);
     assert_eq!(store.dead_postgres_writes().unwrap(), 2);
@@ -439,29 +449,35 @@ fn registration_keeps_one_controller_status_row_per_key() {
     let Some(ns) = Ns::new("registration_keeps_one_controller_status_row_per_key") else { return };
     let store = ns.store();
     let c = manual(&store);
-    let first = c.register("web", &key("alice", "h1"), None).unwrap();
+    let first = c.register("web", &key("alice", "h1"), Credentials::default()).unwrap();
     // A live row is re-registered only with its current token.
-    assert_eq!(c.register("web", &key("alice", "h1"), None).unwrap_err().code().as_str(), "unauthorized");
+    assert_eq!(
+        c.register("web", &key("alice", "h1"), Credentials::default()).unwrap_err().code().as_str(),
+        "unauthorized"
+    );
     let mut prev = first.token.clone();
     for _ in 0..3 {
-        let again = c.register("web", &key("alice", "h1"), Some(&prev)).unwrap();
+        let again = c
+            .register("web", &key("alice", "h1"), Credentials { token: Some(&prev), ..Credentials::default() })
+            .unwrap();
         assert_eq!(again.controller.session_id, first.controller.session_id, "the UPSERT keeps the row");
         prev = again.token;
     }
-    let other_machine = c.register("web", &key("alice", "h2"), None).unwrap();
+    let other_machine = c.register("web", &key("alice", "h2"), Credentials::default()).unwrap();
     let ide = c
         .register(
             "web",
             &ControllerKey { identity: "alice".into(), surface: "ide".into(), machine_id: "h1".into() },
-            None,
+            Credentials::default(),
         )
         .unwrap();
     assert_ne!(other_machine.controller.session_id, first.controller.session_id);
     assert_ne!(ide.controller.session_id, first.controller.session_id);
     // Leave and come back under the same key: a new session id, still one row for the key.
-    let latest = c.register("web", &key("alice", "h1"), Some(&prev)).unwrap();
+    let latest =
+        c.register("web", &key("alice", "h1"), Credentials { token: Some(&prev), ..Credentials::default() }).unwrap();
     c.deregister("web", &latest.controller.session_id, &latest.token).unwrap();
-    let back = c.register("web", &key("alice", "h1"), None).unwrap();
+    let back = c.register("web", &key("alice", "h1"), Credentials::default()).unwrap();
     assert_ne!(back.controller.session_id, first.controller.session_id);
     store.flush_postgres().unwrap();
     let rows = ns.pg_controllers("web");
@@ -500,7 +516,7 @@ fn two_stores_see_one_state() {
     let Some(ns) = Ns::new("two_stores_see_one_state") else { return };
     let (s1, s2) = (ns.store(), ns.store());
     let c = manual(&s1);
-    c.register("web", &key("alice", "h1"), None).unwrap();
+    c.register("web", &key("alice", "h1"), Credentials::default()).unwrap();
     let snap: Snapshot = s2.snapshot("web").unwrap();
     assert_eq!(snap, s1.snapshot("web").unwrap());
     assert_eq!(snap.version, 1);

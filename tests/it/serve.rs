@@ -583,6 +583,7 @@ fn http_redis_pg_seed_12_cross_machine_handoff() {
 #[track_caller]
 fn register_at(co: &Co, url: &str, identity: &str, machine: &str) -> Ctl {
     let tf = co.file(&format!("{identity}.tok"));
+    let kf = co.key_file(identity);
     let r = run_at(
         co,
         url,
@@ -597,6 +598,8 @@ fn register_at(co: &Co, url: &str, identity: &str, machine: &str) -> Ctl {
             machine,
             "--token-file",
             s(&tf),
+            "--identity-key-file",
+            s(&kf),
             "--json",
         ],
         &[],
@@ -604,6 +607,7 @@ fn register_at(co: &Co, url: &str, identity: &str, machine: &str) -> Ctl {
     );
     let v = ok_doc(&r);
     let token = std::fs::read_to_string(&tf).unwrap().trim_end().to_string();
+    co.tokens.lock().unwrap().insert(identity.to_string(), tf.clone());
     Ctl { identity: identity.into(), sid: v["session_id"].as_str().unwrap().into(), token, token_file: tf }
 }
 
@@ -696,7 +700,16 @@ fn two_replicas_one_winner() {
             let r = run_at(
                 &co,
                 &urls[i % 2],
-                &["inbox", "--project", PROJECT, "--identity", &c.identity, "--json"],
+                &[
+                    "inbox",
+                    "--project",
+                    PROJECT,
+                    "--identity",
+                    &c.identity,
+                    "--token-file",
+                    s(&co.token_of(&c.identity)),
+                    "--json",
+                ],
                 &[],
                 &[],
             );
@@ -758,7 +771,7 @@ fn redis_first_status_while_postgres_is_down() {
     assert_eq!(http_error_code(&body), "coordinator_unavailable");
     // Postgres (read directly) has not seen any of it.
     let pg = d.ns().pg_audit_counts(PROJECT);
-    assert_eq!(pg, counts(&[("session.register", "ok", 2)]), "{pg:#?}");
+    assert_eq!(pg, counts(&[("identity.add", "ok", 2), ("session.register", "ok", 2)]), "{pg:#?}");
 
     proxy.restore();
     wait_until(Duration::from_secs(30), "the background writer drains the queue", || queue_depth(&url) == Some(0));
@@ -766,6 +779,7 @@ fn redis_first_status_while_postgres_is_down() {
     assert_eq!(
         ns.pg_audit_counts(PROJECT),
         counts(&[
+            ("identity.add", "ok", 2),
             ("session.register", "ok", 2),
             ("master.handoff", "ok", 1),
             ("master.handoff", "not_master", 1),
@@ -995,7 +1009,21 @@ fn unreachable_server_is_unavailable_75() {
             None,
         ),
         (vec!["inbox", "--project", PROJECT, "--identity", "alice"], None),
-        (vec!["inbox", "--project", PROJECT, "--identity", "alice", "--follow", "--timeout", "1"], None),
+        (
+            vec![
+                "inbox",
+                "--project",
+                PROJECT,
+                "--identity",
+                "alice",
+                "--token-file",
+                s(&tok),
+                "--follow",
+                "--timeout",
+                "1",
+            ],
+            None,
+        ),
         (vec!["operator", "add", "ops", "--password-stdin"], Some(b"pw\n")),
         (vec!["audit"], None),
     ];
@@ -1025,14 +1053,22 @@ fn unreachable_server_is_unavailable_75() {
 /// The router's routes as (method, path), read from the server's source.
 fn router_routes() -> BTreeSet<(String, String)> {
     let src = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/coordinator/server.rs")).unwrap();
+    // `.route("PATH", get(a))` or, several methods on one path, `.route("PATH", post(a).get(b))`.
     let routes: BTreeSet<(String, String)> = src
         .lines()
         .filter_map(|l| {
             let rest = l.trim().strip_prefix(".route(\"")?;
             let (path, rest) = rest.split_once('"')?;
-            let method = rest.trim_start_matches(',').trim().split('(').next()?.to_string();
-            Some((method, path.to_string()))
+            let methods: Vec<(String, String)> = rest
+                .trim_start_matches(',')
+                .split(|c| c == '.' || c == ' ')
+                .filter_map(|call| call.split_once('(').map(|(m, _)| m.to_string()))
+                .filter(|m| ["get", "post", "put", "delete", "patch"].contains(&m.as_str()))
+                .map(|m| (m, path.to_string()))
+                .collect();
+            Some(methods)
         })
+        .flatten()
         .collect();
     assert!(routes.len() >= 13, "could not read the router's routes: {routes:?}");
     routes
@@ -1310,7 +1346,8 @@ fn tls_with_a_self_signed_certificate() {
     co.assert_master(Some(&bob), 2);
     co.add_operator("ops", PASSWORD);
     ok_doc(&co.claim("alice", "ops", PASSWORD, &["--expect-epoch", "2"]));
-    assert_eq!(co.audit(Some(PROJECT)).len(), 4);
+    let verbs = co.audit(Some(PROJECT)).into_iter().filter(|a| !a["verb"].as_str().unwrap().starts_with("identity."));
+    assert_eq!(verbs.count(), 4);
     // "localhost" is in the certificate too.
     let local = url.replace("127.0.0.1", "localhost");
     assert_eq!(status_at(&co, &local)["master"]["identity"], "alice");
@@ -1470,7 +1507,11 @@ fn secret_script(co: &Co) -> Vec<String> {
     let other_pw = "second-operator-passphrase";
     let alice = co.reg("alice");
     let bob = co.register("bob", "cli", "host-b");
-    let printed = ok_doc(&co.run(&["session", "register", "--project", PROJECT, "--identity", "carol", "--json"]));
+    let carol_key = co.key_of("carol");
+    let printed = ok_doc(&co.run_env(
+        &["session", "register", "--project", PROJECT, "--identity", "carol", "--json"],
+        &[("WRITERCTL_IDENTITY_KEY", &carol_key)],
+    ));
     let carol_token = printed["token"].as_str().unwrap().to_string();
     let carol_sid = printed["session_id"].as_str().unwrap().to_string();
     let hb = |sid: &str, vars: &[(&str, &str)]| {
@@ -1568,7 +1609,14 @@ struct Step {
 /// dir).
 fn parity_script(co: &Co) -> (Vec<Step>, Vec<(String, String)>) {
     let mut steps: Vec<Step> = Vec::new();
-    let mut names: Vec<(String, String)> = vec![(co.dir().display().to_string(), "<dir>".into())];
+    // Enrolled first (identity add prints times, so it stays out of the compared steps).
+    let [ka, kb, kc, kd] = ["alice", "bob", "carol", "dave"].map(|who| co.key_of(who));
+    // Enrollment is the admin's act over HTTP and the store owner's in-process.
+    let mut names: Vec<(String, String)> = vec![
+        (co.dir().display().to_string(), "<dir>".into()),
+        (r#""actor": "admin""#.into(), r#""actor": "<enroller>""#.into()),
+        (r#""actor": "local""#.into(), r#""actor": "<enroller>""#.into()),
+    ];
     let mut go = |label: &str, args: &[&str], vars: &[(&str, &str)], input: Option<&[u8]>| -> Run {
         let json = args.contains(&"--json");
         let mut c = co.command(args);
@@ -1585,7 +1633,7 @@ fn parity_script(co: &Co) -> (Vec<Step>, Vec<(String, String)>) {
     let a = go(
         "register alice",
         &["session", "register", "--project", PROJECT, "--identity", "alice", "--token-file", s(&a_tok), "--json"],
-        &[],
+        &[("WRITERCTL_IDENTITY_KEY", &ka)],
         None,
     );
     let a_sid = sid(&a);
@@ -1604,14 +1652,14 @@ fn parity_script(co: &Co) -> (Vec<Step>, Vec<(String, String)>) {
             s(&b_tok),
             "--json",
         ],
-        &[],
+        &[("WRITERCTL_IDENTITY_KEY", &kb)],
         None,
     );
     let b_sid = sid(&b);
     let c = go(
         "register carol, token printed",
         &["session", "register", "--project", PROJECT, "--identity", "carol", "--json"],
-        &[],
+        &[("WRITERCTL_IDENTITY_KEY", &kc)],
         None,
     );
     let c_sid = sid(&c);
@@ -1621,7 +1669,7 @@ fn parity_script(co: &Co) -> (Vec<Step>, Vec<(String, String)>) {
     go(
         "register alice again (same key)",
         &["session", "register", "--project", PROJECT, "--identity", "alice", "--token-file", s(&a2_tok), "--json"],
-        &[],
+        &[("WRITERCTL_IDENTITY_KEY", &ka)],
         None,
     );
     // Re-registering a live key may need its previous token: alice goes on with whichever
@@ -1746,7 +1794,7 @@ fn parity_script(co: &Co) -> (Vec<Step>, Vec<(String, String)>) {
                 m,
                 "--json",
             ]),
-            &[],
+            &[("WRITERCTL_IDENTITY_KEY", &kd)],
             None,
         );
     }
@@ -1757,29 +1805,69 @@ fn parity_script(co: &Co) -> (Vec<Step>, Vec<(String, String)>) {
         &[("WRITERCTL_OPERATOR_PASSWORD", PASSWORD)],
         None,
     );
+    // "nobody" reads with carol's token: refused alike on every store.
+    let tok_of = |who: &str| match who {
+        "alice" => a_cur.clone(),
+        "bob" => b_tok.clone(),
+        _ => c_tok.clone(),
+    };
     for who in ["alice", "bob", "carol", "nobody"] {
         run_v(
             &format!("inbox {who}"),
-            strings(&["inbox", "--project", PROJECT, "--identity", who, "--json"]),
+            strings(&["inbox", "--project", PROJECT, "--identity", who, "--token-file", s(&tok_of(who)), "--json"]),
             &[],
             None,
         );
     }
     run_v(
         "inbox after 1",
-        strings(&["inbox", "--project", PROJECT, "--identity", "alice", "--after", "1", "--json"]),
+        strings(&[
+            "inbox",
+            "--project",
+            PROJECT,
+            "--identity",
+            "alice",
+            "--token-file",
+            s(&tok_of("alice")),
+            "--after",
+            "1",
+            "--json",
+        ]),
         &[],
         None,
     );
     run_v(
         "inbox limit 1",
-        strings(&["inbox", "--project", PROJECT, "--identity", "bob", "--limit", "1", "--json"]),
+        strings(&[
+            "inbox",
+            "--project",
+            PROJECT,
+            "--identity",
+            "bob",
+            "--token-file",
+            s(&tok_of("bob")),
+            "--limit",
+            "1",
+            "--json",
+        ]),
         &[],
         None,
     );
     run_v(
         "inbox follow",
-        strings(&["inbox", "--project", PROJECT, "--identity", "alice", "--follow", "--timeout", "0.5", "--json"]),
+        strings(&[
+            "inbox",
+            "--project",
+            PROJECT,
+            "--identity",
+            "alice",
+            "--token-file",
+            s(&tok_of("alice")),
+            "--follow",
+            "--timeout",
+            "0.5",
+            "--json",
+        ]),
         &[],
         None,
     );
@@ -2131,8 +2219,19 @@ fn inbox_follow_long_polls() {
     let alice = co.reg("alice");
     let bob = co.reg("bob");
     ok_doc(&co.handoff(&alice, "bob", &["--expect-epoch", "1"]));
-    let mut c =
-        co.command(&["inbox", "--project", PROJECT, "--identity", "alice", "--follow", "--timeout", "6", "--json"]);
+    let mut c = co.command(&[
+        "inbox",
+        "--project",
+        PROJECT,
+        "--identity",
+        "alice",
+        "--token-file",
+        s(&co.token_of("alice")),
+        "--follow",
+        "--timeout",
+        "6",
+        "--json",
+    ]);
     c.stdout(Stdio::piped()).stderr(Stdio::null());
     let mut child = c.spawn().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap());

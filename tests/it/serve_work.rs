@@ -13,6 +13,7 @@
 //!
 //! Redis + Postgres tests skip loudly unless the services answer (see `services.rs`).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,10 +22,14 @@ use writerctl::claim::ClaimError;
 use writerctl::claim::Coordinator;
 use writerctl::claim::api::CoordinatorApi;
 use writerctl::claim::clock::{Clock, ManualClock, SystemClock};
+use writerctl::claim::engine::Credentials;
+use writerctl::claim::master::ControllerKey;
+use writerctl::claim::secret::Secret;
 use writerctl::claim::store::Store;
 use writerctl::claim::store::sqlite::SqliteStore;
 use writerctl::claim::work::{
-    CLAIM_RELEASED, ClaimStatus, FocusLease, MAX_FOCUS_MINUTES, ReleaseRequest, TakeRequest, TouchRequest,
+    CLAIM_RELEASED, ClaimOutcome, ClaimRow, ClaimStatus, FocusLease, MAX_FOCUS_MINUTES, ReleaseRequest, TakeRequest,
+    TouchRequest,
 };
 use writerctl::coordinator::client::HttpCoordinator;
 use writerctl::coordinator::wire::TouchReq;
@@ -41,9 +46,49 @@ const SWEEP_LIMIT: Duration = Duration::from_secs(30);
 // helpers
 // ---------------------------------------------------------------------------------------
 
-/// The library's HTTP client for the Co's server.
+/// The library's HTTP client for the Co's server, with the deployment's admin token.
 fn api(co: &Co) -> HttpCoordinator {
-    HttpCoordinator::new(&co.url(), None, None).unwrap()
+    let admin = co.http.as_ref().and_then(|d| d.admin_token.clone()).map(Secret::new);
+    HttpCoordinator::new(&co.url(), None, admin).unwrap()
+}
+
+/// A session token of a controller registered as `seat` through `co` (enrolled and
+/// registered on first use; one per seat and server for the whole test run).
+fn tok(co: &Co, seat: &str) -> Secret {
+    static TOKENS: std::sync::Mutex<BTreeMap<(String, String), String>> = std::sync::Mutex::new(BTreeMap::new());
+    let mut tokens = TOKENS.lock().unwrap_or_else(|p| p.into_inner());
+    let t = tokens.entry((co.url(), seat.to_string())).or_insert_with(|| co.reg(seat).token).clone();
+    Secret::new(t)
+}
+
+fn c_take(co: &Co, api: &HttpCoordinator, r: &TakeRequest) -> Result<ClaimOutcome, ClaimError> {
+    api.take(r, Some(&tok(co, &r.seat)))
+}
+
+fn c_touch(co: &Co, api: &HttpCoordinator, r: &TouchRequest) -> Result<ClaimOutcome, ClaimError> {
+    api.touch(r, Some(&tok(co, &r.seat)))
+}
+
+fn c_release(co: &Co, api: &HttpCoordinator, r: &ReleaseRequest) -> Result<ClaimRow, ClaimError> {
+    api.release_claim(r, Some(&tok(co, &r.seat)))
+}
+
+/// POSTs `body` to `url` with the bearer a real caller sends: the admin token to create a
+/// channel, otherwise the session token of the seat the body (or the focus path) names.
+fn post_as(co: &Co, url: &str, body: Value) -> (u16, String, String) {
+    let bearer = if url.ends_with("/channels") {
+        co.http.as_ref().and_then(|d| d.admin_token.clone())
+    } else if let Some(seat) = body["seat"].as_str() {
+        Some(tok(co, seat).expose().to_string())
+    } else {
+        url.split("/focus/")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .map(|seat| tok(co, seat).expose().to_string())
+    };
+    let auth = bearer.map(|t| ("Authorization".to_string(), format!("Bearer {t}")));
+    let headers: Vec<(&str, &str)> = auth.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    http_post(url, &headers, body.to_string().as_bytes())
 }
 
 fn take_req(channel: &str, task: &str, seat: &str) -> TakeRequest {
@@ -84,8 +129,8 @@ fn release_req(channel: &str, task: &str, seat: &str, expect_version: u64) -> Re
 }
 
 /// The `ClaimReleased` doorbells in `identity`'s inbox, as payloads.
-fn doorbells(api: &impl CoordinatorApi, identity: &str) -> Vec<Value> {
-    api.inbox(PROJECT, identity, 0, 1000, Duration::ZERO)
+fn doorbells(co: &Co, api: &impl CoordinatorApi, identity: &str) -> Vec<Value> {
+    api.inbox(PROJECT, identity, 0, 1000, Duration::ZERO, Some(&tok(co, identity)))
         .unwrap()
         .into_iter()
         .filter(|e| e.kind == CLAIM_RELEASED)
@@ -113,10 +158,6 @@ fn http_ok((status, _, body): (u16, String, String), want: u16) -> Value {
     serde_json::from_str(&body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
 }
 
-fn post_json(url: &str, body: Value) -> (u16, String, String) {
-    http_post(url, &[], body.to_string().as_bytes())
-}
-
 /// `/metrics` of the Co's server.
 fn metrics(co: &Co) -> String {
     let (status, _, body) = http_get(&format!("{}/metrics", co.url()));
@@ -136,7 +177,7 @@ fn now() -> i64 {
 fn check_happy_path(co: &Co) {
     let api = api(co);
     // POST /channels: 201 and the channel (raw, for the status), then through the client.
-    let raw = post_json(&v1(co, "/channels"), json!({"channel": "raw", "steward": "stew"}));
+    let raw = post_as(co, &v1(co, "/channels"), json!({"channel": "raw", "steward": "stew"}));
     let ch = http_ok(raw, 201);
     assert_eq!(
         (&ch["channel"], &ch["steward"], &ch["sla_minutes"], &ch["ttl_floor_minutes"]),
@@ -151,14 +192,17 @@ fn check_happy_path(co: &Co) {
 
     // take: a TTL below the floor is raised and reported.
     let task = "fix ü/42";
-    let out = api
-        .take(&TakeRequest {
+    let out = c_take(
+        co,
+        &api,
+        &TakeRequest {
             deputy: Some("bob".into()),
             ttl_minutes: Some(2),
             next_step: Some("merge the drop-ins".into()),
             ..take_req(chan, task, "alice")
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     assert_eq!(
         (out.claim.version, out.claim.owner.as_deref(), out.claim.status),
         (1, Some("alice"), ClaimStatus::Claimed)
@@ -169,33 +213,36 @@ fn check_happy_path(co: &Co) {
     assert_eq!(api.list_claims(PROJECT, chan).unwrap(), vec![out.claim.clone()]);
 
     // touch: the owner's write.
-    let touched = api
-        .touch(&TouchRequest { next_step: Some("rebase first".into()), ..touch_req(chan, task, "alice", 1) })
-        .unwrap();
+    let touched = c_touch(
+        co,
+        &api,
+        &TouchRequest { next_step: Some("rebase first".into()), ..touch_req(chan, task, "alice", 1) },
+    )
+    .unwrap();
     assert_eq!((touched.claim.version, touched.claim.next_step.as_deref()), (2, Some("rebase first")));
     assert_eq!(touched.ttl_raised_from, None);
 
     // release: open again; the deputy and the steward hear of it.
-    let released = api.release_claim(&release_req(chan, task, "alice", 2)).unwrap();
+    let released = c_release(co, &api, &release_req(chan, task, "alice", 2)).unwrap();
     assert_eq!((released.status, released.owner.clone(), released.version), (ClaimStatus::Released, None, 3));
     assert_eq!(released.handoff_from.as_deref(), Some("alice"));
     for who in ["bob", "stew ard"] {
-        let bells = doorbells(&api, who);
+        let bells = doorbells(co, &api, who);
         assert_eq!(bells.len(), 1, "{who}: {bells:?}");
         assert_eq!(
             (&bells[0]["task"], &bells[0]["reason"], &bells[0]["status"]),
             (&json!(task), &json!("owner"), &json!("released"))
         );
     }
-    assert!(doorbells(&api, "alice").is_empty(), "the releasing seat rings no bell for itself");
+    assert!(doorbells(co, &api, "alice").is_empty(), "the releasing seat rings no bell for itself");
 
     // Taken again, then done.
-    let again = api.take(&take_req(chan, task, "bob")).unwrap().claim;
+    let again = c_take(co, &api, &take_req(chan, task, "bob")).unwrap().claim;
     assert_eq!(
         (again.version, again.owner.as_deref(), again.next_step.as_deref()),
         (4, Some("bob"), Some("rebase first"))
     );
-    let done = api.release_claim(&ReleaseRequest { done: true, ..release_req(chan, task, "bob", 4) }).unwrap();
+    let done = c_release(co, &api, &ReleaseRequest { done: true, ..release_req(chan, task, "bob", 4) }).unwrap();
     assert_eq!((done.status, done.version), (ClaimStatus::Done, 5));
 
     // history: every step, oldest first.
@@ -225,18 +272,18 @@ fn check_happy_path(co: &Co) {
 
     // focus: start (capped), show, end, show again.
     assert_eq!(api.focus_show(PROJECT, "alice").unwrap(), None);
-    let lease = api.focus_start(PROJECT, "alice", 30).unwrap();
+    let lease = api.focus_start(PROJECT, "alice", 30, Some(&tok(co, "alice"))).unwrap();
     assert_eq!((lease.capped_from, lease.lease.until - lease.lease.started_at), (None, 30 * 60_000));
     assert_eq!(api.focus_show(PROJECT, "alice").unwrap(), Some(lease.lease.clone()));
-    let ended: FocusLease = api.focus_end(PROJECT, "alice").unwrap();
+    let ended: FocusLease = api.focus_end(PROJECT, "alice", Some(&tok(co, "alice"))).unwrap();
     assert!(ended.ended_at.is_some_and(|e| e >= lease.lease.started_at), "{ended:?}");
     assert_eq!(api.focus_show(PROJECT, "alice").unwrap(), None);
-    let capped = api.focus_start(PROJECT, "carol", 10_000).unwrap();
+    let capped = api.focus_start(PROJECT, "carol", 10_000, Some(&tok(co, "carol"))).unwrap();
     assert_eq!(capped.capped_from, Some(10_000));
     assert_eq!(capped.lease.until - capped.lease.started_at, i64::from(MAX_FOCUS_MINUTES) * 60_000);
 
     // steward report: a claim without a TTL, older than the SLA by the time asked about.
-    let open = api.take(&take_req(chan, "no-ttl", "dave")).unwrap().claim;
+    let open = c_take(co, &api, &take_req(chan, "no-ttl", "dave")).unwrap().claim;
     let later = open.claimed_at.unwrap() + 31 * 60_000;
     let report = api.steward_report(PROJECT, chan, Some(later)).unwrap();
     assert_eq!((report.as_of, &report.channel), (later, &channel));
@@ -291,12 +338,12 @@ fn work_routes_happy_path_redis_pg() {
 fn check_error_codes(co: &Co) {
     let api = api(co);
     api.create_channel(PROJECT, "ch", "stew", None, None).unwrap();
-    let take = |body: Value| post_json(&v1(co, "/channels/ch/claims/t/take"), body);
-    let touch = |body: Value| post_json(&v1(co, "/channels/ch/claims/t/touch"), body);
-    let release = |body: Value| post_json(&v1(co, "/channels/ch/claims/t/release"), body);
+    let take = |body: Value| post_as(co, &v1(co, "/channels/ch/claims/t/take"), body);
+    let touch = |body: Value| post_as(co, &v1(co, "/channels/ch/claims/t/touch"), body);
+    let release = |body: Value| post_as(co, &v1(co, "/channels/ch/claims/t/release"), body);
 
     // channel_exists: 409, never overwritten.
-    http_err(post_json(&v1(co, "/channels"), json!({"channel": "ch", "steward": "other"})), 409, "channel_exists");
+    http_err(post_as(co, &v1(co, "/channels"), json!({"channel": "ch", "steward": "other"})), 409, "channel_exists");
     assert_eq!(api.show_channel(PROJECT, "ch").unwrap().steward, "stew");
 
     // not_found: 404 for a missing channel or claim.
@@ -306,8 +353,8 @@ fn check_error_codes(co: &Co) {
     http_err(http_get(&v1(co, "/channels/ch/claims/t/history")), 404, "not_found");
     http_err(http_get(&v1(co, "/channels/nope/steward-report")), 404, "not_found");
     http_err(touch(json!({"seat": "a", "expect_version": 1})), 404, "not_found");
-    http_err(post_json(&v1(co, "/channels/nope/claims/t/take"), json!({"seat": "a"})), 404, "not_found");
-    http_err(http_post(&v1(co, "/focus/a/end"), &[], b""), 404, "not_found");
+    http_err(post_as(co, &v1(co, "/channels/nope/claims/t/take"), json!({"seat": "a"})), 404, "not_found");
+    http_err(post_as(co, &v1(co, "/focus/a/end"), json!({})), 404, "not_found");
 
     // next_step_required: 400, like invalid_argument (both exit 2).
     http_err(take(json!({"seat": "a", "ttl_minutes": 10})), 400, "next_step_required");
@@ -345,17 +392,17 @@ fn check_error_codes(co: &Co) {
     http_err(http_post(&v1(co, "/channels/ch/claims/t/take"), &[], b"{not json"), 400, "invalid_argument");
     http_err(touch(json!({"seat": "a", "expect_version": -1})), 400, "invalid_argument");
     http_err(
-        post_json(&v1(co, "/channels"), json!({"channel": "c2", "steward": "s", "sla_minutes": 0})),
+        post_as(co, &v1(co, "/channels"), json!({"channel": "c2", "steward": "s", "sla_minutes": 0})),
         400,
         "invalid_argument",
     );
-    http_err(post_json(&v1(co, "/channels"), json!({"channel": " c3", "steward": "s"})), 400, "invalid_argument");
+    http_err(post_as(co, &v1(co, "/channels"), json!({"channel": " c3", "steward": "s"})), 400, "invalid_argument");
     http_err(http_get(&v1(co, "/channels/%20lead")), 400, "invalid_argument");
     http_err(http_get(&v1(co, &format!("/channels/{}", "x".repeat(257)))), 400, "invalid_argument");
     http_err(http_get(&v1(co, "/channels/ctl%07bell")), 400, "invalid_argument");
-    http_err(post_json(&v1(co, "/focus/a/start"), json!({"minutes": 0})), 400, "invalid_argument");
-    http_err(post_json(&v1(co, "/sweep"), json!({"as_of": -5})), 400, "invalid_argument");
-    http_err(post_json(&v1(co, "/sweep"), json!({"as_of": now() + 3_600_000})), 400, "invalid_argument");
+    http_err(post_as(co, &v1(co, "/focus/a/start"), json!({"minutes": 0})), 400, "invalid_argument");
+    http_err(post_as(co, &v1(co, "/sweep"), json!({"as_of": -5})), 400, "invalid_argument");
+    http_err(post_as(co, &v1(co, "/sweep"), json!({"as_of": now() + 3_600_000})), 400, "invalid_argument");
     http_err(http_get(&format!("{}?as_of=-1", v1(co, "/channels/ch/steward-report"))), 400, "invalid_argument");
     http_err(
         http_get(&format!("{}?as_of={}", v1(co, "/channels/ch/steward-report"), i64::MAX)),
@@ -368,7 +415,7 @@ fn check_error_codes(co: &Co) {
     let swept = http_ok(http_post(&v1(co, "/sweep"), &[], b""), 200);
     assert_eq!((&swept["dry_run"], &swept["released"]), (&json!(false), &json!([])), "{swept}");
     // A dry run may look into the future.
-    let dry = http_ok(post_json(&v1(co, "/sweep"), json!({"as_of": now() + 3_600_000, "dry_run": true})), 200);
+    let dry = http_ok(post_as(co, &v1(co, "/sweep"), json!({"as_of": now() + 3_600_000, "dry_run": true})), 200);
     assert_eq!(dry["released"].as_array().unwrap().len(), 1, "{dry}");
 
     // Nothing of that changed the claim.
@@ -379,14 +426,14 @@ fn check_error_codes(co: &Co) {
     let code = |r: Result<(), ClaimError>| r.unwrap_err().code();
     assert_eq!(code(api.create_channel(PROJECT, "ch", "x", None, None).map(drop)), ErrorCode::ChannelExists);
     assert_eq!(code(api.show_channel(PROJECT, "nope").map(drop)), ErrorCode::NotFound);
-    assert_eq!(code(api.take(&take_req("ch", "t", "b")).map(drop)), ErrorCode::ClaimTaken);
-    assert_eq!(code(api.touch(&touch_req("ch", "t", "a", 9)).map(drop)), ErrorCode::VersionConflict);
-    assert_eq!(code(api.release_claim(&release_req("ch", "t", "b", 1)).map(drop)), ErrorCode::NotClaimOwner);
+    assert_eq!(code(c_take(co, &api, &take_req("ch", "t", "b")).map(drop)), ErrorCode::ClaimTaken);
+    assert_eq!(code(c_touch(co, &api, &touch_req("ch", "t", "a", 9)).map(drop)), ErrorCode::VersionConflict);
+    assert_eq!(code(c_release(co, &api, &release_req("ch", "t", "b", 1)).map(drop)), ErrorCode::NotClaimOwner);
     let no_step = TakeRequest { ttl_minutes: Some(5), ..take_req("ch", "t2", "a") };
-    assert_eq!(code(api.take(&no_step).map(drop)), ErrorCode::NextStepRequired);
-    assert_eq!(code(api.focus_end(PROJECT, "a").map(drop)), ErrorCode::NotFound);
+    assert_eq!(code(c_take(co, &api, &no_step).map(drop)), ErrorCode::NextStepRequired);
+    assert_eq!(code(api.focus_end(PROJECT, "a", Some(&tok(co, "a"))).map(drop)), ErrorCode::NotFound);
     assert_eq!(code(api.show_claim(PROJECT, "ch", &"x".repeat(257)).map(drop)), ErrorCode::InvalidArgument);
-    let e = api.touch(&touch_req("ch", "t", "a", 9)).unwrap_err();
+    let e = c_touch(co, &api, &touch_req("ch", "t", "a", 9)).unwrap_err();
     assert_eq!(e.details(), Some(json!({"expected_version": 9, "version": 1})), "{e:?}");
 
     // Refusals are counted by code.
@@ -452,30 +499,31 @@ fn touch_clears_and_keeps_over_http() {
         next_step: Some("x".into()),
         ..take_req("ch", "t", "a")
     };
-    api.take(&take).unwrap();
+    c_take(&co, &api, &take).unwrap();
     // Keep both.
-    let kept = api.touch(&touch_req("ch", "t", "a", 1)).unwrap().claim;
+    let kept = c_touch(&co, &api, &touch_req("ch", "t", "a", 1)).unwrap().claim;
     assert_eq!((kept.deputy.as_deref(), kept.ttl_minutes, kept.version), (Some("b"), Some(10), 2));
     // Remove the deputy through the client (Some(None) -> clear_deputy).
-    let r = api.touch(&TouchRequest { deputy: Some(None), ..touch_req("ch", "t", "a", 2) }).unwrap().claim;
+    let r = c_touch(&co, &api, &TouchRequest { deputy: Some(None), ..touch_req("ch", "t", "a", 2) }).unwrap().claim;
     assert_eq!((r.deputy.as_deref(), r.ttl_minutes), (None, Some(10)));
     // Set the deputy and change the TTL (raised to the floor, reported).
-    let out = api
-        .touch(&TouchRequest {
-            deputy: Some(Some("c".into())),
-            ttl_minutes: Some(Some(1)),
-            ..touch_req("ch", "t", "a", 3)
-        })
-        .unwrap();
+    let out = c_touch(
+        &co,
+        &api,
+        &TouchRequest { deputy: Some(Some("c".into())), ttl_minutes: Some(Some(1)), ..touch_req("ch", "t", "a", 3) },
+    )
+    .unwrap();
     assert_eq!(
         (out.claim.deputy.as_deref(), out.claim.ttl_minutes, out.ttl_raised_from),
         (Some("c"), Some(5), Some(1))
     );
     // Remove the TTL through the client (Some(None) -> clear_ttl).
-    let r = api.touch(&TouchRequest { ttl_minutes: Some(None), ..touch_req("ch", "t", "a", 4) }).unwrap().claim;
+    let r =
+        c_touch(&co, &api, &TouchRequest { ttl_minutes: Some(None), ..touch_req("ch", "t", "a", 4) }).unwrap().claim;
     assert_eq!((r.deputy.as_deref(), r.ttl_minutes), (Some("c"), None));
     // Raw: both clear flags at once.
-    let raw = post_json(
+    let raw = post_as(
+        &co,
         &v1(&co, "/channels/ch/claims/t/touch"),
         json!({"seat": "a", "expect_version": 5, "clear_deputy": true, "clear_ttl": false, "ttl_minutes": 7}),
     );
@@ -484,7 +532,8 @@ fn touch_clears_and_keeps_over_http() {
         (&out["claim"]["deputy"], &out["claim"]["ttl_minutes"], &out["claim"]["version"]),
         (&Value::Null, &json!(7), &json!(6))
     );
-    let raw = post_json(
+    let raw = post_as(
+        &co,
         &v1(&co, "/channels/ch/claims/t/touch"),
         json!({"seat": "a", "expect_version": 6, "clear_deputy": true, "clear_ttl": true}),
     );
@@ -504,8 +553,11 @@ fn touch_clears_and_keeps_over_http() {
 /// minutes ago by the real clock. Channel `ch`, steward `stew`.
 fn seed_stale(store: Arc<dyn Store>) {
     let ten_minutes_ago = now() - 10 * 60_000;
-    let c = Coordinator::new(store, Arc::new(ManualClock::at(ten_minutes_ago)), Duration::from_secs(30));
+    let c = Coordinator::new(store, Arc::new(ManualClock::at(ten_minutes_ago)), Duration::from_secs(30))
+        .with_open_registration(true);
     c.create_channel(PROJECT, "ch", "stew", None, None, "test").unwrap();
+    let alice = ControllerKey { identity: "alice".into(), surface: "cli".into(), machine_id: "seed".into() };
+    let token = c.register(PROJECT, &alice, Credentials::default()).unwrap().token;
     for (task, deputy) in [("open-me", None), ("to-deputy", Some("bob"))] {
         let req = TakeRequest {
             deputy: deputy.map(Into::into),
@@ -513,7 +565,7 @@ fn seed_stale(store: Arc<dyn Store>) {
             next_step: Some(format!("finish {task}")),
             ..take_req("ch", task, "alice")
         };
-        c.take(&req).unwrap();
+        c.take(&req, Some(&token)).unwrap();
     }
 }
 
@@ -521,7 +573,7 @@ fn check_sweeper_releases_stale_claims(co: &Co) {
     let api = api(co);
     // A claim taken now is not due for five minutes.
     let fresh = TakeRequest { ttl_minutes: Some(5), next_step: Some("go".into()), ..take_req("ch", "fresh", "carol") };
-    api.take(&fresh).unwrap();
+    c_take(co, &api, &fresh).unwrap();
 
     wait_until(SWEEP_LIMIT, "the sweeper releasing open-me", || {
         api.show_claim(PROJECT, "ch", "open-me").unwrap().status == ClaimStatus::Released
@@ -539,14 +591,14 @@ fn check_sweeper_releases_stale_claims(co: &Co) {
     );
 
     // The doorbells: the steward and the old owner hear of both, the deputy of its own.
-    wait_until(SWEEP_LIMIT, "the doorbells in the steward's inbox", || doorbells(&api, "stew").len() == 2);
+    wait_until(SWEEP_LIMIT, "the doorbells in the steward's inbox", || doorbells(co, &api, "stew").len() == 2);
     let mut tasks: Vec<String> =
-        doorbells(&api, "stew").iter().map(|b| b["task"].as_str().unwrap().to_string()).collect();
+        doorbells(co, &api, "stew").iter().map(|b| b["task"].as_str().unwrap().to_string()).collect();
     tasks.sort();
     assert_eq!(tasks, ["open-me", "to-deputy"]);
-    assert!(doorbells(&api, "stew").iter().all(|b| b["reason"] == "ttl" && b["from"] == "alice"));
-    assert_eq!(doorbells(&api, "alice").len(), 2);
-    let bob = doorbells(&api, "bob");
+    assert!(doorbells(co, &api, "stew").iter().all(|b| b["reason"] == "ttl" && b["from"] == "alice"));
+    assert_eq!(doorbells(co, &api, "alice").len(), 2);
+    let bob = doorbells(co, &api, "bob");
     assert_eq!(bob.len(), 1, "{bob:?}");
     assert_eq!(
         (&bob[0]["task"], &bob[0]["to"], &bob[0]["status"]),

@@ -14,12 +14,16 @@ use std::time::Duration;
 use writerctl::claim::Coordinator;
 use writerctl::claim::api::CoordinatorApi;
 use writerctl::claim::clock::{Clock, ManualClock};
+use writerctl::claim::engine::Credentials;
 use writerctl::claim::error::ClaimError;
+use writerctl::claim::master::ControllerKey;
 use writerctl::claim::model::Millis;
+use writerctl::claim::secret::Secret;
 use writerctl::claim::store::Store;
 use writerctl::claim::store::sqlite::SqliteStore;
 use writerctl::claim::work::{
-    CLAIM_RELEASED, ClaimRow, ClaimStatus, MAX_FOCUS_MINUTES, ReleaseRequest, TakeRequest, TouchRequest,
+    CLAIM_RELEASED, ClaimOutcome, ClaimRow, ClaimStatus, FocusLease, FocusOutcome, MAX_FOCUS_MINUTES, ReleaseRequest,
+    TakeRequest, TouchRequest,
 };
 use writerctl::error::ErrorCode;
 
@@ -35,6 +39,8 @@ const STEWARD: &str = "steward";
 struct Backend {
     name: &'static str,
     coord: Coordinator,
+    /// Each seat's session token (enrolled and registered on first use).
+    tokens: std::sync::Mutex<BTreeMap<String, Secret>>,
     clock: Arc<ManualClock>,
     /// Opens another store instance on the same data (another process, another replica).
     reopen: Box<dyn Fn() -> Arc<dyn Store>>,
@@ -55,6 +61,7 @@ fn backends(test: &str) -> Vec<Backend> {
     let mut out = vec![Backend {
         name: "sqlite",
         coord: coordinator(sqlite, &clock),
+        tokens: Default::default(),
         clock,
         reopen: Box::new(move || Arc::new(SqliteStore::open(&path).unwrap())),
         _dir: Some(dir),
@@ -68,6 +75,7 @@ fn backends(test: &str) -> Vec<Backend> {
         out.push(Backend {
             name: "redis_pg",
             coord: coordinator(store, &clock),
+            tokens: Default::default(),
             clock,
             reopen: Box::new(move || again.store()),
             _dir: None,
@@ -77,17 +85,59 @@ fn backends(test: &str) -> Vec<Backend> {
     out
 }
 
+/// Enrolls `seat` in project `P` (or gives it a new key if enrolled) and registers a
+/// controller as it with that key: the session token a seat proves its writes with.
+pub(crate) fn seat_token(api: &dyn CoordinatorApi, seat: &str) -> Secret {
+    let key = match api.enroll_identity(P, seat) {
+        Ok(k) => k.key,
+        Err(e) if e.code() == ErrorCode::IdentityExists => api.rotate_identity(P, seat).unwrap().key,
+        Err(e) => panic!("enroll {seat}: {e}"),
+    };
+    let controller = ControllerKey { identity: seat.into(), surface: "cli".into(), machine_id: "drill".into() };
+    api.register(P, &controller, Credentials { identity_key: Some(&key), token: None }).unwrap().token
+}
+
 impl Backend {
+    /// `seat`'s session token, registering it on first use.
+    fn token(&self, seat: &str) -> Secret {
+        let mut tokens = self.tokens.lock().unwrap();
+        tokens.entry(seat.to_string()).or_insert_with(|| seat_token(&self.coord, seat)).clone()
+    }
+
+    fn take_r(&self, req: &TakeRequest) -> Result<ClaimOutcome, ClaimError> {
+        self.coord.take(req, Some(&self.token(&req.seat)))
+    }
+
+    fn touch_r(&self, req: &TouchRequest) -> Result<ClaimOutcome, ClaimError> {
+        self.coord.touch(req, Some(&self.token(&req.seat)))
+    }
+
+    fn release_r(&self, req: &ReleaseRequest) -> Result<ClaimRow, ClaimError> {
+        self.coord.release_claim(req, Some(&self.token(&req.seat)))
+    }
+
+    fn focus_start_r(&self, seat: &str, minutes: u32) -> Result<FocusOutcome, ClaimError> {
+        self.coord.focus_start(P, seat, minutes, Some(&self.token(seat)))
+    }
+
+    fn focus_end_r(&self, seat: &str) -> Result<FocusLease, ClaimError> {
+        self.coord.focus_end(P, seat, Some(&self.token(seat)))
+    }
+
+    fn inbox_events(&self, who: &str, limit: usize) -> Vec<writerctl::claim::model::Event> {
+        self.coord.inbox(P, who, 0, limit, Some(&self.token(who))).unwrap()
+    }
+
     fn channel(&self) {
         self.coord.create_channel(P, CH, STEWARD, Some(30), None, "test").unwrap();
     }
 
     fn take(&self, task: &str, seat: &str, deputy: Option<&str>, ttl: Option<u32>) -> Result<ClaimRow, ClaimError> {
-        self.coord.take(&take_req(task, seat, deputy, ttl, Some(&format!("finish {task}")))).map(|o| o.claim)
+        self.take_r(&take_req(task, seat, deputy, ttl, Some(&format!("finish {task}")))).map(|o| o.claim)
     }
 
     fn touch(&self, task: &str, seat: &str, version: u64) -> Result<ClaimRow, ClaimError> {
-        self.coord.touch(&touch_req(task, seat, version)).map(|o| o.claim)
+        self.touch_r(&touch_req(task, seat, version)).map(|o| o.claim)
     }
 
     fn show(&self, task: &str) -> ClaimRow {
@@ -104,7 +154,7 @@ impl Backend {
 
     /// `(kind, payload)` of every event in `who`'s inbox.
     fn inbox(&self, who: &str) -> Vec<serde_json::Value> {
-        self.coord.inbox(P, who, 0, 1000).unwrap().into_iter().map(|e| e.payload).collect()
+        self.inbox_events(who, 1000).into_iter().map(|e| e.payload).collect()
     }
 
     fn audit(&self) -> Vec<(String, String, String, Option<String>)> {
@@ -112,6 +162,7 @@ impl Backend {
             .audit_log(Some(P), 10_000)
             .unwrap()
             .into_iter()
+            .filter(|a| !a.verb.starts_with("identity.") && !a.verb.starts_with("session."))
             .map(|a| (a.verb, a.actor, a.result, a.target))
             .collect()
     }
@@ -168,7 +219,7 @@ fn channel_create_sets_steward_sla_and_floor_and_never_overwrites() {
         assert_eq!(code(b.coord.create_channel(P, "x", STEWARD, Some(0), None, "test")), ErrorCode::InvalidArgument);
         assert_eq!(code(b.coord.show_channel(P, "nope")), ErrorCode::NotFound);
         assert_eq!(
-            code(b.coord.take(&TakeRequest { channel: "nope".into(), ..take_req("t", "a", None, None, None) })),
+            code(b.take_r(&TakeRequest { channel: "nope".into(), ..take_req("t", "a", None, None, None) })),
             ErrorCode::NotFound
         );
     }
@@ -186,10 +237,10 @@ fn one_live_claim_per_task_a_competing_take_is_claim_taken() {
         // Taking it again oneself is no exception: still one live claim.
         assert_eq!(code(b.take("t1", "alice", None, None)), ErrorCode::ClaimTaken);
         // Released, it can be taken; done, never again.
-        b.coord.release_claim(&release_req("t1", "alice", 1, false)).unwrap();
+        b.release_r(&release_req("t1", "alice", 1, false)).unwrap();
         let again = b.take("t1", "bob", None, None).unwrap();
         assert_eq!((again.owner.as_deref(), again.version), (Some("bob"), 3), "{}", b.name);
-        b.coord.release_claim(&release_req("t1", "bob", 3, true)).unwrap();
+        b.release_r(&release_req("t1", "bob", 3, true)).unwrap();
         assert_eq!(code(b.take("t1", "carol", None, None)), ErrorCode::ClaimTaken);
         assert_eq!(b.show("t1").status, ClaimStatus::Done);
     }
@@ -210,9 +261,11 @@ fn concurrent_takes_of_one_task_elect_exactly_one_owner() {
                         // SQLite file, separate replicas on one Redis.
                         let c = coordinator((b.reopen)(), &b.clock);
                         let (barrier, task) = (barrier.clone(), task.clone());
+                        let seat = format!("seat{i}");
+                        let token = b.token(&seat);
                         s.spawn(move || {
                             barrier.wait();
-                            c.take(&take_req(&task, &format!("seat{i}"), None, None, None)).map(|o| o.claim)
+                            c.take(&take_req(&task, &seat, None, None, None), Some(&token)).map(|o| o.claim)
                         })
                     })
                     .collect();
@@ -243,17 +296,17 @@ fn every_owner_write_is_compare_and_set_on_the_version() {
         let touched = b.touch("t", "alice", 1).unwrap();
         assert_eq!(touched.version, 2);
         // The version alice read before her own touch is stale now, for release too.
-        assert_eq!(code(b.coord.release_claim(&release_req("t", "alice", 1, false))), ErrorCode::VersionConflict);
+        assert_eq!(code(b.release_r(&release_req("t", "alice", 1, false))), ErrorCode::VersionConflict);
         // A non-owner with the right version is still refused.
         assert_eq!(code(b.touch("t", "bob", 2)), ErrorCode::NotClaimOwner);
-        assert_eq!(code(b.coord.release_claim(&release_req("t", "bob", 2, false))), ErrorCode::NotClaimOwner);
+        assert_eq!(code(b.release_r(&release_req("t", "bob", 2, false))), ErrorCode::NotClaimOwner);
         assert_eq!(b.show("t"), touched, "{}: refused writes change nothing", b.name);
         // Without an expected version the owner's write applies to the current one; a
         // non-owner is still refused.
         let unchecked = TouchRequest { expect_version: None, ..touch_req("t", "alice", 0) };
-        assert_eq!(b.coord.touch(&unchecked).unwrap().claim.version, 3, "{}", b.name);
+        assert_eq!(b.touch_r(&unchecked).unwrap().claim.version, 3, "{}", b.name);
         let unchecked = TouchRequest { expect_version: None, ..touch_req("t", "bob", 0) };
-        assert_eq!(code(b.coord.touch(&unchecked)), ErrorCode::NotClaimOwner);
+        assert_eq!(code(b.touch_r(&unchecked)), ErrorCode::NotClaimOwner);
         assert_eq!(code(b.touch("missing", "alice", 1)), ErrorCode::NotFound);
     }
 }
@@ -262,17 +315,16 @@ fn every_owner_write_is_compare_and_set_on_the_version() {
 fn a_ttl_below_the_channel_floor_is_raised_and_reported() {
     for b in backends("a_ttl_below_the_channel_floor_is_raised_and_reported") {
         b.channel();
-        let out = b.coord.take(&take_req("t", "alice", None, Some(2), Some("x"))).unwrap();
+        let out = b.take_r(&take_req("t", "alice", None, Some(2), Some("x"))).unwrap();
         assert_eq!((out.claim.ttl_minutes, out.ttl_raised_from), (Some(5), Some(2)), "{}", b.name);
         let mut req = touch_req("t", "alice", 1);
         req.ttl_minutes = Some(Some(3));
-        let out = b.coord.touch(&req).unwrap();
+        let out = b.touch_r(&req).unwrap();
         assert_eq!((out.claim.ttl_minutes, out.ttl_raised_from), (Some(5), Some(3)));
         b.coord.create_channel(P, "slow", STEWARD, None, Some(30), "test").unwrap();
-        let out =
-            b.coord.take(&TakeRequest { channel: "slow".into(), ..take_req("u", "a", None, Some(10), Some("x")) });
+        let out = b.take_r(&TakeRequest { channel: "slow".into(), ..take_req("u", "a", None, Some(10), Some("x")) });
         assert_eq!(out.unwrap().claim.ttl_minutes, Some(30), "{}: the floor is per channel", b.name);
-        assert_eq!(code(b.coord.take(&take_req("v", "a", None, Some(0), Some("x")))), ErrorCode::InvalidArgument);
+        assert_eq!(code(b.take_r(&take_req("v", "a", None, Some(0), Some("x")))), ErrorCode::InvalidArgument);
     }
 }
 
@@ -281,21 +333,18 @@ fn next_step_is_required_when_a_ttl_or_a_deputy_is_set() {
     for b in backends("next_step_is_required_when_a_ttl_or_a_deputy_is_set") {
         b.channel();
         for (deputy, ttl) in [(Some("bob"), None), (None, Some(10))] {
-            let e = b.coord.take(&take_req("t", "alice", deputy, ttl, None)).unwrap_err();
+            let e = b.take_r(&take_req("t", "alice", deputy, ttl, None)).unwrap_err();
             assert_eq!((e.code(), e.code().exit_code()), (ErrorCode::NextStepRequired, 2), "{}", b.name);
-            assert_eq!(
-                code(b.coord.take(&take_req("t", "alice", deputy, ttl, Some(" ")))),
-                ErrorCode::NextStepRequired
-            );
+            assert_eq!(code(b.take_r(&take_req("t", "alice", deputy, ttl, Some(" ")))), ErrorCode::NextStepRequired);
         }
         assert_eq!(code(b.coord.claim_history(P, CH, "t")), ErrorCode::NotFound, "{}: nothing written", b.name);
-        let row = b.coord.take(&take_req("t", "alice", None, None, None)).unwrap().claim;
+        let row = b.take_r(&take_req("t", "alice", None, None, None)).unwrap().claim;
         // Adding a deputy later needs a next step too.
         let mut req = touch_req("t", "alice", row.version);
         req.deputy = Some(Some("bob".into()));
-        assert_eq!(code(b.coord.touch(&req)), ErrorCode::NextStepRequired);
+        assert_eq!(code(b.touch_r(&req)), ErrorCode::NextStepRequired);
         req.next_step = Some("ship it".into());
-        assert_eq!(b.coord.touch(&req).unwrap().claim.deputy.as_deref(), Some("bob"));
+        assert_eq!(b.touch_r(&req).unwrap().claim.deputy.as_deref(), Some("bob"));
     }
 }
 
@@ -354,8 +403,7 @@ fn only_owner_writes_reset_the_ttl_clock() {
         // Alice is dave's deputy on u, which runs out at T0 + 12: its doorbell reaches her
         // before t is due.
         b.advance(3);
-        b.coord
-            .take(&TakeRequest { channel: "other".into(), ..take_req("u", "dave", Some("alice"), Some(5), Some("x")) })
+        b.take_r(&TakeRequest { channel: "other".into(), ..take_req("u", "dave", Some("alice"), Some(5), Some("x")) })
             .unwrap();
         // Reads, refused writes by others, sweeps and doorbells never move t's clock.
         b.advance(2);
@@ -387,7 +435,7 @@ fn a_release_rings_the_old_owner_the_deputy_and_the_steward() {
         b.advance(5);
         b.sweep();
         for who in ["alice", "bob", STEWARD] {
-            let events = b.coord.inbox(P, who, 0, 100).unwrap();
+            let events = b.inbox_events(who, 100);
             assert_eq!(events.len(), 1, "{}: {who}", b.name);
             assert_eq!(events[0].kind, CLAIM_RELEASED);
             let p = &events[0].payload;
@@ -402,7 +450,7 @@ fn a_release_rings_the_old_owner_the_deputy_and_the_steward() {
         }
         assert!(b.inbox("carol").is_empty());
         // An owner's own release rings the others, not itself.
-        b.coord.release_claim(&release_req("t", "bob", 2, false)).unwrap();
+        b.release_r(&release_req("t", "bob", 2, false)).unwrap();
         assert_eq!(b.inbox("bob").len(), 1, "{}: only the TTL doorbell", b.name);
         let steward = b.inbox(STEWARD);
         assert_eq!(
@@ -417,16 +465,16 @@ fn a_focus_lease_suppresses_ttl_release_while_it_lasts() {
     for b in backends("a_focus_lease_suppresses_ttl_release_while_it_lasts") {
         b.channel();
         b.take("t", "alice", Some("bob"), Some(5)).unwrap();
-        let lease = b.coord.focus_start(P, "alice", 60).unwrap();
+        let lease = b.focus_start_r("alice", 60).unwrap();
         assert_eq!((lease.lease.until, lease.capped_from), (T0 + 60 * M, None));
         b.advance(30);
         let report = b.sweep();
         assert_eq!((report.released.len(), report.deferred_by_focus), (0, 1), "{}", b.name);
         assert_eq!(b.coord.focus_show(P, "alice").unwrap().map(|l| l.until), Some(T0 + 60 * M));
         // Ended early, the lease still proved liveness until then: a full TTL from its end.
-        b.coord.focus_end(P, "alice").unwrap();
+        b.focus_end_r("alice").unwrap();
         assert_eq!(b.coord.focus_show(P, "alice").unwrap(), None);
-        assert_eq!(code(b.coord.focus_end(P, "alice")), ErrorCode::NotFound);
+        assert_eq!(code(b.focus_end_r("alice")), ErrorCode::NotFound);
         b.advance(4);
         assert!(b.sweep().released.is_empty(), "{}", b.name);
         b.advance(1);
@@ -434,7 +482,7 @@ fn a_focus_lease_suppresses_ttl_release_while_it_lasts() {
         assert_eq!(b.show("t").owner.as_deref(), Some("bob"));
         // Another seat's lease protects nothing of alice's.
         b.take("u", "alice", None, Some(5)).unwrap();
-        b.coord.focus_start(P, "bob", 60).unwrap();
+        b.focus_start_r("bob", 60).unwrap();
         b.advance(5);
         let report = b.sweep();
         assert_eq!(report.released.iter().map(|a| a.task.as_str()).collect::<Vec<_>>(), ["u"], "{}", b.name);
@@ -444,10 +492,10 @@ fn a_focus_lease_suppresses_ttl_release_while_it_lasts() {
 #[test]
 fn a_focus_lease_is_capped_and_the_cap_reported() {
     for b in backends("a_focus_lease_is_capped_and_the_cap_reported") {
-        let out = b.coord.focus_start(P, "alice", 10_000).unwrap();
+        let out = b.focus_start_r("alice", 10_000).unwrap();
         assert_eq!(out.capped_from, Some(10_000), "{}", b.name);
         assert_eq!(out.lease.until, T0 + i64::from(MAX_FOCUS_MINUTES) * M);
-        assert_eq!(code(b.coord.focus_start(P, "alice", 0)), ErrorCode::InvalidArgument);
+        assert_eq!(code(b.focus_start_r("alice", 0)), ErrorCode::InvalidArgument);
     }
 }
 
@@ -509,11 +557,11 @@ fn every_transition_is_attributable_in_the_audit_log() {
         b.take("t", "alice", Some("bob"), Some(5)).unwrap();
         let _ = b.take("t", "mallory", None, None);
         b.touch("t", "alice", 1).unwrap();
-        b.coord.focus_start(P, "carol", 10).unwrap();
-        b.coord.focus_end(P, "carol").unwrap();
+        b.focus_start_r("carol", 10).unwrap();
+        b.focus_end_r("carol").unwrap();
         b.advance(5);
         b.sweep();
-        b.coord.release_claim(&release_req("t", "bob", 3, true)).unwrap();
+        b.release_r(&release_req("t", "bob", 3, true)).unwrap();
         let got: Vec<(String, String, String, Option<String>)> =
             b.audit().into_iter().filter(|(verb, ..)| !verb.starts_with("session.")).collect();
         let t = Some(format!("{CH}/t"));
@@ -543,7 +591,7 @@ fn a_claim_keeps_its_whole_history() {
         b.advance(5);
         b.sweep();
         b.take("t", "carol", None, None).unwrap();
-        b.coord.release_claim(&release_req("t", "carol", 5, true)).unwrap();
+        b.release_r(&release_req("t", "carol", 5, true)).unwrap();
         let steps = b.coord.claim_history(P, CH, "t").unwrap();
         let summary: Vec<(&str, &str, Option<&str>, u64)> = steps
             .iter()
@@ -644,6 +692,7 @@ pub(crate) fn exercise(d: &dyn Drill) -> Observed {
     let mut queue: std::collections::VecDeque<usize> = (0..60).collect();
     let mut jobs: Vec<Vec<Job>> = (0..SEATS).map(|_| Vec::new()).collect();
     let mut cursors = [0u64; SEATS];
+    let tokens: Vec<Secret> = (0..SEATS).map(|i| seat_token(api, &seat(i))).collect();
     for minute in 0..=MINUTES {
         for i in 0..SEATS {
             if i == KILLED && minute >= KILLED_AT {
@@ -651,7 +700,7 @@ pub(crate) fn exercise(d: &dyn Drill) -> Observed {
             }
             let me = seat(i);
             // Doorbells first: work handed to me by a TTL release.
-            for e in api.inbox(P, &me, cursors[i], 100, Duration::ZERO).unwrap() {
+            for e in api.inbox(P, &me, cursors[i], 100, Duration::ZERO, Some(&tokens[i])).unwrap() {
                 cursors[i] = e.cursor;
                 let p = &e.payload;
                 if p["reason"] == "ttl" && p["to"] == me.as_str() {
@@ -669,7 +718,7 @@ pub(crate) fn exercise(d: &dyn Drill) -> Observed {
                     let quiet = row.anchor().is_some_and(|a| now - a >= 3 * M);
                     if row.status == ClaimStatus::Claimed && row.owner.as_deref() != Some(me.as_str()) && quiet {
                         obs.competing_attempts += 1;
-                        match api.take(&take_req(&row.task, &me, None, None, None)) {
+                        match api.take(&take_req(&row.task, &me, None, None, None), Some(&tokens[i])) {
                             Err(e) if e.code() == ErrorCode::ClaimTaken => obs.competing_refused += 1,
                             other => panic!("a competing take of {} was not refused: {other:?}", row.task),
                         }
@@ -680,9 +729,10 @@ pub(crate) fn exercise(d: &dyn Drill) -> Observed {
             for mut job in std::mem::take(&mut jobs[i]) {
                 job.left -= 1;
                 let result = if job.left <= 0 {
-                    api.release_claim(&release_req(&job.task, &me, job.version, true)).map(|r| (r, true))
+                    api.release_claim(&release_req(&job.task, &me, job.version, true), Some(&tokens[i]))
+                        .map(|r| (r, true))
                 } else if minute - job.last_write >= TOUCH_EVERY {
-                    api.touch(&touch_req(&job.task, &me, job.version)).map(|o| (o.claim, false))
+                    api.touch(&touch_req(&job.task, &me, job.version), Some(&tokens[i])).map(|o| (o.claim, false))
                 } else {
                     keep.push(job);
                     continue;
@@ -706,7 +756,7 @@ pub(crate) fn exercise(d: &dyn Drill) -> Observed {
                 let task = format!("task-{n:02}");
                 let deputy = seat((i + 1) % SEATS);
                 let req = take_req(&task, &me, Some(&deputy), Some(TTL), Some(&format!("integrate {task}")));
-                match api.take(&req) {
+                match api.take(&req, Some(&tokens[i])) {
                     Ok(out) => {
                         if i == KILLED {
                             obs.killed_tasks.insert(task.clone());
@@ -831,7 +881,12 @@ fn eight_seats_with_one_killed_in_compressed_real_time_over_serve_redis_pg() {
         ])
     });
     let drill = RealTime {
-        api: writerctl::coordinator::client::HttpCoordinator::new(&co.url(), None, None).unwrap(),
+        api: writerctl::coordinator::client::HttpCoordinator::new(
+            &co.url(),
+            None,
+            co.http.as_ref().and_then(|d| d.admin_token.clone()).map(Secret::new),
+        )
+        .unwrap(),
         start: std::time::Instant::now(),
         minute: std::cell::Cell::new(0),
     };
@@ -879,6 +934,7 @@ fn an_owner_write_racing_a_sweep_wins_or_loses_whole() {
         let barrier = Barrier::new(2);
         let sweeper = coordinator((b.reopen)(), &b.clock);
         let owner = coordinator((b.reopen)(), &b.clock);
+        let alice = b.token("alice");
         let (report, touched) = std::thread::scope(|s| {
             let sweep = s.spawn(|| {
                 barrier.wait();
@@ -889,7 +945,7 @@ fn an_owner_write_racing_a_sweep_wins_or_loses_whole() {
                 // Newest first, against the sweep's earliest-first order: they meet mid-way.
                 (0..RACE_CLAIMS)
                     .rev()
-                    .filter(|i| owner.touch(&touch_req(&format!("t{i:05}"), "alice", 1)).is_ok())
+                    .filter(|i| owner.touch(&touch_req(&format!("t{i:05}"), "alice", 1), Some(&alice)).is_ok())
                     .count() as u64
             });
             (sweep.join().unwrap(), touches.join().unwrap())
@@ -909,12 +965,7 @@ fn an_owner_write_racing_a_sweep_wins_or_loses_whole() {
             }
         }
         assert_eq!(rows.iter().filter(|r| r.owner.as_deref() == Some("bob")).count() as u64, released);
-        assert_eq!(
-            b.coord.inbox(P, STEWARD, 0, 100_000).unwrap().len() as u64,
-            released,
-            "{}: one doorbell each",
-            b.name
-        );
+        assert_eq!(b.inbox_events(STEWARD, 100_000).len() as u64, released, "{}: one doorbell each", b.name);
     }
 }
 
@@ -946,12 +997,7 @@ fn two_sweepers_at_once_release_each_claim_once() {
         assert_eq!((before, released.len()), (RACE_CLAIMS, RACE_CLAIMS), "{}: each claim released once", b.name);
         assert_eq!(reports.iter().map(|r| r.conflicts).sum::<u64>() as usize, RACE_CLAIMS * 2 - before, "{}", b.name);
         for who in ["alice", "bob", STEWARD] {
-            assert_eq!(
-                b.coord.inbox(P, who, 0, 100_000).unwrap().len(),
-                RACE_CLAIMS,
-                "{}: {who} rung once per claim",
-                b.name
-            );
+            assert_eq!(b.inbox_events(who, 100_000).len(), RACE_CLAIMS, "{}: {who} rung once per claim", b.name);
         }
         assert!(
             b.coord.list_claims(P, CH).unwrap().iter().all(|r| r.version == 2 && r.owner.as_deref() == Some("bob"))
