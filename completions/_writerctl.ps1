@@ -42,6 +42,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Coordinator: register, heartbeat and deregister controller sessions')
             [CompletionResult]::new('master', 'master', [CompletionResultType]::ParameterValue, 'Coordinator: show the master, hand it off, or claim it for a named target')
             [CompletionResult]::new('operator', 'operator', [CompletionResultType]::ParameterValue, 'Coordinator: operator credentials for `master claim`')
+            [CompletionResult]::new('identity', 'identity', [CompletionResultType]::ParameterValue, 'Coordinator: enroll identities (each gets a key `session register` proves it with)')
             [CompletionResult]::new('inbox', 'inbox', [CompletionResultType]::ParameterValue, 'Coordinator: read an identity''s inbox (MasterPreempted, ClaimReleased), by cursor or --follow')
             [CompletionResult]::new('audit', 'audit', [CompletionResultType]::ParameterValue, 'Coordinator: show the audit log (every verb, who, what, result, epoch)')
             [CompletionResult]::new('channel', 'channel', [CompletionResultType]::ParameterValue, 'Work claims: create a channel (steward, SLA, TTL floor)')
@@ -256,12 +257,13 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--surface', '--surface', [CompletionResultType]::ParameterName, 'Surface within the machine (cli, ide, daemon, ...)')
             [CompletionResult]::new('--machine', '--machine', [CompletionResultType]::ParameterName, 'Machine id [default: /etc/machine-id, else the hostname]')
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Write the session token to this new file (0600, never overwritten) instead of printing it')
-            [CompletionResult]::new('--previous-token-file', '--previous-token-file', [CompletionResultType]::ParameterName, 'The token this controller had before a restart: re-registering a key whose session is still live (heartbeat within the freshness threshold) needs it')
+            [CompletionResult]::new('--previous-token-file', '--previous-token-file', [CompletionResultType]::ParameterName, 'The token this controller had before a restart [default: env WRITERCTL_SESSION_TOKEN]: it proves the row it re-registers, and re-registering a row that is still live (heartbeat within the freshness threshold) needs it')
+            [CompletionResult]::new('--identity-key-file', '--identity-key-file', [CompletionResultType]::ParameterName, 'The identity''s key from `writerctl identity add` [default: env WRITERCTL_IDENTITY_KEY]. A registration proves the identity with it, or with --previous-token-file')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
@@ -439,6 +441,98 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         'writerctl;operator;help;help' {
             break
         }
+        'writerctl;identity' {
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('add', 'add', [CompletionResultType]::ParameterValue, 'Enroll an identity in a project and issue its key, shown once (stdout, or a new --key-file F, 0600, never overwritten). The store keeps only a hash. Over HTTP this needs the admin token (WRITERCTL_ADMIN_TOKEN)')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the identities enrolled in a project (names and times; never keys)')
+            [CompletionResult]::new('rotate', 'rotate', [CompletionResultType]::ParameterValue, 'Issue a new key for an enrolled identity; the old key is refused at once. Sessions already registered keep their tokens')
+            [CompletionResult]::new('remove', 'remove', [CompletionResultType]::ParameterValue, 'Remove an identity: its key is refused and its sessions deregistered at once. A master among them leaves the master slot empty (as a deregistering master does); claims it holds follow their TTL, deputy and steward')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'writerctl;identity;add' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
+            [CompletionResult]::new('--key-file', '--key-file', [CompletionResultType]::ParameterName, 'Write the key to this new file (0600, never overwritten) instead of printing it')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;identity;list' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;identity;rotate' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
+            [CompletionResult]::new('--key-file', '--key-file', [CompletionResultType]::ParameterName, 'Write the key to this new file (0600, never overwritten) instead of printing it')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;identity;remove' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;identity;help' {
+            [CompletionResult]::new('add', 'add', [CompletionResultType]::ParameterValue, 'Enroll an identity in a project and issue its key, shown once (stdout, or a new --key-file F, 0600, never overwritten). The store keeps only a hash. Over HTTP this needs the admin token (WRITERCTL_ADMIN_TOKEN)')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the identities enrolled in a project (names and times; never keys)')
+            [CompletionResult]::new('rotate', 'rotate', [CompletionResultType]::ParameterValue, 'Issue a new key for an enrolled identity; the old key is refused at once. Sessions already registered keep their tokens')
+            [CompletionResult]::new('remove', 'remove', [CompletionResultType]::ParameterValue, 'Remove an identity: its key is refused and its sessions deregistered at once. A master among them leaves the master slot empty (as a deregistering master does); claims it holds follow their TTL, deputy and steward')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'writerctl;identity;help;add' {
+            break
+        }
+        'writerctl;identity;help;list' {
+            break
+        }
+        'writerctl;identity;help;rotate' {
+            break
+        }
+        'writerctl;identity;help;remove' {
+            break
+        }
+        'writerctl;identity;help;help' {
+            break
+        }
         'writerctl;inbox' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
             [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
@@ -447,6 +541,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--after', '--after', [CompletionResultType]::ParameterName, 'Only events after this cursor')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'With --follow: stop (exit 0) after this many seconds [default: never]')
             [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'At most this many events per read')
+            [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read the session token of a controller registered as this identity from this file [default: env WRITERCTL_SESSION_TOKEN]')
             [CompletionResult]::new('--follow', '--follow', [CompletionResultType]::ParameterName, 'Keep waiting for new events')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -558,6 +653,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--deputy', '--deputy', [CompletionResultType]::ParameterName, 'The successor if the TTL fires')
             [CompletionResult]::new('--ttl-minutes', '--ttl-minutes', [CompletionResultType]::ParameterName, 'Release the claim after N minutes without an owner write (floored by the channel)')
             [CompletionResult]::new('--next-step', '--next-step', [CompletionResultType]::ParameterName, 'What the next hands should do (required with --ttl-minutes or --deputy)')
+            [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read the session token of a controller registered as this identity from this file [default: env WRITERCTL_SESSION_TOKEN]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -575,6 +671,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--task', '--task', [CompletionResultType]::ParameterName, 'Task id')
             [CompletionResult]::new('--seat', '--seat', [CompletionResultType]::ParameterName, 'The owner')
             [CompletionResult]::new('--expect-version', '--expect-version', [CompletionResultType]::ParameterName, 'The version you read; the write is refused (version_conflict) if the claim moved since [default: not checked]')
+            [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read the session token of a controller registered as this identity from this file [default: env WRITERCTL_SESSION_TOKEN]')
             [CompletionResult]::new('--deputy', '--deputy', [CompletionResultType]::ParameterName, 'A new deputy')
             [CompletionResult]::new('--ttl-minutes', '--ttl-minutes', [CompletionResultType]::ParameterName, 'A new TTL')
             [CompletionResult]::new('--next-step', '--next-step', [CompletionResultType]::ParameterName, 'A new next step')
@@ -597,6 +694,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--task', '--task', [CompletionResultType]::ParameterName, 'Task id')
             [CompletionResult]::new('--seat', '--seat', [CompletionResultType]::ParameterName, 'The owner')
             [CompletionResult]::new('--expect-version', '--expect-version', [CompletionResultType]::ParameterName, 'The version you read; the write is refused (version_conflict) if the claim moved since [default: not checked]')
+            [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read the session token of a controller registered as this identity from this file [default: env WRITERCTL_SESSION_TOKEN]')
             [CompletionResult]::new('--next-step', '--next-step', [CompletionResultType]::ParameterName, 'What whoever takes it next should do')
             [CompletionResult]::new('--done', '--done', [CompletionResultType]::ParameterName, 'The task is finished (status done; never taken again)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
@@ -722,6 +820,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--seat', '--seat', [CompletionResultType]::ParameterName, 'The seat')
             [CompletionResult]::new('--minutes', '--minutes', [CompletionResultType]::ParameterName, 'Lease length in minutes (capped at 240; a capped value is reported)')
+            [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read the session token of a controller registered as this identity from this file [default: env WRITERCTL_SESSION_TOKEN]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -736,6 +835,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--seat', '--seat', [CompletionResultType]::ParameterName, 'The seat')
+            [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read the session token of a controller registered as this identity from this file [default: env WRITERCTL_SESSION_TOKEN]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -834,13 +934,14 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--redis', '--redis', [CompletionResultType]::ParameterName, 'Redis URL (authoritative plane); needs --postgres. Prefer the environment variable when the URL carries a password (argv is visible in `ps`)')
             [CompletionResult]::new('--postgres', '--postgres', [CompletionResultType]::ParameterName, 'Postgres URL (audit plane, cold restore); needs --redis')
             [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'Redis key prefix and Postgres schema for this deployment')
-            [CompletionResult]::new('--admin-token-file', '--admin-token-file', [CompletionResultType]::ParameterName, 'File holding the admin token that authorizes `operator add` and `audit` over HTTP (clients set WRITERCTL_ADMIN_TOKEN); without it those calls are refused')
+            [CompletionResult]::new('--admin-token-file', '--admin-token-file', [CompletionResultType]::ParameterName, 'File holding the admin token that authorizes administrative calls over HTTP (`operator add`, `identity add|list|rotate|remove`, `channel create`, `audit`; clients set WRITERCTL_ADMIN_TOKEN); without it those calls are refused')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM certificate chain for TLS (with --tls-key)')
             [CompletionResult]::new('--tls-key', '--tls-key', [CompletionResultType]::ParameterName, 'PEM private key for TLS (with --tls-cert)')
             [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution, in seconds')
             [CompletionResult]::new('--sweep-interval-seconds', '--sweep-interval-seconds', [CompletionResultType]::ParameterName, 'How often the background sweeper releases work claims whose TTL ran out (to their deputy, or open), in seconds, from 1 to 86400; 0 turns the sweeper off. Sweeps never overlap; each is logged per project and counted on /metrics (writerctl_sweep_runs_total, writerctl_sweep_released_total)')
             [CompletionResult]::new('--time-scale', '--time-scale', [CompletionResultType]::ParameterName, 'Drills only: the server''s clock runs N times faster (60: one real second reads as one minute), so a TTL exercise of half an hour takes 30 s. Every TTL, freshness threshold and throttle delay shrinks by the same factor; never use it in production. The sweep interval stays in real seconds')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr: text, or json (one object per line, for log shippers). The level comes from WRITERCTL_LOG (default info)')
+            [CompletionResult]::new('--open-registration', '--open-registration', [CompletionResultType]::ParameterName, 'A lab only: identities nobody enrolled may register without a key (the first registrant in a new project becomes master). Enrolled identities still prove themselves. Warned at start and shown on /metrics (writerctl_open_registration 1)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -876,6 +977,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Coordinator: register, heartbeat and deregister controller sessions')
             [CompletionResult]::new('master', 'master', [CompletionResultType]::ParameterValue, 'Coordinator: show the master, hand it off, or claim it for a named target')
             [CompletionResult]::new('operator', 'operator', [CompletionResultType]::ParameterValue, 'Coordinator: operator credentials for `master claim`')
+            [CompletionResult]::new('identity', 'identity', [CompletionResultType]::ParameterValue, 'Coordinator: enroll identities (each gets a key `session register` proves it with)')
             [CompletionResult]::new('inbox', 'inbox', [CompletionResultType]::ParameterValue, 'Coordinator: read an identity''s inbox (MasterPreempted, ClaimReleased), by cursor or --follow')
             [CompletionResult]::new('audit', 'audit', [CompletionResultType]::ParameterValue, 'Coordinator: show the audit log (every verb, who, what, result, epoch)')
             [CompletionResult]::new('channel', 'channel', [CompletionResultType]::ParameterValue, 'Work claims: create a channel (steward, SLA, TTL floor)')
@@ -954,6 +1056,25 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             break
         }
         'writerctl;help;operator;add' {
+            break
+        }
+        'writerctl;help;identity' {
+            [CompletionResult]::new('add', 'add', [CompletionResultType]::ParameterValue, 'Enroll an identity in a project and issue its key, shown once (stdout, or a new --key-file F, 0600, never overwritten). The store keeps only a hash. Over HTTP this needs the admin token (WRITERCTL_ADMIN_TOKEN)')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the identities enrolled in a project (names and times; never keys)')
+            [CompletionResult]::new('rotate', 'rotate', [CompletionResultType]::ParameterValue, 'Issue a new key for an enrolled identity; the old key is refused at once. Sessions already registered keep their tokens')
+            [CompletionResult]::new('remove', 'remove', [CompletionResultType]::ParameterValue, 'Remove an identity: its key is refused and its sessions deregistered at once. A master among them leaves the master slot empty (as a deregistering master does); claims it holds follow their TTL, deputy and steward')
+            break
+        }
+        'writerctl;help;identity;add' {
+            break
+        }
+        'writerctl;help;identity;list' {
+            break
+        }
+        'writerctl;help;identity;rotate' {
+            break
+        }
+        'writerctl;help;identity;remove' {
             break
         }
         'writerctl;help;inbox' {

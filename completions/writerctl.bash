@@ -46,6 +46,9 @@ _writerctl() {
             writerctl,help)
                 cmd="writerctl__subcmd__help"
                 ;;
+            writerctl,identity)
+                cmd="writerctl__subcmd__identity"
+                ;;
             writerctl,inbox)
                 cmd="writerctl__subcmd__inbox"
                 ;;
@@ -214,6 +217,9 @@ _writerctl() {
             writerctl__subcmd__help,help)
                 cmd="writerctl__subcmd__help__subcmd__help"
                 ;;
+            writerctl__subcmd__help,identity)
+                cmd="writerctl__subcmd__help__subcmd__identity"
+                ;;
             writerctl__subcmd__help,inbox)
                 cmd="writerctl__subcmd__help__subcmd__inbox"
                 ;;
@@ -289,6 +295,18 @@ _writerctl() {
             writerctl__subcmd__help__subcmd__focus,start)
                 cmd="writerctl__subcmd__help__subcmd__focus__subcmd__start"
                 ;;
+            writerctl__subcmd__help__subcmd__identity,add)
+                cmd="writerctl__subcmd__help__subcmd__identity__subcmd__add"
+                ;;
+            writerctl__subcmd__help__subcmd__identity,list)
+                cmd="writerctl__subcmd__help__subcmd__identity__subcmd__list"
+                ;;
+            writerctl__subcmd__help__subcmd__identity,remove)
+                cmd="writerctl__subcmd__help__subcmd__identity__subcmd__remove"
+                ;;
+            writerctl__subcmd__help__subcmd__identity,rotate)
+                cmd="writerctl__subcmd__help__subcmd__identity__subcmd__rotate"
+                ;;
             writerctl__subcmd__help__subcmd__master,claim)
                 cmd="writerctl__subcmd__help__subcmd__master__subcmd__claim"
                 ;;
@@ -312,6 +330,36 @@ _writerctl() {
                 ;;
             writerctl__subcmd__help__subcmd__steward,report)
                 cmd="writerctl__subcmd__help__subcmd__steward__subcmd__report"
+                ;;
+            writerctl__subcmd__identity,add)
+                cmd="writerctl__subcmd__identity__subcmd__add"
+                ;;
+            writerctl__subcmd__identity,help)
+                cmd="writerctl__subcmd__identity__subcmd__help"
+                ;;
+            writerctl__subcmd__identity,list)
+                cmd="writerctl__subcmd__identity__subcmd__list"
+                ;;
+            writerctl__subcmd__identity,remove)
+                cmd="writerctl__subcmd__identity__subcmd__remove"
+                ;;
+            writerctl__subcmd__identity,rotate)
+                cmd="writerctl__subcmd__identity__subcmd__rotate"
+                ;;
+            writerctl__subcmd__identity__subcmd__help,add)
+                cmd="writerctl__subcmd__identity__subcmd__help__subcmd__add"
+                ;;
+            writerctl__subcmd__identity__subcmd__help,help)
+                cmd="writerctl__subcmd__identity__subcmd__help__subcmd__help"
+                ;;
+            writerctl__subcmd__identity__subcmd__help,list)
+                cmd="writerctl__subcmd__identity__subcmd__help__subcmd__list"
+                ;;
+            writerctl__subcmd__identity__subcmd__help,remove)
+                cmd="writerctl__subcmd__identity__subcmd__help__subcmd__remove"
+                ;;
+            writerctl__subcmd__identity__subcmd__help,rotate)
+                cmd="writerctl__subcmd__identity__subcmd__help__subcmd__rotate"
                 ;;
             writerctl__subcmd__master,claim)
                 cmd="writerctl__subcmd__master__subcmd__claim"
@@ -392,7 +440,7 @@ _writerctl() {
 
     case "${cmd}" in
         writerctl)
-            opts="-v -h -V --json --verbose --help --version acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator inbox audit channel claim focus steward coordinator help"
+            opts="-v -h -V --json --verbose --help --version acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -868,7 +916,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__release)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --task --seat --expect-version --done --next-step --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --project --channel --task --seat --expect-version --token-file --done --next-step --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -899,6 +947,10 @@ _writerctl() {
                     return 0
                     ;;
                 --expect-version)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -978,7 +1030,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__take)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --task --seat --deputy --ttl-minutes --next-step --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --project --channel --task --seat --deputy --ttl-minutes --next-step --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1020,6 +1072,10 @@ _writerctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1028,7 +1084,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__touch)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --task --seat --expect-version --deputy --no-deputy --ttl-minutes --no-ttl --next-step --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --project --channel --task --seat --expect-version --token-file --deputy --no-deputy --ttl-minutes --no-ttl --next-step --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1059,6 +1115,10 @@ _writerctl() {
                     return 0
                     ;;
                 --expect-version)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1152,7 +1212,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__coordinator__subcmd__serve)
-            opts="-v -h -V --listen --store --redis --postgres --namespace --admin-token-file --tls-cert --tls-key --freshness-seconds --sweep-interval-seconds --time-scale --log-format --json --verbose --help --version"
+            opts="-v -h -V --listen --store --redis --postgres --namespace --admin-token-file --tls-cert --tls-key --freshness-seconds --sweep-interval-seconds --time-scale --open-registration --log-format --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1228,7 +1288,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__focus__subcmd__end)
-            opts="-v -h -V --coordinator --freshness-seconds --project --seat --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --project --seat --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1247,6 +1307,10 @@ _writerctl() {
                     return 0
                     ;;
                 --seat)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1358,7 +1422,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__focus__subcmd__start)
-            opts="-v -h -V --coordinator --freshness-seconds --project --seat --minutes --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --project --seat --minutes --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1384,6 +1448,10 @@ _writerctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1392,7 +1460,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__help)
-            opts="acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator inbox audit channel claim focus steward coordinator help"
+            opts="acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1727,6 +1795,76 @@ _writerctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        writerctl__subcmd__help__subcmd__identity)
+            opts="add list rotate remove"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__help__subcmd__identity__subcmd__add)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__help__subcmd__identity__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__help__subcmd__identity__subcmd__remove)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__help__subcmd__identity__subcmd__rotate)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         writerctl__subcmd__help__subcmd__inbox)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -2007,8 +2145,218 @@ _writerctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        writerctl__subcmd__identity)
+            opts="-v -h -V --json --verbose --help --version add list rotate remove help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__identity__subcmd__add)
+            opts="-v -h -V --coordinator --freshness-seconds --project --key-file --json --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --coordinator)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --project)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__identity__subcmd__help)
+            opts="add list rotate remove help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__identity__subcmd__help__subcmd__add)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__identity__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__identity__subcmd__help__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__identity__subcmd__help__subcmd__remove)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__identity__subcmd__help__subcmd__rotate)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__identity__subcmd__list)
+            opts="-v -h -V --coordinator --freshness-seconds --project --json --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --coordinator)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --project)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__identity__subcmd__remove)
+            opts="-v -h -V --coordinator --freshness-seconds --project --json --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --coordinator)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --project)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__identity__subcmd__rotate)
+            opts="-v -h -V --coordinator --freshness-seconds --project --key-file --json --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --coordinator)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --project)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         writerctl__subcmd__inbox)
-            opts="-v -h -V --coordinator --freshness-seconds --project --identity --after --follow --timeout --limit --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --project --identity --after --follow --timeout --limit --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2039,6 +2387,10 @@ _writerctl() {
                     return 0
                     ;;
                 --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2658,7 +3010,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__session__subcmd__register)
-            opts="-v -h -V --coordinator --freshness-seconds --project --identity --surface --machine --token-file --previous-token-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --project --identity --surface --machine --token-file --previous-token-file --identity-key-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2693,6 +3045,10 @@ _writerctl() {
                     return 0
                     ;;
                 --previous-token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --identity-key-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
