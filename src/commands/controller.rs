@@ -1,12 +1,14 @@
 //! `writerctl session register|heartbeat|deregister`: controller rows in the coordinator.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use serde::Serialize;
+use writerctl::claim::ClaimError;
 use writerctl::claim::engine::Credentials;
 use writerctl::claim::master::ControllerKey;
+use writerctl::claim::secret::Secret;
 
 use super::coord::{CoordArgs, optional_secret, rfc3339, session_token};
 use super::output::Output;
@@ -54,8 +56,9 @@ pub struct RegisterArgs {
     /// Machine id [default: /etc/machine-id, else the hostname].
     #[arg(long, value_name = "M")]
     pub machine: Option<String>,
-    /// Write the session token to this new file (0600, never overwritten) instead of
-    /// printing it.
+    /// Write the session token to this file (0600) instead of printing it. A new path is
+    /// created; an existing file must hold this controller's current token (a restart): it
+    /// proves the row and is replaced by the new token. Anything else there is refused.
     #[arg(long, value_name = "F")]
     pub token_file: Option<PathBuf>,
     /// The token this controller had before a restart [default: env WRITERCTL_SESSION_TOKEN]:
@@ -83,6 +86,39 @@ pub struct SessionRefArgs {
     /// Read the session token from this file [default: env WRITERCTL_SESSION_TOKEN].
     #[arg(long, value_name = "F")]
     pub token_file: Option<PathBuf>,
+}
+
+/// The session token an existing `--token-file` holds (a restarted controller's), or None
+/// when the path does not exist. Anything else there (a symlink, a directory, a file that
+/// is not a session token) is refused before anything changes: it is never overwritten.
+fn held_token(path: &Path) -> Result<Option<Secret>> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(ClaimError::InvalidArgument(format!("token file {}: {e}", path.display())).into()),
+    };
+    let refuse = || {
+        ClaimError::InvalidArgument(format!(
+            "{} exists and does not hold a session token; pass a new path to --token-file (nothing was changed)",
+            path.display()
+        ))
+    };
+    if !meta.file_type().is_file() {
+        return Err(refuse().into());
+    }
+    let token = optional_secret(Some(path), "", "session token")?.ok_or_else(refuse)?;
+    let t = token.expose().trim();
+    if t.len() != 64 || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(refuse().into());
+    }
+    Ok(Some(token))
+}
+
+/// Where a replacement token is written before it is renamed over `path`.
+fn sibling(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".new-{}", std::process::id()));
+    path.with_file_name(name)
 }
 
 /// This machine's id: /etc/machine-id, else the hostname.
@@ -151,14 +187,21 @@ fn register(a: RegisterArgs, out: Output) -> Result<()> {
         surface: a.surface.clone(),
         machine_id: a.machine.clone().unwrap_or_else(default_machine_id),
     };
-    // The token file is created (empty, 0600, never over an existing file) before the
-    // verb: a path we cannot write must fail before a row exists (or an existing row's token
-    // is rotated) whose token nobody could then read.
-    let mut token_out = match &a.token_file {
-        Some(f) => Some(TokenFile::create(f).map_err(writerctl::claim::ClaimError::InvalidArgument)?),
-        None => None,
+    // The token file is reserved (a new file, 0600) before the verb: a path we cannot write
+    // must fail before a row exists (or an existing row's token is rotated) whose token
+    // nobody could then read. An existing --token-file is this controller's own from before
+    // a restart: it is read as the row's current token and replaced by the new one.
+    let (mut token_out, held) = match &a.token_file {
+        Some(f) => match held_token(f)? {
+            Some(t) => (Some(TokenFile::create(&sibling(f)).map_err(ClaimError::InvalidArgument)?), Some(t)),
+            None => (Some(TokenFile::create(f).map_err(ClaimError::InvalidArgument)?), None),
+        },
+        None => (None, None),
     };
-    let previous = optional_secret(a.previous_token_file.as_deref(), "WRITERCTL_SESSION_TOKEN", "session token")?;
+    let previous = match held {
+        Some(t) => Some(t),
+        None => optional_secret(a.previous_token_file.as_deref(), "WRITERCTL_SESSION_TOKEN", "session token")?,
+    };
     let identity_key = optional_secret(a.identity_key_file.as_deref(), "WRITERCTL_IDENTITY_KEY", "identity key")?;
     let credentials = Credentials { identity_key: identity_key.as_ref(), token: previous.as_ref() };
     let reg = match a.coord.open().and_then(|c| Ok(c.register(&a.project, &key, credentials)?)) {
@@ -170,8 +213,15 @@ fn register(a: RegisterArgs, out: Output) -> Result<()> {
             return Err(e);
         }
     };
-    if let Some(mut t) = token_out {
+    if let (Some(mut t), Some(dest)) = (token_out, &a.token_file) {
         t.write(reg.token.expose()).with_context(|| format!("cannot write token file {}", t.path().display()))?;
+        if t.path() != dest.as_path() {
+            // The old token stopped working with this registration: the rename puts the new
+            // one in its place in one step (never a half-written file).
+            std::fs::rename(t.path(), dest).with_context(|| {
+                format!("cannot replace token file {}; the new token is in {}", dest.display(), t.path().display())
+            })?;
+        }
     }
     let c = &reg.controller;
     if out.json {

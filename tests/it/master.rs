@@ -1152,7 +1152,31 @@ fn upsert_keeps_one_row_per_key() {
         s(&first.token_file),
         "--json",
     ]);
-    err_doc(&r, 2, "invalid_argument");
+    // An existing token file is read as the row's current token: first's is dead (the row
+    // was re-registered since), so it proves nothing, and the file is left as it was.
+    let before = std::fs::read(&first.token_file).unwrap();
+    err_doc(&r, 6, "unauthorized");
+    assert_eq!(std::fs::read(&first.token_file).unwrap(), before);
+    ok_doc(&hb(&again, &again.token_file));
+    // The current token file restarts the controller: same session, the file now holds
+    // the new token (the old one is dead).
+    let restart = ["session", "register", "--project", PROJECT, "--identity", "alice", "--machine", "m1"];
+    let mut args = restart.to_vec();
+    args.extend(["--token-file", s(&again.token_file), "--json"]);
+    let v = ok_doc(&co.run(&args));
+    assert_eq!((&v["session_id"], &v["token"]), (&json!(again.sid), &Value::Null));
+    let new_token = std::fs::read_to_string(&again.token_file).unwrap();
+    assert_ne!(new_token.trim(), again.token);
+    assert_eq!(std::fs::metadata(&again.token_file).unwrap().permissions().mode() & 0o777, 0o600);
+    err_doc(&hb(&again, &first.token_file), 6, "unauthorized");
+    ok_doc(&hb(&again, &again.token_file));
+    // Anything but a session token there is refused before anything changes.
+    let notes = co.file("notes");
+    std::fs::write(&notes, "my notes\n").unwrap();
+    let mut args = restart.to_vec();
+    args.extend(["--token-file", s(&notes), "--json"]);
+    err_doc(&co.run(&args), 2, "invalid_argument");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "my notes\n");
     ok_doc(&hb(&again, &again.token_file));
 }
 
