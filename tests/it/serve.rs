@@ -1114,17 +1114,17 @@ fn healthz_metrics_openapi() {
         assert!(doc["components"]["schemas"].get(name).is_some(), "dangling $ref {r}");
     }
 
-    // Unknown paths: 400 with a JSON error.
+    // Unknown paths: 404 with a JSON error (issue 19).
     for path in ["/nope", "/v1", "/v1/projects/web", "/v2/projects/web/master"] {
         let (status, ct, body) = http_get(&format!("{url}{path}"));
-        assert_eq!((status, http_error_code(&body).as_str()), (400, "invalid_argument"), "{path}: {body}");
+        assert_eq!((status, http_error_code(&body).as_str()), (404, "not_found"), "{path}: {body}");
         assert!(ct.starts_with("application/json"), "{path}: {ct}");
     }
-    // Bodies over 64 KiB: 413; just under: read (and refused for its content).
+    // Bodies over 64 KiB: 413 in the envelope; just under: read (and refused for its content).
     let big = |n: usize| format!(r#"{{"identity":"{}","surface":"cli","machine_id":"m1"}}"#, "a".repeat(n));
     let register = format!("{url}/v1/projects/web/sessions");
     let (status, _, body) = http_post(&register, &[], big(70 * 1024).as_bytes());
-    assert_eq!(status, 413, "{body}");
+    assert_eq!((status, http_error_code(&body).as_str()), (413, "invalid_argument"), "{body}");
     let (status, _, body) = http_post(&register, &[], big(60 * 1024).as_bytes());
     assert_eq!((status, http_error_code(&body).as_str()), (400, "invalid_argument"), "{body}");
     // Malformed bodies are the caller's mistake.
