@@ -45,8 +45,9 @@ pub enum CoordinatorCmd {
     /// or trickling connection gives its slot back); the open-file soft limit is raised to
     /// the hard limit at start (both logged) and the cap kept below it. `master claim`
     /// verifies passwords at once, holds back only wrong ones (the operator id's back-off,
-    /// which decays by one failure a minute), and lets one source address have 2 in flight,
-    /// so strangers cannot lock an operator out from another address. Every error answer is
+    /// which decays by one failure a minute), and runs 2 per source address at a time (8
+    /// more wait, then are refused), so strangers cannot lock an operator out from another
+    /// address. Every error answer is
     /// the JSON envelope {"error":{"code","message","hint"}}.
     #[command(
         after_help = "Examples:\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis redis://127.0.0.1:6379 --postgres postgres://writerctl@db/writerctl --admin-token-file /run/secrets/admin --tls-cert cert.pem --tls-key key.pem\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite --sweep-interval-seconds 10\n  writerctl coordinator serve --listen 0.0.0.0:7700 --store sqlite:/var/lib/writerctl/c.sqlite --max-connections 4096 --header-timeout-seconds 5"

@@ -14,7 +14,8 @@
 //!   fail `accept` with EMFILE instead of refusing cleanly, so the soft limit is raised to
 //!   the hard limit at start and the cap is kept below it ([`connection_cap`]).
 //! * [`SourceSlots`]: per source address, how many `master claim` verifications (an argon2
-//!   hash and, for a wrong password, the held-back answer) are in flight.
+//!   hash and, for a wrong password, the held-back answer) run at once, and how many may
+//!   wait for them (in arrival order) before more are refused.
 
 use std::collections::HashMap;
 use std::io;
@@ -252,56 +253,75 @@ fn source_key(ip: IpAddr) -> IpAddr {
     }
 }
 
-/// How many operator verifications each source address may have in flight.
+/// How many operator verifications each source address may have running, and waiting.
 #[derive(Debug)]
 pub struct SourceSlots {
     per_source: usize,
-    /// Sources with something in flight (an entry goes when its count reaches zero, so the
-    /// map is bounded by the requests in flight, never by the addresses ever seen).
-    busy: Mutex<HashMap<IpAddr, usize>>,
+    waiting_per_source: usize,
+    /// Per source with something running or waiting: its semaphore and how many hold or
+    /// wait for it. An entry goes when that count reaches zero, so the map is bounded by
+    /// the requests in flight, never by the addresses ever seen.
+    busy: Mutex<HashMap<IpAddr, (Arc<tokio::sync::Semaphore>, usize)>>,
 }
 
 impl SourceSlots {
-    /// At most `per_source` in flight per source.
-    pub fn new(per_source: usize) -> SourceSlots {
-        SourceSlots { per_source, busy: Mutex::default() }
+    /// At most `per_source` running and `waiting_per_source` waiting per source.
+    pub fn new(per_source: usize, waiting_per_source: usize) -> SourceSlots {
+        SourceSlots { per_source, waiting_per_source, busy: Mutex::default() }
     }
 
-    /// A slot for `ip`'s source, or None when it has `per_source` in flight.
-    pub fn try_enter(self: &Arc<SourceSlots>, ip: IpAddr) -> Option<SourceSlot> {
+    /// A place in `ip`'s source queue, or None when it is full (`per_source` running and
+    /// `waiting_per_source` waiting): refused at once, without waiting on anyone.
+    pub fn try_join(self: &Arc<SourceSlots>, ip: IpAddr) -> Option<SourceTicket> {
         let key = source_key(ip);
         let mut busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());
-        let n = busy.entry(key).or_insert(0);
-        if *n >= self.per_source {
+        let (sem, n) = busy.entry(key).or_insert_with(|| (Arc::new(tokio::sync::Semaphore::new(self.per_source)), 0));
+        if *n >= self.per_source + self.waiting_per_source {
             return None;
         }
         *n += 1;
-        Some(SourceSlot { slots: self.clone(), key })
+        Some(SourceTicket { slots: self.clone(), key, sem: sem.clone() })
     }
 
-    /// Sources with a verification in flight now.
+    /// Sources with a verification running or waiting now.
     pub fn sources_busy(&self) -> usize {
         self.busy.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 }
 
-/// One verification's place in its source's allowance; given back on drop.
+/// A place in one source's queue; given back on drop (also while still waiting).
 #[derive(Debug)]
-pub struct SourceSlot {
+pub struct SourceTicket {
     slots: Arc<SourceSlots>,
     key: IpAddr,
+    sem: Arc<tokio::sync::Semaphore>,
 }
 
-impl Drop for SourceSlot {
+impl SourceTicket {
+    /// Waits (in arrival order) for one of the source's running slots.
+    pub async fn enter(self) -> SourceSlot {
+        let permit = self.sem.clone().acquire_owned().await.expect("the semaphore is never closed");
+        SourceSlot { _permit: permit, _ticket: self }
+    }
+}
+
+impl Drop for SourceTicket {
     fn drop(&mut self) {
         let mut busy = self.slots.busy.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = busy.get_mut(&self.key) {
+        if let Some((_, n)) = busy.get_mut(&self.key) {
             *n -= 1;
             if *n == 0 {
                 busy.remove(&self.key);
             }
         }
     }
+}
+
+/// One running verification of a source; its slot is given back on drop.
+#[derive(Debug)]
+pub struct SourceSlot {
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    _ticket: SourceTicket,
 }
 
 #[cfg(test)]
@@ -342,20 +362,26 @@ mod tests {
 
     #[test]
     fn sources_are_bounded_separately_and_forgotten_when_idle() {
-        let slots = Arc::new(SourceSlots::new(2));
-        let (a, b): (IpAddr, IpAddr) = ("127.0.0.2".parse().unwrap(), "127.0.0.3".parse().unwrap());
-        let a1 = slots.try_enter(a).unwrap();
-        let _a2 = slots.try_enter(a).unwrap();
-        assert!(slots.try_enter(a).is_none(), "a third from one source waits for none: it is refused");
-        let _b1 = slots.try_enter(b).expect("another source is not held up by the first");
-        drop(a1);
-        assert!(slots.try_enter(a).is_some());
-        drop(_b1);
-        assert_eq!(slots.sources_busy(), 1);
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        rt.block_on(async {
+            let slots = Arc::new(SourceSlots::new(2, 1));
+            let (a, b): (IpAddr, IpAddr) = ("127.0.0.2".parse().unwrap(), "127.0.0.3".parse().unwrap());
+            let a1 = slots.try_join(a).unwrap().enter().await;
+            let _a2 = slots.try_join(a).unwrap().enter().await;
+            let a3 = slots.try_join(a).expect("a third from one source may wait");
+            assert!(slots.try_join(a).is_none(), "a fourth is refused at once");
+            let b1 = slots.try_join(b).expect("another source is not held up by the first").enter().await;
+            // The waiting one runs as soon as one of its source's running ones ends.
+            let third = tokio::spawn(a3.enter());
+            drop(a1);
+            let a3 = third.await.unwrap();
+            drop((a3, b1));
+            assert_eq!(slots.sources_busy(), 1);
+        });
         // One IPv6 /64 is one source; a v4-mapped address is its IPv4 address.
         let v6 = |s: &str| s.parse::<IpAddr>().unwrap();
         assert_eq!(source_key(v6("2001:db8:1:2:aaaa::1")), source_key(v6("2001:db8:1:2:bbbb::9")));
         assert_ne!(source_key(v6("2001:db8:1:2::1")), source_key(v6("2001:db8:1:3::1")));
-        assert_eq!(source_key(v6("::ffff:127.0.0.2")), a);
+        assert_eq!(source_key(v6("::ffff:127.0.0.2")), v6("127.0.0.2"));
     }
 }

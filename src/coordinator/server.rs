@@ -114,9 +114,10 @@ struct App {
     /// in arrival order (tokio's semaphore is fair), so a correct password waits for at most
     /// the hashes already queued — at most [`CLAIMS_PER_SOURCE`] per source address.
     verifications: tokio::sync::Semaphore,
-    /// `master claim` requests in flight per source address, including a wrong password's
-    /// held-back answer: one address guesses at most [`CLAIMS_PER_SOURCE`] at a time, each
-    /// held for the operator's back-off, while other addresses are not held up by it.
+    /// `master claim` requests per source address, including a wrong password's held-back
+    /// answer: one address runs at most [`CLAIMS_PER_SOURCE`] at a time (more wait, up to
+    /// [`CLAIMS_WAITING_PER_SOURCE`], then are refused), each wrong one held for the
+    /// operator's back-off, while other addresses are not held up by it.
     claim_sources: Arc<SourceSlots>,
     /// The connection cap (None for a router driven without a socket).
     connections: Option<Arc<ConnGate>>,
@@ -126,9 +127,11 @@ struct App {
 
 /// How many argon2 verifications run at once (each hashes 19 MiB in about 20-50 ms).
 pub const MAX_CONCURRENT_CLAIMS: usize = 8;
-/// How many `master claim` requests one source address may have in flight; more answer
-/// `coordinator_unavailable` at once.
+/// How many `master claim` requests of one source address run at once.
 pub const CLAIMS_PER_SOURCE: usize = 2;
+/// How many more of one source address may wait for those (an operator's script racing a
+/// few claims); past that they answer `coordinator_unavailable` at once.
+pub const CLAIMS_WAITING_PER_SOURCE: usize = 8;
 /// Longest a claim waits for an argon2 slot before answering `coordinator_unavailable`.
 const VERIFICATION_QUEUE_LIMIT: Duration = Duration::from_secs(20);
 
@@ -315,8 +318,9 @@ async fn handoff(State(app): State<Shared>, Path(project): Path<String>, headers
 
 /// `master claim` (issue 19: strangers must not lock an operator out). In order:
 ///
-/// 1. A slot of the caller's source address ([`CLAIMS_PER_SOURCE`]); none free answers
-///    `coordinator_unavailable` at once, so one address's guesses never queue in front of
+/// 1. A slot of the caller's source address ([`CLAIMS_PER_SOURCE`], waiting in arrival
+///    order behind at most [`CLAIMS_WAITING_PER_SOURCE`]; a full queue answers
+///    `coordinator_unavailable` at once): one address's guesses never queue in front of
 ///    another's.
 /// 2. An argon2 slot ([`MAX_CONCURRENT_CLAIMS`], fair queue), held only for the verb.
 /// 3. The password is verified at once; a correct one is answered at once, whatever
@@ -337,12 +341,12 @@ async fn claim(
         app.observe("master.claim", e.code().as_str(), Duration::ZERO);
         error_response(&e)
     };
-    let Some(source_slot) = app.claim_sources.try_enter(source) else {
+    let Some(ticket) = app.claim_sources.try_join(source) else {
         app.claims_refused_per_source.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        return unavailable(
-            &app,
-            format!("{CLAIMS_PER_SOURCE} operator verifications from {source} are already in flight"),
-        );
+        return unavailable(&app, format!("too many operator verifications from {source} are already in flight"));
+    };
+    let Ok(source_slot) = tokio::time::timeout(VERIFICATION_QUEUE_LIMIT, ticket.enter()).await else {
+        return unavailable(&app, format!("operator verifications from {source} stayed busy"));
     };
     let verifying = match tokio::time::timeout(VERIFICATION_QUEUE_LIMIT, app.verifications.acquire()).await {
         Ok(Ok(permit)) => permit,
@@ -695,7 +699,7 @@ async fn metrics(State(app): State<Shared>) -> Response {
         out.push_str(&format!("writerctl_connections_refused_total {}\n", gate.refused()));
     }
     out.push_str(
-        "# HELP writerctl_claims_refused_per_source_total master claim requests refused: their source address had too many in flight.\n",
+        "# HELP writerctl_claims_refused_per_source_total master claim requests refused: their source address had too many running and waiting.\n",
     );
     out.push_str("# TYPE writerctl_claims_refused_per_source_total counter\n");
     out.push_str(&format!(
@@ -806,7 +810,7 @@ fn new_app(coordinator: Coordinator, admin_token_hash: Option<String>, connectio
         admin_token_hash,
         metrics: Mutex::new(Metrics::default()),
         verifications: tokio::sync::Semaphore::new(MAX_CONCURRENT_CLAIMS),
-        claim_sources: Arc::new(SourceSlots::new(CLAIMS_PER_SOURCE)),
+        claim_sources: Arc::new(SourceSlots::new(CLAIMS_PER_SOURCE, CLAIMS_WAITING_PER_SOURCE)),
         connections,
         claims_refused_per_source: std::sync::atomic::AtomicU64::new(0),
     })

@@ -1417,19 +1417,19 @@ fn graceful_shutdown_exits_zero() {
             .args(["--expect-epoch", "1", "--json", "--coordinator", &url]);
         c
     };
-    // Four failures: the next attempt waits 2 s inside the server before verifying.
+    // Four failures: the fifth wrong password's refusal is held back 4 s inside the server.
     for _ in 0..4 {
         err_doc(&exec(claim(&wrong), None), 6, "invalid_operator_credentials");
     }
     assert_eq!(sqlite_attempts(&co.store, "ops"), 4);
-    let mut c = claim(&right);
+    let mut c = claim(&wrong);
     c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let child = c.spawn().unwrap();
     wait_until(Duration::from_secs(30), "the claim reaches the server", || sqlite_attempts(&co.store, "ops") == 5);
     srv.signal(rustix::process::Signal::TERM);
     let r = wait_bounded(child, LIMIT, "the in-flight claim");
-    let v = ok_doc(&r);
-    assert_eq!((&v["new_master"], &v["epoch"]), (&mref(&bob), &json!(2)));
+    let e = err_doc(&r, 6, "invalid_operator_credentials");
+    assert_eq!(e["next_delay_ms"], 4000, "answered after its hold-back, not cut off");
     assert_eq!(srv.wait(), 0, "stderr:\n{}", srv.stderr());
     assert!(srv.stderr().contains("stop signal"), "{}", srv.stderr());
     assert_eq!(srv.stdout_rest(), "", "stdout holds the listening line only");
@@ -1438,8 +1438,29 @@ fn graceful_shutdown_exits_zero() {
         75,
         "coordinator_unavailable",
     );
-    // The store kept it: a new server (SIGINT this time) shows the claim's result.
+    // A new server (SIGINT this time) over the same store; the right password works at once.
     let mut again = d.take(30, 0);
+    let r = run_at(
+        &co,
+        &again.url,
+        &[
+            "master",
+            "claim",
+            "--project",
+            PROJECT,
+            "--to",
+            "bob",
+            "--operator",
+            "ops",
+            "--password-file",
+            s(&right),
+            "--json",
+        ],
+        &[],
+        &[],
+    );
+    let v = ok_doc(&r);
+    assert_eq!((&v["new_master"], &v["epoch"]), (&mref(&bob), &json!(2)));
     assert_eq!(status_at(&co, &again.url)["master"]["session_id"], json!(bob.sid));
     assert_eq!(status_at(&co, &again.url)["controllers"].as_array().unwrap().len(), 2, "{}", alice.sid);
     assert_eq!(again.stop_with(rustix::process::Signal::INT), 0, "stderr:\n{}", again.stderr());
@@ -2184,7 +2205,7 @@ fn http_statuses_of_refusals() {
     expect(handoff(&alice.token, &alice.sid, "ghost", 1), 404, "target_not_registered");
     expect(handoff(&bob.token, &alice.sid, "bob", 1), 401, "unauthorized");
     let no_auth = http_post(&v1("/master/handoff"), &[], br#"{"session_id":"x","to":"y","expect_epoch":1}"#);
-    expect(no_auth, 400, "invalid_argument");
+    expect(no_auth, 401, "unauthorized");
     let claim = json!({"to": "bob", "expect_epoch": 1, "operator": "ops", "password": "wrong"}).to_string();
     let (status, _, body) = http_post(&v1("/master/claim"), &[], claim.as_bytes());
     assert_eq!((status, http_error_code(&body).as_str()), (401, "invalid_operator_credentials"), "{body}");
