@@ -185,12 +185,27 @@ fn connections_past_the_cap_are_refused_and_a_client_is_served_redis_pg() {
 }
 
 /// A long poll outlives the header timeout: the timer only runs while a request head is
-/// awaited, never while an answer is being prepared.
+/// awaited, never while an answer is being prepared. After an answer the same timer bounds
+/// an idle kept-alive connection: the server closes it.
 #[test]
-fn a_long_poll_outlives_the_header_timeout() {
+fn a_long_poll_outlives_the_header_timeout_and_idle_keep_alive_is_closed() {
     let co = sqlite_with(&["--header-timeout-seconds", "1"]);
     let (status, _, body) = http_get(&format!("{}/v1/projects/{PROJECT}/inbox/alice?wait_ms=2500", co.url()));
     assert_eq!((status, serde_json::from_str::<Value>(&body).unwrap()), (200, json!({"events": []})), "{body}");
+    let mut c = TcpStream::connect(addr(&co)).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    c.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n").unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    let closed = loop {
+        match c.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(n) => seen.extend_from_slice(&buf[..n]),
+            Err(e) => panic!("the idle kept-alive connection was not closed: {e}"),
+        }
+    };
+    let text = String::from_utf8_lossy(&seen);
+    assert!(closed && text.starts_with("HTTP/1.1 200") && text.ends_with(r#"{"ok":true}"#), "{text}");
 }
 
 // ---------------------------------------------------------------------------------------
