@@ -1411,12 +1411,13 @@ fn graceful_shutdown_exits_zero() {
     ok_doc(&add);
     let wrong = co.pw_file("wrong");
     let right = co.pw_file("pw-ops");
-    let claim = |pw: &Path| {
+    let claim_at = |pw: &Path, url: &str| {
         let mut c = co.base();
         c.args(["master", "claim", "--project", PROJECT, "--to", "bob", "--operator", "ops", "--password-file", s(pw)])
-            .args(["--expect-epoch", "1", "--json", "--coordinator", &url]);
+            .args(["--expect-epoch", "1", "--json", "--coordinator", url]);
         c
     };
+    let claim = |pw: &Path| claim_at(pw, &url);
     // Four failures: the fifth wrong password's refusal is held back 4 s inside the server.
     for _ in 0..4 {
         err_doc(&exec(claim(&wrong), None), 6, "invalid_operator_credentials");
@@ -1440,25 +1441,7 @@ fn graceful_shutdown_exits_zero() {
     );
     // A new server (SIGINT this time) over the same store; the right password works at once.
     let mut again = d.take(30, 0);
-    let r = run_at(
-        &co,
-        &again.url,
-        &[
-            "master",
-            "claim",
-            "--project",
-            PROJECT,
-            "--to",
-            "bob",
-            "--operator",
-            "ops",
-            "--password-file",
-            s(&right),
-            "--json",
-        ],
-        &[],
-        &[],
-    );
+    let r = exec(claim_at(&right, &again.url), None);
     let v = ok_doc(&r);
     assert_eq!((&v["new_master"], &v["epoch"]), (&mref(&bob), &json!(2)));
     assert_eq!(status_at(&co, &again.url)["master"]["session_id"], json!(bob.sid));
