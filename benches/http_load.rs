@@ -48,6 +48,8 @@ fn start(store: Arc<dyn Store>) -> String {
                 admin_token_hash: None,
                 tls: None,
                 sweep_every: None,
+                max_connections: writerctl::coordinator::server::DEFAULT_MAX_CONNECTIONS,
+                header_timeout: writerctl::coordinator::server::DEFAULT_HEADER_TIMEOUT,
             };
             writerctl::coordinator::server::serve(opts, std::future::pending(), move |addr, _| {
                 tx.send(format!("http://{addr}")).unwrap();

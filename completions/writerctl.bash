@@ -1212,7 +1212,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__coordinator__subcmd__serve)
-            opts="-v -h -V --listen --store --redis --postgres --namespace --admin-token-file --tls-cert --tls-key --freshness-seconds --sweep-interval-seconds --time-scale --open-registration --log-format --json --verbose --help --version"
+            opts="-v -h -V --listen --store --redis --postgres --namespace --admin-token-file --tls-cert --tls-key --freshness-seconds --sweep-interval-seconds --time-scale --open-registration --log-format --max-connections --header-timeout-seconds --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1264,6 +1264,14 @@ _writerctl() {
                     ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --max-connections)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --header-timeout-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

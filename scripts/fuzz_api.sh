@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # OpenAPI-driven fuzzing of `writerctl coordinator serve` with schemathesis (from PyPI):
-# every operation in /openapi.json gets generated requests; the run fails on any 5xx.
+# every operation in /openapi.json gets generated requests (and wrong methods); the run
+# fails on any 5xx, on a status code the document does not list, and on any answer that
+# leaves its documented schema — for errors, the envelope {"error":{"code","message","hint"}}
+# with a code from the registry (issue 19: no answer leaves the envelope).
 #
 #   scripts/fuzz_api.sh [MAX_EXAMPLES]      (default 200 per operation)
 #
@@ -25,6 +28,6 @@ for _ in $(seq 100); do grep -q listening "$work/serve.out" && break; sleep 0.1;
 url="$(sed -n 's/^listening on //p' "$work/serve.out")"
 echo "fuzzing $url ($examples examples per operation)"
 "$venv/bin/schemathesis" run "$url/openapi.json" \
-    --checks not_a_server_error \
-    --max-examples "$examples" --seed 1 \
+    --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,unsupported_method,allow_header_conformance \
+    --max-examples "$examples" --seed 1 --request-timeout 40 \
     -H "Authorization: Bearer $(cat "$work/admin.token")"

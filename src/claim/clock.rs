@@ -10,6 +10,10 @@ pub trait Clock: Send + Sync {
     fn now(&self) -> Millis;
     /// Blocks for `d` (a test clock advances itself instead).
     fn sleep(&self, d: Duration);
+    /// The real time `d` of this clock lasts (what [`Clock::sleep`] would block for).
+    fn real_duration(&self, d: Duration) -> Duration {
+        d
+    }
 }
 
 /// The system clock.
@@ -87,7 +91,11 @@ impl Clock for ScaledClock {
     }
 
     fn sleep(&self, d: Duration) {
-        std::thread::sleep(d / self.scale)
+        std::thread::sleep(self.real_duration(d))
+    }
+
+    fn real_duration(&self, d: Duration) -> Duration {
+        d / self.scale
     }
 }
 

@@ -99,7 +99,18 @@ pub struct MasterRequest {
 pub const MAX_NAME: usize = 256;
 
 /// Refuses empty, overlong or control-character names before they reach a store or a log.
+///
+/// Names are compared byte for byte by every store, so two names a person reads as the same
+/// must not both be accepted (issue 19): a name may hold no Unicode format character
+/// (category Cf: bidi overrides such as U+202E, zero-width characters such as U+200B,
+/// which make `\u{202e}evil` or `ali\u{200b}ce` look like another name in a table), and it
+/// must already be in NFC. Non-NFC names are refused rather than normalized: normalizing
+/// would make the stored name differ from the one the caller sent (and the one in its own
+/// scripts), while refusing leaves exactly one accepted spelling of each canonically
+/// equivalent name, so `é` (U+00E9) and `e` + U+0301 can never coexist.
 pub fn validate_name(what: &str, value: &str) -> Result<(), ClaimError> {
+    use unicode_normalization::is_nfc;
+    use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
     if value.is_empty() || value.trim() != value {
         return Err(ClaimError::InvalidArgument(format!("{what} must be non-empty without surrounding spaces")));
     }
@@ -108,6 +119,32 @@ pub fn validate_name(what: &str, value: &str) -> Result<(), ClaimError> {
     }
     if value.chars().any(char::is_control) {
         return Err(ClaimError::InvalidArgument(format!("{what} contains a control character")));
+    }
+    if let Some(c) = value.chars().find(|c| c.general_category() == GeneralCategory::Format) {
+        return Err(ClaimError::InvalidArgument(format!(
+            "{what} contains the invisible format character U+{:04X} (bidi controls and zero-width characters \
+             make names look alike)",
+            u32::from(c)
+        )));
+    }
+    if !is_nfc(value) {
+        return Err(ClaimError::InvalidArgument(format!(
+            "{what} is not in Unicode NFC (composed) form; send the composed spelling"
+        )));
+    }
+    Ok(())
+}
+
+/// Largest inbox cursor any store holds: SQLite and Postgres keep cursors as signed 64-bit
+/// integers, so a larger `after` is out of range everywhere (and would wrap on a cast).
+pub const MAX_CURSOR: u64 = i64::MAX as u64;
+
+/// Refuses an inbox cursor beyond [`MAX_CURSOR`], the same way on every store.
+pub fn validate_cursor(after: u64) -> Result<(), ClaimError> {
+    if after > MAX_CURSOR {
+        return Err(ClaimError::InvalidArgument(format!(
+            "inbox cursor {after} is beyond the largest cursor a store holds ({MAX_CURSOR})"
+        )));
     }
     Ok(())
 }
@@ -300,8 +337,26 @@ impl Coordinator {
         })
     }
 
-    /// `master claim`: operator-authorized preempt of the named target.
+    /// `master claim`: operator-authorized preempt of the named target. A refusal for bad
+    /// credentials is held back by the operator id's back-off ([`secret::failure_delay`]) on
+    /// this thread before it returns; a server holds it back itself instead
+    /// ([`Coordinator::claim_unheld`]).
     pub fn claim(
+        &self,
+        req: &MasterRequest,
+        operator_id: &str,
+        password: &Secret,
+    ) -> Result<MasterOutcome, ClaimError> {
+        let result = self.claim_unheld(req, operator_id, password);
+        if let Err(ClaimError::InvalidOperatorCredentials { next_delay_ms }) = &result {
+            self.clock.sleep(Duration::from_millis(*next_delay_ms));
+        }
+        result
+    }
+
+    /// [`Coordinator::claim`] without the hold-back: a bad-credentials refusal returns at once
+    /// and says (`next_delay_ms`) how long the caller must hold it back before answering.
+    pub fn claim_unheld(
         &self,
         req: &MasterRequest,
         operator_id: &str,
@@ -323,23 +378,30 @@ impl Coordinator {
         })
     }
 
-    /// Checks an operator's password. The attempt is counted first (atomically, for known
-    /// and unknown ids alike), then it waits out the delay the failures before it earned
-    /// (outside any store transaction, so a slowed attacker never blocks other verbs), then
-    /// verifies. An unknown id costs a full argon2 verification too, so neither the answer,
-    /// the delay nor the timing says whether an id exists.
+    /// Checks an operator's password at once, with no wait before the hash (issue 19:
+    /// a back-off served *before* verifying let strangers' wrong guesses lock the real
+    /// operator out). A wrong password (or an unknown id, verified against a decoy hash so
+    /// it costs the same argon2 time) is counted against the id, and its refusal carries the
+    /// back-off that count earned, which the caller holds back before answering: the
+    /// guesser waits, the operator with the right password does not. The count decays with
+    /// time ([`secret::FAILURE_DECAY_MS`]) and a success resets it.
     fn verify_operator(&self, operator_id: &str, password: &Secret) -> Result<(), ClaimError> {
-        let prior = self.store.begin_attempt(operator_id, self.clock.now())?;
-        self.clock.sleep(secret::failure_delay(prior));
         let record = self.store.operator(operator_id)?;
         let stored = record.as_ref().map_or(secret::DECOY_HASH, |r| r.password_hash.as_str());
         if secret::verify_password(stored, password) && record.is_some() {
             return self.store.attempt_succeeded(operator_id);
         }
-        let next = secret::failure_delay(prior.saturating_add(1));
+        let failures = self.store.record_failure(operator_id, self.clock.now())?;
+        let hold = secret::failure_delay(failures);
         Err(ClaimError::InvalidOperatorCredentials {
-            next_delay_ms: u64::try_from(next.as_millis()).unwrap_or(u64::MAX),
+            next_delay_ms: u64::try_from(hold.as_millis()).unwrap_or(u64::MAX),
         })
+    }
+
+    /// The real time `d` of this coordinator's clock takes (shorter under `--time-scale`),
+    /// for a server that holds an answer back on its own timer.
+    pub fn real_duration(&self, d: Duration) -> Duration {
+        self.clock.real_duration(d)
     }
 
     /// `operator add`: stores an argon2id hash; an existing id is never overwritten.
@@ -376,6 +438,7 @@ impl Coordinator {
     ) -> Result<Vec<Event>, ClaimError> {
         validate_name("project", project)?;
         validate_name("identity", identity)?;
+        validate_cursor(after)?;
         let act = || format!("reading the inbox of {identity}");
         if let Err(e) = self.prove_identity(project, identity, token, act) {
             self.audit_refusal(project, "inbox.read", "anonymous", Some(identity.to_string()), &e);
@@ -519,10 +582,11 @@ mod tests {
             }
         }
         let slept: Vec<u128> = clock.sleeps().iter().map(|d| d.as_millis()).collect();
-        assert_eq!(slept, [0, 250, 500]);
+        assert_eq!(slept, [250, 500, 1000], "each refusal is held back by the back-off it earned");
         c.claim(&req, "ops", &Secret::new("right".into())).unwrap();
-        assert_eq!(clock.sleeps().last().unwrap().as_millis(), 1000, "the right password waits too");
-        assert_eq!(c.store().begin_attempt("ops", 0).unwrap(), 0, "success reset the count");
+        assert_eq!(clock.sleeps().len(), 3, "the right password is not held back by earlier failures");
+        let now = c.now();
+        assert_eq!(c.store().record_failure("ops", now).unwrap(), 1, "success reset the count");
         c.store().attempt_succeeded("ops").unwrap();
         // An unknown operator is refused the same way, with the same growing delay.
         for expected_next in [250, 500] {
@@ -547,7 +611,7 @@ mod tests {
     }
 
     #[test]
-    fn parallel_guesses_wait_longer_each_instead_of_all_waiting_the_same() {
+    fn parallel_guesses_are_each_held_back_longer_instead_of_all_the_same() {
         let (_d, clock, c) = coordinator();
         c.add_operator("ops", &Secret::new("right".into())).unwrap();
         let req = MasterRequest { project: "p".into(), to_identity: "bob".into(), to_session: None, expect_epoch: 0 };
@@ -558,7 +622,7 @@ mod tests {
         });
         let mut slept: Vec<u128> = clock.sleeps().iter().map(|d| d.as_millis()).collect();
         slept.sort();
-        assert_eq!(slept, [0, 250, 500, 1000]);
+        assert_eq!(slept, [250, 500, 1000, 2000]);
     }
 
     #[test]
@@ -592,6 +656,46 @@ mod tests {
         assert!(validate_name("x", "ok name").is_ok());
         for bad in ["", " lead", "trail ", "a\nb", &"x".repeat(MAX_NAME + 1)] {
             assert!(validate_name("x", bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_back_off_decays_with_time() {
+        let (_d, _clock, c) = coordinator();
+        let (t, decay) = (c.now(), secret::FAILURE_DECAY_MS);
+        for n in 1..=3 {
+            assert_eq!(c.store().record_failure("ops", t + i64::from(n)).unwrap(), n);
+        }
+        assert_eq!(c.store().record_failure("ops", t + 3 + 2 * decay).unwrap(), 2, "two quiet minutes forgave two");
+        assert_eq!(
+            c.store().record_failure("ops", t + 3 + 2 * decay + 30_000).unwrap(),
+            3,
+            "half a minute forgives none"
+        );
+        assert_eq!(c.store().record_failure("ops", t + 1000 * decay).unwrap(), 1, "never below this one failure");
+    }
+
+    #[test]
+    fn names_refuse_format_characters_and_non_nfc() {
+        for ok in ["alice", "José", "名前", "a-b_c.d@e"] {
+            assert!(validate_name("x", ok).is_ok(), "{ok:?}");
+        }
+        // Bidi controls, zero-width characters, the BOM, a soft hyphen: all category Cf.
+        for bad in ["\u{202e}evil", "ali\u{200b}ce", "a\u{200d}b", "\u{feff}bob", "a\u{2066}b", "so\u{00ad}ft"] {
+            let e = validate_name("identity", bad).unwrap_err();
+            assert!(e.to_string().contains("format character"), "{bad:?}: {e}");
+        }
+        // "é" composed is accepted, the decomposed spelling of the same name is refused.
+        let e = validate_name("identity", "Jose\u{301}").unwrap_err();
+        assert!(e.to_string().contains("NFC"), "{e}");
+    }
+
+    #[test]
+    fn cursors_beyond_the_store_range_are_refused() {
+        assert!(validate_cursor(0).is_ok());
+        assert!(validate_cursor(MAX_CURSOR).is_ok());
+        for bad in [MAX_CURSOR + 1, u64::MAX] {
+            assert_eq!(validate_cursor(bad).unwrap_err().code(), crate::error::ErrorCode::InvalidArgument);
         }
     }
 }

@@ -51,7 +51,8 @@ pub enum ClaimError {
     /// Unknown operator or wrong password; which of the two is never said.
     #[error("invalid operator credentials")]
     InvalidOperatorCredentials {
-        /// How long the next attempt for this operator will be held back.
+        /// How long this refusal is held back before it is answered: the back-off the
+        /// operator id's recent failures (this one included) earned.
         next_delay_ms: u64,
     },
     /// The session token does not belong to that session in that project.
@@ -103,6 +104,9 @@ pub enum ClaimError {
         /// The identity.
         identity: String,
     },
+    /// A call that needs a bearer token (a session token) sent without one.
+    #[error("missing Authorization: Bearer <token>")]
+    MissingToken,
     /// An administrative call without the server's admin token.
     #[error("this call needs the coordinator's admin token")]
     AdminRequired,
@@ -228,7 +232,8 @@ impl ClaimError {
             | ClaimError::RegistrationHeld { .. }
             | ClaimError::RegistrationUnproven { .. }
             | ClaimError::IdentityUnproven { .. }
-            | ClaimError::AdminRequired => ErrorCode::Unauthorized,
+            | ClaimError::AdminRequired
+            | ClaimError::MissingToken => ErrorCode::Unauthorized,
             ClaimError::IdentityExists { .. } => ErrorCode::IdentityExists,
             ClaimError::OperatorExists(_) => ErrorCode::OperatorExists,
             ClaimError::ClaimTaken { .. } => ErrorCode::ClaimTaken,
@@ -285,6 +290,11 @@ impl ClaimError {
             ClaimError::RegistrationHeld { .. } => {
                 "a restarted controller passes its previous token (--previous-token-file F); otherwise wait until \
                  the old session stops heartbeating (--freshness-seconds), or deregister it with its token"
+                    .into()
+            }
+            ClaimError::MissingToken => {
+                "send the session's token as `Authorization: Bearer <token>` (the CLI reads --token-file F or \
+                 WRITERCTL_SESSION_TOKEN)"
                     .into()
             }
             ClaimError::AdminRequired => {

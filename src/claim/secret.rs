@@ -105,8 +105,14 @@ pub fn verify_password(stored: &str, password: &Secret) -> bool {
 pub const DECOY_HASH: &str =
     "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$Vb8kCGb0c0DNgvN3cEYGGzuJ0a6vNdsqpp5RUdmFYbE";
 
-/// The hold-back before verifying a password for an operator with `failures` failed
-/// attempts since the last success: 0, then 250 ms doubling per failure, capped at 60 s.
+/// How long without a failure forgives one failure of an operator id's count (the count a
+/// wrong password's held-back answer is computed from): strangers who stop guessing leave
+/// no lasting back-off behind.
+pub const FAILURE_DECAY_MS: i64 = 60_000;
+
+/// How long the refusal of a wrong password is held back when the operator id's (decayed)
+/// failure count, this failure included, is `failures`: 250 ms doubling per failure, capped
+/// at 60 s (0 for no failure).
 pub fn failure_delay(failures: u32) -> Duration {
     if failures == 0 {
         return Duration::ZERO;

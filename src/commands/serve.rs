@@ -15,7 +15,10 @@ use writerctl::claim::secret::{self, Secret};
 use writerctl::claim::store::Store;
 use writerctl::claim::store::redis_pg::RedisPgStore;
 use writerctl::claim::store::sqlite::SqliteStore;
-use writerctl::coordinator::server::{ServeError, ServeOptions, serve};
+use writerctl::coordinator::limits::{connection_cap, raise_nofile_limit};
+use writerctl::coordinator::server::{
+    DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, ServeError, ServeOptions, serve,
+};
 
 use super::coord::{Target, parse_target};
 use super::output::Output;
@@ -34,8 +37,20 @@ pub enum CoordinatorCmd {
     /// --sweep-interval-seconds (default 30; 0 turns it off, e.g. when a cron job runs
     /// `writerctl claim sweep`). Replicas may all sweep: each release is a compare-and-set on
     /// the claim, so it happens once.
+    ///
+    /// Holding up under abuse: at most --max-connections connections are open at once (one
+    /// more gets an immediate 503 `coordinator_unavailable` on plain HTTP, or is closed under
+    /// TLS, and is counted on /metrics); a connection must send a complete request head
+    /// within --header-timeout-seconds of connecting or of its previous answer (so an idle
+    /// or trickling connection gives its slot back); the open-file soft limit is raised to
+    /// the hard limit at start (both logged) and the cap kept below it. `master claim`
+    /// verifies passwords at once, holds back only wrong ones (the operator id's back-off,
+    /// which decays by one failure a minute), and runs 2 per source address at a time (8
+    /// more wait, then are refused), so strangers cannot lock an operator out from another
+    /// address. Every error answer is
+    /// the JSON envelope {"error":{"code","message","hint"}}.
     #[command(
-        after_help = "Examples:\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis redis://127.0.0.1:6379 --postgres postgres://writerctl@db/writerctl --admin-token-file /run/secrets/admin --tls-cert cert.pem --tls-key key.pem\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite --sweep-interval-seconds 10"
+        after_help = "Examples:\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis redis://127.0.0.1:6379 --postgres postgres://writerctl@db/writerctl --admin-token-file /run/secrets/admin --tls-cert cert.pem --tls-key key.pem\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite --sweep-interval-seconds 10\n  writerctl coordinator serve --listen 0.0.0.0:7700 --store sqlite:/var/lib/writerctl/c.sqlite --max-connections 4096 --header-timeout-seconds 5"
     )]
     Serve(ServeArgs),
 }
@@ -94,6 +109,17 @@ pub struct ServeArgs {
     /// level comes from WRITERCTL_LOG (default info).
     #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
+    /// Open connections served at once, from 1 to 1000000; one more is refused at once (503
+    /// on plain HTTP, closed under TLS) and counted (writerctl_connections_refused_total).
+    /// Lowered below the open-file limit when that is smaller (64 descriptors are kept for
+    /// the store and the listener). 1024 is far above what the CLI's short connections need.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_connections: u64,
+    /// Seconds a connection has to send a complete request head, from 1 to 300, counted from
+    /// when it connects and again after each answer: also the idle keep-alive timeout. 10 s
+    /// is plenty for any real client and frees a silent or trickling connection's slot.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_HEADER_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=300))]
+    pub header_timeout_seconds: u64,
 }
 
 /// Runs a `coordinator` subcommand.
@@ -154,9 +180,35 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
     }
     let coordinator = Coordinator::new(store, clock, Duration::from_secs(a.freshness_seconds))
         .with_open_registration(a.open_registration);
+    let nofile = raise_nofile_limit();
+    let requested = usize::try_from(a.max_connections).unwrap_or(usize::MAX);
+    let max_connections = connection_cap(requested, nofile.soft);
+    let shown = |l: Option<u64>| l.map_or_else(|| "unlimited".to_string(), |n| n.to_string());
+    tracing::info!(
+        soft_before = %shown(nofile.soft_before),
+        soft = %shown(nofile.soft),
+        hard = %shown(nofile.hard),
+        "open-file limit (soft raised to hard)"
+    );
+    if max_connections < requested {
+        tracing::warn!(
+            requested = a.max_connections,
+            max_connections,
+            soft = %shown(nofile.soft),
+            "--max-connections lowered below the open-file limit; raise the hard limit (LimitNOFILE=, ulimit -Hn) to serve more"
+        );
+    }
     let tls = a.tls_cert.clone().zip(a.tls_key.clone());
     let sweep_every = (a.sweep_interval_seconds > 0).then(|| Duration::from_secs(a.sweep_interval_seconds));
-    let opts = ServeOptions { listen: a.listen, coordinator, admin_token_hash, tls, sweep_every };
+    let opts = ServeOptions {
+        listen: a.listen,
+        coordinator,
+        admin_token_hash,
+        tls,
+        sweep_every,
+        max_connections,
+        header_timeout: Duration::from_secs(a.header_timeout_seconds),
+    };
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the runtime")?;
     let json = out.json;

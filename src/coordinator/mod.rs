@@ -2,5 +2,6 @@
 //! commands use with `--coordinator http(s)://...` ([`client`]). Both speak [`wire`].
 
 pub mod client;
+pub mod limits;
 pub mod server;
 pub mod wire;

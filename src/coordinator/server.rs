@@ -10,20 +10,21 @@
 //! compare-and-set on the claim's version, so a claim is released once.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::limits::{CappedAcceptor, ConnGate, SourceSlots};
 use super::wire::*;
 use crate::claim::ClaimError;
 use crate::claim::Coordinator;
@@ -41,6 +42,23 @@ pub const REQUEST_TIME_LIMIT: Duration = Duration::from_secs(100);
 /// Longest an inbox long-poll is held open.
 pub const MAX_LONG_POLL: Duration = Duration::from_secs(30);
 
+/// Default `--header-timeout-seconds`: how long a connection may take to send a complete
+/// request head, counted from when the server starts waiting for one — on a new connection
+/// and again after each answer on a kept-alive one, so it is also the idle keep-alive
+/// timeout (hyper runs one timer for both). A real client sends its head within
+/// milliseconds of connecting or reusing a connection; 10 s leaves room for a congested
+/// link, while a connection that sends nothing (or a byte at a time) gives its slot back
+/// within 10 s instead of holding it forever (issue 19).
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Default `--max-connections`: open connections served at once; one more is refused (a 503
+/// envelope on plain HTTP, closed under TLS) and counted. Each CLI command opens one
+/// short-lived connection, so a coordinator for a few hundred controllers sees tens at
+/// once; 1024 leaves a wide margin, costs little memory when idle, and stays under a
+/// default hard open-file limit of 4096 or more. Always lowered below the soft open-file
+/// limit (see `limits::connection_cap`).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
 /// How the server runs.
 pub struct ServeOptions {
     /// Where to listen (port 0 picks one; the bound address is reported).
@@ -54,6 +72,10 @@ pub struct ServeOptions {
     /// How often the background sweeper releases work claims whose TTL ran out; None: no
     /// sweeper (a cron job runs `writerctl claim sweep` instead).
     pub sweep_every: Option<Duration>,
+    /// Open connections served at once (already lowered below the open-file limit).
+    pub max_connections: usize,
+    /// Header-read and idle keep-alive timeout ([`DEFAULT_HEADER_TIMEOUT`]).
+    pub header_timeout: Duration,
 }
 
 /// Verbs by result, latency histograms and the sweeper's counters, for `/metrics`.
@@ -86,14 +108,32 @@ struct App {
     coord: Coordinator,
     admin_token_hash: Option<String>,
     metrics: Mutex<Metrics>,
-    /// Operator verifications in flight: each may sleep out a throttle delay (up to 60 s)
-    /// and costs an argon2 hash, on the blocking pool every verb shares. Bounding them keeps
-    /// a flood of guesses from starving heartbeats and handoffs.
+    /// argon2 verifications running at once, on the blocking pool every verb shares:
+    /// bounding them keeps a flood of guesses from starving heartbeats and handoffs. Held
+    /// only while a password is hashed, never while an answer is held back, and waited for
+    /// in arrival order (tokio's semaphore is fair), so a correct password waits for at most
+    /// the hashes already queued — at most [`CLAIMS_PER_SOURCE`] per source address.
     verifications: tokio::sync::Semaphore,
+    /// `master claim` requests per source address, including a wrong password's held-back
+    /// answer: one address runs at most [`CLAIMS_PER_SOURCE`] at a time (more wait, up to
+    /// [`CLAIMS_WAITING_PER_SOURCE`], then are refused), each wrong one held for the
+    /// operator's back-off, while other addresses are not held up by it.
+    claim_sources: Arc<SourceSlots>,
+    /// The connection cap (None for a router driven without a socket).
+    connections: Option<Arc<ConnGate>>,
+    /// `master claim` requests refused because their source had too many in flight.
+    claims_refused_per_source: std::sync::atomic::AtomicU64,
 }
 
-/// How many `master claim` verifications run at once; more answer `coordinator_unavailable`.
+/// How many argon2 verifications run at once (each hashes 19 MiB in about 20-50 ms).
 pub const MAX_CONCURRENT_CLAIMS: usize = 8;
+/// How many `master claim` requests of one source address run at once.
+pub const CLAIMS_PER_SOURCE: usize = 2;
+/// How many more of one source address may wait for those (an operator's script racing a
+/// few claims); past that they answer `coordinator_unavailable` at once.
+pub const CLAIMS_WAITING_PER_SOURCE: usize = 8;
+/// Longest a claim waits for an argon2 slot before answering `coordinator_unavailable`.
+const VERIFICATION_QUEUE_LIMIT: Duration = Duration::from_secs(20);
 
 type Shared = Arc<App>;
 
@@ -122,7 +162,7 @@ fn parse<T: DeserializeOwned>(body: &Bytes) -> Result<T, ClaimError> {
 
 /// The bearer secret from `Authorization: Bearer ...`.
 fn bearer(headers: &HeaderMap) -> Result<Secret, ClaimError> {
-    bearer_opt(headers).ok_or_else(|| ClaimError::InvalidArgument("missing Authorization: Bearer <token>".into()))
+    bearer_opt(headers).ok_or(ClaimError::MissingToken)
 }
 
 /// The bearer token, if any: a seat's write or an inbox read without one is refused by the
@@ -197,6 +237,15 @@ where
     T: Serialize + Send + 'static,
     F: FnOnce(&App) -> Result<T, ClaimError> + Send + 'static,
 {
+    respond(ok, execute(app, verb, f).await)
+}
+
+/// Runs `f` on the blocking pool and records metrics and a log line.
+async fn execute<T, F>(app: Shared, verb: &'static str, f: F) -> Result<T, ClaimError>
+where
+    T: Send + 'static,
+    F: FnOnce(&App) -> Result<T, ClaimError> + Send + 'static,
+{
     let started = Instant::now();
     let app2 = app.clone();
     let result = match tokio::task::spawn_blocking(move || f(&app2)).await {
@@ -204,18 +253,17 @@ where
         Err(e) => Err(ClaimError::Store(format!("verb task failed: {e}"))),
     };
     let elapsed = started.elapsed();
+    let code = result.as_ref().map_or_else(|e| e.code().as_str(), |_| "ok");
+    app.observe(verb, code, elapsed);
+    tracing::info!(verb, result = code, elapsed_ms = elapsed.as_secs_f64() * 1e3);
+    result
+}
+
+/// JSON for a verb's result: `ok` and the value, or the error envelope.
+fn respond<T: Serialize>(ok: StatusCode, result: Result<T, ClaimError>) -> Response {
     match result {
-        Ok(v) => {
-            app.observe(verb, "ok", elapsed);
-            tracing::info!(verb, result = "ok", elapsed_ms = elapsed.as_secs_f64() * 1e3);
-            (ok, axum::Json(v)).into_response()
-        }
-        Err(e) => {
-            let code = e.code().as_str();
-            app.observe(verb, code, elapsed);
-            tracing::info!(verb, result = code, elapsed_ms = elapsed.as_secs_f64() * 1e3);
-            error_response(&e)
-        }
+        Ok(v) => (ok, axum::Json(v)).into_response(),
+        Err(e) => error_response(&e),
     }
 }
 
@@ -286,19 +334,59 @@ async fn handoff(State(app): State<Shared>, Path(project): Path<String>, headers
     .await
 }
 
-async fn claim(State(app): State<Shared>, Path(project): Path<String>, body: Bytes) -> Response {
-    let holder = app.clone();
-    let Ok(_permit) = holder.verifications.try_acquire() else {
-        let e = ClaimError::Unavailable("too many operator verifications in flight".into());
+/// `master claim` (issue 19: strangers must not lock an operator out). In order:
+///
+/// 1. A slot of the caller's source address ([`CLAIMS_PER_SOURCE`], waiting in arrival
+///    order behind at most [`CLAIMS_WAITING_PER_SOURCE`]; a full queue answers
+///    `coordinator_unavailable` at once): one address's guesses never queue in front of
+///    another's.
+/// 2. An argon2 slot ([`MAX_CONCURRENT_CLAIMS`], fair queue), held only for the verb.
+/// 3. The password is verified at once; a correct one is answered at once, whatever
+///    failures came before it.
+/// 4. A refused one is held back by the operator id's back-off, outside every shared slot
+///    and on no thread. The source's slot stays taken until the hold-back ends, even if the
+///    client hangs up: otherwise a guesser could drop each slow (wrong) answer and guess
+///    again at the speed of argon2.
+async fn claim(
+    State(app): State<Shared>,
+    extensions: axum::http::Extensions,
+    Path(project): Path<String>,
+    body: Bytes,
+) -> Response {
+    let source = extensions.get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::from([0, 0, 0, 0]), |c| c.0.ip());
+    let unavailable = |app: &App, why: String| {
+        let e = ClaimError::Unavailable(why);
         app.observe("master.claim", e.code().as_str(), Duration::ZERO);
-        return error_response(&e);
+        error_response(&e)
     };
-    run(app, "master.claim", move |a| {
+    let Some(ticket) = app.claim_sources.try_join(source) else {
+        app.claims_refused_per_source.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        return unavailable(&app, format!("too many operator verifications from {source} are already in flight"));
+    };
+    let Ok(source_slot) = tokio::time::timeout(VERIFICATION_QUEUE_LIMIT, ticket.enter()).await else {
+        return unavailable(&app, format!("operator verifications from {source} stayed busy"));
+    };
+    let verifying = match tokio::time::timeout(VERIFICATION_QUEUE_LIMIT, app.verifications.acquire()).await {
+        Ok(Ok(permit)) => permit,
+        _ => return unavailable(&app, "too many operator verifications in flight".into()),
+    };
+    let result = execute(app.clone(), "master.claim", move |a| {
         let r: ClaimReq = parse(&body)?;
         let req = MasterRequest { project, to_identity: r.to, to_session: r.to_session, expect_epoch: r.expect_epoch };
-        a.coord.claim(&req, &r.operator, &Secret::new(r.password))
+        a.coord.claim_unheld(&req, &r.operator, &Secret::new(r.password))
     })
-    .await
+    .await;
+    drop(verifying);
+    if let Err(ClaimError::InvalidOperatorCredentials { next_delay_ms }) = &result {
+        let hold = app.coord.real_duration(Duration::from_millis(*next_delay_ms));
+        // The hold-back keeps the source's slot on its own task, so a hang-up cannot end it.
+        let held = tokio::spawn(async move {
+            tokio::time::sleep(hold).await;
+            drop(source_slot);
+        });
+        let _ = held.await;
+    }
+    respond(StatusCode::OK, result)
 }
 
 async fn add_operator(State(app): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
@@ -691,6 +779,25 @@ async fn metrics(State(app): State<Shared>) -> Response {
     );
     out.push_str("# TYPE writerctl_open_registration gauge\n");
     out.push_str(&format!("writerctl_open_registration {}\n", u8::from(app.coord.open_registration())));
+    if let Some(gate) = &app.connections {
+        out.push_str("# HELP writerctl_connections_open Client connections open now.\n");
+        out.push_str("# TYPE writerctl_connections_open gauge\n");
+        out.push_str(&format!("writerctl_connections_open {}\n", gate.open()));
+        out.push_str("# HELP writerctl_connections_max Open connections served at once (--max-connections).\n");
+        out.push_str("# TYPE writerctl_connections_max gauge\n");
+        out.push_str(&format!("writerctl_connections_max {}\n", gate.max()));
+        out.push_str("# HELP writerctl_connections_refused_total Connections refused at the cap.\n");
+        out.push_str("# TYPE writerctl_connections_refused_total counter\n");
+        out.push_str(&format!("writerctl_connections_refused_total {}\n", gate.refused()));
+    }
+    out.push_str(
+        "# HELP writerctl_claims_refused_per_source_total master claim requests refused: their source address had too many running and waiting.\n",
+    );
+    out.push_str("# TYPE writerctl_claims_refused_per_source_total counter\n");
+    out.push_str(&format!(
+        "writerctl_claims_refused_per_source_total {}\n",
+        app.claims_refused_per_source.load(std::sync::atomic::Ordering::Relaxed)
+    ));
     let app2 = app.clone();
     // A count, never a per-project series: projects are not bounded, labels must be. Left
     // out (like the queue depth) when the store cannot answer, so a scrape still succeeds.
@@ -718,22 +825,92 @@ async fn openapi_doc() -> Response {
     (StatusCode::OK, axum::Json(openapi())).into_response()
 }
 
-async fn not_found() -> Response {
-    error_response(&ClaimError::InvalidArgument("no such endpoint (see /openapi.json)".into()))
+/// An error envelope with an explicit code, message and hint.
+fn coded(code: ErrorCode, message: String, hint: &str) -> ClaimError {
+    ClaimError::Remote { code, message, hint: Some(hint.to_string()), details: None }
 }
 
-fn new_app(coordinator: Coordinator, admin_token_hash: Option<String>) -> Shared {
+async fn not_found() -> Response {
+    let e = coded(ErrorCode::NotFound, "no such endpoint".into(), "GET /openapi.json lists the endpoints");
+    (StatusCode::NOT_FOUND, axum::Json(e.to_json())).into_response()
+}
+
+/// Rewrites every error answer that is not already the JSON envelope into it, keeping its
+/// status (issue 19: "no answer leaves the envelope"). Those are the answers axum and
+/// tower-http make before or around a handler: a body over [`MAX_BODY`] (413), a query or
+/// path parameter that does not parse (400), a wrong method (405, its `Allow` header kept),
+/// the request time limit (503, empty).
+async fn envelope(resp: Response) -> Response {
+    let status = resp.status();
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return resp;
+    }
+    let (parts, body) = resp.into_parts();
+    let text = match axum::body::to_bytes(body, 16 * 1024).await {
+        Ok(b) => String::from_utf8_lossy(&b).trim().to_string(),
+        Err(_) => String::new(),
+    };
+    let said = |fallback: &str| if text.is_empty() { fallback.to_string() } else { text.clone() };
+    let e = match status {
+        StatusCode::NOT_FOUND => {
+            coded(ErrorCode::NotFound, said("no such endpoint"), "GET /openapi.json lists the endpoints")
+        }
+        StatusCode::METHOD_NOT_ALLOWED => coded(
+            ErrorCode::InvalidArgument,
+            format!(
+                "method not allowed on this path{}",
+                match parts.headers.get(header::ALLOW) {
+                    Some(a) => format!(" (allowed: {})", a.to_str().unwrap_or("?")),
+                    None => String::new(),
+                }
+            ),
+            "GET /openapi.json lists each endpoint's method",
+        ),
+        StatusCode::PAYLOAD_TOO_LARGE => coded(
+            ErrorCode::InvalidArgument,
+            format!("request body larger than {MAX_BODY} bytes"),
+            "send a smaller body",
+        ),
+        StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT | StatusCode::REQUEST_TIMEOUT => {
+            ClaimError::Unavailable(format!(
+                "the request ran past the server's time limit ({} s)",
+                REQUEST_TIME_LIMIT.as_secs()
+            ))
+        }
+        s if s.is_client_error() => coded(
+            ErrorCode::InvalidArgument,
+            said(s.canonical_reason().unwrap_or("bad request")),
+            "GET /openapi.json describes each endpoint's parameters",
+        ),
+        _ => ClaimError::Store(said("internal error")),
+    };
+    let mut out = (status, axum::Json(e.to_json())).into_response();
+    if let Some(allow) = parts.headers.get(header::ALLOW) {
+        out.headers_mut().insert(header::ALLOW, allow.clone());
+    }
+    out
+}
+
+fn new_app(coordinator: Coordinator, admin_token_hash: Option<String>, connections: Option<Arc<ConnGate>>) -> Shared {
     Arc::new(App {
         coord: coordinator,
         admin_token_hash,
         metrics: Mutex::new(Metrics::default()),
         verifications: tokio::sync::Semaphore::new(MAX_CONCURRENT_CLAIMS),
+        claim_sources: Arc::new(SourceSlots::new(CLAIMS_PER_SOURCE, CLAIMS_WAITING_PER_SOURCE)),
+        connections,
+        claims_refused_per_source: std::sync::atomic::AtomicU64::new(0),
     })
 }
 
 /// The router (public so tests can drive it without a socket).
 pub fn router(coordinator: Coordinator, admin_token_hash: Option<String>) -> Router {
-    routes(new_app(coordinator, admin_token_hash))
+    routes(new_app(coordinator, admin_token_hash, None))
 }
 
 fn routes(app: Shared) -> Router {
@@ -770,6 +947,7 @@ fn routes(app: Shared) -> Router {
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, REQUEST_TIME_LIMIT))
+        .layer(axum::middleware::map_response(envelope))
         .with_state(app)
 }
 
@@ -797,11 +975,12 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     on_bound: impl FnOnce(SocketAddr, bool) + Send + 'static,
 ) -> Result<(), ServeError> {
-    let state = new_app(opts.coordinator, opts.admin_token_hash);
-    let app = routes(state.clone());
+    let tls = opts.tls.is_some();
+    let gate = Arc::new(ConnGate::new(opts.max_connections));
+    let state = new_app(opts.coordinator, opts.admin_token_hash, Some(gate.clone()));
+    let app = routes(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
     let handle = axum_server::Handle::new();
     let h2 = handle.clone();
-    let tls = opts.tls.is_some();
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stop_tx = Arc::new(stop_tx);
     let stop_on_signal = stop_tx.clone();
@@ -829,21 +1008,51 @@ pub async fn serve(
             on_bound(addr, tls);
         }
     });
+    let header_timeout = opts.header_timeout;
+    // HTTP/1.1 only: hyper's header timer (which also bounds idle keep-alive) exists for
+    // HTTP/1 alone, and an HTTP/2 connection could idle forever; the CLI speaks HTTP/1.1.
+    // `first_request_timeout` bounds a connection that never completes a first request
+    // (including the protocol sniffing hyper does before its own timer starts).
+    let configure = |server: axum_server::Server<SocketAddr>| {
+        let mut server = server.http1_only().first_request_timeout(header_timeout).accept_error_handler(
+            |peer: Option<&SocketAddr>, e: &std::io::Error| {
+                // Refusals past the cap are logged by the gate; log what else fails here
+                // (EMFILE, a TLS handshake that failed or timed out) at debug.
+                if peer.is_none() {
+                    tracing::warn!(error = %e, "accept failed (the open-file limit?)");
+                } else {
+                    tracing::debug!(error = %e, "connection dropped before its first request");
+                }
+            },
+        );
+        server.http_builder().http1().header_read_timeout(header_timeout);
+        server.handle(handle)
+    };
     let served: Result<(), ServeError> = match opts.tls {
         Some((cert, key)) => {
             let _ = rustls::crypto::ring::default_provider().install_default();
             match axum_server::tls_rustls::RustlsConfig::from_pem_file(&cert, &key).await {
-                Ok(config) => axum_server::bind_rustls(opts.listen, config)
-                    .handle(handle)
-                    .serve(app.into_make_service())
-                    .await
-                    .map_err(ServeError::from),
+                Ok(config) => {
+                    let mut inner = (*config.get_inner()).clone();
+                    inner.alpn_protocols = vec![b"http/1.1".to_vec()];
+                    config.reload_from_config(Arc::new(inner));
+                    let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(config)
+                        .handshake_timeout(header_timeout)
+                        .acceptor(CappedAcceptor::new(gate, false));
+                    configure(axum_server::bind(opts.listen))
+                        .acceptor(acceptor)
+                        .serve(app)
+                        .await
+                        .map_err(ServeError::from)
+                }
                 Err(e) => Err(ServeError::Tls(format!("{} / {}: {e}", cert.display(), key.display()))),
             }
         }
-        None => {
-            axum_server::bind(opts.listen).handle(handle).serve(app.into_make_service()).await.map_err(ServeError::from)
-        }
+        None => configure(axum_server::bind(opts.listen))
+            .acceptor(CappedAcceptor::new(gate, true))
+            .serve(app)
+            .await
+            .map_err(ServeError::from),
     };
     stop_tx.send_replace(true);
     if let Some(task) = sweeping {
@@ -860,6 +1069,23 @@ fn schema_ref(name: &str) -> serde_json::Value {
 /// OpenAPI: the error response every route may answer.
 fn error_doc() -> serde_json::Value {
     serde_json::json!({"description": "a writerctl error", "content": {"application/json": {"schema": schema_ref("Error")}}})
+}
+
+/// What every error answer is, for the OpenAPI document's description.
+const ERRORS_DOC: &str = "Master handoff, operator claim (SPEC-082) and work claims (seed 002). Every error answer, \
+whatever made it, is the envelope {\"error\":{\"code\",\"message\",\"hint\"}} with a stable code: \
+400 invalid_argument (a bad body, query or parameter), 401 unauthorized (a missing or wrong token), \
+404 not_found (an unknown route, channel or claim) or target_not_registered/target_stale/target_ambiguous, \
+405 invalid_argument (a wrong method; Allow lists the right ones), 409 a conflict (stale_master, not_master, \
+claim_taken, version_conflict, ...), 413 invalid_argument (a body over 64 KiB), 503 coordinator_unavailable \
+(the store is busy or unreachable, too many verifications from one address, the request time limit, or the \
+connection cap: retry later), 500 internal.";
+
+/// OpenAPI: the error answers every operation may give (each the envelope).
+fn error_responses() -> serde_json::Value {
+    let err = error_doc();
+    serde_json::json!({"400": err, "401": err, "404": err, "405": err, "409": err, "413": err, "422": err,
+                       "503": err, "500": err})
 }
 
 /// OpenAPI: a path parameter holding a name (validated as the engine does).
@@ -883,7 +1109,11 @@ pub fn openapi() -> serde_json::Value {
     let err = error_doc();
     let ok =
         |schema: &str| json!({"description": "ok", "content": {"application/json": {"schema": schema_ref(schema)}}});
-    let responses = |schema: &str| json!({"200": ok(schema), "400": err, "401": err, "404": err, "409": err, "422": err, "503": err, "500": err});
+    let responses = |schema: &str| {
+        let mut r = error_responses();
+        r["200"] = ok(schema);
+        r
+    };
     let p = path_param;
     let q =
         |name: &str, t: &str, req: bool| json!({"name": name, "in": "query", "required": req, "schema": {"type": t}});
@@ -901,7 +1131,7 @@ pub fn openapi() -> serde_json::Value {
     let mut doc = json!({
         "openapi": "3.0.3",
         "info": {"title": "writerctl coordinator", "version": env!("CARGO_PKG_VERSION"),
-                 "description": "Master handoff and operator claim (SPEC-082). Errors: {\"error\":{\"code\",\"message\",\"hint\"}} with stable codes."},
+                 "description": ERRORS_DOC},
         "paths": {
             "/v1/projects/{project}/sessions": {"post": {"operationId": "register", "parameters": [p("project")], "requestBody": body("RegisterReq"), "responses": responses("RegisterResp")}},
             "/v1/projects/{project}/sessions/{sid}/heartbeat": {"post": {"operationId": "heartbeat", "security": bearer, "parameters": [p("project"), p("sid")], "responses": responses("Controller")}},
@@ -924,7 +1154,8 @@ pub fn openapi() -> serde_json::Value {
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
             "schemas": {
-                "Error": s(json!({"error": s(json!({"code": string, "message": string, "hint": {"type": "string", "nullable": true}}), &["code", "message"])}), &["error"]),
+                "Error": s(json!({"error": s(json!({"code": {"type": "string", "enum": ErrorCode::ALL.iter().map(|c| c.as_str()).collect::<Vec<_>>()},
+                    "message": string, "hint": {"type": "string", "nullable": true}}), &["code", "message"])}), &["error"]),
                 "Controller": controller,
                 "MasterRef": master_ref,
                 "RegisterReq": s(json!({"identity": string, "surface": string, "machine_id": string, "previous_token": string, "identity_key": string}), &["identity", "surface", "machine_id"]),
@@ -958,9 +1189,8 @@ pub fn openapi() -> serde_json::Value {
 fn work_openapi(doc: &mut serde_json::Value) {
     use serde_json::json;
     let schema = schema_ref;
-    let err = error_doc();
     let responses = |status: &str, body: serde_json::Value| {
-        let mut r = json!({"400": err, "401": err, "404": err, "409": err, "422": err, "503": err, "500": err});
+        let mut r = error_responses();
         r[status] = json!({"description": "ok", "content": {"application/json": {"schema": body}}});
         r
     };
@@ -1130,5 +1360,69 @@ fn work_openapi(doc: &mut serde_json::Value) {
     ];
     for (name, def) in schemas {
         doc["components"]["schemas"][name] = def;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewrite(resp: Response) -> (StatusCode, Option<String>, serde_json::Value) {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        rt.block_on(async {
+            let out = envelope(resp).await;
+            let status = out.status();
+            let allow = out.headers().get(header::ALLOW).map(|v| v.to_str().unwrap().to_string());
+            let body = axum::body::to_bytes(out.into_body(), 1 << 20).await.unwrap();
+            (status, allow, serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null))
+        })
+    }
+
+    #[test]
+    fn answers_outside_the_envelope_are_put_into_it() {
+        // The request time limit: tower-http answers 503 with an empty body.
+        let (status, _, doc) = rewrite(StatusCode::SERVICE_UNAVAILABLE.into_response());
+        assert_eq!(
+            (status, doc["error"]["code"].as_str()),
+            (StatusCode::SERVICE_UNAVAILABLE, Some("coordinator_unavailable"))
+        );
+        assert!(doc["error"]["message"].as_str().unwrap().contains("time limit"), "{doc}");
+        // A wrong method: 405 with an empty body and an Allow header, which is kept.
+        let resp = (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "GET,HEAD")]).into_response();
+        let (status, allow, doc) = rewrite(resp);
+        assert_eq!((status, allow.as_deref()), (StatusCode::METHOD_NOT_ALLOWED, Some("GET,HEAD")));
+        assert_eq!(doc["error"]["code"], "invalid_argument");
+        // A rejection in text/plain keeps its text as the message.
+        let (status, _, doc) = rewrite((StatusCode::BAD_REQUEST, "Failed to deserialize query string").into_response());
+        assert_eq!(
+            (status, &doc["error"]["message"]),
+            (StatusCode::BAD_REQUEST, &serde_json::json!("Failed to deserialize query string"))
+        );
+        let (status, _, doc) = rewrite(StatusCode::PAYLOAD_TOO_LARGE.into_response());
+        assert_eq!((status, doc["error"]["code"].as_str()), (StatusCode::PAYLOAD_TOO_LARGE, Some("invalid_argument")));
+        let (_, _, doc) = rewrite(StatusCode::NOT_FOUND.into_response());
+        assert_eq!(doc["error"]["code"], "not_found");
+        // Envelopes and successes pass unchanged.
+        let already = error_response(&ClaimError::NotFound("channel ch".into()));
+        let (status, _, doc) = rewrite(already);
+        assert_eq!((status, &doc["error"]["message"]), (StatusCode::NOT_FOUND, &serde_json::json!("channel ch")));
+        let (status, _, doc) = rewrite((StatusCode::OK, axum::Json(serde_json::json!({"ok": true}))).into_response());
+        assert_eq!((status, doc), (StatusCode::OK, serde_json::json!({"ok": true})));
+    }
+
+    #[test]
+    fn the_document_lists_every_error_code_and_status() {
+        let doc = openapi();
+        let codes = doc["components"]["schemas"]["Error"]["properties"]["error"]["properties"]["code"]["enum"].clone();
+        assert_eq!(codes.as_array().unwrap().len(), ErrorCode::ALL.len());
+        for (path, ops) in doc["paths"].as_object().unwrap() {
+            for (method, op) in ops.as_object().unwrap() {
+                if path.starts_with("/v1/") {
+                    for status in ["400", "401", "404", "405", "413", "503"] {
+                        assert!(op["responses"].get(status).is_some(), "{method} {path}: {status}");
+                    }
+                }
+            }
+        }
     }
 }

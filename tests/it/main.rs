@@ -24,6 +24,7 @@ mod run;
 mod scan;
 mod seal_integrity;
 mod serve;
+mod serve_hardening;
 mod serve_work;
 mod services;
 mod soak;

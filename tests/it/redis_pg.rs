@@ -426,14 +426,17 @@ fn operators_live_in_postgres_and_are_never_overwritten() {
     assert!(writerctl::claim::secret::verify_password(&rec.password_hash, &pw("one")));
     assert_eq!(rec.created_at, T0);
     assert_eq!(store.operator("nobody").unwrap(), None);
-    // Attempts count before verification, for known and unknown ids alike.
-    for n in 0..3 {
-        assert_eq!(store.begin_attempt("ops", T0 + n).unwrap(), n as u32);
+    // Failures count for known and unknown ids alike, and decay with time.
+    let decay = writerctl::claim::secret::FAILURE_DECAY_MS;
+    for n in 1..=3 {
+        assert_eq!(store.record_failure("ops", T0 + i64::from(n)).unwrap(), n);
     }
+    assert_eq!(store.record_failure("ops", T0 + 3 + 2 * decay).unwrap(), 2, "two quiet minutes forgave two");
     store.attempt_succeeded("ops").unwrap();
-    assert_eq!(store.begin_attempt("ops", T0 + 9).unwrap(), 0);
-    assert_eq!(store.begin_attempt("nobody", T0).unwrap(), 0);
-    assert_eq!(store.begin_attempt("nobody", T0).unwrap(), 1);
+    assert_eq!(store.record_failure("ops", T0 + 9 + 2 * decay).unwrap(), 1);
+    assert_eq!(store.record_failure("nobody", T0).unwrap(), 1);
+    assert_eq!(store.record_failure("nobody", T0).unwrap(), 2);
+    assert_eq!(store.record_failure("nobody", T0 + 100 * decay).unwrap(), 1, "never below one new failure");
     let n: i64 = ns.pg().query_one(&format!("SELECT count(*) FROM \"{}\".operators", ns.name), &[]).unwrap().get(0);
     assert_eq!(n, 1);
     let adds: Vec<String> =

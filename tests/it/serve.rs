@@ -1150,17 +1150,17 @@ fn healthz_metrics_openapi() {
         assert!(doc["components"]["schemas"].get(name).is_some(), "dangling $ref {r}");
     }
 
-    // Unknown paths: 400 with a JSON error.
+    // Unknown paths: 404 with a JSON error (issue 19).
     for path in ["/nope", "/v1", "/v1/projects/web", "/v2/projects/web/master"] {
         let (status, ct, body) = http_get(&format!("{url}{path}"));
-        assert_eq!((status, http_error_code(&body).as_str()), (400, "invalid_argument"), "{path}: {body}");
+        assert_eq!((status, http_error_code(&body).as_str()), (404, "not_found"), "{path}: {body}");
         assert!(ct.starts_with("application/json"), "{path}: {ct}");
     }
-    // Bodies over 64 KiB: 413; just under: read (and refused for its content).
+    // Bodies over 64 KiB: 413 in the envelope; just under: read (and refused for its content).
     let big = |n: usize| format!(r#"{{"identity":"{}","surface":"cli","machine_id":"m1"}}"#, "a".repeat(n));
     let register = format!("{url}/v1/projects/web/sessions");
     let (status, _, body) = http_post(&register, &[], big(70 * 1024).as_bytes());
-    assert_eq!(status, 413, "{body}");
+    assert_eq!((status, http_error_code(&body).as_str()), (413, "invalid_argument"), "{body}");
     let (status, _, body) = http_post(&register, &[], big(60 * 1024).as_bytes());
     assert_eq!((status, http_error_code(&body).as_str()), (400, "invalid_argument"), "{body}");
     // Malformed bodies are the caller's mistake.
@@ -1448,25 +1448,26 @@ fn graceful_shutdown_exits_zero() {
     ok_doc(&add);
     let wrong = co.pw_file("wrong");
     let right = co.pw_file("pw-ops");
-    let claim = |pw: &Path| {
+    let claim_at = |pw: &Path, url: &str| {
         let mut c = co.base();
         c.args(["master", "claim", "--project", PROJECT, "--to", "bob", "--operator", "ops", "--password-file", s(pw)])
-            .args(["--expect-epoch", "1", "--json", "--coordinator", &url]);
+            .args(["--expect-epoch", "1", "--json", "--coordinator", url]);
         c
     };
-    // Four failures: the next attempt waits 2 s inside the server before verifying.
+    let claim = |pw: &Path| claim_at(pw, &url);
+    // Four failures: the fifth wrong password's refusal is held back 4 s inside the server.
     for _ in 0..4 {
         err_doc(&exec(claim(&wrong), None), 6, "invalid_operator_credentials");
     }
     assert_eq!(sqlite_attempts(&co.store, "ops"), 4);
-    let mut c = claim(&right);
+    let mut c = claim(&wrong);
     c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let child = c.spawn().unwrap();
     wait_until(Duration::from_secs(30), "the claim reaches the server", || sqlite_attempts(&co.store, "ops") == 5);
     srv.signal(rustix::process::Signal::TERM);
     let r = wait_bounded(child, LIMIT, "the in-flight claim");
-    let v = ok_doc(&r);
-    assert_eq!((&v["new_master"], &v["epoch"]), (&mref(&bob), &json!(2)));
+    let e = err_doc(&r, 6, "invalid_operator_credentials");
+    assert_eq!(e["next_delay_ms"], 4000, "answered after its hold-back, not cut off");
     assert_eq!(srv.wait(), 0, "stderr:\n{}", srv.stderr());
     assert!(srv.stderr().contains("stop signal"), "{}", srv.stderr());
     assert_eq!(srv.stdout_rest(), "", "stdout holds the listening line only");
@@ -1475,8 +1476,11 @@ fn graceful_shutdown_exits_zero() {
         75,
         "coordinator_unavailable",
     );
-    // The store kept it: a new server (SIGINT this time) shows the claim's result.
+    // A new server (SIGINT this time) over the same store; the right password works at once.
     let mut again = d.take(30, 0);
+    let r = exec(claim_at(&right, &again.url), None);
+    let v = ok_doc(&r);
+    assert_eq!((&v["new_master"], &v["epoch"]), (&mref(&bob), &json!(2)));
     assert_eq!(status_at(&co, &again.url)["master"]["session_id"], json!(bob.sid));
     assert_eq!(status_at(&co, &again.url)["controllers"].as_array().unwrap().len(), 2, "{}", alice.sid);
     assert_eq!(again.stop_with(rustix::process::Signal::INT), 0, "stderr:\n{}", again.stderr());
@@ -2283,7 +2287,7 @@ fn http_statuses_of_refusals() {
     expect(handoff(&alice.token, &alice.sid, "ghost", 1), 404, "target_not_registered");
     expect(handoff(&bob.token, &alice.sid, "bob", 1), 401, "unauthorized");
     let no_auth = http_post(&v1("/master/handoff"), &[], br#"{"session_id":"x","to":"y","expect_epoch":1}"#);
-    expect(no_auth, 400, "invalid_argument");
+    expect(no_auth, 401, "unauthorized");
     let claim = json!({"to": "bob", "expect_epoch": 1, "operator": "ops", "password": "wrong"}).to_string();
     let (status, _, body) = http_post(&v1("/master/claim"), &[], claim.as_bytes());
     assert_eq!((status, http_error_code(&body).as_str()), (401, "invalid_operator_credentials"), "{body}");

@@ -159,12 +159,13 @@ pub trait Store: WorkStore + Send + Sync {
     /// Stores a new operator; `operator_exists` if the id is taken (never overwritten).
     fn insert_operator(&self, record: &OperatorRecord, audit: &AuditEntry) -> Result<(), ClaimError>;
 
-    /// Starts a password verification for `operator_id` (known or not): atomically adds one
-    /// to its failure count and returns the count before. Counting before verifying means
-    /// parallel guesses each see a higher count (and wait longer) instead of all waiting
-    /// the same delay; an unknown id is counted like a known one, so the delays never tell
-    /// which ids exist.
-    fn begin_attempt(&self, operator_id: &str, at: Millis) -> Result<u32, ClaimError>;
+    /// Counts a failed password verification for `operator_id` (known or not) at `at` and
+    /// returns its failure count now, this one included. The count decays: one failure is
+    /// forgiven per [`crate::claim::secret::FAILURE_DECAY_MS`] since the previous failure,
+    /// so a back-off strangers earned for an operator id wears off by itself. Atomic, so
+    /// parallel failures each see a higher count; an unknown id is counted like a known
+    /// one, so the back-off never tells which ids exist.
+    fn record_failure(&self, operator_id: &str, at: Millis) -> Result<u32, ClaimError>;
 
     /// A verification succeeded: the operator's failure count goes back to zero.
     fn attempt_succeeded(&self, operator_id: &str) -> Result<(), ClaimError>;

@@ -1750,7 +1750,7 @@ impl Store for RedisPgStore {
         })
     }
 
-    fn begin_attempt(&self, operator_id: &str, at: Millis) -> Result<u32, ClaimError> {
+    fn record_failure(&self, operator_id: &str, at: Millis) -> Result<u32, ClaimError> {
         let pg = &self.inner.pg;
         pg.run(|conn| {
             let row = conn
@@ -1758,13 +1758,15 @@ impl Store for RedisPgStore {
                 .query_one(
                     &pg.sql(
                         "INSERT INTO @.operator_attempts AS a (operator_id, failures, last_failure_at) VALUES ($1, 1, $2)
-                         ON CONFLICT (operator_id) DO UPDATE SET failures = a.failures + 1, last_failure_at = $2
+                         ON CONFLICT (operator_id) DO UPDATE SET
+                             failures = GREATEST(0, a.failures - GREATEST(0, $2 - COALESCE(a.last_failure_at, $2)) / $3) + 1,
+                             last_failure_at = $2
                          RETURNING failures",
                     ),
-                    &[&operator_id, &at],
+                    &[&operator_id, &at, &crate::claim::secret::FAILURE_DECAY_MS],
                 )
                 .map_err(pg_err)?;
-            Ok(u32::try_from(row.try_get::<_, i32>(0).map_err(pg_err)?).unwrap_or(1).saturating_sub(1))
+            Ok(u32::try_from(row.try_get::<_, i32>(0).map_err(pg_err)?).unwrap_or(1))
         })
     }
 

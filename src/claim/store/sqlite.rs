@@ -538,18 +538,20 @@ impl Store for SqliteStore {
         tx.commit().map_err(db_err)
     }
 
-    fn begin_attempt(&self, operator_id: &str, at: Millis) -> Result<u32, ClaimError> {
-        let after: u32 = self
+    fn record_failure(&self, operator_id: &str, at: Millis) -> Result<u32, ClaimError> {
+        let now: u32 = self
             .lock()
             .query_row(
                 "INSERT INTO operator_attempts (operator_id, failures, last_failure_at) VALUES (?1, 1, ?2)
-                 ON CONFLICT (operator_id) DO UPDATE SET failures = failures + 1, last_failure_at = ?2
+                 ON CONFLICT (operator_id) DO UPDATE SET
+                     failures = MAX(0, failures - MAX(0, ?2 - COALESCE(last_failure_at, ?2)) / ?3) + 1,
+                     last_failure_at = ?2
                  RETURNING failures",
-                params![operator_id, at],
+                params![operator_id, at, crate::claim::secret::FAILURE_DECAY_MS],
                 |r| r.get(0),
             )
             .map_err(db_err)?;
-        Ok(after.saturating_sub(1))
+        Ok(now)
     }
 
     fn attempt_succeeded(&self, operator_id: &str) -> Result<(), ClaimError> {
@@ -560,6 +562,11 @@ impl Store for SqliteStore {
     }
 
     fn inbox(&self, project: &str, identity: &str, after: u64, limit: usize) -> Result<Vec<Event>, ClaimError> {
+        // Never `as i64`: a cursor past i64::MAX would wrap negative and replay events
+        // already read (the engine refuses it first; this keeps the store honest alone).
+        let after = i64::try_from(after)
+            .map_err(|_| ClaimError::InvalidArgument(format!("inbox cursor {after} is beyond the largest cursor")))?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let conn = self.lock();
         let mut stmt = conn
             .prepare_cached(
@@ -568,7 +575,7 @@ impl Store for SqliteStore {
             )
             .map_err(db_err)?;
         let rows = stmt
-            .query_map(params![project, identity, after as i64, limit as i64], |r| {
+            .query_map(params![project, identity, after, limit], |r| {
                 Ok((r.get::<_, i64>(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get::<_, String>(4)?))
             })
             .map_err(db_err)?
@@ -752,8 +759,8 @@ mod tests {
         fn insert_operator(&self, r: &OperatorRecord, a: &AuditEntry) -> Result<(), ClaimError> {
             self.inner.insert_operator(r, a)
         }
-        fn begin_attempt(&self, id: &str, at: Millis) -> Result<u32, ClaimError> {
-            self.inner.begin_attempt(id, at)
+        fn record_failure(&self, id: &str, at: Millis) -> Result<u32, ClaimError> {
+            self.inner.record_failure(id, at)
         }
         fn attempt_succeeded(&self, id: &str) -> Result<(), ClaimError> {
             self.inner.attempt_succeeded(id)
