@@ -4,6 +4,7 @@
 #![allow(clippy::disallowed_methods)] // tests stage and mutate files by hand
 
 mod support;
+mod throwaway;
 
 mod acquire_release;
 mod codes;
@@ -13,6 +14,7 @@ mod flags;
 mod handoff;
 mod hostile;
 mod master;
+mod planes;
 mod metrics;
 mod pod_recovery;
 mod proptest_records;

@@ -599,7 +599,7 @@ struct RedisPool {
 
 impl RedisPool {
     fn open(&self) -> Result<redis::Connection, ClaimError> {
-        self.source.open(IO_TIMEOUT).map_err(redis_err)
+        self.source.open(IO_TIMEOUT)
     }
 
     /// A connection: a pooled one (pinged first if it sat idle long enough to have been

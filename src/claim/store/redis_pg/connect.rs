@@ -43,7 +43,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
-use super::{lock, pg_err};
+use super::{lock, pg_err, redis_err};
 use crate::claim::error::ClaimError;
 
 /// How the store reaches its services beyond the two URLs.
@@ -265,13 +265,20 @@ fn sentinel_source(u: SentinelUrl, certs: Option<TlsCertificates>) -> Result<Red
 
 impl RedisSource {
     /// A new connection to the master, with read and write timeouts of `timeout`.
-    pub(super) fn open(&self, timeout: Duration) -> Result<redis::Connection, redis::RedisError> {
+    pub(super) fn open(&self, timeout: Duration) -> Result<redis::Connection, ClaimError> {
         let conn = match self {
-            RedisSource::Direct(client) => client.get_connection_with_timeout(timeout)?,
+            RedisSource::Direct(client) => client.get_connection_with_timeout(timeout).map_err(redis_err)?,
             RedisSource::Sentinel { client, name, last } => {
-                let master = lock(client).get_client()?;
+                // Between a master's death and its replica's promotion no Sentinel names a
+                // usable master (they flag it down): that is a wait, not a broken setup.
+                let master = lock(client).get_client().map_err(|e| {
+                    ClaimError::Unavailable(format!(
+                        "redis sentinel: no sentinel names a reachable master {name:?} (a failover in progress, or \
+                         a wrong master name): {e}"
+                    ))
+                })?;
                 let addr = master.get_connection_info().addr().to_string();
-                let conn = master.get_connection_with_timeout(timeout)?;
+                let conn = master.get_connection_with_timeout(timeout).map_err(redis_err)?;
                 let mut last = lock(last);
                 if last.as_deref() != Some(addr.as_str()) {
                     tracing::info!(master = %name, %addr, previous = ?*last, "redis sentinel: connected to the master");
@@ -280,8 +287,8 @@ impl RedisSource {
                 conn
             }
         };
-        conn.set_read_timeout(Some(timeout))?;
-        conn.set_write_timeout(Some(timeout))?;
+        conn.set_read_timeout(Some(timeout)).map_err(redis_err)?;
+        conn.set_write_timeout(Some(timeout)).map_err(redis_err)?;
         Ok(conn)
     }
 }
@@ -495,12 +502,12 @@ impl ServerCertVerifier for PgVerifier {
 /// failed the check): a configuration error, which retrying will not fix and clear text
 /// must not work around.
 fn tls_refusal(e: &postgres::Error) -> Option<String> {
-    let text = e.to_string();
-    if text.contains("does not support TLS") {
-        return Some("the server does not accept TLS".into());
-    }
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
+        // The driver's own refusal is a plain message, not a type to match.
+        if s.to_string().contains("does not support TLS") {
+            return Some("the server does not accept TLS".into());
+        }
         if let Some(r) = s.downcast_ref::<rustls::Error>() {
             return Some(r.to_string());
         }
