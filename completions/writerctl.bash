@@ -492,7 +492,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__audit)
-            opts="-v -h -V --coordinator --freshness-seconds --project --limit --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --limit --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -536,7 +536,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__channel__subcmd__create)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --steward --sla-minutes --ttl-floor-minutes --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --steward --sla-minutes --ttl-floor-minutes --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -634,7 +634,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__channel__subcmd__show)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -804,7 +804,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__history)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --task --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --task --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -838,7 +838,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__list)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -868,7 +868,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__release)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --task --seat --expect-version --done --next-step --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --task --seat --expect-version --done --next-step --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -914,7 +914,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__show)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --task --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --task --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -948,7 +948,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__sweep)
-            opts="-v -h -V --coordinator --freshness-seconds --project --as-of --dry-run --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --as-of --dry-run --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -978,7 +978,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__take)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --task --seat --deputy --ttl-minutes --next-step --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --task --seat --deputy --ttl-minutes --next-step --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1028,7 +1028,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__touch)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --task --seat --expect-version --deputy --no-deputy --ttl-minutes --no-ttl --next-step --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --task --seat --expect-version --deputy --no-deputy --ttl-minutes --no-ttl --next-step --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1152,7 +1152,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__coordinator__subcmd__serve)
-            opts="-v -h -V --listen --store --redis --postgres --namespace --admin-token-file --tls-cert --tls-key --freshness-seconds --sweep-interval-seconds --time-scale --log-format --json --verbose --help --version"
+            opts="-v -h -V --listen --store --redis --postgres --redis-ca-file --redis-min-replicas --namespace --admin-token-file --tls-cert --tls-key --freshness-seconds --sweep-interval-seconds --time-scale --log-format --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1171,6 +1171,14 @@ _writerctl() {
                     return 0
                     ;;
                 --postgres)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-min-replicas)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1228,7 +1236,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__focus__subcmd__end)
-            opts="-v -h -V --coordinator --freshness-seconds --project --seat --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --seat --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1328,7 +1336,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__focus__subcmd__show)
-            opts="-v -h -V --coordinator --freshness-seconds --project --seat --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --seat --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1358,7 +1366,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__focus__subcmd__start)
-            opts="-v -h -V --coordinator --freshness-seconds --project --seat --minutes --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --seat --minutes --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2008,7 +2016,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__inbox)
-            opts="-v -h -V --coordinator --freshness-seconds --project --identity --after --follow --timeout --limit --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --identity --after --follow --timeout --limit --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2064,7 +2072,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__master__subcmd__claim)
-            opts="-y -v -h -V --coordinator --freshness-seconds --project --to --to-session --expect-epoch --yes --operator --password-file --password-stdin --json --verbose --help --version"
+            opts="-y -v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --to --to-session --expect-epoch --yes --operator --password-file --password-stdin --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2110,7 +2118,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__master__subcmd__handoff)
-            opts="-y -v -h -V --coordinator --freshness-seconds --project --to --to-session --expect-epoch --yes --session --token-file --json --verbose --help --version"
+            opts="-y -v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --to --to-session --expect-epoch --yes --session --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2226,7 +2234,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__master__subcmd__status)
-            opts="-v -h -V --coordinator --freshness-seconds --project --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2266,7 +2274,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__operator__subcmd__add)
-            opts="-v -h -V --coordinator --freshness-seconds --password-file --password-stdin --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --password-file --password-stdin --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2520,7 +2528,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__session__subcmd__deregister)
-            opts="-v -h -V --coordinator --freshness-seconds --project --session --token-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --session --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2554,7 +2562,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__session__subcmd__heartbeat)
-            opts="-v -h -V --coordinator --freshness-seconds --project --session --token-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --session --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2658,7 +2666,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__session__subcmd__register)
-            opts="-v -h -V --coordinator --freshness-seconds --project --identity --surface --machine --token-file --previous-token-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --identity --surface --machine --token-file --previous-token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2802,7 +2810,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__steward__subcmd__report)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --as-of --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --as-of --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
