@@ -224,3 +224,33 @@ fn a_promoted_postgres_standby_is_found_without_a_restart() {
         .get(0);
     assert_eq!(rows, 2, "both registrations reached Postgres, the second through the promoted standby");
 }
+
+// ---------------------------------------------------------------------------------------
+// clients
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn clear_text_http_off_this_machine_is_refused_unless_allowed() {
+    let env = crate::support::TestEnv::new();
+    let status = |url: &str| ["master", "status", "--project", "p", "--json", "--coordinator", url].map(String::from);
+    let run = |args: &[String]| env.run_raw(&args.iter().map(String::as_str).collect::<Vec<_>>());
+
+    let refused = run(&status("http://192.0.2.7:7700"));
+    refused.assert_error(2, "usage");
+    let doc: serde_json::Value = refused.json();
+    assert!(doc["error"]["message"].as_str().unwrap().contains("192.0.2.7"), "{}", refused.stdout);
+    let hint = doc["error"]["hint"].as_str().unwrap();
+    assert!(hint.contains("https://") && hint.contains("--allow-insecure-http"), "{hint}");
+    run(&status("http://coordinator.example:7700")).assert_error(2, "usage");
+
+    // Loopback is this machine: the client goes ahead (and finds nothing listening).
+    for url in ["http://127.0.0.1:1", "http://localhost:1", "http://[::1]:1"] {
+        run(&status(url)).assert_error(75, "coordinator_unavailable");
+    }
+    // Allowed explicitly, by flag or environment: no usage error.
+    let mut allowed = status("http://192.0.2.7:1").to_vec();
+    allowed.push("--allow-insecure-http".into());
+    assert_ne!(run(&allowed).error_code(), "usage");
+    let by_env = env.cmd().args(status("http://192.0.2.7:1")).env("WRITERCTL_ALLOW_INSECURE_HTTP", "1").output().unwrap();
+    assert!(!String::from_utf8_lossy(&by_env.stdout).contains("\"usage\""), "{by_env:?}");
+}
