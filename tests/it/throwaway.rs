@@ -191,9 +191,10 @@ impl SentinelSet {
         let name = "wmaster".to_string();
         let mp = free_port();
         let mut nodes = vec![(redis(dir.path(), mp, &[])?, mp)];
+        let upstream = mp.to_string();
         for _ in 0..replicas {
             let p = free_port();
-            let r = redis(dir.path(), p, &["--replicaof", "127.0.0.1", &mp.to_string()])?;
+            let r = redis(dir.path(), p, &["--replicaof", "127.0.0.1", &upstream])?;
             nodes.push((r, p));
         }
         let bin = program("redis-sentinel").or_else(|_| program("redis-server"))?;
@@ -262,6 +263,14 @@ impl SentinelSet {
     /// Data nodes that answer ROLE as a master right now.
     pub fn masters(&self) -> Vec<u16> {
         self.nodes.iter().map(|(_, p)| *p).filter(|p| role(*p).as_deref() == Some("master")).collect()
+    }
+}
+
+/// Makes the master on `port` drop its replicas' connections (they reconnect by
+/// themselves): writes in between reach no replica.
+pub fn drop_replicas(port: u16) {
+    if let Some(mut c) = conn(port) {
+        let _ = redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("replica").query::<redis::Value>(&mut c);
     }
 }
 
