@@ -135,7 +135,8 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
     };
     let store: Arc<dyn Store> = match (&a.redis, &a.postgres) {
         (Some(r), Some(p)) => {
-            let opts = ConnectOptions { redis_ca_file: a.redis_ca_file.clone(), redis_min_replicas: a.redis_min_replicas };
+            let opts =
+                ConnectOptions { redis_ca_file: a.redis_ca_file.clone(), redis_min_replicas: a.redis_min_replicas };
             Arc::new(RedisPgStore::connect_with(r, p, &a.namespace, &opts)?)
         }
         _ => match parse_target(a.store.as_deref())? {

@@ -84,8 +84,13 @@ fn redis_over_tls_with_a_private_ca() {
     // Clear text to the TLS port never gets an answer that passes for Redis.
     assert!(RedisPgStore::connect(&format!("redis://127.0.0.1:{port}"), &ns.postgres_url, &ns.name).is_err());
     // A CA file with a clear-text address is a usage mistake, said before connecting.
-    let e = RedisPgStore::connect_with(&format!("redis://127.0.0.1:{port}"), &ns.postgres_url, &ns.name, &opts(Some(&ca), 0))
-        .unwrap_err();
+    let e = RedisPgStore::connect_with(
+        &format!("redis://127.0.0.1:{port}"),
+        &ns.postgres_url,
+        &ns.name,
+        &opts(Some(&ca), 0),
+    )
+    .unwrap_err();
     assert!(matches!(e, ClaimError::InvalidArgument(_)), "{e}");
 }
 
@@ -251,6 +256,7 @@ fn clear_text_http_off_this_machine_is_refused_unless_allowed() {
     let mut allowed = status("http://192.0.2.7:1").to_vec();
     allowed.push("--allow-insecure-http".into());
     assert_ne!(run(&allowed).error_code(), "usage");
-    let by_env = env.cmd().args(status("http://192.0.2.7:1")).env("WRITERCTL_ALLOW_INSECURE_HTTP", "1").output().unwrap();
+    let by_env =
+        env.cmd().args(status("http://192.0.2.7:1")).env("WRITERCTL_ALLOW_INSECURE_HTTP", "1").output().unwrap();
     assert!(!String::from_utf8_lossy(&by_env.stdout).contains("\"usage\""), "{by_env:?}");
 }

@@ -19,7 +19,8 @@ pub fn free_port() -> u16 {
 
 /// `name` on PATH, in /usr/local/bin, or in the newest /usr/lib/postgresql/*/bin.
 pub fn program(name: &str) -> Result<PathBuf, String> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
+    let mut dirs: Vec<PathBuf> =
+        std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
     dirs.push("/usr/local/bin".into());
     if let Ok(rd) = std::fs::read_dir("/usr/lib/postgresql") {
         let mut versions: Vec<PathBuf> = rd.flatten().map(|e| e.path().join("bin")).collect();
@@ -350,10 +351,7 @@ impl PgCluster {
         let initdb = program("initdb")?;
         program("pg_ctl")?;
         let (root, data) = Self::dirs()?;
-        run_ok(
-            "initdb",
-            pg_command(&initdb).args(["-A", "trust", "-U", "postgres", "--no-sync", "-D"]).arg(&data),
-        )?;
+        run_ok("initdb", pg_command(&initdb).args(["-A", "trust", "-U", "postgres", "--no-sync", "-D"]).arg(&data))?;
         let port = free_port();
         let mut c = PgCluster { root, data, port, running: false };
         c.append_conf(conf)?;
@@ -367,7 +365,18 @@ impl PgCluster {
         run_ok(
             "pg_basebackup",
             pg_command(&bb)
-                .args(["-h", "127.0.0.1", "-p", &primary.port.to_string(), "-U", "postgres", "-R", "-X", "stream", "-D"])
+                .args([
+                    "-h",
+                    "127.0.0.1",
+                    "-p",
+                    &primary.port.to_string(),
+                    "-U",
+                    "postgres",
+                    "-R",
+                    "-X",
+                    "stream",
+                    "-D",
+                ])
                 .arg(&data),
         )?;
         let port = free_port();

@@ -36,8 +36,8 @@ use std::time::Duration;
 
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use redis::{ConnectionAddr, TlsCertificates, TlsMode};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
@@ -329,9 +329,8 @@ pub(super) fn split_ssl_params(url: &str) -> Result<(String, Option<String>, Opt
         let mut kept = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            let v = || {
-                percent_decode(v).map_err(|e| ClaimError::InvalidArgument(format!("postgres address: {k}: {e}")))
-            };
+            let v =
+                || percent_decode(v).map_err(|e| ClaimError::InvalidArgument(format!("postgres address: {k}: {e}")));
             match k {
                 "sslmode" => mode = Some(v()?),
                 "sslrootcert" => root = Some(v()?),
@@ -394,7 +393,10 @@ pub(super) fn postgres_target(url: &str) -> Result<PgTarget, ClaimError> {
 }
 
 /// The rustls client for `mode`: roots from `root_file`, else the system's.
-fn rustls_connector(mode: SslMode, root_file: Option<&Path>) -> Result<tokio_postgres_rustls::MakeRustlsConnect, ClaimError> {
+fn rustls_connector(
+    mode: SslMode,
+    root_file: Option<&Path>,
+) -> Result<tokio_postgres_rustls::MakeRustlsConnect, ClaimError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let roots = match (mode, root_file) {
         // libpq: require without a root file encrypts and checks nothing.
@@ -582,9 +584,10 @@ mod tests {
 
     #[test]
     fn postgres_ssl_parameters_are_taken_out_of_both_forms() {
-        let (rest, mode, root) =
-            split_ssl_params("postgres://u@h1:5432,h2:5433/db?sslmode=verify-full&target_session_attrs=read-write&sslrootcert=%2Fca.pem")
-                .unwrap();
+        let (rest, mode, root) = split_ssl_params(
+            "postgres://u@h1:5432,h2:5433/db?sslmode=verify-full&target_session_attrs=read-write&sslrootcert=%2Fca.pem",
+        )
+        .unwrap();
         assert_eq!(rest, "postgres://u@h1:5432,h2:5433/db?target_session_attrs=read-write");
         assert_eq!((mode.as_deref(), root.as_deref()), (Some("verify-full"), Some("/ca.pem")));
         let (rest, mode, root) = split_ssl_params("host=h user=u sslmode=require dbname=d").unwrap();

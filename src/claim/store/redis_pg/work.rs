@@ -558,8 +558,11 @@ impl Inner {
         n: usize,
         idempotent: bool,
     ) -> Result<Vec<RedisResult<Value>>, ClaimError> {
-        let replies: Vec<RedisResult<Value>> =
-            if idempotent { self.redis.run_idempotent(|c| p.query(c))? } else { self.redis.run_write(|c| p.query(c))? };
+        let replies: Vec<RedisResult<Value>> = if idempotent {
+            self.redis.run_idempotent(|c| p.query(c))?
+        } else {
+            self.redis.run_write(|c| p.query(c))?
+        };
         if replies.len() != n {
             return Err(ClaimError::Store(format!("redis: {} replies to {n} scripts", replies.len())));
         }
