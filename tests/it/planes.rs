@@ -260,3 +260,25 @@ fn clear_text_http_off_this_machine_is_refused_unless_allowed() {
         env.cmd().args(status("http://192.0.2.7:1")).env("WRITERCTL_ALLOW_INSECURE_HTTP", "1").output().unwrap();
     assert!(!String::from_utf8_lossy(&by_env.stdout).contains("\"usage\""), "{by_env:?}");
 }
+
+#[test]
+fn serve_refuses_store_addresses_that_could_fall_back_to_clear_text() {
+    let env = crate::support::TestEnv::new();
+    let ca = TestCa::new(&["localhost"]);
+    let ca_file = ca.ca.display().to_string();
+    let serve = |redis: &str, postgres: &str, extra: &[&str]| {
+        let mut args = vec!["coordinator", "serve", "--json", "--listen", "127.0.0.1:0", "--redis", redis];
+        args.extend(["--postgres", postgres]);
+        args.extend(extra);
+        env.run_raw(&args)
+    };
+    // Refused before any connection is attempted (nothing listens on port 1).
+    let pg = "postgres://postgres@127.0.0.1:1/test";
+    serve("redis://127.0.0.1:1", pg, &["--redis-ca-file", &ca_file]).assert_error(2, "invalid_argument");
+    for mode in ["prefer", "allow"] {
+        let r = serve("redis://127.0.0.1:1", &format!("{pg}?sslmode={mode}"), &[]);
+        r.assert_error(2, "invalid_argument");
+        assert!(r.stdout.contains("clear text"), "{}", r.stdout);
+    }
+    serve("redis+sentinel://127.0.0.1:1", pg, &[]).assert_error(2, "invalid_argument");
+}
