@@ -540,7 +540,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__audit)
-            opts="-v -h -V --coordinator --freshness-seconds --project --limit --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --limit --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -584,7 +584,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__channel__subcmd__create)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --steward --sla-minutes --ttl-floor-minutes --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --steward --sla-minutes --ttl-floor-minutes --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -682,7 +682,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__channel__subcmd__show)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -852,7 +852,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__history)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --task --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --task --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -886,7 +886,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__list)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -916,7 +916,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__release)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --task --seat --expect-version --token-file --done --next-step --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --task --seat --expect-version --token-file --done --next-step --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -966,7 +966,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__show)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --task --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --task --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1000,7 +1000,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__sweep)
-            opts="-v -h -V --coordinator --freshness-seconds --project --as-of --dry-run --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --as-of --dry-run --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1030,7 +1030,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__take)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --task --seat --deputy --ttl-minutes --next-step --token-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --task --seat --deputy --ttl-minutes --next-step --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1084,7 +1084,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__touch)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --task --seat --expect-version --token-file --deputy --no-deputy --ttl-minutes --no-ttl --next-step --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --task --seat --expect-version --token-file --deputy --no-deputy --ttl-minutes --no-ttl --next-step --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1212,7 +1212,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__coordinator__subcmd__serve)
-            opts="-v -h -V --listen --store --redis --postgres --namespace --admin-token-file --tls-cert --tls-key --freshness-seconds --sweep-interval-seconds --time-scale --open-registration --log-format --max-connections --header-timeout-seconds --json --verbose --help --version"
+            opts="-v -h -V --listen --store --redis --postgres --redis-ca-file --redis-min-replicas --namespace --admin-token-file --tls-cert --tls-key --freshness-seconds --sweep-interval-seconds --time-scale --open-registration --log-format --max-connections --header-timeout-seconds --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1231,6 +1231,14 @@ _writerctl() {
                     return 0
                     ;;
                 --postgres)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-min-replicas)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1296,7 +1304,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__focus__subcmd__end)
-            opts="-v -h -V --coordinator --freshness-seconds --project --seat --token-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --seat --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1400,7 +1408,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__focus__subcmd__show)
-            opts="-v -h -V --coordinator --freshness-seconds --project --seat --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --seat --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1430,7 +1438,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__focus__subcmd__start)
-            opts="-v -h -V --coordinator --freshness-seconds --project --seat --minutes --token-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --seat --minutes --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2168,7 +2176,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__identity__subcmd__add)
-            opts="-v -h -V --coordinator --freshness-seconds --project --key-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --key-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2282,7 +2290,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__identity__subcmd__list)
-            opts="-v -h -V --coordinator --freshness-seconds --project --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2308,7 +2316,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__identity__subcmd__remove)
-            opts="-v -h -V --coordinator --freshness-seconds --project --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2334,7 +2342,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__identity__subcmd__rotate)
-            opts="-v -h -V --coordinator --freshness-seconds --project --key-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --key-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2364,7 +2372,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__inbox)
-            opts="-v -h -V --coordinator --freshness-seconds --project --identity --after --follow --timeout --limit --token-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --identity --after --follow --timeout --limit --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2424,7 +2432,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__master__subcmd__claim)
-            opts="-y -v -h -V --coordinator --freshness-seconds --project --to --to-session --expect-epoch --yes --operator --password-file --password-stdin --json --verbose --help --version"
+            opts="-y -v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --to --to-session --expect-epoch --yes --operator --password-file --password-stdin --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2470,7 +2478,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__master__subcmd__handoff)
-            opts="-y -v -h -V --coordinator --freshness-seconds --project --to --to-session --expect-epoch --yes --session --token-file --json --verbose --help --version"
+            opts="-y -v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --to --to-session --expect-epoch --yes --session --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2586,7 +2594,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__master__subcmd__status)
-            opts="-v -h -V --coordinator --freshness-seconds --project --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2626,7 +2634,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__operator__subcmd__add)
-            opts="-v -h -V --coordinator --freshness-seconds --password-file --password-stdin --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --password-file --password-stdin --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2880,7 +2888,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__session__subcmd__deregister)
-            opts="-v -h -V --coordinator --freshness-seconds --project --session --token-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --session --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2914,7 +2922,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__session__subcmd__heartbeat)
-            opts="-v -h -V --coordinator --freshness-seconds --project --session --token-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --session --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3018,7 +3026,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__session__subcmd__register)
-            opts="-v -h -V --coordinator --freshness-seconds --project --identity --surface --machine --token-file --previous-token-file --identity-key-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --identity --surface --machine --token-file --previous-token-file --identity-key-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3166,7 +3174,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__steward__subcmd__report)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --as-of --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --as-of --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

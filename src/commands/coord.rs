@@ -16,7 +16,7 @@ use writerctl::claim::clock::SystemClock;
 use writerctl::claim::model::Millis;
 use writerctl::claim::secret::Secret;
 use writerctl::claim::store::sqlite::SqliteStore;
-use writerctl::coordinator::client::{HttpCoordinator, is_http_url};
+use writerctl::coordinator::client::{HttpCoordinator, cleartext_remote_host, is_http_url};
 
 /// Where the coordinator is, and how fresh a heartbeat must be.
 #[derive(Debug, Clone, Args)]
@@ -35,6 +35,12 @@ pub struct CoordArgs {
     /// is refused (exit 2) rather than silently ignored.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub freshness_seconds: Option<u64>,
+
+    /// Allow http:// (clear text: session tokens, the admin token and operator passwords
+    /// readable on the network) to a host that is not this machine. Without it such an
+    /// address is refused (exit 2); use https:// instead.
+    #[arg(long, env = "WRITERCTL_ALLOW_INSECURE_HTTP", value_parser = clap::builder::BoolishValueParser::new())]
+    pub allow_insecure_http: bool,
 }
 
 /// Seed 000's heartbeat freshness threshold, when `--freshness-seconds` is not given.
@@ -122,6 +128,17 @@ impl CoordArgs {
                         ),
                         "drop --freshness-seconds here and start the server with `writerctl coordinator serve \
                          --freshness-seconds N` (or use the embedded store: --coordinator sqlite:PATH)",
+                    ));
+                }
+                if let Some(host) = cleartext_remote_host(&url).filter(|_| !self.allow_insecure_http) {
+                    return Err(super::usage(
+                        format!(
+                            "refusing http:// to {host}: it is not this machine, and tokens and passwords would \
+                             cross the network in clear text"
+                        ),
+                        "use https:// (serve --tls-cert F --tls-key F; a private CA goes in \
+                         WRITERCTL_COORDINATOR_CA), or pass --allow-insecure-http (WRITERCTL_ALLOW_INSECURE_HTTP=1) \
+                         on a network you trust",
                     ));
                 }
                 let ca = match std::env::var_os("WRITERCTL_COORDINATOR_CA") {

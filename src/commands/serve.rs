@@ -13,7 +13,7 @@ use writerctl::claim::Coordinator;
 use writerctl::claim::clock::{Clock, ScaledClock, SystemClock};
 use writerctl::claim::secret::{self, Secret};
 use writerctl::claim::store::Store;
-use writerctl::claim::store::redis_pg::RedisPgStore;
+use writerctl::claim::store::redis_pg::{ConnectOptions, RedisPgStore};
 use writerctl::claim::store::sqlite::SqliteStore;
 use writerctl::coordinator::limits::{connection_cap, raise_nofile_limit};
 use writerctl::coordinator::server::{
@@ -50,7 +50,7 @@ pub enum CoordinatorCmd {
     /// address. Every error answer is
     /// the JSON envelope {"error":{"code","message","hint"}}.
     #[command(
-        after_help = "Examples:\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis redis://127.0.0.1:6379 --postgres postgres://writerctl@db/writerctl --admin-token-file /run/secrets/admin --tls-cert cert.pem --tls-key key.pem\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite --sweep-interval-seconds 10\n  writerctl coordinator serve --listen 0.0.0.0:7700 --store sqlite:/var/lib/writerctl/c.sqlite --max-connections 4096 --header-timeout-seconds 5"
+        after_help = "Examples:\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis redis://127.0.0.1:6379 --postgres postgres://writerctl@db/writerctl --admin-token-file /run/secrets/admin --tls-cert cert.pem --tls-key key.pem\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis rediss+sentinel://s1:26379,s2:26379,s3:26379/mymaster --redis-ca-file /etc/writerctl/redis-ca.pem --redis-min-replicas 1 --postgres 'postgres://writerctl@db1,db2/writerctl?target_session_attrs=read-write&sslmode=verify-full&sslrootcert=/etc/writerctl/pg-ca.pem'\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite --sweep-interval-seconds 10\n  writerctl coordinator serve --listen 0.0.0.0:7700 --store sqlite:/var/lib/writerctl/c.sqlite --max-connections 4096 --header-timeout-seconds 5"
     )]
     Serve(ServeArgs),
 }
@@ -64,13 +64,30 @@ pub struct ServeArgs {
     /// Embedded store, sqlite:PATH [default: the user's state directory].
     #[arg(long, value_name = "sqlite:PATH", conflicts_with_all = ["redis", "postgres"])]
     pub store: Option<String>,
-    /// Redis URL (authoritative plane); needs --postgres. Prefer the environment variable
-    /// when the URL carries a password (argv is visible in `ps`).
+    /// Redis URL (authoritative plane); needs --postgres: redis://HOST:PORT[/DB],
+    /// rediss://... (TLS), or Sentinel:
+    /// redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER_NAME[/DB] (rediss+sentinel:// for
+    /// TLS), which follows failovers. Prefer the environment variable when the URL carries
+    /// a password (argv is visible in `ps`).
     #[arg(long, value_name = "URL", requires = "postgres", env = "WRITERCTL_REDIS_URL", hide_env_values = true)]
     pub redis: Option<String>,
-    /// Postgres URL (audit plane, cold restore); needs --redis.
+    /// Postgres URL (audit plane, cold restore); needs --redis. TLS with the URL's
+    /// sslmode=require|verify-ca|verify-full and sslrootcert=F (never a fallback to clear
+    /// text); several hosts (postgres://u@h1,h2/db?target_session_attrs=read-write) find a
+    /// promoted standby without a restart.
     #[arg(long, value_name = "URL", requires = "redis", env = "WRITERCTL_POSTGRES_URL", hide_env_values = true)]
     pub postgres: Option<String>,
+    /// PEM file of the CA that signs the Redis servers' (and Sentinels') certificates, for
+    /// rediss:// and rediss+sentinel:// [default: the system roots].
+    #[arg(long, value_name = "F", requires = "redis", env = "WRITERCTL_REDIS_CA_FILE")]
+    pub redis_ca_file: Option<PathBuf>,
+    /// After each verb's Redis write, wait (Redis WAIT, up to 1 s) until N replicas hold it;
+    /// fewer fails the verb with coordinator_unavailable (the write may have applied). 0: do
+    /// not wait, and a Sentinel failover may lose the last acknowledged writes (replication
+    /// is asynchronous).
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "redis",
+          value_parser = clap::value_parser!(u32).range(0..=64))]
+    pub redis_min_replicas: u32,
     /// Redis key prefix and Postgres schema for this deployment.
     #[arg(long, value_name = "NAME", default_value = "writerctl")]
     pub namespace: String,
@@ -149,7 +166,11 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
         None => None,
     };
     let store: Arc<dyn Store> = match (&a.redis, &a.postgres) {
-        (Some(r), Some(p)) => Arc::new(RedisPgStore::connect(r, p, &a.namespace)?),
+        (Some(r), Some(p)) => {
+            let opts =
+                ConnectOptions { redis_ca_file: a.redis_ca_file.clone(), redis_min_replicas: a.redis_min_replicas };
+            Arc::new(RedisPgStore::connect_with(r, p, &a.namespace, &opts)?)
+        }
         _ => match parse_target(a.store.as_deref())? {
             Target::Sqlite(path) => Arc::new(SqliteStore::open(&path)?),
             Target::Http(_) => {

@@ -57,6 +57,27 @@ pub fn is_http_url(url: &str) -> bool {
     url.starts_with("http://") || url.starts_with("https://")
 }
 
+/// The host of `url` when it is clear-text `http://` to a host that is not this machine,
+/// where bearer tokens and operator passwords would cross a network unencrypted (issue 15);
+/// None for `https://` and for loopback. Loopback is the name `localhost` (or a name under
+/// `.localhost`, which RFC 6761 reserves for loopback) or a loopback address (127.0.0.0/8,
+/// ::1), decided from the text alone before any connection is attempted: what a name
+/// resolves to is not known before connecting, and may change.
+pub fn cleartext_remote_host(url: &str) -> Option<String> {
+    let rest = url.strip_prefix("http://")?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match hostport.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => hostport.split(':').next().unwrap_or_default(),
+    };
+    let name = host.trim_end_matches('.').to_ascii_lowercase();
+    let loopback = name == "localhost"
+        || name.ends_with(".localhost")
+        || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    (!loopback).then(|| host.to_string())
+}
+
 impl HttpCoordinator {
     /// A client for `base` (`http://host:port` or `https://...`). `ca_pem` adds trusted
     /// roots (a private CA or a self-signed server certificate); `admin_token` authorizes
@@ -419,5 +440,37 @@ impl CoordinatorApi for HttpCoordinator {
         let path = format!("{}/steward-report", channel_path(project, channel)?);
         let q: Vec<(&str, String)> = as_of.map(|t| ("as_of", t.to_string())).into_iter().collect();
         self.get(&path, None, &q, REQUEST_TIMEOUT)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cleartext_remote_host;
+
+    #[test]
+    fn only_http_off_this_machine_is_cleartext_remote() {
+        for local in [
+            "https://db.example:7700",
+            "http://localhost:7700",
+            "http://LOCALHOST.:7700/x",
+            "http://api.localhost:1",
+            "http://127.0.0.1:7700",
+            "http://127.8.9.10",
+            "http://[::1]:7700",
+            "http://user@127.0.0.1:1/path",
+        ] {
+            assert_eq!(cleartext_remote_host(local), None, "{local}");
+        }
+        for (remote, host) in [
+            ("http://coord.example:7700", "coord.example"),
+            ("http://10.0.0.5:7700", "10.0.0.5"),
+            ("http://[fe80::1]:7700", "fe80::1"),
+            ("http://localhost.example.com", "localhost.example.com"),
+            ("http://127.0.0.1.evil.example/", "127.0.0.1.evil.example"),
+            ("http://127.0.0.1@evil.example/", "evil.example"),
+            ("http://0.0.0.0:7700", "0.0.0.0"),
+        ] {
+            assert_eq!(cleartext_remote_host(remote).as_deref(), Some(host), "{remote}");
+        }
     }
 }

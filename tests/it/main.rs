@@ -4,6 +4,7 @@
 #![allow(clippy::disallowed_methods)] // tests stage and mutate files by hand
 
 mod support;
+mod throwaway;
 
 mod acquire_release;
 mod codes;
@@ -15,6 +16,7 @@ mod hostile;
 mod identity;
 mod master;
 mod metrics;
+mod planes;
 mod pod_recovery;
 mod proptest_records;
 mod race;

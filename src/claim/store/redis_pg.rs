@@ -60,7 +60,6 @@
 //! evicted head is indistinguishable from a new project.
 
 use std::collections::HashMap;
-use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
@@ -74,8 +73,11 @@ use crate::claim::model::{
     Snapshot,
 };
 
+mod connect;
 mod masters;
 mod work;
+
+pub use connect::{ConnectOptions, MIN_REPLICAS_WAIT};
 
 /// The namespace (Redis key prefix and Postgres schema) used in production.
 pub const DEFAULT_NAMESPACE: &str = "writerctl";
@@ -417,8 +419,14 @@ fn redis_err(e: RedisError) -> ClaimError {
 }
 
 /// Whether a Redis error means the connection itself is suspect (drop it, and its siblings).
+/// READONLY counts: the node was demoted (a Sentinel failover), and only a new connection
+/// asks the Sentinels where the master went.
 fn redis_conn_broken(e: &RedisError) -> bool {
-    e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_unrecoverable_error()
+    e.is_io_error()
+        || e.is_timeout()
+        || e.is_connection_dropped()
+        || e.is_unrecoverable_error()
+        || matches!(e.kind(), ErrorKind::Server(ServerErrorKind::ReadOnly))
 }
 
 fn pg_err(e: postgres::Error) -> ClaimError {
@@ -612,16 +620,15 @@ fn parse_u64(what: &str, s: &str) -> Result<u64, ClaimError> {
 /// A few sync connections reused across threads: one is taken for one command (or one
 /// script) and put back, so no two threads ever share a connection.
 struct RedisPool {
-    client: redis::Client,
+    source: connect::RedisSource,
+    /// `--redis-min-replicas`: see [`RedisPool::run_write`].
+    min_replicas: u32,
     idle: Mutex<Vec<(redis::Connection, Instant)>>,
 }
 
 impl RedisPool {
     fn open(&self) -> Result<redis::Connection, ClaimError> {
-        let conn = self.client.get_connection_with_timeout(IO_TIMEOUT).map_err(redis_err)?;
-        conn.set_read_timeout(Some(IO_TIMEOUT)).map_err(redis_err)?;
-        conn.set_write_timeout(Some(IO_TIMEOUT)).map_err(redis_err)?;
-        Ok(conn)
+        self.source.open(IO_TIMEOUT)
     }
 
     /// A connection: a pooled one (pinged first if it sat idle long enough to have been
@@ -677,6 +684,31 @@ impl RedisPool {
         self.attempt(f).0
     }
 
+    /// [`RedisPool::run`] for a verb's write: with `--redis-min-replicas N`, then `WAIT N` on
+    /// the same connection (WAIT counts the replicas that hold this connection's writes).
+    /// Fewer than N within [`MIN_REPLICAS_WAIT`] fails the verb closed: the write applied on
+    /// the master, but a failover now could lose it, and the caller must not take it as
+    /// acknowledged.
+    fn run_write<T>(&self, f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>) -> Result<T, ClaimError> {
+        let n = self.min_replicas;
+        if n == 0 {
+            return self.run(f);
+        }
+        let wait_ms = u64::try_from(MIN_REPLICAS_WAIT.as_millis()).unwrap_or(u64::MAX);
+        let (value, acked) = self.run(|c| {
+            let value = f(c)?;
+            let acked: i64 = redis::cmd("WAIT").arg(n).arg(wait_ms).query(c)?;
+            Ok((value, acked))
+        })?;
+        if acked < i64::from(n) {
+            return Err(ClaimError::Unavailable(format!(
+                "redis: the write reached {acked} of the {n} replicas --redis-min-replicas asks for within \
+                 {wait_ms} ms; it may have applied (check before retrying), but a failover could lose it"
+            )));
+        }
+        Ok(value)
+    }
+
     /// [`RedisPool::run`] for reads and other idempotent commands: when a pooled connection
     /// turns out broken, tries once more on a new one.
     fn run_idempotent<T>(
@@ -697,7 +729,7 @@ impl RedisPool {
 /// One Postgres connection, opened (and the schema migrated) on first use and again after
 /// any connection failure.
 struct Pg {
-    config: postgres::Config,
+    target: connect::PgTarget,
     ns: String,
     /// `"ns".`, substituted for `@.` in every statement.
     prefix: String,
@@ -729,7 +761,7 @@ impl Pg {
     }
 
     fn open(&self) -> Result<PgConn, ClaimError> {
-        let mut client = self.config.connect(postgres::NoTls).map_err(pg_err)?;
+        let mut client = self.target.connect()?;
         // Server-side bounds: a stuck lock or statement gives up instead of holding a verb.
         client.batch_execute("SET statement_timeout = 5000; SET lock_timeout = 5000").map_err(pg_err)?;
         self.migrate(&mut client)?;
@@ -1139,11 +1171,22 @@ impl RedisPgStore {
     /// Redis must answer. Postgres may be down if Redis still holds the namespace's state:
     /// the store then starts degraded and queues its Postgres writes.
     pub fn connect(redis_url: &str, postgres_url: &str, namespace: &str) -> Result<RedisPgStore, ClaimError> {
+        Self::connect_with(redis_url, postgres_url, namespace, &ConnectOptions::default())
+    }
+
+    /// [`RedisPgStore::connect`] with TLS roots and replica acknowledgements (see
+    /// [`ConnectOptions`]; the address forms are in the `connect` module's documentation:
+    /// `rediss://`, `redis+sentinel://`, Postgres `sslmode`, several Postgres hosts).
+    pub fn connect_with(
+        redis_url: &str,
+        postgres_url: &str,
+        namespace: &str,
+        opts: &ConnectOptions,
+    ) -> Result<RedisPgStore, ClaimError> {
         validate_namespace(namespace)?;
-        let client =
-            redis::Client::open(redis_url).map_err(|e| ClaimError::InvalidArgument(format!("redis address: {e}")))?;
-        let mut config = postgres::Config::from_str(postgres_url)
-            .map_err(|e| ClaimError::InvalidArgument(format!("postgres address: {e}")))?;
+        let source = connect::redis_source(redis_url, opts)?;
+        let mut target = connect::postgres_target(postgres_url)?;
+        let config = &mut target.config;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(IO_TIMEOUT);
         }
@@ -1155,8 +1198,8 @@ impl RedisPgStore {
         let inner = Arc::new(Inner {
             ns: namespace.to_string(),
             keys: Keys::new(namespace),
-            redis: RedisPool { client, idle: Mutex::new(Vec::new()) },
-            pg: Pg { config, ns: namespace.to_string(), prefix: format!("\"{namespace}\"."), conn: Mutex::new(None) },
+            redis: RedisPool { source, min_replicas: opts.redis_min_replicas, idle: Mutex::new(Vec::new()) },
+            pg: Pg { target, ns: namespace.to_string(), prefix: format!("\"{namespace}\"."), conn: Mutex::new(None) },
             commit: Script::new(&with_inbox(COMMIT_LUA)),
             snapshot: Script::new(SNAPSHOT_LUA),
             restore: Script::new(RESTORE_LUA),
@@ -1624,7 +1667,7 @@ impl Store for RedisPgStore {
         change_args(&mut inv, change)?;
         // Not retried on a lost reply: the script may have run, and running it again would
         // report a conflict for a commit that in fact succeeded.
-        let reply = self.inner.redis.run(|c| inv.invoke::<Value>(c))?;
+        let reply = self.inner.redis.run_write(|c| inv.invoke::<Value>(c))?;
         let parts = as_array("commit", &reply)?;
         match parts.first().and_then(as_text).as_deref() {
             Some("ok") => {

@@ -558,8 +558,11 @@ impl Inner {
         n: usize,
         idempotent: bool,
     ) -> Result<Vec<RedisResult<Value>>, ClaimError> {
-        let replies: Vec<RedisResult<Value>> =
-            if idempotent { self.redis.run_idempotent(|c| p.query(c))? } else { self.redis.run(|c| p.query(c))? };
+        let replies: Vec<RedisResult<Value>> = if idempotent {
+            self.redis.run_idempotent(|c| p.query(c))?
+        } else {
+            self.redis.run_write(|c| p.query(c))?
+        };
         if replies.len() != n {
             return Err(ClaimError::Store(format!("redis: {} replies to {n} scripts", replies.len())));
         }
@@ -693,7 +696,7 @@ impl WorkStore for RedisPgStore {
         let mut inv = inner.work.channel.prepare_invoke();
         inv.key(k.ready()).key(k.channels(&channel.project)).key(k.queue());
         inv.arg(&channel.channel).arg(&json).arg(&op).arg(&channel.project).arg(&audit_json);
-        match inner.write_or_restore("channel create", || inner.redis.run(|c| inv.invoke::<Value>(c)))? {
+        match inner.write_or_restore("channel create", || inner.redis.run_write(|c| inv.invoke::<Value>(c)))? {
             Reply::Ok => Ok(()),
             Reply::Exists => Err(ClaimError::ChannelExists(channel.channel.clone())),
             Reply::Conflict | Reply::Lost => Err(ClaimError::Store("redis: unexpected reply to channel create".into())),
@@ -836,7 +839,7 @@ impl WorkStore for RedisPgStore {
         inv.key(k.ready()).key(k.focus(&lease.project)).key(k.focus_version(&lease.project)).key(k.queue());
         inv.arg(&lease.seat).arg(&json).arg(&op).arg(&lease.project).arg(&audit_json);
         inv.arg(replaces.map_or(String::new(), |s| s.to_string()));
-        match inner.write_or_restore("focus", || inner.redis.run(|c| inv.invoke::<Value>(c)))? {
+        match inner.write_or_restore("focus", || inner.redis.run_write(|c| inv.invoke::<Value>(c)))? {
             Reply::Ok => Ok(Commit::Done(0)),
             Reply::Conflict => Ok(Commit::Conflict),
             _ => Err(ClaimError::Store("redis: unexpected reply to focus".into())),
