@@ -46,6 +46,7 @@ fn start(store: Arc<dyn Store>) -> String {
                 admin_token_hash: None,
                 tls: None,
                 sweep_every: None,
+                retention: None,
             };
             writerctl::coordinator::server::serve(opts, std::future::pending(), move |addr, _| {
                 tx.send(format!("http://{addr}")).unwrap();

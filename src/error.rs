@@ -77,6 +77,8 @@ pub enum ErrorCode {
     NotFound,
     /// `channel create` for a channel that already exists; it is never overwritten.
     ChannelExists,
+    /// An inbox read from a cursor behind the retention trim: events after it may be gone.
+    InboxCursorTrimmed,
 }
 
 impl ErrorCode {
@@ -112,6 +114,7 @@ impl ErrorCode {
         ErrorCode::NotClaimOwner,
         ErrorCode::NotFound,
         ErrorCode::ChannelExists,
+        ErrorCode::InboxCursorTrimmed,
     ];
 
     /// The code named `s`, if it is in the registry.
@@ -152,6 +155,7 @@ impl ErrorCode {
             ErrorCode::NotClaimOwner => "not_claim_owner",
             ErrorCode::NotFound => "not_found",
             ErrorCode::ChannelExists => "channel_exists",
+            ErrorCode::InboxCursorTrimmed => "inbox_cursor_trimmed",
         }
     }
 
@@ -181,7 +185,8 @@ impl ErrorCode {
             ErrorCode::InvalidOperatorCredentials | ErrorCode::Unauthorized => 6,
             ErrorCode::SessionTranscriptChanged
             | ErrorCode::SessionLockMalformed
-            | ErrorCode::SessionTranscriptUnsafe => 4,
+            | ErrorCode::SessionTranscriptUnsafe
+            | ErrorCode::InboxCursorTrimmed => 4,
             ErrorCode::FeatureDisabled => 7,
             ErrorCode::SessionWriterUnavailable | ErrorCode::CoordinatorUnavailable => 75,
         }
@@ -252,6 +257,9 @@ impl ErrorCode {
             }
             ErrorCode::NotFound => "no such channel, or no claim on that task",
             ErrorCode::ChannelExists => "the channel already exists; it is never overwritten",
+            ErrorCode::InboxCursorTrimmed => {
+                "the inbox cursor is behind the retention trim: events after it may have been removed (the error names the oldest cursor still held); never a silent skip"
+            }
         }
     }
 }

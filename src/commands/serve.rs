@@ -11,6 +11,7 @@ use clap::{Args, Subcommand};
 use writerctl::claim::ClaimError;
 use writerctl::claim::Coordinator;
 use writerctl::claim::clock::{Clock, ScaledClock, SystemClock};
+use writerctl::claim::retention::{self, Retention};
 use writerctl::claim::secret::{self, Secret};
 use writerctl::claim::store::Store;
 use writerctl::claim::store::redis_pg::RedisPgStore;
@@ -34,8 +35,14 @@ pub enum CoordinatorCmd {
     /// --sweep-interval-seconds (default 30; 0 turns it off, e.g. when a cron job runs
     /// `writerctl claim sweep`). Replicas may all sweep: each release is a compare-and-set on
     /// the claim, so it happens once.
+    ///
+    /// Growth is bounded: every --retention-interval-seconds the server deletes audit rows
+    /// older than --audit-retention-days, inbox events older than --inbox-retention-days or
+    /// beyond the newest --inbox-max-events per inbox, and operator-attempt rows idle for a
+    /// day. Routine heartbeats write no audit row (a return from stale does); they are
+    /// counted on /metrics, with the audit, inbox and queue sizes.
     #[command(
-        after_help = "Examples:\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis redis://127.0.0.1:6379 --postgres postgres://writerctl@db/writerctl --admin-token-file /run/secrets/admin --tls-cert cert.pem --tls-key key.pem\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite --sweep-interval-seconds 10"
+        after_help = "Examples:\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis redis://127.0.0.1:6379 --postgres postgres://writerctl@db/writerctl --admin-token-file /run/secrets/admin --tls-cert cert.pem --tls-key key.pem\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite --sweep-interval-seconds 10\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite --audit-retention-days 365 --inbox-retention-days 14 --inbox-max-events 5000"
     )]
     Serve(ServeArgs),
 }
@@ -84,6 +91,27 @@ pub struct ServeArgs {
     /// interval stays in real seconds.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=3600))]
     pub time_scale: u32,
+    /// Keep audit rows this many days (default 90: a quarter, enough for a quarterly access
+    /// review and a late incident investigation); older rows, and queue entries Postgres
+    /// refused, are deleted every --retention-interval-seconds. 0 keeps the audit log forever.
+    /// Days follow the server's clock (--time-scale shrinks them too).
+    #[arg(long, value_name = "N", default_value_t = retention::DEFAULT_AUDIT_RETENTION_DAYS,
+          value_parser = clap::value_parser!(u32).range(0..=36_500))]
+    pub audit_retention_days: u32,
+    /// Keep inbox events this many days (default 7: a controller off over a long weekend
+    /// still finds its events); 0: no age limit. A reader whose cursor falls behind what
+    /// was removed gets inbox_cursor_trimmed, never a silent skip.
+    #[arg(long, value_name = "N", default_value_t = retention::DEFAULT_INBOX_RETENTION_DAYS,
+          value_parser = clap::value_parser!(u32).range(0..=36_500))]
+    pub inbox_retention_days: u32,
+    /// Keep at most the newest N events per inbox (default 1000); 0: no count limit.
+    #[arg(long, value_name = "N", default_value_t = retention::DEFAULT_INBOX_MAX_EVENTS)]
+    pub inbox_max_events: u64,
+    /// How often retention prunes audit rows, inbox events and idle operator-attempt rows,
+    /// in real seconds (default 300); 0 never prunes. Each prune is logged and counted on
+    /// /metrics (writerctl_retention_runs_total, writerctl_retention_pruned_total).
+    #[arg(long, value_name = "N", default_value_t = 300, value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub retention_interval_seconds: u64,
     /// Log format on stderr: text, or json (one object per line, for log shippers). The
     /// level comes from WRITERCTL_LOG (default info).
     #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
@@ -143,7 +171,9 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
     let coordinator = Coordinator::new(store, clock, Duration::from_secs(a.freshness_seconds));
     let tls = a.tls_cert.clone().zip(a.tls_key.clone());
     let sweep_every = (a.sweep_interval_seconds > 0).then(|| Duration::from_secs(a.sweep_interval_seconds));
-    let opts = ServeOptions { listen: a.listen, coordinator, admin_token_hash, tls, sweep_every };
+    let policy = Retention::from_flags(a.audit_retention_days, a.inbox_retention_days, a.inbox_max_events);
+    let retention = Some((policy, Duration::from_secs(a.retention_interval_seconds)));
+    let opts = ServeOptions { listen: a.listen, coordinator, admin_token_hash, tls, sweep_every, retention };
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the runtime")?;
     let json = out.json;

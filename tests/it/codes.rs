@@ -34,6 +34,7 @@ const SNAPSHOT: &[(&str, u8)] = &[
     ("not_claim_owner", 3),
     ("not_found", 5),
     ("channel_exists", 3),
+    ("inbox_cursor_trimmed", 4),
 ];
 
 #[test]
