@@ -1,9 +1,11 @@
 //! Bounded growth: what a coordinator store keeps, and for how long (issue 15 part 4).
 //!
-//! Four things grow with use and nothing else ever removes them: the audit log, the
-//! per-identity inboxes, the operator-attempt rows (one per operator id ever tried, known or
-//! not) and, on Redis + Postgres, the queue entries Postgres refused (`{ns}:pgq:dead`, audit
-//! rows an operator should look at). A [`Retention`] policy says how much of each to keep; a
+//! Five things grow with use and nothing else ever removes them: the audit log, each work
+//! claim's history, the per-identity inboxes, the operator-attempt rows (one per operator id
+//! ever tried, known or not) and, on Redis + Postgres, the queue entries Postgres refused
+//! (`{ns}:pgq:dead`, audit rows an operator should look at). A claim's history is an audit
+//! of that claim and is kept as long as the audit log, except each task's newest step, which
+//! is always kept (it says how the claim got to where it is). A [`Retention`] policy says how much of each to keep; a
 //! store's [`Store::prune`](super::store::Store::prune) applies the [`Cutoffs`] computed from
 //! it at one moment. `coordinator serve` prunes periodically; `writerctl audit prune` does it
 //! once on the embedded store.
@@ -90,7 +92,8 @@ impl Retention {
 /// One prune's bounds, fixed at one moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cutoffs {
-    /// Audit rows (and refused queue entries) with `at` before this go.
+    /// Audit rows, refused queue entries and claim history steps (but each task's newest)
+    /// with `at` before this go.
     pub audit_before: Option<Millis>,
     /// Inbox events with `at` before this go.
     pub inbox_before: Option<Millis>,
@@ -105,6 +108,8 @@ pub struct Cutoffs {
 pub struct Pruned {
     /// Audit rows (Postgres or SQLite), plus refused queue entries on Redis + Postgres.
     pub audit_rows: u64,
+    /// Claim history steps (Postgres or SQLite, and Redis's history lists).
+    pub history_steps: u64,
     /// Inbox events.
     pub inbox_entries: u64,
     /// Operator-attempt rows.
@@ -123,6 +128,8 @@ impl Pruned {
 pub struct Sizes {
     /// Audit rows in the audit plane (Postgres, or the SQLite file).
     pub audit_rows: u64,
+    /// Claim history steps in the audit plane (Postgres, or the SQLite file).
+    pub history_steps: u64,
     /// Inbox events held, over every inbox.
     pub inbox_entries: u64,
     /// Operator-attempt rows.

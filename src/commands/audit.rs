@@ -32,8 +32,9 @@ pub struct AuditArgs {
 /// `audit`'s subcommands.
 #[derive(Debug, Subcommand)]
 pub enum AuditCmd {
-    /// Delete audit rows older than N days from the embedded store, and operator-attempt rows
-    /// idle for a day; optionally trim inboxes too. A server prunes by itself
+    /// Delete audit rows and claim history steps (but each task's newest) older than N days
+    /// from the embedded store, and operator-attempt rows idle for a day; optionally trim
+    /// inboxes too. A server prunes by itself
     /// (`coordinator serve --audit-retention-days`), so an http(s) --coordinator is refused.
     /// Run it from cron (daily is plenty); the prune leaves one `retention.prune` audit row.
     #[command(
@@ -47,7 +48,7 @@ pub enum AuditCmd {
 pub struct PruneArgs {
     #[command(flatten)]
     pub coord: CoordArgs,
-    /// Delete audit rows older than this many days (at least 1).
+    /// Delete audit rows and claim history steps older than this many days (at least 1).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=36_500))]
     pub older_than_days: u32,
     /// Also delete inbox events older than this many days; a reader whose cursor falls behind
@@ -78,12 +79,14 @@ fn prune(a: PruneArgs, out: Output) -> Result<()> {
     let p = coord.prune(&policy, "local")?;
     if out.json {
         out.json(&json!({"pruned": p.audit_rows, "older_than_days": a.older_than_days, "before": rfc3339(before),
-                         "inbox_entries_pruned": p.inbox_entries, "attempt_rows_pruned": p.attempt_rows}))?;
+                         "history_steps_pruned": p.history_steps, "inbox_entries_pruned": p.inbox_entries, "attempt_rows_pruned": p.attempt_rows}))?;
         return Ok(());
     }
     Ok(out.line(&format!(
-        "pruned {} audit rows older than {} ({} days), {} inbox events, {} idle operator-attempt rows",
+        "pruned {} audit rows and {} claim history steps older than {} ({} days), {} inbox events, {} idle \
+         operator-attempt rows",
         p.audit_rows,
+        p.history_steps,
         rfc3339(before),
         a.older_than_days,
         p.inbox_entries,

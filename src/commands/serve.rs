@@ -92,8 +92,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=3600))]
     pub time_scale: u32,
     /// Keep audit rows this many days (default 90: a quarter, enough for a quarterly access
-    /// review and a late incident investigation); older rows, and queue entries Postgres
-    /// refused, are deleted every --retention-interval-seconds. 0 keeps the audit log forever.
+    /// review and a late incident investigation); older rows, claim history steps (each
+    /// task's newest is kept) and queue entries Postgres refused are deleted every
+    /// --retention-interval-seconds. 0 keeps the audit log forever.
     /// Days follow the server's clock (--time-scale shrinks them too).
     #[arg(long, value_name = "N", default_value_t = retention::DEFAULT_AUDIT_RETENTION_DAYS,
           value_parser = clap::value_parser!(u32).range(0..=36_500))]

@@ -578,6 +578,7 @@ impl App {
                     tracing::info!(
                         retention = true,
                         audit_rows = p.audit_rows,
+                        history_steps = p.history_steps,
                         inbox_entries = p.inbox_entries,
                         attempt_rows = p.attempt_rows,
                         elapsed_ms,
@@ -585,6 +586,7 @@ impl App {
                     );
                 }
                 m.retention_pruned.audit_rows += p.audit_rows;
+                m.retention_pruned.history_steps += p.history_steps;
                 m.retention_pruned.inbox_entries += p.inbox_entries;
                 m.retention_pruned.attempt_rows += p.attempt_rows;
                 *m.retention_runs.entry("ok".into()).or_default() += 1;
@@ -669,9 +671,12 @@ async fn metrics(State(app): State<Shared>) -> Response {
     out.push_str("# HELP writerctl_retention_pruned_total What background prunes removed, by kind.\n");
     out.push_str("# TYPE writerctl_retention_pruned_total counter\n");
     let p = m.retention_pruned;
-    for (kind, n) in
-        [("audit_rows", p.audit_rows), ("inbox_entries", p.inbox_entries), ("attempt_rows", p.attempt_rows)]
-    {
+    for (kind, n) in [
+        ("audit_rows", p.audit_rows),
+        ("history_steps", p.history_steps),
+        ("inbox_entries", p.inbox_entries),
+        ("attempt_rows", p.attempt_rows),
+    ] {
         out.push_str(&format!("writerctl_retention_pruned_total{{kind=\"{kind}\"}} {n}\n"));
     }
     let app2 = app.clone();
@@ -680,6 +685,11 @@ async fn metrics(State(app): State<Shared>) -> Response {
         Ok(Ok(z)) => {
             for (name, help, n) in [
                 ("writerctl_audit_rows", "Rows in the audit log (Postgres, or the SQLite file).", z.audit_rows),
+                (
+                    "writerctl_claim_history_steps",
+                    "Work-claim history steps (Postgres, or the SQLite file).",
+                    z.history_steps,
+                ),
                 ("writerctl_inbox_entries", "Inbox events held, over every inbox.", z.inbox_entries),
                 ("writerctl_operator_attempt_rows", "Operator-attempt (throttle) rows.", z.attempt_rows),
             ] {

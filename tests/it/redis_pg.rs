@@ -236,11 +236,7 @@ fn redis_first_while_postgres_is_unreachable() {
     assert_eq!(store.dead_postgres_writes().unwrap(), 0);
     assert_eq!(
         ns.pg_audit_counts("web"),
-        counts(&[
-            ("session.register", "ok", 2),
-            ("master.handoff", "ok", 1),
-            ("master.handoff", "not_master", 1),
-        ]),
+        counts(&[("session.register", "ok", 2), ("master.handoff", "ok", 1), ("master.handoff", "not_master", 1),]),
         "each audit row exactly once, replays included (a routine heartbeat writes its row state, no audit row)"
     );
     let snap = store.snapshot("web").unwrap();

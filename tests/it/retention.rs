@@ -23,6 +23,7 @@ use writerctl::claim::master::ControllerKey;
 use writerctl::claim::model::{AuditEntry, Change, Millis, NewEvent};
 use writerctl::claim::retention::Cutoffs;
 use writerctl::claim::store::{Commit, Store};
+use writerctl::claim::work::{TakeRequest, TouchRequest};
 
 const T0: Millis = 1_800_000_000_000;
 const DAY: Millis = 24 * 3600 * 1000;
@@ -169,6 +170,62 @@ fn routine_heartbeats_write_no_audit_row_on_both_stores() {
         assert_eq!(rows[1].detail["back_after_stale_ms"], 45_000, "{}", s.name);
         let last = c.status(P).unwrap().controllers[0].controller.last_heartbeat;
         assert_eq!(last, T0 + 75_000, "{}: every beat still counts for freshness", s.name);
+    }
+}
+
+/// The one place these tests take a claim (seat proof changes are made here).
+fn take_as(c: &Coordinator, seat: &str, task: &str) {
+    let req = TakeRequest {
+        project: P.into(),
+        channel: "ch".into(),
+        task: task.into(),
+        seat: seat.into(),
+        deputy: None,
+        ttl_minutes: None,
+        next_step: None,
+    };
+    c.take(&req).unwrap();
+}
+
+/// The one place these tests touch a claim.
+fn touch_as(c: &Coordinator, seat: &str, task: &str) {
+    let req = TouchRequest {
+        project: P.into(),
+        channel: "ch".into(),
+        task: task.into(),
+        seat: seat.into(),
+        expect_version: None,
+        deputy: None,
+        ttl_minutes: None,
+        next_step: Some("go on".into()),
+    };
+    c.touch(&req).unwrap();
+}
+
+#[test]
+fn claim_history_keeps_each_tasks_newest_step_on_both_stores() {
+    let (subjects, services) = subjects("claim_history_keeps_each_tasks_newest_step_on_both_stores");
+    for s in &subjects {
+        let clock = Arc::new(ManualClock::at(T0));
+        let c = Coordinator::new(s.store.clone(), clock.clone(), DEFAULT_FRESHNESS);
+        c.create_channel(P, "ch", "steward", None, None, "test").unwrap();
+        take_as(&c, "alice", "a");
+        take_as(&c, "bob", "b");
+        clock.advance(DAY);
+        touch_as(&c, "alice", "a");
+        clock.advance(DAY);
+        touch_as(&c, "alice", "a");
+        if s.name == "redis_pg" {
+            services.as_ref().unwrap().1.flush_postgres().unwrap();
+        }
+        assert_eq!(s.store.sizes().unwrap().history_steps, 4, "{}", s.name);
+        let cut = Cutoffs { audit_before: Some(T0 + DAY + DAY / 2), ..cutoffs(None, None) };
+        assert_eq!(s.store.prune(&cut).unwrap().history_steps, 2, "{}", s.name);
+        let steps =
+            |task: &str| -> Vec<Millis> { c.claim_history(P, "ch", task).unwrap().iter().map(|st| st.at).collect() };
+        assert_eq!(steps("a"), [T0 + 2 * DAY], "{}: the old steps went", s.name);
+        assert_eq!(steps("b"), [T0], "{}: a task's newest step stays, however old", s.name);
+        assert_eq!(s.store.sizes().unwrap().history_steps, 2, "{}", s.name);
     }
 }
 

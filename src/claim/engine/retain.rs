@@ -20,7 +20,7 @@ impl Coordinator {
             Ok(p) if p.is_empty() => {}
             Ok(p) => {
                 audit.detail = json!({
-                    "audit_rows": p.audit_rows, "inbox_entries": p.inbox_entries, "attempt_rows": p.attempt_rows,
+                    "audit_rows": p.audit_rows, "history_steps": p.history_steps, "inbox_entries": p.inbox_entries, "attempt_rows": p.attempt_rows,
                     "audit_before": cutoffs.audit_before, "inbox_before": cutoffs.inbox_before,
                     "inbox_keep": cutoffs.inbox_keep,
                 });

@@ -589,6 +589,15 @@ impl Store for SqliteStore {
                 "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < ?1 LIMIT ?2)",
                 before,
             )?;
+            out.history_steps = self.delete_in_batches(
+                "DELETE FROM claim_history WHERE id IN (
+                     SELECT h.id FROM claim_history h
+                     WHERE json_extract(h.body, '$.at') < ?1
+                       AND h.id < (SELECT MAX(m.id) FROM claim_history m
+                                   WHERE m.project = h.project AND m.channel = h.channel AND m.task = h.task)
+                     LIMIT ?2)",
+                before,
+            )?;
         }
         if let Some(before) = c.inbox_before {
             out.inbox_entries += self.trim_events("SELECT cursor FROM events WHERE at < ?1 LIMIT ?2", before)?;
@@ -613,13 +622,14 @@ impl Store for SqliteStore {
         self.lock()
             .query_row(
                 "SELECT (SELECT COUNT(*) FROM audit), (SELECT COUNT(*) FROM events),
-                        (SELECT COUNT(*) FROM operator_attempts)",
+                        (SELECT COUNT(*) FROM operator_attempts), (SELECT COUNT(*) FROM claim_history)",
                 [],
                 |r| {
                     Ok(Sizes {
                         audit_rows: r.get::<_, i64>(0)?.max(0) as u64,
                         inbox_entries: r.get::<_, i64>(1)?.max(0) as u64,
                         attempt_rows: r.get::<_, i64>(2)?.max(0) as u64,
+                        history_steps: r.get::<_, i64>(3)?.max(0) as u64,
                     })
                 },
             )

@@ -1,8 +1,11 @@
 //! Retention on Redis + Postgres (see [`crate::claim::retention`]).
 //!
 //! * Postgres: audit rows older than the cutoff, deleted in batches inside transactions that
-//!   set `writerctl.audit_retention` (the append-only trigger lets only those delete), and
-//!   idle `operator_attempts` rows.
+//!   set `writerctl.audit_retention` (the append-only trigger lets only those delete), claim
+//!   history steps older than the cutoff but each task's newest, and idle
+//!   `operator_attempts` rows.
+//! * Redis: each claim's history list loses the same steps from its head
+//!   ([`TRIM_HISTORY_LUA`], never the last one).
 //! * Redis: every inbox stream (found by `SCAN ... TYPE stream`, never `KEYS`) is trimmed by
 //!   one script ([`TRIM_INBOX_LUA`]) that removes its events older than the age cutoff and
 //!   beyond the newest N, and raises its trim mark in `{ns}:inbox_trims` in the same atomic
@@ -63,16 +66,43 @@ if through > mark then redis.call('HSET', KEYS[2], key, string.format('%d', thro
 return removed
 "#;
 
+/// Trims one claim's history list. KEYS: the list. ARGV: the cutoff in ms. Removes steps from
+/// the head (the oldest) while their `at` is before the cutoff, never the last one. Returns
+/// how many it removed.
+const TRIM_HISTORY_LUA: &str = r#"
+local n = redis.call('LLEN', KEYS[1])
+local cutoff = tonumber(ARGV[1])
+local drop = 0
+while drop < n - 1 do
+  local ok, step = pcall(cjson.decode, redis.call('LINDEX', KEYS[1], drop))
+  if not ok or type(step.at) ~= 'number' or step.at >= cutoff then break end
+  drop = drop + 1
+end
+if drop > 0 then redis.call('LTRIM', KEYS[1], drop, -1) end
+return drop
+"#;
+
+/// The namespace's keys of one kind under `{ns}:p:`: `{ns}:p:<project>:<segment>:<names>` of
+/// Redis type `kind`, with `names` components after the segment (every name escaped, so no
+/// `:` inside one).
+fn project_keys(inner: &Inner, segment: &str, names: usize, kind: &str) -> Result<Vec<String>, ClaimError> {
+    let prefix = format!("{}:p:", inner.keys.base);
+    let pattern = format!("{}*:{segment}:*", glob_escape(&prefix));
+    Ok(scan_keys(inner, &pattern, Some(kind))?
+        .into_iter()
+        .filter(|k| {
+            k.strip_prefix(&prefix).is_some_and(|rest| {
+                let parts: Vec<&str> = rest.split(':').collect();
+                parts.len() == 2 + names && parts[1] == segment
+            })
+        })
+        .collect())
+}
+
 /// The namespace's inbox streams: `{ns}:p:<project>:inbox:<identity>` with both names escaped
 /// (no `:` inside), so exactly three segments after `{ns}:p:`.
 fn inbox_keys(inner: &Inner) -> Result<Vec<String>, ClaimError> {
-    let prefix = format!("{}:p:", inner.keys.base);
-    let pattern = format!("{}*:inbox:*", glob_escape(&prefix));
-    Ok(scan_keys(inner, &pattern, Some("stream"))?
-        .into_iter()
-        .filter(|k| k.strip_prefix(&prefix).is_some_and(|rest| rest.split(':').nth(1) == Some("inbox")))
-        .filter(|k| k.strip_prefix(&prefix).is_some_and(|rest| rest.split(':').count() == 3))
-        .collect())
+    project_keys(inner, "inbox", 1, "stream")
 }
 
 /// Applies `cutoffs` to both planes.
@@ -92,6 +122,23 @@ pub(super) fn prune(inner: &Inner, cutoffs: &Cutoffs) -> Result<Pruned, ClaimErr
         }
     }
     if let Some(before) = cutoffs.audit_before {
+        // Redis's lists and Postgres's rows hold the same steps; the count reported is
+        // Postgres's, like the audit rows'.
+        let script = Script::new(TRIM_HISTORY_LUA);
+        for key in project_keys(inner, "hist", 2, "list")? {
+            let mut inv = script.prepare_invoke();
+            inv.key(&key).arg(before);
+            inner.redis.run_idempotent(|c| inv.invoke::<i64>(c))?;
+        }
+        out.history_steps = delete_in_batches(
+            inner,
+            "DELETE FROM @.claim_history WHERE id IN (
+                 SELECT h.id FROM @.claim_history h
+                 WHERE h.at < $1 AND h.id < (SELECT max(m.id) FROM @.claim_history m
+                     WHERE m.project = h.project AND m.channel = h.channel AND m.task = h.task)
+                 LIMIT $2)",
+            before,
+        )?;
         out.audit_rows += prune_dead_letters(inner, before)?;
         out.audit_rows += delete_in_batches(
             inner,
@@ -162,15 +209,19 @@ fn prune_dead_letters(inner: &Inner, before: i64) -> Result<u64, ClaimError> {
 /// Audit and attempt rows in Postgres, inbox events over every inbox stream in Redis.
 pub(super) fn sizes(inner: &Inner) -> Result<Sizes, ClaimError> {
     let pg = &inner.pg;
-    let (audit_rows, attempt_rows) = pg.run(|conn| {
+    let (audit_rows, attempt_rows, history_steps) = pg.run(|conn| {
         let row = conn
             .client
             .query_one(
-                &pg.sql("SELECT (SELECT count(*) FROM @.audit), (SELECT count(*) FROM @.operator_attempts)"),
+                &pg.sql(
+                    "SELECT (SELECT count(*) FROM @.audit), (SELECT count(*) FROM @.operator_attempts),
+                            (SELECT count(*) FROM @.claim_history)",
+                ),
                 &[],
             )
             .map_err(pg_err)?;
-        Ok((row.try_get::<_, i64>(0).map_err(pg_err)?, row.try_get::<_, i64>(1).map_err(pg_err)?))
+        let get = |i: usize| row.try_get::<_, i64>(i).map_err(pg_err);
+        Ok((get(0)?, get(1)?, get(2)?))
     })?;
     let mut inbox_entries = 0u64;
     for chunk in inbox_keys(inner)?.chunks(PIPELINE_CHUNK) {
@@ -185,5 +236,6 @@ pub(super) fn sizes(inner: &Inner) -> Result<Sizes, ClaimError> {
         audit_rows: u64::try_from(audit_rows).unwrap_or(0),
         inbox_entries,
         attempt_rows: u64::try_from(attempt_rows).unwrap_or(0),
+        history_steps: u64::try_from(history_steps).unwrap_or(0),
     })
 }
