@@ -193,6 +193,26 @@ fn store_sizes(b: &Backing) -> String {
     }
 }
 
+/// A thread that runs `round` (given its client, the seats and the round number) until
+/// `stop`.
+fn spawn_rounds(
+    url: &str,
+    seats: &Arc<Vec<Vec<Seat>>>,
+    lat: &Arc<Latencies>,
+    stop: &Arc<AtomicBool>,
+    mut round: impl FnMut(&HttpCoordinator, &[Vec<Seat>], &Latencies, &AtomicBool, usize) + Send + 'static,
+) -> std::thread::JoinHandle<()> {
+    let (seats, url, lat, stop) = (seats.clone(), url.to_string(), lat.clone(), stop.clone());
+    std::thread::spawn(move || {
+        let c = HttpCoordinator::new(&url, None, None).unwrap();
+        let mut n = 0usize;
+        while !stop.load(Ordering::Relaxed) {
+            round(&c, &seats, &lat, &stop, n);
+            n += 1;
+        }
+    })
+}
+
 /// Drives the load until `stop`; returns the threads.
 fn drive(
     url: &str,
@@ -204,98 +224,72 @@ fn drive(
     let all: Vec<Seat> = seats.iter().flatten().cloned().collect();
     // Heartbeats: each thread beats its share of the 1,000 controllers every BEAT_EVERY.
     for part in all.chunks(all.len().div_ceil(HEARTBEAT_THREADS)) {
-        let (part, url, lat, stop) = (part.to_vec(), url.to_string(), lat.clone(), stop.clone());
-        threads.push(std::thread::spawn(move || {
-            let c = HttpCoordinator::new(&url, None, None).unwrap();
-            let pause = BEAT_EVERY / part.len() as u32;
-            while !stop.load(Ordering::Relaxed) {
-                for s in &part {
-                    if stop.load(Ordering::Relaxed) {
-                        return;
-                    }
-                    let next = Instant::now() + pause;
-                    let r = lat.time("session.heartbeat", || c.heartbeat(&s.project, &s.session_id, &s.token));
-                    r.unwrap_or_else(|e| panic!("heartbeat: {e}"));
-                    std::thread::sleep(next.saturating_duration_since(Instant::now()));
+        let part = part.to_vec();
+        let pause = BEAT_EVERY / part.len() as u32;
+        threads.push(spawn_rounds(url, seats, lat, stop, move |c, _, lat, stop, _| {
+            for s in &part {
+                if stop.load(Ordering::Relaxed) {
+                    return;
                 }
+                let next = Instant::now() + pause;
+                let r = lat.time("session.heartbeat", || c.heartbeat(&s.project, &s.session_id, &s.token));
+                r.unwrap_or_else(|e| panic!("heartbeat: {e}"));
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
             }
         }));
     }
-    // Handoffs: project after project, the master hands off to the next identity.
-    {
-        let (seats, url, lat, stop) = (seats.clone(), url.to_string(), lat.clone(), stop.clone());
-        threads.push(std::thread::spawn(move || {
-            let c = HttpCoordinator::new(&url, None, None).unwrap();
-            let mut round = 0usize;
-            while !stop.load(Ordering::Relaxed) {
-                for project in seats.iter() {
-                    let st = lat.time("master.status", || c.status(&project[0].project)).unwrap();
-                    let Some(m) = st.slot.master else { continue };
-                    let Some(i) = project.iter().position(|s| s.session_id == m.session_id) else { continue };
-                    let to = &project[(i + 1 + round % (PER_PROJECT - 1)) % PER_PROJECT];
-                    let req = MasterRequest {
-                        project: to.project.clone(),
-                        to_identity: to.identity.clone(),
-                        to_session: Some(to.session_id.clone()),
-                        expect_epoch: st.slot.epoch,
-                    };
-                    let from = &project[i];
-                    match lat.time("master.handoff", || c.handoff(&req, &from.session_id, &from.token)) {
-                        Ok(_) | Err(ClaimError::Remote { .. }) => {}
-                        Err(e) => panic!("handoff: {e}"),
-                    }
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                round += 1;
+    // Handoffs: project after project, the master hands off to another identity.
+    threads.push(spawn_rounds(url, seats, lat, stop, |c, seats, lat, _, round| {
+        for project in seats {
+            let st = lat.time("master.status", || c.status(&project[0].project)).unwrap();
+            let Some(m) = st.slot.master else { continue };
+            let Some(i) = project.iter().position(|s| s.session_id == m.session_id) else { continue };
+            let to = &project[(i + 1 + round % (PER_PROJECT - 1)) % PER_PROJECT];
+            let req = MasterRequest {
+                project: to.project.clone(),
+                to_identity: to.identity.clone(),
+                to_session: Some(to.session_id.clone()),
+                expect_epoch: st.slot.epoch,
+            };
+            let from = &project[i];
+            match lat.time("master.handoff", || c.handoff(&req, &from.session_id, &from.token)) {
+                Ok(_) | Err(ClaimError::Remote { .. }) => {}
+                Err(e) => panic!("handoff: {e}"),
             }
-        }));
-    }
-    // Claims: each round, every task that is open is taken again, with a TTL and a deputy.
-    {
-        let (seats, url, lat, stop) = (seats.clone(), url.to_string(), lat.clone(), stop.clone());
-        threads.push(std::thread::spawn(move || {
-            let c = HttpCoordinator::new(&url, None, None).unwrap();
-            let mut round = 0usize;
-            while !stop.load(Ordering::Relaxed) {
-                for project in seats.iter() {
-                    for t in 0..TASKS {
-                        let seat = &project[(t + round) % PER_PROJECT];
-                        let deputy = &project[(t + round + 1) % PER_PROJECT].identity;
-                        match lat.time("claim.take", || take_claim(&c, seat, &format!("task-{t}"), deputy)) {
-                            Ok(_) | Err(ClaimError::Remote { .. }) => {}
-                            Err(e) => panic!("take: {e}"),
-                        }
-                    }
-                    if stop.load(Ordering::Relaxed) {
-                        return;
-                    }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }));
+    // Claims: each round, every task that is open is taken again, with a TTL and a deputy
+    // (a task still held answers claim_taken, which is audited too).
+    threads.push(spawn_rounds(url, seats, lat, stop, |c, seats, lat, stop, round| {
+        for project in seats {
+            for t in 0..TASKS {
+                let seat = &project[(t + round) % PER_PROJECT];
+                let deputy = &project[(t + round + 1) % PER_PROJECT].identity;
+                match lat.time("claim.take", || take_claim(c, seat, &format!("task-{t}"), deputy)) {
+                    Ok(_) | Err(ClaimError::Remote { .. }) => {}
+                    Err(e) => panic!("take: {e}"),
                 }
-                round += 1;
-                std::thread::sleep(Duration::from_secs(1));
             }
-        }));
-    }
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }));
     // Operator claims under ids nobody added: refused, one attempt row per id.
-    {
-        let (seats, url, lat, stop) = (seats.clone(), url.to_string(), lat.clone(), stop.clone());
-        threads.push(std::thread::spawn(move || {
-            let c = HttpCoordinator::new(&url, None, None).unwrap();
-            let mut n = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                let s = &seats[n as usize % PROJECTS][0];
-                let req = MasterRequest {
-                    project: s.project.clone(),
-                    to_identity: s.identity.clone(),
-                    to_session: None,
-                    expect_epoch: 0,
-                };
-                let r = lat.time("master.claim", || c.claim(&req, &format!("ghost-{n}"), &Secret::new("x".into())));
-                assert!(r.is_err(), "an unknown operator must be refused");
-                n += 1;
-                std::thread::sleep(Duration::from_millis(500));
-            }
-        }));
-    }
+    threads.push(spawn_rounds(url, seats, lat, stop, |c, seats, lat, _, n| {
+        let s = &seats[n % PROJECTS][0];
+        let req = MasterRequest {
+            project: s.project.clone(),
+            to_identity: s.identity.clone(),
+            to_session: None,
+            expect_epoch: 0,
+        };
+        let r = lat.time("master.claim", || c.claim(&req, &format!("ghost-{n}"), &Secret::new("x".into())));
+        assert!(r.is_err(), "an unknown operator must be refused");
+        std::thread::sleep(Duration::from_millis(500));
+    }));
     threads
 }
 

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::master::{Co, Ctl, err_doc, ok_doc};
 use crate::serve::{Deployment, http_get, metric};
 use crate::services::wait_until;
-use crate::work_store::subjects;
+use crate::work_store::{Subject, subjects};
 use writerctl::claim::Coordinator;
 use writerctl::claim::clock::ManualClock;
 use writerctl::claim::engine::DEFAULT_FRESHNESS;
@@ -22,6 +22,7 @@ use writerctl::claim::error::ClaimError;
 use writerctl::claim::master::ControllerKey;
 use writerctl::claim::model::{AuditEntry, Change, Millis, NewEvent};
 use writerctl::claim::retention::Cutoffs;
+use writerctl::claim::store::redis_pg::RedisPgStore;
 use writerctl::claim::store::{Commit, Store};
 use writerctl::claim::work::{TakeRequest, TouchRequest};
 
@@ -57,6 +58,19 @@ fn push(store: &Arc<dyn Store>, recipient: &str, at: Millis) {
 
 fn cutoffs(inbox_before: Option<Millis>, inbox_keep: Option<u64>) -> Cutoffs {
     Cutoffs { audit_before: None, inbox_before, inbox_keep, attempts_before: 0 }
+}
+
+/// A coordinator over `store` on a manual clock at T0.
+fn at_t0(store: &Arc<dyn Store>) -> (Arc<ManualClock>, Coordinator) {
+    let clock = Arc::new(ManualClock::at(T0));
+    (clock.clone(), Coordinator::new(store.clone(), clock, DEFAULT_FRESHNESS))
+}
+
+/// On Redis + Postgres, applies the queued Postgres writes (audit rows, history steps) now.
+fn flush(s: &Subject, services: &Option<(crate::services::Ns, Arc<RedisPgStore>)>) {
+    if let Some((_, store)) = services.as_ref().filter(|_| s.name == "redis_pg") {
+        store.flush_postgres().unwrap();
+    }
 }
 
 /// An inbox read as text, cursors relative to `base` (the first cursor), so two stores'
@@ -123,9 +137,7 @@ fn old_audit_rows_and_idle_attempt_rows_are_pruned_on_both_stores() {
         st.append_audit(&audit("new", T0)).unwrap();
         st.begin_attempt("ghost", T0 - 2 * DAY).unwrap();
         st.begin_attempt("ops", T0).unwrap();
-        if s.name == "redis_pg" {
-            services.as_ref().unwrap().1.flush_postgres().unwrap();
-        }
+        flush(s, &services);
         let c =
             Cutoffs { audit_before: Some(T0 - DAY), inbox_before: None, inbox_keep: None, attempts_before: T0 - DAY };
         let p = st.prune(&c).unwrap();
@@ -151,8 +163,7 @@ fn old_audit_rows_and_idle_attempt_rows_are_pruned_on_both_stores() {
 fn routine_heartbeats_write_no_audit_row_on_both_stores() {
     let (subjects, services) = subjects("routine_heartbeats_write_no_audit_row_on_both_stores");
     for s in &subjects {
-        let clock = Arc::new(ManualClock::at(T0));
-        let c = Coordinator::new(s.store.clone(), clock.clone(), DEFAULT_FRESHNESS);
+        let (clock, c) = at_t0(&s.store);
         let key = ControllerKey { identity: "alice".into(), surface: "cli".into(), machine_id: "m".into() };
         let a = c.register(P, &key, None).unwrap();
         for _ in 0..3 {
@@ -161,9 +172,7 @@ fn routine_heartbeats_write_no_audit_row_on_both_stores() {
         }
         clock.advance(45_000);
         c.heartbeat(P, &a.controller.session_id, &a.token).unwrap();
-        if s.name == "redis_pg" {
-            services.as_ref().unwrap().1.flush_postgres().unwrap();
-        }
+        flush(s, &services);
         let rows = c.audit_log(Some(P), 100).unwrap();
         let verbs: Vec<&str> = rows.iter().map(|r| r.verb.as_str()).collect();
         assert_eq!(verbs, ["session.register", "session.heartbeat"], "{}", s.name);
@@ -206,8 +215,7 @@ fn touch_as(c: &Coordinator, seat: &str, task: &str) {
 fn claim_history_keeps_each_tasks_newest_step_on_both_stores() {
     let (subjects, services) = subjects("claim_history_keeps_each_tasks_newest_step_on_both_stores");
     for s in &subjects {
-        let clock = Arc::new(ManualClock::at(T0));
-        let c = Coordinator::new(s.store.clone(), clock.clone(), DEFAULT_FRESHNESS);
+        let (clock, c) = at_t0(&s.store);
         c.create_channel(P, "ch", "steward", None, None, "test").unwrap();
         take_as(&c, "alice", "a");
         take_as(&c, "bob", "b");
@@ -215,9 +223,7 @@ fn claim_history_keeps_each_tasks_newest_step_on_both_stores() {
         touch_as(&c, "alice", "a");
         clock.advance(DAY);
         touch_as(&c, "alice", "a");
-        if s.name == "redis_pg" {
-            services.as_ref().unwrap().1.flush_postgres().unwrap();
-        }
+        flush(s, &services);
         assert_eq!(s.store.sizes().unwrap().history_steps, 4, "{}", s.name);
         let cut = Cutoffs { audit_before: Some(T0 + DAY + DAY / 2), ..cutoffs(None, None) };
         assert_eq!(s.store.prune(&cut).unwrap().history_steps, 2, "{}", s.name);
