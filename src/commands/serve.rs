@@ -37,7 +37,7 @@ pub enum CoordinatorCmd {
     /// the claim, so it happens once.
     ///
     /// Growth is bounded: every --retention-interval-seconds the server deletes audit rows
-    /// older than --audit-retention-days, inbox events older than --inbox-retention-days or
+    /// and claim history steps older than --audit-retention-days, inbox events older than --inbox-retention-days or
     /// beyond the newest --inbox-max-events per inbox, and operator-attempt rows idle for a
     /// day. Routine heartbeats write no audit row (a return from stale does); they are
     /// counted on /metrics, with the audit, inbox and queue sizes.
