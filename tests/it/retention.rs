@@ -150,8 +150,17 @@ fn old_audit_rows_and_idle_attempt_rows_are_pruned_on_both_stores() {
         assert_eq!(st.begin_attempt("ops", T0).unwrap(), 1, "{}: the recent row was kept", s.name);
     }
     if let Some((ns, _)) = &services {
-        // Outside a retention prune, the audit log is still append-only.
+        // The prune vacuumed the tables it deleted from, so their space is reused at once.
         let mut pg = ns.pg();
+        let vacuumed: bool = pg
+            .query_one(
+                "SELECT last_vacuum IS NOT NULL FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'audit'",
+                &[&ns.name],
+            )
+            .unwrap()
+            .get(0);
+        assert!(vacuumed, "the prune vacuumed the audit table");
+        // Outside a retention prune, the audit log is still append-only.
         for sql in ["DELETE FROM {}.audit", "UPDATE {}.audit SET verb = 'x'", "TRUNCATE {}.audit"] {
             let e = pg.batch_execute(&sql.replace("{}", &format!("\"{}\"", ns.name))).unwrap_err();
             assert!(e.to_string().contains("append-only") || format!("{e:?}").contains("append-only"), "{sql}: {e:?}");

@@ -765,11 +765,7 @@ fn redis_first_status_while_postgres_is_down() {
     let ns = d.ns();
     assert_eq!(
         ns.pg_audit_counts(PROJECT),
-        counts(&[
-            ("session.register", "ok", 2),
-            ("master.handoff", "ok", 1),
-            ("master.handoff", "not_master", 1),
-        ]),
+        counts(&[("session.register", "ok", 2), ("master.handoff", "ok", 1), ("master.handoff", "not_master", 1),]),
         "each audit row exactly once (a routine heartbeat queues its row state, no audit row)"
     );
     let (rows, distinct) = ns.pg_audit_ids();

@@ -145,6 +145,9 @@ pub(super) fn prune(inner: &Inner, cutoffs: &Cutoffs) -> Result<Pruned, ClaimErr
             "DELETE FROM @.audit WHERE id IN (SELECT id FROM @.audit WHERE at < $1 ORDER BY id LIMIT $2)",
             before,
         )?;
+        if out.audit_rows + out.history_steps > 0 {
+            vacuum(inner);
+        }
     }
     out.attempt_rows = delete_in_batches(
         inner,
@@ -153,6 +156,19 @@ pub(super) fn prune(inner: &Inner, cutoffs: &Cutoffs) -> Result<Pruned, ClaimErr
         cutoffs.attempts_before,
     )?;
     Ok(out)
+}
+
+/// Makes the space of deleted audit and history rows reusable now. Autovacuum would get
+/// there by its own thresholds (a fifth of the table by default), which a table pruned a
+/// little every few minutes may take long to reach while its file keeps growing (the soak
+/// bench showed it). Plain VACUUM takes no lock that blocks reads or writes. Best effort: a
+/// role that does not own the tables cannot, and autovacuum remains.
+fn vacuum(inner: &Inner) {
+    let pg = &inner.pg;
+    let sql = pg.sql("VACUUM @.audit, @.claim_history");
+    if let Err(e) = pg.run(|conn| conn.client.batch_execute(&sql).map_err(pg_err)) {
+        tracing::warn!(error = %e, "retention: VACUUM after the prune failed; autovacuum will reclaim the space");
+    }
 }
 
 /// Runs a Postgres `DELETE ... LIMIT $2` (parameter 1: `arg`) until it deletes less than a
