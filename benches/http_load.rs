@@ -50,6 +50,7 @@ fn start(store: Arc<dyn Store>) -> String {
                 sweep_every: None,
                 max_connections: writerctl::coordinator::server::DEFAULT_MAX_CONNECTIONS,
                 header_timeout: writerctl::coordinator::server::DEFAULT_HEADER_TIMEOUT,
+                retention: None,
             };
             writerctl::coordinator::server::serve(opts, std::future::pending(), move |addr, _| {
                 tx.send(format!("http://{addr}")).unwrap();

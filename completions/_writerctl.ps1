@@ -577,6 +577,35 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete audit rows and claim history steps (but each task''s newest) older than N days from the embedded store, and operator-attempt rows idle for a day; optionally trim inboxes too. A server prunes by itself (`coordinator serve --audit-retention-days`), so an http(s) --coordinator is refused. Run it from cron (daily is plenty); the prune leaves one `retention.prune` audit row')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'writerctl;audit;prune' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
+            [CompletionResult]::new('--older-than-days', '--older-than-days', [CompletionResultType]::ParameterName, 'Delete audit rows and claim history steps older than this many days (at least 1)')
+            [CompletionResult]::new('--inbox-older-than-days', '--inbox-older-than-days', [CompletionResultType]::ParameterName, 'Also delete inbox events older than this many days; a reader whose cursor falls behind gets inbox_cursor_trimmed')
+            [CompletionResult]::new('--inbox-max-events', '--inbox-max-events', [CompletionResultType]::ParameterName, 'Also keep at most the newest N events per inbox')
+            [CompletionResult]::new('--allow-insecure-http', '--allow-insecure-http', [CompletionResultType]::ParameterName, 'Allow http:// (clear text: session tokens, the admin token and operator passwords readable on the network) to a host that is not this machine. Without it such an address is refused (exit 2); use https:// instead')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;audit;help' {
+            [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete audit rows and claim history steps (but each task''s newest) older than N days from the embedded store, and operator-attempt rows idle for a day; optionally trim inboxes too. A server prunes by itself (`coordinator serve --audit-retention-days`), so an http(s) --coordinator is refused. Run it from cron (daily is plenty); the prune leaves one `retention.prune` audit row')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'writerctl;audit;help;prune' {
+            break
+        }
+        'writerctl;audit;help;help' {
             break
         }
         'writerctl;channel' {
@@ -968,6 +997,10 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution, in seconds')
             [CompletionResult]::new('--sweep-interval-seconds', '--sweep-interval-seconds', [CompletionResultType]::ParameterName, 'How often the background sweeper releases work claims whose TTL ran out (to their deputy, or open), in seconds, from 1 to 86400; 0 turns the sweeper off. Sweeps never overlap; each is logged per project and counted on /metrics (writerctl_sweep_runs_total, writerctl_sweep_released_total)')
             [CompletionResult]::new('--time-scale', '--time-scale', [CompletionResultType]::ParameterName, 'Drills only: the server''s clock runs N times faster (60: one real second reads as one minute), so a TTL exercise of half an hour takes 30 s. Every TTL, freshness threshold and throttle delay shrinks by the same factor; never use it in production. The sweep interval stays in real seconds')
+            [CompletionResult]::new('--audit-retention-days', '--audit-retention-days', [CompletionResultType]::ParameterName, 'Keep audit rows this many days (default 90: a quarter, enough for a quarterly access review and a late incident investigation); older rows, claim history steps (each task''s newest is kept) and queue entries Postgres refused are deleted every --retention-interval-seconds. 0 keeps the audit log forever. Days follow the server''s clock (--time-scale shrinks them too)')
+            [CompletionResult]::new('--inbox-retention-days', '--inbox-retention-days', [CompletionResultType]::ParameterName, 'Keep inbox events this many days (default 7: a controller off over a long weekend still finds its events); 0: no age limit. A reader whose cursor falls behind what was removed gets inbox_cursor_trimmed, never a silent skip')
+            [CompletionResult]::new('--inbox-max-events', '--inbox-max-events', [CompletionResultType]::ParameterName, 'Keep at most the newest N events per inbox (default 1000); 0: no count limit')
+            [CompletionResult]::new('--retention-interval-seconds', '--retention-interval-seconds', [CompletionResultType]::ParameterName, 'How often retention prunes audit rows, inbox events and idle operator-attempt rows, in real seconds (default 300); 0 never prunes. Each prune is logged and counted on /metrics (writerctl_retention_runs_total, writerctl_retention_pruned_total)')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr: text, or json (one object per line, for log shippers). The level comes from WRITERCTL_LOG (default info)')
             [CompletionResult]::new('--max-connections', '--max-connections', [CompletionResultType]::ParameterName, 'Open connections served at once, from 1 to 1000000; one more is refused at once (503 on plain HTTP, closed under TLS) and counted (writerctl_connections_refused_total). Lowered below the open-file limit when that is smaller (64 descriptors are kept for the store and the listener). 1024 is far above what the CLI''s short connections need')
             [CompletionResult]::new('--header-timeout-seconds', '--header-timeout-seconds', [CompletionResultType]::ParameterName, 'Seconds a connection has to send a complete request head, from 1 to 300, counted from when it connects and again after each answer: also the idle keep-alive timeout. 10 s is plenty for any real client and frees a silent or trickling connection''s slot')
@@ -1111,6 +1144,10 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             break
         }
         'writerctl;help;audit' {
+            [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete audit rows and claim history steps (but each task''s newest) older than N days from the embedded store, and operator-attempt rows idle for a day; optionally trim inboxes too. A server prunes by itself (`coordinator serve --audit-retention-days`), so an http(s) --coordinator is refused. Run it from cron (daily is plenty); the prune leaves one `retention.prune` audit row')
+            break
+        }
+        'writerctl;help;audit;prune' {
             break
         }
         'writerctl;help;channel' {

@@ -85,6 +85,18 @@ _writerctl() {
             writerctl,verify)
                 cmd="writerctl__subcmd__verify"
                 ;;
+            writerctl__subcmd__audit,help)
+                cmd="writerctl__subcmd__audit__subcmd__help"
+                ;;
+            writerctl__subcmd__audit,prune)
+                cmd="writerctl__subcmd__audit__subcmd__prune"
+                ;;
+            writerctl__subcmd__audit__subcmd__help,help)
+                cmd="writerctl__subcmd__audit__subcmd__help__subcmd__help"
+                ;;
+            writerctl__subcmd__audit__subcmd__help,prune)
+                cmd="writerctl__subcmd__audit__subcmd__help__subcmd__prune"
+                ;;
             writerctl__subcmd__channel,create)
                 cmd="writerctl__subcmd__channel__subcmd__create"
                 ;;
@@ -255,6 +267,9 @@ _writerctl() {
                 ;;
             writerctl__subcmd__help,verify)
                 cmd="writerctl__subcmd__help__subcmd__verify"
+                ;;
+            writerctl__subcmd__help__subcmd__audit,prune)
+                cmd="writerctl__subcmd__help__subcmd__audit__subcmd__prune"
                 ;;
             writerctl__subcmd__help__subcmd__channel,create)
                 cmd="writerctl__subcmd__help__subcmd__channel__subcmd__create"
@@ -540,7 +555,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__audit)
-            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --limit --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --limit --json --verbose --help --version prune help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -559,6 +574,82 @@ _writerctl() {
                     return 0
                     ;;
                 --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__audit__subcmd__help)
+            opts="prune help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__audit__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__audit__subcmd__help__subcmd__prune)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__audit__subcmd__prune)
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --older-than-days --inbox-older-than-days --inbox-max-events --json --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --coordinator)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --older-than-days)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --inbox-older-than-days)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --inbox-max-events)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1212,7 +1303,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__coordinator__subcmd__serve)
-            opts="-v -h -V --listen --store --redis --postgres --redis-ca-file --redis-min-replicas --namespace --admin-token-file --tls-cert --tls-key --freshness-seconds --sweep-interval-seconds --time-scale --open-registration --log-format --max-connections --header-timeout-seconds --json --verbose --help --version"
+            opts="-v -h -V --listen --store --redis --postgres --redis-ca-file --redis-min-replicas --namespace --admin-token-file --tls-cert --tls-key --freshness-seconds --sweep-interval-seconds --time-scale --open-registration --audit-retention-days --inbox-retention-days --inbox-max-events --retention-interval-seconds --log-format --max-connections --header-timeout-seconds --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1267,6 +1358,22 @@ _writerctl() {
                     return 0
                     ;;
                 --time-scale)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --audit-retention-days)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --inbox-retention-days)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --inbox-max-events)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --retention-interval-seconds)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1532,8 +1639,22 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__help__subcmd__audit)
-            opts=""
+            opts="prune"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__help__subcmd__audit__subcmd__prune)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

@@ -79,6 +79,8 @@ pub enum ErrorCode {
     ChannelExists,
     /// `identity add` for an identity already enrolled in the project; never overwritten.
     IdentityExists,
+    /// An inbox read from a cursor behind the retention trim: events after it may be gone.
+    InboxCursorTrimmed,
 }
 
 impl ErrorCode {
@@ -115,6 +117,7 @@ impl ErrorCode {
         ErrorCode::NotFound,
         ErrorCode::ChannelExists,
         ErrorCode::IdentityExists,
+        ErrorCode::InboxCursorTrimmed,
     ];
 
     /// The code named `s`, if it is in the registry.
@@ -156,6 +159,7 @@ impl ErrorCode {
             ErrorCode::NotFound => "not_found",
             ErrorCode::ChannelExists => "channel_exists",
             ErrorCode::IdentityExists => "identity_exists",
+            ErrorCode::InboxCursorTrimmed => "inbox_cursor_trimmed",
         }
     }
 
@@ -186,7 +190,8 @@ impl ErrorCode {
             ErrorCode::InvalidOperatorCredentials | ErrorCode::Unauthorized => 6,
             ErrorCode::SessionTranscriptChanged
             | ErrorCode::SessionLockMalformed
-            | ErrorCode::SessionTranscriptUnsafe => 4,
+            | ErrorCode::SessionTranscriptUnsafe
+            | ErrorCode::InboxCursorTrimmed => 4,
             ErrorCode::FeatureDisabled => 7,
             ErrorCode::SessionWriterUnavailable | ErrorCode::CoordinatorUnavailable => 75,
         }
@@ -259,6 +264,9 @@ impl ErrorCode {
             ErrorCode::ChannelExists => "the channel already exists; it is never overwritten",
             ErrorCode::IdentityExists => {
                 "the identity is already enrolled in the project; its key is never overwritten (`identity rotate` issues a new one)"
+            }
+            ErrorCode::InboxCursorTrimmed => {
+                "the inbox cursor is behind the retention trim: events after it may have been removed (the error names the oldest cursor still held); never a silent skip"
             }
         }
     }

@@ -15,6 +15,7 @@ use super::model::{
 use super::secret::{self, Secret};
 use super::store::Store;
 
+mod retain;
 mod work;
 
 pub use work::{SWEEP_BATCH, SWEEP_LIMIT, SweepAll};
@@ -219,6 +220,16 @@ impl Coordinator {
         base: AuditEntry,
         mut decide: impl FnMut(&Snapshot, Millis) -> Result<(Change, T, u64, serde_json::Value), ClaimError>,
     ) -> Result<T, ClaimError> {
+        self.run_audited(base, |snap, now| decide(snap, now).map(|(c, v, e, d)| (c, v, e, Some(d))))
+    }
+
+    /// [`Coordinator::run`] for a verb whose success is audited only sometimes: `decide`
+    /// returns the audit detail, or None for a success not worth a row (failures always are).
+    fn run_audited<T>(
+        &self,
+        base: AuditEntry,
+        mut decide: impl FnMut(&Snapshot, Millis) -> Result<(Change, T, u64, Option<serde_json::Value>), ClaimError>,
+    ) -> Result<T, ClaimError> {
         let project = base.project.clone();
         let mut out: Option<T> = None;
         let mut seen_epoch = None;
@@ -227,10 +238,7 @@ impl Coordinator {
             let now = self.clock.now();
             let (change, value, epoch, detail) = decide(snap, now)?;
             out = Some(value);
-            let mut audit = base.clone();
-            audit.at = now;
-            audit.epoch = Some(epoch);
-            audit.detail = detail;
+            let audit = detail.map(|detail| AuditEntry { at: now, epoch: Some(epoch), detail, ..base.clone() });
             Ok((change, audit))
         });
         match result {
@@ -275,15 +283,24 @@ impl Coordinator {
         Ok(Registered { controller, token, epoch })
     }
 
-    /// `session heartbeat`.
+    /// `session heartbeat`. A routine beat changes nothing worth auditing and is counted on
+    /// `/metrics` instead (1,000 controllers beating every 10 s would write 8.6 M audit rows a
+    /// day); a beat from a controller that had gone stale (no beat within the freshness
+    /// threshold) is audited, with how long it was silent: that is when routing changed.
+    /// Refused beats are always audited.
     pub fn heartbeat(&self, project: &str, session_id: &str, token: &Secret) -> Result<Controller, ClaimError> {
         validate_name("project", project)?;
         validate_name("session id", session_id)?;
         let hash = secret::token_hash(token);
+        let f = self.freshness_ms();
         let base = self.audit(project, "session.heartbeat", format!("session:{session_id}"), None);
-        self.run(base, |snap, now| {
+        self.run_audited(base, |snap, now| {
+            let previous = snap.controller(session_id).map(|c| c.last_heartbeat);
             let (change, row) = master::heartbeat(snap, session_id, &hash, now)?;
-            Ok((change, row, snap.slot.epoch, json!({})))
+            let detail = previous
+                .filter(|&p| now.saturating_sub(p) > f)
+                .map(|p| json!({"back_after_stale_ms": now.saturating_sub(p), "last_heartbeat": p}));
+            Ok((change, row, snap.slot.epoch, detail))
         })
     }
 

@@ -159,6 +159,20 @@ pub enum ClaimError {
     /// `channel create` for an existing channel.
     #[error("channel {0} already exists")]
     ChannelExists(String),
+    /// An inbox read from a cursor behind the inbox's retention trim: events after the
+    /// cursor may have been removed unread, so nothing is returned (never a silent skip).
+    #[error(
+        "inbox cursor {after} is behind the retention trim: events up to cursor {trimmed_through} were removed{}",
+        oldest_held(.oldest)
+    )]
+    InboxCursorTrimmed {
+        /// The cursor the reader sent.
+        after: u64,
+        /// The highest cursor retention removed from this inbox.
+        trimmed_through: u64,
+        /// The oldest cursor the inbox still holds, if it holds any.
+        oldest: Option<u64>,
+    },
     /// A bad argument (empty identity, bad store address, ...).
     #[error("{0}")]
     InvalidArgument(String),
@@ -180,6 +194,14 @@ pub enum ClaimError {
         /// Its details (candidates, epochs), if any.
         details: Option<serde_json::Value>,
     },
+}
+
+/// "; the oldest cursor still held is N" (or that none is).
+fn oldest_held(oldest: &Option<u64>) -> String {
+    match oldest {
+        Some(c) => format!("; the oldest cursor still held is {c}"),
+        None => "; the inbox holds no older event".into(),
+    }
 }
 
 /// "is claimed by alice", "is released", "is done".
@@ -242,6 +264,7 @@ impl ClaimError {
             ClaimError::NotClaimOwner { .. } => ErrorCode::NotClaimOwner,
             ClaimError::NotFound(_) => ErrorCode::NotFound,
             ClaimError::ChannelExists(_) => ErrorCode::ChannelExists,
+            ClaimError::InboxCursorTrimmed { .. } => ErrorCode::InboxCursorTrimmed,
             ClaimError::InvalidArgument(_) => ErrorCode::InvalidArgument,
             ClaimError::Unavailable(_) => ErrorCode::CoordinatorUnavailable,
             ClaimError::Store(_) => ErrorCode::Internal,
@@ -321,6 +344,10 @@ impl ClaimError {
                     .into()
             }
             ClaimError::ChannelExists(_) => "channels are never overwritten; pick another name".into(),
+            ClaimError::InboxCursorTrimmed { trimmed_through, .. } => format!(
+                "events were lost to retention (serve --inbox-retention-days, --inbox-max-events); resync from \
+                 `writerctl master status` and `writerctl claim list`, then read on with --after {trimmed_through}"
+            ),
             ClaimError::Unavailable(_) => "retry later".into(),
             ClaimError::InvalidArgument(_) | ClaimError::Store(_) => return None,
             ClaimError::Remote { hint, .. } => return hint.clone(),
@@ -347,6 +374,9 @@ impl ClaimError {
             }
             ClaimError::NotClaimOwner { owner, status, .. } => {
                 Some(json!({ "owner": owner, "status": status.as_str() }))
+            }
+            ClaimError::InboxCursorTrimmed { after, trimmed_through, oldest } => {
+                Some(json!({ "after": after, "trimmed_through": trimmed_through, "oldest_cursor": oldest }))
             }
             ClaimError::Remote { details, .. } => details.clone(),
             _ => None,

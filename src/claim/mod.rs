@@ -8,6 +8,7 @@
 //! * [`store`] — the [`store::Store`] trait and the embedded SQLite store.
 //! * [`secret`] — session tokens (SHA-256 at rest), argon2id passwords, failure delays.
 //! * [`work`] — seed 002's work claims: deputy, TTL, next step, focus leases, sweeps.
+//! * [`retention`] — bounded growth: audit, inbox and attempt-row retention, store sizes.
 //! * [`clock`] — time behind a trait so tests control freshness and delays.
 
 pub mod api;
@@ -16,6 +17,7 @@ pub mod engine;
 pub mod error;
 pub mod master;
 pub mod model;
+pub mod retention;
 pub mod secret;
 pub mod store;
 pub mod work;

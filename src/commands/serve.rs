@@ -11,6 +11,7 @@ use clap::{Args, Subcommand};
 use writerctl::claim::ClaimError;
 use writerctl::claim::Coordinator;
 use writerctl::claim::clock::{Clock, ScaledClock, SystemClock};
+use writerctl::claim::retention::{self, Retention};
 use writerctl::claim::secret::{self, Secret};
 use writerctl::claim::store::Store;
 use writerctl::claim::store::redis_pg::{ConnectOptions, RedisPgStore};
@@ -49,8 +50,14 @@ pub enum CoordinatorCmd {
     /// more wait, then are refused), so strangers cannot lock an operator out from another
     /// address. Every error answer is
     /// the JSON envelope {"error":{"code","message","hint"}}.
+    ///
+    /// Growth is bounded: every --retention-interval-seconds the server deletes audit rows
+    /// and claim history steps older than --audit-retention-days, inbox events older than --inbox-retention-days or
+    /// beyond the newest --inbox-max-events per inbox, and operator-attempt rows idle for a
+    /// day. Routine heartbeats write no audit row (a return from stale does); they are
+    /// counted on /metrics, with the audit, inbox and queue sizes.
     #[command(
-        after_help = "Examples:\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis redis://127.0.0.1:6379 --postgres postgres://writerctl@db/writerctl --admin-token-file /run/secrets/admin --tls-cert cert.pem --tls-key key.pem\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis rediss+sentinel://s1:26379,s2:26379,s3:26379/mymaster --redis-ca-file /etc/writerctl/redis-ca.pem --redis-min-replicas 1 --postgres 'postgres://writerctl@db1,db2/writerctl?target_session_attrs=read-write&sslmode=verify-full&sslrootcert=/etc/writerctl/pg-ca.pem'\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite --sweep-interval-seconds 10\n  writerctl coordinator serve --listen 0.0.0.0:7700 --store sqlite:/var/lib/writerctl/c.sqlite --max-connections 4096 --header-timeout-seconds 5"
+        after_help = "Examples:\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis redis://127.0.0.1:6379 --postgres postgres://writerctl@db/writerctl --admin-token-file /run/secrets/admin --tls-cert cert.pem --tls-key key.pem\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis rediss+sentinel://s1:26379,s2:26379,s3:26379/mymaster --redis-ca-file /etc/writerctl/redis-ca.pem --redis-min-replicas 1 --postgres 'postgres://writerctl@db1,db2/writerctl?target_session_attrs=read-write&sslmode=verify-full&sslrootcert=/etc/writerctl/pg-ca.pem'\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite --sweep-interval-seconds 10\n  writerctl coordinator serve --listen 0.0.0.0:7700 --store sqlite:/var/lib/writerctl/c.sqlite --max-connections 4096 --header-timeout-seconds 5\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite --audit-retention-days 365 --inbox-retention-days 14 --inbox-max-events 5000"
     )]
     Serve(ServeArgs),
 }
@@ -122,6 +129,28 @@ pub struct ServeArgs {
     /// themselves. Warned at start and shown on /metrics (writerctl_open_registration 1).
     #[arg(long)]
     pub open_registration: bool,
+    /// Keep audit rows this many days (default 90: a quarter, enough for a quarterly access
+    /// review and a late incident investigation); older rows, claim history steps (each
+    /// task's newest is kept) and queue entries Postgres refused are deleted every
+    /// --retention-interval-seconds. 0 keeps the audit log forever.
+    /// Days follow the server's clock (--time-scale shrinks them too).
+    #[arg(long, value_name = "N", default_value_t = retention::DEFAULT_AUDIT_RETENTION_DAYS,
+          value_parser = clap::value_parser!(u32).range(0..=36_500))]
+    pub audit_retention_days: u32,
+    /// Keep inbox events this many days (default 7: a controller off over a long weekend
+    /// still finds its events); 0: no age limit. A reader whose cursor falls behind what
+    /// was removed gets inbox_cursor_trimmed, never a silent skip.
+    #[arg(long, value_name = "N", default_value_t = retention::DEFAULT_INBOX_RETENTION_DAYS,
+          value_parser = clap::value_parser!(u32).range(0..=36_500))]
+    pub inbox_retention_days: u32,
+    /// Keep at most the newest N events per inbox (default 1000); 0: no count limit.
+    #[arg(long, value_name = "N", default_value_t = retention::DEFAULT_INBOX_MAX_EVENTS)]
+    pub inbox_max_events: u64,
+    /// How often retention prunes audit rows, inbox events and idle operator-attempt rows,
+    /// in real seconds (default 300); 0 never prunes. Each prune is logged and counted on
+    /// /metrics (writerctl_retention_runs_total, writerctl_retention_pruned_total).
+    #[arg(long, value_name = "N", default_value_t = 300, value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub retention_interval_seconds: u64,
     /// Log format on stderr: text, or json (one object per line, for log shippers). The
     /// level comes from WRITERCTL_LOG (default info).
     #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
@@ -221,6 +250,8 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
     }
     let tls = a.tls_cert.clone().zip(a.tls_key.clone());
     let sweep_every = (a.sweep_interval_seconds > 0).then(|| Duration::from_secs(a.sweep_interval_seconds));
+    let policy = Retention::from_flags(a.audit_retention_days, a.inbox_retention_days, a.inbox_max_events);
+    let retention = Some((policy, Duration::from_secs(a.retention_interval_seconds)));
     let opts = ServeOptions {
         listen: a.listen,
         coordinator,
@@ -229,6 +260,7 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
         sweep_every,
         max_connections,
         header_timeout: Duration::from_secs(a.header_timeout_seconds),
+        retention,
     };
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the runtime")?;

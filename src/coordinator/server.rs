@@ -31,6 +31,7 @@ use crate::claim::Coordinator;
 use crate::claim::engine::{Credentials, IssuedKey, MasterRequest};
 use crate::claim::master::ControllerKey;
 use crate::claim::model::Millis;
+use crate::claim::retention::{Pruned, Retention};
 use crate::claim::secret::{self, Secret};
 use crate::error::ErrorCode;
 
@@ -76,6 +77,8 @@ pub struct ServeOptions {
     pub max_connections: usize,
     /// Header-read and idle keep-alive timeout ([`DEFAULT_HEADER_TIMEOUT`]).
     pub header_timeout: Duration,
+    /// What to keep, and how often to prune the rest; None: never prune.
+    pub retention: Option<(Retention, Duration)>,
 }
 
 /// Verbs by result, latency histograms and the sweeper's counters, for `/metrics`.
@@ -89,6 +92,10 @@ struct Metrics {
     sweep_released: u64,
     /// Due claims an owner wrote to during a background sweep (kept).
     sweep_conflicts: u64,
+    /// Background prunes by result (`ok` or the error code).
+    retention_runs: BTreeMap<String, u64>,
+    /// What background prunes removed, summed.
+    retention_pruned: Pruned,
 }
 
 /// What one background sweep returned.
@@ -711,10 +718,14 @@ async fn sweep_once(app: &Shared) {
     app.record_sweep(&result, started.elapsed());
 }
 
-/// Sweeps every `every` until `stop` turns true (or its sender is gone). A sweep that runs
-/// longer than `every` delays the next one: sweeps never overlap, and a stop waits for the
-/// sweep in flight (one store round per batch) instead of abandoning it.
-async fn sweeper(app: Shared, every: Duration, mut stop: tokio::sync::watch::Receiver<bool>) {
+/// Runs `job` every `every` until `stop` turns true (or its sender is gone). A run that
+/// takes longer than `every` delays the next one: runs never overlap, and a stop waits for
+/// the run in flight (one store round per batch) instead of abandoning it.
+async fn periodic<F, Fut>(every: Duration, mut stop: tokio::sync::watch::Receiver<bool>, mut job: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -724,9 +735,54 @@ async fn sweeper(app: Shared, every: Duration, mut stop: tokio::sync::watch::Rec
         tokio::select! {
             biased;
             changed = stop.changed() => if changed.is_err() { return },
-            _ = tick.tick() => sweep_once(&app).await,
+            _ = tick.tick() => job().await,
         }
     }
+}
+
+impl App {
+    /// Logs one background prune and counts it for `/metrics`.
+    fn record_prune(&self, result: &Result<Pruned, ClaimError>, elapsed: Duration) {
+        let elapsed_ms = elapsed.as_secs_f64() * 1e3;
+        let mut m = self.metrics.lock().unwrap_or_else(|p| p.into_inner());
+        match result {
+            Ok(p) => {
+                if p.is_empty() {
+                    tracing::debug!(retention = true, elapsed_ms, "prune removed nothing");
+                } else {
+                    tracing::info!(
+                        retention = true,
+                        audit_rows = p.audit_rows,
+                        history_steps = p.history_steps,
+                        inbox_entries = p.inbox_entries,
+                        attempt_rows = p.attempt_rows,
+                        elapsed_ms,
+                        "pruned what retention no longer keeps"
+                    );
+                }
+                m.retention_pruned.audit_rows += p.audit_rows;
+                m.retention_pruned.history_steps += p.history_steps;
+                m.retention_pruned.inbox_entries += p.inbox_entries;
+                m.retention_pruned.attempt_rows += p.attempt_rows;
+                *m.retention_runs.entry("ok".into()).or_default() += 1;
+            }
+            Err(e) => {
+                tracing::warn!(retention = true, result = e.code().as_str(), error = %e, elapsed_ms, "prune failed");
+                *m.retention_runs.entry(e.code().as_str().into()).or_default() += 1;
+            }
+        }
+    }
+}
+
+/// One prune of both planes, on the blocking pool.
+async fn prune_once(app: &Shared, policy: Retention) {
+    let started = Instant::now();
+    let app2 = app.clone();
+    let result = match tokio::task::spawn_blocking(move || app2.coord.prune(&policy, "coordinator")).await {
+        Ok(r) => r,
+        Err(e) => Err(ClaimError::Store(format!("prune task failed: {e}"))),
+    };
+    app.record_prune(&result, started.elapsed());
 }
 
 async fn healthz(State(app): State<Shared>) -> Response {
@@ -798,6 +854,50 @@ async fn metrics(State(app): State<Shared>) -> Response {
         "writerctl_claims_refused_per_source_total {}\n",
         app.claims_refused_per_source.load(std::sync::atomic::Ordering::Relaxed)
     ));
+    // Heartbeats are counted, not audited one row each (the audit log records a controller
+    // coming back from stale); this is the same count as the verb series, under its own name.
+    let beats: u64 = m.verbs.iter().filter(|((v, r), _)| v == "session.heartbeat" && r == "ok").map(|(_, n)| n).sum();
+    out.push_str("# HELP writerctl_heartbeats_total Heartbeats this replica accepted.\n");
+    out.push_str("# TYPE writerctl_heartbeats_total counter\n");
+    out.push_str(&format!("writerctl_heartbeats_total {beats}\n"));
+    out.push_str(
+        "# HELP writerctl_retention_runs_total Background retention prunes by result (ok or the error code).\n",
+    );
+    out.push_str("# TYPE writerctl_retention_runs_total counter\n");
+    for (result, n) in &m.retention_runs {
+        out.push_str(&format!("writerctl_retention_runs_total{{result=\"{result}\"}} {n}\n"));
+    }
+    out.push_str("# HELP writerctl_retention_pruned_total What background prunes removed, by kind.\n");
+    out.push_str("# TYPE writerctl_retention_pruned_total counter\n");
+    let p = m.retention_pruned;
+    for (kind, n) in [
+        ("audit_rows", p.audit_rows),
+        ("history_steps", p.history_steps),
+        ("inbox_entries", p.inbox_entries),
+        ("attempt_rows", p.attempt_rows),
+    ] {
+        out.push_str(&format!("writerctl_retention_pruned_total{{kind=\"{kind}\"}} {n}\n"));
+    }
+    let app2 = app.clone();
+    // The sizes that grow with use, from the shared store (every replica reports the same).
+    match tokio::task::spawn_blocking(move || app2.coord.sizes()).await {
+        Ok(Ok(z)) => {
+            for (name, help, n) in [
+                ("writerctl_audit_rows", "Rows in the audit log (Postgres, or the SQLite file).", z.audit_rows),
+                (
+                    "writerctl_claim_history_steps",
+                    "Work-claim history steps (Postgres, or the SQLite file).",
+                    z.history_steps,
+                ),
+                ("writerctl_inbox_entries", "Inbox events held, over every inbox.", z.inbox_entries),
+                ("writerctl_operator_attempt_rows", "Operator-attempt (throttle) rows.", z.attempt_rows),
+            ] {
+                out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n{name} {n}\n"));
+            }
+        }
+        Ok(Err(e)) => tracing::warn!(error = %e, "metrics: store sizes not counted"),
+        Err(e) => tracing::warn!(error = %e, "metrics: store sizes not counted"),
+    }
     let app2 = app.clone();
     // A count, never a per-project series: projects are not bounded, labels must be. Left
     // out (like the queue depth) when the store cannot answer, so a scrape still succeeds.
@@ -990,7 +1090,7 @@ pub async fn serve(
         h2.graceful_shutdown(Some(Duration::from_secs(10)));
     });
     let sweeping = opts.sweep_every.filter(|d| !d.is_zero()).map(|every| {
-        let (h, mut stop) = (handle.clone(), stop_rx.clone());
+        let (h, mut stop, app) = (handle.clone(), stop_rx.clone(), state.clone());
         tokio::spawn(async move {
             // Only a server that listens sweeps (a failed bind returns None).
             tokio::select! {
@@ -998,8 +1098,20 @@ pub async fn serve(
                 _ = stop.wait_for(|s| *s) => return,
             }
             tracing::info!(every_s = every.as_secs_f64(), "sweeper started");
-            sweeper(state, every, stop).await;
+            periodic(every, stop, || sweep_once(&app)).await;
             tracing::info!("sweeper stopped");
+        })
+    });
+    let pruning = opts.retention.filter(|(_, d)| !d.is_zero()).map(|(policy, every)| {
+        let (h, mut stop, app) = (handle.clone(), stop_rx.clone(), state.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                bound = h.listening() => if bound.is_none() { return },
+                _ = stop.wait_for(|s| *s) => return,
+            }
+            tracing::info!(every_s = every.as_secs_f64(), ?policy, "retention started");
+            periodic(every, stop, || prune_once(&app, policy)).await;
+            tracing::info!("retention stopped");
         })
     });
     let h3 = handle.clone();
@@ -1055,7 +1167,7 @@ pub async fn serve(
             .map_err(ServeError::from),
     };
     stop_tx.send_replace(true);
-    if let Some(task) = sweeping {
+    for task in [sweeping, pruning].into_iter().flatten() {
         let _ = task.await;
     }
     served

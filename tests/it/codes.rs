@@ -35,6 +35,7 @@ const SNAPSHOT: &[(&str, u8)] = &[
     ("not_found", 5),
     ("channel_exists", 3),
     ("identity_exists", 3),
+    ("inbox_cursor_trimmed", 4),
 ];
 
 #[test]

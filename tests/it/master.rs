@@ -1999,7 +1999,9 @@ fn inbox_cursor_and_follow() {
     assert!(e3["cursor"].as_u64().unwrap() > c2);
 }
 
-/// Every verb lands in the audit: who, what, result (ok or the error code), epoch.
+/// Every verb lands in the audit: who, what, result (ok or the error code), epoch; but a
+/// routine heartbeat does not (issue 15: beats are counted on /metrics; a return from stale
+/// is audited, see `claim::engine::retain`).
 #[test]
 fn audit_records_every_verb() {
     let co = Co::new();
@@ -2056,7 +2058,6 @@ fn audit_records_every_verb() {
     let expect = vec![
         json!([PROJECT, "session.register", "identity:alice", null, "ok", 1]),
         json!([PROJECT, "session.register", "identity:bob", null, "ok", 1]),
-        json!([PROJECT, "session.heartbeat", sa, null, "ok", 1]),
         json!(["", "operator.add", "local", "operator:ops", "ok", null]),
         json!([PROJECT, "master.handoff", sa, "bob", "ok", 2]),
         json!([PROJECT, "master.handoff", sa, "bob", "not_master", 2]),
@@ -2069,18 +2070,18 @@ fn audit_records_every_verb() {
     ];
     assert_eq!(rows, expect, "{all:#?}");
     // Details: the outcome of a master verb, the refusal's facts.
-    let handoff_ok = &all[4]["detail"];
+    let handoff_ok = &all[3]["detail"];
     assert_eq!((&handoff_ok["previous_master"], &handoff_ok["new_master"]), (&mref(&alice), &mref(&bob)));
-    assert_eq!(all[6]["detail"], json!({"expected_epoch": 1, "epoch": 2}));
-    assert_eq!(all[8]["detail"]["by_operator"], "ops");
+    assert_eq!(all[5]["detail"], json!({"expected_epoch": 1, "epoch": 2}));
+    assert_eq!(all[7]["detail"]["by_operator"], "ops");
     assert_eq!(all[0]["detail"]["session_id"], json!(alice.sid));
     // --project leaves out operator administration; --limit keeps the newest, oldest first.
     let web = co.audit(Some(PROJECT));
-    assert_eq!(web.len(), 12, "10 verbs and 2 enrollments");
+    assert_eq!(web.len(), 11, "9 verbs and 2 enrollments");
     assert!(web.iter().all(|a| a["project"] == PROJECT));
     let last2 = co.ok(&["audit", "--project", PROJECT, "--limit", "2"])["entries"].clone();
     // (the newest rows are verbs, not enrollments, so `all` still indexes them)
-    assert_eq!(last2, json!([all[9], all[10]]));
+    assert_eq!(last2, json!([all[8], all[9]]));
     // The human table shows the same rows.
     let r = co.run(&["audit", "--project", PROJECT]);
     r.assert_ok();

@@ -27,14 +27,14 @@ const CH: &str = "integration";
 const G: u64 = EPOCH_RESTORE_GAP;
 
 /// One store under test, and what keeps it alive.
-struct Subject {
-    name: &'static str,
-    store: Arc<dyn Store>,
+pub(crate) struct Subject {
+    pub(crate) name: &'static str,
+    pub(crate) store: Arc<dyn Store>,
     _dir: Option<tempfile::TempDir>,
 }
 
 /// The embedded store, and Redis + Postgres when the services answer.
-fn subjects(test: &str) -> (Vec<Subject>, Option<(Ns, Arc<RedisPgStore>)>) {
+pub(crate) fn subjects(test: &str) -> (Vec<Subject>, Option<(Ns, Arc<RedisPgStore>)>) {
     let dir = tempfile::tempdir().unwrap();
     let sqlite = Arc::new(SqliteStore::open(&dir.path().join("coord.sqlite")).unwrap());
     let mut out = vec![Subject { name: "sqlite", store: sqlite, _dir: Some(dir) }];

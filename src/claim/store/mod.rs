@@ -11,6 +11,7 @@ pub mod sqlite;
 
 use super::error::ClaimError;
 use super::model::{AuditEntry, Change, Event, Millis, NewEvent, OperatorRecord, Snapshot};
+use super::retention::{Cutoffs, Pruned, Sizes};
 use super::work::{Channel, ClaimRow, ClaimStep, FocusLease};
 
 /// JSON that a store wrote and cannot read back: the store is damaged, not the caller.
@@ -33,8 +34,20 @@ pub(crate) fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
-/// A verb's decision: from a snapshot to the change and its audit row.
-pub type Decide<'a> = dyn FnMut(&Snapshot) -> Result<(Change, AuditEntry), ClaimError> + 'a;
+/// When a change's inbox events happened: its audit row's time. A change without an audit
+/// row (a routine heartbeat) must carry no events; one that does is refused as a bug rather
+/// than stamped with a time no clock gave.
+pub(crate) fn events_at(change: &Change, audit: Option<&AuditEntry>) -> Result<Millis, ClaimError> {
+    match audit {
+        Some(a) => Ok(a.at),
+        None if change.events.is_empty() => Ok(0),
+        None => Err(ClaimError::Store("a change with inbox events needs its audit row".into())),
+    }
+}
+
+/// A verb's decision: from a snapshot to the change and its audit row (None: a change not
+/// worth a row of its own, such as a routine heartbeat).
+pub type Decide<'a> = dyn FnMut(&Snapshot) -> Result<(Change, Option<AuditEntry>), ClaimError> + 'a;
 
 /// The result of a compare-and-set commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,13 +137,14 @@ pub trait Store: WorkStore + Send + Sync {
     /// The project's current state (an unknown project reads as empty at version 0).
     fn snapshot(&self, project: &str) -> Result<Snapshot, ClaimError>;
 
-    /// Writes `change` and `audit` atomically if the project is still at `expected_version`.
+    /// Writes `change` and `audit` (if any) atomically if the project is still at
+    /// `expected_version`.
     fn commit(
         &self,
         project: &str,
         expected_version: u64,
         change: &Change,
-        audit: &AuditEntry,
+        audit: Option<&AuditEntry>,
     ) -> Result<Commit, ClaimError>;
 
     /// Reads, decides and commits one verb. `decide` returns the change and its audit row;
@@ -140,7 +154,7 @@ pub trait Store: WorkStore + Send + Sync {
         for _ in 0..MAX_CAS_ATTEMPTS {
             let snap = self.snapshot(project)?;
             let (change, audit) = decide(&snap)?;
-            if let Commit::Done(v) = self.commit(project, snap.version, &change, &audit)? {
+            if let Commit::Done(v) = self.commit(project, snap.version, &change, audit.as_ref())? {
                 return Ok(v);
             }
         }
@@ -170,8 +184,18 @@ pub trait Store: WorkStore + Send + Sync {
     /// A verification succeeded: the operator's failure count goes back to zero.
     fn attempt_succeeded(&self, operator_id: &str) -> Result<(), ClaimError>;
 
-    /// Inbox events for `identity` in `project` with cursor > `after`, oldest first.
+    /// Inbox events for `identity` in `project` with cursor > `after`, oldest first;
+    /// `inbox_cursor_trimmed` when `after` is behind the inbox's trim mark
+    /// ([`super::retention::check_cursor`]).
     fn inbox(&self, project: &str, identity: &str, after: u64, limit: usize) -> Result<Vec<Event>, ClaimError>;
+
+    /// Removes what the retention [`Cutoffs`] no longer keep: audit rows, inbox events
+    /// (raising each trimmed inbox's trim mark in the same step, so a reader behind it gets
+    /// `inbox_cursor_trimmed`), idle operator-attempt rows (see [`super::retention`]).
+    fn prune(&self, cutoffs: &Cutoffs) -> Result<Pruned, ClaimError>;
+
+    /// The sizes that grow with use (for `/metrics`).
+    fn sizes(&self) -> Result<Sizes, ClaimError>;
 
     /// Whether every plane answers (`/healthz`); by default, one snapshot read.
     fn health(&self) -> Result<(), ClaimError> {

@@ -10,6 +10,8 @@
 //! * `{ns}:p:<project>:ctl` — hash: session id → [`Controller`] JSON
 //! * `{ns}:p:<project>:inbox:<identity>` — stream; entry id `0-<cursor>`, fields `at`, `kind`,
 //!   `payload` and, when addressed to one session, `session`
+//! * `{ns}:inbox_trims` — hash: inbox key → the highest cursor retention removed from it (its
+//!   trim mark; see [`retention`])
 //! * `{ns}:cursor` — the event cursor counter (one sequence for every inbox)
 //! * `{ns}:pgq` — the durable queue of Postgres writes; `{ns}:pgq:dead` — entries Postgres
 //!   refused for good; `{ns}:pgq:lock` — the drain lock
@@ -72,9 +74,11 @@ use crate::claim::model::{
     AuditEntry, Change, Controller, EnrolledIdentity, Event, MasterRef, MasterSlot, Millis, NewEvent, OperatorRecord,
     Snapshot,
 };
+use crate::claim::retention::{Cutoffs, Pruned, Sizes, check_cursor};
 
 mod connect;
 mod masters;
+mod retention;
 mod work;
 
 pub use connect::{ConnectOptions, MIN_REPLICAS_WAIT};
@@ -234,6 +238,20 @@ CREATE TABLE @.identities (
     PRIMARY KEY (project, identity)
 );
 "#,
+    // Retention (issue 15): the audit log stays append-only for everyone but the retention
+    // prune, which deletes old rows inside a transaction that says so
+    // (`SET LOCAL writerctl.audit_retention = 'on'`); UPDATE and TRUNCATE stay refused.
+    r#"
+CREATE OR REPLACE FUNCTION @.audit_is_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' AND current_setting('writerctl.audit_retention', true) = 'on' THEN
+        RETURN OLD;
+    END IF;
+    RAISE EXCEPTION 'the audit log is append-only';
+END
+$$;
+CREATE INDEX audit_at ON @.audit (at);
+"#,
 ];
 
 /// Inbox events, shared by every script that appends them (prefixed to it by [`with_inbox`]).
@@ -334,8 +352,11 @@ if changed then
   redis.call('HSETNX', KEYS[1], 'epoch', '0')
   version = string.format('%d', redis.call('HINCRBY', KEYS[1], 'version', 1))
 end
--- The Postgres write: the audit row and, after a change, the project's whole new state.
-local job = {'op', ARGV[2], 'project', ARGV[3], 'version', version, 'audit', ARGV[5]}
+-- The Postgres write: the audit row (none for a routine heartbeat) and, after a change, the
+-- project's whole new state.
+if not changed and ARGV[5] == '' then return {'ok', version, ''} end
+local job = {'op', ARGV[2], 'project', ARGV[3], 'version', version}
+if ARGV[5] ~= '' then job[#job + 1] = 'audit'; job[#job + 1] = ARGV[5] end
 if changed then
   local h = redis.call('HMGET', KEYS[1], 'epoch', 'master_session_id', 'master_identity')
   local rows = redis.call('HVALS', KEYS[2])
@@ -521,6 +542,9 @@ impl Keys {
     }
     fn ready(&self) -> String {
         format!("{}:ready", self.base)
+    }
+    fn inbox_trims(&self) -> String {
+        format!("{}:inbox_trims", self.base)
     }
     fn channels(&self, project: &str) -> String {
         format!("{}:p:{}:channels", self.base, esc(project))
@@ -885,13 +909,13 @@ struct ProjectState {
     identities: Option<Vec<EnrolledIdentity>>,
 }
 
-/// One queue entry: an audit row (always) and a project state (after a change) or a work
-/// claim write (a claim row and its history step, a channel, a focus lease).
+/// One queue entry: an audit row (all but routine heartbeats) and a project state (after a
+/// change) or a work claim write (a claim row and its history step, a channel, a focus lease).
 #[derive(Debug, Clone)]
 struct Job {
     op_id: String,
     project: String,
-    audit: AuditEntry,
+    audit: Option<AuditEntry>,
     state: Option<ProjectState>,
     work: Option<work::Payload>,
 }
@@ -899,7 +923,7 @@ struct Job {
 impl Job {
     fn decode(f: &HashMap<String, String>) -> Result<Job, ClaimError> {
         let get = |k: &str| f.get(k).ok_or_else(|| ClaimError::Store(format!("queue entry without {k}")));
-        let audit: AuditEntry = from_json(get("audit")?)?;
+        let audit: Option<AuditEntry> = f.get("audit").map(|a| from_json(a)).transpose()?;
         let state = match f.get("controllers") {
             None => None,
             Some(rows) => Some(ProjectState {
@@ -1023,8 +1047,8 @@ fn apply_batch(conn: &mut PgConn, jobs: &[Result<Job, String>]) -> Result<Vec<Op
     let mut tx = conn.client.transaction().map_err(pg_err)?;
     let mut refused: Vec<Option<String>> = jobs.iter().map(|j| j.as_ref().err().cloned()).collect();
     for (i, job) in jobs.iter().enumerate() {
-        if let Ok(job) = job {
-            refused[i] = in_savepoint(&mut tx, |t| insert_audit(t, &conn.st, &job.op_id, &job.audit))?;
+        if let Ok(Job { op_id, audit: Some(audit), .. }) = job {
+            refused[i] = in_savepoint(&mut tx, |t| insert_audit(t, &conn.st, op_id, audit))?;
         }
     }
     for (i, job) in jobs.iter().enumerate() {
@@ -1655,15 +1679,15 @@ impl Store for RedisPgStore {
         project: &str,
         expected_version: u64,
         change: &Change,
-        audit: &AuditEntry,
+        audit: Option<&AuditEntry>,
     ) -> Result<Commit, ClaimError> {
         let k = &self.inner.keys;
         let op = uuid::Uuid::new_v4().to_string();
         let mut inv = self.inner.commit.prepare_invoke();
         inv.key(k.head(project)).key(k.ctl(project)).key(k.cursor()).key(k.queue()).key(k.ready());
         inv.key(event_keys(k, project, &change.events));
-        inv.arg(expected_version).arg(&op).arg(project).arg(audit.at);
-        inv.arg(to_json(audit)?);
+        inv.arg(expected_version).arg(&op).arg(project).arg(super::events_at(change, audit)?);
+        inv.arg(audit.map(to_json).transpose()?.unwrap_or_default());
         change_args(&mut inv, change)?;
         // Not retried on a lost reply: the script may have run, and running it again would
         // report a conflict for a commit that in fact succeeded.
@@ -1839,15 +1863,47 @@ impl Store for RedisPgStore {
         masters::projects_without_master(&self.inner)
     }
 
+    fn prune(&self, cutoffs: &Cutoffs) -> Result<Pruned, ClaimError> {
+        retention::prune(&self.inner, cutoffs)
+    }
+
+    fn sizes(&self) -> Result<Sizes, ClaimError> {
+        retention::sizes(&self.inner)
+    }
+
     fn inbox(&self, project: &str, identity: &str, after: u64, limit: usize) -> Result<Vec<Event>, ClaimError> {
         if limit == 0 || after == u64::MAX {
             return Ok(Vec::new());
         }
         let key = self.inner.keys.inbox(project, identity);
         let start = format!("(0-{after}");
-        let reply = self.inner.redis.run_idempotent(|c| {
-            redis::cmd("XRANGE").arg(&key).arg(&start).arg("+").arg("COUNT").arg(limit).query::<Value>(c)
+        // MULTI/EXEC: the trim mark, the oldest entry and the page come from one moment, so a
+        // prune in between can neither hide a gap nor report one that is not there.
+        let (mark, oldest, reply): (Option<u64>, Value, Value) = self.inner.redis.run_idempotent(|c| {
+            redis::pipe()
+                .atomic()
+                .cmd("HGET")
+                .arg(self.inner.keys.inbox_trims())
+                .arg(&key)
+                .cmd("XRANGE")
+                .arg(&key)
+                .arg("-")
+                .arg("+")
+                .arg("COUNT")
+                .arg(1)
+                .cmd("XRANGE")
+                .arg(&key)
+                .arg(&start)
+                .arg("+")
+                .arg("COUNT")
+                .arg(limit)
+                .query(c)
         })?;
+        if let Some(mark) = mark {
+            let oldest = stream_entries("inbox", &oldest)?.into_iter().next().map(|(id, _)| id);
+            let oldest = oldest.map(|id| parse_u64("cursor", id.strip_prefix("0-").unwrap_or(&id))).transpose()?;
+            check_cursor(after, mark, oldest)?;
+        }
         stream_entries("inbox", &reply)?
             .into_iter()
             .map(|(id, f)| {

@@ -11,12 +11,13 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params};
 
-use super::{Commit, Decide, Store, json_err};
+use super::{Commit, Decide, Store, events_at, json_err, to_i64};
 use crate::claim::error::ClaimError;
 use crate::claim::model::{
     AuditEntry, Change, Controller, EnrolledIdentity, Event, MasterRef, MasterSlot, Millis, NewEvent, OperatorRecord,
     Snapshot,
 };
+use crate::claim::retention::{Cutoffs, PRUNE_BATCH, Pruned, Sizes, check_cursor};
 
 mod work;
 
@@ -128,6 +129,18 @@ CREATE TABLE identities (
     key_issued_at INTEGER NOT NULL,
     PRIMARY KEY (project, identity)
 );
+"#,
+    // Retention: each inbox's trim mark (the highest cursor retention removed from it), and
+    // the indexes the age cutoffs scan by.
+    r#"
+CREATE TABLE inbox_trims (
+    project         TEXT NOT NULL,
+    recipient       TEXT NOT NULL,
+    trimmed_through INTEGER NOT NULL,
+    PRIMARY KEY (project, recipient)
+);
+CREATE INDEX audit_at ON audit (at);
+CREATE INDEX events_at ON events (at);
 "#,
 ];
 
@@ -345,8 +358,9 @@ fn apply(
     project: &str,
     version: u64,
     change: &Change,
-    audit: &AuditEntry,
+    audit: Option<&AuditEntry>,
 ) -> Result<u64, ClaimError> {
+    let at = events_at(change, audit)?;
     let mut new_version = version;
     if !change.is_empty() {
         new_version = version + 1;
@@ -411,12 +425,14 @@ fn apply(
             .map_err(db_err)?;
         }
         for e in &change.events {
-            insert_event(tx, project, e, audit.at)?;
+            insert_event(tx, project, e, at)?;
         }
         tx.execute("UPDATE projects SET version = ?2 WHERE project = ?1", params![project, new_version as i64])
             .map_err(db_err)?;
     }
-    insert_audit(tx, audit)?;
+    if let Some(audit) = audit {
+        insert_audit(tx, audit)?;
+    }
     Ok(new_version)
 }
 
@@ -449,7 +465,7 @@ impl Store for SqliteStore {
         project: &str,
         expected_version: u64,
         change: &Change,
-        audit: &AuditEntry,
+        audit: Option<&AuditEntry>,
     ) -> Result<Commit, ClaimError> {
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
@@ -466,7 +482,7 @@ impl Store for SqliteStore {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
         let snap = load(&tx, project)?;
         let (change, audit) = decide(&snap)?;
-        let v = apply(&tx, project, snap.version, &change, &audit)?;
+        let v = apply(&tx, project, snap.version, &change, audit.as_ref())?;
         tx.commit().map_err(db_err)?;
         Ok(v)
     }
@@ -564,23 +580,45 @@ impl Store for SqliteStore {
     fn inbox(&self, project: &str, identity: &str, after: u64, limit: usize) -> Result<Vec<Event>, ClaimError> {
         // Never `as i64`: a cursor past i64::MAX would wrap negative and replay events
         // already read (the engine refuses it first; this keeps the store honest alone).
-        let after = i64::try_from(after)
+        let after_db = i64::try_from(after)
             .map_err(|_| ClaimError::InvalidArgument(format!("inbox cursor {after} is beyond the largest cursor")))?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let conn = self.lock();
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT cursor, at, recipient_session, kind, payload FROM events
-                 WHERE project = ?1 AND recipient = ?2 AND cursor > ?3 ORDER BY cursor LIMIT ?4",
+        let mut conn = self.lock();
+        // One read transaction: the trim mark and the events come from the same state, so a
+        // prune between them can neither hide a gap nor report one that is not there.
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred).map_err(db_err)?;
+        let mark: i64 = tx
+            .query_row(
+                "SELECT COALESCE(MAX(trimmed_through), 0) FROM inbox_trims WHERE project = ?1 AND recipient = ?2",
+                params![project, identity],
+                |r| r.get(0),
             )
             .map_err(db_err)?;
-        let rows = stmt
-            .query_map(params![project, identity, after, limit], |r| {
+        if after > 0 && after < mark as u64 {
+            let oldest: Option<i64> = tx
+                .query_row(
+                    "SELECT MIN(cursor) FROM events WHERE project = ?1 AND recipient = ?2",
+                    params![project, identity],
+                    |r| r.get(0),
+                )
+                .map_err(db_err)?;
+            check_cursor(after, mark as u64, oldest.map(|c| c as u64))?;
+        }
+        let rows = {
+            let mut stmt = tx
+                .prepare_cached(
+                    "SELECT cursor, at, recipient_session, kind, payload FROM events
+                     WHERE project = ?1 AND recipient = ?2 AND cursor > ?3 ORDER BY cursor LIMIT ?4",
+                )
+                .map_err(db_err)?;
+            stmt.query_map(params![project, identity, after_db, limit], |r| {
                 Ok((r.get::<_, i64>(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get::<_, String>(4)?))
             })
             .map_err(db_err)?
             .collect::<Result<Vec<_>, _>>()
-            .map_err(db_err)?;
+            .map_err(db_err)?
+        };
+        tx.commit().map_err(db_err)?;
         rows.into_iter()
             .map(|(cursor, at, recipient_session, kind, payload)| {
                 Ok(Event {
@@ -592,6 +630,107 @@ impl Store for SqliteStore {
                 })
             })
             .collect()
+    }
+
+    fn prune(&self, c: &Cutoffs) -> Result<Pruned, ClaimError> {
+        let mut out = Pruned::default();
+        if let Some(before) = c.audit_before {
+            out.audit_rows = self.delete_in_batches(
+                "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < ?1 LIMIT ?2)",
+                before,
+            )?;
+            out.history_steps = self.delete_in_batches(
+                "DELETE FROM claim_history WHERE id IN (
+                     SELECT h.id FROM claim_history h
+                     WHERE json_extract(h.body, '$.at') < ?1
+                       AND h.id < (SELECT MAX(m.id) FROM claim_history m
+                                   WHERE m.project = h.project AND m.channel = h.channel AND m.task = h.task)
+                     LIMIT ?2)",
+                before,
+            )?;
+        }
+        if let Some(before) = c.inbox_before {
+            out.inbox_entries += self.trim_events("SELECT cursor FROM events WHERE at < ?1 LIMIT ?2", before)?;
+        }
+        if let Some(keep) = c.inbox_keep {
+            out.inbox_entries += self.trim_events(
+                "SELECT cursor FROM (SELECT cursor, ROW_NUMBER() OVER
+                     (PARTITION BY project, recipient ORDER BY cursor DESC) AS rn FROM events)
+                 WHERE rn > ?1 LIMIT ?2",
+                to_i64(keep),
+            )?;
+        }
+        out.attempt_rows = self.delete_in_batches(
+            "DELETE FROM operator_attempts WHERE operator_id IN
+                 (SELECT operator_id FROM operator_attempts WHERE last_failure_at < ?1 LIMIT ?2)",
+            c.attempts_before,
+        )?;
+        Ok(out)
+    }
+
+    fn sizes(&self) -> Result<Sizes, ClaimError> {
+        self.lock()
+            .query_row(
+                "SELECT (SELECT COUNT(*) FROM audit), (SELECT COUNT(*) FROM events),
+                        (SELECT COUNT(*) FROM operator_attempts), (SELECT COUNT(*) FROM claim_history)",
+                [],
+                |r| {
+                    Ok(Sizes {
+                        audit_rows: r.get::<_, i64>(0)?.max(0) as u64,
+                        inbox_entries: r.get::<_, i64>(1)?.max(0) as u64,
+                        attempt_rows: r.get::<_, i64>(2)?.max(0) as u64,
+                        history_steps: r.get::<_, i64>(3)?.max(0) as u64,
+                    })
+                },
+            )
+            .map_err(db_err)
+    }
+}
+
+impl SqliteStore {
+    /// Runs a `DELETE ... LIMIT ?2` statement (parameter 1: `arg`) until it deletes less than
+    /// a batch; each batch is its own transaction, so verbs run between them.
+    fn delete_in_batches(&self, sql: &str, arg: i64) -> Result<u64, ClaimError> {
+        let mut total = 0u64;
+        loop {
+            let n = self.lock().execute(sql, params![arg, PRUNE_BATCH as i64]).map_err(db_err)?;
+            total += n as u64;
+            if n < PRUNE_BATCH {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Removes the inbox events `select` names (a query of cursors, parameter 1: `arg`,
+    /// `LIMIT ?2`) a batch at a time, raising each trimmed inbox's trim mark in the same
+    /// transaction as the removal.
+    fn trim_events(&self, select: &str, arg: i64) -> Result<u64, ClaimError> {
+        let mut total = 0u64;
+        loop {
+            let mut conn = self.lock();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
+            tx.execute_batch(
+                "CREATE TEMP TABLE IF NOT EXISTS trim_victims (cursor INTEGER PRIMARY KEY); DELETE FROM trim_victims",
+            )
+            .map_err(db_err)?;
+            let n = tx
+                .execute(&format!("INSERT INTO trim_victims {select}"), params![arg, PRUNE_BATCH as i64])
+                .map_err(db_err)?;
+            tx.execute_batch(
+                "INSERT INTO inbox_trims (project, recipient, trimmed_through)
+                     SELECT project, recipient, MAX(cursor) FROM events
+                     WHERE cursor IN (SELECT cursor FROM trim_victims) GROUP BY project, recipient
+                 ON CONFLICT (project, recipient) DO UPDATE
+                     SET trimmed_through = MAX(trimmed_through, excluded.trimmed_through);
+                 DELETE FROM events WHERE cursor IN (SELECT cursor FROM trim_victims);",
+            )
+            .map_err(db_err)?;
+            tx.commit().map_err(db_err)?;
+            total += n as u64;
+            if n < PRUNE_BATCH {
+                return Ok(total);
+            }
+        }
     }
 }
 
@@ -664,7 +803,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("c.sqlite");
         let s = SqliteStore::open(&p).unwrap();
-        s.commit("p", 0, &Change { upsert: vec![row("a")], ..Change::default() }, &audit("p")).unwrap();
+        s.commit("p", 0, &Change { upsert: vec![row("a")], ..Change::default() }, Some(&audit("p"))).unwrap();
         drop(s);
         let s = SqliteStore::open(&p).unwrap();
         assert_eq!(s.snapshot("p").unwrap().controllers.len(), 1, "reopening keeps the data");
@@ -682,12 +821,12 @@ mod tests {
         let s = SqliteStore::open(&d.path().join("c.sqlite")).unwrap();
         let slot = MasterSlot { master: Some(MasterRef { identity: "id-a".into(), session_id: "a".into() }), epoch: 1 };
         let c = Change { upsert: vec![row("a")], slot: Some(slot.clone()), ..Change::default() };
-        assert_eq!(s.commit("p", 0, &c, &audit("p")).unwrap(), Commit::Done(1));
-        assert_eq!(s.commit("p", 0, &c, &audit("p")).unwrap(), Commit::Conflict);
+        assert_eq!(s.commit("p", 0, &c, Some(&audit("p"))).unwrap(), Commit::Done(1));
+        assert_eq!(s.commit("p", 0, &c, Some(&audit("p"))).unwrap(), Commit::Conflict);
         let snap = s.snapshot("p").unwrap();
         assert_eq!((snap.version, snap.slot), (1, slot));
         // An empty change audits without bumping the version.
-        assert_eq!(s.commit("p", 1, &Change::default(), &audit("p")).unwrap(), Commit::Done(1));
+        assert_eq!(s.commit("p", 1, &Change::default(), Some(&audit("p"))).unwrap(), Commit::Done(1));
         assert_eq!(s.audit_log(Some("p"), 10).unwrap().len(), 2, "the conflicting commit wrote no audit row");
         assert_eq!(s.snapshot("other").unwrap().version, 0, "projects are separate");
     }
@@ -737,7 +876,7 @@ mod tests {
         fn snapshot(&self, project: &str) -> Result<Snapshot, ClaimError> {
             self.inner.snapshot(project)
         }
-        fn commit(&self, project: &str, v: u64, change: &Change, a: &AuditEntry) -> Result<Commit, ClaimError> {
+        fn commit(&self, project: &str, v: u64, change: &Change, a: Option<&AuditEntry>) -> Result<Commit, ClaimError> {
             if self.interfere.fetch_add(1, Ordering::SeqCst) == 0 {
                 let other = Change { upsert: vec![row("intruder")], ..Change::default() };
                 assert_eq!(self.inner.commit(project, v, &other, a)?, Commit::Done(v + 1));
@@ -768,6 +907,12 @@ mod tests {
         fn inbox(&self, p: &str, i: &str, after: u64, l: usize) -> Result<Vec<Event>, ClaimError> {
             self.inner.inbox(p, i, after, l)
         }
+        fn prune(&self, c: &Cutoffs) -> Result<Pruned, ClaimError> {
+            self.inner.prune(c)
+        }
+        fn sizes(&self) -> Result<Sizes, ClaimError> {
+            self.inner.sizes()
+        }
     }
 
     #[test]
@@ -781,7 +926,7 @@ mod tests {
                 seen.push(snap.controllers.len());
                 Ok((
                     Change { upsert: vec![row(&format!("n{}", snap.controllers.len()))], ..Change::default() },
-                    audit("p"),
+                    Some(audit("p")),
                 ))
             })
             .unwrap();

@@ -40,42 +40,53 @@ pub(super) fn projects_without_master(inner: &Inner) -> Result<u64, ClaimError> 
     Ok(without)
 }
 
-/// The head key of every project whose `ctl` hash exists, each once (`SCAN` may return a
-/// key twice).
+/// The head key of every project whose `ctl` hash exists, each once.
 fn heads_of_registered_projects(inner: &Inner) -> Result<Vec<String>, ClaimError> {
     let prefix = format!("{}:p:", inner.keys.base);
     let pattern = format!("{}*:ctl", glob_escape(&prefix));
-    let mut heads = Vec::new();
+    // `{ns}:p:<project>:ctl` with an escaped project (no `:` in it); the pattern also
+    // matches e.g. an inbox of an identity named `ctl`, which has more segments.
+    Ok(scan_keys(inner, &pattern, None)?
+        .into_iter()
+        .filter_map(|key| {
+            let project = key.strip_prefix(&prefix)?.strip_suffix(":ctl")?;
+            (!project.contains(':')).then(|| format!("{prefix}{project}:head"))
+        })
+        .collect())
+}
+
+/// Every key matching `pattern` (and of type `kind`, when given), sorted, each once (`SCAN`
+/// may return a key twice). Incremental: never blocks Redis the way `KEYS` would.
+pub(super) fn scan_keys(inner: &Inner, pattern: &str, kind: Option<&str>) -> Result<Vec<String>, ClaimError> {
+    let mut found = Vec::new();
     let mut cursor = String::from("0");
     loop {
         let reply = inner.redis.run_idempotent(|c| {
-            redis::cmd("SCAN").arg(&cursor).arg("MATCH").arg(&pattern).arg("COUNT").arg(SCAN_COUNT).query::<Value>(c)
+            let mut cmd = redis::cmd("SCAN");
+            cmd.arg(&cursor).arg("MATCH").arg(pattern).arg("COUNT").arg(SCAN_COUNT);
+            if let Some(kind) = kind {
+                cmd.arg("TYPE").arg(kind);
+            }
+            cmd.query::<Value>(c)
         })?;
         let [next, keys] = as_array("scan", &reply)? else {
             return Err(bad_reply("scan", &reply));
         };
         for key in as_array("scan keys", keys)? {
-            let key = as_text(key).ok_or_else(|| bad_reply("scan key", key))?;
-            // `{ns}:p:<project>:ctl` with an escaped project (no `:` in it); the pattern also
-            // matches e.g. an inbox of an identity named `ctl`, which has more segments.
-            if let Some(project) = key.strip_prefix(&prefix).and_then(|r| r.strip_suffix(":ctl"))
-                && !project.contains(':')
-            {
-                heads.push(format!("{prefix}{project}:head"));
-            }
+            found.push(as_text(key).ok_or_else(|| bad_reply("scan key", key))?);
         }
         cursor = as_text(next).ok_or_else(|| bad_reply("scan cursor", next))?;
         if cursor == "0" {
             break;
         }
     }
-    heads.sort();
-    heads.dedup();
-    Ok(heads)
+    found.sort();
+    found.dedup();
+    Ok(found)
 }
 
 /// `s` with Redis glob metacharacters escaped (a namespace may contain them).
-fn glob_escape(s: &str) -> String {
+pub(super) fn glob_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if matches!(c, '*' | '?' | '[' | ']' | '\\') {
