@@ -4,12 +4,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use super::clock::Clock;
 use super::error::ClaimError;
 use super::master::{self, ControllerKey, MasterOutcome, Target};
 use super::model::{AuditEntry, Change, Controller, Event, MasterSlot, Millis, OperatorRecord, Snapshot};
+use super::request::{Pending, RequestId};
 use super::secret::{self, Secret};
 use super::store::Store;
 
@@ -25,6 +28,9 @@ pub struct Coordinator {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     freshness: Duration,
+    /// The request id every write verb run through this value carries (see
+    /// [`Coordinator::with_request`]).
+    request: Option<RequestId>,
 }
 
 /// A registration's result; the token is shown once and never stored.
@@ -103,7 +109,26 @@ fn validate_request(req: &MasterRequest) -> Result<(), ClaimError> {
 impl Coordinator {
     /// A coordinator over `store`, reading time from `clock`.
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, freshness: Duration) -> Coordinator {
-        Coordinator { store, clock, freshness }
+        Coordinator { store, clock, freshness, request: None }
+    }
+
+    /// This coordinator with `id` on every write verb it runs: the verb's answer is kept
+    /// with its write, and a verb run again with the same id returns that answer instead of
+    /// acting twice (see [`super::request`]). One value per request: a server makes one for
+    /// each HTTP request that names an id, the CLI one per command.
+    pub fn with_request(&self, id: Option<RequestId>) -> Coordinator {
+        Coordinator { store: self.store.clone(), clock: self.clock.clone(), freshness: self.freshness, request: id }
+    }
+
+    /// The verb `audit` describes, with `input`, as a request under this value's id (None
+    /// without one).
+    fn pending(&self, audit: &AuditEntry, input: &impl Serialize) -> Result<Option<Pending>, ClaimError> {
+        self.request.as_ref().map(|id| Pending::new(id, audit, input)).transpose()
+    }
+
+    /// The answer kept for `pending`, if it was answered before.
+    fn replay<T: DeserializeOwned>(&self, pending: Option<&Pending>) -> Result<Option<T>, ClaimError> {
+        pending.map_or(Ok(None), |p| p.recall(&*self.store, self.clock.now()))
     }
 
     /// The store.
@@ -125,6 +150,7 @@ impl Coordinator {
             result: "ok".into(),
             epoch: None,
             detail: json!({}),
+            request: None,
         }
     }
 
@@ -136,18 +162,27 @@ impl Coordinator {
 
     /// Audits a failed verb (best effort: the verb's own error is what the caller needs).
     fn audit_failure(&self, mut entry: AuditEntry, err: &ClaimError, epoch: Option<u64>) {
+        // A failure keeps no answer: its retry decides again.
+        entry.request = None;
         entry.result = err.code().as_str().to_string();
         entry.epoch = epoch;
         entry.detail = err.details().unwrap_or_else(|| json!({}));
         let _ = self.store.append_audit(&entry);
     }
 
-    /// Runs `decide` in one store transaction; audits failures with the epoch it saw.
-    fn run<T>(
+    /// Runs `decide` in one store transaction; audits failures with the epoch it saw. With
+    /// a request id, an answer kept for it (same `input`) is returned instead, and the new
+    /// answer is kept with the write.
+    fn run<T: Serialize + DeserializeOwned>(
         &self,
         base: AuditEntry,
+        input: &impl Serialize,
         mut decide: impl FnMut(&Snapshot, Millis) -> Result<(Change, T, u64, serde_json::Value), ClaimError>,
     ) -> Result<T, ClaimError> {
+        let pending = self.pending(&base, input)?;
+        if let Some(answer) = self.replay(pending.as_ref())? {
+            return Ok(answer);
+        }
         let project = base.project.clone();
         let mut out: Option<T> = None;
         let mut seen_epoch = None;
@@ -155,11 +190,12 @@ impl Coordinator {
             seen_epoch = Some(snap.slot.epoch);
             let now = self.clock.now();
             let (change, value, epoch, detail) = decide(snap, now)?;
-            out = Some(value);
             let mut audit = base.clone();
             audit.at = now;
             audit.epoch = Some(epoch);
             audit.detail = detail;
+            audit.request = pending.as_ref().map(|p| p.record(&value, now)).transpose()?;
+            out = Some(value);
             Ok((change, audit))
         });
         match result {
@@ -188,14 +224,17 @@ impl Coordinator {
         let proof = previous_token.map(secret::token_hash);
         let f = self.freshness_ms();
         let base = self.audit(project, "session.register", format!("identity:{}", key.identity), None);
-        let (controller, epoch) = self.run(base, |snap, now| {
+        let input = json!({"key": key, "previous_token": proof});
+        // The token is part of the answer: a retry of a registration whose reply was lost
+        // must get the session token that was stored (hashed) then, not a new one.
+        let (controller, epoch, token) = self.run(base, &input, |snap, now| {
             let (change, row) = master::register(snap, key, fresh_id.clone(), hash.clone(), proof.as_deref(), now, f)?;
             let epoch = change.slot.as_ref().map_or(snap.slot.epoch, |s| s.epoch);
             let detail = json!({"session_id": row.session_id, "surface": row.surface, "machine_id": row.machine_id,
                                 "is_master": row.is_master});
-            Ok((change, (row, epoch), epoch, detail))
+            Ok((change, (row, epoch, token.expose().to_string()), epoch, detail))
         })?;
-        Ok(Registered { controller, token, epoch })
+        Ok(Registered { controller, token: Secret::new(token), epoch })
     }
 
     /// `session heartbeat`.
@@ -204,7 +243,7 @@ impl Coordinator {
         validate_name("session id", session_id)?;
         let hash = secret::token_hash(token);
         let base = self.audit(project, "session.heartbeat", format!("session:{session_id}"), None);
-        self.run(base, |snap, now| {
+        self.run(base, &json!({"token": hash}), |snap, now| {
             let (change, row) = master::heartbeat(snap, session_id, &hash, now)?;
             Ok((change, row, snap.slot.epoch, json!({})))
         })
@@ -216,7 +255,7 @@ impl Coordinator {
         validate_name("session id", session_id)?;
         let hash = secret::token_hash(token);
         let base = self.audit(project, "session.deregister", format!("session:{session_id}"), None);
-        self.run(base, |snap, _| {
+        self.run(base, &json!({"token": hash}), |snap, _| {
             let (change, was_master) = master::deregister(snap, session_id, &hash)?;
             let epoch = change.slot.as_ref().map_or(snap.slot.epoch, |s| s.epoch);
             Ok((change, (was_master, epoch), epoch, json!({"was_master": was_master})))
@@ -253,7 +292,7 @@ impl Coordinator {
         let base = self.audit(&req.project, "master.handoff", format!("session:{caller}"), Some(target_text(req)));
         let target = Target { identity: &req.to_identity, session_id: req.to_session.as_deref() };
         let f = self.freshness_ms();
-        self.run(base, |snap, now| {
+        self.run(base, &json!({"request": request_input(req), "token": hash}), |snap, now| {
             let (change, out) = master::handoff(snap, caller, &hash, &target, req.expect_epoch, now, f)?;
             let detail = outcome_detail(&out, None);
             Ok((change, out.clone(), out.epoch, detail))
@@ -276,7 +315,9 @@ impl Coordinator {
         }
         let target = Target { identity: &req.to_identity, session_id: req.to_session.as_deref() };
         let f = self.freshness_ms();
-        self.run(base, |snap, now| {
+        // The password is checked above on every attempt, a retry included, and never
+        // enters the fingerprint (a fast digest of it would be a way to guess it).
+        self.run(base, &request_input(req), |snap, now| {
             let (change, out) = master::claim(snap, operator_id, &target, req.expect_epoch, now, f)?;
             let detail = outcome_detail(&out, Some(operator_id));
             Ok((change, out.clone(), out.epoch, detail))
@@ -313,7 +354,14 @@ impl Coordinator {
         let password_hash = secret::hash_password(password)?;
         let now = self.clock.now();
         let rec = OperatorRecord { operator_id: operator_id.to_string(), password_hash, created_at: now };
-        let audit = self.audit("", "operator.add", actor.into(), Some(format!("operator:{operator_id}")));
+        let mut audit = self.audit("", "operator.add", actor.into(), Some(format!("operator:{operator_id}")));
+        // The password stays out of the fingerprint (see `claim`): a retry is the same
+        // operator id from the same actor.
+        let pending = self.pending(&audit, &operator_id)?;
+        if let Some(()) = self.replay(pending.as_ref())? {
+            return Ok(());
+        }
+        audit.request = pending.as_ref().map(|p| p.record(&(), now)).transpose()?;
         match self.store.insert_operator(&rec, &audit) {
             Ok(()) => Ok(()),
             Err(e) => {
@@ -339,6 +387,11 @@ impl Coordinator {
     pub fn now(&self) -> Millis {
         self.clock.now()
     }
+}
+
+/// A master verb's request as its fingerprint input (see [`super::request`]).
+fn request_input(req: &MasterRequest) -> serde_json::Value {
+    json!([req.project, req.to_identity, req.to_session, req.expect_epoch])
 }
 
 fn target_text(req: &MasterRequest) -> String {

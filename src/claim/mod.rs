@@ -9,6 +9,7 @@
 //! * [`secret`] — session tokens (SHA-256 at rest), argon2id passwords, failure delays.
 //! * [`work`] — seed 002's work claims: deputy, TTL, next step, focus leases, sweeps.
 //! * [`clock`] — time behind a trait so tests control freshness and delays.
+//! * [`request`] — request ids: a write's answer kept with it, so a retry acts once.
 
 pub mod api;
 pub mod clock;
@@ -16,6 +17,7 @@ pub mod engine;
 pub mod error;
 pub mod master;
 pub mod model;
+pub mod request;
 pub mod secret;
 pub mod store;
 pub mod work;

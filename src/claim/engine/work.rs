@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use super::{Coordinator, validate_name};
@@ -69,16 +71,21 @@ impl Coordinator {
     /// Reads a claim, decides, writes it if its version is still the one read; a lost race
     /// re-reads and decides again (the second decision sees the winner: `claim_taken` or
     /// `version_conflict`). Audits the outcome either way.
-    fn write_claim<T>(
+    fn write_claim<T: Serialize + DeserializeOwned>(
         &self,
         project: &str,
         channel: &str,
         task: &str,
         seat: &str,
         verb: &str,
+        input: &impl Serialize,
         mut decide: impl FnMut(Option<&ClaimRow>, &Channel, Millis) -> Result<Decision<T>, ClaimError>,
     ) -> Result<T, ClaimError> {
         let base = self.audit(project, verb, seat_actor(seat), Some(format!("{channel}/{task}")));
+        let pending = self.pending(&base, input)?;
+        if let Some(answer) = self.replay(pending.as_ref())? {
+            return Ok(answer);
+        }
         let mut attempt = || -> Result<T, ClaimError> {
             let ch = self.channel_or_not_found(project, channel)?;
             for _ in 0..MAX_CAS_ATTEMPTS {
@@ -88,6 +95,7 @@ impl Coordinator {
                 let mut audit = base.clone();
                 audit.at = now;
                 audit.detail = claim_detail(&d.row);
+                audit.request = pending.as_ref().map(|p| p.record(&d.value, now)).transpose()?;
                 let write = ClaimWrite {
                     expected_version: existing.map_or(0, |r| r.version),
                     action: d.action.into(),
@@ -119,10 +127,15 @@ impl Coordinator {
         validate_name("channel", channel)?;
         validate_name("steward", steward)?;
         let mut audit = self.audit(project, "channel.create", actor.into(), Some(channel.into()));
+        let pending = self.pending(&audit, &json!([steward, sla_minutes, ttl_floor_minutes]))?;
+        if let Some(answer) = self.replay(pending.as_ref())? {
+            return Ok(answer);
+        }
         let result =
             work::new_channel(project, channel, steward, sla_minutes, ttl_floor_minutes, audit.at).and_then(|ch| {
                 audit.detail = json!({"steward": ch.steward, "sla_minutes": ch.sla_minutes,
                                       "ttl_floor_minutes": ch.ttl_floor_minutes});
+                audit.request = pending.as_ref().map(|p| p.record(&ch, audit.at)).transpose()?;
                 self.store.insert_channel(&ch, &audit).map(|()| ch)
             });
         result.inspect_err(|e| self.audit_failure(audit.clone(), e, None))
@@ -134,7 +147,7 @@ impl Coordinator {
         validate_name("seat", &req.seat)?;
         validate_optional("deputy", req.deputy.as_deref())?;
         validate_step(req.next_step.as_deref())?;
-        self.write_claim(&req.project, &req.channel, &req.task, &req.seat, "claim.take", |existing, ch, now| {
+        self.write_claim(&req.project, &req.channel, &req.task, &req.seat, "claim.take", req, |existing, ch, now| {
             let out = work::take(existing, ch, req, now)?;
             Ok(Decision { row: out.claim.clone(), action: "take", events: Vec::new(), value: out })
         })
@@ -146,7 +159,7 @@ impl Coordinator {
         validate_name("seat", &req.seat)?;
         validate_optional("deputy", req.deputy.as_ref().and_then(|d| d.as_deref()))?;
         validate_step(req.next_step.as_deref())?;
-        self.write_claim(&req.project, &req.channel, &req.task, &req.seat, "claim.touch", |existing, ch, now| {
+        self.write_claim(&req.project, &req.channel, &req.task, &req.seat, "claim.touch", req, |existing, ch, now| {
             let row = existing.ok_or_else(|| not_found(&req.channel, &req.task))?;
             let out = work::touch(row, ch, req, now)?;
             Ok(Decision { row: out.claim.clone(), action: "touch", events: Vec::new(), value: out })
@@ -159,7 +172,7 @@ impl Coordinator {
         validate_claim_names(&req.project, &req.channel, &req.task)?;
         validate_name("seat", &req.seat)?;
         validate_step(req.next_step.as_deref())?;
-        self.write_claim(&req.project, &req.channel, &req.task, &req.seat, "claim.release", |existing, ch, now| {
+        self.write_claim(&req.project, &req.channel, &req.task, &req.seat, "claim.release", req, |existing, ch, now| {
             let row = existing.ok_or_else(|| not_found(&req.channel, &req.task))?;
             let after = work::release(row, req, now)?;
             let events = work::doorbells(row, &after, Some(&ch.steward), "owner", Some(&req.seat));
@@ -204,8 +217,13 @@ impl Coordinator {
         validate_name("project", project)?;
         validate_name("seat", seat)?;
         let mut audit = self.audit(project, "focus.start", seat_actor(seat), Some(seat.into()));
+        let pending = self.pending(&audit, &minutes)?;
+        if let Some(answer) = self.replay(pending.as_ref())? {
+            return Ok(answer);
+        }
         let result = work::focus_lease(project, seat, minutes, audit.at).and_then(|out| {
             audit.detail = json!({"until": out.lease.until, "capped_from": out.capped_from});
+            audit.request = pending.as_ref().map(|p| p.record(&out, audit.at)).transpose()?;
             self.store.put_focus(&out.lease, None, &audit).map(|_| out)
         });
         result.inspect_err(|e| self.audit_failure(audit.clone(), e, None))
@@ -215,7 +233,11 @@ impl Coordinator {
     pub fn focus_end(&self, project: &str, seat: &str) -> Result<FocusLease, ClaimError> {
         validate_name("project", project)?;
         validate_name("seat", seat)?;
-        let audit = self.audit(project, "focus.end", seat_actor(seat), Some(seat.into()));
+        let mut audit = self.audit(project, "focus.end", seat_actor(seat), Some(seat.into()));
+        let pending = self.pending(&audit, &())?;
+        if let Some(answer) = self.replay(pending.as_ref())? {
+            return Ok(answer);
+        }
         let result = (|| {
             for _ in 0..MAX_CAS_ATTEMPTS {
                 let lease = self
@@ -226,6 +248,7 @@ impl Coordinator {
                     .ok_or_else(|| ClaimError::NotFound(format!("{seat} holds no focus lease in project {project}")))?;
                 let started_at = lease.started_at;
                 let ended = FocusLease { ended_at: Some(audit.at), ..lease };
+                audit.request = pending.as_ref().map(|p| p.record(&ended, audit.at)).transpose()?;
                 // A `focus start` landing between the read and the write wins the race and
                 // is read (and ended) on the next round, never overwritten blind.
                 if let Commit::Done(_) = self.store.put_focus(&ended, Some(started_at), &audit)? {

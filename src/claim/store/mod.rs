@@ -11,6 +11,7 @@ pub mod sqlite;
 
 use super::error::ClaimError;
 use super::model::{AuditEntry, Change, Event, Millis, NewEvent, OperatorRecord, Snapshot};
+use super::request::KeptAnswer;
 use super::work::{Channel, ClaimRow, ClaimStep, FocusLease};
 
 /// JSON that a store wrote and cannot read back: the store is damaged, not the caller.
@@ -147,8 +148,14 @@ pub trait Store: WorkStore + Send + Sync {
         Err(ClaimError::Unavailable(format!("project {project} kept changing ({MAX_CAS_ATTEMPTS} attempts)")))
     }
 
-    /// Appends an audit row on its own (failed verbs, operator administration).
+    /// Appends an audit row on its own (failed verbs, operator administration). A
+    /// [`AuditEntry::request`] on it is ignored: only a verb's own write keeps an answer.
     fn append_audit(&self, entry: &AuditEntry) -> Result<(), ClaimError>;
+
+    /// The answer kept under a request key (see [`super::request`]) if it has not expired
+    /// by `now`. Every write that carries an [`AuditEntry::request`] keeps it atomically
+    /// with the write, refusing it (and the write) when the key holds a live record.
+    fn recall_request(&self, verb: &str, key: &str, now: Millis) -> Result<Option<KeptAnswer>, ClaimError>;
 
     /// The newest `limit` audit rows, oldest first; all projects when `project` is None.
     fn audit_log(&self, project: Option<&str>, limit: usize) -> Result<Vec<AuditEntry>, ClaimError>;

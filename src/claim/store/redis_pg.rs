@@ -68,6 +68,7 @@ use std::time::{Duration, Instant};
 use redis::{ErrorKind, RedisError, Script, ServerErrorKind, Value};
 
 use super::{Commit, Store, from_json, json_err, to_i64, to_json};
+use crate::claim::request::{self, KeptAnswer, RequestRecord};
 use crate::lockfile::wait::jittered;
 use crate::claim::error::ClaimError;
 use crate::claim::model::{
@@ -224,7 +225,22 @@ CREATE TABLE @.focus_leases (
     PRIMARY KEY (project, seat)
 );
 "#,
+    // Answers kept under request ids for the one verb Postgres decides (`operator add`:
+    // operators live here), written in its transaction. Every other verb keeps its answer in
+    // Redis, with its write (`REQUEST_LUA`).
+    r#"
+CREATE TABLE @.requests (
+    key         TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL,
+    answer      TEXT NOT NULL,
+    expires_at  BIGINT NOT NULL
+);
+CREATE INDEX requests_expiry ON @.requests (expires_at);
+"#,
 ];
+
+/// The verb whose answer Postgres keeps (see the last migration).
+const POSTGRES_DECIDES: &str = "operator.add";
 
 /// Inbox events, shared by every script that appends them (prefixed to it by [`with_inbox`]).
 ///
@@ -272,12 +288,42 @@ fn with_inbox(body: &str) -> String {
     [INBOX_LUA, body].concat()
 }
 
+/// The answer kept under a request id (`crate::claim::request`), shared by every write
+/// script (prefixed to it by [`with_request`]): the script's last KEY is the record's key,
+/// its last two ARGV the record (`''` when the verb carries no id) and its lifetime in ms
+/// (see [`request_args`]). `request_seen` runs before a script's first write: a live record
+/// means another attempt with the same id was applied, and this one must write nothing.
+const REQUEST_LUA: &str = r#"
+local function request_seen()
+  return ARGV[#ARGV - 1] ~= '' and redis.call('EXISTS', KEYS[#KEYS]) == 1
+end
+local function request_keep()
+  if ARGV[#ARGV - 1] ~= '' then redis.call('SET', KEYS[#KEYS], ARGV[#ARGV - 1], 'PX', ARGV[#ARGV]) end
+end
+"#;
+
+/// A write script: [`REQUEST_LUA`]'s functions, then its body.
+fn with_request(body: &str) -> String {
+    [REQUEST_LUA, body].concat()
+}
+
+/// The request record's key and arguments as [`REQUEST_LUA`] reads them: (key, record
+/// text or `''`, lifetime in ms). Without a record the key is a placeholder in the
+/// namespace's hash slot that no script touches.
+fn request_args(keys: &Keys, audit: &AuditEntry) -> Result<(String, String, i64), ClaimError> {
+    match &audit.request {
+        Some(r) => Ok((keys.request(&r.key), r.stored_text()?, r.expires_at.saturating_sub(audit.at).max(1))),
+        None => Ok((keys.request("-"), String::new(), 0)),
+    }
+}
+
 /// The compare-and-set commit (run with [`INBOX_LUA`] prefixed).
 ///
-/// KEYS: head, ctl, cursor counter, pg queue, ready marker, then one inbox per event.
-/// ARGV: expected version, op id, project, event time, audit JSON, then the change:
-/// `n` upserts as (session id, JSON) pairs; `n` deletes; slot flag, epoch, master flag,
-/// master session id, master identity; `n` events as (session flag, session, kind, payload).
+/// KEYS: head, ctl, cursor counter, pg queue, ready marker, then one inbox per event, then
+/// the request record's key. ARGV: expected version, op id, project, event time, audit
+/// JSON, then the change: `n` upserts as (session id, JSON) pairs; `n` deletes; slot flag,
+/// epoch, master flag, master session id, master identity; `n` events as (session flag,
+/// session, kind, payload); then the request record and its lifetime ([`REQUEST_LUA`]).
 ///
 /// Every check runs before the first write: a Lua error after a write would leave a
 /// half-applied commit (Redis does not roll scripts back).
@@ -285,6 +331,7 @@ const COMMIT_LUA: &str = r#"
 if redis.call('EXISTS', KEYS[5]) == 0 then return {'lost'} end
 local current = redis.call('HGET', KEYS[1], 'version') or '0'
 if current ~= ARGV[1] then return {'conflict', current} end
+if request_seen() then return {'replayed'} end
 local i = 6
 local function take() local v = ARGV[i]; i = i + 1; return v end
 local ups = {}
@@ -331,6 +378,7 @@ if changed then
   end
 end
 local id = redis.call('XADD', KEYS[4], '*', unpack(job))
+request_keep()
 return {'ok', version, id}
 "#;
 
@@ -496,6 +544,10 @@ impl Keys {
     }
     fn ready(&self) -> String {
         format!("{}:ready", self.base)
+    }
+    /// `{ns}:req:<key>`: a kept answer (string, expires with it).
+    fn request(&self, key: &str) -> String {
+        format!("{}:req:{}", self.base, key)
     }
     fn channels(&self, project: &str) -> String {
         format!("{}:p:{}:channels", self.base, esc(project))
@@ -933,6 +985,30 @@ fn apply_state(
     Ok(())
 }
 
+/// Keeps `operator add`'s answer in its Postgres transaction (see [`POSTGRES_DECIDES`]);
+/// a live record under the key fails the transaction, as in the other stores.
+fn keep_request_pg(
+    tx: &mut postgres::Transaction<'_>,
+    pg: &Pg,
+    r: &RequestRecord,
+    now: Millis,
+) -> Result<(), ClaimError> {
+    tx.execute(&pg.sql("DELETE FROM @.requests WHERE expires_at <= $1"), &[&now]).map_err(pg_err)?;
+    let inserted = tx
+        .execute(
+            &pg.sql(
+                "INSERT INTO @.requests (key, fingerprint, answer, expires_at) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (key) DO NOTHING",
+            ),
+            &[&r.key, &r.fingerprint, &r.answer, &r.expires_at],
+        )
+        .map_err(pg_err)?;
+    if inserted == 0 {
+        return Err(request::in_flight());
+    }
+    Ok(())
+}
+
 /// Runs `f` inside a savepoint: Ok(None) when it succeeded, Ok(Some(why)) when Postgres
 /// refused the entry for good (rolled back alone), Err for anything retrying may fix.
 fn in_savepoint(
@@ -1284,7 +1360,7 @@ impl RedisPgStore {
             keys: Keys::new(namespace),
             redis: RedisPool { client, idle: Mutex::new(Vec::new()) },
             pg: Pg { config, ns: namespace.to_string(), prefix: format!("\"{namespace}\"."), conn: Mutex::new(None) },
-            commit: Script::new(&with_inbox(COMMIT_LUA)),
+            commit: Script::new(&with_request(&with_inbox(COMMIT_LUA))),
             snapshot: Script::new(SNAPSHOT_LUA),
             restore: Script::new(RESTORE_LUA),
             raise_cursor: Script::new(RAISE_CURSOR_LUA),
@@ -1737,9 +1813,12 @@ impl Store for RedisPgStore {
         let mut inv = self.inner.commit.prepare_invoke();
         inv.key(k.head(project)).key(k.ctl(project)).key(k.cursor()).key(k.queue()).key(k.ready());
         inv.key(event_keys(k, project, &change.events));
+        let (request_key, request, request_ms) = request_args(k, audit)?;
+        inv.key(request_key);
         inv.arg(expected_version).arg(&op).arg(project).arg(audit.at);
         inv.arg(to_json(audit)?);
         change_args(&mut inv, change)?;
+        inv.arg(request).arg(request_ms);
         // Not retried on a lost reply: the script may have run, and running it again would
         // report a conflict for a commit that in fact succeeded.
         let reply = self.inner.redis.run(|c| inv.invoke::<Value>(c))?;
@@ -1752,6 +1831,7 @@ impl Store for RedisPgStore {
                 Ok(Commit::Done(version))
             }
             Some("conflict") => Ok(Commit::Conflict),
+            Some("replayed") => Err(request::in_flight()),
             Some("lost") => {
                 // Nothing was written; restore, and let the caller decide again on the
                 // restored state.
@@ -1817,6 +1897,7 @@ impl Store for RedisPgStore {
                             .map(|e| to_u64("epoch", e))
                             .transpose()?,
                         detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::String(detail)),
+                        request: None,
                     })
                 })
                 .collect::<Result<Vec<_>, ClaimError>>()
@@ -1864,8 +1945,31 @@ impl Store for RedisPgStore {
                 return Err(ClaimError::OperatorExists(rec.operator_id.clone()));
             }
             insert_audit(&mut tx, &conn.st, &op, audit).map_err(pg_err)?;
+            if let Some(r) = &audit.request {
+                keep_request_pg(&mut tx, pg, r, audit.at)?;
+            }
             tx.commit().map_err(pg_err)
         })
+    }
+
+    fn recall_request(&self, verb: &str, key: &str, now: Millis) -> Result<Option<KeptAnswer>, ClaimError> {
+        if verb == POSTGRES_DECIDES {
+            let pg = &self.inner.pg;
+            return pg.run(|conn| {
+                let row = conn
+                    .client
+                    .query_opt(
+                        &pg.sql("SELECT fingerprint, answer FROM @.requests WHERE key = $1 AND expires_at > $2"),
+                        &[&key, &now],
+                    )
+                    .map_err(pg_err)?;
+                row.map(|r| Ok(KeptAnswer { fingerprint: r.try_get(0).map_err(pg_err)?, answer: r.try_get(1).map_err(pg_err)? }))
+                    .transpose()
+            });
+        }
+        let k = self.inner.keys.request(key);
+        let text: Option<String> = self.inner.redis.run_idempotent(|c| redis::cmd("GET").arg(&k).query(c))?;
+        text.as_deref().map(KeptAnswer::from_stored_text).transpose()
     }
 
     fn begin_attempt(&self, operator_id: &str, at: Millis) -> Result<u32, ClaimError> {
