@@ -389,9 +389,11 @@ impl Coordinator {
     }
 }
 
-/// A master verb's request as its fingerprint input (see [`super::request`]).
+/// A master verb's request as its fingerprint input (see [`super::request`]). Without the
+/// expected epoch: the CLI fills it from a status read when `--expect-epoch` is absent, and
+/// a retry's read sees the epoch the first attempt moved, so it would never match.
 fn request_input(req: &MasterRequest) -> serde_json::Value {
-    json!([req.project, req.to_identity, req.to_session, req.expect_epoch])
+    json!([req.project, req.to_identity, req.to_session])
 }
 
 fn target_text(req: &MasterRequest) -> String {

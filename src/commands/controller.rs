@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 use writerctl::claim::master::ControllerKey;
 
-use super::coord::{CoordArgs, rfc3339, session_token};
+use super::coord::{CoordArgs, RequestArgs, rfc3339, session_token};
 use super::output::Output;
 use super::session::TokenFile;
 
@@ -37,6 +37,8 @@ pub enum SessionCmd {
 pub struct RegisterArgs {
     #[command(flatten)]
     pub coord: CoordArgs,
+    #[command(flatten)]
+    pub request: RequestArgs,
     /// Project id.
     #[arg(long, value_name = "P")]
     pub project: String,
@@ -64,6 +66,8 @@ pub struct RegisterArgs {
 pub struct SessionRefArgs {
     #[command(flatten)]
     pub coord: CoordArgs,
+    #[command(flatten)]
+    pub request: RequestArgs,
     /// Project id.
     #[arg(long, value_name = "P")]
     pub project: String,
@@ -103,7 +107,7 @@ pub fn run(cmd: SessionCmd, out: Output) -> Result<()> {
         SessionCmd::Register(a) => register(a, out),
         SessionCmd::Heartbeat(a) => {
             let token = session_token(a.token_file.as_deref())?;
-            let row = a.coord.open()?.heartbeat(&a.project, &a.session, &token)?;
+            let row = a.coord.open_write(&a.request)?.heartbeat(&a.project, &a.session, &token)?;
             if out.json {
                 out.json(&serde_json::json!({
                     "session_id": row.session_id, "is_master": row.is_master, "last_heartbeat": rfc3339(row.last_heartbeat)
@@ -115,7 +119,7 @@ pub fn run(cmd: SessionCmd, out: Output) -> Result<()> {
         }
         SessionCmd::Deregister(a) => {
             let token = session_token(a.token_file.as_deref())?;
-            let (was_master, epoch) = a.coord.open()?.deregister(&a.project, &a.session, &token)?;
+            let (was_master, epoch) = a.coord.open_write(&a.request)?.deregister(&a.project, &a.session, &token)?;
             if out.json {
                 out.json(&serde_json::json!({
                     "session_id": a.session, "deregistered": true, "was_master": was_master, "epoch": epoch
@@ -152,7 +156,7 @@ fn register(a: RegisterArgs, out: Output) -> Result<()> {
         Some(f) => Some(super::coord::session_token(Some(f))?),
         None => None,
     };
-    let reg = match a.coord.open().and_then(|c| Ok(c.register(&a.project, &key, previous.as_ref())?)) {
+    let reg = match a.coord.open_write(&a.request).and_then(|c| Ok(c.register(&a.project, &key, previous.as_ref())?)) {
         Ok(r) => r,
         Err(e) => {
             if let Some(t) = token_out.take() {

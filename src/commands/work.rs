@@ -9,7 +9,7 @@ use writerctl::claim::work::{
     Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, ReleaseRequest, SweepReport, TakeRequest, TouchRequest,
 };
 
-use super::coord::{CoordArgs, rfc3339};
+use super::coord::{CoordArgs, RequestArgs, rfc3339};
 use super::output::{Output, table};
 
 /// Channels: where claims live, with a steward and an SLA.
@@ -44,6 +44,8 @@ pub struct ChannelArgs {
 pub struct ChannelCreateArgs {
     #[command(flatten)]
     pub at: ChannelArgs,
+    #[command(flatten)]
+    pub request: RequestArgs,
     /// Who receives release doorbells and reads the SLA report.
     #[arg(long, value_name = "IDENTITY")]
     pub steward: String,
@@ -115,6 +117,8 @@ pub struct TaskArgs {
 pub struct TakeArgs {
     #[command(flatten)]
     pub at: TaskArgs,
+    #[command(flatten)]
+    pub request: RequestArgs,
     /// The seat taking the task.
     #[arg(long, value_name = "IDENTITY")]
     pub seat: String,
@@ -134,6 +138,8 @@ pub struct TakeArgs {
 pub struct OwnerArgs {
     #[command(flatten)]
     pub at: TaskArgs,
+    #[command(flatten)]
+    pub request: RequestArgs,
     /// The owner.
     #[arg(long, value_name = "IDENTITY")]
     pub seat: String,
@@ -202,7 +208,7 @@ pub enum FocusCmd {
     Start(FocusStartArgs),
     /// End the seat's focus lease now; its claims' TTLs count from now.
     #[command(after_help = "Examples:\n  writerctl focus end --project web --seat alice")]
-    End(SeatArgs),
+    End(FocusEndArgs),
     /// Show the seat's focus lease, if it holds one.
     #[command(after_help = "Examples:\n  writerctl focus show --project web --seat alice --json")]
     Show(SeatArgs),
@@ -221,11 +227,22 @@ pub struct SeatArgs {
     pub seat: String,
 }
 
+/// `focus end`.
+#[derive(Debug, Args)]
+pub struct FocusEndArgs {
+    #[command(flatten)]
+    pub seat: SeatArgs,
+    #[command(flatten)]
+    pub request: RequestArgs,
+}
+
 /// `focus start`.
 #[derive(Debug, Args)]
 pub struct FocusStartArgs {
     #[command(flatten)]
     pub seat: SeatArgs,
+    #[command(flatten)]
+    pub request: RequestArgs,
     /// Lease length in minutes (capped at 240; a capped value is reported).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub minutes: u32,
@@ -355,7 +372,7 @@ fn print_outcome(out: Output, o: &ClaimOutcome) -> Result<()> {
 pub fn run_channel(cmd: ChannelCmd, out: Output) -> Result<()> {
     let (ch, created) = match cmd {
         ChannelCmd::Create(a) => {
-            let c = a.at.coord.open()?;
+            let c = a.at.coord.open_write(&a.request)?;
             let ch = c.create_channel(&a.at.project, &a.at.channel, &a.steward, a.sla_minutes, a.ttl_floor_minutes)?;
             (ch, true)
         }
@@ -380,7 +397,7 @@ pub fn run_channel(cmd: ChannelCmd, out: Output) -> Result<()> {
 pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
     match cmd {
         ClaimCmd::Take(a) => {
-            let c = a.at.at.coord.open()?;
+            let c = a.at.at.coord.open_write(&a.request)?;
             let o = c.take(&TakeRequest {
                 project: a.at.at.project.clone(),
                 channel: a.at.at.channel.clone(),
@@ -394,7 +411,7 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
         }
         ClaimCmd::Touch(a) => {
             let w = &a.owner;
-            let o = w.at.at.coord.open()?.touch(&TouchRequest {
+            let o = w.at.at.coord.open_write(&w.request)?.touch(&TouchRequest {
                 project: w.at.at.project.clone(),
                 channel: w.at.at.channel.clone(),
                 task: w.at.task.clone(),
@@ -408,7 +425,7 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
         }
         ClaimCmd::Release(a) => {
             let w = &a.owner;
-            let row = w.at.at.coord.open()?.release_claim(&ReleaseRequest {
+            let row = w.at.at.coord.open_write(&w.request)?.release_claim(&ReleaseRequest {
                 project: w.at.at.project.clone(),
                 channel: w.at.at.channel.clone(),
                 task: w.at.task.clone(),
@@ -511,7 +528,7 @@ fn print_sweep(out: Output, r: &SweepReport) -> Result<()> {
 pub fn run_focus(cmd: FocusCmd, out: Output) -> Result<()> {
     match cmd {
         FocusCmd::Start(a) => {
-            let o = a.seat.coord.open()?.focus_start(&a.seat.project, &a.seat.seat, a.minutes)?;
+            let o = a.seat.coord.open_write(&a.request)?.focus_start(&a.seat.project, &a.seat.seat, a.minutes)?;
             if out.json {
                 let mut v = lease_json(&o.lease);
                 v["capped_from"] = json!(o.capped_from);
@@ -527,7 +544,7 @@ pub fn run_focus(cmd: FocusCmd, out: Output) -> Result<()> {
             Ok(())
         }
         FocusCmd::End(a) => {
-            let l = a.coord.open()?.focus_end(&a.project, &a.seat)?;
+            let l = a.seat.coord.open_write(&a.request)?.focus_end(&a.seat.project, &a.seat.seat)?;
             if out.json {
                 Ok(out.json(&lease_json(&l))?)
             } else {

@@ -28,6 +28,7 @@ use super::wire::*;
 use crate::claim::ClaimError;
 use crate::claim::Coordinator;
 use crate::claim::engine::MasterRequest;
+use crate::claim::request::RequestId;
 use crate::claim::master::ControllerKey;
 use crate::claim::model::Millis;
 use crate::claim::secret::{self, Secret};
@@ -166,6 +167,44 @@ impl App {
     }
 }
 
+/// The header a write verb's request id travels in (`--request-id`; see
+/// [`crate::claim::request`]). Optional: a write without it is not kept for retries.
+pub const REQUEST_ID_HEADER: &str = "idempotency-key";
+
+/// The coordinator for one write verb: carrying the request id the caller sent, if any.
+fn coordinator_for(app: &App, headers: &HeaderMap) -> Result<Coordinator, ClaimError> {
+    let id = match headers.get(REQUEST_ID_HEADER) {
+        None => None,
+        Some(v) => Some(RequestId::parse(v.to_str().map_err(|_| {
+            ClaimError::InvalidArgument(format!("the {REQUEST_ID_HEADER} header is not ASCII"))
+        })?)?),
+    };
+    Ok(app.coord.with_request(id))
+}
+
+/// Failpoint `serve.after_commit`: a write verb has committed and its reply is not sent
+/// yet. Tests stop the server here to lose the reply of a write that was applied.
+fn after_commit() -> Result<(), ClaimError> {
+    #[cfg(any(test, debug_assertions, feature = "failpoints"))]
+    crate::lockfile::failpoint::hit("serve.after_commit")
+        .map_err(|e| ClaimError::Unavailable(format!("{e}: the reply of an applied write was lost")))?;
+    Ok(())
+}
+
+/// [`run_as`] for a write verb: `f` runs on the coordinator carrying the request's id.
+async fn run_write<T, F>(app: Shared, verb: &'static str, ok: StatusCode, headers: HeaderMap, f: F) -> Response
+where
+    T: Serialize + Send + 'static,
+    F: FnOnce(&App, &Coordinator) -> Result<T, ClaimError> + Send + 'static,
+{
+    run_as(app, verb, ok, move |a| {
+        let answer = f(a, &coordinator_for(a, &headers)?)?;
+        after_commit()?;
+        Ok(answer)
+    })
+    .await
+}
+
 /// Runs `f` on the blocking pool, records metrics and a log line, and answers with JSON.
 async fn run<T, F>(app: Shared, verb: &'static str, f: F) -> Response
 where
@@ -203,11 +242,11 @@ where
     }
 }
 
-async fn register(State(app): State<Shared>, Path(project): Path<String>, body: Bytes) -> Response {
-    run(app, "session.register", move |a| {
+async fn register(State(app): State<Shared>, Path(project): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
+    run_write(app, "session.register", StatusCode::OK, headers, move |_, c| {
         let r: RegisterReq = parse(&body)?;
         let key = ControllerKey { identity: r.identity, surface: r.surface, machine_id: r.machine_id };
-        let reg = a.coord.register(&project, &key, r.previous_token.map(Secret::new).as_ref())?;
+        let reg = c.register(&project, &key, r.previous_token.map(Secret::new).as_ref())?;
         Ok(RegisterResp {
             controller: (&reg.controller).into(),
             token: reg.token.expose().to_string(),
@@ -222,8 +261,9 @@ async fn heartbeat(
     Path((project, sid)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    run(app, "session.heartbeat", move |a| {
-        let row = a.coord.heartbeat(&project, &sid, &bearer(&headers)?)?;
+    let h = headers.clone();
+    run_write(app, "session.heartbeat", StatusCode::OK, h, move |_, c| {
+        let row = c.heartbeat(&project, &sid, &bearer(&headers)?)?;
         Ok(ControllerOut::from(&row))
     })
     .await
@@ -234,8 +274,9 @@ async fn deregister(
     Path((project, sid)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    run(app, "session.deregister", move |a| {
-        let (was_master, epoch) = a.coord.deregister(&project, &sid, &bearer(&headers)?)?;
+    let h = headers.clone();
+    run_write(app, "session.deregister", StatusCode::OK, h, move |_, c| {
+        let (was_master, epoch) = c.deregister(&project, &sid, &bearer(&headers)?)?;
         Ok(DeregisterResp { was_master, epoch })
     })
     .await
@@ -259,35 +300,37 @@ async fn target(State(app): State<Shared>, Path(project): Path<String>, Query(q)
 }
 
 async fn handoff(State(app): State<Shared>, Path(project): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
-    run(app, "master.handoff", move |a| {
+    let h = headers.clone();
+    run_write(app, "master.handoff", StatusCode::OK, h, move |_, c| {
         let r: HandoffReq = parse(&body)?;
         let token = bearer(&headers)?;
         let req = MasterRequest { project, to_identity: r.to, to_session: r.to_session, expect_epoch: r.expect_epoch };
-        a.coord.handoff(&req, &r.session_id, &token)
+        c.handoff(&req, &r.session_id, &token)
     })
     .await
 }
 
-async fn claim(State(app): State<Shared>, Path(project): Path<String>, body: Bytes) -> Response {
+async fn claim(State(app): State<Shared>, Path(project): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
     let holder = app.clone();
     let Ok(_permit) = holder.verifications.try_acquire() else {
         let e = ClaimError::Unavailable("too many operator verifications in flight".into());
         app.observe("master.claim", e.code().as_str(), Duration::ZERO);
         return error_response(&e);
     };
-    run(app, "master.claim", move |a| {
+    run_write(app, "master.claim", StatusCode::OK, headers, move |_, c| {
         let r: ClaimReq = parse(&body)?;
         let req = MasterRequest { project, to_identity: r.to, to_session: r.to_session, expect_epoch: r.expect_epoch };
-        a.coord.claim(&req, &r.operator, &Secret::new(r.password))
+        c.claim(&req, &r.operator, &Secret::new(r.password))
     })
     .await
 }
 
 async fn add_operator(State(app): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
-    run(app, "operator.add", move |a| {
+    let h = headers.clone();
+    run_write(app, "operator.add", StatusCode::OK, h, move |a, c| {
         let r: OperatorReq = parse(&body)?;
         a.admin(&headers, "operator.add", Some(format!("operator:{}", r.operator_id)))?;
-        a.coord.add_operator_as(&r.operator_id, &Secret::new(r.password), "admin")?;
+        c.add_operator_as(&r.operator_id, &Secret::new(r.password), "admin")?;
         Ok(serde_json::json!({"operator_id": r.operator_id, "created": true}))
     })
     .await
@@ -344,10 +387,15 @@ async fn audit(State(app): State<Shared>, headers: HeaderMap, Query(q): Query<Au
 // work claims (seed 002)
 // ---------------------------------------------------------------------------------------
 
-async fn channel_create(State(app): State<Shared>, Path(project): Path<String>, body: Bytes) -> Response {
-    run_as(app, "channel.create", StatusCode::CREATED, move |a| {
+async fn channel_create(
+    State(app): State<Shared>,
+    Path(project): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    run_write(app, "channel.create", StatusCode::CREATED, headers, move |_, c| {
         let r: ChannelReq = parse(&body)?;
-        a.coord.create_channel(&project, &r.channel, &r.steward, r.sla_minutes, r.ttl_floor_minutes, "http")
+        c.create_channel(&project, &r.channel, &r.steward, r.sla_minutes, r.ttl_floor_minutes, "http")
     })
     .await
 }
@@ -377,11 +425,12 @@ async fn claim_history(
 async fn claim_take(
     State(app): State<Shared>,
     Path((project, channel, task)): Path<(String, String, String)>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    run(app, "claim.take", move |a| {
+    run_write(app, "claim.take", StatusCode::OK, headers, move |_, c| {
         let r: TakeReq = parse(&body)?;
-        a.coord.take(&r.into_request(project, channel, task))
+        c.take(&r.into_request(project, channel, task))
     })
     .await
 }
@@ -389,11 +438,12 @@ async fn claim_take(
 async fn claim_touch(
     State(app): State<Shared>,
     Path((project, channel, task)): Path<(String, String, String)>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    run(app, "claim.touch", move |a| {
+    run_write(app, "claim.touch", StatusCode::OK, headers, move |_, c| {
         let r: TouchReq = parse(&body)?;
-        a.coord.touch(&r.into_request(project, channel, task)?)
+        c.touch(&r.into_request(project, channel, task)?)
     })
     .await
 }
@@ -401,11 +451,12 @@ async fn claim_touch(
 async fn claim_release(
     State(app): State<Shared>,
     Path((project, channel, task)): Path<(String, String, String)>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    run(app, "claim.release", move |a| {
+    run_write(app, "claim.release", StatusCode::OK, headers, move |_, c| {
         let r: ReleaseReq = parse(&body)?;
-        a.coord.release_claim(&r.into_request(project, channel, task))
+        c.release_claim(&r.into_request(project, channel, task))
     })
     .await
 }
@@ -422,17 +473,22 @@ async fn claim_sweep(State(app): State<Shared>, Path(project): Path<String>, bod
 async fn focus_start(
     State(app): State<Shared>,
     Path((project, seat)): Path<(String, String)>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    run(app, "focus.start", move |a| {
+    run_write(app, "focus.start", StatusCode::OK, headers, move |_, c| {
         let r: FocusStartReq = parse(&body)?;
-        a.coord.focus_start(&project, &seat, r.minutes)
+        c.focus_start(&project, &seat, r.minutes)
     })
     .await
 }
 
-async fn focus_end(State(app): State<Shared>, Path((project, seat)): Path<(String, String)>) -> Response {
-    run(app, "focus.end", move |a| a.coord.focus_end(&project, &seat)).await
+async fn focus_end(
+    State(app): State<Shared>,
+    Path((project, seat)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    run_write(app, "focus.end", StatusCode::OK, headers, move |_, c| c.focus_end(&project, &seat)).await
 }
 
 async fn focus_show(State(app): State<Shared>, Path((project, seat)): Path<(String, String)>) -> Response {
