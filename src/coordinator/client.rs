@@ -15,12 +15,12 @@ use crate::claim::master::{ControllerKey, MasterOutcome};
 use crate::claim::model::{AuditEntry, Controller, Event, Millis};
 use crate::claim::request::RequestId;
 use crate::claim::secret::Secret;
-use crate::coordinator::server::REQUEST_ID_HEADER;
-use crate::error::ErrorCode;
 use crate::claim::work::{
     Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, FocusOutcome, ReleaseRequest, StewardReport, SweepReport,
     TakeRequest, TouchRequest,
 };
+use crate::coordinator::server::REQUEST_ID_HEADER;
+use crate::error::ErrorCode;
 use crate::lockfile::paths::encode_uri_component as enc;
 
 /// How long one request may take before the coordinator counts as unavailable (a long-poll

@@ -1,7 +1,7 @@
 //! `writerctl coordinator serve`: the coordinator verbs as a versioned JSON API over HTTP
-//! (axum), with `/healthz`, `/metrics` (Prometheus text), `/openapi.json`, body-size and
-//! time limits, graceful shutdown and optional TLS; optionally a background sweeper that
-//! releases work claims whose TTL ran out ([`serve`]).
+//! (axum), with `/livez`, `/readyz`, `/healthz`, `/metrics` (Prometheus text),
+//! `/openapi.json`, body-size and time limits, graceful shutdown and optional TLS;
+//! optionally a background sweeper that releases work claims whose TTL ran out ([`serve`]).
 //!
 //! No decision is made from in-process state: every verb runs the engine against the store
 //! (one transaction or one compare-and-set), so any number of replicas over one Redis +
@@ -28,10 +28,11 @@ use super::wire::*;
 use crate::claim::ClaimError;
 use crate::claim::Coordinator;
 use crate::claim::engine::MasterRequest;
-use crate::claim::request::RequestId;
 use crate::claim::master::ControllerKey;
 use crate::claim::model::Millis;
+use crate::claim::request::RequestId;
 use crate::claim::secret::{self, Secret};
+use crate::claim::store::Backlog;
 use crate::error::ErrorCode;
 
 /// Largest request body accepted.
@@ -91,6 +92,8 @@ struct App {
     /// and costs an argon2 hash, on the blocking pool every verb shares. Bounding them keeps
     /// a flood of guesses from starving heartbeats and handoffs.
     verifications: tokio::sync::Semaphore,
+    /// One readiness probe at a time (see [`probe_readiness`]).
+    probe: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// How many `master claim` verifications run at once; more answer `coordinator_unavailable`.
@@ -175,9 +178,10 @@ pub const REQUEST_ID_HEADER: &str = "idempotency-key";
 fn coordinator_for(app: &App, headers: &HeaderMap) -> Result<Coordinator, ClaimError> {
     let id = match headers.get(REQUEST_ID_HEADER) {
         None => None,
-        Some(v) => Some(RequestId::parse(v.to_str().map_err(|_| {
-            ClaimError::InvalidArgument(format!("the {REQUEST_ID_HEADER} header is not ASCII"))
-        })?)?),
+        Some(v) => Some(RequestId::parse(
+            v.to_str()
+                .map_err(|_| ClaimError::InvalidArgument(format!("the {REQUEST_ID_HEADER} header is not ASCII")))?,
+        )?),
     };
     Ok(app.coord.with_request(id))
 }
@@ -610,6 +614,64 @@ async fn sweeper(app: Shared, every: Duration, mut stop: tokio::sync::watch::Rec
     }
 }
 
+/// `/livez`: the process serves HTTP. Touches no store, so a store outage never gets a
+/// replica restarted (restarting cannot fix Redis or Postgres).
+async fn livez() -> Response {
+    (StatusCode::OK, axum::Json(serde_json::json!({"ok": true}))).into_response()
+}
+
+/// How long `/readyz` waits for the store: well under a probe's usual 1 s timeout.
+pub const READY_TIMEOUT: Duration = Duration::from_millis(800);
+
+/// The store's readiness, within [`READY_TIMEOUT`] whatever the store does. One probe at a
+/// time: a probe that timed out keeps the guard until its blocking call returns (Redis's
+/// own 2 s I/O timeout), so a frozen Redis never piles up blocked threads; probes arriving
+/// meanwhile wait for the guard within their own deadline and answer not ready.
+async fn probe_readiness(app: &Shared) -> Result<Backlog, ClaimError> {
+    let probe = async {
+        let guard = app.probe.clone().lock_owned().await;
+        let app2 = app.clone();
+        tokio::task::spawn_blocking(move || {
+            let _guard = guard;
+            app2.coord.store().readiness()
+        })
+        .await
+        .map_err(|e| ClaimError::Store(format!("readiness probe failed: {e}")))?
+    };
+    match tokio::time::timeout(READY_TIMEOUT, probe).await {
+        Ok(r) => r,
+        Err(_) => {
+            Err(ClaimError::Unavailable(format!("the store did not answer within {} ms", READY_TIMEOUT.as_millis())))
+        }
+    }
+}
+
+/// `/readyz`: this replica can serve verbs (the authoritative plane answers), within 1 s.
+/// 200 with the audit plane's backlog (`degraded` while Postgres is failing or behind:
+/// verbs still work, so a readiness probe must not take the fleet out); 503 otherwise.
+async fn readyz(State(app): State<Shared>) -> Response {
+    match probe_readiness(&app).await {
+        Ok(b) => (
+            StatusCode::OK,
+            axum::Json(serde_json::json!({
+                "ready": true,
+                "degraded": b.degraded,
+                "queue_depth": b.queue_depth,
+                "oldest_queue_age_seconds": b.oldest_age_seconds,
+            })),
+        )
+            .into_response(),
+        Err(e) => {
+            let mut doc = e.to_json();
+            doc["ready"] = serde_json::json!(false);
+            (StatusCode::SERVICE_UNAVAILABLE, axum::Json(doc)).into_response()
+        }
+    }
+}
+
+/// `/healthz` (kept for existing probes and scripts): 200 only when every plane answers,
+/// Postgres included, so it fails on every replica at once during a Postgres outage. Use
+/// `/readyz` for readiness and `/livez` for liveness.
 async fn healthz(State(app): State<Shared>) -> Response {
     let app2 = app.clone();
     match tokio::task::spawn_blocking(move || app2.coord.store().health()).await {
@@ -675,6 +737,18 @@ async fn metrics(State(app): State<Shared>) -> Response {
         out.push_str("# TYPE writerctl_audit_retry_queue_depth gauge\n");
         out.push_str(&format!("writerctl_audit_retry_queue_depth {depth}\n"));
     }
+    // What /readyz says, bounded the same way; left out when the store does not answer.
+    if let Ok(b) = probe_readiness(&app).await {
+        out.push_str("# HELP writerctl_store_degraded 1 while the audit plane (Postgres) is failing or behind; verbs are still served.\n");
+        out.push_str("# TYPE writerctl_store_degraded gauge\n");
+        out.push_str(&format!("writerctl_store_degraded {}\n", u8::from(b.degraded)));
+        out.push_str("# HELP writerctl_audit_retry_queue_oldest_age_seconds How long the oldest write not yet in Postgres has waited (0 when none).\n");
+        out.push_str("# TYPE writerctl_audit_retry_queue_oldest_age_seconds gauge\n");
+        out.push_str(&format!(
+            "writerctl_audit_retry_queue_oldest_age_seconds {}\n",
+            b.oldest_age_seconds.unwrap_or(0.0)
+        ));
+    }
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
 }
 
@@ -692,6 +766,7 @@ fn new_app(coordinator: Coordinator, admin_token_hash: Option<String>) -> Shared
         admin_token_hash,
         metrics: Mutex::new(Metrics::default()),
         verifications: tokio::sync::Semaphore::new(MAX_CONCURRENT_CLAIMS),
+        probe: Arc::new(tokio::sync::Mutex::new(())),
     })
 }
 
@@ -725,6 +800,8 @@ fn routes(app: Shared) -> Router {
         .route("/v1/projects/{project}/focus/{seat}/end", post(focus_end))
         .route("/v1/operators", post(add_operator))
         .route("/v1/audit", get(audit))
+        .route("/livez", get(livez))
+        .route("/readyz", get(readyz))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi_doc))
@@ -874,7 +951,14 @@ pub fn openapi() -> serde_json::Value {
             "/v1/projects/{project}/inbox/{identity}": {"get": {"operationId": "inbox", "parameters": [p("project"), p("identity"), q("after", "integer", false), q("limit", "integer", false), q("wait_ms", "integer", false)], "responses": responses("InboxResp")}},
             "/v1/operators": {"post": {"operationId": "addOperator", "security": bearer, "requestBody": body("OperatorReq"), "responses": responses("OperatorResp")}},
             "/v1/audit": {"get": {"operationId": "audit", "security": bearer, "parameters": [q("project", "string", false), q("limit", "integer", false)], "responses": responses("AuditResp")}},
-            "/healthz": {"get": {"operationId": "healthz", "responses": {"200": {"description": "both planes answer"}, "503": err}}},
+            "/livez": {"get": {"operationId": "livez", "responses": {"200": {"description": "the process serves (no store is asked)", "content": {"application/json": {"schema": s(json!({"ok": {"type": "boolean"}}), &["ok"])}}}}}},
+            "/readyz": {"get": {"operationId": "readyz", "responses": {
+                "200": {"description": "verbs can be served (the authoritative plane answers within 1 s); degraded: the audit plane is failing or behind", "content": {"application/json": {"schema": s(json!({
+                    "ready": {"type": "boolean"}, "degraded": {"type": "boolean"}, "queue_depth": int,
+                    "oldest_queue_age_seconds": {"type": "number", "minimum": 0, "nullable": true}}), &["ready", "degraded", "queue_depth", "oldest_queue_age_seconds"])}}},
+                "503": {"description": "not ready: the authoritative plane did not answer within 1 s", "content": {"application/json": {"schema": s(json!({
+                    "ready": {"type": "boolean"}, "error": s(json!({"code": string, "message": string, "hint": {"type": "string", "nullable": true}}), &["code", "message"])}), &["ready", "error"])}}}}}},
+            "/healthz": {"get": {"operationId": "healthz", "responses": {"200": {"description": "both planes answer (Postgres included: fails during a Postgres outage; probes should use /livez and /readyz)"}, "503": err}}},
             "/metrics": {"get": {"operationId": "metrics", "responses": {"200": {"description": "Prometheus text format", "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
         },
         "components": {
@@ -902,6 +986,23 @@ pub fn openapi() -> serde_json::Value {
         }
     });
     work_openapi(&mut doc);
+    // Every write verb takes a request id (`--request-id` in the CLI).
+    let request_id = json!({"name": "Idempotency-Key", "in": "header", "required": false,
+        "description": "the write's request id: a retry with the same id and request returns the first answer and acts once (kept 10 minutes)",
+        "schema": {"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$"}});
+    if let Some(paths) = doc["paths"].as_object_mut() {
+        for (path, ops) in paths.iter_mut() {
+            if path.ends_with("/sweep") {
+                continue;
+            }
+            if let Some(post) = ops.get_mut("post") {
+                match post.get_mut("parameters").and_then(|p| p.as_array_mut()) {
+                    Some(params) => params.push(request_id.clone()),
+                    None => post["parameters"] = json!([request_id]),
+                }
+            }
+        }
+    }
     doc
 }
 

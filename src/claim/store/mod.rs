@@ -34,6 +34,18 @@ pub(crate) fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
+/// How far the audit plane is behind the authoritative one (`/readyz`, `/metrics`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Backlog {
+    /// The audit plane is failing or lagging: verbs are still served, but their Postgres
+    /// rows (and Redis's loss window) wait.
+    pub degraded: bool,
+    /// Writes accepted by the authoritative plane, not yet by the audit plane.
+    pub queue_depth: u64,
+    /// How long the oldest of them has waited, in seconds (None when there is none).
+    pub oldest_age_seconds: Option<f64>,
+}
+
 /// A verb's decision: from a snapshot to the change and its audit row.
 pub type Decide<'a> = dyn FnMut(&Snapshot) -> Result<(Change, AuditEntry), ClaimError> + 'a;
 
@@ -182,6 +194,13 @@ pub trait Store: WorkStore + Send + Sync {
     /// Whether every plane answers (`/healthz`); by default, one snapshot read.
     fn health(&self) -> Result<(), ClaimError> {
         self.snapshot("writerctl-health").map(|_| ())
+    }
+
+    /// Whether verbs can be served now (`/readyz`): the authoritative plane answers. Never
+    /// waits for the audit plane, whose lag is reported as [`Backlog::degraded`] instead.
+    /// By default, [`Store::health`] (a store with one plane has no backlog).
+    fn readiness(&self) -> Result<Backlog, ClaimError> {
+        self.health().map(|()| Backlog::default())
     }
 
     /// How many projects have at least one registered controller and no master (for

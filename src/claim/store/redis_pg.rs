@@ -67,13 +67,13 @@ use std::time::{Duration, Instant};
 
 use redis::{ErrorKind, RedisError, Script, ServerErrorKind, Value};
 
-use super::{Commit, Store, from_json, json_err, to_i64, to_json};
-use crate::claim::request::{self, KeptAnswer, RequestRecord};
-use crate::lockfile::wait::jittered;
+use super::{Backlog, Commit, Store, from_json, json_err, to_i64, to_json};
 use crate::claim::error::ClaimError;
 use crate::claim::model::{
     AuditEntry, Change, Controller, Event, MasterRef, MasterSlot, Millis, NewEvent, OperatorRecord, Snapshot,
 };
+use crate::claim::request::{self, KeptAnswer, RequestRecord};
+use crate::lockfile::wait::jittered;
 
 mod masters;
 mod work;
@@ -89,6 +89,9 @@ pub const IO_TIMEOUT: Duration = Duration::from_secs(2);
 pub const BACKOFF_MIN: Duration = Duration::from_millis(50);
 /// Longest retry delay of the background Postgres writer.
 pub const BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// A queue whose oldest entry waited longer than this makes the store `degraded` (Postgres
+/// is behind even if no write failed: too slow, or a drain lease held by a dead replica).
+const DEGRADED_LAG: Duration = Duration::from_secs(5);
 /// How often an idle store looks for queue entries another (crashed) process left behind.
 const IDLE_POLL: Duration = Duration::from_secs(5);
 /// How far a restore from Postgres moves each project's epoch beyond what Postgres saw:
@@ -1226,7 +1229,11 @@ impl Streak {
     /// Ends a streak, if one was going on, with one line.
     fn end(streak: &mut Option<Streak>) {
         if let Some(s) = streak.take() {
-            tracing::info!(failures = s.failures, seconds = s.since.elapsed().as_secs_f64(), "postgres writes recovered; queue drained");
+            tracing::info!(
+                failures = s.failures,
+                seconds = s.since.elapsed().as_secs_f64(),
+                "postgres writes recovered; queue drained"
+            );
         }
     }
 }
@@ -1472,6 +1479,46 @@ impl Inner {
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
+    }
+
+    /// Redis's side of `/readyz`, in one round trip: the namespace is restored, and the
+    /// queue's depth and oldest entry (its id is Redis's clock at enqueue; compared with
+    /// Redis's own TIME, so no clock skew enters).
+    fn readiness(&self) -> Result<Backlog, ClaimError> {
+        let queue = self.keys.queue();
+        let ready = self.keys.ready();
+        let (exists, depth, oldest, time): (i64, u64, Value, Vec<String>) = self.redis.run_idempotent(|c| {
+            redis::pipe()
+                .cmd("EXISTS")
+                .arg(&ready)
+                .cmd("XLEN")
+                .arg(&queue)
+                .cmd("XRANGE")
+                .arg(&queue)
+                .arg("-")
+                .arg("+")
+                .arg("COUNT")
+                .arg(1)
+                .cmd("TIME")
+                .query(c)
+        })?;
+        if exists == 0 {
+            return Err(ClaimError::Unavailable("redis has not been restored from postgres yet".into()));
+        }
+        let now_ms = match time.as_slice() {
+            [s, us] => parse_u64("time", s)? * 1000 + parse_u64("time", us)? / 1000,
+            _ => return Err(ClaimError::Store(format!("redis: unexpected TIME reply {time:?}"))),
+        };
+        let oldest_age_seconds = stream_entries("queue", &oldest)?
+            .first()
+            .and_then(|(id, _)| id.split('-').next().and_then(|ms| ms.parse::<u64>().ok()))
+            .map(|at| now_ms.saturating_sub(at) as f64 / 1000.0);
+        let lagging = oldest_age_seconds.is_some_and(|a| a > DEGRADED_LAG.as_secs_f64());
+        Ok(Backlog {
+            degraded: self.degraded.load(Ordering::SeqCst) || lagging,
+            queue_depth: depth,
+            oldest_age_seconds,
+        })
     }
 
     fn queue_len(&self, key: &str) -> Result<u64, ClaimError> {
@@ -1963,8 +2010,10 @@ impl Store for RedisPgStore {
                         &[&key, &now],
                     )
                     .map_err(pg_err)?;
-                row.map(|r| Ok(KeptAnswer { fingerprint: r.try_get(0).map_err(pg_err)?, answer: r.try_get(1).map_err(pg_err)? }))
-                    .transpose()
+                row.map(|r| {
+                    Ok(KeptAnswer { fingerprint: r.try_get(0).map_err(pg_err)?, answer: r.try_get(1).map_err(pg_err)? })
+                })
+                .transpose()
             });
         }
         let k = self.inner.keys.request(key);
@@ -2010,6 +2059,10 @@ impl Store for RedisPgStore {
 
     fn pending_audit_writes(&self) -> Option<u64> {
         self.pending_postgres_writes().ok()
+    }
+
+    fn readiness(&self) -> Result<Backlog, ClaimError> {
+        self.inner.readiness()
     }
 
     fn projects_without_master(&self) -> Result<u64, ClaimError> {

@@ -13,10 +13,10 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, Transactio
 
 use super::{Commit, Decide, Store, json_err};
 use crate::claim::error::ClaimError;
-use crate::claim::request::{self, KeptAnswer, RequestRecord};
 use crate::claim::model::{
     AuditEntry, Change, Controller, Event, MasterRef, MasterSlot, Millis, NewEvent, OperatorRecord, Snapshot,
 };
+use crate::claim::request::{self, KeptAnswer, RequestRecord};
 
 mod work;
 
@@ -299,13 +299,11 @@ const REQUEST_PURGE: i64 = 16;
 /// under the key means another attempt with the same id committed first: this one fails and
 /// its transaction (the verb's write with it) rolls back.
 fn keep_request(tx: &Connection, r: &RequestRecord, now: Millis) -> Result<(), ClaimError> {
-    tx.prepare_cached(
-        "DELETE FROM requests WHERE key IN (SELECT key FROM requests WHERE expires_at <= ?1 LIMIT ?2)",
-    )
-    .and_then(|mut s| s.execute(params![now, REQUEST_PURGE]))
-    .and_then(|_| tx.prepare_cached("DELETE FROM requests WHERE key = ?1 AND expires_at <= ?2"))
-    .and_then(|mut s| s.execute(params![r.key, now]))
-    .map_err(db_err)?;
+    tx.prepare_cached("DELETE FROM requests WHERE key IN (SELECT key FROM requests WHERE expires_at <= ?1 LIMIT ?2)")
+        .and_then(|mut s| s.execute(params![now, REQUEST_PURGE]))
+        .and_then(|_| tx.prepare_cached("DELETE FROM requests WHERE key = ?1 AND expires_at <= ?2"))
+        .and_then(|mut s| s.execute(params![r.key, now]))
+        .map_err(db_err)?;
     let inserted = tx
         .prepare_cached(
             "INSERT INTO requests (key, fingerprint, answer, expires_at) VALUES (?1, ?2, ?3, ?4)

@@ -21,9 +21,9 @@ use super::{
     EPOCH_RESTORE_GAP, Inner, RedisPgStore, as_array, as_int, as_text, bad_reply, esc, event_args, event_keys,
     json_err, parse_u64, pg_err, redis_err, request_args, to_u64, with_inbox, with_request,
 };
-use crate::claim::request;
 use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Millis};
+use crate::claim::request;
 use crate::claim::store::{ClaimWrite, Commit, WorkStore};
 use crate::claim::store::{from_json as parse, to_i64, to_json};
 use crate::claim::work::{Channel, ClaimRow, ClaimStep, FocusLease};
