@@ -19,6 +19,7 @@ mod proptest_records;
 mod race;
 mod recover;
 mod redis_pg;
+mod request_id;
 mod run;
 mod scan;
 mod seal_integrity;
