@@ -251,6 +251,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         'writerctl;session;register' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
             [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
+            [CompletionResult]::new('--request-id', '--request-id', [CompletionResultType]::ParameterName, 'Id of this write, 1 to 128 of [A-Za-z0-9._:-] [default: a new random id]. The coordinator keeps the answer under it for 10 minutes: a retry with the same id (and the same request) returns the first answer and acts once, even when the first reply was lost (exit 75 prints the id to retry with)')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--identity', '--identity', [CompletionResultType]::ParameterName, 'Controller identity (who it is)')
             [CompletionResult]::new('--surface', '--surface', [CompletionResultType]::ParameterName, 'Surface within the machine (cli, ide, daemon, ...)')
@@ -269,6 +270,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         'writerctl;session;heartbeat' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
             [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
+            [CompletionResult]::new('--request-id', '--request-id', [CompletionResultType]::ParameterName, 'Id of this write, 1 to 128 of [A-Za-z0-9._:-] [default: a new random id]. The coordinator keeps the answer under it for 10 minutes: a retry with the same id (and the same request) returns the first answer and acts once, even when the first reply was lost (exit 75 prints the id to retry with)')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session id `register` printed')
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read the session token from this file [default: env WRITERCTL_SESSION_TOKEN]')
@@ -284,6 +286,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         'writerctl;session;deregister' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
             [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
+            [CompletionResult]::new('--request-id', '--request-id', [CompletionResultType]::ParameterName, 'Id of this write, 1 to 128 of [A-Za-z0-9._:-] [default: a new random id]. The coordinator keeps the answer under it for 10 minutes: a retry with the same id (and the same request) returns the first answer and acts once, even when the first reply was lost (exit 75 prints the id to retry with)')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session id `register` printed')
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read the session token from this file [default: env WRITERCTL_SESSION_TOKEN]')
@@ -345,6 +348,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         'writerctl;master;handoff' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
             [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
+            [CompletionResult]::new('--request-id', '--request-id', [CompletionResultType]::ParameterName, 'Id of this write, 1 to 128 of [A-Za-z0-9._:-] [default: a new random id]. The coordinator keeps the answer under it for 10 minutes: a retry with the same id (and the same request) returns the first answer and acts once, even when the first reply was lost (exit 75 prints the id to retry with)')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'Identity to make master')
             [CompletionResult]::new('--to-session', '--to-session', [CompletionResultType]::ParameterName, 'The exact controller row to promote (disambiguates several fresh rows)')
@@ -365,6 +369,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         'writerctl;master;claim' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
             [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
+            [CompletionResult]::new('--request-id', '--request-id', [CompletionResultType]::ParameterName, 'Id of this write, 1 to 128 of [A-Za-z0-9._:-] [default: a new random id]. The coordinator keeps the answer under it for 10 minutes: a retry with the same id (and the same request) returns the first answer and acts once, even when the first reply was lost (exit 75 prints the id to retry with)')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'Identity to make master')
             [CompletionResult]::new('--to-session', '--to-session', [CompletionResultType]::ParameterName, 'The exact controller row to promote (disambiguates several fresh rows)')
@@ -417,6 +422,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         'writerctl;operator;add' {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
             [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
+            [CompletionResult]::new('--request-id', '--request-id', [CompletionResultType]::ParameterName, 'Id of this write, 1 to 128 of [A-Za-z0-9._:-] [default: a new random id]. The coordinator keeps the answer under it for 10 minutes: a retry with the same id (and the same request) returns the first answer and acts once, even when the first reply was lost (exit 75 prints the id to retry with)')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password from this file (one trailing newline is dropped)')
             [CompletionResult]::new('--password-stdin', '--password-stdin', [CompletionResultType]::ParameterName, 'Read the password from standard input (one trailing newline is dropped)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
@@ -489,6 +495,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'Channel name')
+            [CompletionResult]::new('--request-id', '--request-id', [CompletionResultType]::ParameterName, 'Id of this write, 1 to 128 of [A-Za-z0-9._:-] [default: a new random id]. The coordinator keeps the answer under it for 10 minutes: a retry with the same id (and the same request) returns the first answer and acts once, even when the first reply was lost (exit 75 prints the id to retry with)')
             [CompletionResult]::new('--steward', '--steward', [CompletionResultType]::ParameterName, 'Who receives release doorbells and reads the SLA report')
             [CompletionResult]::new('--sla-minutes', '--sla-minutes', [CompletionResultType]::ParameterName, 'Claims older than this without a TTL are reported to the steward [default: 60]')
             [CompletionResult]::new('--ttl-floor-minutes', '--ttl-floor-minutes', [CompletionResultType]::ParameterName, 'The smallest TTL a claim here may declare; shorter ones are raised [default: 5]')
@@ -554,6 +561,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'Channel name')
             [CompletionResult]::new('--task', '--task', [CompletionResultType]::ParameterName, 'Task id')
+            [CompletionResult]::new('--request-id', '--request-id', [CompletionResultType]::ParameterName, 'Id of this write, 1 to 128 of [A-Za-z0-9._:-] [default: a new random id]. The coordinator keeps the answer under it for 10 minutes: a retry with the same id (and the same request) returns the first answer and acts once, even when the first reply was lost (exit 75 prints the id to retry with)')
             [CompletionResult]::new('--seat', '--seat', [CompletionResultType]::ParameterName, 'The seat taking the task')
             [CompletionResult]::new('--deputy', '--deputy', [CompletionResultType]::ParameterName, 'The successor if the TTL fires')
             [CompletionResult]::new('--ttl-minutes', '--ttl-minutes', [CompletionResultType]::ParameterName, 'Release the claim after N minutes without an owner write (floored by the channel)')
@@ -573,6 +581,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'Channel name')
             [CompletionResult]::new('--task', '--task', [CompletionResultType]::ParameterName, 'Task id')
+            [CompletionResult]::new('--request-id', '--request-id', [CompletionResultType]::ParameterName, 'Id of this write, 1 to 128 of [A-Za-z0-9._:-] [default: a new random id]. The coordinator keeps the answer under it for 10 minutes: a retry with the same id (and the same request) returns the first answer and acts once, even when the first reply was lost (exit 75 prints the id to retry with)')
             [CompletionResult]::new('--seat', '--seat', [CompletionResultType]::ParameterName, 'The owner')
             [CompletionResult]::new('--expect-version', '--expect-version', [CompletionResultType]::ParameterName, 'The version you read; the write is refused (version_conflict) if the claim moved since [default: not checked]')
             [CompletionResult]::new('--deputy', '--deputy', [CompletionResultType]::ParameterName, 'A new deputy')
@@ -595,6 +604,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--channel', '--channel', [CompletionResultType]::ParameterName, 'Channel name')
             [CompletionResult]::new('--task', '--task', [CompletionResultType]::ParameterName, 'Task id')
+            [CompletionResult]::new('--request-id', '--request-id', [CompletionResultType]::ParameterName, 'Id of this write, 1 to 128 of [A-Za-z0-9._:-] [default: a new random id]. The coordinator keeps the answer under it for 10 minutes: a retry with the same id (and the same request) returns the first answer and acts once, even when the first reply was lost (exit 75 prints the id to retry with)')
             [CompletionResult]::new('--seat', '--seat', [CompletionResultType]::ParameterName, 'The owner')
             [CompletionResult]::new('--expect-version', '--expect-version', [CompletionResultType]::ParameterName, 'The version you read; the write is refused (version_conflict) if the claim moved since [default: not checked]')
             [CompletionResult]::new('--next-step', '--next-step', [CompletionResultType]::ParameterName, 'What whoever takes it next should do')
@@ -721,6 +731,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--seat', '--seat', [CompletionResultType]::ParameterName, 'The seat')
+            [CompletionResult]::new('--request-id', '--request-id', [CompletionResultType]::ParameterName, 'Id of this write, 1 to 128 of [A-Za-z0-9._:-] [default: a new random id]. The coordinator keeps the answer under it for 10 minutes: a retry with the same id (and the same request) returns the first answer and acts once, even when the first reply was lost (exit 75 prints the id to retry with)')
             [CompletionResult]::new('--minutes', '--minutes', [CompletionResultType]::ParameterName, 'Lease length in minutes (capped at 240; a capped value is reported)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -736,6 +747,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
             [CompletionResult]::new('--seat', '--seat', [CompletionResultType]::ParameterName, 'The seat')
+            [CompletionResult]::new('--request-id', '--request-id', [CompletionResultType]::ParameterName, 'Id of this write, 1 to 128 of [A-Za-z0-9._:-] [default: a new random id]. The coordinator keeps the answer under it for 10 minutes: a retry with the same id (and the same request) returns the first answer and acts once, even when the first reply was lost (exit 75 prints the id to retry with)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -824,7 +836,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
-            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve the coordinator verbs over HTTP (JSON API /v1, /healthz, /metrics, /openapi.json) until SIGTERM or SIGINT, then finish in-flight requests')
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve the coordinator verbs over HTTP (JSON API /v1, /livez, /readyz, /healthz, /metrics, /openapi.json) until SIGTERM or SIGINT, then finish in-flight requests')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -851,7 +863,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             break
         }
         'writerctl;coordinator;help' {
-            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve the coordinator verbs over HTTP (JSON API /v1, /healthz, /metrics, /openapi.json) until SIGTERM or SIGINT, then finish in-flight requests')
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve the coordinator verbs over HTTP (JSON API /v1, /livez, /readyz, /healthz, /metrics, /openapi.json) until SIGTERM or SIGINT, then finish in-flight requests')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -1027,7 +1039,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             break
         }
         'writerctl;help;coordinator' {
-            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve the coordinator verbs over HTTP (JSON API /v1, /healthz, /metrics, /openapi.json) until SIGTERM or SIGINT, then finish in-flight requests')
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve the coordinator verbs over HTTP (JSON API /v1, /livez, /readyz, /healthz, /metrics, /openapi.json) until SIGTERM or SIGINT, then finish in-flight requests')
             break
         }
         'writerctl;help;coordinator;serve' {

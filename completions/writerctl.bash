@@ -536,7 +536,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__channel__subcmd__create)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --steward --sla-minutes --ttl-floor-minutes --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --project --channel --request-id --steward --sla-minutes --ttl-floor-minutes --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -555,6 +555,10 @@ _writerctl() {
                     return 0
                     ;;
                 --channel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -868,7 +872,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__release)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --task --seat --expect-version --done --next-step --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --project --channel --task --request-id --seat --expect-version --done --next-step --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -891,6 +895,10 @@ _writerctl() {
                     return 0
                     ;;
                 --task)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -978,7 +986,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__take)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --task --seat --deputy --ttl-minutes --next-step --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --project --channel --task --request-id --seat --deputy --ttl-minutes --next-step --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1001,6 +1009,10 @@ _writerctl() {
                     return 0
                     ;;
                 --task)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1028,7 +1040,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__touch)
-            opts="-v -h -V --coordinator --freshness-seconds --project --channel --task --seat --expect-version --deputy --no-deputy --ttl-minutes --no-ttl --next-step --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --project --channel --task --request-id --seat --expect-version --deputy --no-deputy --ttl-minutes --no-ttl --next-step --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1051,6 +1063,10 @@ _writerctl() {
                     return 0
                     ;;
                 --task)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1228,7 +1244,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__focus__subcmd__end)
-            opts="-v -h -V --coordinator --freshness-seconds --project --seat --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --project --seat --request-id --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1247,6 +1263,10 @@ _writerctl() {
                     return 0
                     ;;
                 --seat)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1358,7 +1378,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__focus__subcmd__start)
-            opts="-v -h -V --coordinator --freshness-seconds --project --seat --minutes --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --project --seat --request-id --minutes --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1377,6 +1397,10 @@ _writerctl() {
                     return 0
                     ;;
                 --seat)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2064,7 +2088,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__master__subcmd__claim)
-            opts="-y -v -h -V --coordinator --freshness-seconds --project --to --to-session --expect-epoch --yes --operator --password-file --password-stdin --json --verbose --help --version"
+            opts="-y -v -h -V --coordinator --freshness-seconds --request-id --project --to --to-session --expect-epoch --yes --operator --password-file --password-stdin --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2075,6 +2099,10 @@ _writerctl() {
                     return 0
                     ;;
                 --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2110,7 +2138,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__master__subcmd__handoff)
-            opts="-y -v -h -V --coordinator --freshness-seconds --project --to --to-session --expect-epoch --yes --session --token-file --json --verbose --help --version"
+            opts="-y -v -h -V --coordinator --freshness-seconds --request-id --project --to --to-session --expect-epoch --yes --session --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2121,6 +2149,10 @@ _writerctl() {
                     return 0
                     ;;
                 --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2266,7 +2298,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__operator__subcmd__add)
-            opts="-v -h -V --coordinator --freshness-seconds --password-file --password-stdin --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --request-id --password-file --password-stdin --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2277,6 +2309,10 @@ _writerctl() {
                     return 0
                     ;;
                 --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2520,7 +2556,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__session__subcmd__deregister)
-            opts="-v -h -V --coordinator --freshness-seconds --project --session --token-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --request-id --project --session --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2531,6 +2567,10 @@ _writerctl() {
                     return 0
                     ;;
                 --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2554,7 +2594,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__session__subcmd__heartbeat)
-            opts="-v -h -V --coordinator --freshness-seconds --project --session --token-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --request-id --project --session --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2565,6 +2605,10 @@ _writerctl() {
                     return 0
                     ;;
                 --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2658,7 +2702,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__session__subcmd__register)
-            opts="-v -h -V --coordinator --freshness-seconds --project --identity --surface --machine --token-file --previous-token-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --request-id --project --identity --surface --machine --token-file --previous-token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2669,6 +2713,10 @@ _writerctl() {
                     return 0
                     ;;
                 --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
