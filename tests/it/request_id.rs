@@ -13,6 +13,11 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
+use writerctl::claim::ClaimError;
+use writerctl::claim::clock::Clock;
+use writerctl::claim::model::{AuditEntry, Change, Controller};
+use writerctl::claim::request::{KeptAnswer, RequestRecord};
+use writerctl::claim::store::{Commit, Store};
 
 use crate::master::{Co, Ctl, PROJECT, err_doc, ok_doc, s};
 use crate::serve::Deployment;
@@ -142,4 +147,67 @@ fn a_lost_reply_is_recovered_with_its_request_id_over_http_on_redis_pg() {
     let (_dir, gate, spec) = gate();
     let co = Co::http(|home, _| Deployment::redis_pg(home, ns).server_env("WRITERCTL_FAILPOINTS", &spec));
     body(&co, Some(&gate));
+}
+
+// ---------------------------------------------------------------------------------------
+// the stores: a kept answer and its write are one atomic step
+// ---------------------------------------------------------------------------------------
+
+fn row(sid: &str) -> Controller {
+    Controller {
+        session_id: sid.into(),
+        identity: sid.into(),
+        surface: "cli".into(),
+        machine_id: "m".into(),
+        token_hash: "h".into(),
+        is_master: false,
+        registered_at: 0,
+        last_heartbeat: 0,
+    }
+}
+
+/// Two attempts under one request key: the first writes and keeps its answer, the second
+/// (its record refused) writes nothing at all; the answer expires with its record.
+fn one_write_per_kept_request(store: &dyn Store, check_expiry: bool) {
+    let at = writerctl::claim::clock::SystemClock.now();
+    let rec =
+        RequestRecord { key: "k1".into(), fingerprint: "f1".into(), answer: "[1]".into(), expires_at: at + 60_000 };
+    let audit = |sid: &str| AuditEntry {
+        at,
+        project: "p".into(),
+        verb: "session.register".into(),
+        actor: format!("identity:{sid}"),
+        target: None,
+        result: "ok".into(),
+        epoch: None,
+        detail: serde_json::json!({}),
+        request: Some(rec.clone()),
+    };
+    let change = |sid: &str| Change { upsert: vec![row(sid)], ..Change::default() };
+    assert_eq!(store.recall_request("session.register", "k1", at).unwrap(), None);
+    assert_eq!(store.commit("p", 0, &change("a"), &audit("a")).unwrap(), Commit::Done(1));
+    let kept = KeptAnswer { fingerprint: "f1".into(), answer: "[1]".into() };
+    assert_eq!(store.recall_request("session.register", "k1", at).unwrap(), Some(kept));
+    match store.commit("p", 1, &change("b"), &audit("b")) {
+        Err(ClaimError::Unavailable(m)) => assert!(m.contains("same id"), "{m}"),
+        other => panic!("a second write under a kept request: {other:?}"),
+    }
+    let snap = store.snapshot("p").unwrap();
+    assert_eq!((snap.version, snap.controllers.len()), (1, 1), "the second write wrote nothing");
+    if check_expiry {
+        assert_eq!(store.recall_request("session.register", "k1", rec.expires_at).unwrap(), None, "expired");
+    }
+}
+
+#[test]
+fn sqlite_keeps_one_write_per_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = writerctl::claim::store::sqlite::SqliteStore::open(&dir.path().join("c.sqlite")).unwrap();
+    one_write_per_kept_request(&store, true);
+}
+
+#[test]
+fn redis_pg_keeps_one_write_per_request() {
+    let Some(ns) = crate::services::Ns::new("redis_pg_keeps_one_write_per_request") else { return };
+    one_write_per_kept_request(ns.store().as_ref(), false);
 }
