@@ -723,16 +723,23 @@ fn two_replicas_one_winner() {
 // 3. Redis first while Postgres is down
 // ---------------------------------------------------------------------------------------
 
+/// A server over Redis + Postgres in a namespace of its own, reaching Postgres through a
+/// proxy the test can cut (the proxy outlives the servers: bound first, dropped last).
+fn behind_postgres_proxy(test: &str) -> Option<(Proxy, Co)> {
+    let ns = Ns::new(test)?;
+    let proxy = Proxy::start(postgres_addr(&ns.postgres_url));
+    let via = proxy.postgres_url(&ns.postgres_url);
+    let redis = ns.redis_url.clone();
+    let co = Co::http(|home, _| Deployment::redis_pg_via(home, ns, redis, via));
+    Some((proxy, co))
+}
+
 /// Postgres cut (behind a proxy): a handoff still succeeds and `master status` shows the new
 /// master at once; the writes wait in the queue (`/metrics`); once Postgres is back the
 /// background writer lands every audit row exactly once and the queue empties.
 #[test]
 fn redis_first_status_while_postgres_is_down() {
-    let Some(ns) = Ns::new("redis_first_status_while_postgres_is_down") else { return };
-    let proxy = Proxy::start(postgres_addr(&ns.postgres_url));
-    let via = proxy.postgres_url(&ns.postgres_url);
-    let redis = ns.redis_url.clone();
-    let co = Co::http(|home, _| Deployment::redis_pg_via(home, ns, redis, via));
+    let Some((proxy, co)) = behind_postgres_proxy("redis_first_status_while_postgres_is_down") else { return };
     let d = deployment(&co);
     let url = d.url(30);
     let alice = co.reg("alice");
@@ -788,11 +795,7 @@ fn redis_first_status_while_postgres_is_down() {
 /// drains and Postgres holds exactly what Redis holds.
 #[test]
 fn postgres_outage_under_load_logs_a_few_lines_and_drains_after() {
-    let Some(ns) = Ns::new("postgres_outage_under_load") else { return };
-    let proxy = Proxy::start(postgres_addr(&ns.postgres_url));
-    let via = proxy.postgres_url(&ns.postgres_url);
-    let redis = ns.redis_url.clone();
-    let co = Co::http(|home, _| Deployment::redis_pg_via(home, ns, redis, via));
+    let Some((proxy, co)) = behind_postgres_proxy("postgres_outage_under_load") else { return };
     let d = deployment(&co);
     let url = d.url(30);
     let ctls: Vec<Ctl> = ["a", "b", "c", "d"].iter().map(|i| co.reg(i)).collect();
