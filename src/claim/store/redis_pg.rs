@@ -750,8 +750,7 @@ struct PgConn {
 
 /// The queue's statements, prepared once per connection.
 struct Statements {
-    lock_project: postgres::Statement,
-    update_project: postgres::Statement,
+    upsert_project: postgres::Statement,
     delete_rows: postgres::Statement,
     upsert_rows: postgres::Statement,
     insert_audit: postgres::Statement,
@@ -771,19 +770,18 @@ impl Pg {
         self.migrate(&mut client)?;
         let mut prepare = |sql: &str| client.prepare(&self.sql(sql)).map_err(pg_err);
         let st = Statements {
-            // Locks the project's row and reads its version in one statement, inserting a
-            // placeholder first if there is none, so concurrent drainers of a new project
-            // serialize instead of one failing on the primary key (the no-op update is what
-            // takes the row lock and makes RETURNING see an existing row).
-            lock_project: prepare(
-                "INSERT INTO @.projects (project, version, epoch) VALUES ($1, -1, 0)
-                 ON CONFLICT (project) DO UPDATE SET project = excluded.project
-                 RETURNING version",
-            )?,
-            update_project: prepare(
-                "UPDATE @.projects SET version = $2, epoch = $3, master_session_id = $4, master_identity = $5,
-                        last_cursor = GREATEST(last_cursor, $6)
-                 WHERE project = $1",
+            // The project's head, only if newer than what Postgres holds, in one statement:
+            // the conflicting row is locked even when the version guard skips it, so
+            // concurrent drainers of one project serialize (and a new project's first two
+            // drainers never fail on the primary key). Touches a row iff it wrote.
+            upsert_project: prepare(
+                "INSERT INTO @.projects AS p (project, version, epoch, master_session_id, master_identity, last_cursor)
+                 VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (project) DO UPDATE SET
+                   version = excluded.version, epoch = excluded.epoch,
+                   master_session_id = excluded.master_session_id, master_identity = excluded.master_identity,
+                   last_cursor = GREATEST(p.last_cursor, excluded.last_cursor)
+                 WHERE p.version < excluded.version",
             )?,
             delete_rows: prepare("DELETE FROM @.controller_status WHERE project = $1 AND NOT (session_id = ANY($2))")?,
             upsert_rows: prepare(
@@ -950,12 +948,8 @@ fn apply_state(
     s: &ProjectState,
 ) -> Result<(), postgres::Error> {
     let version = to_i64(s.version);
-    let stored: i64 = tx.query_one(&st.lock_project, &[&project])?.try_get(0)?;
-    if stored >= version {
-        return Ok(());
-    }
-    tx.execute(
-        &st.update_project,
+    let written = tx.execute(
+        &st.upsert_project,
         &[
             &project,
             &version,
@@ -965,6 +959,10 @@ fn apply_state(
             &to_i64(s.cursor),
         ],
     )?;
+    if written == 0 {
+        // Postgres already holds this state or a newer one.
+        return Ok(());
+    }
     // Rows gone from Redis go first, so a re-registration under the same natural key (a
     // new session id) never meets its predecessor's UNIQUE row.
     let sids: Vec<&str> = s.controllers.iter().map(|c| c.session_id.as_str()).collect();
