@@ -11,6 +11,9 @@
 //! oldest, how many seconds of verbs it holds) and how long the background writer then
 //! took to empty it. With WRITERCTL_BENCH_SUSTAIN=N it first runs 16 clients for N seconds
 //! on Redis + Postgres alone (issue 20's target: after 60 s the queue holds < 1 s of verbs).
+//! First it measures the background writer's capacity: the queue built up by 16 clients
+//! while the bench holds the drain lock, drained once it lets go (target: at least twice the
+//! verb rate).
 //!
 //! Run: `cargo bench --bench http_load` (WRITERCTL_BENCH_SECONDS per point, default 3).
 #![allow(clippy::disallowed_methods)]
@@ -171,11 +174,39 @@ fn report_queue(store: &dyn Store, per_sec: f64) {
     );
 }
 
+/// The background writer's capacity against the verb rate: 16 clients run for `secs` while
+/// the bench holds the drain lock (nothing drains, the queue grows), then the lock goes and
+/// the backlog is timed from the first entry drained to the last (read every 5 ms).
+fn drain_capacity(url: &str, store: &dyn Store, redis_url: &str, ns: &str, secs: f64) {
+    let mut c = redis::Client::open(redis_url).unwrap().get_connection().unwrap();
+    let lock = format!("{{{ns}}}:pgq:lock");
+    let _: () = redis::cmd("SET").arg(&lock).arg("bench").arg("PX").arg(600_000).query(&mut c).unwrap();
+    let (l, w) = handoff_load(url, 16, secs, "capacity");
+    let verbs = figures(l, w);
+    let backlog = store.readiness().unwrap().queue_depth;
+    let _: () = redis::cmd("DEL").arg(&lock).query(&mut c).unwrap();
+    while store.readiness().unwrap().queue_depth >= backlog {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let t = Instant::now();
+    while store.readiness().unwrap().queue_depth > 0 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let drained = backlog as f64 / t.elapsed().as_secs_f64();
+    println!(
+        "{:<22} 16 clients  {:>8.0} verbs/s; writer drains a {backlog}-entry backlog at {drained:.0} entries/s ({:.1}x the verb rate)",
+        "redis_pg capacity",
+        verbs.per_sec,
+        drained / verbs.per_sec
+    );
+}
+
 /// Removes this run's Redis keys (they carry the `{ns}` hash tag) and Postgres schema.
 fn clean_up(redis_url: &str, pg_url: &str, ns: &str) {
     if let Ok(mut c) = redis::Client::open(redis_url).and_then(|c| c.get_connection()) {
-        let keys: Vec<String> =
-            c.scan_match::<_, String>(format!("{{{ns}}}:*")).map(|i| i.collect()).unwrap_or_default();
+        let keys: Vec<String> = redis::Commands::scan_match::<_, String>(&mut c, format!("{{{ns}}}:*"))
+            .map(|i| i.filter_map(Result::ok).collect())
+            .unwrap_or_default();
         for chunk in keys.chunks(500) {
             let _: Result<(), _> = redis::cmd("DEL").arg(chunk).query(&mut c);
         }
@@ -217,6 +248,9 @@ fn main() {
         let f = figures(l, w);
         print("redis_pg sustained", 16, &f, None);
         report_queue(store.as_ref(), f.per_sec);
+    }
+    if let Some((url, store)) = &pg_server {
+        drain_capacity(url, store.as_ref(), &redis_url, &ns, secs);
     }
     println!("master handoff over HTTP, {secs} s per point");
     for clients in [1, 16, 64] {
