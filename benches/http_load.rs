@@ -86,11 +86,13 @@ fn handoff_load(url: &str, clients: usize, secs: f64, tag: &str) -> (Vec<Duratio
                 let end = Instant::now() + Duration::from_secs_f64(secs);
                 let mut lat = Vec::new();
                 while Instant::now() < end {
-                    let (from, to) = if master_is_a { (&a, "bob") } else { (&b, "alice") };
+                    let (from, to, to_row) = if master_is_a { (&a, "bob", &b) } else { (&b, "alice", &a) };
+                    // The exact row: nobody heartbeats here, and a run longer than the
+                    // freshness threshold (WRITERCTL_BENCH_SUSTAIN) would find it stale.
                     let req = MasterRequest {
                         project: project.clone(),
                         to_identity: to.into(),
-                        to_session: None,
+                        to_session: Some(to_row.controller.session_id.clone()),
                         expect_epoch: epoch,
                     };
                     let t = Instant::now();

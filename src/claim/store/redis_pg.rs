@@ -98,7 +98,7 @@ const IDLE_POLL: Duration = Duration::from_secs(5);
 /// more changes of master than Redis can have committed without Postgres catching up.
 pub const EPOCH_RESTORE_GAP: u64 = 1_000_000;
 /// Queue entries read per drain round (and per hold of the drain lock).
-const DRAIN_BATCH: usize = 64;
+const DRAIN_BATCH: usize = 256;
 /// Drain rounds `audit_log` does itself before reading Postgres (best effort).
 const INLINE_ROUNDS: usize = 2;
 /// How long an audit read waits for the queue entries that existed when it started.
@@ -1269,7 +1269,7 @@ fn background_writer(inner: Weak<Inner>, signal: Arc<Signal>) {
 /// thread). Issue 20, measured with 16 clients: at equal priority the writer took the
 /// request threads' CPU (3,285 verbs/s, p50 4.61 ms); lowered, 3,698 verbs/s, p50 3.92 ms.
 /// The writer still gets every idle cycle, so the queue keeps draining.
-const WRITER_NICE: i32 = 10;
+const WRITER_NICE: i32 = 5;
 
 /// Lowers the calling thread's priority by [`WRITER_NICE`] (best effort: a platform or a
 /// sandbox that refuses only costs the request threads some CPU).
