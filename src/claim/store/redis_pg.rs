@@ -97,7 +97,9 @@ const IDLE_POLL: Duration = Duration::from_secs(5);
 /// How far a restore from Postgres moves each project's epoch beyond what Postgres saw:
 /// more changes of master than Redis can have committed without Postgres catching up.
 pub const EPOCH_RESTORE_GAP: u64 = 1_000_000;
-/// Queue entries read per drain round (and per hold of the drain lock).
+/// Queue entries read per drain round, applied in one Postgres transaction. 256 rather than
+/// 64: a quarter of the transactions and round trips per entry (with the batched audit
+/// INSERT, the writer drained 7,330 entries/s, 3x the verb rate; README, Benchmarks).
 const DRAIN_BATCH: usize = 256;
 /// Drain rounds `audit_log` does itself before reading Postgres (best effort).
 const INLINE_ROUNDS: usize = 2;
@@ -1266,9 +1268,11 @@ fn background_writer(inner: Weak<Inner>, signal: Arc<Signal>) {
 }
 
 /// How much nicer than the request threads the Postgres writer runs (Linux `nice`, per
-/// thread). Issue 20, measured with 16 clients: at equal priority the writer took the
-/// request threads' CPU (3,285 verbs/s, p50 4.61 ms); lowered, 3,698 verbs/s, p50 3.92 ms.
-/// The writer still gets every idle cycle, so the queue keeps draining.
+/// thread), so it does not take their CPU (issue 20 measured, with 16 clients: 3,285 verbs/s
+/// at equal priority, 3,698 lowered). Not more: at +10 on an overloaded 2-core machine the
+/// writer got so little CPU that 60 s of 16 clients left 1.9 s of verbs queued; at +5, 0.02 s
+/// (`benches/http_load.rs`, README). Measured back to back at 16 clients: 1,885 verbs/s,
+/// p50 7.5 ms at +0; 2,637 verbs/s, p50 5.4 ms at +5 (a noisy shared machine).
 const WRITER_NICE: i32 = 5;
 
 /// Lowers the calling thread's priority by [`WRITER_NICE`] (best effort: a platform or a
