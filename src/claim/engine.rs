@@ -226,15 +226,22 @@ impl Coordinator {
         let base = self.audit(project, "session.register", format!("identity:{}", key.identity), None);
         let input = json!({"key": key, "previous_token": proof});
         // The token is part of the answer: a retry of a registration whose reply was lost
-        // must get the session token that was stored (hashed) then, not a new one.
-        let (controller, epoch, token) = self.run(base, &input, |snap, now| {
+        // must get the session token that was stored (hashed) then, not a new one. Kept
+        // sealed with the request id, never in clear.
+        let pending = self.pending(&base, &input)?;
+        let sealed = pending.as_ref().map_or_else(|| token.expose().to_string(), |p| p.seal(token.expose()));
+        let (controller, epoch, kept) = self.run(base, &input, |snap, now| {
             let (change, row) = master::register(snap, key, fresh_id.clone(), hash.clone(), proof.as_deref(), now, f)?;
             let epoch = change.slot.as_ref().map_or(snap.slot.epoch, |s| s.epoch);
             let detail = json!({"session_id": row.session_id, "surface": row.surface, "machine_id": row.machine_id,
                                 "is_master": row.is_master});
-            Ok((change, (row, epoch, token.expose().to_string()), epoch, detail))
+            Ok((change, (row, epoch, sealed.clone()), epoch, detail))
         })?;
-        Ok(Registered { controller, token: Secret::new(token), epoch })
+        let token = match &pending {
+            Some(p) => Secret::new(p.unseal(&kept)?),
+            None => token,
+        };
+        Ok(Registered { controller, token, epoch })
     }
 
     /// `session heartbeat`.

@@ -181,6 +181,45 @@ impl Pending {
     }
 }
 
+/// `bytes` XOR a keystream drawn from the request id (SHA-512 of a domain tag, the id and a
+/// block counter): the same call masks and unmasks.
+fn xor_with_id(id: &RequestId, bytes: &[u8]) -> Vec<u8> {
+    use sha2::Sha512;
+    bytes
+        .chunks(64)
+        .enumerate()
+        .flat_map(|(block, chunk)| {
+            let mut h = Sha512::new();
+            h.update(b"writerctl kept secret\0");
+            h.update(id.as_str().as_bytes());
+            h.update((block as u64).to_be_bytes());
+            let pad = h.finalize();
+            chunk.iter().zip(pad.iter()).map(|(b, p)| b ^ p).collect::<Vec<u8>>()
+        })
+        .collect()
+}
+
+impl Pending {
+    /// A secret (a new session token) as a kept answer may hold it: masked with a keystream
+    /// only the request id gives. The store never sees the id (its key is a digest), so a
+    /// reader of the store cannot recover the token without guessing the id: the CLI's
+    /// default ids are random UUIDs; a script that registers should choose ids as hard to
+    /// guess. The store keeps no token in clear (issue 6).
+    pub(crate) fn seal(&self, secret: &str) -> String {
+        super::secret::hex(&xor_with_id(&self.id, secret.as_bytes()))
+    }
+
+    /// [`Pending::seal`] undone.
+    pub(crate) fn unseal(&self, sealed: &str) -> Result<String, ClaimError> {
+        let bad = || ClaimError::Store("kept answer: a sealed secret is not hex".into());
+        let bytes = (0..sealed.len())
+            .step_by(2)
+            .map(|i| sealed.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()).ok_or_else(bad))
+            .collect::<Result<Vec<u8>, _>>()?;
+        String::from_utf8(xor_with_id(&self.id, &bytes)).map_err(|_| bad())
+    }
+}
+
 /// The error a store returns when another attempt with the same request id wrote first
 /// (its record exists): nothing was written by this one.
 pub(crate) fn in_flight() -> ClaimError {
@@ -216,6 +255,17 @@ mod tests {
             detail: serde_json::json!({}),
             request: None,
         }
+    }
+
+    #[test]
+    fn a_sealed_secret_needs_its_request_id() {
+        let a = Pending::new(&RequestId::parse("r1").unwrap(), &audit("p", "x"), &1).unwrap();
+        let b = Pending::new(&RequestId::parse("r2").unwrap(), &audit("p", "x"), &1).unwrap();
+        let token = "46abee2df95634e1cd705469e97f9f520ed9a3a2237a925a5d7bb6694e78fdfa-and-more-than-64";
+        let sealed = a.seal(token);
+        assert!(!sealed.contains(token) && !sealed.contains(&token[..16]));
+        assert_eq!(a.unseal(&sealed).unwrap(), token);
+        assert_ne!(b.unseal(&sealed).ok().as_deref(), Some(token));
     }
 
     #[test]
