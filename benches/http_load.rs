@@ -7,6 +7,14 @@
 //! Redis/Postgres come from WRITERCTL_TEST_REDIS_URL / WRITERCTL_TEST_POSTGRES_URL (default:
 //! the local services); without them that half is skipped with a note.
 //!
+//! After each Redis + Postgres point it prints the Postgres queue (entries, the age of the
+//! oldest, how many seconds of verbs it holds) and how long the background writer then
+//! took to empty it. With WRITERCTL_BENCH_SUSTAIN=N it first runs 16 clients for N seconds
+//! on Redis + Postgres alone (issue 20's target: after 60 s the queue holds < 1 s of verbs).
+//! First it measures the background writer's capacity: the queue built up by 16 clients
+//! while the bench holds the drain lock, drained once it lets go (target: at least twice the
+//! verb rate).
+//!
 //! Run: `cargo bench --bench http_load` (WRITERCTL_BENCH_SECONDS per point, default 3).
 #![allow(clippy::disallowed_methods)]
 
@@ -83,11 +91,13 @@ fn handoff_load(url: &str, clients: usize, secs: f64, tag: &str) -> (Vec<Duratio
                 let end = Instant::now() + Duration::from_secs_f64(secs);
                 let mut lat = Vec::new();
                 while Instant::now() < end {
-                    let (from, to) = if master_is_a { (&a, "bob") } else { (&b, "alice") };
+                    let (from, to, to_row) = if master_is_a { (&a, "bob", &b) } else { (&b, "alice", &a) };
+                    // The exact row: nobody heartbeats here, and a run longer than the
+                    // freshness threshold (WRITERCTL_BENCH_SUSTAIN) would find it stale.
                     let req = MasterRequest {
                         project: project.clone(),
                         to_identity: to.into(),
-                        to_session: None,
+                        to_session: Some(to_row.controller.session_id.clone()),
                         expect_epoch: epoch,
                     };
                     let t = Instant::now();
@@ -150,6 +160,69 @@ fn print(label: &str, clients: usize, f: &Figures, reference: Option<&Figures>) 
     println!("{line}");
 }
 
+/// The Postgres queue after a point: its depth and oldest entry, then how long the
+/// background writer takes to empty it (read every 10 ms).
+fn report_queue(store: &dyn Store, per_sec: f64) {
+    let b = store.readiness().unwrap();
+    let t = Instant::now();
+    let deadline = t + Duration::from_secs(120);
+    while store.readiness().unwrap().queue_depth > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let left = store.readiness().unwrap().queue_depth;
+    println!(
+        "{:<22} queue after the run: {} entries ({:.2} s of verbs), oldest {:.2} s; drained in {:.2} s{}",
+        "",
+        b.queue_depth,
+        b.queue_depth as f64 / per_sec.max(1.0),
+        b.oldest_age_seconds.unwrap_or(0.0),
+        t.elapsed().as_secs_f64(),
+        if left > 0 { format!(" (NOT EMPTY: {left} left)") } else { String::new() }
+    );
+}
+
+/// The background writer's capacity against the verb rate: 16 clients run for `secs` while
+/// the bench holds the drain lock (nothing drains, the queue grows), then the lock goes and
+/// the backlog is timed from the first entry drained to the last (read every 5 ms).
+fn drain_capacity(url: &str, store: &dyn Store, redis_url: &str, ns: &str, secs: f64) {
+    let mut c = redis::Client::open(redis_url).unwrap().get_connection().unwrap();
+    let lock = format!("{{{ns}}}:pgq:lock");
+    let _: () = redis::cmd("SET").arg(&lock).arg("bench").arg("PX").arg(600_000).query(&mut c).unwrap();
+    let (l, w) = handoff_load(url, 16, secs, "capacity");
+    let verbs = figures(l, w);
+    let backlog = store.readiness().unwrap().queue_depth;
+    let _: () = redis::cmd("DEL").arg(&lock).query(&mut c).unwrap();
+    while store.readiness().unwrap().queue_depth >= backlog {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let t = Instant::now();
+    while store.readiness().unwrap().queue_depth > 0 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let drained = backlog as f64 / t.elapsed().as_secs_f64();
+    println!(
+        "{:<22} 16 clients  {:>8.0} verbs/s; writer drains a {backlog}-entry backlog at {drained:.0} entries/s ({:.1}x the verb rate)",
+        "redis_pg capacity",
+        verbs.per_sec,
+        drained / verbs.per_sec
+    );
+}
+
+/// Removes this run's Redis keys (they carry the `{ns}` hash tag) and Postgres schema.
+fn clean_up(redis_url: &str, pg_url: &str, ns: &str) {
+    if let Ok(mut c) = redis::Client::open(redis_url).and_then(|c| c.get_connection()) {
+        let keys: Vec<String> = redis::Commands::scan_match::<_, String>(&mut c, format!("{{{ns}}}:*"))
+            .map(|i| i.filter_map(Result::ok).collect())
+            .unwrap_or_default();
+        for chunk in keys.chunks(500) {
+            let _: Result<(), _> = redis::cmd("DEL").arg(chunk).query(&mut c);
+        }
+    }
+    if let Ok(mut pg) = postgres::Client::connect(pg_url, postgres::NoTls) {
+        let _ = pg.batch_execute(&format!("DROP SCHEMA IF EXISTS {ns} CASCADE"));
+    }
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -165,35 +238,43 @@ fn main() {
         Arc::new(writerctl::claim::store::sqlite::SqliteStore::open(&tmp.path().join("bench.sqlite")).unwrap());
     let sqlite_url = start(sqlite);
     let pg_server = match redis_pg {
-        Ok(s) => Some(start(Arc::new(s))),
+        Ok(s) => {
+            let s: Arc<dyn Store> = Arc::new(s);
+            Some((start(s.clone()), s))
+        }
         Err(e) => {
             println!("NOTE: Redis/Postgres unreachable ({e}); only the sqlite half runs");
             None
         }
     };
+    if let (Some((url, store)), Some(sustain)) =
+        (&pg_server, std::env::var("WRITERCTL_BENCH_SUSTAIN").ok().and_then(|v| v.parse::<f64>().ok()))
+    {
+        println!("master handoff over HTTP on redis_pg, 16 clients for {sustain} s");
+        let (l, w) = handoff_load(url, 16, sustain, "sustain");
+        let f = figures(l, w);
+        print("redis_pg sustained", 16, &f, None);
+        report_queue(store.as_ref(), f.per_sec);
+    }
+    if let Some((url, store)) = &pg_server {
+        drain_capacity(url, store.as_ref(), &redis_url, &ns, secs);
+    }
     println!("master handoff over HTTP, {secs} s per point");
     for clients in [1, 16, 64] {
         let ping = pg_server.as_ref().map(|_| {
             let (l, w) = redis_ping_load(&redis_url, clients, secs);
             figures(l, w)
         });
-        if let Some(url) = &pg_server {
+        if let Some((url, store)) = &pg_server {
             let (l, w) = handoff_load(url, clients, secs, &format!("c{clients}"));
-            print("redis_pg", clients, &figures(l, w), ping.as_ref());
+            let f = figures(l, w);
+            print("redis_pg", clients, &f, ping.as_ref());
+            report_queue(store.as_ref(), f.per_sec);
         }
         let (l, w) = handoff_load(&sqlite_url, clients, secs, &format!("c{clients}"));
         print("sqlite", clients, &figures(l, w), ping.as_ref());
     }
     if pg_server.is_some() {
-        // Best-effort cleanup of this run's namespace.
-        if let Ok(mut c) = redis::Client::open(redis_url.as_str()).and_then(|c| c.get_connection()) {
-            let keys: Vec<String> = redis::cmd("KEYS").arg(format!("{ns}:*")).query(&mut c).unwrap_or_default();
-            for k in keys {
-                let _: Result<(), _> = redis::cmd("DEL").arg(k).query(&mut c);
-            }
-        }
-        if let Ok(mut pg) = postgres::Client::connect(&pg_url, postgres::NoTls) {
-            let _ = pg.batch_execute(&format!("DROP SCHEMA IF EXISTS {ns} CASCADE"));
-        }
+        clean_up(&redis_url, &pg_url, &ns);
     }
 }

@@ -63,6 +63,7 @@ fn load(store: &Arc<dyn Store>, n: usize, due: usize) {
             result: "ok".into(),
             epoch: None,
             detail: serde_json::json!({}),
+            request: None,
         };
         batch.push(ClaimWrite { expected_version: 0, row: claim, action: "take".into(), events: Vec::new(), audit });
         if batch.len() == 5000 || i + 1 == n {

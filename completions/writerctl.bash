@@ -675,7 +675,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__channel__subcmd__create)
-            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --steward --sla-minutes --ttl-floor-minutes --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --request-id --steward --sla-minutes --ttl-floor-minutes --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -694,6 +694,10 @@ _writerctl() {
                     return 0
                     ;;
                 --channel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1007,7 +1011,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__release)
-            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --task --seat --expect-version --token-file --done --next-step --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --task --request-id --seat --expect-version --token-file --done --next-step --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1030,6 +1034,10 @@ _writerctl() {
                     return 0
                     ;;
                 --task)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1121,7 +1129,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__take)
-            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --task --seat --deputy --ttl-minutes --next-step --token-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --task --request-id --seat --deputy --ttl-minutes --next-step --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1144,6 +1152,10 @@ _writerctl() {
                     return 0
                     ;;
                 --task)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1175,7 +1187,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__touch)
-            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --task --seat --expect-version --token-file --deputy --no-deputy --ttl-minutes --no-ttl --next-step --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --task --request-id --seat --expect-version --token-file --deputy --no-deputy --ttl-minutes --no-ttl --next-step --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1198,6 +1210,10 @@ _writerctl() {
                     return 0
                     ;;
                 --task)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1411,7 +1427,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__focus__subcmd__end)
-            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --seat --token-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --seat --request-id --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1430,6 +1446,10 @@ _writerctl() {
                     return 0
                     ;;
                 --seat)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1545,7 +1565,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__focus__subcmd__start)
-            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --seat --minutes --token-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --seat --request-id --minutes --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1564,6 +1584,10 @@ _writerctl() {
                     return 0
                     ;;
                 --seat)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2297,7 +2321,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__identity__subcmd__add)
-            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --key-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --request-id --key-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2312,6 +2336,10 @@ _writerctl() {
                     return 0
                     ;;
                 --project)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2437,7 +2465,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__identity__subcmd__remove)
-            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --request-id --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2452,6 +2480,10 @@ _writerctl() {
                     return 0
                     ;;
                 --project)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2463,7 +2495,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__identity__subcmd__rotate)
-            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --key-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --request-id --key-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2478,6 +2510,10 @@ _writerctl() {
                     return 0
                     ;;
                 --project)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2553,7 +2589,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__master__subcmd__claim)
-            opts="-y -v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --to --to-session --expect-epoch --yes --operator --password-file --password-stdin --json --verbose --help --version"
+            opts="-y -v -h -V --coordinator --freshness-seconds --allow-insecure-http --request-id --project --to --to-session --expect-epoch --yes --operator --password-file --password-stdin --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2564,6 +2600,10 @@ _writerctl() {
                     return 0
                     ;;
                 --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2599,7 +2639,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__master__subcmd__handoff)
-            opts="-y -v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --to --to-session --expect-epoch --yes --session --token-file --json --verbose --help --version"
+            opts="-y -v -h -V --coordinator --freshness-seconds --allow-insecure-http --request-id --project --to --to-session --expect-epoch --yes --session --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2610,6 +2650,10 @@ _writerctl() {
                     return 0
                     ;;
                 --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2755,7 +2799,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__operator__subcmd__add)
-            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --password-file --password-stdin --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --request-id --password-file --password-stdin --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2766,6 +2810,10 @@ _writerctl() {
                     return 0
                     ;;
                 --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3009,7 +3057,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__session__subcmd__deregister)
-            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --session --token-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --request-id --project --session --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3020,6 +3068,10 @@ _writerctl() {
                     return 0
                     ;;
                 --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3043,7 +3095,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__session__subcmd__heartbeat)
-            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --session --token-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --request-id --project --session --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3054,6 +3106,10 @@ _writerctl() {
                     return 0
                     ;;
                 --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3147,7 +3203,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__session__subcmd__register)
-            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --identity --surface --machine --token-file --previous-token-file --identity-key-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --request-id --project --identity --surface --machine --token-file --previous-token-file --identity-key-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3158,6 +3214,10 @@ _writerctl() {
                     return 0
                     ;;
                 --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

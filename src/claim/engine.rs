@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use super::clock::Clock;
@@ -12,6 +14,7 @@ use super::master::{self, ControllerKey, MasterOutcome, RegisterProof, Removed, 
 use super::model::{
     AuditEntry, Change, Controller, EnrolledIdentity, Event, MasterSlot, Millis, OperatorRecord, Snapshot,
 };
+use super::request::{Pending, RequestId};
 use super::secret::{self, Secret};
 use super::store::Store;
 
@@ -29,6 +32,9 @@ pub struct Coordinator {
     clock: Arc<dyn Clock>,
     freshness: Duration,
     open_registration: bool,
+    /// The request id every write verb run through this value carries (see
+    /// [`Coordinator::with_request`]).
+    request: Option<RequestId>,
 }
 
 /// What `session register` presents to prove its identity (issue 19): the identity's key,
@@ -163,7 +169,7 @@ fn validate_request(req: &MasterRequest) -> Result<(), ClaimError> {
 impl Coordinator {
     /// A coordinator over `store`, reading time from `clock`.
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, freshness: Duration) -> Coordinator {
-        Coordinator { store, clock, freshness, open_registration: false }
+        Coordinator { store, clock, freshness, open_registration: false, request: None }
     }
 
     /// Lets identities nobody enrolled register without proof (`serve --open-registration`,
@@ -176,6 +182,31 @@ impl Coordinator {
     /// Whether unenrolled identities may register without proof.
     pub fn open_registration(&self) -> bool {
         self.open_registration
+    }
+
+    /// This coordinator with `id` on every write verb it runs: the verb's answer is kept
+    /// with its write, and a verb run again with the same id returns that answer instead of
+    /// acting twice (see [`super::request`]). One value per request: a server makes one for
+    /// each HTTP request that names an id, the CLI one per command.
+    pub fn with_request(&self, id: Option<RequestId>) -> Coordinator {
+        Coordinator {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            freshness: self.freshness,
+            open_registration: self.open_registration,
+            request: id,
+        }
+    }
+
+    /// The verb `audit` describes, with `input`, as a request under this value's id (None
+    /// without one).
+    fn pending(&self, audit: &AuditEntry, input: &impl Serialize) -> Result<Option<Pending>, ClaimError> {
+        self.request.as_ref().map(|id| Pending::new(id, audit, input)).transpose()
+    }
+
+    /// The answer kept for `pending`, if it was answered before.
+    fn replay<T: DeserializeOwned>(&self, pending: Option<&Pending>) -> Result<Option<T>, ClaimError> {
+        pending.map_or(Ok(None), |p| p.recall(&*self.store, self.clock.now()))
     }
 
     /// The store.
@@ -197,6 +228,7 @@ impl Coordinator {
             result: "ok".into(),
             epoch: None,
             detail: json!({}),
+            request: None,
         }
     }
 
@@ -208,28 +240,40 @@ impl Coordinator {
 
     /// Audits a failed verb (best effort: the verb's own error is what the caller needs).
     fn audit_failure(&self, mut entry: AuditEntry, err: &ClaimError, epoch: Option<u64>) {
+        // A failure keeps no answer: its retry decides again.
+        entry.request = None;
         entry.result = err.code().as_str().to_string();
         entry.epoch = epoch;
         entry.detail = err.details().unwrap_or_else(|| json!({}));
         let _ = self.store.append_audit(&entry);
     }
 
-    /// Runs `decide` in one store transaction; audits failures with the epoch it saw.
-    fn run<T>(
+    /// Runs `decide` in one store transaction; audits failures with the epoch it saw. With
+    /// a request id, an answer kept for it (same `input`) is returned instead, and the new
+    /// answer is kept with the write.
+    fn run<T: Serialize + DeserializeOwned>(
         &self,
         base: AuditEntry,
+        input: &impl Serialize,
         mut decide: impl FnMut(&Snapshot, Millis) -> Result<(Change, T, u64, serde_json::Value), ClaimError>,
     ) -> Result<T, ClaimError> {
-        self.run_audited(base, |snap, now| decide(snap, now).map(|(c, v, e, d)| (c, v, e, Some(d))))
+        self.run_audited(base, input, |snap, now| decide(snap, now).map(|(c, v, e, d)| (c, v, e, Some(d))))
     }
 
     /// [`Coordinator::run`] for a verb whose success is audited only sometimes: `decide`
     /// returns the audit detail, or None for a success not worth a row (failures always are).
-    fn run_audited<T>(
+    /// A request id's answer rides on the audit row, so a success without one (a routine
+    /// heartbeat, which changes nothing a retry could repeat harmfully) keeps no answer.
+    fn run_audited<T: Serialize + DeserializeOwned>(
         &self,
         base: AuditEntry,
+        input: &impl Serialize,
         mut decide: impl FnMut(&Snapshot, Millis) -> Result<(Change, T, u64, Option<serde_json::Value>), ClaimError>,
     ) -> Result<T, ClaimError> {
+        let pending = self.pending(&base, input)?;
+        if let Some(answer) = self.replay(pending.as_ref())? {
+            return Ok(answer);
+        }
         let project = base.project.clone();
         let mut out: Option<T> = None;
         let mut seen_epoch = None;
@@ -237,8 +281,11 @@ impl Coordinator {
             seen_epoch = Some(snap.slot.epoch);
             let now = self.clock.now();
             let (change, value, epoch, detail) = decide(snap, now)?;
+            let mut audit = detail.map(|detail| AuditEntry { at: now, epoch: Some(epoch), detail, ..base.clone() });
+            if let Some(a) = audit.as_mut() {
+                a.request = pending.as_ref().map(|p| p.record(&value, now)).transpose()?;
+            }
             out = Some(value);
-            let audit = detail.map(|detail| AuditEntry { at: now, epoch: Some(epoch), detail, ..base.clone() });
             Ok((change, audit))
         });
         match result {
@@ -273,13 +320,25 @@ impl Coordinator {
         };
         let f = self.freshness_ms();
         let base = self.audit(project, "session.register", format!("identity:{}", key.identity), None);
-        let (controller, epoch) = self.run(base, |snap, now| {
+        // The credentials are part of the request: a retry must present them again to be
+        // answered (as digests; the key and token themselves are never kept).
+        let input = json!({"key": key, "identity_key": key_hash, "previous_token": token_hash});
+        // The token is part of the answer: a retry of a registration whose reply was lost
+        // must get the session token that was stored (hashed) then, not a new one. Kept
+        // sealed with the request id, never in clear.
+        let pending = self.pending(&base, &input)?;
+        let sealed = pending.as_ref().map_or_else(|| token.expose().to_string(), |p| p.seal(token.expose()));
+        let (controller, epoch, kept) = self.run(base, &input, |snap, now| {
             let (change, row) = master::register(snap, key, fresh_id.clone(), hash.clone(), proof, now, f)?;
             let epoch = change.slot.as_ref().map_or(snap.slot.epoch, |s| s.epoch);
             let detail = json!({"session_id": row.session_id, "surface": row.surface, "machine_id": row.machine_id,
                                 "is_master": row.is_master});
-            Ok((change, (row, epoch), epoch, detail))
+            Ok((change, (row, epoch, sealed.clone()), epoch, detail))
         })?;
+        let token = match &pending {
+            Some(p) => Secret::new(p.unseal(&kept)?),
+            None => token,
+        };
         Ok(Registered { controller, token, epoch })
     }
 
@@ -294,7 +353,7 @@ impl Coordinator {
         let hash = secret::token_hash(token);
         let f = self.freshness_ms();
         let base = self.audit(project, "session.heartbeat", format!("session:{session_id}"), None);
-        self.run_audited(base, |snap, now| {
+        self.run_audited(base, &json!({"token": hash}), |snap, now| {
             let previous = snap.controller(session_id).map(|c| c.last_heartbeat);
             let (change, row) = master::heartbeat(snap, session_id, &hash, now)?;
             let detail = previous
@@ -310,7 +369,7 @@ impl Coordinator {
         validate_name("session id", session_id)?;
         let hash = secret::token_hash(token);
         let base = self.audit(project, "session.deregister", format!("session:{session_id}"), None);
-        self.run(base, |snap, _| {
+        self.run(base, &json!({"token": hash}), |snap, _| {
             let (change, was_master) = master::deregister(snap, session_id, &hash)?;
             let epoch = change.slot.as_ref().map_or(snap.slot.epoch, |s| s.epoch);
             Ok((change, (was_master, epoch), epoch, json!({"was_master": was_master})))
@@ -347,7 +406,7 @@ impl Coordinator {
         let base = self.audit(&req.project, "master.handoff", format!("session:{caller}"), Some(target_text(req)));
         let target = Target { identity: &req.to_identity, session_id: req.to_session.as_deref() };
         let f = self.freshness_ms();
-        self.run(base, |snap, now| {
+        self.run(base, &json!({"request": request_input(req), "token": hash}), |snap, now| {
             let (change, out) = master::handoff(snap, caller, &hash, &target, req.expect_epoch, now, f)?;
             let detail = outcome_detail(&out, None);
             Ok((change, out.clone(), out.epoch, detail))
@@ -388,7 +447,9 @@ impl Coordinator {
         }
         let target = Target { identity: &req.to_identity, session_id: req.to_session.as_deref() };
         let f = self.freshness_ms();
-        self.run(base, |snap, now| {
+        // The password is checked above on every attempt, a retry included, and never
+        // enters the fingerprint (a fast digest of it would be a way to guess it).
+        self.run(base, &request_input(req), |snap, now| {
             let (change, out) = master::claim(snap, operator_id, &target, req.expect_epoch, now, f)?;
             let detail = outcome_detail(&out, Some(operator_id));
             Ok((change, out.clone(), out.epoch, detail))
@@ -432,7 +493,14 @@ impl Coordinator {
         let password_hash = secret::hash_password(password)?;
         let now = self.clock.now();
         let rec = OperatorRecord { operator_id: operator_id.to_string(), password_hash, created_at: now };
-        let audit = self.audit("", "operator.add", actor.into(), Some(format!("operator:{operator_id}")));
+        let mut audit = self.audit("", "operator.add", actor.into(), Some(format!("operator:{operator_id}")));
+        // The password stays out of the fingerprint (see `claim`): a retry is the same
+        // operator id from the same actor.
+        let pending = self.pending(&audit, &operator_id)?;
+        if let Some(()) = self.replay(pending.as_ref())? {
+            return Ok(());
+        }
+        audit.request = pending.as_ref().map(|p| p.record(&(), now)).transpose()?;
         match self.store.insert_operator(&rec, &audit) {
             Ok(()) => Ok(()),
             Err(e) => {
@@ -508,11 +576,20 @@ impl Coordinator {
         let key = secret::new_identity_key()?;
         let hash = secret::token_hash(&key);
         let base = self.audit(project, verb, actor.to_string(), Some(format!("identity:{identity}")));
-        let row = self.run(base, |snap, now| {
+        let input = json!({"identity": identity});
+        // As for a registration's token: a retry after a lost reply gets the key that was
+        // issued (its hash is what the store checks), kept sealed with the request id.
+        let pending = self.pending(&base, &input)?;
+        let sealed = pending.as_ref().map_or_else(|| key.expose().to_string(), |p| p.seal(key.expose()));
+        let (row, kept) = self.run(base, &input, |snap, now| {
             // The row's `at` is when the key was issued; the key itself is never audited.
             let (change, row) = decide(snap, identity, hash.clone(), now)?;
-            Ok((change, row, snap.slot.epoch, json!({})))
+            Ok((change, (row, sealed.clone()), snap.slot.epoch, json!({})))
         })?;
+        let key = match &pending {
+            Some(p) => Secret::new(p.unseal(&kept)?),
+            None => key,
+        };
         Ok(IssuedKey { identity: row, key })
     }
 
@@ -521,7 +598,7 @@ impl Coordinator {
         validate_name("project", project)?;
         validate_name("identity", identity)?;
         let base = self.audit(project, "identity.remove", actor.to_string(), Some(format!("identity:{identity}")));
-        self.run(base, |snap, _| {
+        self.run(base, &json!({"identity": identity}), |snap, _| {
             let (change, removed) = master::remove_identity(snap, identity)?;
             let detail = json!({"sessions": removed.sessions, "was_master": removed.was_master});
             Ok((change, removed.clone(), removed.epoch, detail))
@@ -543,6 +620,13 @@ impl Coordinator {
     pub fn now(&self) -> Millis {
         self.clock.now()
     }
+}
+
+/// A master verb's request as its fingerprint input (see [`super::request`]). Without the
+/// expected epoch: the CLI fills it from a status read when `--expect-epoch` is absent, and
+/// a retry's read sees the epoch the first attempt moved, so it would never match.
+fn request_input(req: &MasterRequest) -> serde_json::Value {
+    json!([req.project, req.to_identity, req.to_session])
 }
 
 fn target_text(req: &MasterRequest) -> String {

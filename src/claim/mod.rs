@@ -10,6 +10,7 @@
 //! * [`work`] — seed 002's work claims: deputy, TTL, next step, focus leases, sweeps.
 //! * [`retention`] — bounded growth: audit, inbox and attempt-row retention, store sizes.
 //! * [`clock`] — time behind a trait so tests control freshness and delays.
+//! * [`request`] — request ids: a write's answer kept with it, so a retry acts once.
 
 pub mod api;
 pub mod clock;
@@ -17,6 +18,7 @@ pub mod engine;
 pub mod error;
 pub mod master;
 pub mod model;
+pub mod request;
 pub mod retention;
 pub mod secret;
 pub mod store;

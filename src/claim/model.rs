@@ -147,6 +147,11 @@ pub struct AuditEntry {
     pub epoch: Option<u64>,
     /// Extra facts (never a token or password).
     pub detail: serde_json::Value,
+    /// The answer to keep under the verb's request id, written by the store in the same
+    /// atomic step as the verb (see [`crate::claim::request`]). Never part of the audit row
+    /// itself (it may hold a new session token), so never serialized.
+    #[serde(skip)]
+    pub request: Option<crate::claim::request::RequestRecord>,
 }
 
 /// What a verb writes, committed atomically if the project is still at the version the

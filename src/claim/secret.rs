@@ -43,7 +43,8 @@ fn random_bytes(buf: &mut [u8]) -> Result<(), ClaimError> {
     Ok(())
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Lowercase hex (token digests, request keys and fingerprints).
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

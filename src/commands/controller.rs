@@ -10,7 +10,7 @@ use writerctl::claim::engine::Credentials;
 use writerctl::claim::master::ControllerKey;
 use writerctl::claim::secret::Secret;
 
-use super::coord::{CoordArgs, optional_secret, rfc3339, session_token};
+use super::coord::{CoordArgs, RequestArgs, optional_secret, rfc3339, session_token};
 use super::output::Output;
 use super::session::TokenFile;
 
@@ -44,6 +44,8 @@ pub enum SessionCmd {
 pub struct RegisterArgs {
     #[command(flatten)]
     pub coord: CoordArgs,
+    #[command(flatten)]
+    pub request: RequestArgs,
     /// Project id.
     #[arg(long, value_name = "P")]
     pub project: String,
@@ -77,6 +79,8 @@ pub struct RegisterArgs {
 pub struct SessionRefArgs {
     #[command(flatten)]
     pub coord: CoordArgs,
+    #[command(flatten)]
+    pub request: RequestArgs,
     /// Project id.
     #[arg(long, value_name = "P")]
     pub project: String,
@@ -149,7 +153,7 @@ pub fn run(cmd: SessionCmd, out: Output) -> Result<()> {
         SessionCmd::Register(a) => register(a, out),
         SessionCmd::Heartbeat(a) => {
             let token = session_token(a.token_file.as_deref())?;
-            let row = a.coord.open()?.heartbeat(&a.project, &a.session, &token)?;
+            let row = a.coord.open_write(&a.request)?.heartbeat(&a.project, &a.session, &token)?;
             if out.json {
                 out.json(&serde_json::json!({
                     "session_id": row.session_id, "is_master": row.is_master, "last_heartbeat": rfc3339(row.last_heartbeat)
@@ -161,7 +165,7 @@ pub fn run(cmd: SessionCmd, out: Output) -> Result<()> {
         }
         SessionCmd::Deregister(a) => {
             let token = session_token(a.token_file.as_deref())?;
-            let (was_master, epoch) = a.coord.open()?.deregister(&a.project, &a.session, &token)?;
+            let (was_master, epoch) = a.coord.open_write(&a.request)?.deregister(&a.project, &a.session, &token)?;
             if out.json {
                 out.json(&serde_json::json!({
                     "session_id": a.session, "deregistered": true, "was_master": was_master, "epoch": epoch
@@ -204,7 +208,7 @@ fn register(a: RegisterArgs, out: Output) -> Result<()> {
     };
     let identity_key = optional_secret(a.identity_key_file.as_deref(), "WRITERCTL_IDENTITY_KEY", "identity key")?;
     let credentials = Credentials { identity_key: identity_key.as_ref(), token: previous.as_ref() };
-    let reg = match a.coord.open().and_then(|c| Ok(c.register(&a.project, &key, credentials)?)) {
+    let reg = match a.coord.open_write(&a.request).and_then(|c| Ok(c.register(&a.project, &key, credentials)?)) {
         Ok(r) => r,
         Err(e) => {
             if let Some(t) = token_out.take() {

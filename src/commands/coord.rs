@@ -14,6 +14,7 @@ use writerctl::claim::Coordinator;
 use writerctl::claim::api::CoordinatorApi;
 use writerctl::claim::clock::SystemClock;
 use writerctl::claim::model::Millis;
+use writerctl::claim::request::RequestId;
 use writerctl::claim::secret::Secret;
 use writerctl::claim::store::sqlite::SqliteStore;
 use writerctl::coordinator::client::{HttpCoordinator, cleartext_remote_host, is_http_url};
@@ -41,6 +42,27 @@ pub struct CoordArgs {
     /// address is refused (exit 2); use https:// instead.
     #[arg(long, env = "WRITERCTL_ALLOW_INSECURE_HTTP", value_parser = clap::builder::BoolishValueParser::new())]
     pub allow_insecure_http: bool,
+}
+
+/// The request id of a write verb (`--request-id`).
+#[derive(Debug, Args)]
+pub struct RequestArgs {
+    /// Id of this write, 1 to 128 of [A-Za-z0-9._:-] [default: a new random id]. The
+    /// coordinator keeps the answer under it for 10 minutes: a retry with the same id (and
+    /// the same request) returns the first answer and acts once, even when the first
+    /// reply was lost (exit 75 prints the id to retry with).
+    #[arg(long = "request-id", value_name = "ID")]
+    pub request_id: Option<String>,
+}
+
+impl RequestArgs {
+    /// The id given, or a new one.
+    pub fn id(&self) -> Result<RequestId> {
+        Ok(match &self.request_id {
+            Some(s) => RequestId::parse(s)?,
+            None => RequestId::generate(),
+        })
+    }
 }
 
 /// Seed 000's heartbeat freshness threshold, when `--freshness-seconds` is not given.
@@ -112,10 +134,19 @@ pub fn open_sqlite(path: &Path, freshness_seconds: u64) -> Result<Coordinator> {
 impl CoordArgs {
     /// Opens the coordinator these flags name: in-process, or a client for a server.
     pub fn open(&self) -> Result<Box<dyn CoordinatorApi>> {
+        self.open_with(None)
+    }
+
+    /// [`CoordArgs::open`] for a write verb: every write it runs carries the request id.
+    pub fn open_write(&self, request: &RequestArgs) -> Result<Box<dyn CoordinatorApi>> {
+        self.open_with(Some(request.id()?))
+    }
+
+    fn open_with(&self, request: Option<RequestId>) -> Result<Box<dyn CoordinatorApi>> {
         match parse_target(self.coordinator.as_deref())? {
-            Target::Sqlite(path) => {
-                Ok(Box::new(open_sqlite(&path, self.freshness_seconds.unwrap_or(DEFAULT_FRESHNESS_SECONDS))?))
-            }
+            Target::Sqlite(path) => Ok(Box::new(
+                open_sqlite(&path, self.freshness_seconds.unwrap_or(DEFAULT_FRESHNESS_SECONDS))?.with_request(request),
+            )),
             Target::Http(url) => {
                 // Why refuse: the wire protocol carries no freshness, so the server's
                 // threshold decides. Accepting the flag would let a script that asked for
@@ -151,7 +182,7 @@ impl CoordArgs {
                     None => None,
                 };
                 let admin = std::env::var("WRITERCTL_ADMIN_TOKEN").ok().map(Secret::new);
-                Ok(Box::new(HttpCoordinator::new(&url, ca.as_deref(), admin)?))
+                Ok(Box::new(HttpCoordinator::new(&url, ca.as_deref(), admin)?.with_request(request)))
             }
         }
     }

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use writerctl::claim::engine::IssuedKey;
 
-use super::coord::{CoordArgs, rfc3339};
+use super::coord::{CoordArgs, RequestArgs, rfc3339};
 use super::output::Output;
 use super::session::TokenFile;
 
@@ -32,7 +32,7 @@ pub enum IdentityCmd {
     /// master among them leaves the master slot empty (as a deregistering master does);
     /// claims it holds follow their TTL, deputy and steward.
     #[command(after_help = "Examples:\n  writerctl identity remove --project web alice --json")]
-    Remove(IdentityArgs),
+    Remove(RemoveArgs),
 }
 
 /// A project.
@@ -60,9 +60,20 @@ pub struct IdentityArgs {
 pub struct KeyArgs {
     #[command(flatten)]
     pub who: IdentityArgs,
+    #[command(flatten)]
+    pub request: RequestArgs,
     /// Write the key to this new file (0600, never overwritten) instead of printing it.
     #[arg(long, value_name = "F")]
     pub key_file: Option<PathBuf>,
+}
+
+/// `identity remove`.
+#[derive(Debug, Args)]
+pub struct RemoveArgs {
+    #[command(flatten)]
+    pub who: IdentityArgs,
+    #[command(flatten)]
+    pub request: RequestArgs,
 }
 
 /// Runs an `identity` subcommand.
@@ -96,7 +107,8 @@ pub fn run(cmd: IdentityCmd, out: Output) -> Result<()> {
             Ok(())
         }
         IdentityCmd::Remove(a) => {
-            let r = a.at.coord.open()?.remove_identity(&a.at.project, &a.identity)?;
+            let (a, request) = (a.who, a.request);
+            let r = a.at.coord.open_write(&request)?.remove_identity(&a.at.project, &a.identity)?;
             if out.json {
                 return Ok(out.json(&serde_json::json!({
                     "project": a.at.project, "identity": r.identity, "removed": true,
@@ -139,15 +151,16 @@ fn issue(
         None => None,
     };
     let project = &a.who.at.project;
-    let issued = match a.who.at.coord.open().and_then(|c| Ok(verb(c.as_ref(), project, &a.who.identity)?)) {
-        Ok(k) => k,
-        Err(e) => {
-            if let Some(f) = key_out.take() {
-                f.discard();
+    let issued =
+        match a.who.at.coord.open_write(&a.request).and_then(|c| Ok(verb(c.as_ref(), project, &a.who.identity)?)) {
+            Ok(k) => k,
+            Err(e) => {
+                if let Some(f) = key_out.take() {
+                    f.discard();
+                }
+                return Err(e);
             }
-            return Err(e);
-        }
-    };
+        };
     if let Some(f) = &mut key_out {
         f.write(issued.key.expose()).with_context(|| format!("cannot write key file {}", f.path().display()))?;
     }

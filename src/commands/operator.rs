@@ -3,7 +3,7 @@
 use anyhow::Result;
 use clap::{Args, Subcommand};
 
-use super::coord::{CoordArgs, PasswordArgs};
+use super::coord::{CoordArgs, PasswordArgs, RequestArgs};
 use super::output::Output;
 
 /// Operator credentials (argon2id hashes in the coordinator store).
@@ -23,6 +23,8 @@ pub enum OperatorCmd {
 pub struct AddArgs {
     #[command(flatten)]
     pub coord: CoordArgs,
+    #[command(flatten)]
+    pub request: RequestArgs,
     /// The operator id.
     #[arg(value_name = "OPERATOR_ID")]
     pub operator_id: String,
@@ -33,7 +35,7 @@ pub struct AddArgs {
 /// Runs an `operator` subcommand.
 pub fn run(cmd: OperatorCmd, out: Output) -> Result<()> {
     let OperatorCmd::Add(a) = cmd;
-    let c = a.coord.open()?;
+    let c = a.coord.open_write(&a.request)?;
     let pw = a.password.read(&format!("New password for operator {}: ", a.operator_id), true, out.json)?;
     c.add_operator(&a.operator_id, &pw)?;
     if out.json {

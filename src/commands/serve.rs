@@ -27,12 +27,21 @@ use super::output::Output;
 /// The coordinator server.
 #[derive(Debug, Subcommand)]
 pub enum CoordinatorCmd {
-    /// Serve the coordinator verbs over HTTP (JSON API /v1, /healthz, /metrics,
-    /// /openapi.json) until SIGTERM or SIGINT, then finish in-flight requests.
+    /// Serve the coordinator verbs over HTTP (JSON API /v1, /livez, /readyz, /healthz,
+    /// /metrics, /openapi.json) until SIGTERM or SIGINT, then finish in-flight requests.
     ///
     /// The store is the embedded SQLite file (one server) or Redis + Postgres (any number
     /// of replicas: Redis is authoritative and written first, Postgres keeps controller rows,
     /// operators and the audit log, and rebuilds Redis on start if Redis lost its state).
+    ///
+    /// Probes: /livez answers 200 while the process serves (no store is asked: for
+    /// liveness); /readyz answers within 1 s, 200 when verbs can be served (Redis, or the
+    /// SQLite file, answers), with "degraded", the Postgres queue depth and its oldest
+    /// entry's age, 503 otherwise (for readiness: a Postgres outage only degrades it);
+    /// /healthz answers 200 only when every plane answers, Postgres included.
+    ///
+    /// Every write verb's answer is kept 10 minutes under its request id (the
+    /// Idempotency-Key header; the CLI's --request-id), so a retry acts once.
     ///
     /// A background sweeper releases work claims whose TTL ran out, in every project, every
     /// --sweep-interval-seconds (default 30; 0 turns it off, e.g. when a cron job runs

@@ -9,7 +9,7 @@ use writerctl::claim::work::{
     Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, ReleaseRequest, SweepReport, TakeRequest, TouchRequest,
 };
 
-use super::coord::{CoordArgs, SeatTokenArgs, rfc3339};
+use super::coord::{CoordArgs, RequestArgs, SeatTokenArgs, rfc3339};
 use super::output::{Output, table};
 
 /// Channels: where claims live, with a steward and an SLA.
@@ -44,6 +44,8 @@ pub struct ChannelArgs {
 pub struct ChannelCreateArgs {
     #[command(flatten)]
     pub at: ChannelArgs,
+    #[command(flatten)]
+    pub request: RequestArgs,
     /// Who receives release doorbells and reads the SLA report.
     #[arg(long, value_name = "IDENTITY")]
     pub steward: String,
@@ -115,6 +117,8 @@ pub struct TaskArgs {
 pub struct TakeArgs {
     #[command(flatten)]
     pub at: TaskArgs,
+    #[command(flatten)]
+    pub request: RequestArgs,
     /// The seat taking the task.
     #[arg(long, value_name = "IDENTITY")]
     pub seat: String,
@@ -136,6 +140,8 @@ pub struct TakeArgs {
 pub struct OwnerArgs {
     #[command(flatten)]
     pub at: TaskArgs,
+    #[command(flatten)]
+    pub request: RequestArgs,
     /// The owner.
     #[arg(long, value_name = "IDENTITY")]
     pub seat: String,
@@ -232,6 +238,8 @@ pub struct SeatArgs {
 pub struct FocusStartArgs {
     #[command(flatten)]
     pub seat: SeatArgs,
+    #[command(flatten)]
+    pub request: RequestArgs,
     /// Lease length in minutes (capped at 240; a capped value is reported).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub minutes: u32,
@@ -244,6 +252,8 @@ pub struct FocusStartArgs {
 pub struct FocusEndArgs {
     #[command(flatten)]
     pub seat: SeatArgs,
+    #[command(flatten)]
+    pub request: RequestArgs,
     #[command(flatten)]
     pub token: SeatTokenArgs,
 }
@@ -372,7 +382,7 @@ fn print_outcome(out: Output, o: &ClaimOutcome) -> Result<()> {
 pub fn run_channel(cmd: ChannelCmd, out: Output) -> Result<()> {
     let (ch, created) = match cmd {
         ChannelCmd::Create(a) => {
-            let c = a.at.coord.open()?;
+            let c = a.at.coord.open_write(&a.request)?;
             let ch = c.create_channel(&a.at.project, &a.at.channel, &a.steward, a.sla_minutes, a.ttl_floor_minutes)?;
             (ch, true)
         }
@@ -397,7 +407,7 @@ pub fn run_channel(cmd: ChannelCmd, out: Output) -> Result<()> {
 pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
     match cmd {
         ClaimCmd::Take(a) => {
-            let c = a.at.at.coord.open()?;
+            let c = a.at.at.coord.open_write(&a.request)?;
             let token = a.token.token()?;
             let o = c.take(
                 &TakeRequest {
@@ -416,7 +426,7 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
         ClaimCmd::Touch(a) => {
             let w = &a.owner;
             let token = w.token.token()?;
-            let o = w.at.at.coord.open()?.touch(
+            let o = w.at.at.coord.open_write(&w.request)?.touch(
                 &TouchRequest {
                     project: w.at.at.project.clone(),
                     channel: w.at.at.channel.clone(),
@@ -434,7 +444,7 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
         ClaimCmd::Release(a) => {
             let w = &a.owner;
             let token = w.token.token()?;
-            let row = w.at.at.coord.open()?.release_claim(
+            let row = w.at.at.coord.open_write(&w.request)?.release_claim(
                 &ReleaseRequest {
                     project: w.at.at.project.clone(),
                     channel: w.at.at.channel.clone(),
@@ -541,7 +551,12 @@ pub fn run_focus(cmd: FocusCmd, out: Output) -> Result<()> {
     match cmd {
         FocusCmd::Start(a) => {
             let token = a.token.token()?;
-            let o = a.seat.coord.open()?.focus_start(&a.seat.project, &a.seat.seat, a.minutes, token.as_ref())?;
+            let o = a.seat.coord.open_write(&a.request)?.focus_start(
+                &a.seat.project,
+                &a.seat.seat,
+                a.minutes,
+                token.as_ref(),
+            )?;
             if out.json {
                 let mut v = lease_json(&o.lease);
                 v["capped_from"] = json!(o.capped_from);
@@ -558,7 +573,7 @@ pub fn run_focus(cmd: FocusCmd, out: Output) -> Result<()> {
         }
         FocusCmd::End(a) => {
             let token = a.token.token()?;
-            let l = a.seat.coord.open()?.focus_end(&a.seat.project, &a.seat.seat, token.as_ref())?;
+            let l = a.seat.coord.open_write(&a.request)?.focus_end(&a.seat.project, &a.seat.seat, token.as_ref())?;
             if out.json {
                 Ok(out.json(&lease_json(&l))?)
             } else {

@@ -13,11 +13,14 @@ use crate::claim::api::CoordinatorApi;
 use crate::claim::engine::{Credentials, IssuedKey, MasterRequest, Registered, Status};
 use crate::claim::master::{ControllerKey, MasterOutcome, Removed};
 use crate::claim::model::{AuditEntry, Controller, EnrolledIdentity, Event, Millis};
+use crate::claim::request::RequestId;
 use crate::claim::secret::Secret;
 use crate::claim::work::{
     Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, FocusOutcome, ReleaseRequest, StewardReport, SweepReport,
     TakeRequest, TouchRequest,
 };
+use crate::coordinator::server::REQUEST_ID_HEADER;
+use crate::error::ErrorCode;
 use crate::lockfile::paths::encode_uri_component as enc;
 
 /// How long one request may take before the coordinator counts as unavailable (a long-poll
@@ -30,6 +33,8 @@ pub struct HttpCoordinator {
     base: String,
     agent: ureq::Agent,
     admin_token: Option<Secret>,
+    /// Sent with every write (`Idempotency-Key`); see [`HttpCoordinator::with_request`].
+    request: Option<RequestId>,
 }
 
 impl std::fmt::Debug for HttpCoordinator {
@@ -104,7 +109,31 @@ impl HttpCoordinator {
             let tls = ureq::tls::TlsConfig::builder().root_certs(ureq::tls::RootCerts::new_with_certs(&certs)).build();
             config = config.tls_config(tls);
         }
-        Ok(HttpCoordinator { base, agent: config.build().into(), admin_token })
+        Ok(HttpCoordinator { base, agent: config.build().into(), admin_token, request: None })
+    }
+
+    /// This client with `id` on every write it sends: the server keeps each write's answer
+    /// under it, and a write whose reply was lost can be retried with the same id to get
+    /// that answer without acting twice.
+    pub fn with_request(mut self, id: Option<RequestId>) -> HttpCoordinator {
+        self.request = id;
+        self
+    }
+
+    /// A write that got no answer may have been applied: say so, and name the id that
+    /// recovers its answer (issue 20: exit 75 hid a claim that had been taken).
+    fn outcome_unknown(&self, e: ClaimError) -> ClaimError {
+        match &self.request {
+            Some(id) if e.code() == ErrorCode::CoordinatorUnavailable => ClaimError::Remote {
+                code: ErrorCode::CoordinatorUnavailable,
+                message: format!("{e}; the outcome is unknown: the write may have been applied (request id {id})"),
+                hint: Some(format!(
+                    "retry with the same request id, --request-id {id}: the retry returns the first answer and acts once"
+                )),
+                details: Some(serde_json::json!({"request_id": id.as_str(), "outcome": "unknown"})),
+            },
+            _ => e,
+        }
     }
 
     fn url(&self, path: &str) -> String {
@@ -145,7 +174,10 @@ impl HttpCoordinator {
         if let Some(t) = bearer {
             req = req.header("Authorization", format!("Bearer {}", t.expose().trim()));
         }
-        self.answer(req.send_json(body))
+        if let Some(id) = &self.request {
+            req = req.header(REQUEST_ID_HEADER, id.as_str());
+        }
+        self.answer(req.send_json(body)).map_err(|e| self.outcome_unknown(e))
     }
 
     fn get<T: DeserializeOwned>(

@@ -1,7 +1,7 @@
 //! `writerctl coordinator serve`: the coordinator verbs as a versioned JSON API over HTTP
-//! (axum), with `/healthz`, `/metrics` (Prometheus text), `/openapi.json`, body-size and
-//! time limits, graceful shutdown and optional TLS; optionally a background sweeper that
-//! releases work claims whose TTL ran out ([`serve`]).
+//! (axum), with `/livez`, `/readyz`, `/healthz`, `/metrics` (Prometheus text),
+//! `/openapi.json`, body-size and time limits, graceful shutdown and optional TLS;
+//! optionally a background sweeper that releases work claims whose TTL ran out ([`serve`]).
 //!
 //! No decision is made from in-process state: every verb runs the engine against the store
 //! (one transaction or one compare-and-set), so any number of replicas over one Redis +
@@ -31,8 +31,10 @@ use crate::claim::Coordinator;
 use crate::claim::engine::{Credentials, IssuedKey, MasterRequest};
 use crate::claim::master::ControllerKey;
 use crate::claim::model::Millis;
+use crate::claim::request::RequestId;
 use crate::claim::retention::{Pruned, Retention};
 use crate::claim::secret::{self, Secret};
+use crate::claim::store::Backlog;
 use crate::error::ErrorCode;
 
 /// Largest request body accepted.
@@ -130,6 +132,8 @@ struct App {
     connections: Option<Arc<ConnGate>>,
     /// `master claim` requests refused because their source had too many in flight.
     claims_refused_per_source: std::sync::atomic::AtomicU64,
+    /// One readiness probe at a time (see [`probe_readiness`]).
+    probe: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// How many argon2 verifications run at once (each hashes 19 MiB in about 20-50 ms).
@@ -229,6 +233,45 @@ impl App {
     }
 }
 
+/// The header a write verb's request id travels in (`--request-id`; see
+/// [`crate::claim::request`]). Optional: a write without it is not kept for retries.
+pub const REQUEST_ID_HEADER: &str = "idempotency-key";
+
+/// The coordinator for one write verb: carrying the request id the caller sent, if any.
+fn coordinator_for(app: &App, headers: &HeaderMap) -> Result<Coordinator, ClaimError> {
+    let id = match headers.get(REQUEST_ID_HEADER) {
+        None => None,
+        Some(v) => Some(RequestId::parse(
+            v.to_str()
+                .map_err(|_| ClaimError::InvalidArgument(format!("the {REQUEST_ID_HEADER} header is not ASCII")))?,
+        )?),
+    };
+    Ok(app.coord.with_request(id))
+}
+
+/// Failpoint `serve.after_commit`: a write verb has committed and its reply is not sent
+/// yet. Tests stop the server here to lose the reply of a write that was applied.
+fn after_commit() -> Result<(), ClaimError> {
+    #[cfg(any(test, debug_assertions, feature = "failpoints"))]
+    crate::lockfile::failpoint::hit("serve.after_commit")
+        .map_err(|e| ClaimError::Unavailable(format!("{e}: the reply of an applied write was lost")))?;
+    Ok(())
+}
+
+/// [`run_as`] for a write verb: `f` runs on the coordinator carrying the request's id.
+async fn run_write<T, F>(app: Shared, verb: &'static str, ok: StatusCode, headers: HeaderMap, f: F) -> Response
+where
+    T: Serialize + Send + 'static,
+    F: FnOnce(&App, &Coordinator) -> Result<T, ClaimError> + Send + 'static,
+{
+    run_as(app, verb, ok, move |a| {
+        let answer = f(a, &coordinator_for(a, &headers)?)?;
+        after_commit()?;
+        Ok(answer)
+    })
+    .await
+}
+
 /// Runs `f` on the blocking pool, records metrics and a log line, and answers with JSON.
 async fn run<T, F>(app: Shared, verb: &'static str, f: F) -> Response
 where
@@ -274,13 +317,13 @@ fn respond<T: Serialize>(ok: StatusCode, result: Result<T, ClaimError>) -> Respo
     }
 }
 
-async fn register(State(app): State<Shared>, Path(project): Path<String>, body: Bytes) -> Response {
-    run(app, "session.register", move |a| {
+async fn register(State(app): State<Shared>, Path(project): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
+    run_write(app, "session.register", StatusCode::OK, headers, move |_, c| {
         let r: RegisterReq = parse(&body)?;
         let key = ControllerKey { identity: r.identity, surface: r.surface, machine_id: r.machine_id };
         let (token, identity_key) = (r.previous_token.map(Secret::new), r.identity_key.map(Secret::new));
         let credentials = Credentials { identity_key: identity_key.as_ref(), token: token.as_ref() };
-        let reg = a.coord.register(&project, &key, credentials)?;
+        let reg = c.register(&project, &key, credentials)?;
         Ok(RegisterResp {
             controller: (&reg.controller).into(),
             token: reg.token.expose().to_string(),
@@ -295,8 +338,9 @@ async fn heartbeat(
     Path((project, sid)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    run(app, "session.heartbeat", move |a| {
-        let row = a.coord.heartbeat(&project, &sid, &bearer(&headers)?)?;
+    let h = headers.clone();
+    run_write(app, "session.heartbeat", StatusCode::OK, h, move |_, c| {
+        let row = c.heartbeat(&project, &sid, &bearer(&headers)?)?;
         Ok(ControllerOut::from(&row))
     })
     .await
@@ -307,8 +351,9 @@ async fn deregister(
     Path((project, sid)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    run(app, "session.deregister", move |a| {
-        let (was_master, epoch) = a.coord.deregister(&project, &sid, &bearer(&headers)?)?;
+    let h = headers.clone();
+    run_write(app, "session.deregister", StatusCode::OK, h, move |_, c| {
+        let (was_master, epoch) = c.deregister(&project, &sid, &bearer(&headers)?)?;
         Ok(DeregisterResp { was_master, epoch })
     })
     .await
@@ -332,11 +377,12 @@ async fn target(State(app): State<Shared>, Path(project): Path<String>, Query(q)
 }
 
 async fn handoff(State(app): State<Shared>, Path(project): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
-    run(app, "master.handoff", move |a| {
+    let h = headers.clone();
+    run_write(app, "master.handoff", StatusCode::OK, h, move |_, c| {
         let r: HandoffReq = parse(&body)?;
         let token = bearer(&headers)?;
         let req = MasterRequest { project, to_identity: r.to, to_session: r.to_session, expect_epoch: r.expect_epoch };
-        a.coord.handoff(&req, &r.session_id, &token)
+        c.handoff(&req, &r.session_id, &token)
     })
     .await
 }
@@ -358,6 +404,7 @@ async fn claim(
     State(app): State<Shared>,
     extensions: axum::http::Extensions,
     Path(project): Path<String>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     let source = extensions.get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::from([0, 0, 0, 0]), |c| c.0.ip());
@@ -380,7 +427,9 @@ async fn claim(
     let result = execute(app.clone(), "master.claim", move |a| {
         let r: ClaimReq = parse(&body)?;
         let req = MasterRequest { project, to_identity: r.to, to_session: r.to_session, expect_epoch: r.expect_epoch };
-        a.coord.claim_unheld(&req, &r.operator, &Secret::new(r.password))
+        let answer = coordinator_for(a, &headers)?.claim_unheld(&req, &r.operator, &Secret::new(r.password))?;
+        after_commit()?;
+        Ok(answer)
     })
     .await;
     drop(verifying);
@@ -397,10 +446,11 @@ async fn claim(
 }
 
 async fn add_operator(State(app): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
-    run(app, "operator.add", move |a| {
+    let h = headers.clone();
+    run_write(app, "operator.add", StatusCode::OK, h, move |a, c| {
         let r: OperatorReq = parse(&body)?;
         a.admin(&headers, "operator.add", Some(format!("operator:{}", r.operator_id)))?;
-        a.coord.add_operator_as(&r.operator_id, &Secret::new(r.password), "admin")?;
+        c.add_operator_as(&r.operator_id, &Secret::new(r.password), "admin")?;
         Ok(serde_json::json!({"operator_id": r.operator_id, "created": true}))
     })
     .await
@@ -467,10 +517,10 @@ async fn channel_create(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    run_as(app, "channel.create", StatusCode::CREATED, move |a| {
+    run_write(app, "channel.create", StatusCode::CREATED, headers.clone(), move |a, c| {
         let r: ChannelReq = parse(&body)?;
         a.admin_in(&project, &headers, "channel.create", Some(r.channel.clone()))?;
-        a.coord.create_channel(&project, &r.channel, &r.steward, r.sla_minutes, r.ttl_floor_minutes, "admin")
+        c.create_channel(&project, &r.channel, &r.steward, r.sla_minutes, r.ttl_floor_minutes, "admin")
     })
     .await
 }
@@ -482,10 +532,10 @@ async fn identity_add(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    run_as(app, "identity.add", StatusCode::CREATED, move |a| {
+    run_write(app, "identity.add", StatusCode::CREATED, headers.clone(), move |a, c| {
         let r: IdentityReq = parse(&body)?;
         a.admin_in(&project, &headers, "identity.add", Some(format!("identity:{}", r.identity)))?;
-        Ok(issued(a.coord.enroll_identity(&project, &r.identity, "admin")?))
+        Ok(issued(c.enroll_identity(&project, &r.identity, "admin")?))
     })
     .await
 }
@@ -495,9 +545,9 @@ async fn identity_rotate(
     Path((project, identity)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    run(app, "identity.rotate", move |a| {
+    run_write(app, "identity.rotate", StatusCode::OK, headers.clone(), move |a, c| {
         a.admin_in(&project, &headers, "identity.rotate", Some(format!("identity:{identity}")))?;
-        Ok(issued(a.coord.rotate_identity(&project, &identity, "admin")?))
+        Ok(issued(c.rotate_identity(&project, &identity, "admin")?))
     })
     .await
 }
@@ -507,9 +557,9 @@ async fn identity_remove(
     Path((project, identity)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    run(app, "identity.remove", move |a| {
+    run_write(app, "identity.remove", StatusCode::OK, headers.clone(), move |a, c| {
         a.admin_in(&project, &headers, "identity.remove", Some(format!("identity:{identity}")))?;
-        a.coord.remove_identity(&project, &identity, "admin")
+        c.remove_identity(&project, &identity, "admin")
     })
     .await
 }
@@ -554,9 +604,10 @@ async fn claim_take(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    run(app, "claim.take", move |a| {
+    let token = bearer_opt(&headers);
+    run_write(app, "claim.take", StatusCode::OK, headers, move |_, c| {
         let r: TakeReq = parse(&body)?;
-        a.coord.take(&r.into_request(project, channel, task), bearer_opt(&headers).as_ref())
+        c.take(&r.into_request(project, channel, task), token.as_ref())
     })
     .await
 }
@@ -567,9 +618,10 @@ async fn claim_touch(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    run(app, "claim.touch", move |a| {
+    let token = bearer_opt(&headers);
+    run_write(app, "claim.touch", StatusCode::OK, headers, move |_, c| {
         let r: TouchReq = parse(&body)?;
-        a.coord.touch(&r.into_request(project, channel, task)?, bearer_opt(&headers).as_ref())
+        c.touch(&r.into_request(project, channel, task)?, token.as_ref())
     })
     .await
 }
@@ -580,9 +632,10 @@ async fn claim_release(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    run(app, "claim.release", move |a| {
+    let token = bearer_opt(&headers);
+    run_write(app, "claim.release", StatusCode::OK, headers, move |_, c| {
         let r: ReleaseReq = parse(&body)?;
-        a.coord.release_claim(&r.into_request(project, channel, task), bearer_opt(&headers).as_ref())
+        c.release_claim(&r.into_request(project, channel, task), token.as_ref())
     })
     .await
 }
@@ -602,9 +655,10 @@ async fn focus_start(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    run(app, "focus.start", move |a| {
+    let token = bearer_opt(&headers);
+    run_write(app, "focus.start", StatusCode::OK, headers, move |_, c| {
         let r: FocusStartReq = parse(&body)?;
-        a.coord.focus_start(&project, &seat, r.minutes, bearer_opt(&headers).as_ref())
+        c.focus_start(&project, &seat, r.minutes, token.as_ref())
     })
     .await
 }
@@ -614,7 +668,8 @@ async fn focus_end(
     Path((project, seat)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    run(app, "focus.end", move |a| a.coord.focus_end(&project, &seat, bearer_opt(&headers).as_ref())).await
+    let token = bearer_opt(&headers);
+    run_write(app, "focus.end", StatusCode::OK, headers, move |_, c| c.focus_end(&project, &seat, token.as_ref())).await
 }
 
 async fn focus_show(State(app): State<Shared>, Path((project, seat)): Path<(String, String)>) -> Response {
@@ -774,6 +829,38 @@ impl App {
     }
 }
 
+/// `/livez`: the process serves HTTP. Touches no store, so a store outage never gets a
+/// replica restarted (restarting cannot fix Redis or Postgres).
+async fn livez() -> Response {
+    (StatusCode::OK, axum::Json(serde_json::json!({"ok": true}))).into_response()
+}
+
+/// How long `/readyz` waits for the store: well under a probe's usual 1 s timeout.
+pub const READY_TIMEOUT: Duration = Duration::from_millis(800);
+
+/// The store's readiness, within [`READY_TIMEOUT`] whatever the store does. One probe at a
+/// time: a probe that timed out keeps the guard until its blocking call returns (Redis's
+/// own 2 s I/O timeout), so a frozen Redis never piles up blocked threads; probes arriving
+/// meanwhile wait for the guard within their own deadline and answer not ready.
+async fn probe_readiness(app: &Shared) -> Result<Backlog, ClaimError> {
+    let probe = async {
+        let guard = app.probe.clone().lock_owned().await;
+        let app2 = app.clone();
+        tokio::task::spawn_blocking(move || {
+            let _guard = guard;
+            app2.coord.store().readiness()
+        })
+        .await
+        .map_err(|e| ClaimError::Store(format!("readiness probe failed: {e}")))?
+    };
+    match tokio::time::timeout(READY_TIMEOUT, probe).await {
+        Ok(r) => r,
+        Err(_) => {
+            Err(ClaimError::Unavailable(format!("the store did not answer within {} ms", READY_TIMEOUT.as_millis())))
+        }
+    }
+}
+
 /// One prune of both planes, on the blocking pool.
 async fn prune_once(app: &Shared, policy: Retention) {
     let started = Instant::now();
@@ -785,6 +872,32 @@ async fn prune_once(app: &Shared, policy: Retention) {
     app.record_prune(&result, started.elapsed());
 }
 
+/// `/readyz`: this replica can serve verbs (the authoritative plane answers), within 1 s.
+/// 200 with the audit plane's backlog (`degraded` while Postgres is failing or behind:
+/// verbs still work, so a readiness probe must not take the fleet out); 503 otherwise.
+async fn readyz(State(app): State<Shared>) -> Response {
+    match probe_readiness(&app).await {
+        Ok(b) => (
+            StatusCode::OK,
+            axum::Json(serde_json::json!({
+                "ready": true,
+                "degraded": b.degraded,
+                "queue_depth": b.queue_depth,
+                "oldest_queue_age_seconds": b.oldest_age_seconds,
+            })),
+        )
+            .into_response(),
+        Err(e) => {
+            let mut doc = e.to_json();
+            doc["ready"] = serde_json::json!(false);
+            (StatusCode::SERVICE_UNAVAILABLE, axum::Json(doc)).into_response()
+        }
+    }
+}
+
+/// `/healthz` (kept for existing probes and scripts): 200 only when every plane answers,
+/// Postgres included, so it fails on every replica at once during a Postgres outage. Use
+/// `/readyz` for readiness and `/livez` for liveness.
 async fn healthz(State(app): State<Shared>) -> Response {
     let app2 = app.clone();
     match tokio::task::spawn_blocking(move || app2.coord.store().health()).await {
@@ -918,6 +1031,18 @@ async fn metrics(State(app): State<Shared>) -> Response {
         out.push_str("# TYPE writerctl_audit_retry_queue_depth gauge\n");
         out.push_str(&format!("writerctl_audit_retry_queue_depth {depth}\n"));
     }
+    // What /readyz says, bounded the same way; left out when the store does not answer.
+    if let Ok(b) = probe_readiness(&app).await {
+        out.push_str("# HELP writerctl_store_degraded 1 while the audit plane (Postgres) is failing or behind; verbs are still served.\n");
+        out.push_str("# TYPE writerctl_store_degraded gauge\n");
+        out.push_str(&format!("writerctl_store_degraded {}\n", u8::from(b.degraded)));
+        out.push_str("# HELP writerctl_audit_retry_queue_oldest_age_seconds How long the oldest write not yet in Postgres has waited (0 when none).\n");
+        out.push_str("# TYPE writerctl_audit_retry_queue_oldest_age_seconds gauge\n");
+        out.push_str(&format!(
+            "writerctl_audit_retry_queue_oldest_age_seconds {}\n",
+            b.oldest_age_seconds.unwrap_or(0.0)
+        ));
+    }
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
 }
 
@@ -1005,6 +1130,7 @@ fn new_app(coordinator: Coordinator, admin_token_hash: Option<String>, connectio
         claim_sources: Arc::new(SourceSlots::new(CLAIMS_PER_SOURCE, CLAIMS_WAITING_PER_SOURCE)),
         connections,
         claims_refused_per_source: std::sync::atomic::AtomicU64::new(0),
+        probe: Arc::new(tokio::sync::Mutex::new(())),
     })
 }
 
@@ -1041,6 +1167,8 @@ fn routes(app: Shared) -> Router {
         .route("/v1/projects/{project}/focus/{seat}/end", post(focus_end))
         .route("/v1/operators", post(add_operator))
         .route("/v1/audit", get(audit))
+        .route("/livez", get(livez))
+        .route("/readyz", get(readyz))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi_doc))
@@ -1260,7 +1388,14 @@ pub fn openapi() -> serde_json::Value {
             "/v1/projects/{project}/inbox/{identity}": {"get": {"operationId": "inbox", "security": bearer, "parameters": [p("project"), p("identity"), q("after", "integer", false), q("limit", "integer", false), q("wait_ms", "integer", false)], "responses": responses("InboxResp")}},
             "/v1/operators": {"post": {"operationId": "addOperator", "security": bearer, "requestBody": body("OperatorReq"), "responses": responses("OperatorResp")}},
             "/v1/audit": {"get": {"operationId": "audit", "security": bearer, "parameters": [q("project", "string", false), q("limit", "integer", false)], "responses": responses("AuditResp")}},
-            "/healthz": {"get": {"operationId": "healthz", "responses": {"200": {"description": "both planes answer"}, "503": err}}},
+            "/livez": {"get": {"operationId": "livez", "responses": {"200": {"description": "the process serves (no store is asked)", "content": {"application/json": {"schema": s(json!({"ok": {"type": "boolean"}}), &["ok"])}}}}}},
+            "/readyz": {"get": {"operationId": "readyz", "responses": {
+                "200": {"description": "verbs can be served (the authoritative plane answers within 1 s); degraded: the audit plane is failing or behind", "content": {"application/json": {"schema": s(json!({
+                    "ready": {"type": "boolean"}, "degraded": {"type": "boolean"}, "queue_depth": int,
+                    "oldest_queue_age_seconds": {"type": "number", "minimum": 0, "nullable": true}}), &["ready", "degraded", "queue_depth", "oldest_queue_age_seconds"])}}},
+                "503": {"description": "not ready: the authoritative plane did not answer within 1 s", "content": {"application/json": {"schema": s(json!({
+                    "ready": {"type": "boolean"}, "error": s(json!({"code": string, "message": string, "hint": {"type": "string", "nullable": true}}), &["code", "message"])}), &["ready", "error"])}}}}}},
+            "/healthz": {"get": {"operationId": "healthz", "responses": {"200": {"description": "both planes answer (Postgres included: fails during a Postgres outage; probes should use /livez and /readyz)"}, "503": err}}},
             "/metrics": {"get": {"operationId": "metrics", "responses": {"200": {"description": "Prometheus text format", "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
         },
         "components": {
@@ -1294,6 +1429,23 @@ pub fn openapi() -> serde_json::Value {
         }
     });
     work_openapi(&mut doc);
+    // Every write verb takes a request id (`--request-id` in the CLI).
+    let request_id = json!({"name": "Idempotency-Key", "in": "header", "required": false,
+        "description": "the write's request id: a retry with the same id and request returns the first answer and acts once (kept 10 minutes)",
+        "schema": {"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$"}});
+    if let Some(paths) = doc["paths"].as_object_mut() {
+        for (path, ops) in paths.iter_mut() {
+            if path.ends_with("/sweep") {
+                continue;
+            }
+            if let Some(post) = ops.get_mut("post") {
+                match post.get_mut("parameters").and_then(|p| p.as_array_mut()) {
+                    Some(params) => params.push(request_id.clone()),
+                    None => post["parameters"] = json!([request_id]),
+                }
+            }
+        }
+    }
     doc
 }
 

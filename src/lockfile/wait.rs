@@ -42,8 +42,9 @@ impl LockError {
 }
 
 /// `pause` in `[pause/2, pause]`, from the kernel's random source (a fixed midpoint if that
-/// is unavailable, which only costs the de-synchronisation).
-fn jittered(pause: Duration) -> Duration {
+/// is unavailable, which only costs the de-synchronisation). Also the coordinator's
+/// Postgres writer's back-off, so replicas retrying one outage do not retry in step.
+pub fn jittered(pause: Duration) -> Duration {
     let mut b = [0u8; 4];
     let r = match rustix::rand::getrandom(&mut b, rustix::rand::GetRandomFlags::empty()) {
         Ok(4) => u32::from_ne_bytes(b),

@@ -130,9 +130,11 @@ fn coordinator_manifest_keeps_its_promises() {
     let replicas: u32 = text.lines().find_map(|l| l.trim().strip_prefix("replicas: ")).unwrap().parse().unwrap();
     assert!(replicas >= 2);
     assert!(text.contains("  minAvailable: 1\n"));
-    for probe in ["readinessProbe:", "livenessProbe:"] {
+    // Issue 20: readiness must not fail with Postgres alone, liveness must ask no store.
+    for (probe, path) in [("readinessProbe:", "/readyz"), ("livenessProbe:", "/livez")] {
         let at = text.find(probe).unwrap_or_else(|| panic!("no {probe}"));
-        assert!(text[at..].lines().take(4).any(|l| l.trim() == "path: /healthz"), "{probe} is not on /healthz");
+        let want = format!("path: {path}");
+        assert!(text[at..].lines().take(4).any(|l| l.trim() == want), "{probe} is not on {path}");
     }
     for secret in ["writerctl-coordinator-store", "writerctl-coordinator-admin", "writerctl-coordinator-tls"] {
         assert!(

@@ -22,6 +22,7 @@ mod proptest_records;
 mod race;
 mod recover;
 mod redis_pg;
+mod request_id;
 mod retention;
 mod run;
 mod scan;

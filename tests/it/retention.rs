@@ -41,6 +41,7 @@ fn audit(verb: &str, at: Millis) -> AuditEntry {
         result: "ok".into(),
         epoch: None,
         detail: json!({}),
+        request: None,
     }
 }
 

@@ -56,6 +56,7 @@ fn audit(project: &str, verb: &str, target: &str, at: Millis) -> AuditEntry {
         result: "ok".into(),
         epoch: None,
         detail: json!({}),
+        request: None,
     }
 }
 

@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use super::{Coordinator, validate_name};
@@ -74,7 +76,7 @@ impl Coordinator {
     /// The seat proves itself first (`token`: a session token of a controller registered as
     /// the seat, issue 15); a refusal is audited and writes nothing.
     #[allow(clippy::too_many_arguments)]
-    fn write_claim<T>(
+    fn write_claim<T: Serialize + DeserializeOwned>(
         &self,
         project: &str,
         channel: &str,
@@ -82,11 +84,21 @@ impl Coordinator {
         seat: &str,
         token: Option<&Secret>,
         verb: &str,
+        input: &impl Serialize,
         mut decide: impl FnMut(Option<&ClaimRow>, &Channel, Millis) -> Result<Decision<T>, ClaimError>,
     ) -> Result<T, ClaimError> {
         let base = self.audit(project, verb, seat_actor(seat), Some(format!("{channel}/{task}")));
+        // The seat proves itself before anything else, a kept answer included: a request id
+        // never stands in for the seat's token.
+        if let Err(e) = self.prove_identity(project, seat, token, || format!("{verb} by {seat}")) {
+            self.audit_failure(base, &e, None);
+            return Err(e);
+        }
+        let pending = self.pending(&base, input)?;
+        if let Some(answer) = self.replay(pending.as_ref())? {
+            return Ok(answer);
+        }
         let mut attempt = || -> Result<T, ClaimError> {
-            self.prove_identity(project, seat, token, || format!("{verb} by {seat}"))?;
             let ch = self.channel_or_not_found(project, channel)?;
             for _ in 0..MAX_CAS_ATTEMPTS {
                 let existing = self.store.claim(project, channel, task)?;
@@ -95,6 +107,7 @@ impl Coordinator {
                 let mut audit = base.clone();
                 audit.at = now;
                 audit.detail = claim_detail(&d.row);
+                audit.request = pending.as_ref().map(|p| p.record(&d.value, now)).transpose()?;
                 let write = ClaimWrite {
                     expected_version: existing.map_or(0, |r| r.version),
                     action: d.action.into(),
@@ -126,10 +139,15 @@ impl Coordinator {
         validate_name("channel", channel)?;
         validate_name("steward", steward)?;
         let mut audit = self.audit(project, "channel.create", actor.into(), Some(channel.into()));
+        let pending = self.pending(&audit, &json!([steward, sla_minutes, ttl_floor_minutes]))?;
+        if let Some(answer) = self.replay(pending.as_ref())? {
+            return Ok(answer);
+        }
         let result =
             work::new_channel(project, channel, steward, sla_minutes, ttl_floor_minutes, audit.at).and_then(|ch| {
                 audit.detail = json!({"steward": ch.steward, "sla_minutes": ch.sla_minutes,
                                       "ttl_floor_minutes": ch.ttl_floor_minutes});
+                audit.request = pending.as_ref().map(|p| p.record(&ch, audit.at)).transpose()?;
                 self.store.insert_channel(&ch, &audit).map(|()| ch)
             });
         result.inspect_err(|e| self.audit_failure(audit.clone(), e, None))
@@ -141,10 +159,19 @@ impl Coordinator {
         validate_name("seat", &req.seat)?;
         validate_optional("deputy", req.deputy.as_deref())?;
         validate_step(req.next_step.as_deref())?;
-        self.write_claim(&req.project, &req.channel, &req.task, &req.seat, token, "claim.take", |existing, ch, now| {
-            let out = work::take(existing, ch, req, now)?;
-            Ok(Decision { row: out.claim.clone(), action: "take", events: Vec::new(), value: out })
-        })
+        self.write_claim(
+            &req.project,
+            &req.channel,
+            &req.task,
+            &req.seat,
+            token,
+            "claim.take",
+            req,
+            |existing, ch, now| {
+                let out = work::take(existing, ch, req, now)?;
+                Ok(Decision { row: out.claim.clone(), action: "take", events: Vec::new(), value: out })
+            },
+        )
     }
 
     /// `claim touch`: the owner's write; resets the TTL clock.
@@ -153,11 +180,20 @@ impl Coordinator {
         validate_name("seat", &req.seat)?;
         validate_optional("deputy", req.deputy.as_ref().and_then(|d| d.as_deref()))?;
         validate_step(req.next_step.as_deref())?;
-        self.write_claim(&req.project, &req.channel, &req.task, &req.seat, token, "claim.touch", |existing, ch, now| {
-            let row = existing.ok_or_else(|| not_found(&req.channel, &req.task))?;
-            let out = work::touch(row, ch, req, now)?;
-            Ok(Decision { row: out.claim.clone(), action: "touch", events: Vec::new(), value: out })
-        })
+        self.write_claim(
+            &req.project,
+            &req.channel,
+            &req.task,
+            &req.seat,
+            token,
+            "claim.touch",
+            req,
+            |existing, ch, now| {
+                let row = existing.ok_or_else(|| not_found(&req.channel, &req.task))?;
+                let out = work::touch(row, ch, req, now)?;
+                Ok(Decision { row: out.claim.clone(), action: "touch", events: Vec::new(), value: out })
+            },
+        )
     }
 
     /// `claim release`: the owner opens the task again (or, `done`, closes it); rings the
@@ -173,6 +209,7 @@ impl Coordinator {
             &req.seat,
             token,
             "claim.release",
+            req,
             |existing, ch, now| {
                 let row = existing.ok_or_else(|| not_found(&req.channel, &req.task))?;
                 let after = work::release(row, req, now)?;
@@ -225,13 +262,20 @@ impl Coordinator {
         validate_name("project", project)?;
         validate_name("seat", seat)?;
         let mut audit = self.audit(project, "focus.start", seat_actor(seat), Some(seat.into()));
-        let result = self
-            .prove_identity(project, seat, token, || format!("focus.start by {seat}"))
-            .and_then(|()| work::focus_lease(project, seat, minutes, audit.at))
-            .and_then(|out| {
-                audit.detail = json!({"until": out.lease.until, "capped_from": out.capped_from});
-                self.store.put_focus(&out.lease, None, &audit).map(|_| out)
-            });
+        let proven = self.prove_identity(project, seat, token, || format!("focus.start by {seat}"));
+        if let Err(e) = proven {
+            self.audit_failure(audit, &e, None);
+            return Err(e);
+        }
+        let pending = self.pending(&audit, &minutes)?;
+        if let Some(answer) = self.replay(pending.as_ref())? {
+            return Ok(answer);
+        }
+        let result = work::focus_lease(project, seat, minutes, audit.at).and_then(|out| {
+            audit.detail = json!({"until": out.lease.until, "capped_from": out.capped_from});
+            audit.request = pending.as_ref().map(|p| p.record(&out, audit.at)).transpose()?;
+            self.store.put_focus(&out.lease, None, &audit).map(|_| out)
+        });
         result.inspect_err(|e| self.audit_failure(audit.clone(), e, None))
     }
 
@@ -239,9 +283,16 @@ impl Coordinator {
     pub fn focus_end(&self, project: &str, seat: &str, token: Option<&Secret>) -> Result<FocusLease, ClaimError> {
         validate_name("project", project)?;
         validate_name("seat", seat)?;
-        let audit = self.audit(project, "focus.end", seat_actor(seat), Some(seat.into()));
+        let mut audit = self.audit(project, "focus.end", seat_actor(seat), Some(seat.into()));
+        if let Err(e) = self.prove_identity(project, seat, token, || format!("focus.end by {seat}")) {
+            self.audit_failure(audit, &e, None);
+            return Err(e);
+        }
+        let pending = self.pending(&audit, &())?;
+        if let Some(answer) = self.replay(pending.as_ref())? {
+            return Ok(answer);
+        }
         let result = (|| {
-            self.prove_identity(project, seat, token, || format!("focus.end by {seat}"))?;
             for _ in 0..MAX_CAS_ATTEMPTS {
                 let lease = self
                     .store
@@ -251,6 +302,7 @@ impl Coordinator {
                     .ok_or_else(|| ClaimError::NotFound(format!("{seat} holds no focus lease in project {project}")))?;
                 let started_at = lease.started_at;
                 let ended = FocusLease { ended_at: Some(audit.at), ..lease };
+                audit.request = pending.as_ref().map(|p| p.record(&ended, audit.at)).transpose()?;
                 // A `focus start` landing between the read and the write wins the race and
                 // is read (and ended) on the next round, never overwritten blind.
                 if let Commit::Done(_) = self.store.put_focus(&ended, Some(started_at), &audit)? {

@@ -11,6 +11,7 @@ pub mod sqlite;
 
 use super::error::ClaimError;
 use super::model::{AuditEntry, Change, Event, Millis, NewEvent, OperatorRecord, Snapshot};
+use super::request::KeptAnswer;
 use super::retention::{Cutoffs, Pruned, Sizes};
 use super::work::{Channel, ClaimRow, ClaimStep, FocusLease};
 
@@ -48,6 +49,18 @@ pub(crate) fn events_at(change: &Change, audit: Option<&AuditEntry>) -> Result<M
 /// A verb's decision: from a snapshot to the change and its audit row (None: a change not
 /// worth a row of its own, such as a routine heartbeat).
 pub type Decide<'a> = dyn FnMut(&Snapshot) -> Result<(Change, Option<AuditEntry>), ClaimError> + 'a;
+
+/// How far the audit plane is behind the authoritative one (`/readyz`, `/metrics`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Backlog {
+    /// The audit plane is failing or lagging: verbs are still served, but their Postgres
+    /// rows (and Redis's loss window) wait.
+    pub degraded: bool,
+    /// Writes accepted by the authoritative plane, not yet by the audit plane.
+    pub queue_depth: u64,
+    /// How long the oldest of them has waited, in seconds (None when there is none).
+    pub oldest_age_seconds: Option<f64>,
+}
 
 /// The result of a compare-and-set commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,8 +174,14 @@ pub trait Store: WorkStore + Send + Sync {
         Err(ClaimError::Unavailable(format!("project {project} kept changing ({MAX_CAS_ATTEMPTS} attempts)")))
     }
 
-    /// Appends an audit row on its own (failed verbs, operator administration).
+    /// Appends an audit row on its own (failed verbs, operator administration). A
+    /// [`AuditEntry::request`] on it is ignored: only a verb's own write keeps an answer.
     fn append_audit(&self, entry: &AuditEntry) -> Result<(), ClaimError>;
+
+    /// The answer kept under a request key (see [`super::request`]) if it has not expired
+    /// by `now`. Every write that carries an [`AuditEntry::request`] keeps it atomically
+    /// with the write, refusing it (and the write) when the key holds a live record.
+    fn recall_request(&self, verb: &str, key: &str, now: Millis) -> Result<Option<KeptAnswer>, ClaimError>;
 
     /// The newest `limit` audit rows, oldest first; all projects when `project` is None.
     fn audit_log(&self, project: Option<&str>, limit: usize) -> Result<Vec<AuditEntry>, ClaimError>;
@@ -200,6 +219,13 @@ pub trait Store: WorkStore + Send + Sync {
     /// Whether every plane answers (`/healthz`); by default, one snapshot read.
     fn health(&self) -> Result<(), ClaimError> {
         self.snapshot("writerctl-health").map(|_| ())
+    }
+
+    /// Whether verbs can be served now (`/readyz`): the authoritative plane answers. Never
+    /// waits for the audit plane, whose lag is reported as [`Backlog::degraded`] instead.
+    /// By default, [`Store::health`] (a store with one plane has no backlog).
+    fn readiness(&self) -> Result<Backlog, ClaimError> {
+        self.health().map(|()| Backlog::default())
     }
 
     /// How many projects have at least one registered controller and no master (for

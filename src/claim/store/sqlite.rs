@@ -17,6 +17,7 @@ use crate::claim::model::{
     AuditEntry, Change, Controller, EnrolledIdentity, Event, MasterRef, MasterSlot, Millis, NewEvent, OperatorRecord,
     Snapshot,
 };
+use crate::claim::request::{self, KeptAnswer, RequestRecord};
 use crate::claim::retention::{Cutoffs, PRUNE_BATCH, Pruned, Sizes, check_cursor};
 
 mod work;
@@ -141,6 +142,17 @@ CREATE TABLE inbox_trims (
 );
 CREATE INDEX audit_at ON audit (at);
 CREATE INDEX events_at ON events (at);
+"#,
+    // Answers kept under request ids (`crate::claim::request`), written in the verb's own
+    // transaction.
+    r#"
+CREATE TABLE requests (
+    key         TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL,
+    answer      TEXT NOT NULL,
+    expires_at  INTEGER NOT NULL
+);
+CREATE INDEX requests_expiry ON requests (expires_at);
 "#,
 ];
 
@@ -321,7 +333,37 @@ fn load(tx: &Connection, project: &str) -> Result<Snapshot, ClaimError> {
     })
 }
 
+/// How many expired request records one write removes (bounded work per verb; with one
+/// write adding one record, this keeps the table at what the retention window holds).
+const REQUEST_PURGE: i64 = 16;
+
+/// Keeps a verb's answer under its request id, inside the verb's transaction. A live record
+/// under the key means another attempt with the same id committed first: this one fails and
+/// its transaction (the verb's write with it) rolls back.
+fn keep_request(tx: &Connection, r: &RequestRecord, now: Millis) -> Result<(), ClaimError> {
+    tx.prepare_cached("DELETE FROM requests WHERE key IN (SELECT key FROM requests WHERE expires_at <= ?1 LIMIT ?2)")
+        .and_then(|mut s| s.execute(params![now, REQUEST_PURGE]))
+        .and_then(|_| tx.prepare_cached("DELETE FROM requests WHERE key = ?1 AND expires_at <= ?2"))
+        .and_then(|mut s| s.execute(params![r.key, now]))
+        .map_err(db_err)?;
+    let inserted = tx
+        .prepare_cached(
+            "INSERT INTO requests (key, fingerprint, answer, expires_at) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (key) DO NOTHING",
+        )
+        .and_then(|mut s| s.execute(params![r.key, r.fingerprint, r.answer, r.expires_at]))
+        .map_err(db_err)?;
+    if inserted == 0 {
+        return Err(request::in_flight());
+    }
+    Ok(())
+}
+
+/// Inserts an audit row and keeps the answer it carries, if any (one transaction).
 fn insert_audit(tx: &Connection, a: &AuditEntry) -> Result<(), ClaimError> {
+    if let Some(r) = &a.request {
+        keep_request(tx, r, a.at)?;
+    }
     tx.prepare_cached(
         "INSERT INTO audit (at, project, verb, actor, target, result, epoch, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )
@@ -447,6 +489,7 @@ fn audit_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AuditEntry> {
         result: r.get(5)?,
         epoch: r.get::<_, Option<i64>>(6)?.map(|e| e as u64),
         detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::String(detail)),
+        request: None,
     })
 }
 
@@ -489,6 +532,16 @@ impl Store for SqliteStore {
 
     fn append_audit(&self, entry: &AuditEntry) -> Result<(), ClaimError> {
         insert_audit(&self.lock(), entry)
+    }
+
+    fn recall_request(&self, _verb: &str, key: &str, now: Millis) -> Result<Option<KeptAnswer>, ClaimError> {
+        self.lock()
+            .prepare_cached("SELECT fingerprint, answer FROM requests WHERE key = ?1 AND expires_at > ?2")
+            .and_then(|mut s| {
+                s.query_row(params![key, now], |r| Ok(KeptAnswer { fingerprint: r.get(0)?, answer: r.get(1)? }))
+                    .optional()
+            })
+            .map_err(db_err)
     }
 
     fn projects_without_master(&self) -> Result<u64, ClaimError> {
@@ -751,6 +804,7 @@ mod tests {
             target: None,
             result: "ok".into(),
             epoch: None,
+            request: None,
             detail: serde_json::json!({}),
         }
     }
@@ -885,6 +939,9 @@ mod tests {
         }
         fn append_audit(&self, e: &AuditEntry) -> Result<(), ClaimError> {
             self.inner.append_audit(e)
+        }
+        fn recall_request(&self, verb: &str, key: &str, now: Millis) -> Result<Option<KeptAnswer>, ClaimError> {
+            self.inner.recall_request(verb, key, now)
         }
         fn audit_log(&self, p: Option<&str>, l: usize) -> Result<Vec<AuditEntry>, ClaimError> {
             self.inner.audit_log(p, l)

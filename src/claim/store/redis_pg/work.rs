@@ -19,10 +19,11 @@ use serde::de::DeserializeOwned;
 
 use super::{
     EPOCH_RESTORE_GAP, Inner, RedisPgStore, as_array, as_int, as_text, bad_reply, esc, event_args, event_keys,
-    json_err, parse_u64, pg_err, redis_err, to_u64, with_inbox,
+    json_err, parse_u64, pg_err, redis_err, request_args, to_u64, with_inbox, with_request,
 };
 use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Millis};
+use crate::claim::request;
 use crate::claim::store::{ClaimWrite, Commit, WorkStore};
 use crate::claim::store::{from_json as parse, to_i64, to_json};
 use crate::claim::work::{Channel, ClaimRow, ClaimStep, FocusLease};
@@ -34,9 +35,10 @@ pub(super) const PIPELINE_CHUNK: usize = 1000;
 /// One compare-and-set claim write (run with [`super::INBOX_LUA`] prefixed).
 ///
 /// KEYS: ready marker, cursor counter, pg queue, claims hash, history list, due index, the
-/// set of projects with due claims, then one inbox per event.
+/// set of projects with due claims, then one inbox per event, then the request record's key.
 /// ARGV: expected version, task, row JSON, step JSON, due score ('' when the row is not
-/// due), due member, project, op id, event time, audit JSON, then the events.
+/// due), due member, project, op id, event time, audit JSON, then the events, then the
+/// request record and its lifetime ([`super::REQUEST_LUA`]).
 ///
 /// The stored version is read from the row's JSON text rather than decoded: serde_json
 /// escapes every `"` inside a string and a row has no nested object, so `"version":`
@@ -52,6 +54,7 @@ if stored then
   if not current then return redis.error_reply('claim row ' .. ARGV[2] .. ' in ' .. KEYS[4] .. ' has no version') end
 end
 if current ~= ARGV[1] then return 'conflict' end
+if request_seen() then return 'replayed' end
 local i = 11
 local function take() local v = ARGV[i]; i = i + 1; return v end
 local events = take_events(take)
@@ -73,21 +76,24 @@ inbox_append(KEYS[2], counter, 8, ARGV[9], events)
 -- never hands out a cursor these doorbells used).
 redis.call('XADD', KEYS[3], '*', 'op', ARGV[8], 'project', ARGV[7], 'audit', ARGV[10],
   'claim', ARGV[3], 'step', ARGV[4], 'cursor', redis.call('GET', KEYS[2]) or '0')
+request_keep()
 return 'ok'
 "#;
 
-/// Creates a channel unless it exists. KEYS: ready marker, channels hash, pg queue. ARGV:
-/// channel, JSON, op id, project, audit JSON.
+/// Creates a channel unless it exists. KEYS: ready marker, channels hash, pg queue, request
+/// record key. ARGV: channel, JSON, op id, project, audit JSON, request record, lifetime.
 const CHANNEL_LUA: &str = r#"
 if redis.call('EXISTS', KEYS[1]) == 0 then return 'lost' end
+if request_seen() then return 'replayed' end
 if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 0 then return 'exists' end
 redis.call('XADD', KEYS[3], '*', 'op', ARGV[3], 'project', ARGV[4], 'audit', ARGV[5], 'channel', ARGV[2])
+request_keep()
 return 'ok'
 "#;
 
 /// Replaces a seat's focus lease. KEYS: ready marker, focus hash, focus version hash, pg
-/// queue. ARGV: seat, JSON, op id, project, audit JSON, and the `started_at` the stored
-/// lease must have ('' to write unconditionally).
+/// queue, request record key. ARGV: seat, JSON, op id, project, audit JSON, the `started_at`
+/// the stored lease must have ('' to write unconditionally), request record, lifetime.
 ///
 /// A lease has no version of its own; the per-seat counter orders its Postgres writes, so
 /// two drainers applying overlapping batches (a drain lock that expired) never leave an
@@ -100,10 +106,12 @@ if ARGV[6] ~= '' then
   local stored = redis.call('HGET', KEYS[2], ARGV[1])
   if not stored or string.match(stored, '"started_at":(%-?%d+)') ~= ARGV[6] then return 'conflict' end
 end
+if request_seen() then return 'replayed' end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 local v = redis.call('HINCRBY', KEYS[3], ARGV[1], 1)
 redis.call('XADD', KEYS[4], '*', 'op', ARGV[3], 'project', ARGV[4], 'audit', ARGV[5], 'focus', ARGV[2],
   'focus_version', string.format('%d', v))
+request_keep()
 return 'ok'
 "#;
 
@@ -169,9 +177,9 @@ pub(super) struct Scripts {
 impl Scripts {
     pub(super) fn new() -> Scripts {
         Scripts {
-            claim: Piped::new(with_inbox(CLAIM_LUA)),
-            channel: Script::new(CHANNEL_LUA),
-            focus: Script::new(FOCUS_LUA),
+            claim: Piped::new(with_request(&with_inbox(CLAIM_LUA))),
+            channel: Script::new(&with_request(CHANNEL_LUA)),
+            focus: Script::new(&with_request(FOCUS_LUA)),
             restore_claim: Piped::new(RESTORE_CLAIM_LUA.to_string()),
             restore_focus: Piped::new(RESTORE_FOCUS_LUA.to_string()),
         }
@@ -240,6 +248,8 @@ fn reply_of(what: &str, v: &Value) -> Result<Reply, ClaimError> {
         Some("conflict") => Ok(Reply::Conflict),
         Some("exists") => Ok(Reply::Exists),
         Some("lost") => Ok(Reply::Lost),
+        // Another attempt with the same request id was applied; nothing was written.
+        Some("replayed") => Err(request::in_flight()),
         _ => Err(bad_reply(what, v)),
     }
 }
@@ -632,6 +642,8 @@ impl Inner {
             k.due_projects(),
         ];
         keys.extend(event_keys(k, &r.project, &w.events));
+        let (request_key, request, request_ms) = request_args(k, &w.audit)?;
+        keys.push(request_key);
         let mut cmd = self.work.claim.call(keys);
         cmd.arg(w.expected_version)
             .arg(&r.task)
@@ -643,7 +655,9 @@ impl Inner {
             .arg(&op)
             .arg(w.audit.at)
             .arg(to_json(&w.audit)?)
-            .arg(event_args(&w.events));
+            .arg(event_args(&w.events))
+            .arg(request)
+            .arg(request_ms);
         Ok(cmd)
     }
 
@@ -694,8 +708,10 @@ impl WorkStore for RedisPgStore {
         let op = uuid::Uuid::new_v4().to_string();
         let (json, audit_json) = (to_json(channel)?, to_json(audit)?);
         let mut inv = inner.work.channel.prepare_invoke();
-        inv.key(k.ready()).key(k.channels(&channel.project)).key(k.queue());
+        let (request_key, request, request_ms) = request_args(k, audit)?;
+        inv.key(k.ready()).key(k.channels(&channel.project)).key(k.queue()).key(request_key);
         inv.arg(&channel.channel).arg(&json).arg(&op).arg(&channel.project).arg(&audit_json);
+        inv.arg(request).arg(request_ms);
         match inner.write_or_restore("channel create", || inner.redis.run_write(|c| inv.invoke::<Value>(c)))? {
             Reply::Ok => Ok(()),
             Reply::Exists => Err(ClaimError::ChannelExists(channel.channel.clone())),
@@ -836,9 +852,12 @@ impl WorkStore for RedisPgStore {
         let op = uuid::Uuid::new_v4().to_string();
         let (json, audit_json) = (to_json(lease)?, to_json(audit)?);
         let mut inv = inner.work.focus.prepare_invoke();
+        let (request_key, request, request_ms) = request_args(k, audit)?;
         inv.key(k.ready()).key(k.focus(&lease.project)).key(k.focus_version(&lease.project)).key(k.queue());
+        inv.key(request_key);
         inv.arg(&lease.seat).arg(&json).arg(&op).arg(&lease.project).arg(&audit_json);
         inv.arg(replaces.map_or(String::new(), |s| s.to_string()));
+        inv.arg(request).arg(request_ms);
         match inner.write_or_restore("focus", || inner.redis.run_write(|c| inv.invoke::<Value>(c)))? {
             Reply::Ok => Ok(Commit::Done(0)),
             Reply::Conflict => Ok(Commit::Conflict),
