@@ -147,7 +147,10 @@ fn issue(
     // Created (empty, 0600, never over an existing file) before the verb: a key nobody can
     // read must never be issued (after a rotation the old key is already refused).
     let mut key_out = match &a.key_file {
-        Some(f) => Some(TokenFile::create(f).map_err(writerctl::claim::ClaimError::InvalidArgument)?),
+        Some(f) => Some(
+            TokenFile::create(f)
+                .map_err(|m| writerctl::claim::ClaimError::InvalidArgument(m.replace("token file", "key file")))?,
+        ),
         None => None,
     };
     let project = &a.who.at.project;
