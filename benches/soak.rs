@@ -317,9 +317,15 @@ fn soak(name: &str, backing: &Backing, server_args: Vec<String>, seconds: u64) {
         // writes still prove their seat with the session token).
         "--open-registration".into(),
     ];
+    // Channels are created with the admin token, as in production.
+    let admin_dir = tempfile::tempdir().unwrap();
+    let admin_token = format!("soak-admin-{}", uuid::Uuid::new_v4());
+    let admin_file = admin_dir.path().join("admin.token");
+    std::fs::write(&admin_file, &admin_token).unwrap();
+    args.extend(["--admin-token-file".into(), admin_file.display().to_string()]);
     args.extend(server_args);
     let (mut child, url) = start_server(&args);
-    let c = HttpCoordinator::new(&url, None, None).unwrap();
+    let c = HttpCoordinator::new(&url, None, Some(Secret::new(admin_token))).unwrap();
     let seats: Vec<Vec<Seat>> = (0..PROJECTS)
         .map(|p| {
             let project = format!("soak-{p}");
