@@ -110,7 +110,7 @@ fn held_token(path: &Path) -> Result<Option<Secret>> {
     if !meta.file_type().is_file() {
         return Err(refuse().into());
     }
-    let token = optional_secret(Some(path), "", "session token")?.ok_or_else(refuse)?;
+    let token = session_token(Some(path))?;
     let t = token.expose().trim();
     if t.len() != 64 || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(refuse().into());

@@ -15,7 +15,7 @@ use std::os::unix::fs::PermissionsExt;
 
 use serde_json::{Value, json};
 
-use crate::master::{Co, Ctl, PROJECT, err_doc, s};
+use crate::master::{Co, Ctl, PROJECT, err_doc, ok_doc, s};
 use crate::serve::{Deployment, http_get, metric};
 
 /// The three ways to reach the coordinator, each with its own store.
@@ -130,16 +130,7 @@ fn check_rotate_and_remove(co: &Co) {
     new.extend(["--identity-key-file", s(&new_key)]);
     co.run(&new).assert_ok();
     // Her existing session keeps its token.
-    co.ok(&[
-        "session",
-        "heartbeat",
-        "--project",
-        PROJECT,
-        "--session",
-        &alice.sid,
-        "--token-file",
-        s(&alice.token_file),
-    ]);
+    ok_doc(&co.heartbeat(&alice, &alice.token_file));
 
     let list = co.ok(&["identity", "list", "--project", PROJECT]);
     let names: Vec<&str> =
@@ -156,18 +147,7 @@ fn check_rotate_and_remove(co: &Co) {
     let ids: Vec<&str> =
         st["controllers"].as_array().unwrap().iter().map(|c| c["identity"].as_str().unwrap()).collect();
     assert_eq!(ids, ["bob"]);
-    let hb = co.run(&[
-        "session",
-        "heartbeat",
-        "--project",
-        PROJECT,
-        "--session",
-        &alice.sid,
-        "--token-file",
-        s(&alice.token_file),
-        "--json",
-    ]);
-    err_doc(&hb, 6, "unauthorized");
+    err_doc(&co.heartbeat(&alice, &alice.token_file), 6, "unauthorized");
     err_doc(&co.run(&new), 6, "unauthorized");
     err_doc(&co.run(&["identity", "remove", "--project", PROJECT, "alice", "--json"]), 5, "not_found");
     assert!(bob.sid != alice.sid);

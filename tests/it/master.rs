@@ -393,6 +393,21 @@ impl Co {
         st
     }
 
+    /// `session heartbeat --json` for `c`'s session, proven by the token in `token_file`.
+    pub(crate) fn heartbeat(&self, c: &Ctl, token_file: &Path) -> Run {
+        self.run(&[
+            "session",
+            "heartbeat",
+            "--project",
+            PROJECT,
+            "--session",
+            &c.sid,
+            "--token-file",
+            s(token_file),
+            "--json",
+        ])
+    }
+
     /// The token file of `identity`'s latest registration through this Co.
     #[track_caller]
     pub(crate) fn token_of(&self, identity: &str) -> PathBuf {
@@ -2313,18 +2328,7 @@ fn reregister_with_unwritable_token_file_keeps_the_old_token() {
         "--json",
     ]);
     assert_ne!(r.code, 0, "{r:?}");
-    let hb = co.run(&[
-        "session",
-        "heartbeat",
-        "--project",
-        PROJECT,
-        "--session",
-        &alice.sid,
-        "--token-file",
-        s(&alice.token_file),
-        "--json",
-    ]);
-    ok_doc(&hb);
+    ok_doc(&co.heartbeat(&alice, &alice.token_file));
 }
 
 /// `inbox --follow --timeout SECONDS` promises to stop: a negative or NaN timeout must be
