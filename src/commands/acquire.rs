@@ -167,6 +167,9 @@ pub fn take(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
             process_kind: args.holder.kind.process_kind.clone(),
             reclaim: if args.managed { ReclaimPolicy::Never } else { ReclaimPolicy::Local },
             certified,
+            // writerctl exits at once: nothing would keep a holder lock (issue 27). The
+            // record names none, so the pid rule judges it and no pod rule reclaims it.
+            holder_lock: false,
         };
         let pause = &mut |d: std::time::Duration, _: &LockError| {
             std::thread::sleep(d);

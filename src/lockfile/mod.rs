@@ -36,6 +36,7 @@ pub mod acquire;
 pub mod error;
 pub mod failpoint;
 pub mod give_back;
+pub mod holder_lock;
 pub mod identity;
 pub mod metrics;
 pub mod paths;

@@ -970,3 +970,11 @@ mod tests {
         assert!(!same_mount(&proc, &d.fd).unwrap());
     }
 }
+
+/// The directory's descriptor, for the holder lock's `openat` (`holder_lock.rs`, issue 27),
+/// which keeps its own syscalls beside the evidence rule they serve.
+impl std::os::fd::AsFd for Dir {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
