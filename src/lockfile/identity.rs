@@ -431,7 +431,12 @@ fn decide_by_holder_lock(
         return Liveness::Live(LiveReason::HolderLockUnverifiable(Unverifiable::OtherKernel));
     }
     match probe.holder_lock(dir, name) {
-        HolderLockState::Held => Liveness::Live(LiveReason::HolderLockHeld),
+        // A recorded process that runs in our namespace is the more precise answer (and the
+        // one `recover` refuses to touch); otherwise the tree's lock is.
+        HolderLockState::Held => match qwen_table(owner, local, probe) {
+            running @ Liveness::Live(LiveReason::Running) => running,
+            _ => Liveness::Live(LiveReason::HolderLockHeld),
+        },
         HolderLockState::Unverifiable(why) => Liveness::Live(LiveReason::HolderLockUnverifiable(why)),
         HolderLockState::Released => {
             if let Liveness::Live(reason) = qwen_table(owner, local, probe)
@@ -724,6 +729,7 @@ mod tests {
     fn in_our_own_namespace_a_running_holder_stays_live_whatever_its_lock_says() {
         let mine = OwnerFields { holder_lock: pod_record(None, true).holder_lock, ..owner() };
         assert_eq!(run(mine.clone(), local(), &probe(Signal0::Delivered, FREE)), Liveness::Live(LiveReason::Running));
+        assert_eq!(run(mine.clone(), local(), &probe(Signal0::Delivered, HELD)), Liveness::Live(LiveReason::Running));
         assert_eq!(
             run(mine, local(), &probe(Signal0::NoSuchProcess, FREE)),
             Liveness::Stale(StaleReason::HolderLockReleased)

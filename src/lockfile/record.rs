@@ -765,7 +765,7 @@ mod tests {
         assert!(new_active_record("s", &owner, &bare, "robot", t, &Extensions::epoch(1)).is_err());
     }
 
-    /// The fencing epoch is an extra key: absent (every qwen record) or unusable counts as
+    /// The epoch is an extra key: absent (every qwen record) or unusable counts as
     /// 0 and never makes a record qwen accepts malformed.
     #[test]
     fn the_epoch_is_read_leniently() {

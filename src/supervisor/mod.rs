@@ -508,7 +508,8 @@ fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<std::process::Child, R
         .env("WRITERCTL_LOCK", cfg.site.lock_path())
         .env("WRITERCTL_TRANSCRIPT", transcript)
         .env("WRITERCTL_OWNER_TOKEN", lease.owner.expose())
-        // The fencing epoch of our record: a writer that stamps its output with it makes a
+        // Our record's epoch (replacements since the lock was last created; not a fencing
+        // token across a release or recovery): a writer that stamps its output with it makes a
         // stale writer's lines recognizable downstream.
         .env("WRITERCTL_EPOCH", lease.record.owner.epoch.to_string())
         // After a reclaim under a pod proof rule the transcript is the crashed writer's, as
