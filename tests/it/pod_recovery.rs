@@ -18,12 +18,12 @@ use serde_json::Value;
 use crate::services::skip;
 use crate::support::*;
 
-const UID: &str = "6f1c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f";
+pub(crate) const UID: &str = "6f1c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f";
 const NEW_UID: &str = "0d9e8f7a-6b5c-4d3e-8f1a-2b3c4d5e6f70";
-const S: &str = "pod-session";
-const LIMIT: Duration = Duration::from_secs(30);
+pub(crate) const S: &str = "pod-session";
+pub(crate) const LIMIT: Duration = Duration::from_secs(30);
 
-fn pod_env(uid: &str, name: &str, container: &str) -> Vec<(&'static str, String)> {
+pub(crate) fn pod_env(uid: &str, name: &str, container: &str) -> Vec<(&'static str, String)> {
     vec![
         ("WRITERCTL_POD_UID", uid.into()),
         ("WRITERCTL_POD_NAME", name.into()),
@@ -33,7 +33,7 @@ fn pod_env(uid: &str, name: &str, container: &str) -> Vec<(&'static str, String)
     ]
 }
 
-fn cli(env: &TestEnv, args: &[&str], vars: &[(&'static str, String)]) -> Run {
+pub(crate) fn cli(env: &TestEnv, args: &[&str], vars: &[(&'static str, String)]) -> Run {
     let mut c = env.cmd();
     c.args(args).arg("--runtime-dir").arg(env.runtime());
     for (k, v) in vars {
@@ -57,7 +57,7 @@ fn stage_pod_record(env: &TestEnv, uid: &str, name: &str, container: &str) {
     stage(&env.lock(S), rec.as_bytes());
 }
 
-fn lock_obj(env: &TestEnv) -> serde_json::Map<String, Value> {
+pub(crate) fn lock_obj(env: &TestEnv) -> serde_json::Map<String, Value> {
     serde_json::from_slice(&std::fs::read(env.lock(S)).unwrap()).unwrap()
 }
 
@@ -183,7 +183,7 @@ fn records_with_pod_keys_round_trip_through_the_qwen_format() {
 // real pid namespaces
 // ---------------------------------------------------------------------------------------
 
-fn can_unshare() -> Result<(), String> {
+pub(crate) fn can_unshare() -> Result<(), String> {
     if !rustix::process::geteuid().is_root() {
         return Err("pid namespaces need root".into());
     }
@@ -197,7 +197,7 @@ fn can_unshare() -> Result<(), String> {
 }
 
 /// `unshare --pid --fork --mount-proc --kill-child writerctl run ...`: a container.
-fn container(env: &TestEnv, sock: &Path, extra: &[&str], script: &str) -> Command {
+pub(crate) fn container(env: &TestEnv, sock: &Path, extra: &[&str], script: &str) -> Command {
     let mut c = Command::new("unshare");
     c.args(["--pid", "--fork", "--mount-proc", "--kill-child"]).arg(BIN);
     c.args(["run", "--json", "--session", S]).arg("--runtime-dir").arg(env.runtime());
