@@ -190,6 +190,25 @@ pub fn remove_holder_file(dir: &Dir, name: &str) {
     }
 }
 
+/// Puts back the holder-lock file `name` of a record whose lock was proven released (a
+/// predecessor that [`super::give_back`] restores): an empty, unlocked file — exactly the
+/// evidence there was when the reclaim judged it ("released"). An existing file is left as
+/// it is.
+pub fn recreate_released_holder_file(dir: &Dir, name: &str) -> std::io::Result<()> {
+    if !is_holder_lock_name(name) {
+        return Err(std::io::Error::other("not a holder-lock file name"));
+    }
+    match rfs::openat(
+        dir,
+        OsStr::new(name),
+        OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    ) {
+        Ok(_) | Err(Errno::EXIST) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Can a free holder lock in `dir` be trusted to mean "released" for every mount of it that
 /// a holder may use? Not on FUSE: a FUSE filesystem that does not implement locking gets
 /// locks the kernel keeps per mount, and two pods on one node each mount their own.
@@ -287,6 +306,10 @@ mod tests {
         assert_eq!(holder_lock_state(&d, &name), HolderLockState::Released);
         remove_holder_file(&d, &name);
         assert_eq!(holder_lock_state(&d, &name), HolderLockState::Unverifiable(Unverifiable::Missing));
+        recreate_released_holder_file(&d, &name).unwrap();
+        assert_eq!(holder_lock_state(&d, &name), HolderLockState::Released);
+        recreate_released_holder_file(&d, &name).unwrap();
+        assert!(recreate_released_holder_file(&d, "s.lock.holder.x").is_err());
     }
 
     #[test]

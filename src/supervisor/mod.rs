@@ -389,6 +389,8 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
 fn give_back(cfg: &RunConfig, lease: &Lease, error: RunError) -> RunOutcome {
     let handoff = match crate::lockfile::give_back::give_back(&cfg.site, lease, Some(&cfg.transcript)) {
         Ok(GaveBack::Released) => Handoff::Released,
+        // The crashed writer's record is back (issue 27): active, as the run found it.
+        Ok(GaveBack::PredecessorRestored) => Handoff::Kept,
         Ok(GaveBack::SealRestored) => match lease.took_over.as_ref().and_then(|p| p.sealed.seal()) {
             Some(seal) => Handoff::Sealed { sealed_at: seal.sealed_at.clone(), transcript: seal.transcript.clone() },
             None => Handoff::Kept,

@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::pod_recovery::{LIMIT, S, UID, can_unshare, container, lock_obj, pod_env};
+use crate::pod_recovery::{LIMIT, S, UID, can_unshare, cli, container, lock_obj, pod_env};
 use crate::services::skip;
 use crate::support::*;
 
@@ -207,4 +207,42 @@ fn run_hands_the_holder_lock_to_its_writer_and_a_release_removes_it() {
     assert!(seen.contains(&format!("{S}.lock.holder.")), "the writer did not inherit the holder lock:\n{seen}");
     assert!(!env.lock(S).exists(), "a clean exit releases");
     assert_eq!(env.lock_dir_names().into_iter().filter(|n| n.contains(".holder.")).count(), 0);
+}
+
+/// Issue 27 item 6: a pod-rule reclaim whose owner token cannot be delivered (stdout on
+/// `/dev/full`) gives the session back by restoring the crashed writer's exact record and its
+/// released holder-lock file — not by releasing, which would let a plain acquire take the
+/// crashed writer's torn transcript as if nothing had happened.
+#[test]
+fn a_pod_rule_reclaim_that_cannot_deliver_its_token_restores_the_crashed_writers_record() {
+    use crate::pod_recovery::{Evidence, stage_pod_record_with};
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.runtime().join("chats")).unwrap();
+    std::fs::write(env.runtime().join(format!("chats/{S}.jsonl")), b"{\"a\":1}\n{\"torn\":").unwrap();
+    stage_pod_record_with(&env, UID, "w-abc", "writer", Evidence::Released);
+    let before = std::fs::read(env.lock(S)).unwrap();
+    let names_before = env.lock_dir_names();
+    let vars = pod_env(UID, "w-abc", "writer");
+    let mut c = env.cmd();
+    // Not --json: the refusal then goes to stderr, which still works.
+    c.args(["acquire", "--managed", "--session", S]).arg("--runtime-dir").arg(env.runtime());
+    for (k, v) in &vars {
+        c.env(k, v);
+    }
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
+    let status = c.stdout(Stdio::from(full)).stderr(Stdio::piped()).output().unwrap();
+    assert_ne!(status.status.code(), Some(0), "the token could not be delivered");
+    let stderr = String::from_utf8_lossy(&status.stderr);
+    assert_eq!(std::fs::read(env.lock(S)).unwrap(), before, "the crashed writer's record is not back: {stderr}");
+    assert_eq!(env.lock_dir_names(), names_before, "exactly the files that were there, holder lock included");
+    assert!(stderr.contains("restored"), "{stderr}");
+    // And the same rule takes it again, reporting the torn tail.
+    let tf = env.tmp.path().join("t.token");
+    let r = cli(&env, &["acquire", "--managed", "--json", "--session", S, "--token-file", tf.to_str().unwrap()], &vars);
+    r.assert_ok();
+    let j: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        (j["recovered_from"]["rule"].as_str(), j["transcript_tail"].as_str()),
+        (Some("container_restarted"), Some("torn"))
+    );
 }
