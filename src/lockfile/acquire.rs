@@ -851,6 +851,92 @@ mod tests {
         acquire(&s, &with_transcript, &SystemProbe).unwrap();
     }
 
+    fn holder_files(s: &LockSite) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&s.paths.dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.contains(".holder."))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Issue 27: a library lease keeps its holder lock for its lifetime; a refused
+    /// acquisition leaves no holder file; release removes it with the record.
+    #[test]
+    fn a_lease_keeps_its_holder_lock_and_release_removes_it() {
+        use crate::lockfile::holder_lock::{HolderLockState, holder_lock_state};
+        let t = tempfile::tempdir().unwrap();
+        let s = site(&t);
+        let with_lock = AcquireOptions { holder_lock: true, ..opts(ReclaimPolicy::Local) };
+        let lease = acquire(&s, &with_lock, &SystemProbe).unwrap();
+        let name = lease.holder_lock.as_ref().expect("a holder lock").name().to_owned();
+        assert_eq!(lease.record.owner.holder_lock.as_deref(), Some(name.as_str()));
+        assert_eq!(holder_files(&s), vec![name.clone()]);
+        assert_eq!(holder_lock_state(&s.dir, &name), HolderLockState::Held);
+        // A second acquisition is refused and cleans up its own holder file.
+        let e = acquire(&s, &with_lock, &SystemProbe).unwrap_err();
+        assert!(matches!(e, LockError::Conflict { .. }), "{e:?}");
+        assert_eq!(holder_files(&s), vec![name.clone()]);
+        release(&s, &lease.owner).unwrap();
+        assert!(holder_files(&s).is_empty());
+        let left: Vec<_> = std::fs::read_dir(&s.paths.dir).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
+    /// A holder whose process runs on (this test process) but whose lease was dropped
+    /// without a release: the lock is free, and the pid rule still says running — live.
+    /// Once the pid is provably gone (a record naming a dead pid with a free lock), plain
+    /// acquisition reclaims, managed does not, and the predecessor's holder file goes.
+    #[test]
+    fn a_free_holder_lock_is_reclaimed_by_plain_acquire_and_its_file_removed() {
+        let t = tempfile::tempdir().unwrap();
+        let s = site(&t);
+        let with_lock = AcquireOptions { holder_lock: true, ..opts(ReclaimPolicy::Local) };
+        let lease = acquire(&s, &with_lock, &SystemProbe).unwrap();
+        let old_name = lease.holder_lock.as_ref().unwrap().name().to_owned();
+        drop(lease.holder_lock);
+        let e = acquire(&s, &with_lock, &SystemProbe).unwrap_err();
+        assert!(matches!(e, LockError::Conflict { .. }), "a running recorded holder stays live: {e:?}");
+        // The same record, but naming a dead pid: only the free lock speaks.
+        let dead = new_active_record(
+            "s",
+            &OwnerToken::generate(),
+            &dead_holder(),
+            "unknown",
+            OffsetDateTime::now_utc(),
+            &Extensions { holder_lock: Some(old_name.clone()), ..Extensions::epoch(3) },
+        )
+        .unwrap();
+        std::fs::remove_file(s.lock_path()).unwrap();
+        std::fs::write(s.lock_path(), &dead.raw).unwrap();
+        let e = acquire(&s, &AcquireOptions { reclaim: ReclaimPolicy::Never, ..with_lock.clone() }, &SystemProbe)
+            .unwrap_err();
+        assert!(matches!(e, LockError::Conflict { managed_refused_stale: true, .. }), "{e:?}");
+        let lease = acquire(&s, &with_lock, &SystemProbe).unwrap();
+        assert!(lease.reclaimed);
+        assert_eq!(lease.record.owner.epoch, 4);
+        let new_name = lease.holder_lock.as_ref().unwrap().name().to_owned();
+        assert_eq!(holder_files(&s), vec![new_name], "the predecessor's holder file is gone");
+    }
+
+    /// A seal replaces the record that named the holder lock: the sealed record names none
+    /// and the file is gone.
+    #[test]
+    fn a_seal_removes_the_holder_lock_and_the_sealed_record_names_none() {
+        let t = tempfile::tempdir().unwrap();
+        let s = site(&t);
+        std::fs::create_dir_all(t.path().join("chats")).unwrap();
+        std::fs::write(t.path().join("chats/s.jsonl"), b"{\"a\":1}\n").unwrap();
+        let with_lock = AcquireOptions { holder_lock: true, ..opts(ReclaimPolicy::Local) };
+        let lease = acquire(&s, &with_lock, &SystemProbe).unwrap();
+        let key = TranscriptKey::default_for("s").unwrap();
+        let out =
+            crate::lockfile::seal::seal(&s, t.path(), &key, &lease.owner, Default::default(), &mut |_, _| {}).unwrap();
+        assert_eq!(out.record.owner.holder_lock, None);
+        assert!(holder_files(&s).is_empty());
+    }
+
     #[test]
     fn a_missing_runtime_dir_is_reported_and_never_created() {
         let t = tempfile::tempdir().unwrap();

@@ -778,6 +778,34 @@ mod tests {
         }
     }
 
+    /// Issue 27: `writerctl_holder_lock` comes last, and any value — even one that is not a
+    /// string — is kept, so a record that claims a holder lock is never judged by pid alone.
+    #[test]
+    fn the_holder_lock_key_is_written_last_and_read_as_written() {
+        let holder = Holder {
+            pid: 42,
+            process_start_identity: Some("linux:abc:1".into()),
+            pid_namespace_id: Some(7),
+            hostname: "h".into(),
+        };
+        let owner = OwnerToken::generate();
+        let t = OffsetDateTime::now_utc();
+        let name = "s.lock.holder.0b6f7c2e-4f1e-4a5e-9d8e-1c2b3a4d5e6f";
+        let ext = Extensions { holder_lock: Some(name.into()), ..Extensions::epoch(2) };
+        let r = new_active_record("s", &owner, &holder, "unknown", t, &ext).unwrap();
+        let text = String::from_utf8(r.raw.clone()).unwrap();
+        assert!(text.ends_with(&format!(r#","writerctl_epoch":2,"writerctl_holder_lock":"{name}"}}"#)), "{text}");
+        assert_eq!(r.owner.holder_lock.as_deref(), Some(name));
+        assert_eq!(parse_record(V2.as_bytes()).unwrap().owner.holder_lock, None);
+        for v in [Value::from(5), Value::Null, Value::from("../x")] {
+            let raw = with(V2, |m| {
+                m.insert(HOLDER_LOCK_KEY.into(), v.clone());
+            });
+            let rec = parse_record(&raw).expect("qwen ignores the key");
+            assert!(rec.owner.holder_lock.is_some(), "{v}: a claimed holder lock must not vanish");
+        }
+    }
+
     #[test]
     fn owner_token_debug_is_redacted() {
         let t = OwnerToken::generate();
