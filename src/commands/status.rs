@@ -235,7 +235,7 @@ pub fn run(args: StatusArgs, out: Output) -> Result<()> {
     }
     for f in &s.side_files {
         // A holder lock is the live holder's evidence, residue only once free and unnamed.
-        let label = if f.kind == SideKind::HolderLock { "side file" } else { "residue:  " };
+        let label = if f.kind == SideKind::HolderLock { "side file:" } else { "residue:  " };
         lines.push(format!("{label} {} — {}", f.name, f.meaning));
     }
     lines.push(format!("next step: {}", s.next_step));
