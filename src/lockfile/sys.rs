@@ -978,4 +978,3 @@ mod tests {
         assert!(!same_mount(&proc, &d.fd).unwrap());
     }
 }
-
