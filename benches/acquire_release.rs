@@ -44,6 +44,8 @@ fn main() {
             key: TranscriptKey::default_for("bench").unwrap(),
         }),
         certified: None,
+        // As the CLI does: `writerctl acquire` keeps no holder lock (issue 27).
+        holder_lock: false,
     };
 
     // The exact bytes a cycle writes, for the floor.

@@ -136,9 +136,10 @@ pub struct SessionArgs {
     pub project_root: Option<PathBuf>,
 
     /// Trust the StatefulSet rule: a lock written by a pod of this pod's name and namespace
-    /// with another pod UID was written by a replaced pod, which may be reclaimed (only a
-    /// StatefulSet's manifest should set this; a force delete voids it)
-    /// [env: WRITERCTL_STATEFULSET_IDENTITY=1].
+    /// with another pod UID was written by a replaced pod, which may be reclaimed once its
+    /// holder lock proves the old pod's processes gone — never on the WRITERCTL_POD_*
+    /// variables alone (only a StatefulSet's manifest should set this; a force delete voids
+    /// it) [env: WRITERCTL_STATEFULSET_IDENTITY=1].
     #[arg(long)]
     pub statefulset_identity: bool,
 }

@@ -23,7 +23,9 @@ use writerctl::lockfile::transcript::ProofOptions;
 ///
 /// The record names a holder process (--pid, default: the process that ran writerctl, e.g.
 /// your shell or script). The lock counts as live while that process runs. A lock whose
-/// holder is provably gone on this host is reclaimed, unless --managed.
+/// holder is provably gone on this host is reclaimed, unless --managed. A lock taken by
+/// `writerctl run` is judged by its holder lock instead (a kernel lock its writer's process
+/// tree keeps): reclaimed only once the kernel has released it.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  writerctl acquire --runtime-dir ~/.qwen --session \"$SID\" --token-file owner.token\n  writerctl acquire --session \"$SID\" --managed --pid \"$WRITER_PID\" --json\n  writerctl acquire --session \"$SID\" --wait 30 --token-file owner.token   # like flock -w 30"
@@ -32,8 +34,11 @@ pub struct AcquireArgs {
     #[command(flatten)]
     pub session: SessionArgs,
 
-    /// Managed mode (qwen's reclaimPolicy `never` + takeoverPolicy `certified`): never
-    /// reclaim a stale lock; with the gate on, take over a sealed one.
+    /// Managed mode (qwen's reclaimPolicy `never` + takeoverPolicy `certified`): a stale
+    /// lock is reclaimed only under a pod rule proven by evidence — the lock of this
+    /// container of this pod (or, with --statefulset-identity, of this StatefulSet pod's
+    /// predecessor) whose holder lock the kernel has released; never on the WRITERCTL_POD_*
+    /// variables alone, never by pid. With the gate on, take over a sealed one.
     #[arg(long)]
     pub managed: bool,
 
@@ -76,7 +81,8 @@ struct AcquireJson<'a> {
     reclaimed: bool,
     token_file: Option<String>,
     previous: Option<PreviousJson<'a>>,
-    /// The fencing epoch of the new record (`writerctl_epoch`).
+    /// The new record's epoch (`writerctl_epoch`): replacements since the lock was last
+    /// created; not a fencing token across a release or a recovery.
     epoch: u64,
     /// Set after a reclaim under a pod proof rule: what it replaced and the rule.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -167,6 +173,9 @@ pub fn take(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
             process_kind: args.holder.kind.process_kind.clone(),
             reclaim: if args.managed { ReclaimPolicy::Never } else { ReclaimPolicy::Local },
             certified,
+            // writerctl exits at once: nothing would keep a holder lock (issue 27). The
+            // record names none, so the pid rule judges it and no pod rule reclaims it.
+            holder_lock: false,
         };
         let pause = &mut |d: std::time::Duration, _: &LockError| {
             std::thread::sleep(d);

@@ -9,6 +9,7 @@ use clap::Args;
 use serde::Serialize;
 use writerctl::error::ErrorCode;
 use writerctl::lockfile::metrics::{LockDirMetrics, publish_atomically};
+use writerctl::lockfile::paths::SideKind;
 use writerctl::lockfile::status::{LockState, SessionStatus};
 use writerctl::lockfile::{LockPaths, SystemProbe, status_all, status_one};
 
@@ -23,6 +24,14 @@ use writerctl::lockfile::acquire::TranscriptRef;
 /// Reports the state (missing, active, sealed, malformed, in_transition), the owner's
 /// diagnostics (never the owner token), whether an active owner counts as live and why,
 /// every side file with its meaning, and the next safe step. Changes nothing.
+///
+/// A lock taken by `writerctl run` names a holder lock: a file whose kernel lock the
+/// writer's process tree keeps. Its liveness is judged by that lock (`holder_lock_held`,
+/// `holder_lock_released`), from any pid namespace of the same boot, so a writer running in
+/// another container is never called gone while its tree lives. Pod variables
+/// (WRITERCTL_POD_*) are shown as labels and never prove a holder gone alone
+/// (`pod_rule_needs_evidence`). The epoch counts replacements since the lock was last
+/// created; it is not a fencing token across a release or a recovery.
 ///
 /// With --format prometheus, prints counts in the Prometheus text format instead (locks by
 /// state, side files by kind, the oldest sealed record's and transition claim's ages, the
@@ -188,7 +197,11 @@ pub fn run(args: StatusArgs, out: Output) -> Result<()> {
             "holder:    pid {} on host {} ({}, schema {}, acquired {})",
             o.pid, o.hostname, o.process_kind, o.schema_version, o.acquired_at
         ));
-        lines.push(format!("epoch:     {}", o.epoch));
+        // Not a fencing token: it starts again at 1 after a release or a recovery.
+        lines.push(format!("epoch:     {} (replacements since the lock was last created)", o.epoch));
+        if let Some(h) = &o.holder_lock {
+            lines.push(format!("evidence:  holder lock {h} (kept by the holder's process tree)"));
+        }
         if let Some(p) = &o.pod {
             lines.push(format!("pod:       {}/{} (uid {}), container {}", p.namespace, p.name, p.uid, p.container));
         }
@@ -221,7 +234,9 @@ pub fn run(args: StatusArgs, out: Output) -> Result<()> {
         lines.push(format!("problem:   {p}"));
     }
     for f in &s.side_files {
-        lines.push(format!("residue:   {} — {}", f.name, f.meaning));
+        // A holder lock is the live holder's evidence, residue only once free and unnamed.
+        let label = if f.kind == SideKind::HolderLock { "side file:" } else { "residue:  " };
+        lines.push(format!("{label} {} — {}", f.name, f.meaning));
     }
     lines.push(format!("next step: {}", s.next_step));
     // Each entry is one line of our layout; a CR, LF or ESC inside a field (a hostname from

@@ -29,6 +29,7 @@ use std::ffi::OsStr;
 use time::OffsetDateTime;
 
 use super::error::{HolderInfo, LockError, Unavailable};
+use super::holder_lock::{HolderLock, create_holder_lock, remove_holder_file};
 use super::identity::ProcessProbe;
 use super::pod::{ProofRule, RecoveredFrom};
 use super::primitives::{
@@ -80,6 +81,11 @@ pub struct AcquireOptions {
     /// qwen's `takeoverPolicy: certified`: take over a sealed record after validating its
     /// proof against `transcript`. `None`: a sealed record is a conflict.
     pub certified: Option<Certified>,
+    /// Keep a holder lock ([`super::holder_lock`]) for the lease's lifetime: the record names
+    /// it, and readers judge the holder by the kernel's lock instead of by its pid. Only for
+    /// a holder that lives as long as the [`Lease`] (the library, `run`, which hands a
+    /// duplicate to its writer); `writerctl acquire` exits at once and cannot keep it.
+    pub holder_lock: bool,
 }
 
 /// How a certified takeover reads its proof.
@@ -128,6 +134,12 @@ pub struct Lease {
     pub durable: bool,
     /// Set when this acquisition reclaimed a crashed writer's lock under a pod proof rule.
     pub recovered: Option<Recovery>,
+    /// The holder lock the record names, held for as long as this value lives (`None`
+    /// without [`AcquireOptions::holder_lock`], or where the filesystem refused the lock).
+    pub holder_lock: Option<HolderLock>,
+    /// The exact record a reclaim replaced (for [`super::give_back`]), if this acquisition
+    /// was a reclaim.
+    pub replaced: Option<LockRecord>,
 }
 
 /// A reclaim under a pod proof rule (issue 18 item 3): what it replaced, and how the
@@ -142,6 +154,11 @@ pub struct Recovery {
 
 /// Ordinary acquisition (§5.2): claim check, install, claim check, verify; on an existing
 /// record, conflict / malformed / reclaim by the table in the module docs.
+///
+/// With [`AcquireOptions::holder_lock`], the holder lock is created and locked *before* any
+/// record naming it exists, so no reader can ever find such a record with a free lock while
+/// its holder lives. A failed acquisition removes it again — unless our record may have been
+/// left behind (`CleanupFailed`), where the file stays so that record is judged by it.
 pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe) -> Result<Lease, LockError> {
     if !super::record::PROCESS_KINDS.contains(&opts.process_kind.as_str()) {
         return Err(LockError::InvalidArgument(format!(
@@ -153,9 +170,41 @@ pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe)
     if let Some(t) = &opts.transcript {
         check_transcript_dirs(&t.runtime_dir, &t.key)?;
     }
+    // A filesystem that refuses the lock (no lock manager) gets a record without one: the
+    // pid rule judges it, as before issue 27, and no pod rule ever reclaims it.
+    let holder_lock = if opts.holder_lock { create_holder_lock(&site.dir, &site.paths.lock_name).ok() } else { None };
+    let name = holder_lock.as_ref().map(|h| h.name().to_owned());
+    match acquire_naming(site, opts, probe, name.as_deref()) {
+        Ok(mut lease) => {
+            lease.holder_lock = holder_lock;
+            Ok(lease)
+        }
+        Err(e) => {
+            if let Some(h) = holder_lock {
+                let name = h.name().to_owned();
+                drop(h); // our lock is free from here on
+                if !matches!(e, LockError::Unavailable { reason: Unavailable::CleanupFailed, .. }) {
+                    remove_holder_file(&site.dir, &name);
+                }
+            }
+            Err(e)
+        }
+    }
+}
+
+/// [`acquire`], with our record naming the holder lock `holder_lock`.
+fn acquire_naming(
+    site: &LockSite,
+    opts: &AcquireOptions,
+    probe: &dyn ProcessProbe,
+    holder_lock: Option<&str>,
+) -> Result<Lease, LockError> {
     let owner = OwnerToken::generate();
+    let successor = |previous: u64, recovered: Option<RecoveredFrom>| {
+        successor_record(site, opts, &owner, previous, recovered, holder_lock)
+    };
     // Nothing is replaced when the primary is missing: epoch 0 + 1.
-    let record = successor_record(site, opts, &owner, 0, None)?;
+    let record = successor(0, None)?;
     let claim = site.paths.claim();
     for _ in 0..ACQUIRE_ATTEMPTS {
         check_claim(&site.dir, &claim)?;
@@ -175,6 +224,8 @@ pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe)
                 took_over: None,
                 durable: true,
                 recovered: None,
+                holder_lock: None,
+                replaced: None,
             });
         }
         match inspect_record(&site.dir, &site.paths.lock_name, &site.session_id, &site.local, probe) {
@@ -193,14 +244,20 @@ pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe)
                     return Err(conflict(site, &existing, true));
                 }
                 let recovered = proof.and_then(|rule| recovered_from(&existing, rule));
-                let record = successor_record(site, opts, &owner, existing.owner.epoch, recovered)?;
-                return reclaim(site, &owner, &record, &existing, opts.transcript.as_ref(), probe);
+                let record = successor(existing.owner.epoch, recovered)?;
+                let lease = reclaim(site, &owner, &record, &existing, opts.transcript.as_ref(), probe)?;
+                // The predecessor's record is gone; its holder lock, if it named one, was
+                // free (that is what made it stale), so its file is residue now.
+                if let Some(name) = &existing.owner.holder_lock {
+                    remove_holder_file(&site.dir, name);
+                }
+                return Ok(lease);
             }
             // Without certified takeover a seal is a conflict, whatever its schema (§5.2).
             Inspection::Sealed(existing) => {
                 return match (&opts.certified, &opts.transcript) {
                     (Some(c), Some(t)) => {
-                        let record = successor_record(site, opts, &owner, existing.owner.epoch, None)?;
+                        let record = successor(existing.owner.epoch, None)?;
                         take_over(site, c, t, &owner, &record, &existing, probe)
                     }
                     (Some(_), None) => {
@@ -216,23 +273,27 @@ pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe)
 }
 
 /// Our new active record, replacing a record of epoch `previous` (0: nothing, or a record
-/// without `writerctl_epoch`). The epoch is a fencing number, as etcd's lock revision: a
-/// writer that stamps its output with it makes a stale writer's lines recognizable, because
-/// every acquire, takeover and reclaim writes a larger one than the record it replaces.
+/// without `writerctl_epoch`). The epoch counts replacements since the lock was last
+/// created: every acquire, takeover and reclaim writes a larger one than the record it
+/// replaces, so a writer that stamps its output with it makes a replaced writer's lines
+/// recognizable — but it starts again at 1 once the lock is released or recovered, so it is
+/// not a fencing token across those.
 ///
-/// It records our pod when we run in one, and — after a reclaim under a pod proof rule —
-/// what it replaced (`recovered`).
+/// It records our pod when we run in one, the holder lock we keep, and — after a reclaim
+/// under a pod proof rule — what it replaced (`recovered`).
 fn successor_record(
     site: &LockSite,
     opts: &AcquireOptions,
     owner: &OwnerToken,
     previous: u64,
     recovered: Option<RecoveredFrom>,
+    holder_lock: Option<&str>,
 ) -> Result<LockRecord, LockError> {
     let ext = Extensions {
         epoch: previous.saturating_add(1),
         pod: site.local.pod.as_ref().map(|p| p.identity.clone()),
         recovered_from: recovered,
+        holder_lock: holder_lock.map(str::to_owned),
     };
     new_active_record(&site.session_id, owner, &opts.holder, &opts.process_kind, OffsetDateTime::now_utc(), &ext)
         .map_err(|m| LockError::InvalidArgument(format!("cannot build a valid record: {m}")))
@@ -254,7 +315,7 @@ fn recovered_from(existing: &LockRecord, rule: ProofRule) -> Option<RecoveredFro
 fn conflict(site: &LockSite, existing: &LockRecord, managed_refused_stale: bool) -> LockError {
     let liveness = existing
         .is_active()
-        .then(|| super::identity::decide(&existing.owner, &site.local, &super::identity::SystemProbe));
+        .then(|| super::identity::decide(&existing.owner, &site.local, &super::identity::SystemProbe, &site.dir));
     LockError::Conflict {
         session_id: site.session_id.clone(),
         holder: HolderInfo { pid: existing.owner.pid, hostname: existing.owner.hostname.clone(), liveness },
@@ -493,6 +554,8 @@ fn reclaim_under_guard(
         took_over: None,
         durable: true,
         recovered,
+        holder_lock: None,
+        replaced: Some(existing.clone()),
     })
 }
 
@@ -582,6 +645,8 @@ fn take_over(
             let durable = site.dir.sync().is_ok();
             Ok(Lease {
                 recovered: None,
+                holder_lock: None,
+                replaced: None,
                 durable,
                 owner: owner.clone(),
                 record: record.clone(),
@@ -650,6 +715,7 @@ mod tests {
             reclaim,
             transcript: None,
             certified: None,
+            holder_lock: false,
         }
     }
 
@@ -783,6 +849,92 @@ mod tests {
         std::fs::remove_file(t.path().join("chats/s.jsonl")).unwrap();
         std::fs::write(t.path().join("chats/s.jsonl"), b"{\"a\":1}\n").unwrap();
         acquire(&s, &with_transcript, &SystemProbe).unwrap();
+    }
+
+    fn holder_files(s: &LockSite) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&s.paths.dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.contains(".holder."))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Issue 27: a library lease keeps its holder lock for its lifetime; a refused
+    /// acquisition leaves no holder file; release removes it with the record.
+    #[test]
+    fn a_lease_keeps_its_holder_lock_and_release_removes_it() {
+        use crate::lockfile::holder_lock::{HolderLockState, holder_lock_state};
+        let t = tempfile::tempdir().unwrap();
+        let s = site(&t);
+        let with_lock = AcquireOptions { holder_lock: true, ..opts(ReclaimPolicy::Local) };
+        let lease = acquire(&s, &with_lock, &SystemProbe).unwrap();
+        let name = lease.holder_lock.as_ref().expect("a holder lock").name().to_owned();
+        assert_eq!(lease.record.owner.holder_lock.as_deref(), Some(name.as_str()));
+        assert_eq!(holder_files(&s), vec![name.clone()]);
+        assert_eq!(holder_lock_state(&s.dir, &name), HolderLockState::Held);
+        // A second acquisition is refused and cleans up its own holder file.
+        let e = acquire(&s, &with_lock, &SystemProbe).unwrap_err();
+        assert!(matches!(e, LockError::Conflict { .. }), "{e:?}");
+        assert_eq!(holder_files(&s), vec![name.clone()]);
+        release(&s, &lease.owner).unwrap();
+        assert!(holder_files(&s).is_empty());
+        let left: Vec<_> = std::fs::read_dir(&s.paths.dir).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
+    /// A holder whose process runs on (this test process) but whose lease was dropped
+    /// without a release: the lock is free, and the pid rule still says running — live.
+    /// Once the pid is provably gone (a record naming a dead pid with a free lock), plain
+    /// acquisition reclaims, managed does not, and the predecessor's holder file goes.
+    #[test]
+    fn a_free_holder_lock_is_reclaimed_by_plain_acquire_and_its_file_removed() {
+        let t = tempfile::tempdir().unwrap();
+        let s = site(&t);
+        let with_lock = AcquireOptions { holder_lock: true, ..opts(ReclaimPolicy::Local) };
+        let lease = acquire(&s, &with_lock, &SystemProbe).unwrap();
+        let old_name = lease.holder_lock.as_ref().unwrap().name().to_owned();
+        drop(lease.holder_lock);
+        let e = acquire(&s, &with_lock, &SystemProbe).unwrap_err();
+        assert!(matches!(e, LockError::Conflict { .. }), "a running recorded holder stays live: {e:?}");
+        // The same record, but naming a dead pid: only the free lock speaks.
+        let dead = new_active_record(
+            "s",
+            &OwnerToken::generate(),
+            &dead_holder(),
+            "unknown",
+            OffsetDateTime::now_utc(),
+            &Extensions { holder_lock: Some(old_name.clone()), ..Extensions::epoch(3) },
+        )
+        .unwrap();
+        std::fs::remove_file(s.lock_path()).unwrap();
+        std::fs::write(s.lock_path(), &dead.raw).unwrap();
+        let e = acquire(&s, &AcquireOptions { reclaim: ReclaimPolicy::Never, ..with_lock.clone() }, &SystemProbe)
+            .unwrap_err();
+        assert!(matches!(e, LockError::Conflict { managed_refused_stale: true, .. }), "{e:?}");
+        let lease = acquire(&s, &with_lock, &SystemProbe).unwrap();
+        assert!(lease.reclaimed);
+        assert_eq!(lease.record.owner.epoch, 4);
+        let new_name = lease.holder_lock.as_ref().unwrap().name().to_owned();
+        assert_eq!(holder_files(&s), vec![new_name], "the predecessor's holder file is gone");
+    }
+
+    /// A seal replaces the record that named the holder lock: the sealed record names none
+    /// and the file is gone.
+    #[test]
+    fn a_seal_removes_the_holder_lock_and_the_sealed_record_names_none() {
+        let t = tempfile::tempdir().unwrap();
+        let s = site(&t);
+        std::fs::create_dir_all(t.path().join("chats")).unwrap();
+        std::fs::write(t.path().join("chats/s.jsonl"), b"{\"a\":1}\n").unwrap();
+        let with_lock = AcquireOptions { holder_lock: true, ..opts(ReclaimPolicy::Local) };
+        let lease = acquire(&s, &with_lock, &SystemProbe).unwrap();
+        let key = TranscriptKey::default_for("s").unwrap();
+        let out =
+            crate::lockfile::seal::seal(&s, t.path(), &key, &lease.owner, Default::default(), &mut |_, _| {}).unwrap();
+        assert_eq!(out.record.owner.holder_lock, None);
+        assert!(holder_files(&s).is_empty());
     }
 
     #[test]

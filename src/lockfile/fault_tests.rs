@@ -72,6 +72,7 @@ fn plain_opts() -> AcquireOptions {
         reclaim: ReclaimPolicy::Never,
         transcript: None,
         certified: None,
+        holder_lock: false,
     }
 }
 

@@ -9,6 +9,11 @@
 //!
 //! * a missing lock, or a stale owner's record reclaimed by a plain acquire: nothing but the
 //!   lock itself was gained, so releasing it loses nothing;
+//! * a crashed writer's record reclaimed under a pod rule (issue 27): releasing would drop
+//!   what the next writer needs to know — that the transcript is a crashed writer's, maybe
+//!   torn mid-line — and let a plain acquire take it as if it were clean. The exact record
+//!   is put back instead ([`restore_predecessor`]), with its released holder-lock file, so
+//!   the same rule reclaims it again and reports the tail;
 //! * a sealed record taken over by a certified takeover: releasing would destroy the seal
 //!   and its proof, and the next plain `acquire --managed` would take a transcript that may
 //!   have changed since with no proof check at all. The exact sealed record is put back
@@ -28,6 +33,9 @@
 
 use super::acquire::{Lease, LockSite, TranscriptRef};
 use super::error::LockError;
+use super::holder_lock::{recreate_released_holder_file, remove_holder_file};
+use super::primitives::install;
+use super::record::LockRecord;
 use super::release::release;
 use super::seal::restore_seal;
 use super::transcript::ProofOptions;
@@ -39,6 +47,8 @@ pub enum GaveBack {
     Released,
     /// The sealed record the takeover replaced is back at `L`, byte for byte.
     SealRestored,
+    /// The crashed writer's record a pod-rule reclaim replaced is back at `L`, byte for byte.
+    PredecessorRestored,
 }
 
 impl GaveBack {
@@ -47,6 +57,9 @@ impl GaveBack {
         match self {
             GaveBack::Released => "the lock was released again",
             GaveBack::SealRestored => "the sealed record it replaced was restored, proof unchanged",
+            GaveBack::PredecessorRestored => {
+                "the crashed writer's record it replaced was restored, so the same pod rule reclaims it again"
+            }
         }
     }
 }
@@ -64,8 +77,45 @@ pub fn give_back(site: &LockSite, lease: &Lease, transcript: Option<&TranscriptR
         (Some(_), None) => Err(LockError::InvalidArgument(
             "a certified takeover can only be given back with its transcript; the active lock was kept".into(),
         )),
-        (None, _) => {
-            release(site, &lease.owner)?;
+        (None, _) => match (&lease.recovered, &lease.replaced) {
+            (Some(_), Some(predecessor)) => restore_predecessor(site, lease, predecessor),
+            _ => {
+                release(site, &lease.owner)?;
+                Ok(GaveBack::Released)
+            }
+        },
+    }
+}
+
+/// Undoes a pod-rule reclaim: puts the predecessor's released holder-lock file back (before
+/// its record, so the record never names a missing file), releases our record exactly as
+/// `release` does (rename aside, prove it ours, unlink), then links the predecessor's exact
+/// bytes back at `L`, never over a new primary.
+///
+/// Why this is exact: the record is the very bytes the reclaim judged and replaced, and its
+/// holder lock says "released", as it did then (nothing can re-take that lock: its holders
+/// are gone). Between the release and the link `L` is empty for a moment; an acquirer that
+/// installs there wins, and the outcome is a plain release — what give-back did before.
+fn restore_predecessor(site: &LockSite, lease: &Lease, predecessor: &LockRecord) -> Result<GaveBack, LockError> {
+    if let Some(name) = &predecessor.owner.holder_lock {
+        recreate_released_holder_file(&site.dir, name)
+            .map_err(|e| LockError::io("recreate the predecessor's holder-lock file", e))?;
+    }
+    release(site, &lease.owner)?;
+    let lock = &site.paths.lock_name;
+    match install(&site.dir, lock, &predecessor.raw, &predecessor.owner.owner_id) {
+        Ok(Some(_)) => {
+            // Restored already: a failed fsync must not turn into an error that says the
+            // active lock was kept. After a crash the record may be missing, which leaves
+            // the session free and the transcript's torn tail refused by plain acquire.
+            let _ = site.dir.sync();
+            Ok(GaveBack::PredecessorRestored)
+        }
+        Ok(None) | Err(_) => {
+            // Someone else holds the session now: the predecessor's file is residue again.
+            if let Some(name) = &predecessor.owner.holder_lock {
+                remove_holder_file(&site.dir, name);
+            }
             Ok(GaveBack::Released)
         }
     }

@@ -1,19 +1,24 @@
 //! Process identity and the liveness decision for active records (QWEN_FORMAT §3).
 //!
-//! The decision is a pure function, [`decide`], over a record, the local identity domain and
-//! a [`ProcessProbe`]; the system probe reads `/proc` and calls `kill(pid, 0)`. Tests drive
-//! every row of the table with a fake probe.
+//! The decision, [`decide`], is a function of a record, the local identity domain and a
+//! [`ProcessProbe`]; the system probe reads `/proc`, calls `kill(pid, 0)` and asks the kernel
+//! about the record's holder lock ([`super::holder_lock`]). Tests drive every row with a fake
+//! probe.
 //!
-//! The table is deliberately conservative: a record is *stale* only when it is provably
+//! The table is deliberately conservative. A record that names a holder lock is stale only
+//! when the kernel of our boot says that lock is free (every process of the holder's tree is
+//! gone, in whatever pid namespace). A record without one is stale only when it is provably
 //! from this host, this boot and this pid namespace, and its process is gone (ESRCH) or its
-//! pid now belongs to a different process (start identity differs). Everything else is
-//! *live* — fenced — because a wrong "stale" lets two writers append to one transcript.
+//! pid now belongs to a different process (start identity differs). Pod labels never prove
+//! anything alone. Everything else is *live* — fenced — because a wrong "stale" lets two
+//! writers append to one transcript.
 
 use std::path::Path;
 
+use super::holder_lock::{HolderLockState, Unverifiable, holder_lock_state};
 use super::pod::{self, PodContext, ProofRule};
 use super::record::{Holder, OwnerFields};
-use super::sys::{self, Signal0};
+use super::sys::{self, Dir, Signal0};
 
 /// The local identity domain a reader compares records against.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,9 +143,14 @@ pub trait ProcessProbe {
     fn signal0(&self, pid: u64) -> Signal0;
     /// The current start identity of `pid`, if readable.
     fn start_identity(&self, pid: u64) -> Option<String>;
+    /// The kernel's answer for the holder-lock file `name` in the lock directory `dir`
+    /// (see [`super::holder_lock`]). The default asks the kernel; tests answer for it.
+    fn holder_lock(&self, dir: &Dir, name: &str) -> HolderLockState {
+        holder_lock_state(dir, name)
+    }
 }
 
-/// The real probe: `kill(2)` and `/proc`.
+/// The real probe: `kill(2)`, `/proc` and the holder lock's `flock(2)`.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemProbe;
 
@@ -178,6 +188,32 @@ pub enum LiveReason {
     IdentityUnreadable,
     /// A pod proof rule would apply, but `WRITERCTL_POD_UID` disagrees with the cgroup.
     PodIdentityUntrusted,
+    /// The record's holder lock is held: some process of the holder's tree is alive, even
+    /// if the recorded process is gone (issue 27).
+    HolderLockHeld,
+    /// The record names a holder lock, but the kernel's answer cannot be had or trusted here.
+    HolderLockUnverifiable(Unverifiable),
+    /// The pod labels match a proof rule, but the record names no holder lock: labels are
+    /// no proof (issue 27).
+    PodRuleNeedsEvidence(ProofRule),
+}
+
+impl LiveReason {
+    /// True for the reasons that only say the pid cannot be judged from here (another host,
+    /// boot or pid namespace, an identity or domain that cannot be read) — not that a
+    /// process answers.
+    fn pid_unjudgeable(self) -> bool {
+        matches!(
+            self,
+            LiveReason::ForeignHost
+                | LiveReason::LocalBootUnknown
+                | LiveReason::LocalNamespaceUnknown
+                | LiveReason::IdentityNotLinux
+                | LiveReason::OtherBoot
+                | LiveReason::NamespaceMissing
+                | LiveReason::OtherNamespace
+        )
+    }
 }
 
 /// Why a record counts as stale (reclaimable by plain acquisition).
@@ -187,8 +223,13 @@ pub enum StaleReason {
     ProcessGone,
     /// Rule 5: the pid now belongs to a different process.
     PidReused,
-    /// The orchestrator proves the holder gone (see [`super::pod`]): reclaimable even in
-    /// managed mode, because it is proof and not a local guess.
+    /// The record's holder lock is free: every process of the holder's tree closed it, in
+    /// whatever pid namespace it ran (issue 27). Plain acquisition reclaims it; managed
+    /// acquisition only when a pod rule gives it its meaning ([`StaleReason::Proven`]).
+    HolderLockReleased,
+    /// A pod rule says the lock is this container's or this StatefulSet pod's predecessor's,
+    /// and its holder lock proves that predecessor's tree gone (see [`super::pod`]):
+    /// reclaimable even in managed mode.
     Proven(ProofRule),
 }
 
@@ -230,9 +271,13 @@ impl Liveness {
                 LiveReason::Running => "running",
                 LiveReason::IdentityUnreadable => "start_identity_unreadable",
                 LiveReason::PodIdentityUntrusted => "pod_identity_untrusted",
+                LiveReason::HolderLockHeld => "holder_lock_held",
+                LiveReason::HolderLockUnverifiable(_) => "holder_lock_unverifiable",
+                LiveReason::PodRuleNeedsEvidence(_) => "pod_rule_needs_evidence",
             },
             Liveness::Stale(StaleReason::ProcessGone) => "process_gone",
             Liveness::Stale(StaleReason::PidReused) => "pid_reused",
+            Liveness::Stale(StaleReason::HolderLockReleased) => "holder_lock_released",
             Liveness::Stale(StaleReason::Proven(r)) => r.as_str(),
         }
     }
@@ -260,14 +305,49 @@ impl Liveness {
                 LiveReason::PodIdentityUntrusted => {
                     "a pod proof rule would apply, but WRITERCTL_POD_UID does not match /proc/self/cgroup; fenced"
                 }
+                LiveReason::HolderLockHeld => {
+                    "alive: the recorded process may be gone, but its process tree still holds the kernel lock on its holder-lock file; a write may be in flight"
+                }
+                LiveReason::HolderLockUnverifiable(why) => match why {
+                    Unverifiable::BadName => {
+                        "the record names a holder lock that is not a holder-lock file name; fenced"
+                    }
+                    Unverifiable::OtherKernel => {
+                        "the record names a holder lock, but it was written in another boot or on another host: only the kernel that arbitrated that lock could prove it released; fenced"
+                    }
+                    Unverifiable::Missing => {
+                        "the record names a holder lock whose file is missing (moved or removed), so nothing proves its tree gone; fenced"
+                    }
+                    Unverifiable::NotPlainFile => {
+                        "the record names a holder lock that is not a regular file with one link; fenced"
+                    }
+                    Unverifiable::Fuse => {
+                        "the record names a holder lock, but the lock directory is on FUSE, whose locks are not proven shared between mounts; fenced"
+                    }
+                    Unverifiable::OpenFailed => {
+                        "the record names a holder lock that cannot be opened from here (permissions or I/O); fenced"
+                    }
+                    Unverifiable::LockFailed => {
+                        "the record names a holder lock, but the filesystem refused the lock probe (no lock manager, or I/O); fenced"
+                    }
+                },
+                LiveReason::PodRuleNeedsEvidence(ProofRule::ContainerRestarted) => {
+                    "the pod labels say this container restarted, but the record names no holder lock (written by `writerctl acquire`, qwen-code or an older writerctl): labels are no proof that the old holder is gone; fenced"
+                }
+                LiveReason::PodRuleNeedsEvidence(ProofRule::StatefulSetPodReplaced) => {
+                    "the pod labels say this StatefulSet pod was replaced, but the record names no holder lock (written by `writerctl acquire`, qwen-code or an older writerctl): labels are no proof that the old pod is gone; fenced"
+                }
             },
             Liveness::Stale(StaleReason::ProcessGone) => "gone (no such process)",
             Liveness::Stale(StaleReason::PidReused) => "gone (pid reused by another process; a PID can be reused)",
+            Liveness::Stale(StaleReason::HolderLockReleased) => {
+                "gone: every process of the holder's tree closed its holder lock (the kernel released it)"
+            }
             Liveness::Stale(StaleReason::Proven(ProofRule::ContainerRestarted)) => {
-                "gone: the same container of this pod restarted (the kubelet runs one instance at a time); reclaimable, also by managed runs"
+                "gone: the same container of this pod restarted, and the old tree's holder lock is released; reclaimable, also by managed runs"
             }
             Liveness::Stale(StaleReason::Proven(ProofRule::StatefulSetPodReplaced)) => {
-                "gone: this StatefulSet pod was replaced (one pod per name; void after a force delete); reclaimable, also by managed runs"
+                "gone: this StatefulSet pod was replaced, and the old pod's holder lock is released; reclaimable, also by managed runs"
             }
         }
     }
@@ -284,14 +364,11 @@ fn linux_identity_boot(identity: &str) -> Option<&str> {
     ok.then_some(boot)
 }
 
-/// The pod proof rule that applies to `owner`, if any (see [`super::pod`]).
-fn proof_rule(
-    owner: &OwnerFields,
-    ctx: &PodContext,
-    our_ns: Option<u64>,
-    probe: &dyn ProcessProbe,
-) -> Option<ProofRule> {
-    if pod::container_restarted(owner, &ctx.identity, our_ns, probe) {
+/// The pod rule whose *meaning* the labels give `owner` against our pod, if any (see
+/// [`super::pod`]). Labels never prove anything by themselves: [`decide`] applies a rule
+/// only with a released holder lock.
+fn labelled_rule(owner: &OwnerFields, ctx: &PodContext) -> Option<ProofRule> {
+    if pod::same_container(owner, &ctx.identity) {
         Some(ProofRule::ContainerRestarted)
     } else if pod::statefulset_pod_replaced(owner, ctx) {
         Some(ProofRule::StatefulSetPodReplaced)
@@ -300,17 +377,83 @@ fn proof_rule(
     }
 }
 
-/// QWEN_FORMAT §3.3, rule by rule, after the pod proof rules; the first matching rule
-/// decides. Linux readers only.
-pub fn decide(owner: &OwnerFields, local: &LocalDomain, probe: &dyn ProcessProbe) -> Liveness {
-    // The orchestrator's proofs come first: they do not rest on this host's process table
-    // (a restarted container runs in a new pid namespace, perhaps after a reboot).
-    if let Some(rule) = local.pod.as_ref().and_then(|ctx| proof_rule(owner, ctx, local.pid_namespace_id, probe)) {
-        return match local.pod.as_ref().and_then(|c| c.untrusted.as_ref()) {
-            None => Liveness::Stale(StaleReason::Proven(rule)),
-            Some(_) => Liveness::Live(LiveReason::PodIdentityUntrusted),
-        };
+/// The liveness decision (QWEN_FORMAT §3.3 and issue 27). `dir` is the lock directory the
+/// record was read from (where its holder-lock file lives).
+///
+/// 1. A record naming a holder lock is judged by the kernel's lock, never by pid or label
+///    alone ([`decide_by_holder_lock`]).
+/// 2. A record without one (`writerctl acquire`, qwen-code, older writerctl) is judged by
+///    qwen's table exactly ([`qwen_table`]); where the pod labels would have reclaimed a
+///    record the table fences, it stays fenced with the missing evidence named.
+pub fn decide(owner: &OwnerFields, local: &LocalDomain, probe: &dyn ProcessProbe, dir: &Dir) -> Liveness {
+    if let Some(name) = &owner.holder_lock {
+        return decide_by_holder_lock(owner, local, probe, dir, name);
     }
+    let table = qwen_table(owner, local, probe);
+    match (table, &local.pod) {
+        (Liveness::Live(reason), Some(ctx)) if reason.pid_unjudgeable() => match labelled_rule(owner, ctx) {
+            Some(_) if ctx.untrusted.is_some() => Liveness::Live(LiveReason::PodIdentityUntrusted),
+            Some(rule) => Liveness::Live(LiveReason::PodRuleNeedsEvidence(rule)),
+            None => table,
+        },
+        _ => table,
+    }
+}
+
+/// A record that names a holder lock.
+///
+/// Guarantee: the kernel drops a `flock` lock only when the last descriptor of its open
+/// file description closes, so "free" means every process of the holder's tree (the
+/// recorded process and each one it handed the descriptor to, in any pid namespace) is
+/// gone, and "held" means one still lives. Valid only when the same kernel answers for
+/// both sides: the record must come from our boot. Voided by: a filesystem whose lock table
+/// is not shared by every mount the holders use (FUSE: refused by the probe), and a holder
+/// that closed its descriptor while still writing (not writerctl's library or `run`).
+///
+/// * held → live, even when the recorded pid is gone (a SIGKILLed supervisor whose escaped
+///   descendants still write);
+/// * free → stale; a pod rule that the labels give its meaning makes it reclaimable by
+///   managed runs too (unless the cgroup contradicts `WRITERCTL_POD_UID`). In our own pid
+///   namespace the pid rule must agree: a recorded process that still runs stays live;
+/// * no answer → live, saying which evidence is missing (never the pid rule's "gone").
+fn decide_by_holder_lock(
+    owner: &OwnerFields,
+    local: &LocalDomain,
+    probe: &dyn ProcessProbe,
+    dir: &Dir,
+    name: &str,
+) -> Liveness {
+    let same_boot = match (owner.process_start_identity.as_deref().and_then(linux_identity_boot), &local.boot_id) {
+        (Some(theirs), Some(ours)) => theirs.eq_ignore_ascii_case(ours),
+        _ => false,
+    };
+    if !same_boot {
+        return Liveness::Live(LiveReason::HolderLockUnverifiable(Unverifiable::OtherKernel));
+    }
+    match probe.holder_lock(dir, name) {
+        // A recorded process that runs in our namespace is the more precise answer (and the
+        // one `recover` refuses to touch); otherwise the tree's lock is.
+        HolderLockState::Held => match qwen_table(owner, local, probe) {
+            running @ Liveness::Live(LiveReason::Running) => running,
+            _ => Liveness::Live(LiveReason::HolderLockHeld),
+        },
+        HolderLockState::Unverifiable(why) => Liveness::Live(LiveReason::HolderLockUnverifiable(why)),
+        HolderLockState::Released => {
+            if let Liveness::Live(reason) = qwen_table(owner, local, probe)
+                && !reason.pid_unjudgeable()
+            {
+                return Liveness::Live(reason);
+            }
+            match local.pod.as_ref().filter(|c| c.untrusted.is_none()).and_then(|c| labelled_rule(owner, c)) {
+                Some(rule) => Liveness::Stale(StaleReason::Proven(rule)),
+                None => Liveness::Stale(StaleReason::HolderLockReleased),
+            }
+        }
+    }
+}
+
+/// QWEN_FORMAT §3.3, rule by rule; the first matching rule decides. Linux readers only.
+pub fn qwen_table(owner: &OwnerFields, local: &LocalDomain, probe: &dyn ProcessProbe) -> Liveness {
     // Rule 1: another host's process table is not ours to read.
     if owner.hostname != local.hostname {
         return Liveness::Live(LiveReason::ForeignHost);
@@ -357,6 +500,8 @@ mod tests {
     struct Fake {
         signal: Signal0,
         identity: Option<&'static str>,
+        /// What the kernel would say about any holder lock.
+        lock: HolderLockState,
     }
     impl ProcessProbe for Fake {
         fn signal0(&self, _: u64) -> Signal0 {
@@ -365,7 +510,12 @@ mod tests {
         fn start_identity(&self, _: u64) -> Option<String> {
             self.identity.map(str::to_owned)
         }
+        fn holder_lock(&self, _: &Dir, _: &str) -> HolderLockState {
+            self.lock
+        }
     }
+
+    const NO_LOCK: HolderLockState = HolderLockState::Unverifiable(Unverifiable::Missing);
 
     const BOOT: &str = "6a1d4c3e-9b2f-4f11-8a77-2c5d9e0f1a2b";
 
@@ -388,15 +538,20 @@ mod tests {
             epoch: 0,
             pod: None,
             recovered_from: None,
+            holder_lock: None,
         }
     }
 
-    const GONE: Fake = Fake { signal: Signal0::NoSuchProcess, identity: None };
-    const SAME: Fake =
-        Fake { signal: Signal0::Delivered, identity: Some("linux:6a1d4c3e-9b2f-4f11-8a77-2c5d9e0f1a2b:555") };
+    const GONE: Fake = Fake { signal: Signal0::NoSuchProcess, identity: None, lock: NO_LOCK };
+    const SAME: Fake = Fake {
+        signal: Signal0::Delivered,
+        identity: Some("linux:6a1d4c3e-9b2f-4f11-8a77-2c5d9e0f1a2b:555"),
+        lock: NO_LOCK,
+    };
 
-    fn run(o: OwnerFields, l: LocalDomain, p: &Fake) -> Liveness {
-        decide(&o, &l, p)
+    fn run(o: OwnerFields, l: LocalDomain, p: &dyn ProcessProbe) -> Liveness {
+        let (_t, dir) = sys::scratch_dir();
+        decide(&o, &l, p, &dir)
     }
 
     #[test]
@@ -452,9 +607,9 @@ mod tests {
 
     #[test]
     fn rule3_prime_other_errors_continue_as_alive() {
-        let eperm = Fake { signal: Signal0::Indeterminate, identity: SAME.identity };
+        let eperm = Fake { signal: Signal0::Indeterminate, identity: SAME.identity, lock: NO_LOCK };
         assert_eq!(run(owner(), local(), &eperm), Liveness::Live(LiveReason::Running));
-        let eio_unreadable = Fake { signal: Signal0::Indeterminate, identity: None };
+        let eio_unreadable = Fake { signal: Signal0::Indeterminate, identity: None, lock: NO_LOCK };
         assert_eq!(run(owner(), local(), &eio_unreadable), Liveness::Live(LiveReason::IdentityUnreadable));
     }
 
@@ -464,9 +619,9 @@ mod tests {
         let mut l = local();
         l.boot_id = read_boot_id();
         let o = OwnerFields { process_start_identity: Some(format!("linux:{}:5", l.boot_id.clone().unwrap())), ..o };
-        assert!(decide(&o, &l, &SystemProbe).is_live());
+        assert!(run(o.clone(), l.clone(), &SystemProbe).is_live());
         let o = OwnerFields { pid: u64::MAX, ..o };
-        assert!(decide(&o, &l, &SystemProbe).is_live());
+        assert!(run(o, l, &SystemProbe).is_live());
     }
 
     #[test]
@@ -474,20 +629,165 @@ mod tests {
         // Rule 2 already fences records without a Linux identity, so rule 4 is reachable
         // only through the table's order; keep it covered through `decide` with a probe that
         // says "alive" and an identity the gate accepts but the probe cannot read.
-        let alive = Fake { signal: Signal0::Delivered, identity: None };
+        let alive = Fake { signal: Signal0::Delivered, identity: None, lock: NO_LOCK };
         assert_eq!(run(owner(), local(), &alive), Liveness::Live(LiveReason::IdentityUnreadable));
     }
 
     #[test]
     fn rule5_reused_pid_is_stale() {
-        let other =
-            Fake { signal: Signal0::Delivered, identity: Some("linux:6a1d4c3e-9b2f-4f11-8a77-2c5d9e0f1a2b:999") };
+        let other = Fake {
+            signal: Signal0::Delivered,
+            identity: Some("linux:6a1d4c3e-9b2f-4f11-8a77-2c5d9e0f1a2b:999"),
+            lock: NO_LOCK,
+        };
         assert_eq!(run(owner(), local(), &other), Liveness::Stale(StaleReason::PidReused));
     }
 
     #[test]
     fn rule6_same_identity_is_live() {
         assert_eq!(run(owner(), local(), &SAME), Liveness::Live(LiveReason::Running));
+    }
+
+    // ----- issue 27: evidence, not labels -----
+
+    const POD_UID: &str = "6f1c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f";
+    const HELD: HolderLockState = HolderLockState::Held;
+    const FREE: HolderLockState = HolderLockState::Released;
+
+    fn pod(uid: &str, name: &str, container: &str) -> pod::PodIdentity {
+        pod::PodIdentity { uid: uid.into(), name: name.into(), namespace: "ns".into(), container: container.into() }
+    }
+
+    /// Our pod: `writer` of `POD_UID`, in pid namespace 100 (the record's is 101).
+    fn in_pod(statefulset: bool, untrusted: bool) -> LocalDomain {
+        LocalDomain {
+            pod: Some(PodContext {
+                identity: pod(POD_UID, "w-0", "writer"),
+                statefulset,
+                untrusted: untrusted.then(|| "cgroup names another pod".to_owned()),
+            }),
+            ..local()
+        }
+    }
+
+    /// A record from another pid namespace of this boot, by `p`, optionally naming a holder lock.
+    fn pod_record(p: Option<pod::PodIdentity>, holder_lock: bool) -> OwnerFields {
+        OwnerFields {
+            pid_namespace_id: Some(101),
+            hostname: "w-0-old".into(),
+            pod: p,
+            holder_lock: holder_lock.then(|| "s.lock.holder.0b6f7c2e-4f1e-4a5e-9d8e-1c2b3a4d5e6f".to_owned()),
+            ..owner()
+        }
+    }
+
+    fn probe(signal: Signal0, lock: HolderLockState) -> Fake {
+        Fake { signal, identity: SAME.identity, lock }
+    }
+
+    #[test]
+    fn a_held_holder_lock_is_live_even_when_the_pid_is_gone() {
+        // A SIGKILLed supervisor whose escaped descendants still hold the lock (reproduction 2).
+        let own_ns = OwnerFields { holder_lock: pod_record(None, true).holder_lock, ..owner() };
+        assert_eq!(
+            run(own_ns, local(), &probe(Signal0::NoSuchProcess, HELD)),
+            Liveness::Live(LiveReason::HolderLockHeld)
+        );
+        // The same container's record from another pid namespace (reproduction 1).
+        let r = pod_record(Some(pod(POD_UID, "w-0", "writer")), true);
+        assert_eq!(
+            run(r, in_pod(false, false), &probe(Signal0::Delivered, HELD)),
+            Liveness::Live(LiveReason::HolderLockHeld)
+        );
+    }
+
+    #[test]
+    fn a_released_holder_lock_proves_the_pod_rule_or_is_plain_stale() {
+        let same = pod_record(Some(pod(POD_UID, "w-0", "writer")), true);
+        let free = probe(Signal0::Delivered, FREE);
+        assert_eq!(
+            run(same.clone(), in_pod(false, false), &free),
+            Liveness::Stale(StaleReason::Proven(ProofRule::ContainerRestarted))
+        );
+        // Another container of the pod: the tree is gone, but the lock is not this
+        // container's to take in managed mode.
+        let sidecar = pod_record(Some(pod(POD_UID, "w-0", "sidecar")), true);
+        assert_eq!(run(sidecar, in_pod(false, false), &free), Liveness::Stale(StaleReason::HolderLockReleased));
+        // No pod at all, or a cgroup that contradicts the variables: plain stale only.
+        assert_eq!(run(same.clone(), local(), &free), Liveness::Stale(StaleReason::HolderLockReleased));
+        assert_eq!(run(same, in_pod(false, true), &free), Liveness::Stale(StaleReason::HolderLockReleased));
+        // The StatefulSet rule, opt-in only.
+        let old_pod = pod_record(Some(pod("11111111-2222-3333-4444-555555555555", "w-0", "writer")), true);
+        assert_eq!(
+            run(old_pod.clone(), in_pod(true, false), &free),
+            Liveness::Stale(StaleReason::Proven(ProofRule::StatefulSetPodReplaced))
+        );
+        assert_eq!(run(old_pod, in_pod(false, false), &free), Liveness::Stale(StaleReason::HolderLockReleased));
+    }
+
+    #[test]
+    fn in_our_own_namespace_a_running_holder_stays_live_whatever_its_lock_says() {
+        let mine = OwnerFields { holder_lock: pod_record(None, true).holder_lock, ..owner() };
+        assert_eq!(run(mine.clone(), local(), &probe(Signal0::Delivered, FREE)), Liveness::Live(LiveReason::Running));
+        assert_eq!(run(mine.clone(), local(), &probe(Signal0::Delivered, HELD)), Liveness::Live(LiveReason::Running));
+        assert_eq!(
+            run(mine, local(), &probe(Signal0::NoSuchProcess, FREE)),
+            Liveness::Stale(StaleReason::HolderLockReleased)
+        );
+    }
+
+    #[test]
+    fn a_holder_lock_without_a_verdict_is_live_never_the_pid_rule() {
+        let mine = OwnerFields { holder_lock: pod_record(None, true).holder_lock, ..owner() };
+        for why in [Unverifiable::Missing, Unverifiable::Fuse, Unverifiable::NotPlainFile, Unverifiable::LockFailed] {
+            let p = probe(Signal0::NoSuchProcess, HolderLockState::Unverifiable(why));
+            assert_eq!(run(mine.clone(), local(), &p), Liveness::Live(LiveReason::HolderLockUnverifiable(why)));
+        }
+        // Another boot (or host): the lock's arbiter is not our kernel, whatever the probe says.
+        let other_boot = OwnerFields {
+            process_start_identity: Some("linux:00000000-0000-0000-0000-000000000000:5".into()),
+            ..mine.clone()
+        };
+        let expect = Liveness::Live(LiveReason::HolderLockUnverifiable(Unverifiable::OtherKernel));
+        assert_eq!(run(other_boot, local(), &probe(Signal0::NoSuchProcess, FREE)), expect);
+        let no_boot = LocalDomain { boot_id: None, ..local() };
+        assert_eq!(run(mine, no_boot, &probe(Signal0::NoSuchProcess, FREE)), expect);
+    }
+
+    #[test]
+    fn pod_labels_alone_never_reclaim() {
+        // Reproduction 1 without a holder lock: the same four variables in another pid
+        // namespace (a sidecar, a debug container, a copy of the environment).
+        let same = pod_record(Some(pod(POD_UID, "w-0", "writer")), false);
+        let gone = probe(Signal0::NoSuchProcess, FREE);
+        assert_eq!(
+            run(same.clone(), in_pod(false, false), &gone),
+            Liveness::Live(LiveReason::PodRuleNeedsEvidence(ProofRule::ContainerRestarted))
+        );
+        assert_eq!(run(same, in_pod(false, true), &gone), Liveness::Live(LiveReason::PodIdentityUntrusted));
+        let old_pod = pod_record(Some(pod("11111111-2222-3333-4444-555555555555", "w-0", "writer")), false);
+        assert_eq!(
+            run(old_pod, in_pod(true, false), &gone),
+            Liveness::Live(LiveReason::PodRuleNeedsEvidence(ProofRule::StatefulSetPodReplaced))
+        );
+        // Unrelated labels: qwen's table, unchanged.
+        let other = pod_record(Some(pod(POD_UID, "w-0", "sidecar")), false);
+        assert_eq!(run(other, in_pod(false, false), &gone), Liveness::Live(LiveReason::ForeignHost));
+        // In our own namespace the pid rule still decides (plain acquire reclaims, as before).
+        let here = OwnerFields { pod: Some(pod(POD_UID, "w-0", "writer")), ..owner() };
+        assert_eq!(run(here, in_pod(false, false), &GONE), Liveness::Stale(StaleReason::ProcessGone));
+    }
+
+    #[test]
+    fn new_reasons_have_stable_codes_and_say_what_is_missing() {
+        let l = Liveness::Live(LiveReason::PodRuleNeedsEvidence(ProofRule::ContainerRestarted));
+        assert_eq!(l.code(), "pod_rule_needs_evidence");
+        assert!(l.describe().contains("no holder lock"), "{}", l.describe());
+        assert_eq!(Liveness::Live(LiveReason::HolderLockHeld).code(), "holder_lock_held");
+        let u = Liveness::Live(LiveReason::HolderLockUnverifiable(Unverifiable::Fuse));
+        assert_eq!(u.code(), "holder_lock_unverifiable");
+        assert!(u.describe().contains("FUSE"));
+        assert_eq!(Liveness::Stale(StaleReason::HolderLockReleased).code(), "holder_lock_released");
     }
 
     #[test]
@@ -517,6 +817,6 @@ mod tests {
             hostname: sys::hostname(),
             ..owner()
         };
-        assert_eq!(decide(&own, &LocalDomain::current(), &SystemProbe), Liveness::Live(LiveReason::Running));
+        assert_eq!(run(own, LocalDomain::current(), &SystemProbe), Liveness::Live(LiveReason::Running));
     }
 }

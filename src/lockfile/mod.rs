@@ -22,9 +22,12 @@
 //!   is never torn and never replaces anything.
 //! * Nothing removes a record whose exact bytes it has not verified; a record written by
 //!   someone else is never rewritten.
-//! * An active record is reclaimed only when provably dead in our boot and pid namespace
-//!   (QWEN_FORMAT §3.3), and never in managed mode. Sealed, schema-3, malformed and
-//!   foreign records are never reclaimed.
+//! * An active record is reclaimed only when its holder is provably dead: by the kernel's
+//!   holder lock ([`holder_lock`]) for a record that names one — from any pid namespace of
+//!   the same boot — or by pid in our boot and pid namespace (QWEN_FORMAT §3.3) for one that
+//!   does not. Managed mode reclaims only under a pod rule proven by a released holder lock,
+//!   never on pod labels alone. Sealed, schema-3, malformed and foreign records are never
+//!   reclaimed.
 //! * Every install and removal that matters is followed by a directory fsync.
 //!
 //! # Errors
@@ -36,6 +39,7 @@ pub mod acquire;
 pub mod error;
 pub mod failpoint;
 pub mod give_back;
+pub mod holder_lock;
 pub mod identity;
 pub mod metrics;
 pub mod paths;

@@ -186,6 +186,8 @@ pub enum SideKind {
     Stale,
     /// `L.reclaim.<o>[.<o2>]`.
     ReclaimGuard,
+    /// `L.holder.<uuid>`: a holder lock (see [`super::holder_lock`]).
+    HolderLock,
     /// `*.tmp`.
     InstallTemp,
     /// Starts with `L.` but matches no known pattern.
@@ -210,6 +212,9 @@ impl SideKind {
             SideKind::Stale => "stale record moved aside by a reclaim that crashed before unlinking it",
             SideKind::ReclaimGuard => {
                 "reclaim guard holding a reclaimer's record; a live-looking guard blocks reclaim until an operator removes it"
+            }
+            SideKind::HolderLock => {
+                "holder lock: its kernel lock is kept by a holder's process tree; residue once free and named by no record"
             }
             SideKind::InstallTemp => "temp file of an install that crashed between create and cleanup",
             SideKind::Unknown => "unrecognised file beside the lock; writerctl never touches it, inspect it by hand",
@@ -256,6 +261,8 @@ fn classify_remainder(rest: &str) -> SideKind {
         "handoff" => (SideKind::Handoff, owner_segments(tail, 1, 1)),
         "sealed" => (SideKind::SealedRetired, owner_segments(tail, 2, 2)),
         "reclaim" => (SideKind::ReclaimGuard, owner_segments(tail, 1, 2)),
+        // A random UUID, never an owner id: see `holder_lock::is_holder_lock_name`.
+        "holder" => (SideKind::HolderLock, tail.len() == 36 && uuid::Uuid::parse_str(tail).is_ok()),
         "stale" => (
             SideKind::Stale,
             matches!(tail.split_once('.'), Some((pid, nonce))
@@ -386,7 +393,8 @@ pub fn redact_side_file_name(lock_name: &str, entry: &str, kind: SideKind) -> St
         return entry.to_owned();
     };
     let redacted = match kind {
-        SideKind::Claim | SideKind::Stale | SideKind::Unknown => rest.to_owned(),
+        // A holder lock's name carries a random UUID, never an owner id.
+        SideKind::Claim | SideKind::Stale | SideKind::HolderLock | SideKind::Unknown => rest.to_owned(),
         SideKind::InstallTemp => {
             // `<target suffix>.<owner>.tmp`: keep a known target word, hide the rest.
             let body = rest.trim_end_matches(".tmp");
@@ -489,6 +497,8 @@ mod tests {
             (p.reclaim_guard_chained("o", "g"), SideKind::ReclaimGuard),
             (install_temp("s.lock", "o"), SideKind::InstallTemp),
             (install_temp(&p.claim(), "o"), SideKind::InstallTemp),
+            ("s.lock.holder.0b6f7c2e-4f1e-4a5e-9d8e-1c2b3a4d5e6f".to_string(), SideKind::HolderLock),
+            ("s.lock.holder.not-a-uuid".to_string(), SideKind::Unknown),
             ("s.lock.weird".to_string(), SideKind::Unknown),
         ];
         for (name, kind) in cases {

@@ -9,11 +9,17 @@
 //! already proves the old holder gone, and the record can carry what is needed to use that
 //! proof:
 //!
-//! * [`container_restarted`] — the kubelet runs at most one instance of a named container in
-//!   a pod at a time: a restarted container starts only after its predecessor exited;
+//! * [`same_container`] (rule `container_restarted`) — the kubelet runs at most one instance
+//!   of a named container in a pod at a time: a restarted container starts only after its
+//!   predecessor exited;
 //! * [`statefulset_pod_replaced`] — the API server holds one pod object per name in a
 //!   namespace, and a StatefulSet creates a replacement only after the old pod object is
 //!   gone (opt-in: `--statefulset-identity`).
+//!
+//! Issue 27: the labels give a rule its *meaning* (whose lock this is); what proves the old
+//! holder gone is evidence — the record's holder lock, released by the kernel when the old
+//! tree's last process exited ([`super::holder_lock`]). A record without one stays fenced,
+//! and `status` names the missing evidence (`pod_rule_needs_evidence`).
 //!
 //! Everything else stays fenced, exactly as before.
 //!
@@ -29,9 +35,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-use super::identity::ProcessProbe;
 use super::record::OwnerFields;
-use super::sys::Signal0;
 
 /// The extra record key holding the writer's pod identity.
 pub const POD_KEY: &str = "writerctl_pod";
@@ -71,7 +75,7 @@ pub struct RecoveredFrom {
 /// A proof rule's stable name (status `liveness.code`, `rule`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProofRule {
-    /// See [`container_restarted`].
+    /// See [`same_container`].
     ContainerRestarted,
     /// See [`statefulset_pod_replaced`].
     StatefulSetPodReplaced,
@@ -161,46 +165,23 @@ fn check_cgroup(id: &PodIdentity, cgroup: &str) -> Option<String> {
     }
 }
 
-/// Rule "container restarted". Guarantee: the kubelet runs at most one instance of a named
-/// container in a pod at a time, so a record written by the same container of the same pod
-/// (same pod UID and container name) in *another* pid namespace was written by a
-/// predecessor that has exited. Pid-namespace ids are inode numbers the kernel reuses, so a
-/// record with *our* number only counts when its process provably does not run here (no such
-/// pid, or the pid now belongs to another process).
+/// Rule "container restarted" — the labels half. Meaning: the kubelet runs at most one
+/// instance of a named container in a pod at a time, so a record written by the same
+/// container of the same pod (same pod UID and container name) whose holder's process tree
+/// is gone was its predecessor's. The labels only say *whose* lock it is; that the tree is
+/// gone is proved by the record's released holder lock ([`super::identity::decide`]), never
+/// by the labels or by a pid namespace that differs (issue 27: a sidecar or a debug
+/// container copies the variables, and under a cgroup namespace nothing contradicts them).
 ///
-/// Voided by: running writers of one container in nested pid namespaces of their own, and a
-/// forged `WRITERCTL_POD_UID` where `/proc/self/cgroup` cannot contradict it.
-pub fn container_restarted(
-    rec: &OwnerFields,
-    ours: &PodIdentity,
-    our_ns: Option<u64>,
-    probe: &dyn ProcessProbe,
-) -> bool {
-    let Some(theirs) = &rec.pod else { return false };
-    if theirs.uid != ours.uid || theirs.container != ours.container {
-        return false;
-    }
-    match (rec.pid_namespace_id, our_ns) {
-        (Some(t), Some(o)) if t != o => true,
-        (Some(_), Some(_)) => recorded_process_gone(rec, probe),
-        // Without both namespace ids nothing says which process the pid names.
-        _ => false,
-    }
+/// Voided by: running two writers of one container at once (nested pid namespaces of their
+/// own), and a forged `WRITERCTL_POD_UID` — which can only make a *released* lock managed-
+/// reclaimable, never a held one.
+pub fn same_container(rec: &OwnerFields, ours: &PodIdentity) -> bool {
+    rec.pod.as_ref().is_some_and(|theirs| theirs.uid == ours.uid && theirs.container == ours.container)
 }
 
-/// The recorded process does not run in our namespace: no such pid, or the pid's start
-/// identity differs from the recorded one.
-fn recorded_process_gone(rec: &OwnerFields, probe: &dyn ProcessProbe) -> bool {
-    if probe.signal0(rec.pid) == Signal0::NoSuchProcess {
-        return true;
-    }
-    match (&rec.process_start_identity, probe.start_identity(rec.pid)) {
-        (Some(recorded), Some(now)) => *recorded != now,
-        _ => false,
-    }
-}
-
-/// Rule "StatefulSet pod replaced". Guarantee: the API server holds one pod object per name
+/// Rule "StatefulSet pod replaced" — the labels half; as with [`same_container`], only a
+/// released holder lock proves the old pod's tree gone. Meaning: the API server holds one pod object per name
 /// in a namespace, and the StatefulSet controller creates a replacement only after the old
 /// pod object was deleted — which, without `--force`, happens only after its containers
 /// stopped. So a record from a pod of our name and namespace with another UID was written by
@@ -252,16 +233,6 @@ mod tests {
         assert!(check_cgroup(&id, other).unwrap().contains("does not match"));
     }
 
-    struct Probe(Signal0, Option<&'static str>);
-    impl ProcessProbe for Probe {
-        fn signal0(&self, _: u64) -> Signal0 {
-            self.0
-        }
-        fn start_identity(&self, _: u64) -> Option<String> {
-            self.1.map(str::to_owned)
-        }
-    }
-
     fn record(p: Option<PodIdentity>, ns: u64) -> OwnerFields {
         OwnerFields {
             session_id: "s".into(),
@@ -277,27 +248,22 @@ mod tests {
             epoch: 3,
             pod: p,
             recovered_from: None,
+            holder_lock: None,
         }
     }
 
     #[test]
-    fn container_restarted_needs_the_same_pod_and_container_and_a_provably_gone_holder() {
-        let ours = pod(UID, "w-0", "writer");
-        let running = Probe(Signal0::Delivered, Some("linux:b:100"));
-        let gone = Probe(Signal0::NoSuchProcess, None);
-        let reused = Probe(Signal0::Delivered, Some("linux:b:999"));
-        // Another pid namespace of the same container of the same pod: restarted.
-        assert!(container_restarted(&record(Some(ours.clone()), 1), &ours, Some(2), &running));
-        // The same namespace number (reused by the kernel): only when the holder is gone.
-        assert!(!container_restarted(&record(Some(ours.clone()), 2), &ours, Some(2), &running));
-        assert!(container_restarted(&record(Some(ours.clone()), 2), &ours, Some(2), &gone));
-        assert!(container_restarted(&record(Some(ours.clone()), 2), &ours, Some(2), &reused));
-        // Another container, another pod, no pod in the record, no namespace: fenced.
-        assert!(!container_restarted(&record(Some(pod(UID, "w-0", "sidecar")), 1), &ours, Some(2), &gone));
-        let other_uid = pod("11111111-2222-3333-4444-555555555555", "w-0", "writer");
-        assert!(!container_restarted(&record(Some(other_uid), 1), &ours, Some(2), &gone));
-        assert!(!container_restarted(&record(None, 1), &ours, Some(2), &gone));
-        assert!(!container_restarted(&record(Some(ours.clone()), 1), &ours, None, &gone));
+    fn same_container_needs_the_same_pod_uid_and_container_name() {
+        let ours = pod(UID, "w-abc", "writer");
+        assert!(same_container(&record(Some(ours.clone()), 1), &ours));
+        assert!(
+            same_container(&record(Some(pod(UID, "renamed", "writer")), 1), &ours),
+            "the UID decides, not the name"
+        );
+        assert!(!same_container(&record(Some(pod(UID, "w-abc", "sidecar")), 1), &ours));
+        let other_uid = pod("11111111-2222-3333-4444-555555555555", "w-abc", "writer");
+        assert!(!same_container(&record(Some(other_uid), 1), &ours));
+        assert!(!same_container(&record(None, 1), &ours));
     }
 
     #[test]

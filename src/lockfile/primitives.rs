@@ -245,10 +245,17 @@ enum Read {
 }
 
 fn inspect_once(dir: &Dir, name: &str, session_id: &str, local: &LocalDomain, probe: &dyn ProcessProbe) -> Read {
-    classify_read(dir.read_regular(os(name)), session_id, local, probe)
+    classify_read(dir, dir.read_regular(os(name)), session_id, local, probe)
 }
 
-fn classify_read(read: ReadRegular, session_id: &str, local: &LocalDomain, probe: &dyn ProcessProbe) -> Read {
+/// `dir` is where the record was read: its holder-lock file, if it names one, is there.
+fn classify_read(
+    dir: &Dir,
+    read: ReadRegular,
+    session_id: &str,
+    local: &LocalDomain,
+    probe: &dyn ProcessProbe,
+) -> Read {
     let bytes = match read {
         ReadRegular::Regular(b, _) => b,
         ReadRegular::Missing => return Read::Done(Inspection::Missing),
@@ -263,7 +270,7 @@ fn classify_read(read: ReadRegular, session_id: &str, local: &LocalDomain, probe
     Read::Done(match parse_record(&bytes) {
         Ok(r) if r.owner.session_id != session_id => Inspection::OtherSession(r),
         Ok(r) if r.is_active() => {
-            let l = decide(&r.owner, local, probe);
+            let l = decide(&r.owner, local, probe, dir);
             Inspection::Active(r, l)
         }
         Ok(r) => Inspection::Sealed(r),
@@ -314,7 +321,7 @@ pub fn inspect_records_read(
         .enumerate()
         .map(|(i, (name, session, first))| {
             let read = match first {
-                Some(r) => classify_read(r, session, local, probe),
+                Some(r) => classify_read(dir, r, session, local, probe),
                 None => inspect_once(dir, name, session, local, probe),
             };
             match read {

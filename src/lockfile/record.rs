@@ -5,6 +5,7 @@
 //! proved by comparing bytes, never by re-serializing: writerctl compares its own records
 //! against the bytes it wrote and never rewrites a record someone else wrote.
 
+use super::holder_lock::HOLDER_LOCK_KEY;
 use super::pod::{POD_KEY, PodIdentity, RECOVERED_KEY, RecoveredFrom};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -162,16 +163,23 @@ pub struct OwnerFields {
     pub qwen_version: Option<String>,
     /// writerctl's extra `writer` key, if present and a string.
     pub writer: Option<String>,
-    /// writerctl's fencing epoch (extra key `writerctl_epoch`): every acquire, takeover and
-    /// reclaim writes the replaced record's epoch + 1. Absent (qwen-written records) or not a
-    /// non-negative safe integer counts as 0, as an unknown key must not make a record
-    /// qwen accepts unusable.
+    /// writerctl's epoch (extra key `writerctl_epoch`): a counter of replacements since the
+    /// lock was last created — every acquire, takeover and reclaim writes the replaced
+    /// record's epoch + 1, but it starts again at 1 after a release or a recovery, so it is
+    /// not a fencing token across those. Absent (qwen-written records) or not a non-negative
+    /// safe integer counts as 0, as an unknown key must not make a record qwen accepts
+    /// unusable.
     pub epoch: u64,
     /// writerctl's `writerctl_pod`: the writer's pod and container, when it ran in one.
     pub pod: Option<PodIdentity>,
     /// writerctl's `writerctl_recovered_from`: what this record replaced under a pod proof
     /// rule (see [`super::pod`]).
     pub recovered_from: Option<RecoveredFrom>,
+    /// writerctl's `writerctl_holder_lock`: the holder-lock file whose kernel lock the
+    /// holder's process tree keeps (see [`super::holder_lock`]). Kept as written, even when
+    /// it is not a valid name or not a string (then `""`): a record that claims a holder
+    /// lock is judged by it, and an unusable one only leaves the record fenced.
+    pub holder_lock: Option<String>,
 }
 
 /// A valid lock record with the exact bytes it came from.
@@ -337,6 +345,9 @@ pub fn parse_record(raw: &[u8]) -> Result<LockRecord, Malformed> {
     // them all), which only ever leaves a record fenced.
     let pod = m.get(POD_KEY).and_then(|v| serde_json::from_value(v.clone()).ok());
     let recovered_from = m.get(RECOVERED_KEY).and_then(|v| serde_json::from_value(v.clone()).ok());
+    // Not lenient like the others: a record naming a holder lock must never fall back to the
+    // pid rule because its value is odd (see `OwnerFields::holder_lock`).
+    let holder_lock = m.get(HOLDER_LOCK_KEY).map(|v| v.as_str().unwrap_or_default().to_owned());
     let owner = OwnerFields {
         session_id,
         owner_id,
@@ -351,6 +362,7 @@ pub fn parse_record(raw: &[u8]) -> Result<LockRecord, Malformed> {
         epoch,
         pod,
         recovered_from,
+        holder_lock,
     };
 
     let schema_version = m.get("schema_version").and_then(integer);
@@ -431,11 +443,12 @@ pub struct Holder {
     pub hostname: String,
 }
 
-/// The extra record key of writerctl's fencing epoch (like etcd's lock revision).
+/// The extra record key of writerctl's epoch: a counter of replacements since the lock was
+/// last created (not a fencing token across release or recovery, where it restarts at 1).
 pub const EPOCH_KEY: &str = "writerctl_epoch";
 
-/// writerctl's own schema-2 active record, in qwen's key order plus `writer` and
-/// `writerctl_epoch`.
+/// writerctl's own schema-2 active record, in qwen's key order plus `writer`,
+/// `writerctl_epoch` and the optional extensions.
 #[derive(Serialize)]
 struct ActiveRecordV2<'a> {
     schema_version: u8,
@@ -457,6 +470,8 @@ struct ActiveRecordV2<'a> {
     writerctl_pod: Option<&'a PodIdentity>,
     #[serde(skip_serializing_if = "Option::is_none")]
     writerctl_recovered_from: Option<&'a RecoveredFrom>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    writerctl_holder_lock: Option<&'a str>,
 }
 
 /// writerctl's extra keys of a new active record.
@@ -468,6 +483,8 @@ pub struct Extensions {
     pub pod: Option<PodIdentity>,
     /// `writerctl_recovered_from`.
     pub recovered_from: Option<RecoveredFrom>,
+    /// `writerctl_holder_lock`: the holder-lock file name.
+    pub holder_lock: Option<String>,
 }
 
 impl Extensions {
@@ -505,6 +522,7 @@ pub fn new_active_record(
         writerctl_epoch: ext.epoch,
         writerctl_pod: ext.pod.as_ref(),
         writerctl_recovered_from: ext.recovered_from.as_ref(),
+        writerctl_holder_lock: ext.holder_lock.as_deref(),
     };
     let raw = serde_json::to_vec(&rec).map_err(|e| bad(e.to_string()))?;
     // Round-trip through the validator: we never install a record qwen would reject.
@@ -747,7 +765,7 @@ mod tests {
         assert!(new_active_record("s", &owner, &bare, "robot", t, &Extensions::epoch(1)).is_err());
     }
 
-    /// The fencing epoch is an extra key: absent (every qwen record) or unusable counts as
+    /// The epoch is an extra key: absent (every qwen record) or unusable counts as
     /// 0 and never makes a record qwen accepts malformed.
     #[test]
     fn the_epoch_is_read_leniently() {
@@ -757,6 +775,34 @@ mod tests {
                 m.insert(EPOCH_KEY.into(), v.clone());
             });
             assert_eq!(parse_record(&raw).unwrap().owner.epoch, want, "{v}");
+        }
+    }
+
+    /// Issue 27: `writerctl_holder_lock` comes last, and any value — even one that is not a
+    /// string — is kept, so a record that claims a holder lock is never judged by pid alone.
+    #[test]
+    fn the_holder_lock_key_is_written_last_and_read_as_written() {
+        let holder = Holder {
+            pid: 42,
+            process_start_identity: Some("linux:abc:1".into()),
+            pid_namespace_id: Some(7),
+            hostname: "h".into(),
+        };
+        let owner = OwnerToken::generate();
+        let t = OffsetDateTime::now_utc();
+        let name = "s.lock.holder.0b6f7c2e-4f1e-4a5e-9d8e-1c2b3a4d5e6f";
+        let ext = Extensions { holder_lock: Some(name.into()), ..Extensions::epoch(2) };
+        let r = new_active_record("s", &owner, &holder, "unknown", t, &ext).unwrap();
+        let text = String::from_utf8(r.raw.clone()).unwrap();
+        assert!(text.ends_with(&format!(r#","writerctl_epoch":2,"writerctl_holder_lock":"{name}"}}"#)), "{text}");
+        assert_eq!(r.owner.holder_lock.as_deref(), Some(name));
+        assert_eq!(parse_record(V2.as_bytes()).unwrap().owner.holder_lock, None);
+        for v in [Value::from(5), Value::Null, Value::from("../x")] {
+            let raw = with(V2, |m| {
+                m.insert(HOLDER_LOCK_KEY.into(), v.clone());
+            });
+            let rec = parse_record(&raw).expect("qwen ignores the key");
+            assert!(rec.owner.holder_lock.is_some(), "{v}: a claimed holder lock must not vanish");
         }
     }
 

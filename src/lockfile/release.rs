@@ -21,6 +21,7 @@
 use std::ffi::OsStr;
 
 use super::error::LockError;
+use super::holder_lock::remove_holder_file;
 use super::primitives::{ExactState, inspect_exact, same_regular};
 use super::record::{LockRecord, OwnerToken, parse_record};
 use super::site::{LockSite, retry_pause, sync_error};
@@ -158,7 +159,9 @@ fn release_exact(
     finish_release(site, record, &retired)
 }
 
-/// Unlinks the retired copy and fsyncs the directory.
+/// Unlinks the retired copy and the holder-lock file the record named (after the record,
+/// so no reader ever finds a record whose holder lock is missing while its holder lives),
+/// then fsyncs the directory.
 ///
 /// Why a failed fsync is not an error: the lock is already gone, so a retry would find no
 /// lock and answer `session_not_owner`, never repairing anything (qwen keeps the lease in
@@ -167,6 +170,9 @@ fn release_exact(
 /// where it is from another boot and therefore fenced — a fail-closed outcome.
 fn finish_release(site: &LockSite, record: &LockRecord, retired: &str) -> Result<ReleaseOutcome, LockError> {
     let retired_left = site.dir.unlink(OsStr::new(retired)).is_err();
+    if let Some(name) = &record.owner.holder_lock {
+        remove_holder_file(&site.dir, name);
+    }
     let durable = sync_released(site).is_ok();
     Ok(ReleaseOutcome { record: record.clone(), retired_left, durable })
 }
@@ -195,6 +201,7 @@ mod tests {
             reclaim: ReclaimPolicy::Local,
             transcript: None,
             certified: None,
+            holder_lock: false,
         };
         let lease = acquire(&s, &opts, &SystemProbe).unwrap();
         (t, s, lease)

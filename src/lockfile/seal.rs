@@ -25,6 +25,7 @@ use serde_json::{Map, Value};
 use time::OffsetDateTime;
 
 use super::error::{HolderInfo, LockError, Unavailable};
+use super::holder_lock::{HOLDER_LOCK_KEY, remove_holder_file};
 use super::primitives::{check_claim, install, remove_exact, require_absent};
 use super::record::{
     IDENTITY_KEY, LockRecord, OwnerToken, Schema, SealedIdentity, TranscriptProof, format_timestamp, parse_record,
@@ -68,6 +69,8 @@ pub fn sealed_record(
     map.shift_remove("sealed_at");
     map.shift_remove("transcript");
     map.shift_remove(IDENTITY_KEY);
+    // A seal's holder is judged by nothing: the holder lock dies with the active record.
+    map.shift_remove(HOLDER_LOCK_KEY);
     map.insert("sealed_at".into(), Value::from(sealed_at));
     map.insert("transcript".into(), serde_json::to_value(proof).expect("proof serializes"));
     if let Some(id) = identity {
@@ -169,6 +172,10 @@ fn seal_as(
         Ok(()) => {
             let _ = remove_exact(&site.dir, &ret, &active.raw);
             let _ = remove_exact(&site.dir, &cand, &sealed.raw);
+            // The active record that named our holder lock is replaced: its file is residue.
+            if let Some(name) = &active.owner.holder_lock {
+                remove_holder_file(&site.dir, name);
+            }
             // Sealed already: a failed fsync is reported, not turned into an error (after a
             // crash the active record could reappear, which keeps the session fenced).
             let durable = site.dir.sync().is_ok();

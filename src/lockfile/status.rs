@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::error::LockError;
-use super::identity::{Liveness, LocalDomain, ProcessProbe};
+use super::holder_lock::{HolderLockState, holder_lock_state};
+use super::identity::{LiveReason, Liveness, LocalDomain, ProcessProbe, StaleReason};
 use super::paths::{
     Entry, LOCK_SUBDIR, LockPaths, SideKind, decode_uri_component, owner_of, redact_side_file_name, side_kind_of,
 };
@@ -59,7 +60,8 @@ pub struct OwnerView {
     pub qwen_version: Option<String>,
     /// `writer` (records written by writerctl).
     pub writer: Option<String>,
-    /// writerctl's fencing epoch (`writerctl_epoch`; 0 when the record has none).
+    /// writerctl's epoch (`writerctl_epoch`; 0 when the record has none): replacements since
+    /// the lock was last created, not a fencing token across release or recovery.
     pub epoch: u64,
     /// The writer's pod (`writerctl_pod`), when it ran in one.
     pub pod: Option<super::pod::PodIdentity>,
@@ -67,6 +69,8 @@ pub struct OwnerView {
     pub recovered_from: Option<super::pod::RecoveredFrom>,
     /// The rule that allowed the last reclaim (`recovered_from.rule`), for scripts.
     pub rule: Option<String>,
+    /// The holder-lock file whose kernel lock judges this holder (`writerctl_holder_lock`).
+    pub holder_lock: Option<String>,
 }
 
 impl OwnerView {
@@ -89,6 +93,7 @@ impl OwnerView {
             pod: r.owner.pod.clone(),
             recovered_from: r.owner.recovered_from.clone(),
             rule: r.owner.recovered_from.as_ref().map(|f| f.rule.clone()),
+            holder_lock: r.owner.holder_lock.clone(),
         }
     }
 }
@@ -444,12 +449,20 @@ fn classify(
 ) -> SessionStatus {
     let mut st = classify_missing_dir(paths, session_id);
     let claim_name = paths.claim();
+    let primary_holder_lock = match &primary {
+        Inspection::Active(r, _) => r.owner.holder_lock.as_deref(),
+        _ => None,
+    };
     for (n, kind) in side {
         if *kind == SideKind::Claim {
             continue;
         }
         let name = redact_side_file_name(&paths.lock_name, n, *kind);
-        st.side_files.push(SideFileView { name, kind: *kind, meaning: kind.meaning() });
+        let meaning = match kind {
+            SideKind::HolderLock => holder_file_meaning(dir, n, primary_holder_lock == Some(n.as_str())),
+            _ => kind.meaning(),
+        };
+        st.side_files.push(SideFileView { name, kind: *kind, meaning });
     }
     st.side_files.sort_by(|a, b| a.name.cmp(&b.name));
 
@@ -528,13 +541,35 @@ fn classify(
     st
 }
 
+/// What a holder-lock file means now: the active record's own, or — named by no primary —
+/// held by a tree whose record is elsewhere (a reclaim guard, a transition claim, or a record
+/// moved aside), or free residue.
+fn holder_file_meaning(dir: &Dir, name: &str, named_by_primary: bool) -> &'static str {
+    if named_by_primary {
+        return "holder lock of the active record: its kernel lock says whether the holder's process tree lives (see liveness)";
+    }
+    match holder_lock_state(dir, name) {
+        HolderLockState::Held => {
+            "holder lock held by a live process tree, though the primary does not name it (a reclaim guard or transition claim may); a process of that tree may still write"
+        }
+        HolderLockState::Released => {
+            "residue: a holder lock whose kernel lock is free and that the primary does not name; `writerctl recover` may move it aside"
+        }
+        HolderLockState::Unverifiable(_) => "holder lock whose kernel lock cannot be probed here; inspect it by hand",
+    }
+}
+
 fn active_next_step(r: &LockRecord, l: Liveness, managed: bool) -> String {
     if managed {
         return "held by a qwen-code managed writer (schema 3); writerctl never reclaims or takes it over. Let its managed writer release or seal it".into();
     }
     match l {
-        Liveness::Live(super::identity::LiveReason::Running) => format!(
+        Liveness::Live(LiveReason::Running) => format!(
             "held by pid {} on host {} (running); wait for it to release or seal. A conflict is not proof that it is alive: a PID can be reused",
+            r.owner.pid, r.owner.hostname
+        ),
+        Liveness::Live(LiveReason::HolderLockHeld) => format!(
+            "held: pid {} on host {} may be gone, but a process of its tree still holds the holder lock, so a write may be in flight. Nothing reclaims it while the lock is held; wait for that tree to exit (find it with `fuser` on the holder-lock file), or stop it",
             r.owner.pid, r.owner.hostname
         ),
         Liveness::Live(_) => format!(
@@ -543,10 +578,14 @@ fn active_next_step(r: &LockRecord, l: Liveness, managed: bool) -> String {
             r.owner.hostname,
             l.describe()
         ),
-        Liveness::Stale(super::identity::StaleReason::Proven(rule)) => format!(
-            "the holder (pid {}) is proven gone by the {} rule: `run`, `acquire` (also --managed) and `takeover` reclaim it and report the transcript's tail",
+        Liveness::Stale(StaleReason::Proven(rule)) => format!(
+            "the holder (pid {}) is proven gone by the {} rule and its released holder lock: `run`, `acquire` (also --managed) and `takeover` reclaim it and report the transcript's tail",
             r.owner.pid,
             rule.as_str()
+        ),
+        Liveness::Stale(StaleReason::HolderLockReleased) => format!(
+            "every process of the holder's tree (pid {}) is gone: its holder lock is released. Plain `writerctl acquire` reclaims it (`--managed` only under a pod rule)",
+            r.owner.pid
         ),
         Liveness::Stale(_) => format!(
             "the holder (pid {} on this host) is gone; plain `writerctl acquire` reclaims it (`--managed` never does)",

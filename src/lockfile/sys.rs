@@ -806,6 +806,14 @@ pub fn fsync_fd(fd: &OwnedFd) -> io::Result<()> {
     rfs::fsync(fd).map_err(errno_io)
 }
 
+/// The directory's descriptor, for the holder lock's `openat` (`holder_lock.rs`, issue 27),
+/// which keeps its own syscalls beside the evidence rule they serve.
+impl std::os::fd::AsFd for Dir {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
 /// A scratch directory and its open [`Dir`], for unit tests.
 #[cfg(test)]
 pub(crate) fn scratch_dir() -> (tempfile::TempDir, Dir) {

@@ -97,6 +97,7 @@ mod tests {
             reclaim: ReclaimPolicy::Never,
             transcript: None,
             certified: None,
+            holder_lock: false,
         }
     }
 

@@ -389,6 +389,8 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
 fn give_back(cfg: &RunConfig, lease: &Lease, error: RunError) -> RunOutcome {
     let handoff = match crate::lockfile::give_back::give_back(&cfg.site, lease, Some(&cfg.transcript)) {
         Ok(GaveBack::Released) => Handoff::Released,
+        // The crashed writer's record is back (issue 27): active, as the run found it.
+        Ok(GaveBack::PredecessorRestored) => Handoff::Kept,
         Ok(GaveBack::SealRestored) => match lease.took_over.as_ref().and_then(|p| p.sealed.seal()) {
             Some(seal) => Handoff::Sealed { sealed_at: seal.sealed_at.clone(), transcript: seal.transcript.clone() },
             None => Handoff::Kept,
@@ -408,6 +410,8 @@ fn acquire_waiting(cfg: &RunConfig, rx: &Receiver<Msg>, log: &mut dyn FnMut(Even
         reclaim: ReclaimPolicy::Never,
         transcript: Some(cfg.transcript.clone()),
         certified: cfg.gate.then(|| Certified { proof: ProofOptions::default(), progress: cfg.progress.clone() }),
+        // Issue 27: the lease keeps a holder lock, and the writer inherits it (`spawn_writer`).
+        holder_lock: true,
     };
     let mut last_reason = String::new();
     wait::acquire_waiting(&cfg.site, &opts, &SystemProbe, cfg.wait, &mut |pause, e| {
@@ -487,12 +491,27 @@ fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<std::process::Child, R
             c
         }
     };
-    cmd.env("WRITERCTL_RUNTIME_DIR", &cfg.transcript.runtime_dir)
+    // Issue 27: the writer inherits a duplicate of the lease's holder-lock descriptor, so the
+    // kernel keeps the lock while any process of its tree lives — one that escaped the
+    // process group, or outlived a SIGKILLed supervisor — and `status` and `acquire` call the
+    // lock alive instead of reclaiming it. Our copy is closed once the child has started.
+    let inherited = match lease.holder_lock.as_ref().map(|h| h.inheritable_dup()).transpose() {
+        Ok(fd) => fd,
+        Err(source) => return Err(RunError::Spawn { command: "the holder lock (dup)".into(), source }),
+    };
+    if let Some(fd) = &inherited {
+        use std::os::fd::AsRawFd;
+        // Named for writers that close inherited descriptors: this one must stay open.
+        cmd.env("WRITERCTL_HOLDER_LOCK_FD", fd.as_raw_fd().to_string());
+    }
+    let spawned = cmd
+        .env("WRITERCTL_RUNTIME_DIR", &cfg.transcript.runtime_dir)
         .env("WRITERCTL_SESSION", &cfg.site.session_id)
         .env("WRITERCTL_LOCK", cfg.site.lock_path())
         .env("WRITERCTL_TRANSCRIPT", transcript)
         .env("WRITERCTL_OWNER_TOKEN", lease.owner.expose())
-        // The fencing epoch of our record: a writer that stamps its output with it makes a
+        // Our record's epoch (replacements since the lock was last created; not a fencing
+        // token across a release or recovery): a writer that stamps its output with it makes a
         // stale writer's lines recognizable downstream.
         .env("WRITERCTL_EPOCH", lease.record.owner.epoch.to_string())
         // After a reclaim under a pod proof rule the transcript is the crashed writer's, as
@@ -504,7 +523,9 @@ fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<std::process::Child, R
         // and a terminal's Ctrl-C reaches the supervisor first.
         .process_group(0)
         .spawn()
-        .map_err(|source| RunError::Spawn { command: program.to_string_lossy().into_owned(), source })
+        .map_err(|source| RunError::Spawn { command: program.to_string_lossy().into_owned(), source });
+    drop(inherited);
+    spawned
 }
 
 fn spawn_control_thread(bound: Arc<control::Bound>, session: String, tx: Sender<Msg>) {

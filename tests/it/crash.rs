@@ -897,7 +897,13 @@ fn run_writer_ending(e: &WriterEnding) -> Vec<String> {
     // the lock and that a seal still certifies exactly what is on disk.
     std::thread::sleep(Duration::from_millis(1200));
     let files = lock_files(&env.lock_dir());
-    if files.keys().any(|n| n != &format!("{S}.lock")) {
+    // A kept active record names its holder-lock file (issue 27): that file belongs to it.
+    let named = files
+        .get(&format!("{S}.lock"))
+        .and_then(|b| b.as_deref())
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(b).ok())
+        .and_then(|r| r["writerctl_holder_lock"].as_str().map(str::to_owned));
+    if files.keys().any(|n| n != &format!("{S}.lock") && Some(n) != named.as_ref()) {
         v.push(format!("[run: {}] residue in the lock directory: {:?}", e.name, files.keys()));
     }
     let state = files.get(&format!("{S}.lock")).and_then(|b| b.as_deref().and_then(state_of));

@@ -10,6 +10,7 @@ mod acquire_release;
 mod codes;
 mod crash;
 mod deploy;
+mod evidence;
 mod flags;
 mod handoff;
 mod hostile;

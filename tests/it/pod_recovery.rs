@@ -5,9 +5,10 @@
 //!   --mount-proc`): a writer under `run` SIGKILLed mid-append, restarted in a new pid
 //!   namespace as the same container of the same pod, reclaims with epoch + 1,
 //!   `WRITERCTL_RECOVERED=1` and the torn tail reported;
-//! * the rules on staged records (any user): another container stays fenced, a StatefulSet
-//!   pod's replacement reclaims only with `--statefulset-identity`, partial pod variables
-//!   are refused, no pod variables behave exactly as before.
+//! * the rules on staged records (any user): a rule reclaims only with a released holder
+//!   lock (issue 27: labels alone, or a held lock, stay fenced), another container stays
+//!   fenced, a StatefulSet pod's replacement reclaims only with `--statefulset-identity`,
+//!   partial pod variables are refused, no pod variables behave exactly as before.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -18,12 +19,12 @@ use serde_json::Value;
 use crate::services::skip;
 use crate::support::*;
 
-const UID: &str = "6f1c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f";
+pub(crate) const UID: &str = "6f1c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f";
 const NEW_UID: &str = "0d9e8f7a-6b5c-4d3e-8f1a-2b3c4d5e6f70";
-const S: &str = "pod-session";
-const LIMIT: Duration = Duration::from_secs(30);
+pub(crate) const S: &str = "pod-session";
+pub(crate) const LIMIT: Duration = Duration::from_secs(30);
 
-fn pod_env(uid: &str, name: &str, container: &str) -> Vec<(&'static str, String)> {
+pub(crate) fn pod_env(uid: &str, name: &str, container: &str) -> Vec<(&'static str, String)> {
     vec![
         ("WRITERCTL_POD_UID", uid.into()),
         ("WRITERCTL_POD_NAME", name.into()),
@@ -33,7 +34,7 @@ fn pod_env(uid: &str, name: &str, container: &str) -> Vec<(&'static str, String)
     ]
 }
 
-fn cli(env: &TestEnv, args: &[&str], vars: &[(&'static str, String)]) -> Run {
+pub(crate) fn cli(env: &TestEnv, args: &[&str], vars: &[(&'static str, String)]) -> Run {
     let mut c = env.cmd();
     c.args(args).arg("--runtime-dir").arg(env.runtime());
     for (k, v) in vars {
@@ -42,29 +43,71 @@ fn cli(env: &TestEnv, args: &[&str], vars: &[(&'static str, String)]) -> Run {
     run_bounded(c, LIMIT).unwrap_or_else(|| panic!("`{}` hung", args.join(" ")))
 }
 
-/// A writerctl active record held in another pid namespace (a number that is not ours) by
-/// `pod`'s container, with epoch 4.
-fn stage_pod_record(env: &TestEnv, uid: &str, name: &str, container: &str) {
+/// The holder-lock evidence a staged record carries (issue 27).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Evidence {
+    /// No `writerctl_holder_lock` (written by `acquire`, qwen-code or an older writerctl).
+    None,
+    /// A holder-lock file nobody holds: the old tree is gone.
+    Released,
+    /// A holder-lock file this test process holds locked: the old tree lives.
+    Held,
+}
+
+/// A writerctl active record held in another pid namespace (a number that is not ours) of
+/// this boot by `pod`'s container, with epoch 4 and `evidence`. With `Evidence::Held`, the
+/// returned file holds the lock until dropped.
+pub(crate) fn stage_pod_record_with(
+    env: &TestEnv,
+    uid: &str,
+    name: &str,
+    container: &str,
+    evidence: Evidence,
+) -> Option<std::fs::File> {
     let l = local();
+    let holder_name = format!("{S}.lock.holder.{}", uuid::Uuid::new_v4());
+    let holder_key = match evidence {
+        Evidence::None => String::new(),
+        _ => format!(r#","writerctl_holder_lock":"{holder_name}""#),
+    };
     let rec = qwen_active(S, "0b6f7c2e-4f1e-4a5e-9d8e-1c2b3a4d5e6f", 7, Some(&format!("linux:{}:100", l.boot_id)), Some(l.pid_ns + 1), &l.hostname)
         .replacen(
             '}',
             &format!(
-                r#","writer":"writerctl test","writerctl_epoch":4,"writerctl_pod":{{"uid":"{uid}","name":"{name}","namespace":"writers","container":"{container}"}}}}"#
+                r#","writer":"writerctl test","writerctl_epoch":4,"writerctl_pod":{{"uid":"{uid}","name":"{name}","namespace":"writers","container":"{container}"}}{holder_key}}}"#
             ),
             1,
         );
     stage(&env.lock(S), rec.as_bytes());
+    if evidence == Evidence::None {
+        return None;
+    }
+    let path = env.lock_dir().join(&holder_name);
+    let f = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(path).unwrap();
+    if evidence == Evidence::Held {
+        rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
+        return Some(f);
+    }
+    None
 }
 
-fn lock_obj(env: &TestEnv) -> serde_json::Map<String, Value> {
+/// [`stage_pod_record_with`] without a holder lock: labels only.
+fn stage_pod_record(env: &TestEnv, uid: &str, name: &str, container: &str) {
+    stage_pod_record_with(env, uid, name, container, Evidence::None);
+}
+
+fn holder_files(env: &TestEnv) -> Vec<String> {
+    env.lock_dir_names().into_iter().filter(|n| n.contains(".holder.")).collect()
+}
+
+pub(crate) fn lock_obj(env: &TestEnv) -> serde_json::Map<String, Value> {
     serde_json::from_slice(&std::fs::read(env.lock(S)).unwrap()).unwrap()
 }
 
 #[test]
 fn the_same_container_of_the_same_pod_reclaims_even_in_managed_mode() {
     let env = TestEnv::new();
-    stage_pod_record(&env, UID, "w-abc", "writer");
+    stage_pod_record_with(&env, UID, "w-abc", "writer", Evidence::Released);
     let tf = env.tmp.path().join("t.token");
     let r = cli(
         &env,
@@ -84,6 +127,38 @@ fn the_same_container_of_the_same_pod_reclaims_even_in_managed_mode() {
     let st: Value = serde_json::from_str(&cli(&env, &["status", "--json", "--session", S], &[]).stdout).unwrap();
     assert_eq!(st["owner"]["rule"], "container_restarted");
     assert_eq!(st["owner"]["recovered_from"]["pod_name"], "w-abc");
+    assert!(
+        holder_files(&env).is_empty(),
+        "the released predecessor's holder file is residue: {:?}",
+        holder_files(&env)
+    );
+}
+
+/// Issue 27 reproduction 1, staged: the same four pod variables in another pid namespace
+/// prove nothing. Without a holder lock the record stays fenced and `status` names the
+/// missing evidence; with one that a live tree holds, it is alive — for plain and managed
+/// acquisition alike.
+#[test]
+fn pod_variables_alone_never_reclaim_and_a_held_holder_lock_is_alive() {
+    let vars = pod_env(UID, "w-abc", "writer");
+    for (evidence, code) in [(Evidence::None, "pod_rule_needs_evidence"), (Evidence::Held, "holder_lock_held")] {
+        let env = TestEnv::new();
+        let _held = stage_pod_record_with(&env, UID, "w-abc", "writer", evidence);
+        let before = std::fs::read(env.lock(S)).unwrap();
+        for args in [&["acquire", "--managed", "--json", "--session", S][..], &["acquire", "--json", "--session", S]] {
+            cli(&env, args, &vars).assert_error(3, "session_writer_conflict");
+            assert_eq!(std::fs::read(env.lock(S)).unwrap(), before, "{evidence:?} {args:?}: the record changed");
+        }
+        let st: Value = serde_json::from_str(&cli(&env, &["status", "--json", "--session", S], &vars).stdout).unwrap();
+        assert_eq!(st["liveness"]["code"], code, "{evidence:?}: {st}");
+        assert_eq!(st["live"], true);
+        let next = st["next_step"].as_str().unwrap();
+        assert!(!next.contains("acquire` reclaims") && !next.contains("(also --managed)"), "{next}");
+        if evidence == Evidence::None {
+            let why = st["liveness"]["description"].as_str().unwrap();
+            assert!(why.contains("no holder lock"), "say which evidence is missing: {why}");
+        }
+    }
 }
 
 #[test]
@@ -111,7 +186,7 @@ fn another_container_or_another_pod_stays_fenced() {
 fn a_replaced_statefulset_pod_reclaims_only_with_the_opt_in() {
     for how in ["flag", "env"] {
         let env = TestEnv::new();
-        stage_pod_record(&env, UID, "w-0", "writer");
+        stage_pod_record_with(&env, UID, "w-0", "writer", Evidence::Released);
         let mut vars = pod_env(NEW_UID, "w-0", "writer");
         let mut args = vec!["acquire", "--managed", "--json", "--session", S];
         match how {
@@ -163,10 +238,11 @@ fn partial_pod_variables_are_refused_and_none_records_exactly_as_before() {
 #[test]
 fn records_with_pod_keys_round_trip_through_the_qwen_format() {
     let env = TestEnv::new();
-    stage_pod_record(&env, UID, "w-abc", "writer");
+    stage_pod_record_with(&env, UID, "w-abc", "writer", Evidence::Released);
     let raw = std::fs::read(env.lock(S)).unwrap();
     let rec = writerctl::lockfile::record::parse_record(&raw).expect("a valid qwen record");
     assert_eq!(rec.owner.pod.as_ref().unwrap().container, "writer");
+    assert!(rec.owner.holder_lock.as_deref().is_some_and(|h| h.starts_with(&format!("{S}.lock.holder."))));
     // Reclaimed, sealed: the sealed record carries the new pod, epoch and recovery.
     let tf = env.tmp.path().join("t.token");
     let vars = pod_env(UID, "w-abc", "writer");
@@ -183,7 +259,7 @@ fn records_with_pod_keys_round_trip_through_the_qwen_format() {
 // real pid namespaces
 // ---------------------------------------------------------------------------------------
 
-fn can_unshare() -> Result<(), String> {
+pub(crate) fn can_unshare() -> Result<(), String> {
     if !rustix::process::geteuid().is_root() {
         return Err("pid namespaces need root".into());
     }
@@ -197,7 +273,7 @@ fn can_unshare() -> Result<(), String> {
 }
 
 /// `unshare --pid --fork --mount-proc --kill-child writerctl run ...`: a container.
-fn container(env: &TestEnv, sock: &Path, extra: &[&str], script: &str) -> Command {
+pub(crate) fn container(env: &TestEnv, sock: &Path, extra: &[&str], script: &str) -> Command {
     let mut c = Command::new("unshare");
     c.args(["--pid", "--fork", "--mount-proc", "--kill-child"]).arg(BIN);
     c.args(["run", "--json", "--session", S]).arg("--runtime-dir").arg(env.runtime());

@@ -69,6 +69,9 @@ impl ProcessProbe for Fake {
 /// `decide` in the record's own domain and in others, with every probe answer.
 fn check_decide(r: &LockRecord) {
     let o = &r.owner;
+    // An empty lock directory: a record naming a holder lock finds no file there.
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = writerctl::lockfile::sys::Dir::open(scratch.path()).unwrap();
     let locals = [
         LocalDomain {
             hostname: o.hostname.clone(),
@@ -87,7 +90,7 @@ fn check_decide(r: &LockRecord) {
     for signal in [Signal0::Delivered, Signal0::NoSuchProcess, Signal0::Indeterminate] {
         for id in [None, o.process_start_identity.clone(), Some(format!("linux:{BOOT}:1"))] {
             for local in &locals {
-                let l = decide(o, local, &Fake(signal, id.clone()));
+                let l = decide(o, local, &Fake(signal, id.clone()), &dir);
                 if o.hostname != local.hostname {
                     assert_eq!(l, Liveness::Live(LiveReason::ForeignHost));
                 }
@@ -100,6 +103,9 @@ fn check_decide(r: &LockRecord) {
                         assert!(id.is_some() && id != o.process_start_identity);
                     }
                     Liveness::Live(_) => {}
+                    Liveness::Stale(StaleReason::HolderLockReleased) => {
+                        panic!("a holder lock released without a holder-lock file")
+                    }
                     Liveness::Stale(StaleReason::Proven(r)) => panic!("a pod rule ({r:?}) without a pod context"),
                 }
             }

@@ -660,8 +660,12 @@ fn a_writer_that_ignores_the_stop_past_grace_is_killed_and_the_active_lock_is_ke
 
     for (s, pid, before) in [(a, pid_a, lock_a), (b, pid_b, lock_b)] {
         assert_eq!(std::fs::read(env.lock(s)).unwrap(), before, "{s}: the active lock changed");
-        assert_eq!(session_files(&env, s), vec![format!("{s}.lock")], "{s}: side files");
+        // Besides the kept record, only the holder-lock file it names (issue 27): free now
+        // that the run's whole tree is gone, which is what lets a plain acquire reclaim it.
         let st = status_of(&env, s);
+        let holder = st.owner.as_ref().and_then(|o| o.holder_lock.clone()).expect("run records a holder lock");
+        assert_eq!(session_files(&env, s), vec![format!("{s}.lock"), holder], "{s}: side files");
+        assert_eq!(st.liveness.as_ref().map(|l| l.code.as_str()), Some("holder_lock_released"), "{s}");
         assert_eq!(st.state, "active", "{s}: {st:?}");
         assert_eq!(st.owner.as_ref().unwrap().pid, pid as u64, "{s}: held by the run");
         assert_eq!(st.live, Some(false), "{s}: the run is gone: {st:?}");

@@ -165,6 +165,8 @@ pub struct OwnerJson {
     pub pod: Option<serde_json::Value>,
     pub recovered_from: Option<serde_json::Value>,
     pub rule: Option<String>,
+    /// The holder-lock file (`writerctl_holder_lock`), for locks taken by `run`.
+    pub holder_lock: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
