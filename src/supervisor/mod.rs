@@ -27,6 +27,7 @@
 
 pub mod control;
 pub mod descendants;
+pub mod pidns;
 
 use std::ffi::OsString;
 use std::os::unix::net::UnixStream;
@@ -82,6 +83,9 @@ pub struct RunConfig {
     /// A launcher that execs the writer after arranging for it to be killed if the
     /// supervisor dies (`writerctl __exec-writer`); `None` starts the writer directly.
     pub launcher: Option<PathBuf>,
+    /// `--pid-namespace`: whether the launcher puts the writer in a pid namespace of its
+    /// own (see [`pidns`]).
+    pub pid_namespace: pidns::Mode,
 }
 
 /// Why a stop began.
@@ -104,6 +108,8 @@ pub enum Event<'a> {
     Listening(&'a std::path::Path),
     /// The writer started.
     ChildStarted(u32),
+    /// Which pid namespace the writer got (and, when shared, why).
+    PidNamespace(&'a pidns::Report),
     /// A stop began; the signal was forwarded to the writer's process group.
     Stopping(StopCause),
     /// The writer ignored the stop past the grace period and was killed.
@@ -188,6 +194,10 @@ pub enum RunError {
     /// stopped and nothing was sealed or released.
     #[error("the lock was lost while the writer ran ({0}); the writer was stopped and nothing was sealed or released")]
     LockLost(LockError),
+    /// `--pid-namespace require`, and the kernel would not give the writer one; the writer
+    /// was not started and the session was handed back.
+    #[error("the writer cannot get a pid namespace of its own ({0}); it was not started")]
+    PidNamespaceRefused(String),
 }
 
 impl RunError {
@@ -203,6 +213,7 @@ impl RunError {
             RunError::DescendantsLeft(_) => ErrorCode::DrainTimeout,
             RunError::LockLost(_) => ErrorCode::SessionNotOwner,
             RunError::HandoffFailed(e) => e.code(),
+            RunError::PidNamespaceRefused(_) => ErrorCode::InvalidArgument,
         }
     }
 
@@ -228,6 +239,9 @@ impl RunError {
             RunError::HandoffFailed(_) => Some(
                 "the active lock was kept (fail closed); `writerctl status` shows why. Fix the transcript or storage problem, then a plain `writerctl acquire` or `writerctl recover` after fencing".into(),
             ),
+            RunError::PidNamespaceRefused(_) => Some(
+                "allow namespaces here (root or CAP_SYS_ADMIN for CLONE_NEWPID; unprivileged user namespaces otherwise; a seccomp profile that permits unshare), or pass --pid-namespace auto (WRITERCTL_PID_NAMESPACE=auto) to run in the shared namespace, where the inherited holder lock marks survivors".into(),
+            ),
         }
     }
 }
@@ -243,6 +257,8 @@ pub struct RunOutcome {
     pub child: Option<ExitStatus>,
     /// The failure, if any.
     pub error: Option<RunError>,
+    /// Which pid namespace the writer got, if it was started.
+    pub pid_namespace: Option<pidns::Report>,
 }
 
 enum Msg {
@@ -337,7 +353,7 @@ pub fn run(cfg: RunConfig, log: &mut dyn FnMut(Event)) -> RunOutcome {
 }
 
 fn failed(error: RunError, handoff: Handoff) -> RunOutcome {
-    RunOutcome { exit_code: error.code().exit_code(), handoff, child: None, error: Some(error) }
+    RunOutcome { exit_code: error.code().exit_code(), handoff, child: None, error: Some(error), pid_namespace: None }
 }
 
 fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dyn FnMut(Event)) -> RunOutcome {
@@ -352,7 +368,7 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
         if let Msg::Signal(sig) = msg {
             log(Event::Stopping(StopCause::Signal(sig)));
             return match hand_off(cfg, &lease, cfg.gate, log) {
-                Ok(h) => RunOutcome { exit_code: 0, handoff: h, child: None, error: None },
+                Ok(h) => RunOutcome { exit_code: 0, handoff: h, child: None, error: None, pid_namespace: None },
                 Err(e) => failed(RunError::HandoffFailed(e), Handoff::Kept),
             };
         }
@@ -365,20 +381,30 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
     log(Event::Listening(&cfg.control_socket));
     spawn_control_thread(bound.clone(), cfg.site.session_id.clone(), tx.clone());
 
-    let child = match spawn_writer(cfg, &lease) {
+    let (mut child, report) = match spawn_writer(cfg, &lease) {
         Ok(c) => c,
         Err(e) => {
             bound.unbind();
             return give_back(cfg, &lease, e);
         }
     };
+    if let Some(report) = &report {
+        log(Event::PidNamespace(report));
+    }
+    if let Some(pidns::Report::Refused(why)) = &report {
+        // The launcher exits at once without starting the writer.
+        let _ = child.wait();
+        bound.unbind();
+        return give_back(cfg, &lease, RunError::PidNamespaceRefused(why.clone()));
+    }
     let pgid = child.id();
     log(Event::ChildStarted(pgid));
     // Never `Child::wait`: the reaper thread owns every wait, including orphans.
     drop(child);
     spawn_reaper(pgid, tx.clone());
-    let outcome = wait_and_hand_off(cfg, &lease, pgid, rx, &bound, log);
+    let mut outcome = wait_and_hand_off(cfg, &lease, pgid, rx, &bound, log);
     bound.unbind();
+    outcome.pid_namespace = report;
     outcome
 }
 
@@ -463,7 +489,10 @@ pub fn check_command(command: &[OsString]) -> Result<(), RunError> {
     }
 }
 
-fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<std::process::Child, RunError> {
+/// Starts the writer (through the launcher when there is one) and reads the launcher's
+/// one-line pid-namespace report; `None` when there is no launcher, or it died before
+/// reporting (its exit is then reported like the writer's).
+fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<(std::process::Child, Option<pidns::Report>), RunError> {
     let (program, args) = cfg.command.split_first().expect("clap requires a command");
     let transcript = cfg.transcript.runtime_dir.join(cfg.transcript.key.as_str());
     // The writer may expect its transcript's directory to exist (qwen creates it, 0700, on
@@ -472,13 +501,32 @@ fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<std::process::Child, R
         use std::os::unix::fs::DirBuilderExt;
         let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
     }
+    let spawn_err = |source| RunError::Spawn { command: program.to_string_lossy().into_owned(), source };
+    // The launcher's report channel: the write end is inherited by the launcher alone (no
+    // other thread of the supervisor starts processes) and closed here right after the spawn.
+    let report_pipe = match &cfg.launcher {
+        Some(_) => {
+            let (r, w) = std::io::pipe().map_err(spawn_err)?;
+            rustix::io::fcntl_setfd(&w, rustix::io::FdFlags::empty()).map_err(|e| spawn_err(e.into()))?;
+            Some((r, w))
+        }
+        None => None,
+    };
     let mut cmd = match &cfg.launcher {
         // The launcher sets PR_SET_PDEATHSIG=SIGKILL and execs the writer in place: if the
         // supervisor is SIGKILLed, its writer dies with it instead of writing on under a lock
         // whose holder (the supervisor) is gone and which plain acquisition may reclaim.
         Some(l) => {
             let mut c = Command::new(l);
-            c.arg("__exec-writer").arg("--parent").arg(own_pid().to_string()).arg("--").arg(program).args(args);
+            c.arg("__exec-writer")
+                .arg("--parent")
+                .arg(own_pid().to_string())
+                .arg("--pid-namespace")
+                .arg(cfg.pid_namespace.as_str());
+            if let Some((_, w)) = &report_pipe {
+                c.arg("--report-fd").arg(std::os::fd::AsRawFd::as_raw_fd(w).to_string());
+            }
+            c.arg("--").arg(program).args(args);
             c
         }
         None => {
@@ -502,9 +550,21 @@ fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<std::process::Child, R
         .stdin(Stdio::inherit())
         // Its own process group: the supervisor forwards stop signals to the whole group,
         // and a terminal's Ctrl-C reaches the supervisor first.
-        .process_group(0)
-        .spawn()
-        .map_err(|source| RunError::Spawn { command: program.to_string_lossy().into_owned(), source })
+        .process_group(0);
+    if cfg.launcher.is_none() {
+        cmd.env(pidns::ENV, "shared");
+    }
+    let child = cmd.spawn().map_err(spawn_err)?;
+    let report = match report_pipe {
+        Some((mut r, w)) => {
+            drop(w);
+            let mut line = String::new();
+            let _ = std::io::Read::read_to_string(&mut r, &mut line);
+            pidns::Report::decode(&line)
+        }
+        None => Some(pidns::Report::Shared("started without the launcher".into())),
+    };
+    Ok((child, report))
 }
 
 fn spawn_control_thread(bound: Arc<control::Bound>, session: String, tx: Sender<Msg>) {
@@ -611,7 +671,7 @@ fn wait_and_hand_off(
         match (msg, &mut state) {
             (Msg::Signal(sig), State::HandedOff { handoff, child, .. }) => {
                 log(Event::Stopping(StopCause::Signal(sig)));
-                return RunOutcome { exit_code: 0, handoff: handoff.clone(), child: Some(*child), error: None };
+                return RunOutcome { exit_code: 0, handoff: handoff.clone(), child: Some(*child), error: None, pid_namespace: None };
             }
             (Msg::Control(stream), State::HandedOff { reply, .. }) => {
                 let _ = control::write_reply(&stream, reply);
@@ -677,7 +737,7 @@ fn wait_and_hand_off(
                     state = State::HandedOff { reply: Box::new(reply), handoff, child: status };
                     continue;
                 }
-                return RunOutcome { exit_code: 0, handoff, child: Some(status), error: None };
+                return RunOutcome { exit_code: 0, handoff, child: Some(status), error: None, pid_namespace: None };
             }
         }
     }
@@ -802,7 +862,7 @@ fn drain_timeout(
     for c in waiting.drain(..) {
         let _ = control::write_reply(&c, &error_reply(&wire(&error)));
     }
-    RunOutcome { exit_code: error.code().exit_code(), handoff: Handoff::Kept, child, error: Some(error) }
+    RunOutcome { exit_code: error.code().exit_code(), handoff: Handoff::Kept, child, error: Some(error), pid_namespace: None }
 }
 
 /// Seal (`seal`: a requested stop with the gate on) or release the lease.
