@@ -42,6 +42,7 @@ struct RunJson {
     sealed_at: Option<String>,
     child_exit_code: Option<i32>,
     child_signal: Option<i32>,
+    pid_namespace: Option<String>,
     exit_code: u8,
 }
 
@@ -528,7 +529,7 @@ fn twenty_four_generations_hand_over_one_at_a_time_through_verified_takeovers() 
         let first = if n == 0 { "acquired" } else { "takeover" };
         assert_eq!(
             names_without_waiting(&evs),
-            [first, "listening", "writer_started", "stopping", "writer_exited", "sealing", "seal"],
+            [first, "listening", "pid_namespace", "writer_started", "stopping", "writer_exited", "sealing", "seal"],
             "generation {n}:\n{}",
             r.stderr
         );
@@ -637,7 +638,7 @@ fn a_writer_that_ignores_the_stop_past_grace_is_killed_and_the_active_lock_is_ke
     assert_session_on_every_event(&evs, a);
     assert_eq!(
         names_without_waiting(&evs),
-        ["acquired", "listening", "writer_started", "stopping", "writer_killed", "writer_exited"],
+        ["acquired", "listening", "pid_namespace", "writer_started", "stopping", "writer_killed", "writer_exited"],
         "{}",
         ra.stderr
     );
@@ -652,7 +653,7 @@ fn a_writer_that_ignores_the_stop_past_grace_is_killed_and_the_active_lock_is_ke
     let evs = events(&rb.stderr);
     assert_eq!(
         names_without_waiting(&evs),
-        ["acquired", "listening", "writer_started", "stopping", "writer_killed", "writer_exited"],
+        ["acquired", "listening", "pid_namespace", "writer_started", "stopping", "writer_killed", "writer_exited"],
         "{}",
         rb.stderr
     );
@@ -713,7 +714,7 @@ exit {code}
         assert_eq!(jsonl(&transcript_path(&env, s)).len(), 2);
         let evs = events(&r.stderr);
         assert_session_on_every_event(&evs, s);
-        assert_eq!(names_without_waiting(&evs), ["acquired", "listening", "writer_started", "writer_exited"]);
+        assert_eq!(names_without_waiting(&evs), ["acquired", "listening", "pid_namespace", "writer_started", "writer_exited"]);
         assert!(!socket_for(&env, s).exists(), "gate {gate}: the control socket was left behind");
     }
 }
@@ -743,6 +744,7 @@ exit 0
                 sealed_at: None,
                 child_exit_code: Some(0),
                 child_signal: None,
+                pid_namespace: Some("own".into()),
                 exit_code: 0
             },
             "gate {gate}"
@@ -751,7 +753,7 @@ exit 0
         assert_eq!(session_files(&env, s), Vec::<String>::new(), "gate {gate}: residue");
         assert_eq!(
             names_without_waiting(&events(&r.stderr)),
-            ["acquired", "listening", "writer_started", "writer_exited", "releasing", "released"]
+            ["acquired", "listening", "pid_namespace", "writer_started", "writer_exited", "releasing", "released"]
         );
     }
 }
@@ -860,6 +862,7 @@ fn a_signal_after_the_takeover_but_before_the_writer_starts_hands_the_session_of
             sealed_at: Some(sealed_at),
             child_exit_code: None,
             child_signal: None,
+            pid_namespace: None,
             exit_code: 0
         }
     );
@@ -887,7 +890,7 @@ fn a_second_sigterm_during_the_seal_does_not_interrupt_it() {
     let evs = events(&r.stderr);
     assert_eq!(
         names_without_waiting(&evs),
-        ["acquired", "listening", "writer_started", "stopping", "writer_exited", "sealing", "seal"],
+        ["acquired", "listening", "pid_namespace", "writer_started", "stopping", "writer_exited", "sealing", "seal"],
         "{}",
         r.stderr
     );
@@ -902,6 +905,7 @@ fn a_second_sigterm_during_the_seal_does_not_interrupt_it() {
             sealed_at: Some(sealed_at),
             child_exit_code: Some(0),
             child_signal: None,
+            pid_namespace: Some("own".into()),
             exit_code: 0
         }
     );
@@ -971,7 +975,7 @@ fn a_prestop_seal_returns_once_the_writer_stopped_and_the_seal_is_on_disk() {
     let evs = events(&p.stderr());
     assert_eq!(
         names_without_waiting(&evs),
-        ["acquired", "listening", "writer_started", "stopping", "writer_exited", "sealing", "seal"]
+        ["acquired", "listening", "pid_namespace", "writer_started", "stopping", "writer_exited", "sealing", "seal"]
     );
     assert_eq!(one(&evs, "stopping").fields.get("cause").map(String::as_str), Some("prestop"));
     assert_eq!(one(&evs, "writer_exited").fields["status"], "exit status: 0");
@@ -991,6 +995,7 @@ fn a_prestop_seal_returns_once_the_writer_stopped_and_the_seal_is_on_disk() {
             sealed_at: Some(sj.sealed_at.clone()),
             child_exit_code: Some(0),
             child_signal: None,
+            pid_namespace: Some("own".into()),
             exit_code: 0
         }
     );
@@ -1083,8 +1088,10 @@ fn the_writer_sees_the_lock_coordinates_and_the_owner_token_in_its_own_process_g
   for v in WRITERCTL_RUNTIME_DIR WRITERCTL_SESSION WRITERCTL_LOCK WRITERCTL_TRANSCRIPT WRITERCTL_OWNER_TOKEN WRITERCTL_EPOCH; do
     if [ -n "${!v+x}" ]; then printf '%s=%s\n' "$v" "${!v}"; else printf '%s unset\n' "$v"; fi
   done
-  read -r _ _ _ _ pgid _ </proc/$$/stat
-  printf 'PID=%s\nPGID=%s\n' "$$" "$pgid"
+  # /proc/self read by the shell itself: pids as run's namespace numbers them.
+  read -r pid _ _ ppid pgid _ </proc/self/stat
+  read -r _ _ _ gppid _ </proc/$ppid/stat
+  printf 'PID=%s\nPGID=%s\nGPPID=%s\nNS=%s\n' "$pid" "$pgid" "$gppid" "$WRITERCTL_PID_NAMESPACE"
 } >"$T_OUT"
 cp "$WRITERCTL_LOCK" "$T_OUT.lock"
 "#;
@@ -1135,7 +1142,10 @@ cp "$WRITERCTL_LOCK" "$T_OUT.lock"
         let writer_pid = vars["PID"];
         assert_eq!(vars["PGID"], writer_pid, "the writer is not its own process group leader");
         assert_ne!(writer_pid, run_pid.to_string());
-        assert_eq!(one(&events(&r.stderr), "writer_started").fields["writer_pid"], writer_pid);
+        // In its own pid namespace, under init, under the launcher the log names.
+        assert_eq!(vars["NS"], "own", "{text}");
+        assert_eq!(one(&events(&r.stderr), "writer_started").fields["writer_pid"], vars["GPPID"]);
+        assert_eq!(r.json::<RunJson>().pid_namespace.as_deref(), Some("own"));
         // The token is never logged.
         assert!(!r.stderr.contains(vars["WRITERCTL_OWNER_TOKEN"]) && !r.stdout.contains(vars["WRITERCTL_OWNER_TOKEN"]));
     }
@@ -1204,6 +1214,7 @@ while :; do sleep 0.05; done
                 sealed_at: None,
                 child_exit_code: code,
                 child_signal: signal,
+                pid_namespace: Some("own".into()),
                 exit_code: 0
             },
             "SIG{name}"
@@ -1218,7 +1229,7 @@ while :; do sleep 0.05; done
         if name != "INT" {
             got_names.retain(|n| *n != "descendants_stopped");
         }
-        let mut want = vec!["acquired", "listening", "writer_started", "stopping", "writer_exited"];
+        let mut want = vec!["acquired", "listening", "pid_namespace", "writer_started", "stopping", "writer_exited"];
         if name == "INT" {
             want.push("descendants_stopped");
         }
@@ -1313,7 +1324,7 @@ fn log_lines_stay_whole_while_the_writer_writes_to_the_same_stderr() {
     const RUNS: usize = 10;
     let script = r#"
 ( trap 'exit 0' TERM; while :; do printf 'writer noise\n' >&2; done ) &
-echo $$ >"$T_READY.tmp" && mv "$T_READY.tmp" "$T_READY"
+read -r pid _ </proc/self/stat; echo $pid >"$T_READY.tmp" && mv "$T_READY.tmp" "$T_READY"
 trap 'exit 0' TERM
 while :; do sleep 0.05; done
 "#;
@@ -1367,9 +1378,19 @@ fn a_tokenless_seal_with_an_unsafe_socket_directory_is_invalid_argument() {
 /// and ignores SIGTERM: it gets the rest of the grace period, then SIGKILL, and only once
 /// the kernel says no descendant is left is the transcript sealed (issue 21: "past --grace
 /// it kills them and still seals only a transcript no process can reach").
+///
+/// In the shared pid namespace (`off`) the supervisor's drain does it; in an own namespace
+/// the straggler dies with init when the writer exits (the kernel's namespace kill).
 #[test]
 fn a_straggler_in_the_writers_group_is_killed_before_the_seal() {
-    const S: &str = "run-straggler";
+    for mode in ["off", "auto"] {
+        straggler_is_killed_before_the_seal(mode);
+    }
+}
+
+fn straggler_is_killed_before_the_seal(mode: &str) {
+    let s = format!("run-straggler-{mode}");
+    let s = s.as_str();
     let env = TestEnv::new();
     let ready = env.tmp.path().join("ready");
     let script = r#"
@@ -1377,7 +1398,8 @@ trap 'exit 0' TERM
 ( trap '' TERM; : >"$T_READY"; while :; do echo '{"straggler":true}' >> "$WRITERCTL_TRANSCRIPT"; sleep 0.05; done ) &
 while :; do sleep 0.05; done
 "#;
-    let mut p = start_run(&env, S, true, &["--json", "--grace", "1"], script, &[("T_READY", ready.to_str().unwrap())]);
+    let extra = ["--json", "--grace", "1", "--pid-namespace", mode];
+    let mut p = start_run(&env, s, true, &extra, script, &[("T_READY", ready.to_str().unwrap())]);
     let pid = p.pid();
     p.wait_event("writer_started");
     wait_until("the writer to be ready", || ready.exists());
@@ -1385,23 +1407,17 @@ while :; do sleep 0.05; done
     let r = p.finish();
     r.assert_ok();
     let evs = events(&r.stderr);
-    assert_eq!(
-        names_without_waiting(&evs),
-        [
-            "acquired",
-            "listening",
-            "writer_started",
-            "stopping",
-            "writer_exited",
-            "descendants_stopped",
-            "sealing",
-            "seal"
-        ]
-    );
-    assert_eq!(one(&evs, "descendants_stopped").fields["killed"], "true");
+    let mut want = vec!["acquired", "listening", "pid_namespace", "writer_started", "stopping", "writer_exited"];
+    if mode == "off" {
+        want.push("descendants_stopped");
+        assert_eq!(one(&evs, "descendants_stopped").fields["killed"], "true");
+    }
+    want.extend(["sealing", "seal"]);
+    assert_eq!(names_without_waiting(&evs), want, "{mode}");
+    assert_eq!(one(&evs, "pid_namespace").fields["mode"], if mode == "off" { "shared" } else { "own" });
     // Nothing writes any more, and the seal certifies exactly what is there.
-    assert_transcript_stays(&env, S, "a writer survived");
-    assert_sealed_matching(&env, S, pid);
+    assert_transcript_stays(&env, s, "a writer survived");
+    assert_sealed_matching(&env, s, pid);
 }
 
 /// Issue 21 item 1, reproduced as filed: generation 1's writer starts a process that
@@ -1411,7 +1427,15 @@ while :; do sleep 0.05; done
 /// process before it seals, so the late line never lands.
 #[test]
 fn an_escaped_descendant_is_stopped_before_the_seal_and_never_writes_after_the_handoff() {
-    const S: &str = "run-escaped";
+    for mode in ["off", "auto"] {
+        escaped_descendant_never_writes_after_the_handoff(mode);
+    }
+}
+
+/// `off`: the supervisor's drain stops it with SIGTERM; own namespace: it dies with init.
+fn escaped_descendant_never_writes_after_the_handoff(mode: &str) {
+    let s = format!("run-escaped-{mode}");
+    let s = s.as_str();
     let env = TestEnv::new();
     let ready = env.tmp.path().join("ready");
     let gen1 = r#"
@@ -1425,12 +1449,13 @@ while :; do sleep 0.05; done
 trap 'exit 0' TERM
 while :; do echo '{"gen":2}' >> "$WRITERCTL_TRANSCRIPT"; sleep 0.1; done
 "#;
-    std::fs::create_dir_all(transcript_path(&env, S).parent().unwrap()).unwrap();
-    let mut g1 = start_run(&env, S, true, &["--json", "--grace", "10"], gen1, &[("T_READY", ready.to_str().unwrap())]);
+    std::fs::create_dir_all(transcript_path(&env, s).parent().unwrap()).unwrap();
+    let extra = ["--json", "--grace", "10", "--pid-namespace", mode];
+    let mut g1 = start_run(&env, s, true, &extra, gen1, &[("T_READY", ready.to_str().unwrap())]);
     g1.wait_event("writer_started");
     wait_until("generation 1 to be ready", || ready.exists());
     // The same control socket: generation 2 binds it only once it holds the lock.
-    let mut g2 = start_run(&env, S, true, &["--json", "--wait", "20"], gen2, &[]);
+    let mut g2 = start_run(&env, s, true, &["--json", "--wait", "20"], gen2, &[]);
     std::thread::sleep(Duration::from_millis(300));
     g1.signal(Signal::TERM);
     let r1 = g1.finish();
@@ -1438,14 +1463,16 @@ while :; do echo '{"gen":2}' >> "$WRITERCTL_TRANSCRIPT"; sleep 0.1; done
     let j: RunJson = r1.json();
     assert_eq!(j.handoff, "sealed");
     let evs = events(&r1.stderr);
-    assert_eq!(one(&evs, "descendants_stopped").fields["killed"], "false", "SIGTERM was enough");
+    if mode == "off" {
+        assert_eq!(one(&evs, "descendants_stopped").fields["killed"], "false", "SIGTERM was enough");
+    }
     g2.wait_event("writer_started");
     // Past the escaped process's 1.5 s: its line must not appear.
     std::thread::sleep(Duration::from_millis(2500));
     g2.signal(Signal::TERM);
     g2.finish().assert_ok();
-    let lines = jsonl(&transcript_path(&env, S));
-    assert!(lines.iter().all(|l| !l.contains_key("late")), "the escaped descendant wrote after the handoff: {lines:?}");
+    let lines = jsonl(&transcript_path(&env, s));
+    assert!(lines.iter().all(|l| !l.contains_key("late")), "{mode}: the escaped descendant wrote after the handoff: {lines:?}");
     assert!(lines.iter().filter(|l| l.get("gen") == Some(&Value::from(2))).count() >= 5, "{lines:?}");
 }
 
@@ -1476,7 +1503,7 @@ fn a_killed_supervisor_takes_its_writer_with_it() {
         S,
         true,
         &[],
-        r#"echo $$ >"$T_READY.tmp"; mv "$T_READY.tmp" "$T_READY"; while :; do sleep 0.05; done"#,
+        r#"read -r pid _ </proc/self/stat; echo $pid >"$T_READY.tmp"; mv "$T_READY.tmp" "$T_READY"; while :; do sleep 0.05; done"#,
         &[("T_READY", ready.to_str().unwrap())],
     );
     p.wait_event("writer_started");
