@@ -130,6 +130,7 @@ fn log(session: &str, e: Event) {
                 ("host", out.holder.hostname.clone()),
                 ("pid", out.holder.pid.to_string()),
                 ("sealed_at", out.sealed_at.clone()),
+                ("exclusive", out.record.seal().and_then(|s| s.exclusive.clone()).unwrap_or_default()),
             ],
         ),
         Event::Released => log_event("released", &[s]),

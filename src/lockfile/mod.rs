@@ -34,6 +34,7 @@
 
 pub mod acquire;
 pub mod error;
+pub mod exclusive;
 pub mod failpoint;
 pub mod give_back;
 pub mod identity;

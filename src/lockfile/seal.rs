@@ -25,6 +25,7 @@ use serde_json::{Map, Value};
 use time::OffsetDateTime;
 
 use super::error::{HolderInfo, LockError, Unavailable};
+use super::exclusive::{EXCLUSIVE_KEY, Exclusive};
 use super::primitives::{check_claim, install, remove_exact, require_absent};
 use super::record::{
     IDENTITY_KEY, LockRecord, OwnerToken, Schema, SealedIdentity, TranscriptProof, format_timestamp, parse_record,
@@ -54,11 +55,14 @@ pub struct SealOutcome {
 /// `schema_version` and `state` overwritten in place, then `sealed_at` and `transcript`
 /// appended (QWEN_FORMAT §2.1).
 ///
-/// `identity` (writerctl's extension, see [`SealedIdentity`]) goes last, after `transcript`.
+/// `identity` (writerctl's extension, see [`SealedIdentity`]) goes after `transcript`, then
+/// `exclusive` (`writerctl_exclusive`, see [`super::exclusive`]) when the sealer proved or
+/// tried to prove exclusivity.
 pub fn sealed_record(
     active: &LockRecord,
     proof: &TranscriptProof,
     identity: Option<SealedIdentity>,
+    exclusive: Option<&Exclusive>,
     sealed_at: &str,
 ) -> Result<LockRecord, LockError> {
     let mut map: Map<String, Value> = serde_json::from_slice(&active.raw)
@@ -68,10 +72,14 @@ pub fn sealed_record(
     map.shift_remove("sealed_at");
     map.shift_remove("transcript");
     map.shift_remove(IDENTITY_KEY);
+    map.shift_remove(EXCLUSIVE_KEY);
     map.insert("sealed_at".into(), Value::from(sealed_at));
     map.insert("transcript".into(), serde_json::to_value(proof).expect("proof serializes"));
     if let Some(id) = identity {
         map.insert(IDENTITY_KEY.into(), serde_json::to_value(id).expect("identity serializes"));
+    }
+    if let Some(ex) = exclusive {
+        map.insert(EXCLUSIVE_KEY.into(), Value::from(ex.record_value()));
     }
     let raw = serde_json::to_vec(&map).expect("record serializes");
     let rec = parse_record(&raw)
@@ -89,7 +97,21 @@ pub fn seal(
     proof_opts: ProofOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<SealOutcome, LockError> {
-    seal_as(site, runtime_dir, key, token, None, proof_opts, progress)
+    seal_as(site, runtime_dir, key, token, None, None, proof_opts, progress)
+}
+
+/// [`seal`], recording the exclusivity proof the caller (`run`, after its drain) obtained
+/// with [`super::exclusive::prove`] just before.
+pub fn seal_proven(
+    site: &LockSite,
+    runtime_dir: &Path,
+    key: &TranscriptKey,
+    token: &OwnerToken,
+    exclusive: &Exclusive,
+    proof_opts: ProofOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<SealOutcome, LockError> {
+    seal_as(site, runtime_dir, key, token, None, Some(exclusive), proof_opts, progress)
 }
 
 /// Puts back, byte for byte, the sealed record `sealed` that a certified takeover by `token`
@@ -105,7 +127,7 @@ pub fn restore_seal(
     sealed: &LockRecord,
     proof_opts: ProofOptions,
 ) -> Result<SealOutcome, LockError> {
-    seal_as(site, runtime_dir, key, token, Some(sealed), proof_opts, &mut |_, _| {})
+    seal_as(site, runtime_dir, key, token, Some(sealed), None, proof_opts, &mut |_, _| {})
 }
 
 /// The seal protocol; `restore` is the sealed record to put back instead of a new one.
@@ -115,6 +137,7 @@ fn seal_as(
     key: &TranscriptKey,
     token: &OwnerToken,
     restore: Option<&LockRecord>,
+    exclusive: Option<&Exclusive>,
     proof_opts: ProofOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<SealOutcome, LockError> {
@@ -126,7 +149,7 @@ fn seal_as(
     let (sealed, sealed_at) = match restore {
         None => {
             let at = format_timestamp(OffsetDateTime::now_utc());
-            (sealed_record(&active, &proof.proof, proof.identity(), &at)?, at)
+            (sealed_record(&active, &proof.proof, proof.identity(), exclusive, &at)?, at)
         }
         Some(prev) => {
             let info = prev

@@ -45,7 +45,7 @@ use crate::error::ErrorCode;
 use crate::lockfile::acquire::{Certified, TranscriptRef};
 use crate::lockfile::identity::{SystemProbe, holder};
 use crate::lockfile::release::read_owned;
-use crate::lockfile::seal::{SealOutcome, seal};
+use crate::lockfile::seal::{SealOutcome, seal_proven};
 use crate::lockfile::sys::own_pid;
 use crate::lockfile::transcript::ProofOptions;
 use crate::lockfile::wait;
@@ -144,6 +144,8 @@ pub enum Handoff {
         sealed_at: String,
         /// The proof.
         transcript: crate::lockfile::record::TranscriptProof,
+        /// `writerctl_exclusive` as recorded (see [`crate::lockfile::exclusive`]).
+        exclusive: Option<String>,
     },
     /// Released (gate off, or nothing was written).
     Released,
@@ -198,6 +200,11 @@ pub enum RunError {
     /// was not started and the session was handed back.
     #[error("the writer cannot get a pid namespace of its own ({0}); it was not started")]
     PidNamespaceRefused(String),
+    /// Every process of the writer's tree is gone, yet an open file description outside it
+    /// can still write the transcript (one passed over a unix socket, say): no seal; the
+    /// active lock was kept.
+    #[error("the writer stopped, but {0}; nothing was sealed and the active lock was kept (fail closed)")]
+    TranscriptOpenElsewhere(crate::lockfile::exclusive::OpenForWriting),
 }
 
 impl RunError {
@@ -214,6 +221,7 @@ impl RunError {
             RunError::LockLost(_) => ErrorCode::SessionNotOwner,
             RunError::HandoffFailed(e) => e.code(),
             RunError::PidNamespaceRefused(_) => ErrorCode::InvalidArgument,
+            RunError::TranscriptOpenElsewhere(_) => ErrorCode::SessionWriterUnavailable,
         }
     }
 
@@ -238,6 +246,9 @@ impl RunError {
             ),
             RunError::HandoffFailed(_) => Some(
                 "the active lock was kept (fail closed); `writerctl status` shows why. Fix the transcript or storage problem, then a plain `writerctl acquire` or `writerctl recover` after fencing".into(),
+            ),
+            RunError::TranscriptOpenElsewhere(_) => Some(
+                "a process outside the writer's tree holds the transcript open for writing (a descriptor passed over a unix socket, a helper started through a daemon); find it (`fuser -v TRANSCRIPT`, `ls -l /proc/*/fd`), stop it, then seal again or `writerctl recover`".into(),
             ),
             RunError::PidNamespaceRefused(_) => Some(
                 "allow namespaces here (root or CAP_SYS_ADMIN for CLONE_NEWPID; unprivileged user namespaces otherwise; a seccomp profile that permits unshare), or pass --pid-namespace auto (WRITERCTL_PID_NAMESPACE=auto) to run in the shared namespace, where the inherited holder lock marks survivors".into(),
@@ -369,7 +380,7 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
             log(Event::Stopping(StopCause::Signal(sig)));
             return match hand_off(cfg, &lease, cfg.gate, log) {
                 Ok(h) => RunOutcome { exit_code: 0, handoff: h, child: None, error: None, pid_namespace: None },
-                Err(e) => failed(RunError::HandoffFailed(e), Handoff::Kept),
+                Err(e) => failed(e, Handoff::Kept),
             };
         }
     }
@@ -416,7 +427,11 @@ fn give_back(cfg: &RunConfig, lease: &Lease, error: RunError) -> RunOutcome {
     let handoff = match crate::lockfile::give_back::give_back(&cfg.site, lease, Some(&cfg.transcript)) {
         Ok(GaveBack::Released) => Handoff::Released,
         Ok(GaveBack::SealRestored) => match lease.took_over.as_ref().and_then(|p| p.sealed.seal()) {
-            Some(seal) => Handoff::Sealed { sealed_at: seal.sealed_at.clone(), transcript: seal.transcript.clone() },
+            Some(seal) => Handoff::Sealed {
+                sealed_at: seal.sealed_at.clone(),
+                transcript: seal.transcript.clone(),
+                exclusive: seal.exclusive.clone(),
+            },
             None => Handoff::Kept,
         },
         Err(_) => Handoff::Kept,
@@ -597,7 +612,7 @@ fn spawn_control_thread(bound: Arc<control::Bound>, session: String, tx: Sender<
 }
 
 fn error_reply(e: &WireError) -> Reply {
-    Reply { ok: false, state: None, sealed_at: None, transcript: None, error: Some(e.clone()) }
+    Reply { ok: false, state: None, sealed_at: None, transcript: None, exclusive: None, error: Some(e.clone()) }
 }
 
 fn wire(e: &RunError) -> WireError {
@@ -718,17 +733,19 @@ fn wait_and_hand_off(
                 let result = hand_off(cfg, lease, cfg.gate && rule == AfterExit::HandOff, log);
                 let reply = match &result {
                     Ok(h) => success_reply(h),
-                    Err(e) => error_reply(&WireError {
+                    // The engine's own error goes on the wire (as before); a refusal of ours as is.
+                    Err(RunError::HandoffFailed(e)) => error_reply(&WireError {
                         code: e.code().as_str().into(),
                         message: e.to_string(),
                         hint: e.hint(),
                     }),
+                    Err(e) => error_reply(&wire(e)),
                 };
                 reply_all(&mut waiting_clients, &reply);
                 let handoff = match result {
                     Ok(h) => h,
                     Err(e) => {
-                        return RunOutcome { child: Some(status), ..failed(RunError::HandoffFailed(e), Handoff::Kept) };
+                        return RunOutcome { child: Some(status), ..failed(e, Handoff::Kept) };
                     }
                 };
                 // After a preStop handoff, stay until the signal that ends the pod, so the
@@ -820,14 +837,22 @@ fn reply_all(clients: &mut Vec<UnixStream>, reply: &Reply) {
 
 fn success_reply(h: &Handoff) -> Reply {
     match h {
-        Handoff::Sealed { sealed_at, transcript } => Reply {
+        Handoff::Sealed { sealed_at, transcript, exclusive } => Reply {
             ok: true,
             state: Some("sealed".into()),
             sealed_at: Some(sealed_at.clone()),
             transcript: Some(transcript.clone()),
+            exclusive: exclusive.clone(),
             error: None,
         },
-        _ => Reply { ok: true, state: Some("released".into()), sealed_at: None, transcript: None, error: None },
+        _ => Reply {
+            ok: true,
+            state: Some("released".into()),
+            sealed_at: None,
+            transcript: None,
+            exclusive: None,
+            error: None,
+        },
     }
 }
 
@@ -866,27 +891,36 @@ fn drain_timeout(
 }
 
 /// Seal (`seal`: a requested stop with the gate on) or release the lease.
-fn hand_off(cfg: &RunConfig, lease: &Lease, seal_it: bool, log: &mut dyn FnMut(Event)) -> Result<Handoff, LockError> {
+///
+/// A seal first proves that no open file description can still write the transcript
+/// ([`crate::lockfile::exclusive::prove`]): the drain proved no *process* of the tree is
+/// left, not that no descriptor is. Refused → no seal, the lock is kept. Unprovable here
+/// (no leases on this filesystem, not the owner) → the seal says so in its record.
+fn hand_off(cfg: &RunConfig, lease: &Lease, seal_it: bool, log: &mut dyn FnMut(Event)) -> Result<Handoff, RunError> {
     log(Event::HandingOff(seal_it));
     if seal_it {
+        let path = cfg.transcript.runtime_dir.join(cfg.transcript.key.as_str());
+        let exclusive = crate::lockfile::exclusive::prove(&path).map_err(RunError::TranscriptOpenElsewhere)?;
         let progress = cfg.progress.clone();
         let mut cb = |d, t| {
             if let Some(p) = &progress {
                 p(d, t)
             }
         };
-        let out = seal(
+        let out = seal_proven(
             &cfg.site,
             &cfg.transcript.runtime_dir,
             &cfg.transcript.key,
             &lease.owner,
+            &exclusive,
             ProofOptions::default(),
             &mut cb,
-        )?;
+        )
+        .map_err(RunError::HandoffFailed)?;
         log(Event::Sealed(&out));
-        Ok(Handoff::Sealed { sealed_at: out.sealed_at, transcript: out.proof })
+        Ok(Handoff::Sealed { sealed_at: out.sealed_at, transcript: out.proof, exclusive: Some(exclusive.record_value()) })
     } else {
-        release(&cfg.site, &lease.owner)?;
+        release(&cfg.site, &lease.owner).map_err(RunError::HandoffFailed)?;
         log(Event::Released);
         Ok(Handoff::Released)
     }

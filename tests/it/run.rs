@@ -1615,3 +1615,90 @@ fn a_lost_lock_stops_the_writer_and_nothing_is_handed_off() {
         assert_transcript_stays(&env, s, &format!("{how}: the writer still writes"));
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// the seal's exclusivity proof (issue 27 item 3)
+// ---------------------------------------------------------------------------------------
+
+/// A plain handoff proves, with a momentary read lease, that nothing could still write the
+/// transcript, and the seal says so: in the record (`writerctl_exclusive`), and in verify
+/// and status --json (`exclusive`).
+#[test]
+fn a_seal_records_its_exclusivity_proof() {
+    const S: &str = "run-exclusive";
+    let env = TestEnv::new();
+    let ready = env.tmp.path().join("ready");
+    let script = r#"trap 'exit 0' TERM; echo '{"a":1}' >>"$WRITERCTL_TRANSCRIPT"; : >"$T_READY"; while :; do sleep 0.05; done"#;
+    let mut p = start_run(&env, S, true, &["--json"], script, &[("T_READY", ready.to_str().unwrap())]);
+    p.wait_event("writer_started");
+    wait_until("the writer to be ready", || ready.exists());
+    p.signal(Signal::TERM);
+    let r = p.finish();
+    r.assert_ok();
+    assert_eq!(lock_json(&env, S)["writerctl_exclusive"], "read_lease");
+    assert_eq!(one(&events(&r.stderr), "seal").fields["exclusive"], "read_lease");
+    let v: Value = serde_json::from_str(&cli(&env, &["verify", "--json", "--session", S], false).assert_ok().stdout).unwrap();
+    assert_eq!(v["exclusive"], "read_lease", "{v}");
+    assert_eq!(status_of(&env, S).proof.expect("sealed").exclusive.as_deref(), Some("read_lease"));
+}
+
+/// Issue 27 item 3, reproduced: the writer passes its transcript descriptor over a unix
+/// socket (SCM_RIGHTS) to a process outside its tree, then stops cleanly. The drain proves
+/// no process of the tree is left — but the passed description can still append. Before:
+/// sealed, exit 0. Now: the lease is refused, nothing is sealed, the active lock is kept,
+/// and run exits 75 (session_writer_unavailable) naming the cause.
+#[test]
+fn a_transcript_descriptor_passed_outside_the_tree_refuses_the_seal() {
+    const S: &str = "run-scm-rights";
+    let Some(python) = ["/usr/bin/python3", "/bin/python3"].into_iter().find(|p| Path::new(p).exists()) else {
+        crate::services::skip("a_transcript_descriptor_passed_outside_the_tree_refuses_the_seal", "python3 is not installed");
+        return;
+    };
+    let env = TestEnv::new();
+    let sock = env.tmp.path().join("fd.sock");
+    let got = env.tmp.path().join("got");
+    let ready = env.tmp.path().join("ready");
+    // The outside process: not started by run, so neither its drain nor its namespace reaches it.
+    let mut holder = Command::new(python)
+        .args([
+            "-c",
+            "import socket,sys,time\nl=socket.socket(socket.AF_UNIX)\nl.bind(sys.argv[1])\nl.listen(1)\nc,_=l.accept()\n_,fds,_,_=socket.recv_fds(c,16,4)\nopen(sys.argv[2]+'.tmp','w').write(str(fds))\nimport os\nos.rename(sys.argv[2]+'.tmp',sys.argv[2])\ntime.sleep(600)\n",
+        ])
+        .arg(&sock)
+        .arg(&got)
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    struct Kill<'a>(&'a mut Child);
+    impl Drop for Kill<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _guard = Kill(&mut holder);
+    wait_until("the outside process to listen", || sock.exists());
+    let script = format!(
+        r#"trap 'exit 0' TERM
+{python} -c 'import socket,os,sys
+s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+fd=os.open(sys.argv[2], os.O_WRONLY|os.O_APPEND|os.O_CREAT, 0o600)
+os.write(fd, b"{{\"a\":1}}\n")
+socket.send_fds(s, [b"x"], [fd])' "$T_SOCK" "$WRITERCTL_TRANSCRIPT" || exit 9
+: >"$T_READY"
+while :; do sleep 0.05; done"#
+    );
+    let vars = [("T_READY", ready.to_str().unwrap()), ("T_SOCK", sock.to_str().unwrap())];
+    let mut p = start_run(&env, S, true, &["--json"], &script, &vars);
+    p.wait_event("writer_started");
+    wait_until("the writer to pass its descriptor", || ready.exists() && got.exists());
+    let lock_before = std::fs::read(env.lock(S)).unwrap();
+    p.signal(Signal::TERM);
+    let r = p.finish();
+    r.assert_error(75, "session_writer_unavailable");
+    let doc: ErrorDoc = r.json();
+    assert!(doc.error.message.contains("open file description"), "{}", doc.error.message);
+    assert!(doc.error.hint.as_deref().is_some_and(|h| h.contains("holds the transcript open")), "{:?}", doc.error.hint);
+    assert_eq!(std::fs::read(env.lock(S)).unwrap(), lock_before, "the active lock is kept, byte for byte");
+    assert!(!names_without_waiting(&events(&r.stderr)).contains(&"seal"), "{}", r.stderr);
+}
