@@ -198,6 +198,10 @@ pub fn exec_writer(args: ExecWriterArgs) -> Result<()> {
         return Ok(());
     }
     let report_fd = args.report_fd.map(take_fd).transpose()?;
+    // Ours alone: neither init nor the writer may inherit it (it would hold the pipe open).
+    if let Some(fd) = &report_fd {
+        rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::CLOEXEC)?;
+    }
     let mode = pidns::Mode::parse(&args.pid_namespace).expect("clap checks the value");
     let mut broken = None;
     let report = pidns::decide(mode, || match pidns::enter() {
@@ -219,8 +223,9 @@ pub fn exec_writer(args: ExecWriterArgs) -> Result<()> {
     {
         return Err(ExitStatus(1).into());
     }
-    if let Some(fd) = report_fd {
-        std::fs::File::from(fd).write_all(report.encode().as_bytes())?;
+    let mut report_file = report_fd.map(std::fs::File::from);
+    if let Some(f) = report_file.as_mut() {
+        f.write_all(report.encode().as_bytes())?;
     }
     match report {
         pidns::Report::Refused(why) => {
@@ -228,11 +233,13 @@ pub fn exec_writer(args: ExecWriterArgs) -> Result<()> {
             Err(ExitStatus(1).into())
         }
         pidns::Report::Shared(_) => {
+            drop(report_file);
             let err = pidns::exec_shared(&args.command);
             eprintln!("writerctl: cannot start the writer {}: {err}", args.command[0].to_string_lossy());
             Err(ExitStatus(127).into())
         }
-        pidns::Report::Own { .. } => pidns::exit_like(pidns::launch(&args.command)?),
+        // The report pipe stays open: the writer's exit status goes up on it (see `launch`).
+        pidns::Report::Own { .. } => pidns::exit_like(pidns::launch(&args.command, report_file)?),
     }
 }
 

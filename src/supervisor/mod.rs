@@ -35,6 +35,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
@@ -392,7 +393,7 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
     log(Event::Listening(&cfg.control_socket));
     spawn_control_thread(bound.clone(), cfg.site.session_id.clone(), tx.clone());
 
-    let (mut child, report) = match spawn_writer(cfg, &lease) {
+    let Started { mut child, report, exits } = match spawn_writer(cfg, &lease) {
         Ok(c) => c,
         Err(e) => {
             bound.unbind();
@@ -412,8 +413,13 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
     log(Event::ChildStarted(pgid));
     // Never `Child::wait`: the reaper thread owns every wait, including orphans.
     drop(child);
-    spawn_reaper(pgid, tx.clone());
-    let mut outcome = wait_and_hand_off(cfg, &lease, pgid, rx, &bound, log);
+    let delivered = Arc::new(AtomicBool::new(false));
+    let exempt = descendants::Exempt(exits.is_some().then_some(pgid));
+    if let Some(exits) = exits {
+        spawn_exit_reader(exits, tx.clone(), delivered.clone());
+    }
+    spawn_reaper(pgid, tx.clone(), delivered);
+    let mut outcome = wait_and_hand_off(cfg, &lease, Writer { pgid, exempt }, rx, &bound, log);
     bound.unbind();
     outcome.pid_namespace = report;
     outcome
@@ -466,12 +472,12 @@ fn acquire_waiting(cfg: &RunConfig, rx: &Receiver<Msg>, log: &mut dyn FnMut(Even
 /// Reaps every child of the supervisor: the writer (reported) and any orphaned descendants
 /// reparented to us (we are a child subreaper, and often PID 1 in a container), so that none
 /// lingers as a zombie and "the writer's process group is empty" can be observed.
-fn spawn_reaper(writer: u32, tx: Sender<Msg>) {
+fn spawn_reaper(writer: u32, tx: Sender<Msg>, delivered: Arc<AtomicBool>) {
     std::thread::spawn(move || {
         loop {
             match rustix::process::wait(rustix::process::WaitOptions::empty()) {
                 Ok(Some((pid, status))) => {
-                    if pid.as_raw_nonzero().get() as u32 == writer {
+                    if pid.as_raw_nonzero().get() as u32 == writer && !delivered.swap(true, Ordering::SeqCst) {
                         let _ = tx.send(Msg::Child(ExitStatus::from_raw(status.as_raw())));
                     }
                 }
@@ -504,10 +510,19 @@ pub fn check_command(command: &[OsString]) -> Result<(), RunError> {
     }
 }
 
+/// The writer as started: the process the supervisor waits for (the launcher, or the writer
+/// itself), the launcher's pid-namespace report, and — in an own namespace — the pipe on
+/// which the launcher sends the writer's exit status.
+struct Started {
+    child: std::process::Child,
+    report: Option<pidns::Report>,
+    exits: Option<std::io::BufReader<std::io::PipeReader>>,
+}
+
 /// Starts the writer (through the launcher when there is one) and reads the launcher's
 /// one-line pid-namespace report; `None` when there is no launcher, or it died before
 /// reporting (its exit is then reported like the writer's).
-fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<(std::process::Child, Option<pidns::Report>), RunError> {
+fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<Started, RunError> {
     let (program, args) = cfg.command.split_first().expect("clap requires a command");
     let transcript = cfg.transcript.runtime_dir.join(cfg.transcript.key.as_str());
     // The writer may expect its transcript's directory to exist (qwen creates it, 0700, on
@@ -570,16 +585,39 @@ fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<(std::process::Child, 
         cmd.env(pidns::ENV, "shared");
     }
     let child = cmd.spawn().map_err(spawn_err)?;
-    let report = match report_pipe {
-        Some((mut r, w)) => {
+    let (report, exits) = match report_pipe {
+        Some((r, w)) => {
             drop(w);
+            let mut r = std::io::BufReader::new(r);
             let mut line = String::new();
-            let _ = std::io::Read::read_to_string(&mut r, &mut line);
-            pidns::Report::decode(&line)
+            let _ = std::io::BufRead::read_line(&mut r, &mut line);
+            let report = pidns::Report::decode(&line);
+            let own = matches!(report, Some(pidns::Report::Own { .. }));
+            (report, own.then_some(r))
         }
-        None => Some(pidns::Report::Shared("started without the launcher".into())),
+        None => (Some(pidns::Report::Shared("started without the launcher".into())), None),
     };
-    Ok((child, report))
+    Ok(Started { child, report, exits })
+}
+
+/// In an own namespace the writer's exit comes from the launcher, on the report pipe, the
+/// moment it happens — while init and the launcher stay until the namespace is empty, so
+/// the drain can give what the writer left the same SIGTERM and grace as in the shared
+/// namespace. Whichever comes first — this line, or the launcher's own exit seen by the
+/// reaper (it was killed, or died before sending) — is *the* writer's exit; `delivered`
+/// makes sure exactly one is.
+fn spawn_exit_reader(mut exits: std::io::BufReader<std::io::PipeReader>, tx: Sender<Msg>, delivered: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        while std::io::BufRead::read_line(&mut exits, &mut line).is_ok_and(|n| n > 0) {
+            if let Some(raw) = pidns::Report::decode_exit(&line)
+                && !delivered.swap(true, Ordering::SeqCst)
+            {
+                let _ = tx.send(Msg::Child(ExitStatus::from_raw(raw)));
+            }
+            line.clear();
+        }
+    });
 }
 
 fn spawn_control_thread(bound: Arc<control::Bound>, session: String, tx: Sender<Msg>) {
@@ -648,14 +686,22 @@ enum State {
     },
 }
 
+/// The process group the supervisor signals, and what its drain must spare.
+#[derive(Clone, Copy)]
+struct Writer {
+    pgid: u32,
+    exempt: descendants::Exempt,
+}
+
 fn wait_and_hand_off(
     cfg: &RunConfig,
     lease: &Lease,
-    pgid: u32,
+    writer: Writer,
     rx: &Receiver<Msg>,
     bound: &control::Bound,
     log: &mut dyn FnMut(Event),
 ) -> RunOutcome {
+    let pgid = writer.pgid;
     let mut state = State::Running;
     let mut forwarded: Option<i32> = None;
     let mut signalled = false;
@@ -664,7 +710,7 @@ fn wait_and_hand_off(
         let msg = match &state {
             State::Stopping { deadline } => match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
                 Ok(m) => m,
-                Err(RecvTimeoutError::Timeout) => return drain_timeout(cfg, pgid, rx, &mut waiting_clients, log),
+                Err(RecvTimeoutError::Timeout) => return drain_timeout(cfg, writer, rx, &mut waiting_clients, log),
                 Err(RecvTimeoutError::Disconnected) => return failed(RunError::DrainTimeout(cfg.grace), Handoff::Kept),
             },
             State::Running => match rx.recv_timeout(cfg.check_interval) {
@@ -672,7 +718,7 @@ fn wait_and_hand_off(
                 Err(RecvTimeoutError::Timeout) => {
                     if let Some(lost) = lock_lost(&cfg.site, lease) {
                         bound.unbind();
-                        return stop_after_loss(cfg, pgid, rx, lost, &mut waiting_clients, log);
+                        return stop_after_loss(cfg, writer, rx, lost, &mut waiting_clients, log);
                     }
                     continue;
                 }
@@ -719,7 +765,7 @@ fn wait_and_hand_off(
                 };
                 // Nothing is handed off — nor left behind a lock whose holder is about to
                 // exit — while a process of the writer's tree can still write.
-                let drained = stop_descendants(deadline, log);
+                let drained = stop_descendants(deadline, writer.exempt, log);
                 let end = WriterEnd { status, stop_requested: forwarded.is_some() };
                 let refused = match (rule, drained) {
                     (AfterExit::Keep, _) => Some(RunError::WriterCrashed(end)),
@@ -763,8 +809,12 @@ fn wait_and_hand_off(
 /// Stops whatever the writer left behind — processes still in its group, and any that left
 /// it (`setsid`, double fork) — with SIGTERM and what is left of the grace period, then
 /// SIGKILL, and proves none is left (see [`descendants`]).
-fn stop_descendants(deadline: Instant, log: &mut dyn FnMut(Event)) -> Result<Drained, DrainError> {
-    let drained = descendants::drain(rustix::process::Signal::TERM, deadline, REAP_AFTER_KILL)?;
+fn stop_descendants(
+    deadline: Instant,
+    exempt: descendants::Exempt,
+    log: &mut dyn FnMut(Event),
+) -> Result<Drained, DrainError> {
+    let drained = descendants::drain(rustix::process::Signal::TERM, deadline, REAP_AFTER_KILL, exempt)?;
     match drained {
         // Only a process already exiting was found (nothing had to be signalled).
         Drained::Nothing | Drained::Stopped(0) => {}
@@ -797,12 +847,13 @@ fn lock_lost(site: &LockSite, lease: &Lease) -> Option<LockError> {
 /// not ours to hand off any more).
 fn stop_after_loss(
     cfg: &RunConfig,
-    pgid: u32,
+    writer: Writer,
     rx: &Receiver<Msg>,
     lost: LockError,
     waiting: &mut Vec<UnixStream>,
     log: &mut dyn FnMut(Event),
 ) -> RunOutcome {
+    let pgid = writer.pgid;
     log(Event::LockLost(&lost));
     forward_stop(pgid, SIGTERM);
     let deadline = Instant::now() + cfg.grace;
@@ -823,7 +874,7 @@ fn stop_after_loss(
         }
     }
     // Whatever is left of the writer's tree is stopped too; the outcome is the same either way.
-    let _ = descendants::drain(rustix::process::Signal::TERM, deadline, REAP_AFTER_KILL);
+    let _ = descendants::drain(rustix::process::Signal::TERM, deadline, REAP_AFTER_KILL, writer.exempt);
     let error = RunError::LockLost(lost);
     reply_all(waiting, &error_reply(&wire(&error)));
     RunOutcome { child, ..failed(error, Handoff::Lost) }
@@ -860,16 +911,16 @@ fn success_reply(h: &Handoff) -> Reply {
 /// stopped mid-append, so nothing may certify the transcript), and report.
 fn drain_timeout(
     cfg: &RunConfig,
-    pgid: u32,
+    writer: Writer,
     rx: &Receiver<Msg>,
     waiting: &mut Vec<UnixStream>,
     log: &mut dyn FnMut(Event),
 ) -> RunOutcome {
-    signal_group(pgid, rustix::process::Signal::KILL.as_raw());
+    signal_group(writer.pgid, rustix::process::Signal::KILL.as_raw());
     log(Event::Killed);
     // Whatever left the group dies too: the lock stays active with a holder that is about to
     // exit, and no escaped process may write on under it. The lock is kept either way.
-    let _ = descendants::drain(rustix::process::Signal::KILL, Instant::now(), REAP_AFTER_KILL);
+    let _ = descendants::drain(rustix::process::Signal::KILL, Instant::now(), REAP_AFTER_KILL, writer.exempt);
     let deadline = Instant::now() + REAP_AFTER_KILL;
     let mut child = None;
     while let Ok(msg) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {

@@ -59,9 +59,11 @@
 //! | shared namespace, descriptor closed    | nothing proves the survivors gone: a writer that closes inherited  |
 //! |                                        | descriptors and escapes the tree is not covered                    |
 //!
-//! In an own namespace, processes the writer leaves behind die with init as soon as the
-//! writer exits (SIGKILL, no grace); in the shared namespace they get SIGTERM and the rest
-//! of `--grace` first (see [`super::descendants`]).
+//! Draining works as in the shared namespace: init sends the writer's wait status up (to
+//! the launcher, which writes it to the supervisor on the report pipe) the moment the writer
+//! exits, and stays until every other process of the namespace has exited, so processes the
+//! writer left behind get SIGTERM and the rest of `--grace` from the supervisor's drain (see
+//! [`super::descendants`]), then SIGKILL — and SIGKILL to init kills them all at once.
 //!
 //! What voids it: a process started through a daemon outside the tree (systemd-run, a
 //! container runtime, a debugger attaching from outside) was never in the namespace.
@@ -149,6 +151,16 @@ impl Report {
             ("refused", why) => Some(Report::Refused(why.into())),
             _ => None,
         }
+    }
+
+    /// The writer's exit, the launcher's second line in an own namespace: `exit <raw wait status>`.
+    pub fn encode_exit(raw: i32) -> String {
+        format!("exit {raw}\n")
+    }
+
+    /// Parses [`Report::encode_exit`]'s line.
+    pub fn decode_exit(line: &str) -> Option<i32> {
+        line.strip_suffix('\n')?.strip_prefix("exit ")?.parse().ok()
     }
 
     /// `own` or `shared`, for the writer's environment and the run's log/JSON.
@@ -242,12 +254,14 @@ pub fn parent_alive(sock: &UnixStream) -> io::Result<bool> {
 
 /// The launcher's side once the namespace is entered: start init (this binary, `--init`)
 /// as PID 1 of the new namespace with one end of a socket pair, wait for the writer's wait
-/// status on it, and return it (or init's own status if init died without sending one).
+/// status on it and pass it on to the supervisor (`report`, as [`Report::encode_exit`]),
+/// then wait for init — which stays until the namespace is empty — and return the writer's
+/// status (or init's own if init died without sending one).
 ///
 /// The launcher ignores the stop signals the supervisor sends to its process group: init
 /// forwards them to the writer, and the launcher must outlive the writer (its death would
 /// kill the namespace mid-drain).
-pub fn launch(init_args: &[std::ffi::OsString]) -> io::Result<ExitStatus> {
+pub fn launch(init_args: &[std::ffi::OsString], mut report: Option<std::fs::File>) -> io::Result<ExitStatus> {
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT, signal_hook::consts::SIGHUP] {
         // A handler, not SIG_IGN: an ignored disposition would be inherited across exec by
         // init and the writer, which must see SIGTERM.
@@ -268,6 +282,11 @@ pub fn launch(init_args: &[std::ffi::OsString]) -> io::Result<ExitStatus> {
     drop(theirs);
     let mut raw = [0u8; 4];
     let got = ours.read_exact(&mut raw).is_ok();
+    if got && let Some(r) = report.as_mut() {
+        // A supervisor that is gone cannot be told; we are about to be killed anyway.
+        let _ = r.write_all(Report::encode_exit(i32::from_le_bytes(raw)).as_bytes());
+    }
+    drop(report);
     let own = init.wait()?;
     Ok(if got { ExitStatus::from_raw(i32::from_le_bytes(raw)) } else { own })
 }
@@ -283,9 +302,10 @@ pub fn exit_like(status: ExitStatus) -> ! {
 }
 
 /// PID 1 of the writer's namespace: start the writer in its own process group, forward
-/// SIGTERM/SIGINT/SIGHUP (then SIGCONT) to that group, reap every orphan, and when the
-/// writer exits send its wait status to the launcher and exit — the kernel then kills
-/// whatever is left in the namespace.
+/// SIGTERM/SIGINT/SIGHUP (then SIGCONT) to that group, reap every orphan; when the writer
+/// exits, send its wait status to the launcher at once, and exit once no process is left in
+/// the namespace (the supervisor's drain stops the rest; if init is killed instead, the
+/// kernel kills whatever is left).
 pub fn run_init(mut launcher: UnixStream, command: &[std::ffi::OsString]) -> io::Result<()> {
     rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
     if !parent_alive(&launcher)? {
@@ -305,9 +325,14 @@ pub fn run_init(mut launcher: UnixStream, command: &[std::ffi::OsString]) -> io:
             return Ok(());
         }
     };
+    let mut reported = false;
     loop {
-        if let Some(status) = reap_until(writer)? {
+        let (status, none_left) = reap(writer)?;
+        if let Some(status) = status {
             launcher.write_all(&status.to_le_bytes())?;
+            reported = true;
+        }
+        if reported && none_left {
             return Ok(());
         }
         for sig in signals.wait() {
@@ -318,17 +343,20 @@ pub fn run_init(mut launcher: UnixStream, command: &[std::ffi::OsString]) -> io:
     }
 }
 
-/// Reaps every exited child (orphans are reparented to init); returns the writer's raw wait
-/// status once it is among them.
-fn reap_until(writer: i32) -> io::Result<Option<i32>> {
+/// Reaps every exited child (orphans are reparented to init): the writer's raw wait status
+/// if it was among them, and whether no child at all is left (`ECHILD`: the namespace holds
+/// nobody but init).
+fn reap(writer: i32) -> io::Result<(Option<i32>, bool)> {
+    let mut writer_status = None;
     loop {
         // `wait`, not `waitpid(None)`: rustix sends the latter as wait4(0), which waits only
         // for children in our own process group, and the writer has a group of its own.
         match rustix::process::wait(WaitOptions::NOHANG) {
-            Ok(Some((pid, status))) if pid.as_raw_nonzero().get() == writer => return Ok(Some(status.as_raw())),
+            Ok(Some((pid, status))) if pid.as_raw_nonzero().get() == writer => writer_status = Some(status.as_raw()),
             Ok(Some(_)) => continue,
-            Ok(None) => return Ok(None),
+            Ok(None) => return Ok((writer_status, false)),
             Err(rustix::io::Errno::INTR) => continue,
+            Err(rustix::io::Errno::CHILD) => return Ok((writer_status, true)),
             Err(e) => return Err(e.into()),
         }
     }
@@ -370,6 +398,8 @@ mod tests {
         assert_eq!(Report::decode(""), None);
         assert_eq!(Report::decode("own"), None, "a cut-off report is no report");
         assert_eq!(Report::decode("ours\n"), None);
+        assert_eq!(Report::decode_exit(&Report::encode_exit(-7)), Some(-7));
+        assert_eq!(Report::decode_exit("exit 3"), None, "a cut-off line is no status");
     }
 
     #[test]
