@@ -48,12 +48,21 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     pub wait: u64,
 
-    /// Seconds between re-reads of the lock while the writer runs. If the lock no longer
-    /// holds this supervisor's exact record (a `writerctl recover` elsewhere, an operator
-    /// moved or replaced it), the writer gets SIGTERM, is killed after --grace, nothing is
-    /// sealed, and run exits 3 (session_not_owner). Each check reads one small file.
+    /// Seconds between checks of the lock while the writer runs and while it drains. If the
+    /// lock no longer holds this supervisor's exact record (a `writerctl recover` elsewhere,
+    /// an operator moved or replaced it), or the lock directory's path names another
+    /// directory than the one held (moved or replaced), the writer gets SIGTERM, is killed
+    /// after --grace, nothing is sealed or released, and run exits 3 (session_not_owner).
+    /// Each check is one stat and one small read.
     #[arg(long, value_name = "SECONDS", default_value = "2", value_parser = super::parse_seconds_positive)]
     pub check_interval: Duration,
+
+    /// Seconds the lock may stay unverifiable (I/O errors on every check, e.g. a network
+    /// volume gone away) before the writer is stopped as if the lock were lost
+    /// (event=lock_lost with the reason; exit 3, session_not_owner).
+    #[arg(long, value_name = "SECONDS", env = "WRITERCTL_MAX_UNVERIFIED", default_value = "30",
+          value_parser = super::parse_seconds_positive)]
+    pub max_unverified: Duration,
 
     /// The local control socket preStop `writerctl seal` talks to [default: derived from the
     /// runtime directory and session, under $XDG_RUNTIME_DIR/writerctl or /tmp/writerctl-UID].
@@ -134,6 +143,14 @@ fn log(session: &str, e: Event) {
             ],
         ),
         Event::Released => log_event("released", &[s]),
+        Event::Survivors(n) => log_event(
+            "survivors",
+            &[
+                s,
+                ("count", n.to_string()),
+                ("reason", "killed processes of the writer's tree are still there (uninterruptible sleep?); the lock is kept and run stays until they are gone".into()),
+            ],
+        ),
     }
 }
 
@@ -261,6 +278,7 @@ pub fn run_cmd(args: RunArgs, out: Output, settings: Settings) -> Result<()> {
         grace: Duration::from_secs(args.grace),
         wait: Duration::from_secs(args.wait),
         check_interval: args.check_interval,
+        max_unverified: args.max_unverified,
         control_socket: socket,
         command: args.command.clone(),
         process_kind: args.kind.process_kind.clone(),

@@ -251,9 +251,71 @@ pub fn drain(stop: Signal, deadline: Instant, after_kill: Duration, exempt: Exem
     }
 }
 
+/// After a [`drain`] failed — survivors of SIGKILL (uninterruptible sleep: a hung network
+/// mount, a stuck disk) or a tree that could not be enumerated — the supervisor stays: it
+/// keeps its lock, SIGKILLs again every `pause`, and reports (`report(alive)` when the count
+/// changes, and every 60 rounds), until the kernel says no child is left (issue 27 item 3).
+/// A process in `D` state may still complete a write when it wakes, so exiting earlier
+/// would leave a lock whose holder is gone while a write may be in flight.
+pub fn wait_out_survivors(exempt: Exempt, pause: Duration, report: &mut dyn FnMut(usize)) -> usize {
+    // An error from the kernel proves nothing is gone: keep waiting.
+    let left = || any_left().unwrap_or(true);
+    let kill = || {
+        let alive = proc_table().map(|t| below(getpid().as_raw_nonzero().get(), &t).len()).unwrap_or(0);
+        let _ = Descendants::new(exempt).signal_new(Signal::KILL);
+        alive
+    };
+    wait_out(left, kill, || std::thread::sleep(pause), report)
+}
+
+/// [`wait_out_survivors`]' loop, with its probes passed in (for the unit test).
+fn wait_out(
+    mut left: impl FnMut() -> bool,
+    mut kill: impl FnMut() -> usize,
+    mut pause: impl FnMut(),
+    report: &mut dyn FnMut(usize),
+) -> usize {
+    let mut rounds = 0;
+    let mut last = None;
+    while left() {
+        let alive = kill();
+        if last != Some(alive) || rounds % 60 == 0 {
+            report(alive);
+            last = Some(alive);
+        }
+        pause();
+        rounds += 1;
+    }
+    rounds
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn survivors_are_waited_out_re_killed_every_round_and_reported_on_change() {
+        let mut alive = vec![2usize, 2, 1, 1, 1, 0];
+        let mut kills = 0;
+        let mut reports = Vec::new();
+        let rounds = {
+            let alive_now = std::cell::RefCell::new(&mut alive);
+            wait_out(
+                || alive_now.borrow()[0] > 0,
+                || {
+                    kills += 1;
+                    let n = alive_now.borrow()[0];
+                    alive_now.borrow_mut().remove(0);
+                    n
+                },
+                || {},
+                &mut |n| reports.push(n),
+            )
+        };
+        assert_eq!(rounds, 5, "the loop ends only once nothing is left");
+        assert_eq!(kills, 5, "SIGKILL again every round");
+        assert_eq!(reports, vec![2, 1], "a report when the count changes");
+    }
 
     #[test]
     fn stat_lines_parse_from_the_last_parenthesis() {

@@ -28,6 +28,7 @@
 pub mod control;
 pub mod descendants;
 pub mod pidns;
+pub mod watch;
 
 use std::ffi::OsString;
 use std::os::unix::net::UnixStream;
@@ -45,7 +46,6 @@ use signal_hook::iterator::Signals;
 use crate::error::ErrorCode;
 use crate::lockfile::acquire::{Certified, TranscriptRef};
 use crate::lockfile::identity::{SystemProbe, holder};
-use crate::lockfile::release::read_owned;
 use crate::lockfile::seal::{SealOutcome, seal_proven};
 use crate::lockfile::sys::own_pid;
 use crate::lockfile::transcript::ProofOptions;
@@ -71,8 +71,10 @@ pub struct RunConfig {
     pub grace: Duration,
     /// How long to wait at start for a live owner or a transition to finish.
     pub wait: Duration,
-    /// How often the lock is re-read while the writer runs (see [`lock_lost`]).
+    /// How often the lock is re-checked while the writer runs and drains (see [`watch`]).
     pub check_interval: Duration,
+    /// How long the lock may stay unverifiable (I/O errors) before it counts as lost.
+    pub max_unverified: Duration,
     /// The control socket to serve preStop seal requests on.
     pub control_socket: PathBuf,
     /// The writer command and its arguments.
@@ -130,6 +132,10 @@ pub enum Event<'a> {
         /// True when some ignored the stop past the grace period and were killed.
         killed: bool,
     },
+    /// Processes of the writer's tree survived SIGKILL (uninterruptible sleep) or could not
+    /// be enumerated: the supervisor stays, keeps the lock and kills again until none is
+    /// left (how many it still sees).
+    Survivors(usize),
     /// Sealed.
     Sealed(&'a SealOutcome),
     /// Released.
@@ -702,23 +708,42 @@ fn wait_and_hand_off(
     log: &mut dyn FnMut(Event),
 ) -> RunOutcome {
     let pgid = writer.pgid;
+    let mut watch = watch::Watch::new(cfg.max_unverified);
+    let lost = |watch: &mut watch::Watch| watch.observe(watch::check(&cfg.site, lease), Instant::now(), &cfg.site.lock_path());
     let mut state = State::Running;
     let mut forwarded: Option<i32> = None;
     let mut signalled = false;
     let mut waiting_clients: Vec<UnixStream> = Vec::new();
     loop {
         let msg = match &state {
-            State::Stopping { deadline } => match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(m) => m,
-                Err(RecvTimeoutError::Timeout) => return drain_timeout(cfg, writer, rx, &mut waiting_clients, log),
-                Err(RecvTimeoutError::Disconnected) => return failed(RunError::DrainTimeout(cfg.grace), Handoff::Kept),
-            },
+            // The lock is checked while the writer drains too: lost mid-drain, nothing may be
+            // sealed or released.
+            State::Stopping { deadline } => {
+                let deadline = *deadline;
+                match rx.recv_timeout(deadline.saturating_duration_since(Instant::now()).min(cfg.check_interval)) {
+                    Ok(m) => m,
+                    Err(RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
+                        return drain_timeout(cfg, writer, rx, &mut waiting_clients, log);
+                    }
+                    Err(RecvTimeoutError::Timeout) => {
+                        if let Some(e) = lost(&mut watch) {
+                            bound.unbind();
+                            return stop_after_loss(cfg, writer, rx, e, deadline, &mut waiting_clients, log);
+                        }
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => {
+                        return failed(RunError::DrainTimeout(cfg.grace), Handoff::Kept);
+                    }
+                }
+            }
             State::Running => match rx.recv_timeout(cfg.check_interval) {
                 Ok(m) => m,
                 Err(RecvTimeoutError::Timeout) => {
-                    if let Some(lost) = lock_lost(&cfg.site, lease) {
+                    if let Some(e) = lost(&mut watch) {
                         bound.unbind();
-                        return stop_after_loss(cfg, writer, rx, lost, &mut waiting_clients, log);
+                        let deadline = Instant::now() + cfg.grace;
+                        return stop_after_loss(cfg, writer, rx, e, deadline, &mut waiting_clients, log);
                     }
                     continue;
                 }
@@ -773,8 +798,18 @@ fn wait_and_hand_off(
                     _ => None,
                 };
                 if let Some(e) = refused {
+                    if matches!(e, RunError::DescendantsLeft(_)) {
+                        wait_out_survivors(writer, log);
+                    }
                     reply_all(&mut waiting_clients, &error_reply(&wire(&e)));
                     return RunOutcome { child: Some(status), ..failed(e, Handoff::Kept) };
+                }
+                // The drain took time: the lock must still be ours before it is handed off.
+                if let Some(e) = lost(&mut watch) {
+                    log(Event::LockLost(&e));
+                    let e = RunError::LockLost(e);
+                    reply_all(&mut waiting_clients, &error_reply(&wire(&e)));
+                    return RunOutcome { child: Some(status), ..failed(e, Handoff::Lost) };
                 }
                 let result = hand_off(cfg, lease, cfg.gate && rule == AfterExit::HandOff, log);
                 let reply = match &result {
@@ -824,39 +859,22 @@ fn stop_descendants(
     Ok(drained)
 }
 
-/// Issue 18 item 5, as `consul lock` and proper-lockfile's `onCompromised` do: while the
-/// writer runs, the lock must still be our exact record on the inode we installed. If it is
-/// not — a `writerctl recover` elsewhere moved it, an operator replaced it (even with a
-/// byte-identical copy) — the writer is writing without a lock and must stop. An error that
-/// does not prove the loss (an I/O error reading the lock) is not acted on: the next check
-/// looks again.
-fn lock_lost(site: &LockSite, lease: &Lease) -> Option<LockError> {
-    match read_owned(site, |r| r.raw == lease.record.raw) {
-        Ok((_, meta)) if meta.same_identity(&lease.meta) => None,
-        Ok(_) => Some(LockError::NotOwner {
-            path: site.lock_path(),
-            reason: "the lock was replaced by a copy (another inode)".into(),
-        }),
-        Err(e @ LockError::NotOwner { .. }) => Some(e),
-        Err(_) => None,
-    }
-}
-
-/// The lock was lost under a running writer: SIGTERM to its group, up to `--grace` for it to
-/// exit, then SIGKILL to it and everything it left; never a seal or a release (the lock is
-/// not ours to hand off any more).
+/// The lock was lost under a running (or draining) writer (issue 18 item 5, as `consul lock`
+/// and proper-lockfile's `onCompromised` do; see [`watch`] for what counts as lost): SIGTERM
+/// to its group, up to `deadline` for it to exit, then SIGKILL to it and everything it left;
+/// never a seal or a release (the lock is not ours to hand off any more).
 fn stop_after_loss(
-    cfg: &RunConfig,
+    _cfg: &RunConfig,
     writer: Writer,
     rx: &Receiver<Msg>,
     lost: LockError,
+    deadline: Instant,
     waiting: &mut Vec<UnixStream>,
     log: &mut dyn FnMut(Event),
 ) -> RunOutcome {
     let pgid = writer.pgid;
     log(Event::LockLost(&lost));
     forward_stop(pgid, SIGTERM);
-    let deadline = Instant::now() + cfg.grace;
     let mut child = None;
     while child.is_none() {
         match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
@@ -873,11 +891,19 @@ fn stop_after_loss(
             }
         }
     }
-    // Whatever is left of the writer's tree is stopped too; the outcome is the same either way.
-    let _ = descendants::drain(rustix::process::Signal::TERM, deadline, REAP_AFTER_KILL, writer.exempt);
+    // Whatever is left of the writer's tree is stopped too, and waited out if it resists.
+    if descendants::drain(rustix::process::Signal::TERM, deadline, REAP_AFTER_KILL, writer.exempt).is_err() {
+        wait_out_survivors(writer, log);
+    }
     let error = RunError::LockLost(lost);
     reply_all(waiting, &error_reply(&wire(&error)));
     RunOutcome { child, ..failed(error, Handoff::Lost) }
+}
+
+/// Stays until no process of the writer's tree is left (see
+/// [`descendants::wait_out_survivors`]): never exit while a write may be in flight.
+fn wait_out_survivors(writer: Writer, log: &mut dyn FnMut(Event)) {
+    descendants::wait_out_survivors(writer.exempt, Duration::from_secs(1), &mut |n| log(Event::Survivors(n)));
 }
 
 fn reply_all(clients: &mut Vec<UnixStream>, reply: &Reply) {
@@ -920,7 +946,9 @@ fn drain_timeout(
     log(Event::Killed);
     // Whatever left the group dies too: the lock stays active with a holder that is about to
     // exit, and no escaped process may write on under it. The lock is kept either way.
-    let _ = descendants::drain(rustix::process::Signal::KILL, Instant::now(), REAP_AFTER_KILL, writer.exempt);
+    if descendants::drain(rustix::process::Signal::KILL, Instant::now(), REAP_AFTER_KILL, writer.exempt).is_err() {
+        wait_out_survivors(writer, log);
+    }
     let deadline = Instant::now() + REAP_AFTER_KILL;
     let mut child = None;
     while let Ok(msg) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {

@@ -1562,10 +1562,12 @@ fn a_repeated_prestop_seal_reports_the_seal_on_disk() {
 /// Issue 18 item 5: while the writer runs, the supervisor re-reads its lock every
 /// `--check-interval`. Moved away (as a `recover` elsewhere would) or replaced by a
 /// byte-identical copy, the lock is lost: the writer is stopped, nothing is sealed or
-/// released, and run exits 3 (session_not_owner).
+/// released, and run exits 3 (session_not_owner). So is a lock whose whole directory was
+/// moved away (issue 27 item 3): the record still reads as ours through the held directory
+/// descriptor, but the path — where everyone else looks — names another directory.
 #[test]
 fn a_lost_lock_stops_the_writer_and_nothing_is_handed_off() {
-    for how in ["moved away", "replaced by a copy"] {
+    for how in ["moved away", "replaced by a copy", "directory moved away"] {
         let env = TestEnv::new();
         let s = "run-lost";
         let ready = env.tmp.path().join("ready");
@@ -1583,9 +1585,11 @@ fn a_lost_lock_stops_the_writer_and_nothing_is_handed_off() {
         wait_until("the writer to be ready", || ready.exists());
         let lock = env.lock(s);
         let aside = env.lock_dir().join("moved-by-an-operator");
+        let dir_aside = env.runtime().join("tmp/locks-moved-by-an-operator");
         let original = std::fs::read(&lock).unwrap();
         match how {
             "moved away" => std::fs::rename(&lock, &aside).unwrap(),
+            "directory moved away" => std::fs::rename(env.lock_dir(), &dir_aside).unwrap(),
             _ => {
                 std::fs::write(&aside, &original).unwrap();
                 std::fs::rename(&aside, &lock).unwrap();
@@ -1599,6 +1603,9 @@ fn a_lost_lock_stops_the_writer_and_nothing_is_handed_off() {
             names.contains(&"lock_lost") && !names.contains(&"sealing") && !names.contains(&"releasing"),
             "{how}: {names:?}"
         );
+        if how == "directory moved away" {
+            assert!(one(&evs, "lock_lost").fields["reason"].contains("moved or replaced"), "{evs:?}");
+        }
         // Nothing was handed off: the moved record is untouched, and L is whatever the
         // operator left (absent, or the copy).
         match how {
@@ -1606,11 +1613,54 @@ fn a_lost_lock_stops_the_writer_and_nothing_is_handed_off() {
                 assert!(!lock.exists(), "{how}: the supervisor recreated the lock");
                 assert_eq!(std::fs::read(&aside).unwrap(), original);
             }
+            "directory moved away" => {
+                assert!(!lock.exists(), "{how}: the supervisor recreated the lock");
+                assert_eq!(std::fs::read(dir_aside.join(format!("{s}.lock"))).unwrap(), original, "{how}");
+            }
             _ => assert_eq!(std::fs::read(&lock).unwrap(), original),
         }
         // The writer is gone: the transcript stops growing.
         assert_transcript_stays(&env, s, &format!("{how}: the writer still writes"));
     }
+}
+
+/// Issue 27 item 3: the lock is checked while the writer drains, too. Replaced by a copy
+/// after the stop began, it is lost: no seal, no release, exit 3 — where before the drain
+/// went unchecked and the loss surfaced only as a failed seal.
+#[test]
+fn a_lock_lost_while_the_writer_drains_is_lost_and_nothing_is_handed_off() {
+    let env = TestEnv::new();
+    let s = "run-lost-draining";
+    let ready = env.tmp.path().join("ready");
+    let drained = env.tmp.path().join("drained");
+    // The writer takes its time to drain: until the test has replaced the lock.
+    let script = r#"trap 'while [ ! -e "$T_GO" ]; do sleep 0.05; done; exit 0' TERM; : >"$T_READY"; while :; do sleep 0.05; done"#;
+    let mut p = start_run(
+        &env,
+        s,
+        true,
+        &["--json", "--grace", "15", "--check-interval", "0.1"],
+        script,
+        &[("T_READY", ready.to_str().unwrap()), ("T_GO", drained.to_str().unwrap())],
+    );
+    p.wait_event("writer_started");
+    wait_until("the writer to be ready", || ready.exists());
+    p.signal(Signal::TERM);
+    p.wait_event("stopping");
+    let lock = env.lock(s);
+    let original = std::fs::read(&lock).unwrap();
+    let aside = env.lock_dir().join("copy-by-an-operator");
+    std::fs::write(&aside, &original).unwrap();
+    std::fs::rename(&aside, &lock).unwrap();
+    p.wait_event("lock_lost");
+    std::fs::write(&drained, b"").unwrap();
+    let r = p.finish();
+    r.assert_error(3, "session_not_owner");
+    let names = names_without_waiting(&events(&r.stderr)).into_iter().map(str::to_owned).collect::<Vec<_>>();
+    let lost_at = names.iter().position(|n| n == "lock_lost").unwrap();
+    assert!(names.iter().position(|n| n == "writer_exited").is_none_or(|e| e > lost_at), "{names:?}");
+    assert!(!names.iter().any(|n| n == "sealing" || n == "releasing"), "{names:?}");
+    assert_eq!(std::fs::read(&lock).unwrap(), original, "the copy is left as the operator put it");
 }
 
 // ---------------------------------------------------------------------------------------
