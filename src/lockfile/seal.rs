@@ -97,7 +97,7 @@ pub fn seal(
     proof_opts: ProofOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<SealOutcome, LockError> {
-    seal_as(site, runtime_dir, key, token, None, None, proof_opts, progress)
+    seal_as(site, runtime_dir, key, token, Sealing::New(None), proof_opts, progress)
 }
 
 /// [`seal`], recording the exclusivity proof the caller (`run`, after its drain) obtained
@@ -111,7 +111,7 @@ pub fn seal_proven(
     proof_opts: ProofOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<SealOutcome, LockError> {
-    seal_as(site, runtime_dir, key, token, None, Some(exclusive), proof_opts, progress)
+    seal_as(site, runtime_dir, key, token, Sealing::New(Some(exclusive)), proof_opts, progress)
 }
 
 /// Puts back, byte for byte, the sealed record `sealed` that a certified takeover by `token`
@@ -127,17 +127,24 @@ pub fn restore_seal(
     sealed: &LockRecord,
     proof_opts: ProofOptions,
 ) -> Result<SealOutcome, LockError> {
-    seal_as(site, runtime_dir, key, token, Some(sealed), None, proof_opts, &mut |_, _| {})
+    seal_as(site, runtime_dir, key, token, Sealing::Restore(sealed), proof_opts, &mut |_, _| {})
 }
 
-/// The seal protocol; `restore` is the sealed record to put back instead of a new one.
+/// What [`seal_as`] writes.
+enum Sealing<'a> {
+    /// A new sealed record, with the exclusivity proof when the caller has one.
+    New(Option<&'a Exclusive>),
+    /// The sealed record to put back instead of a new one.
+    Restore(&'a LockRecord),
+}
+
+/// The seal protocol.
 fn seal_as(
     site: &LockSite,
     runtime_dir: &Path,
     key: &TranscriptKey,
     token: &OwnerToken,
-    restore: Option<&LockRecord>,
-    exclusive: Option<&Exclusive>,
+    sealing: Sealing<'_>,
     proof_opts: ProofOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<SealOutcome, LockError> {
@@ -146,12 +153,12 @@ fn seal_as(
         return Err(LockError::unavailable(Unavailable::ManagedSealNeedsCommitProof));
     }
     let proof = read_proof(runtime_dir, key, proof_opts, progress)?;
-    let (sealed, sealed_at) = match restore {
-        None => {
+    let (sealed, sealed_at) = match sealing {
+        Sealing::New(exclusive) => {
             let at = format_timestamp(OffsetDateTime::now_utc());
             (sealed_record(&active, &proof.proof, proof.identity(), exclusive, &at)?, at)
         }
-        Some(prev) => {
+        Sealing::Restore(prev) => {
             let info = prev
                 .seal()
                 .ok_or_else(|| LockError::InvalidArgument("the record to restore is not a sealed record".into()))?;

@@ -5,11 +5,16 @@
 //! ```text
 //! start ─► acquire (managed: certified takeover of a seal, never a stale reclaim;
 //!          --wait retries while a live owner or a transition holds the session)
-//!       ─► spawn the writer in its own process group, with the lock coordinates in its env
+//!       ─► spawn the writer in its own process group, with the lock coordinates in its env,
+//!          under an init of its own pid namespace where the kernel allows it ([`pidns`])
 //!       ─► wait for: the writer exiting │ SIGTERM/SIGINT/SIGHUP │ a preStop seal request
+//!          (every --check-interval, running or draining: is the lock still ours? [`watch`])
 //!       ─► stop admission: forward the signal (SIGTERM for preStop) to the writer's group
 //!       ─► wait up to --grace for the writer to exit on its own
 //!       ─► stop every descendant still alive (the group, and any that left it), prove none is left
+//!          (survivors of SIGKILL are waited out, the lock kept: never exit mid-write)
+//!       ─► before a seal: no open file description may still write the transcript
+//!          ([`crate::lockfile::exclusive`]; refused → kept, exit 75)
 //!       ─► by the exit rule (see [`after_exit`]):
 //!            asked to stop + exit 0   → seal (gate on) or release (gate off)   ─► exit 0
 //!            exit 0 on its own        → release (a normal close)               ─► exit 0
@@ -709,7 +714,8 @@ fn wait_and_hand_off(
 ) -> RunOutcome {
     let pgid = writer.pgid;
     let mut watch = watch::Watch::new(cfg.max_unverified);
-    let lost = |watch: &mut watch::Watch| watch.observe(watch::check(&cfg.site, lease), Instant::now(), &cfg.site.lock_path());
+    let lost =
+        |watch: &mut watch::Watch| watch.observe(watch::check(&cfg.site, lease), Instant::now(), &cfg.site.lock_path());
     let mut state = State::Running;
     let mut forwarded: Option<i32> = None;
     let mut signalled = false;
@@ -757,7 +763,13 @@ fn wait_and_hand_off(
         match (msg, &mut state) {
             (Msg::Signal(sig), State::HandedOff { handoff, child, .. }) => {
                 log(Event::Stopping(StopCause::Signal(sig)));
-                return RunOutcome { exit_code: 0, handoff: handoff.clone(), child: Some(*child), error: None, pid_namespace: None };
+                return RunOutcome {
+                    exit_code: 0,
+                    handoff: handoff.clone(),
+                    child: Some(*child),
+                    error: None,
+                    pid_namespace: None,
+                };
             }
             (Msg::Control(stream), State::HandedOff { reply, .. }) => {
                 let _ = control::write_reply(&stream, reply);
@@ -966,7 +978,13 @@ fn drain_timeout(
     for c in waiting.drain(..) {
         let _ = control::write_reply(&c, &error_reply(&wire(&error)));
     }
-    RunOutcome { exit_code: error.code().exit_code(), handoff: Handoff::Kept, child, error: Some(error), pid_namespace: None }
+    RunOutcome {
+        exit_code: error.code().exit_code(),
+        handoff: Handoff::Kept,
+        child,
+        error: Some(error),
+        pid_namespace: None,
+    }
 }
 
 /// Seal (`seal`: a requested stop with the gate on) or release the lease.
@@ -997,7 +1015,11 @@ fn hand_off(cfg: &RunConfig, lease: &Lease, seal_it: bool, log: &mut dyn FnMut(E
         )
         .map_err(RunError::HandoffFailed)?;
         log(Event::Sealed(&out));
-        Ok(Handoff::Sealed { sealed_at: out.sealed_at, transcript: out.proof, exclusive: Some(exclusive.record_value()) })
+        Ok(Handoff::Sealed {
+            sealed_at: out.sealed_at,
+            transcript: out.proof,
+            exclusive: Some(exclusive.record_value()),
+        })
     } else {
         release(&cfg.site, &lease.owner).map_err(RunError::HandoffFailed)?;
         log(Event::Released);

@@ -714,7 +714,10 @@ exit {code}
         assert_eq!(jsonl(&transcript_path(&env, s)).len(), 2);
         let evs = events(&r.stderr);
         assert_session_on_every_event(&evs, s);
-        assert_eq!(names_without_waiting(&evs), ["acquired", "listening", "pid_namespace", "writer_started", "writer_exited"]);
+        assert_eq!(
+            names_without_waiting(&evs),
+            ["acquired", "listening", "pid_namespace", "writer_started", "writer_exited"]
+        );
         assert!(!socket_for(&env, s).exists(), "gate {gate}: the control socket was left behind");
     }
 }
@@ -1469,7 +1472,10 @@ while :; do echo '{"gen":2}' >> "$WRITERCTL_TRANSCRIPT"; sleep 0.1; done
     g2.signal(Signal::TERM);
     g2.finish().assert_ok();
     let lines = jsonl(&transcript_path(&env, s));
-    assert!(lines.iter().all(|l| !l.contains_key("late")), "{mode}: the escaped descendant wrote after the handoff: {lines:?}");
+    assert!(
+        lines.iter().all(|l| !l.contains_key("late")),
+        "{mode}: the escaped descendant wrote after the handoff: {lines:?}"
+    );
     assert!(lines.iter().filter(|l| l.get("gen") == Some(&Value::from(2))).count() >= 5, "{lines:?}");
 }
 
@@ -1675,7 +1681,8 @@ fn a_seal_records_its_exclusivity_proof() {
     const S: &str = "run-exclusive";
     let env = TestEnv::new();
     let ready = env.tmp.path().join("ready");
-    let script = r#"trap 'exit 0' TERM; echo '{"a":1}' >>"$WRITERCTL_TRANSCRIPT"; : >"$T_READY"; while :; do sleep 0.05; done"#;
+    let script =
+        r#"trap 'exit 0' TERM; echo '{"a":1}' >>"$WRITERCTL_TRANSCRIPT"; : >"$T_READY"; while :; do sleep 0.05; done"#;
     let mut p = start_run(&env, S, true, &["--json"], script, &[("T_READY", ready.to_str().unwrap())]);
     p.wait_event("writer_started");
     wait_until("the writer to be ready", || ready.exists());
@@ -1684,7 +1691,8 @@ fn a_seal_records_its_exclusivity_proof() {
     r.assert_ok();
     assert_eq!(lock_json(&env, S)["writerctl_exclusive"], "read_lease");
     assert_eq!(one(&events(&r.stderr), "seal").fields["exclusive"], "read_lease");
-    let v: Value = serde_json::from_str(&cli(&env, &["verify", "--json", "--session", S], false).assert_ok().stdout).unwrap();
+    let v: Value =
+        serde_json::from_str(&cli(&env, &["verify", "--json", "--session", S], false).assert_ok().stdout).unwrap();
     assert_eq!(v["exclusive"], "read_lease", "{v}");
     assert_eq!(status_of(&env, S).proof.expect("sealed").exclusive.as_deref(), Some("read_lease"));
 }
@@ -1698,7 +1706,10 @@ fn a_seal_records_its_exclusivity_proof() {
 fn a_transcript_descriptor_passed_outside_the_tree_refuses_the_seal() {
     const S: &str = "run-scm-rights";
     let Some(python) = ["/usr/bin/python3", "/bin/python3"].into_iter().find(|p| Path::new(p).exists()) else {
-        crate::services::skip("a_transcript_descriptor_passed_outside_the_tree_refuses_the_seal", "python3 is not installed");
+        crate::services::skip(
+            "a_transcript_descriptor_passed_outside_the_tree_refuses_the_seal",
+            "python3 is not installed",
+        );
         return;
     };
     let env = TestEnv::new();

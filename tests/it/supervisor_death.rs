@@ -79,7 +79,10 @@ impl Drop for Reaper {
     fn drop(&mut self) {
         for p in &self.0 {
             if alive(*p) {
-                let _ = rustix::process::kill_process(rustix::process::Pid::from_raw(p.pid).unwrap(), rustix::process::Signal::KILL);
+                let _ = rustix::process::kill_process(
+                    rustix::process::Pid::from_raw(p.pid).unwrap(),
+                    rustix::process::Signal::KILL,
+                );
             }
         }
         if let Some(c) = &mut self.1 {
@@ -137,7 +140,8 @@ fn stage(uid: u32) -> Stage {
     std::fs::set_permissions(&ctl, std::fs::Permissions::from_mode(0o700)).unwrap();
     let runtime = env.runtime();
     for d in [&runtime, &ctl] {
-        rustix::fs::chown(d.as_path(), Some(rustix::fs::Uid::from_raw(uid)), Some(rustix::fs::Gid::from_raw(uid))).unwrap();
+        rustix::fs::chown(d.as_path(), Some(rustix::fs::Uid::from_raw(uid)), Some(rustix::fs::Gid::from_raw(uid)))
+            .unwrap();
     }
     Stage { env, bin, ctl }
 }
@@ -221,7 +225,8 @@ fn a_setuid_writer_dies_with_its_supervisor() {
     let mut run = start(&st, 0, "suid", &[w.to_str().unwrap(), "1000"]);
     // Ready once exec has switched the effective uid (a nosuid mount would never get there).
     let found = wait_for_writers(&st.bin, 1, &mut run, |p| {
-        status_field(p.pid, "Uid").and_then(|u| u.split_whitespace().nth(1).map(|e| e == NOBODY.to_string())) == Some(true)
+        status_field(p.pid, "Uid").and_then(|u| u.split_whitespace().nth(1).map(|e| e == NOBODY.to_string()))
+            == Some(true)
     });
     let mut reaper = Reaper(found.clone(), Some(run));
     kill_run_and_expect_death(&mut reaper, &found, "setuid writer");
@@ -302,7 +307,10 @@ fn require_refuses_clearly_where_no_namespace_can_be_had_and_auto_falls_back() {
     };
     let r = run_bounded(wrap("require", "req"), Duration::from_secs(60)).expect("run with require hangs");
     if r.stderr.contains("max_user_namespaces") || r.stderr.contains("unshare:") || r.stderr.contains("setpriv:") {
-        skip("require_refuses_clearly_where_no_namespace_can_be_had_and_auto_falls_back", &format!("cannot stage a refusing kernel here: {}", r.stderr));
+        skip(
+            "require_refuses_clearly_where_no_namespace_can_be_had_and_auto_falls_back",
+            &format!("cannot stage a refusing kernel here: {}", r.stderr),
+        );
         return;
     }
     r.assert_error(2, "invalid_argument");
