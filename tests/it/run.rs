@@ -1345,7 +1345,12 @@ while :; do sleep 0.05; done
         // The grandchild ignores SIGTERM and holds the pipes: end it before collecting.
         let _ = rustix::process::kill_process_group(rustix::process::Pid::from_raw(pgid).unwrap(), Signal::KILL);
         let r = p.finish();
-        assert_eq!(r.code, 0);
+        assert_eq!(
+            r.code,
+            0,
+            "{}",
+            r.stderr.lines().filter(|l| l.contains("writerctl")).collect::<Vec<_>>().join("\n")
+        );
         assert!(!env.lock(&s).exists(), "not released");
         for l in r.stderr.lines().filter(|l| l.contains("writerctl: event=")) {
             if !l.starts_with("writerctl: event=") || !l.ends_with('"') {
