@@ -1674,6 +1674,36 @@ fn a_lock_lost_while_the_writer_drains_is_lost_and_nothing_is_handed_off() {
     assert_eq!(std::fs::read(&lock).unwrap(), original, "the copy is left as the operator put it");
 }
 
+/// Issue 27 item 3: `--check-interval` must not ignore I/O errors forever. The lock
+/// directory's path turned into a symlink loop (ELOOP on every check: nothing proves the
+/// lock lost, nothing proves it held) — after `--max-unverified` the writer is stopped as if
+/// the lock were lost, and nothing is handed off.
+#[test]
+fn a_lock_unverifiable_past_max_unverified_is_treated_as_lost() {
+    let env = TestEnv::new();
+    let s = "run-unverifiable";
+    let ready = env.tmp.path().join("ready");
+    let script = r#"trap 'exit 0' TERM; : >"$T_READY"; while :; do sleep 0.05; done"#;
+    let extra = ["--json", "--grace", "5", "--check-interval", "0.1", "--max-unverified", "1"];
+    let mut p = start_run(&env, s, true, &extra, script, &[("T_READY", ready.to_str().unwrap())]);
+    p.wait_event("writer_started");
+    wait_until("the writer to be ready", || ready.exists());
+    let dir = env.lock_dir();
+    let aside = env.runtime().join("tmp/locks-aside");
+    let original = std::fs::read(env.lock(s)).unwrap();
+    std::fs::rename(&dir, &aside).unwrap();
+    std::os::unix::fs::symlink("session-writer-locks", &dir).unwrap();
+    p.wait_event("lock_lost");
+    let r = p.finish();
+    r.assert_error(3, "session_not_owner");
+    let evs = events(&r.stderr);
+    let reason = &one(&evs, "lock_lost").fields["reason"];
+    assert!(reason.contains("could not be verified") && reason.contains("--max-unverified 1s"), "{reason}");
+    let names = names_without_waiting(&evs);
+    assert!(!names.contains(&"sealing") && !names.contains(&"releasing"), "{names:?}");
+    assert_eq!(std::fs::read(aside.join(format!("{s}.lock"))).unwrap(), original, "nothing was handed off");
+}
+
 // ---------------------------------------------------------------------------------------
 // the seal's exclusivity proof (issue 27 item 3)
 // ---------------------------------------------------------------------------------------
