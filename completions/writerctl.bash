@@ -469,13 +469,25 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd____exec__subcmd__writer)
-            opts="-v -h -V --parent --json --verbose --help --version"
+            opts="-v -h -V --parent --pid-namespace --report-fd --init --status-fd --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --parent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pid-namespace)
+                    COMPREPLY=($(compgen -W "auto require off" -- "${cur}"))
+                    return 0
+                    ;;
+                --report-fd)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --status-fd)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2943,7 +2955,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__run)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --grace --wait --check-interval --control-socket --process-kind --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --grace --wait --check-interval --max-unverified --control-socket --pid-namespace --process-kind --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2981,8 +2993,16 @@ _writerctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-unverified)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --control-socket)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pid-namespace)
+                    COMPREPLY=($(compgen -W "auto require off" -- "${cur}"))
                     return 0
                     ;;
                 --process-kind)

@@ -117,8 +117,12 @@ complete -c writerctl -n "__fish_writerctl_using_subcommand run" -l transcript-k
 complete -c writerctl -n "__fish_writerctl_using_subcommand run" -l project-root -d 'Use qwen-code\'s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID must be one path component)' -r -F
 complete -c writerctl -n "__fish_writerctl_using_subcommand run" -l grace -d 'Seconds the writer gets to exit after the stop signal before it is killed' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand run" -l wait -d 'Seconds to wait at start for a live owner to seal or release (or a transition to finish) before giving up with session_writer_conflict' -r
-complete -c writerctl -n "__fish_writerctl_using_subcommand run" -l check-interval -d 'Seconds between re-reads of the lock while the writer runs. If the lock no longer holds this supervisor\'s exact record (a `writerctl recover` elsewhere, an operator moved or replaced it), the writer gets SIGTERM, is killed after --grace, nothing is sealed, and run exits 3 (session_not_owner). Each check reads one small file' -r
+complete -c writerctl -n "__fish_writerctl_using_subcommand run" -l check-interval -d 'Seconds between checks of the lock while the writer runs and while it drains. If the lock no longer holds this supervisor\'s exact record (a `writerctl recover` elsewhere, an operator moved or replaced it), or the lock directory\'s path names another directory than the one held (moved or replaced), the writer gets SIGTERM, is killed after --grace, nothing is sealed or released, and run exits 3 (session_not_owner). Each check is one stat and one small read' -r
+complete -c writerctl -n "__fish_writerctl_using_subcommand run" -l max-unverified -d 'Seconds the lock may stay unverifiable (I/O errors on every check, e.g. a network volume gone away) before the writer is stopped as if the lock were lost (event=lock_lost with the reason; exit 3, session_not_owner)' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand run" -l control-socket -d 'The local control socket preStop `writerctl seal` talks to [default: derived from the runtime directory and session, under $XDG_RUNTIME_DIR/writerctl or /tmp/writerctl-UID]' -r -F
+complete -c writerctl -n "__fish_writerctl_using_subcommand run" -l pid-namespace -d 'Put the writer in a pid namespace of its own, so that if run dies (even by SIGKILL) every process the writer started dies with it — setuid and file-capability binaries, double forks and setsid included. auto: where the kernel allows it (root: a new pid namespace; otherwise inside a user namespace mapping your own uid/gid), else the shared namespace, said in the log; require: refuse to start the writer without one (exit 2, invalid_argument); off: never. The writer sees WRITERCTL_PID_NAMESPACE=own or shared' -r -f -a "auto\t''
+require\t''
+off\t''"
 complete -c writerctl -n "__fish_writerctl_using_subcommand run" -l process-kind -d 'process_kind recorded in the lock' -r -f -a "interactive\t''
 acp\t''
 daemon\t''
@@ -138,6 +142,12 @@ complete -c writerctl -n "__fish_writerctl_using_subcommand __generate" -s v -l 
 complete -c writerctl -n "__fish_writerctl_using_subcommand __generate" -s h -l help -d 'Print help'
 complete -c writerctl -n "__fish_writerctl_using_subcommand __generate" -s V -l version -d 'Print version'
 complete -c writerctl -n "__fish_writerctl_using_subcommand __exec-writer" -l parent -d 'The supervisor\'s pid: if it is already gone, do not start the writer at all' -r
+complete -c writerctl -n "__fish_writerctl_using_subcommand __exec-writer" -l pid-namespace -d 'Whether to put the writer in a pid namespace of its own (see `run --pid-namespace`)' -r -f -a "auto\t''
+require\t''
+off\t''"
+complete -c writerctl -n "__fish_writerctl_using_subcommand __exec-writer" -l report-fd -d 'A descriptor (inherited from the supervisor) to report the namespace outcome on' -r
+complete -c writerctl -n "__fish_writerctl_using_subcommand __exec-writer" -l status-fd -d 'With --init: the socket (inherited from the launcher) to send the writer\'s status on' -r
+complete -c writerctl -n "__fish_writerctl_using_subcommand __exec-writer" -l init -d 'Run as the namespace\'s init (PID 1), started by the launcher'
 complete -c writerctl -n "__fish_writerctl_using_subcommand __exec-writer" -l json -d 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})'
 complete -c writerctl -n "__fish_writerctl_using_subcommand __exec-writer" -s v -l verbose -d 'Add causes to error messages (never an owner id)'
 complete -c writerctl -n "__fish_writerctl_using_subcommand __exec-writer" -s h -l help -d 'Print help'

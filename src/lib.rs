@@ -10,7 +10,9 @@
 //! * [`supervisor`] — `writerctl run`: a writer process supervised so that every stop
 //!   hands its session over, plus the local control socket a preStop hook uses.
 //! * [`error`] — the stable error-code registry shared by every engine and the CLI.
-#![forbid(unsafe_code)]
+// `deny`, not `forbid`: exactly one function may opt out (`lockfile::exclusive`'s
+// `F_SETLEASE`, which neither rustix nor std exposes); everything else stays safe.
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod claim;

@@ -11,6 +11,7 @@ use writerctl::config::Settings;
 use writerctl::lockfile::acquire::TranscriptRef;
 use writerctl::lockfile::{DirMode, open_site};
 use writerctl::supervisor::control::{default_socket, prepare_dir};
+use writerctl::supervisor::pidns;
 use writerctl::supervisor::{Event, Handoff, RunConfig, StopCause, check_command, run};
 
 use super::ExitStatus;
@@ -27,12 +28,16 @@ use crate::cli::SessionArgs;
 /// group and waits up to --grace for it to exit. Before anything is handed off, every
 /// process CMD left behind (in its group or escaped from it: the supervisor is their
 /// subreaper) gets SIGTERM and the rest of --grace, then SIGKILL; the lock is kept unless
-/// none is provably left. Then the exit rule below decides. writerctl exits 0 only when the
+/// none is provably left. Then the exit rule below decides. Where the kernel allows it, CMD
+/// runs in a pid namespace of its own (--pid-namespace), so that if run itself dies every
+/// process CMD started dies too. Before a seal, run proves that no open file description
+/// outside can still write the transcript (a momentary read lease; recorded in the seal as
+/// writerctl_exclusive). writerctl exits 0 only when the
 /// handoff happened (CMD exited 0); any other exit is writerctl's own documented code, and
 /// CMD's status is in the message (and in --json's child_exit_code on success).
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Exit rule (what CMD's exit allows):\n  stop requested + CMD exits 0      seal (gate on) or release (gate off); exit 0\n  CMD exits 0 on its own            release (a normal close, never a seal); exit 0\n  CMD exits non-zero / dies of any signal (incl. an unhandled SIGTERM)\n                                    keep the active lock; exit 1, writer_crashed\n  CMD still running after --grace   killed; keep the active lock; exit 1, drain_timeout\n  a process CMD left survives SIGKILL, or cannot be proven gone\n                                    keep the active lock; exit 1, drain_timeout\n\nExamples:\n  writerctl run --session \"$SID\" --grace 30 -- my-writer --serve\n  WRITERCTL_SESSION_WRITER_LEASE=1 writerctl run --session \"$SID\" --wait 60 -- my-writer"
+    after_help = "Exit rule (what CMD's exit allows):\n  stop requested + CMD exits 0      seal (gate on) or release (gate off); exit 0\n  CMD exits 0 on its own            release (a normal close, never a seal); exit 0\n  CMD exits non-zero / dies of any signal (incl. an unhandled SIGTERM)\n                                    keep the active lock; exit 1, writer_crashed\n  CMD still running after --grace   killed; keep the active lock; exit 1, drain_timeout\n  a process CMD left survives SIGKILL, or cannot be proven gone\n                                    keep the active lock, stay (killing again) until\n                                    none is left; exit 1, drain_timeout\n  the lock lost, moved, or unverifiable past --max-unverified\n                                    stop CMD; nothing handed off; exit 3, session_not_owner\n  a descriptor of the transcript open for writing outside CMD's tree\n                                    no seal; keep the active lock; exit 75\n\nExamples:\n  writerctl run --session \"$SID\" --grace 30 -- my-writer --serve\n  WRITERCTL_SESSION_WRITER_LEASE=1 writerctl run --session \"$SID\" --wait 60 -- my-writer"
 )]
 pub struct RunArgs {
     #[command(flatten)]
@@ -47,17 +52,37 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     pub wait: u64,
 
-    /// Seconds between re-reads of the lock while the writer runs. If the lock no longer
-    /// holds this supervisor's exact record (a `writerctl recover` elsewhere, an operator
-    /// moved or replaced it), the writer gets SIGTERM, is killed after --grace, nothing is
-    /// sealed, and run exits 3 (session_not_owner). Each check reads one small file.
+    /// Seconds between checks of the lock while the writer runs and while it drains. If the
+    /// lock no longer holds this supervisor's exact record (a `writerctl recover` elsewhere,
+    /// an operator moved or replaced it), or the lock directory's path names another
+    /// directory than the one held (moved or replaced), the writer gets SIGTERM, is killed
+    /// after --grace, nothing is sealed or released, and run exits 3 (session_not_owner).
+    /// Each check is one stat and one small read.
     #[arg(long, value_name = "SECONDS", default_value = "2", value_parser = super::parse_seconds_positive)]
     pub check_interval: Duration,
+
+    /// Seconds the lock may stay unverifiable (I/O errors on every check, e.g. a network
+    /// volume gone away) before the writer is stopped as if the lock were lost
+    /// (event=lock_lost with the reason; exit 3, session_not_owner).
+    #[arg(long, value_name = "SECONDS", env = "WRITERCTL_MAX_UNVERIFIED", default_value = "30",
+          value_parser = super::parse_seconds_positive)]
+    pub max_unverified: Duration,
 
     /// The local control socket preStop `writerctl seal` talks to [default: derived from the
     /// runtime directory and session, under $XDG_RUNTIME_DIR/writerctl or /tmp/writerctl-UID].
     #[arg(long, value_name = "PATH")]
     pub control_socket: Option<PathBuf>,
+
+    /// Put the writer in a pid namespace of its own, so that if run dies (even by SIGKILL)
+    /// every process the writer started dies with it — setuid and file-capability binaries,
+    /// double forks and setsid included. auto: where the kernel allows it (root: a new pid
+    /// namespace; otherwise inside a user namespace mapping your own uid/gid), else the
+    /// shared namespace, said in the log; require: refuse to start the writer without one
+    /// (exit 2, invalid_argument); off: never. The writer sees WRITERCTL_PID_NAMESPACE=own
+    /// or shared.
+    #[arg(long, value_name = "MODE", env = "WRITERCTL_PID_NAMESPACE", default_value = "auto",
+          value_parser = ["auto", "require", "off"])]
+    pub pid_namespace: String,
 
     #[command(flatten)]
     pub kind: crate::cli::ProcessKindArgs,
@@ -74,6 +99,8 @@ struct RunJson<'a> {
     sealed_at: Option<&'a str>,
     child_exit_code: Option<i32>,
     child_signal: Option<i32>,
+    /// `own` or `shared`: the writer's pid namespace (absent when no writer was started).
+    pid_namespace: Option<&'static str>,
     exit_code: u8,
 }
 
@@ -87,6 +114,17 @@ fn log(session: &str, e: Event) {
             (None, None) => log_event("acquired", &[s, ("pid", std::process::id().to_string())]),
         },
         Event::Listening(p) => log_event("listening", &[s, ("control_socket", p.display().to_string())]),
+        Event::PidNamespace(r @ pidns::Report::Own { user }) => log_event(
+            "pid_namespace",
+            &[s, ("mode", r.name().into()), ("user_namespace", user.to_string())],
+        ),
+        Event::PidNamespace(r @ pidns::Report::Shared(why)) => log_event(
+            "pid_namespace",
+            &[s, ("mode", r.name().into()), ("reason", why.clone()), ("guarantee", pidns::SHARED_GUARANTEE.into())],
+        ),
+        Event::PidNamespace(pidns::Report::Refused(why)) => {
+            log_event("pid_namespace", &[s, ("mode", "refused".into()), ("reason", why.clone())])
+        }
         Event::ChildStarted(pid) => log_event("writer_started", &[s, ("writer_pid", pid.to_string())]),
         Event::Stopping(StopCause::Signal(sig)) => log_event("stopping", &[s, ("signal", sig.to_string())]),
         Event::Stopping(StopCause::PreStop) => log_event("stopping", &[s, ("cause", "prestop".into())]),
@@ -105,9 +143,18 @@ fn log(session: &str, e: Event) {
                 ("host", out.holder.hostname.clone()),
                 ("pid", out.holder.pid.to_string()),
                 ("sealed_at", out.sealed_at.clone()),
+                ("exclusive", out.record.seal().and_then(|s| s.exclusive.clone()).unwrap_or_default()),
             ],
         ),
         Event::Released => log_event("released", &[s]),
+        Event::Survivors(n) => log_event(
+            "survivors",
+            &[
+                s,
+                ("count", n.to_string()),
+                ("reason", "killed processes of the writer's tree are still there (uninterruptible sleep?); the lock is kept and run stays until they are gone".into()),
+            ],
+        ),
     }
 }
 
@@ -116,28 +163,105 @@ fn log(session: &str, e: Event) {
 pub struct ExecWriterArgs {
     /// The supervisor's pid: if it is already gone, do not start the writer at all.
     #[arg(long)]
-    pub parent: u32,
+    pub parent: Option<u32>,
+    /// Whether to put the writer in a pid namespace of its own (see `run --pid-namespace`).
+    #[arg(long, value_name = "MODE", default_value = "off", value_parser = ["auto", "require", "off"])]
+    pub pid_namespace: String,
+    /// A descriptor (inherited from the supervisor) to report the namespace outcome on.
+    #[arg(long, value_name = "FD")]
+    pub report_fd: Option<i32>,
+    /// Run as the namespace's init (PID 1), started by the launcher.
+    #[arg(long, requires = "status_fd")]
+    pub init: bool,
+    /// With --init: the socket (inherited from the launcher) to send the writer's status on.
+    #[arg(long, value_name = "FD")]
+    pub status_fd: Option<i32>,
     /// The writer command.
     #[arg(last = true, required = true)]
     pub command: Vec<OsString>,
 }
 
-/// `writerctl __exec-writer`: ask the kernel to SIGKILL this process when its parent (the
-/// supervisor) dies, check the parent is still the supervisor, then become the writer.
+/// Takes ownership of a descriptor number passed on our command line by our parent.
+///
+/// `unsafe` because nothing but our parent's word says the number is an open descriptor
+/// nobody else in this process owns; it is, by construction: the supervisor (or launcher)
+/// cleared `FD_CLOEXEC` on exactly this descriptor for this child, and this freshly exec'd
+/// process opened nothing before parsing its arguments. A wrong number fails `fstat`, which
+/// is checked before the descriptor is used.
+fn take_fd(fd: i32) -> Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    anyhow::ensure!(fd > 2, "descriptor {fd} is not one a parent passed");
+    // SAFETY: see above; the number is not stdin/stdout/stderr and is owned by nobody else here.
+    let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    rustix::fs::fstat(&owned)?;
+    Ok(owned)
+}
+
+/// `writerctl __exec-writer`: the launcher `run` starts the writer through.
+///
+/// 1. With `--pid-namespace auto|require`, unshare a pid namespace (a user namespace too
+///    when not privileged; see [`pidns`]).
+/// 2. Ask the kernel to SIGKILL this process when its parent (the supervisor) dies, then
+///    check the parent is still the supervisor (closing the race where it died first).
+/// 3. Report the outcome to the supervisor on `--report-fd`.
+/// 4. Own namespace: start init (`--init`, PID 1) and end exactly as the writer ended.
+///    Shared: exec the writer in place (it keeps this pid, process group and the death
+///    signal — until it execs a setuid or file-capability binary).
 ///
 /// Why a launcher and not a `pre_exec` hook: the death signal must be set in the child
-/// between fork and exec, and doing that from the supervisor needs `unsafe`; this process
-/// does it with a safe call, then `exec` keeps its pid, process group and the setting.
+/// between fork and exec and `unshare(CLONE_NEWUSER)` needs a single-threaded process;
+/// from the (multithreaded) supervisor both would need `unsafe` async-signal-safe code.
 pub fn exec_writer(args: ExecWriterArgs) -> Result<()> {
-    use std::os::unix::process::CommandExt;
+    use std::io::Write;
+    if args.init {
+        let fd = args.status_fd.expect("clap: --init requires --status-fd");
+        pidns::run_init(std::os::unix::net::UnixStream::from(take_fd(fd)?), &args.command)?;
+        return Ok(());
+    }
+    let report_fd = args.report_fd.map(take_fd).transpose()?;
+    // Ours alone: neither init nor the writer may inherit it (it would hold the pipe open).
+    if let Some(fd) = &report_fd {
+        rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::CLOEXEC)?;
+    }
+    let mode = pidns::Mode::parse(&args.pid_namespace).expect("clap checks the value");
+    let mut broken = None;
+    let report = pidns::decide(mode, || match pidns::enter() {
+        Ok(user) => Ok(user),
+        Err(pidns::EnterError::Refused(why)) => Err(why),
+        Err(pidns::EnterError::Broken(why)) => {
+            broken = Some(why.clone());
+            Err(why)
+        }
+    });
+    // A half-made user namespace cannot be left: never run the writer in it.
+    let report = match broken {
+        Some(why) => pidns::Report::Refused(why),
+        None => report,
+    };
     rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
-    if rustix::process::getppid().map(|p| p.as_raw_nonzero().get() as u32) != Some(args.parent) {
+    if let Some(parent) = args.parent
+        && rustix::process::getppid().map(|p| p.as_raw_nonzero().get() as u32) != Some(parent)
+    {
         return Err(ExitStatus(1).into());
     }
-    let (program, rest) = args.command.split_first().expect("clap requires a command");
-    let err = std::process::Command::new(program).args(rest).exec();
-    eprintln!("writerctl: cannot start the writer {}: {err}", program.to_string_lossy());
-    Err(ExitStatus(127).into())
+    let mut report_file = report_fd.map(std::fs::File::from);
+    if let Some(f) = report_file.as_mut() {
+        f.write_all(report.encode().as_bytes())?;
+    }
+    match report {
+        pidns::Report::Refused(why) => {
+            eprintln!("writerctl: no pid namespace for the writer: {why}");
+            Err(ExitStatus(1).into())
+        }
+        pidns::Report::Shared(_) => {
+            drop(report_file);
+            let err = pidns::exec_shared(&args.command);
+            eprintln!("writerctl: cannot start the writer {}: {err}", args.command[0].to_string_lossy());
+            Err(ExitStatus(127).into())
+        }
+        // The report pipe stays open: the writer's exit status goes up on it (see `launch`).
+        pidns::Report::Own { .. } => pidns::exit_like(pidns::launch(&args.command, report_file)?),
+    }
 }
 
 /// Runs `run`.
@@ -158,11 +282,13 @@ pub fn run_cmd(args: RunArgs, out: Output, settings: Settings) -> Result<()> {
         grace: Duration::from_secs(args.grace),
         wait: Duration::from_secs(args.wait),
         check_interval: args.check_interval,
+        max_unverified: args.max_unverified,
         control_socket: socket,
         command: args.command.clone(),
         process_kind: args.kind.process_kind.clone(),
         progress: Some(hash_progress(out)),
         launcher: std::env::current_exe().ok(),
+        pid_namespace: pidns::Mode::parse(&args.pid_namespace).expect("clap checks the value"),
     };
     let outcome = run(cfg, &mut |e| log(&session, e));
     if let Some(err) = outcome.error {
@@ -182,6 +308,7 @@ pub fn run_cmd(args: RunArgs, out: Output, settings: Settings) -> Result<()> {
             sealed_at,
             child_exit_code: outcome.child.and_then(|c| c.code()),
             child_signal: outcome.child.and_then(|c| c.signal()),
+            pid_namespace: outcome.pid_namespace.as_ref().map(|r| r.name()),
             exit_code: outcome.exit_code,
         })?;
     }

@@ -65,6 +65,10 @@ struct SealJson<'a> {
     state: &'static str,
     sealed_at: &'a str,
     transcript: &'a TranscriptProof,
+    /// `writerctl_exclusive`: how the sealer proved no other open file description could
+    /// write the transcript (`read_lease`, `no_transcript`, `unproven: <why>`); null when
+    /// the seal does not say (a direct seal by the writer).
+    exclusive: Option<&'a str>,
 }
 
 /// Runs `seal`.
@@ -111,12 +115,19 @@ pub fn run(args: SealArgs, out: Output, settings: Settings) -> Result<()> {
     if !sealed.durable {
         out.note("warning: the lock directory could not be fsynced; the seal may not survive a crash");
     }
-    print_sealed(out, &r.session_id, &sealed.sealed_at, &sealed.proof)
+    let exclusive = sealed.record.seal().and_then(|s| s.exclusive.clone());
+    print_sealed(out, &r.session_id, &sealed.sealed_at, &sealed.proof, exclusive.as_deref())
 }
 
-fn print_sealed(out: Output, session_id: &str, sealed_at: &str, p: &TranscriptProof) -> Result<()> {
+fn print_sealed(
+    out: Output,
+    session_id: &str,
+    sealed_at: &str,
+    p: &TranscriptProof,
+    exclusive: Option<&str>,
+) -> Result<()> {
     if out.json {
-        out.json(&SealJson { session_id, state: "sealed", sealed_at, transcript: p })?;
+        out.json(&SealJson { session_id, state: "sealed", sealed_at, transcript: p, exclusive })?;
     } else {
         out.line(&format!(
             "sealed session {session_id} at {sealed_at}: {} ({}, {} bytes, sha256 {})",
@@ -167,7 +178,7 @@ fn wait_for_handoff(r: &Resolved, timeout: Duration, out: Output) -> Option<Resu
         match (st.state, st.liveness.as_ref().map(|l| l.code)) {
             (LockState::Sealed, _) => {
                 let p = st.proof?;
-                return Some(print_sealed(out, &r.session_id, &p.sealed_at, &p.transcript));
+                return Some(print_sealed(out, &r.session_id, &p.sealed_at, &p.transcript, p.exclusive.as_deref()));
             }
             (LockState::Missing, _) if saw_live_holder => {
                 return Some(print_state(out, &r.session_id, "released"));
@@ -210,8 +221,9 @@ fn print_state(out: Output, session: &str, state: &str) -> Result<()> {
 }
 
 fn print_reply(out: Output, session: &str, reply: writerctl::supervisor::control::Reply) -> Result<()> {
+    let exclusive = reply.exclusive;
     match (reply.ok, reply.state.as_deref(), reply.sealed_at, reply.transcript, reply.error) {
-        (true, Some("sealed"), Some(at), Some(t), _) => print_sealed(out, session, &at, &t),
+        (true, Some("sealed"), Some(at), Some(t), _) => print_sealed(out, session, &at, &t, exclusive.as_deref()),
         (true, Some(state), _, _, _) => print_state(out, session, state),
         (_, _, _, _, Some(e)) => Err(Coded {
             code: ErrorCode::parse(&e.code).unwrap_or(ErrorCode::Internal),

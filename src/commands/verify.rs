@@ -34,6 +34,8 @@ struct VerifyJson<'a> {
     sealed_at: &'a str,
     recorded: &'a TranscriptProof,
     actual: Option<&'a TranscriptProof>,
+    /// `writerctl_exclusive` as the seal recorded it (null when it does not say).
+    exclusive: Option<&'a str>,
 }
 
 /// Runs `verify`.
@@ -57,6 +59,7 @@ pub fn run(args: VerifyArgs, out: Output) -> Result<()> {
             sealed_at: &seal.sealed_at,
             recorded: &seal.transcript,
             actual: v.actual.as_ref(),
+            exclusive: seal.exclusive.as_deref(),
         })?;
     } else if v.result.is_ok() {
         out.line(&format!(

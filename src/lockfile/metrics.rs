@@ -388,6 +388,7 @@ mod tests {
             matches: None,
             mismatch: None,
             identity: None,
+            exclusive: None,
         });
         s
     }

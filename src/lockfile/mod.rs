@@ -37,6 +37,7 @@
 
 pub mod acquire;
 pub mod error;
+pub mod exclusive;
 pub mod failpoint;
 pub mod give_back;
 pub mod holder_lock;

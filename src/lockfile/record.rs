@@ -129,6 +129,10 @@ pub struct SealInfo {
     pub committed_prefix_hash: Option<String>,
     /// writerctl's identity extension, when the seal was written by writerctl.
     pub identity: Option<SealedIdentity>,
+    /// writerctl's `writerctl_exclusive`: how the sealer proved that no other open file
+    /// description could write the transcript (see [`super::exclusive`]); `None` when the
+    /// seal does not say (qwen, a direct `writerctl seal` by the writer itself).
+    pub exclusive: Option<String>,
 }
 
 /// Record state.
@@ -418,12 +422,18 @@ fn parse_state(m: &Map<String, Value>, state: Option<&Value>, managed: bool) -> 
                         .map_err(|_| bad(format!("`{IDENTITY_KEY}` is not an object of ino, mode, uid, gid, nlink")))?,
                 ),
             };
+            let exclusive = match m.get(super::exclusive::EXCLUSIVE_KEY) {
+                None => None,
+                Some(Value::String(s)) => Some(s.clone()),
+                Some(_) => return Err(bad(format!("`{}` must be a string", super::exclusive::EXCLUSIVE_KEY))),
+            };
             Ok(RecordState::Sealed(SealInfo {
                 sealed_at,
                 transcript,
                 last_commit_sequence,
                 committed_prefix_hash,
                 identity,
+                exclusive,
             }))
         }
         _ => Err(bad("`state` must be \"active\" or \"sealed\"")),

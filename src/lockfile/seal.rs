@@ -25,6 +25,7 @@ use serde_json::{Map, Value};
 use time::OffsetDateTime;
 
 use super::error::{HolderInfo, LockError, Unavailable};
+use super::exclusive::{EXCLUSIVE_KEY, Exclusive};
 use super::holder_lock::{HOLDER_LOCK_KEY, remove_holder_file};
 use super::primitives::{check_claim, install, remove_exact, require_absent};
 use super::record::{
@@ -55,11 +56,14 @@ pub struct SealOutcome {
 /// `schema_version` and `state` overwritten in place, then `sealed_at` and `transcript`
 /// appended (QWEN_FORMAT §2.1).
 ///
-/// `identity` (writerctl's extension, see [`SealedIdentity`]) goes last, after `transcript`.
+/// `identity` (writerctl's extension, see [`SealedIdentity`]) goes after `transcript`, then
+/// `exclusive` (`writerctl_exclusive`, see [`super::exclusive`]) when the sealer proved or
+/// tried to prove exclusivity.
 pub fn sealed_record(
     active: &LockRecord,
     proof: &TranscriptProof,
     identity: Option<SealedIdentity>,
+    exclusive: Option<&Exclusive>,
     sealed_at: &str,
 ) -> Result<LockRecord, LockError> {
     let mut map: Map<String, Value> = serde_json::from_slice(&active.raw)
@@ -71,10 +75,14 @@ pub fn sealed_record(
     map.shift_remove(IDENTITY_KEY);
     // A seal's holder is judged by nothing: the holder lock dies with the active record.
     map.shift_remove(HOLDER_LOCK_KEY);
+    map.shift_remove(EXCLUSIVE_KEY);
     map.insert("sealed_at".into(), Value::from(sealed_at));
     map.insert("transcript".into(), serde_json::to_value(proof).expect("proof serializes"));
     if let Some(id) = identity {
         map.insert(IDENTITY_KEY.into(), serde_json::to_value(id).expect("identity serializes"));
+    }
+    if let Some(ex) = exclusive {
+        map.insert(EXCLUSIVE_KEY.into(), Value::from(ex.record_value()));
     }
     let raw = serde_json::to_vec(&map).expect("record serializes");
     let rec = parse_record(&raw)
@@ -92,7 +100,21 @@ pub fn seal(
     proof_opts: ProofOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<SealOutcome, LockError> {
-    seal_as(site, runtime_dir, key, token, None, proof_opts, progress)
+    seal_as(site, runtime_dir, key, token, Sealing::New(None), proof_opts, progress)
+}
+
+/// [`seal`], recording the exclusivity proof the caller (`run`, after its drain) obtained
+/// with [`super::exclusive::prove`] just before.
+pub fn seal_proven(
+    site: &LockSite,
+    runtime_dir: &Path,
+    key: &TranscriptKey,
+    token: &OwnerToken,
+    exclusive: &Exclusive,
+    proof_opts: ProofOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<SealOutcome, LockError> {
+    seal_as(site, runtime_dir, key, token, Sealing::New(Some(exclusive)), proof_opts, progress)
 }
 
 /// Puts back, byte for byte, the sealed record `sealed` that a certified takeover by `token`
@@ -108,16 +130,24 @@ pub fn restore_seal(
     sealed: &LockRecord,
     proof_opts: ProofOptions,
 ) -> Result<SealOutcome, LockError> {
-    seal_as(site, runtime_dir, key, token, Some(sealed), proof_opts, &mut |_, _| {})
+    seal_as(site, runtime_dir, key, token, Sealing::Restore(sealed), proof_opts, &mut |_, _| {})
 }
 
-/// The seal protocol; `restore` is the sealed record to put back instead of a new one.
+/// What [`seal_as`] writes.
+enum Sealing<'a> {
+    /// A new sealed record, with the exclusivity proof when the caller has one.
+    New(Option<&'a Exclusive>),
+    /// The sealed record to put back instead of a new one.
+    Restore(&'a LockRecord),
+}
+
+/// The seal protocol.
 fn seal_as(
     site: &LockSite,
     runtime_dir: &Path,
     key: &TranscriptKey,
     token: &OwnerToken,
-    restore: Option<&LockRecord>,
+    sealing: Sealing<'_>,
     proof_opts: ProofOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<SealOutcome, LockError> {
@@ -126,12 +156,12 @@ fn seal_as(
         return Err(LockError::unavailable(Unavailable::ManagedSealNeedsCommitProof));
     }
     let proof = read_proof(runtime_dir, key, proof_opts, progress)?;
-    let (sealed, sealed_at) = match restore {
-        None => {
+    let (sealed, sealed_at) = match sealing {
+        Sealing::New(exclusive) => {
             let at = format_timestamp(OffsetDateTime::now_utc());
-            (sealed_record(&active, &proof.proof, proof.identity(), &at)?, at)
+            (sealed_record(&active, &proof.proof, proof.identity(), exclusive, &at)?, at)
         }
-        Some(prev) => {
+        Sealing::Restore(prev) => {
             let info = prev
                 .seal()
                 .ok_or_else(|| LockError::InvalidArgument("the record to restore is not a sealed record".into()))?;

@@ -123,6 +123,9 @@ pub struct ProofView {
     /// writerctl's identity extension, when present (not serialized).
     #[serde(skip)]
     pub identity: Option<super::record::SealedIdentity>,
+    /// `writerctl_exclusive`: how the sealer proved no other open file description could
+    /// write the transcript (see [`super::exclusive`]); `None` when the seal does not say.
+    pub exclusive: Option<String>,
 }
 
 /// The claim file, if present.
@@ -487,6 +490,7 @@ fn classify(
                     matches: None,
                     mismatch: None,
                     identity: seal.identity,
+                    exclusive: seal.exclusive.clone(),
                 });
             }
             st.next_step = if st.managed_schema {

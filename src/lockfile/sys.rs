@@ -377,6 +377,13 @@ impl Dir {
         self.check_identity()
     }
 
+    /// Read-only: whether the path still names the directory we hold (`Changed` when it was
+    /// moved, removed or replaced). `run` checks it between lock checks (issue 27 item 3):
+    /// records read through the held descriptor cannot see a directory moved away.
+    pub fn check_still_at_path(&self) -> Result<(), DirSyncError> {
+        self.check_identity()
+    }
+
     fn check_identity(&self) -> Result<(), DirSyncError> {
         let held = FileMeta::from_stat(&rfs::fstat(&self.fd).map_err(|e| DirSyncError::Io(errno_io(e)))?);
         let seen = match rfs::stat(&self.path) {

@@ -59,6 +59,10 @@ pub struct Reply {
     /// The sealed proof.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transcript: Option<TranscriptProof>,
+    /// The seal's exclusivity proof (`writerctl_exclusive`, see
+    /// [`crate::lockfile::exclusive`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclusive: Option<String>,
     /// The failure.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<WireError>,

@@ -24,6 +24,14 @@
 //! [`drain`] repeats that until the kernel says no child is left: a stop signal, the grace
 //! period, then SIGKILL.
 //!
+//! # In an own pid namespace
+//!
+//! The tree is `launcher → init (PID 1 of the namespace) → writer …`. The namespace's
+//! processes are visible here with the pids of our namespace, so the scan finds them as in
+//! the shared one. The launcher and init are plumbing: they ignore stop signals and leave
+//! on their own once the namespace is empty, so the stop signal skips them ([`Exempt`]) and
+//! only SIGKILL reaches them — SIGKILL to init makes the kernel kill the whole namespace.
+//!
 //! What voids the proof: a descendant that is itself a subreaper keeps its orphans, but they
 //! are still its children, so it stays alive (and visible) as long as they do; a process
 //! started through a daemon outside our tree (systemd-run, a container runtime) was never a
@@ -129,19 +137,39 @@ fn proc_table() -> io::Result<HashMap<i32, Stat>> {
     Ok(table)
 }
 
+/// The pid-namespace launcher (own namespace only): it and its direct children (init) get
+/// no stop signal, only SIGKILL (see the module docs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Exempt(pub Option<u32>);
+
+impl Exempt {
+    fn covers(self, pid: i32, st: &Stat) -> bool {
+        self.0.is_some_and(|l| l as i32 == pid || l as i32 == st.ppid)
+    }
+}
+
 /// The descendants signalled so far, each once per signal.
 #[derive(Debug, Default)]
 pub struct Descendants {
     signalled: HashSet<(i32, u64, i32)>,
+    exempt: Exempt,
 }
 
 impl Descendants {
+    /// Tracks the descendants of this process, with `exempt` spared every signal but SIGKILL.
+    pub fn new(exempt: Exempt) -> Descendants {
+        Descendants { signalled: HashSet::new(), exempt }
+    }
+
     /// Sends `sig` to every live descendant not yet sent `sig`; returns how many were hit.
     pub fn signal_new(&mut self, sig: Signal) -> io::Result<usize> {
         let me = getpid().as_raw_nonzero().get();
         let mut hit = 0;
         for (pid, st) in below(me, &proc_table()?) {
             if self.signalled.contains(&(pid, st.start, sig.as_raw())) {
+                continue;
+            }
+            if sig != Signal::KILL && self.exempt.covers(pid, &st) {
                 continue;
             }
             if signal_exact(pid, st.start, sig) {
@@ -190,12 +218,12 @@ pub enum DrainError {
 /// Stops every descendant: `stop` (then SIGCONT, so a job-control-stopped one can act on
 /// it) to each as it is found, until `deadline`; then SIGKILL until none is left or
 /// `after_kill` has passed. Succeeds only once the kernel says no child is left.
-pub fn drain(stop: Signal, deadline: Instant, after_kill: Duration) -> Result<Drained, DrainError> {
+pub fn drain(stop: Signal, deadline: Instant, after_kill: Duration, exempt: Exempt) -> Result<Drained, DrainError> {
     let unprovable = DrainError::Unprovable;
     if !any_left().map_err(unprovable)? {
         return Ok(Drained::Nothing);
     }
-    let mut d = Descendants::default();
+    let mut d = Descendants::new(exempt);
     let mut stopped = 0;
     while Instant::now() < deadline {
         stopped += d.signal_new(stop).map_err(unprovable)?;
@@ -210,7 +238,7 @@ pub fn drain(stop: Signal, deadline: Instant, after_kill: Duration) -> Result<Dr
     loop {
         // SIGKILL is sent again to processes found again: it cannot hurt, and a process
         // that was mid-fork when first killed may have left a child.
-        let mut fresh = Descendants::default();
+        let mut fresh = Descendants::new(exempt);
         killed = killed.max(fresh.signal_new(Signal::KILL).map_err(unprovable)?);
         std::thread::sleep(POLL);
         if !any_left().map_err(unprovable)? {
@@ -223,9 +251,71 @@ pub fn drain(stop: Signal, deadline: Instant, after_kill: Duration) -> Result<Dr
     }
 }
 
+/// After a [`drain`] failed — survivors of SIGKILL (uninterruptible sleep: a hung network
+/// mount, a stuck disk) or a tree that could not be enumerated — the supervisor stays: it
+/// keeps its lock, SIGKILLs again every `pause`, and reports (`report(alive)` when the count
+/// changes, and every 60 rounds), until the kernel says no child is left (issue 27 item 3).
+/// A process in `D` state may still complete a write when it wakes, so exiting earlier
+/// would leave a lock whose holder is gone while a write may be in flight.
+pub fn wait_out_survivors(exempt: Exempt, pause: Duration, report: &mut dyn FnMut(usize)) -> usize {
+    // An error from the kernel proves nothing is gone: keep waiting.
+    let left = || any_left().unwrap_or(true);
+    let kill = || {
+        let alive = proc_table().map(|t| below(getpid().as_raw_nonzero().get(), &t).len()).unwrap_or(0);
+        let _ = Descendants::new(exempt).signal_new(Signal::KILL);
+        alive
+    };
+    wait_out(left, kill, || std::thread::sleep(pause), report)
+}
+
+/// [`wait_out_survivors`]' loop, with its probes passed in (for the unit test).
+fn wait_out(
+    mut left: impl FnMut() -> bool,
+    mut kill: impl FnMut() -> usize,
+    mut pause: impl FnMut(),
+    report: &mut dyn FnMut(usize),
+) -> usize {
+    let mut rounds = 0;
+    let mut last = None;
+    while left() {
+        let alive = kill();
+        if last != Some(alive) || rounds % 60 == 0 {
+            report(alive);
+            last = Some(alive);
+        }
+        pause();
+        rounds += 1;
+    }
+    rounds
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn survivors_are_waited_out_re_killed_every_round_and_reported_on_change() {
+        let mut alive = vec![2usize, 2, 1, 1, 1, 0];
+        let mut kills = 0;
+        let mut reports = Vec::new();
+        let rounds = {
+            let alive_now = std::cell::RefCell::new(&mut alive);
+            wait_out(
+                || alive_now.borrow()[0] > 0,
+                || {
+                    kills += 1;
+                    let n = alive_now.borrow()[0];
+                    alive_now.borrow_mut().remove(0);
+                    n
+                },
+                || {},
+                &mut |n| reports.push(n),
+            )
+        };
+        assert_eq!(rounds, 5, "the loop ends only once nothing is left");
+        assert_eq!(kills, 5, "SIGKILL again every round");
+        assert_eq!(reports, vec![2, 1], "a report when the count changes");
+    }
 
     #[test]
     fn stat_lines_parse_from_the_last_parenthesis() {
@@ -253,6 +343,16 @@ mod tests {
         let mut got: Vec<i32> = below(10, &table).into_iter().map(|(p, _)| p).collect();
         got.sort();
         assert_eq!(got, vec![11, 13, 14]);
+    }
+
+    #[test]
+    fn the_launcher_and_init_are_exempt_from_stop_signals_only() {
+        let st = |ppid| Stat { ppid, start: 1, zombie: false };
+        let e = Exempt(Some(11));
+        assert!(e.covers(11, &st(10)), "the launcher");
+        assert!(e.covers(12, &st(11)), "init, its child");
+        assert!(!e.covers(13, &st(12)), "the writer, init's child");
+        assert!(!Exempt(None).covers(11, &st(10)), "shared namespace: nothing is exempt");
     }
 
     #[test]

@@ -5,11 +5,16 @@
 //! ```text
 //! start ─► acquire (managed: certified takeover of a seal, never a stale reclaim;
 //!          --wait retries while a live owner or a transition holds the session)
-//!       ─► spawn the writer in its own process group, with the lock coordinates in its env
+//!       ─► spawn the writer in its own process group, with the lock coordinates in its env,
+//!          under an init of its own pid namespace where the kernel allows it ([`pidns`])
 //!       ─► wait for: the writer exiting │ SIGTERM/SIGINT/SIGHUP │ a preStop seal request
+//!          (every --check-interval, running or draining: is the lock still ours? [`watch`])
 //!       ─► stop admission: forward the signal (SIGTERM for preStop) to the writer's group
 //!       ─► wait up to --grace for the writer to exit on its own
 //!       ─► stop every descendant still alive (the group, and any that left it), prove none is left
+//!          (survivors of SIGKILL are waited out, the lock kept: never exit mid-write)
+//!       ─► before a seal: no open file description may still write the transcript
+//!          ([`crate::lockfile::exclusive`]; refused → kept, exit 75)
 //!       ─► by the exit rule (see [`after_exit`]):
 //!            asked to stop + exit 0   → seal (gate on) or release (gate off)   ─► exit 0
 //!            exit 0 on its own        → release (a normal close)               ─► exit 0
@@ -27,6 +32,8 @@
 
 pub mod control;
 pub mod descendants;
+pub mod pidns;
+pub mod watch;
 
 use std::ffi::OsString;
 use std::os::unix::net::UnixStream;
@@ -34,6 +41,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
@@ -43,8 +51,7 @@ use signal_hook::iterator::Signals;
 use crate::error::ErrorCode;
 use crate::lockfile::acquire::{Certified, TranscriptRef};
 use crate::lockfile::identity::{SystemProbe, holder};
-use crate::lockfile::release::read_owned;
-use crate::lockfile::seal::{SealOutcome, seal};
+use crate::lockfile::seal::{SealOutcome, seal_proven};
 use crate::lockfile::sys::own_pid;
 use crate::lockfile::transcript::ProofOptions;
 use crate::lockfile::wait;
@@ -69,8 +76,10 @@ pub struct RunConfig {
     pub grace: Duration,
     /// How long to wait at start for a live owner or a transition to finish.
     pub wait: Duration,
-    /// How often the lock is re-read while the writer runs (see [`lock_lost`]).
+    /// How often the lock is re-checked while the writer runs and drains (see [`watch`]).
     pub check_interval: Duration,
+    /// How long the lock may stay unverifiable (I/O errors) before it counts as lost.
+    pub max_unverified: Duration,
     /// The control socket to serve preStop seal requests on.
     pub control_socket: PathBuf,
     /// The writer command and its arguments.
@@ -82,6 +91,9 @@ pub struct RunConfig {
     /// A launcher that execs the writer after arranging for it to be killed if the
     /// supervisor dies (`writerctl __exec-writer`); `None` starts the writer directly.
     pub launcher: Option<PathBuf>,
+    /// `--pid-namespace`: whether the launcher puts the writer in a pid namespace of its
+    /// own (see [`pidns`]).
+    pub pid_namespace: pidns::Mode,
 }
 
 /// Why a stop began.
@@ -104,6 +116,8 @@ pub enum Event<'a> {
     Listening(&'a std::path::Path),
     /// The writer started.
     ChildStarted(u32),
+    /// Which pid namespace the writer got (and, when shared, why).
+    PidNamespace(&'a pidns::Report),
     /// A stop began; the signal was forwarded to the writer's process group.
     Stopping(StopCause),
     /// The writer ignored the stop past the grace period and was killed.
@@ -123,6 +137,10 @@ pub enum Event<'a> {
         /// True when some ignored the stop past the grace period and were killed.
         killed: bool,
     },
+    /// Processes of the writer's tree survived SIGKILL (uninterruptible sleep) or could not
+    /// be enumerated: the supervisor stays, keeps the lock and kills again until none is
+    /// left (how many it still sees).
+    Survivors(usize),
     /// Sealed.
     Sealed(&'a SealOutcome),
     /// Released.
@@ -138,6 +156,8 @@ pub enum Handoff {
         sealed_at: String,
         /// The proof.
         transcript: crate::lockfile::record::TranscriptProof,
+        /// `writerctl_exclusive` as recorded (see [`crate::lockfile::exclusive`]).
+        exclusive: Option<String>,
     },
     /// Released (gate off, or nothing was written).
     Released,
@@ -188,6 +208,15 @@ pub enum RunError {
     /// stopped and nothing was sealed or released.
     #[error("the lock was lost while the writer ran ({0}); the writer was stopped and nothing was sealed or released")]
     LockLost(LockError),
+    /// `--pid-namespace require`, and the kernel would not give the writer one; the writer
+    /// was not started and the session was handed back.
+    #[error("the writer cannot get a pid namespace of its own ({0}); it was not started")]
+    PidNamespaceRefused(String),
+    /// Every process of the writer's tree is gone, yet an open file description outside it
+    /// can still write the transcript (one passed over a unix socket, say): no seal; the
+    /// active lock was kept.
+    #[error("the writer stopped, but {0}; nothing was sealed and the active lock was kept (fail closed)")]
+    TranscriptOpenElsewhere(crate::lockfile::exclusive::OpenForWriting),
 }
 
 impl RunError {
@@ -203,6 +232,8 @@ impl RunError {
             RunError::DescendantsLeft(_) => ErrorCode::DrainTimeout,
             RunError::LockLost(_) => ErrorCode::SessionNotOwner,
             RunError::HandoffFailed(e) => e.code(),
+            RunError::PidNamespaceRefused(_) => ErrorCode::InvalidArgument,
+            RunError::TranscriptOpenElsewhere(_) => ErrorCode::SessionWriterUnavailable,
         }
     }
 
@@ -228,6 +259,12 @@ impl RunError {
             RunError::HandoffFailed(_) => Some(
                 "the active lock was kept (fail closed); `writerctl status` shows why. Fix the transcript or storage problem, then a plain `writerctl acquire` or `writerctl recover` after fencing".into(),
             ),
+            RunError::TranscriptOpenElsewhere(_) => Some(
+                "a process outside the writer's tree holds the transcript open for writing (a descriptor passed over a unix socket, a helper started through a daemon); find it (`fuser -v TRANSCRIPT`, `ls -l /proc/*/fd`), stop it, then seal again or `writerctl recover`".into(),
+            ),
+            RunError::PidNamespaceRefused(_) => Some(
+                "allow namespaces here (root or CAP_SYS_ADMIN for CLONE_NEWPID; unprivileged user namespaces otherwise; a seccomp profile that permits unshare), or pass --pid-namespace auto (WRITERCTL_PID_NAMESPACE=auto) to run in the shared namespace, where the inherited holder lock marks survivors".into(),
+            ),
         }
     }
 }
@@ -243,6 +280,8 @@ pub struct RunOutcome {
     pub child: Option<ExitStatus>,
     /// The failure, if any.
     pub error: Option<RunError>,
+    /// Which pid namespace the writer got, if it was started.
+    pub pid_namespace: Option<pidns::Report>,
 }
 
 enum Msg {
@@ -337,7 +376,7 @@ pub fn run(cfg: RunConfig, log: &mut dyn FnMut(Event)) -> RunOutcome {
 }
 
 fn failed(error: RunError, handoff: Handoff) -> RunOutcome {
-    RunOutcome { exit_code: error.code().exit_code(), handoff, child: None, error: Some(error) }
+    RunOutcome { exit_code: error.code().exit_code(), handoff, child: None, error: Some(error), pid_namespace: None }
 }
 
 fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dyn FnMut(Event)) -> RunOutcome {
@@ -352,8 +391,8 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
         if let Msg::Signal(sig) = msg {
             log(Event::Stopping(StopCause::Signal(sig)));
             return match hand_off(cfg, &lease, cfg.gate, log) {
-                Ok(h) => RunOutcome { exit_code: 0, handoff: h, child: None, error: None },
-                Err(e) => failed(RunError::HandoffFailed(e), Handoff::Kept),
+                Ok(h) => RunOutcome { exit_code: 0, handoff: h, child: None, error: None, pid_namespace: None },
+                Err(e) => failed(e, Handoff::Kept),
             };
         }
     }
@@ -365,20 +404,35 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
     log(Event::Listening(&cfg.control_socket));
     spawn_control_thread(bound.clone(), cfg.site.session_id.clone(), tx.clone());
 
-    let child = match spawn_writer(cfg, &lease) {
+    let Started { mut child, report, exits } = match spawn_writer(cfg, &lease) {
         Ok(c) => c,
         Err(e) => {
             bound.unbind();
             return give_back(cfg, &lease, e);
         }
     };
+    if let Some(report) = &report {
+        log(Event::PidNamespace(report));
+    }
+    if let Some(pidns::Report::Refused(why)) = &report {
+        // The launcher exits at once without starting the writer.
+        let _ = child.wait();
+        bound.unbind();
+        return give_back(cfg, &lease, RunError::PidNamespaceRefused(why.clone()));
+    }
     let pgid = child.id();
     log(Event::ChildStarted(pgid));
     // Never `Child::wait`: the reaper thread owns every wait, including orphans.
     drop(child);
-    spawn_reaper(pgid, tx.clone());
-    let outcome = wait_and_hand_off(cfg, &lease, pgid, rx, &bound, log);
+    let delivered = Arc::new(AtomicBool::new(false));
+    let exempt = descendants::Exempt(exits.is_some().then_some(pgid));
+    if let Some(exits) = exits {
+        spawn_exit_reader(exits, tx.clone(), delivered.clone());
+    }
+    spawn_reaper(pgid, tx.clone(), delivered);
+    let mut outcome = wait_and_hand_off(cfg, &lease, Writer { pgid, exempt }, rx, &bound, log);
     bound.unbind();
+    outcome.pid_namespace = report;
     outcome
 }
 
@@ -392,7 +446,11 @@ fn give_back(cfg: &RunConfig, lease: &Lease, error: RunError) -> RunOutcome {
         // The crashed writer's record is back (issue 27): active, as the run found it.
         Ok(GaveBack::PredecessorRestored) => Handoff::Kept,
         Ok(GaveBack::SealRestored) => match lease.took_over.as_ref().and_then(|p| p.sealed.seal()) {
-            Some(seal) => Handoff::Sealed { sealed_at: seal.sealed_at.clone(), transcript: seal.transcript.clone() },
+            Some(seal) => Handoff::Sealed {
+                sealed_at: seal.sealed_at.clone(),
+                transcript: seal.transcript.clone(),
+                exclusive: seal.exclusive.clone(),
+            },
             None => Handoff::Kept,
         },
         Err(_) => Handoff::Kept,
@@ -429,12 +487,12 @@ fn acquire_waiting(cfg: &RunConfig, rx: &Receiver<Msg>, log: &mut dyn FnMut(Even
 /// Reaps every child of the supervisor: the writer (reported) and any orphaned descendants
 /// reparented to us (we are a child subreaper, and often PID 1 in a container), so that none
 /// lingers as a zombie and "the writer's process group is empty" can be observed.
-fn spawn_reaper(writer: u32, tx: Sender<Msg>) {
+fn spawn_reaper(writer: u32, tx: Sender<Msg>, delivered: Arc<AtomicBool>) {
     std::thread::spawn(move || {
         loop {
             match rustix::process::wait(rustix::process::WaitOptions::empty()) {
                 Ok(Some((pid, status))) => {
-                    if pid.as_raw_nonzero().get() as u32 == writer {
+                    if pid.as_raw_nonzero().get() as u32 == writer && !delivered.swap(true, Ordering::SeqCst) {
                         let _ = tx.send(Msg::Child(ExitStatus::from_raw(status.as_raw())));
                     }
                 }
@@ -467,7 +525,19 @@ pub fn check_command(command: &[OsString]) -> Result<(), RunError> {
     }
 }
 
-fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<std::process::Child, RunError> {
+/// The writer as started: the process the supervisor waits for (the launcher, or the writer
+/// itself), the launcher's pid-namespace report, and — in an own namespace — the pipe on
+/// which the launcher sends the writer's exit status.
+struct Started {
+    child: std::process::Child,
+    report: Option<pidns::Report>,
+    exits: Option<std::io::BufReader<std::io::PipeReader>>,
+}
+
+/// Starts the writer (through the launcher when there is one) and reads the launcher's
+/// one-line pid-namespace report; `None` when there is no launcher, or it died before
+/// reporting (its exit is then reported like the writer's).
+fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<Started, RunError> {
     let (program, args) = cfg.command.split_first().expect("clap requires a command");
     let transcript = cfg.transcript.runtime_dir.join(cfg.transcript.key.as_str());
     // The writer may expect its transcript's directory to exist (qwen creates it, 0700, on
@@ -476,13 +546,32 @@ fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<std::process::Child, R
         use std::os::unix::fs::DirBuilderExt;
         let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
     }
+    let spawn_err = |source| RunError::Spawn { command: program.to_string_lossy().into_owned(), source };
+    // The launcher's report channel: the write end is inherited by the launcher alone (no
+    // other thread of the supervisor starts processes) and closed here right after the spawn.
+    let report_pipe = match &cfg.launcher {
+        Some(_) => {
+            let (r, w) = std::io::pipe().map_err(spawn_err)?;
+            rustix::io::fcntl_setfd(&w, rustix::io::FdFlags::empty()).map_err(|e| spawn_err(e.into()))?;
+            Some((r, w))
+        }
+        None => None,
+    };
     let mut cmd = match &cfg.launcher {
         // The launcher sets PR_SET_PDEATHSIG=SIGKILL and execs the writer in place: if the
         // supervisor is SIGKILLed, its writer dies with it instead of writing on under a lock
         // whose holder (the supervisor) is gone and which plain acquisition may reclaim.
         Some(l) => {
             let mut c = Command::new(l);
-            c.arg("__exec-writer").arg("--parent").arg(own_pid().to_string()).arg("--").arg(program).args(args);
+            c.arg("__exec-writer")
+                .arg("--parent")
+                .arg(own_pid().to_string())
+                .arg("--pid-namespace")
+                .arg(cfg.pid_namespace.as_str());
+            if let Some((_, w)) = &report_pipe {
+                c.arg("--report-fd").arg(std::os::fd::AsRawFd::as_raw_fd(w).to_string());
+            }
+            c.arg("--").arg(program).args(args);
             c
         }
         None => {
@@ -504,8 +593,7 @@ fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<std::process::Child, R
         // Named for writers that close inherited descriptors: this one must stay open.
         cmd.env("WRITERCTL_HOLDER_LOCK_FD", fd.as_raw_fd().to_string());
     }
-    let spawned = cmd
-        .env("WRITERCTL_RUNTIME_DIR", &cfg.transcript.runtime_dir)
+    cmd.env("WRITERCTL_RUNTIME_DIR", &cfg.transcript.runtime_dir)
         .env("WRITERCTL_SESSION", &cfg.site.session_id)
         .env("WRITERCTL_LOCK", cfg.site.lock_path())
         .env("WRITERCTL_TRANSCRIPT", transcript)
@@ -521,11 +609,46 @@ fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<std::process::Child, R
         .stdin(Stdio::inherit())
         // Its own process group: the supervisor forwards stop signals to the whole group,
         // and a terminal's Ctrl-C reaches the supervisor first.
-        .process_group(0)
-        .spawn()
-        .map_err(|source| RunError::Spawn { command: program.to_string_lossy().into_owned(), source });
+        .process_group(0);
+    if cfg.launcher.is_none() {
+        cmd.env(pidns::ENV, "shared");
+    }
+    let child = cmd.spawn().map_err(spawn_err);
     drop(inherited);
-    spawned
+    let child = child?;
+    let (report, exits) = match report_pipe {
+        Some((r, w)) => {
+            drop(w);
+            let mut r = std::io::BufReader::new(r);
+            let mut line = String::new();
+            let _ = std::io::BufRead::read_line(&mut r, &mut line);
+            let report = pidns::Report::decode(&line);
+            let own = matches!(report, Some(pidns::Report::Own { .. }));
+            (report, own.then_some(r))
+        }
+        None => (Some(pidns::Report::Shared("started without the launcher".into())), None),
+    };
+    Ok(Started { child, report, exits })
+}
+
+/// In an own namespace the writer's exit comes from the launcher, on the report pipe, the
+/// moment it happens — while init and the launcher stay until the namespace is empty, so
+/// the drain can give what the writer left the same SIGTERM and grace as in the shared
+/// namespace. Whichever comes first — this line, or the launcher's own exit seen by the
+/// reaper (it was killed, or died before sending) — is *the* writer's exit; `delivered`
+/// makes sure exactly one is.
+fn spawn_exit_reader(mut exits: std::io::BufReader<std::io::PipeReader>, tx: Sender<Msg>, delivered: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        while std::io::BufRead::read_line(&mut exits, &mut line).is_ok_and(|n| n > 0) {
+            if let Some(raw) = pidns::Report::decode_exit(&line)
+                && !delivered.swap(true, Ordering::SeqCst)
+            {
+                let _ = tx.send(Msg::Child(ExitStatus::from_raw(raw)));
+            }
+            line.clear();
+        }
+    });
 }
 
 fn spawn_control_thread(bound: Arc<control::Bound>, session: String, tx: Sender<Msg>) {
@@ -558,7 +681,7 @@ fn spawn_control_thread(bound: Arc<control::Bound>, session: String, tx: Sender<
 }
 
 fn error_reply(e: &WireError) -> Reply {
-    Reply { ok: false, state: None, sealed_at: None, transcript: None, error: Some(e.clone()) }
+    Reply { ok: false, state: None, sealed_at: None, transcript: None, exclusive: None, error: Some(e.clone()) }
 }
 
 fn wire(e: &RunError) -> WireError {
@@ -594,31 +717,59 @@ enum State {
     },
 }
 
+/// The process group the supervisor signals, and what its drain must spare.
+#[derive(Clone, Copy)]
+struct Writer {
+    pgid: u32,
+    exempt: descendants::Exempt,
+}
+
 fn wait_and_hand_off(
     cfg: &RunConfig,
     lease: &Lease,
-    pgid: u32,
+    writer: Writer,
     rx: &Receiver<Msg>,
     bound: &control::Bound,
     log: &mut dyn FnMut(Event),
 ) -> RunOutcome {
+    let pgid = writer.pgid;
+    let mut watch = watch::Watch::new(cfg.max_unverified);
+    let lost =
+        |watch: &mut watch::Watch| watch.observe(watch::check(&cfg.site, lease), Instant::now(), &cfg.site.lock_path());
     let mut state = State::Running;
     let mut forwarded: Option<i32> = None;
     let mut signalled = false;
     let mut waiting_clients: Vec<UnixStream> = Vec::new();
     loop {
         let msg = match &state {
-            State::Stopping { deadline } => match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(m) => m,
-                Err(RecvTimeoutError::Timeout) => return drain_timeout(cfg, pgid, rx, &mut waiting_clients, log),
-                Err(RecvTimeoutError::Disconnected) => return failed(RunError::DrainTimeout(cfg.grace), Handoff::Kept),
-            },
+            // The lock is checked while the writer drains too: lost mid-drain, nothing may be
+            // sealed or released.
+            State::Stopping { deadline } => {
+                let deadline = *deadline;
+                match rx.recv_timeout(deadline.saturating_duration_since(Instant::now()).min(cfg.check_interval)) {
+                    Ok(m) => m,
+                    Err(RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
+                        return drain_timeout(cfg, writer, rx, &mut waiting_clients, log);
+                    }
+                    Err(RecvTimeoutError::Timeout) => {
+                        if let Some(e) = lost(&mut watch) {
+                            bound.unbind();
+                            return stop_after_loss(cfg, writer, rx, e, deadline, &mut waiting_clients, log);
+                        }
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => {
+                        return failed(RunError::DrainTimeout(cfg.grace), Handoff::Kept);
+                    }
+                }
+            }
             State::Running => match rx.recv_timeout(cfg.check_interval) {
                 Ok(m) => m,
                 Err(RecvTimeoutError::Timeout) => {
-                    if let Some(lost) = lock_lost(&cfg.site, lease) {
+                    if let Some(e) = lost(&mut watch) {
                         bound.unbind();
-                        return stop_after_loss(cfg, pgid, rx, lost, &mut waiting_clients, log);
+                        let deadline = Instant::now() + cfg.grace;
+                        return stop_after_loss(cfg, writer, rx, e, deadline, &mut waiting_clients, log);
                     }
                     continue;
                 }
@@ -632,7 +783,13 @@ fn wait_and_hand_off(
         match (msg, &mut state) {
             (Msg::Signal(sig), State::HandedOff { handoff, child, .. }) => {
                 log(Event::Stopping(StopCause::Signal(sig)));
-                return RunOutcome { exit_code: 0, handoff: handoff.clone(), child: Some(*child), error: None };
+                return RunOutcome {
+                    exit_code: 0,
+                    handoff: handoff.clone(),
+                    child: Some(*child),
+                    error: None,
+                    pid_namespace: None,
+                };
             }
             (Msg::Control(stream), State::HandedOff { reply, .. }) => {
                 let _ = control::write_reply(&stream, reply);
@@ -665,7 +822,7 @@ fn wait_and_hand_off(
                 };
                 // Nothing is handed off — nor left behind a lock whose holder is about to
                 // exit — while a process of the writer's tree can still write.
-                let drained = stop_descendants(deadline, log);
+                let drained = stop_descendants(deadline, writer.exempt, log);
                 let end = WriterEnd { status, stop_requested: forwarded.is_some() };
                 let refused = match (rule, drained) {
                     (AfterExit::Keep, _) => Some(RunError::WriterCrashed(end)),
@@ -673,23 +830,35 @@ fn wait_and_hand_off(
                     _ => None,
                 };
                 if let Some(e) = refused {
+                    if matches!(e, RunError::DescendantsLeft(_)) {
+                        wait_out_survivors(writer, log);
+                    }
                     reply_all(&mut waiting_clients, &error_reply(&wire(&e)));
                     return RunOutcome { child: Some(status), ..failed(e, Handoff::Kept) };
+                }
+                // The drain took time: the lock must still be ours before it is handed off.
+                if let Some(e) = lost(&mut watch) {
+                    log(Event::LockLost(&e));
+                    let e = RunError::LockLost(e);
+                    reply_all(&mut waiting_clients, &error_reply(&wire(&e)));
+                    return RunOutcome { child: Some(status), ..failed(e, Handoff::Lost) };
                 }
                 let result = hand_off(cfg, lease, cfg.gate && rule == AfterExit::HandOff, log);
                 let reply = match &result {
                     Ok(h) => success_reply(h),
-                    Err(e) => error_reply(&WireError {
+                    // The engine's own error goes on the wire (as before); a refusal of ours as is.
+                    Err(RunError::HandoffFailed(e)) => error_reply(&WireError {
                         code: e.code().as_str().into(),
                         message: e.to_string(),
                         hint: e.hint(),
                     }),
+                    Err(e) => error_reply(&wire(e)),
                 };
                 reply_all(&mut waiting_clients, &reply);
                 let handoff = match result {
                     Ok(h) => h,
                     Err(e) => {
-                        return RunOutcome { child: Some(status), ..failed(RunError::HandoffFailed(e), Handoff::Kept) };
+                        return RunOutcome { child: Some(status), ..failed(e, Handoff::Kept) };
                     }
                 };
                 // After a preStop handoff, stay until the signal that ends the pod, so the
@@ -698,7 +867,7 @@ fn wait_and_hand_off(
                     state = State::HandedOff { reply: Box::new(reply), handoff, child: status };
                     continue;
                 }
-                return RunOutcome { exit_code: 0, handoff, child: Some(status), error: None };
+                return RunOutcome { exit_code: 0, handoff, child: Some(status), error: None, pid_namespace: None };
             }
         }
     }
@@ -707,8 +876,12 @@ fn wait_and_hand_off(
 /// Stops whatever the writer left behind — processes still in its group, and any that left
 /// it (`setsid`, double fork) — with SIGTERM and what is left of the grace period, then
 /// SIGKILL, and proves none is left (see [`descendants`]).
-fn stop_descendants(deadline: Instant, log: &mut dyn FnMut(Event)) -> Result<Drained, DrainError> {
-    let drained = descendants::drain(rustix::process::Signal::TERM, deadline, REAP_AFTER_KILL)?;
+fn stop_descendants(
+    deadline: Instant,
+    exempt: descendants::Exempt,
+    log: &mut dyn FnMut(Event),
+) -> Result<Drained, DrainError> {
+    let drained = descendants::drain(rustix::process::Signal::TERM, deadline, REAP_AFTER_KILL, exempt)?;
     match drained {
         // Only a process already exiting was found (nothing had to be signalled).
         Drained::Nothing | Drained::Stopped(0) => {}
@@ -718,38 +891,22 @@ fn stop_descendants(deadline: Instant, log: &mut dyn FnMut(Event)) -> Result<Dra
     Ok(drained)
 }
 
-/// Issue 18 item 5, as `consul lock` and proper-lockfile's `onCompromised` do: while the
-/// writer runs, the lock must still be our exact record on the inode we installed. If it is
-/// not — a `writerctl recover` elsewhere moved it, an operator replaced it (even with a
-/// byte-identical copy) — the writer is writing without a lock and must stop. An error that
-/// does not prove the loss (an I/O error reading the lock) is not acted on: the next check
-/// looks again.
-fn lock_lost(site: &LockSite, lease: &Lease) -> Option<LockError> {
-    match read_owned(site, |r| r.raw == lease.record.raw) {
-        Ok((_, meta)) if meta.same_identity(&lease.meta) => None,
-        Ok(_) => Some(LockError::NotOwner {
-            path: site.lock_path(),
-            reason: "the lock was replaced by a copy (another inode)".into(),
-        }),
-        Err(e @ LockError::NotOwner { .. }) => Some(e),
-        Err(_) => None,
-    }
-}
-
-/// The lock was lost under a running writer: SIGTERM to its group, up to `--grace` for it to
-/// exit, then SIGKILL to it and everything it left; never a seal or a release (the lock is
-/// not ours to hand off any more).
+/// The lock was lost under a running (or draining) writer (issue 18 item 5, as `consul lock`
+/// and proper-lockfile's `onCompromised` do; see [`watch`] for what counts as lost): SIGTERM
+/// to its group, up to `deadline` for it to exit, then SIGKILL to it and everything it left;
+/// never a seal or a release (the lock is not ours to hand off any more).
 fn stop_after_loss(
-    cfg: &RunConfig,
-    pgid: u32,
+    _cfg: &RunConfig,
+    writer: Writer,
     rx: &Receiver<Msg>,
     lost: LockError,
+    deadline: Instant,
     waiting: &mut Vec<UnixStream>,
     log: &mut dyn FnMut(Event),
 ) -> RunOutcome {
+    let pgid = writer.pgid;
     log(Event::LockLost(&lost));
     forward_stop(pgid, SIGTERM);
-    let deadline = Instant::now() + cfg.grace;
     let mut child = None;
     while child.is_none() {
         match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
@@ -766,11 +923,19 @@ fn stop_after_loss(
             }
         }
     }
-    // Whatever is left of the writer's tree is stopped too; the outcome is the same either way.
-    let _ = descendants::drain(rustix::process::Signal::TERM, deadline, REAP_AFTER_KILL);
+    // Whatever is left of the writer's tree is stopped too, and waited out if it resists.
+    if descendants::drain(rustix::process::Signal::TERM, deadline, REAP_AFTER_KILL, writer.exempt).is_err() {
+        wait_out_survivors(writer, log);
+    }
     let error = RunError::LockLost(lost);
     reply_all(waiting, &error_reply(&wire(&error)));
     RunOutcome { child, ..failed(error, Handoff::Lost) }
+}
+
+/// Stays until no process of the writer's tree is left (see
+/// [`descendants::wait_out_survivors`]): never exit while a write may be in flight.
+fn wait_out_survivors(writer: Writer, log: &mut dyn FnMut(Event)) {
+    descendants::wait_out_survivors(writer.exempt, Duration::from_secs(1), &mut |n| log(Event::Survivors(n)));
 }
 
 fn reply_all(clients: &mut Vec<UnixStream>, reply: &Reply) {
@@ -781,14 +946,22 @@ fn reply_all(clients: &mut Vec<UnixStream>, reply: &Reply) {
 
 fn success_reply(h: &Handoff) -> Reply {
     match h {
-        Handoff::Sealed { sealed_at, transcript } => Reply {
+        Handoff::Sealed { sealed_at, transcript, exclusive } => Reply {
             ok: true,
             state: Some("sealed".into()),
             sealed_at: Some(sealed_at.clone()),
             transcript: Some(transcript.clone()),
+            exclusive: exclusive.clone(),
             error: None,
         },
-        _ => Reply { ok: true, state: Some("released".into()), sealed_at: None, transcript: None, error: None },
+        _ => Reply {
+            ok: true,
+            state: Some("released".into()),
+            sealed_at: None,
+            transcript: None,
+            exclusive: None,
+            error: None,
+        },
     }
 }
 
@@ -796,16 +969,18 @@ fn success_reply(h: &Handoff) -> Reply {
 /// stopped mid-append, so nothing may certify the transcript), and report.
 fn drain_timeout(
     cfg: &RunConfig,
-    pgid: u32,
+    writer: Writer,
     rx: &Receiver<Msg>,
     waiting: &mut Vec<UnixStream>,
     log: &mut dyn FnMut(Event),
 ) -> RunOutcome {
-    signal_group(pgid, rustix::process::Signal::KILL.as_raw());
+    signal_group(writer.pgid, rustix::process::Signal::KILL.as_raw());
     log(Event::Killed);
     // Whatever left the group dies too: the lock stays active with a holder that is about to
     // exit, and no escaped process may write on under it. The lock is kept either way.
-    let _ = descendants::drain(rustix::process::Signal::KILL, Instant::now(), REAP_AFTER_KILL);
+    if descendants::drain(rustix::process::Signal::KILL, Instant::now(), REAP_AFTER_KILL, writer.exempt).is_err() {
+        wait_out_survivors(writer, log);
+    }
     let deadline = Instant::now() + REAP_AFTER_KILL;
     let mut child = None;
     while let Ok(msg) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
@@ -823,31 +998,50 @@ fn drain_timeout(
     for c in waiting.drain(..) {
         let _ = control::write_reply(&c, &error_reply(&wire(&error)));
     }
-    RunOutcome { exit_code: error.code().exit_code(), handoff: Handoff::Kept, child, error: Some(error) }
+    RunOutcome {
+        exit_code: error.code().exit_code(),
+        handoff: Handoff::Kept,
+        child,
+        error: Some(error),
+        pid_namespace: None,
+    }
 }
 
 /// Seal (`seal`: a requested stop with the gate on) or release the lease.
-fn hand_off(cfg: &RunConfig, lease: &Lease, seal_it: bool, log: &mut dyn FnMut(Event)) -> Result<Handoff, LockError> {
+///
+/// A seal first proves that no open file description can still write the transcript
+/// ([`crate::lockfile::exclusive::prove`]): the drain proved no *process* of the tree is
+/// left, not that no descriptor is. Refused → no seal, the lock is kept. Unprovable here
+/// (no leases on this filesystem, not the owner) → the seal says so in its record.
+fn hand_off(cfg: &RunConfig, lease: &Lease, seal_it: bool, log: &mut dyn FnMut(Event)) -> Result<Handoff, RunError> {
     log(Event::HandingOff(seal_it));
     if seal_it {
+        let path = cfg.transcript.runtime_dir.join(cfg.transcript.key.as_str());
+        let exclusive = crate::lockfile::exclusive::prove(&path).map_err(RunError::TranscriptOpenElsewhere)?;
         let progress = cfg.progress.clone();
         let mut cb = |d, t| {
             if let Some(p) = &progress {
                 p(d, t)
             }
         };
-        let out = seal(
+        let out = seal_proven(
             &cfg.site,
             &cfg.transcript.runtime_dir,
             &cfg.transcript.key,
             &lease.owner,
+            &exclusive,
             ProofOptions::default(),
             &mut cb,
-        )?;
+        )
+        .map_err(RunError::HandoffFailed)?;
         log(Event::Sealed(&out));
-        Ok(Handoff::Sealed { sealed_at: out.sealed_at, transcript: out.proof })
+        Ok(Handoff::Sealed {
+            sealed_at: out.sealed_at,
+            transcript: out.proof,
+            exclusive: Some(exclusive.record_value()),
+        })
     } else {
-        release(&cfg.site, &lease.owner)?;
+        release(&cfg.site, &lease.owner).map_err(RunError::HandoffFailed)?;
         log(Event::Released);
         Ok(Handoff::Released)
     }

@@ -23,9 +23,8 @@ use crate::support::*;
 
 /// Extra `writerctl run` arguments that keep the writer out of a pid namespace of its own,
 /// so that its descendants can outlive a SIGKILLed supervisor (the setup issue 27 item 2
-/// must still defend with the holder lock). Empty until `run` has a pid-namespace mode; the
-/// flag that turns that mode off goes here.
-const RUN_WITHOUT_PID_NAMESPACE: &[&str] = &[];
+/// must still defend with the holder lock).
+const RUN_WITHOUT_PID_NAMESPACE: &[&str] = &["--pid-namespace", "off"];
 
 /// `writerctl ARGS --runtime-dir R` as pid 1 of a new pid namespace (a second container of
 /// the same pod, a debug container, a sidecar), with `vars`.

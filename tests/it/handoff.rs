@@ -60,6 +60,7 @@ struct VerifyJson {
     sealed_at: String,
     recorded: ProofOut,
     actual: Option<ProofOut>,
+    exclusive: Option<String>,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1482,6 +1483,7 @@ fn verify_reports_the_proof_and_changes_nothing() {
     assert_eq!(j.sealed_at, sealed.seal.sealed_at);
     assert_eq!(j.recorded, sealed.seal.transcript);
     assert_eq!(j.actual.as_ref(), Some(&sealed.seal.transcript));
+    assert_eq!(j.exclusive, None, "a direct `writerctl seal` makes no exclusivity claim");
     assert_sanitized(&r, &[&sealed.token], "verify");
     let human = ungated(&env, &["verify", "--session", S]);
     human.assert_ok();

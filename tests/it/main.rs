@@ -34,6 +34,7 @@ mod serve_work;
 mod services;
 mod soak;
 mod staged;
+mod supervisor_death;
 mod work;
 mod work_store;
 

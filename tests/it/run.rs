@@ -42,6 +42,7 @@ struct RunJson {
     sealed_at: Option<String>,
     child_exit_code: Option<i32>,
     child_signal: Option<i32>,
+    pid_namespace: Option<String>,
     exit_code: u8,
 }
 
@@ -528,7 +529,7 @@ fn twenty_four_generations_hand_over_one_at_a_time_through_verified_takeovers() 
         let first = if n == 0 { "acquired" } else { "takeover" };
         assert_eq!(
             names_without_waiting(&evs),
-            [first, "listening", "writer_started", "stopping", "writer_exited", "sealing", "seal"],
+            [first, "listening", "pid_namespace", "writer_started", "stopping", "writer_exited", "sealing", "seal"],
             "generation {n}:\n{}",
             r.stderr
         );
@@ -637,7 +638,7 @@ fn a_writer_that_ignores_the_stop_past_grace_is_killed_and_the_active_lock_is_ke
     assert_session_on_every_event(&evs, a);
     assert_eq!(
         names_without_waiting(&evs),
-        ["acquired", "listening", "writer_started", "stopping", "writer_killed", "writer_exited"],
+        ["acquired", "listening", "pid_namespace", "writer_started", "stopping", "writer_killed", "writer_exited"],
         "{}",
         ra.stderr
     );
@@ -652,7 +653,7 @@ fn a_writer_that_ignores_the_stop_past_grace_is_killed_and_the_active_lock_is_ke
     let evs = events(&rb.stderr);
     assert_eq!(
         names_without_waiting(&evs),
-        ["acquired", "listening", "writer_started", "stopping", "writer_killed", "writer_exited"],
+        ["acquired", "listening", "pid_namespace", "writer_started", "stopping", "writer_killed", "writer_exited"],
         "{}",
         rb.stderr
     );
@@ -717,7 +718,10 @@ exit {code}
         assert_eq!(jsonl(&transcript_path(&env, s)).len(), 2);
         let evs = events(&r.stderr);
         assert_session_on_every_event(&evs, s);
-        assert_eq!(names_without_waiting(&evs), ["acquired", "listening", "writer_started", "writer_exited"]);
+        assert_eq!(
+            names_without_waiting(&evs),
+            ["acquired", "listening", "pid_namespace", "writer_started", "writer_exited"]
+        );
         assert!(!socket_for(&env, s).exists(), "gate {gate}: the control socket was left behind");
     }
 }
@@ -747,6 +751,7 @@ exit 0
                 sealed_at: None,
                 child_exit_code: Some(0),
                 child_signal: None,
+                pid_namespace: Some("own".into()),
                 exit_code: 0
             },
             "gate {gate}"
@@ -755,7 +760,7 @@ exit 0
         assert_eq!(session_files(&env, s), Vec::<String>::new(), "gate {gate}: residue");
         assert_eq!(
             names_without_waiting(&events(&r.stderr)),
-            ["acquired", "listening", "writer_started", "writer_exited", "releasing", "released"]
+            ["acquired", "listening", "pid_namespace", "writer_started", "writer_exited", "releasing", "released"]
         );
     }
 }
@@ -864,6 +869,7 @@ fn a_signal_after_the_takeover_but_before_the_writer_starts_hands_the_session_of
             sealed_at: Some(sealed_at),
             child_exit_code: None,
             child_signal: None,
+            pid_namespace: None,
             exit_code: 0
         }
     );
@@ -891,7 +897,7 @@ fn a_second_sigterm_during_the_seal_does_not_interrupt_it() {
     let evs = events(&r.stderr);
     assert_eq!(
         names_without_waiting(&evs),
-        ["acquired", "listening", "writer_started", "stopping", "writer_exited", "sealing", "seal"],
+        ["acquired", "listening", "pid_namespace", "writer_started", "stopping", "writer_exited", "sealing", "seal"],
         "{}",
         r.stderr
     );
@@ -906,6 +912,7 @@ fn a_second_sigterm_during_the_seal_does_not_interrupt_it() {
             sealed_at: Some(sealed_at),
             child_exit_code: Some(0),
             child_signal: None,
+            pid_namespace: Some("own".into()),
             exit_code: 0
         }
     );
@@ -975,7 +982,7 @@ fn a_prestop_seal_returns_once_the_writer_stopped_and_the_seal_is_on_disk() {
     let evs = events(&p.stderr());
     assert_eq!(
         names_without_waiting(&evs),
-        ["acquired", "listening", "writer_started", "stopping", "writer_exited", "sealing", "seal"]
+        ["acquired", "listening", "pid_namespace", "writer_started", "stopping", "writer_exited", "sealing", "seal"]
     );
     assert_eq!(one(&evs, "stopping").fields.get("cause").map(String::as_str), Some("prestop"));
     assert_eq!(one(&evs, "writer_exited").fields["status"], "exit status: 0");
@@ -995,6 +1002,7 @@ fn a_prestop_seal_returns_once_the_writer_stopped_and_the_seal_is_on_disk() {
             sealed_at: Some(sj.sealed_at.clone()),
             child_exit_code: Some(0),
             child_signal: None,
+            pid_namespace: Some("own".into()),
             exit_code: 0
         }
     );
@@ -1087,8 +1095,10 @@ fn the_writer_sees_the_lock_coordinates_and_the_owner_token_in_its_own_process_g
   for v in WRITERCTL_RUNTIME_DIR WRITERCTL_SESSION WRITERCTL_LOCK WRITERCTL_TRANSCRIPT WRITERCTL_OWNER_TOKEN WRITERCTL_EPOCH; do
     if [ -n "${!v+x}" ]; then printf '%s=%s\n' "$v" "${!v}"; else printf '%s unset\n' "$v"; fi
   done
-  read -r _ _ _ _ pgid _ </proc/$$/stat
-  printf 'PID=%s\nPGID=%s\n' "$$" "$pgid"
+  # /proc/self read by the shell itself: pids as run's namespace numbers them.
+  read -r pid _ _ ppid pgid _ </proc/self/stat
+  read -r _ _ _ gppid _ </proc/$ppid/stat
+  printf 'PID=%s\nPGID=%s\nGPPID=%s\nNS=%s\n' "$pid" "$pgid" "$gppid" "$WRITERCTL_PID_NAMESPACE"
 } >"$T_OUT"
 cp "$WRITERCTL_LOCK" "$T_OUT.lock"
 "#;
@@ -1139,7 +1149,10 @@ cp "$WRITERCTL_LOCK" "$T_OUT.lock"
         let writer_pid = vars["PID"];
         assert_eq!(vars["PGID"], writer_pid, "the writer is not its own process group leader");
         assert_ne!(writer_pid, run_pid.to_string());
-        assert_eq!(one(&events(&r.stderr), "writer_started").fields["writer_pid"], writer_pid);
+        // In its own pid namespace, under init, under the launcher the log names.
+        assert_eq!(vars["NS"], "own", "{text}");
+        assert_eq!(one(&events(&r.stderr), "writer_started").fields["writer_pid"], vars["GPPID"]);
+        assert_eq!(r.json::<RunJson>().pid_namespace.as_deref(), Some("own"));
         // The token is never logged.
         assert!(!r.stderr.contains(vars["WRITERCTL_OWNER_TOKEN"]) && !r.stdout.contains(vars["WRITERCTL_OWNER_TOKEN"]));
     }
@@ -1208,6 +1221,7 @@ while :; do sleep 0.05; done
                 sealed_at: None,
                 child_exit_code: code,
                 child_signal: signal,
+                pid_namespace: Some("own".into()),
                 exit_code: 0
             },
             "SIG{name}"
@@ -1222,7 +1236,7 @@ while :; do sleep 0.05; done
         if name != "INT" {
             got_names.retain(|n| *n != "descendants_stopped");
         }
-        let mut want = vec!["acquired", "listening", "writer_started", "stopping", "writer_exited"];
+        let mut want = vec!["acquired", "listening", "pid_namespace", "writer_started", "stopping", "writer_exited"];
         if name == "INT" {
             want.push("descendants_stopped");
         }
@@ -1317,7 +1331,7 @@ fn log_lines_stay_whole_while_the_writer_writes_to_the_same_stderr() {
     const RUNS: usize = 10;
     let script = r#"
 ( trap 'exit 0' TERM; while :; do printf 'writer noise\n' >&2; done ) &
-echo $$ >"$T_READY.tmp" && mv "$T_READY.tmp" "$T_READY"
+read -r pid _ </proc/self/stat; echo $pid >"$T_READY.tmp" && mv "$T_READY.tmp" "$T_READY"
 trap 'exit 0' TERM
 while :; do sleep 0.05; done
 "#;
@@ -1335,7 +1349,12 @@ while :; do sleep 0.05; done
         // The grandchild ignores SIGTERM and holds the pipes: end it before collecting.
         let _ = rustix::process::kill_process_group(rustix::process::Pid::from_raw(pgid).unwrap(), Signal::KILL);
         let r = p.finish();
-        assert_eq!(r.code, 0);
+        assert_eq!(
+            r.code,
+            0,
+            "{}",
+            r.stderr.lines().filter(|l| l.contains("writerctl")).collect::<Vec<_>>().join("\n")
+        );
         assert!(!env.lock(&s).exists(), "not released");
         for l in r.stderr.lines().filter(|l| l.contains("writerctl: event=")) {
             if !l.starts_with("writerctl: event=") || !l.ends_with('"') {
@@ -1371,9 +1390,19 @@ fn a_tokenless_seal_with_an_unsafe_socket_directory_is_invalid_argument() {
 /// and ignores SIGTERM: it gets the rest of the grace period, then SIGKILL, and only once
 /// the kernel says no descendant is left is the transcript sealed (issue 21: "past --grace
 /// it kills them and still seals only a transcript no process can reach").
+///
+/// The same in the shared pid namespace (`off`) and in an own one (`auto`): init stays until
+/// the namespace is empty, so the supervisor's drain reaches the straggler the same way.
 #[test]
 fn a_straggler_in_the_writers_group_is_killed_before_the_seal() {
-    const S: &str = "run-straggler";
+    for mode in ["off", "auto"] {
+        straggler_is_killed_before_the_seal(mode);
+    }
+}
+
+fn straggler_is_killed_before_the_seal(mode: &str) {
+    let s = format!("run-straggler-{mode}");
+    let s = s.as_str();
     let env = TestEnv::new();
     let ready = env.tmp.path().join("ready");
     let script = r#"
@@ -1381,7 +1410,8 @@ trap 'exit 0' TERM
 ( trap '' TERM; : >"$T_READY"; while :; do echo '{"straggler":true}' >> "$WRITERCTL_TRANSCRIPT"; sleep 0.05; done ) &
 while :; do sleep 0.05; done
 "#;
-    let mut p = start_run(&env, S, true, &["--json", "--grace", "1"], script, &[("T_READY", ready.to_str().unwrap())]);
+    let extra = ["--json", "--grace", "1", "--pid-namespace", mode];
+    let mut p = start_run(&env, s, true, &extra, script, &[("T_READY", ready.to_str().unwrap())]);
     let pid = p.pid();
     p.wait_event("writer_started");
     wait_until("the writer to be ready", || ready.exists());
@@ -1389,23 +1419,15 @@ while :; do sleep 0.05; done
     let r = p.finish();
     r.assert_ok();
     let evs = events(&r.stderr);
-    assert_eq!(
-        names_without_waiting(&evs),
-        [
-            "acquired",
-            "listening",
-            "writer_started",
-            "stopping",
-            "writer_exited",
-            "descendants_stopped",
-            "sealing",
-            "seal"
-        ]
-    );
-    assert_eq!(one(&evs, "descendants_stopped").fields["killed"], "true");
+    let mut want = vec!["acquired", "listening", "pid_namespace", "writer_started", "stopping", "writer_exited"];
+    want.push("descendants_stopped");
+    assert_eq!(one(&evs, "descendants_stopped").fields["killed"], "true", "{mode}");
+    want.extend(["sealing", "seal"]);
+    assert_eq!(names_without_waiting(&evs), want, "{mode}");
+    assert_eq!(one(&evs, "pid_namespace").fields["mode"], if mode == "off" { "shared" } else { "own" });
     // Nothing writes any more, and the seal certifies exactly what is there.
-    assert_transcript_stays(&env, S, "a writer survived");
-    assert_sealed_matching(&env, S, pid);
+    assert_transcript_stays(&env, s, "a writer survived");
+    assert_sealed_matching(&env, s, pid);
 }
 
 /// Issue 21 item 1, reproduced as filed: generation 1's writer starts a process that
@@ -1415,7 +1437,16 @@ while :; do sleep 0.05; done
 /// process before it seals, so the late line never lands.
 #[test]
 fn an_escaped_descendant_is_stopped_before_the_seal_and_never_writes_after_the_handoff() {
-    const S: &str = "run-escaped";
+    for mode in ["off", "auto"] {
+        escaped_descendant_never_writes_after_the_handoff(mode);
+    }
+}
+
+/// In both modes the supervisor's drain stops it with SIGTERM (in an own namespace, init
+/// waits for it).
+fn escaped_descendant_never_writes_after_the_handoff(mode: &str) {
+    let s = format!("run-escaped-{mode}");
+    let s = s.as_str();
     let env = TestEnv::new();
     let ready = env.tmp.path().join("ready");
     let gen1 = r#"
@@ -1429,12 +1460,13 @@ while :; do sleep 0.05; done
 trap 'exit 0' TERM
 while :; do echo '{"gen":2}' >> "$WRITERCTL_TRANSCRIPT"; sleep 0.1; done
 "#;
-    std::fs::create_dir_all(transcript_path(&env, S).parent().unwrap()).unwrap();
-    let mut g1 = start_run(&env, S, true, &["--json", "--grace", "10"], gen1, &[("T_READY", ready.to_str().unwrap())]);
+    std::fs::create_dir_all(transcript_path(&env, s).parent().unwrap()).unwrap();
+    let extra = ["--json", "--grace", "10", "--pid-namespace", mode];
+    let mut g1 = start_run(&env, s, true, &extra, gen1, &[("T_READY", ready.to_str().unwrap())]);
     g1.wait_event("writer_started");
     wait_until("generation 1 to be ready", || ready.exists());
     // The same control socket: generation 2 binds it only once it holds the lock.
-    let mut g2 = start_run(&env, S, true, &["--json", "--wait", "20"], gen2, &[]);
+    let mut g2 = start_run(&env, s, true, &["--json", "--wait", "20"], gen2, &[]);
     std::thread::sleep(Duration::from_millis(300));
     g1.signal(Signal::TERM);
     let r1 = g1.finish();
@@ -1442,14 +1474,17 @@ while :; do echo '{"gen":2}' >> "$WRITERCTL_TRANSCRIPT"; sleep 0.1; done
     let j: RunJson = r1.json();
     assert_eq!(j.handoff, "sealed");
     let evs = events(&r1.stderr);
-    assert_eq!(one(&evs, "descendants_stopped").fields["killed"], "false", "SIGTERM was enough");
+    assert_eq!(one(&evs, "descendants_stopped").fields["killed"], "false", "{mode}: SIGTERM was enough");
     g2.wait_event("writer_started");
     // Past the escaped process's 1.5 s: its line must not appear.
     std::thread::sleep(Duration::from_millis(2500));
     g2.signal(Signal::TERM);
     g2.finish().assert_ok();
-    let lines = jsonl(&transcript_path(&env, S));
-    assert!(lines.iter().all(|l| !l.contains_key("late")), "the escaped descendant wrote after the handoff: {lines:?}");
+    let lines = jsonl(&transcript_path(&env, s));
+    assert!(
+        lines.iter().all(|l| !l.contains_key("late")),
+        "{mode}: the escaped descendant wrote after the handoff: {lines:?}"
+    );
     assert!(lines.iter().filter(|l| l.get("gen") == Some(&Value::from(2))).count() >= 5, "{lines:?}");
 }
 
@@ -1480,7 +1515,7 @@ fn a_killed_supervisor_takes_its_writer_with_it() {
         S,
         true,
         &[],
-        r#"echo $$ >"$T_READY.tmp"; mv "$T_READY.tmp" "$T_READY"; while :; do sleep 0.05; done"#,
+        r#"read -r pid _ </proc/self/stat; echo $pid >"$T_READY.tmp"; mv "$T_READY.tmp" "$T_READY"; while :; do sleep 0.05; done"#,
         &[("T_READY", ready.to_str().unwrap())],
     );
     p.wait_event("writer_started");
@@ -1542,10 +1577,12 @@ fn a_repeated_prestop_seal_reports_the_seal_on_disk() {
 /// Issue 18 item 5: while the writer runs, the supervisor re-reads its lock every
 /// `--check-interval`. Moved away (as a `recover` elsewhere would) or replaced by a
 /// byte-identical copy, the lock is lost: the writer is stopped, nothing is sealed or
-/// released, and run exits 3 (session_not_owner).
+/// released, and run exits 3 (session_not_owner). So is a lock whose whole directory was
+/// moved away (issue 27 item 3): the record still reads as ours through the held directory
+/// descriptor, but the path — where everyone else looks — names another directory.
 #[test]
 fn a_lost_lock_stops_the_writer_and_nothing_is_handed_off() {
-    for how in ["moved away", "replaced by a copy"] {
+    for how in ["moved away", "replaced by a copy", "directory moved away"] {
         let env = TestEnv::new();
         let s = "run-lost";
         let ready = env.tmp.path().join("ready");
@@ -1563,9 +1600,11 @@ fn a_lost_lock_stops_the_writer_and_nothing_is_handed_off() {
         wait_until("the writer to be ready", || ready.exists());
         let lock = env.lock(s);
         let aside = env.lock_dir().join("moved-by-an-operator");
+        let dir_aside = env.runtime().join("tmp/locks-moved-by-an-operator");
         let original = std::fs::read(&lock).unwrap();
         match how {
             "moved away" => std::fs::rename(&lock, &aside).unwrap(),
+            "directory moved away" => std::fs::rename(env.lock_dir(), &dir_aside).unwrap(),
             _ => {
                 std::fs::write(&aside, &original).unwrap();
                 std::fs::rename(&aside, &lock).unwrap();
@@ -1579,6 +1618,9 @@ fn a_lost_lock_stops_the_writer_and_nothing_is_handed_off() {
             names.contains(&"lock_lost") && !names.contains(&"sealing") && !names.contains(&"releasing"),
             "{how}: {names:?}"
         );
+        if how == "directory moved away" {
+            assert!(one(&evs, "lock_lost").fields["reason"].contains("moved or replaced"), "{evs:?}");
+        }
         // Nothing was handed off: the moved record is untouched, and L is whatever the
         // operator left (absent, or the copy).
         match how {
@@ -1586,9 +1628,174 @@ fn a_lost_lock_stops_the_writer_and_nothing_is_handed_off() {
                 assert!(!lock.exists(), "{how}: the supervisor recreated the lock");
                 assert_eq!(std::fs::read(&aside).unwrap(), original);
             }
+            "directory moved away" => {
+                assert!(!lock.exists(), "{how}: the supervisor recreated the lock");
+                assert_eq!(std::fs::read(dir_aside.join(format!("{s}.lock"))).unwrap(), original, "{how}");
+            }
             _ => assert_eq!(std::fs::read(&lock).unwrap(), original),
         }
         // The writer is gone: the transcript stops growing.
         assert_transcript_stays(&env, s, &format!("{how}: the writer still writes"));
     }
+}
+
+/// Issue 27 item 3: the lock is checked while the writer drains, too. Replaced by a copy
+/// after the stop began, it is lost: no seal, no release, exit 3 — where before the drain
+/// went unchecked and the loss surfaced only as a failed seal.
+#[test]
+fn a_lock_lost_while_the_writer_drains_is_lost_and_nothing_is_handed_off() {
+    let env = TestEnv::new();
+    let s = "run-lost-draining";
+    let ready = env.tmp.path().join("ready");
+    let drained = env.tmp.path().join("drained");
+    // The writer takes its time to drain: until the test has replaced the lock.
+    let script = r#"trap 'while [ ! -e "$T_GO" ]; do sleep 0.05; done; exit 0' TERM; : >"$T_READY"; while :; do sleep 0.05; done"#;
+    let mut p = start_run(
+        &env,
+        s,
+        true,
+        &["--json", "--grace", "15", "--check-interval", "0.1"],
+        script,
+        &[("T_READY", ready.to_str().unwrap()), ("T_GO", drained.to_str().unwrap())],
+    );
+    p.wait_event("writer_started");
+    wait_until("the writer to be ready", || ready.exists());
+    p.signal(Signal::TERM);
+    p.wait_event("stopping");
+    let lock = env.lock(s);
+    let original = std::fs::read(&lock).unwrap();
+    let aside = env.lock_dir().join("copy-by-an-operator");
+    std::fs::write(&aside, &original).unwrap();
+    std::fs::rename(&aside, &lock).unwrap();
+    p.wait_event("lock_lost");
+    std::fs::write(&drained, b"").unwrap();
+    let r = p.finish();
+    r.assert_error(3, "session_not_owner");
+    let names = names_without_waiting(&events(&r.stderr)).into_iter().map(str::to_owned).collect::<Vec<_>>();
+    let lost_at = names.iter().position(|n| n == "lock_lost").unwrap();
+    assert!(names.iter().position(|n| n == "writer_exited").is_none_or(|e| e > lost_at), "{names:?}");
+    assert!(!names.iter().any(|n| n == "sealing" || n == "releasing"), "{names:?}");
+    assert_eq!(std::fs::read(&lock).unwrap(), original, "the copy is left as the operator put it");
+}
+
+/// Issue 27 item 3: `--check-interval` must not ignore I/O errors forever. The lock
+/// directory's path turned into a symlink loop (ELOOP on every check: nothing proves the
+/// lock lost, nothing proves it held) — after `--max-unverified` the writer is stopped as if
+/// the lock were lost, and nothing is handed off.
+#[test]
+fn a_lock_unverifiable_past_max_unverified_is_treated_as_lost() {
+    let env = TestEnv::new();
+    let s = "run-unverifiable";
+    let ready = env.tmp.path().join("ready");
+    let script = r#"trap 'exit 0' TERM; : >"$T_READY"; while :; do sleep 0.05; done"#;
+    let extra = ["--json", "--grace", "5", "--check-interval", "0.1", "--max-unverified", "1"];
+    let mut p = start_run(&env, s, true, &extra, script, &[("T_READY", ready.to_str().unwrap())]);
+    p.wait_event("writer_started");
+    wait_until("the writer to be ready", || ready.exists());
+    let dir = env.lock_dir();
+    let aside = env.runtime().join("tmp/locks-aside");
+    let original = std::fs::read(env.lock(s)).unwrap();
+    std::fs::rename(&dir, &aside).unwrap();
+    std::os::unix::fs::symlink("session-writer-locks", &dir).unwrap();
+    p.wait_event("lock_lost");
+    let r = p.finish();
+    r.assert_error(3, "session_not_owner");
+    let evs = events(&r.stderr);
+    let reason = &one(&evs, "lock_lost").fields["reason"];
+    assert!(reason.contains("could not be verified") && reason.contains("--max-unverified 1s"), "{reason}");
+    let names = names_without_waiting(&evs);
+    assert!(!names.contains(&"sealing") && !names.contains(&"releasing"), "{names:?}");
+    assert_eq!(std::fs::read(aside.join(format!("{s}.lock"))).unwrap(), original, "nothing was handed off");
+}
+
+// ---------------------------------------------------------------------------------------
+// the seal's exclusivity proof (issue 27 item 3)
+// ---------------------------------------------------------------------------------------
+
+/// A plain handoff proves, with a momentary read lease, that nothing could still write the
+/// transcript, and the seal says so: in the record (`writerctl_exclusive`), and in verify
+/// and status --json (`exclusive`).
+#[test]
+fn a_seal_records_its_exclusivity_proof() {
+    const S: &str = "run-exclusive";
+    let env = TestEnv::new();
+    let ready = env.tmp.path().join("ready");
+    let script =
+        r#"trap 'exit 0' TERM; echo '{"a":1}' >>"$WRITERCTL_TRANSCRIPT"; : >"$T_READY"; while :; do sleep 0.05; done"#;
+    let mut p = start_run(&env, S, true, &["--json"], script, &[("T_READY", ready.to_str().unwrap())]);
+    p.wait_event("writer_started");
+    wait_until("the writer to be ready", || ready.exists());
+    p.signal(Signal::TERM);
+    let r = p.finish();
+    r.assert_ok();
+    assert_eq!(lock_json(&env, S)["writerctl_exclusive"], "read_lease");
+    assert_eq!(one(&events(&r.stderr), "seal").fields["exclusive"], "read_lease");
+    let v: Value =
+        serde_json::from_str(&cli(&env, &["verify", "--json", "--session", S], false).assert_ok().stdout).unwrap();
+    assert_eq!(v["exclusive"], "read_lease", "{v}");
+    assert_eq!(status_of(&env, S).proof.expect("sealed").exclusive.as_deref(), Some("read_lease"));
+}
+
+/// Issue 27 item 3, reproduced: the writer passes its transcript descriptor over a unix
+/// socket (SCM_RIGHTS) to a process outside its tree, then stops cleanly. The drain proves
+/// no process of the tree is left — but the passed description can still append. Before:
+/// sealed, exit 0. Now: the lease is refused, nothing is sealed, the active lock is kept,
+/// and run exits 75 (session_writer_unavailable) naming the cause.
+#[test]
+fn a_transcript_descriptor_passed_outside_the_tree_refuses_the_seal() {
+    const S: &str = "run-scm-rights";
+    let Some(python) = ["/usr/bin/python3", "/bin/python3"].into_iter().find(|p| Path::new(p).exists()) else {
+        crate::services::skip(
+            "a_transcript_descriptor_passed_outside_the_tree_refuses_the_seal",
+            "python3 is not installed",
+        );
+        return;
+    };
+    let env = TestEnv::new();
+    let sock = env.tmp.path().join("fd.sock");
+    let got = env.tmp.path().join("got");
+    let ready = env.tmp.path().join("ready");
+    // The outside process: not started by run, so neither its drain nor its namespace reaches it.
+    let mut holder = Command::new(python)
+        .args([
+            "-c",
+            "import socket,sys,time\nl=socket.socket(socket.AF_UNIX)\nl.bind(sys.argv[1])\nl.listen(1)\nc,_=l.accept()\n_,fds,_,_=socket.recv_fds(c,16,4)\nopen(sys.argv[2]+'.tmp','w').write(str(fds))\nimport os\nos.rename(sys.argv[2]+'.tmp',sys.argv[2])\ntime.sleep(600)\n",
+        ])
+        .arg(&sock)
+        .arg(&got)
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    struct Kill<'a>(&'a mut Child);
+    impl Drop for Kill<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _guard = Kill(&mut holder);
+    wait_until("the outside process to listen", || sock.exists());
+    let script = format!(
+        r#"trap 'exit 0' TERM
+{python} -c 'import socket,os,sys
+s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+fd=os.open(sys.argv[2], os.O_WRONLY|os.O_APPEND|os.O_CREAT, 0o600)
+os.write(fd, b"{{\"a\":1}}\n")
+socket.send_fds(s, [b"x"], [fd])' "$T_SOCK" "$WRITERCTL_TRANSCRIPT" || exit 9
+: >"$T_READY"
+while :; do sleep 0.05; done"#
+    );
+    let vars = [("T_READY", ready.to_str().unwrap()), ("T_SOCK", sock.to_str().unwrap())];
+    let mut p = start_run(&env, S, true, &["--json"], &script, &vars);
+    p.wait_event("writer_started");
+    wait_until("the writer to pass its descriptor", || ready.exists() && got.exists());
+    let lock_before = std::fs::read(env.lock(S)).unwrap();
+    p.signal(Signal::TERM);
+    let r = p.finish();
+    r.assert_error(75, "session_writer_unavailable");
+    let doc: ErrorDoc = r.json();
+    assert!(doc.error.message.contains("open file description"), "{}", doc.error.message);
+    assert!(doc.error.hint.as_deref().is_some_and(|h| h.contains("holds the transcript open")), "{:?}", doc.error.hint);
+    assert_eq!(std::fs::read(env.lock(S)).unwrap(), lock_before, "the active lock is kept, byte for byte");
+    assert!(!names_without_waiting(&events(&r.stderr)).contains(&"seal"), "{}", r.stderr);
 }

@@ -117,6 +117,8 @@ pub struct SealJson {
     pub state: String,
     pub sealed_at: String,
     pub transcript: ProofOut,
+    /// `writerctl_exclusive` (null unless a `run` supervisor sealed).
+    pub exclusive: Option<String>,
 }
 
 /// `release --json`.
@@ -186,6 +188,7 @@ pub struct ProofJson {
     pub sha256: String,
     pub matches: Option<bool>,
     pub mismatch: Option<String>,
+    pub exclusive: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

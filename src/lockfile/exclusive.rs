@@ -1,0 +1,149 @@
+//! The seal's exclusivity proof: before `run` seals, no open file description anywhere may
+//! still be able to write the transcript (issue 27 item 3).
+//!
+//! # Why the drain is not enough
+//!
+//! `run` proves that no process of the writer's tree is left. A descriptor is not a process:
+//! the writer can pass its transcript descriptor over a unix socket (`SCM_RIGHTS`) to a
+//! process outside the tree, or leave it in flight in a socket buffer, and exit. That
+//! description survives the drain and can append after the seal.
+//!
+//! # The proof: a momentary lease
+//!
+//! The kernel grants a read lease (`fcntl(F_SETLEASE, F_RDLCK)`) on a descriptor opened
+//! read-only only when no open file description of the inode is open for writing
+//! (`inode_is_open_for_write`: every writable `open`, every `dup`/`SCM_RIGHTS` copy of one
+//! and every shared writable mapping keeps the count up, in any process, any namespace).
+//! `EAGAIN` is the kernel's word that a writer exists. A read lease and not a write lease
+//! (`F_WRLCK`), because a write lease is also refused while anyone merely *reads* the file
+//! (a log shipper tailing the transcript would block every seal), and readers cannot write.
+//!
+//! The lease is released at once. Momentary is enough: a writable description can only come
+//! into existence through a new `open` by path (a process the protocol does not cover and no
+//! lock could stop) or by copying one that exists — and at the moment of the lease none
+//! existed. Holding it would only make the kernel send us SIGIO (a lease break) when such an
+//! `open` happens, which nothing here would act on.
+//!
+//! # Where it cannot be had
+//!
+//! NFS, FUSE and other filesystems without leases (`EINVAL`), a caller that neither owns the
+//! transcript nor has `CAP_LEASE` (`EACCES`), `fs.leases-enable = 0` (`EINVAL`), `ENOLCK`:
+//! the seal goes on, and the record says so (`writerctl_exclusive: "unproven: <why>"`).
+
+use std::path::Path;
+
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
+
+/// Key of writerctl's extension to a sealed record: the exclusivity proof.
+pub const EXCLUSIVE_KEY: &str = "writerctl_exclusive";
+
+/// The value when the lease was granted.
+pub const PROVEN: &str = "read_lease";
+
+/// What the proof found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exclusive {
+    /// The kernel granted a read lease: no open file description could write.
+    Proven,
+    /// No transcript at the path: nothing to write through.
+    NoTranscript,
+    /// No proof can be had here (and why).
+    Unproven(String),
+}
+
+impl Exclusive {
+    /// The value of [`EXCLUSIVE_KEY`] in the sealed record.
+    pub fn record_value(&self) -> String {
+        match self {
+            Exclusive::Proven => PROVEN.into(),
+            Exclusive::NoTranscript => "no_transcript".into(),
+            Exclusive::Unproven(why) => format!("unproven: {why}"),
+        }
+    }
+}
+
+/// Another open file description can still write the transcript: a seal must not happen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("another open file description can still write the transcript (the kernel refused a read lease)")]
+pub struct OpenForWriting;
+
+/// Proves, at this moment, that no open file description can write `path` (see the module
+/// docs). `Err` only when the kernel says one exists.
+pub fn prove(path: &Path) -> Result<Exclusive, OpenForWriting> {
+    // O_NONBLOCK: a FIFO at the path must not block us (the seal's proof read rejects it).
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
+    let fd = match rustix::fs::open(path, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Ok(Exclusive::NoTranscript),
+        Err(e) => return Ok(Exclusive::Unproven(format!("cannot open the transcript for a lease: {}", errno_name(e)))),
+    };
+    match read_lease_once(&fd) {
+        Ok(()) => Ok(Exclusive::Proven),
+        Err(Errno::AGAIN) => Err(OpenForWriting),
+        Err(e) => Ok(Exclusive::Unproven(format!("no lease on this filesystem or for this user ({})", errno_name(e)))),
+    }
+}
+
+fn errno_name(e: Errno) -> String {
+    std::io::Error::from(e).to_string()
+}
+
+/// Takes a read lease on `fd` and releases it at once.
+///
+/// `unsafe` because neither rustix nor std exposes `F_SETLEASE`; `fcntl` with an integer
+/// argument on a descriptor we own has no memory-safety concern.
+#[allow(unsafe_code)]
+fn read_lease_once(fd: &std::os::fd::OwnedFd) -> Result<(), Errno> {
+    use std::os::fd::AsRawFd;
+    let raw = fd.as_raw_fd();
+    // SAFETY: `raw` is open for the duration (borrowed from `fd`); the third argument is
+    // an int, as F_SETLEASE expects.
+    let r = unsafe { libc::fcntl(raw, libc::F_SETLEASE, libc::F_RDLCK) };
+    if r == -1 {
+        return Err(Errno::from_io_error(&std::io::Error::last_os_error()).unwrap_or(Errno::INVAL));
+    }
+    // SAFETY: as above.
+    let _ = unsafe { libc::fcntl(raw, libc::F_SETLEASE, libc::F_UNLCK) };
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn a_file_nobody_writes_is_proven_even_with_readers() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.jsonl");
+        std::fs::write(&p, b"{}\n").unwrap();
+        let _reader = std::fs::File::open(&p).unwrap();
+        assert_eq!(prove(&p), Ok(Exclusive::Proven));
+    }
+
+    #[test]
+    fn an_open_writer_anywhere_refuses_and_closing_it_proves() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.jsonl");
+        let mut w = std::fs::OpenOptions::new().create(true).append(true).open(&p).unwrap();
+        w.write_all(b"{}\n").unwrap();
+        assert_eq!(prove(&p), Err(OpenForWriting));
+        // A duplicate (what SCM_RIGHTS delivers) is the same description: still refused.
+        let dup = w.try_clone().unwrap();
+        drop(w);
+        assert_eq!(prove(&p), Err(OpenForWriting));
+        drop(dup);
+        assert_eq!(prove(&p), Ok(Exclusive::Proven));
+    }
+
+    #[test]
+    fn no_transcript_and_a_symlink_are_said_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(prove(&dir.path().join("absent")), Ok(Exclusive::NoTranscript));
+        std::os::unix::fs::symlink("/etc/hostname", dir.path().join("link")).unwrap();
+        assert!(matches!(prove(&dir.path().join("link")), Ok(Exclusive::Unproven(_))));
+        assert_eq!(Exclusive::Unproven("x".into()).record_value(), "unproven: x");
+        assert_eq!(Exclusive::Proven.record_value(), PROVEN);
+    }
+}
