@@ -228,6 +228,20 @@ pub enum LockError {
         #[source]
         source: io::Error,
     },
+    /// The lock directory's filesystem cannot carry the protocol (issue 27): no hard links,
+    /// NFS mounted `soft`, `nocto` or with local locks, a FUSE type not proven safe.
+    /// Nothing was created or written on it.
+    #[error("{} is on a {fs_type} filesystem, which cannot carry the lock protocol: it lacks {lacks}", .path.display())]
+    FilesystemUnsupported {
+        /// The lock directory (or, before it exists, the path it will have).
+        path: PathBuf,
+        /// The type as /proc/self/mountinfo names it.
+        fs_type: String,
+        /// What it lacks.
+        lacks: String,
+        /// False when no setting can help (no hard links).
+        allowable: bool,
+    },
 }
 
 /// The errnos that describe the environment rather than a transient state, and what each
@@ -296,6 +310,7 @@ impl LockError {
             LockError::FeatureDisabled => ErrorCode::FeatureDisabled,
             LockError::InvalidArgument(_) => ErrorCode::InvalidArgument,
             LockError::UntrustedDirectory { .. } | LockError::Environment { .. } => ErrorCode::InvalidArgument,
+            LockError::FilesystemUnsupported { .. } => ErrorCode::FilesystemUnsupported,
         }
     }
 
@@ -352,6 +367,12 @@ impl LockError {
             LockError::InvalidArgument(_) => return None,
             LockError::UntrustedDirectory { fix, .. } => fix.clone(),
             LockError::Environment { source, .. } => environment_hint(source).into(),
+            LockError::FilesystemUnsupported { allowable: false, .. } => {
+                "nothing was written; no setting can make link(2) work there. Point --runtime-dir (or --lock) at a local disk or a network filesystem with hard links (NFS, CephFS)".into()
+            }
+            LockError::FilesystemUnsupported { fs_type, .. } => format!(
+                "nothing was written. Point --runtime-dir (or --lock) at a local disk or a supported network filesystem; to run on {fs_type} anyway, with every defence on, set WRITERCTL_ALLOW_FILESYSTEM={fs_type}"
+            ),
         })
     }
 }

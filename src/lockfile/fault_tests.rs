@@ -78,7 +78,7 @@ fn plain_opts() -> AcquireOptions {
 fn certified_opts(r: &Path) -> AcquireOptions {
     AcquireOptions {
         transcript: Some(TranscriptRef { runtime_dir: r.to_path_buf(), key: key() }),
-        certified: Some(Certified { proof: ProofOptions::default(), progress: None }),
+        certified: Some(Certified { proof: ProofOptions::default(), progress: None, sealed_only: false }),
         ..plain_opts()
     }
 }

@@ -35,6 +35,7 @@
 pub mod acquire;
 pub mod error;
 pub mod failpoint;
+pub mod filesystem;
 pub mod give_back;
 pub mod identity;
 pub mod metrics;

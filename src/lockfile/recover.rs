@@ -302,7 +302,7 @@ pub fn execute(site: &LockSite, plan: &Plan) -> Result<(Vec<Done>, Option<String
             Action::Restore { name, .. } => restore(site, name, &dest),
             Action::MoveAside { name, .. } => {
                 match sys::move_into(&site.dir, OsStr::new(name), &dest, OsStr::new(name)) {
-                    Ok(()) => "ok".into(),
+                    Ok(()) => moved_out(site, name, &dest),
                     Err(e) => format!("failed: {e}"),
                 }
             }
@@ -331,13 +331,34 @@ fn restore(site: &LockSite, name: &str, dest: &std::os::fd::OwnedFd) -> String {
     if let Err(e) = after_restore_link() {
         return format!("failed: {e}");
     }
-    match site.dir.lstat(OsStr::new(&site.paths.lock_name)) {
-        Ok(m) if m.kind == Kind::Regular => {}
+    // The primary must now be the very inode of the predecessor (a link shares it).
+    match (site.dir.lstat(OsStr::new(&site.paths.lock_name)), site.dir.lstat(OsStr::new(name))) {
+        (Ok(m), Ok(p)) if m.kind == Kind::Regular && m.same_identity(&p) => {}
         _ => return "failed: the restored primary could not be verified".into(),
     }
     match sys::move_into(&site.dir, OsStr::new(name), dest, OsStr::new(name)) {
         Ok(()) => "ok".into(),
         Err(e) => format!("ok (restored; the retired copy stays in place: {e})"),
+    }
+}
+
+/// Re-reads the result of a move before calling it done (issue 27, reproduction 3: on NFS
+/// the move failed and `recover` still exited 0): `name` must be gone from the lock
+/// directory — by the server's listing where lookups may be cached — and present in the
+/// recovery folder.
+fn moved_out(site: &LockSite, name: &str, dest: &std::os::fd::OwnedFd) -> String {
+    let gone = match site.dir.lstat(OsStr::new(name)) {
+        Ok(_) => false,
+        Err(e) if sys::is_enoent(&e) && site.dir.lookups_authoritative() => true,
+        Err(e) if sys::is_enoent(&e) => matches!(site.dir.listed_by_server(OsStr::new(name)), Ok(false)),
+        Err(_) => false,
+    };
+    if !gone {
+        return "failed: the file is still in the lock directory after the move".into();
+    }
+    match sys::lstat_at(dest, OsStr::new(name)) {
+        Ok(_) => "ok".into(),
+        Err(e) => format!("failed: the moved file is not in the recovery folder ({e})"),
     }
 }
 

@@ -22,6 +22,8 @@
 //!
 //! # Errors
 //!
+//! A lock directory on a filesystem that cannot carry the protocol is
+//! `filesystem_unsupported`, judged before anything is created ([`super::filesystem`]).
 //! A missing runtime directory is `runtime_dir_missing`; a lock directory that is a symlink
 //! or not a directory is `session_writer_unavailable`; opening an existing site whose lock
 //! directory is absent is `session_not_owner` (there is no lock to own).
@@ -86,6 +88,12 @@ pub fn open_site(runtime_dir: &Path, paths: LockPaths, session_id: &str, mode: D
         return Err(LockError::InvalidArgument("session id must not be empty".into()));
     }
     check_runtime_dir(runtime_dir)?;
+    // Issue 27: judge the filesystem first — before the trust check (whose `chmod` hint
+    // cannot work on exFAT) and before anything is created (a refused filesystem is left as
+    // it was). The lock directory may not exist yet: its nearest existing ancestor is on
+    // the filesystem it will be created on, unless a mount point sits in between, which
+    // the check of the opened directory below catches.
+    super::filesystem::require_supported_path(&paths.dir)?;
     if paths.dir == runtime_dir.join(LOCK_SUBDIR) {
         // Issue 22: whoever can write R/tmp can plant the lock directory; judge it first.
         super::trust::require_trusted_path("runtime tmp directory", &runtime_dir.join("tmp"))?;
@@ -125,6 +133,12 @@ pub fn open_lock_dir(path: &Path) -> Result<Dir, LockError> {
             source: Some(e),
         }
     })?;
+    if !dir.lookups_authoritative() {
+        // Not a known local type: read its mountinfo line and judge it (a local disk pays
+        // only the fstatfs `Dir::open` made).
+        let fs = dir.filesystem().map_err(|e| LockError::io(format!("statfs {}", path.display()), e))?;
+        super::filesystem::require_supported(&fs, path)?;
+    }
     super::trust::require_trusted("lock directory", path, dir.meta())?;
     Ok(dir)
 }

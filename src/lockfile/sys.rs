@@ -164,6 +164,10 @@ pub struct Dir {
     fd: OwnedFd,
     path: PathBuf,
     meta: FileMeta,
+    /// True when lookups here are the truth (a local filesystem, by `fstatfs` magic): an
+    /// `ENOENT` is then proof of absence. False on network and FUSE filesystems, where it may
+    /// be a cached guess ([`Dir::listed_by_server`]).
+    authoritative: bool,
 }
 
 /// Why a directory could not be synced durably.
@@ -186,7 +190,79 @@ impl Dir {
             rfs::open(path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
                 .map_err(errno_io)?;
         let meta = FileMeta::from_stat(&rfs::fstat(&fd).map_err(errno_io)?);
-        Ok(Dir { fd, path: path.to_path_buf(), meta })
+        // One fstatfs: the only cost the local-disk path pays for knowing it is local.
+        let authoritative = super::filesystem::magic_is_local(super::filesystem::magic_of(&fd)?);
+        Ok(Dir { fd, path: path.to_path_buf(), meta, authoritative })
+    }
+
+    /// True when a lookup's `ENOENT` here is proof of absence (a local filesystem).
+    pub fn lookups_authoritative(&self) -> bool {
+        self.authoritative
+    }
+
+    /// Test seam: treat this directory as if it were on a network filesystem, so the
+    /// server-arbitrated paths run on a local test directory too.
+    #[cfg(test)]
+    pub(crate) fn assume_network(&mut self) {
+        self.authoritative = false;
+    }
+
+    /// The filesystem this directory is on (`fstatfs`, plus its mountinfo line when it is not
+    /// a known local type).
+    pub fn filesystem(&self) -> io::Result<super::filesystem::Filesystem> {
+        super::filesystem::of_fd(&self.fd)
+    }
+
+    /// Is `name` in this directory, by the file server's word?
+    ///
+    /// Why (issue 27, reproduction 4): on NFS a lookup that says `ENOENT` may come from a
+    /// negative dentry the client keeps while the directory's cached attributes look fresh
+    /// (up to `acdirmax`, 60 s by default); on FUSE from a negative entry kept for
+    /// `negative_timeout`. Another host's claim is then invisible to `lstat`. Two steps
+    /// the client must take to the server:
+    ///
+    /// 1. `statx(AT_STATX_FORCE_SYNC)` of the directory: NFS sends a GETATTR, and when the
+    ///    directory's change attribute moved, the client drops its cached listing and stops
+    ///    trusting every negative dentry in it (`nfs_check_verifier`); FUSE sends a GETATTR.
+    /// 2. a fresh `opendir` and a full `getdents`: NFS reads the listing from the server
+    ///    after step 1; FUSE sends READDIR to its daemon (only a daemon that opts into
+    ///    `cache_readdir` would answer from the kernel's cache, and none we allow does).
+    ///
+    /// Cost: the whole listing, every time (measured in the report of issue 27: see the
+    /// docs page "Filesystems and orchestrators"). Only called where
+    /// [`Dir::lookups_authoritative`] is false.
+    pub fn listed_by_server(&self, name: &OsStr) -> io::Result<bool> {
+        self.revalidate_by_server()?;
+        Ok(self.list()?.iter().any(|n| n == name))
+    }
+
+    /// Step 1 of [`Dir::listed_by_server`]: make the client fetch this directory's attributes
+    /// from the server, which invalidates its cached listing and negative entries when the
+    /// directory changed. `EINVAL` (a kernel or filesystem without the flag) is ignored: the
+    /// listing itself still goes to the server on FUSE, and on NFS the open does.
+    pub fn revalidate_by_server(&self) -> io::Result<()> {
+        match rfs::statx(&self.fd, "", AtFlags::EMPTY_PATH | AtFlags::STATX_FORCE_SYNC, rfs::StatxFlags::BASIC_STATS) {
+            Ok(_) | Err(Errno::INVAL) | Err(Errno::NOSYS) => Ok(()),
+            Err(e) => Err(errno_io(e)),
+        }
+    }
+
+    /// The link count of `name` as the server has it (`statx(AT_STATX_FORCE_SYNC)`), without
+    /// following a symlink.
+    ///
+    /// Why: the open(2) man page's recipe for NFS lock files. A `link` whose reply was lost
+    /// is retried by the client and answered `EEXIST` although it took effect; the temp we
+    /// linked then has two links on the server. Its attributes in the client's cache may
+    /// still say one, hence the forced sync.
+    pub fn nlink_by_server(&self, name: &OsStr) -> io::Result<u64> {
+        rfs::statx(
+            &self.fd,
+            name,
+            AtFlags::SYMLINK_NOFOLLOW | AtFlags::STATX_FORCE_SYNC,
+            rfs::StatxFlags::NLINK | rfs::StatxFlags::INO,
+        )
+        .map(|st| u64::from(st.stx_nlink))
+        .map_err(errno_io)
     }
 
     /// The metadata of the directory as opened (owner and mode for the trust check).
@@ -267,18 +343,12 @@ impl Dir {
     ///
     /// Why: a transition moves the primary to an owner-unique retired name that was checked
     /// absent just before; NOREPLACE closes the window in which a file created there could
-    /// be silently overwritten. Filesystems without renameat2 flags (`EINVAL`, e.g. NFS) fall
-    /// back to checking absence and a plain rename, with that window open again.
+    /// be silently overwritten. Where the filesystem refuses the flag (`EINVAL`: NFS, most
+    /// FUSE filesystems), [`move_noreplace`]'s link-then-unlink fallback keeps the same
+    /// guarantee: checking absence and then renaming would not (the check may read a cached
+    /// negative entry, and the rename replaces whatever the server has).
     pub fn rename_noreplace(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
-        faulty("rename", to, || match rfs::renameat_with(&self.fd, from, &self.fd, to, rfs::RenameFlags::NOREPLACE) {
-            Ok(()) => Ok(()),
-            Err(Errno::INVAL) | Err(Errno::NOSYS) => match rfs::statat(&self.fd, to, AtFlags::SYMLINK_NOFOLLOW) {
-                Err(Errno::NOENT) => rfs::renameat(&self.fd, from, &self.fd, to).map_err(errno_io),
-                Ok(_) => Err(io::Error::from_raw_os_error(Errno::EXIST.raw_os_error())),
-                Err(e) => Err(errno_io(e)),
-            },
-            Err(e) => Err(errno_io(e)),
-        })
+        move_noreplace(&self.fd, from, &self.fd, to)
     }
 
     /// `unlinkat(name)` (files only).
@@ -411,6 +481,11 @@ fn write_all(fd: &OwnedFd, mut rest: &[u8]) -> io::Result<()> {
 /// `lstat` of an absolute or relative path (used for the runtime directory check).
 pub fn lstat_path(path: &Path) -> io::Result<FileMeta> {
     rfs::statat(CWD, path, AtFlags::SYMLINK_NOFOLLOW).map(|st| FileMeta::from_stat(&st)).map_err(errno_io)
+}
+
+/// `fstatat(AT_SYMLINK_NOFOLLOW)` of `name` in any directory descriptor.
+pub fn lstat_at(dir: &OwnedFd, name: &OsStr) -> io::Result<FileMeta> {
+    rfs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map(|st| FileMeta::from_stat(&st)).map_err(errno_io)
 }
 
 /// `stat` (following symlinks) of a path.
@@ -751,9 +826,70 @@ pub fn read_small_regular(path: &Path, max: usize) -> Result<Vec<u8>, SmallFileE
 /// `renameat2(RENAME_NOREPLACE)` from this directory into another directory descriptor.
 ///
 /// Why NOREPLACE: `recover` moves residue into a fresh folder and must never overwrite a
-/// file there, even if two recoveries race.
+/// file there, even if two recoveries race. Where the flag is refused (NFS, FUSE) the
+/// fallback of [`move_noreplace`] keeps that guarantee (issue 27, reproduction 3: `recover`
+/// used to report success with nothing moved).
 pub fn move_into(from: &Dir, name: &OsStr, to: &OwnedFd, new_name: &OsStr) -> io::Result<()> {
-    rfs::renameat_with(&from.fd, name, to, new_name, rfs::RenameFlags::NOREPLACE).map_err(errno_io)
+    move_noreplace(&from.fd, name, to, new_name)
+}
+
+/// Moves `from_dir/from` to `to_dir/to` without ever replacing an existing `to`.
+///
+/// `renameat2(RENAME_NOREPLACE)` where the filesystem has it. Where it answers `EINVAL`
+/// (NFS, FUSE; `ENOSYS` on old kernels), [`move_by_link`]: `link` never replaces and its
+/// `EEXIST` is the server's word.
+pub fn move_noreplace(from_dir: &OwnedFd, from: &OsStr, to_dir: &OwnedFd, to: &OsStr) -> io::Result<()> {
+    let renamed = faulty("rename", to, || {
+        rfs::renameat_with(from_dir, from, to_dir, to, rfs::RenameFlags::NOREPLACE).map_err(errno_io)
+    });
+    match renamed {
+        Err(e) if matches!(e.raw_os_error(), Some(c) if c == Errno::INVAL.raw_os_error() || c == Errno::NOSYS.raw_os_error()) => {
+            move_by_link(from_dir, from, to_dir, to)
+        }
+        other => other,
+    }
+}
+
+/// The no-replace move without `RENAME_NOREPLACE`.
+///
+/// * anything but a directory: `link(from, to)`, then prove `to` is the inode `from` named
+///   (an `EEXIST` after a lost reply is then recognised as our own link, not a file that was
+///   there), then `unlink(from)` — after checking that `from` still names that inode.
+/// * a directory (which cannot be linked): `mkdir(to)` exclusively, then a plain rename
+///   over that empty directory of ours; rename replaces an empty directory and fails on a
+///   non-empty one, so nothing of anyone else's is replaced.
+///
+/// A crash between the two steps leaves both names on one inode (or an empty `to`
+/// directory): nothing is lost, and the operation can be repeated.
+pub fn move_by_link(from_dir: &OwnedFd, from: &OsStr, to_dir: &OwnedFd, to: &OsStr) -> io::Result<()> {
+    let src =
+        rfs::statat(from_dir, from, AtFlags::SYMLINK_NOFOLLOW).map(|st| FileMeta::from_stat(&st)).map_err(errno_io)?;
+    if src.kind == Kind::Directory {
+        rfs::mkdirat(to_dir, to, Mode::from_raw_mode(0o700)).map_err(errno_io)?;
+        return faulty("rename", to, || rfs::renameat(from_dir, from, to_dir, to).map_err(errno_io));
+    }
+    let same_at = |dir: &OwnedFd, name: &OsStr| -> io::Result<bool> {
+        match rfs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(FileMeta::from_stat(&st).same_identity(&src)),
+            Err(Errno::NOENT) => Ok(false),
+            Err(e) => Err(errno_io(e)),
+        }
+    };
+    if let Err(e) = faulty("link", to, || rfs::linkat(from_dir, from, to_dir, to, AtFlags::empty()).map_err(errno_io)) {
+        // Error after effect (a lost reply retried: EEXIST) or a real refusal?
+        if !same_at(to_dir, to)? {
+            return Err(e);
+        }
+    }
+    if !same_at(from_dir, from)? {
+        // `from` was replaced (or removed) meanwhile: leave whatever is there now alone.
+        return Err(io::Error::other("the source was replaced while it was moved"));
+    }
+    match faulty("unlink", from, || rfs::unlinkat(from_dir, from, AtFlags::empty()).map_err(errno_io)) {
+        Ok(()) => Ok(()),
+        Err(e) if is_enoent(&e) => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 impl Dir {

@@ -407,7 +407,11 @@ fn acquire_waiting(cfg: &RunConfig, rx: &Receiver<Msg>, log: &mut dyn FnMut(Even
         process_kind: cfg.process_kind.clone(),
         reclaim: ReclaimPolicy::Never,
         transcript: Some(cfg.transcript.clone()),
-        certified: cfg.gate.then(|| Certified { proof: ProofOptions::default(), progress: cfg.progress.clone() }),
+        certified: cfg.gate.then(|| Certified {
+            proof: ProofOptions::default(),
+            progress: cfg.progress.clone(),
+            sealed_only: false,
+        }),
     };
     let mut last_reason = String::new();
     wait::acquire_waiting(&cfg.site, &opts, &SystemProbe, cfg.wait, &mut |pause, e| {
