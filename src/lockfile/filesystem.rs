@@ -336,6 +336,22 @@ fn mount_entry_of(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<Option<MountEnt
     Ok(entries.filter(|e| e.dev == (stx.stx_dev_major, stx.stx_dev_minor)).last())
 }
 
+/// Is `name` a client's placeholder for a file unlinked while still open — NFS's silly
+/// rename (`.nfs` + 24 hex digits, `nfs_sillyrename`) or libfuse's hidden file
+/// (`.fuse_hidden` + 16 hex digits, `hard_remove` unset)? The client removes it itself when
+/// the last descriptor closes; it is nobody's lock record and never residue, and moving or
+/// deleting it would only make the client recreate or lose track of it.
+pub fn is_silly_rename(name: &[u8]) -> bool {
+    let hex_tail = |rest: &[u8], len: usize| rest.len() == len && rest.iter().all(u8::is_ascii_hexdigit);
+    if let Some(rest) = name.strip_prefix(b".nfs") {
+        return hex_tail(rest, 24);
+    }
+    if let Some(rest) = name.strip_prefix(b".fuse_hidden") {
+        return hex_tail(rest, 16);
+    }
+    false
+}
+
 /// The types `WRITERCTL_ALLOW_FILESYSTEM` names.
 pub fn allowed_types() -> Vec<String> {
     std::env::var(ALLOW_ENV)
@@ -472,6 +488,17 @@ mod tests {
         // Known by its mountinfo type even when the magic is not in the table.
         let vfat = classify(0x1234, Some(&entry("1 1 8:1 / /m rw - vfat /dev/sdb1 rw")));
         assert_eq!(vfat.family, Family::NoHardLinks);
+    }
+
+    #[test]
+    fn silly_renamed_files_are_recognised_and_nothing_else() {
+        assert!(is_silly_rename(b".nfs000000000012d68700000001"));
+        assert!(is_silly_rename(b".fuse_hidden0000000300000001"));
+        for name in
+            [&b".nfs"[..], b".nfs0000", b".nfs000000000012d68700000001x", b"s.lock", b".nfsx00000000012d68700000001"]
+        {
+            assert!(!is_silly_rename(name), "{}", String::from_utf8_lossy(name));
+        }
     }
 
     #[test]

@@ -241,10 +241,7 @@ impl Dir {
     /// directory changed. `EINVAL` (a kernel or filesystem without the flag) is ignored: the
     /// listing itself still goes to the server on FUSE, and on NFS the open does.
     pub fn revalidate_by_server(&self) -> io::Result<()> {
-        match rfs::statx(&self.fd, "", AtFlags::EMPTY_PATH | AtFlags::STATX_FORCE_SYNC, rfs::StatxFlags::BASIC_STATS) {
-            Ok(_) | Err(Errno::INVAL) | Err(Errno::NOSYS) => Ok(()),
-            Err(e) => Err(errno_io(e)),
-        }
+        revalidate_fd(&self.fd)
     }
 
     /// The link count of `name` as the server has it (`statx(AT_STATX_FORCE_SYNC)`), without
@@ -416,7 +413,9 @@ impl Dir {
         ReadRegular::Regular(buf, meta)
     }
 
-    /// Names in this directory (without `.` and `..`), unsorted.
+    /// Names in this directory (without `.` and `..`, and without the placeholders an NFS or
+    /// FUSE client keeps for files unlinked while open: see
+    /// [`super::filesystem::is_silly_rename`]), unsorted.
     pub fn list(&self) -> io::Result<Vec<OsString>> {
         let fd = rfs::openat(&self.fd, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
             .map_err(errno_io)?;
@@ -425,7 +424,7 @@ impl Dir {
         for entry in dir {
             let entry = entry.map_err(errno_io)?;
             let name = entry.file_name().to_bytes();
-            if name == b"." || name == b".." {
+            if name == b"." || name == b".." || super::filesystem::is_silly_rename(name) {
                 continue;
             }
             out.push(<OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name).to_os_string());
@@ -695,6 +694,124 @@ pub fn identity_beneath(root: &OwnedFd, key: &str, force_walk: bool) -> io::Resu
 /// Flags for a transcript proof open.
 pub fn transcript_read_flags() -> OFlags {
     OFlags::RDONLY | OFlags::NONBLOCK
+}
+
+/// How a transcript is read (issue 27 item 4, reproduction 5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadMode {
+    /// A local filesystem: the page cache is the file.
+    Cached,
+    /// `O_DIRECT`: every read goes to the file server, past this client's page cache.
+    Direct,
+    /// `O_DIRECT` was refused; the cached pages of the range are dropped
+    /// (`POSIX_FADV_DONTNEED`) before every read so the next read fetches them. Weaker: a
+    /// page this host has mapped or dirtied stays.
+    DropPages,
+}
+
+/// Chooses how to read `fd` past the client cache, and prepares it.
+///
+/// Why `O_DIRECT` and not a lock: NFS revalidates its page cache when a POSIX lock is
+/// taken, but FUSE does not, and a lock needs a lock the server arbitrates
+/// (`local_lock=none`); `O_DIRECT` reads go to the server on NFS, CephFS, SMB and FUSE
+/// alike. Set with `F_SETFL` on the descriptor already opened and checked, so no second
+/// open can reach another file. A local filesystem keeps [`ReadMode::Cached`]: its page cache
+/// is the truth, and the 1 GiB seal/takeover benchmark must not get slower.
+pub fn read_mode_for(fd: &OwnedFd) -> io::Result<ReadMode> {
+    if super::filesystem::magic_is_local(super::filesystem::magic_of(fd)?) {
+        return Ok(ReadMode::Cached);
+    }
+    let flags = rfs::fcntl_getfl(fd).map_err(errno_io)?;
+    match rfs::fcntl_setfl(fd, flags | OFlags::DIRECT) {
+        Ok(()) => Ok(ReadMode::Direct),
+        Err(Errno::INVAL) | Err(Errno::OPNOTSUPP) | Err(Errno::PERM) => Ok(ReadMode::DropPages),
+        Err(e) => Err(errno_io(e)),
+    }
+}
+
+/// `fstat` after forcing the attributes from the server (`statx(AT_STATX_FORCE_SYNC)`):
+/// NFS sends a GETATTR, FUSE a GETATTR to its daemon, so the size and times compared are
+/// the server's, not attributes cached for up to `acmax` (or FUSE's `attr_timeout`).
+pub fn fingerprint_synced(fd: &OwnedFd) -> io::Result<Fingerprint> {
+    revalidate_fd(fd)?;
+    fingerprint(fd)
+}
+
+/// [`fingerprint`] for a descriptor read in `mode`: forced from the server unless local.
+pub fn fingerprint_for(fd: &OwnedFd, mode: ReadMode) -> io::Result<Fingerprint> {
+    if mode == ReadMode::Cached { fingerprint(fd) } else { fingerprint_synced(fd) }
+}
+
+/// `statx(AT_STATX_FORCE_SYNC)` of a descriptor, result discarded: the client fetches the
+/// file's or directory's attributes from the server (see [`Dir::listed_by_server`] for what
+/// that invalidates). `EINVAL`/`ENOSYS` (no such flag) are ignored.
+pub fn revalidate_fd(fd: &OwnedFd) -> io::Result<()> {
+    match rfs::statx(fd, "", AtFlags::EMPTY_PATH | AtFlags::STATX_FORCE_SYNC, rfs::StatxFlags::BASIC_STATS) {
+        Ok(_) | Err(Errno::INVAL) | Err(Errno::NOSYS) => Ok(()),
+        Err(e) => Err(errno_io(e)),
+    }
+}
+
+/// Alignment of `O_DIRECT` buffers, offsets and lengths: the largest logical block size in
+/// common use (NFS and FUSE need none; a block-backed filesystem may need up to this).
+pub const DIRECT_ALIGN: usize = 4096;
+
+/// A zeroed buffer of `len` bytes whose start is aligned to [`DIRECT_ALIGN`], without
+/// `unsafe`: an over-allocated vector and the offset of its first aligned byte.
+pub struct AlignedBuf {
+    raw: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl AlignedBuf {
+    /// `len` bytes (rounded up to the alignment).
+    pub fn new(len: usize) -> AlignedBuf {
+        let len = len.div_ceil(DIRECT_ALIGN).max(1) * DIRECT_ALIGN;
+        let raw = vec![0u8; len + DIRECT_ALIGN];
+        let start = raw.as_ptr().align_offset(DIRECT_ALIGN);
+        AlignedBuf { raw, start, len }
+    }
+
+    /// The aligned bytes.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.raw[self.start..self.start + self.len]
+    }
+}
+
+/// Reads `buf.len()` bytes at `offset` (fewer at end of file) in `mode`. `Direct` reads go
+/// through an aligned bounce buffer covering the aligned range, so any offset and length
+/// work on filesystems that require alignment; `scratch` is reused between calls.
+pub fn pread_mode(
+    fd: &OwnedFd,
+    mode: ReadMode,
+    buf: &mut [u8],
+    offset: u64,
+    scratch: &mut Option<AlignedBuf>,
+) -> io::Result<usize> {
+    match mode {
+        ReadMode::Cached => pread_full(fd, buf, offset),
+        ReadMode::DropPages => {
+            let len = std::num::NonZeroU64::new(buf.len() as u64);
+            let _ = rfs::fadvise(fd, offset, len, rfs::Advice::DontNeed);
+            pread_full(fd, buf, offset)
+        }
+        ReadMode::Direct => {
+            let align = DIRECT_ALIGN as u64;
+            let start = offset / align * align;
+            let end = (offset + buf.len() as u64).div_ceil(align) * align;
+            let span = (end - start) as usize;
+            if scratch.as_ref().is_none_or(|b| b.len < span) {
+                *scratch = Some(AlignedBuf::new(span));
+            }
+            let bounce = scratch.as_mut().expect("just allocated").as_mut_slice();
+            let got = pread_full(fd, &mut bounce[..span], start)?;
+            let skip = (offset - start) as usize;
+            let n = got.saturating_sub(skip).min(buf.len());
+            buf[..n].copy_from_slice(&bounce[skip..skip + n]);
+            Ok(n)
+        }
+    }
 }
 
 /// `pread` until `buf` is full or end of file; returns the bytes read.
