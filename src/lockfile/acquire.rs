@@ -185,7 +185,10 @@ pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe)
         }
         match inspect_record(&site.dir, &site.paths.lock_name, &site.session_id, &site.local, probe) {
             Inspection::Missing if sealed_only => {
-                return Err(LockError::NotSealed { session_id: site.session_id.clone(), found: "no lock".into() });
+                return Err(LockError::NotSealed {
+                    session_id: site.session_id.clone(),
+                    found: super::error::NO_LOCK_TO_TAKE_OVER.into(),
+                });
             }
             Inspection::Missing => continue,
             Inspection::Active(existing, liveness) => {

@@ -12,6 +12,9 @@ use crate::error::ErrorCode;
 
 use super::identity::Liveness;
 
+/// What a takeover found when there is no lock at all (`session_not_sealed`, issue 27).
+pub const NO_LOCK_TO_TAKE_OVER: &str = "no lock to take over";
+
 /// Who holds a lock, for messages: "pid N on host H (running)".
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HolderInfo {
@@ -359,6 +362,9 @@ impl LockError {
             }
             LockError::TranscriptUnsafe { .. } => {
                 "make the transcript a regular file reached without symlinks inside the runtime directory; nothing was changed".into()
+            }
+            LockError::NotSealed { found, .. } if found == NO_LOCK_TO_TAKE_OVER => {
+                "nothing was changed; takeover only continues a sealed session. To start one, run `writerctl acquire --managed` (or `writerctl run`)".into()
             }
             LockError::NotSealed { .. } => "`writerctl status` shows what the lock holds".into(),
             LockError::FeatureDisabled => {

@@ -1044,3 +1044,54 @@ fn a_taken_over_seal_is_restored_byte_for_byte_and_only_over_the_same_transcript
     assert_eq!(give_back(&fx.site, &fx.lease, None).unwrap(), GaveBack::Released);
     assert_eq!(fx.snap(), Snap::new());
 }
+
+/// Issue 27: network filesystems (NFS, FUSE) without `RENAME_NOREPLACE`, and with clients
+/// that cache lookups.
+mod network {
+    use super::*;
+    use rustix::io::Errno;
+
+    #[test]
+    fn seal_and_takeover_complete_where_rename_noreplace_answers_einval() {
+        let fx = Fx::active();
+        inject_syscall("rename", "", When::Before, Errno::INVAL.raw_os_error(), 1);
+        let out = fx.seal().unwrap();
+        fx.assert_sealed_ok(&out);
+        inject_syscall("rename", "", When::Before, Errno::INVAL.raw_os_error(), 1);
+        let lease = fx.takeover().unwrap();
+        clear_hooks();
+        fx.assert_took_over(&lease);
+    }
+
+    #[test]
+    fn an_acquire_whose_client_cached_the_claims_absence_does_not_enter_a_transition() {
+        // Reproduction 4: a transition is under way (claim installed, L moved aside). This
+        // client cached "no such file" for the claim. On a network filesystem the listing
+        // fences the acquire; L stays empty for the transition to fill.
+        let (mut fx, _) = Fx::sealed();
+        std::fs::remove_file(fx.ctx.l()).unwrap();
+        std::fs::write(fx.ctx.claim(), b"another host's claim").unwrap();
+        fx.site.dir.assume_network();
+        inject_syscall("lstat", ".claim", When::Before, Errno::NOENT.raw_os_error(), 100);
+        let e = acquire::acquire(&fx.site, &plain_opts(), &SystemProbe).unwrap_err();
+        clear_hooks();
+        assert_unavailable(&e, Unavailable::ClaimPresent);
+        assert!(fx.ctx.l().symlink_metadata().is_err(), "nothing was installed into the gap");
+    }
+
+    #[test]
+    fn the_second_claim_check_on_a_network_filesystem_removes_a_candidate() {
+        // The claim appears between the first check and the install, and this client's
+        // cache says it is absent: the second check, by listing, still sees it.
+        let mut fx = Fx::active();
+        crate::lockfile::release::release(&fx.site, &fx.lease.owner).unwrap();
+        fx.site.dir.assume_network();
+        let claim = fx.ctx.claim();
+        set_hook("acquire.after_install", move || std::fs::write(&claim, b"claim"));
+        inject_syscall("lstat", ".claim", When::Before, Errno::NOENT.raw_os_error(), 100);
+        let e = acquire::acquire(&fx.site, &plain_opts(), &SystemProbe).unwrap_err();
+        clear_hooks();
+        assert_unavailable(&e, Unavailable::ClaimPresent);
+        assert!(fx.ctx.l().symlink_metadata().is_err(), "the candidate left the gap");
+    }
+}

@@ -452,6 +452,64 @@ mod tests {
     }
 
     #[test]
+    fn install_on_a_filesystem_without_hard_links_is_filesystem_unsupported() {
+        // vfat, exFAT, SMB without unix extensions: link(2) answers EPERM (or EOPNOTSUPP,
+        // EMLINK). That is no transient state: exit 2, never "retry later" (issue 27).
+        use crate::lockfile::failpoint::{When, clear_hooks, inject_syscall};
+        for errno in [rustix::io::Errno::PERM, rustix::io::Errno::OPNOTSUPP, rustix::io::Errno::MLINK] {
+            let (t, d) = dir();
+            inject_syscall("link", "L", When::Before, errno.raw_os_error(), 1);
+            let e = install(&d, "L", b"ours", "o").unwrap_err();
+            clear_hooks();
+            assert_eq!(e.code().as_str(), "filesystem_unsupported", "{errno:?}: {e:?}");
+            assert_eq!(e.code().exit_code(), 2);
+            assert!(e.to_string().contains("hard links") && e.to_string().contains("ext4"), "{e}");
+            assert!(!e.hint().unwrap().contains("WRITERCTL_ALLOW_FILESYSTEM="), "nothing can allow it");
+            assert!(names(&t).is_empty(), "the temp is removed: {:?}", names(&t));
+        }
+    }
+
+    #[test]
+    fn install_on_a_network_filesystem_trusts_the_servers_link_count_after_eexist() {
+        // NFSv3: the link took effect, the reply was lost, the retry said EEXIST, and this
+        // client's cache still says the target is missing. The temp's link count on the
+        // server (two) proves the link was ours.
+        use crate::lockfile::failpoint::{When, clear_hooks, inject_syscall};
+        let (t, mut d) = dir();
+        d.assume_network();
+        inject_syscall("link", "L", When::After, rustix::io::Errno::EXIST.raw_os_error(), 1);
+        let got = install(&d, "L", b"ours", "o").unwrap();
+        clear_hooks();
+        assert!(got.is_some());
+        assert_eq!(std::fs::read(t.path().join("L")).unwrap(), b"ours");
+        assert_eq!(names(&t), vec!["L"]);
+        // A real EEXIST (someone else's file) is still "not installed".
+        std::fs::write(t.path().join("M"), b"theirs").unwrap();
+        assert!(install(&d, "M", b"ours", "o").unwrap().is_none());
+        assert_eq!(std::fs::read(t.path().join("M")).unwrap(), b"theirs");
+    }
+
+    #[test]
+    fn claim_check_on_a_network_filesystem_asks_the_listing_not_the_cache() {
+        // Issue 27, reproduction 4: this client cached "no such file" for the claim another
+        // host has since created (the injected ENOENT plays the negative entry).
+        use crate::lockfile::failpoint::{When, clear_hooks, inject_syscall};
+        let (t, mut d) = dir();
+        std::fs::write(t.path().join("L.claim"), b"claim").unwrap();
+        inject_syscall("lstat", "L.claim", When::Before, rustix::io::Errno::NOENT.raw_os_error(), 1);
+        assert!(check_claim(&d, "L.claim").is_ok(), "a local disk trusts its lookup (the hole, staged)");
+        d.assume_network();
+        inject_syscall("lstat", "L.claim", When::Before, rustix::io::Errno::NOENT.raw_os_error(), 1);
+        assert!(matches!(
+            check_claim(&d, "L.claim"),
+            Err(LockError::Unavailable { reason: Unavailable::ClaimPresent, .. })
+        ));
+        clear_hooks();
+        std::fs::remove_file(t.path().join("L.claim")).unwrap();
+        check_claim(&d, "L.claim").unwrap();
+    }
+
+    #[test]
     fn install_never_claims_someone_elses_identical_bytes() {
         // Another installer's file with byte-identical content (a concurrent seal by the
         // same owner) is not ours.

@@ -388,3 +388,62 @@ fn audit(
     );
     sys::append_line(log, &line).map_err(|e| LockError::io("append recovery audit log", e))
 }
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests stage files by hand
+mod tests {
+    use super::*;
+    use crate::lockfile::failpoint::{When, clear_hooks, inject_syscall};
+    use crate::lockfile::identity::SystemProbe;
+    use crate::lockfile::paths::LockPaths;
+    use crate::lockfile::site::{DirMode, open_site};
+    use rustix::io::Errno;
+
+    fn site_with_residue() -> (tempfile::TempDir, LockSite) {
+        let t = tempfile::tempdir().unwrap();
+        let site = open_site(t.path(), LockPaths::for_session(t.path(), "s"), "s", DirMode::Create).unwrap();
+        // A malformed claim: residue recover moves aside.
+        std::fs::write(site.paths.dir.join(site.paths.claim()), b"garbage").unwrap();
+        (t, site)
+    }
+
+    fn moved(done: &[Done]) -> Vec<&str> {
+        done.iter().filter(|d| matches!(d.action, Action::MoveAside { .. })).map(|d| d.result.as_str()).collect()
+    }
+
+    #[test]
+    fn residue_is_moved_where_rename_noreplace_answers_einval() {
+        // Issue 27, reproduction 3: on NFS the move used to fail with EINVAL.
+        let (_t, site) = site_with_residue();
+        let p = plan(&site, None, &SystemProbe).unwrap();
+        assert!(p.changes_anything(), "{p:?}");
+        inject_syscall("rename", ".claim", When::Before, Errno::INVAL.raw_os_error(), 1);
+        let (done, folder) = execute(&site, &p).unwrap();
+        clear_hooks();
+        assert_eq!(moved(&done), vec!["ok"]);
+        let claim = site.paths.claim();
+        assert!(site.paths.dir.join(&claim).symlink_metadata().is_err());
+        assert!(site.paths.dir.join(folder.unwrap()).join(&claim).exists());
+    }
+
+    #[test]
+    fn a_move_that_did_not_happen_is_reported_failed_never_ok() {
+        let (_t, site) = site_with_residue();
+        let p = plan(&site, None, &SystemProbe).unwrap();
+        inject_syscall("rename", ".claim", When::Before, Errno::INVAL.raw_os_error(), 1);
+        inject_syscall("link", ".claim", When::Before, Errno::IO.raw_os_error(), 1);
+        let (done, _) = execute(&site, &p).unwrap();
+        clear_hooks();
+        let results = moved(&done);
+        assert!(results.len() == 1 && results[0].starts_with("failed"), "{results:?}");
+        assert!(site.paths.dir.join(site.paths.claim()).exists(), "the claim is still in place");
+        let log = std::fs::read_to_string(site.paths.dir.join(AUDIT_LOG)).unwrap();
+        assert!(log.contains("result=\"failed"), "{log}");
+        // A move that answered success but left the file in place (or did not put it in the
+        // folder) is caught by the re-read: never "ok".
+        let dest = site.dir.create_subdir(OsStr::new("folder")).unwrap();
+        assert!(moved_out(&site, &site.paths.claim(), &dest).starts_with("failed: the file is still"));
+        std::fs::remove_file(site.paths.dir.join(site.paths.claim())).unwrap();
+        assert!(moved_out(&site, &site.paths.claim(), &dest).starts_with("failed: the moved file is not"));
+    }
+}

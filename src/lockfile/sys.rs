@@ -274,6 +274,12 @@ impl Dir {
 
     /// `fstatat(AT_SYMLINK_NOFOLLOW)`.
     pub fn lstat(&self, name: &OsStr) -> io::Result<FileMeta> {
+        // Unit tests stand in for a network client's cache here: an injected `ENOENT` is the
+        // answer of a negative entry the client kept (issue 27, reproduction 4).
+        #[cfg(test)]
+        if let Some((_, e)) = super::failpoint::syscall_fault("lstat", name) {
+            return Err(e);
+        }
         rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW).map(|st| FileMeta::from_stat(&st)).map_err(errno_io)
     }
 
@@ -1071,7 +1077,7 @@ pub(crate) fn scratch_dir() -> (tempfile::TempDir, Dir) {
 #[allow(clippy::disallowed_methods)] // tests stage files by hand
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     use super::scratch_dir as dir;
 
@@ -1211,6 +1217,132 @@ mod tests {
         assert!(matches!(read_small_regular(&t.path().join("none"), 16), Err(SmallFileError::Missing)));
         // A procfs file reports size 0; the cap holds on what it yields, not on its size.
         assert!(matches!(read_small_regular(Path::new("/proc/version"), 4), Err(SmallFileError::TooLarge(4))));
+    }
+
+    fn einval() -> i32 {
+        Errno::INVAL.raw_os_error()
+    }
+
+    #[test]
+    fn rename_noreplace_without_the_flag_moves_by_link_and_never_replaces() {
+        use crate::lockfile::failpoint::{When, clear_hooks, inject_syscall};
+        let (t, d) = dir();
+        std::fs::write(t.path().join("a"), b"a").unwrap();
+        let ino = std::fs::metadata(t.path().join("a")).unwrap().ino();
+        // The filesystem refuses RENAME_NOREPLACE (NFS, FUSE): the fallback moves it.
+        inject_syscall("rename", "b", When::Before, einval(), 1);
+        d.rename_noreplace(OsStr::new("a"), OsStr::new("b")).unwrap();
+        assert!(t.path().join("a").symlink_metadata().is_err());
+        assert_eq!(std::fs::metadata(t.path().join("b")).unwrap().ino(), ino, "the same inode, moved");
+        assert_eq!(std::fs::metadata(t.path().join("b")).unwrap().nlink(), 1);
+        // Onto an existing name: EEXIST, both files untouched.
+        std::fs::write(t.path().join("c"), b"c").unwrap();
+        inject_syscall("rename", "b", When::Before, einval(), 1);
+        let e = d.rename_noreplace(OsStr::new("c"), OsStr::new("b")).unwrap_err();
+        assert!(is_eexist(&e), "{e}");
+        assert_eq!(std::fs::read(t.path().join("b")).unwrap(), b"a");
+        assert_eq!(std::fs::read(t.path().join("c")).unwrap(), b"c");
+        clear_hooks();
+    }
+
+    #[test]
+    fn the_link_fallback_recognises_its_own_link_after_a_lost_reply() {
+        use crate::lockfile::failpoint::{When, clear_hooks, inject_syscall};
+        let (t, d) = dir();
+        std::fs::write(t.path().join("a"), b"a").unwrap();
+        // NFSv3: the link took effect, its reply was lost, the retry answered EEXIST.
+        inject_syscall("rename", "b", When::Before, einval(), 1);
+        inject_syscall("link", "b", When::After, Errno::EXIST.raw_os_error(), 1);
+        d.rename_noreplace(OsStr::new("a"), OsStr::new("b")).unwrap();
+        assert!(t.path().join("a").symlink_metadata().is_err());
+        assert_eq!(std::fs::read(t.path().join("b")).unwrap(), b"a");
+        // A real failure of the link leaves the source where it was.
+        std::fs::write(t.path().join("x"), b"x").unwrap();
+        inject_syscall("rename", "y", When::Before, einval(), 1);
+        inject_syscall("link", "y", When::Before, Errno::IO.raw_os_error(), 1);
+        assert!(d.rename_noreplace(OsStr::new("x"), OsStr::new("y")).is_err());
+        assert_eq!(std::fs::read(t.path().join("x")).unwrap(), b"x");
+        assert!(t.path().join("y").symlink_metadata().is_err());
+        clear_hooks();
+    }
+
+    #[test]
+    fn move_into_without_the_flag_moves_files_symlinks_and_directories() {
+        use crate::lockfile::failpoint::{When, clear_hooks, inject_syscall};
+        let (t, d) = dir();
+        let dest = d.create_subdir(OsStr::new("folder")).unwrap();
+        std::fs::write(t.path().join("f"), b"f").unwrap();
+        std::os::unix::fs::symlink("/nonexistent", t.path().join("s")).unwrap();
+        std::fs::create_dir(t.path().join("sub")).unwrap();
+        std::fs::write(t.path().join("sub/inner"), b"i").unwrap();
+        for name in ["f", "s", "sub"] {
+            inject_syscall("rename", name, When::Before, einval(), 1);
+            move_into(&d, OsStr::new(name), &dest, OsStr::new(name)).unwrap();
+            assert!(t.path().join(name).symlink_metadata().is_err(), "{name} left behind");
+        }
+        assert_eq!(std::fs::read(t.path().join("folder/f")).unwrap(), b"f");
+        assert!(t.path().join("folder/s").symlink_metadata().unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read(t.path().join("folder/sub/inner")).unwrap(), b"i");
+        // Never over something already in the folder, file or directory.
+        std::fs::write(t.path().join("f"), b"again").unwrap();
+        inject_syscall("rename", "f", When::Before, einval(), 1);
+        assert!(is_eexist(&move_into(&d, OsStr::new("f"), &dest, OsStr::new("f")).unwrap_err()));
+        std::fs::create_dir(t.path().join("sub")).unwrap();
+        inject_syscall("rename", "sub", When::Before, einval(), 1);
+        assert!(is_eexist(&move_into(&d, OsStr::new("sub"), &dest, OsStr::new("sub")).unwrap_err()));
+        assert_eq!(std::fs::read(t.path().join("folder/f")).unwrap(), b"f");
+        assert_eq!(std::fs::read(t.path().join("f")).unwrap(), b"again");
+        clear_hooks();
+    }
+
+    #[test]
+    fn listed_by_server_reads_the_listing_and_skips_silly_renames() {
+        let (t, d) = dir();
+        assert!(d.lookups_authoritative(), "the test directory is on a local disk");
+        std::fs::write(t.path().join("L.claim"), b"").unwrap();
+        std::fs::write(t.path().join(".nfs000000000012d68700000001"), b"").unwrap();
+        assert!(d.listed_by_server(OsStr::new("L.claim")).unwrap());
+        assert!(!d.listed_by_server(OsStr::new("L")).unwrap());
+        assert_eq!(d.list().unwrap(), vec![OsString::from("L.claim")]);
+        std::fs::write(t.path().join("f"), b"").unwrap();
+        assert_eq!(d.nlink_by_server(OsStr::new("f")).unwrap(), 1);
+        std::fs::hard_link(t.path().join("f"), t.path().join("g")).unwrap();
+        assert_eq!(d.nlink_by_server(OsStr::new("f")).unwrap(), 2);
+    }
+
+    #[test]
+    fn direct_reads_return_the_same_bytes_at_any_offset() {
+        let (t, _d) = dir();
+        let body: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(t.path().join("f"), &body).unwrap();
+        let plain = rfs::open(t.path().join("f"), OFlags::RDONLY, Mode::empty()).unwrap();
+        let fd = rfs::open(t.path().join("f"), OFlags::RDONLY, Mode::empty()).unwrap();
+        let flags = rfs::fcntl_getfl(&fd).unwrap();
+        // ext4 and xfs take O_DIRECT and need aligned reads; tmpfs refuses it, and then the
+        // bounce buffer is exercised without the flag, which is still a valid read.
+        let direct = rfs::fcntl_setfl(&fd, flags | OFlags::DIRECT).is_ok();
+        let mut scratch = None;
+        for (off, len) in [(0u64, 1usize), (1, 4095), (4095, 2), (8191, 5000), (19_999, 10), (20_000, 1), (0, 20_000)] {
+            for (mode, fd) in [(ReadMode::Direct, &fd), (ReadMode::DropPages, &plain)] {
+                let mut buf = vec![0u8; len];
+                let n = pread_mode(fd, mode, &mut buf, off, &mut scratch).unwrap();
+                let want = &body[(off as usize).min(body.len())..(off as usize + len).min(body.len())];
+                assert_eq!(&buf[..n], want, "{mode:?} at {off}+{len} (O_DIRECT set: {direct})");
+            }
+        }
+        let mut b = AlignedBuf::new(10);
+        assert_eq!(b.as_mut_slice().as_ptr() as usize % DIRECT_ALIGN, 0);
+        assert_eq!(b.as_mut_slice().len(), DIRECT_ALIGN);
+    }
+
+    #[test]
+    fn a_local_directory_is_read_from_the_cache_and_answers_by_lookup() {
+        let (t, d) = dir();
+        std::fs::write(t.path().join("f"), b"x").unwrap();
+        let fd = rfs::open(t.path().join("f"), OFlags::RDONLY, Mode::empty()).unwrap();
+        assert_eq!(read_mode_for(&fd).unwrap(), ReadMode::Cached);
+        assert!(d.lookups_authoritative());
+        assert_eq!(d.filesystem().unwrap().family, crate::lockfile::filesystem::Family::Local);
     }
 
     #[test]

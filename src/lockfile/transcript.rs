@@ -696,6 +696,31 @@ mod tests {
     }
 
     #[test]
+    fn past_the_cache_reads_hash_the_same_bytes_and_a_local_file_stays_cached() {
+        // The network paths (O_DIRECT through an aligned bounce buffer, or dropped pages)
+        // must certify exactly what the plain path does, tail and newline rules included.
+        let mut body: Vec<u8> = (0..(HASH_BUFFER_BYTES * 2 + 4097)).map(|i| b'a' + (i % 26) as u8).collect();
+        *body.last_mut().unwrap() = b'\n';
+        let (t, k) = setup(&body);
+        let want = hex(&Sha256::digest(&body));
+        let p = read(&t, &k, false).unwrap();
+        assert_eq!(p.read_mode(), ReadMode::Cached, "a local disk keeps the page cache");
+        assert!(p.cache_note().is_none());
+        let path = t.path().join("chats/s.jsonl");
+        let plain = rustix::fs::open(&path, rustix::fs::OFlags::RDONLY, rustix::fs::Mode::empty()).unwrap();
+        let direct = rustix::fs::open(&path, rustix::fs::OFlags::RDONLY, rustix::fs::Mode::empty()).unwrap();
+        let fl = rustix::fs::fcntl_getfl(&direct).unwrap();
+        let _ = rustix::fs::fcntl_setfl(&direct, fl | rustix::fs::OFlags::DIRECT);
+        for (mode, fd) in [(ReadMode::Direct, &direct), (ReadMode::DropPages, &plain), (ReadMode::Cached, &plain)] {
+            assert_eq!(hash_exactly(fd, mode, body.len() as u64, &mut |_, _| {}).unwrap(), want, "{mode:?}");
+            assert!(ends_clean(fd, mode, body.len() as u64).unwrap(), "{mode:?}");
+            assert!(!ends_clean(fd, mode, body.len() as u64 - 1).unwrap(), "{mode:?}");
+            assert!(!bytes_beyond_size(fd, mode, body.len() as u64).unwrap(), "{mode:?}");
+            assert!(bytes_beyond_size(fd, mode, body.len() as u64 - 1).unwrap(), "{mode:?}");
+        }
+    }
+
+    #[test]
     fn absent_and_empty() {
         let t = tempfile::tempdir().unwrap();
         let k = TranscriptKey::parse("chats/none.jsonl").unwrap();

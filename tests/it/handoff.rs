@@ -1638,3 +1638,22 @@ fn acquire_and_takeover_wait_for_a_live_holder_then_give_its_refusal() {
         assert_eq!(r.code, 2, "--wait {bad}: {}", r.stderr);
     }
 }
+
+/// Issue 27: `takeover` validates a seal; with no lock at all there is nothing to validate,
+/// and it used to acquire the session anyway. Now: session_not_sealed (3), no lock file, no
+/// token, and a hint that names `acquire`.
+#[test]
+fn takeover_with_no_lock_is_not_sealed_and_installs_nothing() {
+    let env = TestEnv::new();
+    write_transcript(&transcript_path(&env, S), BODY);
+    let tf = fresh_token_file(&env, "takeover");
+    let r = gated(&env, &["takeover", "--session", S, "--pid", &me(), "--token-file", tf.to_str().unwrap()]);
+    r.assert_error(3, "session_not_sealed");
+    assert!(r.stderr.contains("no lock to take over"), "{}", r.stderr);
+    assert!(r.stderr.contains("writerctl acquire --managed"), "{}", r.stderr);
+    assert!(tf.symlink_metadata().is_err(), "a refused takeover wrote a token file");
+    let locks = env.runtime().join("tmp/session-writer-locks");
+    let files: Vec<_> =
+        std::fs::read_dir(&locks).map(|d| d.map(|e| e.unwrap().file_name()).collect()).unwrap_or_default();
+    assert!(files.is_empty(), "a refused takeover left {files:?}");
+}
