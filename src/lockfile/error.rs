@@ -374,7 +374,7 @@ impl LockError {
             LockError::UntrustedDirectory { fix, .. } => fix.clone(),
             LockError::Environment { source, .. } => environment_hint(source).into(),
             LockError::FilesystemUnsupported { allowable: false, .. } => {
-                "nothing was written; no setting can make link(2) work there. Point --runtime-dir (or --lock) at a local disk or a network filesystem with hard links (NFS, CephFS)".into()
+                "no lock was written; no setting can make link(2) work there. Point --runtime-dir (or --lock) at a local disk or a network filesystem with hard links (NFS, CephFS)".into()
             }
             LockError::FilesystemUnsupported { fs_type, .. } => format!(
                 "nothing was written. Point --runtime-dir (or --lock) at a local disk or a supported network filesystem; to run on {fs_type} anyway, with every defence on, set WRITERCTL_ALLOW_FILESYSTEM={fs_type}"

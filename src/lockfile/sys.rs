@@ -503,10 +503,23 @@ pub fn stat_path(path: &Path) -> io::Result<FileMeta> {
 /// Why 0700: the lock directory holds owner diagnostics; QWEN_FORMAT §1.1 creates it
 /// owner-only. Whatever is there afterwards is verified by [`Dir::open`].
 pub fn mkdir_0700(path: &Path) -> io::Result<()> {
+    mkdir_0700_created(path).map(|_| ())
+}
+
+/// [`mkdir_0700`], saying whether this call created the directory (`false`: it existed).
+pub fn mkdir_0700_created(path: &Path) -> io::Result<bool> {
     match rfs::mkdirat(CWD, path, Mode::from_raw_mode(0o700)) {
-        Ok(()) | Err(Errno::EXIST) => Ok(()),
+        Ok(()) => Ok(true),
+        Err(Errno::EXIST) => Ok(false),
         Err(e) => Err(errno_io(e)),
     }
+}
+
+/// Removes a directory only if it is empty (`rmdir(2)` refuses anything else): used to
+/// take back a directory this process created when the operation it was made for is
+/// refused, so a refusal leaves nothing behind.
+pub fn rmdir_if_empty(path: &Path) -> io::Result<()> {
+    rfs::unlinkat(CWD, path, AtFlags::REMOVEDIR).map_err(errno_io)
 }
 
 /// What `kill(pid, 0)` said.
