@@ -329,11 +329,11 @@ fn mount_entry_of(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<Option<MountEnt
     let stx = rfs::statx(fd, "", AtFlags::EMPTY_PATH, StatxFlags::BASIC_STATS | StatxFlags::MNT_ID)
         .map_err(|e| io::Error::from_raw_os_error(e.raw_os_error()))?;
     let text = std::fs::read_to_string("/proc/self/mountinfo")?;
-    let entries = text.lines().filter_map(parse_mountinfo_line);
+    let mut entries = text.lines().filter_map(parse_mountinfo_line);
     if stx.stx_mask & StatxFlags::MNT_ID.bits() != 0 {
-        return Ok(entries.into_iter().find(|e| e.mount_id == stx.stx_mnt_id));
+        return Ok(entries.find(|e| e.mount_id == stx.stx_mnt_id));
     }
-    Ok(entries.filter(|e| e.dev == (stx.stx_dev_major, stx.stx_dev_minor)).last())
+    Ok(entries.rfind(|e| e.dev == (stx.stx_dev_major, stx.stx_dev_minor)))
 }
 
 /// Is `name` a client's placeholder for a file unlinked while still open — NFS's silly
@@ -363,7 +363,7 @@ pub fn allowed_types() -> Vec<String> {
 /// what it lacks is something the defences can make up for.
 pub fn judge(fs: &Filesystem, path: &Path, allow: &[String]) -> Result<(), LockError> {
     let Some(refusal) = fs.refusal() else { return Ok(()) };
-    if refusal.allowable && allow.iter().any(|t| *t == fs.fs_type) {
+    if refusal.allowable && allow.contains(&fs.fs_type) {
         return Ok(());
     }
     Err(unsupported(fs, path, refusal))
