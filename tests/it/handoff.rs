@@ -1648,10 +1648,14 @@ fn takeover_with_no_lock_is_not_sealed_and_installs_nothing() {
     write_transcript(&transcript_path(&env, S), BODY);
     let tf = fresh_token_file(&env, "takeover");
     let r = gated(&env, &["takeover", "--session", S, "--pid", &me(), "--token-file", tf.to_str().unwrap()]);
-    r.assert_error(3, "session_not_sealed");
-    assert!(r.stderr.contains("no lock to take over"), "{}", r.stderr);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("session_not_sealed") && r.stderr.contains("no lock to take over"), "{}", r.stderr);
     assert!(r.stderr.contains("writerctl acquire --managed"), "{}", r.stderr);
+    let tf2 = fresh_token_file(&env, "takeover-json");
+    let args = ["takeover", "--json", "--session", S, "--pid", &me(), "--token-file", tf2.to_str().unwrap()];
+    gated(&env, &args).assert_error(3, "session_not_sealed");
     assert!(tf.symlink_metadata().is_err(), "a refused takeover wrote a token file");
+    assert!(tf2.symlink_metadata().is_err(), "a refused takeover wrote a token file");
     let locks = env.runtime().join("tmp/session-writer-locks");
     let files: Vec<_> =
         std::fs::read_dir(&locks).map(|d| d.map(|e| e.unwrap().file_name()).collect()).unwrap_or_default();
