@@ -191,7 +191,8 @@ impl Dir {
                 .map_err(errno_io)?;
         let meta = FileMeta::from_stat(&rfs::fstat(&fd).map_err(errno_io)?);
         // One fstatfs: the only cost the local-disk path pays for knowing it is local.
-        let authoritative = super::filesystem::magic_is_local(super::filesystem::magic_of(&fd)?);
+        // A failing fstatfs (a sandbox refusing it) proves nothing: every defence stays on.
+        let authoritative = super::filesystem::magic_of(&fd).is_ok_and(super::filesystem::magic_is_local);
         Ok(Dir { fd, path: path.to_path_buf(), meta, authoritative })
     }
 
@@ -233,7 +234,16 @@ impl Dir {
     /// [`Dir::lookups_authoritative`] is false.
     pub fn listed_by_server(&self, name: &OsStr) -> io::Result<bool> {
         self.revalidate_by_server()?;
-        Ok(self.list()?.iter().any(|n| n == name))
+        // A fresh descriptor: its first getdents starts from the server's listing.
+        let fd = rfs::openat(&self.fd, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+            .map_err(errno_io)?;
+        let want = <OsStr as std::os::unix::ffi::OsStrExt>::as_bytes(name);
+        for entry in rfs::Dir::read_from(&fd).map_err(errno_io)? {
+            if entry.map_err(errno_io)?.file_name().to_bytes() == want {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Step 1 of [`Dir::listed_by_server`]: make the client fetch this directory's attributes
@@ -737,7 +747,7 @@ pub enum ReadMode {
 /// open can reach another file. A local filesystem keeps [`ReadMode::Cached`]: its page cache
 /// is the truth, and the 1 GiB seal/takeover benchmark must not get slower.
 pub fn read_mode_for(fd: &OwnedFd) -> io::Result<ReadMode> {
-    if super::filesystem::magic_is_local(super::filesystem::magic_of(fd)?) {
+    if super::filesystem::magic_of(fd).is_ok_and(super::filesystem::magic_is_local) {
         return Ok(ReadMode::Cached);
     }
     let flags = rfs::fcntl_getfl(fd).map_err(errno_io)?;
