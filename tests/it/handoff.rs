@@ -1040,9 +1040,16 @@ fn a_normal_close_releases_instead_of_sealing() {
     assert!(env.lock_dir_names().is_empty(), "no sealed record, no side file: {:?}", env.lock_dir_names());
     assert_eq!(status_value(&env, S)["state"], "missing");
     ungated(&env, &["verify", "--json", "--session", S]).assert_error(3, "session_not_sealed");
-    // The missing primary is already a safe handoff: the replacement acquires ordinarily.
-    let (r, tf2) = takeover(&env, S, &[]);
-    let j: TakeoverJson = r.assert_ok().json();
+    // The missing primary is already a safe handoff, but there is no seal to validate:
+    // takeover says so and changes nothing (issue 27; it used to acquire), and the
+    // replacement starts with a managed acquire.
+    let (r, _) = takeover(&env, S, &[]);
+    r.assert_error(3, "session_not_sealed");
+    assert!(env.lock_dir_names().is_empty(), "{:?}", env.lock_dir_names());
+    let tf2 = fresh_token_file(&env, "replacement");
+    let pid = std::process::id().to_string();
+    let args = ["acquire", "--managed", "--json", "--session", S, "--pid", &pid, "--token-file", tf2.to_str().unwrap()];
+    let j: TakeoverJson = gated(&env, &args).assert_ok().json();
     assert!(j.previous.is_none(), "nothing was sealed, so nothing was taken over");
     assert_writerctl_active(&std::fs::read(env.lock(S)).unwrap(), S, &read_token(&tf2), std::process::id());
     assert_only_primary(&env, S);
