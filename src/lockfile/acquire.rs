@@ -370,6 +370,11 @@ fn verify_lock_identity(site: &LockSite, record: &LockRecord, linked: &FileMeta)
         });
     }
     let same = |s: &LockSite| same_regular(&s.dir, name, &meta).map_err(|e| LockError::io("lstat lock", e));
+    if !meta.same_identity(linked) && bytes == record.raw && !site.dir.lookups_authoritative() {
+        // Issue 27: our exact bytes under another inode number than the file we linked is
+        // what a filesystem without stable inode numbers does (sshfs numbers each path).
+        return Err(super::filesystem::inode_numbers_unstable(site.dir.path(), site.dir.filesystem().ok()));
+    }
     if !meta.same_identity(linked) || !same(site)? || bytes != record.raw || !same(site)? {
         return Err(lost("the lock was replaced right after install"));
     }

@@ -1052,6 +1052,34 @@ mod network {
     use rustix::io::Errno;
 
     #[test]
+    fn a_lock_that_reads_back_under_another_inode_is_filesystem_unsupported_on_a_network_filesystem() {
+        // sshfs numbers each path: the linked lock has our bytes but not our inode. The
+        // hook plays that by swapping in a byte-identical copy right after the install.
+        for network in [false, true] {
+            let mut fx = Fx::active();
+            crate::lockfile::release::release(&fx.site, &fx.lease.owner).unwrap();
+            if network {
+                fx.site.dir.assume_network();
+            }
+            let l = fx.ctx.l();
+            set_hook("acquire.after_install", move || {
+                let bytes = std::fs::read(&l)?;
+                let copy = l.with_extension("copy");
+                std::fs::write(&copy, bytes)?;
+                std::fs::rename(&copy, &l)
+            });
+            let e = acquire::acquire(&fx.site, &plain_opts(), &SystemProbe).unwrap_err();
+            clear_hooks();
+            if network {
+                assert_eq!(e.code().as_str(), "filesystem_unsupported", "{e:?}");
+                assert!(e.to_string().contains("stable inode numbers"), "{e}");
+            } else {
+                assert_eq!(e.code().as_str(), "session_not_owner", "a local disk: someone replaced it: {e:?}");
+            }
+        }
+    }
+
+    #[test]
     fn seal_and_takeover_complete_where_rename_noreplace_answers_einval() {
         let fx = Fx::active();
         inject_syscall("rename", "", When::Before, Errno::INVAL.raw_os_error(), 1);

@@ -11,7 +11,7 @@
 //! dentries and attributes up to `acdirmax`; FUSE entry, negative and attribute timeouts)
 //! and file pages, so a `stat` that says "no such file" or a `read` may describe the past.
 //! The engine then proves absence and reads bytes past the cache (see
-//! [`super::sys::Dir::absent_by_server`] and [`super::transcript`]), which costs a directory
+//! [`super::sys::Dir::listed_by_server`] and [`super::transcript`]), which costs a directory
 //! listing per check and uncached reads: only where [`Filesystem::authoritative_lookups`]
 //! is false.
 //!
@@ -203,6 +203,20 @@ pub fn no_hard_links(why: &str) -> Refusal {
         lacks: format!(
             "hard links ({why}): every lock is installed by link(2), which never replaces a file, and nothing else gives that guarantee"
         ),
+        allowable: false,
+    }
+}
+
+/// The `filesystem_unsupported` error of a lock that reads back with another inode number
+/// than the file that was linked: the filesystem gives each name its own number (sshfs),
+/// so no installed record can be proven to be ours. Never allowable: every acquisition
+/// would fail the same way.
+pub fn inode_numbers_unstable(path: &Path, fs: Option<Filesystem>) -> LockError {
+    let fs_type = fs.map_or_else(|| "unknown".into(), |f| f.fs_type);
+    LockError::FilesystemUnsupported {
+        path: path.to_path_buf(),
+        fs_type,
+        lacks: "stable inode numbers: the lock just installed by link(2) reads back with another inode number than the file that was linked, so it cannot be proven to be ours".into(),
         allowable: false,
     }
 }
