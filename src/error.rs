@@ -81,6 +81,9 @@ pub enum ErrorCode {
     IdentityExists,
     /// An inbox read from a cursor behind the retention trim: events after it may be gone.
     InboxCursorTrimmed,
+    /// The lock directory's filesystem cannot carry the protocol (no hard links, or a type
+    /// or mount known to be unsafe); retrying cannot help (issue 27).
+    FilesystemUnsupported,
 }
 
 impl ErrorCode {
@@ -118,6 +121,7 @@ impl ErrorCode {
         ErrorCode::ChannelExists,
         ErrorCode::IdentityExists,
         ErrorCode::InboxCursorTrimmed,
+        ErrorCode::FilesystemUnsupported,
     ];
 
     /// The code named `s`, if it is in the registry.
@@ -160,6 +164,7 @@ impl ErrorCode {
             ErrorCode::ChannelExists => "channel_exists",
             ErrorCode::IdentityExists => "identity_exists",
             ErrorCode::InboxCursorTrimmed => "inbox_cursor_trimmed",
+            ErrorCode::FilesystemUnsupported => "filesystem_unsupported",
         }
     }
 
@@ -171,7 +176,8 @@ impl ErrorCode {
             ErrorCode::Usage
             | ErrorCode::InvalidArgument
             | ErrorCode::RuntimeDirMissing
-            | ErrorCode::NextStepRequired => 2,
+            | ErrorCode::NextStepRequired
+            | ErrorCode::FilesystemUnsupported => 2,
             ErrorCode::SessionWriterConflict
             | ErrorCode::SessionNotOwner
             | ErrorCode::SessionNotSealed
@@ -267,6 +273,9 @@ impl ErrorCode {
             }
             ErrorCode::InboxCursorTrimmed => {
                 "the inbox cursor is behind the retention trim: events after it may have been removed (the error names the oldest cursor still held); never a silent skip"
+            }
+            ErrorCode::FilesystemUnsupported => {
+                "the lock directory's filesystem cannot carry the protocol (no hard links, NFS mounted soft, nocto or with local locks, a FUSE type not proven safe); the message names the type and what it lacks; retrying cannot help"
             }
         }
     }

@@ -44,6 +44,10 @@ pub struct AcquireArgs {
 
     #[command(flatten)]
     pub holder: HolderArgs,
+
+    /// Set by `takeover`: only a sealed lock may be continued (never an empty path).
+    #[arg(skip)]
+    pub takeover: bool,
 }
 
 /// The new lock's holder and where its token goes (shared by `acquire` and `takeover`).
@@ -165,8 +169,11 @@ pub fn take(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
     let taken = open_site(&r.runtime_dir, r.paths.clone(), &r.session_id, DirMode::Create).and_then(|site| {
         // Managed mode is qwen's reclaimPolicy `never` + takeoverPolicy `certified`; the
         // certified half exists only while the gate is on.
-        let certified = (args.managed && settings.session_writer_lease)
-            .then(|| Certified { proof: ProofOptions::default(), progress: Some(hash_progress(out)) });
+        let certified = (args.managed && settings.session_writer_lease).then(|| Certified {
+            proof: ProofOptions::default(),
+            progress: Some(hash_progress(out)),
+            sealed_only: args.takeover,
+        });
         let opts = AcquireOptions {
             transcript: Some(transcript.clone()),
             holder: holder(pid),

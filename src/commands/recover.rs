@@ -3,7 +3,9 @@
 use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
+use writerctl::lockfile::LockError;
 use writerctl::lockfile::acquire::{TranscriptRef, check_runtime_dir, open_lock_dir};
+use writerctl::lockfile::error::Unavailable;
 use writerctl::lockfile::identity::LocalDomain;
 use writerctl::lockfile::paths::{LOCK_SUBDIR, SideKind};
 use writerctl::lockfile::primitives::Inspection;
@@ -146,9 +148,31 @@ pub fn run(args: RecoverArgs, out: Output) -> Result<()> {
     // Asked to act but a running writer blocked it: the report says why; the exit status
     // tells scripts that nothing was done (3, as for any conflict with a live writer).
     let blocked = act && results.iter().any(|(p, _, _)| p.blocked.is_some());
+    // Every result was re-read by the engine before it said "ok"; a failed action means the
+    // session is not where the plan meant to leave it, and that is never exit 0 (issue 27).
+    let failed: Vec<String> = results
+        .iter()
+        .flat_map(|(p, done, _)| {
+            done.iter().filter(|d| d.result.starts_with("failed")).map(move |d| {
+                let (verb, file, _) = describe(&d.action);
+                format!("session {}: {verb} {file}: {}", clean(&p.session_id), d.result)
+            })
+        })
+        .collect();
     report(&args, out, act, results)?;
     if blocked {
         return Err(ExitStatus(3).into());
+    }
+    if !failed.is_empty() {
+        return Err(LockError::Unavailable {
+            reason: Unavailable::Io,
+            detail: Some(format!(
+                "recover did not complete ({}); writerctl-recovery.log beside the locks says what was done",
+                failed.join("; ")
+            )),
+            source: None,
+        }
+        .into());
     }
     Ok(())
 }

@@ -13,8 +13,10 @@ use crate::cli::SessionArgs;
 ///
 /// Validates the sealed record's proof against the transcript (key, existence, length,
 /// SHA-256) and, only if every field matches, makes a new active lock for --pid in one
-/// claimed transition. A missing lock is acquired in managed mode; an active one (live or
-/// stale) is a conflict: takeover never reclaims. Needs experimental.session_writer_lease.
+/// claimed transition. With no lock at all there is nothing to validate: it fails with
+/// session_not_sealed and changes nothing (use `writerctl acquire --managed` to start a
+/// session). An active lock (live or stale) is a conflict. Needs
+/// experimental.session_writer_lease.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  writerctl takeover --session \"$SID\" --token-file owner.token --json\n  writerctl takeover --session \"$SID\" --wait 60 --token-file owner.token   # until the old writer seals"
@@ -32,5 +34,5 @@ pub fn run(args: TakeoverArgs, out: Output, settings: Settings) -> Result<()> {
     if !settings.session_writer_lease {
         return Err(LockError::FeatureDisabled.into());
     }
-    take(AcquireArgs { session: args.session, managed: true, holder: args.holder }, out, settings)
+    take(AcquireArgs { session: args.session, managed: true, holder: args.holder, takeover: true }, out, settings)
 }

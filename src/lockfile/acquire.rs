@@ -95,6 +95,9 @@ pub struct Certified {
     pub proof: ProofOptions,
     /// Called with (bytes hashed, total) while the proof is read.
     pub progress: Option<Arc<dyn Fn(u64, u64) + Send + Sync>>,
+    /// `takeover`: only a sealed record may be continued; with no lock at all, nothing is
+    /// installed and the answer is `session_not_sealed` (issue 27: it used to acquire).
+    pub sealed_only: bool,
 }
 
 impl std::fmt::Debug for Certified {
@@ -206,10 +209,13 @@ fn acquire_naming(
     // Nothing is replaced when the primary is missing: epoch 0 + 1.
     let record = successor(0, None)?;
     let claim = site.paths.claim();
+    let sealed_only = opts.certified.as_ref().is_some_and(|c| c.sealed_only);
     for _ in 0..ACQUIRE_ATTEMPTS {
         check_claim(&site.dir, &claim)?;
         crate::failpoint!("acquire.before_install");
-        if let Some(linked) = install(&site.dir, &site.paths.lock_name, &record.raw, owner.expose())? {
+        let installed =
+            if sealed_only { None } else { install(&site.dir, &site.paths.lock_name, &record.raw, owner.expose())? };
+        if let Some(linked) = installed {
             if let Err(e) = second_claim_check(site, &claim) {
                 // A transition claimed the path after our first check: leave its gap empty.
                 let _ = remove_owned(&site.dir, &site.paths.lock_name, owner.expose());
@@ -229,6 +235,12 @@ fn acquire_naming(
             });
         }
         match inspect_record(&site.dir, &site.paths.lock_name, &site.session_id, &site.local, probe) {
+            Inspection::Missing if sealed_only => {
+                return Err(LockError::NotSealed {
+                    session_id: site.session_id.clone(),
+                    found: super::error::NO_LOCK_TO_TAKE_OVER.into(),
+                });
+            }
             Inspection::Missing => continue,
             Inspection::Active(existing, liveness) => {
                 if liveness.is_live() {
@@ -419,6 +431,11 @@ fn verify_lock_identity(site: &LockSite, record: &LockRecord, linked: &FileMeta)
         });
     }
     let same = |s: &LockSite| same_regular(&s.dir, name, &meta).map_err(|e| LockError::io("lstat lock", e));
+    if !meta.same_identity(linked) && bytes == record.raw && !site.dir.lookups_authoritative() {
+        // Issue 27: our exact bytes under another inode number than the file we linked is
+        // what a filesystem without stable inode numbers does (sshfs numbers each path).
+        return Err(super::filesystem::inode_numbers_unstable(site.dir.path(), site.dir.filesystem().ok()));
+    }
     if !meta.same_identity(linked) || !same(site)? || bytes != record.raw || !same(site)? {
         return Err(lost("the lock was replaced right after install"));
     }

@@ -12,6 +12,9 @@ use crate::error::ErrorCode;
 
 use super::identity::Liveness;
 
+/// What a takeover found when there is no lock at all (`session_not_sealed`, issue 27).
+pub const NO_LOCK_TO_TAKE_OVER: &str = "no lock to take over";
+
 /// Who holds a lock, for messages: "pid N on host H (running)".
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HolderInfo {
@@ -228,6 +231,20 @@ pub enum LockError {
         #[source]
         source: io::Error,
     },
+    /// The lock directory's filesystem cannot carry the protocol (issue 27): no hard links,
+    /// NFS mounted `soft`, `nocto` or with local locks, a FUSE type not proven safe.
+    /// Nothing was created or written on it.
+    #[error("{} is on a {fs_type} filesystem, which cannot carry the lock protocol: it lacks {lacks}", .path.display())]
+    FilesystemUnsupported {
+        /// The lock directory (or, before it exists, the path it will have).
+        path: PathBuf,
+        /// The type as /proc/self/mountinfo names it.
+        fs_type: String,
+        /// What it lacks.
+        lacks: String,
+        /// False when no setting can help (no hard links).
+        allowable: bool,
+    },
 }
 
 /// The errnos that describe the environment rather than a transient state, and what each
@@ -296,6 +313,7 @@ impl LockError {
             LockError::FeatureDisabled => ErrorCode::FeatureDisabled,
             LockError::InvalidArgument(_) => ErrorCode::InvalidArgument,
             LockError::UntrustedDirectory { .. } | LockError::Environment { .. } => ErrorCode::InvalidArgument,
+            LockError::FilesystemUnsupported { .. } => ErrorCode::FilesystemUnsupported,
         }
     }
 
@@ -306,11 +324,14 @@ impl LockError {
                 "the session is sealed for handoff; a certified takeover (`writerctl takeover`) can continue it".into()
             }
             LockError::Conflict { managed_refused_stale: true, .. } => {
-                "the recorded process is gone, but --managed never reclaims; fence every writer, then run plain `writerctl acquire` or `writerctl recover`".into()
+                "the recorded holder is gone, but --managed reclaims only under a proof rule backed by the kernel's holder lock (container_restarted, statefulset_pod_replaced); fence every writer, then run plain `writerctl acquire` or `writerctl recover`".into()
             }
             LockError::Conflict { holder, .. } => match holder.liveness {
                 Some(Liveness::Live(super::identity::LiveReason::Running)) => {
                     "wait for the holder to release or seal; a conflict is not proof that it is alive (a PID can be reused)".into()
+                }
+                Some(Liveness::Live(super::identity::LiveReason::HolderLockHeld)) => {
+                    "a process of the holder's tree still holds its kernel lock, so a write may be in flight: wait for that tree to exit (`writerctl status` shows when the lock is released); never recover it while it is held".into()
                 }
                 _ => "this record is fenced; it is never reclaimed automatically. Fence every possible writer, then follow `writerctl status` and `writerctl recover`".into(),
             },
@@ -345,6 +366,9 @@ impl LockError {
             LockError::TranscriptUnsafe { .. } => {
                 "make the transcript a regular file reached without symlinks inside the runtime directory; nothing was changed".into()
             }
+            LockError::NotSealed { found, .. } if found == NO_LOCK_TO_TAKE_OVER => {
+                "nothing was changed; takeover only continues a sealed session. To start one, run `writerctl acquire --managed` (or `writerctl run`)".into()
+            }
             LockError::NotSealed { .. } => "`writerctl status` shows what the lock holds".into(),
             LockError::FeatureDisabled => {
                 "set WRITERCTL_SESSION_WRITER_LEASE=1, or `session_writer_lease = true` under [experimental] in the config file (WRITERCTL_CONFIG, default ~/.config/writerctl/config.toml)".into()
@@ -352,6 +376,12 @@ impl LockError {
             LockError::InvalidArgument(_) => return None,
             LockError::UntrustedDirectory { fix, .. } => fix.clone(),
             LockError::Environment { source, .. } => environment_hint(source).into(),
+            LockError::FilesystemUnsupported { allowable: false, .. } => {
+                "no lock was written; no setting can make link(2) work there. Point --runtime-dir (or --lock) at a local disk or a network filesystem with hard links (NFS, CephFS)".into()
+            }
+            LockError::FilesystemUnsupported { fs_type, .. } => format!(
+                "nothing was written. Point --runtime-dir (or --lock) at a local disk or a supported network filesystem; to run on {fs_type} anyway, with every defence on, set WRITERCTL_ALLOW_FILESYSTEM={fs_type}"
+            ),
         })
     }
 }

@@ -79,7 +79,7 @@ fn plain_opts() -> AcquireOptions {
 fn certified_opts(r: &Path) -> AcquireOptions {
     AcquireOptions {
         transcript: Some(TranscriptRef { runtime_dir: r.to_path_buf(), key: key() }),
-        certified: Some(Certified { proof: ProofOptions::default(), progress: None }),
+        certified: Some(Certified { proof: ProofOptions::default(), progress: None, sealed_only: false }),
         ..plain_opts()
     }
 }
@@ -1044,4 +1044,83 @@ fn a_taken_over_seal_is_restored_byte_for_byte_and_only_over_the_same_transcript
     let fx = Fx::active();
     assert_eq!(give_back(&fx.site, &fx.lease, None).unwrap(), GaveBack::Released);
     assert_eq!(fx.snap(), Snap::new());
+}
+
+/// Issue 27: network filesystems (NFS, FUSE) without `RENAME_NOREPLACE`, and with clients
+/// that cache lookups.
+mod network {
+    use super::*;
+    use rustix::io::Errno;
+
+    #[test]
+    fn a_lock_that_reads_back_under_another_inode_is_filesystem_unsupported_on_a_network_filesystem() {
+        // sshfs numbers each path: the linked lock has our bytes but not our inode. The
+        // hook plays that by swapping in a byte-identical copy right after the install.
+        for network in [false, true] {
+            let mut fx = Fx::active();
+            crate::lockfile::release::release(&fx.site, &fx.lease.owner).unwrap();
+            if network {
+                fx.site.dir.assume_network();
+            }
+            let l = fx.ctx.l();
+            set_hook("acquire.after_install", move || {
+                let bytes = std::fs::read(&l)?;
+                let copy = l.with_extension("copy");
+                std::fs::write(&copy, bytes)?;
+                std::fs::rename(&copy, &l)
+            });
+            let e = acquire::acquire(&fx.site, &plain_opts(), &SystemProbe).unwrap_err();
+            clear_hooks();
+            if network {
+                assert_eq!(e.code().as_str(), "filesystem_unsupported", "{e:?}");
+                assert!(e.to_string().contains("stable inode numbers"), "{e}");
+            } else {
+                assert_eq!(e.code().as_str(), "session_not_owner", "a local disk: someone replaced it: {e:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn seal_and_takeover_complete_where_rename_noreplace_answers_einval() {
+        let fx = Fx::active();
+        inject_syscall("rename", "", When::Before, Errno::INVAL.raw_os_error(), 1);
+        let out = fx.seal().unwrap();
+        fx.assert_sealed_ok(&out);
+        inject_syscall("rename", "", When::Before, Errno::INVAL.raw_os_error(), 1);
+        let lease = fx.takeover().unwrap();
+        clear_hooks();
+        fx.assert_took_over(&lease);
+    }
+
+    #[test]
+    fn an_acquire_whose_client_cached_the_claims_absence_does_not_enter_a_transition() {
+        // Reproduction 4: a transition is under way (claim installed, L moved aside). This
+        // client cached "no such file" for the claim. On a network filesystem the listing
+        // fences the acquire; L stays empty for the transition to fill.
+        let (mut fx, _) = Fx::sealed();
+        std::fs::remove_file(fx.ctx.l()).unwrap();
+        std::fs::write(fx.ctx.claim(), b"another host's claim").unwrap();
+        fx.site.dir.assume_network();
+        inject_syscall("lstat", ".claim", When::Before, Errno::NOENT.raw_os_error(), 100);
+        let e = acquire::acquire(&fx.site, &plain_opts(), &SystemProbe).unwrap_err();
+        clear_hooks();
+        assert_unavailable(&e, Unavailable::ClaimPresent);
+        assert!(fx.ctx.l().symlink_metadata().is_err(), "nothing was installed into the gap");
+    }
+
+    #[test]
+    fn the_second_claim_check_on_a_network_filesystem_removes_a_candidate() {
+        // The claim appears between the first check and the install, and this client's
+        // cache says it is absent: the second check, by listing, still sees it.
+        let mut fx = Fx::active();
+        crate::lockfile::release::release(&fx.site, &fx.lease.owner).unwrap();
+        fx.site.dir.assume_network();
+        let claim = fx.ctx.claim();
+        set_hook("acquire.after_install", move || std::fs::write(&claim, b"claim"));
+        inject_syscall("lstat", ".claim", When::Before, Errno::NOENT.raw_os_error(), 100);
+        let e = acquire::acquire(&fx.site, &plain_opts(), &SystemProbe).unwrap_err();
+        clear_hooks();
+        assert_unavailable(&e, Unavailable::ClaimPresent);
+        assert!(fx.ctx.l().symlink_metadata().is_err(), "the candidate left the gap");
+    }
 }

@@ -41,7 +41,8 @@
 //! boot (its start identity's boot id is ours), whatever pid namespace either runs in; the
 //! caller ([`super::identity::decide`]) checks that. Across boots or hosts never: an NFS
 //! server frees the locks of a client whose lease expired — a partitioned client that may
-//! still be writing. On FUSE ([`lock_evidence_supported`]) two mounts of one filesystem
+//! still be writing. On FUSE and other filesystems that do not arbitrate locks for every client
+//! ([`lock_evidence_supported`]) two mounts of one filesystem
 //! (two pods on one node) may each keep their own lock table, so a free lock proves nothing.
 //!
 //! # What a crash leaves
@@ -61,8 +62,6 @@ use super::sys::{Dir, Kind};
 /// The record key naming the holder lock file (qwen ignores unknown keys).
 pub const HOLDER_LOCK_KEY: &str = "writerctl_holder_lock";
 
-/// `FUSE_SUPER_MAGIC` (linux/magic.h): `statfs.f_type` of every FUSE filesystem.
-const FUSE_SUPER_MAGIC: u64 = 0x6573_5546;
 
 /// A holder lock we created and hold: the file's name in the lock directory and the
 /// descriptor whose open file description carries the lock.
@@ -118,8 +117,9 @@ pub enum Unverifiable {
     Missing,
     /// The name is not a regular file with one link (a symlink, a FIFO, a hard link).
     NotPlainFile,
-    /// The lock directory is on FUSE, whose locks need not be shared between mounts.
-    Fuse,
+    /// The lock directory's filesystem does not arbitrate locks for every mount (FUSE, NFS
+    /// with `local_lock`, an unknown type).
+    LocksNotArbitrated,
     /// The file could not be opened (permissions, I/O).
     OpenFailed,
     /// The lock call itself failed (no lock manager: `ENOLCK`, I/O).
@@ -136,7 +136,9 @@ impl Unverifiable {
             }
             Unverifiable::Missing => "its holder-lock file is missing (moved or removed)",
             Unverifiable::NotPlainFile => "its holder-lock file is not a regular file with one link",
-            Unverifiable::Fuse => "the lock directory is on FUSE, whose locks are not proven shared between mounts",
+            Unverifiable::LocksNotArbitrated => {
+                "the lock directory's filesystem (FUSE, NFS with local_lock, or a type not known here) does not prove its locks shared between mounts"
+            },
             Unverifiable::OpenFailed => "its holder-lock file cannot be opened here (permissions or I/O)",
             Unverifiable::LockFailed => "the filesystem refused the lock probe (no lock manager, or I/O)",
         }
@@ -210,17 +212,18 @@ pub fn recreate_released_holder_file(dir: &Dir, name: &str) -> std::io::Result<(
 }
 
 /// Can a free holder lock in `dir` be trusted to mean "released" for every mount of it that
-/// a holder may use? Not on FUSE: a FUSE filesystem that does not implement locking gets
-/// locks the kernel keeps per mount, and two pods on one node each mount their own.
-///
-/// The filesystem module of the network-filesystem work can refine this per type.
+/// a holder may use? Only where the filesystem arbitrates locks for every client
+/// ([`super::filesystem::Filesystem::locks_arbitrated`]): a local disk (the kernel's own
+/// table), NFS with `local_lock=none`, CephFS, SMB. Not on FUSE — a FUSE filesystem that
+/// does not implement locking gets locks the kernel keeps per mount, and two pods on one
+/// node each mount their own — nor on NFS with `local_lock`, nor on a type we do not know.
 pub fn lock_evidence_supported(dir: &Dir) -> Result<(), String> {
-    let st = rfs::fstatfs(dir).map_err(|e| format!("statfs of the lock directory failed: {e}"))?;
-    #[allow(clippy::unnecessary_cast)] // f_type's width differs between targets
-    if st.f_type as u64 == FUSE_SUPER_MAGIC {
-        return Err("the lock directory is on FUSE".into());
+    let fs = dir.filesystem().map_err(|e| format!("statfs of the lock directory failed: {e}"))?;
+    if fs.locks_arbitrated() {
+        Ok(())
+    } else {
+        Err(format!("the lock directory is on {}, whose locks are not proven arbitrated for every mount", fs.fs_type))
     }
-    Ok(())
 }
 
 /// Probes the holder lock `name` in `dir` without waiting: open it (`O_RDWR|O_NOFOLLOW|
@@ -239,7 +242,7 @@ pub fn holder_lock_state(dir: &Dir, name: &str) -> HolderLockState {
         return No(Unverifiable::BadName);
     }
     if lock_evidence_supported(dir).is_err() {
-        return No(Unverifiable::Fuse);
+        return No(Unverifiable::LocksNotArbitrated);
     }
     let fd = match rfs::openat(
         dir,

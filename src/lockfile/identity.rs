@@ -321,8 +321,8 @@ impl Liveness {
                     Unverifiable::NotPlainFile => {
                         "the record names a holder lock that is not a regular file with one link; fenced"
                     }
-                    Unverifiable::Fuse => {
-                        "the record names a holder lock, but the lock directory is on FUSE, whose locks are not proven shared between mounts; fenced"
+                    Unverifiable::LocksNotArbitrated => {
+                        "the record names a holder lock, but the lock directory's filesystem (FUSE, NFS with local_lock, or a type not known here) does not prove its locks shared between mounts; fenced"
                     }
                     Unverifiable::OpenFailed => {
                         "the record names a holder lock that cannot be opened from here (permissions or I/O); fenced"
@@ -739,7 +739,7 @@ mod tests {
     #[test]
     fn a_holder_lock_without_a_verdict_is_live_never_the_pid_rule() {
         let mine = OwnerFields { holder_lock: pod_record(None, true).holder_lock, ..owner() };
-        for why in [Unverifiable::Missing, Unverifiable::Fuse, Unverifiable::NotPlainFile, Unverifiable::LockFailed] {
+        for why in [Unverifiable::Missing, Unverifiable::LocksNotArbitrated, Unverifiable::NotPlainFile, Unverifiable::LockFailed] {
             let p = probe(Signal0::NoSuchProcess, HolderLockState::Unverifiable(why));
             assert_eq!(run(mine.clone(), local(), &p), Liveness::Live(LiveReason::HolderLockUnverifiable(why)));
         }
@@ -784,7 +784,7 @@ mod tests {
         assert_eq!(l.code(), "pod_rule_needs_evidence");
         assert!(l.describe().contains("no holder lock"), "{}", l.describe());
         assert_eq!(Liveness::Live(LiveReason::HolderLockHeld).code(), "holder_lock_held");
-        let u = Liveness::Live(LiveReason::HolderLockUnverifiable(Unverifiable::Fuse));
+        let u = Liveness::Live(LiveReason::HolderLockUnverifiable(Unverifiable::LocksNotArbitrated));
         assert_eq!(u.code(), "holder_lock_unverifiable");
         assert!(u.describe().contains("FUSE"));
         assert_eq!(Liveness::Stale(StaleReason::HolderLockReleased).code(), "holder_lock_released");

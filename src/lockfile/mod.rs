@@ -39,6 +39,7 @@ pub mod acquire;
 pub mod error;
 pub mod exclusive;
 pub mod failpoint;
+pub mod filesystem;
 pub mod give_back;
 pub mod holder_lock;
 pub mod identity;

@@ -66,6 +66,18 @@ pub fn install(dir: &Dir, target: &str, raw: &[u8], owner_id: &str) -> Result<Op
             let _ = install_failpoint_after_link();
             Ok(Some(made))
         }
+        Err(e) if link_unsupported(&e) && matches!(inspect_exact(dir, target, raw), ExactState::Missing) => {
+            // Issue 27: a filesystem without hard links answers every install this way;
+            // "retry later" would make `run` loop forever.
+            Err(no_links_error(dir, &e))
+        }
+        // On a network filesystem a lost reply makes the client retry a link that took
+        // effect and report EEXIST, while its cache may still say the target is missing:
+        // the server's link count of our temp decides (open(2)'s NFS lock-file recipe).
+        Err(e) if !dir.lookups_authoritative() && linked_by_server(dir, &temp) => {
+            let _ = e;
+            Ok(Some(made))
+        }
         // Error after effect? Only if the target is *our inode* (the temp is still linked, so
         // its inode cannot have been reused). Equal bytes are not enough: two seals by one
         // owner in the same millisecond write identical claims and candidates.
@@ -80,6 +92,35 @@ pub fn install(dir: &Dir, target: &str, raw: &[u8], owner_id: &str) -> Result<Op
     };
     let _ = dir.unlink(os(&temp));
     result
+}
+
+/// `link(2)` answers these where the filesystem has no hard links (vfat, exFAT, SMB
+/// without unix extensions, some FUSE filesystems): `EPERM` (the documented answer of a
+/// filesystem that does not support links), `EOPNOTSUPP`, or `EMLINK` for a file that has
+/// only its own link. The source is a file we just created and own, so neither
+/// `protected_hardlinks` nor a link limit explains them.
+fn link_unsupported(e: &std::io::Error) -> bool {
+    use rustix::io::Errno;
+    matches!(e.raw_os_error(), Some(c) if [Errno::PERM, Errno::OPNOTSUPP, Errno::MLINK].iter().any(|x| x.raw_os_error() == c))
+}
+
+fn no_links_error(dir: &Dir, e: &std::io::Error) -> LockError {
+    let why = format!("link(2) answered {e}");
+    match dir.filesystem() {
+        Ok(fs) => super::filesystem::unsupported(&fs, dir.path(), super::filesystem::no_hard_links(&why)),
+        Err(_) => LockError::FilesystemUnsupported {
+            path: dir.path().to_path_buf(),
+            fs_type: "unknown".into(),
+            lacks: super::filesystem::no_hard_links(&why).lacks,
+            allowable: false,
+        },
+    }
+}
+
+/// Did our `link(temp, target)` take effect on the server although it reported an error?
+/// Yes when the temp has two links there (it had one, and nothing else links it).
+fn linked_by_server(dir: &Dir, temp: &str) -> bool {
+    matches!(dir.nlink_by_server(os(temp)), Ok(2))
 }
 
 // The seams inside `install` (which must always unlink its temp, so they report instead of
@@ -166,15 +207,31 @@ pub fn remove_owned(dir: &Dir, name: &str, owner_id: &str) -> Result<(), RemoveE
     }
 }
 
-/// The claim check (QWEN_FORMAT §5.2 step 2.1): `lstat(L.claim)` must say `ENOENT`.
+/// The claim check (QWEN_FORMAT §5.2 step 2.1): `lstat(L.claim)` must say `ENOENT` — and,
+/// on a network or FUSE filesystem, the server's listing must not name it either.
 ///
 /// Why any file type counts: a claim is a fence, not a record to validate. A directory, a
 /// symlink or garbage at the claim path means someone is (or was) mid-transition, and the
 /// primary path may be in a deliberate gap; installing into it would create two owners.
+///
+/// Why the listing (issue 27, reproduction 4): an `ENOENT` from a network client may be a
+/// negative entry it cached before another host created the claim; acquiring on that guess
+/// put a second writer into a transition's gap. [`Dir::listed_by_server`] asks the server.
+/// A local disk keeps the one `lstat` (its answer is the kernel's own).
 pub fn check_claim(dir: &Dir, claim: &str) -> Result<(), LockError> {
+    let unreadable = |e: std::io::Error| LockError::Unavailable {
+        reason: Unavailable::ClaimUnreadable,
+        detail: None,
+        source: Some(e),
+    };
     match dir.lstat(os(claim)) {
-        Err(e) if is_enoent(&e) => Ok(()),
-        Err(e) => Err(LockError::Unavailable { reason: Unavailable::ClaimUnreadable, detail: None, source: Some(e) }),
+        Err(e) if is_enoent(&e) && dir.lookups_authoritative() => Ok(()),
+        Err(e) if is_enoent(&e) => match dir.listed_by_server(os(claim)) {
+            Ok(false) => Ok(()),
+            Ok(true) => Err(LockError::unavailable(Unavailable::ClaimPresent)),
+            Err(e) => Err(unreadable(e)),
+        },
+        Err(e) => Err(unreadable(e)),
         Ok(_) => Err(LockError::unavailable(Unavailable::ClaimPresent)),
     }
 }
@@ -399,6 +456,64 @@ mod tests {
         assert!(got.is_some());
         assert_eq!(std::fs::read(t.path().join("L")).unwrap(), b"ours");
         assert_eq!(names(&t), vec!["L"]);
+    }
+
+    #[test]
+    fn install_on_a_filesystem_without_hard_links_is_filesystem_unsupported() {
+        // vfat, exFAT, SMB without unix extensions: link(2) answers EPERM (or EOPNOTSUPP,
+        // EMLINK). That is no transient state: exit 2, never "retry later" (issue 27).
+        use crate::lockfile::failpoint::{When, clear_hooks, inject_syscall};
+        for errno in [rustix::io::Errno::PERM, rustix::io::Errno::OPNOTSUPP, rustix::io::Errno::MLINK] {
+            let (t, d) = dir();
+            inject_syscall("link", "L", When::Before, errno.raw_os_error(), 1);
+            let e = install(&d, "L", b"ours", "o").unwrap_err();
+            clear_hooks();
+            assert_eq!(e.code().as_str(), "filesystem_unsupported", "{errno:?}: {e:?}");
+            assert_eq!(e.code().exit_code(), 2);
+            assert!(e.to_string().contains("hard links") && e.to_string().contains("ext4"), "{e}");
+            assert!(!e.hint().unwrap().contains("WRITERCTL_ALLOW_FILESYSTEM="), "nothing can allow it");
+            assert!(names(&t).is_empty(), "the temp is removed: {:?}", names(&t));
+        }
+    }
+
+    #[test]
+    fn install_on_a_network_filesystem_trusts_the_servers_link_count_after_eexist() {
+        // NFSv3: the link took effect, the reply was lost, the retry said EEXIST, and this
+        // client's cache still says the target is missing. The temp's link count on the
+        // server (two) proves the link was ours.
+        use crate::lockfile::failpoint::{When, clear_hooks, inject_syscall};
+        let (t, mut d) = dir();
+        d.assume_network();
+        inject_syscall("link", "L", When::After, rustix::io::Errno::EXIST.raw_os_error(), 1);
+        let got = install(&d, "L", b"ours", "o").unwrap();
+        clear_hooks();
+        assert!(got.is_some());
+        assert_eq!(std::fs::read(t.path().join("L")).unwrap(), b"ours");
+        assert_eq!(names(&t), vec!["L"]);
+        // A real EEXIST (someone else's file) is still "not installed".
+        std::fs::write(t.path().join("M"), b"theirs").unwrap();
+        assert!(install(&d, "M", b"ours", "o").unwrap().is_none());
+        assert_eq!(std::fs::read(t.path().join("M")).unwrap(), b"theirs");
+    }
+
+    #[test]
+    fn claim_check_on_a_network_filesystem_asks_the_listing_not_the_cache() {
+        // Issue 27, reproduction 4: this client cached "no such file" for the claim another
+        // host has since created (the injected ENOENT plays the negative entry).
+        use crate::lockfile::failpoint::{When, clear_hooks, inject_syscall};
+        let (t, mut d) = dir();
+        std::fs::write(t.path().join("L.claim"), b"claim").unwrap();
+        inject_syscall("lstat", "L.claim", When::Before, rustix::io::Errno::NOENT.raw_os_error(), 1);
+        assert!(check_claim(&d, "L.claim").is_ok(), "a local disk trusts its lookup (the hole, staged)");
+        d.assume_network();
+        inject_syscall("lstat", "L.claim", When::Before, rustix::io::Errno::NOENT.raw_os_error(), 1);
+        assert!(matches!(
+            check_claim(&d, "L.claim"),
+            Err(LockError::Unavailable { reason: Unavailable::ClaimPresent, .. })
+        ));
+        clear_hooks();
+        std::fs::remove_file(t.path().join("L.claim")).unwrap();
+        check_claim(&d, "L.claim").unwrap();
     }
 
     #[test]

@@ -16,6 +16,7 @@ use serde::Serialize;
 use time::OffsetDateTime;
 
 use super::error::LockError;
+use super::holder_lock::{HolderLockState, holder_lock_state};
 use super::identity::{LiveReason, Liveness, ProcessProbe};
 use super::paths::{SideKind, redact_side_file_name};
 use super::primitives::{Inspection, inspect_record};
@@ -114,11 +115,26 @@ pub fn plan_from(
     let mut actions = Vec::new();
     let mut blocked = None;
     let primary_missing = matches!(primary, Inspection::Missing);
+    // The holder-lock file a primary we keep names is that record's evidence: moving it
+    // would fence the record forever (`holder_lock_unverifiable`).
+    let primary_holder_lock = match &primary {
+        Inspection::Active(r, _) => r.owner.holder_lock.clone(),
+        _ => None,
+    };
     match primary {
         Inspection::Missing => {}
         Inspection::Active(r, Liveness::Live(LiveReason::Running)) => {
             blocked = Some(format!(
                 "pid {} on this host is running and holds the lock; stop it (or let it release or seal) first",
+                r.owner.pid
+            ));
+        }
+        // Issue 27: the kernel still holds the record's holder lock for some process of the
+        // holder's tree — a write may be in flight whatever `--writers-fenced` states. The
+        // kernel's word outranks the operator's.
+        Inspection::Active(r, Liveness::Live(LiveReason::HolderLockHeld)) => {
+            blocked = Some(format!(
+                "the holder lock of pid {} is still held by a process of its tree (the kernel says so); stop that tree first",
                 r.owner.pid
             ));
         }
@@ -195,6 +211,15 @@ pub fn plan_from(
             SideKind::ReclaimGuard if holder_is_running(site, name, probe) => {
                 Action::Keep { file, reason: "a running reclaimer holds this guard".into() }
             }
+            SideKind::HolderLock if primary_holder_lock.as_deref() == Some(name.as_str()) => {
+                Action::Keep { file, reason: "the holder lock the active record names: its evidence".into() }
+            }
+            SideKind::HolderLock if holder_lock_state(&site.dir, name) != HolderLockState::Released => {
+                blocked.get_or_insert_with(|| {
+                    "a holder-lock file is still locked (or cannot be probed): a process of some writer's tree may be alive".into()
+                });
+                Action::Keep { file, reason: "held by a live process tree, or cannot be probed".into() }
+            }
             SideKind::Claim if holder_is_running(site, name, probe) => {
                 blocked.get_or_insert_with(|| {
                     "the transition claim names a process that is running on this host; a seal or takeover may be in progress".into()
@@ -259,7 +284,7 @@ fn sealed_mismatch(sealed: &LockRecord, transcript: Option<&TranscriptRef>) -> O
 fn holder_is_running(site: &LockSite, name: &str, probe: &dyn ProcessProbe) -> bool {
     matches!(
         inspect_record(&site.dir, name, &site.session_id, &site.local, probe),
-        Inspection::Active(_, Liveness::Live(LiveReason::Running))
+        Inspection::Active(_, Liveness::Live(LiveReason::Running | LiveReason::HolderLockHeld))
     )
 }
 
@@ -302,7 +327,7 @@ pub fn execute(site: &LockSite, plan: &Plan) -> Result<(Vec<Done>, Option<String
             Action::Restore { name, .. } => restore(site, name, &dest),
             Action::MoveAside { name, .. } => {
                 match sys::move_into(&site.dir, OsStr::new(name), &dest, OsStr::new(name)) {
-                    Ok(()) => "ok".into(),
+                    Ok(()) => moved_out(site, name, &dest),
                     Err(e) => format!("failed: {e}"),
                 }
             }
@@ -331,13 +356,34 @@ fn restore(site: &LockSite, name: &str, dest: &std::os::fd::OwnedFd) -> String {
     if let Err(e) = after_restore_link() {
         return format!("failed: {e}");
     }
-    match site.dir.lstat(OsStr::new(&site.paths.lock_name)) {
-        Ok(m) if m.kind == Kind::Regular => {}
+    // The primary must now be the very inode of the predecessor (a link shares it).
+    match (site.dir.lstat(OsStr::new(&site.paths.lock_name)), site.dir.lstat(OsStr::new(name))) {
+        (Ok(m), Ok(p)) if m.kind == Kind::Regular && m.same_identity(&p) => {}
         _ => return "failed: the restored primary could not be verified".into(),
     }
     match sys::move_into(&site.dir, OsStr::new(name), dest, OsStr::new(name)) {
         Ok(()) => "ok".into(),
         Err(e) => format!("ok (restored; the retired copy stays in place: {e})"),
+    }
+}
+
+/// Re-reads the result of a move before calling it done (issue 27, reproduction 3: on NFS
+/// the move failed and `recover` still exited 0): `name` must be gone from the lock
+/// directory — by the server's listing where lookups may be cached — and present in the
+/// recovery folder.
+fn moved_out(site: &LockSite, name: &str, dest: &std::os::fd::OwnedFd) -> String {
+    let gone = match site.dir.lstat(OsStr::new(name)) {
+        Ok(_) => false,
+        Err(e) if sys::is_enoent(&e) && site.dir.lookups_authoritative() => true,
+        Err(e) if sys::is_enoent(&e) => matches!(site.dir.listed_by_server(OsStr::new(name)), Ok(false)),
+        Err(_) => false,
+    };
+    if !gone {
+        return "failed: the file is still in the lock directory after the move".into();
+    }
+    match sys::lstat_at(dest, OsStr::new(name)) {
+        Ok(_) => "ok".into(),
+        Err(e) => format!("failed: the moved file is not in the recovery folder ({e})"),
     }
 }
 
@@ -366,4 +412,63 @@ fn audit(
         site.session_id
     );
     sys::append_line(log, &line).map_err(|e| LockError::io("append recovery audit log", e))
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests stage files by hand
+mod tests {
+    use super::*;
+    use crate::lockfile::failpoint::{When, clear_hooks, inject_syscall};
+    use crate::lockfile::identity::SystemProbe;
+    use crate::lockfile::paths::LockPaths;
+    use crate::lockfile::site::{DirMode, open_site};
+    use rustix::io::Errno;
+
+    fn site_with_residue() -> (tempfile::TempDir, LockSite) {
+        let t = tempfile::tempdir().unwrap();
+        let site = open_site(t.path(), LockPaths::for_session(t.path(), "s"), "s", DirMode::Create).unwrap();
+        // A malformed claim: residue recover moves aside.
+        std::fs::write(site.paths.dir.join(site.paths.claim()), b"garbage").unwrap();
+        (t, site)
+    }
+
+    fn moved(done: &[Done]) -> Vec<&str> {
+        done.iter().filter(|d| matches!(d.action, Action::MoveAside { .. })).map(|d| d.result.as_str()).collect()
+    }
+
+    #[test]
+    fn residue_is_moved_where_rename_noreplace_answers_einval() {
+        // Issue 27, reproduction 3: on NFS the move used to fail with EINVAL.
+        let (_t, site) = site_with_residue();
+        let p = plan(&site, None, &SystemProbe).unwrap();
+        assert!(p.changes_anything(), "{p:?}");
+        inject_syscall("rename", ".claim", When::Before, Errno::INVAL.raw_os_error(), 1);
+        let (done, folder) = execute(&site, &p).unwrap();
+        clear_hooks();
+        assert_eq!(moved(&done), vec!["ok"]);
+        let claim = site.paths.claim();
+        assert!(site.paths.dir.join(&claim).symlink_metadata().is_err());
+        assert!(site.paths.dir.join(folder.unwrap()).join(&claim).exists());
+    }
+
+    #[test]
+    fn a_move_that_did_not_happen_is_reported_failed_never_ok() {
+        let (_t, site) = site_with_residue();
+        let p = plan(&site, None, &SystemProbe).unwrap();
+        inject_syscall("rename", ".claim", When::Before, Errno::INVAL.raw_os_error(), 1);
+        inject_syscall("link", ".claim", When::Before, Errno::IO.raw_os_error(), 1);
+        let (done, _) = execute(&site, &p).unwrap();
+        clear_hooks();
+        let results = moved(&done);
+        assert!(results.len() == 1 && results[0].starts_with("failed"), "{results:?}");
+        assert!(site.paths.dir.join(site.paths.claim()).exists(), "the claim is still in place");
+        let log = std::fs::read_to_string(site.paths.dir.join(AUDIT_LOG)).unwrap();
+        assert!(log.contains("result=\"failed"), "{log}");
+        // A move that answered success but left the file in place (or did not put it in the
+        // folder) is caught by the re-read: never "ok".
+        let dest = site.dir.create_subdir(OsStr::new("folder")).unwrap();
+        assert!(moved_out(&site, &site.paths.claim(), &dest).starts_with("failed: the file is still"));
+        std::fs::remove_file(site.paths.dir.join(site.paths.claim())).unwrap();
+        assert!(moved_out(&site, &site.paths.claim(), &dest).starts_with("failed: the moved file is not"));
+    }
 }

@@ -22,6 +22,8 @@
 //!
 //! # Errors
 //!
+//! A lock directory on a filesystem that cannot carry the protocol is
+//! `filesystem_unsupported`, judged before anything is created ([`super::filesystem`]).
 //! A missing runtime directory is `runtime_dir_missing`; a lock directory that is a symlink
 //! or not a directory is `session_writer_unavailable`; opening an existing site whose lock
 //! directory is absent is `session_not_owner` (there is no lock to own).
@@ -33,7 +35,7 @@ use super::error::{LockError, Unavailable};
 use super::identity::LocalDomain;
 use super::paths::{LOCK_SUBDIR, LockPaths};
 use super::primitives::MALFORMED_RETRY_DELAY;
-use super::sys::{self, Dir, DirSyncError, Kind, is_enoent, mkdir_0700};
+use super::sys::{self, Dir, DirSyncError, Kind, is_enoent, mkdir_0700_created};
 use super::transcript::TranscriptKey;
 
 /// Whether opening a site may create the lock directory.
@@ -86,16 +88,34 @@ pub fn open_site(runtime_dir: &Path, paths: LockPaths, session_id: &str, mode: D
         return Err(LockError::InvalidArgument("session id must not be empty".into()));
     }
     check_runtime_dir(runtime_dir)?;
+    // Issue 27: judge the filesystem first — before the trust check (whose `chmod` hint
+    // cannot work on exFAT) and before anything is created (a refused filesystem is left as
+    // it was). The lock directory may not exist yet: its nearest existing ancestor is on
+    // the filesystem it will be created on, unless a mount point sits in between, which
+    // the check of the opened directory below catches.
+    super::filesystem::require_supported_path(&paths.dir)?;
     if paths.dir == runtime_dir.join(LOCK_SUBDIR) {
         // Issue 22: whoever can write R/tmp can plant the lock directory; judge it first.
         super::trust::require_trusted_path("runtime tmp directory", &runtime_dir.join("tmp"))?;
     }
+    let mut created = Vec::new();
     if mode == DirMode::Create && paths.dir == runtime_dir.join(LOCK_SUBDIR) {
         for p in [runtime_dir.join("tmp"), runtime_dir.join(LOCK_SUBDIR)] {
-            mkdir_0700(&p).map_err(|e| LockError::io(format!("create {}", p.display()), e))?;
+            if mkdir_0700_created(&p).map_err(|e| LockError::io(format!("create {}", p.display()), e))? {
+                created.push(p);
+            }
         }
     }
-    let dir = match open_lock_dir(&paths.dir) {
+    let opened = open_lock_dir(&paths.dir);
+    if opened.is_err() {
+        // Refused (an untrusted mode on a filesystem that fixes modes at mount time, such
+        // as exFAT; a filesystem refused once its mountinfo line is read): take back the
+        // empty directories this call made, so a refusal changes nothing (issue 27).
+        for p in created.iter().rev() {
+            let _ = sys::rmdir_if_empty(p);
+        }
+    }
+    let dir = match opened {
         // Without a lock directory there is no lock: for release that is "not the owner",
         // not a transient failure worth retrying.
         Err(LockError::Unavailable { source: Some(e), .. }) if mode == DirMode::Existing && is_enoent(&e) => {
@@ -125,7 +145,15 @@ pub fn open_lock_dir(path: &Path) -> Result<Dir, LockError> {
             source: Some(e),
         }
     })?;
-    super::trust::require_trusted("lock directory", path, dir.meta())?;
+    let mut keeps_modes = true;
+    if !dir.lookups_authoritative() {
+        // Not a known local type: read its mountinfo line and judge it (a local disk pays
+        // only the fstatfs `Dir::open` made).
+        let fs = dir.filesystem().map_err(|e| LockError::io(format!("statfs {}", path.display()), e))?;
+        super::filesystem::require_supported(&fs, path)?;
+        keeps_modes = false;
+    }
+    super::trust::require_trusted_on("lock directory", path, dir.meta(), keeps_modes)?;
     Ok(dir)
 }
 

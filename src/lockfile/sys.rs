@@ -164,6 +164,10 @@ pub struct Dir {
     fd: OwnedFd,
     path: PathBuf,
     meta: FileMeta,
+    /// True when lookups here are the truth (a local filesystem, by `fstatfs` magic): an
+    /// `ENOENT` is then proof of absence. False on network and FUSE filesystems, where it may
+    /// be a cached guess ([`Dir::listed_by_server`]).
+    authoritative: bool,
 }
 
 /// Why a directory could not be synced durably.
@@ -186,7 +190,86 @@ impl Dir {
             rfs::open(path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
                 .map_err(errno_io)?;
         let meta = FileMeta::from_stat(&rfs::fstat(&fd).map_err(errno_io)?);
-        Ok(Dir { fd, path: path.to_path_buf(), meta })
+        // One fstatfs: the only cost the local-disk path pays for knowing it is local.
+        // A failing fstatfs (a sandbox refusing it) proves nothing: every defence stays on.
+        let authoritative = super::filesystem::magic_of(&fd).is_ok_and(super::filesystem::magic_is_local);
+        Ok(Dir { fd, path: path.to_path_buf(), meta, authoritative })
+    }
+
+    /// True when a lookup's `ENOENT` here is proof of absence (a local filesystem).
+    pub fn lookups_authoritative(&self) -> bool {
+        self.authoritative
+    }
+
+    /// Test seam: treat this directory as if it were on a network filesystem, so the
+    /// server-arbitrated paths run on a local test directory too.
+    #[cfg(test)]
+    pub(crate) fn assume_network(&mut self) {
+        self.authoritative = false;
+    }
+
+    /// The filesystem this directory is on (`fstatfs`, plus its mountinfo line when it is not
+    /// a known local type).
+    pub fn filesystem(&self) -> io::Result<super::filesystem::Filesystem> {
+        super::filesystem::of_fd(&self.fd)
+    }
+
+    /// Is `name` in this directory, by the file server's word?
+    ///
+    /// Why (issue 27, reproduction 4): on NFS a lookup that says `ENOENT` may come from a
+    /// negative dentry the client keeps while the directory's cached attributes look fresh
+    /// (up to `acdirmax`, 60 s by default); on FUSE from a negative entry kept for
+    /// `negative_timeout`. Another host's claim is then invisible to `lstat`. Two steps
+    /// the client must take to the server:
+    ///
+    /// 1. `statx(AT_STATX_FORCE_SYNC)` of the directory: NFS sends a GETATTR, and when the
+    ///    directory's change attribute moved, the client drops its cached listing and stops
+    ///    trusting every negative dentry in it (`nfs_check_verifier`); FUSE sends a GETATTR.
+    /// 2. a fresh `opendir` and a full `getdents`: NFS reads the listing from the server
+    ///    after step 1; FUSE sends READDIR to its daemon (only a daemon that opts into
+    ///    `cache_readdir` would answer from the kernel's cache, and none we allow does).
+    ///
+    /// Cost: the whole listing, every time (measured in the report of issue 27: see the
+    /// docs page "Filesystems and orchestrators"). Only called where
+    /// [`Dir::lookups_authoritative`] is false.
+    pub fn listed_by_server(&self, name: &OsStr) -> io::Result<bool> {
+        self.revalidate_by_server()?;
+        // A fresh descriptor: its first getdents starts from the server's listing.
+        let fd = rfs::openat(&self.fd, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+            .map_err(errno_io)?;
+        let want = <OsStr as std::os::unix::ffi::OsStrExt>::as_bytes(name);
+        for entry in rfs::Dir::read_from(&fd).map_err(errno_io)? {
+            if entry.map_err(errno_io)?.file_name().to_bytes() == want {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Step 1 of [`Dir::listed_by_server`]: make the client fetch this directory's attributes
+    /// from the server, which invalidates its cached listing and negative entries when the
+    /// directory changed. `EINVAL` (a kernel or filesystem without the flag) is ignored: the
+    /// listing itself still goes to the server on FUSE, and on NFS the open does.
+    pub fn revalidate_by_server(&self) -> io::Result<()> {
+        revalidate_fd(&self.fd)
+    }
+
+    /// The link count of `name` as the server has it (`statx(AT_STATX_FORCE_SYNC)`), without
+    /// following a symlink.
+    ///
+    /// Why: the open(2) man page's recipe for NFS lock files. A `link` whose reply was lost
+    /// is retried by the client and answered `EEXIST` although it took effect; the temp we
+    /// linked then has two links on the server. Its attributes in the client's cache may
+    /// still say one, hence the forced sync.
+    pub fn nlink_by_server(&self, name: &OsStr) -> io::Result<u64> {
+        rfs::statx(
+            &self.fd,
+            name,
+            AtFlags::SYMLINK_NOFOLLOW | AtFlags::STATX_FORCE_SYNC,
+            rfs::StatxFlags::NLINK | rfs::StatxFlags::INO,
+        )
+        .map(|st| u64::from(st.stx_nlink))
+        .map_err(errno_io)
     }
 
     /// The metadata of the directory as opened (owner and mode for the trust check).
@@ -201,6 +284,12 @@ impl Dir {
 
     /// `fstatat(AT_SYMLINK_NOFOLLOW)`.
     pub fn lstat(&self, name: &OsStr) -> io::Result<FileMeta> {
+        // Unit tests stand in for a network client's cache here: an injected `ENOENT` is the
+        // answer of a negative entry the client kept (issue 27, reproduction 4).
+        #[cfg(test)]
+        if let Some((_, e)) = super::failpoint::syscall_fault("lstat", name) {
+            return Err(e);
+        }
         rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW).map(|st| FileMeta::from_stat(&st)).map_err(errno_io)
     }
 
@@ -267,18 +356,12 @@ impl Dir {
     ///
     /// Why: a transition moves the primary to an owner-unique retired name that was checked
     /// absent just before; NOREPLACE closes the window in which a file created there could
-    /// be silently overwritten. Filesystems without renameat2 flags (`EINVAL`, e.g. NFS) fall
-    /// back to checking absence and a plain rename, with that window open again.
+    /// be silently overwritten. Where the filesystem refuses the flag (`EINVAL`: NFS, most
+    /// FUSE filesystems), [`move_noreplace`]'s link-then-unlink fallback keeps the same
+    /// guarantee: checking absence and then renaming would not (the check may read a cached
+    /// negative entry, and the rename replaces whatever the server has).
     pub fn rename_noreplace(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
-        faulty("rename", to, || match rfs::renameat_with(&self.fd, from, &self.fd, to, rfs::RenameFlags::NOREPLACE) {
-            Ok(()) => Ok(()),
-            Err(Errno::INVAL) | Err(Errno::NOSYS) => match rfs::statat(&self.fd, to, AtFlags::SYMLINK_NOFOLLOW) {
-                Err(Errno::NOENT) => rfs::renameat(&self.fd, from, &self.fd, to).map_err(errno_io),
-                Ok(_) => Err(io::Error::from_raw_os_error(Errno::EXIST.raw_os_error())),
-                Err(e) => Err(errno_io(e)),
-            },
-            Err(e) => Err(errno_io(e)),
-        })
+        move_noreplace(&self.fd, from, &self.fd, to)
     }
 
     /// `unlinkat(name)` (files only).
@@ -346,7 +429,9 @@ impl Dir {
         ReadRegular::Regular(buf, meta)
     }
 
-    /// Names in this directory (without `.` and `..`), unsorted.
+    /// Names in this directory (without `.` and `..`, and without the placeholders an NFS or
+    /// FUSE client keeps for files unlinked while open: see
+    /// [`super::filesystem::is_silly_rename`]), unsorted.
     pub fn list(&self) -> io::Result<Vec<OsString>> {
         let fd = rfs::openat(&self.fd, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
             .map_err(errno_io)?;
@@ -355,7 +440,7 @@ impl Dir {
         for entry in dir {
             let entry = entry.map_err(errno_io)?;
             let name = entry.file_name().to_bytes();
-            if name == b"." || name == b".." {
+            if name == b"." || name == b".." || super::filesystem::is_silly_rename(name) {
                 continue;
             }
             out.push(<OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name).to_os_string());
@@ -420,6 +505,11 @@ pub fn lstat_path(path: &Path) -> io::Result<FileMeta> {
     rfs::statat(CWD, path, AtFlags::SYMLINK_NOFOLLOW).map(|st| FileMeta::from_stat(&st)).map_err(errno_io)
 }
 
+/// `fstatat(AT_SYMLINK_NOFOLLOW)` of `name` in any directory descriptor.
+pub fn lstat_at(dir: &OwnedFd, name: &OsStr) -> io::Result<FileMeta> {
+    rfs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map(|st| FileMeta::from_stat(&st)).map_err(errno_io)
+}
+
 /// `stat` (following symlinks) of a path.
 pub fn stat_path(path: &Path) -> io::Result<FileMeta> {
     rfs::stat(path).map(|st| FileMeta::from_stat(&st)).map_err(errno_io)
@@ -430,10 +520,23 @@ pub fn stat_path(path: &Path) -> io::Result<FileMeta> {
 /// Why 0700: the lock directory holds owner diagnostics; QWEN_FORMAT §1.1 creates it
 /// owner-only. Whatever is there afterwards is verified by [`Dir::open`].
 pub fn mkdir_0700(path: &Path) -> io::Result<()> {
+    mkdir_0700_created(path).map(|_| ())
+}
+
+/// [`mkdir_0700`], saying whether this call created the directory (`false`: it existed).
+pub fn mkdir_0700_created(path: &Path) -> io::Result<bool> {
     match rfs::mkdirat(CWD, path, Mode::from_raw_mode(0o700)) {
-        Ok(()) | Err(Errno::EXIST) => Ok(()),
+        Ok(()) => Ok(true),
+        Err(Errno::EXIST) => Ok(false),
         Err(e) => Err(errno_io(e)),
     }
+}
+
+/// Removes a directory only if it is empty (`rmdir(2)` refuses anything else): used to
+/// take back a directory this process created when the operation it was made for is
+/// refused, so a refusal leaves nothing behind.
+pub fn rmdir_if_empty(path: &Path) -> io::Result<()> {
+    rfs::unlinkat(CWD, path, AtFlags::REMOVEDIR).map_err(errno_io)
 }
 
 /// What `kill(pid, 0)` said.
@@ -629,6 +732,124 @@ pub fn transcript_read_flags() -> OFlags {
     OFlags::RDONLY | OFlags::NONBLOCK
 }
 
+/// How a transcript is read (issue 27 item 4, reproduction 5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadMode {
+    /// A local filesystem: the page cache is the file.
+    Cached,
+    /// `O_DIRECT`: every read goes to the file server, past this client's page cache.
+    Direct,
+    /// `O_DIRECT` was refused; the cached pages of the range are dropped
+    /// (`POSIX_FADV_DONTNEED`) before every read so the next read fetches them. Weaker: a
+    /// page this host has mapped or dirtied stays.
+    DropPages,
+}
+
+/// Chooses how to read `fd` past the client cache, and prepares it.
+///
+/// Why `O_DIRECT` and not a lock: NFS revalidates its page cache when a POSIX lock is
+/// taken, but FUSE does not, and a lock needs a lock the server arbitrates
+/// (`local_lock=none`); `O_DIRECT` reads go to the server on NFS, CephFS, SMB and FUSE
+/// alike. Set with `F_SETFL` on the descriptor already opened and checked, so no second
+/// open can reach another file. A local filesystem keeps [`ReadMode::Cached`]: its page cache
+/// is the truth, and the 1 GiB seal/takeover benchmark must not get slower.
+pub fn read_mode_for(fd: &OwnedFd) -> io::Result<ReadMode> {
+    if super::filesystem::magic_of(fd).is_ok_and(super::filesystem::magic_is_local) {
+        return Ok(ReadMode::Cached);
+    }
+    let flags = rfs::fcntl_getfl(fd).map_err(errno_io)?;
+    match rfs::fcntl_setfl(fd, flags | OFlags::DIRECT) {
+        Ok(()) => Ok(ReadMode::Direct),
+        Err(Errno::INVAL) | Err(Errno::OPNOTSUPP) | Err(Errno::PERM) => Ok(ReadMode::DropPages),
+        Err(e) => Err(errno_io(e)),
+    }
+}
+
+/// `fstat` after forcing the attributes from the server (`statx(AT_STATX_FORCE_SYNC)`):
+/// NFS sends a GETATTR, FUSE a GETATTR to its daemon, so the size and times compared are
+/// the server's, not attributes cached for up to `acmax` (or FUSE's `attr_timeout`).
+pub fn fingerprint_synced(fd: &OwnedFd) -> io::Result<Fingerprint> {
+    revalidate_fd(fd)?;
+    fingerprint(fd)
+}
+
+/// [`fingerprint`] for a descriptor read in `mode`: forced from the server unless local.
+pub fn fingerprint_for(fd: &OwnedFd, mode: ReadMode) -> io::Result<Fingerprint> {
+    if mode == ReadMode::Cached { fingerprint(fd) } else { fingerprint_synced(fd) }
+}
+
+/// `statx(AT_STATX_FORCE_SYNC)` of a descriptor, result discarded: the client fetches the
+/// file's or directory's attributes from the server (see [`Dir::listed_by_server`] for what
+/// that invalidates). `EINVAL`/`ENOSYS` (no such flag) are ignored.
+pub fn revalidate_fd(fd: &OwnedFd) -> io::Result<()> {
+    match rfs::statx(fd, "", AtFlags::EMPTY_PATH | AtFlags::STATX_FORCE_SYNC, rfs::StatxFlags::BASIC_STATS) {
+        Ok(_) | Err(Errno::INVAL) | Err(Errno::NOSYS) => Ok(()),
+        Err(e) => Err(errno_io(e)),
+    }
+}
+
+/// Alignment of `O_DIRECT` buffers, offsets and lengths: the largest logical block size in
+/// common use (NFS and FUSE need none; a block-backed filesystem may need up to this).
+pub const DIRECT_ALIGN: usize = 4096;
+
+/// A zeroed buffer of `len` bytes whose start is aligned to [`DIRECT_ALIGN`], without
+/// `unsafe`: an over-allocated vector and the offset of its first aligned byte.
+pub struct AlignedBuf {
+    raw: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl AlignedBuf {
+    /// `len` bytes (rounded up to the alignment).
+    pub fn new(len: usize) -> AlignedBuf {
+        let len = len.div_ceil(DIRECT_ALIGN).max(1) * DIRECT_ALIGN;
+        let raw = vec![0u8; len + DIRECT_ALIGN];
+        let start = raw.as_ptr().align_offset(DIRECT_ALIGN);
+        AlignedBuf { raw, start, len }
+    }
+
+    /// The aligned bytes.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.raw[self.start..self.start + self.len]
+    }
+}
+
+/// Reads `buf.len()` bytes at `offset` (fewer at end of file) in `mode`. `Direct` reads go
+/// through an aligned bounce buffer covering the aligned range, so any offset and length
+/// work on filesystems that require alignment; `scratch` is reused between calls.
+pub fn pread_mode(
+    fd: &OwnedFd,
+    mode: ReadMode,
+    buf: &mut [u8],
+    offset: u64,
+    scratch: &mut Option<AlignedBuf>,
+) -> io::Result<usize> {
+    match mode {
+        ReadMode::Cached => pread_full(fd, buf, offset),
+        ReadMode::DropPages => {
+            let len = std::num::NonZeroU64::new(buf.len() as u64);
+            let _ = rfs::fadvise(fd, offset, len, rfs::Advice::DontNeed);
+            pread_full(fd, buf, offset)
+        }
+        ReadMode::Direct => {
+            let align = DIRECT_ALIGN as u64;
+            let start = offset / align * align;
+            let end = (offset + buf.len() as u64).div_ceil(align) * align;
+            let span = (end - start) as usize;
+            if scratch.as_ref().is_none_or(|b| b.len < span) {
+                *scratch = Some(AlignedBuf::new(span));
+            }
+            let bounce = scratch.as_mut().expect("just allocated").as_mut_slice();
+            let got = pread_full(fd, &mut bounce[..span], start)?;
+            let skip = (offset - start) as usize;
+            let n = got.saturating_sub(skip).min(buf.len());
+            buf[..n].copy_from_slice(&bounce[skip..skip + n]);
+            Ok(n)
+        }
+    }
+}
+
 /// `pread` until `buf` is full or end of file; returns the bytes read.
 pub fn pread_full(fd: &OwnedFd, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     let mut done = 0;
@@ -758,9 +979,70 @@ pub fn read_small_regular(path: &Path, max: usize) -> Result<Vec<u8>, SmallFileE
 /// `renameat2(RENAME_NOREPLACE)` from this directory into another directory descriptor.
 ///
 /// Why NOREPLACE: `recover` moves residue into a fresh folder and must never overwrite a
-/// file there, even if two recoveries race.
+/// file there, even if two recoveries race. Where the flag is refused (NFS, FUSE) the
+/// fallback of [`move_noreplace`] keeps that guarantee (issue 27, reproduction 3: `recover`
+/// used to report success with nothing moved).
 pub fn move_into(from: &Dir, name: &OsStr, to: &OwnedFd, new_name: &OsStr) -> io::Result<()> {
-    rfs::renameat_with(&from.fd, name, to, new_name, rfs::RenameFlags::NOREPLACE).map_err(errno_io)
+    move_noreplace(&from.fd, name, to, new_name)
+}
+
+/// Moves `from_dir/from` to `to_dir/to` without ever replacing an existing `to`.
+///
+/// `renameat2(RENAME_NOREPLACE)` where the filesystem has it. Where it answers `EINVAL`
+/// (NFS, FUSE; `ENOSYS` on old kernels), [`move_by_link`]: `link` never replaces and its
+/// `EEXIST` is the server's word.
+pub fn move_noreplace(from_dir: &OwnedFd, from: &OsStr, to_dir: &OwnedFd, to: &OsStr) -> io::Result<()> {
+    let renamed = faulty("rename", to, || {
+        rfs::renameat_with(from_dir, from, to_dir, to, rfs::RenameFlags::NOREPLACE).map_err(errno_io)
+    });
+    match renamed {
+        Err(e) if matches!(e.raw_os_error(), Some(c) if c == Errno::INVAL.raw_os_error() || c == Errno::NOSYS.raw_os_error()) => {
+            move_by_link(from_dir, from, to_dir, to)
+        }
+        other => other,
+    }
+}
+
+/// The no-replace move without `RENAME_NOREPLACE`.
+///
+/// * anything but a directory: `link(from, to)`, then prove `to` is the inode `from` named
+///   (an `EEXIST` after a lost reply is then recognised as our own link, not a file that was
+///   there), then `unlink(from)` — after checking that `from` still names that inode.
+/// * a directory (which cannot be linked): `mkdir(to)` exclusively, then a plain rename
+///   over that empty directory of ours; rename replaces an empty directory and fails on a
+///   non-empty one, so nothing of anyone else's is replaced.
+///
+/// A crash between the two steps leaves both names on one inode (or an empty `to`
+/// directory): nothing is lost, and the operation can be repeated.
+pub fn move_by_link(from_dir: &OwnedFd, from: &OsStr, to_dir: &OwnedFd, to: &OsStr) -> io::Result<()> {
+    let src =
+        rfs::statat(from_dir, from, AtFlags::SYMLINK_NOFOLLOW).map(|st| FileMeta::from_stat(&st)).map_err(errno_io)?;
+    if src.kind == Kind::Directory {
+        rfs::mkdirat(to_dir, to, Mode::from_raw_mode(0o700)).map_err(errno_io)?;
+        return faulty("rename", to, || rfs::renameat(from_dir, from, to_dir, to).map_err(errno_io));
+    }
+    let same_at = |dir: &OwnedFd, name: &OsStr| -> io::Result<bool> {
+        match rfs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(FileMeta::from_stat(&st).same_identity(&src)),
+            Err(Errno::NOENT) => Ok(false),
+            Err(e) => Err(errno_io(e)),
+        }
+    };
+    if let Err(e) = faulty("link", to, || rfs::linkat(from_dir, from, to_dir, to, AtFlags::empty()).map_err(errno_io)) {
+        // Error after effect (a lost reply retried: EEXIST) or a real refusal?
+        if !same_at(to_dir, to)? {
+            return Err(e);
+        }
+    }
+    if !same_at(from_dir, from)? {
+        // `from` was replaced (or removed) meanwhile: leave whatever is there now alone.
+        return Err(io::Error::other("the source was replaced while it was moved"));
+    }
+    match faulty("unlink", from, || rfs::unlinkat(from_dir, from, AtFlags::empty()).map_err(errno_io)) {
+        Ok(()) => Ok(()),
+        Err(e) if is_enoent(&e) => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 impl Dir {
@@ -833,7 +1115,7 @@ pub(crate) fn scratch_dir() -> (tempfile::TempDir, Dir) {
 #[allow(clippy::disallowed_methods)] // tests stage files by hand
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     use super::scratch_dir as dir;
 
@@ -973,6 +1255,132 @@ mod tests {
         assert!(matches!(read_small_regular(&t.path().join("none"), 16), Err(SmallFileError::Missing)));
         // A procfs file reports size 0; the cap holds on what it yields, not on its size.
         assert!(matches!(read_small_regular(Path::new("/proc/version"), 4), Err(SmallFileError::TooLarge(4))));
+    }
+
+    fn einval() -> i32 {
+        Errno::INVAL.raw_os_error()
+    }
+
+    #[test]
+    fn rename_noreplace_without_the_flag_moves_by_link_and_never_replaces() {
+        use crate::lockfile::failpoint::{When, clear_hooks, inject_syscall};
+        let (t, d) = dir();
+        std::fs::write(t.path().join("a"), b"a").unwrap();
+        let ino = std::fs::metadata(t.path().join("a")).unwrap().ino();
+        // The filesystem refuses RENAME_NOREPLACE (NFS, FUSE): the fallback moves it.
+        inject_syscall("rename", "b", When::Before, einval(), 1);
+        d.rename_noreplace(OsStr::new("a"), OsStr::new("b")).unwrap();
+        assert!(t.path().join("a").symlink_metadata().is_err());
+        assert_eq!(std::fs::metadata(t.path().join("b")).unwrap().ino(), ino, "the same inode, moved");
+        assert_eq!(std::fs::metadata(t.path().join("b")).unwrap().nlink(), 1);
+        // Onto an existing name: EEXIST, both files untouched.
+        std::fs::write(t.path().join("c"), b"c").unwrap();
+        inject_syscall("rename", "b", When::Before, einval(), 1);
+        let e = d.rename_noreplace(OsStr::new("c"), OsStr::new("b")).unwrap_err();
+        assert!(is_eexist(&e), "{e}");
+        assert_eq!(std::fs::read(t.path().join("b")).unwrap(), b"a");
+        assert_eq!(std::fs::read(t.path().join("c")).unwrap(), b"c");
+        clear_hooks();
+    }
+
+    #[test]
+    fn the_link_fallback_recognises_its_own_link_after_a_lost_reply() {
+        use crate::lockfile::failpoint::{When, clear_hooks, inject_syscall};
+        let (t, d) = dir();
+        std::fs::write(t.path().join("a"), b"a").unwrap();
+        // NFSv3: the link took effect, its reply was lost, the retry answered EEXIST.
+        inject_syscall("rename", "b", When::Before, einval(), 1);
+        inject_syscall("link", "b", When::After, Errno::EXIST.raw_os_error(), 1);
+        d.rename_noreplace(OsStr::new("a"), OsStr::new("b")).unwrap();
+        assert!(t.path().join("a").symlink_metadata().is_err());
+        assert_eq!(std::fs::read(t.path().join("b")).unwrap(), b"a");
+        // A real failure of the link leaves the source where it was.
+        std::fs::write(t.path().join("x"), b"x").unwrap();
+        inject_syscall("rename", "y", When::Before, einval(), 1);
+        inject_syscall("link", "y", When::Before, Errno::IO.raw_os_error(), 1);
+        assert!(d.rename_noreplace(OsStr::new("x"), OsStr::new("y")).is_err());
+        assert_eq!(std::fs::read(t.path().join("x")).unwrap(), b"x");
+        assert!(t.path().join("y").symlink_metadata().is_err());
+        clear_hooks();
+    }
+
+    #[test]
+    fn move_into_without_the_flag_moves_files_symlinks_and_directories() {
+        use crate::lockfile::failpoint::{When, clear_hooks, inject_syscall};
+        let (t, d) = dir();
+        let dest = d.create_subdir(OsStr::new("folder")).unwrap();
+        std::fs::write(t.path().join("f"), b"f").unwrap();
+        std::os::unix::fs::symlink("/nonexistent", t.path().join("s")).unwrap();
+        std::fs::create_dir(t.path().join("sub")).unwrap();
+        std::fs::write(t.path().join("sub/inner"), b"i").unwrap();
+        for name in ["f", "s", "sub"] {
+            inject_syscall("rename", name, When::Before, einval(), 1);
+            move_into(&d, OsStr::new(name), &dest, OsStr::new(name)).unwrap();
+            assert!(t.path().join(name).symlink_metadata().is_err(), "{name} left behind");
+        }
+        assert_eq!(std::fs::read(t.path().join("folder/f")).unwrap(), b"f");
+        assert!(t.path().join("folder/s").symlink_metadata().unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read(t.path().join("folder/sub/inner")).unwrap(), b"i");
+        // Never over something already in the folder, file or directory.
+        std::fs::write(t.path().join("f"), b"again").unwrap();
+        inject_syscall("rename", "f", When::Before, einval(), 1);
+        assert!(is_eexist(&move_into(&d, OsStr::new("f"), &dest, OsStr::new("f")).unwrap_err()));
+        std::fs::create_dir(t.path().join("sub")).unwrap();
+        inject_syscall("rename", "sub", When::Before, einval(), 1);
+        assert!(is_eexist(&move_into(&d, OsStr::new("sub"), &dest, OsStr::new("sub")).unwrap_err()));
+        assert_eq!(std::fs::read(t.path().join("folder/f")).unwrap(), b"f");
+        assert_eq!(std::fs::read(t.path().join("f")).unwrap(), b"again");
+        clear_hooks();
+    }
+
+    #[test]
+    fn listed_by_server_reads_the_listing_and_skips_silly_renames() {
+        let (t, d) = dir();
+        assert!(d.lookups_authoritative(), "the test directory is on a local disk");
+        std::fs::write(t.path().join("L.claim"), b"").unwrap();
+        std::fs::write(t.path().join(".nfs000000000012d68700000001"), b"").unwrap();
+        assert!(d.listed_by_server(OsStr::new("L.claim")).unwrap());
+        assert!(!d.listed_by_server(OsStr::new("L")).unwrap());
+        assert_eq!(d.list().unwrap(), vec![OsString::from("L.claim")]);
+        std::fs::write(t.path().join("f"), b"").unwrap();
+        assert_eq!(d.nlink_by_server(OsStr::new("f")).unwrap(), 1);
+        std::fs::hard_link(t.path().join("f"), t.path().join("g")).unwrap();
+        assert_eq!(d.nlink_by_server(OsStr::new("f")).unwrap(), 2);
+    }
+
+    #[test]
+    fn direct_reads_return_the_same_bytes_at_any_offset() {
+        let (t, _d) = dir();
+        let body: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(t.path().join("f"), &body).unwrap();
+        let plain = rfs::open(t.path().join("f"), OFlags::RDONLY, Mode::empty()).unwrap();
+        let fd = rfs::open(t.path().join("f"), OFlags::RDONLY, Mode::empty()).unwrap();
+        let flags = rfs::fcntl_getfl(&fd).unwrap();
+        // ext4 and xfs take O_DIRECT and need aligned reads; tmpfs refuses it, and then the
+        // bounce buffer is exercised without the flag, which is still a valid read.
+        let direct = rfs::fcntl_setfl(&fd, flags | OFlags::DIRECT).is_ok();
+        let mut scratch = None;
+        for (off, len) in [(0u64, 1usize), (1, 4095), (4095, 2), (8191, 5000), (19_999, 10), (20_000, 1), (0, 20_000)] {
+            for (mode, fd) in [(ReadMode::Direct, &fd), (ReadMode::DropPages, &plain)] {
+                let mut buf = vec![0u8; len];
+                let n = pread_mode(fd, mode, &mut buf, off, &mut scratch).unwrap();
+                let want = &body[(off as usize).min(body.len())..(off as usize + len).min(body.len())];
+                assert_eq!(&buf[..n], want, "{mode:?} at {off}+{len} (O_DIRECT set: {direct})");
+            }
+        }
+        let mut b = AlignedBuf::new(10);
+        assert_eq!(b.as_mut_slice().as_ptr() as usize % DIRECT_ALIGN, 0);
+        assert_eq!(b.as_mut_slice().len(), DIRECT_ALIGN);
+    }
+
+    #[test]
+    fn a_local_directory_is_read_from_the_cache_and_answers_by_lookup() {
+        let (t, d) = dir();
+        std::fs::write(t.path().join("f"), b"x").unwrap();
+        let fd = rfs::open(t.path().join("f"), OFlags::RDONLY, Mode::empty()).unwrap();
+        assert_eq!(read_mode_for(&fd).unwrap(), ReadMode::Cached);
+        assert!(d.lookups_authoritative());
+        assert_eq!(d.filesystem().unwrap().family, crate::lockfile::filesystem::Family::Local);
     }
 
     #[test]

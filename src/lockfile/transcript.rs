@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use super::error::{LockError, Unavailable};
 use super::paths::{encode_uri_component, sanitize_cwd};
 use super::record::{SealInfo, SealedIdentity, TranscriptProof};
-use super::sys::{self, Beneath, Fingerprint, Kind};
+use super::sys::{self, Beneath, Fingerprint, Kind, ReadMode};
 
 /// SHA-256 of empty input: the digest of an absent or empty transcript.
 pub const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
@@ -112,6 +112,8 @@ pub struct ProofRead {
     /// The kept-open descriptor and its fingerprint; `None` when the transcript is absent.
     held: Option<(OwnedFd, Fingerprint)>,
     force_walk: bool,
+    /// How the bytes were read: past the client cache on a network or FUSE filesystem.
+    mode: ReadMode,
     /// The file's timestamps were not clearly older than the read (see [`is_racy`]).
     racy: bool,
     /// Whether the racily-clean rule already made a revalidation compare content.
@@ -189,6 +191,7 @@ pub fn read_proof(
                 root,
                 held: None,
                 force_walk: opts.force_walk,
+                mode: ReadMode::Cached,
                 racy: false,
                 rehashed: false.into(),
             });
@@ -196,7 +199,10 @@ pub fn read_proof(
         Beneath::Unsafe(why) => return Err(LockError::TranscriptUnsafe { reason: why.into() }),
         Beneath::Opened(fd) => fd,
     };
-    let before = sys::fingerprint(&fd).map_err(|e| LockError::io("fstat transcript", e))?;
+    // Issue 27, reproduction 5: on a network or FUSE filesystem, size, times and bytes are
+    // read from the server (see `sys::read_mode_for`), never from this client's cache.
+    let mode = sys::read_mode_for(&fd).map_err(|e| LockError::io("prepare the transcript read", e))?;
+    let before = sys::fingerprint_for(&fd, mode).map_err(|e| LockError::io("fstat transcript", e))?;
     if before.kind() != Kind::Regular {
         return Err(LockError::TranscriptUnsafe {
             reason: format!("the transcript is a {}", before.kind().describe()),
@@ -205,12 +211,12 @@ pub fn read_proof(
     if before.ino == 0 {
         return Err(LockError::unavailable(Unavailable::TranscriptIdentity));
     }
-    check_path_identity(&root, key, &before, opts.force_walk)?;
+    check_path_identity(&root, key, &before, opts.force_walk, mode)?;
     check_transcript_home(&root, runtime_dir, key, Some(&fd))?;
-    check_trailing_newline(&fd, before.size)?;
-    let sha256 = hash_exactly(&fd, before.size, progress)?;
-    let beyond = bytes_beyond_size(&fd, before.size)?;
-    let after = sys::fingerprint(&fd).map_err(|e| LockError::io("fstat transcript", e))?;
+    check_trailing_newline(&fd, mode, before.size)?;
+    let sha256 = hash_exactly(&fd, mode, before.size, progress)?;
+    let beyond = bytes_beyond_size(&fd, mode, before.size)?;
+    let after = sys::fingerprint_for(&fd, mode).map_err(|e| LockError::io("fstat transcript", e))?;
     if after != before {
         return Err(changed("the transcript changed while it was hashed"));
     }
@@ -219,11 +225,23 @@ pub fn read_proof(
             reason: "the transcript yields more bytes than its size says (a procfs, sysfs or device-backed file); its size cannot be certified".into(),
         });
     }
-    check_path_identity(&root, key, &before, opts.force_walk)?;
+    check_path_identity(&root, key, &before, opts.force_walk, mode)?;
     let proof =
         TranscriptProof { relative_path: key.as_str().to_owned(), exists: true, byte_length: before.size, sha256 };
-    let racy = is_racy(&before, started);
-    Ok(ProofRead { proof, root, held: Some((fd, before)), force_walk: opts.force_walk, racy, rehashed: false.into() })
+    // On a network or FUSE filesystem the timestamps are stamped by the server's clock and
+    // compared here with ours: a server clock behind ours by more than the margin would make
+    // a write during our read look old, and the revalidation inside the claim would trust an
+    // unchanged fingerprint. No clock is compared there: the content is always hashed again.
+    let racy = mode != ReadMode::Cached || is_racy(&before, started);
+    Ok(ProofRead {
+        proof,
+        root,
+        held: Some((fd, before)),
+        force_walk: opts.force_walk,
+        mode,
+        racy,
+        rehashed: false.into(),
+    })
 }
 
 /// The cheap acquisition-time check (QWEN_FORMAT §5.3 step 3, without the digest a
@@ -272,7 +290,8 @@ pub fn tail_of(runtime_dir: &Path, key: &TranscriptKey) -> Result<Tail, LockErro
         Beneath::Unsafe(why) => return Err(LockError::TranscriptUnsafe { reason: why.into() }),
         Beneath::Opened(fd) => fd,
     };
-    let fp = sys::fingerprint(&fd).map_err(|e| LockError::io("fstat transcript", e))?;
+    let mode = sys::read_mode_for(&fd).map_err(|e| LockError::io("prepare the transcript read", e))?;
+    let fp = sys::fingerprint_for(&fd, mode).map_err(|e| LockError::io("fstat transcript", e))?;
     if fp.kind() != Kind::Regular {
         return Err(LockError::TranscriptUnsafe { reason: format!("the transcript is a {}", fp.kind().describe()) });
     }
@@ -280,7 +299,7 @@ pub fn tail_of(runtime_dir: &Path, key: &TranscriptKey) -> Result<Tail, LockErro
         return Err(LockError::unavailable(Unavailable::TranscriptIdentity));
     }
     check_transcript_home(&root, runtime_dir, key, Some(&fd))?;
-    Ok(if ends_clean(&fd, fp.size)? { Tail::Clean } else { Tail::Torn })
+    Ok(if ends_clean(&fd, mode, fp.size)? { Tail::Clean } else { Tail::Torn })
 }
 
 /// Issue 22: the directories from `R` down to the transcript must be trusted (see
@@ -341,9 +360,9 @@ fn check_transcript_home(
 /// its `fstat` said `size` either grew (the fingerprint comparison that follows reports
 /// that) or lies about its size (procfs, sysfs): then the proof's length and digest would
 /// describe bytes that are not the file's.
-fn bytes_beyond_size(fd: &OwnedFd, size: u64) -> Result<bool, LockError> {
+fn bytes_beyond_size(fd: &OwnedFd, mode: ReadMode, size: u64) -> Result<bool, LockError> {
     let mut probe = [0u8; 1];
-    let n = sys::pread_full(fd, &mut probe, size).map_err(|e| LockError::io("read transcript", e))?;
+    let n = sys::pread_mode(fd, mode, &mut probe, size, &mut None).map_err(|e| LockError::io("read transcript", e))?;
     Ok(n > 0)
 }
 
@@ -373,20 +392,21 @@ impl ProofRead {
                 Err(e) => Err(path_recheck_error(e)),
             },
             Some((fd, fp)) => {
-                let now = sys::fingerprint(fd).map_err(|e| LockError::io("fstat transcript", e))?;
+                let now = sys::fingerprint_for(fd, self.mode).map_err(|e| LockError::io("fstat transcript", e))?;
                 if now != *fp {
                     return Err(changed(describe_difference(fp, &now)));
                 }
-                check_path_identity(&self.root, &key, fp, self.force_walk)?;
+                check_path_identity(&self.root, &key, fp, self.force_walk, self.mode)?;
                 if self.racy && !self.rehashed.get() {
                     // Same metadata proves nothing for a file touched in the same clock tick
                     // as our read: compare the content itself.
                     self.rehashed.set(true);
-                    let again = hash_exactly(fd, fp.size, &mut |_, _| {})?;
+                    let again = hash_exactly(fd, self.mode, fp.size, &mut |_, _| {})?;
                     if again != self.proof.sha256 {
                         return Err(changed("same length, different content (SHA-256 differs)"));
                     }
-                    let after = sys::fingerprint(fd).map_err(|e| LockError::io("fstat transcript", e))?;
+                    let after =
+                        sys::fingerprint_for(fd, self.mode).map_err(|e| LockError::io("fstat transcript", e))?;
                     if after != *fp {
                         return Err(changed(describe_difference(fp, &after)));
                     }
@@ -394,6 +414,20 @@ impl ProofRead {
                 Ok(())
             }
         }
+    }
+
+    /// How the transcript's bytes were read: [`ReadMode::Direct`] or [`ReadMode::DropPages`]
+    /// on a network or FUSE filesystem, [`ReadMode::Cached`] on a local one.
+    pub fn read_mode(&self) -> ReadMode {
+        self.mode
+    }
+
+    /// A line for the operator when the bytes could not be read past the client cache with
+    /// `O_DIRECT` (the filesystem refused it) and dropped cached pages had to do.
+    pub fn cache_note(&self) -> Option<&'static str> {
+        (self.mode == ReadMode::DropPages).then_some(
+            "the transcript's filesystem refused O_DIRECT; cached pages were dropped before each read instead, which a page mapped or dirtied on this host survives",
+        )
     }
 
     /// The transcript's hard metadata for writerctl's sealed-record extension.
@@ -477,12 +511,29 @@ fn check_path_identity(
     key: &TranscriptKey,
     held: &Fingerprint,
     force_walk: bool,
+    mode: ReadMode,
 ) -> Result<(), LockError> {
+    if mode != ReadMode::Cached {
+        revalidate_parent(root, key)?;
+    }
     match sys::identity_beneath(root, key.as_str(), force_walk) {
         Ok(Some(now)) if now.dev == held.dev && now.ino == held.ino && now.kind() == Kind::Regular => Ok(()),
         Ok(Some(_)) => Err(changed("the transcript path now names another file")),
         Ok(None) => Err(changed("the transcript was deleted")),
         Err(e) => Err(path_recheck_error(e)),
+    }
+}
+
+/// On a network filesystem, makes the client fetch the transcript directory's attributes
+/// from the server before the key is resolved again: when another host renamed a file into
+/// the transcript's name, the directory changed, and NFS then stops trusting its cached
+/// name-to-file entries (`nfs_check_verifier`) and looks the name up on the server.
+fn revalidate_parent(root: &OwnedFd, key: &TranscriptKey) -> Result<(), LockError> {
+    let parent = key.as_str().rsplit_once('/').map_or(".", |(dir, _)| dir);
+    match sys::open_dir_beneath(root, parent).map_err(|e| LockError::io("open transcript directory", e))? {
+        Beneath::Opened(fd) => sys::revalidate_fd(&fd).map_err(|e| LockError::io("revalidate transcript directory", e)),
+        Beneath::Absent => Ok(()),
+        Beneath::Unsafe(why) => Err(LockError::TranscriptUnsafe { reason: why.into() }),
     }
 }
 
@@ -499,8 +550,8 @@ fn path_recheck_error(e: std::io::Error) -> LockError {
 
 /// QWEN_FORMAT §4.3: a non-empty transcript must end in `\n`; an incomplete last line
 /// means a writer was interrupted mid-append, and such a tail is never certified.
-fn check_trailing_newline(fd: &OwnedFd, size: u64) -> Result<(), LockError> {
-    if ends_clean(fd, size)? {
+fn check_trailing_newline(fd: &OwnedFd, mode: ReadMode, size: u64) -> Result<(), LockError> {
+    if ends_clean(fd, mode, size)? {
         Ok(())
     } else {
         Err(changed("the transcript does not end with a newline (an incomplete last line)"))
@@ -509,12 +560,13 @@ fn check_trailing_newline(fd: &OwnedFd, size: u64) -> Result<(), LockError> {
 
 /// True when the first `size` bytes are empty or end in `\n`; a file shorter than `size`
 /// was truncated (changed).
-fn ends_clean(fd: &OwnedFd, size: u64) -> Result<bool, LockError> {
+fn ends_clean(fd: &OwnedFd, mode: ReadMode, size: u64) -> Result<bool, LockError> {
     if size == 0 {
         return Ok(true);
     }
     let mut last = [0u8; 1];
-    let n = sys::pread_full(fd, &mut last, size - 1).map_err(|e| LockError::io("read transcript tail", e))?;
+    let n = sys::pread_mode(fd, mode, &mut last, size - 1, &mut None)
+        .map_err(|e| LockError::io("read transcript tail", e))?;
     if n != 1 {
         return Err(changed("the transcript was truncated"));
     }
@@ -533,13 +585,21 @@ pub fn hash_passes() -> u64 {
 
 /// SHA-256 of exactly bytes `[0, size)` through `fd`, one pass, fixed buffer. A read that
 /// ends early means the file shrank: changed.
-fn hash_exactly(fd: &OwnedFd, size: u64, progress: &mut dyn FnMut(u64, u64)) -> Result<String, LockError> {
+fn hash_exactly(
+    fd: &OwnedFd,
+    mode: ReadMode,
+    size: u64,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<String, LockError> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; HASH_BUFFER_BYTES.min(size.max(1) as usize)];
+    // Direct reads go through one aligned buffer, allocated once per pass.
+    let mut scratch = None;
     let mut offset = 0u64;
     while offset < size {
         let want = buf.len().min((size - offset) as usize);
-        let n = sys::pread_full(fd, &mut buf[..want], offset).map_err(|e| LockError::io("read transcript", e))?;
+        let n = sys::pread_mode(fd, mode, &mut buf[..want], offset, &mut scratch)
+            .map_err(|e| LockError::io("read transcript", e))?;
         if n == 0 {
             return Err(changed("the transcript was truncated while it was hashed"));
         }
@@ -637,6 +697,31 @@ mod tests {
         let p = read_proof(t.path(), &k, ProofOptions::default(), &mut |_, _| calls += 1).unwrap();
         assert_eq!(p.proof.sha256, hex(&Sha256::digest(&body)));
         assert_eq!(calls, 3);
+    }
+
+    #[test]
+    fn past_the_cache_reads_hash_the_same_bytes_and_a_local_file_stays_cached() {
+        // The network paths (O_DIRECT through an aligned bounce buffer, or dropped pages)
+        // must certify exactly what the plain path does, tail and newline rules included.
+        let mut body: Vec<u8> = (0..(HASH_BUFFER_BYTES * 2 + 4097)).map(|i| b'a' + (i % 26) as u8).collect();
+        *body.last_mut().unwrap() = b'\n';
+        let (t, k) = setup(&body);
+        let want = hex(&Sha256::digest(&body));
+        let p = read(&t, &k, false).unwrap();
+        assert_eq!(p.read_mode(), ReadMode::Cached, "a local disk keeps the page cache");
+        assert!(p.cache_note().is_none());
+        let path = t.path().join("chats/s.jsonl");
+        let plain = rustix::fs::open(&path, rustix::fs::OFlags::RDONLY, rustix::fs::Mode::empty()).unwrap();
+        let direct = rustix::fs::open(&path, rustix::fs::OFlags::RDONLY, rustix::fs::Mode::empty()).unwrap();
+        let fl = rustix::fs::fcntl_getfl(&direct).unwrap();
+        let _ = rustix::fs::fcntl_setfl(&direct, fl | rustix::fs::OFlags::DIRECT);
+        for (mode, fd) in [(ReadMode::Direct, &direct), (ReadMode::DropPages, &plain), (ReadMode::Cached, &plain)] {
+            assert_eq!(hash_exactly(fd, mode, body.len() as u64, &mut |_, _| {}).unwrap(), want, "{mode:?}");
+            assert!(ends_clean(fd, mode, body.len() as u64).unwrap(), "{mode:?}");
+            assert!(!ends_clean(fd, mode, body.len() as u64 - 1).unwrap(), "{mode:?}");
+            assert!(!bytes_beyond_size(fd, mode, body.len() as u64).unwrap(), "{mode:?}");
+            assert!(bytes_beyond_size(fd, mode, body.len() as u64 - 1).unwrap(), "{mode:?}");
+        }
     }
 
     #[test]
@@ -832,12 +917,12 @@ mod tests {
         let fd =
             rustix::fs::open(t.path().join("chats/s.jsonl"), rustix::fs::OFlags::RDONLY, rustix::fs::Mode::empty())
                 .unwrap();
-        assert!(!bytes_beyond_size(&fd, 2).unwrap());
-        assert!(bytes_beyond_size(&fd, 1).unwrap(), "a file longer than the size we hashed");
+        assert!(!bytes_beyond_size(&fd, ReadMode::Cached, 2).unwrap());
+        assert!(bytes_beyond_size(&fd, ReadMode::Cached, 1).unwrap(), "a file longer than the size we hashed");
         // procfs: st_size 0, yet it reads.
         let proc = rustix::fs::open("/proc/version", rustix::fs::OFlags::RDONLY, rustix::fs::Mode::empty()).unwrap();
         assert_eq!(sys::fingerprint(&proc).unwrap().size, 0);
-        assert!(bytes_beyond_size(&proc, 0).unwrap());
+        assert!(bytes_beyond_size(&proc, ReadMode::Cached, 0).unwrap());
     }
 
     #[test]

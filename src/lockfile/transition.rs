@@ -122,6 +122,13 @@ impl Transition<'_> {
 
     fn classify_primary(&self, source_raw: &[u8]) -> AtPrimary {
         match self.site.dir.read_regular(os(self.lock())) {
+            ReadRegular::Missing => self.missing_by_server(source_raw),
+            read => self.classify_read(read, source_raw),
+        }
+    }
+
+    fn classify_read(&self, read: ReadRegular, source_raw: &[u8]) -> AtPrimary {
+        match read {
             ReadRegular::Regular(bytes, _) if bytes == source_raw => AtPrimary::Source,
             ReadRegular::Regular(bytes, _) => match parse_record(&bytes) {
                 Ok(r) if r.schema == Schema::V2 && r.is_active() && r.owner.session_id == self.site.session_id => {
@@ -132,6 +139,28 @@ impl Transition<'_> {
             ReadRegular::NotRegular(_) | ReadRegular::TooLarge(_) => AtPrimary::Other,
             ReadRegular::Missing => AtPrimary::Missing,
             ReadRegular::Error(_) => AtPrimary::Unknown,
+        }
+    }
+
+    /// A read of `L` said "missing". On a local disk that is the truth. On a network or FUSE
+    /// filesystem it may be a negative entry cached before a candidate (another host's
+    /// acquirer) linked itself into the gap (issue 27): ask the server's listing. Listed but
+    /// still unreadable through the cache is [`AtPrimary::Unknown`], which the transition
+    /// treats as "may be there" (fail closed: the claim is kept).
+    fn missing_by_server(&self, source_raw: &[u8]) -> AtPrimary {
+        let dir = &self.site.dir;
+        if dir.lookups_authoritative() {
+            return AtPrimary::Missing;
+        }
+        match dir.listed_by_server(os(self.lock())) {
+            Ok(false) => AtPrimary::Missing,
+            // The listing forced the directory's revalidation, so on NFS the stale negative
+            // entry is gone now: read once more.
+            Ok(true) => match dir.read_regular(os(self.lock())) {
+                ReadRegular::Missing => AtPrimary::Unknown,
+                read => self.classify_read(read, source_raw),
+            },
+            Err(_) => AtPrimary::Unknown,
         }
     }
 

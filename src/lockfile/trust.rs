@@ -71,6 +71,37 @@ pub fn judge(meta: &FileMeta, caller: u32) -> Result<(), Distrust> {
 
 /// [`judge`] for the caller, as the engine's error: exit 2 with the command that fixes it.
 pub fn require_trusted(what: &'static str, path: &Path, meta: &FileMeta) -> Result<(), LockError> {
+    require_trusted_on(what, path, meta, true)
+}
+
+/// [`require_trusted`] for a directory on a filesystem that may not keep owners and modes
+/// (`keeps_modes` false: FAT, exFAT, NTFS and many FUSE filesystems set them once, from
+/// mount options). There `chmod`/`chown` cannot help (issue 27: the exFAT hint could not
+/// work), so the hint names the mount options instead.
+pub fn require_trusted_on(
+    what: &'static str,
+    path: &Path,
+    meta: &FileMeta,
+    keeps_modes: bool,
+) -> Result<(), LockError> {
+    let result = require_trusted_modes(what, path, meta);
+    match result {
+        Err(LockError::UntrustedDirectory { what, path, reason, fix }) if !keeps_modes => {
+            Err(LockError::UntrustedDirectory {
+                what,
+                path,
+                reason,
+                fix: format!(
+                    "{fix}. If `chmod`/`chown` do not change it, this filesystem sets owners and modes at mount time: remount it with this user's uid and a mode without group/other write (e.g. `uid={}`, `dmask=022`, `umask=022`), or use another directory",
+                    caller_uid()
+                ),
+            })
+        }
+        other => other,
+    }
+}
+
+fn require_trusted_modes(what: &'static str, path: &Path, meta: &FileMeta) -> Result<(), LockError> {
     let caller = caller_uid();
     let shown = path.display();
     match judge(meta, caller) {

@@ -467,7 +467,11 @@ fn acquire_waiting(cfg: &RunConfig, rx: &Receiver<Msg>, log: &mut dyn FnMut(Even
         process_kind: cfg.process_kind.clone(),
         reclaim: ReclaimPolicy::Never,
         transcript: Some(cfg.transcript.clone()),
-        certified: cfg.gate.then(|| Certified { proof: ProofOptions::default(), progress: cfg.progress.clone() }),
+        certified: cfg.gate.then(|| Certified {
+            proof: ProofOptions::default(),
+            progress: cfg.progress.clone(),
+            sealed_only: false,
+        }),
         // Issue 27: the lease keeps a holder lock, and the writer inherits it (`spawn_writer`).
         holder_lock: true,
     };

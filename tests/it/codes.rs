@@ -36,6 +36,7 @@ const SNAPSHOT: &[(&str, u8)] = &[
     ("channel_exists", 3),
     ("identity_exists", 3),
     ("inbox_cursor_trimmed", 4),
+    ("filesystem_unsupported", 2),
 ];
 
 #[test]

@@ -1041,9 +1041,16 @@ fn a_normal_close_releases_instead_of_sealing() {
     assert!(env.lock_dir_names().is_empty(), "no sealed record, no side file: {:?}", env.lock_dir_names());
     assert_eq!(status_value(&env, S)["state"], "missing");
     ungated(&env, &["verify", "--json", "--session", S]).assert_error(3, "session_not_sealed");
-    // The missing primary is already a safe handoff: the replacement acquires ordinarily.
-    let (r, tf2) = takeover(&env, S, &[]);
-    let j: TakeoverJson = r.assert_ok().json();
+    // The missing primary is already a safe handoff, but there is no seal to validate:
+    // takeover says so and changes nothing (issue 27; it used to acquire), and the
+    // replacement starts with a managed acquire.
+    let (r, _) = takeover(&env, S, &[]);
+    r.assert_error(3, "session_not_sealed");
+    assert!(env.lock_dir_names().is_empty(), "{:?}", env.lock_dir_names());
+    let tf2 = fresh_token_file(&env, "replacement");
+    let pid = std::process::id().to_string();
+    let args = ["acquire", "--managed", "--json", "--session", S, "--pid", &pid, "--token-file", tf2.to_str().unwrap()];
+    let j: TakeoverJson = gated(&env, &args).assert_ok().json();
     assert!(j.previous.is_none(), "nothing was sealed, so nothing was taken over");
     assert_writerctl_active(&std::fs::read(env.lock(S)).unwrap(), S, &read_token(&tf2), std::process::id());
     assert_only_primary(&env, S);
@@ -1639,4 +1646,27 @@ fn acquire_and_takeover_wait_for_a_live_holder_then_give_its_refusal() {
         let r = ungated(&env, &["acquire", "--session", S, "--wait", bad]);
         assert_eq!(r.code, 2, "--wait {bad}: {}", r.stderr);
     }
+}
+
+/// Issue 27: `takeover` validates a seal; with no lock at all there is nothing to validate,
+/// and it used to acquire the session anyway. Now: session_not_sealed (3), no lock file, no
+/// token, and a hint that names `acquire`.
+#[test]
+fn takeover_with_no_lock_is_not_sealed_and_installs_nothing() {
+    let env = TestEnv::new();
+    write_transcript(&transcript_path(&env, S), BODY);
+    let tf = fresh_token_file(&env, "takeover");
+    let r = gated(&env, &["takeover", "--session", S, "--pid", &me(), "--token-file", tf.to_str().unwrap()]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("session_not_sealed") && r.stderr.contains("no lock to take over"), "{}", r.stderr);
+    assert!(r.stderr.contains("writerctl acquire --managed"), "{}", r.stderr);
+    let tf2 = fresh_token_file(&env, "takeover-json");
+    let args = ["takeover", "--json", "--session", S, "--pid", &me(), "--token-file", tf2.to_str().unwrap()];
+    gated(&env, &args).assert_error(3, "session_not_sealed");
+    assert!(tf.symlink_metadata().is_err(), "a refused takeover wrote a token file");
+    assert!(tf2.symlink_metadata().is_err(), "a refused takeover wrote a token file");
+    let locks = env.runtime().join("tmp/session-writer-locks");
+    let files: Vec<_> =
+        std::fs::read_dir(&locks).map(|d| d.map(|e| e.unwrap().file_name()).collect()).unwrap_or_default();
+    assert!(files.is_empty(), "a refused takeover left {files:?}");
 }
