@@ -219,10 +219,11 @@ fn refused_without_hard_links(test: &str, options: &str) {
         let left: Vec<String> = tree(&r_dir).into_keys().collect();
         assert!(left.is_empty(), "{what}: a refusal left {left:?} behind");
     }
-    // `run` says so once and exits with the same code instead of retrying forever.
-    let c = cmd(&env, &r_dir, &["run", "--json", "--session", "exfat", "--", "true"], &[]);
-    let r = run_bounded(c, Duration::from_secs(30))
-        .unwrap_or_else(|| panic!("`run` on exFAT -o {options:?} was still retrying after 30 s instead of exiting"));
+    // `run` says so at once and exits with the same code — not 75, the "retry later" that
+    // an orchestrator restarts forever — even when told to wait for the session.
+    let c = cmd(&env, &r_dir, &["run", "--json", "--session", "exfat", "--wait", "600", "--", "true"], &[]);
+    let r = run_bounded(c, LIMIT)
+        .unwrap_or_else(|| panic!("`run` on exFAT -o {options:?} was still retrying after {LIMIT:?} instead of exiting"));
     assert_unsupported(&r, &format!("run on exFAT -o {options:?}"), &fs_type, Some("hard link"));
     let left: Vec<String> = tree(&r_dir).into_keys().collect();
     assert!(left.is_empty(), "run left {left:?} behind");
