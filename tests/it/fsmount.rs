@@ -21,6 +21,7 @@
 //! `losetup`, loop devices, root) a test prints a loud `SKIPPED` line, or fails under
 //! `WRITERCTL_REQUIRE_SERVICES=1` as `.ci/run` sets (`scripts/ci-deps.sh` installs them).
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -129,18 +130,22 @@ fn bindfs(backing: &Path, dir: &Path, cache: Cache) -> Result<Mount, String> {
     }
 }
 
-/// Two "hosts" over one backing directory. Host A's runtime directory is
-/// `<mount A>/runtime`, host B's the same path under mount B; both name
-/// `<backing>/runtime` on the "server".
+/// Two "hosts" over one "server" directory: two bindfs mounts of it, or two NFS mounts of
+/// an nfs-ganesha export of it. Host A's runtime directory is `<mount A>/runtime`, host B's
+/// the same path under mount B; both name `<server>/runtime`.
 pub struct TwoHosts {
-    // Dropped in this order: the mounts first, then the directory they live in.
+    // Dropped in this order: the mounts, the NFS server (a hard mount must not outlive it),
+    // then the directory they live in.
     a: Mount,
     b: Mount,
+    _server: Option<NfsServer>,
     tmp: tempfile::TempDir,
+    /// The filesystem type both mounts have (`fuse.bindfs`, `nfs4`).
+    pub fs_type: String,
 }
 
 impl TwoHosts {
-    /// Mounts both hosts with `cache`; `None` after a loud skip when bindfs or FUSE is
+    /// Two bindfs mounts with `cache`; `None` after a loud skip when bindfs or FUSE is
     /// missing (a panic under `WRITERCTL_REQUIRE_SERVICES=1`). Panics when the mounts do not
     /// refuse `RENAME_NOREPLACE`, which every test here relies on to model NFS.
     pub fn mount(test: &str, cache: Cache) -> Option<TwoHosts> {
@@ -157,7 +162,7 @@ impl TwoHosts {
         std::fs::create_dir_all(backing.join("runtime")).unwrap();
         let a = bindfs(&backing, &tmp.path().join("host-a"), cache).unwrap_or_else(|e| panic!("{test}: {e}"));
         let b = bindfs(&backing, &tmp.path().join("host-b"), cache).unwrap_or_else(|e| panic!("{test}: {e}"));
-        let hosts = TwoHosts { a, b, tmp };
+        let hosts = TwoHosts { a, b, _server: None, tmp, fs_type: "fuse.bindfs".into() };
         for dir in [&hosts.a.dir, &hosts.b.dir] {
             assert!(
                 refuses_rename_noreplace(dir),
@@ -166,6 +171,45 @@ impl TwoHosts {
             );
         }
         Some(hosts)
+    }
+
+    /// Two NFSv4.1 mounts (`nosharecache`: each its own client cache, default `hard`,
+    /// close-to-open and attribute caching) of an nfs-ganesha export of the server
+    /// directory. `None` after a visible `SKIPPED` line when this kernel has no NFS client
+    /// or refuses the mount (never a failure: the machine does not allow it); a missing
+    /// nfs-ganesha or mount.nfs where the kernel could mount is a loud skip (a failure under
+    /// `WRITERCTL_REQUIRE_SERVICES=1`, since `scripts/ci-deps.sh` installs them there).
+    pub fn nfs(test: &str) -> Option<TwoHosts> {
+        if let Err(why) = nfs_client() {
+            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+            return None;
+        }
+        for (tool, pkg) in [("ganesha.nfsd", "nfs-ganesha-vfs"), ("mount.nfs", "nfs-common")] {
+            if !have(tool) {
+                skip(test, &format!("{tool} is not installed (package {pkg}; scripts/ci-deps.sh installs it)"));
+                return None;
+            }
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let export = tmp.path().join("server");
+        std::fs::create_dir_all(export.join("runtime")).unwrap();
+        let server = NfsServer::start(tmp.path(), &export).unwrap_or_else(|e| panic!("{test}: {e}"));
+        let mut mounts = Vec::new();
+        for host in ["host-a", "host-b"] {
+            let dir = tmp.path().join(host);
+            std::fs::create_dir(&dir).unwrap();
+            let opts = format!("vers=4.1,proto=tcp,port={},nosharecache,hard", server.port);
+            let r = quiet_ok(Command::new("mount").args(["-t", "nfs4", "-o", &opts, "127.0.0.1:/export"]).arg(&dir));
+            if let Err(e) = r {
+                let _ = writeln!(std::io::stderr(), "SKIPPED {test}: this machine cannot mount NFS ({e})");
+                return None;
+            }
+            mounts.push(Mount { dir, loop_dev: None });
+        }
+        let b = mounts.pop().unwrap();
+        let a = mounts.pop().unwrap();
+        let fs_type = mountinfo_type(&a.dir).unwrap_or_else(|| "nfs4".into());
+        Some(TwoHosts { a, b, _server: Some(server), tmp, fs_type })
     }
 
     /// R as host A sees it.
@@ -181,6 +225,93 @@ impl TwoHosts {
     /// R on the "server" (the backing directory itself, no client cache).
     pub fn runtime_server(&self) -> PathBuf {
         self.tmp.path().join("server/runtime")
+    }
+
+    /// `WRITERCTL_ALLOW_FILESYSTEM` naming this type: every test runs with every defence on
+    /// whether or not the type is refused by default.
+    pub fn allow(&self) -> (&'static str, &str) {
+        ("WRITERCTL_ALLOW_FILESYSTEM", &self.fs_type)
+    }
+}
+
+/// Whether this kernel has an NFS client: built in, or a module `modprobe` loads.
+fn nfs_client() -> Result<(), String> {
+    let has = || {
+        std::fs::read_to_string("/proc/filesystems")
+            .is_ok_and(|f| f.lines().any(|l| matches!(l.split_whitespace().last(), Some("nfs" | "nfs4"))))
+    };
+    if has() {
+        return Ok(());
+    }
+    let _ = Command::new("modprobe").args(["-q", "nfs"]).stderr(Stdio::null()).status();
+    if has() {
+        return Ok(());
+    }
+    Err("this kernel has no NFS client (neither nfs nor nfs4 in /proc/filesystems, and no module to load), \
+         so nothing can mount an nfs-ganesha export here; the bindfs tests model the NFS client caches instead"
+        .into())
+}
+
+/// nfs-ganesha serving one directory over NFSv4 on a free local port, stopped on drop.
+struct NfsServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl NfsServer {
+    fn start(work: &Path, export: &Path) -> Result<NfsServer, String> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_err(|e| e.to_string())?.port();
+        let conf = work.join("ganesha.conf");
+        // NFSv4 only (no rpcbind, NLM or rquota needed), no grace period (a fresh server
+        // would otherwise refuse opens for 90 s), root not squashed (the tests run as root).
+        std::fs::write(
+            &conf,
+            format!(
+                "NFS_CORE_PARAM {{ Protocols = 4; NFS_Port = {port}; Bind_addr = 127.0.0.1; \
+                 Enable_NLM = false; Enable_RQUOTA = false; }}\n\
+                 NFSV4 {{ Graceless = true; }}\n\
+                 EXPORT {{ Export_Id = 1; Path = {}; Pseudo = /export; Access_Type = RW; \
+                 Squash = No_Root_Squash; Protocols = 4; Transports = TCP; SecType = sys; \
+                 FSAL {{ Name = VFS; }} }}\n\
+                 LOG {{ Default_Log_Level = WARN; }}\n",
+                export.display()
+            ),
+        )
+        .map_err(|e| e.to_string())?;
+        let child = Command::new("ganesha.nfsd")
+            .arg("-F")
+            .arg("-f")
+            .arg(&conf)
+            .arg("-L")
+            .arg(work.join("ganesha.log"))
+            .arg("-p")
+            .arg(work.join("ganesha.pid"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("ganesha.nfsd: {e}"))?;
+        let mut server = NfsServer { child, port };
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Ok(Some(st)) = server.child.try_wait() {
+                let log = std::fs::read_to_string(work.join("ganesha.log")).unwrap_or_default();
+                return Err(format!("ganesha.nfsd exited ({st}):\n{log}"));
+            }
+            if std::time::Instant::now() > until {
+                let _ = server.child.kill();
+                return Err(format!("ganesha.nfsd did not listen on port {port} within 30 s"));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Ok(server)
+    }
+}
+
+impl Drop for NfsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

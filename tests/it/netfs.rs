@@ -11,13 +11,14 @@
 //! * exFAT (no hard links): refused with `filesystem_unsupported` whatever
 //!   `WRITERCTL_ALLOW_FILESYSTEM` says, nothing left behind, and `run` exits instead of
 //!   retrying forever;
-//! * a real NFS server (nfs-ganesha) where this kernel has an NFS client; a visible skip
-//!   with the reason where it has none.
+//! * a real NFS server (nfs-ganesha, two `nosharecache` NFSv4.1 mounts as the two hosts)
+//!   where this kernel has an NFS client: reproductions 3, 4, 5 and the `run` handoff again;
+//!   a visible `SKIPPED` line with the reason where it has none (never a failure).
 //!
 //! Host A's runtime directory is `<mount A>/runtime`, host B's the same path under mount B:
-//! lock files and transcript live once, on the "server". Every bindfs test sets
-//! `WRITERCTL_ALLOW_FILESYSTEM=fuse.bindfs` (every defence stays on), except the one that
-//! checks the refusal. Holders are live local processes, so liveness is never the question.
+//! lock files and transcript live once, on the "server". Every test on two hosts sets
+//! `WRITERCTL_ALLOW_FILESYSTEM` to their type (`fuse.bindfs`, `nfs4`: every defence stays
+//! on), except the one that checks the refusal. Holders are live local processes, so liveness is never the question.
 
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -30,7 +31,6 @@ use crate::fsmount::{Cache, NoHardLinks, TwoHosts, mountinfo_type};
 use crate::support::*;
 
 const GATE: (&str, &str) = ("WRITERCTL_SESSION_WRITER_LEASE", "1");
-const ALLOW: (&str, &str) = ("WRITERCTL_ALLOW_FILESYSTEM", "fuse.bindfs");
 /// No single command may take longer than this; a hang fails the test.
 const LIMIT: Duration = Duration::from_secs(60);
 const BODY: &[u8] = b"{\"type\":\"user\",\"text\":\"hello from host a\"}\n";
@@ -84,14 +84,14 @@ fn lock_record(server: &Path, s: &str) -> serde_json::Map<String, Value> {
 
 /// `acquire --managed` for `holder` on the host at `runtime`, then the transcript written
 /// there; returns the token file.
-fn managed_writer(env: &TestEnv, runtime: &Path, s: &str, holder: &LiveHolder) -> PathBuf {
+fn managed_writer(env: &TestEnv, runtime: &Path, s: &str, holder: &LiveHolder, allow: (&str, &str)) -> PathBuf {
     let tok = env.tmp.path().join(format!("{s}.a.token"));
     let pid = holder.pid().to_string();
     cli(
         env,
         runtime,
         &["acquire", "--managed", "--json", "--session", s, "--pid", &pid, "--token-file", tok.to_str().unwrap()],
-        &[ALLOW],
+        &[allow],
     )
     .assert_ok();
     let t = runtime.join(format!("chats/{s}.jsonl"));
@@ -101,9 +101,9 @@ fn managed_writer(env: &TestEnv, runtime: &Path, s: &str, holder: &LiveHolder) -
 }
 
 /// A seal by host A's writer (acquire --managed, transcript, seal), all through mount A.
-fn seal_on(env: &TestEnv, runtime: &Path, s: &str, holder: &LiveHolder) {
-    let tok = managed_writer(env, runtime, s, holder);
-    cli(env, runtime, &["seal", "--json", "--session", s, "--token-file", tok.to_str().unwrap()], &[ALLOW]).assert_ok();
+fn seal_on(env: &TestEnv, runtime: &Path, s: &str, holder: &LiveHolder, allow: (&str, &str)) {
+    let tok = managed_writer(env, runtime, s, holder, allow);
+    cli(env, runtime, &["seal", "--json", "--session", s, "--token-file", tok.to_str().unwrap()], &[allow]).assert_ok();
 }
 
 /// Waits (bounded) until `path` exists.
@@ -249,26 +249,32 @@ fn exfat_mounted_private_is_refused_and_run_does_not_retry_forever() {
 #[test]
 fn recover_without_rename_noreplace_never_exits_0_with_the_session_still_in_transition() {
     const TEST: &str = "recover_without_rename_noreplace_never_exits_0_with_the_session_still_in_transition";
+    if let Some(hosts) = TwoHosts::mount(TEST, Cache::SHORT) {
+        recover_never_exits_0_in_transition(&hosts);
+    }
+}
+
+fn recover_never_exits_0_in_transition(hosts: &TwoHosts) {
     const S: &str = "repro3";
-    let Some(hosts) = TwoHosts::mount(TEST, Cache::SHORT) else { return };
+    let allow = hosts.allow();
     let env = TestEnv::new();
     let a = hosts.runtime_a();
     // A seal on host A dies between moving the primary aside and linking the seal in: the
     // claim, the moved predecessor and the sealed candidate stay, L is missing.
     let holder = LiveHolder::start();
-    let tok = managed_writer(&env, &a, S, &holder);
+    let tok = managed_writer(&env, &a, S, &holder, allow);
     let r = cli(
         &env,
         &a,
         &["seal", "--json", "--session", S, "--token-file", tok.to_str().unwrap()],
-        &[ALLOW, ("WRITERCTL_FAILPOINTS", "transition.after_rename=kill")],
+        &[allow, ("WRITERCTL_FAILPOINTS", "transition.after_rename=kill")],
     );
     assert_eq!(r.code, -1, "the seal was to be killed mid-transition: {}{}", r.stdout, r.stderr);
     holder.stop();
     let server = hosts.runtime_server();
     assert_eq!(state(&env, &server, S, &[]), "in_transition");
     // Every writer is fenced (the holder is dead): recover on host A.
-    let rec = cli(&env, &a, &["recover", "--writers-fenced", "--yes", "--json", "--session", S], &[ALLOW]);
+    let rec = cli(&env, &a, &["recover", "--writers-fenced", "--yes", "--json", "--session", S], &[allow]);
     // What the server holds now (no client cache in the way).
     let after = state(&env, &server, S, &[]);
     assert!(
@@ -293,17 +299,24 @@ fn recover_without_rename_noreplace_never_exits_0_with_the_session_still_in_tran
 #[test]
 fn an_acquire_that_cached_the_claim_as_missing_does_not_win_during_another_hosts_transition() {
     const TEST: &str = "an_acquire_that_cached_the_claim_as_missing_does_not_win_during_another_hosts_transition";
+    if let Some(hosts) = TwoHosts::mount(TEST, Cache::STICKY) {
+        cached_claim_absence_never_wins(&hosts);
+    }
+}
+
+fn cached_claim_absence_never_wins(hosts: &TwoHosts) {
     const S: &str = "repro4";
-    let Some(hosts) = TwoHosts::mount(TEST, Cache::STICKY) else { return };
+    let allow = hosts.allow();
     let env = TestEnv::new();
     let (a, b, server) = (hosts.runtime_a(), hosts.runtime_b(), hosts.runtime_server());
     let holder_a = LiveHolder::start();
     let holder_b = LiveHolder::start();
-    let tok = managed_writer(&env, &a, S, &holder_a);
+    let tok = managed_writer(&env, &a, S, &holder_a, allow);
     // Host B looks at the session first: its client now caches "no such file" for the claim.
-    assert_eq!(state(&env, &b, S, &[ALLOW]), "active");
+    assert_eq!(state(&env, &b, S, &[allow]), "active");
     assert!(!lock_dir(&b).join(format!("{S}.lock.claim")).exists());
-    let epoch_a = lock_record(&server, S)["epoch"].clone();
+    let status: Value = cli(&env, &server, &["status", "--json", "--session", S], &[]).json();
+    let epoch_a = status["owner"]["epoch"].clone();
     // Host A seals and is held after creating the claim and moving the primary aside.
     let gate = env.tmp.path().join("gate");
     let reached = env.tmp.path().join("gate.reached");
@@ -312,7 +325,7 @@ fn an_acquire_that_cached_the_claim_as_missing_does_not_win_during_another_hosts
         &env,
         &a,
         &["seal", "--json", "--session", S, "--token-file", tok.to_str().unwrap()],
-        &[ALLOW, ("WRITERCTL_FAILPOINTS", &spec)],
+        &[allow, ("WRITERCTL_FAILPOINTS", &spec)],
     )
     .stdout(Stdio::piped())
     .stderr(Stdio::piped())
@@ -323,7 +336,7 @@ fn an_acquire_that_cached_the_claim_as_missing_does_not_win_during_another_hosts
     assert!(!lock_dir(&server).join(format!("{S}.lock")).exists(), "the primary is moved aside");
     // Host B acquires inside that window.
     let pid_b = holder_b.pid().to_string();
-    let acq = cli(&env, &b, &["acquire", "--json", "--session", S, "--pid", &pid_b], &[ALLOW]);
+    let acq = cli(&env, &b, &["acquire", "--json", "--session", S, "--pid", &pid_b], &[allow]);
     std::fs::File::create(&gate).unwrap();
     let seal = wait_child_bounded(seal, LIMIT).expect("host A's seal hung");
     let files = session_files(&server, S);
@@ -355,7 +368,7 @@ fn an_acquire_that_cached_the_claim_as_missing_does_not_win_during_another_hosts
 /// transcript is rewritten on A with the same length, then `op` runs on host B.
 fn tamper_after_seal(env: &TestEnv, hosts: &TwoHosts, s: &str, holder: &LiveHolder, op: &[&str]) -> Run {
     let (a, b) = (hosts.runtime_a(), hosts.runtime_b());
-    seal_on(env, &a, s, holder);
+    seal_on(env, &a, s, holder, hosts.allow());
     let key = format!("chats/{s}.jsonl");
     assert_eq!(std::fs::read(b.join(&key)).unwrap(), BODY, "host B reads what was sealed");
     let f = std::fs::OpenOptions::new().write(true).open(a.join(&key)).unwrap();
@@ -365,21 +378,26 @@ fn tamper_after_seal(env: &TestEnv, hosts: &TwoHosts, s: &str, holder: &LiveHold
     assert_eq!(std::fs::read(hosts.runtime_server().join(&key)).unwrap(), BODY.to_ascii_uppercase());
     let mut args: Vec<&str> = op.to_vec();
     args.extend(["--json", "--session", s]);
-    cli(env, &b, &args, &[ALLOW])
+    cli(env, &b, &args, &[hosts.allow()])
 }
 
 #[test]
 fn a_takeover_on_another_host_hashes_what_the_server_holds_not_its_cached_pages() {
     const TEST: &str = "a_takeover_on_another_host_hashes_what_the_server_holds_not_its_cached_pages";
+    if let Some(hosts) = TwoHosts::mount(TEST, Cache::STICKY) {
+        takeover_hashes_what_the_server_holds(&hosts);
+    }
+}
+
+fn takeover_hashes_what_the_server_holds(hosts: &TwoHosts) {
     const TRIALS: usize = 8;
-    let Some(hosts) = TwoHosts::mount(TEST, Cache::STICKY) else { return };
     let env = TestEnv::new();
     let holder = LiveHolder::start();
     let pid = holder.pid().to_string();
     let mut accepted = Vec::new();
     for i in 0..TRIALS {
         let s = format!("repro5-{i}");
-        let r = tamper_after_seal(&env, &hosts, &s, &holder, &["takeover", "--pid", &pid]);
+        let r = tamper_after_seal(&env, hosts, &s, &holder, &["takeover", "--pid", &pid]);
         if (r.code, try_error_code(&r).as_deref()) != (4, Some("session_transcript_changed")) {
             let took = r.stderr.lines().find(|l| l.contains("event=takeover")).unwrap_or(r.stderr.trim());
             accepted.push(format!("{s}: exit {} {took}", r.code));
@@ -442,7 +460,7 @@ struct Supervisor {
 }
 
 impl Supervisor {
-    fn start(env: &TestEnv, runtime: &Path, s: &str, host: &str) -> Supervisor {
+    fn start(env: &TestEnv, runtime: &Path, s: &str, host: &str, allow: (&str, &str)) -> Supervisor {
         let err = env.tmp.path().join(format!("run-{host}.err"));
         let out = env.tmp.path().join(format!("run-{host}.out"));
         // The control socket lives in a private directory (run refuses anything else).
@@ -453,7 +471,7 @@ impl Supervisor {
             env,
             runtime,
             &["run", "--json", "--session", s, "--wait", "60", "--grace", "10", "--check-interval", "1"],
-            &[ALLOW, ("T_HOST", host)],
+            &[allow, ("T_HOST", host)],
         );
         c.arg("--control-socket").arg(&sock).args(["--", "bash", "-c", HOST_WRITER, "writer"]);
         c.stdout(std::fs::File::create(&out).unwrap()).stderr(std::fs::File::create(&err).unwrap());
@@ -524,15 +542,21 @@ fn hosts_in(path: &Path) -> Vec<(String, u64)> {
 #[test]
 fn a_run_on_host_a_hands_over_to_a_run_on_host_b() {
     const TEST: &str = "a_run_on_host_a_hands_over_to_a_run_on_host_b";
+    if let Some(hosts) = TwoHosts::mount(TEST, Cache::SHORT) {
+        run_hands_over_from_a_to_b(&hosts);
+    }
+}
+
+fn run_hands_over_from_a_to_b(hosts: &TwoHosts) {
     const S: &str = "handoff";
-    let Some(hosts) = TwoHosts::mount(TEST, Cache::SHORT) else { return };
+    let allow = hosts.allow();
     let env = TestEnv::new();
     let server = hosts.runtime_server();
     let transcript = server.join(format!("chats/{S}.jsonl"));
-    let mut a = Supervisor::start(&env, &hosts.runtime_a(), S, "a");
+    let mut a = Supervisor::start(&env, &hosts.runtime_a(), S, "a", allow);
     a.wait_event("writer_started");
     wait_for(&transcript, "host A's writer to write");
-    let mut b = Supervisor::start(&env, &hosts.runtime_b(), S, "b");
+    let mut b = Supervisor::start(&env, &hosts.runtime_b(), S, "b", allow);
     b.wait_event("waiting");
     let done_a = a.stop();
     assert_eq!(done_a.code, 0, "host A's run:\nstdout:\n{}\nstderr:\n{}", done_a.stdout, done_a.stderr);
@@ -559,4 +583,18 @@ fn a_run_on_host_a_hands_over_to_a_run_on_host_b() {
     assert_eq!(rec["state"], "sealed", "{rec:?}");
     assert_eq!(session_files(&server, S), [format!("{S}.lock")]);
     cli(&env, &server, &["verify", "--json", "--session", S], &[]).assert_ok();
+}
+
+// ---------------------------------------------------------------------------------------
+// the same against a real NFS server, where this machine has an NFS client
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn the_reproductions_and_a_handoff_over_real_nfs() {
+    const TEST: &str = "the_reproductions_and_a_handoff_over_real_nfs";
+    let Some(hosts) = TwoHosts::nfs(TEST) else { return };
+    recover_never_exits_0_in_transition(&hosts);
+    cached_claim_absence_never_wins(&hosts);
+    takeover_hashes_what_the_server_holds(&hosts);
+    run_hands_over_from_a_to_b(&hosts);
 }
