@@ -260,7 +260,8 @@ struct NfsServer {
 
 impl NfsServer {
     fn start(work: &Path, export: &Path) -> Result<NfsServer, String> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_err(|e| e.to_string())?.port();
+        let port =
+            std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_err(|e| e.to_string())?.port();
         let conf = work.join("ganesha.conf");
         // NFSv4 only (no rpcbind, NLM or rquota needed), no grace period (a fresh server
         // would otherwise refuse opens for 90 s), root not squashed (the tests run as root).

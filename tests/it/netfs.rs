@@ -222,8 +222,9 @@ fn refused_without_hard_links(test: &str, options: &str) {
     // `run` says so at once and exits with the same code — not 75, the "retry later" that
     // an orchestrator restarts forever — even when told to wait for the session.
     let c = cmd(&env, &r_dir, &["run", "--json", "--session", "exfat", "--wait", "600", "--", "true"], &[]);
-    let r = run_bounded(c, LIMIT)
-        .unwrap_or_else(|| panic!("`run` on exFAT -o {options:?} was still retrying after {LIMIT:?} instead of exiting"));
+    let r = run_bounded(c, LIMIT).unwrap_or_else(|| {
+        panic!("`run` on exFAT -o {options:?} was still retrying after {LIMIT:?} instead of exiting")
+    });
     assert_unsupported(&r, &format!("run on exFAT -o {options:?}"), &fs_type, Some("hard link"));
     let left: Vec<String> = tree(&r_dir).into_keys().collect();
     assert!(left.is_empty(), "run left {left:?} behind");
