@@ -18,6 +18,13 @@
  *         record left at L; actor 1 is the same container of the same Pod, started by the
  *         kubelet only once actor 0 is dead, and may reclaim that record under the
  *         container_restarted rule (issue 18; src/lockfile/pod.rs) (default 0)
+ *   SIDECAR 1 (with RESTART=1): actor 1 carries actor 0's pod labels (the four
+ *         WRITERCTL_POD_* values) but is not its restarted container: a sidecar, an ephemeral
+ *         debug container, a process that copied the environment. It may start, and try the
+ *         reclaim, while actor 0 lives (issue 27, reproduction 1) (default 0)
+ *   EVIDENCE 0: the reclaim rests on the labels alone (the code before issue 27); 1: on
+ *         positive evidence that the recorded holder is dead, a kernel lock its tree held
+ *         that the kernel drops only when the last holder exits (issue 27 item 1) (default 1)
  *   NEGCACHE 1: actor 2 runs on another host of a network filesystem whose client caches a
  *         lookup that found nothing (a negative dentry: NFS lookupcache=all, FUSE
  *         negative_timeout), and its acquire's claim checks are plain lookups that may
@@ -47,6 +54,12 @@
 #endif
 #ifndef RESTART
 #define RESTART 0
+#endif
+#ifndef SIDECAR
+#define SIDECAR 0
+#endif
+#ifndef EVIDENCE
+#define EVIDENCE 1
 #endif
 #ifndef NEGCACHE
 #define NEGCACHE 0
@@ -108,10 +121,17 @@ bool gap[N];            /* actor a moved L aside under its claim (transition, ro
 /* (2) a record may only be removed / moved by the actor that wrote it, or by the
  *     certified taker of that exact sealed record. */
 #define AUTH(me, v) ((v) == 0 || RACTOR(v) == (me) || (v) == certified[me] || RESTARTED_FROM(me, v))
-/* the restart rule's guarantee: a record of our dead predecessor container (kubelet: one
- * instance of a named container at a time) */
-#define RESTARTED_FROM(me, v) (PRED(me) != N && RACTOR(v) == PRED(me) && dead[PRED(me)] && \
-                               RKIND(v) == ACTIVE)
+/* the truth the restart rule must rest on: an active record of our predecessor, which is
+ * dead or has exited (the kubelet runs one instance of a named container at a time; the
+ * kernel drops a lock when its last holder exits) */
+#define RESTARTED_FROM(me, v) (PRED(me) != N && RACTOR(v) == PRED(me) && \
+                               (dead[PRED(me)] || finished[PRED(me)]) && RKIND(v) == ACTIVE)
+/* what the code decides on: the record carries our pod labels (any record of actor PRED),
+ * and, with EVIDENCE, the holder's kernel lock is gone because it died (the model's crash;
+ * a record an exited holder left is left to the other rules, which keeps the search as
+ * small as before the evidence) */
+#define RECLAIM_RULE(me, v) (PRED(me) != N && RACTOR(v) == PRED(me) && RKIND(v) == ACTIVE && \
+                             (!EVIDENCE || dead[PRED(me)]))
 
 /* (1)+(3): every believed owner's exact active record is at L; so at most one owner. */
 #define OWN_OK(a) (!owner[a] || L == ownrec[a])
@@ -559,21 +579,25 @@ inline RECLAIM_RESTARTED(me) {
   if
   :: v != 0 -> skip
   :: v == 0 ->
-     READ(L, v);
+     /* The guard: judge the record at L and move it aside as one step. The code holds the
+      * reclaim guard, and after its rename re-validates what it moved and links anything
+      * else straight back (reclaim_under_guard), so only the judged record ever leaves L. */
+     atomic {
+       READ(L, v);
+       if
+       :: v != 0 && v != UNK && RECLAIM_RULE(me, v) -> RENAME(me, L, STALE[idx], rr, 1)
+       :: else -> rr = ENOENT                          /* nothing to reclaim */
+       fi
+     };
      if
-     :: v != 0 && v != UNK && RESTARTED_FROM(me, v) ->
-        RENAME(me, L, STALE[idx], rr, 1);
+     :: rr == OK ->
+        INSTALL(L, r, res);
         if
-        :: rr == OK ->
-           INSTALL(L, r, res);
+        :: res == INST ->
+           READ(C, v);                                 /* claim check #2 */
            if
-           :: res == INST ->
-              READ(C, v);                              /* claim check #2 */
-              if
-              :: v != 0 -> REMOVE_OWNED(me, L, r)
-              :: else -> err = 0; FINISH_ACQUISITION(me, r, REL[idx])
-              fi
-           :: else -> skip
+           :: v != 0 -> REMOVE_OWNED(me, L, r)
+           :: else -> err = 0; FINISH_ACQUISITION(me, r, REL[idx])
            fi
         :: else -> skip
         fi
@@ -659,7 +683,7 @@ proctype Actor(byte me) {
                              kept across operations, as a client cache is */
   /* a restarted container starts only once its predecessor is dead (or never ran out) */
 end_start:
-  (PRED(me) == N || dead[PRED(me)] || finished[PRED(me)]);
+  (PRED(me) == N || SIDECAR || dead[PRED(me)] || finished[PRED(me)]);
   do
   :: !owner[me] && gen < G -> ACQUIRE(me); FORGET
   :: PRED(me) != N && !owner[me] && gen < G -> RECLAIM_RESTARTED(me); FORGET
