@@ -117,16 +117,59 @@ fn fuse_available() -> Result<(), String> {
 
 /// `bindfs` mounts `backing` at `dir` with its own client cache.
 fn bindfs(backing: &Path, dir: &Path, cache: Cache) -> Result<Mount, String> {
+    bindfs_as(backing, dir, cache, true)
+}
+
+/// `bindfs_as(.., subtype)`: with `subtype`, mountinfo names the type `fuse.bindfs`;
+/// without, a libfuse 2 filesystem mounted by root is plain `fuse` (no subtype), as many
+/// FUSE volumes arrive.
+fn bindfs_as(backing: &Path, dir: &Path, cache: Cache, subtype: bool) -> Result<Mount, String> {
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let opts = format!(
-        "subtype=bindfs,entry_timeout={},negative_timeout={},attr_timeout={},kernel_cache",
-        cache.entry, cache.negative, cache.attr
+        "{}entry_timeout={},negative_timeout={},attr_timeout={},kernel_cache",
+        if subtype { "subtype=bindfs," } else { "" },
+        cache.entry,
+        cache.negative,
+        cache.attr
     );
     quiet_ok(Command::new("bindfs").arg("-o").arg(&opts).arg(backing).arg(dir))?;
     let m = Mount { dir: dir.to_path_buf(), loop_dev: None };
+    let want = if subtype { "fuse.bindfs" } else { "fuse" };
     match mountinfo_type(dir).as_deref() {
-        Some("fuse.bindfs") => Ok(m),
-        other => Err(format!("bindfs mounted {} as {other:?}, not fuse.bindfs", dir.display())),
+        Some(t) if t == want => Ok(m),
+        other => Err(format!("bindfs mounted {} as {other:?}, not {want}", dir.display())),
+    }
+}
+
+/// One bindfs mount whose mountinfo type is plain `fuse` (no subtype).
+pub struct PlainFuse {
+    mount: Mount,
+    _tmp: tempfile::TempDir,
+}
+
+impl PlainFuse {
+    /// `None` after a loud skip when bindfs or FUSE is missing (a panic under
+    /// `WRITERCTL_REQUIRE_SERVICES=1`).
+    pub fn mount(test: &str) -> Option<PlainFuse> {
+        if let Err(why) = fuse_available() {
+            skip(test, &why);
+            return None;
+        }
+        if !have("bindfs") {
+            skip(test, "bindfs is not installed (scripts/ci-deps.sh installs it)");
+            return None;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let backing = tmp.path().join("server");
+        std::fs::create_dir_all(backing.join("runtime")).unwrap();
+        let mount = bindfs_as(&backing, &tmp.path().join("host"), Cache::SHORT, false)
+            .unwrap_or_else(|e| panic!("{test}: {e}"));
+        Some(PlainFuse { mount, _tmp: tmp })
+    }
+
+    /// R on it.
+    pub fn runtime(&self) -> PathBuf {
+        self.mount.dir.join("runtime")
     }
 }
 

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::fsmount::{Cache, NoHardLinks, TwoHosts, mountinfo_type};
+use crate::fsmount::{Cache, NoHardLinks, PlainFuse, TwoHosts, mountinfo_type};
 use crate::support::*;
 
 const GATE: (&str, &str) = ("WRITERCTL_SESSION_WRITER_LEASE", "1");
@@ -198,6 +198,31 @@ fn bindfs_is_refused_unless_writerctl_allow_filesystem_names_it() {
     );
     r.assert_ok();
     assert_eq!(session_files(&hosts.runtime_server(), "allowed"), ["allowed.lock"]);
+}
+
+#[test]
+fn a_fuse_mount_without_a_subtype_is_refused_as_fuse() {
+    // libfuse 2 filesystems mounted by root appear in mountinfo as plain `fuse`: an unknown
+    // FUSE filesystem, refused like any type not proven safe, and allowed only by name.
+    const TEST: &str = "a_fuse_mount_without_a_subtype_is_refused_as_fuse";
+    let Some(fs) = PlainFuse::mount(TEST) else { return };
+    let env = TestEnv::new();
+    let holder = LiveHolder::start();
+    let pid = holder.pid().to_string();
+    let r_dir = fs.runtime();
+    for allow in [None, Some("fuse.bindfs")] {
+        let extra: Vec<(&str, &str)> = allow.map(|v| ("WRITERCTL_ALLOW_FILESYSTEM", v)).into_iter().collect();
+        let r = cli(&env, &r_dir, &["acquire", "--json", "--session", "plain", "--pid", &pid], &extra);
+        assert_unsupported(&r, &format!("acquire on plain fuse (WRITERCTL_ALLOW_FILESYSTEM={allow:?})"), "fuse", None);
+        assert_eq!(session_files(&r_dir, "plain"), Vec::<String>::new(), "a refusal wrote a lock");
+    }
+    let r = cli(
+        &env,
+        &r_dir,
+        &["acquire", "--json", "--session", "plain", "--pid", &pid],
+        &[("WRITERCTL_ALLOW_FILESYSTEM", "fuse")],
+    );
+    r.assert_ok();
 }
 
 /// On exFAT mounted `options`: acquire (with and without `WRITERCTL_ALLOW_FILESYSTEM`
