@@ -5,15 +5,24 @@
 #   CONFIGS="MAXF=1,G=1" bash model/check.sh
 #
 # CONFIGS is a space-separated list; each entry is a comma-separated list of
-# NAME=VALUE model tunables (G, MAXF, WAIT, ACQ, SEED, RESTART; see handoff.pml).
+# NAME=VALUE model tunables (G, MAXF, WAIT, ACQ, SEED, RESTART, NEGCACHE; see handoff.pml).
 # Exits non-zero on any assertion violation, invalid end state, incomplete search
 # or tool error.
+#
+# EXPECT_VIOLATION lists configurations of the same form in which pan must find a
+# counterexample to a named property (NAME=VALUE,...:PROPERTY, PROPERTY being part of the
+# text of the violated assertion): they show the model catches the known unsafe protocols
+# of issue 27 — the claim checks answered from a client's cached "no such file"
+# (reproduction 4: property 4) and a reclaim across pid namespaces on pod labels alone by
+# a sidecar while the writer lives (reproduction 1: property 2, AUTH). The script fails if
+# such a search finds no error, or another one.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 model="$here/handoff.pml"
-CONFIGS="${CONFIGS:-MAXF=0,G=1 MAXF=0,G=1,WAIT=3,ACQ=3 MAXF=0,G=1,RESTART=1 MAXF=1,G=1,RESTART=1}"
+CONFIGS="${CONFIGS:-MAXF=0,G=1 MAXF=0,G=1,WAIT=3,ACQ=3 MAXF=0,G=1,RESTART=1 MAXF=1,G=1,RESTART=1 MAXF=0,G=1,RESTART=1,SIDECAR=1}"
 PAN_FLAGS="${PAN_FLAGS:--m200000 -w26}"
+EXPECT_VIOLATION="${EXPECT_VIOLATION:-MAXF=0,G=1,NEGCACHE=1:!(ingap) MAXF=0,G=1,RESTART=1,SIDECAR=1,EVIDENCE=0:==certified[me]}"
 
 if ! command -v spin >/dev/null 2>&1; then
     echo "spin not found; installing the Debian package"
@@ -55,6 +64,28 @@ for cfg in $CONFIGS; do
         echo "FAIL ($cfg): the search was not exhaustive"; status=1; continue
     fi
     grep -E "errors: 0$" "$dir/pan.out" | sed 's/^.*\(errors: 0\)$/\1/'
+done
+
+for entry in $EXPECT_VIOLATION; do
+    cfg="${entry%%:*}"
+    want="${entry#*:}"
+    defs=()
+    IFS=',' read -ra kvs <<<"$cfg"
+    for kv in "${kvs[@]}"; do defs+=("-D$kv"); done
+    dir="$work/expect-$cfg"
+    mkdir -p "$dir"
+    cp "$model" "$dir/handoff.pml"
+    echo "== config $cfg (must violate $want)"
+    (cd "$dir" && spin "${defs[@]}" -a handoff.pml) || { echo "spin -a failed for $cfg"; status=1; continue; }
+    (cd "$dir" && gcc -O2 -DSAFETY -DCOLLAPSE -o pan pan.c) || { echo "gcc failed for $cfg"; status=1; continue; }
+    # shellcheck disable=SC2086
+    (cd "$dir" && ./pan $PAN_FLAGS) >"$dir/pan.out" 2>&1 || true
+    if grep -F "assertion violated" "$dir/pan.out" | grep -qF -- "$want"; then
+        echo "counterexample found, as expected: an assertion containing $want"
+    else
+        echo "FAIL ($cfg): expected a violation of $want"; status=1
+        grep -E "^pan|assertion|errors" "$dir/pan.out" | head -10 || true
+    fi
 done
 
 exit $status

@@ -18,6 +18,21 @@
  *         record left at L; actor 1 is the same container of the same Pod, started by the
  *         kubelet only once actor 0 is dead, and may reclaim that record under the
  *         container_restarted rule (issue 18; src/lockfile/pod.rs) (default 0)
+ *   SIDECAR 1 (with RESTART=1): actor 1 carries actor 0's pod labels (the four
+ *         WRITERCTL_POD_* values) but is not its restarted container: a sidecar, an ephemeral
+ *         debug container, a process that copied the environment. It may start, and try the
+ *         reclaim, while actor 0 lives (issue 27, reproduction 1) (default 0)
+ *   EVIDENCE 0: the reclaim rests on the labels alone (the code before issue 27); 1: on
+ *         positive evidence that the recorded holder is dead, a kernel lock its tree held
+ *         that the kernel drops only when the last holder exits (issue 27 item 1) (default 1)
+ *   NEGCACHE 1: actor 2 runs on another host of a network filesystem whose client caches a
+ *         lookup that found nothing (a negative dentry: NFS lookupcache=all, FUSE
+ *         negative_timeout), and its acquire's claim checks are plain lookups that may
+ *         answer "no claim" from that cache while the claim exists on the server: the code
+ *         before issue 27 on NFS (reproduction 4). check.sh expects property (4) to fail.
+ *         With 0 every claim check reads what the server holds: a local disk, or a check
+ *         the server arbitrates (a directory listing read after opening the directory, an
+ *         exclusive create), as issue 27 item 4 requires on a network filesystem (default 0)
  */
 
 #define N 3
@@ -40,6 +55,17 @@
 #ifndef RESTART
 #define RESTART 0
 #endif
+#ifndef SIDECAR
+#define SIDECAR 0
+#endif
+#ifndef EVIDENCE
+#define EVIDENCE 1
+#endif
+#ifndef NEGCACHE
+#define NEGCACHE 0
+#endif
+/* whether actor `me`'s acquire claim checks may be answered from a cached absence */
+#define CACHED_CLAIM (NEGCACHE && me == 2)
 /* the actor whose restarted container actor `a` is (N: none) */
 #define PRED(a) ((RESTART && (a) == 1) -> 0 : N)
 
@@ -89,14 +115,23 @@ byte certified[N];      /* the sealed record this actor validated under its clai
 bool retained[N];       /* a transition ended with its claim deliberately retained */
 bool dead[N];           /* the actor's process was killed (RESTART): it never acts again */
 bool finished[N];           /* the actor finished normally */
+bool gap[N];            /* actor a moved L aside under its claim (transition, rollback) and
+                           has not linked anything back: L is missing on its account */
 
 /* (2) a record may only be removed / moved by the actor that wrote it, or by the
  *     certified taker of that exact sealed record. */
 #define AUTH(me, v) ((v) == 0 || RACTOR(v) == (me) || (v) == certified[me] || RESTARTED_FROM(me, v))
-/* the restart rule's guarantee: a record of our dead predecessor container (kubelet: one
- * instance of a named container at a time) */
-#define RESTARTED_FROM(me, v) (PRED(me) != N && RACTOR(v) == PRED(me) && dead[PRED(me)] && \
-                               RKIND(v) == ACTIVE)
+/* the truth the restart rule must rest on: an active record of our predecessor, which is
+ * dead or has exited (the kubelet runs one instance of a named container at a time; the
+ * kernel drops a lock when its last holder exits) */
+#define RESTARTED_FROM(me, v) (PRED(me) != N && RACTOR(v) == PRED(me) && \
+                               (dead[PRED(me)] || finished[PRED(me)]) && RKIND(v) == ACTIVE)
+/* what the code decides on: the record carries our pod labels (any record of actor PRED),
+ * and, with EVIDENCE, the holder's kernel lock is gone because it died (the model's crash;
+ * a record an exited holder left is left to the other rules, which keeps the search as
+ * small as before the evidence) */
+#define RECLAIM_RULE(me, v) (PRED(me) != N && RACTOR(v) == PRED(me) && RKIND(v) == ACTIVE && \
+                             (!EVIDENCE || dead[PRED(me)]))
 
 /* (1)+(3): every believed owner's exact active record is at L; so at most one owner. */
 #define OWN_OK(a) (!owner[a] || L == ownrec[a])
@@ -162,6 +197,20 @@ inline UNLINK_ALIAS(P) {
   atomic { assert(P == 0 || P == L); P = 0 }
 }
 
+/* an acquire's claim check (acquire.rs check_claim). On a caching host a plain lookup
+ * may answer from a cached "no such file"; a lookup that found nothing may be cached,
+ * one that found the claim replaces the cached absence. */
+inline CLAIM_CHECK(out) {
+  if
+  :: CACHED_CLAIM && negc -> out = 0
+  :: true -> READ(C, out);
+     if
+     :: CACHED_CLAIM -> negc = (out == 0)
+     :: else -> skip
+     fi
+  fi
+}
+
 /* ---------------------------------------------------------------- primitives.rs */
 
 /* install (§5.1): write+fsync temp, link(temp, target), reconcile an error by inode.
@@ -219,12 +268,12 @@ inline LINK_CLAIMED_PRIMARY(SRCP, SRCRAW, CLRAW) {
      fi;
      LINK(SRCP, L, lk);
      if
-     :: lk == OK -> lcp = LCP_OK; break
+     :: lk == OK -> lcp = LCP_OK; gap[me] = 0; break
      :: else -> skip
      fi;
      READ(L, v);                                       /* classify_primary */
      if
-     :: v == SRCRAW -> lcp = LCP_OK; break             /* error after effect */
+     :: v == SRCRAW -> lcp = LCP_OK; gap[me] = 0; break  /* error after effect */
      :: v == UNK -> lcp = LCP_UNCLEAR; break
      :: v == 0 -> lcp = LCP_FAIL; break
      :: v != 0 && v != UNK && v != SRCRAW && RKIND(v) == ACTIVE ->
@@ -251,7 +300,10 @@ inline RESTORE(me, EXP, RETP, CLRAW) {
 /* Transition::run. Sets stage; terr = 1 on error. */
 inline TRANSITION(me, EXP, SRCP, SRCRAW, RETP, CLRAW) {
   terr = 0;
-  RENAME(me, L, RETP, rr, 1);
+  atomic {
+    RENAME(me, L, RETP, rr, 1);
+    if :: RETP == EXP -> gap[me] = 1 :: else -> skip fi   /* ghost: L moved aside */
+  }
   if
   :: rr != OK ->
      READ(L, v); READ(RETP, v2);
@@ -295,7 +347,10 @@ inline ROLLBACK(me, EXP, SRCRAW, RETP, CLRAW) {
      :: v == 0 -> break
      :: v == UNK -> rb = 1; break
      :: v == SRCRAW ->
-          UNLINK(me, L, ures);
+          atomic {
+            UNLINK(me, L, ures);
+            if :: ures == OK -> gap[me] = 1 :: else -> skip fi  /* ghost: L removed */
+          }
           if
           :: ures == OK || ures == ENOENT -> break
           :: else -> uf++;
@@ -408,7 +463,7 @@ inline RELEASE_EXACT(me, RAW, RELP) {
 inline FINISH_ACQUISITION(me, RAW, RELP) {
   READ(L, v);
   if
-  :: v == RAW -> atomic { owner[me] = 1; ownrec[me] = RAW }
+  :: v == RAW -> atomic { assert(!ingap); owner[me] = 1; ownrec[me] = RAW }  /* (4) */
   :: v == RAW && faults > 0 -> faults--; err = 1     /* shape check / dir fsync failed */
   :: v != RAW -> err = 1
   fi;
@@ -488,12 +543,15 @@ inline ACQUIRE(me) {
   :: i >= ACQ -> break                                 /* AcquireBudgetExhausted */
   :: i < ACQ ->
      i++;
-     READ(C, v);                                       /* claim check #1 */
+     CLAIM_CHECK(v);                                   /* claim check #1 */
      if :: v != 0 -> break :: else -> skip fi;
-     INSTALL(L, r, res);
+     atomic {
+       INSTALL(L, r, res);                             /* ghost: into a transition's gap? */
+       ingap = (res == INST && (gap[0] || gap[1] || gap[2]))
+     }
      if
      :: res == INST ->
-        READ(C, v);                                    /* claim check #2 */
+        CLAIM_CHECK(v);                                /* claim check #2 */
         if
         :: v != 0 -> REMOVE_OWNED(me, L, r); break
         :: else -> err = 0; FINISH_ACQUISITION(me, r, REL[idx]); break
@@ -521,21 +579,25 @@ inline RECLAIM_RESTARTED(me) {
   if
   :: v != 0 -> skip
   :: v == 0 ->
-     READ(L, v);
+     /* The guard: judge the record at L and move it aside as one step. The code holds the
+      * reclaim guard, and after its rename re-validates what it moved and links anything
+      * else straight back (reclaim_under_guard), so only the judged record ever leaves L. */
+     atomic {
+       READ(L, v);
+       if
+       :: v != 0 && v != UNK && RECLAIM_RULE(me, v) -> RENAME(me, L, STALE[idx], rr, 1)
+       :: else -> rr = ENOENT                          /* nothing to reclaim */
+       fi
+     };
      if
-     :: v != 0 && v != UNK && RESTARTED_FROM(me, v) ->
-        RENAME(me, L, STALE[idx], rr, 1);
+     :: rr == OK ->
+        INSTALL(L, r, res);
         if
-        :: rr == OK ->
-           INSTALL(L, r, res);
+        :: res == INST ->
+           READ(C, v);                                 /* claim check #2 */
            if
-           :: res == INST ->
-              READ(C, v);                              /* claim check #2 */
-              if
-              :: v != 0 -> REMOVE_OWNED(me, L, r)
-              :: else -> err = 0; FINISH_ACQUISITION(me, r, REL[idx])
-              fi
-           :: else -> skip
+           :: v != 0 -> REMOVE_OWNED(me, L, r)
+           :: else -> err = 0; FINISH_ACQUISITION(me, r, REL[idx])
            fi
         :: else -> skip
         fi
@@ -610,14 +672,18 @@ inline SEAL(me) {
  * (idx and r stay: they name the lease's side files and record) */
 #define FORGET skip; d_step { s = 0; sv = 0; v = 0; v2 = 0; res = 0; lk = 0; rr = 0; \
            lcp = 0; rex = 0; ures = 0; rcl = 0; rb = 0; stage = 0; obs = 0; obs2 = 0; \
-           uf = 0; i = 0; att = 0; relres = 0; claim_inst = 0; cex = 0; err = 0; terr = 0 }
+           uf = 0; i = 0; att = 0; relres = 0; claim_inst = 0; cex = 0; err = 0; terr = 0; \
+           ingap = 0 }
 proctype Actor(byte me) {
   byte gen, idx, r, s, sv, v, v2, res, lk, rr, lcp, rex, ures, rcl, rb;
   byte stage, obs, obs2, uf, i, att, relres;
   bool claim_inst, cex, err, terr;
+  bool ingap;             /* ghost: our acquire installed L into another actor's gap */
+  bool negc = CACHED_CLAIM; /* a cached "no such file" for L.claim (a `status` looked first);
+                             kept across operations, as a client cache is */
   /* a restarted container starts only once its predecessor is dead (or never ran out) */
 end_start:
-  (PRED(me) == N || dead[PRED(me)] || finished[PRED(me)]);
+  (PRED(me) == N || SIDECAR || dead[PRED(me)] || finished[PRED(me)]);
   do
   :: !owner[me] && gen < G -> ACQUIRE(me); FORGET
   :: PRED(me) != N && !owner[me] && gen < G -> RECLAIM_RESTARTED(me); FORGET
@@ -629,7 +695,9 @@ end_start:
   finished[me] = 1
 }
 
-/* properties (1) and (3), checked in every reachable state */
+/* properties (1) and (3), checked in every reachable state; (2) at every move and removal;
+ * (4) where an ordinary acquire returns a lease: it did not install L into the gap a claim
+ * holder's transition left (the claim checks must have seen that claim) */
 active proctype monitor() {
 end: atomic { !INV -> assert(false) }
 }

@@ -940,3 +940,117 @@ fn crash_matrix_every_writer_ending_under_run() {
     );
     assert!(violations.is_empty(), "{}", violations.join("\n"));
 }
+
+// ---------------------------------------------------------------------------------------
+// two hosts of a network filesystem (issue 27): a crash on host A mid-transition, seen by
+// host B whose client cached the claim's absence, on mounts without RENAME_NOREPLACE
+// ---------------------------------------------------------------------------------------
+
+/// The failpoints of a seal or a takeover (their own, the transition's and the rollback's):
+/// the steps between which a claim may exist and the primary be moved aside.
+fn transition_failpoints() -> Vec<String> {
+    failpoints()
+        .into_iter()
+        .filter(|f| ["seal.", "takeover.", "transition.", "rollback."].iter().any(|p| f.starts_with(p)))
+        .collect()
+}
+
+/// One case: `op` (`seal` or `takeover`) on host A killed at `fp`, host B having looked at
+/// the session first. Returns its violations.
+fn run_two_host_case(env: &TestEnv, hosts: &crate::fsmount::TwoHosts, n: usize, op: Op, fp: &str) -> Vec<String> {
+    let s = format!("two-host-{n}");
+    let label = format!("[{} {fp}=kill on host A, host B cached]", op.name());
+    let mut v = Vec::new();
+    let allow = hosts.allow();
+    let (a, b, server) = (hosts.runtime_a(), hosts.runtime_b(), hosts.runtime_server());
+    let run = |runtime: &Path, args: &[&str], extra: &[(&str, &str)]| -> Option<Run> {
+        let mut c = env.cmd();
+        c.args(args).arg("--runtime-dir").arg(runtime).env(GATE.0, GATE.1).env(allow.0, allow.1);
+        for (k, val) in extra {
+            c.env(k, val);
+        }
+        run_bounded(c, LIMIT)
+    };
+    let holder = LiveHolder::start();
+    let pid = holder.pid().to_string();
+    let tok = env.tmp.path().join(format!("{s}.token"));
+    let tf = tok.to_str().unwrap();
+    let key = format!("chats/{s}.jsonl");
+    // ----- stage on host A -----
+    let mut staged =
+        run(&a, &["acquire", "--managed", "--json", "--session", &s, "--pid", &pid, "--token-file", tf], &[])
+            .is_some_and(|r| r.code == 0);
+    std::fs::create_dir_all(a.join("chats")).unwrap();
+    std::fs::write(a.join(&key), BODY).unwrap();
+    if staged && op == Op::Takeover {
+        staged = run(&a, &["seal", "--json", "--session", &s, "--token-file", tf], &[]).is_some_and(|r| r.code == 0);
+    }
+    if !staged {
+        return vec![format!("{label} staging on host A failed")];
+    }
+    // Host B looks first: its client caches the claim as missing.
+    if run(&b, &["status", "--json", "--session", &s], &[]).is_none_or(|r| r.code != 0) {
+        v.push(format!("{label} status on host B failed"));
+    }
+    // ----- the operation on host A, killed at the failpoint -----
+    let spec = format!("{fp}=kill");
+    let tf_new = env.tmp.path().join(format!("{s}.new.token"));
+    let args: Vec<&str> = match op {
+        Op::Seal => vec!["seal", "--json", "--session", &s, "--token-file", tf],
+        _ => vec!["takeover", "--json", "--session", &s, "--pid", &pid, "--token-file", tf_new.to_str().unwrap()],
+    };
+    if run(&a, &args, &[("WRITERCTL_FAILPOINTS", &spec)]).is_none() {
+        v.push(format!("{label} the operation hung"));
+    }
+    // ----- host B acquires while whatever the crash left is on the server -----
+    let claim_left = server.join(format!("tmp/session-writer-locks/{s}.lock.claim")).exists();
+    let other = LiveHolder::start();
+    let other_pid = other.pid().to_string();
+    match run(&b, &["acquire", "--json", "--session", &s, "--pid", &other_pid], &[]) {
+        None => v.push(format!("{label} host B's acquire hung")),
+        Some(r) if claim_left && r.code == 0 => v.push(format!(
+            "{label} host B acquired the session while host A's claim was on the server (its cached lookup said none)"
+        )),
+        Some(_) => {}
+    }
+    // ----- every writer fenced: recover on host B, judged by what the server holds -----
+    holder.stop();
+    other.stop();
+    match run(&b, &["recover", "--json", "--session", &s, "--writers-fenced", "--yes"], &[]) {
+        None => v.push(format!("{label} recover hung")),
+        Some(r) if r.code == 0 => {
+            let st = run(&server, &["status", "--json", "--session", &s], &[]);
+            let state = st.and_then(|st| serde_json::from_str::<Value>(&st.stdout).ok()).map(|j| j["state"].clone());
+            if state.as_ref().and_then(Value::as_str) == Some("in_transition") {
+                let failed: Vec<&str> = r.stdout.lines().filter(|l| l.contains("\"result\": \"failed")).collect();
+                v.push(format!(
+                    "{label} recover on host B exited 0 with the session still in transition on the server ({})",
+                    failed.join("; ").replace("  ", "")
+                ));
+            }
+        }
+        Some(_) => {}
+    }
+    if std::fs::read(server.join(&key)).ok().as_deref() != Some(BODY) {
+        v.push(format!("{label} a transcript byte changed"));
+    }
+    v
+}
+
+#[test]
+fn crash_matrix_on_two_hosts_with_cached_lookups_and_no_rename_noreplace() {
+    const TEST: &str = "crash_matrix_on_two_hosts_with_cached_lookups_and_no_rename_noreplace";
+    let Some(hosts) = crate::fsmount::TwoHosts::mount(TEST, crate::fsmount::Cache::STICKY) else { return };
+    let env = TestEnv::new();
+    let mut violations = Vec::new();
+    let mut n = 0;
+    for op in [Op::Seal, Op::Takeover] {
+        for fp in transition_failpoints() {
+            violations.extend(run_two_host_case(&env, &hosts, n, op, &fp));
+            n += 1;
+        }
+    }
+    eprintln!("crash matrix on two hosts: {n} cases, {} violations", violations.len());
+    assert!(n >= 20, "too few transition failpoints found: {:?}", transition_failpoints());
+    assert_eq!(violations.len(), 0, "{} two-host crash violations:\n{}", violations.len(), violations.join("\n"));
+}

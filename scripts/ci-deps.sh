@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Installs, on a fresh Debian machine, every tool writerctl's test suite runs besides cargo
+# (and Redis/PostgreSQL, which the machine provides). `.ci/run` calls it; a person can too:
+#
+#   sudo scripts/ci-deps.sh
+#
+# Idempotent: a tool already on PATH is left alone, and `apt-get update` runs only when an
+# install fails (a fresh image's package lists are often stale or empty).
+#
+# What uses what:
+#   promtool (prometheus), systemd-analyze (systemd), curl   tests/it/deploy.rs, metrics.rs
+#   mandoc                                                   .ci/run's man page lint
+#   spin                                                     model/check.sh
+#   bindfs, fuse3                 tests/it/netfs.rs: two "hosts" with their own client caches
+#   exfat-fuse, exfatprogs        tests/it/netfs.rs: a filesystem without hard links
+#   setcap (libcap2-bin)          tests that give the supervisor's helper a file capability
+#   nfs-ganesha(-vfs), nfs-common tests/it/netfs.rs's real NFS run; only where this kernel has
+#                                 an NFS client (otherwise that test skips with the reason and
+#                                 installing the server would only cost time)
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  sudo="sudo"
+fi
+
+have() { # have COMMAND: on PATH, or in an sbin directory a non-root PATH may lack
+  command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]
+}
+
+install() { # install PACKAGE...
+  $sudo apt-get install -y -q --no-install-recommends "$@" >/dev/null 2>&1 || {
+    $sudo apt-get update -q >/dev/null 2>&1 && $sudo apt-get install -y -q --no-install-recommends "$@" >/dev/null
+  }
+}
+
+need() { # need COMMAND PACKAGE...
+  local cmd="$1"
+  shift
+  have "$cmd" || install "$@"
+}
+
+if ! have promtool; then
+  install prometheus
+  # Only promtool is wanted: never leave the server the package ships running on :9090
+  # (a container's policy-rc.d already keeps it from starting).
+  $sudo systemctl disable --now prometheus >/dev/null 2>&1 || true
+fi
+need systemd-analyze systemd
+# The coordinator's systemd unit waits for /readyz with curl (ExecStartPost=), which
+# `systemd-analyze verify` checks is installed.
+need curl curl
+need mandoc mandoc
+need spin spin
+need bindfs bindfs fuse3
+need fusermount3 fuse3
+need mount.exfat-fuse exfat-fuse
+need mkfs.exfat exfatprogs
+need losetup mount
+need setcap libcap2-bin
+
+# A kernel NFS client: built in, or a module modprobe can load.
+if grep -qw -e nfs -e nfs4 /proc/filesystems 2>/dev/null || { have modprobe && $sudo modprobe -q nfs 2>/dev/null; }; then
+  need ganesha.nfsd nfs-ganesha nfs-ganesha-vfs
+  need mount.nfs nfs-common
+fi
+echo "ci-deps: test tools present"
