@@ -64,6 +64,42 @@ fn exit_status_section() -> String {
     s
 }
 
+/// The lock-file commands: their pages get the [`lockfile_environment_section`].
+const LOCKFILE_COMMANDS: &[&str] = &["acquire", "release", "seal", "takeover", "verify", "status", "recover", "run"];
+
+/// The ENVIRONMENT section of a lock-file command's page (issue 27: the pod labels and the
+/// filesystem override were named nowhere a man reader looks).
+fn lockfile_environment_section(command: &str) -> String {
+    let mut vars: Vec<(&str, &str)> = vec![
+        ("WRITERCTL_RUNTIME_DIR, QWEN_RUNTIME_DIR", "the runtime directory R when --runtime-dir is absent"),
+        (
+            "WRITERCTL_POD_UID, WRITERCTL_POD_NAME, WRITERCTL_POD_NAMESPACE, WRITERCTL_CONTAINER_NAME",
+            "the writer's Pod (downward API) and container, all four or none: recorded in the lock (writerctl_pod) as labels for status and audit. They never prove a holder gone alone: a reclaim under container_restarted or statefulset_pod_replaced also needs the record's holder lock released (the kernel's evidence)",
+        ),
+        (
+            "WRITERCTL_STATEFULSET_IDENTITY=1",
+            "as --statefulset-identity: a released holder lock of a Pod of this name with another UID may be reclaimed",
+        ),
+        (
+            "WRITERCTL_ALLOW_FILESYSTEM=TYPE[,TYPE]",
+            "run on a filesystem type that is refused with filesystem_unsupported (types as /proc/self/mountinfo names them: nfs, nfs4, fuse.sshfs, fuse.juicefs, ...), with every defence on. A filesystem without hard links is never allowed",
+        ),
+    ];
+    if command == "run" {
+        vars.push((
+            "WRITERCTL_PID_NAMESPACE=auto|require|off",
+            "as --pid-namespace. The writer sees WRITERCTL_PID_NAMESPACE=own or shared, and WRITERCTL_HOLDER_LOCK_FD, the descriptor of the lock's holder lock, which it must keep open",
+        ));
+        vars.push(("WRITERCTL_MAX_UNVERIFIED=SECONDS", "as --max-unverified"));
+    }
+    let mut s = String::from(".SH ENVIRONMENT\n");
+    for (name, meaning) in vars {
+        s.push_str(&format!(".TP\n\\fB{}\\fR\n{}\n", roff_escape(name), roff_escape(meaning)));
+    }
+    s.push_str(".SH FILESYSTEMS\nWhat holds on each filesystem and process setup is in docs/filesystems\\-and\\-orchestrators.md of the source tree.\n");
+    s
+}
+
 fn roff_escape(text: &str) -> String {
     let t = text.replace('\\', "\\e").replace('-', "\\-");
     // A line starting with `.` or `'` would be read as a request.
@@ -104,7 +140,12 @@ fn sub_pages(parent: &clap::Command, prefix: &str, files: &mut Vec<(PathBuf, Vec
     for sub in parent.get_subcommands().filter(|s| !s.is_hide_set() && s.get_name() != "help") {
         let name = format!("{prefix}-{}", sub.get_name());
         let bin = format!("{} {}", prefix.replace('-', " "), sub.get_name());
-        let page = man_page(sub.clone().name(name.clone()).bin_name(bin), &exit_status_section())?;
+        let mut extra = String::new();
+        if prefix == "writerctl" && LOCKFILE_COMMANDS.contains(&sub.get_name()) {
+            extra.push_str(&lockfile_environment_section(sub.get_name()));
+        }
+        extra.push_str(&exit_status_section());
+        let page = man_page(sub.clone().name(name.clone()).bin_name(bin), &extra)?;
         files.push((PathBuf::from(format!("man/{name}.1")), page));
         sub_pages(sub, &name, files)?;
     }
@@ -170,6 +211,23 @@ mod tests {
                 assert!(rendered.contains(&rel), "{} is not generated any more; delete it", rel.display());
             }
         }
+    }
+
+    #[test]
+    fn lock_file_pages_name_the_pod_labels_and_the_filesystem_override() {
+        let files = render_all().unwrap();
+        let page = |name: &str| {
+            let (_, bytes) = files.iter().find(|(p, _)| p == &PathBuf::from(format!("man/{name}.1"))).unwrap();
+            String::from_utf8(bytes.clone()).unwrap()
+        };
+        for name in ["writerctl-acquire", "writerctl-run", "writerctl-status", "writerctl-takeover"] {
+            let text = page(name);
+            for var in ["WRITERCTL_POD_UID", "WRITERCTL_CONTAINER_NAME", "WRITERCTL_ALLOW_FILESYSTEM"] {
+                assert!(text.contains(var), "{name} does not name {var}");
+            }
+        }
+        assert!(page("writerctl-run").contains("WRITERCTL_PID_NAMESPACE"));
+        assert!(!page("writerctl-master-status").contains("WRITERCTL_POD_UID"), "coordinator pages stay as they were");
     }
 
     #[test]

@@ -366,6 +366,37 @@ pub fn is_silly_rename(name: &[u8]) -> bool {
     false
 }
 
+/// Does `link(2)` fail in directory `dir` the way a filesystem without hard links fails
+/// (`EPERM`, `EOPNOTSUPP`, `EMLINK`)? The errno when it does.
+///
+/// Why a probe (issue 27): a FUSE filesystem (exfat-fuse shows as `fuseblk`, with nothing in
+/// mountinfo saying it is exFAT), an SMB share without unix extensions and an unknown type
+/// give no other sign, and finding out at the first install used to leave the lock
+/// directory behind and tell an orchestrator to retry forever. The probe creates a fresh
+/// `O_EXCL` file with a random name beside the path, links it, and removes both: nothing is
+/// left, and a probe that cannot even create its file (read-only, no permission) says
+/// nothing — the real operation reports that error itself.
+pub fn refuses_hard_links(dir: &Path) -> Option<rustix::io::Errno> {
+    use rustix::io::Errno;
+    let d =
+        rfs::open(dir, rfs::OFlags::RDONLY | rfs::OFlags::DIRECTORY | rfs::OFlags::CLOEXEC, rfs::Mode::empty()).ok()?;
+    let name = format!(".writerctl-link-probe.{}", uuid::Uuid::new_v4());
+    let linked = format!("{name}.link");
+    let flags =
+        rfs::OFlags::WRONLY | rfs::OFlags::CREATE | rfs::OFlags::EXCL | rfs::OFlags::NOFOLLOW | rfs::OFlags::CLOEXEC;
+    drop(rfs::openat(&d, &name, flags, rfs::Mode::from_raw_mode(0o600)).ok()?);
+    let result = rfs::linkat(&d, &name, &d, &linked, AtFlags::empty());
+    let _ = rfs::unlinkat(&d, &name, AtFlags::empty());
+    match result {
+        Ok(()) => {
+            let _ = rfs::unlinkat(&d, &linked, AtFlags::empty());
+            None
+        }
+        Err(e @ (Errno::PERM | Errno::OPNOTSUPP | Errno::MLINK)) => Some(e),
+        Err(_) => None,
+    }
+}
+
 /// The types `WRITERCTL_ALLOW_FILESYSTEM` names.
 pub fn allowed_types() -> Vec<String> {
     std::env::var(ALLOW_ENV)
@@ -407,6 +438,16 @@ pub fn require_supported_path(path: &Path) -> Result<(), LockError> {
         match rfs::open(p, rfs::OFlags::PATH | rfs::OFlags::CLOEXEC, rfs::Mode::empty()) {
             Ok(fd) => {
                 let fs = of_fd(&fd).map_err(|e| LockError::io(format!("statfs {}", p.display()), e))?;
+                // Only where directories are about to be created: the probe then runs in an
+                // ancestor, never inside a lock directory that scans read; an existing lock
+                // directory's install reports a missing link(2) itself.
+                if p != path
+                    && matches!(fs.family, Family::Fuse | Family::Smb | Family::Other)
+                    && let Some(errno) = refuses_hard_links(p)
+                {
+                    let why = format!("link(2) answered {errno} in {}", p.display());
+                    return Err(unsupported(&fs, path, no_hard_links(&why)));
+                }
                 return require_supported(&fs, path);
             }
             Err(rustix::io::Errno::NOENT) => cur = p.parent(),
@@ -419,6 +460,20 @@ pub fn require_supported_path(path: &Path) -> Result<(), LockError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod probe_tests {
+    use super::*;
+
+    #[test]
+    fn the_hard_link_probe_passes_on_a_local_disk_and_leaves_nothing() {
+        let t = tempfile::tempdir().unwrap();
+        assert_eq!(refuses_hard_links(t.path()), None);
+        assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 0, "the probe left files behind");
+        // A directory the probe cannot write to says nothing (the real operation reports it).
+        assert_eq!(refuses_hard_links(Path::new("/proc/self")), None);
+    }
 }
 
 #[cfg(test)]

@@ -62,7 +62,6 @@ use super::sys::{Dir, Kind};
 /// The record key naming the holder lock file (qwen ignores unknown keys).
 pub const HOLDER_LOCK_KEY: &str = "writerctl_holder_lock";
 
-
 /// A holder lock we created and hold: the file's name in the lock directory and the
 /// descriptor whose open file description carries the lock.
 #[derive(Debug)]
@@ -138,7 +137,7 @@ impl Unverifiable {
             Unverifiable::NotPlainFile => "its holder-lock file is not a regular file with one link",
             Unverifiable::LocksNotArbitrated => {
                 "the lock directory's filesystem (FUSE, NFS with local_lock, or a type not known here) does not prove its locks shared between mounts"
-            },
+            }
             Unverifiable::OpenFailed => "its holder-lock file cannot be opened here (permissions or I/O)",
             Unverifiable::LockFailed => "the filesystem refused the lock probe (no lock manager, or I/O)",
         }

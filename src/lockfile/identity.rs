@@ -739,7 +739,12 @@ mod tests {
     #[test]
     fn a_holder_lock_without_a_verdict_is_live_never_the_pid_rule() {
         let mine = OwnerFields { holder_lock: pod_record(None, true).holder_lock, ..owner() };
-        for why in [Unverifiable::Missing, Unverifiable::LocksNotArbitrated, Unverifiable::NotPlainFile, Unverifiable::LockFailed] {
+        for why in [
+            Unverifiable::Missing,
+            Unverifiable::LocksNotArbitrated,
+            Unverifiable::NotPlainFile,
+            Unverifiable::LockFailed,
+        ] {
             let p = probe(Signal0::NoSuchProcess, HolderLockState::Unverifiable(why));
             assert_eq!(run(mine.clone(), local(), &p), Liveness::Live(LiveReason::HolderLockUnverifiable(why)));
         }

@@ -38,7 +38,9 @@ const BODY: &[u8] = b"{\"type\":\"user\",\"text\":\"hello from host a\"}\n";
 /// `writerctl ARGS --runtime-dir R`, cleared environment, the gate on, plus `extra`.
 fn cmd(env: &TestEnv, runtime: &Path, args: &[&str], extra: &[(&str, &str)]) -> Command {
     let mut c = env.cmd();
-    c.args(args).arg("--runtime-dir").arg(runtime).env(GATE.0, GATE.1);
+    // `--runtime-dir` right after the subcommand: after `run ... --` it would be the writer's.
+    let (sub, rest) = args.split_first().expect("a subcommand");
+    c.arg(sub).arg("--runtime-dir").arg(runtime).args(rest).env(GATE.0, GATE.1);
     for (k, v) in extra {
         c.env(k, v);
     }
