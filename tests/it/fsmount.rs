@@ -147,21 +147,29 @@ pub struct PlainFuse {
     _tmp: tempfile::TempDir,
 }
 
+/// A fresh temp dir holding the "server" directory `server/runtime` that bindfs mounts
+/// share; `None` after a loud skip when bindfs or FUSE is missing (a panic under
+/// `WRITERCTL_REQUIRE_SERVICES=1`).
+fn bindfs_server(test: &str) -> Option<(tempfile::TempDir, PathBuf)> {
+    if let Err(why) = fuse_available() {
+        skip(test, &why);
+        return None;
+    }
+    if !have("bindfs") {
+        skip(test, "bindfs is not installed (scripts/ci-deps.sh installs it)");
+        return None;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let backing = tmp.path().join("server");
+    std::fs::create_dir_all(backing.join("runtime")).unwrap();
+    Some((tmp, backing))
+}
+
 impl PlainFuse {
     /// `None` after a loud skip when bindfs or FUSE is missing (a panic under
     /// `WRITERCTL_REQUIRE_SERVICES=1`).
     pub fn mount(test: &str) -> Option<PlainFuse> {
-        if let Err(why) = fuse_available() {
-            skip(test, &why);
-            return None;
-        }
-        if !have("bindfs") {
-            skip(test, "bindfs is not installed (scripts/ci-deps.sh installs it)");
-            return None;
-        }
-        let tmp = tempfile::tempdir().unwrap();
-        let backing = tmp.path().join("server");
-        std::fs::create_dir_all(backing.join("runtime")).unwrap();
+        let (tmp, backing) = bindfs_server(test)?;
         let mount = bindfs_as(&backing, &tmp.path().join("host"), Cache::SHORT, false)
             .unwrap_or_else(|e| panic!("{test}: {e}"));
         Some(PlainFuse { mount, _tmp: tmp })
@@ -192,17 +200,7 @@ impl TwoHosts {
     /// missing (a panic under `WRITERCTL_REQUIRE_SERVICES=1`). Panics when the mounts do not
     /// refuse `RENAME_NOREPLACE`, which every test here relies on to model NFS.
     pub fn mount(test: &str, cache: Cache) -> Option<TwoHosts> {
-        if let Err(why) = fuse_available() {
-            skip(test, &why);
-            return None;
-        }
-        if !have("bindfs") {
-            skip(test, "bindfs is not installed (scripts/ci-deps.sh installs it)");
-            return None;
-        }
-        let tmp = tempfile::tempdir().unwrap();
-        let backing = tmp.path().join("server");
-        std::fs::create_dir_all(backing.join("runtime")).unwrap();
+        let (tmp, backing) = bindfs_server(test)?;
         let a = bindfs(&backing, &tmp.path().join("host-a"), cache).unwrap_or_else(|e| panic!("{test}: {e}"));
         let b = bindfs(&backing, &tmp.path().join("host-b"), cache).unwrap_or_else(|e| panic!("{test}: {e}"));
         let hosts = TwoHosts { a, b, _server: None, tmp, fs_type: "fuse.bindfs".into() };
