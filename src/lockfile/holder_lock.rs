@@ -26,7 +26,8 @@
 //! `rustix::fs::fcntl_lock` issues `F_SETLK`: a *process-associated* POSIX lock, dropped as
 //! soon as the process closes any descriptor of the file and never inherited by a child —
 //! exactly wrong here. Open-file-description locks (`F_OFD_SETLK`) have the right semantics
-//! but no safe rustix call, and this crate forbids `unsafe`. `flock(2)` locks belong to the
+//! but no safe rustix call, and the engine keeps `unsafe` to the one call no safe API has
+//! ([`super::exclusive`]'s lease). `flock(2)` locks belong to the
 //! open file description just as OFD locks do: "the lock is released either by an explicit
 //! LOCK_UN operation on any of these duplicate file descriptors, or when all such file
 //! descriptors have been closed" (flock(2)); a descriptor inherited across `fork` and `exec`
