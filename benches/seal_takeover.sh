@@ -19,7 +19,9 @@ cd "$(dirname "$0")/.."
 SIZE_MIB="${1:-1024}"
 ROUNDS="${ROUNDS:-5}"
 cargo build --release --quiet
-W="$PWD/target/release/writerctl"
+# Ask Cargo where it puts binaries: CARGO_TARGET_DIR (or build.target-dir) moves them.
+TARGET_DIR="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+W="$TARGET_DIR/release/writerctl"
 BASE="${WRITERCTL_BENCH_DIR:-$PWD/target/bench-seal}"
 mkdir -p "$BASE"
 R="$(mktemp -d "$BASE/run.XXXXXX")"

@@ -36,16 +36,22 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 status=0
 
-for cfg in $CONFIGS; do
+# build CFG DIR: the model with CFG's -D definitions (left in `defs` for a trail replay),
+# compiled into DIR/pan.
+build() {
     defs=()
-    IFS=',' read -ra kvs <<<"$cfg"
+    IFS=',' read -ra kvs <<<"$1"
     for kv in "${kvs[@]}"; do defs+=("-D$kv"); done
+    mkdir -p "$2"
+    cp "$model" "$2/handoff.pml"
+    (cd "$2" && spin "${defs[@]}" -a handoff.pml) || { echo "spin -a failed for $1"; return 1; }
+    (cd "$2" && gcc -O2 -DSAFETY -DCOLLAPSE -o pan pan.c) || { echo "gcc failed for $1"; return 1; }
+}
+
+for cfg in $CONFIGS; do
     dir="$work/$cfg"
-    mkdir -p "$dir"
-    cp "$model" "$dir/handoff.pml"
     echo "== config $cfg"
-    (cd "$dir" && spin "${defs[@]}" -a handoff.pml) || { echo "spin -a failed for $cfg"; status=1; continue; }
-    (cd "$dir" && gcc -O2 -DSAFETY -DCOLLAPSE -o pan pan.c) || { echo "gcc failed for $cfg"; status=1; continue; }
+    build "$cfg" "$dir" || { status=1; continue; }
     start=$(date +%s)
     # shellcheck disable=SC2086
     (cd "$dir" && ./pan $PAN_FLAGS) >"$dir/pan.out" 2>&1 || true
@@ -69,15 +75,9 @@ done
 for entry in $EXPECT_VIOLATION; do
     cfg="${entry%%:*}"
     want="${entry#*:}"
-    defs=()
-    IFS=',' read -ra kvs <<<"$cfg"
-    for kv in "${kvs[@]}"; do defs+=("-D$kv"); done
     dir="$work/expect-$cfg"
-    mkdir -p "$dir"
-    cp "$model" "$dir/handoff.pml"
     echo "== config $cfg (must violate $want)"
-    (cd "$dir" && spin "${defs[@]}" -a handoff.pml) || { echo "spin -a failed for $cfg"; status=1; continue; }
-    (cd "$dir" && gcc -O2 -DSAFETY -DCOLLAPSE -o pan pan.c) || { echo "gcc failed for $cfg"; status=1; continue; }
+    build "$cfg" "$dir" || { status=1; continue; }
     # shellcheck disable=SC2086
     (cd "$dir" && ./pan $PAN_FLAGS) >"$dir/pan.out" 2>&1 || true
     if grep -F "assertion violated" "$dir/pan.out" | grep -qF -- "$want"; then

@@ -5,7 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --quiet
-W="$PWD/target/debug/writerctl"
+# Ask Cargo where it puts binaries: CARGO_TARGET_DIR (or build.target-dir) moves them.
+TARGET_DIR="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+W="$TARGET_DIR/debug/writerctl"
 R="$(mktemp -d "${TMPDIR:-/tmp}/writerctl-demo.XXXXXX")"
 HOLDERS=()
 trap 'kill "${HOLDERS[@]}" 2>/dev/null || true; rm -rf "$R"' EXIT

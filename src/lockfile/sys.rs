@@ -1015,18 +1015,15 @@ pub fn move_noreplace(from_dir: &OwnedFd, from: &OsStr, to_dir: &OwnedFd, to: &O
 /// A crash between the two steps leaves both names on one inode (or an empty `to`
 /// directory): nothing is lost, and the operation can be repeated.
 pub fn move_by_link(from_dir: &OwnedFd, from: &OsStr, to_dir: &OwnedFd, to: &OsStr) -> io::Result<()> {
-    let src =
-        rfs::statat(from_dir, from, AtFlags::SYMLINK_NOFOLLOW).map(|st| FileMeta::from_stat(&st)).map_err(errno_io)?;
+    let src = lstat_at(from_dir, from)?;
     if src.kind == Kind::Directory {
         rfs::mkdirat(to_dir, to, Mode::from_raw_mode(0o700)).map_err(errno_io)?;
         return faulty("rename", to, || rfs::renameat(from_dir, from, to_dir, to).map_err(errno_io));
     }
-    let same_at = |dir: &OwnedFd, name: &OsStr| -> io::Result<bool> {
-        match rfs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) => Ok(FileMeta::from_stat(&st).same_identity(&src)),
-            Err(Errno::NOENT) => Ok(false),
-            Err(e) => Err(errno_io(e)),
-        }
+    let same_at = |dir: &OwnedFd, name: &OsStr| match lstat_at(dir, name) {
+        Ok(meta) => Ok(meta.same_identity(&src)),
+        Err(e) if is_enoent(&e) => Ok(false),
+        Err(e) => Err(e),
     };
     if let Err(e) = faulty("link", to, || rfs::linkat(from_dir, from, to_dir, to, AtFlags::empty()).map_err(errno_io)) {
         // Error after effect (a lost reply retried: EEXIST) or a real refusal?
