@@ -84,6 +84,9 @@ pub enum ErrorCode {
     /// The lock directory's filesystem cannot carry the protocol (no hard links, or a type
     /// or mount known to be unsafe); retrying cannot help (issue 27).
     FilesystemUnsupported,
+    /// One seat (or session) wrote faster than the server's per-seat rate; nothing was
+    /// written; retry after the `Retry-After` the answer carries (issue 28).
+    RateLimited,
 }
 
 impl ErrorCode {
@@ -122,6 +125,7 @@ impl ErrorCode {
         ErrorCode::IdentityExists,
         ErrorCode::InboxCursorTrimmed,
         ErrorCode::FilesystemUnsupported,
+        ErrorCode::RateLimited,
     ];
 
     /// The code named `s`, if it is in the registry.
@@ -165,6 +169,7 @@ impl ErrorCode {
             ErrorCode::IdentityExists => "identity_exists",
             ErrorCode::InboxCursorTrimmed => "inbox_cursor_trimmed",
             ErrorCode::FilesystemUnsupported => "filesystem_unsupported",
+            ErrorCode::RateLimited => "rate_limited",
         }
     }
 
@@ -199,7 +204,7 @@ impl ErrorCode {
             | ErrorCode::SessionTranscriptUnsafe
             | ErrorCode::InboxCursorTrimmed => 4,
             ErrorCode::FeatureDisabled => 7,
-            ErrorCode::SessionWriterUnavailable | ErrorCode::CoordinatorUnavailable => 75,
+            ErrorCode::SessionWriterUnavailable | ErrorCode::CoordinatorUnavailable | ErrorCode::RateLimited => 75,
         }
     }
 
@@ -276,6 +281,9 @@ impl ErrorCode {
             }
             ErrorCode::FilesystemUnsupported => {
                 "the lock directory's filesystem cannot carry the protocol (no hard links, NFS mounted soft, nocto or with local locks, a FUSE type not proven safe); the message names the type and what it lacks; retrying cannot help"
+            }
+            ErrorCode::RateLimited => {
+                "one seat or session wrote faster than the coordinator's per-seat rate; nothing was written; retry after the time the answer names (HTTP 429, Retry-After)"
             }
         }
     }

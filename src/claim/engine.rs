@@ -1,6 +1,7 @@
 //! The coordinator engine: each verb authenticates, reads a snapshot, calls a pure decision
 //! in [`super::master`], commits by compare-and-set, and audits the result, success or not.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use super::master::{self, ControllerKey, MasterOutcome, RegisterProof, Removed, 
 use super::model::{
     AuditEntry, Change, Controller, EnrolledIdentity, Event, MasterSlot, Millis, OperatorRecord, Snapshot,
 };
+use super::refusals::RefusalLimiter;
 use super::request::{Pending, RequestId};
 use super::secret::{self, Secret};
 use super::store::Store;
@@ -35,6 +37,11 @@ pub struct Coordinator {
     /// The request id every write verb run through this value carries (see
     /// [`Coordinator::with_request`]).
     request: Option<RequestId>,
+    /// The address the request came from (see [`Coordinator::with_source`]); None in-process.
+    source: Option<IpAddr>,
+    /// Refusal audit rows per source and interval, shared by every value made from one
+    /// [`Coordinator::new`] (issue 28 point 4).
+    refusals: Arc<RefusalLimiter>,
 }
 
 /// What `session register` presents to prove its identity (issue 19): the identity's key,
@@ -169,7 +176,37 @@ fn validate_request(req: &MasterRequest) -> Result<(), ClaimError> {
 impl Coordinator {
     /// A coordinator over `store`, reading time from `clock`.
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, freshness: Duration) -> Coordinator {
-        Coordinator { store, clock, freshness, open_registration: false, request: None }
+        Coordinator {
+            store,
+            clock,
+            freshness,
+            open_registration: false,
+            request: None,
+            source: None,
+            refusals: Arc::default(),
+        }
+    }
+
+    /// This coordinator for a request from `source`: its refusals are audited through the
+    /// shared [`RefusalLimiter`] (the first per source, project, verb and code per interval,
+    /// then a count), so a flood of refusals writes a bounded number of rows.
+    pub fn with_source(&self, source: IpAddr) -> Coordinator {
+        Coordinator { source: Some(source), ..self.with_request(self.request.clone()) }
+    }
+
+    /// The refusal limiter (its counters are on `/metrics`).
+    pub fn refusals(&self) -> &RefusalLimiter {
+        &self.refusals
+    }
+
+    /// Writes the summary rows of refusal windows that closed (every window with a count,
+    /// with `all`: at shutdown), best effort like every failure audit.
+    pub fn flush_refusals(&self, all: bool) {
+        let now = self.clock.now();
+        let rows = if all { self.refusals.drain(now) } else { self.refusals.due(now) };
+        for row in rows {
+            let _ = self.store.append_audit(&row);
+        }
     }
 
     /// Lets identities nobody enrolled register without proof (`serve --open-registration`,
@@ -195,6 +232,8 @@ impl Coordinator {
             freshness: self.freshness,
             open_registration: self.open_registration,
             request: id,
+            source: self.source,
+            refusals: self.refusals.clone(),
         }
     }
 
@@ -245,6 +284,17 @@ impl Coordinator {
         entry.result = err.code().as_str().to_string();
         entry.epoch = epoch;
         entry.detail = err.details().unwrap_or_else(|| json!({}));
+        // A request from the network is rate-limited per source: a refusal flood costs a
+        // row and a count per interval, not a row per request (issue 28 point 4).
+        if let Some(source) = self.source {
+            let admitted = self.refusals.admit(source, &entry, self.clock.now());
+            for row in &admitted.summaries {
+                let _ = self.store.append_audit(row);
+            }
+            if !admitted.audit {
+                return;
+            }
+        }
         let _ = self.store.append_audit(&entry);
     }
 

@@ -182,6 +182,15 @@ pub enum ClaimError {
     /// The store failed in a way retrying will not fix (corrupt file, newer schema).
     #[error("coordinator store failed: {0}")]
     Store(String),
+    /// A seat's (or session's) writes came faster than the server's per-seat rate (issue
+    /// 28): refused before the engine, so nothing was written.
+    #[error("{what} wrote faster than this coordinator's per-seat rate; nothing was written")]
+    RateLimited {
+        /// The seat or session (`seat alice`, `session s-1`).
+        what: String,
+        /// How long until the next write is accepted.
+        retry_after_ms: u64,
+    },
     /// An error a remote coordinator answered with, relayed with its code unchanged.
     #[error("{message}")]
     Remote {
@@ -268,6 +277,7 @@ impl ClaimError {
             ClaimError::InvalidArgument(_) => ErrorCode::InvalidArgument,
             ClaimError::Unavailable(_) => ErrorCode::CoordinatorUnavailable,
             ClaimError::Store(_) => ErrorCode::Internal,
+            ClaimError::RateLimited { .. } => ErrorCode::RateLimited,
             ClaimError::Remote { code, .. } => *code,
         }
     }
@@ -349,6 +359,7 @@ impl ClaimError {
                  `writerctl master status` and `writerctl claim list`, then read on with --after {trimmed_through}"
             ),
             ClaimError::Unavailable(_) => "retry later".into(),
+            ClaimError::RateLimited { retry_after_ms, .. } => format!("retry after {retry_after_ms} ms"),
             ClaimError::InvalidArgument(_) | ClaimError::Store(_) => return None,
             ClaimError::Remote { hint, .. } => return hint.clone(),
         })
@@ -378,6 +389,7 @@ impl ClaimError {
             ClaimError::InboxCursorTrimmed { after, trimmed_through, oldest } => {
                 Some(json!({ "after": after, "trimmed_through": trimmed_through, "oldest_cursor": oldest }))
             }
+            ClaimError::RateLimited { retry_after_ms, .. } => Some(json!({ "retry_after_ms": retry_after_ms })),
             ClaimError::Remote { details, .. } => details.clone(),
             _ => None,
         }

@@ -11,6 +11,7 @@
 //! * [`retention`] — bounded growth: audit, inbox and attempt-row retention, store sizes.
 //! * [`clock`] — time behind a trait so tests control freshness and delays.
 //! * [`request`] — request ids: a write's answer kept with it, so a retry acts once.
+//! * [`refusals`] — refusal audit rows per source and interval: one row and a count.
 
 pub mod api;
 pub mod clock;
@@ -18,6 +19,7 @@ pub mod engine;
 pub mod error;
 pub mod master;
 pub mod model;
+pub mod refusals;
 pub mod request;
 pub mod retention;
 pub mod secret;

@@ -239,7 +239,7 @@ pub fn connection_cap(requested: usize, nofile_soft: Option<u64>) -> usize {
 
 /// The key a source address is counted under: an IPv4 address, or an IPv6 /64 (one
 /// subscriber is usually handed a whole /64, so its addresses are one source).
-fn source_key(ip: IpAddr) -> IpAddr {
+pub(crate) fn source_key(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V4(_) => ip,
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {

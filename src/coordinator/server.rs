@@ -24,7 +24,8 @@ use axum::routing::{get, post};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::limits::{CappedAcceptor, ConnGate, SourceSlots};
+use super::budget::{Argon2Budget, MAX_WAITING, SeatRates, argon2_permits};
+use super::limits::{CappedAcceptor, ConnGate, SourceSlots, source_key};
 use super::wire::*;
 use crate::claim::ClaimError;
 use crate::claim::Coordinator;
@@ -98,6 +99,9 @@ struct Metrics {
     retention_runs: BTreeMap<String, u64>,
     /// What background prunes removed, summed.
     retention_pruned: Pruned,
+    /// Time a verb waited before it ran, by verb (`master.claim`: its source slot and its
+    /// argon2 permit), kept apart from the duration histogram (issue 28 point 5).
+    queue: BTreeMap<String, Histogram>,
 }
 
 /// What one background sweep returned.
@@ -117,12 +121,16 @@ struct App {
     coord: Coordinator,
     admin_token_hash: Option<String>,
     metrics: Mutex<Metrics>,
-    /// argon2 verifications running at once, on the blocking pool every verb shares:
-    /// bounding them keeps a flood of guesses from starving heartbeats and handoffs. Held
-    /// only while a password is hashed, never while an answer is held back, and waited for
-    /// in arrival order (tokio's semaphore is fair), so a correct password waits for at most
-    /// the hashes already queued — at most [`CLAIMS_PER_SOURCE`] per source address.
-    verifications: tokio::sync::Semaphore,
+    /// argon2 verifications running at once (one per core), on the blocking pool every verb
+    /// shares: bounding them keeps a flood of guesses from starving heartbeats and
+    /// handoffs. Held only while a password is hashed, never while an answer is held back.
+    /// Waiters are served by tier and round robin per source (issue 28 point 4, see
+    /// [`Argon2Budget`]): a source and an operator id with no recent refused attempt go
+    /// before sources that were refused, so a correct claim keeps its latency under a
+    /// flood from many addresses.
+    verifications: Arc<Argon2Budget>,
+    /// Per-seat write rates (issue 28 point 4, see [`SeatRates`]).
+    seat_rates: SeatRates,
     /// `master claim` requests per source address, including a wrong password's held-back
     /// answer: one address runs at most [`CLAIMS_PER_SOURCE`] at a time (more wait, up to
     /// [`CLAIMS_WAITING_PER_SOURCE`], then are refused), each wrong one held for the
@@ -136,7 +144,8 @@ struct App {
     probe: Arc<tokio::sync::Mutex<()>>,
 }
 
-/// How many argon2 verifications run at once (each hashes 19 MiB in about 20-50 ms).
+/// How many argon2 verifications ran at once before issue 28 (each hashes 19 MiB in about
+/// 20-50 ms); the budget is now one per core ([`argon2_permits`]).
 pub const MAX_CONCURRENT_CLAIMS: usize = 8;
 /// How many `master claim` requests of one source address run at once.
 pub const CLAIMS_PER_SOURCE: usize = 2;
@@ -151,6 +160,9 @@ type Shared = Arc<App>;
 /// The HTTP status for an error code: 4xx for the caller's mistakes, 409 for conflicts,
 /// 503 (retry) for unavailability.
 fn http_status(code: ErrorCode) -> StatusCode {
+    if code == ErrorCode::RateLimited {
+        return StatusCode::TOO_MANY_REQUESTS;
+    }
     match code.exit_code() {
         2 => StatusCode::BAD_REQUEST,
         3 => StatusCode::CONFLICT,
@@ -164,7 +176,11 @@ fn http_status(code: ErrorCode) -> StatusCode {
 }
 
 fn error_response(e: &ClaimError) -> Response {
-    (http_status(e.code()), axum::Json(e.to_json())).into_response()
+    let mut resp = (http_status(e.code()), axum::Json(e.to_json())).into_response();
+    if let ClaimError::RateLimited { retry_after_ms, .. } = e {
+        resp.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from(retry_after_ms.div_ceil(1000).max(1)));
+    }
+    resp
 }
 
 fn parse<T: DeserializeOwned>(body: &Bytes) -> Result<T, ClaimError> {
@@ -187,7 +203,76 @@ fn bearer_opt(headers: &HeaderMap) -> Option<Secret> {
         .filter(|t| !t.expose().is_empty())
 }
 
+impl Histogram {
+    fn observe(&mut self, elapsed: Duration) {
+        let s = elapsed.as_secs_f64();
+        for (i, le) in BUCKETS.iter().enumerate() {
+            if s <= *le {
+                self.counts[i] += 1;
+            }
+        }
+        self.count += 1;
+        self.sum += s;
+    }
+}
+
+/// The header the [`peer`] layer puts the connection's source address in, for the
+/// handlers (any value a client sends under that name is removed first).
+const PEER_HEADER: &str = "x-writerctl-peer";
+
+/// Puts the connection's source address (from axum's `ConnectInfo`) in [`PEER_HEADER`],
+/// after removing whatever the client sent under that name: the engine audits refusals
+/// per source (issue 28 point 4) and must not take a client's word for its address. A
+/// router driven without a socket has no source (its refusals are audited one row each).
+async fn peer(mut req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    req.headers_mut().remove(PEER_HEADER);
+    if let Some(ip) = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip())
+        && let Ok(v) = header::HeaderValue::from_str(&ip.to_string())
+    {
+        req.headers_mut().insert(PEER_HEADER, v);
+    }
+    next.run(req).await
+}
+
+/// The source address the [`peer`] layer recorded, if any.
+fn source_of(headers: &HeaderMap) -> Option<IpAddr> {
+    headers.get(PEER_HEADER)?.to_str().ok()?.parse().ok()
+}
+
 impl App {
+    /// The coordinator for a request from `headers`' source (see [`peer`]).
+    fn coord_from(&self, headers: &HeaderMap) -> Coordinator {
+        match source_of(headers) {
+            Some(ip) => self.coord.with_source(ip),
+            None => self.coord.with_request(None),
+        }
+    }
+
+    /// Takes a token of the seat's write bucket (issue 28 point 4: one seat grew Redis by
+    /// 54 MB in 5 s). Keyed by project, seat (or session) and a hash of the credential, so
+    /// strangers sending in a seat's name drain their own bucket, not the seat's. Past the
+    /// rate: `rate_limited` (429, `Retry-After`), nothing written, and the refusal audited
+    /// through the per-source limiter (a row and a count per interval at most).
+    fn seat_rate(&self, headers: &HeaderMap, project: &str, seat: &str, verb: &str) -> Result<(), ClaimError> {
+        let credential = bearer_opt(headers).map(|t| secret::token_hash(&t)).unwrap_or_default();
+        let key = format!("{project}\u{0}{seat}\u{0}{}", credential.get(..16).unwrap_or(&credential));
+        let Err(wait) = self.seat_rates.take(&key, Instant::now()) else { return Ok(()) };
+        let e = ClaimError::RateLimited {
+            what: format!("seat {seat}"),
+            retry_after_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1),
+        };
+        let source = source_of(headers).unwrap_or(IpAddr::from([0, 0, 0, 0]));
+        self.coord.with_source(source).audit_refusal(project, verb, &format!("seat:{seat}"), None, &e);
+        self.observe(verb, e.code().as_str(), Duration::ZERO);
+        Err(e)
+    }
+
+    /// Records how long a verb waited before it ran (see [`Metrics::queue`]).
+    fn observe_queue(&self, verb: &str, waited: Duration) {
+        let mut m = self.metrics.lock().unwrap_or_else(|p| p.into_inner());
+        m.queue.entry(verb.to_string()).or_default().observe(waited);
+    }
+
     fn observe(&self, verb: &str, result: &str, elapsed: Duration) {
         let mut m = self.metrics.lock().unwrap_or_else(|p| p.into_inner());
         *m.verbs.entry((verb.to_string(), result.to_string())).or_default() += 1;
@@ -217,7 +302,7 @@ impl App {
     ) -> Result<(), ClaimError> {
         let checked = self.check_admin(headers);
         if let Err(e) = &checked {
-            self.coord.audit_refusal(project, verb, "admin", target, e);
+            self.coord_from(headers).audit_refusal(project, verb, "admin", target, e);
         }
         checked
     }
@@ -246,7 +331,7 @@ fn coordinator_for(app: &App, headers: &HeaderMap) -> Result<Coordinator, ClaimE
                 .map_err(|_| ClaimError::InvalidArgument(format!("the {REQUEST_ID_HEADER} header is not ASCII")))?,
         )?),
     };
-    Ok(app.coord.with_request(id))
+    Ok(app.coord_from(headers).with_request(id))
 }
 
 /// Failpoint `serve.after_commit`: a write verb has committed and its reply is not sent
@@ -338,6 +423,9 @@ async fn heartbeat(
     Path((project, sid)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
+    if let Err(e) = app.seat_rate(&headers, &project, &format!("session:{sid}"), "session.heartbeat") {
+        return error_response(&e);
+    }
     let h = headers.clone();
     run_write(app, "session.heartbeat", StatusCode::OK, h, move |_, c| {
         let row = c.heartbeat(&project, &sid, &bearer(&headers)?)?;
@@ -393,13 +481,18 @@ async fn handoff(State(app): State<Shared>, Path(project): Path<String>, headers
 ///    order behind at most [`CLAIMS_WAITING_PER_SOURCE`]; a full queue answers
 ///    `coordinator_unavailable` at once): one address's guesses never queue in front of
 ///    another's.
-/// 2. An argon2 slot ([`MAX_CONCURRENT_CLAIMS`], fair queue), held only for the verb.
+/// 2. An argon2 permit from the budget ([`Argon2Budget`]: one per core; issue 28 point 4),
+///    held only for the verb. Waiters are served by tier, then round robin per source: a
+///    source and operator id with no refused attempt recently go first, sources that were
+///    refused last, so a flood from many addresses does not queue ahead of the operator.
+///    The time spent in steps 1 and 2 is `writerctl_verb_queue_seconds{verb="master.claim"}`.
 /// 3. The password is verified at once; a correct one is answered at once, whatever
 ///    failures came before it.
-/// 4. A refused one is held back by the operator id's back-off, outside every shared slot
-///    and on no thread. The source's slot stays taken until the hold-back ends, even if the
-///    client hangs up: otherwise a guesser could drop each slow (wrong) answer and guess
-///    again at the speed of argon2.
+/// 4. A refused one marks its source and operator id as recently refused, and is held back
+///    by the operator id's back-off, outside every shared slot and on no thread. The
+///    source's slot stays taken until the hold-back ends, even if the client hangs up:
+///    otherwise a guesser could drop each slow (wrong) answer and guess again at the speed
+///    of argon2.
 async fn claim(
     State(app): State<Shared>,
     extensions: axum::http::Extensions,
@@ -407,6 +500,7 @@ async fn claim(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let arrived = Instant::now();
     let source = extensions.get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::from([0, 0, 0, 0]), |c| c.0.ip());
     let unavailable = |app: &App, why: String| {
         let e = ClaimError::Unavailable(why);
@@ -420,10 +514,16 @@ async fn claim(
     let Ok(source_slot) = tokio::time::timeout(VERIFICATION_QUEUE_LIMIT, ticket.enter()).await else {
         return unavailable(&app, format!("operator verifications from {source} stayed busy"));
     };
-    let verifying = match tokio::time::timeout(VERIFICATION_QUEUE_LIMIT, app.verifications.acquire()).await {
+    // The operator id only picks the tier; a body that does not parse fails in the verb.
+    let operator = serde_json::from_slice::<ClaimReq>(&body).ok().map(|r| r.operator);
+    let key = source_key(source);
+    let budget = app.verifications.clone();
+    let verifying = match tokio::time::timeout(VERIFICATION_QUEUE_LIMIT, budget.acquire(key, operator.as_deref())).await
+    {
         Ok(Ok(permit)) => permit,
         _ => return unavailable(&app, "too many operator verifications in flight".into()),
     };
+    app.observe_queue("master.claim", arrived.elapsed());
     let result = execute(app.clone(), "master.claim", move |a| {
         let r: ClaimReq = parse(&body)?;
         let req = MasterRequest { project, to_identity: r.to, to_session: r.to_session, expect_epoch: r.expect_epoch };
@@ -434,6 +534,7 @@ async fn claim(
     .await;
     drop(verifying);
     if let Err(ClaimError::InvalidOperatorCredentials { next_delay_ms }) = &result {
+        app.verifications.note_refused(key, operator.as_deref(), Instant::now());
         let hold = app.coord.real_duration(Duration::from_millis(*next_delay_ms));
         // The hold-back keeps the source's slot on its own task, so a hang-up cannot end it.
         let held = tokio::spawn(async move {
@@ -475,10 +576,11 @@ async fn inbox(
     let deadline = Instant::now() + Duration::from_millis(q.wait_ms).min(MAX_LONG_POLL);
     let limit = q.limit.unwrap_or(1000).clamp(1, 100_000);
     let token = bearer_opt(&headers);
+    let coord = Arc::new(app.coord_from(&headers));
     loop {
         let (p, i, t) = (project.clone(), identity.clone(), token.clone());
-        let app2 = app.clone();
-        let read = tokio::task::spawn_blocking(move || app2.coord.inbox(&p, &i, q.after, limit, t.as_ref())).await;
+        let c = coord.clone();
+        let read = tokio::task::spawn_blocking(move || c.inbox(&p, &i, q.after, limit, t.as_ref())).await;
         let events = match read {
             Ok(Ok(ev)) => ev,
             Ok(Err(e)) => return error_response(&e),
@@ -598,12 +700,26 @@ async fn claim_history(
     run(app, "claim.history", move |a| a.coord.claim_history(&project, &channel, &task)).await
 }
 
+/// The seat a claim write names (its rate bucket); a body without one shares the bucket
+/// of the empty name (and fails in the verb anyway).
+fn seat_in(body: &Bytes) -> String {
+    #[derive(serde::Deserialize)]
+    struct Seat {
+        #[serde(default)]
+        seat: String,
+    }
+    serde_json::from_slice::<Seat>(body).map(|s| s.seat).unwrap_or_default()
+}
+
 async fn claim_take(
     State(app): State<Shared>,
     Path((project, channel, task)): Path<(String, String, String)>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    if let Err(e) = app.seat_rate(&headers, &project, &seat_in(&body), "claim.take") {
+        return error_response(&e);
+    }
     let token = bearer_opt(&headers);
     run_write(app, "claim.take", StatusCode::OK, headers, move |_, c| {
         let r: TakeReq = parse(&body)?;
@@ -618,6 +734,9 @@ async fn claim_touch(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    if let Err(e) = app.seat_rate(&headers, &project, &seat_in(&body), "claim.touch") {
+        return error_response(&e);
+    }
     let token = bearer_opt(&headers);
     run_write(app, "claim.touch", StatusCode::OK, headers, move |_, c| {
         let r: TouchReq = parse(&body)?;
@@ -632,6 +751,9 @@ async fn claim_release(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    if let Err(e) = app.seat_rate(&headers, &project, &seat_in(&body), "claim.release") {
+        return error_response(&e);
+    }
     let token = bearer_opt(&headers);
     run_write(app, "claim.release", StatusCode::OK, headers, move |_, c| {
         let r: ReleaseReq = parse(&body)?;
@@ -655,6 +777,9 @@ async fn focus_start(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    if let Err(e) = app.seat_rate(&headers, &project, &seat, "focus.start") {
+        return error_response(&e);
+    }
     let token = bearer_opt(&headers);
     run_write(app, "focus.start", StatusCode::OK, headers, move |_, c| {
         let r: FocusStartReq = parse(&body)?;
@@ -668,6 +793,9 @@ async fn focus_end(
     Path((project, seat)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
+    if let Err(e) = app.seat_rate(&headers, &project, &seat, "focus.end") {
+        return error_response(&e);
+    }
     let token = bearer_opt(&headers);
     run_write(app, "focus.end", StatusCode::OK, headers, move |_, c| c.focus_end(&project, &seat, token.as_ref())).await
 }
@@ -907,7 +1035,89 @@ async fn healthz(State(app): State<Shared>) -> Response {
     }
 }
 
+/// The budget's part of `/metrics` (issue 28 points 4 and 5): queue wait, argon2 permits,
+/// per-seat rate refusals and refusal audit rows summarized. The queue wait is its own
+/// histogram, not part of `writerctl_verb_duration_seconds` (which stays the time the verb
+/// ran, as before): a verb's latency as the client sees it is the sum of the two.
+fn push_budget_metrics(out: &mut String, app: &App, m: &Metrics) {
+    out.push_str("# HELP writerctl_verb_queue_seconds Time a verb waited before it ran (master.claim: its source slot and its argon2 permit); not included in writerctl_verb_duration_seconds.\n");
+    out.push_str("# TYPE writerctl_verb_queue_seconds histogram\n");
+    for (verb, h) in &m.queue {
+        for (i, le) in BUCKETS.iter().enumerate() {
+            out.push_str(&format!(
+                "writerctl_verb_queue_seconds_bucket{{verb=\"{verb}\",le=\"{le}\"}} {}\n",
+                h.counts[i]
+            ));
+        }
+        out.push_str(&format!("writerctl_verb_queue_seconds_bucket{{verb=\"{verb}\",le=\"+Inf\"}} {}\n", h.count));
+        out.push_str(&format!("writerctl_verb_queue_seconds_sum{{verb=\"{verb}\"}} {}\n", h.sum));
+        out.push_str(&format!("writerctl_verb_queue_seconds_count{{verb=\"{verb}\"}} {}\n", h.count));
+    }
+    let b = &app.verifications;
+    for (name, kind, help, n) in [
+        (
+            "writerctl_argon2_permits",
+            "gauge",
+            "Operator password verifications that may run at once (one per core).",
+            b.permits() as u64,
+        ),
+        ("writerctl_argon2_permits_in_use", "gauge", "Operator password verifications running now.", b.in_use() as u64),
+        (
+            "writerctl_argon2_waiting",
+            "gauge",
+            "Operator password verifications waiting for a permit now.",
+            b.waiting() as u64,
+        ),
+        (
+            "writerctl_argon2_refused_total",
+            "counter",
+            "master claim requests refused because too many verifications were waiting.",
+            b.refused_full(),
+        ),
+        (
+            "writerctl_argon2_suspects",
+            "gauge",
+            "Source addresses and operator ids remembered as recently refused (bounded).",
+            b.remembered() as u64,
+        ),
+        (
+            "writerctl_rate_limited_total",
+            "counter",
+            "Seat writes refused with rate_limited (per-seat rate, this replica).",
+            app.seat_rates.limited(),
+        ),
+        (
+            "writerctl_refusals_summarized_total",
+            "counter",
+            "Refusals counted into a summary audit row instead of a row each.",
+            app.coord.refusals().counted_total(),
+        ),
+        (
+            "writerctl_refusal_summary_rows_total",
+            "counter",
+            "Summary audit rows written for counted refusals.",
+            app.coord.refusals().summaries_total(),
+        ),
+        (
+            "writerctl_refusal_windows",
+            "gauge",
+            "Open refusal-audit windows (per source, project, verb and code; bounded).",
+            app.coord.refusals().windows() as u64,
+        ),
+    ] {
+        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {n}\n"));
+    }
+    out.push_str("# HELP writerctl_argon2_admitted_total Verifications admitted, by tier (0: clean source and operator id, 1: clean source, operator id under attack, 2: source refused recently).\n");
+    out.push_str("# TYPE writerctl_argon2_admitted_total counter\n");
+    for tier in 0..3 {
+        out.push_str(&format!("writerctl_argon2_admitted_total{{tier=\"{tier}\"}} {}\n", b.admitted(tier)));
+    }
+}
+
 async fn metrics(State(app): State<Shared>) -> Response {
+    // A scrape is also the periodic flush of refusal windows that closed (their counts).
+    let app2 = app.clone();
+    let _ = tokio::task::spawn_blocking(move || app2.coord.flush_refusals(false)).await;
     let mut out = String::new();
     let m = app.metrics.lock().unwrap_or_else(|p| p.into_inner()).clone();
     out.push_str("# HELP writerctl_verbs_total Coordinator verbs by result (ok or error code).\n");
@@ -928,6 +1138,7 @@ async fn metrics(State(app): State<Shared>) -> Response {
         out.push_str(&format!("writerctl_verb_duration_seconds_sum{{verb=\"{verb}\"}} {}\n", h.sum));
         out.push_str(&format!("writerctl_verb_duration_seconds_count{{verb=\"{verb}\"}} {}\n", h.count));
     }
+    push_budget_metrics(&mut out, &app, &m);
     out.push_str("# HELP writerctl_sweep_runs_total Background TTL sweeps by result (ok or the first error code).\n");
     out.push_str("# TYPE writerctl_sweep_runs_total counter\n");
     for (result, n) in &m.sweep_runs {
@@ -1126,7 +1337,8 @@ fn new_app(coordinator: Coordinator, admin_token_hash: Option<String>, connectio
         coord: coordinator,
         admin_token_hash,
         metrics: Mutex::new(Metrics::default()),
-        verifications: tokio::sync::Semaphore::new(MAX_CONCURRENT_CLAIMS),
+        verifications: Arc::new(Argon2Budget::new(argon2_permits(), MAX_WAITING)),
+        seat_rates: SeatRates::default(),
         claim_sources: Arc::new(SourceSlots::new(CLAIMS_PER_SOURCE, CLAIMS_WAITING_PER_SOURCE)),
         connections,
         claims_refused_per_source: std::sync::atomic::AtomicU64::new(0),
@@ -1173,6 +1385,7 @@ fn routes(app: Shared) -> Router {
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi_doc))
         .fallback(not_found)
+        .layer(axum::middleware::from_fn(peer))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, REQUEST_TIME_LIMIT))
         .layer(axum::middleware::map_response(envelope))
@@ -1298,6 +1511,9 @@ pub async fn serve(
     for task in [sweeping, pruning].into_iter().flatten() {
         let _ = task.await;
     }
+    // Refusals counted and not yet summarized are written before the process goes.
+    let app = state.clone();
+    let _ = tokio::task::spawn_blocking(move || app.coord.flush_refusals(true)).await;
     served
 }
 
@@ -1317,14 +1533,15 @@ whatever made it, is the envelope {\"error\":{\"code\",\"message\",\"hint\"}} wi
 400 invalid_argument (a bad body, query or parameter), 401 unauthorized (a missing or wrong token), \
 404 not_found (an unknown route, channel or claim) or target_not_registered/target_stale/target_ambiguous, \
 405 invalid_argument (a wrong method; Allow lists the right ones), 409 a conflict (stale_master, not_master, \
-claim_taken, version_conflict, ...), 413 invalid_argument (a body over 64 KiB), 503 coordinator_unavailable \
+claim_taken, version_conflict, ...), 413 invalid_argument (a body over 64 KiB), 429 rate_limited (one seat \
+wrote faster than the per-seat rate; nothing was written; Retry-After says when to retry), 503 coordinator_unavailable \
 (the store is busy or unreachable, too many verifications from one address, the request time limit, or the \
 connection cap: retry later), 500 internal.";
 
 /// OpenAPI: the error answers every operation may give (each the envelope).
 fn error_responses() -> serde_json::Value {
     let err = error_doc();
-    serde_json::json!({"400": err, "401": err, "404": err, "405": err, "409": err, "413": err, "422": err,
+    serde_json::json!({"400": err, "401": err, "404": err, "405": err, "409": err, "413": err, "422": err, "429": err,
                        "503": err, "500": err})
 }
 

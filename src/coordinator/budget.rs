@@ -1,0 +1,493 @@
+//! What a flood from many addresses may cost `coordinator serve` (issue 28 point 4):
+//!
+//! * [`Argon2Budget`]: the operator password verifications (argon2, 19 MiB and 20-50 ms of
+//!   one core each) that run at once, sized to the cores, with fair shares. Before this, one
+//!   FIFO semaphore of 8 served every source in arrival order: 450 source addresses, each
+//!   within its own per-source bound, together queued ahead of a correct `master claim`,
+//!   which went from 0.04 s to 20 s. Now a waiting verification is served by tier, then
+//!   round robin per source within its tier (FQ-CoDel's "new flows first"):
+//!
+//!   0. a source and an operator id with no refused attempt in [`REFUSAL_MEMORY`];
+//!   1. a clean source naming an operator id that others are guessing at;
+//!   2. a source that was refused recently.
+//!
+//!   So a correct operator from an address that has not been guessing is served before
+//!   every queued guess of a flood whose sources have already been refused once (each
+//!   fresh address gets one clean attempt per [`REFUSAL_MEMORY`], no more). The memory of
+//!   refused sources and ids is bounded ([`REMEMBERED`]); forgetting one only promotes it.
+//!   Waiting is bounded too: per source by [`super::limits::SourceSlots`] before a request
+//!   gets here, in all by [`MAX_WAITING`] (past it, `coordinator_unavailable` at once).
+//! * [`SeatRates`]: a token bucket per (project, seat or session, credential) for the write
+//!   verbs, so one seat cannot grow the store at network speed (54 MB of Redis in 5 s).
+
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+
+/// How long a refused attempt marks its source and operator id as suspect.
+pub const REFUSAL_MEMORY: Duration = Duration::from_secs(600);
+/// Sources plus operator ids remembered as recently refused (about 100 bytes each).
+pub const REMEMBERED: usize = 65_536;
+/// Verifications waiting at once, over every source (each holds one request).
+pub const MAX_WAITING: usize = 4096;
+/// Service tiers (see the module doc).
+const TIERS: usize = 3;
+
+/// Verifications that run at once: one per core (argon2 is CPU-bound; more at once only
+/// makes each slower), at least one.
+pub fn argon2_permits() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// What the recent-refusal memory is keyed by.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Suspect {
+    Source(IpAddr),
+    Operator(String),
+}
+
+/// One queued verification: woken with its permit.
+#[derive(Debug)]
+struct Waiter {
+    wake: oneshot::Sender<()>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    in_use: usize,
+    waiting: usize,
+    /// Per tier: sources with waiters, in round-robin order.
+    order: [VecDeque<IpAddr>; TIERS],
+    /// Per tier and source: its waiters, in arrival order.
+    queues: [HashMap<IpAddr, VecDeque<Waiter>>; TIERS],
+    /// Recently refused sources and operator ids, with when.
+    refused: HashMap<Suspect, Instant>,
+}
+
+/// The argon2 budget (see the module doc).
+#[derive(Debug)]
+pub struct Argon2Budget {
+    permits: usize,
+    max_waiting: usize,
+    state: Mutex<State>,
+    /// Verifications admitted, by tier.
+    admitted: [AtomicU64; TIERS],
+    /// Verifications refused because [`MAX_WAITING`] were waiting.
+    refused_full: AtomicU64,
+}
+
+/// Why no permit: too many waiting already.
+#[derive(Debug, PartialEq, Eq)]
+pub struct BudgetFull;
+
+/// A running verification's permit; given back (to the next waiter by tier and round
+/// robin) on drop.
+#[derive(Debug)]
+pub struct Argon2Permit {
+    budget: Arc<Argon2Budget>,
+    /// The tier it was admitted in.
+    pub tier: usize,
+}
+
+impl Drop for Argon2Permit {
+    fn drop(&mut self) {
+        let mut st = self.budget.lock();
+        st.in_use -= 1;
+        self.budget.hand_on(&mut st);
+    }
+}
+
+/// A place in the queue; dropping it (a hang-up, a timeout) leaves the queue.
+struct Queued {
+    budget: Arc<Argon2Budget>,
+    woken: oneshot::Receiver<()>,
+    tier: usize,
+    /// Woken (a permit is counted for it) and not turned into an [`Argon2Permit`].
+    holds: bool,
+}
+
+impl Argon2Budget {
+    /// `permits` verifications at once, at most `max_waiting` waiting.
+    pub fn new(permits: usize, max_waiting: usize) -> Argon2Budget {
+        Argon2Budget {
+            permits: permits.max(1),
+            max_waiting,
+            state: Mutex::default(),
+            admitted: Default::default(),
+            refused_full: AtomicU64::new(0),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The permit count.
+    pub fn permits(&self) -> usize {
+        self.permits
+    }
+
+    /// Permits held now.
+    pub fn in_use(&self) -> usize {
+        self.lock().in_use
+    }
+
+    /// Verifications waiting now.
+    pub fn waiting(&self) -> usize {
+        self.lock().waiting
+    }
+
+    /// Verifications admitted so far in `tier`.
+    pub fn admitted(&self, tier: usize) -> u64 {
+        self.admitted[tier].load(Ordering::Relaxed)
+    }
+
+    /// Verifications refused because the queue was full.
+    pub fn refused_full(&self) -> u64 {
+        self.refused_full.load(Ordering::Relaxed)
+    }
+
+    /// Sources and operator ids remembered as refused now.
+    pub fn remembered(&self) -> usize {
+        self.lock().refused.len()
+    }
+
+    /// The tier of a verification from `source` for `operator` at `now` (see the module doc).
+    fn tier(st: &State, source: IpAddr, operator: Option<&str>, now: Instant) -> usize {
+        let recent = |k: &Suspect| st.refused.get(k).is_some_and(|at| now.duration_since(*at) < REFUSAL_MEMORY);
+        if recent(&Suspect::Source(source)) {
+            2
+        } else if operator.is_some_and(|o| recent(&Suspect::Operator(o.to_string()))) {
+            1
+        } else {
+            0
+        }
+    }
+
+    /// A permit for a verification from `source` (already a source key: IPv4 or IPv6 /64)
+    /// naming `operator`: at once when one is free and nobody waits, otherwise in turn.
+    pub async fn acquire(
+        self: &Arc<Argon2Budget>,
+        source: IpAddr,
+        operator: Option<&str>,
+    ) -> Result<Argon2Permit, BudgetFull> {
+        let queued = match self.try_enter(source, operator, Instant::now())? {
+            Ok(permit) => return Ok(permit),
+            Err(q) => q,
+        };
+        queued.wait().await
+    }
+
+    /// A permit now, or a place in the queue (the first step of [`Argon2Budget::acquire`],
+    /// separate so tests can queue without a runtime).
+    fn try_enter(
+        self: &Arc<Argon2Budget>,
+        source: IpAddr,
+        operator: Option<&str>,
+        now: Instant,
+    ) -> Result<Result<Argon2Permit, Queued>, BudgetFull> {
+        let mut st = self.lock();
+        let tier = Self::tier(&st, source, operator, now);
+        if st.in_use < self.permits && st.waiting == 0 {
+            st.in_use += 1;
+            self.admitted[tier].fetch_add(1, Ordering::Relaxed);
+            return Ok(Ok(Argon2Permit { budget: self.clone(), tier }));
+        }
+        if st.waiting >= self.max_waiting {
+            self.refused_full.fetch_add(1, Ordering::Relaxed);
+            return Err(BudgetFull);
+        }
+        let (wake, woken) = oneshot::channel();
+        let q = st.queues[tier].entry(source).or_default();
+        if q.is_empty() {
+            st.order[tier].push_back(source);
+        }
+        st.queues[tier].get_mut(&source).expect("just made").push_back(Waiter { wake });
+        st.waiting += 1;
+        Ok(Err(Queued { budget: self.clone(), woken, tier, holds: false }))
+    }
+
+    /// Gives free permits to waiters: the lowest tier first, round robin per source within
+    /// it. A waiter that left (its receiver dropped) is skipped.
+    fn hand_on(&self, st: &mut State) {
+        while st.in_use < self.permits && st.waiting > 0 {
+            let Some(tier) = (0..TIERS).find(|t| !st.order[*t].is_empty()) else { return };
+            let source = st.order[tier].pop_front().expect("not empty");
+            let q = st.queues[tier].get_mut(&source).expect("ordered sources have a queue");
+            let waiter = q.pop_front().expect("queues in the order are not empty");
+            if q.is_empty() {
+                st.queues[tier].remove(&source);
+            } else {
+                st.order[tier].push_back(source);
+            }
+            st.waiting -= 1;
+            if waiter.wake.send(()).is_ok() {
+                st.in_use += 1;
+                self.admitted[tier].fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Remembers a refused attempt from `source` naming `operator` (bounded: past
+    /// [`REMEMBERED`], expired entries go, then the older half).
+    pub fn note_refused(&self, source: IpAddr, operator: Option<&str>, now: Instant) {
+        let mut st = self.lock();
+        if st.refused.len() + 2 > REMEMBERED {
+            st.refused.retain(|_, at| now.duration_since(*at) < REFUSAL_MEMORY);
+            if st.refused.len() + 2 > REMEMBERED {
+                let mut ages: Vec<Instant> = st.refused.values().copied().collect();
+                let mid = ages.len() / 2;
+                let (_, median, _) = ages.select_nth_unstable(mid);
+                let median = *median;
+                st.refused.retain(|_, at| *at > median);
+            }
+        }
+        st.refused.insert(Suspect::Source(source), now);
+        if let Some(o) = operator {
+            st.refused.insert(Suspect::Operator(o.to_string()), now);
+        }
+    }
+}
+
+impl Queued {
+    /// Waits for the permit [`Argon2Budget::hand_on`] gives this place.
+    async fn wait(mut self) -> Result<Argon2Permit, BudgetFull> {
+        match (&mut self.woken).await {
+            // The permit counted for this place now belongs to the Argon2Permit.
+            Ok(()) => Ok(Argon2Permit { budget: self.budget.clone(), tier: self.tier }),
+            // The sender is only dropped by hand_on after a failed send, never here.
+            Err(_) => Err(BudgetFull),
+        }
+    }
+
+    /// Whether this place was woken (tests poll it without a runtime).
+    #[cfg(test)]
+    fn check(&mut self) -> bool {
+        if !self.holds && self.woken.try_recv().is_ok() {
+            self.holds = true;
+        }
+        self.holds
+    }
+}
+
+impl Drop for Queued {
+    /// A place dropped while queued leaves nothing behind (hand_on skips a waiter whose
+    /// receiver is gone); one dropped after it was woken gives its permit on.
+    fn drop(&mut self) {
+        if self.holds || self.woken.try_recv().is_ok() {
+            let mut st = self.budget.lock();
+            st.in_use -= 1;
+            self.budget.hand_on(&mut st);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// per-seat write rates
+// ---------------------------------------------------------------------------------------
+
+/// Default burst of writes one seat may send at once.
+pub const SEAT_BURST: f64 = 60.0;
+/// Default sustained writes per second of one seat (a heartbeat every few seconds and a
+/// claim write now and then is far below it).
+pub const SEAT_RATE_PER_SEC: f64 = 20.0;
+/// Seats tracked at once; past that, full buckets (idle seats) are forgotten first.
+pub const MAX_SEATS: usize = 65_536;
+
+/// One seat's token bucket.
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+/// Per (project, seat or session, credential) token buckets for the write verbs, per
+/// replica (issue 28 point 4). The credential (a hash of the bearer token) is part of the
+/// key so a stranger sending writes in a seat's name with wrong tokens drains a bucket of
+/// its own, not the seat's.
+#[derive(Debug)]
+pub struct SeatRates {
+    burst: f64,
+    per_sec: f64,
+    max: usize,
+    buckets: Mutex<HashMap<String, Bucket>>,
+    limited: AtomicU64,
+}
+
+impl Default for SeatRates {
+    fn default() -> SeatRates {
+        SeatRates::new(SEAT_BURST, SEAT_RATE_PER_SEC, MAX_SEATS)
+    }
+}
+
+impl SeatRates {
+    /// Buckets of `burst` tokens refilled at `per_sec`, at most `max` of them.
+    pub fn new(burst: f64, per_sec: f64, max: usize) -> SeatRates {
+        SeatRates { burst, per_sec, max: max.max(1), buckets: Mutex::default(), limited: AtomicU64::new(0) }
+    }
+
+    /// Writes refused since the start.
+    pub fn limited(&self) -> u64 {
+        self.limited.load(Ordering::Relaxed)
+    }
+
+    /// Seats tracked now.
+    pub fn tracked(&self) -> usize {
+        self.buckets.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Takes one token for `key` at `now`; Err(how long until the next one) past the rate.
+    pub fn take(&self, key: &str, now: Instant) -> Result<(), Duration> {
+        let mut b = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        if !b.contains_key(key) && b.len() >= self.max {
+            // A full bucket is the same as none: forget idle seats first.
+            let (burst, per_sec) = (self.burst, self.per_sec);
+            b.retain(|_, v| v.tokens + now.duration_since(v.at).as_secs_f64() * per_sec < burst);
+            if b.len() >= self.max {
+                // Every tracked seat is busy: the newcomer shares one overflow bucket.
+                return self.take_in(&mut b, "\u{0}overflow", now);
+            }
+        }
+        self.take_in(&mut b, key, now)
+    }
+
+    fn take_in(&self, b: &mut HashMap<String, Bucket>, key: &str, now: Instant) -> Result<(), Duration> {
+        let e = b.entry(key.to_string()).or_insert(Bucket { tokens: self.burst, at: now });
+        e.tokens = (e.tokens + now.saturating_duration_since(e.at).as_secs_f64() * self.per_sec).min(self.burst);
+        e.at = now;
+        if e.tokens >= 1.0 {
+            e.tokens -= 1.0;
+            return Ok(());
+        }
+        self.limited.fetch_add(1, Ordering::Relaxed);
+        Err(Duration::from_secs_f64((1.0 - e.tokens) / self.per_sec))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(last: u8) -> IpAddr {
+        IpAddr::from([127, 0, 0, last])
+    }
+
+    fn permit(r: Result<Result<Argon2Permit, Queued>, BudgetFull>) -> Argon2Permit {
+        match r {
+            Ok(Ok(p)) => p,
+            _ => panic!("expected a permit at once"),
+        }
+    }
+
+    fn queued(r: Result<Result<Argon2Permit, Queued>, BudgetFull>) -> Queued {
+        match r {
+            Ok(Err(q)) => q,
+            _ => panic!("expected to queue"),
+        }
+    }
+
+    /// Issue 28 point 4: with the budget saturated and a flood from many refused sources
+    /// queued, a correct operator's claim from a fresh source is admitted before every one
+    /// of them (on main, one FIFO semaphore served it after all of them).
+    #[test]
+    fn a_clean_source_goes_before_a_queued_flood_of_refused_sources() {
+        let b = Arc::new(Argon2Budget::new(2, 1000));
+        let now = Instant::now();
+        for s in 10..60 {
+            b.note_refused(ip(s), Some("ops"), now);
+        }
+        let running = [permit(b.try_enter(ip(10), Some("ops"), now)), permit(b.try_enter(ip(11), Some("ops"), now))];
+        assert_eq!(running.iter().map(|p| p.tier).collect::<Vec<_>>(), [2, 2]);
+        let mut flood: Vec<Queued> = (12..60).map(|s| queued(b.try_enter(ip(s), Some("ops"), now))).collect();
+        // The operator, from an address that never guessed, for the id being guessed at.
+        let mut clean = queued(b.try_enter(ip(2), Some("ops"), now));
+        assert_eq!((clean.tier, b.waiting()), (1, 49));
+        drop(running);
+        // Two permits came free: the clean one got the first, one of the flood the second.
+        assert!(clean.check(), "the clean source is served first");
+        let served: usize = flood.iter_mut().map(|q| usize::from(q.check())).sum();
+        assert_eq!(served, 1);
+        assert_eq!((b.in_use(), b.waiting()), (2, 47));
+        assert_eq!((b.admitted(1), b.admitted(2)), (1, 3));
+    }
+
+    #[test]
+    fn tiers_then_round_robin_per_source_and_leaving_frees_the_place() {
+        let b = Arc::new(Argon2Budget::new(1, 3));
+        let now = Instant::now();
+        b.note_refused(ip(9), Some("x"), now);
+        let p = permit(b.try_enter(ip(1), None, now));
+        let mut a1 = queued(b.try_enter(ip(3), None, now));
+        let mut a2 = queued(b.try_enter(ip(3), None, now));
+        let mut c = queued(b.try_enter(ip(4), None, now));
+        assert!(matches!(b.try_enter(ip(5), None, now), Err(BudgetFull)), "the queue is bounded");
+        assert_eq!(b.refused_full(), 1);
+        assert_eq!((a1.tier, a2.tier, c.tier), (0, 0, 0));
+        drop(p);
+        assert!(a1.check());
+        // a1's permit goes back on drop (after its wake, it counts as running).
+        drop(a1);
+        assert!(c.check(), "round robin: the other source before a's second");
+        assert!(!a2.check());
+        // A waiter that hangs up is skipped: the permit reaches nobody and is not lost.
+        drop(a2);
+        drop(c);
+        assert_eq!((b.in_use(), b.waiting()), (0, 0));
+        assert!(permit(b.try_enter(ip(9), None, now)).tier == 2, "a refused source is suspect");
+        // The memory forgets after REFUSAL_MEMORY.
+        let later = now + REFUSAL_MEMORY + Duration::from_secs(1);
+        assert_eq!(permit(b.try_enter(ip(9), Some("x"), later)).tier, 0);
+    }
+
+    #[test]
+    fn the_refusal_memory_is_bounded() {
+        let b = Argon2Budget::new(1, 1);
+        let t0 = Instant::now();
+        for i in 0..(REMEMBERED as u32 + 10_000) {
+            let src = IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + i));
+            b.note_refused(src, None, t0 + Duration::from_micros(u64::from(i)));
+        }
+        assert!(b.remembered() <= REMEMBERED, "{}", b.remembered());
+    }
+
+    #[test]
+    fn the_async_path_hands_permits_on() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        rt.block_on(async {
+            let b = Arc::new(Argon2Budget::new(1, 8));
+            let p = b.acquire(ip(1), None).await.unwrap();
+            let b2 = b.clone();
+            let next = tokio::spawn(async move { b2.acquire(ip(2), None).await.map(|p| p.tier) });
+            tokio::task::yield_now().await;
+            assert_eq!(b.waiting(), 1);
+            drop(p);
+            assert_eq!(next.await.unwrap(), Ok(0));
+            assert_eq!((b.in_use(), b.waiting()), (0, 0));
+        });
+    }
+
+    /// Issue 28 point 4: one seat's writes past the burst are refused with the time until
+    /// the next token; other seats are not affected; the map is bounded.
+    #[test]
+    fn seat_buckets_bound_one_seat_and_stay_bounded() {
+        let r = SeatRates::new(3.0, 10.0, 4);
+        let t = Instant::now();
+        for _ in 0..3 {
+            r.take("p/a", t).unwrap();
+        }
+        let wait = r.take("p/a", t).unwrap_err();
+        assert!(wait > Duration::ZERO && wait <= Duration::from_millis(100), "{wait:?}");
+        r.take("p/b", t).expect("another seat has its own bucket");
+        r.take("p/a", t + Duration::from_millis(150)).expect("refilled");
+        for i in 0..100 {
+            let _ = r.take(&format!("p/s{i}"), t);
+        }
+        assert!(r.tracked() <= 5, "{}", r.tracked());
+        // Two seats' own buckets, then every newcomer in one overflow bucket of 3.
+        assert_eq!(r.limited(), 1 + 95);
+    }
+}
