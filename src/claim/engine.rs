@@ -284,9 +284,9 @@ impl Coordinator {
         entry.result = err.code().as_str().to_string();
         entry.epoch = epoch;
         entry.detail = err.details().unwrap_or_else(|| json!({}));
-        // A request from the network is rate-limited per source: a refusal flood costs a
-        // row and a count per interval, not a row per request (issue 28 point 4).
-        if let Some(source) = self.source {
+        // A credential refusal from the network is rate-limited per source: a flood costs
+        // a row and a count per interval, not a row per request (issue 28 point 4).
+        if let Some(source) = self.source.filter(|_| super::refusals::limited(err.code())) {
             let admitted = self.refusals.admit(source, &entry, self.clock.now());
             for row in &admitted.summaries {
                 let _ = self.store.append_audit(row);

@@ -2,11 +2,15 @@
 //!
 //! Every refused verb is audited, and before this a flood of wrong tokens wrote one audit
 //! row per request (2.9 MB/s into SQLite). A refusal that carries its source address (a
-//! server request, [`super::Coordinator::with_source`]) now goes through a
-//! [`RefusalLimiter`] first. Per (source, project, verb, code) and per interval
-//! ([`REFUSAL_INTERVAL`]):
+//! server request, [`super::Coordinator::with_source`]) and that a caller without
+//! credentials can provoke at will ([`limited`]: a wrong or missing token or key, a wrong
+//! operator password, a seat over its rate) now goes through a [`RefusalLimiter`] first.
+//! Refusals of proven callers (`stale_master`, `version_conflict`, ...) are decisions worth
+//! a row each and stay one row each: their rate is bounded per seat instead. Per (source,
+//! project, verb, code) and per interval ([`REFUSAL_INTERVAL`]):
 //!
-//! * the first refusal is audited as before (its actor, target and details);
+//! * the first [`AUDITED_PER_WINDOW`] refusals are audited as before (actor, target and
+//!   details: a mistyped token or a short incident keeps its full attribution);
 //! * later ones are only counted;
 //! * when the interval has closed, one summary row carries the count (`detail.refusals`):
 //!   written on that key's next refusal, by [`RefusalLimiter::due`] (a periodic flush: the
@@ -28,9 +32,18 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::model::{AuditEntry, Millis};
+use crate::error::ErrorCode;
+
+/// Whether refusals with `code` go through the limiter: the ones a caller without any
+/// credential can provoke (see the module doc).
+pub fn limited(code: ErrorCode) -> bool {
+    matches!(code, ErrorCode::Unauthorized | ErrorCode::InvalidOperatorCredentials | ErrorCode::RateLimited)
+}
 
 /// How long one refusal key's counting window lasts.
 pub const REFUSAL_INTERVAL: Duration = Duration::from_secs(10);
+/// Refusals per window audited one row each before the rest are only counted.
+pub const AUDITED_PER_WINDOW: u32 = 8;
 /// Keys with their own source address; more are aggregated (see the module doc).
 pub const MAX_SOURCES: usize = 4096;
 /// The actor of a summary row for the aggregated sources.
@@ -51,6 +64,8 @@ struct Key {
 #[derive(Debug)]
 struct Window {
     opened_at: Millis,
+    /// Refusals audited one row each in this window.
+    audited: u32,
     /// Refusals counted and not audited since the window opened.
     counted: u64,
 }
@@ -69,6 +84,7 @@ pub struct Admitted {
 #[derive(Debug)]
 pub struct RefusalLimiter {
     interval_ms: i64,
+    per_window: u32,
     max_sources: usize,
     state: Mutex<State>,
     counted_total: AtomicU64,
@@ -86,7 +102,7 @@ struct State {
 
 impl Default for RefusalLimiter {
     fn default() -> RefusalLimiter {
-        RefusalLimiter::new(REFUSAL_INTERVAL, MAX_SOURCES)
+        RefusalLimiter::new(REFUSAL_INTERVAL, MAX_SOURCES).with_rows_per_window(AUDITED_PER_WINDOW)
     }
 }
 
@@ -95,11 +111,18 @@ impl RefusalLimiter {
     pub fn new(interval: Duration, max_sources: usize) -> RefusalLimiter {
         RefusalLimiter {
             interval_ms: i64::try_from(interval.as_millis()).unwrap_or(i64::MAX).max(1),
+            per_window: 1,
             max_sources: max_sources.max(1),
             state: Mutex::default(),
             counted_total: AtomicU64::new(0),
             summaries_total: AtomicU64::new(0),
         }
+    }
+
+    /// The same limiter auditing the first `n` refusals of each window one row each.
+    pub fn with_rows_per_window(mut self, n: u32) -> RefusalLimiter {
+        self.per_window = n.max(1);
+        self
     }
 
     /// Refusals counted instead of audited, since the start.
@@ -148,6 +171,11 @@ impl RefusalLimiter {
         }
         if let Some(w) = st.windows.get_mut(&key) {
             if now - w.opened_at < self.interval_ms {
+                if w.audited < self.per_window {
+                    w.audited += 1;
+                    out.audit = true;
+                    return out;
+                }
                 w.counted += 1;
                 self.counted_total.fetch_add(1, Ordering::Relaxed);
                 return out;
@@ -161,7 +189,7 @@ impl RefusalLimiter {
         if key.source.is_some() {
             st.with_source += 1;
         }
-        st.windows.insert(key, Window { opened_at: now, counted: 0 });
+        st.windows.insert(key, Window { opened_at: now, audited: 1, counted: 0 });
         out.audit = true;
         out
     }
@@ -246,8 +274,8 @@ mod tests {
         s.parse().unwrap()
     }
 
-    /// Issue 28 point 4: a flood of N refusals from one source writes the first row and one
-    /// summary with the count N-1 per interval, not N rows.
+    /// Issue 28 point 4: a flood of N refusals from one source writes the first rows and one
+    /// summary with the rest's count per interval, not N rows.
     #[test]
     fn a_flood_is_one_row_and_one_summary_per_interval() {
         let l = RefusalLimiter::new(Duration::from_secs(10), 16);
@@ -273,6 +301,15 @@ mod tests {
         // Quiet afterwards: a window with nothing counted writes no summary.
         assert!(l.due(100_000).is_empty());
         assert_eq!(l.windows(), 0);
+    }
+
+    #[test]
+    fn the_first_rows_of_a_window_keep_their_attribution() {
+        let l = RefusalLimiter::new(Duration::from_secs(10), 16).with_rows_per_window(3);
+        let e = refusal("p", "claim.take", "unauthorized");
+        let audited: Vec<bool> = (0..5).map(|i| l.admit(ip("127.0.0.2"), &e, i).audit).collect();
+        assert_eq!(audited, [true, true, true, false, false]);
+        assert_eq!(l.drain(6)[0].detail["refusals"], 2);
     }
 
     #[test]

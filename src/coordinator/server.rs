@@ -32,6 +32,7 @@ use crate::claim::Coordinator;
 use crate::claim::engine::{Credentials, IssuedKey, MasterRequest};
 use crate::claim::master::ControllerKey;
 use crate::claim::model::Millis;
+use crate::claim::refusals::REFUSAL_INTERVAL;
 use crate::claim::request::RequestId;
 use crate::claim::retention::{Pruned, Retention};
 use crate::claim::secret::{self, Secret};
@@ -602,6 +603,8 @@ struct AuditQuery {
 async fn audit(State(app): State<Shared>, headers: HeaderMap, Query(q): Query<AuditQuery>) -> Response {
     run(app, "audit.read", move |a| {
         a.admin(&headers, "audit.read", q.project.clone())?;
+        // The reader sees every refusal counted so far (issue 28 point 4: summary rows).
+        a.coord.flush_refusals(true);
         Ok(AuditResp { entries: a.coord.audit_log(q.project.as_deref(), q.limit.unwrap_or(50).clamp(1, 1_000_000))? })
     })
     .await
@@ -1333,7 +1336,7 @@ async fn envelope(resp: Response) -> Response {
 }
 
 fn new_app(coordinator: Coordinator, admin_token_hash: Option<String>, connections: Option<Arc<ConnGate>>) -> Shared {
-    Arc::new(App {
+    let app = Arc::new(App {
         coord: coordinator,
         admin_token_hash,
         metrics: Mutex::new(Metrics::default()),
@@ -1343,7 +1346,25 @@ fn new_app(coordinator: Coordinator, admin_token_hash: Option<String>, connectio
         connections,
         claims_refused_per_source: std::sync::atomic::AtomicU64::new(0),
         probe: Arc::new(tokio::sync::Mutex::new(())),
-    })
+    });
+    flush_refusals_periodically(&app);
+    app
+}
+
+/// Writes the summary rows of closed refusal windows every [`REFUSAL_INTERVAL`], so a
+/// flood that stopped still gets its count written without a scrape or a new refusal.
+/// Runs while the app lives (it holds only a weak reference); needs a runtime (a router
+/// built outside one flushes on scrapes, audit reads and refusals only).
+fn flush_refusals_periodically(app: &Shared) {
+    let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
+    let weak = Arc::downgrade(app);
+    rt.spawn(async move {
+        loop {
+            tokio::time::sleep(REFUSAL_INTERVAL).await;
+            let Some(app) = weak.upgrade() else { return };
+            let _ = tokio::task::spawn_blocking(move || app.coord.flush_refusals(false)).await;
+        }
+    });
 }
 
 /// The router (public so tests can drive it without a socket).

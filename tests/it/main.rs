@@ -7,6 +7,7 @@ mod support;
 mod throwaway;
 
 mod acquire_release;
+mod budget;
 mod codes;
 mod crash;
 mod deploy;
