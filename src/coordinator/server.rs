@@ -1880,6 +1880,23 @@ mod tests {
         })
     }
 
+    /// Issue 28 point 4: a seat over its rate is answered 429 with `Retry-After` in whole
+    /// seconds (rounded up) and the exact wait in the envelope.
+    #[test]
+    fn rate_limited_is_429_with_retry_after() {
+        let e = ClaimError::RateLimited { what: "seat alice".into(), retry_after_ms: 1500 };
+        let resp = error_response(&e);
+        assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(resp.headers().get(header::RETRY_AFTER).unwrap(), "2");
+        assert_eq!(e.to_json()["error"]["hint"], "retry after 1500 ms");
+        assert_eq!((e.code().as_str(), e.code().exit_code()), ("rate_limited", 75));
+        // The source handlers read is the one the `peer` layer wrote (it removes a client's first).
+        let mut h = HeaderMap::new();
+        assert_eq!(source_of(&h), None);
+        h.insert(PEER_HEADER, header::HeaderValue::from_static("127.0.0.9"));
+        assert_eq!(source_of(&h), Some(IpAddr::from([127, 0, 0, 9])));
+    }
+
     #[test]
     fn answers_outside_the_envelope_are_put_into_it() {
         // The request time limit: tower-http answers 503 with an empty body.
