@@ -39,13 +39,15 @@ fn connect_from(from: IpAddr, to: SocketAddr) -> TcpStream {
 }
 
 /// One POST on a fresh connection from `from` with a bearer token: (status, head, JSON body).
+/// Each also claims another source in the header the server uses internally for the peer
+/// address, which the server must ignore (the summaries name the real address).
 fn post_from(from: IpAddr, to: SocketAddr, path: &str, token: Option<&str>, body: &Value) -> (u16, String, Value) {
     let mut c = connect_from(from, to);
     c.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
     let body = body.to_string();
     let auth = token.map_or(String::new(), |t| format!("authorization: Bearer {t}\r\n"));
     let head = format!(
-        "POST {path} HTTP/1.1\r\nhost: {to}\r\ncontent-type: application/json\r\n{auth}content-length: {}\r\nconnection: close\r\n\r\n",
+        "POST {path} HTTP/1.1\r\nhost: {to}\r\ncontent-type: application/json\r\n{auth}x-writerctl-peer: 10.6.6.6\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
         body.len()
     );
     c.write_all(head.as_bytes()).unwrap();
