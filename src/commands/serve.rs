@@ -162,7 +162,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = retention::DEFAULT_INBOX_RETENTION_DAYS,
           value_parser = clap::value_parser!(u32).range(0..=36_500))]
     pub inbox_retention_days: u32,
-    /// Keep at most the newest N events per inbox (default 1000); 0: no count limit.
+    /// Keep at most the newest N events per inbox (default 1000), enforced on every append
+    /// (and by the periodic prune); 0: no count limit.
     #[arg(long, value_name = "N", default_value_t = retention::DEFAULT_INBOX_MAX_EVENTS)]
     pub inbox_max_events: u64,
     /// How often retention prunes audit rows, inbox events and idle operator-attempt rows,
@@ -220,10 +221,15 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
             let store = RedisPgStore::connect_with(r, p, &a.namespace, &opts)?;
             store
                 .set_queue_bounds(QueueBounds { max_rows: a.audit_queue_max_rows, max_bytes: a.audit_queue_max_bytes });
+            store.set_inbox_max_events(a.inbox_max_events);
             Arc::new(store)
         }
         _ => match parse_target(a.store.as_deref())? {
-            Target::Sqlite(path) => Arc::new(SqliteStore::open(&path)?),
+            Target::Sqlite(path) => {
+                let store = SqliteStore::open(&path)?;
+                store.set_inbox_max_events(a.inbox_max_events);
+                Arc::new(store)
+            }
             Target::Http(_) => {
                 return Err(ClaimError::InvalidArgument(
                     "--store takes sqlite:PATH (a server cannot store in a server)".into(),

@@ -18,8 +18,9 @@ use crate::services::{Ns, Proxy, postgres_addr, redis_via, wait_until};
 use writerctl::claim::clock::ManualClock;
 use writerctl::claim::engine::{Coordinator, Credentials, DEFAULT_FRESHNESS, MasterRequest};
 use writerctl::claim::master::ControllerKey;
-use writerctl::claim::model::{AuditEntry, Millis};
+use writerctl::claim::model::{AuditEntry, Millis, NewEvent};
 use writerctl::claim::store::redis_pg::{HISTORY_KEEP, QueueBounds, RedisPgStore};
+use writerctl::claim::store::sqlite::SqliteStore;
 use writerctl::claim::store::{ClaimWrite, Commit, Store, WorkStore};
 use writerctl::claim::work::{self, ClaimRow, TakeRequest, TouchRequest};
 
@@ -365,4 +366,71 @@ fn redis_down_is_named_redis_and_metrics_warn_once_per_outage() {
         !lines.iter().any(|l| message(l).contains("postgres writes failing")),
         "a Redis outage is not reported as a Postgres one: {lines:#?}"
     );
+}
+
+/// Issue 28 point 4 (inboxes): `--inbox-max-events` is enforced on every append, not only by
+/// the periodic prune, on both stores; the trim mark rises with it, so a reader behind it
+/// gets `inbox_cursor_trimmed`, never a silent skip. On main an inbox grew without bound
+/// between two prunes.
+#[test]
+fn the_inbox_bound_is_enforced_on_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = Arc::new(SqliteStore::open(&dir.path().join("c.sqlite")).unwrap());
+    sqlite.set_inbox_max_events(5);
+    let mut stores: Vec<(&str, Arc<dyn Store>)> = vec![("sqlite", sqlite)];
+    let ns = Ns::new("the_inbox_bound_is_enforced_on_write");
+    if let Some(ns) = &ns {
+        let store = ns.store();
+        store.set_inbox_max_events(5);
+        stores.push(("redis_pg", store));
+    }
+    for (name, store) in stores {
+        let ch = work::new_channel("web", "ops", "alice", Some(30), Some(1), T0).unwrap();
+        store.insert_channel(&ch, &refusal(0)).unwrap();
+        let take = TakeRequest {
+            project: "web".into(),
+            channel: "ops".into(),
+            task: "t1".into(),
+            seat: "alice".into(),
+            deputy: None,
+            ttl_minutes: None,
+            next_step: None,
+        };
+        let mut row = work::take(None, &ch, &take, T0).unwrap().claim;
+        let w = ClaimWrite {
+            expected_version: 0,
+            action: "take".into(),
+            audit: refusal(0),
+            events: vec![],
+            row: row.clone(),
+        };
+        store.write_claims(&[w]).unwrap();
+        for i in 0..20 {
+            let next = touched(&row, &ch, T0 + 1 + i);
+            let bell = NewEvent {
+                recipient: "steward".into(),
+                recipient_session: None,
+                kind: work::CLAIM_RELEASED.into(),
+                payload: json!({"i": i}),
+            };
+            let w = ClaimWrite {
+                expected_version: row.version,
+                action: "touch".into(),
+                audit: refusal(0),
+                events: vec![bell],
+                row: next.clone(),
+            };
+            assert_eq!(store.write_claims(&[w]).unwrap(), vec![Commit::Done(next.version)], "{name}");
+            row = next;
+        }
+        let held = store.inbox("web", "steward", 0, 100).unwrap();
+        assert_eq!(held.len(), 5, "{name}: the newest five, kept on write");
+        assert_eq!(held.iter().map(|e| e.payload["i"].as_i64().unwrap()).collect::<Vec<_>>(), vec![15, 16, 17, 18, 19]);
+        let first = held[0].cursor;
+        match store.inbox("web", "steward", 1, 100) {
+            Err(e) => assert_eq!(e.code().as_str(), "inbox_cursor_trimmed", "{name}: {e}"),
+            Ok(v) => panic!("{name}: a reader behind the trim got {} events silently", v.len()),
+        }
+        assert_eq!(store.inbox("web", "steward", first - 1, 100).unwrap().len(), 5, "{name}");
+    }
 }

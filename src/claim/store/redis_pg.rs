@@ -348,12 +348,27 @@ local function inbox_counter(cursor, first, n)
   end
   return counter
 end
-local function inbox_append(cursor, counter, first, at, events)
+-- Keeps an inbox to its newest `keep` events ('0': no bound), raising its trim mark in
+-- `trims` with the removal, as the retention prune does (issue 28 point 4: enforced on
+-- write, not only by the periodic prune). One append removes one event at most.
+local function inbox_bound(key, trims, keep)
+  keep = tonumber(keep)
+  if keep <= 0 then return end
+  local extra = redis.call('XLEN', key) - keep
+  if extra <= 0 then return end
+  local r = redis.call('XRANGE', key, '-', '+', 'COUNT', extra)
+  local through = tonumber(string.match(r[#r][1], '^0%-(%d+)$'))
+  redis.call('XTRIM', key, 'MINID', string.format('0-%d', through + 1))
+  local mark = tonumber(redis.call('HGET', trims, key) or '0')
+  if through > mark then redis.call('HSET', trims, key, string.format('%d', through)) end
+end
+local function inbox_append(cursor, counter, first, at, events, trims, keep)
   for k, e in ipairs(events) do
     counter = counter + 1
     local fields = {'at', at, 'kind', e[3], 'payload', e[4]}
     if e[1] == '1' then fields[#fields + 1] = 'session'; fields[#fields + 1] = e[2] end
     redis.call('XADD', KEYS[first + k - 1], string.format('0-%d', counter), unpack(fields))
+    inbox_bound(KEYS[first + k - 1], trims, keep)
   end
   if #events > 0 then redis.call('SET', cursor, string.format('%d', counter)) end
 end
@@ -463,12 +478,13 @@ fn request_args(keys: &Keys, audit: &AuditEntry) -> Result<(String, String, i64)
 /// The compare-and-set commit (run with [`INBOX_LUA`] prefixed).
 ///
 /// KEYS: head, ctl, cursor counter, pg queue, ready marker, then one inbox per event, then
-/// the queue's byte count, then the request record's key. ARGV: expected version, op id,
+/// `{ns}:inbox_trims`, the queue's byte count, then the request record's key. ARGV: expected version, op id,
 /// project, event time, audit JSON (empty: no audit row), then the change: `n` upserts as
 /// (session id, JSON) pairs; `n` deletes; slot flag, epoch, master flag, master session id,
 /// master identity; `n` events as (session flag, session, kind, payload); `n` enrolled
-/// identities as (name, JSON) pairs; `n` identities removed; then the queue's bounds (max
-/// rows, max bytes), then the request record and its lifetime ([`REQUEST_LUA`]).
+/// identities as (name, JSON) pairs; `n` identities removed; then the inbox bound (newest
+/// events kept, 0: none), the queue's bounds (max rows, max bytes), then the request record
+/// and its lifetime ([`REQUEST_LUA`]).
 ///
 /// Every check runs before the first write: a Lua error after a write would leave a
 /// half-applied commit (Redis does not roll scripts back).
@@ -517,7 +533,7 @@ if has_slot then
 end
 for _, e in ipairs(enrolls) do redis.call('HSET', KEYS[1], 'identity:' .. e[1], e[2]) end
 for _, name in ipairs(unenrolls) do redis.call('HDEL', KEYS[1], 'identity:' .. name) end
-inbox_append(KEYS[3], counter, 6, ARGV[4], events)
+inbox_append(KEYS[3], counter, 6, ARGV[4], events, KEYS[#KEYS - 2], ARGV[#ARGV - 4])
 local changed = #ups > 0 or #dels > 0 or has_slot or #events > 0 or #enrolls > 0 or #unenrolls > 0
 local version = current
 if changed then
@@ -1650,6 +1666,9 @@ struct Inner {
     refused_writes: AtomicU64,
     /// One log line per episode of a full queue, not one per drop.
     full: super::Episode,
+    /// The newest events each inbox keeps, enforced on every append (0: none); see
+    /// [`RedisPgStore::set_inbox_max_events`].
+    inbox_keep: AtomicU64,
 }
 
 /// Redis first, Postgres second (see the module documentation).
@@ -1727,6 +1746,7 @@ impl RedisPgStore {
             dropped_refusals: AtomicU64::new(0),
             dropped_heartbeats: AtomicU64::new(0),
             refused_writes: AtomicU64::new(0),
+            inbox_keep: AtomicU64::new(0),
             full: super::Episode::new(
                 "postgres retry queue full: failed verbs' audit rows are dropped, write verbs refused",
             ),
@@ -1756,6 +1776,14 @@ impl RedisPgStore {
     pub fn set_queue_bounds(&self, bounds: QueueBounds) {
         self.inner.max_rows.store(bounds.max_rows, Ordering::SeqCst);
         self.inner.max_bytes.store(bounds.max_bytes, Ordering::SeqCst);
+    }
+
+    /// Bounds each inbox to its newest `n` events on every append (`serve
+    /// --inbox-max-events`; 0: none), raising its trim mark as the retention prune does;
+    /// until called, no bound (the library's callers choose; `serve` passes its flag, whose
+    /// default is [`DEFAULT_INBOX_MAX_EVENTS`](crate::claim::retention::DEFAULT_INBOX_MAX_EVENTS)).
+    pub fn set_inbox_max_events(&self, n: u64) {
+        self.inner.inbox_keep.store(n, Ordering::Relaxed);
     }
 
     /// The namespace (Redis key prefix and Postgres schema).
@@ -2345,12 +2373,12 @@ impl Store for RedisPgStore {
             Some(a) => request_args(k, a)?,
             None => (k.request("-"), String::new(), 0),
         };
-        inv.key(k.queue_bytes()).key(request_key);
+        inv.key(k.inbox_trims()).key(k.queue_bytes()).key(request_key);
         inv.arg(expected_version).arg(&op).arg(project).arg(super::events_at(change, audit)?);
         inv.arg(audit.map(to_json).transpose()?.unwrap_or_default());
         change_args(&mut inv, change)?;
         let (max_rows, max_bytes) = self.inner.bounds();
-        inv.arg(max_rows).arg(max_bytes);
+        inv.arg(self.inner.inbox_keep.load(Ordering::Relaxed)).arg(max_rows).arg(max_bytes);
         inv.arg(request).arg(request_ms);
         // Not retried on a lost reply: the script may have run, and running it again would
         // report a conflict for a commit that in fact succeeded.

@@ -43,11 +43,12 @@ pub const HISTORY_KEEP: usize = 32;
 /// prefixed).
 ///
 /// KEYS: ready marker, cursor counter, pg queue, claims hash, history list, due index, the
-/// set of projects with due claims, then one inbox per event, then the queue's byte count,
-/// then the request record's key. ARGV: expected version, task, row JSON, step JSON, due
-/// score ('' when the row is not due), due member, project, op id, event time, audit JSON,
-/// then the events, then how many history steps to keep, the queue's bounds (max rows, max
-/// bytes), then the request record and its lifetime ([`super::REQUEST_LUA`]). A full queue
+/// set of projects with due claims, then one inbox per event, then `{ns}:inbox_trims`, the
+/// queue's byte count, then the request record's key. ARGV: expected version, task, row
+/// JSON, step JSON, due score ('' when the row is not due), due member, project, op id,
+/// event time, audit JSON, then the events, then how many history steps to keep, the inbox
+/// bound (newest events kept, 0: none), the queue's bounds (max rows, max bytes), then the
+/// request record and its lifetime ([`super::REQUEST_LUA`]). A full queue
 /// answers `full` and writes nothing (the write's audit row and step must reach Postgres).
 ///
 /// The stored version is read from the row's JSON text rather than decoded: serde_json
@@ -74,7 +75,7 @@ if not counter then return err end
 -- Writes.
 redis.call('HSET', KEYS[4], ARGV[2], ARGV[3])
 redis.call('RPUSH', KEYS[5], ARGV[4])
-redis.call('LTRIM', KEYS[5], -tonumber(ARGV[#ARGV - 4]), -1)
+redis.call('LTRIM', KEYS[5], -tonumber(ARGV[#ARGV - 5]), -1)
 if ARGV[5] == '' then
   redis.call('ZREM', KEYS[6], ARGV[6])
   -- The sweeper's list names only projects whose index holds something.
@@ -83,7 +84,7 @@ else
   redis.call('ZADD', KEYS[6], ARGV[5], ARGV[6])
   redis.call('SADD', KEYS[7], ARGV[7])
 end
-inbox_append(KEYS[2], counter, 8, ARGV[9], events)
+inbox_append(KEYS[2], counter, 8, ARGV[9], events, KEYS[#KEYS - 2], ARGV[#ARGV - 4])
 -- The Postgres write: the audit row, the row and its step, and the cursor (so a restore
 -- never hands out a cursor these doorbells used).
 queue_add(KEYS[3], KEYS[#KEYS - 1], {'op', ARGV[8], 'project', ARGV[7], 'audit', ARGV[10],
@@ -664,6 +665,7 @@ impl Inner {
         ];
         keys.extend(event_keys(k, &r.project, &w.events));
         let (request_key, request, request_ms) = request_args(k, &w.audit)?;
+        keys.push(k.inbox_trims());
         keys.push(k.queue_bytes());
         keys.push(request_key);
         let (max_rows, max_bytes) = self.bounds();
@@ -680,6 +682,7 @@ impl Inner {
             .arg(to_json(&w.audit)?)
             .arg(event_args(&w.events))
             .arg(HISTORY_KEEP)
+            .arg(self.inbox_keep.load(std::sync::atomic::Ordering::Relaxed))
             .arg(max_rows)
             .arg(max_bytes)
             .arg(request)
