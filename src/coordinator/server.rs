@@ -912,7 +912,8 @@ async fn metrics(State(app): State<Shared>) -> Response {
     // when the first scrape fails, a reminder at most once a minute, an INFO when a scrape
     // succeeds again (issue 28's drill found a WARN per scrape). Process-wide: one server
     // per process; a second router in one process (tests) shares the episode.
-    static STORE_DOWN: crate::claim::store::Episode = crate::claim::store::Episode::new("metrics: the store does not answer; store series are left out of /metrics");
+    static STORE_DOWN: crate::claim::store::Episode =
+        crate::claim::store::Episode::new("metrics: the store does not answer; store series are left out of /metrics");
     let mut failure: Option<String> = None;
     let mut out = String::new();
     let m = app.metrics.lock().unwrap_or_else(|p| p.into_inner()).clone();
@@ -1050,7 +1051,9 @@ async fn metrics(State(app): State<Shared>) -> Response {
         }
         out.push_str("# HELP writerctl_audit_queue_dropped_total What this replica turned away at the queue's bound: refusal (a failed verb's audit row, dropped), heartbeat (a routine heartbeat's Postgres write, skipped), write (a write verb, refused with coordinator_unavailable, nothing written).\n");
         out.push_str("# TYPE writerctl_audit_queue_dropped_total counter\n");
-        for (kind, n) in [("refusal", q.dropped_refusals), ("heartbeat", q.dropped_heartbeats), ("write", q.refused_writes)] {
+        for (kind, n) in
+            [("refusal", q.dropped_refusals), ("heartbeat", q.dropped_heartbeats), ("write", q.refused_writes)]
+        {
             out.push_str(&format!("writerctl_audit_queue_dropped_total{{kind=\"{kind}\"}} {n}\n"));
         }
     }

@@ -334,3 +334,24 @@ pub trait Store: WorkStore + Send + Sync {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 28's drill: a failure that goes on logs once, not once per occurrence.
+    #[test]
+    fn an_episode_logs_its_start_once_and_its_end_once() {
+        let e = Episode::new("test episode");
+        assert!(!e.ongoing());
+        assert!(!e.recover(), "nothing to recover from");
+        assert!(e.fail(&"down"), "the first failure starts the episode and logs");
+        for _ in 0..100 {
+            assert!(!e.fail(&"down"), "the rest wait for the reminder");
+        }
+        assert!(e.ongoing());
+        assert!(e.recover(), "the end logs once");
+        assert!(!e.recover());
+        assert!(e.fail(&"down again"), "a new episode logs again");
+    }
+}

@@ -1608,21 +1608,22 @@ impl Plane {
 #[derive(Debug)]
 struct DrainError {
     plane: Plane,
-    error: ClaimError,
+    /// Boxed: a drain's `Result` stays small (clippy's `result_large_err`).
+    error: Box<ClaimError>,
 }
 
 impl DrainError {
     fn redis(error: ClaimError) -> DrainError {
-        DrainError { plane: Plane::Redis, error }
+        DrainError { plane: Plane::Redis, error: Box::new(error) }
     }
     fn postgres(error: ClaimError) -> DrainError {
-        DrainError { plane: Plane::Postgres, error }
+        DrainError { plane: Plane::Postgres, error: Box::new(error) }
     }
 }
 
 impl From<DrainError> for ClaimError {
     fn from(e: DrainError) -> ClaimError {
-        e.error
+        *e.error
     }
 }
 
