@@ -14,7 +14,7 @@ use writerctl::claim::clock::{Clock, ScaledClock, SystemClock};
 use writerctl::claim::retention::{self, Retention};
 use writerctl::claim::secret::{self, Secret};
 use writerctl::claim::store::Store;
-use writerctl::claim::store::redis_pg::{ConnectOptions, RedisPgStore};
+use writerctl::claim::store::redis_pg::{self, ConnectOptions, QueueBounds, RedisPgStore};
 use writerctl::claim::store::sqlite::SqliteStore;
 use writerctl::coordinator::limits::{connection_cap, raise_nofile_limit};
 use writerctl::coordinator::server::{
@@ -104,6 +104,16 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 0, requires = "redis",
           value_parser = clap::value_parser!(u32).range(0..=64))]
     pub redis_min_replicas: u32,
+    /// Bound on the Redis queue of writes waiting for Postgres, in entries (default 100000;
+    /// 0: none). When a Postgres outage fills it, failed verbs' audit rows are dropped and
+    /// counted, write verbs are refused with coordinator_unavailable (nothing written), and
+    /// routine heartbeats skip their Postgres write; writerctl_audit_queue_* on /metrics.
+    #[arg(long, value_name = "N", default_value_t = redis_pg::DEFAULT_QUEUE_MAX_ROWS, requires = "redis")]
+    pub audit_queue_max_rows: u64,
+    /// Bound on the same queue in bytes of entry data (default 67108864, 64 MiB; 0: none),
+    /// exceeded by at most one entry.
+    #[arg(long, value_name = "N", default_value_t = redis_pg::DEFAULT_QUEUE_MAX_BYTES, requires = "redis")]
+    pub audit_queue_max_bytes: u64,
     /// Redis key prefix and Postgres schema for this deployment.
     #[arg(long, value_name = "NAME", default_value = "writerctl")]
     pub namespace: String,
@@ -152,7 +162,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = retention::DEFAULT_INBOX_RETENTION_DAYS,
           value_parser = clap::value_parser!(u32).range(0..=36_500))]
     pub inbox_retention_days: u32,
-    /// Keep at most the newest N events per inbox (default 1000); 0: no count limit.
+    /// Keep at most the newest N events per inbox (default 1000), enforced on every append
+    /// (and by the periodic prune); 0: no count limit.
     #[arg(long, value_name = "N", default_value_t = retention::DEFAULT_INBOX_MAX_EVENTS)]
     pub inbox_max_events: u64,
     /// How often retention prunes audit rows, inbox events and idle operator-attempt rows,
@@ -207,10 +218,18 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
         (Some(r), Some(p)) => {
             let opts =
                 ConnectOptions { redis_ca_file: a.redis_ca_file.clone(), redis_min_replicas: a.redis_min_replicas };
-            Arc::new(RedisPgStore::connect_with(r, p, &a.namespace, &opts)?)
+            let store = RedisPgStore::connect_with(r, p, &a.namespace, &opts)?;
+            store
+                .set_queue_bounds(QueueBounds { max_rows: a.audit_queue_max_rows, max_bytes: a.audit_queue_max_bytes });
+            store.set_inbox_max_events(a.inbox_max_events);
+            Arc::new(store)
         }
         _ => match parse_target(a.store.as_deref())? {
-            Target::Sqlite(path) => Arc::new(SqliteStore::open(&path)?),
+            Target::Sqlite(path) => {
+                let store = SqliteStore::open(&path)?;
+                store.set_inbox_max_events(a.inbox_max_events);
+                Arc::new(store)
+            }
             Target::Http(_) => {
                 return Err(ClaimError::InvalidArgument(
                     "--store takes sqlite:PATH (a server cannot store in a server)".into(),

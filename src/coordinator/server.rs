@@ -1121,6 +1121,13 @@ async fn metrics(State(app): State<Shared>) -> Response {
     // A scrape is also the periodic flush of refusal windows that closed (their counts).
     let app2 = app.clone();
     let _ = tokio::task::spawn_blocking(move || app2.coord.flush_refusals(false)).await;
+    // A store that is down fails every scrape (every 15 s or so per Prometheus): one WARN
+    // when the first scrape fails, a reminder at most once a minute, an INFO when a scrape
+    // succeeds again (issue 28's drill found a WARN per scrape). Process-wide: one server
+    // per process; a second router in one process (tests) shares the episode.
+    static STORE_DOWN: crate::claim::store::Episode =
+        crate::claim::store::Episode::new("metrics: the store does not answer; store series are left out of /metrics");
+    let mut failure: Option<String> = None;
     let mut out = String::new();
     let m = app.metrics.lock().unwrap_or_else(|p| p.into_inner()).clone();
     out.push_str("# HELP writerctl_verbs_total Coordinator verbs by result (ok or error code).\n");
@@ -1222,8 +1229,8 @@ async fn metrics(State(app): State<Shared>) -> Response {
                 out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n{name} {n}\n"));
             }
         }
-        Ok(Err(e)) => tracing::warn!(error = %e, "metrics: store sizes not counted"),
-        Err(e) => tracing::warn!(error = %e, "metrics: store sizes not counted"),
+        Ok(Err(e)) => failure = failure.or(Some(format!("store sizes: {e}"))),
+        Err(e) => failure = failure.or(Some(format!("store sizes: {e}"))),
     }
     let app2 = app.clone();
     // A count, never a per-project series: projects are not bounded, labels must be. Left
@@ -1236,8 +1243,8 @@ async fn metrics(State(app): State<Shared>) -> Response {
             out.push_str("# TYPE writerctl_projects_without_master gauge\n");
             out.push_str(&format!("writerctl_projects_without_master {n}\n"));
         }
-        Ok(Err(e)) => tracing::warn!(error = %e, "metrics: projects without a master not counted"),
-        Err(e) => tracing::warn!(error = %e, "metrics: projects without a master not counted"),
+        Ok(Err(e)) => failure = failure.or(Some(format!("projects without a master: {e}"))),
+        Err(e) => failure = failure.or(Some(format!("projects without a master: {e}"))),
     }
     let app2 = app.clone();
     if let Ok(Some(depth)) = tokio::task::spawn_blocking(move || app2.coord.store().pending_audit_writes()).await {
@@ -1245,8 +1252,39 @@ async fn metrics(State(app): State<Shared>) -> Response {
         out.push_str("# TYPE writerctl_audit_retry_queue_depth gauge\n");
         out.push_str(&format!("writerctl_audit_retry_queue_depth {depth}\n"));
     }
+    // The queue's bounds and what they turned away (issue 28 point 4); Redis + Postgres only.
+    let app2 = app.clone();
+    if let Ok(Some(q)) = tokio::task::spawn_blocking(move || app2.coord.store().audit_queue()).await {
+        for (name, help, n) in [
+            ("writerctl_audit_queue_rows", "Entries in the Redis queue of writes waiting for Postgres.", q.rows),
+            ("writerctl_audit_queue_bytes", "Bytes of entry data in that queue.", q.bytes),
+            ("writerctl_audit_queue_max_rows", "--audit-queue-max-rows (0: no bound).", q.max_rows),
+            ("writerctl_audit_queue_max_bytes", "--audit-queue-max-bytes (0: no bound).", q.max_bytes),
+        ] {
+            out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n{name} {n}\n"));
+        }
+        out.push_str("# HELP writerctl_audit_queue_dropped_total What this replica turned away at the queue's bound: refusal (a failed verb's audit row, dropped), heartbeat (a routine heartbeat's Postgres write, skipped), write (a write verb, refused with coordinator_unavailable, nothing written).\n");
+        out.push_str("# TYPE writerctl_audit_queue_dropped_total counter\n");
+        for (kind, n) in
+            [("refusal", q.dropped_refusals), ("heartbeat", q.dropped_heartbeats), ("write", q.refused_writes)]
+        {
+            out.push_str(&format!("writerctl_audit_queue_dropped_total{{kind=\"{kind}\"}} {n}\n"));
+        }
+    }
     // What /readyz says, bounded the same way; left out when the store does not answer.
-    if let Ok(b) = probe_readiness(&app).await {
+    let ready = probe_readiness(&app).await;
+    if let Err(e) = &ready {
+        failure = failure.or(Some(format!("readiness: {e}")));
+    }
+    match &failure {
+        Some(why) => {
+            STORE_DOWN.fail(why);
+        }
+        None => {
+            STORE_DOWN.recover();
+        }
+    }
+    if let Ok(b) = ready {
         out.push_str("# HELP writerctl_store_degraded 1 while the audit plane (Postgres) is failing or behind; verbs are still served.\n");
         out.push_str("# TYPE writerctl_store_degraded gauge\n");
         out.push_str(&format!("writerctl_store_degraded {}\n", u8::from(b.degraded)));

@@ -37,6 +37,7 @@ mod serve_work;
 mod services;
 mod soak;
 mod staged;
+mod store_bounds;
 mod supervisor_death;
 mod work;
 mod work_store;

@@ -62,6 +62,94 @@ pub struct Backlog {
     pub oldest_age_seconds: Option<f64>,
 }
 
+/// The bounded Postgres retry queue of a two-plane store (issue 28 point 4), for `/metrics`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AuditQueue {
+    /// Entries waiting for Postgres.
+    pub rows: u64,
+    /// Bytes they carry (field names and values; Redis's own per-entry overhead comes on top).
+    pub bytes: u64,
+    /// The row bound (0: none).
+    pub max_rows: u64,
+    /// The byte bound (0: none).
+    pub max_bytes: u64,
+    /// Failed verbs' audit rows dropped at the bound since this process started.
+    pub dropped_refusals: u64,
+    /// Routine heartbeats whose Postgres state write was skipped at the bound (Redis has
+    /// them; the next state write of the project carries them to Postgres).
+    pub dropped_heartbeats: u64,
+    /// Write verbs refused at the bound (`coordinator_unavailable`, nothing written).
+    pub refused_writes: u64,
+}
+
+/// How often a failure that goes on is logged again.
+pub const EPISODE_REMINDER: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// A failure that can last (a store down, a full queue), logged per episode rather than per
+/// occurrence (issue 28's drill: a WARN per scrape, per refusal, buries everything else): one
+/// WARN when it starts, one reminder with the count at most every [`EPISODE_REMINDER`] while
+/// it lasts, one INFO when it ends. Thread-safe; `const` so a `static` can hold one.
+#[derive(Debug)]
+pub struct Episode {
+    what: &'static str,
+    state: std::sync::Mutex<Option<EpisodeState>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct EpisodeState {
+    count: u64,
+    since: std::time::Instant,
+    logged: std::time::Instant,
+}
+
+impl Episode {
+    /// An episode log for `what` (the subject of every line: "postgres retry queue full").
+    pub const fn new(what: &'static str) -> Episode {
+        Episode { what, state: std::sync::Mutex::new(None) }
+    }
+
+    /// One more occurrence; logs a WARN if it starts an episode or a reminder is due.
+    /// Returns whether it logged.
+    pub fn fail(&self, error: &dyn std::fmt::Display) -> bool {
+        let now = std::time::Instant::now();
+        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        match g.as_mut() {
+            None => {
+                *g = Some(EpisodeState { count: 1, since: now, logged: now });
+                tracing::warn!(error = %error, "{} (logged again at most once a minute, and on recovery)", self.what);
+                true
+            }
+            Some(s) => {
+                s.count += 1;
+                if now.duration_since(s.logged) < EPISODE_REMINDER {
+                    return false;
+                }
+                s.logged = now;
+                tracing::warn!(error = %error, count = s.count, seconds = s.since.elapsed().as_secs(), "{} (still)", self.what);
+                true
+            }
+        }
+    }
+
+    /// The failure is over: one INFO line, if an episode was going on. Returns whether it
+    /// logged.
+    pub fn recover(&self) -> bool {
+        let ended = self.state.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match ended {
+            Some(s) => {
+                tracing::info!(count = s.count, seconds = s.since.elapsed().as_secs_f64(), "{}: recovered", self.what);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether an episode is going on.
+    pub fn ongoing(&self) -> bool {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+    }
+}
+
 /// The result of a compare-and-set commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Commit {
@@ -238,5 +326,32 @@ pub trait Store: WorkStore + Send + Sync {
     /// retry queue's depth, for `/metrics`); None for a store with one plane.
     fn pending_audit_writes(&self) -> Option<u64> {
         None
+    }
+
+    /// The retry queue's size, bounds and drops (issue 28 point 4); None for a store with
+    /// one plane.
+    fn audit_queue(&self) -> Option<AuditQueue> {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 28's drill: a failure that goes on logs once, not once per occurrence.
+    #[test]
+    fn an_episode_logs_its_start_once_and_its_end_once() {
+        let e = Episode::new("test episode");
+        assert!(!e.ongoing());
+        assert!(!e.recover(), "nothing to recover from");
+        assert!(e.fail(&"down"), "the first failure starts the episode and logs");
+        for _ in 0..100 {
+            assert!(!e.fail(&"down"), "the rest wait for the reminder");
+        }
+        assert!(e.ongoing());
+        assert!(e.recover(), "the end logs once");
+        assert!(!e.recover());
+        assert!(e.fail(&"down again"), "a new episode logs again");
     }
 }

@@ -13,14 +13,17 @@
 //! * `{ns}:inbox_trims` — hash: inbox key → the highest cursor retention removed from it (its
 //!   trim mark; see [`retention`])
 //! * `{ns}:cursor` — the event cursor counter (one sequence for every inbox)
-//! * `{ns}:pgq` — the durable queue of Postgres writes; `{ns}:pgq:dead` — entries Postgres
-//!   refused for good; `{ns}:pgq:lock` — the drain lock
+//! * `{ns}:pgq` — the durable queue of Postgres writes, bounded ([`QueueBounds`]);
+//!   `{ns}:pgq:bytes` — the bytes it holds; `{ns}:pgq:dead` — entries Postgres refused for
+//!   good; `{ns}:pgq:lock` — the drain lock; `{ns}:pgq:failing` — set while drains fail
+//!   on Postgres (every replica's `degraded`)
 //! * `{ns}:ready` — set once Redis holds (or has been restored to) the namespace's state
 //! * `{ns}:p:<project>:channels` — hash: channel → [`Channel`](crate::claim::work::Channel) JSON
 //! * `{ns}:p:<project>:claims:<channel>` — hash: task → [`ClaimRow`](crate::claim::work::ClaimRow)
 //!   JSON (the row carries its own compare-and-set `version`)
 //! * `{ns}:p:<project>:hist:<channel>:<task>` — list of
-//!   [`ClaimStep`](crate::claim::work::ClaimStep) JSON, oldest first
+//!   [`ClaimStep`](crate::claim::work::ClaimStep) JSON, oldest first: the newest
+//!   [`HISTORY_KEEP`](work::HISTORY_KEEP) steps (Postgres keeps them all)
 //! * `{ns}:p:<project>:due` — sorted set: `<channel>:<task>` (both escaped) scored by
 //!   [`ClaimRow::due_at`](crate::claim::work::ClaimRow::due_at); rows that are not due leave it
 //! * `{ns}:due_projects` — set of the projects whose `due` set is not empty (the sweeper's list)
@@ -62,7 +65,7 @@
 //! evicted head is indistinguishable from a new project.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
@@ -84,6 +87,7 @@ mod retention;
 mod work;
 
 pub use connect::{ConnectOptions, MIN_REPLICAS_WAIT};
+pub use work::HISTORY_KEEP;
 
 /// The namespace (Redis key prefix and Postgres schema) used in production.
 pub const DEFAULT_NAMESPACE: &str = "writerctl";
@@ -111,7 +115,7 @@ const DRAIN_BATCH: usize = 256;
 /// Drain rounds `audit_log` does itself before reading Postgres (best effort).
 const INLINE_ROUNDS: usize = 2;
 /// How long an audit read waits for the queue entries that existed when it started.
-const AUDIT_READ_WAIT: Duration = Duration::from_secs(5);
+pub(super) const AUDIT_READ_WAIT: Duration = Duration::from_secs(5);
 /// The drain lock's lease, renewed before each batch. Correctness never depends on it (every
 /// write is idempotent and version-guarded); it only keeps replicas from doing the same work
 /// at once. Short, because a replica killed while holding it stalls every other replica's
@@ -125,6 +129,40 @@ const FLUSH_DEADLINE: Duration = Duration::from_secs(30);
 const MAX_IDLE_REDIS: usize = 8;
 /// A pooled Redis connection idle longer than this is pinged before use.
 const PING_AFTER_IDLE: Duration = Duration::from_secs(30);
+
+/// `--audit-queue-max-rows` default. The queue holds what Postgres has not taken yet; a
+/// Postgres outage is the only thing that fills it. At the drain rate measured in issue 20
+/// (7,330 entries/s) 100,000 entries drain in well under a minute once Postgres is back,
+/// and at a busy fleet's few hundred writes a second they buy several minutes of outage
+/// before write verbs are refused; at the ~1.2 KB an entry measured in issue 28 (23 MB per
+/// 20,000 refusals) they are ~120 MB of Redis memory, so the byte bound below binds first.
+pub const DEFAULT_QUEUE_MAX_ROWS: u64 = 100_000;
+/// `--audit-queue-max-bytes` default: 64 MiB of entry data (field names and values; Redis's
+/// own overhead per stream entry adds a few tens of bytes on top), a small share of any
+/// Redis sized for production, so an outage can never take Redis's memory from the state
+/// it is authoritative for (with `noeviction`, a full Redis refuses every write).
+pub const DEFAULT_QUEUE_MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// How long the "Postgres is failing" marker (`{ns}:pgq:failing`) outlives the last failed
+/// drain that set it: above the longest back-off (so a failing drainer refreshes it before
+/// it lapses), short, because a replica that dies while Postgres fails must not leave every
+/// replica degraded for long (after [`DEGRADED_LAG`] a queue Postgres does not take reads as
+/// lagging anyway).
+const FAILING_TTL: Duration = Duration::from_secs(10);
+
+/// The bounds of the Postgres retry queue (issue 28 point 4). 0: no bound of that kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueBounds {
+    /// Entries.
+    pub max_rows: u64,
+    /// Bytes of entry data (see [`DEFAULT_QUEUE_MAX_BYTES`]).
+    pub max_bytes: u64,
+}
+
+impl Default for QueueBounds {
+    fn default() -> QueueBounds {
+        QueueBounds { max_rows: DEFAULT_QUEUE_MAX_ROWS, max_bytes: DEFAULT_QUEUE_MAX_BYTES }
+    }
+}
 
 /// Postgres schema migrations, in order; `@.` stands for the quoted schema. Migration `i`
 /// is recorded as version `i + 1` in `schema_migrations`. Append only.
@@ -310,12 +348,27 @@ local function inbox_counter(cursor, first, n)
   end
   return counter
 end
-local function inbox_append(cursor, counter, first, at, events)
+-- Keeps an inbox to its newest `keep` events ('0': no bound), raising its trim mark in
+-- `trims` with the removal, as the retention prune does (issue 28 point 4: enforced on
+-- write, not only by the periodic prune). One append removes one event at most.
+local function inbox_bound(key, trims, keep)
+  keep = tonumber(keep)
+  if keep <= 0 then return end
+  local extra = redis.call('XLEN', key) - keep
+  if extra <= 0 then return end
+  local r = redis.call('XRANGE', key, '-', '+', 'COUNT', extra)
+  local through = tonumber(string.match(r[#r][1], '^0%-(%d+)$'))
+  redis.call('XTRIM', key, 'MINID', string.format('0-%d', through + 1))
+  local mark = tonumber(redis.call('HGET', trims, key) or '0')
+  if through > mark then redis.call('HSET', trims, key, string.format('%d', through)) end
+end
+local function inbox_append(cursor, counter, first, at, events, trims, keep)
   for k, e in ipairs(events) do
     counter = counter + 1
     local fields = {'at', at, 'kind', e[3], 'payload', e[4]}
     if e[1] == '1' then fields[#fields + 1] = 'session'; fields[#fields + 1] = e[2] end
     redis.call('XADD', KEYS[first + k - 1], string.format('0-%d', counter), unpack(fields))
+    inbox_bound(KEYS[first + k - 1], trims, keep)
   end
   if #events > 0 then redis.call('SET', cursor, string.format('%d', counter)) end
 end
@@ -345,6 +398,73 @@ fn with_request(body: &str) -> String {
     [REQUEST_LUA, body].concat()
 }
 
+/// The queue's bound (issue 28 point 4), shared by every script that enqueues a Postgres write
+/// (prefixed to it by [`with_queue`]). Each checks [`queue_room`](QUEUE_LUA) before its first
+/// write and enqueues with `queue_add`, which counts the entry's bytes in `{ns}:pgq:bytes`
+/// (the drain subtracts them in [`DEQUEUE_LUA`]).
+///
+/// The check and the enqueue run in one script, so Redis serializes them across every
+/// replica: the row bound is never exceeded, and the byte bound by at most one entry (the
+/// check is "below the bound" before an entry whose size a commit only knows after its
+/// writes). The largest entry is a master commit's, which carries its project's whole state
+/// (~300 bytes per controller row), so the worst case is `max_bytes` plus one project's state.
+/// Entries written outside these scripts (a queue kept from an older version) are not in the
+/// byte count until the queue next empties, when the count is reset to 0.
+const QUEUE_LUA: &str = r#"
+local function queue_room(queue, bytes_key, max_rows, max_bytes)
+  max_rows = tonumber(max_rows)
+  max_bytes = tonumber(max_bytes)
+  if max_rows > 0 and redis.call('XLEN', queue) >= max_rows then return false end
+  if max_bytes > 0 and tonumber(redis.call('GET', bytes_key) or '0') >= max_bytes then return false end
+  return true
+end
+local function queue_add(queue, bytes_key, fields)
+  local id = redis.call('XADD', queue, '*', unpack(fields))
+  local n = 0
+  for _, f in ipairs(fields) do n = n + string.len(f) end
+  redis.call('INCRBY', bytes_key, n)
+  return id
+end
+"#;
+
+/// A script that enqueues: [`QUEUE_LUA`]'s functions, then its body.
+fn with_queue(body: &str) -> String {
+    [QUEUE_LUA, body].concat()
+}
+
+/// Enqueues an audit row on its own (a failed verb's, a prune's) unless the queue is full.
+/// KEYS: queue, byte count. ARGV: max rows, max bytes, then the entry's fields. 1 when
+/// enqueued, 0 when dropped at the bound.
+const AUDIT_LUA: &str = r#"
+if not queue_room(KEYS[1], KEYS[2], ARGV[1], ARGV[2]) then return 0 end
+local fields = {}
+for i = 3, #ARGV do fields[#fields + 1] = ARGV[i] end
+queue_add(KEYS[1], KEYS[2], fields)
+return 1
+"#;
+
+/// Deletes applied entries and subtracts the bytes of those it deleted (an entry another
+/// drainer deleted first is not subtracted twice). KEYS: queue, byte count. ARGV: (id, bytes)
+/// pairs. An empty queue resets the count, so a count that drifted (entries written by an
+/// older version) heals.
+const DEQUEUE_LUA: &str = r#"
+local freed = 0
+for i = 1, #ARGV, 2 do
+  if redis.call('XDEL', KEYS[1], ARGV[i]) == 1 then freed = freed + tonumber(ARGV[i + 1]) end
+end
+if redis.call('XLEN', KEYS[1]) == 0 then
+  redis.call('DEL', KEYS[2])
+elseif freed > 0 then
+  if redis.call('DECRBY', KEYS[2], freed) < 0 then redis.call('SET', KEYS[2], '0') end
+end
+return freed
+"#;
+
+/// An entry's size as `queue_add` counts it.
+fn entry_bytes(fields: &HashMap<String, String>) -> u64 {
+    fields.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum()
+}
+
 /// The request record's key and arguments as [`REQUEST_LUA`] reads them: (key, record
 /// text or `''`, lifetime in ms). Without a record the key is a placeholder in the
 /// namespace's hash slot that no script touches.
@@ -358,19 +478,30 @@ fn request_args(keys: &Keys, audit: &AuditEntry) -> Result<(String, String, i64)
 /// The compare-and-set commit (run with [`INBOX_LUA`] prefixed).
 ///
 /// KEYS: head, ctl, cursor counter, pg queue, ready marker, then one inbox per event, then
-/// the request record's key. ARGV: expected version, op id, project, event time, audit
-/// JSON (empty: no audit row), then the change: `n` upserts as (session id, JSON) pairs; `n`
-/// deletes; slot flag, epoch, master flag, master session id, master identity; `n` events
-/// as (session flag, session, kind, payload); `n` enrolled identities as (name, JSON) pairs;
-/// `n` identities removed; then the request record and its lifetime ([`REQUEST_LUA`]).
+/// `{ns}:inbox_trims`, the queue's byte count, then the request record's key. ARGV: expected version, op id,
+/// project, event time, audit JSON (empty: no audit row), then the change: `n` upserts as
+/// (session id, JSON) pairs; `n` deletes; slot flag, epoch, master flag, master session id,
+/// master identity; `n` events as (session flag, session, kind, payload); `n` enrolled
+/// identities as (name, JSON) pairs; `n` identities removed; then the inbox bound (newest
+/// events kept, 0: none), the queue's bounds (max rows, max bytes), then the request record
+/// and its lifetime ([`REQUEST_LUA`]).
 ///
 /// Every check runs before the first write: a Lua error after a write would leave a
 /// half-applied commit (Redis does not roll scripts back).
+///
+/// A full queue (issue 28 point 4) refuses a commit with an audit row (`full`, nothing
+/// written: its row must reach Postgres, and the caller is told to retry). A routine
+/// heartbeat (no audit row) is applied without its Postgres write (`ok` with `skipped`):
+/// its state write carries only a newer `last_heartbeat`, which the project's next queued
+/// state carries anyway (every entry holds the whole state) and which only a cold restore
+/// would read; refusing it would let every controller go stale during a long outage.
 const COMMIT_LUA: &str = r#"
 if redis.call('EXISTS', KEYS[5]) == 0 then return {'lost'} end
 local current = redis.call('HGET', KEYS[1], 'version') or '0'
 if current ~= ARGV[1] then return {'conflict', current} end
 if request_seen() then return {'replayed'} end
+local room = queue_room(KEYS[4], KEYS[#KEYS - 1], ARGV[#ARGV - 3], ARGV[#ARGV - 2])
+if not room and ARGV[5] ~= '' then return {'full'} end
 local i = 6
 local function take() local v = ARGV[i]; i = i + 1; return v end
 local ups = {}
@@ -402,7 +533,7 @@ if has_slot then
 end
 for _, e in ipairs(enrolls) do redis.call('HSET', KEYS[1], 'identity:' .. e[1], e[2]) end
 for _, name in ipairs(unenrolls) do redis.call('HDEL', KEYS[1], 'identity:' .. name) end
-inbox_append(KEYS[3], counter, 6, ARGV[4], events)
+inbox_append(KEYS[3], counter, 6, ARGV[4], events, KEYS[#KEYS - 2], ARGV[#ARGV - 4])
 local changed = #ups > 0 or #dels > 0 or has_slot or #events > 0 or #enrolls > 0 or #unenrolls > 0
 local version = current
 if changed then
@@ -412,6 +543,7 @@ end
 -- The Postgres write: the audit row (none for a routine heartbeat) and, after a change, the
 -- project's whole new state.
 if not changed and ARGV[5] == '' then return {'ok', version, ''} end
+if not room then return {'ok', version, '', 'skipped'} end
 local job = {'op', ARGV[2], 'project', ARGV[3], 'version', version}
 if ARGV[5] ~= '' then job[#job + 1] = 'audit'; job[#job + 1] = ARGV[5] end
 if changed then
@@ -431,7 +563,7 @@ if changed then
     job[#job + 1] = 'master_identity'; job[#job + 1] = h[3]
   end
 end
-local id = redis.call('XADD', KEYS[4], '*', unpack(job))
+local id = queue_add(KEYS[4], KEYS[#KEYS - 1], job)
 request_keep()
 return {'ok', version, id}
 "#;
@@ -598,6 +730,15 @@ impl Keys {
     }
     fn queue(&self) -> String {
         format!("{}:pgq", self.base)
+    }
+    /// `{ns}:pgq:bytes`: the bytes of entry data the queue holds ([`QUEUE_LUA`]).
+    fn queue_bytes(&self) -> String {
+        format!("{}:pgq:bytes", self.base)
+    }
+    /// `{ns}:pgq:failing`: set (with [`FAILING_TTL`]) by a drainer Postgres failed, deleted
+    /// by one it served: what every replica reports as `degraded`, whoever drains.
+    fn pg_failing(&self) -> String {
+        format!("{}:pgq:failing", self.base)
     }
     fn dead(&self) -> String {
         format!("{}:pgq:dead", self.base)
@@ -1313,29 +1454,51 @@ fn next_backoff(prev: Option<Duration>) -> Duration {
 /// How often a failure streak that goes on is logged again (with its count so far).
 const STREAK_REMINDER: Duration = Duration::from_secs(60);
 
-/// A run of failed drains. Logged when it starts, every [`STREAK_REMINDER`] while it lasts
-/// and once when a drain succeeds again, each time with the count: an outage costs a few log
-/// lines, not one per attempt.
+/// A run of failed drains on one service. Logged when it starts, every [`STREAK_REMINDER`]
+/// while it lasts and once when a drain succeeds again, each time with the count and the
+/// service that failed (Redis or Postgres: issue 28's drill found a Redis outage logged as
+/// a Postgres one): an outage costs a few log lines, not one per attempt.
 struct Streak {
+    plane: Plane,
     failures: u64,
     since: Instant,
     logged: Instant,
 }
 
 impl Streak {
-    /// Counts one failure; logs it if it starts a streak or a reminder is due.
-    fn fail(streak: &mut Option<Streak>, e: &ClaimError, queued: impl FnOnce() -> u64) {
+    /// Counts one failure; logs it if it starts a streak (a failure on the other service
+    /// ends the streak going on and starts one) or a reminder is due.
+    fn fail(streak: &mut Option<Streak>, e: &DrainError, queued: impl FnOnce() -> Option<u64>) {
         let now = Instant::now();
+        if streak.as_ref().is_some_and(|s| s.plane != e.plane) {
+            Streak::end(streak);
+        }
+        let (plane, error) = (e.plane.name(), &e.error);
         match streak {
             None => {
-                tracing::warn!(error = %e, queued = queued(), "postgres writes failing; retrying with back-off (logged again once a minute and on recovery)");
-                *streak = Some(Streak { failures: 1, since: now, logged: now });
+                match e.plane {
+                    Plane::Postgres => {
+                        tracing::warn!(plane, error = %error, queued = queued(), "postgres writes failing; they wait in the redis queue, retried with back-off (logged again once a minute and on recovery)")
+                    }
+                    Plane::Redis => {
+                        tracing::warn!(plane, error = %error, "redis unreachable: verbs are refused and the postgres queue cannot be read; retrying with back-off (logged again once a minute and on recovery)")
+                    }
+                }
+                *streak = Some(Streak { plane: e.plane, failures: 1, since: now, logged: now });
             }
             Some(s) => {
                 s.failures += 1;
                 if now.duration_since(s.logged) >= STREAK_REMINDER {
                     s.logged = now;
-                    tracing::warn!(error = %e, failures = s.failures, seconds = s.since.elapsed().as_secs(), queued = queued(), "postgres writes still failing");
+                    let seconds = s.since.elapsed().as_secs();
+                    match e.plane {
+                        Plane::Postgres => {
+                            tracing::warn!(plane, error = %error, failures = s.failures, seconds, queued = queued(), "postgres writes still failing")
+                        }
+                        Plane::Redis => {
+                            tracing::warn!(plane, error = %error, failures = s.failures, seconds, "redis still unreachable")
+                        }
+                    }
                 }
             }
         }
@@ -1344,11 +1507,11 @@ impl Streak {
     /// Ends a streak, if one was going on, with one line.
     fn end(streak: &mut Option<Streak>) {
         if let Some(s) = streak.take() {
-            tracing::info!(
-                failures = s.failures,
-                seconds = s.since.elapsed().as_secs_f64(),
-                "postgres writes recovered; queue drained"
-            );
+            let (failures, seconds) = (s.failures, s.since.elapsed().as_secs_f64());
+            match s.plane {
+                Plane::Postgres => tracing::info!(plane = "postgres", failures, seconds, "postgres writes recovered"),
+                Plane::Redis => tracing::info!(plane = "redis", failures, seconds, "redis reachable again"),
+            }
         }
     }
 }
@@ -1357,6 +1520,10 @@ impl Streak {
 /// with jitter, never cut short by a kick), and every [`IDLE_POLL`] (entries a crashed
 /// process enqueued but never applied). Holds the store weakly: it ends when the store is
 /// dropped.
+///
+/// `degraded` (this process's shortcut for verbs) follows the shared state, not whether this
+/// replica won the drain lock (issue 28's drill: `Busy` left it set forever on a replica
+/// that never drained again while another kept the queue moving).
 fn background_writer(inner: Weak<Inner>, signal: Arc<Signal>) {
     lower_priority();
     let mut backoff: Option<Duration> = None;
@@ -1370,15 +1537,31 @@ fn background_writer(inner: Weak<Inner>, signal: Arc<Signal>) {
                 None
             }
             // Another process holds the drain lock (it drains until the queue is empty, so
-            // this is only a safety net): look again, less often each time.
-            Ok(Drained::Busy | Drained::More) => Some(next_backoff(backoff)),
+            // this is only a safety net): look again, less often each time. Redis answered,
+            // so a Redis streak is over; Postgres is as the drainers last saw it.
+            Ok(Drained::Busy | Drained::More) => {
+                if streak.as_ref().is_some_and(|s| s.plane == Plane::Redis) {
+                    Streak::end(&mut streak);
+                }
+                if let Ok(failing) = inner.postgres_failing() {
+                    inner.degraded.store(failing, Ordering::SeqCst);
+                    if !failing {
+                        Streak::end(&mut streak);
+                    }
+                }
+                Some(next_backoff(backoff))
+            }
             Err(e) => {
                 // Seed 000: on a Postgres failure, log and retry; Redis is never rolled back.
-                Streak::fail(&mut streak, &e, || inner.queue_len(&inner.keys.queue()).unwrap_or(0));
-                inner.degraded.store(true, Ordering::SeqCst);
+                Streak::fail(&mut streak, &e, || inner.queue_len(&inner.keys.queue()).ok());
+                if e.plane == Plane::Postgres {
+                    inner.degraded.store(true, Ordering::SeqCst);
+                    inner.mark_postgres_failing(true);
+                }
                 Some(next_backoff(backoff))
             }
         };
+        inner.check_queue_recovered();
     }
 }
 
@@ -1403,6 +1586,46 @@ fn lower_priority() {
 // ---------------------------------------------------------------------------------------
 // the store
 // ---------------------------------------------------------------------------------------
+
+/// Which service a drain failed on: the log and the `degraded` flag must name the right
+/// one (issue 28's drill: a Redis outage was logged and flagged as a Postgres failure).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plane {
+    Redis,
+    Postgres,
+}
+
+impl Plane {
+    fn name(self) -> &'static str {
+        match self {
+            Plane::Redis => "redis",
+            Plane::Postgres => "postgres",
+        }
+    }
+}
+
+/// A failed drain and the service that failed it.
+#[derive(Debug)]
+struct DrainError {
+    plane: Plane,
+    /// Boxed: a drain's `Result` stays small (clippy's `result_large_err`).
+    error: Box<ClaimError>,
+}
+
+impl DrainError {
+    fn redis(error: ClaimError) -> DrainError {
+        DrainError { plane: Plane::Redis, error: Box::new(error) }
+    }
+    fn postgres(error: ClaimError) -> DrainError {
+        DrainError { plane: Plane::Postgres, error: Box::new(error) }
+    }
+}
+
+impl From<DrainError> for ClaimError {
+    fn from(e: DrainError) -> ClaimError {
+        *e.error
+    }
+}
 
 /// What a drain ended with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1434,6 +1657,19 @@ struct Inner {
     /// thread instead of each waiting out a connection timeout.
     degraded: AtomicBool,
     signal: Arc<Signal>,
+    audit: Script,
+    /// [`QueueBounds`], settable after connect ([`RedisPgStore::set_queue_bounds`]).
+    max_rows: AtomicU64,
+    max_bytes: AtomicU64,
+    /// What the bound turned away since this process started (for `/metrics`).
+    dropped_refusals: AtomicU64,
+    dropped_heartbeats: AtomicU64,
+    refused_writes: AtomicU64,
+    /// One log line per episode of a full queue, not one per drop.
+    full: super::Episode,
+    /// The newest events each inbox keeps, enforced on every append (0: none); see
+    /// [`RedisPgStore::set_inbox_max_events`].
+    inbox_keep: AtomicU64,
 }
 
 /// Redis first, Postgres second (see the module documentation).
@@ -1495,7 +1731,7 @@ impl RedisPgStore {
             keys: Keys::new(namespace),
             redis: RedisPool { source, min_replicas: opts.redis_min_replicas, idle: Mutex::new(Vec::new()) },
             pg: Pg { target, ns: namespace.to_string(), prefix: format!("\"{namespace}\"."), conn: Mutex::new(None) },
-            commit: Script::new(&with_request(&with_inbox(COMMIT_LUA))),
+            commit: Script::new(&with_request(&with_queue(&with_inbox(COMMIT_LUA)))),
             snapshot: Script::new(SNAPSHOT_LUA),
             restore: Script::new(RESTORE_LUA),
             raise_cursor: Script::new(RAISE_CURSOR_LUA),
@@ -1505,11 +1741,24 @@ impl RedisPgStore {
             work: work::Scripts::new(),
             degraded: AtomicBool::new(false),
             signal: signal.clone(),
+            audit: Script::new(&with_queue(AUDIT_LUA)),
+            max_rows: AtomicU64::new(DEFAULT_QUEUE_MAX_ROWS),
+            max_bytes: AtomicU64::new(DEFAULT_QUEUE_MAX_BYTES),
+            dropped_refusals: AtomicU64::new(0),
+            dropped_heartbeats: AtomicU64::new(0),
+            refused_writes: AtomicU64::new(0),
+            inbox_keep: AtomicU64::new(0),
+            full: super::Episode::new(
+                "postgres retry queue full: failed verbs' audit rows are dropped, write verbs refused",
+            ),
         });
         inner.redis.run_idempotent(|c| redis::cmd("PING").query::<Value>(c))?;
         match inner.restore_from_postgres() {
             Ok(_) => {}
-            Err(ClaimError::Unavailable(_)) if inner.ready()? => inner.degraded.store(true, Ordering::SeqCst),
+            Err(ClaimError::Unavailable(_)) if inner.ready()? => {
+                inner.degraded.store(true, Ordering::SeqCst);
+                inner.mark_postgres_failing(true);
+            }
             Err(e) => return Err(e),
         }
         let weak = Arc::downgrade(&inner);
@@ -1521,6 +1770,21 @@ impl RedisPgStore {
             inner.signal.kick();
         }
         Ok(RedisPgStore { inner })
+    }
+
+    /// Bounds the Postgres retry queue (`serve --audit-queue-max-rows|bytes`); until called,
+    /// [`QueueBounds::default`]. Each replica enforces its own bounds on its own writes.
+    pub fn set_queue_bounds(&self, bounds: QueueBounds) {
+        self.inner.max_rows.store(bounds.max_rows, Ordering::SeqCst);
+        self.inner.max_bytes.store(bounds.max_bytes, Ordering::SeqCst);
+    }
+
+    /// Bounds each inbox to its newest `n` events on every append (`serve
+    /// --inbox-max-events`; 0: none), raising its trim mark as the retention prune does;
+    /// until called, no bound (the library's callers choose; `serve` passes its flag, whose
+    /// default is [`DEFAULT_INBOX_MAX_EVENTS`](crate::claim::retention::DEFAULT_INBOX_MAX_EVENTS)).
+    pub fn set_inbox_max_events(&self, n: u64) {
+        self.inner.inbox_keep.store(n, Ordering::Relaxed);
     }
 
     /// The namespace (Redis key prefix and Postgres schema).
@@ -1545,7 +1809,7 @@ impl RedisPgStore {
     pub fn flush_postgres(&self) -> Result<(), ClaimError> {
         let deadline = Instant::now() + FLUSH_DEADLINE;
         loop {
-            let drained = match self.inner.drain(None) {
+            let drained = match self.inner.drain(None).map_err(ClaimError::from) {
                 // The pooled connection may have died while idle (an outage that ended):
                 // the failed attempt dropped it, and the next one reconnects.
                 Err(ClaimError::Unavailable(_)) if Instant::now() < deadline => {
@@ -1585,25 +1849,29 @@ impl Inner {
     /// every queue entry that exists now, for at most `wait`. Entries enqueued later are not
     /// waited for, so a busy fleet never holds a reader up; a drainer holding the lock (the
     /// background writer, another replica) is waited for instead of skipped, so a verb's own
-    /// audit row is there when the caller reads the log right after it.
-    fn drain_written_so_far(&self, wait: Duration) -> Result<(), ClaimError> {
+    /// audit row is there when the caller reads the log right after it. True when they were
+    /// all applied, false when `wait` ran out first.
+    pub(super) fn drain_written_so_far(&self, wait: Duration) -> Result<bool, ClaimError> {
         let queue = self.keys.queue();
         let newest: Value = self
             .redis
             .run_idempotent(|c| redis::cmd("XREVRANGE").arg(&queue).arg("+").arg("-").arg("COUNT").arg(1).query(c))?;
         let Some(mark) = stream_entries("queue", &newest)?.into_iter().next().map(|(id, _)| id) else {
-            return Ok(());
+            return Ok(true);
         };
         let deadline = Instant::now() + wait;
         loop {
             let oldest: Value = self.redis.run_idempotent(|c| {
                 redis::cmd("XRANGE").arg(&queue).arg("-").arg(&mark).arg("COUNT").arg(1).query(c)
             })?;
-            if stream_entries("queue", &oldest)?.is_empty() || Instant::now() >= deadline {
-                return Ok(());
+            if stream_entries("queue", &oldest)?.is_empty() {
+                return Ok(true);
+            }
+            if Instant::now() >= deadline {
+                return Ok(false);
             }
             // Wait only for another drainer; after our own rounds, look again at once.
-            if self.drain(Some(INLINE_ROUNDS))? == Drained::Busy {
+            if self.drain(Some(INLINE_ROUNDS)).map_err(ClaimError::from)? == Drained::Busy {
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
@@ -1612,24 +1880,32 @@ impl Inner {
     /// Redis's side of `/readyz`, in one round trip: the namespace is restored, and the
     /// queue's depth and oldest entry (its id is Redis's clock at enqueue; compared with
     /// Redis's own TIME, so no clock skew enters).
+    ///
+    /// `degraded` is the shared state every replica sees alike: a drainer (any replica) saw
+    /// Postgres fail within [`FAILING_TTL`], or the queue's oldest entry waited longer than
+    /// [`DEGRADED_LAG`]. Never whether this replica drained (issue 28's drill).
     fn readiness(&self) -> Result<Backlog, ClaimError> {
         let queue = self.keys.queue();
         let ready = self.keys.ready();
-        let (exists, depth, oldest, time): (i64, u64, Value, Vec<String>) = self.redis.run_idempotent(|c| {
-            redis::pipe()
-                .cmd("EXISTS")
-                .arg(&ready)
-                .cmd("XLEN")
-                .arg(&queue)
-                .cmd("XRANGE")
-                .arg(&queue)
-                .arg("-")
-                .arg("+")
-                .arg("COUNT")
-                .arg(1)
-                .cmd("TIME")
-                .query(c)
-        })?;
+        let failing_key = self.keys.pg_failing();
+        let (exists, failing, depth, oldest, time): (i64, i64, u64, Value, Vec<String>) =
+            self.redis.run_idempotent(|c| {
+                redis::pipe()
+                    .cmd("EXISTS")
+                    .arg(&ready)
+                    .cmd("EXISTS")
+                    .arg(&failing_key)
+                    .cmd("XLEN")
+                    .arg(&queue)
+                    .cmd("XRANGE")
+                    .arg(&queue)
+                    .arg("-")
+                    .arg("+")
+                    .arg("COUNT")
+                    .arg(1)
+                    .cmd("TIME")
+                    .query(c)
+            })?;
         if exists == 0 {
             return Err(ClaimError::Unavailable("redis has not been restored from postgres yet".into()));
         }
@@ -1642,11 +1918,7 @@ impl Inner {
             .and_then(|(id, _)| id.split('-').next().and_then(|ms| ms.parse::<u64>().ok()))
             .map(|at| now_ms.saturating_sub(at) as f64 / 1000.0);
         let lagging = oldest_age_seconds.is_some_and(|a| a > DEGRADED_LAG.as_secs_f64());
-        Ok(Backlog {
-            degraded: self.degraded.load(Ordering::SeqCst) || lagging,
-            queue_depth: depth,
-            oldest_age_seconds,
-        })
+        Ok(Backlog { degraded: failing > 0 || lagging, queue_depth: depth, oldest_age_seconds })
     }
 
     fn queue_len(&self, key: &str) -> Result<u64, ClaimError> {
@@ -1822,26 +2094,81 @@ impl Inner {
         Ok((snap, as_int("snapshot ready", ready)? == 1))
     }
 
-    /// Enqueues an audit row on its own.
-    fn enqueue_audit(&self, entry: &AuditEntry) -> Result<(), ClaimError> {
+    /// Enqueues an audit row on its own; false when the queue was full and the row was
+    /// dropped (counted and logged per episode, see [`AUDIT_LUA`]).
+    fn enqueue_audit(&self, entry: &AuditEntry) -> Result<bool, ClaimError> {
         let op = uuid::Uuid::new_v4().to_string();
         let audit = to_json(entry)?;
-        let queue = self.keys.queue();
+        let (max_rows, max_bytes) = self.bounds();
+        let mut inv = self.audit.prepare_invoke();
+        inv.key(self.keys.queue()).key(self.keys.queue_bytes()).arg(max_rows).arg(max_bytes);
+        inv.arg("op").arg(&op).arg("project").arg(&entry.project).arg("audit").arg(&audit);
         // Not retried: a lost reply may mean it was added, and a second add would be a
         // second op id (a duplicate row).
-        self.redis.run(|c| {
-            redis::cmd("XADD")
-                .arg(&queue)
-                .arg("*")
-                .arg("op")
-                .arg(&op)
-                .arg("project")
-                .arg(&entry.project)
-                .arg("audit")
-                .arg(&audit)
-                .query::<Value>(c)
-        })?;
-        Ok(())
+        let added = self.redis.run(|c| inv.invoke::<i64>(c))? == 1;
+        if !added {
+            self.dropped_refusals.fetch_add(1, Ordering::Relaxed);
+            self.full.fail(&format_args!("dropped the audit row of a failed {}", entry.verb));
+        }
+        Ok(added)
+    }
+
+    /// The queue's bounds as the scripts take them (0: none).
+    fn bounds(&self) -> (u64, u64) {
+        (self.max_rows.load(Ordering::Relaxed), self.max_bytes.load(Ordering::Relaxed))
+    }
+
+    /// A write verb refused at the queue's bound: counted, logged per episode, and answered
+    /// `coordinator_unavailable` saying nothing was written (the script refused before its
+    /// first write), so the caller can retry without checking.
+    pub(super) fn queue_full(&self, verb: &str) -> ClaimError {
+        self.refused_writes.fetch_add(1, Ordering::Relaxed);
+        let (max_rows, max_bytes) = self.bounds();
+        let why = format!(
+            "the postgres retry queue is full (--audit-queue-max-rows {max_rows}, --audit-queue-max-bytes \
+             {max_bytes}): Postgres is down or behind; {verb} was not applied (nothing was written); retry once \
+             Postgres catches up"
+        );
+        self.full.fail(&why);
+        ClaimError::Unavailable(why)
+    }
+
+    /// Ends a full-queue episode once the queue is below half of each bound (not merely
+    /// below the bound, so a queue hovering at it does not log a start and an end per entry).
+    fn check_queue_recovered(&self) {
+        if !self.full.ongoing() {
+            return;
+        }
+        let (queue, bytes) = (self.keys.queue(), self.keys.queue_bytes());
+        let Ok((rows, held)) = self.redis.run_idempotent(|c| {
+            redis::pipe().cmd("XLEN").arg(&queue).cmd("GET").arg(&bytes).query::<(u64, Option<u64>)>(c)
+        }) else {
+            return;
+        };
+        let (max_rows, max_bytes) = self.bounds();
+        if (max_rows == 0 || rows < max_rows / 2) && (max_bytes == 0 || held.unwrap_or(0) < max_bytes / 2) {
+            self.full.recover();
+        }
+    }
+
+    /// Sets or clears the shared "Postgres failing" marker (best effort: Redis may be the
+    /// one failing, and the marker lapses by itself).
+    fn mark_postgres_failing(&self, failing: bool) {
+        let key = self.keys.pg_failing();
+        let ttl = u64::try_from(FAILING_TTL.as_millis()).unwrap_or(u64::MAX);
+        let _ = self.redis.run_idempotent(|c| {
+            if failing {
+                redis::cmd("SET").arg(&key).arg("1").arg("PX").arg(ttl).query::<Value>(c)
+            } else {
+                redis::cmd("DEL").arg(&key).query::<Value>(c)
+            }
+        });
+    }
+
+    /// Whether a drainer (any replica) saw Postgres fail within [`FAILING_TTL`].
+    fn postgres_failing(&self) -> Result<bool, ClaimError> {
+        let key = self.keys.pg_failing();
+        self.redis.run_idempotent(|c| redis::cmd("EXISTS").arg(&key).query::<i64>(c)).map(|n| n > 0)
     }
 
     /// After a Redis write: wake the background writer. Postgres is written second and off
@@ -1854,16 +2181,17 @@ impl Inner {
     /// Applies queue entries to Postgres in order, a batch at a time, deleting them once
     /// applied; stops at the first failure that retrying may fix. `rounds` bounds the batches.
     /// Holds the drain lock throughout, renewing its lease before each batch.
-    fn drain(&self, rounds: Option<usize>) -> Result<Drained, ClaimError> {
+    fn drain(&self, rounds: Option<usize>) -> Result<Drained, DrainError> {
         let queue = self.keys.queue();
         let lock_key = self.keys.drain_lock();
-        if self.queue_len(&queue)? == 0 {
+        if self.queue_len(&queue).map_err(DrainError::redis)? == 0 {
             return Ok(Drained::Empty);
         }
         let token = uuid::Uuid::new_v4().to_string();
         let got: Value = self
             .redis
-            .run(|c| redis::cmd("SET").arg(&lock_key).arg(&token).arg("NX").arg("PX").arg(DRAIN_LOCK_MS).query(c))?;
+            .run(|c| redis::cmd("SET").arg(&lock_key).arg(&token).arg("NX").arg("PX").arg(DRAIN_LOCK_MS).query(c))
+            .map_err(DrainError::redis)?;
         if matches!(got, Value::Nil) {
             return Ok(Drained::Busy);
         }
@@ -1883,10 +2211,10 @@ impl Inner {
         lock_key: &str,
         token: &str,
         rounds: Option<usize>,
-    ) -> Result<Drained, ClaimError> {
+    ) -> Result<Drained, DrainError> {
         let mut done = 0;
         loop {
-            if done > 0 && self.queue_len(queue)? == 0 {
+            if done > 0 && self.queue_len(queue).map_err(DrainError::redis)? == 0 {
                 return Ok(Drained::Empty);
             }
             if rounds.is_some_and(|r| done >= r) {
@@ -1895,7 +2223,7 @@ impl Inner {
             if done > 0 {
                 let mut renew = self.renew.prepare_invoke();
                 renew.key(lock_key).arg(token).arg(DRAIN_LOCK_MS);
-                if self.redis.run_idempotent(|c| renew.invoke::<i64>(c))? == 0 {
+                if self.redis.run_idempotent(|c| renew.invoke::<i64>(c)).map_err(DrainError::redis)? == 0 {
                     // The lease ran out under a slow batch (or the store is shutting down):
                     // whoever holds the lock now carries on.
                     return Ok(Drained::Busy);
@@ -1918,11 +2246,14 @@ impl Inner {
     /// fsync, for the batch; see [`apply_batch`]), then deletes them from the queue. An entry
     /// Postgres refuses for good is rolled back alone and moved to the dead letters; any
     /// other failure rolls the batch back and leaves the queue as it was.
-    fn drain_batch(&self, queue: &str) -> Result<(), ClaimError> {
-        let reply = self.redis.run_idempotent(|c| {
-            redis::cmd("XRANGE").arg(queue).arg("-").arg("+").arg("COUNT").arg(DRAIN_BATCH).query(c)
-        })?;
-        let entries = stream_entries("queue", &reply)?;
+    fn drain_batch(&self, queue: &str) -> Result<(), DrainError> {
+        let reply = self
+            .redis
+            .run_idempotent(|c| {
+                redis::cmd("XRANGE").arg(queue).arg("-").arg("+").arg("COUNT").arg(DRAIN_BATCH).query(c)
+            })
+            .map_err(DrainError::redis)?;
+        let entries = stream_entries("queue", &reply).map_err(DrainError::redis)?;
         // Another replica emptied the queue between our length check and this read: nothing
         // to apply, and an XDEL without ids is a Redis error that would be logged as a
         // Postgres failure and mark the store degraded (issue 20: false alarms).
@@ -1931,33 +2262,40 @@ impl Inner {
         }
         let jobs: Vec<Result<Job, String>> =
             entries.iter().map(|(_, f)| Job::decode(f).map_err(|e| e.to_string())).collect();
-        let refused = self.pg.run(|conn| apply_batch(conn, &jobs))?;
+        let refused = self.pg.run(|conn| apply_batch(conn, &jobs)).map_err(DrainError::postgres)?;
+        // Postgres took a batch: whoever reported it failing can stop (issue 28: `degraded`
+        // follows Postgres, not which replica happened to drain).
+        self.mark_postgres_failing(false);
         let dead = self.keys.dead();
         for why in refused.iter().flatten() {
             tracing::warn!(error = %why, queue = %dead, "postgres refused a queued write for good; set aside");
         }
-        self.redis.run_idempotent(|c| {
-            let mut p = redis::pipe();
-            for ((id, fields), why) in entries.iter().zip(&refused) {
-                if let Some(why) = why {
-                    // Kept for an operator; the entries behind it go on (each carries its
-                    // project's whole state, so the next one repairs what this one missed).
-                    let mut add = redis::cmd("XADD");
-                    add.arg(&dead).arg("*").arg("queue_id").arg(id).arg("error").arg(why);
-                    for (k, v) in fields {
-                        add.arg(k).arg(v);
+        self.redis
+            .run_idempotent(|c| {
+                let mut p = redis::pipe();
+                for ((id, fields), why) in entries.iter().zip(&refused) {
+                    if let Some(why) = why {
+                        // Kept for an operator; the entries behind it go on (each carries its
+                        // project's whole state, so the next one repairs what this one missed).
+                        let mut add = redis::cmd("XADD");
+                        add.arg(&dead).arg("*").arg("queue_id").arg(id).arg("error").arg(why);
+                        for (k, v) in fields {
+                            add.arg(k).arg(v);
+                        }
+                        p.add_command(add).ignore();
                     }
-                    p.add_command(add).ignore();
                 }
-            }
-            let mut del = redis::cmd("XDEL");
-            del.arg(queue);
-            for (id, _) in &entries {
-                del.arg(id);
-            }
-            p.add_command(del).ignore();
-            p.query::<()>(c)
-        })?;
+                // Through EVAL (not EVALSHA) inside the pipeline: a pipeline cannot reload a
+                // script Redis forgot. The script is a few hundred bytes per batch.
+                let mut eval = redis::cmd("EVAL");
+                eval.arg(DEQUEUE_LUA).arg(2).arg(queue).arg(self.keys.queue_bytes());
+                for (id, fields) in &entries {
+                    eval.arg(id).arg(entry_bytes(fields));
+                }
+                p.add_command(eval).ignore();
+                p.query::<()>(c)
+            })
+            .map_err(DrainError::redis)?;
         Ok(())
     }
 }
@@ -2036,10 +2374,12 @@ impl Store for RedisPgStore {
             Some(a) => request_args(k, a)?,
             None => (k.request("-"), String::new(), 0),
         };
-        inv.key(request_key);
+        inv.key(k.inbox_trims()).key(k.queue_bytes()).key(request_key);
         inv.arg(expected_version).arg(&op).arg(project).arg(super::events_at(change, audit)?);
         inv.arg(audit.map(to_json).transpose()?.unwrap_or_default());
         change_args(&mut inv, change)?;
+        let (max_rows, max_bytes) = self.inner.bounds();
+        inv.arg(self.inner.inbox_keep.load(Ordering::Relaxed)).arg(max_rows).arg(max_bytes);
         inv.arg(request).arg(request_ms);
         // Not retried on a lost reply: the script may have run, and running it again would
         // report a conflict for a commit that in fact succeeded.
@@ -2049,9 +2389,14 @@ impl Store for RedisPgStore {
             Some("ok") => {
                 let version = parts.get(1).and_then(as_text).ok_or_else(|| bad_reply("commit", &reply))?;
                 let version = parse_u64("version", &version)?;
+                if parts.get(3).and_then(as_text).as_deref() == Some("skipped") {
+                    self.inner.dropped_heartbeats.fetch_add(1, Ordering::Relaxed);
+                    self.inner.full.fail(&"a routine heartbeat's postgres write was skipped");
+                }
                 self.inner.after_write();
                 Ok(Commit::Done(version))
             }
+            Some("full") => Err(self.inner.queue_full(audit.map_or("the write", |a| a.verb.as_str()))),
             Some("conflict") => Ok(Commit::Conflict),
             Some("replayed") => Err(request::in_flight()),
             Some("lost") => {
@@ -2066,10 +2411,14 @@ impl Store for RedisPgStore {
 
     fn append_audit(&self, entry: &AuditEntry) -> Result<(), ClaimError> {
         match self.inner.enqueue_audit(entry) {
-            Ok(()) => {
+            Ok(true) => {
                 self.inner.after_write();
                 Ok(())
             }
+            // Dropped at the queue's bound (issue 28 point 4: a flood of refusals must not
+            // grow Redis during a Postgres outage); counted on /metrics. Not an error: the
+            // row is best effort by design, the refused verb's own answer is what matters.
+            Ok(false) => Ok(()),
             // Redis is down: write the row to Postgres directly rather than lose it.
             Err(ClaimError::Unavailable(why)) => {
                 let op = uuid::Uuid::new_v4().to_string();
@@ -2236,6 +2585,27 @@ impl Store for RedisPgStore {
 
     fn pending_audit_writes(&self) -> Option<u64> {
         self.pending_postgres_writes().ok()
+    }
+
+    fn audit_queue(&self) -> Option<super::AuditQueue> {
+        let inner = &self.inner;
+        let (queue, bytes) = (inner.keys.queue(), inner.keys.queue_bytes());
+        let (rows, held) = inner
+            .redis
+            .run_idempotent(|c| {
+                redis::pipe().cmd("XLEN").arg(&queue).cmd("GET").arg(&bytes).query::<(u64, Option<u64>)>(c)
+            })
+            .ok()?;
+        let (max_rows, max_bytes) = inner.bounds();
+        Some(super::AuditQueue {
+            rows,
+            bytes: held.unwrap_or(0),
+            max_rows,
+            max_bytes,
+            dropped_refusals: inner.dropped_refusals.load(Ordering::Relaxed),
+            dropped_heartbeats: inner.dropped_heartbeats.load(Ordering::Relaxed),
+            refused_writes: inner.refused_writes.load(Ordering::Relaxed),
+        })
     }
 
     fn readiness(&self) -> Result<Backlog, ClaimError> {

@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params};
@@ -161,6 +162,9 @@ CREATE INDEX requests_expiry ON requests (expires_at);
 pub struct SqliteStore {
     conn: Mutex<Connection>,
     path: PathBuf,
+    /// The newest events each inbox keeps, enforced on every append (0: no bound); see
+    /// [`SqliteStore::set_inbox_max_events`].
+    inbox_keep: AtomicU64,
 }
 
 fn db_err(e: rusqlite::Error) -> ClaimError {
@@ -202,6 +206,20 @@ fn create_private_file(path: &Path) -> Result<(), ClaimError> {
 }
 
 impl SqliteStore {
+    /// Bounds each inbox to its newest `n` events on every append (`serve
+    /// --inbox-max-events`; 0: no bound), so a flood of doorbells cannot outgrow the bound
+    /// between two retention prunes (issue 28 point 4). Until called, no bound (`serve`
+    /// passes its flag, whose default is
+    /// [`DEFAULT_INBOX_MAX_EVENTS`](crate::claim::retention::DEFAULT_INBOX_MAX_EVENTS)).
+    pub fn set_inbox_max_events(&self, n: u64) {
+        self.inbox_keep.store(n, Ordering::Relaxed);
+    }
+
+    /// The inbox bound as [`insert_event`] takes it.
+    pub(crate) fn inbox_keep(&self) -> u64 {
+        self.inbox_keep.load(Ordering::Relaxed)
+    }
+
     /// Opens (creating if missing) the store at `path` and migrates it to the current schema.
     /// A store written by a newer writerctl is refused, never downgraded.
     pub fn open(path: &Path) -> Result<SqliteStore, ClaimError> {
@@ -218,7 +236,7 @@ impl SqliteStore {
         // FULL: a committed epoch survives power loss; a fencing number must never go back.
         conn.pragma_update(None, "synchronous", "FULL").map_err(db_err)?;
         migrate(&mut conn)?;
-        Ok(SqliteStore { conn: Mutex::new(conn), path: path.to_path_buf() })
+        Ok(SqliteStore { conn: Mutex::new(conn), path: path.to_path_buf(), inbox_keep: AtomicU64::new(0) })
     }
 
     /// The file this store lives in.
@@ -383,14 +401,39 @@ fn insert_audit(tx: &Connection, a: &AuditEntry) -> Result<(), ClaimError> {
     Ok(())
 }
 
-/// Appends one inbox event.
-fn insert_event(tx: &Connection, project: &str, e: &NewEvent, at: Millis) -> Result<(), ClaimError> {
+/// Appends one inbox event, then keeps the inbox to its newest `keep` events (0: no bound),
+/// raising its trim mark in the same transaction as the removal, as the retention prune
+/// does (a reader behind the mark gets `inbox_cursor_trimmed`, never a silent skip). On
+/// write, not only in the periodic prune (issue 28 point 4): one seat's doorbells could
+/// otherwise grow an inbox without bound between two prunes. The lookup walks at most
+/// `keep + 1` index entries of `events_inbox`.
+fn insert_event(tx: &Connection, project: &str, e: &NewEvent, at: Millis, keep: u64) -> Result<(), ClaimError> {
     tx.prepare_cached(
         "INSERT INTO events (project, recipient, recipient_session, kind, payload, at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )
     .and_then(|mut s| s.execute(params![project, e.recipient, e.recipient_session, e.kind, e.payload.to_string(), at]))
     .map_err(db_err)?;
+    if keep == 0 {
+        return Ok(());
+    }
+    let through: Option<i64> = tx
+        .prepare_cached(
+            "SELECT cursor FROM events WHERE project = ?1 AND recipient = ?2 ORDER BY cursor DESC LIMIT 1 OFFSET ?3",
+        )
+        .and_then(|mut s| s.query_row(params![project, e.recipient, to_i64(keep)], |r| r.get(0)).optional())
+        .map_err(db_err)?;
+    if let Some(through) = through {
+        tx.prepare_cached(
+            "INSERT INTO inbox_trims (project, recipient, trimmed_through) VALUES (?1, ?2, ?3)
+             ON CONFLICT (project, recipient) DO UPDATE SET trimmed_through = MAX(trimmed_through, excluded.trimmed_through)",
+        )
+        .and_then(|mut s| s.execute(params![project, e.recipient, through]))
+        .map_err(db_err)?;
+        tx.prepare_cached("DELETE FROM events WHERE project = ?1 AND recipient = ?2 AND cursor <= ?3")
+            .and_then(|mut s| s.execute(params![project, e.recipient, through]))
+            .map_err(db_err)?;
+    }
     Ok(())
 }
 
@@ -401,6 +444,7 @@ fn apply(
     version: u64,
     change: &Change,
     audit: Option<&AuditEntry>,
+    inbox_keep: u64,
 ) -> Result<u64, ClaimError> {
     let at = events_at(change, audit)?;
     let mut new_version = version;
@@ -467,7 +511,7 @@ fn apply(
             .map_err(db_err)?;
         }
         for e in &change.events {
-            insert_event(tx, project, e, at)?;
+            insert_event(tx, project, e, at, inbox_keep)?;
         }
         tx.execute("UPDATE projects SET version = ?2 WHERE project = ?1", params![project, new_version as i64])
             .map_err(db_err)?;
@@ -515,7 +559,7 @@ impl Store for SqliteStore {
         if load(&tx, project)?.version != expected_version {
             return Ok(Commit::Conflict);
         }
-        let v = apply(&tx, project, expected_version, change, audit)?;
+        let v = apply(&tx, project, expected_version, change, audit, self.inbox_keep())?;
         tx.commit().map_err(db_err)?;
         Ok(Commit::Done(v))
     }
@@ -525,7 +569,7 @@ impl Store for SqliteStore {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
         let snap = load(&tx, project)?;
         let (change, audit) = decide(&snap)?;
-        let v = apply(&tx, project, snap.version, &change, audit.as_ref())?;
+        let v = apply(&tx, project, snap.version, &change, audit.as_ref(), self.inbox_keep())?;
         tx.commit().map_err(db_err)?;
         Ok(v)
     }

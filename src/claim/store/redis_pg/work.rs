@@ -18,8 +18,8 @@ use redis::{Cmd, RedisResult, Script, Value};
 use serde::de::DeserializeOwned;
 
 use super::{
-    EPOCH_RESTORE_GAP, Inner, RedisPgStore, as_array, as_int, as_text, bad_reply, esc, event_args, event_keys,
-    json_err, parse_u64, pg_err, redis_err, request_args, to_u64, with_inbox, with_request,
+    AUDIT_READ_WAIT, EPOCH_RESTORE_GAP, Inner, RedisPgStore, as_array, as_int, as_text, bad_reply, esc, event_args,
+    event_keys, json_err, parse_u64, pg_err, redis_err, request_args, to_u64, with_inbox, with_queue, with_request,
 };
 use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Millis};
@@ -32,13 +32,24 @@ use crate::claim::work::{Channel, ClaimRow, ClaimStep, FocusLease};
 /// round trips, and no single reply grows without bound.
 pub(super) const PIPELINE_CHUNK: usize = 1000;
 
-/// One compare-and-set claim write (run with [`super::INBOX_LUA`] prefixed).
+/// How many of a task's newest history steps Redis keeps (issue 28 point 4: one seat grew
+/// Redis by 54 MB in 5 s through an untrimmed list). Postgres keeps every step (subject to
+/// retention) and [`WorkStore::claim_history`] reads the older ones from there. 32 steps of
+/// ~400 bytes is ~13 KB per task at most, and covers a task's recent story when Postgres is
+/// out of reach.
+pub const HISTORY_KEEP: usize = 32;
+
+/// One compare-and-set claim write (run with [`super::INBOX_LUA`] and [`super::QUEUE_LUA`]
+/// prefixed).
 ///
 /// KEYS: ready marker, cursor counter, pg queue, claims hash, history list, due index, the
-/// set of projects with due claims, then one inbox per event, then the request record's key.
-/// ARGV: expected version, task, row JSON, step JSON, due score ('' when the row is not
-/// due), due member, project, op id, event time, audit JSON, then the events, then the
-/// request record and its lifetime ([`super::REQUEST_LUA`]).
+/// set of projects with due claims, then one inbox per event, then `{ns}:inbox_trims`, the
+/// queue's byte count, then the request record's key. ARGV: expected version, task, row
+/// JSON, step JSON, due score ('' when the row is not due), due member, project, op id,
+/// event time, audit JSON, then the events, then how many history steps to keep, the inbox
+/// bound (newest events kept, 0: none), the queue's bounds (max rows, max bytes), then the
+/// request record and its lifetime ([`super::REQUEST_LUA`]). A full queue
+/// answers `full` and writes nothing (the write's audit row and step must reach Postgres).
 ///
 /// The stored version is read from the row's JSON text rather than decoded: serde_json
 /// escapes every `"` inside a string and a row has no nested object, so `"version":`
@@ -55,6 +66,7 @@ if stored then
 end
 if current ~= ARGV[1] then return 'conflict' end
 if request_seen() then return 'replayed' end
+if not queue_room(KEYS[3], KEYS[#KEYS - 1], ARGV[#ARGV - 3], ARGV[#ARGV - 2]) then return 'full' end
 local i = 11
 local function take() local v = ARGV[i]; i = i + 1; return v end
 local events = take_events(take)
@@ -63,6 +75,7 @@ if not counter then return err end
 -- Writes.
 redis.call('HSET', KEYS[4], ARGV[2], ARGV[3])
 redis.call('RPUSH', KEYS[5], ARGV[4])
+redis.call('LTRIM', KEYS[5], -tonumber(ARGV[#ARGV - 5]), -1)
 if ARGV[5] == '' then
   redis.call('ZREM', KEYS[6], ARGV[6])
   -- The sweeper's list names only projects whose index holds something.
@@ -71,29 +84,33 @@ else
   redis.call('ZADD', KEYS[6], ARGV[5], ARGV[6])
   redis.call('SADD', KEYS[7], ARGV[7])
 end
-inbox_append(KEYS[2], counter, 8, ARGV[9], events)
+inbox_append(KEYS[2], counter, 8, ARGV[9], events, KEYS[#KEYS - 2], ARGV[#ARGV - 4])
 -- The Postgres write: the audit row, the row and its step, and the cursor (so a restore
 -- never hands out a cursor these doorbells used).
-redis.call('XADD', KEYS[3], '*', 'op', ARGV[8], 'project', ARGV[7], 'audit', ARGV[10],
-  'claim', ARGV[3], 'step', ARGV[4], 'cursor', redis.call('GET', KEYS[2]) or '0')
+queue_add(KEYS[3], KEYS[#KEYS - 1], {'op', ARGV[8], 'project', ARGV[7], 'audit', ARGV[10],
+  'claim', ARGV[3], 'step', ARGV[4], 'cursor', redis.call('GET', KEYS[2]) or '0'})
 request_keep()
 return 'ok'
 "#;
 
-/// Creates a channel unless it exists. KEYS: ready marker, channels hash, pg queue, request
-/// record key. ARGV: channel, JSON, op id, project, audit JSON, request record, lifetime.
+/// Creates a channel unless it exists. KEYS: ready marker, channels hash, pg queue, the
+/// queue's byte count, request record key. ARGV: channel, JSON, op id, project, audit JSON,
+/// the queue's bounds (max rows, max bytes), request record, lifetime.
 const CHANNEL_LUA: &str = r#"
 if redis.call('EXISTS', KEYS[1]) == 0 then return 'lost' end
 if request_seen() then return 'replayed' end
-if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 0 then return 'exists' end
-redis.call('XADD', KEYS[3], '*', 'op', ARGV[3], 'project', ARGV[4], 'audit', ARGV[5], 'channel', ARGV[2])
+if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 'exists' end
+if not queue_room(KEYS[3], KEYS[4], ARGV[6], ARGV[7]) then return 'full' end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+queue_add(KEYS[3], KEYS[4], {'op', ARGV[3], 'project', ARGV[4], 'audit', ARGV[5], 'channel', ARGV[2]})
 request_keep()
 return 'ok'
 "#;
 
 /// Replaces a seat's focus lease. KEYS: ready marker, focus hash, focus version hash, pg
-/// queue, request record key. ARGV: seat, JSON, op id, project, audit JSON, the `started_at`
-/// the stored lease must have ('' to write unconditionally), request record, lifetime.
+/// queue, the queue's byte count, request record key. ARGV: seat, JSON, op id, project,
+/// audit JSON, the `started_at` the stored lease must have ('' to write unconditionally),
+/// the queue's bounds (max rows, max bytes), request record, lifetime.
 ///
 /// A lease has no version of its own; the per-seat counter orders its Postgres writes, so
 /// two drainers applying overlapping batches (a drain lock that expired) never leave an
@@ -107,10 +124,11 @@ if ARGV[6] ~= '' then
   if not stored or string.match(stored, '"started_at":(%-?%d+)') ~= ARGV[6] then return 'conflict' end
 end
 if request_seen() then return 'replayed' end
+if not queue_room(KEYS[4], KEYS[5], ARGV[7], ARGV[8]) then return 'full' end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 local v = redis.call('HINCRBY', KEYS[3], ARGV[1], 1)
-redis.call('XADD', KEYS[4], '*', 'op', ARGV[3], 'project', ARGV[4], 'audit', ARGV[5], 'focus', ARGV[2],
-  'focus_version', string.format('%d', v))
+queue_add(KEYS[4], KEYS[5], {'op', ARGV[3], 'project', ARGV[4], 'audit', ARGV[5], 'focus', ARGV[2],
+  'focus_version', string.format('%d', v)})
 request_keep()
 return 'ok'
 "#;
@@ -177,9 +195,9 @@ pub(super) struct Scripts {
 impl Scripts {
     pub(super) fn new() -> Scripts {
         Scripts {
-            claim: Piped::new(with_request(&with_inbox(CLAIM_LUA))),
-            channel: Script::new(&with_request(CHANNEL_LUA)),
-            focus: Script::new(&with_request(FOCUS_LUA)),
+            claim: Piped::new(with_request(&with_queue(&with_inbox(CLAIM_LUA)))),
+            channel: Script::new(&with_request(&with_queue(CHANNEL_LUA))),
+            focus: Script::new(&with_request(&with_queue(FOCUS_LUA))),
             restore_claim: Piped::new(RESTORE_CLAIM_LUA.to_string()),
             restore_focus: Piped::new(RESTORE_FOCUS_LUA.to_string()),
         }
@@ -240,6 +258,8 @@ enum Reply {
     Conflict,
     Exists,
     Lost,
+    /// The Postgres queue is at its bound; nothing was written.
+    Full,
 }
 
 fn reply_of(what: &str, v: &Value) -> Result<Reply, ClaimError> {
@@ -248,6 +268,7 @@ fn reply_of(what: &str, v: &Value) -> Result<Reply, ClaimError> {
         Some("conflict") => Ok(Reply::Conflict),
         Some("exists") => Ok(Reply::Exists),
         Some("lost") => Ok(Reply::Lost),
+        Some("full") => Ok(Reply::Full),
         // Another attempt with the same request id was applied; nothing was written.
         Some("replayed") => Err(request::in_flight()),
         _ => Err(bad_reply(what, v)),
@@ -525,7 +546,8 @@ impl Inner {
                 .arg(r.due_at().map(|d| d.to_string()).unwrap_or_default())
                 .arg(due_member(&r.channel, &r.task))
                 .arg(&r.project)
-                .arg(steps);
+                // Redis keeps only the newest steps (see HISTORY_KEEP); Postgres has them all.
+                .arg(&steps[steps.len().saturating_sub(HISTORY_KEEP)..]);
             Ok(cmd)
         });
         self.eval_all(&self.work.restore_claim, claims)
@@ -643,7 +665,10 @@ impl Inner {
         ];
         keys.extend(event_keys(k, &r.project, &w.events));
         let (request_key, request, request_ms) = request_args(k, &w.audit)?;
+        keys.push(k.inbox_trims());
+        keys.push(k.queue_bytes());
         keys.push(request_key);
+        let (max_rows, max_bytes) = self.bounds();
         let mut cmd = self.work.claim.call(keys);
         cmd.arg(w.expected_version)
             .arg(&r.task)
@@ -656,6 +681,10 @@ impl Inner {
             .arg(w.audit.at)
             .arg(to_json(&w.audit)?)
             .arg(event_args(&w.events))
+            .arg(HISTORY_KEEP)
+            .arg(self.inbox_keep.load(std::sync::atomic::Ordering::Relaxed))
+            .arg(max_rows)
+            .arg(max_bytes)
             .arg(request)
             .arg(request_ms);
         Ok(cmd)
@@ -680,6 +709,8 @@ impl Inner {
                         lost = true;
                         Commit::Conflict
                     }
+                    // Nothing of this write was written; the ones before it were.
+                    Reply::Full => return Err(self.queue_full(&w.audit.verb)),
                     Reply::Exists => return Err(ClaimError::Store("redis: unexpected reply to a claim write".into())),
                 });
             }
@@ -709,12 +740,15 @@ impl WorkStore for RedisPgStore {
         let (json, audit_json) = (to_json(channel)?, to_json(audit)?);
         let mut inv = inner.work.channel.prepare_invoke();
         let (request_key, request, request_ms) = request_args(k, audit)?;
-        inv.key(k.ready()).key(k.channels(&channel.project)).key(k.queue()).key(request_key);
+        inv.key(k.ready()).key(k.channels(&channel.project)).key(k.queue()).key(k.queue_bytes()).key(request_key);
         inv.arg(&channel.channel).arg(&json).arg(&op).arg(&channel.project).arg(&audit_json);
+        let (max_rows, max_bytes) = inner.bounds();
+        inv.arg(max_rows).arg(max_bytes);
         inv.arg(request).arg(request_ms);
         match inner.write_or_restore("channel create", || inner.redis.run_write(|c| inv.invoke::<Value>(c)))? {
             Reply::Ok => Ok(()),
             Reply::Exists => Err(ClaimError::ChannelExists(channel.channel.clone())),
+            Reply::Full => Err(inner.queue_full(&audit.verb)),
             Reply::Conflict | Reply::Lost => Err(ClaimError::Store("redis: unexpected reply to channel create".into())),
         }
     }
@@ -745,12 +779,42 @@ impl WorkStore for RedisPgStore {
         Ok(rows)
     }
 
+    /// Redis's list holds the newest [`HISTORY_KEEP`] steps. A shorter list was never cut
+    /// and is the whole history; a full one may have been, and the steps before it are read
+    /// from Postgres (after waiting, as an audit read does, for the queue entries that exist
+    /// now). If Postgres cannot be read or has not caught up, the read fails with
+    /// `coordinator_unavailable` rather than answer a history with its beginning missing.
     fn claim_history(&self, project: &str, channel: &str, task: &str) -> Result<Vec<ClaimStep>, ClaimError> {
-        let key = self.inner.keys.history(project, channel, task);
-        let replies = self.inner.read_ready(|p| {
+        let inner = &self.inner;
+        let key = inner.keys.history(project, channel, task);
+        let replies = inner.read_ready(|p| {
             p.cmd("LRANGE").arg(&key).arg(0).arg(-1);
         })?;
-        json_list("claim history", &only("claim history", replies)?)
+        let newest: Vec<ClaimStep> = json_list("claim history", &only("claim history", replies)?)?;
+        let Some(first) = newest.first().filter(|_| newest.len() >= HISTORY_KEEP) else { return Ok(newest) };
+        if !inner.drain_written_so_far(AUDIT_READ_WAIT)? {
+            return Err(ClaimError::Unavailable(format!(
+                "the older steps of {channel}/{task}'s history are still queued for postgres; retry once it catches up \
+                 (redis keeps the newest {HISTORY_KEEP})"
+            )));
+        }
+        let before = to_i64(first.claim.version);
+        let pg = &inner.pg;
+        let older = pg.run(|conn| {
+            conn.client
+                .query(
+                    &pg.sql(
+                        "SELECT body::text FROM @.claim_history
+                         WHERE project = $1 AND channel = $2 AND task = $3 AND version < $4 ORDER BY version, id",
+                    ),
+                    &[&project, &channel, &task, &before],
+                )
+                .map_err(pg_err)?
+                .iter()
+                .map(|r| parse::<ClaimStep>(&r.try_get::<_, String>(0).map_err(pg_err)?))
+                .collect::<Result<Vec<_>, ClaimError>>()
+        })?;
+        Ok(older.into_iter().chain(newest).collect())
     }
 
     fn write_claims(&self, writes: &[ClaimWrite]) -> Result<Vec<Commit>, ClaimError> {
@@ -854,13 +918,16 @@ impl WorkStore for RedisPgStore {
         let mut inv = inner.work.focus.prepare_invoke();
         let (request_key, request, request_ms) = request_args(k, audit)?;
         inv.key(k.ready()).key(k.focus(&lease.project)).key(k.focus_version(&lease.project)).key(k.queue());
-        inv.key(request_key);
+        inv.key(k.queue_bytes()).key(request_key);
         inv.arg(&lease.seat).arg(&json).arg(&op).arg(&lease.project).arg(&audit_json);
         inv.arg(replaces.map_or(String::new(), |s| s.to_string()));
+        let (max_rows, max_bytes) = inner.bounds();
+        inv.arg(max_rows).arg(max_bytes);
         inv.arg(request).arg(request_ms);
         match inner.write_or_restore("focus", || inner.redis.run_write(|c| inv.invoke::<Value>(c)))? {
             Reply::Ok => Ok(Commit::Done(0)),
             Reply::Conflict => Ok(Commit::Conflict),
+            Reply::Full => Err(inner.queue_full(&audit.verb)),
             _ => Err(ClaimError::Store("redis: unexpected reply to focus".into())),
         }
     }

@@ -22,7 +22,7 @@ fn parse_all<T: DeserializeOwned>(rows: rusqlite::Result<Vec<String>>) -> Result
 /// One compare-and-set claim write inside the caller's transaction. The version check is
 /// part of the `UPDATE`'s `WHERE` (or the `INSERT`'s primary key), so nothing else in the
 /// write happens unless the row is still the one the decision read.
-fn apply_claim_write(tx: &rusqlite::Connection, w: &ClaimWrite) -> Result<Commit, ClaimError> {
+fn apply_claim_write(tx: &rusqlite::Connection, w: &ClaimWrite, inbox_keep: u64) -> Result<Commit, ClaimError> {
     let r = &w.row;
     let due = r.due_at();
     let text = body(r)?;
@@ -50,7 +50,7 @@ fn apply_claim_write(tx: &rusqlite::Connection, w: &ClaimWrite) -> Result<Commit
         .and_then(|mut s| s.execute(params![r.project, r.channel, r.task, step]))
         .map_err(db_err)?;
     for e in &w.events {
-        insert_event(tx, &r.project, e, w.audit.at)?;
+        insert_event(tx, &r.project, e, w.audit.at, inbox_keep)?;
     }
     insert_audit(tx, &w.audit)?;
     Ok(Commit::Done(r.version))
@@ -114,7 +114,7 @@ impl WorkStore for SqliteStore {
     fn write_claims(&self, writes: &[ClaimWrite]) -> Result<Vec<Commit>, ClaimError> {
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
-        let out = writes.iter().map(|w| apply_claim_write(&tx, w)).collect::<Result<Vec<_>, _>>()?;
+        let out = writes.iter().map(|w| apply_claim_write(&tx, w, self.inbox_keep())).collect::<Result<Vec<_>, _>>()?;
         tx.commit().map_err(db_err)?;
         Ok(out)
     }
