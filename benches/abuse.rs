@@ -624,6 +624,11 @@ fn hold(rt: &tokio::runtime::Runtime, to: SocketAddr, conns: usize, trickle: boo
     }
 }
 
+/// A project name of its own for one attack window (an attack may run twice on a server).
+fn fresh(prefix: &str) -> String {
+    format!("{prefix}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
+}
+
 /// Sets up and starts `attack` on `rt`; returns a function that describes what it did.
 fn launch(
     attack: Attack,
@@ -659,10 +664,10 @@ fn launch(
         Attack::Replay => {
             // A registration whose request id the attacker repeats after the identity was
             // rotated (issue 28 point 2: the old id still yielded a live token).
-            let project = "abuse-replay";
+            let project = fresh("abuse-replay");
             let id = RequestId::generate();
-            let (r, key) = d.seat(project, "victim", Some(id.clone()));
-            d.admin_client().rotate_identity(project, "victim").unwrap();
+            let (r, key) = d.seat(&project, "victim", Some(id.clone()));
+            d.admin_client().rotate_identity(&project, "victim").unwrap();
             let body = serde_json::json!({"identity": "victim", "surface": "abuse", "machine_id": "bench",
                                           "identity_key": key.expose()});
             let req = http_request(
@@ -677,9 +682,9 @@ fn launch(
             Box::new(move || format!("{}; {} replays returned a session token", answers(), Tally::get(&t.tokens)))
         }
         Attack::Refusals => {
-            let project = "abuse-refusals";
-            let (r, _) = d.seat(project, "seat", None);
-            d.admin_client().create_channel(project, "work", "seat", None, None).unwrap();
+            let project = fresh("abuse-refusals");
+            let (r, _) = d.seat(&project, "seat", None);
+            d.admin_client().create_channel(&project, "work", "seat", None, None).unwrap();
             let sid = r.controller.session_id.clone();
             let wrong = |_: ()| vec![("authorization", format!("Bearer wrong-{}", uuid::Uuid::new_v4().simple()))];
             let reqs: Vec<(String, String, serde_json::Value)> = vec![
@@ -731,9 +736,9 @@ fn launch(
             Box::new(answers)
         }
         Attack::SeatFlood => {
-            let project = "abuse-seat";
-            let (r, _) = d.seat(project, "seat", None);
-            d.admin_client().create_channel(project, "work", "seat", None, None).unwrap();
+            let project = fresh("abuse-seat");
+            let (r, _) = d.seat(&project, "seat", None);
+            d.admin_client().create_channel(&project, "work", "seat", None, None).unwrap();
             let token = r.token.expose().to_string();
             flood(
                 rt,
@@ -777,6 +782,8 @@ struct Window {
     before: Snapshot,
     after: Snapshot,
     attack_note: String,
+    /// From the attack's launch to the after-snapshot (what store growth is divided by).
+    elapsed: Duration,
 }
 
 struct Clients {
@@ -789,7 +796,11 @@ fn run_window(d: &Deployment, clients: &Clients, cfg: &Config, attack: Option<At
     let stop = AtomicBool::new(false);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let tally = Arc::new(Tally::default());
+    let started = Instant::now();
     let note = attack.map(|a| launch(a, d, cfg, &rt, &tally));
+    if let Some(a) = attack {
+        ramp_up(a, &tally, cfg);
+    }
     let stop = &stop;
     let (legit, claims, probes, probe_port) = std::thread::scope(|s| {
         let legit = s.spawn(|| handoffs(&d.url, &clients.legit, stop));
@@ -807,7 +818,38 @@ fn run_window(d: &Deployment, clients: &Clients, cfg: &Config, attack: Option<At
     let (mut handoff, mut claim) = (legit.lat, claims.lat);
     handoff.sort();
     claim.sort();
-    Window { handoff, handoff_failures: legit.failures, claim, probes, probe_port, before, after, attack_note }
+    Window {
+        handoff,
+        handoff_failures: legit.failures,
+        claim,
+        probes,
+        probe_port,
+        before,
+        after,
+        attack_note,
+        elapsed: started.elapsed(),
+    }
+}
+
+/// Lets an attack reach full strength before the window is measured: connection holders
+/// until they hold as many connections as they open (or the server's cap, or no more are
+/// let in), request floods for a second.
+fn ramp_up(attack: Attack, tally: &Tally, cfg: &Config) {
+    match attack {
+        Attack::SlowBody | Attack::Idle => {
+            // A server with a per-source cap never lets them all in: stop when the count
+            // has not grown for 2 s.
+            let full = cfg.connections.min(live::DEFAULT_MAX_CONNECTIONS) as u64;
+            let (mut seen, mut grew) = (0, Instant::now());
+            while Tally::get(&tally.max_open) < full && grew.elapsed() < Duration::from_secs(2) {
+                if Tally::get(&tally.max_open) > seen {
+                    (seen, grew) = (Tally::get(&tally.max_open), Instant::now());
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        _ => std::thread::sleep(Duration::from_secs(1)),
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -819,7 +861,8 @@ fn mib(bytes: i64) -> String {
 }
 
 /// Store growth over a window, one line.
-fn growth(w: &Window, secs: f64) -> String {
+fn growth(w: &Window) -> String {
+    let secs = w.elapsed.as_secs_f64();
     let (b, a) = (&w.before.sizes, &w.after.sizes);
     let d = |k: &str| match (w.before.metric(k), w.after.metric(k)) {
         (Some(x), Some(y)) => format!("{:+}", y - x),
@@ -835,7 +878,7 @@ fn growth(w: &Window, secs: f64) -> String {
             mib(a.pg_total() - b.pg_total())
         ));
         if let Some((k, n)) = &a.longest {
-            s.push_str(&format!(", longest {} {n}", k.rsplit(':').next().unwrap_or(k)));
+            s.push_str(&format!(", longest {} {n}", k.split_once(':').map_or(k.as_str(), |(_, rest)| rest)));
         }
     }
     s.push_str(&format!(
@@ -881,7 +924,7 @@ impl Row {
     }
 }
 
-fn row(attack: &str, store: &'static str, base: &Window, w: &Window, cfg: &Config) -> Row {
+fn row(attack: &str, store: &'static str, base: &Window, w: &Window) -> Row {
     let mut notes = w.attack_note.clone();
     if w.handoff_failures > 0 {
         notes.push_str(&format!("; handoff attempts failed {}", w.handoff_failures));
@@ -902,7 +945,7 @@ fn row(attack: &str, store: &'static str, base: &Window, w: &Window, cfg: &Confi
         p99: live::pct(&w.handoff, 0.99),
         probes: w.probes.clone(),
         probe_port: w.probe_port.clone(),
-        growth: growth(w, cfg.seconds),
+        growth: growth(w),
         notes: notes.trim_start_matches("; ").to_string(),
     }
 }
@@ -959,7 +1002,7 @@ fn bench_store(d: &Deployment, cfg: &Config, rows: &mut Vec<Row>) {
         base.probes.cell()
     );
     let mut report = |name: &str, base: &Window, w: &Window| {
-        let r = row(name, d.store, base, w, cfg);
+        let r = row(name, d.store, base, w);
         print_row(&r);
         rows.push(r);
     };

@@ -12,6 +12,9 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+/// `coordinator serve --max-connections` when not given.
+pub const DEFAULT_MAX_CONNECTIONS: usize = writerctl::coordinator::server::DEFAULT_MAX_CONNECTIONS;
+
 /// The server binary: `WRITERCTL_BIN` when set (e.g. a debug build while developing a
 /// bench), otherwise the one Cargo built for this bench (release under `cargo bench`).
 pub fn writerctl_bin() -> PathBuf {
