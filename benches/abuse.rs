@@ -1071,14 +1071,7 @@ fn main() {
                 bench_store(&d, &cfg, &mut rows);
             }
             "redis" | "redis_pg" => {
-                let (redis, postgres) = match live::services() {
-                    Ok(s) => s,
-                    Err(why) => {
-                        println!("\n== redis: skipped ({why}) ==");
-                        continue;
-                    }
-                };
-                let ns = format!("abuse_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+                let Some((redis, postgres, ns)) = live::services_or_skip("redis", "abuse") else { continue };
                 let relay_url = |addr| via_relay(&postgres, addr);
                 let (_, upstream) = relay_url(SocketAddr::from(([127, 0, 0, 1], 0)));
                 let relay = PgRelay::start(upstream);

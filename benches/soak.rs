@@ -312,14 +312,7 @@ fn main() {
         soak("sqlite", &backing, vec!["--store".into(), format!("sqlite:{}", path.display())], seconds);
     }
     if stores.contains("redis_pg") {
-        let (redis, postgres) = match live::services() {
-            Ok(s) => s,
-            Err(why) => {
-                println!("\n== redis_pg: skipped ({why}) ==");
-                return;
-            }
-        };
-        let ns = format!("soak_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        let Some((redis, postgres, ns)) = live::services_or_skip("redis_pg", "soak") else { return };
         let backing = Backing::RedisPg { redis: redis.clone(), postgres: postgres.clone(), ns: ns.clone() };
         let args = vec![
             "--redis".into(),

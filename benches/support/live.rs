@@ -33,16 +33,17 @@ pub fn start_server(args: &[String]) -> (Child, String) {
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    loop {
-        let mut line = String::new();
-        if out.read_line(&mut line).unwrap() == 0 {
+    let url = child.stdout.take().and_then(|out| {
+        BufReader::new(out).lines().map_while(Result::ok).find_map(|line| {
+            let v = serde_json::from_str::<serde_json::Value>(&line).ok()?;
+            v["listening"].as_str().map(str::to_string)
+        })
+    });
+    match url {
+        Some(url) => (child, url),
+        None => {
+            let _ = child.wait();
             panic!("{} exited before listening (args {args:?})", bin.display());
-        }
-        if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line)
-            && let Some(url) = v["listening"].as_str()
-        {
-            return (child, url.to_string());
         }
     }
 }
@@ -104,6 +105,20 @@ pub fn services() -> Result<(String, String), String> {
     postgres::Client::connect(&postgres, postgres::NoTls).map_err(|e| format!("Postgres: {e}"))?;
     redis::Client::open(redis.as_str()).and_then(|c| c.get_connection()).map_err(|e| format!("Redis: {e}"))?;
     Ok((redis, postgres))
+}
+
+/// The local services and a fresh namespace `<prefix>_<random>` for one run, or None after
+/// printing why `label` is skipped.
+pub fn services_or_skip(label: &str, prefix: &str) -> Option<(String, String, String)> {
+    match services() {
+        Ok((redis, postgres)) => {
+            Some((redis, postgres, format!("{prefix}_{}", &uuid::Uuid::new_v4().simple().to_string()[..12])))
+        }
+        Err(why) => {
+            println!("\n== {label}: skipped ({why}) ==");
+            None
+        }
+    }
 }
 
 /// Removes a namespace's Redis keys (they carry the `{ns}` hash tag) and its Postgres schema.
