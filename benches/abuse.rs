@@ -72,6 +72,8 @@ const P99_RATIO_TARGET: f64 = 5.0;
 const PROBE_EVERY: Duration = Duration::from_millis(250);
 const LEGIT_RETRY: Duration = Duration::from_millis(250);
 const OPERATOR_EVERY: Duration = Duration::from_secs(2);
+/// How often the legitimate client means to hand off (a handoff takes ~10 ms unloaded).
+const HANDOFF_EVERY: Duration = Duration::from_millis(50);
 const OPERATOR: &str = "ops";
 const PASSWORD: &str = "correct horse battery staple";
 /// Connections of the single-source request floods (replay, refusals).
@@ -83,6 +85,8 @@ const PER_SOURCE: usize = 2;
 const SLOW_LENGTH: usize = 60_000;
 const SLOW_BYTE_EVERY: Duration = Duration::from_secs(2);
 const RECONNECT_AFTER: Duration = Duration::from_millis(250);
+/// Between two of an attack's first connects (see [`Tally::stagger`]).
+const STAGGER: Duration = Duration::from_millis(2);
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Attack {
@@ -335,12 +339,18 @@ struct Latencies {
     failures: u64,
 }
 
-/// Runs `op` (true on success) until `stop`, once every `every`, retrying a failure after
-/// [`LEGIT_RETRY`]; each latency is from the first attempt to the success, or to `stop`.
+/// Runs `op` (true on success) until `stop`, meant once every `every`, retrying a failure
+/// after [`LEGIT_RETRY`]. Each latency runs from when the call was due to its success (or to
+/// `stop`), and a call that came due while an earlier one was still running counts from
+/// when it was due to when that one ended (a serial client could not start it sooner): a
+/// client stuck for 8 s yields 8 s worth of slow samples, not one (no coordinated omission).
 fn timed_loop(stop: &AtomicBool, every: Duration, mut op: impl FnMut() -> bool) -> Latencies {
     let mut out = Latencies::default();
+    let t0 = Instant::now();
+    let due = |k: u32| t0 + every * k;
+    let mut k = 0u32;
     while !stop.load(Ordering::SeqCst) {
-        let started = Instant::now();
+        std::thread::sleep(due(k).saturating_duration_since(Instant::now()));
         loop {
             if op() {
                 break;
@@ -351,16 +361,21 @@ fn timed_loop(stop: &AtomicBool, every: Duration, mut op: impl FnMut() -> bool) 
             }
             std::thread::sleep(LEGIT_RETRY);
         }
-        out.lat.push(started.elapsed());
-        std::thread::sleep(every.saturating_sub(started.elapsed()));
+        let done = Instant::now();
+        out.lat.push(done - due(k));
+        k += 1;
+        while due(k) < done {
+            out.lat.push(done - due(k));
+            k += 1;
+        }
     }
     out
 }
 
-/// The legitimate client: handoffs, each on a fresh connection (a new client per call, as
-/// each CLI command is), one at a time.
+/// The legitimate client: a handoff every [`HANDOFF_EVERY`], each on a fresh connection (a
+/// new client per call, as each CLI command is), one at a time.
 fn handoffs(url: &str, pair: &Pair, stop: &AtomicBool) -> Latencies {
-    timed_loop(stop, Duration::ZERO, || {
+    timed_loop(stop, HANDOFF_EVERY, || {
         let Ok(c) = HttpCoordinator::new(url, None, None) else { return false };
         let Some((from, to, epoch)) = pair.state(&c) else { return false };
         let c = HttpCoordinator::new(url, None, None).unwrap();
@@ -449,6 +464,8 @@ struct Tally {
     closed: AtomicU64,
     /// Replay answers that carried a session token.
     tokens: AtomicU64,
+    /// Connections launched so far (each waits its turn: see [`Tally::stagger`]).
+    launched: AtomicU64,
 }
 
 impl Tally {
@@ -460,6 +477,15 @@ impl Tally {
         };
         c.fetch_add(1, Ordering::Relaxed);
     }
+    /// Waits [`STAGGER`] per connection launched before this one: a thousand connects at
+    /// once overflow the server's accept queue (the kernel then drops the handshake's last
+    /// ACK, and the attacker holds connections the server never sees), so the attack would
+    /// measure the kernel's backlog instead of the server.
+    async fn stagger(&self) {
+        let k = self.launched.fetch_add(1, Ordering::Relaxed);
+        tokio::time::sleep(STAGGER * k as u32).await;
+    }
+
     fn get(c: &AtomicU64) -> u64 {
         c.load(Ordering::Relaxed)
     }
@@ -552,6 +578,7 @@ fn flood(
     for i in 0..conns {
         let (tally, next) = (tally.clone(), next.clone());
         rt.spawn(async move {
+            tally.stagger().await;
             let mut n = 0u64;
             loop {
                 let Some(s) = connect(from, to, &tally).await else { continue };
@@ -587,6 +614,7 @@ fn hold(rt: &tokio::runtime::Runtime, to: SocketAddr, conns: usize, trickle: boo
     for _ in 0..conns {
         let tally = tally.clone();
         rt.spawn(async move {
+            tally.stagger().await;
             loop {
                 let Some(mut s) = connect(None, to, &tally).await else { continue };
                 let open = tally.open.fetch_add(1, Ordering::Relaxed) + 1;
@@ -782,6 +810,8 @@ struct Window {
     before: Snapshot,
     after: Snapshot,
     attack_note: String,
+    /// Replay answers that carried a session token (issue 28 point 2: should be none).
+    tokens: u64,
     /// From the attack's launch to the after-snapshot (what store growth is divided by).
     elapsed: Duration,
 }
@@ -827,6 +857,7 @@ fn run_window(d: &Deployment, clients: &Clients, cfg: &Config, attack: Option<At
         before,
         after,
         attack_note,
+        tokens: Tally::get(&tally.tokens),
         elapsed: started.elapsed(),
     }
 }
@@ -848,7 +879,7 @@ fn ramp_up(attack: Attack, tally: &Tally, cfg: &Config) {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
-        _ => std::thread::sleep(Duration::from_secs(1)),
+        _ => std::thread::sleep(Duration::from_secs(1) + STAGGER * Tally::get(&tally.launched) as u32),
     }
 }
 
@@ -904,6 +935,7 @@ struct Row {
     probe_port: Option<Probes>,
     growth: String,
     notes: String,
+    tokens: u64,
 }
 
 impl Row {
@@ -919,6 +951,9 @@ impl Row {
         }
         if self.ratio() >= P99_RATIO_TARGET {
             m.push("p99");
+        }
+        if self.tokens > 0 {
+            m.push("replay token");
         }
         m
     }
@@ -946,6 +981,7 @@ fn row(attack: &str, store: &'static str, base: &Window, w: &Window) -> Row {
         probes: w.probes.clone(),
         probe_port: w.probe_port.clone(),
         growth: growth(w),
+        tokens: w.tokens,
         notes: notes.trim_start_matches("; ").to_string(),
     }
 }
