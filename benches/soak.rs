@@ -22,10 +22,10 @@
 //! services; that half is skipped with a note when they do not answer).
 #![allow(clippy::disallowed_methods)]
 
+#[path = "support/live.rs"]
+mod live;
+
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -37,6 +37,8 @@ use writerctl::claim::master::ControllerKey;
 use writerctl::claim::secret::Secret;
 use writerctl::claim::work::{ClaimOutcome, TakeRequest};
 use writerctl::coordinator::client::HttpCoordinator;
+
+use live::{Backing, metrics, pct, start_server, stop_server};
 
 const PROJECTS: usize = 50;
 const PER_PROJECT: usize = 20;
@@ -99,102 +101,6 @@ impl Latencies {
 
     fn take(&self) -> BTreeMap<&'static str, Vec<Duration>> {
         std::mem::take(&mut *self.0.lock().unwrap())
-    }
-}
-
-fn pct(sorted: &[Duration], q: f64) -> f64 {
-    sorted
-        .get(((sorted.len() as f64 * q) as usize).min(sorted.len().saturating_sub(1)))
-        .map_or(0.0, |d| d.as_secs_f64() * 1e3)
-}
-
-/// Where a store's sizes are read from.
-enum Backing {
-    Sqlite(PathBuf),
-    RedisPg { redis: String, postgres: String, ns: String },
-}
-
-/// `writerctl coordinator serve` on a free port, its URL read from the listening line.
-fn start_server(args: &[String]) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_writerctl"))
-        .args(["coordinator", "serve", "--listen", "127.0.0.1:0", "--json"])
-        .args(args)
-        .env("WRITERCTL_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
-    (child, v["listening"].as_str().unwrap().to_string())
-}
-
-fn metrics(url: &str) -> BTreeMap<String, f64> {
-    let body = ureq::get(&format!("{url}/metrics")).call().unwrap().into_body().read_to_string().unwrap();
-    body.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.rsplit_once(' ').and_then(|(k, v)| Some((k.to_string(), v.parse().ok()?))))
-        .collect()
-}
-
-fn file_size(p: &Path) -> u64 {
-    std::fs::metadata(p).map_or(0, |m| m.len())
-}
-
-/// The store's own sizes, as text: bytes on disk or in memory.
-fn store_sizes(b: &Backing) -> String {
-    match b {
-        Backing::Sqlite(path) => {
-            let wal = PathBuf::from(format!("{}-wal", path.display()));
-            format!("sqlite file {} KiB, wal {} KiB", file_size(path) / 1024, file_size(&wal) / 1024)
-        }
-        Backing::RedisPg { redis, postgres, ns } => {
-            let mut r = redis::Client::open(redis.as_str()).unwrap().get_connection().unwrap();
-            let info: String = redis::cmd("INFO").arg("memory").query(&mut r).unwrap();
-            let used = info.lines().find_map(|l| l.strip_prefix("used_memory:")).unwrap_or("?").trim().to_string();
-            let mut ns_bytes = 0u64;
-            let mut keys = 0u64;
-            let mut cursor = 0u64;
-            loop {
-                let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
-                    .arg(cursor)
-                    .arg("MATCH")
-                    .arg(format!("{{{ns}}}*"))
-                    .arg("COUNT")
-                    .arg(1000)
-                    .query(&mut r)
-                    .unwrap();
-                for k in batch {
-                    keys += 1;
-                    ns_bytes +=
-                        redis::cmd("MEMORY").arg("USAGE").arg(&k).query::<Option<u64>>(&mut r).unwrap().unwrap_or(0);
-                }
-                cursor = next;
-                if cursor == 0 {
-                    break;
-                }
-            }
-            let mut pg = postgres::Client::connect(postgres, postgres::NoTls).unwrap();
-            let tables = pg
-                .query(
-                    "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c
-                     JOIN pg_namespace n ON n.oid = c.relnamespace
-                     WHERE n.nspname = $1 AND c.relkind = 'r' AND c.relname <> 'schema_migrations' ORDER BY 1",
-                    &[ns],
-                )
-                .unwrap()
-                .iter()
-                .map(|row| format!("{} {} KiB", row.get::<_, String>(0), row.get::<_, i64>(1) / 1024))
-                .collect::<Vec<_>>()
-                .join(", ");
-            format!(
-                "redis used_memory {} KiB, namespace {} keys {} KiB; postgres {tables}",
-                used.parse::<u64>().unwrap_or(0) / 1024,
-                keys,
-                ns_bytes / 1024
-            )
-        }
     }
 }
 
@@ -319,12 +225,10 @@ fn soak(name: &str, backing: &Backing, server_args: Vec<String>, seconds: u64) {
     ];
     // Channels are created with the admin token, as in production.
     let admin_dir = tempfile::tempdir().unwrap();
-    let admin_token = format!("soak-admin-{}", uuid::Uuid::new_v4());
-    let admin_file = admin_dir.path().join("admin.token");
-    std::fs::write(&admin_file, &admin_token).unwrap();
+    let (admin_file, admin_token) = live::admin_token_file(admin_dir.path());
     args.extend(["--admin-token-file".into(), admin_file.display().to_string()]);
     args.extend(server_args);
-    let (mut child, url) = start_server(&args);
+    let (child, url) = start_server(&args);
     let c = HttpCoordinator::new(&url, None, Some(Secret::new(admin_token))).unwrap();
     let seats: Vec<Vec<Seat>> = (0..PROJECTS)
         .map(|p| {
@@ -375,7 +279,7 @@ fn soak(name: &str, backing: &Backing, server_args: Vec<String>, seconds: u64) {
             get("writerctl_operator_attempt_rows"),
             m.get("writerctl_audit_retry_queue_depth").map_or("-".into(), |d| d.to_string()),
             cols.join("  "),
-            store_sizes(backing)
+            backing.sizes()
         );
     }
     stop.store(true, Ordering::Relaxed);
@@ -391,8 +295,7 @@ fn soak(name: &str, backing: &Backing, server_args: Vec<String>, seconds: u64) {
         m.get(r#"writerctl_retention_pruned_total{kind="inbox_entries"}"#).copied().unwrap_or(0.0),
         m.get(r#"writerctl_retention_pruned_total{kind="attempt_rows"}"#).copied().unwrap_or(0.0),
     );
-    let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
-    let _ = child.wait();
+    stop_server(child);
 }
 
 fn main() {
@@ -409,16 +312,7 @@ fn main() {
         soak("sqlite", &backing, vec!["--store".into(), format!("sqlite:{}", path.display())], seconds);
     }
     if stores.contains("redis_pg") {
-        let redis = std::env::var("WRITERCTL_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
-        let postgres = std::env::var("WRITERCTL_TEST_POSTGRES_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-        if postgres::Client::connect(&postgres, postgres::NoTls).is_err()
-            || redis::Client::open(redis.as_str()).and_then(|c| c.get_connection()).is_err()
-        {
-            println!("\n== redis_pg: skipped (Redis or Postgres does not answer) ==");
-            return;
-        }
-        let ns = format!("soak_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        let Some((redis, postgres, ns)) = live::services_or_skip("redis_pg", "soak") else { return };
         let backing = Backing::RedisPg { redis: redis.clone(), postgres: postgres.clone(), ns: ns.clone() };
         let args = vec![
             "--redis".into(),
@@ -430,12 +324,6 @@ fn main() {
         ];
         soak("redis_pg", &backing, args, seconds);
         // Leave nothing behind: the namespace's keys and schema.
-        let mut r = redis::Client::open(redis.as_str()).unwrap().get_connection().unwrap();
-        let keys: Vec<String> = redis::cmd("KEYS").arg(format!("{{{ns}}}*")).query(&mut r).unwrap();
-        for k in keys {
-            let _: () = redis::cmd("DEL").arg(k).query(&mut r).unwrap();
-        }
-        let mut pg = postgres::Client::connect(&postgres, postgres::NoTls).unwrap();
-        pg.batch_execute(&format!("DROP SCHEMA \"{ns}\" CASCADE")).unwrap();
+        live::drop_namespace(&redis, &postgres, &ns);
     }
 }
