@@ -84,6 +84,9 @@ pub enum ErrorCode {
     /// The lock directory's filesystem cannot carry the protocol (no hard links, or a type
     /// or mount known to be unsafe); retrying cannot help (issue 27).
     FilesystemUnsupported,
+    /// A replayed request id whose write was applied but whose answer is not given: it
+    /// held a secret kept for nobody, or what it named is gone (issue 28).
+    AnswerNotKept,
 }
 
 impl ErrorCode {
@@ -122,6 +125,7 @@ impl ErrorCode {
         ErrorCode::IdentityExists,
         ErrorCode::InboxCursorTrimmed,
         ErrorCode::FilesystemUnsupported,
+        ErrorCode::AnswerNotKept,
     ];
 
     /// The code named `s`, if it is in the registry.
@@ -165,6 +169,7 @@ impl ErrorCode {
             ErrorCode::IdentityExists => "identity_exists",
             ErrorCode::InboxCursorTrimmed => "inbox_cursor_trimmed",
             ErrorCode::FilesystemUnsupported => "filesystem_unsupported",
+            ErrorCode::AnswerNotKept => "answer_not_kept",
         }
     }
 
@@ -188,7 +193,8 @@ impl ErrorCode {
             | ErrorCode::VersionConflict
             | ErrorCode::NotClaimOwner
             | ErrorCode::ChannelExists
-            | ErrorCode::IdentityExists => 3,
+            | ErrorCode::IdentityExists
+            | ErrorCode::AnswerNotKept => 3,
             ErrorCode::TargetNotRegistered
             | ErrorCode::TargetStale
             | ErrorCode::TargetAmbiguous
@@ -276,6 +282,9 @@ impl ErrorCode {
             }
             ErrorCode::FilesystemUnsupported => {
                 "the lock directory's filesystem cannot carry the protocol (no hard links, NFS mounted soft, nocto or with local locks, a FUSE type not proven safe); the message names the type and what it lacks; retrying cannot help"
+            }
+            ErrorCode::AnswerNotKept => {
+                "a retried request id's write was applied, but its answer is not given: its secret was never kept (no credential to seal it under) or what it named is gone; rotate the key or register again"
             }
         }
     }

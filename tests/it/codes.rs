@@ -37,6 +37,7 @@ const SNAPSHOT: &[(&str, u8)] = &[
     ("identity_exists", 3),
     ("inbox_cursor_trimmed", 4),
     ("filesystem_unsupported", 2),
+    ("answer_not_kept", 3),
 ];
 
 #[test]

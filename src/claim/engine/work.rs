@@ -94,8 +94,11 @@ impl Coordinator {
             self.audit_failure(base, &e, None);
             return Err(e);
         }
-        let pending = self.pending(&base, input)?;
-        if let Some(answer) = self.replay(pending.as_ref())? {
+        // A kept answer opens only with the token it was sealed under: another session of
+        // the same seat proves the seat but not this request (issue 28 point 2).
+        let pending = self.pending(&base, input, &token.into_iter().collect::<Vec<_>>())?;
+        let refuse = || unproven(project, seat, verb);
+        if let Some(answer) = self.replay_after_proof(&base, pending.as_ref(), refuse)? {
             return Ok(answer);
         }
         let mut attempt = || -> Result<T, ClaimError> {
@@ -139,8 +142,9 @@ impl Coordinator {
         validate_name("channel", channel)?;
         validate_name("steward", steward)?;
         let mut audit = self.audit(project, "channel.create", actor.into(), Some(channel.into()));
-        let pending = self.pending(&audit, &json!([steward, sla_minutes, ttl_floor_minutes]))?;
-        if let Some(answer) = self.replay(pending.as_ref())? {
+        let input = json!([steward, sla_minutes, ttl_floor_minutes]);
+        let pending = self.pending(&audit, &input, &self.admin_credentials())?;
+        if let Some(answer) = self.replay_after_proof(&audit, pending.as_ref(), || ClaimError::AdminRequired)? {
             return Ok(answer);
         }
         let result =
@@ -267,8 +271,9 @@ impl Coordinator {
             self.audit_failure(audit, &e, None);
             return Err(e);
         }
-        let pending = self.pending(&audit, &minutes)?;
-        if let Some(answer) = self.replay(pending.as_ref())? {
+        let pending = self.pending(&audit, &minutes, &token.into_iter().collect::<Vec<_>>())?;
+        let refuse = || unproven(project, seat, "focus.start");
+        if let Some(answer) = self.replay_after_proof(&audit, pending.as_ref(), refuse)? {
             return Ok(answer);
         }
         let result = work::focus_lease(project, seat, minutes, audit.at).and_then(|out| {
@@ -288,8 +293,9 @@ impl Coordinator {
             self.audit_failure(audit, &e, None);
             return Err(e);
         }
-        let pending = self.pending(&audit, &())?;
-        if let Some(answer) = self.replay(pending.as_ref())? {
+        let pending = self.pending(&audit, &(), &token.into_iter().collect::<Vec<_>>())?;
+        let refuse = || unproven(project, seat, "focus.end");
+        if let Some(answer) = self.replay_after_proof(&audit, pending.as_ref(), refuse)? {
             return Ok(answer);
         }
         let result = (|| {
@@ -418,6 +424,12 @@ impl Coordinator {
         let now = self.clock.now();
         Ok(self.store.projects_with_due(now)?.into_iter().map(|p| (p.clone(), self.sweep(&p, None, false))).collect())
     }
+}
+
+/// The refusal of a seat write whose token does not prove the seat (or does not open the
+/// request's kept answer): the same words [`Coordinator::prove_identity`] uses.
+fn unproven(project: &str, seat: &str, verb: &str) -> ClaimError {
+    ClaimError::IdentityUnproven { project: project.into(), identity: seat.into(), act: format!("{verb} by {seat}") }
 }
 
 fn not_found(channel: &str, task: &str) -> ClaimError {

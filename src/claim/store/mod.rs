@@ -183,6 +183,16 @@ pub trait Store: WorkStore + Send + Sync {
     /// with the write, refusing it (and the write) when the key holds a live record.
     fn recall_request(&self, verb: &str, key: &str, now: Millis) -> Result<Option<KeptAnswer>, ClaimError>;
 
+    /// Removes every kept request record expired by `now` and returns how many (issue 28
+    /// point 3: expired SQLite rows were only removed, 16 at a time, by a later write that
+    /// itself kept an answer, so a store that went quiet kept its answers forever). Called by
+    /// the retention prune; a store whose records expire by themselves (Redis keys carry a
+    /// TTL) removes nothing.
+    fn purge_requests(&self, now: Millis) -> Result<u64, ClaimError> {
+        let _ = now;
+        Ok(0)
+    }
+
     /// The newest `limit` audit rows, oldest first; all projects when `project` is None.
     fn audit_log(&self, project: Option<&str>, limit: usize) -> Result<Vec<AuditEntry>, ClaimError>;
 

@@ -544,6 +544,13 @@ impl Store for SqliteStore {
             .map_err(db_err)
     }
 
+    fn purge_requests(&self, now: Millis) -> Result<u64, ClaimError> {
+        self.delete_in_batches(
+            "DELETE FROM requests WHERE key IN (SELECT key FROM requests WHERE expires_at <= ?1 LIMIT ?2)",
+            now,
+        )
+    }
+
     fn projects_without_master(&self) -> Result<u64, ClaimError> {
         // From the controllers' side: a project with controllers and no `projects` row (or a
         // row with an empty slot) counts.

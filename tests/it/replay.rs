@@ -1,0 +1,329 @@
+//! Replays are decisions, not lookups (issue 28 point 2, and point 5's "no existence oracle
+//! before authentication" and "proof checked inside the write"), on the embedded SQLite
+//! store through the engine itself, with a clock the test moves.
+//!
+//! Each test here failed on the main branch before issue 28: a replayed request id returned
+//! its kept answer before anything was checked, kept secrets were XORed with a keystream
+//! drawn from the request id, expired records stayed in SQLite, and a claim write proved
+//! its seat on a read made before the write.
+
+#![allow(clippy::result_large_err)] // ClaimError is the engine's own error type
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use sha2::{Digest, Sha512};
+use writerctl::claim::ClaimError;
+use writerctl::claim::clock::ManualClock;
+use writerctl::claim::engine::{Coordinator, Credentials, DEFAULT_FRESHNESS, MasterRequest, Registered};
+use writerctl::claim::master::ControllerKey;
+use writerctl::claim::request::RequestId;
+use writerctl::claim::retention::Retention;
+use writerctl::claim::secret::Secret;
+use writerctl::claim::store::sqlite::SqliteStore;
+use writerctl::claim::work::TakeRequest;
+use writerctl::error::ErrorCode;
+
+const P: &str = "web";
+
+struct Env {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    clock: Arc<ManualClock>,
+    c: Coordinator,
+}
+
+fn env() -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.sqlite");
+    let store = Arc::new(SqliteStore::open(&path).unwrap());
+    let clock = Arc::new(ManualClock::at(1_700_000_000_000));
+    let c = Coordinator::new(store, clock.clone(), DEFAULT_FRESHNESS);
+    Env { _dir: dir, path, clock, c }
+}
+
+impl Env {
+    /// The coordinator carrying request id `id`.
+    fn with(&self, id: &str) -> Coordinator {
+        self.c.with_request(Some(RequestId::parse(id).unwrap()))
+    }
+
+    /// Enrolls `identity` (no request id) and returns its key.
+    fn enroll(&self, identity: &str) -> Secret {
+        self.c.enroll_identity(P, identity, "test").unwrap().key
+    }
+
+    /// Every kept answer in the SQLite file, as the store holds it.
+    fn raw_answers(&self) -> Vec<String> {
+        let db = rusqlite::Connection::open(&self.path).unwrap();
+        let mut st = db.prepare("SELECT answer FROM requests ORDER BY key").unwrap();
+        st.query_map([], |r| r.get::<_, String>(0)).unwrap().map(Result::unwrap).collect()
+    }
+}
+
+fn key(identity: &str, machine: &str) -> ControllerKey {
+    ControllerKey { identity: identity.into(), surface: "cli".into(), machine_id: machine.into() }
+}
+
+fn with_key(k: &Secret) -> Credentials<'_> {
+    Credentials { identity_key: Some(k), token: None }
+}
+
+#[track_caller]
+fn refused<T: std::fmt::Debug>(r: Result<T, ClaimError>, code: ErrorCode) -> ClaimError {
+    match r {
+        Err(e) if e.code() == code => e,
+        other => panic!("expected {code}, got {other:?}"),
+    }
+}
+
+fn take_req(seat: &str, task: &str, next_step: Option<&str>) -> TakeRequest {
+    TakeRequest {
+        project: P.into(),
+        channel: "c".into(),
+        task: task.into(),
+        seat: seat.into(),
+        deputy: None,
+        ttl_minutes: None,
+        next_step: next_step.map(str::to_string),
+    }
+}
+
+/// Registers `identity` on `machine` with its key, under request id `id`.
+fn register(e: &Env, id: &str, identity: &str, machine: &str, k: &Secret) -> Result<Registered, ClaimError> {
+    e.with(id).register(P, &key(identity, machine), with_key(k))
+}
+
+/// The failed audit rows for `verb`, by result code.
+fn refusals(e: &Env, verb: &str) -> Vec<String> {
+    e.c.audit_log(Some(P), 1000)
+        .unwrap()
+        .into_iter()
+        .filter(|a| a.verb == verb && a.result != "ok")
+        .map(|a| a.result)
+        .collect()
+}
+
+/// Issue 28 point 2: a rotated identity's old request id no longer yields a token.
+#[test]
+fn a_registration_replayed_after_identity_rotate_is_refused_without_its_token() {
+    let e = env();
+    let k = e.enroll("alice");
+    let first = register(&e, "r1", "alice", "h1", &k).unwrap();
+    // The plain retry still works: nothing changed.
+    let again = register(&e, "r1", "alice", "h1", &k).unwrap();
+    assert_eq!((again.token.expose(), &again.controller), (first.token.expose(), &first.controller));
+    e.c.rotate_identity(P, "alice", "test").unwrap();
+    let err = refused(register(&e, "r1", "alice", "h1", &k), ErrorCode::Unauthorized);
+    assert!(!format!("{err:?} {err}").contains(first.token.expose()));
+    assert_eq!(refusals(&e, "session.register"), ["unauthorized"], "refused and audited like a fresh request");
+}
+
+/// Issue 28 point 2: a removed identity's old request id no longer yields a token.
+#[test]
+fn a_registration_replayed_after_identity_remove_is_refused() {
+    let e = env();
+    let k = e.enroll("alice");
+    register(&e, "r1", "alice", "h1", &k).unwrap();
+    e.c.remove_identity(P, "alice", "test").unwrap();
+    refused(register(&e, "r1", "alice", "h1", &k), ErrorCode::Unauthorized);
+}
+
+/// Issue 28 point 2: the session a kept registration names must still exist with the kept
+/// token: after a deregistration, or after the controller registered again (a new token the
+/// live-session rule now protects), the old token is never handed out.
+#[test]
+fn a_registration_replayed_after_its_session_ended_or_moved_on_is_refused() {
+    let e = env();
+    let k = e.enroll("alice");
+    let first = register(&e, "r1", "alice", "h1", &k).unwrap();
+    e.c.deregister(P, &first.controller.session_id, &first.token).unwrap();
+    let err = refused(register(&e, "r1", "alice", "h1", &k), ErrorCode::AnswerNotKept);
+    assert!(!err.to_string().contains(first.token.expose()));
+
+    let second = register(&e, "r2", "alice", "h2", &k).unwrap();
+    // The controller restarts with its previous token: a new token for the same row.
+    let restarted =
+        e.c.register(P, &key("alice", "h2"), Credentials { identity_key: None, token: Some(&second.token) }).unwrap();
+    assert_eq!(restarted.controller.session_id, second.controller.session_id);
+    refused(register(&e, "r2", "alice", "h2", &k), ErrorCode::AnswerNotKept);
+}
+
+/// Issue 28 point 2: "a replay by anyone but the original credential gets nothing". Alice's
+/// second session proves the seat, but not the first session's request: unauthorized, both
+/// for the same request (before: the first session's answer) and for another one (before:
+/// "already used for a different request").
+#[test]
+fn a_replay_with_another_credential_is_unauthorized() {
+    let e = env();
+    let k = e.enroll("alice");
+    let one = register(&e, "a", "alice", "h1", &k).unwrap();
+    let two = register(&e, "b", "alice", "h2", &k).unwrap();
+    e.c.create_channel(P, "c", "alice", None, None, "test").unwrap();
+    let req = take_req("alice", "t", None);
+    e.with("take-1").take(&req, Some(&one.token)).unwrap();
+    assert_eq!(e.with("take-1").take(&req, Some(&one.token)).unwrap().claim.version, 1, "the owner's retry");
+    refused(e.with("take-1").take(&req, Some(&two.token)), ErrorCode::Unauthorized);
+    let other = take_req("alice", "t", Some("merge"));
+    refused(e.with("take-1").take(&other, Some(&two.token)), ErrorCode::Unauthorized);
+    // The original credential with another request is told it is another request.
+    refused(e.with("take-1").take(&other, Some(&one.token)), ErrorCode::InvalidArgument);
+}
+
+/// Issue 28 point 5: before authentication, no answer says whether a request id exists. A
+/// caller without the key gets the same refusal for a used id as for a fresh one (before:
+/// "already used for a different request" for the used one).
+#[test]
+fn no_answer_before_authentication_says_whether_an_id_exists() {
+    let e = env();
+    let k = e.enroll("carol");
+    register(&e, "used", "carol", "h1", &k).unwrap();
+    let wrong = Secret::new("00".repeat(32));
+    for creds in [Credentials::default(), with_key(&wrong)] {
+        let used = e.with("used").register(P, &key("carol", "h1"), creds).unwrap_err();
+        let fresh = e.with("never-used").register(P, &key("carol", "h1"), creds).unwrap_err();
+        assert_eq!((used.code(), used.to_string()), (fresh.code(), fresh.to_string()));
+        assert_eq!(used.code(), ErrorCode::Unauthorized);
+    }
+
+    // The same for a handoff with a wrong token: carol (master) hands off under "h-1".
+    let carol = e.c.status(P).unwrap().slot;
+    let sid = carol.master.unwrap().session_id;
+    let kd = e.enroll("dave");
+    register(&e, "d", "dave", "h1", &kd).unwrap();
+    let req =
+        MasterRequest { project: P.into(), to_identity: "dave".into(), to_session: None, expect_epoch: carol.epoch };
+    let token = carol_token(&e, &k);
+    e.with("h-1").handoff(&req, &sid, &token).unwrap();
+    let used = e.with("h-1").handoff(&req, &sid, &wrong).unwrap_err();
+    let fresh = e.with("h-2").handoff(&req, &sid, &wrong).unwrap_err();
+    assert_eq!((used.code(), used.to_string()), (fresh.code(), fresh.to_string()));
+    assert_eq!(used.code(), ErrorCode::Unauthorized);
+}
+
+/// Carol's session token, from the replay of her registration (the plain retry).
+fn carol_token(e: &Env, k: &Secret) -> Secret {
+    register(e, "used", "carol", "h1", k).unwrap().token
+}
+
+/// The keystream the main branch masked kept secrets with (SHA-512 of a tag, the request id
+/// and a block counter): what an attacker with a store copy and the id would try.
+fn old_unmask(id: &str, bytes: &[u8]) -> Vec<u8> {
+    bytes
+        .chunks(64)
+        .enumerate()
+        .flat_map(|(block, chunk)| {
+            let mut h = Sha512::new();
+            h.update(b"writerctl kept secret\0");
+            h.update(id.as_bytes());
+            h.update((block as u64).to_be_bytes());
+            let pad = h.finalize();
+            chunk.iter().zip(pad.iter()).map(|(b, p)| b ^ p).collect::<Vec<u8>>()
+        })
+        .collect()
+}
+
+/// Every run of at least 64 hex digits in `text`, decoded.
+fn hex_runs(text: &str) -> Vec<Vec<u8>> {
+    text.split(|c: char| !c.is_ascii_hexdigit())
+        .filter(|r| r.len() >= 64)
+        .map(|r| {
+            let r = &r[..r.len() / 2 * 2];
+            (0..r.len()).step_by(2).map(|i| u8::from_str_radix(&r[i..i + 2], 16).unwrap()).collect()
+        })
+        .collect()
+}
+
+/// Issue 28 point 2 ("kept secrets are only masked"): the raw row holds no token, and
+/// nothing the id alone gives turns it into one.
+#[test]
+fn a_store_copy_and_the_request_id_do_not_recover_the_token() {
+    let e = env();
+    let k = e.enroll("alice");
+    let reg = register(&e, "guessable-1", "alice", "h1", &k).unwrap();
+    let token = reg.token.expose();
+    let answers = e.raw_answers();
+    assert_eq!(answers.len(), 1);
+    assert!(!answers[0].contains(token), "the token is not in the row");
+    for run in hex_runs(&answers[0]) {
+        let unmasked = old_unmask("guessable-1", &run);
+        assert!(
+            !unmasked.windows(token.len()).any(|w| w == token.as_bytes()),
+            "the request id alone recovered the token from the store"
+        );
+    }
+}
+
+/// Issue 28 point 2 ("two answers under one id leak each other"): two registrations under
+/// one id (two identities) share no keystream: XORing their stored bytes does not give the
+/// XOR of the two tokens.
+#[test]
+fn two_answers_under_one_id_do_not_leak_each_other() {
+    let e = env();
+    let (ka, kb) = (e.enroll("alice"), e.enroll("bob"));
+    let a = register(&e, "same", "alice", "h1", &ka).unwrap();
+    let b = register(&e, "same", "bob", "h1", &kb).unwrap();
+    let answers = e.raw_answers();
+    assert_eq!(answers.len(), 2);
+    let target: Vec<u8> = a.token.expose().bytes().zip(b.token.expose().bytes()).map(|(x, y)| x ^ y).collect();
+    for ra in hex_runs(&answers[0]) {
+        for rb in hex_runs(&answers[1]) {
+            let xor: Vec<u8> = ra.iter().zip(&rb).map(|(x, y)| x ^ y).collect();
+            assert!(!xor.windows(target.len()).any(|w| w == &target[..]), "one answer unmasks the other");
+        }
+    }
+}
+
+/// Issue 28 point 3: expired kept answers are purged from SQLite by the retention prune,
+/// even when no later write keeps an answer.
+#[test]
+fn expired_requests_are_purged() {
+    let e = env();
+    let k = e.enroll("alice");
+    register(&e, "r1", "alice", "h1", &k).unwrap();
+    assert_eq!(e.raw_answers().len(), 1);
+    e.clock.advance(11 * 60 * 1000);
+    e.c.prune(&Retention::from_flags(0, 0, 0), "test").unwrap();
+    assert_eq!(e.raw_answers().len(), 0, "the expired answer was purged");
+}
+
+/// Issue 28 point 2: an identity key issued in-process (no admin token to seal it under) is
+/// not kept; its replay says the write was applied and to rotate (before: the key itself).
+#[test]
+fn a_key_issued_without_a_credential_is_not_kept() {
+    let e = env();
+    let issued = e.with("add-1").enroll_identity(P, "alice", "local").unwrap();
+    let err = refused(e.with("add-1").enroll_identity(P, "alice", "local"), ErrorCode::AnswerNotKept);
+    assert!(!err.to_string().contains(issued.key.expose()));
+    assert!(err.hint().unwrap().contains("identity rotate"), "{:?}", err.hint());
+    assert!(!e.raw_answers()[0].contains(issued.key.expose()));
+}
+
+/// Issue 28 point 2: a key issued under the admin token is kept sealed under it; its replay
+/// needs that token, and stops once the key was rotated again.
+#[test]
+fn a_key_issued_under_the_admin_token_replays_only_while_it_is_enrolled() {
+    let e = env();
+    let admin = Secret::new("ad".repeat(32));
+    let c = |id: &str, t: &Secret| e.with(id).with_admin_credential(Some(t.clone()));
+    let first = c("add-1", &admin).enroll_identity(P, "alice", "admin").unwrap();
+    let again = c("add-1", &admin).enroll_identity(P, "alice", "admin").unwrap();
+    assert_eq!(first.key.expose(), again.key.expose());
+    refused(c("add-1", &Secret::new("bd".repeat(32))).enroll_identity(P, "alice", "admin"), ErrorCode::Unauthorized);
+    e.c.rotate_identity(P, "alice", "test").unwrap();
+    refused(c("add-1", &admin).enroll_identity(P, "alice", "admin"), ErrorCode::AnswerNotKept);
+}
+
+/// Issue 28 point 2: a heartbeat or handoff replay needs the session to still prove itself.
+#[test]
+fn a_handoff_replayed_after_its_session_ended_is_refused() {
+    let e = env();
+    let (ka, kb) = (e.enroll("alice"), e.enroll("bob"));
+    let a = register(&e, "a", "alice", "h1", &ka).unwrap();
+    register(&e, "b", "bob", "h1", &kb).unwrap();
+    let req = MasterRequest { project: P.into(), to_identity: "bob".into(), to_session: None, expect_epoch: a.epoch };
+    e.with("h-1").handoff(&req, &a.controller.session_id, &a.token).unwrap();
+    e.with("h-1").handoff(&req, &a.controller.session_id, &a.token).unwrap();
+    e.c.remove_identity(P, "alice", "test").unwrap();
+    refused(e.with("h-1").handoff(&req, &a.controller.session_id, &a.token), ErrorCode::Unauthorized);
+}
