@@ -327,3 +327,46 @@ fn a_handoff_replayed_after_its_session_ended_is_refused() {
     e.c.remove_identity(P, "alice", "test").unwrap();
     refused(e.with("h-1").handoff(&req, &a.controller.session_id, &a.token), ErrorCode::Unauthorized);
 }
+
+/// Issue 28 point 5 ("proof checked inside the write"): `identity remove` lands exactly
+/// between the engine's early proof of the seat and the claim write (the failpoint
+/// `claim.before_write` runs it through `other`, a second handle on the same store, as
+/// another server would). The take must commit nothing; before, it committed after the
+/// removal.
+fn take_racing_remove(c: &Coordinator, other: Coordinator, project: &str) {
+    use writerctl::lockfile::failpoint;
+    let k = c.enroll_identity(project, "alice", "test").unwrap().key;
+    let alice = c.register(project, &key("alice", "h1"), with_key(&k)).unwrap();
+    c.create_channel(project, "c", "alice", None, None, "test").unwrap();
+    let removed = std::rc::Rc::new(std::cell::Cell::new(false));
+    let flag = removed.clone();
+    let p = project.to_string();
+    failpoint::set_hook("claim.before_write", move || {
+        if !flag.replace(true) {
+            other.remove_identity(&p, "alice", "test").unwrap();
+        }
+        Ok(())
+    });
+    let req = TakeRequest { project: project.into(), ..take_req("alice", "t", None) };
+    let result = c.take(&req, Some(&alice.token));
+    failpoint::clear_hooks();
+    assert!(removed.get(), "the removal ran between the proof and the write");
+    refused(result, ErrorCode::Unauthorized);
+    refused(c.show_claim(project, "c", "t"), ErrorCode::NotFound);
+}
+
+#[test]
+fn a_take_racing_identity_remove_never_commits_after_the_removal_on_sqlite() {
+    let e = env();
+    let other = Coordinator::new(Arc::new(SqliteStore::open(&e.path).unwrap()), e.clock.clone(), DEFAULT_FRESHNESS);
+    take_racing_remove(&e.c, other, P);
+}
+
+#[test]
+fn a_take_racing_identity_remove_never_commits_after_the_removal_on_redis_pg() {
+    let Some(ns) = crate::services::Ns::new("a_take_racing_identity_remove_on_redis_pg") else { return };
+    let clock = Arc::new(writerctl::claim::clock::SystemClock);
+    let c = Coordinator::new(ns.store(), clock.clone(), DEFAULT_FRESHNESS);
+    let other = Coordinator::new(ns.store(), clock, DEFAULT_FRESHNESS);
+    take_racing_remove(&c, other, P);
+}

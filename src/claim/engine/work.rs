@@ -10,8 +10,9 @@ use serde_json::json;
 use super::{Coordinator, validate_name};
 use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Millis, NewEvent};
+use crate::claim::secret;
 use crate::claim::secret::Secret;
-use crate::claim::store::{ClaimWrite, Commit, MAX_CAS_ATTEMPTS};
+use crate::claim::store::{ClaimWrite, Commit, MAX_CAS_ATTEMPTS, SeatProof};
 use crate::claim::work::{
     self, COORDINATOR_ACTOR, Channel, ClaimOutcome, ClaimRow, ClaimStatus, ClaimStep, FocusLease, FocusOutcome,
     ReleaseRequest, StewardReport, SweepAction, SweepReport, TakeRequest, TouchRequest,
@@ -74,7 +75,10 @@ impl Coordinator {
     /// `version_conflict`). Audits the outcome either way.
     ///
     /// The seat proves itself first (`token`: a session token of a controller registered as
-    /// the seat, issue 15); a refusal is audited and writes nothing.
+    /// the seat, issue 15); a refusal is audited and writes nothing. The proof is checked
+    /// again by the store inside the write itself ([`SeatProof`], issue 28 point 5): the first
+    /// check answers early (and before any kept answer is opened), the second is the one an
+    /// `identity remove` or a deregistration racing this write can never overtake.
     #[allow(clippy::too_many_arguments)]
     fn write_claim<T: Serialize + DeserializeOwned>(
         &self,
@@ -101,6 +105,7 @@ impl Coordinator {
         if let Some(answer) = self.replay_after_proof(&base, pending.as_ref(), refuse)? {
             return Ok(answer);
         }
+        let proof = token.map(|t| SeatProof { identity: seat.to_string(), token_hash: secret::token_hash(t) });
         let mut attempt = || -> Result<T, ClaimError> {
             let ch = self.channel_or_not_found(project, channel)?;
             for _ in 0..MAX_CAS_ATTEMPTS {
@@ -117,8 +122,17 @@ impl Coordinator {
                     row: d.row,
                     events: d.events,
                     audit,
+                    proof: proof.clone(),
                 };
-                if let [Commit::Done(_)] = self.store.write_claims(std::slice::from_ref(&write))?.as_slice() {
+                // Test seam: between the early proof and the write that checks it again.
+                #[cfg(any(test, debug_assertions, feature = "failpoints"))]
+                crate::lockfile::failpoint::hit("claim.before_write")
+                    .map_err(|e| ClaimError::Unavailable(format!("failpoint: {e}")))?;
+                let committed = match self.store.write_claims(std::slice::from_ref(&write)) {
+                    Err(ClaimError::IdentityUnproven { .. }) => return Err(unproven(project, seat, verb)),
+                    other => other?,
+                };
+                if let [Commit::Done(_)] = committed.as_slice() {
                     return Ok(d.value);
                 }
             }
@@ -402,6 +416,8 @@ impl Coordinator {
                 action: step_action.into(),
                 audit: AuditEntry { target: Some(row.target()), detail, ..audit.clone() },
                 row: after,
+                // The coordinator's own write: no seat to prove.
+                proof: None,
             });
         }
         // Batches bound how long one sweep holds SQLite's write lock (verbs interleave).

@@ -90,6 +90,31 @@ pub struct ClaimWrite {
     pub events: Vec<NewEvent>,
     /// The audit row.
     pub audit: AuditEntry,
+    /// The seat's proof, checked by the store in the same atomic step as the write (an
+    /// owner verb's; None for the coordinator's own sweep writes).
+    pub proof: Option<SeatProof>,
+}
+
+/// A seat write's proof (issue 28 point 5: a claim `take` committed after `identity remove`
+/// because its proof was read before the write, not inside it): the store commits the write
+/// only if, at commit, a controller registered as `identity` in the row's project holds the
+/// token whose hash is `token_hash`; otherwise it writes nothing and answers
+/// `identity_unproven`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeatProof {
+    /// The seat.
+    pub identity: String,
+    /// SHA-256 of the session token presented.
+    pub token_hash: String,
+}
+
+/// The refusal a store answers for a [`SeatProof`] that no longer holds at commit.
+pub(crate) fn seat_unproven(project: &str, proof: &SeatProof) -> ClaimError {
+    ClaimError::IdentityUnproven {
+        project: project.into(),
+        identity: proof.identity.clone(),
+        act: format!("a claim write by {}", proof.identity),
+    }
 }
 
 impl ClaimWrite {

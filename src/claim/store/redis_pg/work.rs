@@ -24,7 +24,7 @@ use super::{
 use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Millis};
 use crate::claim::request;
-use crate::claim::store::{ClaimWrite, Commit, WorkStore};
+use crate::claim::store::{ClaimWrite, Commit, WorkStore, seat_unproven};
 use crate::claim::store::{from_json as parse, to_i64, to_json};
 use crate::claim::work::{Channel, ClaimRow, ClaimStep, FocusLease};
 
@@ -35,10 +35,11 @@ pub(super) const PIPELINE_CHUNK: usize = 1000;
 /// One compare-and-set claim write (run with [`super::INBOX_LUA`] prefixed).
 ///
 /// KEYS: ready marker, cursor counter, pg queue, claims hash, history list, due index, the
-/// set of projects with due claims, then one inbox per event, then the request record's key.
-/// ARGV: expected version, task, row JSON, step JSON, due score ('' when the row is not
-/// due), due member, project, op id, event time, audit JSON, then the events, then the
-/// request record and its lifetime ([`super::REQUEST_LUA`]).
+/// set of projects with due claims, then one inbox per event, then the project's controllers
+/// hash, then the request record's key. ARGV: expected version, task, row JSON, step JSON,
+/// due score ('' when the row is not due), due member, project, op id, event time, audit
+/// JSON, then the events, then the seat proof's identity and token hash ('' and '' for a
+/// sweep write), then the request record and its lifetime ([`super::REQUEST_LUA`]).
 ///
 /// The stored version is read from the row's JSON text rather than decoded: serde_json
 /// escapes every `"` inside a string and a row has no nested object, so `"version":`
@@ -54,6 +55,16 @@ if stored then
   if not current then return redis.error_reply('claim row ' .. ARGV[2] .. ' in ' .. KEYS[4] .. ' has no version') end
 end
 if current ~= ARGV[1] then return 'conflict' end
+-- The seat's proof, inside the write (issue 28 point 5): a controller of the seat must hold
+-- the token now, so an `identity remove` or a deregistration is never overtaken.
+if ARGV[#ARGV - 3] ~= '' then
+  local proven = false
+  for _, row in ipairs(redis.call('HVALS', KEYS[#KEYS - 1])) do
+    local c = cjson.decode(row)
+    if c.identity == ARGV[#ARGV - 3] and c.token_hash == ARGV[#ARGV - 2] then proven = true end
+  end
+  if not proven then return 'unproven' end
+end
 if request_seen() then return 'replayed' end
 local i = 11
 local function take() local v = ARGV[i]; i = i + 1; return v end
@@ -240,6 +251,8 @@ enum Reply {
     Conflict,
     Exists,
     Lost,
+    /// A claim write's seat proof no longer held (nothing was written).
+    Unproven,
 }
 
 fn reply_of(what: &str, v: &Value) -> Result<Reply, ClaimError> {
@@ -248,6 +261,7 @@ fn reply_of(what: &str, v: &Value) -> Result<Reply, ClaimError> {
         Some("conflict") => Ok(Reply::Conflict),
         Some("exists") => Ok(Reply::Exists),
         Some("lost") => Ok(Reply::Lost),
+        Some("unproven") => Ok(Reply::Unproven),
         // Another attempt with the same request id was applied; nothing was written.
         Some("replayed") => Err(request::in_flight()),
         _ => Err(bad_reply(what, v)),
@@ -642,6 +656,7 @@ impl Inner {
             k.due_projects(),
         ];
         keys.extend(event_keys(k, &r.project, &w.events));
+        keys.push(k.ctl(&r.project));
         let (request_key, request, request_ms) = request_args(k, &w.audit)?;
         keys.push(request_key);
         let mut cmd = self.work.claim.call(keys);
@@ -656,6 +671,8 @@ impl Inner {
             .arg(w.audit.at)
             .arg(to_json(&w.audit)?)
             .arg(event_args(&w.events))
+            .arg(w.proof.as_ref().map_or("", |p| p.identity.as_str()))
+            .arg(w.proof.as_ref().map_or("", |p| p.token_hash.as_str()))
             .arg(request)
             .arg(request_ms);
         Ok(cmd)
@@ -681,6 +698,10 @@ impl Inner {
                         Commit::Conflict
                     }
                     Reply::Exists => return Err(ClaimError::Store("redis: unexpected reply to a claim write".into())),
+                    Reply::Unproven => match &w.proof {
+                        Some(p) => return Err(seat_unproven(&w.row.project, p)),
+                        None => return Err(ClaimError::Store("redis: a sweep write answered unproven".into())),
+                    },
                 });
             }
         }
@@ -715,7 +736,9 @@ impl WorkStore for RedisPgStore {
         match inner.write_or_restore("channel create", || inner.redis.run_write(|c| inv.invoke::<Value>(c)))? {
             Reply::Ok => Ok(()),
             Reply::Exists => Err(ClaimError::ChannelExists(channel.channel.clone())),
-            Reply::Conflict | Reply::Lost => Err(ClaimError::Store("redis: unexpected reply to channel create".into())),
+            Reply::Conflict | Reply::Lost | Reply::Unproven => {
+                Err(ClaimError::Store("redis: unexpected reply to channel create".into()))
+            }
         }
     }
 
