@@ -341,18 +341,30 @@ fn take_racing_remove(c: &Coordinator, other: Coordinator, project: &str) {
     let removed = std::rc::Rc::new(std::cell::Cell::new(false));
     let flag = removed.clone();
     let p = project.to_string();
+    let victim = std::rc::Rc::new(std::cell::RefCell::new("alice"));
+    let next = victim.clone();
     failpoint::set_hook("claim.before_write", move || {
         if !flag.replace(true) {
-            other.remove_identity(&p, "alice", "test").unwrap();
+            other.remove_identity(&p, *next.borrow(), "test").unwrap();
         }
         Ok(())
     });
     let req = TakeRequest { project: project.into(), ..take_req("alice", "t", None) };
     let result = c.take(&req, Some(&alice.token));
-    failpoint::clear_hooks();
     assert!(removed.get(), "the removal ran between the proof and the write");
     refused(result, ErrorCode::Unauthorized);
     refused(c.show_claim(project, "c", "t"), ErrorCode::NotFound);
+
+    // The same for a focus lease: bob is removed between his proof and his focus write.
+    let k = c.enroll_identity(project, "bob", "test").unwrap().key;
+    let bob = c.register(project, &key("bob", "h1"), with_key(&k)).unwrap();
+    removed.set(false);
+    *victim.borrow_mut() = "bob";
+    let result = c.focus_start(project, "bob", 30, Some(&bob.token));
+    failpoint::clear_hooks();
+    assert!(removed.get());
+    refused(result, ErrorCode::Unauthorized);
+    assert_eq!(c.focus_show(project, "bob").unwrap(), None, "no lease was written");
 }
 
 #[test]

@@ -105,7 +105,7 @@ impl Coordinator {
         if let Some(answer) = self.replay_after_proof(&base, pending.as_ref(), refuse)? {
             return Ok(answer);
         }
-        let proof = token.map(|t| SeatProof { identity: seat.to_string(), token_hash: secret::token_hash(t) });
+        let proof = seat_proof(seat, token);
         let mut attempt = || -> Result<T, ClaimError> {
             let ch = self.channel_or_not_found(project, channel)?;
             for _ in 0..MAX_CAS_ATTEMPTS {
@@ -124,14 +124,11 @@ impl Coordinator {
                     audit,
                     proof: proof.clone(),
                 };
-                // Test seam: between the early proof and the write that checks it again.
-                #[cfg(any(test, debug_assertions, feature = "failpoints"))]
-                crate::lockfile::failpoint::hit("claim.before_write")
-                    .map_err(|e| ClaimError::Unavailable(format!("failpoint: {e}")))?;
-                let committed = match self.store.write_claims(std::slice::from_ref(&write)) {
-                    Err(ClaimError::IdentityUnproven { .. }) => return Err(unproven(project, seat, verb)),
-                    other => other?,
-                };
+                before_write()?;
+                let committed = self
+                    .store
+                    .write_claims(std::slice::from_ref(&write))
+                    .map_err(|e| reword_unproven(e, project, seat, verb))?;
                 if let [Commit::Done(_)] = committed.as_slice() {
                     return Ok(d.value);
                 }
@@ -293,7 +290,10 @@ impl Coordinator {
         let result = work::focus_lease(project, seat, minutes, audit.at).and_then(|out| {
             audit.detail = json!({"until": out.lease.until, "capped_from": out.capped_from});
             audit.request = pending.as_ref().map(|p| p.record(&out, audit.at)).transpose()?;
-            self.store.put_focus(&out.lease, None, &audit).map(|_| out)
+            let proof = seat_proof(seat, token);
+            before_write()?;
+            let written = self.store.put_focus_proven(&out.lease, None, &audit, proof.as_ref());
+            written.map(|_| out).map_err(|e| reword_unproven(e, project, seat, "focus.start"))
         });
         result.inspect_err(|e| self.audit_failure(audit.clone(), e, None))
     }
@@ -325,7 +325,9 @@ impl Coordinator {
                 audit.request = pending.as_ref().map(|p| p.record(&ended, audit.at)).transpose()?;
                 // A `focus start` landing between the read and the write wins the race and
                 // is read (and ended) on the next round, never overwritten blind.
-                if let Commit::Done(_) = self.store.put_focus(&ended, Some(started_at), &audit)? {
+                let proof = seat_proof(seat, token);
+                let written = self.store.put_focus_proven(&ended, Some(started_at), &audit, proof.as_ref());
+                if let Commit::Done(_) = written.map_err(|e| reword_unproven(e, project, seat, "focus.end"))? {
                     return Ok(ended);
                 }
             }
@@ -439,6 +441,29 @@ impl Coordinator {
     pub fn sweep_all(&self) -> Result<SweepAll, ClaimError> {
         let now = self.clock.now();
         Ok(self.store.projects_with_due(now)?.into_iter().map(|p| (p.clone(), self.sweep(&p, None, false))).collect())
+    }
+}
+
+/// Failpoint `claim.before_write`: a seat write (claim or focus) between the engine's early
+/// proof and the store's write that checks the proof again. Tests run an `identity remove`
+/// here (issue 28 point 5).
+fn before_write() -> Result<(), ClaimError> {
+    #[cfg(any(test, debug_assertions, feature = "failpoints"))]
+    crate::lockfile::failpoint::hit("claim.before_write")
+        .map_err(|e| ClaimError::Unavailable(format!("failpoint: {e}")))?;
+    Ok(())
+}
+
+/// The proof a seat write hands the store to check inside the write (issue 28 point 5).
+fn seat_proof(seat: &str, token: Option<&Secret>) -> Option<SeatProof> {
+    token.map(|t| SeatProof { identity: seat.to_string(), token_hash: secret::token_hash(t) })
+}
+
+/// A store's refusal of a seat proof at commit, in the verb's own words.
+fn reword_unproven(e: ClaimError, project: &str, seat: &str, verb: &str) -> ClaimError {
+    match e {
+        ClaimError::IdentityUnproven { .. } => unproven(project, seat, verb),
+        other => other,
     }
 }
 

@@ -928,8 +928,14 @@ mod tests {
         fn focus_leases(&self, p: &str) -> Result<Vec<FocusLease>, ClaimError> {
             self.inner.focus_leases(p)
         }
-        fn put_focus(&self, l: &FocusLease, r: Option<Millis>, a: &AuditEntry) -> Result<Commit, ClaimError> {
-            self.inner.put_focus(l, r, a)
+        fn put_focus_proven(
+            &self,
+            l: &FocusLease,
+            r: Option<Millis>,
+            a: &AuditEntry,
+            p: Option<&crate::claim::store::SeatProof>,
+        ) -> Result<Commit, ClaimError> {
+            self.inner.put_focus_proven(l, r, a, p)
         }
     }
 

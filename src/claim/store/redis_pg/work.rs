@@ -24,13 +24,34 @@ use super::{
 use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Millis};
 use crate::claim::request;
-use crate::claim::store::{ClaimWrite, Commit, WorkStore, seat_unproven};
+use crate::claim::store::{ClaimWrite, Commit, SeatProof, WorkStore, seat_unproven};
 use crate::claim::store::{from_json as parse, to_i64, to_json};
 use crate::claim::work::{Channel, ClaimRow, ClaimStep, FocusLease};
 
 /// Scripts (or plain commands) per pipeline round trip: a sweep of 100,000 claims is 100
 /// round trips, and no single reply grows without bound.
 pub(super) const PIPELINE_CHUNK: usize = 1000;
+
+/// A seat write's proof, inside the write's own script (issue 28 point 5: a proof read
+/// before the write let a `take` commit after `identity remove`): true unless a controller
+/// in the project's controllers hash `ctl` is registered as `seat` with the token hash
+/// `proof` now. `seat` empty: no proof to check (a sweep write). Every row is compared.
+const PROOF_LUA: &str = r#"
+local function seat_unproven(ctl, seat, proof)
+  if seat == '' then return false end
+  local proven = false
+  for _, row in ipairs(redis.call('HVALS', ctl)) do
+    local c = cjson.decode(row)
+    if c.identity == seat and c.token_hash == proof then proven = true end
+  end
+  return not proven
+end
+"#;
+
+/// A write script with [`PROOF_LUA`]'s function.
+fn with_proof(body: &str) -> String {
+    [PROOF_LUA, body].concat()
+}
 
 /// One compare-and-set claim write (run with [`super::INBOX_LUA`] prefixed).
 ///
@@ -55,16 +76,7 @@ if stored then
   if not current then return redis.error_reply('claim row ' .. ARGV[2] .. ' in ' .. KEYS[4] .. ' has no version') end
 end
 if current ~= ARGV[1] then return 'conflict' end
--- The seat's proof, inside the write (issue 28 point 5): a controller of the seat must hold
--- the token now, so an `identity remove` or a deregistration is never overtaken.
-if ARGV[#ARGV - 3] ~= '' then
-  local proven = false
-  for _, row in ipairs(redis.call('HVALS', KEYS[#KEYS - 1])) do
-    local c = cjson.decode(row)
-    if c.identity == ARGV[#ARGV - 3] and c.token_hash == ARGV[#ARGV - 2] then proven = true end
-  end
-  if not proven then return 'unproven' end
-end
+if seat_unproven(KEYS[#KEYS - 1], ARGV[#ARGV - 3], ARGV[#ARGV - 2]) then return 'unproven' end
 if request_seen() then return 'replayed' end
 local i = 11
 local function take() local v = ARGV[i]; i = i + 1; return v end
@@ -103,8 +115,10 @@ return 'ok'
 "#;
 
 /// Replaces a seat's focus lease. KEYS: ready marker, focus hash, focus version hash, pg
-/// queue, request record key. ARGV: seat, JSON, op id, project, audit JSON, the `started_at`
-/// the stored lease must have ('' to write unconditionally), request record, lifetime.
+/// queue, the project's controllers hash, request record key. ARGV: seat, JSON, op id,
+/// project, audit JSON, the `started_at` the stored lease must have ('' to write
+/// unconditionally), the seat proof's identity and token hash ('' when none), request
+/// record, lifetime.
 ///
 /// A lease has no version of its own; the per-seat counter orders its Postgres writes, so
 /// two drainers applying overlapping batches (a drain lock that expired) never leave an
@@ -117,6 +131,7 @@ if ARGV[6] ~= '' then
   local stored = redis.call('HGET', KEYS[2], ARGV[1])
   if not stored or string.match(stored, '"started_at":(%-?%d+)') ~= ARGV[6] then return 'conflict' end
 end
+if seat_unproven(KEYS[5], ARGV[7], ARGV[8]) then return 'unproven' end
 if request_seen() then return 'replayed' end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 local v = redis.call('HINCRBY', KEYS[3], ARGV[1], 1)
@@ -188,9 +203,9 @@ pub(super) struct Scripts {
 impl Scripts {
     pub(super) fn new() -> Scripts {
         Scripts {
-            claim: Piped::new(with_request(&with_inbox(CLAIM_LUA))),
+            claim: Piped::new(with_request(&with_inbox(&with_proof(CLAIM_LUA)))),
             channel: Script::new(&with_request(CHANNEL_LUA)),
-            focus: Script::new(&with_request(FOCUS_LUA)),
+            focus: Script::new(&with_request(&with_proof(FOCUS_LUA))),
             restore_claim: Piped::new(RESTORE_CLAIM_LUA.to_string()),
             restore_focus: Piped::new(RESTORE_FOCUS_LUA.to_string()),
         }
@@ -864,11 +879,12 @@ impl WorkStore for RedisPgStore {
         Ok(leases)
     }
 
-    fn put_focus(
+    fn put_focus_proven(
         &self,
         lease: &FocusLease,
         replaces: Option<Millis>,
         audit: &AuditEntry,
+        proof: Option<&SeatProof>,
     ) -> Result<Commit, ClaimError> {
         let inner = &self.inner;
         let k = &inner.keys;
@@ -877,11 +893,16 @@ impl WorkStore for RedisPgStore {
         let mut inv = inner.work.focus.prepare_invoke();
         let (request_key, request, request_ms) = request_args(k, audit)?;
         inv.key(k.ready()).key(k.focus(&lease.project)).key(k.focus_version(&lease.project)).key(k.queue());
-        inv.key(request_key);
+        inv.key(k.ctl(&lease.project)).key(request_key);
         inv.arg(&lease.seat).arg(&json).arg(&op).arg(&lease.project).arg(&audit_json);
         inv.arg(replaces.map_or(String::new(), |s| s.to_string()));
+        inv.arg(proof.map_or("", |p| p.identity.as_str())).arg(proof.map_or("", |p| p.token_hash.as_str()));
         inv.arg(request).arg(request_ms);
         match inner.write_or_restore("focus", || inner.redis.run_write(|c| inv.invoke::<Value>(c)))? {
+            Reply::Unproven => Err(proof.map_or_else(
+                || ClaimError::Store("redis: an unproven focus write carried no proof".into()),
+                |p| seat_unproven(&lease.project, p),
+            )),
             Reply::Ok => Ok(Commit::Done(0)),
             Reply::Conflict => Ok(Commit::Conflict),
             _ => Err(ClaimError::Store("redis: unexpected reply to focus".into())),

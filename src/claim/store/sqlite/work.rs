@@ -154,14 +154,18 @@ impl WorkStore for SqliteStore {
         parse_all(stmt.query_map([project], |r| r.get(0)).and_then(|rows| rows.collect()))
     }
 
-    fn put_focus(
+    fn put_focus_proven(
         &self,
         lease: &FocusLease,
         replaces: Option<Millis>,
         audit: &AuditEntry,
+        proof: Option<&SeatProof>,
     ) -> Result<Commit, ClaimError> {
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
+        if let Some(p) = proof {
+            check_seat_proof(&tx, &lease.project, p)?;
+        }
         let text = body(lease)?;
         let n = match replaces {
             None => tx.execute(
