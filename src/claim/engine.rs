@@ -41,20 +41,25 @@ pub struct Coordinator {
     admin: Option<Secret>,
 }
 
+/// A replay's proof of the caller against one snapshot.
+type Authorize<'a> = Box<dyn Fn(&Snapshot) -> Result<(), ClaimError> + 'a>;
+/// A replay's check that its opened answer still holds against one snapshot.
+type Holds<'a, T> = Box<dyn Fn(&Snapshot, &T) -> Result<(), ClaimError> + 'a>;
+
 /// What a replayed request id must pass, against current state, before its kept answer is
 /// returned (issue 28 point 2: "replays are decisions, not lookups"). A replay never acts,
 /// so it checks on one snapshot: the answer is as current as that read.
 struct Recheck<'a, T> {
     /// The verb's own proof as a fresh request checks it, before the record is even opened:
     /// the identity's key still the enrolled one, the session's token still its token.
-    authorize: Box<dyn Fn(&Snapshot) -> Result<(), ClaimError> + 'a>,
+    authorize: Authorize<'a>,
     /// The verb's refusal of an unproven caller, for a record the caller's credential does
     /// not open: the same answer as a fresh request with that credential, so no answer
     /// before authentication says whether the id exists (issue 28 point 5).
     refuse: Box<dyn Fn() -> ClaimError + 'a>,
     /// Whether the opened answer still holds (the session it registered still carries the
     /// kept token's hash; the key it issued is still the enrolled one).
-    holds: Box<dyn Fn(&Snapshot, &T) -> Result<(), ClaimError> + 'a>,
+    holds: Holds<'a, T>,
 }
 
 impl<'a, T> Recheck<'a, T> {
@@ -286,7 +291,7 @@ impl Coordinator {
             .and_then(|()| {
                 pending.open::<T>(kept).map_err(|u| match u {
                     Unopened::Credential => (check.refuse)(),
-                    Unopened::Different(e) => e,
+                    Unopened::Different(e) => *e,
                 })
             })
             .and_then(|answer| (check.holds)(&snap, &answer).map(|()| answer));
@@ -305,7 +310,7 @@ impl Coordinator {
         let (Some(p), Some(kept)) = (pending, self.recall(pending)?) else { return Ok(None) };
         let opened = p.open::<T>(&kept).map_err(|u| match u {
             Unopened::Credential => refuse(),
-            Unopened::Different(e) => e,
+            Unopened::Different(e) => *e,
         });
         opened.map(Some).inspect_err(|e| self.audit_failure(base.clone(), e, None))
     }

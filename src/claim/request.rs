@@ -239,7 +239,7 @@ pub(crate) enum Unopened {
     /// about this record; answered with the verb's own `unauthorized` refusal.
     Credential,
     /// Opened, but kept for a different request: `invalid_argument`.
-    Different(ClaimError),
+    Different(Box<ClaimError>),
 }
 
 /// A verb carrying a request id, before it acts.
@@ -299,13 +299,14 @@ impl Pending {
             kept.answer.clone()
         };
         if kept.fingerprint != self.fingerprint {
-            return Err(Unopened::Different(ClaimError::InvalidArgument(format!(
+            return Err(Unopened::Different(Box::new(ClaimError::InvalidArgument(format!(
                 "request id {} was already used for a different {} request; a retry must repeat the request \
                  exactly, a new request needs a new id",
                 self.id, self.verb
-            ))));
+            )))));
         }
-        serde_json::from_str(&text).map_err(|e| Unopened::Different(ClaimError::Store(format!("kept answer: {e}"))))
+        serde_json::from_str(&text)
+            .map_err(|e| Unopened::Different(Box::new(ClaimError::Store(format!("kept answer: {e}")))))
     }
 
     /// The record to keep with the verb's write: sealed when the request presented a
@@ -422,7 +423,7 @@ mod tests {
         let same_cred_other_request = Pending::new(&id, &audit("p", "x"), &2, &[&cred]).unwrap();
         assert!(matches!(
             same_cred_other_request.open::<String>(&kept(&rec)),
-            Err(Unopened::Different(ClaimError::InvalidArgument(_)))
+            Err(Unopened::Different(e)) if matches!(*e, ClaimError::InvalidArgument(_))
         ));
         let stranger = Pending::new(&id, &audit("p", "x"), &2, &[&Secret::new("2f".repeat(32))]).unwrap();
         assert_eq!(stranger.open::<String>(&kept(&rec)), Err(Unopened::Credential));
