@@ -24,6 +24,8 @@ use writerctl::claim::store::sqlite::SqliteStore;
 use writerctl::claim::work::TakeRequest;
 use writerctl::error::ErrorCode;
 
+use crate::master::{Co, PROJECT, err_doc, ok_doc, s};
+
 const P: &str = "web";
 
 struct Env {
@@ -381,4 +383,60 @@ fn a_take_racing_identity_remove_never_commits_after_the_removal_on_redis_pg() {
     let c = Coordinator::new(ns.store(), clock.clone(), DEFAULT_FRESHNESS);
     let other = Coordinator::new(ns.store(), clock, DEFAULT_FRESHNESS);
     take_racing_remove(&c, other, P);
+}
+
+/// Issue 28 point 2 over HTTP (the CLI against `coordinator serve`): a registration's retry
+/// gets its token while nothing changed, is refused `unauthorized` with no token after the
+/// identity's key was rotated, and an identity key issued under the admin token replays only
+/// while it is enrolled.
+fn replays_over_http(co: &Co) {
+    let key = co.key_file("erin");
+    let reg = [
+        "session",
+        "register",
+        "--project",
+        PROJECT,
+        "--identity",
+        "erin",
+        "--machine",
+        "erin-host",
+        "--identity-key-file",
+        s(&key),
+        "--request-id",
+        "reg-erin",
+        "--json",
+    ];
+    let first = ok_doc(&co.run(&reg));
+    let again = ok_doc(&co.run(&reg));
+    assert_eq!(first["token"], again["token"], "the retry gets the first token");
+    let new_key = co.file("erin.key2");
+    co.ok(&["identity", "rotate", "--project", PROJECT, "erin", "--key-file", s(&new_key)]);
+    let r = co.run(&reg);
+    let doc = err_doc(&r, 6, "unauthorized");
+    let token = first["token"].as_str().unwrap();
+    assert!(!r.stdout.contains(token) && !r.stderr.contains(token), "{doc}");
+
+    // An identity key kept under the admin token: the retry gets it until it is rotated.
+    let kf = co.file("fay.key");
+    let add =
+        ["identity", "add", "--project", PROJECT, "fay", "--key-file", s(&kf), "--request-id", "add-fay", "--json"];
+    ok_doc(&co.run(&add));
+    let issued = std::fs::read_to_string(&kf).unwrap();
+    std::fs::remove_file(&kf).unwrap();
+    ok_doc(&co.run(&add));
+    assert_eq!(std::fs::read_to_string(&kf).unwrap(), issued, "the retry wrote the same key");
+    std::fs::remove_file(&kf).unwrap();
+    co.ok(&["identity", "rotate", "--project", PROJECT, "fay", "--key-file", s(&co.file("fay.key2"))]);
+    err_doc(&co.run(&add), 3, "answer_not_kept");
+}
+
+#[test]
+fn replays_are_decisions_over_http_on_sqlite() {
+    replays_over_http(&Co::http_sqlite());
+}
+
+#[test]
+fn replays_are_decisions_over_http_on_redis_pg() {
+    let Some(co) = Co::http_redis_pg("replays_are_decisions_over_http_on_redis_pg") else { return };
+    replays_over_http(&co);
 }
