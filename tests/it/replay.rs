@@ -440,3 +440,27 @@ fn replays_are_decisions_over_http_on_redis_pg() {
     let Some(co) = Co::http_redis_pg("replays_are_decisions_over_http_on_redis_pg") else { return };
     replays_over_http(&co);
 }
+
+/// Issue 28 point 3 ("expired rows are purged on every store"): on Redis + Postgres every
+/// kept answer is a Redis key with a TTL no longer than the retention window (Redis removes
+/// it by itself), and the Postgres rows `operator add` keeps go with the retention prune.
+#[test]
+fn redis_pg_kept_answers_expire_by_themselves() {
+    let Some(ns) = crate::services::Ns::new("redis_pg_kept_answers_expire_by_themselves") else { return };
+    let clock = Arc::new(writerctl::claim::clock::SystemClock);
+    let c = Coordinator::new(ns.store(), clock, DEFAULT_FRESHNESS);
+    let k = c.enroll_identity(P, "alice", "test").unwrap().key;
+    c.with_request(Some(RequestId::parse("r1").unwrap())).register(P, &key("alice", "h1"), with_key(&k)).unwrap();
+    let mut redis = ns.redis();
+    let keys: Vec<String> = redis::cmd("KEYS").arg(format!("{{{}}}:req:*", ns.name)).query(&mut redis).unwrap();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    let ttl: i64 = redis::cmd("PTTL").arg(&keys[0]).query(&mut redis).unwrap();
+    let window = i64::try_from(writerctl::claim::request::REQUEST_TTL.as_millis()).unwrap();
+    assert!(ttl > 0 && ttl <= window, "a kept answer carries a TTL: {ttl}");
+    c.add_operator_as("ops", &Secret::new("pw".into()), "test").unwrap();
+    assert_eq!(c.store().purge_requests(i64::MAX).unwrap(), 0, "operator add without an id keeps nothing");
+    c.with_request(Some(RequestId::parse("op-1").unwrap()))
+        .add_operator_as("ops2", &Secret::new("pw".into()), "test")
+        .unwrap();
+    assert_eq!(c.store().purge_requests(i64::MAX).unwrap(), 1, "the Postgres row is purged once expired");
+}
