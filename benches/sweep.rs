@@ -65,7 +65,14 @@ fn load(store: &Arc<dyn Store>, n: usize, due: usize) {
             detail: serde_json::json!({}),
             request: None,
         };
-        batch.push(ClaimWrite { expected_version: 0, row: claim, action: "take".into(), events: Vec::new(), audit });
+        batch.push(ClaimWrite {
+            expected_version: 0,
+            row: claim,
+            action: "take".into(),
+            events: Vec::new(),
+            audit,
+            proof: None,
+        });
         if batch.len() == 5000 || i + 1 == n {
             store.write_claims(&batch).unwrap();
             batch.clear();

@@ -87,6 +87,9 @@ pub enum ErrorCode {
     /// One seat (or session) wrote faster than the server's per-seat rate; nothing was
     /// written; retry after the `Retry-After` the answer carries (issue 28).
     RateLimited,
+    /// A replayed request id whose write was applied but whose answer is not given: it
+    /// held a secret kept for nobody, or what it named is gone (issue 28).
+    AnswerNotKept,
 }
 
 impl ErrorCode {
@@ -126,6 +129,7 @@ impl ErrorCode {
         ErrorCode::InboxCursorTrimmed,
         ErrorCode::FilesystemUnsupported,
         ErrorCode::RateLimited,
+        ErrorCode::AnswerNotKept,
     ];
 
     /// The code named `s`, if it is in the registry.
@@ -170,6 +174,7 @@ impl ErrorCode {
             ErrorCode::InboxCursorTrimmed => "inbox_cursor_trimmed",
             ErrorCode::FilesystemUnsupported => "filesystem_unsupported",
             ErrorCode::RateLimited => "rate_limited",
+            ErrorCode::AnswerNotKept => "answer_not_kept",
         }
     }
 
@@ -193,7 +198,8 @@ impl ErrorCode {
             | ErrorCode::VersionConflict
             | ErrorCode::NotClaimOwner
             | ErrorCode::ChannelExists
-            | ErrorCode::IdentityExists => 3,
+            | ErrorCode::IdentityExists
+            | ErrorCode::AnswerNotKept => 3,
             ErrorCode::TargetNotRegistered
             | ErrorCode::TargetStale
             | ErrorCode::TargetAmbiguous
@@ -284,6 +290,9 @@ impl ErrorCode {
             }
             ErrorCode::RateLimited => {
                 "one seat or session wrote faster than the coordinator's per-seat rate; nothing was written; retry after the time the answer names (HTTP 429, Retry-After)"
+            }
+            ErrorCode::AnswerNotKept => {
+                "a retried request id's write was applied, but its answer is not given: its secret was never kept (no credential to seal it under) or what it named is gone; rotate the key or register again"
             }
         }
     }

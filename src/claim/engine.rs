@@ -16,7 +16,7 @@ use super::model::{
     AuditEntry, Change, Controller, EnrolledIdentity, Event, MasterSlot, Millis, OperatorRecord, Snapshot,
 };
 use super::refusals::RefusalLimiter;
-use super::request::{Pending, RequestId};
+use super::request::{KeptAnswer, Pending, RequestId, Unopened};
 use super::secret::{self, Secret};
 use super::store::Store;
 
@@ -42,6 +42,53 @@ pub struct Coordinator {
     /// Refusal audit rows per source and interval, shared by every value made from one
     /// [`Coordinator::new`] (issue 28 point 4).
     refusals: Arc<RefusalLimiter>,
+    /// The admin token the caller presented (a server's admin verbs, after the server
+    /// checked it): the credential an administrative answer holding a key is sealed under
+    /// (see [`super::request`]). None in-process.
+    admin: Option<Secret>,
+}
+
+/// A replay's proof of the caller against one snapshot.
+type Authorize<'a> = Box<dyn Fn(&Snapshot) -> Result<(), ClaimError> + 'a>;
+/// A replay's check that its opened answer still holds against one snapshot.
+type Holds<'a, T> = Box<dyn Fn(&Snapshot, &T) -> Result<(), ClaimError> + 'a>;
+
+/// What a replayed request id must pass, against current state, before its kept answer is
+/// returned (issue 28 point 2: "replays are decisions, not lookups"). A replay never acts,
+/// so it checks on one snapshot: the answer is as current as that read.
+struct Recheck<'a, T> {
+    /// The verb's own proof as a fresh request checks it, before the record is even opened:
+    /// the identity's key still the enrolled one, the session's token still its token.
+    authorize: Authorize<'a>,
+    /// The verb's refusal of an unproven caller, for a record the caller's credential does
+    /// not open: the same answer as a fresh request with that credential, so no answer
+    /// before authentication says whether the id exists (issue 28 point 5).
+    refuse: Box<dyn Fn() -> ClaimError + 'a>,
+    /// Whether the opened answer still holds (the session it registered still carries the
+    /// kept token's hash; the key it issued is still the enrolled one).
+    holds: Holds<'a, T>,
+}
+
+impl<'a, T> Recheck<'a, T> {
+    /// A verb whose caller was authorized before the engine ran it (an operator's password,
+    /// the admin token at the server): the record must still open with its credential.
+    fn authorized(refuse: impl Fn() -> ClaimError + 'a) -> Recheck<'a, T> {
+        Recheck { authorize: Box::new(|_| Ok(())), refuse: Box::new(refuse), holds: Box::new(|_, _| Ok(())) }
+    }
+
+    /// A verb whose caller proves itself against the snapshot.
+    fn proven_by(
+        authorize: impl Fn(&Snapshot) -> Result<(), ClaimError> + 'a,
+        refuse: impl Fn() -> ClaimError + 'a,
+    ) -> Recheck<'a, T> {
+        Recheck { authorize: Box::new(authorize), refuse: Box::new(refuse), holds: Box::new(|_, _| Ok(())) }
+    }
+
+    /// With a check that the kept answer still holds.
+    fn holding(mut self, holds: impl Fn(&Snapshot, &T) -> Result<(), ClaimError> + 'a) -> Recheck<'a, T> {
+        self.holds = Box::new(holds);
+        self
+    }
 }
 
 /// What `session register` presents to prove its identity (issue 19): the identity's key,
@@ -184,6 +231,7 @@ impl Coordinator {
             request: None,
             source: None,
             refusals: Arc::default(),
+            admin: None,
         }
     }
 
@@ -234,18 +282,77 @@ impl Coordinator {
             request: id,
             source: self.source,
             refusals: self.refusals.clone(),
+            admin: self.admin.clone(),
         }
     }
 
-    /// The verb `audit` describes, with `input`, as a request under this value's id (None
-    /// without one).
-    fn pending(&self, audit: &AuditEntry, input: &impl Serialize) -> Result<Option<Pending>, ClaimError> {
-        self.request.as_ref().map(|id| Pending::new(id, audit, input)).transpose()
+    /// This coordinator with the admin token the caller presented (already checked by the
+    /// server): an administrative verb's kept answer is sealed under it, so a replay needs
+    /// it again and a copy of the store (which holds at most its digest) cannot open it.
+    pub fn with_admin_credential(&self, token: Option<Secret>) -> Coordinator {
+        Coordinator { admin: token, ..self.with_request(self.request.clone()) }
     }
 
-    /// The answer kept for `pending`, if it was answered before.
-    fn replay<T: DeserializeOwned>(&self, pending: Option<&Pending>) -> Result<Option<T>, ClaimError> {
+    /// The verb `audit` describes, with `input` and the `credentials` it presented, as a
+    /// request under this value's id (None without one).
+    fn pending(
+        &self,
+        audit: &AuditEntry,
+        input: &impl Serialize,
+        credentials: &[&Secret],
+    ) -> Result<Option<Pending>, ClaimError> {
+        self.request.as_ref().map(|id| Pending::new(id, audit, input, credentials)).transpose()
+    }
+
+    /// The admin credential as a credential list (empty in-process).
+    fn admin_credentials(&self) -> Vec<&Secret> {
+        self.admin.iter().collect()
+    }
+
+    /// The record kept for `pending`, unopened (see [`Recheck`] for what opens it).
+    fn recall(&self, pending: Option<&Pending>) -> Result<Option<KeptAnswer>, ClaimError> {
         pending.map_or(Ok(None), |p| p.recall(&*self.store, self.clock.now()))
+    }
+
+    /// A replay: authorizes the caller against current state as a fresh request would,
+    /// opens the kept record with the caller's credential, compares the request, and
+    /// checks the answer still holds, in that order — so a caller who proves nothing gets
+    /// exactly the refusal a fresh request gets, whether or not the id exists. A refusal is
+    /// audited like a fresh one.
+    fn answer_replay<T: DeserializeOwned>(
+        &self,
+        base: &AuditEntry,
+        pending: &Pending,
+        kept: &KeptAnswer,
+        check: &Recheck<'_, T>,
+    ) -> Result<T, ClaimError> {
+        let snap = self.store.snapshot(&base.project)?;
+        let decided = (check.authorize)(&snap)
+            .and_then(|()| {
+                pending.open::<T>(kept).map_err(|u| match u {
+                    Unopened::Credential => (check.refuse)(),
+                    Unopened::Different(e) => *e,
+                })
+            })
+            .and_then(|answer| (check.holds)(&snap, &answer).map(|()| answer));
+        decided.inspect_err(|e| self.audit_failure(base.clone(), e, Some(snap.slot.epoch)))
+    }
+
+    /// A replay for a verb whose caller already proved itself (a work verb's seat token, an
+    /// admin verb's token at the server): the record must open with the caller's credential
+    /// (else `refuse`) and match the request. Audits a refusal.
+    fn replay_after_proof<T: DeserializeOwned>(
+        &self,
+        base: &AuditEntry,
+        pending: Option<&Pending>,
+        refuse: impl Fn() -> ClaimError,
+    ) -> Result<Option<T>, ClaimError> {
+        let (Some(p), Some(kept)) = (pending, self.recall(pending)?) else { return Ok(None) };
+        let opened = p.open::<T>(&kept).map_err(|u| match u {
+            Unopened::Credential => refuse(),
+            Unopened::Different(e) => *e,
+        });
+        opened.map(Some).inspect_err(|e| self.audit_failure(base.clone(), e, None))
     }
 
     /// The store.
@@ -299,15 +406,16 @@ impl Coordinator {
     }
 
     /// Runs `decide` in one store transaction; audits failures with the epoch it saw. With
-    /// a request id, an answer kept for it (same `input`) is returned instead, and the new
-    /// answer is kept with the write.
+    /// a request id (`pending`), a kept answer is returned instead once `check` passed
+    /// ([`Coordinator::answer_replay`]), and the new answer is kept with the write.
     fn run<T: Serialize + DeserializeOwned>(
         &self,
         base: AuditEntry,
-        input: &impl Serialize,
+        pending: Option<Pending>,
+        check: Recheck<'_, T>,
         mut decide: impl FnMut(&Snapshot, Millis) -> Result<(Change, T, u64, serde_json::Value), ClaimError>,
     ) -> Result<T, ClaimError> {
-        self.run_audited(base, input, |snap, now| decide(snap, now).map(|(c, v, e, d)| (c, v, e, Some(d))))
+        self.run_audited(base, pending, check, |snap, now| decide(snap, now).map(|(c, v, e, d)| (c, v, e, Some(d))))
     }
 
     /// [`Coordinator::run`] for a verb whose success is audited only sometimes: `decide`
@@ -317,12 +425,12 @@ impl Coordinator {
     fn run_audited<T: Serialize + DeserializeOwned>(
         &self,
         base: AuditEntry,
-        input: &impl Serialize,
+        pending: Option<Pending>,
+        check: Recheck<'_, T>,
         mut decide: impl FnMut(&Snapshot, Millis) -> Result<(Change, T, u64, Option<serde_json::Value>), ClaimError>,
     ) -> Result<T, ClaimError> {
-        let pending = self.pending(&base, input)?;
-        if let Some(answer) = self.replay(pending.as_ref())? {
-            return Ok(answer);
+        if let (Some(p), Some(kept)) = (pending.as_ref(), self.recall(pending.as_ref())?) {
+            return self.answer_replay(&base, p, &kept, &check);
         }
         let project = base.project.clone();
         let mut out: Option<T> = None;
@@ -373,23 +481,86 @@ impl Coordinator {
         // The credentials are part of the request: a retry must present them again to be
         // answered (as digests; the key and token themselves are never kept).
         let input = json!({"key": key, "identity_key": key_hash, "previous_token": token_hash});
+        let presented: Vec<&Secret> = [credentials.identity_key, credentials.token].into_iter().flatten().collect();
+        let pending = self.pending(&base, &input, &presented)?;
         // The token is part of the answer: a retry of a registration whose reply was lost
-        // must get the session token that was stored (hashed) then, not a new one. Kept
-        // sealed with the request id, never in clear.
-        let pending = self.pending(&base, &input)?;
-        let sealed = pending.as_ref().map_or_else(|| token.expose().to_string(), |p| p.seal(token.expose()));
-        let (controller, epoch, kept) = self.run(base, &input, |snap, now| {
-            let (change, row) = master::register(snap, key, fresh_id.clone(), hash.clone(), proof, now, f)?;
-            let epoch = change.slot.as_ref().map_or(snap.slot.epoch, |s| s.epoch);
-            let detail = json!({"session_id": row.session_id, "surface": row.surface, "machine_id": row.machine_id,
+        // must get the session token that was stored (hashed) then, not a new one. Kept only
+        // sealed under the credential the request presented; an open registration presented
+        // none, so its token is not kept at all (its replay answers `answer_not_kept`).
+        let keep_token = pending.as_ref().is_some_and(Pending::can_keep_secrets);
+        let kept_token = keep_token.then(|| token.expose().to_string());
+        let check = self.register_recheck(project, key, key_hash.as_deref(), token_hash.is_some());
+        let (controller, epoch, kept): (Controller, u64, Option<String>) =
+            self.run(base, pending, check, |snap, now| {
+                let (change, row) = master::register(snap, key, fresh_id.clone(), hash.clone(), proof, now, f)?;
+                let epoch = change.slot.as_ref().map_or(snap.slot.epoch, |s| s.epoch);
+                let detail = json!({"session_id": row.session_id, "surface": row.surface, "machine_id": row.machine_id,
                                 "is_master": row.is_master});
-            Ok((change, (row, epoch, sealed.clone()), epoch, detail))
-        })?;
-        let token = match &pending {
-            Some(p) => Secret::new(p.unseal(&kept)?),
-            None => token,
-        };
+                Ok((change, (row, epoch, kept_token.clone()), epoch, detail))
+            })?;
+        // A replay's answer always holds its token (the recheck refuses one without); a fresh
+        // answer holds it only when it was kept, and this call made it either way.
+        let token = kept.map_or(token, Secret::new);
         Ok(Registered { controller, token, epoch })
+    }
+
+    /// What a replayed `session register` must pass (issue 28 point 2: a kept answer
+    /// returned a live token after the identity's key was rotated or removed, or its session
+    /// deregistered or replaced):
+    ///
+    /// - the proof again, on current state: a key presented must still be the identity's
+    ///   enrolled key (rotation and removal refuse it, `unauthorized`); a previous token
+    ///   presented was consumed by the registration itself (the row now carries the new
+    ///   token), so its proof is that it opens the sealed record; no credential at all is
+    ///   proof only while the identity is open to registration;
+    /// - the session the kept answer names must still exist with the kept token's hash and
+    ///   the same key: deregistered, expired and removed sessions, and rows registered again
+    ///   since (a new token: the live-session rule now protects *that* controller), answer
+    ///   `answer_not_kept`, never the old token;
+    /// - the token must have been kept (sealed) at all.
+    fn register_recheck<'a>(
+        &'a self,
+        project: &'a str,
+        key: &'a ControllerKey,
+        key_hash: Option<&'a str>,
+        presented_token: bool,
+    ) -> Recheck<'a, (Controller, u64, Option<String>)> {
+        let unproven =
+            move || ClaimError::RegistrationUnproven { project: project.to_string(), identity: key.identity.clone() };
+        let open = self.open_registration;
+        let authorize = move |snap: &Snapshot| {
+            let enrolled = snap.identity(&key.identity);
+            let proven = match key_hash {
+                Some(kh) => enrolled.is_some_and(|e| secret::token_hash_matches(&e.key_hash, kh)),
+                None => presented_token || (open && enrolled.is_none()),
+            };
+            if proven { Ok(()) } else { Err(unproven()) }
+        };
+        let request_id = self.request.as_ref().map(|r| r.to_string()).unwrap_or_default();
+        Recheck::proven_by(authorize, unproven).holding(
+            move |snap: &Snapshot, (row, _, token): &(Controller, u64, Option<String>)| {
+                let not_kept = |reason: &str| ClaimError::AnswerNotKept {
+                    request_id: request_id.clone(),
+                    verb: "session.register".into(),
+                    reason: reason.into(),
+                };
+                if token.is_none() {
+                    return Err(not_kept("the request presented no credential to seal its session token under"));
+                }
+                let live = snap.controller(&row.session_id).is_some_and(|c| {
+                    secret::token_hash_matches(&c.token_hash, &row.token_hash)
+                        && (&c.identity, &c.surface, &c.machine_id) == (&row.identity, &row.surface, &row.machine_id)
+                });
+                if live {
+                    Ok(())
+                } else {
+                    Err(not_kept(&format!(
+                        "session {} was deregistered, expired, removed or registered again since",
+                        row.session_id
+                    )))
+                }
+            },
+        )
     }
 
     /// `session heartbeat`. A routine beat changes nothing worth auditing and is counted on
@@ -403,7 +574,11 @@ impl Coordinator {
         let hash = secret::token_hash(token);
         let f = self.freshness_ms();
         let base = self.audit(project, "session.heartbeat", format!("session:{session_id}"), None);
-        self.run_audited(base, &json!({"token": hash}), |snap, now| {
+        let pending = self.pending(&base, &json!({"token": hash}), &[token])?;
+        let unauthorized =
+            || ClaimError::Unauthorized { project: project.to_string(), session_id: session_id.to_string() };
+        let check = Recheck::proven_by(|snap| master::authenticate(snap, session_id, &hash).map(|_| ()), unauthorized);
+        self.run_audited(base, pending, check, |snap, now| {
             let previous = snap.controller(session_id).map(|c| c.last_heartbeat);
             let (change, row) = master::heartbeat(snap, session_id, &hash, now)?;
             let detail = previous
@@ -419,7 +594,14 @@ impl Coordinator {
         validate_name("session id", session_id)?;
         let hash = secret::token_hash(token);
         let base = self.audit(project, "session.deregister", format!("session:{session_id}"), None);
-        self.run(base, &json!({"token": hash}), |snap, _| {
+        let pending = self.pending(&base, &json!({"token": hash}), &[token])?;
+        // The session is gone after the first attempt, so no current state proves the token:
+        // the sealed record does (only the token it was sealed under opens it).
+        let check = Recheck::authorized(|| ClaimError::Unauthorized {
+            project: project.to_string(),
+            session_id: session_id.to_string(),
+        });
+        self.run(base, pending, check, |snap, _| {
             let (change, was_master) = master::deregister(snap, session_id, &hash)?;
             let epoch = change.slot.as_ref().map_or(snap.slot.epoch, |s| s.epoch);
             Ok((change, (was_master, epoch), epoch, json!({"was_master": was_master})))
@@ -456,7 +638,10 @@ impl Coordinator {
         let base = self.audit(&req.project, "master.handoff", format!("session:{caller}"), Some(target_text(req)));
         let target = Target { identity: &req.to_identity, session_id: req.to_session.as_deref() };
         let f = self.freshness_ms();
-        self.run(base, &json!({"request": request_input(req), "token": hash}), |snap, now| {
+        let pending = self.pending(&base, &json!({"request": request_input(req), "token": hash}), &[token])?;
+        let unauthorized = || ClaimError::Unauthorized { project: req.project.clone(), session_id: caller.to_string() };
+        let check = Recheck::proven_by(|snap| master::authenticate(snap, caller, &hash).map(|_| ()), unauthorized);
+        self.run(base, pending, check, |snap, now| {
             let (change, out) = master::handoff(snap, caller, &hash, &target, req.expect_epoch, now, f)?;
             let detail = outcome_detail(&out, None);
             Ok((change, out.clone(), out.epoch, detail))
@@ -498,8 +683,11 @@ impl Coordinator {
         let target = Target { identity: &req.to_identity, session_id: req.to_session.as_deref() };
         let f = self.freshness_ms();
         // The password is checked above on every attempt, a retry included, and never
-        // enters the fingerprint (a fast digest of it would be a way to guess it).
-        self.run(base, &request_input(req), |snap, now| {
+        // enters the fingerprint or a seal key (a fast digest of it would be a way to guess
+        // it): the answer holds no secret and is kept unsealed.
+        let pending = self.pending(&base, &request_input(req), &[])?;
+        let check = Recheck::authorized(|| ClaimError::InvalidOperatorCredentials { next_delay_ms: 0 });
+        self.run(base, pending, check, |snap, now| {
             let (change, out) = master::claim(snap, operator_id, &target, req.expect_epoch, now, f)?;
             let detail = outcome_detail(&out, Some(operator_id));
             Ok((change, out.clone(), out.epoch, detail))
@@ -546,8 +734,8 @@ impl Coordinator {
         let mut audit = self.audit("", "operator.add", actor.into(), Some(format!("operator:{operator_id}")));
         // The password stays out of the fingerprint (see `claim`): a retry is the same
         // operator id from the same actor.
-        let pending = self.pending(&audit, &operator_id)?;
-        if let Some(()) = self.replay(pending.as_ref())? {
+        let pending = self.pending(&audit, &operator_id, &self.admin_credentials())?;
+        if let Some(()) = self.replay_after_proof(&audit, pending.as_ref(), || ClaimError::AdminRequired)? {
             return Ok(());
         }
         audit.request = pending.as_ref().map(|p| p.record(&(), now)).transpose()?;
@@ -628,19 +816,35 @@ impl Coordinator {
         let base = self.audit(project, verb, actor.to_string(), Some(format!("identity:{identity}")));
         let input = json!({"identity": identity});
         // As for a registration's token: a retry after a lost reply gets the key that was
-        // issued (its hash is what the store checks), kept sealed with the request id.
-        let pending = self.pending(&base, &input)?;
-        let sealed = pending.as_ref().map_or_else(|| key.expose().to_string(), |p| p.seal(key.expose()));
-        let (row, kept) = self.run(base, &input, |snap, now| {
+        // issued (its hash is what the store checks), kept sealed under the admin token the
+        // request presented; in-process (no credential) the key is not kept.
+        let pending = self.pending(&base, &input, &self.admin_credentials())?;
+        let kept_key = pending.as_ref().is_some_and(Pending::can_keep_secrets).then(|| key.expose().to_string());
+        let request_id = self.request.as_ref().map(|r| r.to_string()).unwrap_or_default();
+        // A replay answers the key only while it is still the identity's enrolled key: a
+        // key rotated again, or an identity removed, is never handed out (issue 28 point 2).
+        let check = Recheck::authorized(|| ClaimError::AdminRequired).holding(
+            |snap: &Snapshot, (row, kept): &(EnrolledIdentity, Option<String>)| {
+                let not_kept = |reason: &str| ClaimError::AnswerNotKept {
+                    request_id: request_id.clone(),
+                    verb: verb.into(),
+                    reason: reason.into(),
+                };
+                if kept.is_none() {
+                    return Err(not_kept("the request presented no credential to seal the key under"));
+                }
+                match snap.identity(identity) {
+                    Some(e) if secret::token_hash_matches(&e.key_hash, &row.key_hash) => Ok(()),
+                    _ => Err(not_kept(&format!("the key of {identity} was rotated or the identity removed since"))),
+                }
+            },
+        );
+        let (row, kept) = self.run(base, pending, check, |snap, now| {
             // The row's `at` is when the key was issued; the key itself is never audited.
             let (change, row) = decide(snap, identity, hash.clone(), now)?;
-            Ok((change, (row, sealed.clone()), snap.slot.epoch, json!({})))
+            Ok((change, (row, kept_key.clone()), snap.slot.epoch, json!({})))
         })?;
-        let key = match &pending {
-            Some(p) => Secret::new(p.unseal(&kept)?),
-            None => key,
-        };
-        Ok(IssuedKey { identity: row, key })
+        Ok(IssuedKey { identity: row, key: kept.map_or(key, Secret::new) })
     }
 
     /// `identity remove`: refuses its key from now on and deregisters its sessions.
@@ -648,7 +852,9 @@ impl Coordinator {
         validate_name("project", project)?;
         validate_name("identity", identity)?;
         let base = self.audit(project, "identity.remove", actor.to_string(), Some(format!("identity:{identity}")));
-        self.run(base, &json!({"identity": identity}), |snap, _| {
+        let pending = self.pending(&base, &json!({"identity": identity}), &self.admin_credentials())?;
+        let check = Recheck::authorized(|| ClaimError::AdminRequired);
+        self.run(base, pending, check, |snap, _| {
             let (change, removed) = master::remove_identity(snap, identity)?;
             let detail = json!({"sessions": removed.sessions, "was_master": removed.was_master});
             Ok((change, removed.clone(), removed.epoch, detail))

@@ -191,6 +191,19 @@ pub enum ClaimError {
         /// How long until the next write is accepted.
         retry_after_ms: u64,
     },
+    /// A replayed request id whose write was applied, but whose answer cannot be given: it
+    /// held a secret the store could not keep sealed (the request presented no credential),
+    /// or what it named is gone (the session was deregistered or re-registered, the key
+    /// rotated). Issue 28 point 2: a replay never hands out a secret that no longer holds.
+    #[error("the {verb} with request id {request_id} was applied, but its answer is not kept: {reason}")]
+    AnswerNotKept {
+        /// The request id.
+        request_id: String,
+        /// The verb (`session.register`, `identity.add`, ...).
+        verb: String,
+        /// Why (`the session it registered was deregistered or registered again since`).
+        reason: String,
+    },
     /// An error a remote coordinator answered with, relayed with its code unchanged.
     #[error("{message}")]
     Remote {
@@ -278,6 +291,7 @@ impl ClaimError {
             ClaimError::Unavailable(_) => ErrorCode::CoordinatorUnavailable,
             ClaimError::Store(_) => ErrorCode::Internal,
             ClaimError::RateLimited { .. } => ErrorCode::RateLimited,
+            ClaimError::AnswerNotKept { .. } => ErrorCode::AnswerNotKept,
             ClaimError::Remote { code, .. } => *code,
         }
     }
@@ -360,6 +374,14 @@ impl ClaimError {
             ),
             ClaimError::Unavailable(_) => "retry later".into(),
             ClaimError::RateLimited { retry_after_ms, .. } => format!("retry after {retry_after_ms} ms"),
+            ClaimError::AnswerNotKept { verb, .. } if verb.starts_with("identity.") => {
+                "the write happened and its key is not kept: `writerctl identity rotate` issues a new one".into()
+            }
+            ClaimError::AnswerNotKept { .. } => {
+                "the write happened and its token is not kept: `writerctl session register` again with a new \
+                 --request-id and the identity's key"
+                    .into()
+            }
             ClaimError::InvalidArgument(_) | ClaimError::Store(_) => return None,
             ClaimError::Remote { hint, .. } => return hint.clone(),
         })

@@ -34,7 +34,7 @@ impl std::fmt::Debug for Secret {
 }
 
 /// Fills `buf` from the kernel's CSPRNG.
-fn random_bytes(buf: &mut [u8]) -> Result<(), ClaimError> {
+pub(crate) fn random_bytes(buf: &mut [u8]) -> Result<(), ClaimError> {
     let mut filled = 0;
     while filled < buf.len() {
         filled += rustix::rand::getrandom(&mut buf[filled..], rustix::rand::GetRandomFlags::empty())

@@ -640,7 +640,7 @@ async fn identity_add(
     run_write(app, "identity.add", StatusCode::CREATED, headers.clone(), move |a, c| {
         let r: IdentityReq = parse(&body)?;
         a.admin_in(&project, &headers, "identity.add", Some(format!("identity:{}", r.identity)))?;
-        Ok(issued(c.enroll_identity(&project, &r.identity, "admin")?))
+        Ok(issued(c.with_admin_credential(bearer_opt(&headers)).enroll_identity(&project, &r.identity, "admin")?))
     })
     .await
 }
@@ -652,7 +652,7 @@ async fn identity_rotate(
 ) -> Response {
     run_write(app, "identity.rotate", StatusCode::OK, headers.clone(), move |a, c| {
         a.admin_in(&project, &headers, "identity.rotate", Some(format!("identity:{identity}")))?;
-        Ok(issued(c.rotate_identity(&project, &identity, "admin")?))
+        Ok(issued(c.with_admin_credential(bearer_opt(&headers)).rotate_identity(&project, &identity, "admin")?))
     })
     .await
 }
@@ -664,7 +664,7 @@ async fn identity_remove(
 ) -> Response {
     run_write(app, "identity.remove", StatusCode::OK, headers.clone(), move |a, c| {
         a.admin_in(&project, &headers, "identity.remove", Some(format!("identity:{identity}")))?;
-        c.remove_identity(&project, &identity, "admin")
+        c.with_admin_credential(bearer_opt(&headers)).remove_identity(&project, &identity, "admin")
     })
     .await
 }

@@ -38,6 +38,7 @@ const SNAPSHOT: &[(&str, u8)] = &[
     ("inbox_cursor_trimmed", 4),
     ("filesystem_unsupported", 2),
     ("rate_limited", 75),
+    ("answer_not_kept", 3),
 ];
 
 #[test]

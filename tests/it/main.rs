@@ -26,6 +26,7 @@ mod proptest_records;
 mod race;
 mod recover;
 mod redis_pg;
+mod replay;
 mod request_id;
 mod retention;
 mod run;

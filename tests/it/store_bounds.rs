@@ -151,6 +151,7 @@ fn a_write_verb_past_the_bound_is_refused_and_writes_nothing() {
     };
     let row = work::take(None, &ch, &take, T0).unwrap().claim;
     let w = ClaimWrite {
+        proof: None,
         expected_version: 0,
         action: "take".into(),
         audit: AuditEntry { verb: "claim.take".into(), ..refusal(0) },
@@ -212,6 +213,7 @@ fn history_in_redis_is_bounded_and_claim_history_answers_in_full() {
     let mut row = work::take(None, &ch, &take, T0).unwrap().claim;
     let audit = |verb: &str| AuditEntry { verb: verb.into(), result: "ok".into(), ..refusal(0) };
     let w = ClaimWrite {
+        proof: None,
         expected_version: 0,
         action: "take".into(),
         audit: audit("claim.take"),
@@ -223,6 +225,7 @@ fn history_in_redis_is_bounded_and_claim_history_answers_in_full() {
     for i in 0..WRITES {
         let next = touched(&row, &ch, T0 + 1 + i as Millis);
         let w = ClaimWrite {
+            proof: None,
             expected_version: row.version,
             action: "touch".into(),
             audit: audit("claim.touch"),
@@ -398,6 +401,7 @@ fn the_inbox_bound_is_enforced_on_write() {
         };
         let mut row = work::take(None, &ch, &take, T0).unwrap().claim;
         let w = ClaimWrite {
+            proof: None,
             expected_version: 0,
             action: "take".into(),
             audit: refusal(0),
@@ -414,6 +418,7 @@ fn the_inbox_bound_is_enforced_on_write() {
                 payload: json!({"i": i}),
             };
             let w = ClaimWrite {
+                proof: None,
                 expected_version: row.version,
                 action: "touch".into(),
                 audit: refusal(0),

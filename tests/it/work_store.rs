@@ -73,6 +73,7 @@ pub(crate) fn write(expected: u64, row: ClaimRow, action: &str, events: Vec<NewE
         audit: audit(&row.project, &format!("claim.{action}"), &row.target(), at),
         events,
         row,
+        proof: None,
     }
 }
 

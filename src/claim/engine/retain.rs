@@ -15,6 +15,9 @@ impl Coordinator {
     pub fn prune(&self, policy: &Retention, actor: &str) -> Result<Pruned, ClaimError> {
         let cutoffs = policy.cutoffs(self.clock.now());
         let mut audit = self.audit("", "retention.prune", actor.into(), None);
+        // Expired kept answers go on every prune, whatever the policy keeps: they are dead
+        // the moment they expire (best effort: a failure here leaves only unreadable rows).
+        let _ = self.store.purge_requests(self.clock.now());
         let result = self.store.prune(&cutoffs);
         match &result {
             Ok(p) if p.is_empty() => {}

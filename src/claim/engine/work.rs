@@ -10,8 +10,9 @@ use serde_json::json;
 use super::{Coordinator, validate_name};
 use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Millis, NewEvent};
+use crate::claim::secret;
 use crate::claim::secret::Secret;
-use crate::claim::store::{ClaimWrite, Commit, MAX_CAS_ATTEMPTS};
+use crate::claim::store::{ClaimWrite, Commit, MAX_CAS_ATTEMPTS, SeatProof};
 use crate::claim::work::{
     self, COORDINATOR_ACTOR, Channel, ClaimOutcome, ClaimRow, ClaimStatus, ClaimStep, FocusLease, FocusOutcome,
     ReleaseRequest, StewardReport, SweepAction, SweepReport, TakeRequest, TouchRequest,
@@ -74,7 +75,10 @@ impl Coordinator {
     /// `version_conflict`). Audits the outcome either way.
     ///
     /// The seat proves itself first (`token`: a session token of a controller registered as
-    /// the seat, issue 15); a refusal is audited and writes nothing.
+    /// the seat, issue 15); a refusal is audited and writes nothing. The proof is checked
+    /// again by the store inside the write itself ([`SeatProof`], issue 28 point 5): the first
+    /// check answers early (and before any kept answer is opened), the second is the one an
+    /// `identity remove` or a deregistration racing this write can never overtake.
     #[allow(clippy::too_many_arguments)]
     fn write_claim<T: Serialize + DeserializeOwned>(
         &self,
@@ -94,10 +98,14 @@ impl Coordinator {
             self.audit_failure(base, &e, None);
             return Err(e);
         }
-        let pending = self.pending(&base, input)?;
-        if let Some(answer) = self.replay(pending.as_ref())? {
+        // A kept answer opens only with the token it was sealed under: another session of
+        // the same seat proves the seat but not this request (issue 28 point 2).
+        let pending = self.pending(&base, input, &token.into_iter().collect::<Vec<_>>())?;
+        let refuse = || unproven(project, seat, verb);
+        if let Some(answer) = self.replay_after_proof(&base, pending.as_ref(), refuse)? {
             return Ok(answer);
         }
+        let proof = seat_proof(seat, token);
         let mut attempt = || -> Result<T, ClaimError> {
             let ch = self.channel_or_not_found(project, channel)?;
             for _ in 0..MAX_CAS_ATTEMPTS {
@@ -114,8 +122,14 @@ impl Coordinator {
                     row: d.row,
                     events: d.events,
                     audit,
+                    proof: proof.clone(),
                 };
-                if let [Commit::Done(_)] = self.store.write_claims(std::slice::from_ref(&write))?.as_slice() {
+                before_write()?;
+                let committed = self
+                    .store
+                    .write_claims(std::slice::from_ref(&write))
+                    .map_err(|e| reword_unproven(e, project, seat, verb))?;
+                if let [Commit::Done(_)] = committed.as_slice() {
                     return Ok(d.value);
                 }
             }
@@ -139,8 +153,9 @@ impl Coordinator {
         validate_name("channel", channel)?;
         validate_name("steward", steward)?;
         let mut audit = self.audit(project, "channel.create", actor.into(), Some(channel.into()));
-        let pending = self.pending(&audit, &json!([steward, sla_minutes, ttl_floor_minutes]))?;
-        if let Some(answer) = self.replay(pending.as_ref())? {
+        let input = json!([steward, sla_minutes, ttl_floor_minutes]);
+        let pending = self.pending(&audit, &input, &self.admin_credentials())?;
+        if let Some(answer) = self.replay_after_proof(&audit, pending.as_ref(), || ClaimError::AdminRequired)? {
             return Ok(answer);
         }
         let result =
@@ -267,14 +282,18 @@ impl Coordinator {
             self.audit_failure(audit, &e, None);
             return Err(e);
         }
-        let pending = self.pending(&audit, &minutes)?;
-        if let Some(answer) = self.replay(pending.as_ref())? {
+        let pending = self.pending(&audit, &minutes, &token.into_iter().collect::<Vec<_>>())?;
+        let refuse = || unproven(project, seat, "focus.start");
+        if let Some(answer) = self.replay_after_proof(&audit, pending.as_ref(), refuse)? {
             return Ok(answer);
         }
         let result = work::focus_lease(project, seat, minutes, audit.at).and_then(|out| {
             audit.detail = json!({"until": out.lease.until, "capped_from": out.capped_from});
             audit.request = pending.as_ref().map(|p| p.record(&out, audit.at)).transpose()?;
-            self.store.put_focus(&out.lease, None, &audit).map(|_| out)
+            let proof = seat_proof(seat, token);
+            before_write()?;
+            let written = self.store.put_focus_proven(&out.lease, None, &audit, proof.as_ref());
+            written.map(|_| out).map_err(|e| reword_unproven(e, project, seat, "focus.start"))
         });
         result.inspect_err(|e| self.audit_failure(audit.clone(), e, None))
     }
@@ -288,8 +307,9 @@ impl Coordinator {
             self.audit_failure(audit, &e, None);
             return Err(e);
         }
-        let pending = self.pending(&audit, &())?;
-        if let Some(answer) = self.replay(pending.as_ref())? {
+        let pending = self.pending(&audit, &(), &token.into_iter().collect::<Vec<_>>())?;
+        let refuse = || unproven(project, seat, "focus.end");
+        if let Some(answer) = self.replay_after_proof(&audit, pending.as_ref(), refuse)? {
             return Ok(answer);
         }
         let result = (|| {
@@ -305,7 +325,9 @@ impl Coordinator {
                 audit.request = pending.as_ref().map(|p| p.record(&ended, audit.at)).transpose()?;
                 // A `focus start` landing between the read and the write wins the race and
                 // is read (and ended) on the next round, never overwritten blind.
-                if let Commit::Done(_) = self.store.put_focus(&ended, Some(started_at), &audit)? {
+                let proof = seat_proof(seat, token);
+                let written = self.store.put_focus_proven(&ended, Some(started_at), &audit, proof.as_ref());
+                if let Commit::Done(_) = written.map_err(|e| reword_unproven(e, project, seat, "focus.end"))? {
                     return Ok(ended);
                 }
             }
@@ -396,6 +418,8 @@ impl Coordinator {
                 action: step_action.into(),
                 audit: AuditEntry { target: Some(row.target()), detail, ..audit.clone() },
                 row: after,
+                // The coordinator's own write: no seat to prove.
+                proof: None,
             });
         }
         // Batches bound how long one sweep holds SQLite's write lock (verbs interleave).
@@ -418,6 +442,35 @@ impl Coordinator {
         let now = self.clock.now();
         Ok(self.store.projects_with_due(now)?.into_iter().map(|p| (p.clone(), self.sweep(&p, None, false))).collect())
     }
+}
+
+/// Failpoint `claim.before_write`: a seat write (claim or focus) between the engine's early
+/// proof and the store's write that checks the proof again. Tests run an `identity remove`
+/// here (issue 28 point 5).
+fn before_write() -> Result<(), ClaimError> {
+    #[cfg(any(test, debug_assertions, feature = "failpoints"))]
+    crate::lockfile::failpoint::hit("claim.before_write")
+        .map_err(|e| ClaimError::Unavailable(format!("failpoint: {e}")))?;
+    Ok(())
+}
+
+/// The proof a seat write hands the store to check inside the write (issue 28 point 5).
+fn seat_proof(seat: &str, token: Option<&Secret>) -> Option<SeatProof> {
+    token.map(|t| SeatProof { identity: seat.to_string(), token_hash: secret::token_hash(t) })
+}
+
+/// A store's refusal of a seat proof at commit, in the verb's own words.
+fn reword_unproven(e: ClaimError, project: &str, seat: &str, verb: &str) -> ClaimError {
+    match e {
+        ClaimError::IdentityUnproven { .. } => unproven(project, seat, verb),
+        other => other,
+    }
+}
+
+/// The refusal of a seat write whose token does not prove the seat (or does not open the
+/// request's kept answer): the same words [`Coordinator::prove_identity`] uses.
+fn unproven(project: &str, seat: &str, verb: &str) -> ClaimError {
+    ClaimError::IdentityUnproven { project: project.into(), identity: seat.into(), act: format!("{verb} by {seat}") }
 }
 
 fn not_found(channel: &str, task: &str) -> ClaimError {

@@ -178,6 +178,31 @@ pub struct ClaimWrite {
     pub events: Vec<NewEvent>,
     /// The audit row.
     pub audit: AuditEntry,
+    /// The seat's proof, checked by the store in the same atomic step as the write (an
+    /// owner verb's; None for the coordinator's own sweep writes).
+    pub proof: Option<SeatProof>,
+}
+
+/// A seat write's proof (issue 28 point 5: a claim `take` committed after `identity remove`
+/// because its proof was read before the write, not inside it): the store commits the write
+/// only if, at commit, a controller registered as `identity` in the row's project holds the
+/// token whose hash is `token_hash`; otherwise it writes nothing and answers
+/// `identity_unproven`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeatProof {
+    /// The seat.
+    pub identity: String,
+    /// SHA-256 of the session token presented.
+    pub token_hash: String,
+}
+
+/// The refusal a store answers for a [`SeatProof`] that no longer holds at commit.
+pub(crate) fn seat_unproven(project: &str, proof: &SeatProof) -> ClaimError {
+    ClaimError::IdentityUnproven {
+        project: project.into(),
+        identity: proof.identity.clone(),
+        act: format!("a claim write by {}", proof.identity),
+    }
 }
 
 impl ClaimWrite {
@@ -229,8 +254,25 @@ pub trait WorkStore {
     /// Writes the seat's focus lease, with its audit row. With `replaces: Some(started_at)`
     /// only if the stored lease is still the one that started then (`focus end` must not
     /// end a lease a concurrent `focus start` just wrote); with None, unconditionally.
-    fn put_focus(&self, lease: &FocusLease, replaces: Option<Millis>, audit: &AuditEntry)
-    -> Result<Commit, ClaimError>;
+    fn put_focus(
+        &self,
+        lease: &FocusLease,
+        replaces: Option<Millis>,
+        audit: &AuditEntry,
+    ) -> Result<Commit, ClaimError> {
+        self.put_focus_proven(lease, replaces, audit, None)
+    }
+
+    /// [`WorkStore::put_focus`] with the seat's proof checked in the same atomic step as the
+    /// write (`focus start|end`, issue 28 point 5); an unproven seat writes nothing and
+    /// answers `identity_unproven`.
+    fn put_focus_proven(
+        &self,
+        lease: &FocusLease,
+        replaces: Option<Millis>,
+        audit: &AuditEntry,
+        proof: Option<&SeatProof>,
+    ) -> Result<Commit, ClaimError>;
 }
 
 /// Coordinator state for many projects.
@@ -270,6 +312,16 @@ pub trait Store: WorkStore + Send + Sync {
     /// by `now`. Every write that carries an [`AuditEntry::request`] keeps it atomically
     /// with the write, refusing it (and the write) when the key holds a live record.
     fn recall_request(&self, verb: &str, key: &str, now: Millis) -> Result<Option<KeptAnswer>, ClaimError>;
+
+    /// Removes every kept request record expired by `now` and returns how many (issue 28
+    /// point 3: expired SQLite rows were only removed, 16 at a time, by a later write that
+    /// itself kept an answer, so a store that went quiet kept its answers forever). Called by
+    /// the retention prune; a store whose records expire by themselves (Redis keys carry a
+    /// TTL) removes nothing.
+    fn purge_requests(&self, now: Millis) -> Result<u64, ClaimError> {
+        let _ = now;
+        Ok(0)
+    }
 
     /// The newest `limit` audit rows, oldest first; all projects when `project` is None.
     fn audit_log(&self, project: Option<&str>, limit: usize) -> Result<Vec<AuditEntry>, ClaimError>;

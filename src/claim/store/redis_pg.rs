@@ -2616,6 +2616,15 @@ impl Store for RedisPgStore {
         masters::projects_without_master(&self.inner)
     }
 
+    /// Redis's records expire by their own TTL (`SET ... PX`); Postgres keeps `operator
+    /// add`'s, removed here.
+    fn purge_requests(&self, now: Millis) -> Result<u64, ClaimError> {
+        let pg = &self.inner.pg;
+        pg.run(|conn| {
+            conn.client.execute(&pg.sql("DELETE FROM @.requests WHERE expires_at <= $1"), &[&now]).map_err(pg_err)
+        })
+    }
+
     fn prune(&self, cutoffs: &Cutoffs) -> Result<Pruned, ClaimError> {
         retention::prune(&self.inner, cutoffs)
     }

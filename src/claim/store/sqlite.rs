@@ -588,6 +588,13 @@ impl Store for SqliteStore {
             .map_err(db_err)
     }
 
+    fn purge_requests(&self, now: Millis) -> Result<u64, ClaimError> {
+        self.delete_in_batches(
+            "DELETE FROM requests WHERE key IN (SELECT key FROM requests WHERE expires_at <= ?1 LIMIT ?2)",
+            now,
+        )
+    }
+
     fn projects_without_master(&self) -> Result<u64, ClaimError> {
         // From the controllers' side: a project with controllers and no `projects` row (or a
         // row with an empty slot) counts.
@@ -965,8 +972,14 @@ mod tests {
         fn focus_leases(&self, p: &str) -> Result<Vec<FocusLease>, ClaimError> {
             self.inner.focus_leases(p)
         }
-        fn put_focus(&self, l: &FocusLease, r: Option<Millis>, a: &AuditEntry) -> Result<Commit, ClaimError> {
-            self.inner.put_focus(l, r, a)
+        fn put_focus_proven(
+            &self,
+            l: &FocusLease,
+            r: Option<Millis>,
+            a: &AuditEntry,
+            p: Option<&crate::claim::store::SeatProof>,
+        ) -> Result<Commit, ClaimError> {
+            self.inner.put_focus_proven(l, r, a, p)
         }
     }
 

@@ -24,7 +24,7 @@ use super::{
 use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Millis};
 use crate::claim::request;
-use crate::claim::store::{ClaimWrite, Commit, WorkStore};
+use crate::claim::store::{ClaimWrite, Commit, SeatProof, WorkStore, seat_unproven};
 use crate::claim::store::{from_json as parse, to_i64, to_json};
 use crate::claim::work::{Channel, ClaimRow, ClaimStep, FocusLease};
 
@@ -39,17 +39,39 @@ pub(super) const PIPELINE_CHUNK: usize = 1000;
 /// out of reach.
 pub const HISTORY_KEEP: usize = 32;
 
+/// A seat write's proof, inside the write's own script (issue 28 point 5: a proof read
+/// before the write let a `take` commit after `identity remove`): true unless a controller
+/// in the project's controllers hash `ctl` is registered as `seat` with the token hash
+/// `proof` now. `seat` empty: no proof to check (a sweep write). Every row is compared.
+const PROOF_LUA: &str = r#"
+local function seat_unproven(ctl, seat, proof)
+  if seat == '' then return false end
+  local proven = false
+  for _, row in ipairs(redis.call('HVALS', ctl)) do
+    local c = cjson.decode(row)
+    if c.identity == seat and c.token_hash == proof then proven = true end
+  end
+  return not proven
+end
+"#;
+
+/// A write script with [`PROOF_LUA`]'s function.
+fn with_proof(body: &str) -> String {
+    [PROOF_LUA, body].concat()
+}
+
 /// One compare-and-set claim write (run with [`super::INBOX_LUA`] and [`super::QUEUE_LUA`]
 /// prefixed).
 ///
 /// KEYS: ready marker, cursor counter, pg queue, claims hash, history list, due index, the
-/// set of projects with due claims, then one inbox per event, then `{ns}:inbox_trims`, the
-/// queue's byte count, then the request record's key. ARGV: expected version, task, row
-/// JSON, step JSON, due score ('' when the row is not due), due member, project, op id,
-/// event time, audit JSON, then the events, then how many history steps to keep, the inbox
-/// bound (newest events kept, 0: none), the queue's bounds (max rows, max bytes), then the
-/// request record and its lifetime ([`super::REQUEST_LUA`]). A full queue
-/// answers `full` and writes nothing (the write's audit row and step must reach Postgres).
+/// set of projects with due claims, then one inbox per event, then the project's controllers
+/// hash, `{ns}:inbox_trims`, the queue's byte count, then the request record's key. ARGV:
+/// expected version, task, row JSON, step JSON, due score ('' when the row is not due), due
+/// member, project, op id, event time, audit JSON, then the events, then the seat proof's
+/// identity and token hash ('' and '' for a sweep write), how many history steps to keep,
+/// the inbox bound (newest events kept, 0: none), the queue's bounds (max rows, max bytes),
+/// then the request record and its lifetime ([`super::REQUEST_LUA`]). A full queue answers
+/// `full` and writes nothing (the write's audit row and step must reach Postgres).
 ///
 /// The stored version is read from the row's JSON text rather than decoded: serde_json
 /// escapes every `"` inside a string and a row has no nested object, so `"version":`
@@ -65,6 +87,7 @@ if stored then
   if not current then return redis.error_reply('claim row ' .. ARGV[2] .. ' in ' .. KEYS[4] .. ' has no version') end
 end
 if current ~= ARGV[1] then return 'conflict' end
+if seat_unproven(KEYS[#KEYS - 3], ARGV[#ARGV - 7], ARGV[#ARGV - 6]) then return 'unproven' end
 if request_seen() then return 'replayed' end
 if not queue_room(KEYS[3], KEYS[#KEYS - 1], ARGV[#ARGV - 3], ARGV[#ARGV - 2]) then return 'full' end
 local i = 11
@@ -108,9 +131,10 @@ return 'ok'
 "#;
 
 /// Replaces a seat's focus lease. KEYS: ready marker, focus hash, focus version hash, pg
-/// queue, the queue's byte count, request record key. ARGV: seat, JSON, op id, project,
-/// audit JSON, the `started_at` the stored lease must have ('' to write unconditionally),
-/// the queue's bounds (max rows, max bytes), request record, lifetime.
+/// queue, the queue's byte count, the project's controllers hash, request record key. ARGV:
+/// seat, JSON, op id, project, audit JSON, the `started_at` the stored lease must have ('' to
+/// write unconditionally), the queue's bounds (max rows, max bytes), the seat proof's
+/// identity and token hash ('' when none), request record, lifetime.
 ///
 /// A lease has no version of its own; the per-seat counter orders its Postgres writes, so
 /// two drainers applying overlapping batches (a drain lock that expired) never leave an
@@ -123,6 +147,7 @@ if ARGV[6] ~= '' then
   local stored = redis.call('HGET', KEYS[2], ARGV[1])
   if not stored or string.match(stored, '"started_at":(%-?%d+)') ~= ARGV[6] then return 'conflict' end
 end
+if seat_unproven(KEYS[6], ARGV[9], ARGV[10]) then return 'unproven' end
 if request_seen() then return 'replayed' end
 if not queue_room(KEYS[4], KEYS[5], ARGV[7], ARGV[8]) then return 'full' end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
@@ -195,9 +220,9 @@ pub(super) struct Scripts {
 impl Scripts {
     pub(super) fn new() -> Scripts {
         Scripts {
-            claim: Piped::new(with_request(&with_queue(&with_inbox(CLAIM_LUA)))),
+            claim: Piped::new(with_request(&with_queue(&with_inbox(&with_proof(CLAIM_LUA))))),
             channel: Script::new(&with_request(&with_queue(CHANNEL_LUA))),
-            focus: Script::new(&with_request(&with_queue(FOCUS_LUA))),
+            focus: Script::new(&with_request(&with_queue(&with_proof(FOCUS_LUA)))),
             restore_claim: Piped::new(RESTORE_CLAIM_LUA.to_string()),
             restore_focus: Piped::new(RESTORE_FOCUS_LUA.to_string()),
         }
@@ -260,6 +285,8 @@ enum Reply {
     Lost,
     /// The Postgres queue is at its bound; nothing was written.
     Full,
+    /// A claim write's seat proof no longer held (nothing was written).
+    Unproven,
 }
 
 fn reply_of(what: &str, v: &Value) -> Result<Reply, ClaimError> {
@@ -269,6 +296,7 @@ fn reply_of(what: &str, v: &Value) -> Result<Reply, ClaimError> {
         Some("exists") => Ok(Reply::Exists),
         Some("lost") => Ok(Reply::Lost),
         Some("full") => Ok(Reply::Full),
+        Some("unproven") => Ok(Reply::Unproven),
         // Another attempt with the same request id was applied; nothing was written.
         Some("replayed") => Err(request::in_flight()),
         _ => Err(bad_reply(what, v)),
@@ -664,6 +692,7 @@ impl Inner {
             k.due_projects(),
         ];
         keys.extend(event_keys(k, &r.project, &w.events));
+        keys.push(k.ctl(&r.project));
         let (request_key, request, request_ms) = request_args(k, &w.audit)?;
         keys.push(k.inbox_trims());
         keys.push(k.queue_bytes());
@@ -681,6 +710,8 @@ impl Inner {
             .arg(w.audit.at)
             .arg(to_json(&w.audit)?)
             .arg(event_args(&w.events))
+            .arg(w.proof.as_ref().map_or("", |p| p.identity.as_str()))
+            .arg(w.proof.as_ref().map_or("", |p| p.token_hash.as_str()))
             .arg(HISTORY_KEEP)
             .arg(self.inbox_keep.load(std::sync::atomic::Ordering::Relaxed))
             .arg(max_rows)
@@ -712,6 +743,10 @@ impl Inner {
                     // Nothing of this write was written; the ones before it were.
                     Reply::Full => return Err(self.queue_full(&w.audit.verb)),
                     Reply::Exists => return Err(ClaimError::Store("redis: unexpected reply to a claim write".into())),
+                    Reply::Unproven => match &w.proof {
+                        Some(p) => return Err(seat_unproven(&w.row.project, p)),
+                        None => return Err(ClaimError::Store("redis: a sweep write answered unproven".into())),
+                    },
                 });
             }
         }
@@ -749,7 +784,9 @@ impl WorkStore for RedisPgStore {
             Reply::Ok => Ok(()),
             Reply::Exists => Err(ClaimError::ChannelExists(channel.channel.clone())),
             Reply::Full => Err(inner.queue_full(&audit.verb)),
-            Reply::Conflict | Reply::Lost => Err(ClaimError::Store("redis: unexpected reply to channel create".into())),
+            Reply::Conflict | Reply::Lost | Reply::Unproven => {
+                Err(ClaimError::Store("redis: unexpected reply to channel create".into()))
+            }
         }
     }
 
@@ -905,11 +942,12 @@ impl WorkStore for RedisPgStore {
         Ok(leases)
     }
 
-    fn put_focus(
+    fn put_focus_proven(
         &self,
         lease: &FocusLease,
         replaces: Option<Millis>,
         audit: &AuditEntry,
+        proof: Option<&SeatProof>,
     ) -> Result<Commit, ClaimError> {
         let inner = &self.inner;
         let k = &inner.keys;
@@ -918,13 +956,18 @@ impl WorkStore for RedisPgStore {
         let mut inv = inner.work.focus.prepare_invoke();
         let (request_key, request, request_ms) = request_args(k, audit)?;
         inv.key(k.ready()).key(k.focus(&lease.project)).key(k.focus_version(&lease.project)).key(k.queue());
-        inv.key(k.queue_bytes()).key(request_key);
+        inv.key(k.queue_bytes()).key(k.ctl(&lease.project)).key(request_key);
         inv.arg(&lease.seat).arg(&json).arg(&op).arg(&lease.project).arg(&audit_json);
         inv.arg(replaces.map_or(String::new(), |s| s.to_string()));
         let (max_rows, max_bytes) = inner.bounds();
         inv.arg(max_rows).arg(max_bytes);
+        inv.arg(proof.map_or("", |p| p.identity.as_str())).arg(proof.map_or("", |p| p.token_hash.as_str()));
         inv.arg(request).arg(request_ms);
         match inner.write_or_restore("focus", || inner.redis.run_write(|c| inv.invoke::<Value>(c)))? {
+            Reply::Unproven => Err(proof.map_or_else(
+                || ClaimError::Store("redis: an unproven focus write carried no proof".into()),
+                |p| seat_unproven(&lease.project, p),
+            )),
             Reply::Ok => Ok(Commit::Done(0)),
             Reply::Conflict => Ok(Commit::Conflict),
             Reply::Full => Err(inner.queue_full(&audit.verb)),

@@ -11,7 +11,8 @@ use serde::de::DeserializeOwned;
 use super::{SqliteStore, db_err, insert_audit, insert_event};
 use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Millis};
-use crate::claim::store::{ClaimWrite, Commit, WorkStore};
+use crate::claim::secret::token_hash_matches;
+use crate::claim::store::{ClaimWrite, Commit, SeatProof, WorkStore, seat_unproven};
 use crate::claim::store::{from_json as parse, to_i64, to_json as body};
 use crate::claim::work::{Channel, ClaimRow, ClaimStep, FocusLease};
 
@@ -114,6 +115,11 @@ impl WorkStore for SqliteStore {
     fn write_claims(&self, writes: &[ClaimWrite]) -> Result<Vec<Commit>, ClaimError> {
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
+        for w in writes {
+            if let Some(p) = &w.proof {
+                check_seat_proof(&tx, &w.row.project, p)?;
+            }
+        }
         let out = writes.iter().map(|w| apply_claim_write(&tx, w, self.inbox_keep())).collect::<Result<Vec<_>, _>>()?;
         tx.commit().map_err(db_err)?;
         Ok(out)
@@ -148,14 +154,18 @@ impl WorkStore for SqliteStore {
         parse_all(stmt.query_map([project], |r| r.get(0)).and_then(|rows| rows.collect()))
     }
 
-    fn put_focus(
+    fn put_focus_proven(
         &self,
         lease: &FocusLease,
         replaces: Option<Millis>,
         audit: &AuditEntry,
+        proof: Option<&SeatProof>,
     ) -> Result<Commit, ClaimError> {
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
+        if let Some(p) = proof {
+            check_seat_proof(&tx, &lease.project, p)?;
+        }
         let text = body(lease)?;
         let n = match replaces {
             None => tx.execute(
@@ -176,4 +186,16 @@ impl WorkStore for SqliteStore {
         tx.commit().map_err(db_err)?;
         Ok(Commit::Done(0))
     }
+}
+
+/// A seat write's proof, read inside the write's own `BEGIN IMMEDIATE` transaction: no
+/// `identity remove`, deregistration or re-registration can commit between this read and the
+/// claim write (issue 28 point 5). Every row of the identity is compared, match or not.
+fn check_seat_proof(tx: &rusqlite::Connection, project: &str, proof: &SeatProof) -> Result<(), ClaimError> {
+    let hashes: Vec<String> = tx
+        .prepare_cached("SELECT token_hash FROM controllers WHERE project = ?1 AND identity = ?2")
+        .and_then(|mut s| s.query_map(params![project, proof.identity], |r| r.get(0))?.collect())
+        .map_err(db_err)?;
+    let proven = hashes.iter().fold(false, |found, h| token_hash_matches(h, &proof.token_hash) | found);
+    if proven { Ok(()) } else { Err(seat_unproven(project, proof)) }
 }
