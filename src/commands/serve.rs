@@ -16,7 +16,9 @@ use writerctl::claim::secret::{self, Secret};
 use writerctl::claim::store::Store;
 use writerctl::claim::store::redis_pg::{ConnectOptions, RedisPgStore};
 use writerctl::claim::store::sqlite::SqliteStore;
-use writerctl::coordinator::limits::{connection_cap, raise_nofile_limit};
+use writerctl::coordinator::limits::{
+    DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_CONNECTIONS_PER_SOURCE, connection_cap, raise_nofile_limit,
+};
 use writerctl::coordinator::server::{
     DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, ServeError, ServeOptions, serve,
 };
@@ -175,6 +177,27 @@ pub struct ServeArgs {
     /// is plenty for any real client and frees a silent or trickling connection's slot.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_HEADER_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=300))]
     pub header_timeout_seconds: u64,
+    /// Open connections one source address (an IPv4 address, or an IPv6 /64) may hold, from
+    /// 1 to 1000000. A new connection from a source at its cap evicts that source's
+    /// connection that has waited on its client the longest (no complete request head yet, a
+    /// body still arriving, or idle keep-alive; never one being served), so a flood of idle
+    /// or trickling connections evicts itself while a probe or a real client from the same
+    /// address is served; only when none is evictable is it refused. The same rule applies
+    /// at --max-connections, to the source holding the most. 128 is far above what one host's
+    /// CLI calls need and keeps one source to 1/8 of the default cap.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS_PER_SOURCE as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_connections_per_source: u64,
+    /// Seconds a request body has to arrive in full after its head, from 1 to 300; a body
+    /// averaging under 64 bytes/s after its first 2 s is cut off sooner. Either way it is
+    /// answered 408 `coordinator_unavailable` and its connection closed (counted in
+    /// writerctl_body_timeouts_total). A Content-Length over 64 KiB is refused 413 at once.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_BODY_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=300))]
+    pub body_timeout_seconds: u64,
+    /// Also listen on ADDR (plain HTTP) for GET /livez, /readyz and /metrics only, with its
+    /// own cap of 16 connections: point orchestrator probes and scrapers here, so that no
+    /// flood of the main port can delay them. Other paths answer 404.
+    #[arg(long, value_name = "ADDR")]
+    pub probe_listen: Option<SocketAddr>,
 }
 
 /// Runs a `coordinator` subcommand.
@@ -270,6 +293,9 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
         max_connections,
         header_timeout: Duration::from_secs(a.header_timeout_seconds),
         retention,
+        max_connections_per_source: usize::try_from(a.max_connections_per_source).unwrap_or(usize::MAX),
+        body_timeout: Duration::from_secs(a.body_timeout_seconds),
+        probe_listen: a.probe_listen,
     };
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the runtime")?;
