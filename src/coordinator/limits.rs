@@ -106,6 +106,12 @@ pub struct ConnState {
     source: IpAddr,
     phase: Mutex<(Phase, Instant)>,
     evicted: AtomicBool,
+    /// The server looked for this connection's next bytes in this phase and found none: it
+    /// is known to be waiting on its client. A connection accepted a moment ago may already
+    /// have its whole head in the socket buffer, unread; evicting those only after the
+    /// known waiters keeps a fast reconnect flood from evicting a probe before its head is
+    /// read.
+    seen_waiting: AtomicBool,
     /// The stream's last read waker: an idle connection notices its eviction at once.
     read_waker: Mutex<Option<Waker>>,
     /// Wakes a request guard waiting for this connection's body.
@@ -119,6 +125,7 @@ impl ConnState {
             source: source_key(peer.ip()),
             phase: Mutex::new((Phase::Head, Instant::now())),
             evicted: AtomicBool::new(false),
+            seen_waiting: AtomicBool::new(false),
             read_waker: Mutex::new(None),
             evict_notify: tokio::sync::Notify::new(),
         }
@@ -132,6 +139,7 @@ impl ConnState {
     /// Enters `phase`, counted from now.
     pub fn set_phase(&self, phase: Phase) {
         *self.phase.lock().unwrap_or_else(|p| p.into_inner()) = (phase, Instant::now());
+        self.seen_waiting.store(false, Ordering::Relaxed);
     }
 
     /// The peer address.
@@ -155,10 +163,13 @@ impl ConnState {
         }
     }
 
-    /// Since when this connection waits on its client; None while the server works for it.
-    fn waiting_since(&self) -> Option<Instant> {
+    /// How long this connection has waited on its client, as an eviction order (smaller is
+    /// evicted first): known waiters before ones not yet looked at, then the oldest first.
+    /// None while the server works for it.
+    fn waiting_since(&self) -> Option<(bool, Instant)> {
         let (phase, since) = *self.phase.lock().unwrap_or_else(|p| p.into_inner());
-        matches!(phase, Phase::Head | Phase::Body).then_some(since)
+        let unseen = !self.seen_waiting.load(Ordering::Relaxed);
+        matches!(phase, Phase::Head | Phase::Body).then_some((unseen, since))
     }
 
     fn evict(&self) {
@@ -517,7 +528,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Counted<S> {
             }
             return Poll::Ready(Err(io::Error::new(io::ErrorKind::ConnectionAborted, "connection evicted")));
         }
-        Pin::new(&mut this.inner).poll_read(cx, buf)
+        let r = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if r.is_pending() {
+            this.slot.state.seen_waiting.store(true, Ordering::Relaxed);
+        }
+        r
     }
 }
 
@@ -811,6 +826,19 @@ mod tests {
         assert!(gate.try_enter(peer("10.0.0.1", 5)).is_none(), "nothing left to evict: refused");
         drop(oldest);
         assert_eq!(gate.open(), 4);
+    }
+
+    /// A connection the server found waiting is evicted before an older one it has not yet
+    /// read from (whose head may be in the socket buffer: a probe during a reconnect flood).
+    #[test]
+    fn known_waiters_are_evicted_before_unread_connections() {
+        let gate = Arc::new(ConnGate::with_per_source(100, 2));
+        let unread = gate.try_enter(peer("10.0.0.1", 1)).unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        let idle = gate.try_enter(peer("10.0.0.1", 2)).unwrap();
+        idle.state().seen_waiting.store(true, Ordering::Relaxed);
+        let _new = gate.try_enter(peer("10.0.0.1", 3)).unwrap();
+        assert!(idle.state().is_evicted() && !unread.state().is_evicted());
     }
 
     /// At the global cap, the source holding the most connections gives one up.
