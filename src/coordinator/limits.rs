@@ -116,11 +116,14 @@ pub struct ConnState {
     read_waker: Mutex<Option<Waker>>,
     /// Wakes a request guard waiting for this connection's body.
     evict_notify: tokio::sync::Notify,
+    /// The socket, to look (without reading) whether bytes wait in its receive buffer.
+    socket: Option<Arc<TcpStream>>,
 }
 
 impl ConnState {
-    fn new(peer: SocketAddr) -> ConnState {
+    fn new(peer: SocketAddr, socket: Option<Arc<TcpStream>>) -> ConnState {
         ConnState {
+            socket,
             peer,
             source: source_key(peer.ip()),
             phase: Mutex::new((Phase::Head, Instant::now())),
@@ -172,6 +175,16 @@ impl ConnState {
         matches!(phase, Phase::Head | Phase::Body).then_some((unseen, since))
     }
 
+    /// Bytes from the client wait in the socket's receive buffer, not yet read by the
+    /// server: a probe whose head arrived while its task waits to run. Such a connection is
+    /// about to be served, so it is not evicted (the kernel is asked; nothing is read).
+    fn has_unread_bytes(&self) -> bool {
+        use rustix::net::{RecvFlags, recv};
+        let Some(sock) = &self.socket else { return false };
+        let mut one = [0u8; 1];
+        matches!(recv(&**sock, &mut one[..], RecvFlags::PEEK | RecvFlags::DONTWAIT), Ok((n, _)) if n > 0)
+    }
+
     fn evict(&self) {
         self.evicted.store(true, Ordering::Release);
         self.evict_notify.notify_waiters();
@@ -215,23 +228,33 @@ impl Registry {
 
     /// The connection of `source` that has waited on its client the longest.
     fn longest_waiting_of(&self, source: IpAddr) -> Option<Arc<ConnState>> {
-        self.by_peer
+        let mut waiting: Vec<_> = self
+            .by_peer
             .values()
             .filter(|c| c.source == source)
             .filter_map(|c| c.waiting_since().map(|t| (t, c)))
-            .min_by_key(|(t, _)| *t)
-            .map(|(_, c)| c.clone())
+            .collect();
+        waiting.sort_by_key(|(t, _)| *t);
+        first_without_unread_bytes(waiting)
     }
 
     /// At the global cap: the longest-waiting connection of the source holding the most
     /// connections (among sources with one waiting), so a flood evicts itself first.
     fn longest_waiting_of_busiest(&self) -> Option<Arc<ConnState>> {
-        self.by_peer
+        let mut waiting: Vec<_> = self
+            .by_peer
             .values()
             .filter_map(|c| c.waiting_since().map(|t| (t, c)))
-            .max_by_key(|(t, c)| (self.per_source.get(&c.source).copied().unwrap_or(0), std::cmp::Reverse(*t)))
-            .map(|(_, c)| c.clone())
+            .map(|(t, c)| ((std::cmp::Reverse(self.per_source.get(&c.source).copied().unwrap_or(0)), t), c))
+            .collect();
+        waiting.sort_by_key(|(k, _)| *k);
+        first_without_unread_bytes(waiting)
     }
+}
+
+/// The first candidate (in eviction order) with no unread bytes from its client.
+fn first_without_unread_bytes<K>(ordered: Vec<(K, &Arc<ConnState>)>) -> Option<Arc<ConnState>> {
+    ordered.into_iter().map(|(_, c)| c).find(|c| !c.has_unread_bytes()).cloned()
 }
 
 /// When the summary was last logged (None: never), and per source its refused, evicted and
@@ -319,7 +342,12 @@ impl ConnGate {
     /// then busy, so it is never the longest waiter; a flood of idle or trickling
     /// connections evicts itself. Only when nothing is evictable is the newcomer refused.
     pub fn try_enter(self: &Arc<ConnGate>, peer: SocketAddr) -> Option<ConnSlot> {
-        let state = Arc::new(ConnState::new(peer));
+        self.try_enter_with(peer, None)
+    }
+
+    /// [`ConnGate::try_enter`] for a connection whose socket eviction may look at.
+    pub fn try_enter_with(self: &Arc<ConnGate>, peer: SocketAddr, socket: Option<Arc<TcpStream>>) -> Option<ConnSlot> {
+        let state = Arc::new(ConnState::new(peer, socket));
         let source = state.source;
         let mut reg = self.registry.lock().unwrap_or_else(|p| p.into_inner());
         let full_source = reg.per_source.get(&source).copied().unwrap_or(0) >= self.per_source;
@@ -461,8 +489,9 @@ fn hyper_error_answer(buf: &[u8]) -> Option<Vec<u8>> {
 /// JSON envelope (plain HTTP only: under TLS these bytes are ciphertext).
 #[derive(Debug)]
 pub struct Counted<S> {
-    inner: S,
+    /// Dropped first: the registry forgets the connection before its socket closes.
     slot: ConnSlot,
+    inner: S,
     /// Plain HTTP: answers may be written below hyper.
     plain: bool,
     /// An answer written in hyper's place, and how much of it is written.
@@ -600,6 +629,61 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
     }
 }
 
+/// A TCP stream shared with the connection registry (which only peeks at it, see
+/// [`ConnState::has_unread_bytes`]); reads and writes go through tokio's readiness.
+#[derive(Debug)]
+pub struct SharedTcp(Arc<TcpStream>);
+
+impl AsyncRead for SharedTcp {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        loop {
+            ready!(self.0.poll_read_ready(cx))?;
+            match self.0.try_read(buf.initialize_unfilled()) {
+                Ok(n) => {
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
+impl AsyncWrite for SharedTcp {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        loop {
+            ready!(self.0.poll_write_ready(cx))?;
+            match self.0.try_write(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                r => return Poll::Ready(r),
+            }
+        }
+    }
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            ready!(self.0.poll_write_ready(cx))?;
+            match self.0.try_write_vectored(bufs) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                r => return Poll::Ready(r),
+            }
+        }
+    }
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(rustix::net::shutdown(&*self.0, rustix::net::Shutdown::Write).map_err(io::Error::from))
+    }
+}
+
 /// The first acceptor every TCP connection meets (under TLS, before the handshake): it
 /// takes a [`ConnSlot`] (evicting a waiting connection if need be) or refuses the
 /// connection at once.
@@ -633,14 +717,15 @@ fn refuse(stream: &TcpStream) {
 }
 
 impl<S> axum_server::accept::Accept<TcpStream, S> for CappedAcceptor {
-    type Stream = Counted<TcpStream>;
+    type Stream = Counted<SharedTcp>;
     type Service = S;
     type Future = std::future::Ready<io::Result<(Self::Stream, S)>>;
 
     fn accept(&self, stream: TcpStream, service: S) -> Self::Future {
-        let slot = stream.peer_addr().ok().and_then(|peer| self.gate.try_enter(peer));
+        let stream = Arc::new(stream);
+        let slot = stream.peer_addr().ok().and_then(|peer| self.gate.try_enter_with(peer, Some(stream.clone())));
         match slot {
-            Some(slot) => std::future::ready(Ok((Counted::new(stream, slot, self.plain), service))),
+            Some(slot) => std::future::ready(Ok((Counted::new(SharedTcp(stream), slot, self.plain), service))),
             None => {
                 if self.plain {
                     refuse(&stream);
