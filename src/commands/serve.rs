@@ -50,16 +50,21 @@ pub enum CoordinatorCmd {
     /// `writerctl claim sweep`). Replicas may all sweep: each release is a compare-and-set on
     /// the claim, so it happens once.
     ///
-    /// Holding up under abuse: at most --max-connections connections are open at once (one
-    /// more gets an immediate 503 `coordinator_unavailable` on plain HTTP, or is closed under
-    /// TLS, and is counted on /metrics); a connection must send a complete request head
-    /// within --header-timeout-seconds of connecting or of its previous answer (so an idle
-    /// or trickling connection gives its slot back); the open-file soft limit is raised to
+    /// Holding up under abuse: at most --max-connections connections are open at once, and
+    /// at most --max-connections-per-source from one address; past either, the connection
+    /// that has waited on its client the longest (of that source, or of the source holding
+    /// the most) is evicted, so a flood from the address a probe shares evicts itself; when
+    /// nothing is evictable the newcomer gets an immediate 503 `coordinator_unavailable` on
+    /// plain HTTP (closed under TLS), counted on /metrics. A connection must send a complete
+    /// request head within --header-timeout-seconds of connecting or of its previous answer
+    /// (so an idle or trickling connection gives its slot back), and its body within
+    /// --body-timeout-seconds (408). --probe-listen adds a listener for /livez, /readyz and
+    /// /metrics only, which no flood of the main port reaches. The open-file soft limit is raised to
     /// the hard limit at start (both logged) and the cap kept below it. `master claim`
     /// verifies passwords at once, holds back only wrong ones (the operator id's back-off,
     /// which decays by one failure a minute), and runs 2 per source address at a time (8
     /// more wait, then are refused), so strangers cannot lock an operator out from another
-    /// address. Every error answer is
+    /// address. Every error answer, hyper's own 400/431/414 included (plain HTTP), is
     /// the JSON envelope {"error":{"code","message","hint"}}.
     ///
     /// Growth is bounded: every --retention-interval-seconds the server deletes audit rows
@@ -68,7 +73,7 @@ pub enum CoordinatorCmd {
     /// day. Routine heartbeats write no audit row (a return from stale does); they are
     /// counted on /metrics, with the audit, inbox and queue sizes.
     #[command(
-        after_help = "Examples:\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis redis://127.0.0.1:6379 --postgres postgres://writerctl@db/writerctl --admin-token-file /run/secrets/admin --tls-cert cert.pem --tls-key key.pem\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis rediss+sentinel://s1:26379,s2:26379,s3:26379/mymaster --redis-ca-file /etc/writerctl/redis-ca.pem --redis-min-replicas 1 --postgres 'postgres://writerctl@db1,db2/writerctl?target_session_attrs=read-write&sslmode=verify-full&sslrootcert=/etc/writerctl/pg-ca.pem'\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite --sweep-interval-seconds 10\n  writerctl coordinator serve --listen 0.0.0.0:7700 --store sqlite:/var/lib/writerctl/c.sqlite --max-connections 4096 --header-timeout-seconds 5\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite --audit-retention-days 365 --inbox-retention-days 14 --inbox-max-events 5000"
+        after_help = "Examples:\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis redis://127.0.0.1:6379 --postgres postgres://writerctl@db/writerctl --admin-token-file /run/secrets/admin --tls-cert cert.pem --tls-key key.pem\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis rediss+sentinel://s1:26379,s2:26379,s3:26379/mymaster --redis-ca-file /etc/writerctl/redis-ca.pem --redis-min-replicas 1 --postgres 'postgres://writerctl@db1,db2/writerctl?target_session_attrs=read-write&sslmode=verify-full&sslrootcert=/etc/writerctl/pg-ca.pem'\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite --sweep-interval-seconds 10\n  writerctl coordinator serve --listen 0.0.0.0:7700 --store sqlite:/var/lib/writerctl/c.sqlite --max-connections 4096 --header-timeout-seconds 5\n  writerctl coordinator serve --listen 0.0.0.0:7700 --store sqlite:/var/lib/writerctl/c.sqlite --max-connections-per-source 32 --body-timeout-seconds 5 --probe-listen 0.0.0.0:7701\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite --audit-retention-days 365 --inbox-retention-days 14 --inbox-max-events 5000"
     )]
     Serve(ServeArgs),
 }
