@@ -1583,7 +1583,7 @@ connection cap: retry later), 500 internal.";
 /// OpenAPI: the error answers every operation may give (each the envelope).
 fn error_responses() -> serde_json::Value {
     let err = error_doc();
-    serde_json::json!({"400": err, "401": err, "404": err, "405": err, "409": err, "413": err, "422": err,
+    serde_json::json!({"400": err, "401": err, "404": err, "405": err, "408": err, "409": err, "413": err, "422": err, "431": err,
                        "503": err, "500": err})
 }
 
