@@ -543,7 +543,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Counted<S> {
         {
             if this.plain && !this.told {
                 this.told = true;
-                let answer = refusal_answer();
+                let answer = envelope_answer(
+                    503,
+                    "coordinator_unavailable",
+                    "too many open connections from this source: this one waited longest for a request",
+                    "retry later",
+                );
                 let _ = Pin::new(&mut this.inner).poll_write(cx, &answer);
                 // Read what already arrived so that closing sends a FIN, not a reset.
                 let mut sink = [0u8; 4096];
