@@ -59,6 +59,9 @@ fn start(store: Arc<dyn Store>) -> String {
                 max_connections: writerctl::coordinator::server::DEFAULT_MAX_CONNECTIONS,
                 header_timeout: writerctl::coordinator::server::DEFAULT_HEADER_TIMEOUT,
                 retention: None,
+                max_connections_per_source: writerctl::coordinator::limits::DEFAULT_MAX_CONNECTIONS_PER_SOURCE,
+                body_timeout: writerctl::coordinator::limits::DEFAULT_BODY_TIMEOUT,
+                probe_listen: None,
             };
             writerctl::coordinator::server::serve(opts, std::future::pending(), move |addr, _| {
                 tx.send(format!("http://{addr}")).unwrap();

@@ -16,7 +16,9 @@ use writerctl::claim::secret::{self, Secret};
 use writerctl::claim::store::Store;
 use writerctl::claim::store::redis_pg::{self, ConnectOptions, QueueBounds, RedisPgStore};
 use writerctl::claim::store::sqlite::SqliteStore;
-use writerctl::coordinator::limits::{connection_cap, raise_nofile_limit};
+use writerctl::coordinator::limits::{
+    DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_CONNECTIONS_PER_SOURCE, connection_cap, raise_nofile_limit,
+};
 use writerctl::coordinator::server::{
     DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, ServeError, ServeOptions, serve,
 };
@@ -48,16 +50,21 @@ pub enum CoordinatorCmd {
     /// `writerctl claim sweep`). Replicas may all sweep: each release is a compare-and-set on
     /// the claim, so it happens once.
     ///
-    /// Holding up under abuse: at most --max-connections connections are open at once (one
-    /// more gets an immediate 503 `coordinator_unavailable` on plain HTTP, or is closed under
-    /// TLS, and is counted on /metrics); a connection must send a complete request head
-    /// within --header-timeout-seconds of connecting or of its previous answer (so an idle
-    /// or trickling connection gives its slot back); the open-file soft limit is raised to
+    /// Holding up under abuse: at most --max-connections connections are open at once, and
+    /// at most --max-connections-per-source from one address; past either, the connection
+    /// that has waited on its client the longest (of that source, or of the source holding
+    /// the most) is evicted, so a flood from the address a probe shares evicts itself; when
+    /// nothing is evictable the newcomer gets an immediate 503 `coordinator_unavailable` on
+    /// plain HTTP (closed under TLS), counted on /metrics. A connection must send a complete
+    /// request head within --header-timeout-seconds of connecting or of its previous answer
+    /// (so an idle or trickling connection gives its slot back), and its body within
+    /// --body-timeout-seconds (408). --probe-listen adds a listener for /livez, /readyz and
+    /// /metrics only, which no flood of the main port reaches. The open-file soft limit is raised to
     /// the hard limit at start (both logged) and the cap kept below it. `master claim`
     /// verifies passwords at once, holds back only wrong ones (the operator id's back-off,
     /// which decays by one failure a minute), and runs 2 per source address at a time (8
     /// more wait, then are refused), so strangers cannot lock an operator out from another
-    /// address. Every error answer is
+    /// address. Every error answer, hyper's own 400/431/414 included (plain HTTP), is
     /// the JSON envelope {"error":{"code","message","hint"}}.
     ///
     /// Growth is bounded: every --retention-interval-seconds the server deletes audit rows
@@ -66,7 +73,7 @@ pub enum CoordinatorCmd {
     /// day. Routine heartbeats write no audit row (a return from stale does); they are
     /// counted on /metrics, with the audit, inbox and queue sizes.
     #[command(
-        after_help = "Examples:\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis redis://127.0.0.1:6379 --postgres postgres://writerctl@db/writerctl --admin-token-file /run/secrets/admin --tls-cert cert.pem --tls-key key.pem\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis rediss+sentinel://s1:26379,s2:26379,s3:26379/mymaster --redis-ca-file /etc/writerctl/redis-ca.pem --redis-min-replicas 1 --postgres 'postgres://writerctl@db1,db2/writerctl?target_session_attrs=read-write&sslmode=verify-full&sslrootcert=/etc/writerctl/pg-ca.pem'\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite --sweep-interval-seconds 10\n  writerctl coordinator serve --listen 0.0.0.0:7700 --store sqlite:/var/lib/writerctl/c.sqlite --max-connections 4096 --header-timeout-seconds 5\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite --audit-retention-days 365 --inbox-retention-days 14 --inbox-max-events 5000"
+        after_help = "Examples:\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis redis://127.0.0.1:6379 --postgres postgres://writerctl@db/writerctl --admin-token-file /run/secrets/admin --tls-cert cert.pem --tls-key key.pem\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis rediss+sentinel://s1:26379,s2:26379,s3:26379/mymaster --redis-ca-file /etc/writerctl/redis-ca.pem --redis-min-replicas 1 --postgres 'postgres://writerctl@db1,db2/writerctl?target_session_attrs=read-write&sslmode=verify-full&sslrootcert=/etc/writerctl/pg-ca.pem'\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite --sweep-interval-seconds 10\n  writerctl coordinator serve --listen 0.0.0.0:7700 --store sqlite:/var/lib/writerctl/c.sqlite --max-connections 4096 --header-timeout-seconds 5\n  writerctl coordinator serve --listen 0.0.0.0:7700 --store sqlite:/var/lib/writerctl/c.sqlite --max-connections-per-source 32 --body-timeout-seconds 5 --probe-listen 0.0.0.0:7701\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite --audit-retention-days 365 --inbox-retention-days 14 --inbox-max-events 5000"
     )]
     Serve(ServeArgs),
 }
@@ -186,6 +193,27 @@ pub struct ServeArgs {
     /// is plenty for any real client and frees a silent or trickling connection's slot.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_HEADER_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=300))]
     pub header_timeout_seconds: u64,
+    /// Open connections one source address (an IPv4 address, or an IPv6 /64) may hold, from
+    /// 1 to 1000000. A new connection from a source at its cap evicts that source's
+    /// connection that has waited on its client the longest (no complete request head yet, a
+    /// body still arriving, or idle keep-alive; never one being served), so a flood of idle
+    /// or trickling connections evicts itself while a probe or a real client from the same
+    /// address is served; only when none is evictable is it refused. The same rule applies
+    /// at --max-connections, to the source holding the most. 128 is far above what one host's
+    /// CLI calls need and keeps one source to 1/8 of the default cap.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS_PER_SOURCE as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_connections_per_source: u64,
+    /// Seconds a request body has to arrive in full after its head, from 1 to 300; a body
+    /// averaging under 64 bytes/s after its first 2 s is cut off sooner. Either way it is
+    /// answered 408 `coordinator_unavailable` and its connection closed (counted in
+    /// writerctl_body_timeouts_total). A Content-Length over 64 KiB is refused 413 at once.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_BODY_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=300))]
+    pub body_timeout_seconds: u64,
+    /// Also listen on ADDR (plain HTTP) for GET /livez, /readyz and /metrics only, with its
+    /// own cap of 16 connections: point orchestrator probes and scrapers here, so that no
+    /// flood of the main port can delay them. Other paths answer 404.
+    #[arg(long, value_name = "ADDR")]
+    pub probe_listen: Option<SocketAddr>,
 }
 
 /// Runs a `coordinator` subcommand.
@@ -289,6 +317,9 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
         max_connections,
         header_timeout: Duration::from_secs(a.header_timeout_seconds),
         retention,
+        max_connections_per_source: usize::try_from(a.max_connections_per_source).unwrap_or(usize::MAX),
+        body_timeout: Duration::from_secs(a.body_timeout_seconds),
+        probe_listen: a.probe_listen,
     };
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the runtime")?;

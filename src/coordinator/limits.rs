@@ -6,10 +6,15 @@
 //! axum-server's; they are set in `server.rs` where the server is built. This module holds
 //! the state those settings cannot express:
 //!
-//! * [`ConnGate`]: the number of open connections, the cap, and how many were refused.
+//! * [`ConnGate`]: the open connections by peer address with what each is doing
+//!   ([`Phase`]), the global and per-source caps, and how many were refused, evicted or
+//!   timed out (issue 28 point 1: a full source evicts its longest-waiting connection
+//!   rather than refusing, so a probe sharing the attacker's address is still served).
 //!   [`CappedAcceptor`] takes a slot for each accepted TCP connection before anything else
 //!   runs (before TLS), and the slot is given back when the connection's stream is dropped,
-//!   however the connection ended (answered, timed out, reset, shut down).
+//!   however the connection ended (answered, timed out, evicted, reset, shut down).
+//!   [`Counted`], that stream, carries out evictions and puts hyper's own error answers
+//!   into the JSON envelope.
 //! * [`raise_nofile_limit`]: a server whose soft open-file limit is lower than its cap would
 //!   fail `accept` with EMFILE instead of refusing cleanly, so the soft limit is raised to
 //!   the hard limit at start and the cap is kept below it ([`connection_cap`]).
@@ -19,11 +24,11 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker, ready};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -34,29 +39,262 @@ use tokio::net::TcpStream;
 /// stdio and the runtime's own descriptors.
 pub const RESERVED_FDS: u64 = 64;
 
-/// The answer a connection past the cap gets on plain HTTP, before it is closed: the JSON
-/// error envelope with `coordinator_unavailable` (a client retries later) and
-/// `Connection: close`. Over TLS the connection is closed without an answer (a plain-text
-/// answer is not something a TLS client can read).
-const REFUSAL_BODY: &str = r#"{"error":{"code":"coordinator_unavailable","message":"coordinator store unavailable: too many open connections","hint":"retry later"}}"#;
+/// How often the per-source summary of refused, evicted and timed-out connections is logged
+/// at most: a flood from one source writes one line per interval, not one per connection
+/// (issue 28 point 1). The first event after a quiet interval is logged at once.
+const SUMMARY_EVERY: Duration = Duration::from_secs(10);
 
-/// How often a refusal is logged at most (a flood must not flood the log too).
-const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(10);
+/// Sources named one by one in a summary; events of further sources in the same interval
+/// are summed under `0.0.0.0` (so a flood from many addresses keeps the map and the log
+/// bounded).
+const SUMMARY_SOURCES: usize = 64;
 
-/// Open connections, their cap, and refusals past it (shown on `/metrics`).
+/// Evicted connections that may still be closing (they hold a descriptor until their task
+/// runs) on top of `--max-connections`; kept well within [`RESERVED_FDS`].
+const EVICTION_MARGIN: usize = 32;
+
+/// Default `--max-connections-per-source`: a source address (IPv4, or IPv6 /64) holds at
+/// most this many open connections. A controller host runs a handful of CLI calls at once,
+/// a NAT'd fleet or the 64-client load bench a few dozen, so 128 never touches real use,
+/// while one source holds at most 1/8 of the default `--max-connections` and the other
+/// sources keep the rest.
+pub const DEFAULT_MAX_CONNECTIONS_PER_SOURCE: usize = 128;
+
+/// Default `--body-timeout-seconds`: a request body must have fully arrived this long after
+/// its head. Bodies are at most 64 KiB and real clients send them with the head, so 10 s is
+/// generous; a trickled body holds its connection at most this long.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The minimum body rate: after [`BODY_RATE_GRACE`], a body still arriving must average at
+/// least this many bytes per second since its head, or it is answered 408 at once (a byte
+/// every few seconds is an attack, not a slow link).
+pub const MIN_BODY_RATE: u64 = 64;
+
+/// How long a body may arrive slower than [`MIN_BODY_RATE`] before the rate is checked.
+pub const BODY_RATE_GRACE: Duration = Duration::from_secs(2);
+
+/// What a connection is doing, for eviction: only a connection that waits on its client may
+/// be evicted (the one waiting longest first), never one the server works for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Waiting for a request head: a new connection, or idle keep-alive after an answer.
+    Head,
+    /// A request head arrived; its body is still arriving.
+    Body,
+    /// The request is complete and being handled.
+    Busy,
+    /// The answer is produced and being written; back to [`Phase::Head`] once flushed.
+    Answered,
+}
+
+/// What the per-source log summary counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnEvent {
+    /// Refused at a cap (no connection of the source or of the server could be evicted).
+    Refused,
+    /// Closed to make room for a newer connection of the same (or the busiest) source.
+    Evicted,
+    /// Its request body did not arrive in time or fast enough (answered 408).
+    BodyTimeout,
+}
+
+/// One open connection's state, shared by its stream ([`Counted`]) and the request guard in
+/// `server.rs` (which finds it by peer address: unique among open connections).
+#[derive(Debug)]
+pub struct ConnState {
+    peer: SocketAddr,
+    source: IpAddr,
+    phase: Mutex<(Phase, Instant)>,
+    evicted: AtomicBool,
+    /// The server looked for this connection's next bytes in this phase and found none: it
+    /// is known to be waiting on its client. A connection accepted a moment ago may already
+    /// have its whole head in the socket buffer, unread; evicting those only after the
+    /// known waiters keeps a fast reconnect flood from evicting a probe before its head is
+    /// read.
+    seen_waiting: AtomicBool,
+    /// The stream's last read waker: an idle connection notices its eviction at once.
+    read_waker: Mutex<Option<Waker>>,
+    /// Wakes a request guard waiting for this connection's body.
+    evict_notify: tokio::sync::Notify,
+    /// The socket, to look (without reading) whether bytes wait in its receive buffer.
+    socket: Option<Arc<TcpStream>>,
+}
+
+impl ConnState {
+    fn new(peer: SocketAddr, socket: Option<Arc<TcpStream>>) -> ConnState {
+        ConnState {
+            socket,
+            peer,
+            source: source_key(peer.ip()),
+            phase: Mutex::new((Phase::Head, Instant::now())),
+            evicted: AtomicBool::new(false),
+            seen_waiting: AtomicBool::new(false),
+            read_waker: Mutex::new(None),
+            evict_notify: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// The phase now.
+    pub fn phase(&self) -> Phase {
+        self.phase.lock().unwrap_or_else(|p| p.into_inner()).0
+    }
+
+    /// Enters `phase`, counted from now.
+    pub fn set_phase(&self, phase: Phase) {
+        *self.phase.lock().unwrap_or_else(|p| p.into_inner()) = (phase, Instant::now());
+        self.seen_waiting.store(false, Ordering::Relaxed);
+    }
+
+    /// The peer address.
+    pub fn peer(&self) -> SocketAddr {
+        self.peer
+    }
+
+    /// Whether a newer connection took this one's place.
+    pub fn is_evicted(&self) -> bool {
+        self.evicted.load(Ordering::Acquire)
+    }
+
+    /// Resolves once this connection is evicted (at once if it already was).
+    pub async fn evicted(&self) {
+        loop {
+            let notified = self.evict_notify.notified();
+            if self.is_evicted() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// How long this connection has waited on its client, as an eviction order (smaller is
+    /// evicted first): known waiters before ones not yet looked at, then the oldest first.
+    /// None while the server works for it.
+    fn waiting_since(&self) -> Option<(bool, Instant)> {
+        let (phase, since) = *self.phase.lock().unwrap_or_else(|p| p.into_inner());
+        let unseen = !self.seen_waiting.load(Ordering::Relaxed);
+        matches!(phase, Phase::Head | Phase::Body).then_some((unseen, since))
+    }
+
+    /// Bytes from the client wait in the socket's receive buffer, not yet read by the
+    /// server: a probe whose head arrived while its task waits to run. Such a connection is
+    /// about to be served, so it is not evicted (the kernel is asked; nothing is read).
+    fn has_unread_bytes(&self) -> bool {
+        use rustix::net::{RecvFlags, recv};
+        let Some(sock) = &self.socket else { return false };
+        let mut one = [0u8; 1];
+        matches!(recv(&**sock, &mut one[..], RecvFlags::PEEK | RecvFlags::DONTWAIT), Ok((n, _)) if n > 0)
+    }
+
+    fn evict(&self) {
+        self.evicted.store(true, Ordering::Release);
+        self.evict_notify.notify_waiters();
+        if let Some(w) = self.read_waker.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            w.wake();
+        }
+    }
+}
+
+/// The open connections by peer address, and how many each source holds.
+#[derive(Debug, Default)]
+struct Registry {
+    by_peer: HashMap<SocketAddr, Arc<ConnState>>,
+    per_source: HashMap<IpAddr, usize>,
+}
+
+impl Registry {
+    fn insert(&mut self, c: Arc<ConnState>) {
+        *self.per_source.entry(c.source).or_default() += 1;
+        if let Some(old) = self.by_peer.insert(c.peer, c) {
+            // Cannot happen (a peer address is unique among open connections); keep counts right.
+            self.forget_source(old.source);
+        }
+    }
+
+    fn remove(&mut self, c: &Arc<ConnState>) {
+        if self.by_peer.get(&c.peer).is_some_and(|x| Arc::ptr_eq(x, c)) {
+            self.by_peer.remove(&c.peer);
+            self.forget_source(c.source);
+        }
+    }
+
+    fn forget_source(&mut self, source: IpAddr) {
+        if let Some(n) = self.per_source.get_mut(&source) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_source.remove(&source);
+            }
+        }
+    }
+
+    /// The connection of `source` that has waited on its client the longest.
+    fn longest_waiting_of(&self, source: IpAddr) -> Option<Arc<ConnState>> {
+        let mut waiting: Vec<_> = self
+            .by_peer
+            .values()
+            .filter(|c| c.source == source)
+            .filter_map(|c| c.waiting_since().map(|t| (t, c)))
+            .collect();
+        waiting.sort_by_key(|(t, _)| *t);
+        first_without_unread_bytes(waiting)
+    }
+
+    /// At the global cap: the longest-waiting connection of the source holding the most
+    /// connections (among sources with one waiting), so a flood evicts itself first.
+    fn longest_waiting_of_busiest(&self) -> Option<Arc<ConnState>> {
+        let mut waiting: Vec<_> = self
+            .by_peer
+            .values()
+            .filter_map(|c| c.waiting_since().map(|t| (t, c)))
+            .map(|(t, c)| ((std::cmp::Reverse(self.per_source.get(&c.source).copied().unwrap_or(0)), t), c))
+            .collect();
+        waiting.sort_by_key(|(k, _)| *k);
+        first_without_unread_bytes(waiting)
+    }
+}
+
+/// The first candidate (in eviction order) with no unread bytes from its client.
+fn first_without_unread_bytes<K>(ordered: Vec<(K, &Arc<ConnState>)>) -> Option<Arc<ConnState>> {
+    ordered.into_iter().map(|(_, c)| c).find(|c| !c.has_unread_bytes()).cloned()
+}
+
+/// When the summary was last logged (None: never), and per source its refused, evicted and
+/// body-timeout counts since (indexed by [`ConnEvent`]).
+type Summary = (Option<Instant>, HashMap<IpAddr, [u64; 3]>);
+
+/// Open connections, their caps (global and per source), and what was refused, evicted or
+/// timed out (shown on `/metrics`, summarized in the log per source per interval).
 #[derive(Debug)]
 pub struct ConnGate {
     max: usize,
+    per_source: usize,
+    /// Connections holding a descriptor: the registered ones and evicted ones still closing.
     open: AtomicUsize,
     refused: AtomicU64,
-    /// When a refusal was last logged, and how many refusals since.
-    last_log: Mutex<(Option<Instant>, u64)>,
+    evicted: AtomicU64,
+    body_timeouts: AtomicU64,
+    registry: Mutex<Registry>,
+    /// When the summary was last logged, and each source's events since.
+    summary: Mutex<Summary>,
 }
 
 impl ConnGate {
-    /// A gate admitting at most `max` connections at once.
+    /// A gate admitting at most `max` connections at once, with no per-source cap below it.
     pub fn new(max: usize) -> ConnGate {
-        ConnGate { max, open: AtomicUsize::new(0), refused: AtomicU64::new(0), last_log: Mutex::new((None, 0)) }
+        ConnGate::with_per_source(max, max)
+    }
+
+    /// A gate admitting at most `max` connections, at most `per_source` from one source.
+    pub fn with_per_source(max: usize, per_source: usize) -> ConnGate {
+        ConnGate {
+            max,
+            per_source: per_source.max(1),
+            open: AtomicUsize::new(0),
+            refused: AtomicU64::new(0),
+            evicted: AtomicU64::new(0),
+            body_timeouts: AtomicU64::new(0),
+            registry: Mutex::default(),
+            summary: Mutex::new((None, HashMap::new())),
+        }
     }
 
     /// The cap.
@@ -64,7 +302,12 @@ impl ConnGate {
         self.max
     }
 
-    /// Connections open now.
+    /// The per-source cap.
+    pub fn max_per_source(&self) -> usize {
+        self.per_source
+    }
+
+    /// Connections open now (including evicted ones still closing).
     pub fn open(&self) -> usize {
         self.open.load(Ordering::Relaxed)
     }
@@ -74,62 +317,297 @@ impl ConnGate {
         self.refused.load(Ordering::Relaxed)
     }
 
-    /// A slot for one connection, or None at the cap (counted as a refusal, and logged at
-    /// most every [`REFUSAL_LOG_EVERY`]).
-    pub fn try_enter(self: &Arc<ConnGate>) -> Option<ConnSlot> {
-        let admitted =
-            self.open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < self.max).then_some(n + 1)).is_ok();
-        if admitted {
-            return Some(ConnSlot(self.clone()));
+    /// Connections evicted since the start.
+    pub fn evicted(&self) -> u64 {
+        self.evicted.load(Ordering::Relaxed)
+    }
+
+    /// Request bodies answered 408 since the start.
+    pub fn body_timeouts(&self) -> u64 {
+        self.body_timeouts.load(Ordering::Relaxed)
+    }
+
+    /// The open connection from `peer`.
+    pub fn conn(&self, peer: SocketAddr) -> Option<Arc<ConnState>> {
+        self.registry.lock().unwrap_or_else(|p| p.into_inner()).by_peer.get(&peer).cloned()
+    }
+
+    /// A slot for a new connection from `peer`, or None (counted and logged as a refusal).
+    ///
+    /// Issue 28 point 1: an attacker and a probe may share one source address, so a full
+    /// source (or a full server) does not simply refuse the newcomer: it evicts the
+    /// connection that has waited on its client the longest (no complete head yet, a body
+    /// still arriving, or idle keep-alive), of the same source, or at the global cap of the
+    /// source holding the most connections. A real client sends its head at once and is
+    /// then busy, so it is never the longest waiter; a flood of idle or trickling
+    /// connections evicts itself. Only when nothing is evictable is the newcomer refused.
+    pub fn try_enter(self: &Arc<ConnGate>, peer: SocketAddr) -> Option<ConnSlot> {
+        self.try_enter_with(peer, None)
+    }
+
+    /// [`ConnGate::try_enter`] for a connection whose socket eviction may look at.
+    pub fn try_enter_with(self: &Arc<ConnGate>, peer: SocketAddr, socket: Option<Arc<TcpStream>>) -> Option<ConnSlot> {
+        let state = Arc::new(ConnState::new(peer, socket));
+        let source = state.source;
+        let mut reg = self.registry.lock().unwrap_or_else(|p| p.into_inner());
+        let full_source = reg.per_source.get(&source).copied().unwrap_or(0) >= self.per_source;
+        let victim = if full_source {
+            Some(reg.longest_waiting_of(source))
+        } else if reg.by_peer.len() >= self.max {
+            Some(reg.longest_waiting_of_busiest())
+        } else {
+            None
+        };
+        // Nothing evictable, or too many evicted connections still closing: refuse.
+        let refuse = matches!(victim, Some(None)) || self.open() >= self.max + EVICTION_MARGIN;
+        if refuse {
+            drop(reg);
+            self.refused.fetch_add(1, Ordering::Relaxed);
+            self.note(peer.ip(), ConnEvent::Refused);
+            return None;
         }
-        self.refused.fetch_add(1, Ordering::Relaxed);
-        let mut log = self.last_log.lock().unwrap_or_else(|p| p.into_inner());
-        log.1 += 1;
-        if log.0.is_none_or(|at| at.elapsed() >= REFUSAL_LOG_EVERY) {
-            tracing::warn!(
-                max_connections = self.max,
-                refused_since_last_line = log.1,
-                refused_total = self.refused(),
-                "connection refused: the server holds --max-connections open connections"
-            );
-            *log = (Some(Instant::now()), 0);
+        let victim = victim.flatten();
+        if let Some(v) = &victim {
+            reg.remove(v);
+            v.evict();
         }
-        None
+        reg.insert(state.clone());
+        self.open.fetch_add(1, Ordering::AcqRel);
+        drop(reg);
+        if let Some(v) = victim {
+            self.evicted.fetch_add(1, Ordering::Relaxed);
+            self.note(v.peer.ip(), ConnEvent::Evicted);
+        }
+        Some(ConnSlot { gate: self.clone(), state })
+    }
+
+    /// Counts `event` for `ip`'s source, and logs the summary of every source's events when
+    /// the last one is at least [`SUMMARY_EVERY`] old: one line per source per interval.
+    pub fn note(&self, ip: IpAddr, event: ConnEvent) {
+        if event == ConnEvent::BodyTimeout {
+            self.body_timeouts.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut s = self.summary.lock().unwrap_or_else(|p| p.into_inner());
+        let mut key = source_key(ip);
+        if s.1.len() >= SUMMARY_SOURCES && !s.1.contains_key(&key) {
+            key = IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
+        }
+        s.1.entry(key).or_default()[event as usize] += 1;
+        if s.0.is_none_or(|at| at.elapsed() >= SUMMARY_EVERY) {
+            let since = s.0.map(|at| at.elapsed().as_secs());
+            for (source, [refused, evicted, body_timeouts]) in s.1.drain() {
+                tracing::warn!(
+                    %source,
+                    refused,
+                    evicted,
+                    body_timeouts,
+                    since_last_summary_s = since,
+                    max_connections = self.max,
+                    max_connections_per_source = self.per_source,
+                    "connection limits: connections of one source refused, evicted or timed out (one line per source per interval)"
+                );
+            }
+            s.0 = Some(Instant::now());
+        }
     }
 }
 
-/// One admitted connection's place under the cap; given back on drop.
+/// One admitted connection's place under the caps; given back on drop.
 #[derive(Debug)]
-pub struct ConnSlot(Arc<ConnGate>);
+pub struct ConnSlot {
+    gate: Arc<ConnGate>,
+    state: Arc<ConnState>,
+}
+
+impl ConnSlot {
+    /// The connection's state.
+    pub fn state(&self) -> &Arc<ConnState> {
+        &self.state
+    }
+}
 
 impl Drop for ConnSlot {
     fn drop(&mut self) {
-        self.0.open.fetch_sub(1, Ordering::AcqRel);
+        self.gate.registry.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.state);
+        self.gate.open.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
-/// A connection's stream with its [`ConnSlot`]: the slot lives exactly as long as the
-/// stream, which hyper drops when the connection ends for any reason.
-#[derive(Debug)]
-pub struct Counted<S> {
-    inner: S,
-    _slot: ConnSlot,
+/// The JSON error envelope as a complete HTTP/1.1 answer that closes the connection: for
+/// answers written below hyper (refusals, evictions, and hyper's own error answers).
+fn envelope_answer(status: u16, code: &str, message: &str, hint: &str) -> Vec<u8> {
+    let body = serde_json::json!({"error": {"code": code, "message": message, "hint": hint}}).to_string();
+    let reason = axum::http::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("Error");
+    let retry = if code == "coordinator_unavailable" { "retry-after: 1\r\n" } else { "" };
+    format!(
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n{retry}\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
 }
 
-impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {
+/// The answer a connection past a cap gets on plain HTTP, before it is closed, and an
+/// evicted connection that had not sent a complete request: `coordinator_unavailable` (a
+/// client retries later). Over TLS the connection is closed without an answer (a plain-text
+/// answer is not something a TLS client can read).
+fn refusal_answer() -> Vec<u8> {
+    envelope_answer(
+        503,
+        "coordinator_unavailable",
+        "coordinator store unavailable: too many open connections",
+        "retry later",
+    )
+}
+
+/// Issue 28 point 5, "every answer, hyper's included, in the JSON envelope": hyper answers
+/// a request head it cannot parse (400), one too large (431) or a target too long (414)
+/// itself, before any request reaches the router, with an empty body. `buf` is what hyper
+/// writes; when it is such an answer (an error status line and no content type: every
+/// answer the router makes carries one), this is the same status as the envelope.
+fn hyper_error_answer(buf: &[u8]) -> Option<Vec<u8>> {
+    let end = buf.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = std::str::from_utf8(&buf[..end]).ok()?.to_ascii_lowercase();
+    let status: u16 = head.strip_prefix("http/1.")?.get(2..5)?.parse().ok()?;
+    if status < 400 || head.contains("\r\ncontent-type:") {
+        return None;
+    }
+    let (code, message, hint) = match status {
+        400 => ("invalid_argument", "malformed HTTP request head", "send a well-formed HTTP/1.1 request"),
+        414 => ("invalid_argument", "request target too long", "send a shorter path and query"),
+        431 => ("invalid_argument", "request head too large", "send fewer or shorter header fields"),
+        s if s < 500 => {
+            ("invalid_argument", "the request was refused before it was read", "send a well-formed HTTP/1.1 request")
+        }
+        _ => ("coordinator_unavailable", "the server could not read the request", "retry later"),
+    };
+    Some(envelope_answer(status, code, message, hint))
+}
+
+/// A connection's stream with its [`ConnSlot`]: the slot lives exactly as long as the
+/// stream, which hyper drops when the connection ends for any reason. It also carries out
+/// an eviction (see [`ConnGate::try_enter`]) and puts hyper's own error answers into the
+/// JSON envelope (plain HTTP only: under TLS these bytes are ciphertext).
+#[derive(Debug)]
+pub struct Counted<S> {
+    /// Dropped first: the registry forgets the connection before its socket closes.
+    slot: ConnSlot,
+    inner: S,
+    /// Plain HTTP: answers may be written below hyper.
+    plain: bool,
+    /// An answer written in hyper's place, and how much of it is written.
+    pending: Vec<u8>,
+    pending_at: usize,
+    /// Bytes written and not yet flushed: an eviction waits for them (never cuts an answer).
+    unflushed: bool,
+    /// The eviction answer was tried.
+    told: bool,
+}
+
+impl<S> Counted<S> {
+    fn new(inner: S, slot: ConnSlot, plain: bool) -> Counted<S> {
+        Counted { inner, slot, plain, pending: Vec::new(), pending_at: 0, unflushed: false, told: false }
+    }
+}
+
+impl<S: AsyncWrite + Unpin> Counted<S> {
+    /// Writes what is left of an answer written in hyper's place.
+    fn drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while self.pending_at < self.pending.len() {
+            let n = ready!(Pin::new(&mut self.inner).poll_write(cx, &self.pending[self.pending_at..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.pending_at += n;
+        }
+        self.pending.clear();
+        self.pending_at = 0;
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Counted<S> {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
+        {
+            let mut w = self.slot.state.read_waker.lock().unwrap_or_else(|p| p.into_inner());
+            if !w.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                *w = Some(cx.waker().clone());
+            }
+        }
+        // An evicted connection waiting for a head ends here, once whatever was written on
+        // it is flushed (a body still arriving is answered by the request guard instead).
+        let this = &mut *self;
+        if this.slot.state.is_evicted()
+            && this.slot.state.phase() == Phase::Head
+            && !this.unflushed
+            && this.pending.is_empty()
+        {
+            if this.plain && !this.told {
+                this.told = true;
+                let answer = envelope_answer(
+                    503,
+                    "coordinator_unavailable",
+                    "too many open connections from this source: this one waited longest for a request",
+                    "retry later",
+                );
+                let _ = Pin::new(&mut this.inner).poll_write(cx, &answer);
+                // Read what already arrived so that closing sends a FIN, not a reset.
+                let mut sink = [0u8; 4096];
+                for _ in 0..16 {
+                    let mut b = ReadBuf::new(&mut sink);
+                    match Pin::new(&mut this.inner).poll_read(cx, &mut b) {
+                        Poll::Ready(Ok(())) if !b.filled().is_empty() => continue,
+                        _ => break,
+                    }
+                }
+            }
+            return Poll::Ready(Err(io::Error::new(io::ErrorKind::ConnectionAborted, "connection evicted")));
+        }
+        let r = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if r.is_pending() {
+            this.slot.state.seen_waiting.store(true, Ordering::Relaxed);
+        }
+        r
     }
 }
 
 impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let this = &mut *self;
+        ready!(this.drain(cx))?;
+        if this.plain
+            && this.slot.state.phase() == Phase::Head
+            && let Some(answer) = hyper_error_answer(buf)
+        {
+            this.pending = answer;
+            this.unflushed = true;
+            if let Poll::Ready(Err(e)) = this.drain(cx) {
+                return Poll::Ready(Err(e));
+            }
+            return Poll::Ready(Ok(buf.len()));
+        }
+        let r = Pin::new(&mut this.inner).poll_write(cx, buf);
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            this.unflushed = true;
+        }
+        r
     }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
+        let this = &mut *self;
+        ready!(this.drain(cx))?;
+        ready!(Pin::new(&mut this.inner).poll_flush(cx))?;
+        this.unflushed = false;
+        let state = &this.slot.state;
+        if state.phase() == Phase::Answered {
+            // The answer is out: the connection waits on its client again (idle keep-alive).
+            state.set_phase(Phase::Head);
+            if state.is_evicted() {
+                cx.waker().wake_by_ref();
+            }
+        }
+        Poll::Ready(Ok(()))
     }
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.drain(cx))?;
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
     fn poll_write_vectored(
@@ -137,26 +615,94 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        if self.plain && self.slot.state.phase() == Phase::Head {
+            // Only hyper's own error answers are written in this phase (rarely): check them
+            // whole.
+            let joined: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
+            return self.poll_write(cx, &joined);
+        }
+        let this = &mut *self;
+        ready!(this.drain(cx))?;
+        let r = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            this.unflushed = true;
+        }
+        r
     }
     fn is_write_vectored(&self) -> bool {
         self.inner.is_write_vectored()
     }
 }
 
+/// A TCP stream shared with the connection registry (which only peeks at it, see
+/// [`ConnState::has_unread_bytes`]); reads and writes go through tokio's readiness.
+#[derive(Debug)]
+pub struct SharedTcp(Arc<TcpStream>);
+
+impl AsyncRead for SharedTcp {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        loop {
+            ready!(self.0.poll_read_ready(cx))?;
+            match self.0.try_read(buf.initialize_unfilled()) {
+                Ok(n) => {
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
+impl AsyncWrite for SharedTcp {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        loop {
+            ready!(self.0.poll_write_ready(cx))?;
+            match self.0.try_write(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                r => return Poll::Ready(r),
+            }
+        }
+    }
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            ready!(self.0.poll_write_ready(cx))?;
+            match self.0.try_write_vectored(bufs) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                r => return Poll::Ready(r),
+            }
+        }
+    }
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(rustix::net::shutdown(&*self.0, rustix::net::Shutdown::Write).map_err(io::Error::from))
+    }
+}
+
 /// The first acceptor every TCP connection meets (under TLS, before the handshake): it
-/// takes a [`ConnSlot`] or refuses the connection at once.
+/// takes a [`ConnSlot`] (evicting a waiting connection if need be) or refuses the
+/// connection at once.
 #[derive(Debug, Clone)]
 pub struct CappedAcceptor {
     gate: Arc<ConnGate>,
-    /// Plain HTTP: answer a refused connection with the 503 envelope before closing it.
-    answer_refusals: bool,
+    /// Plain HTTP: answers may be written below hyper (refusals, evictions, hyper's errors).
+    plain: bool,
 }
 
 impl CappedAcceptor {
-    /// An acceptor over `gate`; `answer_refusals` for plain HTTP (see [`REFUSAL_BODY`]).
-    pub fn new(gate: Arc<ConnGate>, answer_refusals: bool) -> CappedAcceptor {
-        CappedAcceptor { gate, answer_refusals }
+    /// An acceptor over `gate`; `plain` for plain HTTP (see [`refusal_answer`]).
+    pub fn new(gate: Arc<ConnGate>, plain: bool) -> CappedAcceptor {
+        CappedAcceptor { gate, plain }
     }
 }
 
@@ -165,11 +711,7 @@ impl CappedAcceptor {
 /// bytes already arrived are read and dropped so that closing sends a FIN, not a reset that
 /// could destroy the answer before the client reads it.
 fn refuse(stream: &TcpStream) {
-    let answer = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\nretry-after: 1\r\n\r\n{REFUSAL_BODY}",
-        REFUSAL_BODY.len()
-    );
-    let _ = stream.try_write(answer.as_bytes());
+    let _ = stream.try_write(&refusal_answer());
     let mut sink = [0u8; 4096];
     for _ in 0..16 {
         match stream.try_read(&mut sink) {
@@ -180,18 +722,20 @@ fn refuse(stream: &TcpStream) {
 }
 
 impl<S> axum_server::accept::Accept<TcpStream, S> for CappedAcceptor {
-    type Stream = Counted<TcpStream>;
+    type Stream = Counted<SharedTcp>;
     type Service = S;
     type Future = std::future::Ready<io::Result<(Self::Stream, S)>>;
 
     fn accept(&self, stream: TcpStream, service: S) -> Self::Future {
-        match self.gate.try_enter() {
-            Some(slot) => std::future::ready(Ok((Counted { inner: stream, _slot: slot }, service))),
+        let stream = Arc::new(stream);
+        let slot = stream.peer_addr().ok().and_then(|peer| self.gate.try_enter_with(peer, Some(stream.clone())));
+        match slot {
+            Some(slot) => std::future::ready(Ok((Counted::new(SharedTcp(stream), slot, self.plain), service))),
             None => {
-                if self.answer_refusals {
+                if self.plain {
                     refuse(&stream);
                 }
-                std::future::ready(Err(io::Error::other("connection refused: --max-connections reached")))
+                std::future::ready(Err(io::Error::other("connection refused: a connection cap is reached")))
             }
         }
     }
@@ -328,18 +872,89 @@ pub struct SourceSlot {
 mod tests {
     use super::*;
 
+    fn peer(ip: &str, port: u16) -> SocketAddr {
+        SocketAddr::new(ip.parse().unwrap(), port)
+    }
+
     #[test]
     fn the_gate_admits_up_to_the_cap_and_counts_refusals() {
         let gate = Arc::new(ConnGate::new(2));
-        let a = gate.try_enter().unwrap();
-        let b = gate.try_enter().unwrap();
-        assert!(gate.try_enter().is_none());
+        let a = gate.try_enter(peer("10.0.0.1", 1)).unwrap();
+        let b = gate.try_enter(peer("10.0.0.2", 1)).unwrap();
+        // Both are busy: nothing to evict, the third is refused.
+        a.state().set_phase(Phase::Busy);
+        b.state().set_phase(Phase::Busy);
+        assert!(gate.try_enter(peer("10.0.0.3", 1)).is_none());
         assert_eq!((gate.open(), gate.refused()), (2, 1));
         drop(a);
-        let c = gate.try_enter().unwrap();
-        assert!(gate.try_enter().is_none());
+        let c = gate.try_enter(peer("10.0.0.3", 1)).unwrap();
+        c.state().set_phase(Phase::Busy);
+        assert!(gate.try_enter(peer("10.0.0.4", 1)).is_none());
         drop((b, c));
         assert_eq!((gate.open(), gate.refused(), gate.max()), (0, 2, 2));
+    }
+
+    /// Issue 28 point 1: a full source evicts its own connection that waited on its client
+    /// the longest, never a busy one, and never another source's.
+    #[test]
+    fn a_full_source_evicts_its_longest_waiting_connection() {
+        let gate = Arc::new(ConnGate::with_per_source(100, 3));
+        let other = gate.try_enter(peer("10.0.0.9", 1)).unwrap();
+        let busy = gate.try_enter(peer("10.0.0.1", 1)).unwrap();
+        busy.state().set_phase(Phase::Busy);
+        let oldest = gate.try_enter(peer("10.0.0.1", 2)).unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        let newer = gate.try_enter(peer("10.0.0.1", 3)).unwrap();
+        newer.state().set_phase(Phase::Body);
+        let probe = gate.try_enter(peer("10.0.0.1", 4)).expect("evicts a waiting one");
+        assert!(oldest.state().is_evicted() && !busy.state().is_evicted() && !newer.state().is_evicted());
+        assert!(!other.state().is_evicted());
+        assert!(gate.conn(peer("10.0.0.1", 2)).is_none(), "an evicted connection no longer counts");
+        assert_eq!((gate.evicted(), gate.refused(), gate.open()), (1, 0, 5));
+        probe.state().set_phase(Phase::Busy);
+        newer.state().set_phase(Phase::Busy);
+        assert!(gate.try_enter(peer("10.0.0.1", 5)).is_none(), "nothing left to evict: refused");
+        drop(oldest);
+        assert_eq!(gate.open(), 4);
+    }
+
+    /// A connection the server found waiting is evicted before an older one it has not yet
+    /// read from (whose head may be in the socket buffer: a probe during a reconnect flood).
+    #[test]
+    fn known_waiters_are_evicted_before_unread_connections() {
+        let gate = Arc::new(ConnGate::with_per_source(100, 2));
+        let unread = gate.try_enter(peer("10.0.0.1", 1)).unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        let idle = gate.try_enter(peer("10.0.0.1", 2)).unwrap();
+        idle.state().seen_waiting.store(true, Ordering::Relaxed);
+        let _new = gate.try_enter(peer("10.0.0.1", 3)).unwrap();
+        assert!(idle.state().is_evicted() && !unread.state().is_evicted());
+    }
+
+    /// At the global cap, the source holding the most connections gives one up.
+    #[test]
+    fn a_full_server_evicts_from_the_busiest_source() {
+        let gate = Arc::new(ConnGate::with_per_source(3, 3));
+        let lone = gate.try_enter(peer("10.0.0.9", 1)).unwrap();
+        let f1 = gate.try_enter(peer("10.0.0.1", 1)).unwrap();
+        let f2 = gate.try_enter(peer("10.0.0.1", 2)).unwrap();
+        let _n = gate.try_enter(peer("10.0.0.7", 1)).unwrap();
+        assert!(!lone.state().is_evicted(), "the lone source is older but not the busiest");
+        assert!(f1.state().is_evicted() && !f2.state().is_evicted());
+        drop((lone, f1, f2));
+    }
+
+    #[test]
+    fn hyper_error_answers_are_put_into_the_envelope() {
+        let out =
+            hyper_error_answer(b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\n\r\n").unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("HTTP/1.1 431 "), "{text}");
+        let body: serde_json::Value = serde_json::from_str(text.split_once("\r\n\r\n").unwrap().1).unwrap();
+        assert_eq!(body["error"]["code"], "invalid_argument");
+        assert!(hyper_error_answer(b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n\r\n{}").is_none());
+        assert!(hyper_error_answer(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").is_none());
+        assert!(hyper_error_answer(b"{\"ok\":true}").is_none());
     }
 
     #[test]

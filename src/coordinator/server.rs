@@ -25,7 +25,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::budget::{Argon2Budget, MAX_WAITING, SeatRates, argon2_permits};
-use super::limits::{CappedAcceptor, ConnGate, SourceSlots, source_key};
+use super::limits::{
+    BODY_RATE_GRACE, CappedAcceptor, ConnEvent, ConnGate, ConnState, DEFAULT_BODY_TIMEOUT, MIN_BODY_RATE, Phase,
+    SourceSlots, source_key,
+};
 use super::wire::*;
 use crate::claim::ClaimError;
 use crate::claim::Coordinator;
@@ -83,7 +86,20 @@ pub struct ServeOptions {
     pub header_timeout: Duration,
     /// What to keep, and how often to prune the rest; None: never prune.
     pub retention: Option<(Retention, Duration)>,
+    /// Open connections one source address (IPv4, or IPv6 /64) may hold
+    /// ([`super::limits::DEFAULT_MAX_CONNECTIONS_PER_SOURCE`]).
+    pub max_connections_per_source: usize,
+    /// How long a request body may take to arrive after its head
+    /// ([`super::limits::DEFAULT_BODY_TIMEOUT`]).
+    pub body_timeout: Duration,
+    /// A second listener serving only `/livez`, `/readyz` and `/metrics`, with its own
+    /// connection cap ([`PROBE_MAX_CONNECTIONS`]), for orchestrator probes.
+    pub probe_listen: Option<SocketAddr>,
 }
+
+/// Open connections the probe listener (`--probe-listen`) serves at once: a kubelet and a
+/// Prometheus scraper need a few.
+pub const PROBE_MAX_CONNECTIONS: usize = 16;
 
 /// Verbs by result, latency histograms and the sweeper's counters, for `/metrics`.
 #[derive(Default, Clone)]
@@ -143,6 +159,8 @@ struct App {
     claims_refused_per_source: std::sync::atomic::AtomicU64,
     /// One readiness probe at a time (see [`probe_readiness`]).
     probe: Arc<tokio::sync::Mutex<()>>,
+    /// How long a request body may take to arrive (see [`body_guard`]).
+    body_timeout: Duration,
 }
 
 /// How many argon2 verifications ran at once before issue 28 (each hashes 19 MiB in about
@@ -1179,6 +1197,28 @@ async fn metrics(State(app): State<Shared>) -> Response {
         out.push_str("# HELP writerctl_connections_refused_total Connections refused at the cap.\n");
         out.push_str("# TYPE writerctl_connections_refused_total counter\n");
         out.push_str(&format!("writerctl_connections_refused_total {}\n", gate.refused()));
+        for (name, kind, help, n) in [
+            (
+                "writerctl_connections_max_per_source",
+                "gauge",
+                "Open connections one source address (IPv4, IPv6 /64) may hold (--max-connections-per-source).",
+                gate.max_per_source() as u64,
+            ),
+            (
+                "writerctl_connections_evicted_total",
+                "counter",
+                "Connections closed for a newer one of the same (or the busiest) source: they waited longest on their client.",
+                gate.evicted(),
+            ),
+            (
+                "writerctl_body_timeouts_total",
+                "counter",
+                "Request bodies answered 408: not complete within --body-timeout-seconds, or too slow.",
+                gate.body_timeouts(),
+            ),
+        ] {
+            out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {n}\n"));
+        }
     }
     out.push_str(
         "# HELP writerctl_claims_refused_per_source_total master claim requests refused: their source address had too many running and waiting.\n",
@@ -1373,8 +1413,168 @@ async fn envelope(resp: Response) -> Response {
     out
 }
 
-fn new_app(coordinator: Coordinator, admin_token_hash: Option<String>, connections: Option<Arc<ConnGate>>) -> Shared {
+/// Why a request body was not read.
+enum BodyRefusal {
+    /// Larger than [`MAX_BODY`] (by its Content-Length, or as it arrived).
+    TooLarge,
+    /// Not complete within the body timeout, or slower than [`MIN_BODY_RATE`].
+    TooSlow,
+    /// The connection was evicted for a newer one of its source (see `limits`).
+    Evicted,
+    /// The client broke the body off (or sent a malformed chunked body).
+    Broken,
+}
+
+/// Reads a request body whole, within `deadline` and at no less than [`MIN_BODY_RATE`]
+/// after [`BODY_RATE_GRACE`], and at most [`MAX_BODY`] bytes; gives up at once when `conn`
+/// is evicted. Issue 28 point 1: a client that sends a head with a large Content-Length and
+/// then a byte every few seconds holds its connection for at most the grace (or the
+/// deadline), not for the whole request time limit.
+async fn read_body(
+    mut body: axum::body::Body,
+    deadline: Duration,
+    conn: Option<&ConnState>,
+) -> Result<Bytes, BodyRefusal> {
+    use axum::body::HttpBody;
+    let started = tokio::time::Instant::now();
+    let mut got: Vec<u8> = Vec::new();
+    let evicted = async {
+        match conn {
+            Some(c) => c.evicted().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(evicted);
+    loop {
+        let elapsed = started.elapsed();
+        if elapsed >= BODY_RATE_GRACE && (got.len() as u64) < MIN_BODY_RATE * elapsed.as_secs() {
+            return Err(BodyRefusal::TooSlow);
+        }
+        // Wake at the deadline, or at the next rate check (every second after the grace).
+        let next_check = started + BODY_RATE_GRACE.max(Duration::from_secs(elapsed.as_secs() + 1));
+        let wake = next_check.min(started + deadline);
+        let frame = std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx));
+        tokio::select! {
+            f = frame => match f {
+                None => return Ok(Bytes::from(got)),
+                Some(Err(_)) => return Err(BodyRefusal::Broken),
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        if got.len() + data.len() > MAX_BODY {
+                            return Err(BodyRefusal::TooLarge);
+                        }
+                        got.extend_from_slice(&data);
+                    }
+                }
+            },
+            _ = tokio::time::sleep_until(wake) => {
+                if started.elapsed() >= deadline {
+                    return Err(BodyRefusal::TooSlow);
+                }
+            }
+            _ = &mut evicted => return Err(BodyRefusal::Evicted),
+        }
+    }
+}
+
+/// An envelope answer that closes its connection (its body may be unread).
+fn closing(status: StatusCode, e: &ClaimError) -> Response {
+    let mut resp = (status, axum::Json(e.to_json())).into_response();
+    resp.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    resp
+}
+
+/// Runs before every handler: refuses a Content-Length over [`MAX_BODY`] at once (413,
+/// without reading the body), reads the body within the body timeout ([`read_body`]; 408
+/// past it, counted and logged per source), and tells the connection's state what it is
+/// doing (waiting on the client while the body arrives, busy while handled, answered once
+/// the handler returns) so that only connections waiting on their client are evicted.
+async fn body_guard(
+    State((app, gate)): State<(Shared, Option<Arc<ConnGate>>)>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let peer = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
+    let conn = gate.as_ref().zip(peer).and_then(|(g, p)| g.conn(p));
+    let set = |p: Phase| {
+        if let Some(c) = &conn {
+            c.set_phase(p)
+        }
+    };
+    let declared =
+        req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    let too_large = || {
+        closing(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &coded(
+                ErrorCode::InvalidArgument,
+                format!("request body larger than {MAX_BODY} bytes"),
+                "send a smaller body",
+            ),
+        )
+    };
+    if declared.is_some_and(|n| n > MAX_BODY as u64) {
+        set(Phase::Answered);
+        return too_large();
+    }
+    set(Phase::Body);
+    let (parts, body) = req.into_parts();
+    let read = read_body(body, app.body_timeout, conn.as_deref()).await;
+    let bytes = match read {
+        Ok(b) => b,
+        Err(why) => {
+            set(Phase::Answered);
+            return match why {
+                BodyRefusal::TooLarge => too_large(),
+                BodyRefusal::TooSlow => {
+                    if let (Some(g), Some(p)) = (&gate, peer) {
+                        g.note(p.ip(), ConnEvent::BodyTimeout);
+                    }
+                    closing(
+                        StatusCode::REQUEST_TIMEOUT,
+                        &coded(
+                            ErrorCode::CoordinatorUnavailable,
+                            format!(
+                                "the request body did not arrive within {} s (or came slower than {MIN_BODY_RATE} bytes/s)",
+                                app.body_timeout.as_secs_f64()
+                            ),
+                            "send the body with the request head, then retry",
+                        ),
+                    )
+                }
+                BodyRefusal::Evicted => closing(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &coded(
+                        ErrorCode::CoordinatorUnavailable,
+                        "too many open connections from this source: this one waited longest for its body".into(),
+                        "retry later",
+                    ),
+                ),
+                BodyRefusal::Broken => closing(
+                    StatusCode::BAD_REQUEST,
+                    &coded(
+                        ErrorCode::InvalidArgument,
+                        "the request body was cut off or malformed".into(),
+                        "send the whole body",
+                    ),
+                ),
+            };
+        }
+    };
+    set(Phase::Busy);
+    let resp = next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes))).await;
+    set(Phase::Answered);
+    resp
+}
+
+fn new_app(
+    coordinator: Coordinator,
+    admin_token_hash: Option<String>,
+    connections: Option<Arc<ConnGate>>,
+    body_timeout: Duration,
+) -> Shared {
     let app = Arc::new(App {
+        body_timeout,
         coord: coordinator,
         admin_token_hash,
         metrics: Mutex::new(Metrics::default()),
@@ -1407,7 +1607,7 @@ fn flush_refusals_periodically(app: &Shared) {
 
 /// The router (public so tests can drive it without a socket).
 pub fn router(coordinator: Coordinator, admin_token_hash: Option<String>) -> Router {
-    routes(new_app(coordinator, admin_token_hash, None))
+    routes(new_app(coordinator, admin_token_hash, None, DEFAULT_BODY_TIMEOUT))
 }
 
 fn routes(app: Shared) -> Router {
@@ -1445,7 +1645,22 @@ fn routes(app: Shared) -> Router {
         .route("/openapi.json", get(openapi_doc))
         .fallback(not_found)
         .layer(axum::middleware::from_fn(peer))
+        .layer(axum::middleware::from_fn_with_state((app.clone(), app.connections.clone()), body_guard))
         .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, REQUEST_TIME_LIMIT))
+        .layer(axum::middleware::map_response(envelope))
+        .with_state(app)
+}
+
+/// The probe listener's routes (`--probe-listen`): `/livez`, `/readyz` and `/metrics`
+/// only; anything else is 404 in the envelope.
+fn probe_routes(app: Shared, gate: Arc<ConnGate>) -> Router {
+    Router::new()
+        .route("/livez", get(livez))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state((app.clone(), Some(gate)), body_guard))
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, REQUEST_TIME_LIMIT))
         .layer(axum::middleware::map_response(envelope))
         .with_state(app)
@@ -1476,11 +1691,14 @@ pub async fn serve(
     on_bound: impl FnOnce(SocketAddr, bool) + Send + 'static,
 ) -> Result<(), ServeError> {
     let tls = opts.tls.is_some();
-    let gate = Arc::new(ConnGate::new(opts.max_connections));
-    let state = new_app(opts.coordinator, opts.admin_token_hash, Some(gate.clone()));
+    let gate = Arc::new(ConnGate::with_per_source(opts.max_connections, opts.max_connections_per_source));
+    let state = new_app(opts.coordinator, opts.admin_token_hash, Some(gate.clone()), opts.body_timeout);
+    let probe_gate = Arc::new(ConnGate::new(PROBE_MAX_CONNECTIONS));
+    let probe_app = probe_routes(state.clone(), probe_gate.clone()).into_make_service_with_connect_info::<SocketAddr>();
     let app = routes(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
     let handle = axum_server::Handle::new();
-    let h2 = handle.clone();
+    let probe_handle = axum_server::Handle::new();
+    let (h2, p2) = (handle.clone(), probe_handle.clone());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stop_tx = Arc::new(stop_tx);
     let stop_on_signal = stop_tx.clone();
@@ -1488,6 +1706,7 @@ pub async fn serve(
         shutdown.await;
         stop_on_signal.send_replace(true);
         h2.graceful_shutdown(Some(Duration::from_secs(10)));
+        p2.graceful_shutdown(Some(Duration::from_secs(1)));
     });
     let sweeping = opts.sweep_every.filter(|d| !d.is_zero()).map(|every| {
         let (h, mut stop, app) = (handle.clone(), stop_rx.clone(), state.clone());
@@ -1525,7 +1744,7 @@ pub async fn serve(
     // HTTP/1 alone, and an HTTP/2 connection could idle forever; the CLI speaks HTTP/1.1.
     // `first_request_timeout` bounds a connection that never completes a first request
     // (including the protocol sniffing hyper does before its own timer starts).
-    let configure = |server: axum_server::Server<SocketAddr>| {
+    let configure = |server: axum_server::Server<SocketAddr>, handle: axum_server::Handle<SocketAddr>| {
         let mut server = server.http1_only().first_request_timeout(header_timeout).accept_error_handler(
             |peer: Option<&SocketAddr>, e: &std::io::Error| {
                 // Refusals past the cap are logged by the gate; log what else fails here
@@ -1540,31 +1759,71 @@ pub async fn serve(
         server.http_builder().http1().header_read_timeout(header_timeout);
         server.handle(handle)
     };
-    let served: Result<(), ServeError> = match opts.tls {
-        Some((cert, key)) => {
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            match axum_server::tls_rustls::RustlsConfig::from_pem_file(&cert, &key).await {
-                Ok(config) => {
-                    let mut inner = (*config.get_inner()).clone();
-                    inner.alpn_protocols = vec![b"http/1.1".to_vec()];
-                    config.reload_from_config(Arc::new(inner));
-                    let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(config)
-                        .handshake_timeout(header_timeout)
-                        .acceptor(CappedAcceptor::new(gate, false));
-                    configure(axum_server::bind(opts.listen))
-                        .acceptor(acceptor)
-                        .serve(app)
-                        .await
-                        .map_err(ServeError::from)
+    // The probe listener (plain HTTP, its own small cap): a flood of the main port cannot
+    // reach its slots. It stops with the main server; either failing to bind stops both.
+    let probing = opts.probe_listen.map(|listen| {
+        let server = configure(axum_server::bind(listen), probe_handle.clone())
+            .acceptor(CappedAcceptor::new(probe_gate, true))
+            .serve(probe_app);
+        let ph = probe_handle.clone();
+        tokio::spawn(async move {
+            if let Some(addr) = ph.listening().await {
+                tracing::info!(url = %format!("http://{addr}"), "probe listener (/livez, /readyz, /metrics)");
+            }
+        });
+        tokio::spawn(server)
+    });
+    let main_handle = handle.clone();
+    let main = async move {
+        match opts.tls {
+            Some((cert, key)) => {
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                match axum_server::tls_rustls::RustlsConfig::from_pem_file(&cert, &key).await {
+                    Ok(config) => {
+                        let mut inner = (*config.get_inner()).clone();
+                        inner.alpn_protocols = vec![b"http/1.1".to_vec()];
+                        config.reload_from_config(Arc::new(inner));
+                        let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(config)
+                            .handshake_timeout(header_timeout)
+                            .acceptor(CappedAcceptor::new(gate, false));
+                        configure(axum_server::bind(opts.listen), main_handle)
+                            .acceptor(acceptor)
+                            .serve(app)
+                            .await
+                            .map_err(ServeError::from)
+                    }
+                    Err(e) => Err(ServeError::Tls(format!("{} / {}: {e}", cert.display(), key.display()))),
                 }
-                Err(e) => Err(ServeError::Tls(format!("{} / {}: {e}", cert.display(), key.display()))),
+            }
+            None => configure(axum_server::bind(opts.listen), main_handle)
+                .acceptor(CappedAcceptor::new(gate, true))
+                .serve(app)
+                .await
+                .map_err(ServeError::from),
+        }
+    };
+    let served: Result<(), ServeError> = match probing {
+        None => main.await,
+        Some(mut probe) => {
+            tokio::pin!(main);
+            tokio::select! {
+                r = &mut main => {
+                    probe_handle.graceful_shutdown(Some(Duration::from_secs(1)));
+                    let _ = probe.await;
+                    r
+                }
+                p = &mut probe => {
+                    // The probe listener ended first: it could not bind (or failed).
+                    handle.graceful_shutdown(Some(Duration::from_secs(10)));
+                    let _ = main.await;
+                    match p {
+                        Ok(Ok(())) => Ok(()),
+                        Ok(Err(e)) => Err(ServeError::Io(e)),
+                        Err(e) => Err(ServeError::Io(std::io::Error::other(e))),
+                    }
+                }
             }
         }
-        None => configure(axum_server::bind(opts.listen))
-            .acceptor(CappedAcceptor::new(gate, true))
-            .serve(app)
-            .await
-            .map_err(ServeError::from),
     };
     stop_tx.send_replace(true);
     for task in [sweeping, pruning].into_iter().flatten() {
@@ -1600,7 +1859,8 @@ connection cap: retry later), 500 internal.";
 /// OpenAPI: the error answers every operation may give (each the envelope).
 fn error_responses() -> serde_json::Value {
     let err = error_doc();
-    serde_json::json!({"400": err, "401": err, "404": err, "405": err, "409": err, "413": err, "422": err, "429": err,
+    serde_json::json!({"400": err, "401": err, "404": err, "405": err, "408": err, "409": err, "413": err, "422": err,
+                       "429": err, "431": err,
                        "503": err, "500": err})
 }
 

@@ -6,6 +6,7 @@
 mod support;
 mod throwaway;
 
+mod abuse_net;
 mod acquire_release;
 mod budget;
 mod codes;

@@ -157,15 +157,21 @@ fn check_connections_are_bounded(co: &Co) {
         assert_eq!(http_error_code(body), "coordinator_unavailable", "{text}");
         answered += 1;
     }
-    assert_eq!(answered, IDLE + SLOW - CAP, "exactly the connections past the cap are refused: {seen:?}");
+    // Issue 28: the attackers share one source, so each one past the cap evicts the oldest
+    // waiting one (which gets the 503 envelope), and so may the normal client's connection.
+    assert!(
+        (IDLE + SLOW - CAP..=IDLE + SLOW - CAP + 1).contains(&answered),
+        "the connections past the cap (and at most one for the client) end with a 503: {answered}"
+    );
     let (status, _, m) = http_get(&format!("http://{to}/metrics"));
     assert_eq!(status, 200);
     assert_eq!(metric(&m, "writerctl_connections_max"), Some(CAP as f64), "{m}");
-    let refused_total = metric(&m, "writerctl_connections_refused_total").unwrap();
+    let refused_total = metric(&m, "writerctl_connections_refused_total").unwrap()
+        + metric(&m, "writerctl_connections_evicted_total").unwrap();
     assert!(refused_total >= (IDLE + SLOW - CAP) as f64, "{m}");
     assert!(metric(&m, "writerctl_connections_open").unwrap() >= 1.0, "{m}");
     let logs = co.http.as_ref().unwrap().all_logs();
-    assert!(logs.contains("connection refused"), "{logs}");
+    assert!(logs.contains("connection limits"), "{logs}");
     assert!(logs.contains("open-file limit"), "{logs}");
 }
 
