@@ -322,6 +322,7 @@ fn soak(name: &str, backing: &Backing, server_args: Vec<String>, seconds: u64) {
     let admin_token = format!("soak-admin-{}", uuid::Uuid::new_v4());
     let admin_file = admin_dir.path().join("admin.token");
     std::fs::write(&admin_file, &admin_token).unwrap();
+    std::fs::set_permissions(&admin_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     args.extend(["--admin-token-file".into(), admin_file.display().to_string()]);
     args.extend(server_args);
     let (mut child, url) = start_server(&args);
