@@ -84,6 +84,13 @@ pub enum ErrorCode {
     /// The lock directory's filesystem cannot carry the protocol (no hard links, or a type
     /// or mount known to be unsafe); retrying cannot help (issue 27).
     FilesystemUnsupported,
+    /// A new identity a person would read as an existing one (Unicode TR39 skeleton, case
+    /// folded); the error names the existing spelling (issue 28).
+    NameConfusable,
+    /// A write was applied but its answer (a token or key) could not be delivered (the
+    /// output file could not be written); the error gives the request id and the command
+    /// that recovers it (issue 28).
+    AnswerNotDelivered,
 }
 
 impl ErrorCode {
@@ -122,6 +129,8 @@ impl ErrorCode {
         ErrorCode::IdentityExists,
         ErrorCode::InboxCursorTrimmed,
         ErrorCode::FilesystemUnsupported,
+        ErrorCode::NameConfusable,
+        ErrorCode::AnswerNotDelivered,
     ];
 
     /// The code named `s`, if it is in the registry.
@@ -165,6 +174,8 @@ impl ErrorCode {
             ErrorCode::IdentityExists => "identity_exists",
             ErrorCode::InboxCursorTrimmed => "inbox_cursor_trimmed",
             ErrorCode::FilesystemUnsupported => "filesystem_unsupported",
+            ErrorCode::NameConfusable => "name_confusable",
+            ErrorCode::AnswerNotDelivered => "answer_not_delivered",
         }
     }
 
@@ -177,7 +188,8 @@ impl ErrorCode {
             | ErrorCode::InvalidArgument
             | ErrorCode::RuntimeDirMissing
             | ErrorCode::NextStepRequired
-            | ErrorCode::FilesystemUnsupported => 2,
+            | ErrorCode::FilesystemUnsupported
+            | ErrorCode::NameConfusable => 2,
             ErrorCode::SessionWriterConflict
             | ErrorCode::SessionNotOwner
             | ErrorCode::SessionNotSealed
@@ -199,7 +211,9 @@ impl ErrorCode {
             | ErrorCode::SessionTranscriptUnsafe
             | ErrorCode::InboxCursorTrimmed => 4,
             ErrorCode::FeatureDisabled => 7,
-            ErrorCode::SessionWriterUnavailable | ErrorCode::CoordinatorUnavailable => 75,
+            ErrorCode::SessionWriterUnavailable | ErrorCode::CoordinatorUnavailable | ErrorCode::AnswerNotDelivered => {
+                75
+            }
         }
     }
 
@@ -276,6 +290,12 @@ impl ErrorCode {
             }
             ErrorCode::FilesystemUnsupported => {
                 "the lock directory's filesystem cannot carry the protocol (no hard links, NFS mounted soft, nocto or with local locks, a FUSE type not proven safe); the message names the type and what it lacks; retrying cannot help"
+            }
+            ErrorCode::NameConfusable => {
+                "the new identity reads like an existing one (Unicode TR39 confusable skeleton, case folded: Cyrillic `а` for `a`, fullwidth, case); the error names the existing spelling"
+            }
+            ErrorCode::AnswerNotDelivered => {
+                "the write WAS applied but its answer (a token or key) could not be written to the output file; the message gives the request id and the command that recovers the answer (or, when the answer is not kept, how to replace the secret)"
             }
         }
     }

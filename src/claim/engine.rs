@@ -142,6 +142,42 @@ pub fn validate_name(what: &str, value: &str) -> Result<(), ClaimError> {
     Ok(())
 }
 
+/// The form two names share when a person would read them as the same (issue 28 point 6):
+/// the Unicode TR39 confusable skeleton (`а` U+0430 and `a`, `ｅ` and `e`, `rn` and `m`),
+/// taken of the lowercased name and lowercased again, so case variants (`Alice`, `alice`)
+/// and look-alikes of them share it too. NFKC first folds compatibility forms (fullwidth,
+/// ligatures) the skeleton tables leave apart. Stores still compare names byte for byte;
+/// this form is only compared at registration and enrollment, to refuse a second spelling.
+pub fn name_skeleton(value: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    let folded: String = value.nfkc().collect::<String>().to_lowercase();
+    unicode_security::skeleton(&folded).collect::<String>().to_lowercase()
+}
+
+/// Refuses an identity that mixes scripts (TR39 single-script, with the augmented sets that
+/// let Japanese mix Han and kana): `pаypal` with one Cyrillic `а` reads as Latin to anyone,
+/// and would be a look-alike of a name registered later. Digits and punctuation belong to
+/// every script.
+pub fn validate_single_script(what: &str, value: &str) -> Result<(), ClaimError> {
+    use unicode_security::mixed_script::MixedScript;
+    if value.is_single_script() {
+        Ok(())
+    } else {
+        Err(ClaimError::InvalidArgument(format!(
+            "{what} {value:?} mixes scripts (e.g. Latin with Cyrillic or Greek letters); use one script"
+        )))
+    }
+}
+
+/// Names, in a verb's audit detail, the sessions its change deregistered as open
+/// registration's (issue 28 point 3: an enrollment, or a registration on a coordinator
+/// started without --open-registration, ends them visibly).
+fn invalidated_detail(detail: &mut serde_json::Value, change: &Change) {
+    if !change.delete.is_empty() {
+        detail["invalidated_open_sessions"] = json!(change.delete);
+    }
+}
+
 /// Largest inbox cursor any store holds: SQLite and Postgres keep cursors as signed 64-bit
 /// integers, so a larger `after` is out of range everywhere (and would wrap on a cast).
 pub const MAX_CURSOR: u64 = i64::MAX as u64;
@@ -331,8 +367,9 @@ impl Coordinator {
         let (controller, epoch, kept) = self.run(base, &input, |snap, now| {
             let (change, row) = master::register(snap, key, fresh_id.clone(), hash.clone(), proof, now, f)?;
             let epoch = change.slot.as_ref().map_or(snap.slot.epoch, |s| s.epoch);
-            let detail = json!({"session_id": row.session_id, "surface": row.surface, "machine_id": row.machine_id,
+            let mut detail = json!({"session_id": row.session_id, "surface": row.surface, "machine_id": row.machine_id,
                                 "is_master": row.is_master});
+            invalidated_detail(&mut detail, &change);
             Ok((change, (row, epoch, sealed.clone()), epoch, detail))
         })?;
         let token = match &pending {
@@ -355,7 +392,8 @@ impl Coordinator {
         let base = self.audit(project, "session.heartbeat", format!("session:{session_id}"), None);
         self.run_audited(base, &json!({"token": hash}), |snap, now| {
             let previous = snap.controller(session_id).map(|c| c.last_heartbeat);
-            let (change, row) = master::heartbeat(snap, session_id, &hash, now)?;
+            let (change, row) =
+                master::heartbeat(&master::visible(snap, self.open_registration), session_id, &hash, now)?;
             let detail = previous
                 .filter(|&p| now.saturating_sub(p) > f)
                 .map(|p| json!({"back_after_stale_ms": now.saturating_sub(p), "last_heartbeat": p}));
@@ -370,7 +408,8 @@ impl Coordinator {
         let hash = secret::token_hash(token);
         let base = self.audit(project, "session.deregister", format!("session:{session_id}"), None);
         self.run(base, &json!({"token": hash}), |snap, _| {
-            let (change, was_master) = master::deregister(snap, session_id, &hash)?;
+            let (change, was_master) =
+                master::deregister(&master::visible(snap, self.open_registration), session_id, &hash)?;
             let epoch = change.slot.as_ref().map_or(snap.slot.epoch, |s| s.epoch);
             Ok((change, (was_master, epoch), epoch, json!({"was_master": was_master})))
         })
@@ -407,6 +446,7 @@ impl Coordinator {
         let target = Target { identity: &req.to_identity, session_id: req.to_session.as_deref() };
         let f = self.freshness_ms();
         self.run(base, &json!({"request": request_input(req), "token": hash}), |snap, now| {
+            let snap = &*master::visible(snap, self.open_registration);
             let (change, out) = master::handoff(snap, caller, &hash, &target, req.expect_epoch, now, f)?;
             let detail = outcome_detail(&out, None);
             Ok((change, out.clone(), out.epoch, detail))
@@ -450,6 +490,7 @@ impl Coordinator {
         // The password is checked above on every attempt, a retry included, and never
         // enters the fingerprint (a fast digest of it would be a way to guess it).
         self.run(base, &request_input(req), |snap, now| {
+            let snap = &*master::visible(snap, self.open_registration);
             let (change, out) = master::claim(snap, operator_id, &target, req.expect_epoch, now, f)?;
             let detail = outcome_detail(&out, Some(operator_id));
             Ok((change, out.clone(), out.epoch, detail))
@@ -543,7 +584,11 @@ impl Coordinator {
         act: impl FnOnce() -> String,
     ) -> Result<(), ClaimError> {
         let proven = match token {
-            Some(t) => master::proves_identity(&self.store.snapshot(project)?, identity, &secret::token_hash(t)),
+            Some(t) => master::proves_identity(
+                &master::visible(&self.store.snapshot(project)?, self.open_registration),
+                identity,
+                &secret::token_hash(t),
+            ),
             None => false,
         };
         if proven {
@@ -584,7 +629,10 @@ impl Coordinator {
         let (row, kept) = self.run(base, &input, |snap, now| {
             // The row's `at` is when the key was issued; the key itself is never audited.
             let (change, row) = decide(snap, identity, hash.clone(), now)?;
-            Ok((change, (row, sealed.clone()), snap.slot.epoch, json!({})))
+            let epoch = change.slot.as_ref().map_or(snap.slot.epoch, |s| s.epoch);
+            let mut detail = json!({});
+            invalidated_detail(&mut detail, &change);
+            Ok((change, (row, sealed.clone()), epoch, detail))
         })?;
         let key = match &pending {
             Some(p) => Secret::new(p.unseal(&kept)?),

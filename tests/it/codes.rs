@@ -37,6 +37,8 @@ const SNAPSHOT: &[(&str, u8)] = &[
     ("identity_exists", 3),
     ("inbox_cursor_trimmed", 4),
     ("filesystem_unsupported", 2),
+    ("name_confusable", 2),
+    ("answer_not_delivered", 75),
 ];
 
 #[test]
