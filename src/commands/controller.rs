@@ -202,13 +202,15 @@ fn register(a: RegisterArgs, out: Output) -> Result<()> {
         },
         None => (None, None),
     };
+    let held_was_read = held.is_some();
     let previous = match held {
         Some(t) => Some(t),
         None => optional_secret(a.previous_token_file.as_deref(), "WRITERCTL_SESSION_TOKEN", "session token")?,
     };
     let identity_key = optional_secret(a.identity_key_file.as_deref(), "WRITERCTL_IDENTITY_KEY", "identity key")?;
     let credentials = Credentials { identity_key: identity_key.as_ref(), token: previous.as_ref() };
-    let reg = match a.coord.open_write(&a.request).and_then(|c| Ok(c.register(&a.project, &key, credentials)?)) {
+    let (request, request_id) = a.request.pinned()?;
+    let reg = match a.coord.open_write(&request).and_then(|c| Ok(c.register(&a.project, &key, credentials)?)) {
         Ok(r) => r,
         Err(e) => {
             if let Some(t) = token_out.take() {
@@ -218,7 +220,26 @@ fn register(a: RegisterArgs, out: Output) -> Result<()> {
         }
     };
     if let (Some(mut t), Some(dest)) = (token_out, &a.token_file) {
-        t.write(reg.token.expose()).with_context(|| format!("cannot write token file {}", t.path().display()))?;
+        if let Err(e) = t.write(reg.token.expose()) {
+            let path = t.path().to_path_buf();
+            t.discard();
+            // A re-registration read the old token from the file: the retry must present it
+            // again (the request id answers only the same request).
+            let extra = match (held_was_read, &a.previous_token_file) {
+                (true, _) => vec!["--previous-token-file".to_string(), dest.display().to_string()],
+                _ => Vec::new(),
+            };
+            return Err(super::coord::answer_not_delivered(
+                "session token",
+                &path,
+                "--token-file",
+                &request_id,
+                &e,
+                &extra,
+                "register again with the identity's key (--identity-key-file); the token issued here is lost and \
+                 the row is taken over once it stops heartbeating",
+            ));
+        }
         if t.path() != dest.as_path() {
             // The old token stopped working with this registration: the rename puts the new
             // one in its place in one step (never a half-written file).

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 use writerctl::claim::engine::IssuedKey;
 
@@ -154,18 +154,35 @@ fn issue(
         None => None,
     };
     let project = &a.who.at.project;
-    let issued =
-        match a.who.at.coord.open_write(&a.request).and_then(|c| Ok(verb(c.as_ref(), project, &a.who.identity)?)) {
-            Ok(k) => k,
-            Err(e) => {
-                if let Some(f) = key_out.take() {
-                    f.discard();
-                }
-                return Err(e);
+    let (request, request_id) = a.request.pinned()?;
+    let issued = match a.who.at.coord.open_write(&request).and_then(|c| Ok(verb(c.as_ref(), project, &a.who.identity)?))
+    {
+        Ok(k) => k,
+        Err(e) => {
+            if let Some(f) = key_out.take() {
+                f.discard();
             }
-        };
-    if let Some(f) = &mut key_out {
-        f.write(issued.key.expose()).with_context(|| format!("cannot write key file {}", f.path().display()))?;
+            return Err(e);
+        }
+    };
+    if let Some(mut f) = key_out {
+        if let Err(e) = f.write(issued.key.expose()) {
+            let path = f.path().to_path_buf();
+            f.discard();
+            return Err(super::coord::answer_not_delivered(
+                "identity key",
+                &path,
+                "--key-file",
+                &request_id,
+                &e,
+                &[],
+                &format!(
+                    "issue a new key with `writerctl identity rotate --project {project} {}` (the lost one is then \
+                     refused)",
+                    a.who.identity
+                ),
+            ));
+        }
     }
     if out.json {
         let mut v = serde_json::json!({"project": project, "identity": issued.identity.identity,

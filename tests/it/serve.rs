@@ -964,8 +964,9 @@ fn admin_token_guards_operator_add_and_audit() {
     let audit = |vars: &[(&str, &str)], remove: &[&str]| run_at(&co, &url, &["audit", "--json"], vars, remove);
     const T: &str = "WRITERCTL_ADMIN_TOKEN";
 
-    err_doc(&add(&[], &[T], "ops"), 2, "invalid_argument");
-    err_doc(&audit(&[], &[T]), 2, "invalid_argument");
+    // No admin token at all: unauthorized (6), as the README says (issue 28 point 6).
+    err_doc(&add(&[], &[T], "ops"), 6, "unauthorized");
+    err_doc(&audit(&[], &[T]), 6, "unauthorized");
     for wrong in ["wrong-admin-token-0000", &format!("{token}x"), " ", &token[..16]] {
         err_doc(&add(&[(T, wrong)], &[], "ops"), 6, "unauthorized");
         err_doc(&audit(&[(T, wrong)], &[]), 6, "unauthorized");
