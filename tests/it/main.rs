@@ -10,6 +10,7 @@ mod acquire_release;
 mod codes;
 mod crash;
 mod deploy;
+mod enroll;
 mod evidence;
 mod flags;
 mod fsmount;
