@@ -105,3 +105,184 @@ fn a_loose_or_short_admin_token_file_is_refused() {
         std::fs::remove_file(&f).unwrap();
     }
 }
+
+/// `args --coordinator coordinator`, bypassing the Co's own routing.
+fn run_at(co: &Co, coordinator: &str, args: &[&str]) -> crate::support::Run {
+    let mut c = co.base();
+    c.args(args).arg("--coordinator").arg(coordinator);
+    crate::master::exec(c, None)
+}
+
+/// Point 3: a coordinator started without --open-registration (here the embedded store on
+/// the same file) takes no token of an open row, and its next registration in the project
+/// deregisters the open rows, audited. Fails on main (the heartbeat was accepted).
+#[test]
+fn a_closed_coordinator_refuses_open_rows() {
+    let co = Co::http(|home, store| Deployment::sqlite(home, store).server_args(&["--open-registration"]));
+    // alice is enrolled first, so lab's open session survives enrollment (lab is not alice).
+    let key = co.key_file("alice");
+    let tf = co.file("lab.token");
+    let sid = open_register(&co, "lab", &tf)["session_id"].as_str().unwrap().to_string();
+    let closed = format!("sqlite:{}", co.store.display());
+    let beat = ["session", "heartbeat", "--project", PROJECT, "--session", &sid, "--token-file", s(&tf), "--json"];
+    err_doc(&run_at(&co, &closed, &beat), 6, "unauthorized");
+    // Its own token no longer re-registers it either.
+    let again = [
+        "session",
+        "register",
+        "--project",
+        PROJECT,
+        "--identity",
+        "lab",
+        "--machine",
+        "m1",
+        "--previous-token-file",
+        s(&tf),
+        "--json",
+    ];
+    err_doc(&run_at(&co, &closed, &again), 6, "unauthorized");
+    // A proven registration on the closed coordinator deregisters the open rows, audited.
+    let tf2 = co.file("alice.token");
+    let reg = [
+        "session",
+        "register",
+        "--project",
+        PROJECT,
+        "--identity",
+        "alice",
+        "--machine",
+        "m2",
+        "--identity-key-file",
+        s(&key),
+        "--token-file",
+        s(&tf2),
+        "--json",
+    ];
+    let v: Value = run_at(&co, &closed, &reg).json();
+    assert_eq!(v["is_master"], true, "the open master's seat was freed: {v}");
+    let status: Value = run_at(&co, &closed, &["master", "status", "--project", PROJECT, "--json"]).json();
+    let sessions: Vec<&str> =
+        status["controllers"].as_array().unwrap().iter().map(|c| c["session_id"].as_str().unwrap()).collect();
+    assert_eq!(sessions, [v["session_id"].as_str().unwrap()], "{status}");
+    let audit: Value = run_at(&co, &closed, &["audit", "--project", PROJECT, "--limit", "100", "--json"]).json();
+    let row = audit["entries"].as_array().unwrap().iter().rev().find(|e| e["verb"] == "session.register").unwrap();
+    assert_eq!(row["detail"]["invalidated_open_sessions"], serde_json::json!([sid]), "{row}");
+}
+
+/// Point 3: open registration handed a stale master's row (its session, `is_master: true`
+/// at the old epoch, a fresh token) to anyone naming its key; now it is refused. Fails on
+/// main (the takeover succeeded).
+#[test]
+fn open_registration_never_hands_out_a_stale_master_row() {
+    let co = Co::http(|home, store| Deployment::sqlite(home, store).server_args(&["--open-registration"]));
+    let register = |tf: &Path| {
+        co.run(&[
+            "session",
+            "register",
+            "--project",
+            PROJECT,
+            "--identity",
+            "lab",
+            "--machine",
+            "m1",
+            "--token-file",
+            s(tf),
+            "--freshness-seconds",
+            "1",
+            "--json",
+        ])
+    };
+    let first = register(&co.file("first.token"));
+    first.assert_ok();
+    assert_eq!(first.json::<Value>()["is_master"], true);
+    // Let the row go stale (a precondition, not a timed assertion).
+    std::thread::sleep(std::time::Duration::from_millis(2_500));
+    err_doc(&register(&co.file("thief.token")), 6, "unauthorized");
+}
+
+/// Point 6: a token file that cannot be written after the registration applied exits 75
+/// answer_not_delivered with the request id, and the printed command recovers the token.
+/// Fails on main (exit 1 internal, no request id).
+#[test]
+fn an_undelivered_token_names_its_request_id_and_recovers() {
+    let co = Co::new();
+    let key = co.key_file("alice");
+    let tf = co.file("t1");
+    let args = [
+        "session",
+        "register",
+        "--project",
+        PROJECT,
+        "--identity",
+        "alice",
+        "--identity-key-file",
+        s(&key),
+        "--token-file",
+        s(&tf),
+        "--json",
+    ];
+    let r = co.run_env(&args, &[("WRITERCTL_FAILPOINTS", "token_file.fsync=error")]);
+    let e = err_doc(&r, 75, "answer_not_delivered");
+    let id = e["request_id"].as_str().unwrap().to_string();
+    assert!(e["message"].as_str().unwrap().contains(&id), "{e}");
+    assert!(e["recover"].as_str().unwrap().contains(&format!("--request-id {id}")), "{e}");
+    let tf2 = co.file("t2");
+    let retry = [
+        "session",
+        "register",
+        "--project",
+        PROJECT,
+        "--identity",
+        "alice",
+        "--identity-key-file",
+        s(&key),
+        "--token-file",
+        s(&tf2),
+        "--request-id",
+        &id,
+    ];
+    let v = co.ok(&retry);
+    assert_eq!(std::fs::read_to_string(&tf2).unwrap().trim().len(), 64);
+    heartbeat(&co, v["session_id"].as_str().unwrap(), &tf2, None).assert_ok();
+}
+
+/// Point 6: the same for `identity add --key-file`: the retry returns the key issued.
+#[test]
+fn an_undelivered_key_names_its_request_id_and_recovers() {
+    let co = Co::new();
+    let kf = co.file("k1");
+    let args = ["identity", "add", "--project", PROJECT, "bob", "--key-file", s(&kf), "--json"];
+    let r = co.run_env(&args, &[("WRITERCTL_FAILPOINTS", "token_file.fsync=error")]);
+    let e = err_doc(&r, 75, "answer_not_delivered");
+    let id = e["request_id"].as_str().unwrap().to_string();
+    assert!(e["hint"].as_str().unwrap().contains("identity rotate"), "{e}");
+    let kf2 = co.file("k2");
+    co.ok(&["identity", "add", "--project", PROJECT, "bob", "--key-file", s(&kf2), "--request-id", &id]);
+    let tf = co.file("bob.token");
+    co.ok(&[
+        "session",
+        "register",
+        "--project",
+        PROJECT,
+        "--identity",
+        "bob",
+        "--identity-key-file",
+        s(&kf2),
+        "--token-file",
+        s(&tf),
+    ]);
+}
+
+/// Point 6: exit 75 for a refused connection says nothing was applied. Fails on main ("may
+/// have been applied").
+#[test]
+fn a_refused_connection_says_not_applied() {
+    let co = Co::new();
+    // Port 9 (discard) on loopback: nothing listens there in the test environment.
+    let r =
+        run_at(&co, "http://127.0.0.1:9", &["session", "register", "--project", PROJECT, "--identity", "a", "--json"]);
+    let e = err_doc(&r, 75, "coordinator_unavailable");
+    assert_eq!(e["applied"], false, "{e}");
+    let msg = e["message"].as_str().unwrap();
+    assert!(msg.contains("nothing was applied") && !msg.contains("may have been applied"), "{msg}");
+}
