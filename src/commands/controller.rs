@@ -22,7 +22,12 @@ pub enum SessionCmd {
     ///
     /// The caller proves the identity: with its key (`writerctl identity add`), or, for a
     /// restarted controller, with its row's current token. Otherwise `unauthorized` (6),
-    /// unless the server runs --open-registration and nobody enrolled the identity.
+    /// unless the server runs --open-registration and nobody enrolled the identity (such a
+    /// session, `open-...`, ends when the project's first identity, or this one, is enrolled,
+    /// and is refused by a server started without the flag). An identity that reads like an
+    /// existing one (TR39 skeleton, case folded) is refused with `name_confusable` (2). If
+    /// the token file cannot be written after the registration applied: `answer_not_delivered`
+    /// (75), with the request id and the command that recovers the token.
     #[command(
         after_help = "Examples:\n  writerctl session register --project web --identity alice --identity-key-file alice.key --token-file alice.tok\n  WRITERCTL_IDENTITY_KEY=... writerctl session register --project web --identity bob --machine host-b --json\n  writerctl session register --project web --identity alice --previous-token-file alice.tok --token-file alice.tok.new"
     )]

@@ -16,7 +16,13 @@ use super::session::TokenFile;
 pub enum IdentityCmd {
     /// Enroll an identity in a project and issue its key, shown once (stdout, or a new
     /// --key-file F, 0600, never overwritten). The store keeps only a hash. Over HTTP this
-    /// needs the admin token (WRITERCTL_ADMIN_TOKEN).
+    /// needs the admin token (WRITERCTL_ADMIN_TOKEN; without it `unauthorized`, 6). A name
+    /// that reads like an existing identity of the project (TR39 skeleton, case folded:
+    /// Cyrillic `а`, fullwidth, case) is refused with `name_confusable` (2). Enrolling the
+    /// project's first identity (or this one) deregisters the sessions open registration
+    /// created (audited as `invalidated_open_sessions`). A key file not written after the
+    /// enrollment applied: `answer_not_delivered` (75), with the request id and the command
+    /// that recovers the key.
     #[command(
         after_help = "Examples:\n  writerctl identity add --project web alice --key-file alice.key\n  writerctl identity add --project web bob --json"
     )]
