@@ -42,7 +42,20 @@ fn heartbeat(co: &Co, sid: &str, tf: &Path, coordinator: Option<&str>) -> crate:
 /// main (the squatter's heartbeat kept working).
 #[test]
 fn first_enrollment_invalidates_open_sessions_visibly() {
-    let co = Co::http(|home, store| Deployment::sqlite(home, store).server_args(&["--open-registration"]));
+    check_first_enrollment(&Co::http(|home, store| {
+        Deployment::sqlite(home, store).server_args(&["--open-registration"])
+    }));
+    // Redis + Postgres: the deletions and the emptied slot go through the Lua commit and
+    // the Postgres mirror like any deregistration.
+    if let Some(ns) = crate::services::Ns::new("enroll_first_enrollment") {
+        check_first_enrollment(&Co::http(|home, _| {
+            Deployment::redis_pg(home, ns).server_args(&["--open-registration"])
+        }));
+    }
+}
+
+fn check_first_enrollment(co: &Co) {
+    let co = co;
     let tf = co.file("squat.token");
     let v = open_register(&co, "mallory", &tf);
     let sid = v["session_id"].as_str().unwrap().to_string();
