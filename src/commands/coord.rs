@@ -369,29 +369,6 @@ pub fn age(now: Millis, then: Millis) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn secrets_lose_exactly_one_newline() {
-        assert_eq!(read_secret(&b"pw\n"[..], "x").unwrap().expose(), "pw");
-        assert_eq!(read_secret(&b"pw\r\n"[..], "x").unwrap().expose(), "pw");
-        assert_eq!(read_secret(&b"pw \n\n"[..], "x").unwrap().expose(), "pw \n");
-        assert_eq!(read_secret(&b"pw"[..], "x").unwrap().expose(), "pw");
-        assert!(read_secret(&vec![b'a'; 5000][..], "x").is_err());
-    }
-
-    #[test]
-    fn ages_read_naturally() {
-        assert_eq!(age(10_000, 0), "10s ago");
-        assert_eq!(age(600_000, 0), "10m ago");
-        assert_eq!(age(0, 5), "0s ago");
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(rfc3339(1_700_000_000_120), "2023-11-14T22:13:20.120Z");
-    }
-}
-
 /// `answer_not_delivered` (75): the write WAS applied, but its secret answer (a session
 /// token, an identity key) could not be written to `file` (issue 28 point 6; before, exit 1
 /// `internal` with no request id left the caller no way to get the answer back). The
@@ -451,4 +428,27 @@ fn recovery_command(flag: &str, id: &RequestId, extra: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_lose_exactly_one_newline() {
+        assert_eq!(read_secret(&b"pw\n"[..], "x").unwrap().expose(), "pw");
+        assert_eq!(read_secret(&b"pw\r\n"[..], "x").unwrap().expose(), "pw");
+        assert_eq!(read_secret(&b"pw \n\n"[..], "x").unwrap().expose(), "pw \n");
+        assert_eq!(read_secret(&b"pw"[..], "x").unwrap().expose(), "pw");
+        assert!(read_secret(&vec![b'a'; 5000][..], "x").is_err());
+    }
+
+    #[test]
+    fn ages_read_naturally() {
+        assert_eq!(age(10_000, 0), "10s ago");
+        assert_eq!(age(600_000, 0), "10m ago");
+        assert_eq!(age(0, 5), "0s ago");
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(1_700_000_000_120), "2023-11-14T22:13:20.120Z");
+    }
 }

@@ -171,24 +171,24 @@ fn issue(
             return Err(e);
         }
     };
-    if let Some(mut f) = key_out {
-        if let Err(e) = f.write(issued.key.expose()) {
-            let path = f.path().to_path_buf();
-            f.discard();
-            return Err(super::coord::answer_not_delivered(
-                "identity key",
-                &path,
-                "--key-file",
-                &request_id,
-                &e,
-                &[],
-                &format!(
-                    "issue a new key with `writerctl identity rotate --project {project} {}` (the lost one is then \
+    if let Some(mut f) = key_out
+        && let Err(e) = f.write(issued.key.expose())
+    {
+        let path = f.path().to_path_buf();
+        f.discard();
+        return Err(super::coord::answer_not_delivered(
+            "identity key",
+            &path,
+            "--key-file",
+            &request_id,
+            &e,
+            &[],
+            &format!(
+                "issue a new key with `writerctl identity rotate --project {project} {}` (the lost one is then \
                      refused)",
-                    a.who.identity
-                ),
-            ));
-        }
+                a.who.identity
+            ),
+        ));
     }
     if out.json {
         let mut v = serde_json::json!({"project": project, "identity": issued.identity.identity,

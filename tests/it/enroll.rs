@@ -55,14 +55,13 @@ fn first_enrollment_invalidates_open_sessions_visibly() {
 }
 
 fn check_first_enrollment(co: &Co) {
-    let co = co;
     let tf = co.file("squat.token");
-    let v = open_register(&co, "mallory", &tf);
+    let v = open_register(co, "mallory", &tf);
     let sid = v["session_id"].as_str().unwrap().to_string();
     assert_eq!(v["is_master"], true);
-    heartbeat(&co, &sid, &tf, None).assert_ok();
+    heartbeat(co, &sid, &tf, None).assert_ok();
     co.key_file("alice");
-    err_doc(&heartbeat(&co, &sid, &tf, None), 6, "unauthorized");
+    err_doc(&heartbeat(co, &sid, &tf, None), 6, "unauthorized");
     let doc = co.ok(&["audit", "--project", PROJECT, "--limit", "100"]);
     let add = doc["entries"].as_array().unwrap().iter().find(|e| e["verb"] == "identity.add").unwrap().clone();
     assert_eq!(add["detail"]["invalidated_open_sessions"], serde_json::json!([sid]), "{add}");
