@@ -90,6 +90,13 @@ pub enum ErrorCode {
     /// A replayed request id whose write was applied but whose answer is not given: it
     /// held a secret kept for nobody, or what it named is gone (issue 28).
     AnswerNotKept,
+    /// A new identity a person would read as an existing one (Unicode TR39 skeleton, case
+    /// folded); the error names the existing spelling (issue 28).
+    NameConfusable,
+    /// A write was applied but its answer (a token or key) could not be delivered (the
+    /// output file could not be written); the error gives the request id and the command
+    /// that recovers it (issue 28).
+    AnswerNotDelivered,
 }
 
 impl ErrorCode {
@@ -130,6 +137,8 @@ impl ErrorCode {
         ErrorCode::FilesystemUnsupported,
         ErrorCode::RateLimited,
         ErrorCode::AnswerNotKept,
+        ErrorCode::NameConfusable,
+        ErrorCode::AnswerNotDelivered,
     ];
 
     /// The code named `s`, if it is in the registry.
@@ -175,6 +184,8 @@ impl ErrorCode {
             ErrorCode::FilesystemUnsupported => "filesystem_unsupported",
             ErrorCode::RateLimited => "rate_limited",
             ErrorCode::AnswerNotKept => "answer_not_kept",
+            ErrorCode::NameConfusable => "name_confusable",
+            ErrorCode::AnswerNotDelivered => "answer_not_delivered",
         }
     }
 
@@ -187,7 +198,8 @@ impl ErrorCode {
             | ErrorCode::InvalidArgument
             | ErrorCode::RuntimeDirMissing
             | ErrorCode::NextStepRequired
-            | ErrorCode::FilesystemUnsupported => 2,
+            | ErrorCode::FilesystemUnsupported
+            | ErrorCode::NameConfusable => 2,
             ErrorCode::SessionWriterConflict
             | ErrorCode::SessionNotOwner
             | ErrorCode::SessionNotSealed
@@ -210,7 +222,10 @@ impl ErrorCode {
             | ErrorCode::SessionTranscriptUnsafe
             | ErrorCode::InboxCursorTrimmed => 4,
             ErrorCode::FeatureDisabled => 7,
-            ErrorCode::SessionWriterUnavailable | ErrorCode::CoordinatorUnavailable | ErrorCode::RateLimited => 75,
+            ErrorCode::SessionWriterUnavailable
+            | ErrorCode::CoordinatorUnavailable
+            | ErrorCode::RateLimited
+            | ErrorCode::AnswerNotDelivered => 75,
         }
     }
 
@@ -293,6 +308,12 @@ impl ErrorCode {
             }
             ErrorCode::AnswerNotKept => {
                 "a retried request id's write was applied, but its answer is not given: its secret was never kept (no credential to seal it under) or what it named is gone; rotate the key or register again"
+            }
+            ErrorCode::NameConfusable => {
+                "the new identity reads like an existing one (Unicode TR39 confusable skeleton, case folded: Cyrillic `а` for `a`, fullwidth, case); the error names the existing spelling"
+            }
+            ErrorCode::AnswerNotDelivered => {
+                "the write WAS applied but its answer (a token or key) could not be written to the output file; the message gives the request id and the command that recovers the answer (or, when the answer is not kept, how to replace the secret)"
             }
         }
     }

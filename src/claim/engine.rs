@@ -196,6 +196,42 @@ pub fn validate_name(what: &str, value: &str) -> Result<(), ClaimError> {
     Ok(())
 }
 
+/// The form two names share when a person would read them as the same (issue 28 point 6):
+/// the Unicode TR39 confusable skeleton (`а` U+0430 and `a`, `ｅ` and `e`, `rn` and `m`),
+/// taken of the lowercased name and lowercased again, so case variants (`Alice`, `alice`)
+/// and look-alikes of them share it too. NFKC first folds compatibility forms (fullwidth,
+/// ligatures) the skeleton tables leave apart. Stores still compare names byte for byte;
+/// this form is only compared at registration and enrollment, to refuse a second spelling.
+pub fn name_skeleton(value: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    let folded: String = value.nfkc().collect::<String>().to_lowercase();
+    unicode_security::skeleton(&folded).collect::<String>().to_lowercase()
+}
+
+/// Refuses an identity that mixes scripts (TR39 single-script, with the augmented sets that
+/// let Japanese mix Han and kana): `pаypal` with one Cyrillic `а` reads as Latin to anyone,
+/// and would be a look-alike of a name registered later. Digits and punctuation belong to
+/// every script.
+pub fn validate_single_script(what: &str, value: &str) -> Result<(), ClaimError> {
+    use unicode_security::mixed_script::MixedScript;
+    if value.is_single_script() {
+        Ok(())
+    } else {
+        Err(ClaimError::InvalidArgument(format!(
+            "{what} {value:?} mixes scripts (e.g. Latin with Cyrillic or Greek letters); use one script"
+        )))
+    }
+}
+
+/// Names, in a verb's audit detail, the sessions its change deregistered as open
+/// registration's (issue 28 point 3: an enrollment, or a registration on a coordinator
+/// started without --open-registration, ends them visibly).
+fn invalidated_detail(detail: &mut serde_json::Value, change: &Change) {
+    if !change.delete.is_empty() {
+        detail["invalidated_open_sessions"] = json!(change.delete);
+    }
+}
+
 /// Largest inbox cursor any store holds: SQLite and Postgres keep cursors as signed 64-bit
 /// integers, so a larger `after` is out of range everywhere (and would wrap on a cast).
 pub const MAX_CURSOR: u64 = i64::MAX as u64;
@@ -494,8 +530,9 @@ impl Coordinator {
             self.run(base, pending, check, |snap, now| {
                 let (change, row) = master::register(snap, key, fresh_id.clone(), hash.clone(), proof, now, f)?;
                 let epoch = change.slot.as_ref().map_or(snap.slot.epoch, |s| s.epoch);
-                let detail = json!({"session_id": row.session_id, "surface": row.surface, "machine_id": row.machine_id,
+                let mut detail = json!({"session_id": row.session_id, "surface": row.surface, "machine_id": row.machine_id,
                                 "is_master": row.is_master});
+                invalidated_detail(&mut detail, &change);
                 Ok((change, (row, epoch, kept_token.clone()), epoch, detail))
             })?;
         // A replay's answer always holds its token (the recheck refuses one without); a fresh
@@ -577,10 +614,11 @@ impl Coordinator {
         let pending = self.pending(&base, &json!({"token": hash}), &[token])?;
         let unauthorized =
             || ClaimError::Unauthorized { project: project.to_string(), session_id: session_id.to_string() };
-        let check = Recheck::proven_by(|snap| master::authenticate(snap, session_id, &hash).map(|_| ()), unauthorized);
+        let check = Recheck::proven_by(|snap| master::authenticate(&master::visible(snap, self.open_registration), session_id, &hash).map(|_| ()), unauthorized);
         self.run_audited(base, pending, check, |snap, now| {
             let previous = snap.controller(session_id).map(|c| c.last_heartbeat);
-            let (change, row) = master::heartbeat(snap, session_id, &hash, now)?;
+            let (change, row) =
+                master::heartbeat(&master::visible(snap, self.open_registration), session_id, &hash, now)?;
             let detail = previous
                 .filter(|&p| now.saturating_sub(p) > f)
                 .map(|p| json!({"back_after_stale_ms": now.saturating_sub(p), "last_heartbeat": p}));
@@ -602,7 +640,7 @@ impl Coordinator {
             session_id: session_id.to_string(),
         });
         self.run(base, pending, check, |snap, _| {
-            let (change, was_master) = master::deregister(snap, session_id, &hash)?;
+            let (change, was_master) = master::deregister(&master::visible(snap, self.open_registration), session_id, &hash)?;
             let epoch = change.slot.as_ref().map_or(snap.slot.epoch, |s| s.epoch);
             Ok((change, (was_master, epoch), epoch, json!({"was_master": was_master})))
         })
@@ -640,8 +678,9 @@ impl Coordinator {
         let f = self.freshness_ms();
         let pending = self.pending(&base, &json!({"request": request_input(req), "token": hash}), &[token])?;
         let unauthorized = || ClaimError::Unauthorized { project: req.project.clone(), session_id: caller.to_string() };
-        let check = Recheck::proven_by(|snap| master::authenticate(snap, caller, &hash).map(|_| ()), unauthorized);
+        let check = Recheck::proven_by(|snap| master::authenticate(&master::visible(snap, self.open_registration), caller, &hash).map(|_| ()), unauthorized);
         self.run(base, pending, check, |snap, now| {
+            let snap = &*master::visible(snap, self.open_registration);
             let (change, out) = master::handoff(snap, caller, &hash, &target, req.expect_epoch, now, f)?;
             let detail = outcome_detail(&out, None);
             Ok((change, out.clone(), out.epoch, detail))
@@ -688,6 +727,7 @@ impl Coordinator {
         let pending = self.pending(&base, &request_input(req), &[])?;
         let check = Recheck::authorized(|| ClaimError::InvalidOperatorCredentials { next_delay_ms: 0 });
         self.run(base, pending, check, |snap, now| {
+            let snap = &*master::visible(snap, self.open_registration);
             let (change, out) = master::claim(snap, operator_id, &target, req.expect_epoch, now, f)?;
             let detail = outcome_detail(&out, Some(operator_id));
             Ok((change, out.clone(), out.epoch, detail))
@@ -781,7 +821,11 @@ impl Coordinator {
         act: impl FnOnce() -> String,
     ) -> Result<(), ClaimError> {
         let proven = match token {
-            Some(t) => master::proves_identity(&self.store.snapshot(project)?, identity, &secret::token_hash(t)),
+            Some(t) => master::proves_identity(
+                &master::visible(&self.store.snapshot(project)?, self.open_registration),
+                identity,
+                &secret::token_hash(t),
+            ),
             None => false,
         };
         if proven {
@@ -842,7 +886,10 @@ impl Coordinator {
         let (row, kept) = self.run(base, pending, check, |snap, now| {
             // The row's `at` is when the key was issued; the key itself is never audited.
             let (change, row) = decide(snap, identity, hash.clone(), now)?;
-            Ok((change, (row, kept_key.clone()), snap.slot.epoch, json!({})))
+            let epoch = change.slot.as_ref().map_or(snap.slot.epoch, |s| s.epoch);
+            let mut detail = json!({});
+            invalidated_detail(&mut detail, &change);
+            Ok((change, (row, kept_key.clone()), epoch, detail))
         })?;
         Ok(IssuedKey { identity: row, key: kept.map_or(key, Secret::new) })
     }

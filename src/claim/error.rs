@@ -104,6 +104,17 @@ pub enum ClaimError {
         /// The identity.
         identity: String,
     },
+    /// A new name a person would read as an existing one (TR39 skeleton, case folded):
+    /// issue 28 point 6. The existing spelling is named so the caller can use it.
+    #[error("{what} {name:?} looks like the existing {what} {existing:?}; names that read alike are refused")]
+    NameConfusable {
+        /// What kind of name (`identity`).
+        what: String,
+        /// The refused name.
+        name: String,
+        /// The existing look-alike.
+        existing: String,
+    },
     /// A call that needs a bearer token (a session token) sent without one.
     #[error("missing Authorization: Bearer <token>")]
     MissingToken,
@@ -288,6 +299,7 @@ impl ClaimError {
             ClaimError::ChannelExists(_) => ErrorCode::ChannelExists,
             ClaimError::InboxCursorTrimmed { .. } => ErrorCode::InboxCursorTrimmed,
             ClaimError::InvalidArgument(_) => ErrorCode::InvalidArgument,
+            ClaimError::NameConfusable { .. } => ErrorCode::NameConfusable,
             ClaimError::Unavailable(_) => ErrorCode::CoordinatorUnavailable,
             ClaimError::Store(_) => ErrorCode::Internal,
             ClaimError::RateLimited { .. } => ErrorCode::RateLimited,
@@ -344,6 +356,11 @@ impl ClaimError {
                  WRITERCTL_SESSION_TOKEN)"
                     .into()
             }
+            ClaimError::NameConfusable { existing, .. } => {
+                format!(
+                    "use the existing spelling {existing:?} (the same name), or choose a name that reads differently"
+                )
+            }
             ClaimError::AdminRequired => {
                 "start the server with --admin-token-file F and set WRITERCTL_ADMIN_TOKEN to that token".into()
             }
@@ -399,6 +416,7 @@ impl ClaimError {
                 Some(json!({ "expected_epoch": expected, "epoch": actual }))
             }
             ClaimError::InvalidOperatorCredentials { next_delay_ms } => Some(json!({ "next_delay_ms": next_delay_ms })),
+            ClaimError::NameConfusable { existing, .. } => Some(json!({ "existing": existing })),
             ClaimError::ClaimTaken { owner, status, version, .. } => {
                 Some(json!({ "owner": owner, "status": status.as_str(), "version": version }))
             }

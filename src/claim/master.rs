@@ -5,7 +5,12 @@
 use serde_json::json;
 
 use super::error::ClaimError;
-use super::model::{Change, Controller, EnrolledIdentity, MasterRef, MasterSlot, Millis, NewEvent, Snapshot};
+use std::borrow::Cow;
+
+use super::engine::{name_skeleton, validate_single_script};
+use super::model::{
+    Change, Controller, EnrolledIdentity, MasterRef, MasterSlot, Millis, NewEvent, OPEN_SESSION_PREFIX, Snapshot,
+};
 use super::secret::token_hash_matches;
 
 /// The seed's signal kind; reused, never `MasterChanged` (seed 000 §Signal contract).
@@ -75,8 +80,11 @@ pub fn register(
         .controllers
         .iter()
         .find(|c| c.identity == key.identity && c.surface == key.surface && c.machine_id == key.machine_id);
-    let token_proves_row =
-        existing.is_some_and(|c| proof.token_hash.is_some_and(|p| token_hash_matches(&c.token_hash, p)));
+    // A coordinator started without --open-registration takes no token of a row open
+    // registration created as proof: that row was never proven (issue 28 point 3).
+    let token_proves_row = existing.is_some_and(|c| {
+        (proof.open || !c.open_registered()) && proof.token_hash.is_some_and(|p| token_hash_matches(&c.token_hash, p))
+    });
     let enrolled = snap.identity(&key.identity);
     let key_proves = enrolled.is_some_and(|e| proof.key_hash.is_some_and(|p| token_hash_matches(&e.key_hash, p)));
     let open = proof.open && enrolled.is_none();
@@ -89,10 +97,29 @@ pub fn register(
     {
         return Err(ClaimError::RegistrationHeld { identity: c.identity.clone(), session_id: c.session_id.clone() });
     }
+    // Issue 28 point 3: open registration only ever creates a row. Before, an open
+    // registrant named a stale row's key and was handed that row — its session id, its
+    // `is_master: true` at the old epoch, and a fresh token — so anyone could step into a
+    // master that had merely stopped heartbeating, with no change of epoch to fence it.
+    if existing.is_some() && !(token_proves_row || key_proves) {
+        return Err(ClaimError::RegistrationUnproven { project: snap.project.clone(), identity: key.identity.clone() });
+    }
+    if existing.is_none() {
+        refuse_confusable_identity(snap, &key.identity)?;
+    }
+    let by_open = !(token_proves_row || key_proves);
+    let mut change = Change::default();
+    let mut slot = snap.slot.clone();
+    if !proof.open {
+        // A closed coordinator cleans up what open registration left (audited by the caller
+        // from `change.delete`).
+        let keep = existing.map(|c| c.session_id.as_str());
+        invalidate(snap, &mut change, &mut slot, |c| c.open_registered() && Some(c.session_id.as_str()) != keep);
+    }
     let mut row = match existing {
         Some(c) => Controller { token_hash, last_heartbeat: now, ..c.clone() },
         None => Controller {
-            session_id: new_session_id,
+            session_id: if by_open { format!("{OPEN_SESSION_PREFIX}{new_session_id}") } else { new_session_id },
             identity: key.identity.clone(),
             surface: key.surface.clone(),
             machine_id: key.machine_id.clone(),
@@ -102,13 +129,62 @@ pub fn register(
             last_heartbeat: now,
         },
     };
-    let mut change = Change::default();
-    if snap.slot.master.is_none() {
+    if slot.master.is_none() {
         row.is_master = true;
-        change.slot = Some(MasterSlot { master: Some(row.reference()), epoch: snap.slot.epoch + 1 });
+        slot = MasterSlot { master: Some(row.reference()), epoch: slot.epoch + 1 };
+    }
+    if slot != snap.slot {
+        change.slot = Some(slot);
     }
     change.upsert.push(row.clone());
     Ok((change, row))
+}
+
+/// Deletes every row `which` selects into `change`, emptying `slot` (a change of master,
+/// epoch + 1) when the master is among them, as a deregistration would.
+fn invalidate(snap: &Snapshot, change: &mut Change, slot: &mut MasterSlot, which: impl Fn(&Controller) -> bool) {
+    for c in snap.controllers.iter().filter(|c| which(c)) {
+        change.delete.push(c.session_id.clone());
+        if slot.master.as_ref().is_some_and(|m| m.session_id == c.session_id) {
+            *slot = MasterSlot { master: None, epoch: slot.epoch + 1 };
+        }
+    }
+}
+
+/// The snapshot as a coordinator sees it when authenticating: without --open-registration
+/// the rows open registration created are not there, so their tokens prove nothing (no
+/// heartbeat, handoff, claim or inbox read) and no verb targets them (issue 28 point 3:
+/// restarting without the flag ends the lab).
+pub fn visible(snap: &Snapshot, open_registration: bool) -> Cow<'_, Snapshot> {
+    if open_registration || !snap.controllers.iter().any(Controller::open_registered) {
+        return Cow::Borrowed(snap);
+    }
+    let mut s = snap.clone();
+    s.controllers.retain(|c| !c.open_registered());
+    Cow::Owned(s)
+}
+
+/// Refuses a new identity that a person would read as an existing one (issue 28 point 6:
+/// the README says look-alikes are impossible): same TR39 skeleton after case folding, a
+/// different spelling. The namespace is the project's identities, enrolled or registered.
+/// A name mixing scripts is refused outright, so a look-alike cannot be planted before the
+/// name it imitates exists.
+pub fn refuse_confusable_identity(snap: &Snapshot, identity: &str) -> Result<(), ClaimError> {
+    let skeleton = name_skeleton(identity);
+    let existing = snap
+        .identities
+        .iter()
+        .map(|i| i.identity.as_str())
+        .chain(snap.controllers.iter().map(|c| c.identity.as_str()))
+        .find(|n| *n != identity && name_skeleton(n) == skeleton);
+    match existing {
+        Some(n) => Err(ClaimError::NameConfusable {
+            what: "identity".into(),
+            name: identity.to_string(),
+            existing: n.to_string(),
+        }),
+        None => validate_single_script("identity", identity),
+    }
 }
 
 /// `identity add`: enrolls `identity` with the hash of a new key. An enrolled identity is
@@ -122,8 +198,21 @@ pub fn enroll(
     if snap.identity(identity).is_some() {
         return Err(ClaimError::IdentityExists { project: snap.project.clone(), identity: identity.to_string() });
     }
+    refuse_confusable_identity(snap, identity)?;
     let row = EnrolledIdentity { identity: identity.to_string(), key_hash, enrolled_at: now, key_issued_at: now };
-    Ok((Change { enroll: vec![row.clone()], ..Change::default() }, row))
+    let mut change = Change { enroll: vec![row.clone()], ..Change::default() };
+    // Issue 28 point 3: enrollment ends open registration. The first identity enrolled in
+    // a project makes it a proven project, so every session open registration created in
+    // it is deregistered (a squatter does not keep its seat); a later enrollment ends the
+    // open sessions that took that identity's name. Their ids are in `change.delete`, which
+    // the caller audits.
+    let first = snap.identities.is_empty();
+    let mut slot = snap.slot.clone();
+    invalidate(snap, &mut change, &mut slot, |c| c.open_registered() && (first || c.identity == identity));
+    if slot != snap.slot {
+        change.slot = Some(slot);
+    }
+    Ok((change, row))
 }
 
 /// `identity rotate`: a new key; the old one is refused from this commit on. Sessions
@@ -563,7 +652,7 @@ mod tests {
         assert_eq!((r.token_hash.as_str(), r.last_heartbeat, r.is_master), ("h2", NOW + 5, false));
         assert!(c.slot.is_none());
         let other = ControllerKey { machine_id: "h9".into(), ..key.clone() };
-        assert_eq!(register(&s, &other, "new".into(), "h".into(), open(), NOW, F).unwrap().1.session_id, "new");
+        assert_eq!(register(&s, &other, "new".into(), "h".into(), open(), NOW, F).unwrap().1.session_id, "open-new");
     }
 
     #[test]
@@ -613,7 +702,7 @@ mod tests {
         // identity, but does open one nobody enrolled.
         assert!(register(&s, &new_alice, "x".into(), "h".into(), by_key("k-dave"), NOW, F).is_err());
         assert!(register(&s, &new_alice, "x".into(), "h".into(), open(), NOW, F).is_err());
-        assert_eq!(register(&s, &nobody, "x".into(), "h".into(), open(), NOW, F).unwrap().1.session_id, "x");
+        assert_eq!(register(&s, &nobody, "x".into(), "h".into(), open(), NOW, F).unwrap().1.session_id, "open-x");
         assert_eq!(
             register(&s, &new_alice, "x".into(), "h".into(), by_key("k-alice"), NOW, F).unwrap().1.session_id,
             "x"
@@ -663,5 +752,105 @@ mod tests {
         assert!(matches!(deregister(&s, "b1", "h-m"), Err(ClaimError::Unauthorized { .. })));
         assert!(heartbeat(&s, "b1", "nope", NOW).is_err());
         assert_eq!(heartbeat(&s, "b1", "h-b1", NOW + 7).unwrap().1.last_heartbeat, NOW + 7);
+    }
+
+    fn key(identity: &str, machine: &str) -> ControllerKey {
+        ControllerKey { identity: identity.into(), surface: "cli".into(), machine_id: machine.into() }
+    }
+
+    /// Issue 28 point 3: open registration handed a stale master's row (its session, its
+    /// `is_master: true` at the old epoch, a fresh token) to anyone naming its key.
+    #[test]
+    fn open_registration_never_hands_out_a_stale_row() {
+        let mut s = snap();
+        s.controllers.iter_mut().find(|c| c.session_id == "m").unwrap().last_heartbeat = NOW - F - 1;
+        for proof in [open(), RegisterProof { token_hash: Some("h-b1"), ..open() }] {
+            let e = register(&s, &key("alice", "h1"), "x".into(), "h".into(), proof, NOW, F).unwrap_err();
+            assert!(matches!(e, ClaimError::RegistrationUnproven { .. }), "{e:?}");
+        }
+        // Its own token still re-registers it (a restarted lab controller).
+        let (_, r) = register(&s, &key("alice", "h1"), "x".into(), "h".into(), by_token("h-m"), NOW, F).unwrap();
+        assert_eq!((r.session_id.as_str(), r.is_master), ("m", true));
+        // A new key gets a new, marked row that is not master (the slot is held).
+        let (c, r) = register(&s, &key("alice", "h5"), "x".into(), "h".into(), open(), NOW, F).unwrap();
+        assert!(r.open_registered() && !r.is_master && c.slot.is_none());
+    }
+
+    /// Issue 28 point 3: the first enrollment ends every open session of the project (the
+    /// master's too: the slot empties, epoch + 1); a later one ends that identity's.
+    #[test]
+    fn enrollment_ends_open_sessions() {
+        let empty = Snapshot { project: "p".into(), ..Snapshot::default() };
+        let (c, lab) = register(&empty, &key("lab", "h1"), "1".into(), "h1".into(), open(), NOW, F).unwrap();
+        let mut s = empty.clone();
+        s.controllers.push(lab.clone());
+        s.slot = c.slot.unwrap();
+        let (_, sq) = register(&s, &key("bob", "h2"), "2".into(), "h2".into(), open(), NOW, F).unwrap();
+        s.controllers.push(sq);
+        let (c, _) = enroll(&s, "alice", "k".into(), NOW).unwrap();
+        assert_eq!(c.delete, ["open-1", "open-2"]);
+        assert_eq!(c.slot, Some(MasterSlot { master: None, epoch: 2 }));
+        // With an identity already enrolled, enrolling bob ends bob's open rows only.
+        s.identities.push(EnrolledIdentity {
+            identity: "carol".into(),
+            key_hash: "k".into(),
+            enrolled_at: 0,
+            key_issued_at: 0,
+        });
+        let (c, _) = enroll(&s, "bob", "k".into(), NOW).unwrap();
+        assert_eq!((c.delete.as_slice(), c.slot.is_none()), (&["open-2".to_string()][..], true));
+    }
+
+    /// Issue 28 point 3: without --open-registration an open row's token proves nothing,
+    /// and the next registration in the project deregisters every open row.
+    #[test]
+    fn a_closed_coordinator_refuses_and_cleans_up_open_rows() {
+        let empty = Snapshot { project: "p".into(), ..Snapshot::default() };
+        let (c, lab) = register(&empty, &key("lab", "h1"), "1".into(), "h-lab".into(), open(), NOW, F).unwrap();
+        let mut s = empty.clone();
+        s.controllers.push(lab);
+        s.slot = c.slot.unwrap();
+        let e = register(&s, &key("lab", "h1"), "x".into(), "h".into(), by_token("h-lab"), NOW, F).unwrap_err();
+        assert!(matches!(e, ClaimError::RegistrationUnproven { .. }), "{e:?}");
+        assert!(authenticate(&visible(&s, false), "open-1", "h-lab").is_err());
+        assert!(authenticate(&visible(&s, true), "open-1", "h-lab").is_ok());
+        s.identities.push(EnrolledIdentity {
+            identity: "ann".into(),
+            key_hash: "k-ann".into(),
+            enrolled_at: 0,
+            key_issued_at: 0,
+        });
+        let (c, r) = register(&s, &key("ann", "h1"), "2".into(), "h".into(), by_key("k-ann"), NOW, F).unwrap();
+        assert_eq!(c.delete, ["open-1"]);
+        assert!(r.is_master && !r.open_registered());
+        assert_eq!(c.slot.unwrap().epoch, 3, "the open master's removal and the new master are two changes");
+    }
+
+    /// Issue 28 point 6: look-alike identities (TR39 skeleton, case folded) are refused at
+    /// registration and enrollment, naming the existing spelling; mixed scripts too.
+    #[test]
+    fn confusable_identities_are_refused() {
+        let s = enrolled_snap(); // alice, dave enrolled; bob, carol registered
+        for look_alike in ["\u{430}lice", "ＡＬＩＣＥ", "Alice", "ALICE", "b\u{43e}b", "Carol"] {
+            let e = enroll(&s, look_alike, "k".into(), NOW).unwrap_err();
+            assert_eq!(e.code(), crate::error::ErrorCode::NameConfusable, "{look_alike}: {e:?}");
+            let e = register(&s, &key(look_alike, "h9"), "x".into(), "h".into(), open(), NOW, F).unwrap_err();
+            assert!(
+                matches!(&e, ClaimError::NameConfusable { .. } | ClaimError::InvalidArgument(_)),
+                "{look_alike}: {e:?}"
+            );
+        }
+        // A whole-script look-alike (Cyrillic `асе`) is single-script, and still refused.
+        let with_ace = apply_enroll(&s, enroll(&s, "ace", "k".into(), NOW).unwrap().0);
+        match enroll(&with_ace, "\u{430}\u{441}\u{435}", "k".into(), NOW) {
+            Err(ClaimError::NameConfusable { existing, .. }) => assert_eq!(existing, "ace"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(enroll(&s, "p\u{430}ypal", "k".into(), NOW), Err(ClaimError::InvalidArgument(_))));
+        // Different names, the same name again, and a single non-Latin script are fine.
+        assert!(enroll(&s, "erin", "k".into(), NOW).is_ok());
+        assert!(enroll(&s, "\u{432}\u{430}\u{441}\u{44f}", "k".into(), NOW).is_ok());
+        assert!(enroll(&s, "アリス", "k".into(), NOW).is_ok());
+        assert!(register(&s, &key("bob", "h9"), "x".into(), "h".into(), open(), NOW, F).is_ok());
     }
 }

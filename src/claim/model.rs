@@ -5,6 +5,10 @@ use serde::{Deserialize, Serialize};
 /// Milliseconds since the Unix epoch (UTC).
 pub type Millis = i64;
 
+/// The session-id prefix of a row open registration created (see
+/// [`Controller::open_registered`]).
+pub const OPEN_SESSION_PREFIX: &str = "open-";
+
 /// One registered controller row (seed 000 `controller_status`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Controller {
@@ -31,6 +35,14 @@ impl Controller {
     /// resolution step 2).
     pub fn is_fresh(&self, now: Millis, freshness_ms: i64) -> bool {
         now.saturating_sub(self.last_heartbeat) <= freshness_ms
+    }
+
+    /// Whether open registration (`serve --open-registration`) created it, without proof.
+    /// Marked in the session id itself ([`OPEN_SESSION_PREFIX`]), so every store, a cold
+    /// restore and an old client keep the mark with no schema change: such a row is never
+    /// re-issued to a proof it did not get (issue 28 point 3).
+    pub fn open_registered(&self) -> bool {
+        self.session_id.starts_with(OPEN_SESSION_PREFIX)
     }
 
     /// Its public reference.

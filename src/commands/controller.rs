@@ -22,7 +22,12 @@ pub enum SessionCmd {
     ///
     /// The caller proves the identity: with its key (`writerctl identity add`), or, for a
     /// restarted controller, with its row's current token. Otherwise `unauthorized` (6),
-    /// unless the server runs --open-registration and nobody enrolled the identity.
+    /// unless the server runs --open-registration and nobody enrolled the identity (such a
+    /// session, `open-...`, ends when the project's first identity, or this one, is enrolled,
+    /// and is refused by a server started without the flag). An identity that reads like an
+    /// existing one (TR39 skeleton, case folded) is refused with `name_confusable` (2). If
+    /// the token file cannot be written after the registration applied: `answer_not_delivered`
+    /// (75), with the request id and the command that recovers the token.
     #[command(
         after_help = "Examples:\n  writerctl session register --project web --identity alice --identity-key-file alice.key --token-file alice.tok\n  WRITERCTL_IDENTITY_KEY=... writerctl session register --project web --identity bob --machine host-b --json\n  writerctl session register --project web --identity alice --previous-token-file alice.tok --token-file alice.tok.new"
     )]
@@ -202,13 +207,15 @@ fn register(a: RegisterArgs, out: Output) -> Result<()> {
         },
         None => (None, None),
     };
+    let held_was_read = held.is_some();
     let previous = match held {
         Some(t) => Some(t),
         None => optional_secret(a.previous_token_file.as_deref(), "WRITERCTL_SESSION_TOKEN", "session token")?,
     };
     let identity_key = optional_secret(a.identity_key_file.as_deref(), "WRITERCTL_IDENTITY_KEY", "identity key")?;
     let credentials = Credentials { identity_key: identity_key.as_ref(), token: previous.as_ref() };
-    let reg = match a.coord.open_write(&a.request).and_then(|c| Ok(c.register(&a.project, &key, credentials)?)) {
+    let (request, request_id) = a.request.pinned()?;
+    let reg = match a.coord.open_write(&request).and_then(|c| Ok(c.register(&a.project, &key, credentials)?)) {
         Ok(r) => r,
         Err(e) => {
             if let Some(t) = token_out.take() {
@@ -218,7 +225,26 @@ fn register(a: RegisterArgs, out: Output) -> Result<()> {
         }
     };
     if let (Some(mut t), Some(dest)) = (token_out, &a.token_file) {
-        t.write(reg.token.expose()).with_context(|| format!("cannot write token file {}", t.path().display()))?;
+        if let Err(e) = t.write(reg.token.expose()) {
+            let path = t.path().to_path_buf();
+            t.discard();
+            // A re-registration read the old token from the file: the retry must present it
+            // again (the request id answers only the same request).
+            let extra = match (held_was_read, &a.previous_token_file) {
+                (true, _) => vec!["--previous-token-file".to_string(), dest.display().to_string()],
+                _ => Vec::new(),
+            };
+            return Err(super::coord::answer_not_delivered(
+                "session token",
+                &path,
+                "--token-file",
+                &request_id,
+                &e,
+                &extra,
+                "register again with the identity's key (--identity-key-file); the token issued here is lost and \
+                 the row is taken over once it stops heartbeating",
+            ));
+        }
         if t.path() != dest.as_path() {
             // The old token stopped working with this registration: the rename puts the new
             // one in its place in one step (never a half-written file).

@@ -56,6 +56,13 @@ pub struct RequestArgs {
 }
 
 impl RequestArgs {
+    /// These arguments with the id fixed (the one given, or a new one), so a command can
+    /// name it after the write (issue 28 point 6: an answer not delivered).
+    pub fn pinned(&self) -> Result<(RequestArgs, RequestId)> {
+        let id = self.id()?;
+        Ok((RequestArgs { request_id: Some(id.as_str().to_string()) }, id))
+    }
+
     /// The id given, or a new one.
     pub fn id(&self) -> Result<RequestId> {
         Ok(match &self.request_id {
@@ -360,6 +367,67 @@ pub fn age(now: Millis, then: Millis) -> String {
         120..7200 => format!("{}m ago", s / 60),
         _ => format!("{}h ago", s / 3600),
     }
+}
+
+/// `answer_not_delivered` (75): the write WAS applied, but its secret answer (a session
+/// token, an identity key) could not be written to `file` (issue 28 point 6; before, exit 1
+/// `internal` with no request id left the caller no way to get the answer back). The
+/// message names the request id and the exact command that recovers the answer: this
+/// command again with `--request-id ID` and `flag` pointing at a new, writable file. A
+/// server that no longer keeps the secret answers that retry with `answer_not_kept`; then
+/// `otherwise` says how to replace the secret.
+pub fn answer_not_delivered(
+    what: &str,
+    file: &std::path::Path,
+    flag: &str,
+    id: &RequestId,
+    cause: &dyn std::fmt::Display,
+    extra: &[String],
+    otherwise: &str,
+) -> anyhow::Error {
+    let retry = recovery_command(flag, id, extra);
+    writerctl::claim::ClaimError::Remote {
+        code: writerctl::error::ErrorCode::AnswerNotDelivered,
+        message: format!(
+            "the write was applied (request id {id}), but the {what} could not be written to {} ({cause})",
+            file.display()
+        ),
+        hint: Some(format!(
+            "recover the {what} within the request id's lifetime with: {retry}; if that answers answer_not_kept, \
+             {otherwise}"
+        )),
+        details: Some(serde_json::json!({"request_id": id.as_str(), "applied": true, "recover": retry})),
+    }
+    .into()
+}
+
+/// This process's command line with `--request-id ID`, `flag` naming `<new file>` instead of
+/// the one that failed, and `extra` appended; shell-quoted.
+fn recovery_command(flag: &str, id: &RequestId, extra: &[String]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut args = std::env::args().peekable();
+    while let Some(a) = args.next() {
+        let name = a.split('=').next().unwrap_or_default().to_string();
+        if name == "--request-id" || name == flag {
+            if !a.contains('=') {
+                args.next();
+            }
+            continue;
+        }
+        out.push(a);
+    }
+    out.extend(["--request-id".into(), id.as_str().into(), flag.into(), "NEW-FILE".into()]);
+    out.extend(extra.iter().cloned());
+    out.iter()
+        .map(|a| {
+            if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c)) {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]

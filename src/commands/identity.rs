@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 use writerctl::claim::engine::IssuedKey;
 
@@ -16,7 +16,13 @@ use super::session::TokenFile;
 pub enum IdentityCmd {
     /// Enroll an identity in a project and issue its key, shown once (stdout, or a new
     /// --key-file F, 0600, never overwritten). The store keeps only a hash. Over HTTP this
-    /// needs the admin token (WRITERCTL_ADMIN_TOKEN).
+    /// needs the admin token (WRITERCTL_ADMIN_TOKEN; without it `unauthorized`, 6). A name
+    /// that reads like an existing identity of the project (TR39 skeleton, case folded:
+    /// Cyrillic `а`, fullwidth, case) is refused with `name_confusable` (2). Enrolling the
+    /// project's first identity (or this one) deregisters the sessions open registration
+    /// created (audited as `invalidated_open_sessions`). A key file not written after the
+    /// enrollment applied: `answer_not_delivered` (75), with the request id and the command
+    /// that recovers the key.
     #[command(
         after_help = "Examples:\n  writerctl identity add --project web alice --key-file alice.key\n  writerctl identity add --project web bob --json"
     )]
@@ -154,18 +160,35 @@ fn issue(
         None => None,
     };
     let project = &a.who.at.project;
-    let issued =
-        match a.who.at.coord.open_write(&a.request).and_then(|c| Ok(verb(c.as_ref(), project, &a.who.identity)?)) {
-            Ok(k) => k,
-            Err(e) => {
-                if let Some(f) = key_out.take() {
-                    f.discard();
-                }
-                return Err(e);
+    let (request, request_id) = a.request.pinned()?;
+    let issued = match a.who.at.coord.open_write(&request).and_then(|c| Ok(verb(c.as_ref(), project, &a.who.identity)?))
+    {
+        Ok(k) => k,
+        Err(e) => {
+            if let Some(f) = key_out.take() {
+                f.discard();
             }
-        };
-    if let Some(f) = &mut key_out {
-        f.write(issued.key.expose()).with_context(|| format!("cannot write key file {}", f.path().display()))?;
+            return Err(e);
+        }
+    };
+    if let Some(mut f) = key_out
+        && let Err(e) = f.write(issued.key.expose())
+    {
+        let path = f.path().to_path_buf();
+        f.discard();
+        return Err(super::coord::answer_not_delivered(
+            "identity key",
+            &path,
+            "--key-file",
+            &request_id,
+            &e,
+            &[],
+            &format!(
+                "issue a new key with `writerctl identity rotate --project {project} {}` (the lost one is then \
+                     refused)",
+                a.who.identity
+            ),
+        ));
     }
     if out.json {
         let mut v = serde_json::json!({"project": project, "identity": issued.identity.identity,

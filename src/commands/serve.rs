@@ -231,15 +231,7 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
         logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).try_init()
     };
     let admin_token_hash = match &a.admin_token_file {
-        Some(f) => {
-            let text =
-                std::fs::read_to_string(f).with_context(|| format!("cannot read admin token file {}", f.display()))?;
-            let token = Secret::new(text.trim().to_string());
-            if token.expose().len() < 16 {
-                return Err(ClaimError::InvalidArgument("the admin token must be at least 16 characters".into()).into());
-            }
-            Some(secret::token_hash(&token))
-        }
+        Some(f) => Some(secret::token_hash(&read_admin_token(f)?)),
         None => None,
     };
     let store: Arc<dyn Store> = match (&a.redis, &a.postgres) {
@@ -351,4 +343,46 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
         }
         other => anyhow::Error::from(other),
     })
+}
+
+/// Shortest accepted admin token, in bytes after trimming: 32 bytes is what
+/// `openssl rand -hex 32` halves and what a guess must cover (issue 28 point 6).
+pub const MIN_ADMIN_TOKEN: usize = 32;
+
+/// Reads `--admin-token-file`, refusing a file other users can read or change and a short
+/// token (issue 28 point 6): the admin token enrolls identities and creates operators, so
+/// a world-readable copy on a shared host, or a guessable token, hands over the whole
+/// coordinator. The mode rule is PostgreSQL's for its TLS key (and ssh's for private keys):
+/// a file owned by the server's user must be 0600 or stricter; a file owned by root may
+/// also be group-readable (0640), which is how Kubernetes (`defaultMode: 0440` with
+/// `fsGroup`) and systemd's credentials hand a secret to an unprivileged user. Both
+/// refusals are `invalid_argument` (exit 2) and say how to fix the file.
+fn read_admin_token(f: &std::path::Path) -> Result<Secret> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(f).with_context(|| format!("cannot read admin token file {}", f.display()))?;
+    let mode = meta.mode() & 0o777;
+    let allowed = if meta.uid() == 0 && rustix::process::geteuid().as_raw() != 0 { 0o740 } else { 0o700 };
+    if mode & !allowed != 0 {
+        return Err(ClaimError::InvalidArgument(format!(
+            "admin token file {} has mode {mode:04o}: other users can read or change it; run `chmod 600 {}` \
+             (a root-owned file may be 0640)",
+            f.display(),
+            f.display()
+        ))
+        .into());
+    }
+    let text = std::fs::read_to_string(f).with_context(|| format!("cannot read admin token file {}", f.display()))?;
+    let token = Secret::new(text.trim().to_string());
+    if token.expose().len() < MIN_ADMIN_TOKEN {
+        return Err(ClaimError::InvalidArgument(format!(
+            "the admin token in {} is {} bytes; it must be at least {MIN_ADMIN_TOKEN} bytes: write a new one with \
+             `openssl rand -hex 32 > {}` (then `chmod 600 {}`)",
+            f.display(),
+            token.expose().len(),
+            f.display(),
+            f.display()
+        ))
+        .into());
+    }
+    Ok(token)
 }

@@ -44,16 +44,54 @@ impl std::fmt::Debug for HttpCoordinator {
 }
 
 fn transport(e: ureq::Error, base: &str) -> ClaimError {
+    if never_sent(&e) {
+        return not_applied(&e, base);
+    }
     match e {
         ureq::Error::BadUri(_) | ureq::Error::Http(_) => ClaimError::InvalidArgument(format!("{base}: {e}")),
         ureq::Error::Timeout(_) => ClaimError::Unavailable(format!(
-            "{base}: no answer in time ({e}); a verb may still have been applied: check `master status`"
+            "{base}: no answer in time ({e}); the outcome is unknown: a verb may still have been applied: check \
+             `master status`"
         )),
-        ureq::Error::Io(_) | ureq::Error::HostNotFound | ureq::Error::ConnectionFailed | ureq::Error::Protocol(_) => {
-            ClaimError::Unavailable(format!("{base}: {e}"))
+        ureq::Error::Io(_) | ureq::Error::Protocol(_) => {
+            ClaimError::Unavailable(format!("{base}: {e}; the outcome is unknown"))
         }
-        ureq::Error::Tls(_) => ClaimError::Unavailable(format!("{base}: TLS: {e}")),
         other => ClaimError::Store(format!("{base}: {other}")),
+    }
+}
+
+/// Whether `e` happened before any byte of the request left this process (issue 28 point
+/// 6): the name did not resolve, the connection was refused or never set up, or the TLS
+/// handshake failed. Nothing can have been applied then, so exit 75 must not say "may have
+/// been applied" — that sends an operator to check for a write that cannot exist. A reset,
+/// an end of stream or a timeout after connecting is not in this set: the server may have
+/// read and committed the request, so its outcome stays unknown.
+fn never_sent(e: &ureq::Error) -> bool {
+    use std::io::ErrorKind;
+    match e {
+        ureq::Error::HostNotFound | ureq::Error::ConnectionFailed | ureq::Error::Tls(_) => true,
+        ureq::Error::Timeout(t) => matches!(t, ureq::Timeout::Resolve | ureq::Timeout::Connect),
+        ureq::Error::Io(io) => matches!(
+            io.kind(),
+            ErrorKind::ConnectionRefused
+                | ErrorKind::AddrNotAvailable
+                | ErrorKind::NetworkUnreachable
+                | ErrorKind::HostUnreachable
+                | ErrorKind::NetworkDown
+        ),
+        _ => false,
+    }
+}
+
+/// `coordinator_unavailable` (75) for a request that was never sent: "not applied", with
+/// `"applied": false` in the JSON envelope's error (scripts match on it).
+fn not_applied(e: &ureq::Error, base: &str) -> ClaimError {
+    let what = if matches!(e, ureq::Error::Tls(_)) { format!("TLS: {e}") } else { e.to_string() };
+    ClaimError::Remote {
+        code: ErrorCode::CoordinatorUnavailable,
+        message: format!("{base}: {what}; the request was not sent, so nothing was applied"),
+        hint: Some("start or reach the coordinator (check --coordinator, the network, TLS trust), then run the same command again".into()),
+        details: Some(serde_json::json!({"applied": false})),
     }
 }
 
@@ -123,6 +161,9 @@ impl HttpCoordinator {
     /// A write that got no answer may have been applied: say so, and name the id that
     /// recovers its answer (issue 20: exit 75 hid a claim that had been taken).
     fn outcome_unknown(&self, e: ClaimError) -> ClaimError {
+        if e.details().is_some_and(|d| d["applied"] == serde_json::json!(false)) {
+            return e;
+        }
         match &self.request {
             Some(id) if e.code() == ErrorCode::CoordinatorUnavailable => ClaimError::Remote {
                 code: ErrorCode::CoordinatorUnavailable,
@@ -130,7 +171,9 @@ impl HttpCoordinator {
                 hint: Some(format!(
                     "retry with the same request id, --request-id {id}: the retry returns the first answer and acts once"
                 )),
-                details: Some(serde_json::json!({"request_id": id.as_str(), "outcome": "unknown"})),
+                details: Some(
+                    serde_json::json!({"request_id": id.as_str(), "outcome": "unknown", "applied": "unknown"}),
+                ),
             },
             _ => e,
         }
@@ -198,9 +241,9 @@ impl HttpCoordinator {
     }
 
     fn admin(&self) -> Result<&Secret, ClaimError> {
-        self.admin_token.as_ref().ok_or_else(|| {
-            ClaimError::InvalidArgument("this call needs the server's admin token: set WRITERCTL_ADMIN_TOKEN".into())
-        })
+        // Issue 28 point 6: the same `unauthorized` (6) the server answers, whichever side
+        // notices the missing token (README, CLI.md).
+        self.admin_token.as_ref().ok_or(ClaimError::AdminRequired)
     }
 }
 

@@ -39,6 +39,8 @@ const SNAPSHOT: &[(&str, u8)] = &[
     ("filesystem_unsupported", 2),
     ("rate_limited", 75),
     ("answer_not_kept", 3),
+    ("name_confusable", 2),
+    ("answer_not_delivered", 75),
 ];
 
 #[test]

@@ -12,6 +12,7 @@ mod budget;
 mod codes;
 mod crash;
 mod deploy;
+mod enroll;
 mod evidence;
 mod flags;
 mod fsmount;

@@ -242,6 +242,8 @@ impl Deployment {
         let token = uuid::Uuid::new_v4().simple().to_string();
         let admin_file = home.join("admin.token");
         std::fs::write(&admin_file, format!("{token}\n")).unwrap();
+        // The server refuses an admin token file other users can read (issue 28 point 6).
+        std::fs::set_permissions(&admin_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
         Deployment {
             servers: Mutex::default(),
             logs: Mutex::default(),
@@ -969,8 +971,9 @@ fn admin_token_guards_operator_add_and_audit() {
     let audit = |vars: &[(&str, &str)], remove: &[&str]| run_at(&co, &url, &["audit", "--json"], vars, remove);
     const T: &str = "WRITERCTL_ADMIN_TOKEN";
 
-    err_doc(&add(&[], &[T], "ops"), 2, "invalid_argument");
-    err_doc(&audit(&[], &[T]), 2, "invalid_argument");
+    // No admin token at all: unauthorized (6), as the README says (issue 28 point 6).
+    err_doc(&add(&[], &[T], "ops"), 6, "unauthorized");
+    err_doc(&audit(&[], &[T]), 6, "unauthorized");
     for wrong in ["wrong-admin-token-0000", &format!("{token}x"), " ", &token[..16]] {
         err_doc(&add(&[(T, wrong)], &[], "ops"), 6, "unauthorized");
         err_doc(&audit(&[(T, wrong)], &[]), 6, "unauthorized");
@@ -1016,15 +1019,16 @@ fn admin_token_guards_operator_add_and_audit() {
         http_post(&format!("{bare_url}/v1/operators"), &[("authorization", &format!("Bearer {bare_token}"))], body);
     assert_eq!((status, http_error_code(&b).as_str()), (401, "unauthorized"));
 
-    // An admin token shorter than 16 characters: the server refuses to start (exit 2).
+    // An admin token shorter than 32 bytes: the server refuses to start (exit 2).
     let short = co.file("short.token");
-    std::fs::write(&short, "fifteen-chars-x\n").unwrap();
+    std::fs::write(&short, "thirty-one-characters-long-0000\n").unwrap();
+    std::fs::set_permissions(&short, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let args = strings(&["--store", &format!("sqlite:{}", co.store.display()), "--admin-token-file", s(&short)]);
     match Server::try_start(co.dir(), &args, &[]) {
-        Started::Up(srv) => panic!("a 15-character admin token was accepted: {}", srv.url),
+        Started::Up(srv) => panic!("a 31-character admin token was accepted: {}", srv.url),
         Started::Failed(code, out, err) => {
             assert_eq!(code, 2, "stdout:\n{out}\nstderr:\n{err}");
-            assert!(err.contains("16"), "{err}");
+            assert!(err.contains("32"), "{err}");
         }
     }
 }

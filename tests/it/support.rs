@@ -71,6 +71,9 @@ pub struct ErrorBody {
     pub code: String,
     pub message: String,
     pub hint: Option<String>,
+    /// coordinator_unavailable's `false` (never sent) or `"unknown"` (issue 28).
+    #[serde(default)]
+    pub applied: Option<serde_json::Value>,
 }
 
 /// `acquire --json`.
