@@ -1666,6 +1666,23 @@ fn probe_routes(app: Shared, gate: Arc<ConnGate>) -> Router {
         .with_state(app)
 }
 
+/// The listen backlog asked for (the kernel caps it at `net.core.somaxconn`, 4096 on
+/// current kernels). Issue 28's abuse bench: under a reconnect flood from one address the
+/// default of 128 (std's, and axum-server's `bind`) overflowed (`TcpExtListenOverflows`);
+/// the kernel then drops a SYN, and the client retries it only after 1 s, so a kubelet
+/// probe missed its 1 s deadline although the server would have answered it at once.
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// A listening TCP socket on `addr` with [`LISTEN_BACKLOG`] (address reuse as std sets
+/// it), handed to axum-server as a std listener. Needs a tokio runtime (tokio's socket
+/// registers with it; `into_std` takes it back out).
+fn listen_socket(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
+    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)?.into_std()
+}
+
 /// Why the server could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -1690,6 +1707,9 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     on_bound: impl FnOnce(SocketAddr, bool) + Send + 'static,
 ) -> Result<(), ServeError> {
+    // Bound before anything starts, so a taken port fails here with nothing left running.
+    let main_listener = axum_server::from_tcp(listen_socket(opts.listen)?)?;
+    let probe_listener = opts.probe_listen.map(|a| axum_server::from_tcp(listen_socket(a)?)).transpose()?;
     let tls = opts.tls.is_some();
     let gate = Arc::new(ConnGate::with_per_source(opts.max_connections, opts.max_connections_per_source));
     let state = new_app(opts.coordinator, opts.admin_token_hash, Some(gate.clone()), opts.body_timeout);
@@ -1761,8 +1781,8 @@ pub async fn serve(
     };
     // The probe listener (plain HTTP, its own small cap): a flood of the main port cannot
     // reach its slots. It stops with the main server; either failing to bind stops both.
-    let probing = opts.probe_listen.map(|listen| {
-        let server = configure(axum_server::bind(listen), probe_handle.clone())
+    let probing = probe_listener.map(|listener| {
+        let server = configure(listener, probe_handle.clone())
             .acceptor(CappedAcceptor::new(probe_gate, true))
             .serve(probe_app);
         let ph = probe_handle.clone();
@@ -1786,7 +1806,7 @@ pub async fn serve(
                         let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(config)
                             .handshake_timeout(header_timeout)
                             .acceptor(CappedAcceptor::new(gate, false));
-                        configure(axum_server::bind(opts.listen), main_handle)
+                        configure(main_listener, main_handle)
                             .acceptor(acceptor)
                             .serve(app)
                             .await
@@ -1795,7 +1815,7 @@ pub async fn serve(
                     Err(e) => Err(ServeError::Tls(format!("{} / {}: {e}", cert.display(), key.display()))),
                 }
             }
-            None => configure(axum_server::bind(opts.listen), main_handle)
+            None => configure(main_listener, main_handle)
                 .acceptor(CappedAcceptor::new(gate, true))
                 .serve(app)
                 .await
@@ -2166,6 +2186,34 @@ fn work_openapi(doc: &mut serde_json::Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 28: a burst of connections the server has not accepted yet waits in the
+    /// kernel's accept queue instead of having its SYNs dropped (a dropped SYN is retried
+    /// after 1 s: a probe's whole deadline). Fails with std's backlog of 128: the 130th
+    /// connect is never completed while nothing accepts.
+    #[test]
+    fn the_listen_backlog_holds_a_burst_of_connections_not_yet_accepted() {
+        let somaxconn: usize = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
+        let n = 400.min(somaxconn.saturating_sub(8));
+        if n <= 200 {
+            eprintln!("SKIPPED: net.core.somaxconn is {somaxconn}; the kernel caps every backlog below 200 here");
+            return;
+        }
+        let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
+        let listener = rt.block_on(async { listen_socket("127.0.0.1:0".parse().unwrap()) }).unwrap();
+        let addr = listener.local_addr().unwrap();
+        // Nothing accepts: every connection below waits in the accept queue.
+        let held: Vec<std::net::TcpStream> = (0..n)
+            .map(|i| {
+                std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+                    .unwrap_or_else(|e| panic!("connection {i} of {n} was not completed: {e}"))
+            })
+            .collect();
+        assert_eq!(held.len(), n);
+    }
 
     fn rewrite(resp: Response) -> (StatusCode, Option<String>, serde_json::Value) {
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
