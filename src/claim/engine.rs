@@ -614,7 +614,10 @@ impl Coordinator {
         let pending = self.pending(&base, &json!({"token": hash}), &[token])?;
         let unauthorized =
             || ClaimError::Unauthorized { project: project.to_string(), session_id: session_id.to_string() };
-        let check = Recheck::proven_by(|snap| master::authenticate(&master::visible(snap, self.open_registration), session_id, &hash).map(|_| ()), unauthorized);
+        let check = Recheck::proven_by(
+            |snap| master::authenticate(&master::visible(snap, self.open_registration), session_id, &hash).map(|_| ()),
+            unauthorized,
+        );
         self.run_audited(base, pending, check, |snap, now| {
             let previous = snap.controller(session_id).map(|c| c.last_heartbeat);
             let (change, row) =
@@ -640,7 +643,8 @@ impl Coordinator {
             session_id: session_id.to_string(),
         });
         self.run(base, pending, check, |snap, _| {
-            let (change, was_master) = master::deregister(&master::visible(snap, self.open_registration), session_id, &hash)?;
+            let (change, was_master) =
+                master::deregister(&master::visible(snap, self.open_registration), session_id, &hash)?;
             let epoch = change.slot.as_ref().map_or(snap.slot.epoch, |s| s.epoch);
             Ok((change, (was_master, epoch), epoch, json!({"was_master": was_master})))
         })
@@ -678,7 +682,10 @@ impl Coordinator {
         let f = self.freshness_ms();
         let pending = self.pending(&base, &json!({"request": request_input(req), "token": hash}), &[token])?;
         let unauthorized = || ClaimError::Unauthorized { project: req.project.clone(), session_id: caller.to_string() };
-        let check = Recheck::proven_by(|snap| master::authenticate(&master::visible(snap, self.open_registration), caller, &hash).map(|_| ()), unauthorized);
+        let check = Recheck::proven_by(
+            |snap| master::authenticate(&master::visible(snap, self.open_registration), caller, &hash).map(|_| ()),
+            unauthorized,
+        );
         self.run(base, pending, check, |snap, now| {
             let snap = &*master::visible(snap, self.open_registration);
             let (change, out) = master::handoff(snap, caller, &hash, &target, req.expect_epoch, now, f)?;

@@ -1782,9 +1782,8 @@ pub async fn serve(
     // The probe listener (plain HTTP, its own small cap): a flood of the main port cannot
     // reach its slots. It stops with the main server; either failing to bind stops both.
     let probing = probe_listener.map(|listener| {
-        let server = configure(listener, probe_handle.clone())
-            .acceptor(CappedAcceptor::new(probe_gate, true))
-            .serve(probe_app);
+        let server =
+            configure(listener, probe_handle.clone()).acceptor(CappedAcceptor::new(probe_gate, true)).serve(probe_app);
         let ph = probe_handle.clone();
         tokio::spawn(async move {
             if let Some(addr) = ph.listening().await {
