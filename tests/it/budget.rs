@@ -206,7 +206,11 @@ fn a_correct_claim_goes_ahead_of_a_flood_from_many_sources() {
     assert!(refused >= 2 * u32::from(SOURCES), "{refused}");
     // Meanwhile the flood's guesses were admitted in tier 2 only; the claim in tier 0.
     assert_eq!((tier(&body, 0) - tier(&before, 0), tier(&body, 1) - tier(&before, 1)), (1.0, 0.0), "{before}\n{body}");
-    assert!(tier(&body, 2) >= f64::from(SOURCES), "{body}");
+    // Every guess and the claim were admitted once, and the flood's later guesses in tier
+    // 2 (how many depends on how fast this machine ran the flood: counts, not a rate).
+    let (_, _, after) = http_get(&format!("{}/metrics", co.url()));
+    assert_eq!(tier(&after, 0) + tier(&after, 1) + tier(&after, 2), f64::from(refused) + 1.0, "{after}");
+    assert!(tier(&after, 2) >= 1.0, "{after}");
     // The queue wait is on /metrics, apart from the duration histogram.
     let queued = metric(&body, "writerctl_verb_queue_seconds_count{verb=\"master.claim\"}").unwrap();
     assert!(queued >= 2.0 * f64::from(SOURCES) + 1.0, "{body}");
