@@ -163,9 +163,6 @@ struct App {
     body_timeout: Duration,
 }
 
-/// How many argon2 verifications ran at once before issue 28 (each hashes 19 MiB in about
-/// 20-50 ms); the budget is now one per core ([`argon2_permits`]).
-pub const MAX_CONCURRENT_CLAIMS: usize = 8;
 /// How many `master claim` requests of one source address run at once.
 pub const CLAIMS_PER_SOURCE: usize = 2;
 /// How many more of one source address may wait for those (an operator's script racing a

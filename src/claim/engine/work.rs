@@ -292,7 +292,7 @@ impl Coordinator {
             audit.request = pending.as_ref().map(|p| p.record(&out, audit.at)).transpose()?;
             let proof = seat_proof(seat, token);
             before_write()?;
-            let written = self.store.put_focus_proven(&out.lease, None, &audit, proof.as_ref());
+            let written = self.store.put_focus(&out.lease, None, &audit, proof.as_ref());
             written.map(|_| out).map_err(|e| reword_unproven(e, project, seat, "focus.start"))
         });
         result.inspect_err(|e| self.audit_failure(audit.clone(), e, None))
@@ -326,7 +326,7 @@ impl Coordinator {
                 // A `focus start` landing between the read and the write wins the race and
                 // is read (and ended) on the next round, never overwritten blind.
                 let proof = seat_proof(seat, token);
-                let written = self.store.put_focus_proven(&ended, Some(started_at), &audit, proof.as_ref());
+                let written = self.store.put_focus(&ended, Some(started_at), &audit, proof.as_ref());
                 if let Commit::Done(_) = written.map_err(|e| reword_unproven(e, project, seat, "focus.end"))? {
                     return Ok(ended);
                 }

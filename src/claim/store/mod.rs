@@ -253,20 +253,11 @@ pub trait WorkStore {
 
     /// Writes the seat's focus lease, with its audit row. With `replaces: Some(started_at)`
     /// only if the stored lease is still the one that started then (`focus end` must not
-    /// end a lease a concurrent `focus start` just wrote); with None, unconditionally.
+    /// end a lease a concurrent `focus start` just wrote); with None, unconditionally. With
+    /// `proof`, the seat's proof is checked in the same atomic step as the write (`focus
+    /// start|end`, issue 28 point 5: a proof read before the write let it commit after
+    /// `identity remove`); an unproven seat writes nothing and answers `identity_unproven`.
     fn put_focus(
-        &self,
-        lease: &FocusLease,
-        replaces: Option<Millis>,
-        audit: &AuditEntry,
-    ) -> Result<Commit, ClaimError> {
-        self.put_focus_proven(lease, replaces, audit, None)
-    }
-
-    /// [`WorkStore::put_focus`] with the seat's proof checked in the same atomic step as the
-    /// write (`focus start|end`, issue 28 point 5); an unproven seat writes nothing and
-    /// answers `identity_unproven`.
-    fn put_focus_proven(
         &self,
         lease: &FocusLease,
         replaces: Option<Millis>,

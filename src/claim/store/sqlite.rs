@@ -972,14 +972,14 @@ mod tests {
         fn focus_leases(&self, p: &str) -> Result<Vec<FocusLease>, ClaimError> {
             self.inner.focus_leases(p)
         }
-        fn put_focus_proven(
+        fn put_focus(
             &self,
             l: &FocusLease,
             r: Option<Millis>,
             a: &AuditEntry,
             p: Option<&crate::claim::store::SeatProof>,
         ) -> Result<Commit, ClaimError> {
-            self.inner.put_focus_proven(l, r, a, p)
+            self.inner.put_focus(l, r, a, p)
         }
     }
 

@@ -942,7 +942,7 @@ impl WorkStore for RedisPgStore {
         Ok(leases)
     }
 
-    fn put_focus_proven(
+    fn put_focus(
         &self,
         lease: &FocusLease,
         replaces: Option<Millis>,

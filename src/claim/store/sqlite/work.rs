@@ -154,7 +154,7 @@ impl WorkStore for SqliteStore {
         parse_all(stmt.query_map([project], |r| r.get(0)).and_then(|rows| rows.collect()))
     }
 
-    fn put_focus_proven(
+    fn put_focus(
         &self,
         lease: &FocusLease,
         replaces: Option<Millis>,
