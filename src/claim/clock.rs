@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use super::model::Millis;
+/// Milliseconds since the Unix epoch (UTC). Here, at the bottom of the domain, so that
+/// every module can name a time without depending on [`super::model`].
+pub type Millis = i64;
 
 /// A source of wall-clock time and a way to wait.
 pub trait Clock: Send + Sync {

@@ -1,6 +1,6 @@
 //! The coordinator's typed errors, each with one stable [`ErrorCode`].
 
-use super::work::ClaimStatus;
+use super::work_claims::ClaimStatus;
 use crate::error::ErrorCode;
 
 /// Why a coordinator verb failed.

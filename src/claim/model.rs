@@ -2,8 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Milliseconds since the Unix epoch (UTC).
-pub type Millis = i64;
+pub use super::clock::Millis;
 
 /// The session-id prefix of a row open registration created (see
 /// [`Controller::open_registered`]).
@@ -160,10 +159,10 @@ pub struct AuditEntry {
     /// Extra facts (never a token or password).
     pub detail: serde_json::Value,
     /// The answer to keep under the verb's request id, written by the store in the same
-    /// atomic step as the verb (see [`crate::claim::request`]). Never part of the audit row
+    /// atomic step as the verb (see [`crate::claim::requests`]). Never part of the audit row
     /// itself (it may hold a new session token), so never serialized.
     #[serde(skip)]
-    pub request: Option<crate::claim::request::RequestRecord>,
+    pub request: Option<crate::claim::requests::RequestRecord>,
 }
 
 /// What a verb writes, committed atomically if the project is still at the version the

@@ -6,7 +6,7 @@
 //! (`{ns}:pgq:dead`, audit rows an operator should look at). A claim's history is an audit
 //! of that claim and is kept as long as the audit log, except each task's newest step, which
 //! is always kept (it says how the claim got to where it is). A [`Retention`] policy says how much of each to keep; a
-//! store's [`Store::prune`](super::store::Store::prune) applies the [`Cutoffs`] computed from
+//! store's [`Store::prune`](super::stores::Store::prune) applies the [`Cutoffs`] computed from
 //! it at one moment. `coordinator serve` prunes periodically; `writerctl audit prune` does it
 //! once on the embedded store.
 //!

@@ -48,8 +48,8 @@ mod tests {
     use super::*;
     use crate::claim::clock::{Clock, ManualClock};
     use crate::claim::engine::{Credentials, DEFAULT_FRESHNESS};
-    use crate::claim::master::ControllerKey;
-    use crate::claim::store::sqlite::SqliteStore;
+    use crate::claim::masters::ControllerKey;
+    use crate::claim::stores::sqlite::SqliteStore;
 
     const DAY: i64 = 24 * 3600 * 1000;
 

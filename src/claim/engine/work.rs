@@ -1,4 +1,4 @@
-//! Seed 002's verbs on the coordinator: read the claim, decide with [`crate::claim::work`],
+//! Seed 002's verbs on the coordinator: read the claim, decide with [`crate::claim::work_claims`],
 //! write by compare-and-set on the claim's version, audit every outcome.
 
 use std::collections::HashMap;
@@ -7,13 +7,14 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use super::{Coordinator, validate_name};
+use super::Coordinator;
 use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Millis, NewEvent};
+use crate::claim::names::validate_name;
 use crate::claim::secret;
 use crate::claim::secret::Secret;
-use crate::claim::store::{ClaimWrite, Commit, MAX_CAS_ATTEMPTS, SeatProof};
-use crate::claim::work::{
+use crate::claim::stores::{ClaimWrite, Commit, MAX_CAS_ATTEMPTS, SeatProof};
+use crate::claim::work_claims::{
     self, COORDINATOR_ACTOR, Channel, ClaimOutcome, ClaimRow, ClaimStatus, ClaimStep, FocusLease, FocusOutcome,
     ReleaseRequest, StewardReport, SweepAction, SweepReport, TakeRequest, TouchRequest,
 };
@@ -49,7 +50,7 @@ fn validate_optional(what: &str, v: Option<&str>) -> Result<(), ClaimError> {
 }
 
 fn validate_step(step: Option<&str>) -> Result<(), ClaimError> {
-    step.map_or(Ok(()), work::validate_next_step)
+    step.map_or(Ok(()), work_claims::validate_next_step)
 }
 
 fn claim_detail(row: &ClaimRow) -> serde_json::Value {
@@ -158,8 +159,8 @@ impl Coordinator {
         if let Some(answer) = self.replay_after_proof(&audit, pending.as_ref(), || ClaimError::AdminRequired)? {
             return Ok(answer);
         }
-        let result =
-            work::new_channel(project, channel, steward, sla_minutes, ttl_floor_minutes, audit.at).and_then(|ch| {
+        let result = work_claims::new_channel(project, channel, steward, sla_minutes, ttl_floor_minutes, audit.at)
+            .and_then(|ch| {
                 audit.detail = json!({"steward": ch.steward, "sla_minutes": ch.sla_minutes,
                                       "ttl_floor_minutes": ch.ttl_floor_minutes});
                 audit.request = pending.as_ref().map(|p| p.record(&ch, audit.at)).transpose()?;
@@ -183,7 +184,7 @@ impl Coordinator {
             "claim.take",
             req,
             |existing, ch, now| {
-                let out = work::take(existing, ch, req, now)?;
+                let out = work_claims::take(existing, ch, req, now)?;
                 Ok(Decision { row: out.claim.clone(), action: "take", events: Vec::new(), value: out })
             },
         )
@@ -205,7 +206,7 @@ impl Coordinator {
             req,
             |existing, ch, now| {
                 let row = existing.ok_or_else(|| not_found(&req.channel, &req.task))?;
-                let out = work::touch(row, ch, req, now)?;
+                let out = work_claims::touch(row, ch, req, now)?;
                 Ok(Decision { row: out.claim.clone(), action: "touch", events: Vec::new(), value: out })
             },
         )
@@ -227,8 +228,8 @@ impl Coordinator {
             req,
             |existing, ch, now| {
                 let row = existing.ok_or_else(|| not_found(&req.channel, &req.task))?;
-                let after = work::release(row, req, now)?;
-                let events = work::doorbells(row, &after, Some(&ch.steward), "owner", Some(&req.seat));
+                let after = work_claims::release(row, req, now)?;
+                let events = work_claims::doorbells(row, &after, Some(&ch.steward), "owner", Some(&req.seat));
                 let action = if req.done { "done" } else { "release" };
                 Ok(Decision { row: after.clone(), action, events, value: after })
             },
@@ -287,7 +288,7 @@ impl Coordinator {
         if let Some(answer) = self.replay_after_proof(&audit, pending.as_ref(), refuse)? {
             return Ok(answer);
         }
-        let result = work::focus_lease(project, seat, minutes, audit.at).and_then(|out| {
+        let result = work_claims::focus_lease(project, seat, minutes, audit.at).and_then(|out| {
             audit.detail = json!({"until": out.lease.until, "capped_from": out.capped_from});
             audit.request = pending.as_ref().map(|p| p.record(&out, audit.at)).transpose()?;
             let proof = seat_proof(seat, token);
@@ -351,11 +352,11 @@ impl Coordinator {
         channel: &str,
         as_of: Option<Millis>,
     ) -> Result<StewardReport, ClaimError> {
-        work::check_as_of(as_of)?;
+        work_claims::check_as_of(as_of)?;
         let ch = self.show_channel(project, channel)?;
         let as_of = as_of.unwrap_or_else(|| self.clock.now());
         let rows = self.store.claims(project, channel)?;
-        Ok(StewardReport { overdue: work::steward_overdue(&ch, &rows, as_of), channel: ch, as_of })
+        Ok(StewardReport { overdue: work_claims::steward_overdue(&ch, &rows, as_of), channel: ch, as_of })
     }
 
     /// `claim sweep`: releases every claim of `project` whose TTL ran out by now. With
@@ -365,7 +366,7 @@ impl Coordinator {
     /// read and its write wins (the sweep's compare-and-set fails and the claim is kept).
     pub fn sweep(&self, project: &str, as_of: Option<Millis>, dry_run: bool) -> Result<SweepReport, ClaimError> {
         validate_name("project", project)?;
-        work::check_as_of(as_of)?;
+        work_claims::check_as_of(as_of)?;
         let now = self.clock.now();
         // A write judged by another moment would stamp the release (and a deputy's fresh
         // clock) with that moment: early releases in the future, a deputy handed a claim
@@ -386,7 +387,7 @@ impl Coordinator {
         let audit = AuditEntry { at: now, ..self.audit(project, "claim.ttl_release", COORDINATOR_ACTOR.into(), None) };
         for row in self.store.due_claims(project, as_of, SWEEP_LIMIT)? {
             let lease = row.owner.as_ref().and_then(|o| focus.get(o));
-            let Some((after, due_at)) = work::expire(&row, lease, as_of) else {
+            let Some((after, due_at)) = work_claims::expire(&row, lease, as_of) else {
                 report.deferred_by_focus += 1;
                 continue;
             };
@@ -414,7 +415,7 @@ impl Coordinator {
             actions.push(action);
             writes.push(ClaimWrite {
                 expected_version: row.version,
-                events: work::doorbells(&row, &after, steward, "ttl", None),
+                events: work_claims::doorbells(&row, &after, steward, "ttl", None),
                 action: step_action.into(),
                 audit: AuditEntry { target: Some(row.target()), detail, ..audit.clone() },
                 row: after,

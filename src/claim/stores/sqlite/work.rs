@@ -12,9 +12,9 @@ use super::{SqliteStore, db_err, insert_audit, insert_event};
 use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Millis};
 use crate::claim::secret::token_hash_matches;
-use crate::claim::store::{ClaimWrite, Commit, SeatProof, WorkStore, seat_unproven};
-use crate::claim::store::{from_json as parse, to_i64, to_json as body};
-use crate::claim::work::{Channel, ClaimRow, ClaimStep, FocusLease};
+use crate::claim::stores::{ClaimWrite, Commit, SeatProof, WorkStore, seat_unproven};
+use crate::claim::stores::{from_json as parse, to_i64, to_json as body};
+use crate::claim::work_claims::{Channel, ClaimRow, ClaimStep, FocusLease};
 
 fn parse_all<T: DeserializeOwned>(rows: rusqlite::Result<Vec<String>>) -> Result<Vec<T>, ClaimError> {
     rows.map_err(db_err)?.iter().map(|t| parse(t)).collect()

@@ -18,16 +18,16 @@
 //!   good; `{ns}:pgq:lock` — the drain lock; `{ns}:pgq:failing` — set while drains fail
 //!   on Postgres (every replica's `degraded`)
 //! * `{ns}:ready` — set once Redis holds (or has been restored to) the namespace's state
-//! * `{ns}:p:<project>:channels` — hash: channel → [`Channel`](crate::claim::work::Channel) JSON
-//! * `{ns}:p:<project>:claims:<channel>` — hash: task → [`ClaimRow`](crate::claim::work::ClaimRow)
+//! * `{ns}:p:<project>:channels` — hash: channel → [`Channel`](crate::claim::work_claims::Channel) JSON
+//! * `{ns}:p:<project>:claims:<channel>` — hash: task → [`ClaimRow`](crate::claim::work_claims::ClaimRow)
 //!   JSON (the row carries its own compare-and-set `version`)
 //! * `{ns}:p:<project>:hist:<channel>:<task>` — list of
-//!   [`ClaimStep`](crate::claim::work::ClaimStep) JSON, oldest first: the newest
+//!   [`ClaimStep`](crate::claim::work_claims::ClaimStep) JSON, oldest first: the newest
 //!   [`HISTORY_KEEP`](work::HISTORY_KEEP) steps (Postgres keeps them all)
 //! * `{ns}:p:<project>:due` — sorted set: `<channel>:<task>` (both escaped) scored by
-//!   [`ClaimRow::due_at`](crate::claim::work::ClaimRow::due_at); rows that are not due leave it
+//!   [`ClaimRow::due_at`](crate::claim::work_claims::ClaimRow::due_at); rows that are not due leave it
 //! * `{ns}:due_projects` — set of the projects whose `due` set is not empty (the sweeper's list)
-//! * `{ns}:p:<project>:focus` — hash: seat → [`FocusLease`](crate::claim::work::FocusLease)
+//! * `{ns}:p:<project>:focus` — hash: seat → [`FocusLease`](crate::claim::work_claims::FocusLease)
 //!   JSON; `{ns}:p:<project>:focus_version` — hash: seat → how many times it was written (the
 //!   Postgres write's order guard)
 //!
@@ -77,7 +77,7 @@ use crate::claim::model::{
     AuditEntry, Change, Controller, EnrolledIdentity, Event, MasterRef, MasterSlot, Millis, NewEvent, OperatorRecord,
     Snapshot,
 };
-use crate::claim::request::{self, KeptAnswer, RequestRecord};
+use crate::claim::requests::{self, KeptAnswer, RequestRecord};
 use crate::claim::retention::{Cutoffs, Pruned, Sizes, check_cursor};
 use crate::lockfile::wait::jittered;
 
@@ -379,7 +379,7 @@ fn with_inbox(body: &str) -> String {
     [INBOX_LUA, body].concat()
 }
 
-/// The answer kept under a request id (`crate::claim::request`), shared by every write
+/// The answer kept under a request id (`crate::claim::requests`), shared by every write
 /// script (prefixed to it by [`with_request`]): the script's last KEY is the record's key,
 /// its last two ARGV the record (`''` when the verb carries no id) and its lifetime in ms
 /// (see [`request_args`]). `request_seen` runs before a script's first write: a live record
@@ -1260,7 +1260,7 @@ fn keep_request_pg(
         )
         .map_err(pg_err)?;
     if inserted == 0 {
-        return Err(request::in_flight());
+        return Err(requests::in_flight());
     }
     Ok(())
 }
@@ -2398,7 +2398,7 @@ impl Store for RedisPgStore {
             }
             Some("full") => Err(self.inner.queue_full(audit.map_or("the write", |a| a.verb.as_str()))),
             Some("conflict") => Ok(Commit::Conflict),
-            Some("replayed") => Err(request::in_flight()),
+            Some("replayed") => Err(requests::in_flight()),
             Some("lost") => {
                 // Nothing was written; restore, and let the caller decide again on the
                 // restored state.

@@ -7,11 +7,12 @@ use serde_json::json;
 use super::error::ClaimError;
 use std::borrow::Cow;
 
-use super::engine::{name_skeleton, validate_single_script};
-use super::model::{
-    Change, Controller, EnrolledIdentity, MasterRef, MasterSlot, Millis, NewEvent, OPEN_SESSION_PREFIX, Snapshot,
-};
+use super::model::{Change, Controller, MasterRef, MasterSlot, Millis, NewEvent, OPEN_SESSION_PREFIX, Snapshot};
 use super::secret::token_hash_matches;
+
+// Old paths, kept until the issue-29 merge; the lead removes them.
+pub use super::identities::{Removed, enroll, proves_identity, remove_identity, rotate_key};
+pub use super::names::refuse_confusable_identity;
 
 /// The seed's signal kind; reused, never `MasterChanged` (seed 000 §Signal contract).
 pub const MASTER_PREEMPTED: &str = "MasterPreempted";
@@ -142,7 +143,12 @@ pub fn register(
 
 /// Deletes every row `which` selects into `change`, emptying `slot` (a change of master,
 /// epoch + 1) when the master is among them, as a deregistration would.
-fn invalidate(snap: &Snapshot, change: &mut Change, slot: &mut MasterSlot, which: impl Fn(&Controller) -> bool) {
+pub(crate) fn invalidate(
+    snap: &Snapshot,
+    change: &mut Change,
+    slot: &mut MasterSlot,
+    which: impl Fn(&Controller) -> bool,
+) {
     for c in snap.controllers.iter().filter(|c| which(c)) {
         change.delete.push(c.session_id.clone());
         if slot.master.as_ref().is_some_and(|m| m.session_id == c.session_id) {
@@ -162,116 +168,6 @@ pub fn visible(snap: &Snapshot, open_registration: bool) -> Cow<'_, Snapshot> {
     let mut s = snap.clone();
     s.controllers.retain(|c| !c.open_registered());
     Cow::Owned(s)
-}
-
-/// Refuses a new identity that a person would read as an existing one (issue 28 point 6:
-/// the README says look-alikes are impossible): same TR39 skeleton after case folding, a
-/// different spelling. The namespace is the project's identities, enrolled or registered.
-/// A name mixing scripts is refused outright, so a look-alike cannot be planted before the
-/// name it imitates exists.
-pub fn refuse_confusable_identity(snap: &Snapshot, identity: &str) -> Result<(), ClaimError> {
-    let skeleton = name_skeleton(identity);
-    let existing = snap
-        .identities
-        .iter()
-        .map(|i| i.identity.as_str())
-        .chain(snap.controllers.iter().map(|c| c.identity.as_str()))
-        .find(|n| *n != identity && name_skeleton(n) == skeleton);
-    match existing {
-        Some(n) => Err(ClaimError::NameConfusable {
-            what: "identity".into(),
-            name: identity.to_string(),
-            existing: n.to_string(),
-        }),
-        None => validate_single_script("identity", identity),
-    }
-}
-
-/// `identity add`: enrolls `identity` with the hash of a new key. An enrolled identity is
-/// never overwritten (`identity_exists`); `identity rotate` issues a new key.
-pub fn enroll(
-    snap: &Snapshot,
-    identity: &str,
-    key_hash: String,
-    now: Millis,
-) -> Result<(Change, EnrolledIdentity), ClaimError> {
-    if snap.identity(identity).is_some() {
-        return Err(ClaimError::IdentityExists { project: snap.project.clone(), identity: identity.to_string() });
-    }
-    refuse_confusable_identity(snap, identity)?;
-    let row = EnrolledIdentity { identity: identity.to_string(), key_hash, enrolled_at: now, key_issued_at: now };
-    let mut change = Change { enroll: vec![row.clone()], ..Change::default() };
-    // Issue 28 point 3: enrollment ends open registration. The first identity enrolled in
-    // a project makes it a proven project, so every session open registration created in
-    // it is deregistered (a squatter does not keep its seat); a later enrollment ends the
-    // open sessions that took that identity's name. Their ids are in `change.delete`, which
-    // the caller audits.
-    let first = snap.identities.is_empty();
-    let mut slot = snap.slot.clone();
-    invalidate(snap, &mut change, &mut slot, |c| c.open_registered() && (first || c.identity == identity));
-    if slot != snap.slot {
-        change.slot = Some(slot);
-    }
-    Ok((change, row))
-}
-
-/// `identity rotate`: a new key; the old one is refused from this commit on. Sessions
-/// already registered keep their own tokens.
-pub fn rotate_key(
-    snap: &Snapshot,
-    identity: &str,
-    key_hash: String,
-    now: Millis,
-) -> Result<(Change, EnrolledIdentity), ClaimError> {
-    let row = EnrolledIdentity { key_hash, key_issued_at: now, ..enrolled(snap, identity)?.clone() };
-    Ok((Change { enroll: vec![row.clone()], ..Change::default() }, row))
-}
-
-/// What `identity remove` took away.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Removed {
-    /// The identity.
-    pub identity: String,
-    /// Its sessions, deregistered in the same commit.
-    pub sessions: Vec<String>,
-    /// Whether one of them was master (the slot is then empty, as after a master's
-    /// deregistration: the next registrant becomes master, or an operator claims).
-    pub was_master: bool,
-    /// The master epoch after the removal.
-    pub epoch: u64,
-}
-
-/// `identity remove`: its key is refused and its sessions deregistered, in one commit. A
-/// master among them leaves the slot empty by the deregistration rule; claims it holds
-/// stay where seed 002 sends them (its TTL, its deputy, the steward), since nobody can
-/// prove the seat any more.
-pub fn remove_identity(snap: &Snapshot, identity: &str) -> Result<(Change, Removed), ClaimError> {
-    enrolled(snap, identity)?;
-    let sessions: Vec<String> =
-        snap.controllers.iter().filter(|c| c.identity == identity).map(|c| c.session_id.clone()).collect();
-    let was_master = snap.slot.master.as_ref().is_some_and(|m| m.identity == identity);
-    let mut change = Change { delete: sessions.clone(), unenroll: vec![identity.to_string()], ..Change::default() };
-    let mut epoch = snap.slot.epoch;
-    if was_master {
-        epoch += 1;
-        change.slot = Some(MasterSlot { master: None, epoch });
-    }
-    Ok((change, Removed { identity: identity.to_string(), sessions, was_master, epoch }))
-}
-
-fn enrolled<'a>(snap: &'a Snapshot, identity: &str) -> Result<&'a EnrolledIdentity, ClaimError> {
-    snap.identity(identity)
-        .ok_or_else(|| ClaimError::NotFound(format!("identity {identity} is not enrolled in project {}", snap.project)))
-}
-
-/// Whether `token_hash` is the token of a controller registered as `identity`: how a claim
-/// or focus write proves its seat, and an inbox read its identity (issue 15).
-pub fn proves_identity(snap: &Snapshot, identity: &str, token_hash: &str) -> bool {
-    // Every row is compared, match or not, so the time taken does not say which row (or
-    // whether any) belongs to the identity.
-    snap.controllers
-        .iter()
-        .fold(false, |found, c| (token_hash_matches(&c.token_hash, token_hash) & (c.identity == identity)) | found)
 }
 
 /// The row `session_id` if `token_hash` is its token's hash; `unauthorized` otherwise (an
@@ -478,6 +374,7 @@ fn preempted_event(prev: &MasterRef, new: &MasterRef, reason: &Reason<'_>, epoch
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::claim::identities::{enroll, proves_identity, remove_identity, rotate_key};
 
     const F: i64 = 30_000;
     const NOW: Millis = 1_000_000;

@@ -1,5 +1,5 @@
 //! The coordinator engine: each verb authenticates, reads a snapshot, calls a pure decision
-//! in [`super::master`], commits by compare-and-set, and audits the result, success or not.
+//! in [`super::masters`], commits by compare-and-set, and audits the result, success or not.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -11,19 +11,23 @@ use serde_json::json;
 
 use super::clock::Clock;
 use super::error::ClaimError;
-use super::master::{self, ControllerKey, MasterOutcome, RegisterProof, Removed, Target};
+use super::identities::{self, Removed};
+use super::masters::{self, ControllerKey, MasterOutcome, RegisterProof, Target};
 use super::model::{
     AuditEntry, Change, Controller, EnrolledIdentity, Event, MasterSlot, Millis, OperatorRecord, Snapshot,
 };
 use super::refusals::RefusalLimiter;
-use super::request::{KeptAnswer, Pending, RequestId, Unopened};
+use super::requests::{KeptAnswer, Pending, RequestId, Unopened};
 use super::secret::{self, Secret};
-use super::store::Store;
+use super::stores::Store;
 
 mod retain;
 mod work;
 
 pub use work::{SWEEP_BATCH, SWEEP_LIMIT, SweepAll};
+
+// Old paths, kept until the issue-29 merge; the lead removes them.
+pub use super::names::{MAX_NAME, name_skeleton, validate_name, validate_single_script};
 
 /// Seed 000's default heartbeat freshness for target resolution.
 pub const DEFAULT_FRESHNESS: Duration = Duration::from_secs(30);
@@ -44,7 +48,7 @@ pub struct Coordinator {
     refusals: Arc<RefusalLimiter>,
     /// The admin token the caller presented (a server's admin verbs, after the server
     /// checked it): the credential an administrative answer holding a key is sealed under
-    /// (see [`super::request`]). None in-process.
+    /// (see [`super::requests`]). None in-process.
     admin: Option<Secret>,
 }
 
@@ -156,73 +160,6 @@ pub struct MasterRequest {
     pub expect_epoch: u64,
 }
 
-/// Longest accepted name (project, identity, surface, machine, operator, session id).
-pub const MAX_NAME: usize = 256;
-
-/// Refuses empty, overlong or control-character names before they reach a store or a log.
-///
-/// Names are compared byte for byte by every store, so two names a person reads as the same
-/// must not both be accepted (issue 19): a name may hold no Unicode format character
-/// (category Cf: bidi overrides such as U+202E, zero-width characters such as U+200B,
-/// which make `\u{202e}evil` or `ali\u{200b}ce` look like another name in a table), and it
-/// must already be in NFC. Non-NFC names are refused rather than normalized: normalizing
-/// would make the stored name differ from the one the caller sent (and the one in its own
-/// scripts), while refusing leaves exactly one accepted spelling of each canonically
-/// equivalent name, so `é` (U+00E9) and `e` + U+0301 can never coexist.
-pub fn validate_name(what: &str, value: &str) -> Result<(), ClaimError> {
-    use unicode_normalization::is_nfc;
-    use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
-    if value.is_empty() || value.trim() != value {
-        return Err(ClaimError::InvalidArgument(format!("{what} must be non-empty without surrounding spaces")));
-    }
-    if value.len() > MAX_NAME {
-        return Err(ClaimError::InvalidArgument(format!("{what} is longer than {MAX_NAME} bytes")));
-    }
-    if value.chars().any(char::is_control) {
-        return Err(ClaimError::InvalidArgument(format!("{what} contains a control character")));
-    }
-    if let Some(c) = value.chars().find(|c| c.general_category() == GeneralCategory::Format) {
-        return Err(ClaimError::InvalidArgument(format!(
-            "{what} contains the invisible format character U+{:04X} (bidi controls and zero-width characters \
-             make names look alike)",
-            u32::from(c)
-        )));
-    }
-    if !is_nfc(value) {
-        return Err(ClaimError::InvalidArgument(format!(
-            "{what} is not in Unicode NFC (composed) form; send the composed spelling"
-        )));
-    }
-    Ok(())
-}
-
-/// The form two names share when a person would read them as the same (issue 28 point 6):
-/// the Unicode TR39 confusable skeleton (`а` U+0430 and `a`, `ｅ` and `e`, `rn` and `m`),
-/// taken of the lowercased name and lowercased again, so case variants (`Alice`, `alice`)
-/// and look-alikes of them share it too. NFKC first folds compatibility forms (fullwidth,
-/// ligatures) the skeleton tables leave apart. Stores still compare names byte for byte;
-/// this form is only compared at registration and enrollment, to refuse a second spelling.
-pub fn name_skeleton(value: &str) -> String {
-    use unicode_normalization::UnicodeNormalization;
-    let folded: String = value.nfkc().collect::<String>().to_lowercase();
-    unicode_security::skeleton(&folded).collect::<String>().to_lowercase()
-}
-
-/// Refuses an identity that mixes scripts (TR39 single-script, with the augmented sets that
-/// let Japanese mix Han and kana): `pаypal` with one Cyrillic `а` reads as Latin to anyone,
-/// and would be a look-alike of a name registered later. Digits and punctuation belong to
-/// every script.
-pub fn validate_single_script(what: &str, value: &str) -> Result<(), ClaimError> {
-    use unicode_security::mixed_script::MixedScript;
-    if value.is_single_script() {
-        Ok(())
-    } else {
-        Err(ClaimError::InvalidArgument(format!(
-            "{what} {value:?} mixes scripts (e.g. Latin with Cyrillic or Greek letters); use one script"
-        )))
-    }
-}
-
 /// Names, in a verb's audit detail, the sessions its change deregistered as open
 /// registration's (issue 28 point 3: an enrollment, or a registration on a coordinator
 /// started without --open-registration, ends them visibly).
@@ -307,7 +244,7 @@ impl Coordinator {
 
     /// This coordinator with `id` on every write verb it runs: the verb's answer is kept
     /// with its write, and a verb run again with the same id returns that answer instead of
-    /// acting twice (see [`super::request`]). One value per request: a server makes one for
+    /// acting twice (see [`super::requests`]). One value per request: a server makes one for
     /// each HTTP request that names an id, the CLI one per command.
     pub fn with_request(&self, id: Option<RequestId>) -> Coordinator {
         Coordinator {
@@ -528,7 +465,7 @@ impl Coordinator {
         let check = self.register_recheck(project, key, key_hash.as_deref(), token_hash.is_some());
         let (controller, epoch, kept): (Controller, u64, Option<String>) =
             self.run(base, pending, check, |snap, now| {
-                let (change, row) = master::register(snap, key, fresh_id.clone(), hash.clone(), proof, now, f)?;
+                let (change, row) = masters::register(snap, key, fresh_id.clone(), hash.clone(), proof, now, f)?;
                 let epoch = change.slot.as_ref().map_or(snap.slot.epoch, |s| s.epoch);
                 let mut detail = json!({"session_id": row.session_id, "surface": row.surface, "machine_id": row.machine_id,
                                 "is_master": row.is_master});
@@ -615,13 +552,15 @@ impl Coordinator {
         let unauthorized =
             || ClaimError::Unauthorized { project: project.to_string(), session_id: session_id.to_string() };
         let check = Recheck::proven_by(
-            |snap| master::authenticate(&master::visible(snap, self.open_registration), session_id, &hash).map(|_| ()),
+            |snap| {
+                masters::authenticate(&masters::visible(snap, self.open_registration), session_id, &hash).map(|_| ())
+            },
             unauthorized,
         );
         self.run_audited(base, pending, check, |snap, now| {
             let previous = snap.controller(session_id).map(|c| c.last_heartbeat);
             let (change, row) =
-                master::heartbeat(&master::visible(snap, self.open_registration), session_id, &hash, now)?;
+                masters::heartbeat(&masters::visible(snap, self.open_registration), session_id, &hash, now)?;
             let detail = previous
                 .filter(|&p| now.saturating_sub(p) > f)
                 .map(|p| json!({"back_after_stale_ms": now.saturating_sub(p), "last_heartbeat": p}));
@@ -644,7 +583,7 @@ impl Coordinator {
         });
         self.run(base, pending, check, |snap, _| {
             let (change, was_master) =
-                master::deregister(&master::visible(snap, self.open_registration), session_id, &hash)?;
+                masters::deregister(&masters::visible(snap, self.open_registration), session_id, &hash)?;
             let epoch = change.slot.as_ref().map_or(snap.slot.epoch, |s| s.epoch);
             Ok((change, (was_master, epoch), epoch, json!({"was_master": was_master})))
         })
@@ -669,7 +608,7 @@ impl Coordinator {
         to_session: Option<&str>,
     ) -> Result<Controller, ClaimError> {
         let snap = self.store.snapshot(project)?;
-        master::resolve_target(&snap, to_identity, to_session, self.clock.now(), self.freshness_ms()).cloned()
+        masters::resolve_target(&snap, to_identity, to_session, self.clock.now(), self.freshness_ms()).cloned()
     }
 
     /// `master handoff`: the caller, authenticated by its session token, must be master.
@@ -683,12 +622,12 @@ impl Coordinator {
         let pending = self.pending(&base, &json!({"request": request_input(req), "token": hash}), &[token])?;
         let unauthorized = || ClaimError::Unauthorized { project: req.project.clone(), session_id: caller.to_string() };
         let check = Recheck::proven_by(
-            |snap| master::authenticate(&master::visible(snap, self.open_registration), caller, &hash).map(|_| ()),
+            |snap| masters::authenticate(&masters::visible(snap, self.open_registration), caller, &hash).map(|_| ()),
             unauthorized,
         );
         self.run(base, pending, check, |snap, now| {
-            let snap = &*master::visible(snap, self.open_registration);
-            let (change, out) = master::handoff(snap, caller, &hash, &target, req.expect_epoch, now, f)?;
+            let snap = &*masters::visible(snap, self.open_registration);
+            let (change, out) = masters::handoff(snap, caller, &hash, &target, req.expect_epoch, now, f)?;
             let detail = outcome_detail(&out, None);
             Ok((change, out.clone(), out.epoch, detail))
         })
@@ -734,8 +673,8 @@ impl Coordinator {
         let pending = self.pending(&base, &request_input(req), &[])?;
         let check = Recheck::authorized(|| ClaimError::InvalidOperatorCredentials { next_delay_ms: 0 });
         self.run(base, pending, check, |snap, now| {
-            let snap = &*master::visible(snap, self.open_registration);
-            let (change, out) = master::claim(snap, operator_id, &target, req.expect_epoch, now, f)?;
+            let snap = &*masters::visible(snap, self.open_registration);
+            let (change, out) = masters::claim(snap, operator_id, &target, req.expect_epoch, now, f)?;
             let detail = outcome_detail(&out, Some(operator_id));
             Ok((change, out.clone(), out.epoch, detail))
         })
@@ -828,8 +767,8 @@ impl Coordinator {
         act: impl FnOnce() -> String,
     ) -> Result<(), ClaimError> {
         let proven = match token {
-            Some(t) => master::proves_identity(
-                &master::visible(&self.store.snapshot(project)?, self.open_registration),
+            Some(t) => identities::proves_identity(
+                &masters::visible(&self.store.snapshot(project)?, self.open_registration),
                 identity,
                 &secret::token_hash(t),
             ),
@@ -844,12 +783,12 @@ impl Coordinator {
 
     /// `identity add`: enrolls `identity` in `project` and returns its key, shown once.
     pub fn enroll_identity(&self, project: &str, identity: &str, actor: &str) -> Result<IssuedKey, ClaimError> {
-        self.issue_key(project, identity, actor, "identity.add", master::enroll)
+        self.issue_key(project, identity, actor, "identity.add", identities::enroll)
     }
 
     /// `identity rotate`: a new key for an enrolled identity; the old one is refused at once.
     pub fn rotate_identity(&self, project: &str, identity: &str, actor: &str) -> Result<IssuedKey, ClaimError> {
-        self.issue_key(project, identity, actor, "identity.rotate", master::rotate_key)
+        self.issue_key(project, identity, actor, "identity.rotate", identities::rotate_key)
     }
 
     fn issue_key(
@@ -909,7 +848,7 @@ impl Coordinator {
         let pending = self.pending(&base, &json!({"identity": identity}), &self.admin_credentials())?;
         let check = Recheck::authorized(|| ClaimError::AdminRequired);
         self.run(base, pending, check, |snap, _| {
-            let (change, removed) = master::remove_identity(snap, identity)?;
+            let (change, removed) = identities::remove_identity(snap, identity)?;
             let detail = json!({"sessions": removed.sessions, "was_master": removed.was_master});
             Ok((change, removed.clone(), removed.epoch, detail))
         })
@@ -932,7 +871,7 @@ impl Coordinator {
     }
 }
 
-/// A master verb's request as its fingerprint input (see [`super::request`]). Without the
+/// A master verb's request as its fingerprint input (see [`super::requests`]). Without the
 /// expected epoch: the CLI fills it from a status read when `--expect-epoch` is absent, and
 /// a retry's read sees the epoch the first attempt moved, so it would never match.
 fn request_input(req: &MasterRequest) -> serde_json::Value {
@@ -960,7 +899,7 @@ fn outcome_detail(out: &MasterOutcome, by_operator: Option<&str>) -> serde_json:
 mod tests {
     use super::*;
     use crate::claim::clock::ManualClock;
-    use crate::claim::store::sqlite::SqliteStore;
+    use crate::claim::stores::sqlite::SqliteStore;
 
     fn coordinator() -> (tempfile::TempDir, Arc<ManualClock>, Coordinator) {
         let dir = tempfile::tempdir().unwrap();
@@ -1063,14 +1002,6 @@ mod tests {
     }
 
     #[test]
-    fn names_are_validated() {
-        assert!(validate_name("x", "ok name").is_ok());
-        for bad in ["", " lead", "trail ", "a\nb", &"x".repeat(MAX_NAME + 1)] {
-            assert!(validate_name("x", bad).is_err(), "{bad:?}");
-        }
-    }
-
-    #[test]
     fn the_back_off_decays_with_time() {
         let (_d, _clock, c) = coordinator();
         let (t, decay) = (c.now(), secret::FAILURE_DECAY_MS);
@@ -1084,21 +1015,6 @@ mod tests {
             "half a minute forgives none"
         );
         assert_eq!(c.store().record_failure("ops", t + 1000 * decay).unwrap(), 1, "never below this one failure");
-    }
-
-    #[test]
-    fn names_refuse_format_characters_and_non_nfc() {
-        for ok in ["alice", "José", "名前", "a-b_c.d@e"] {
-            assert!(validate_name("x", ok).is_ok(), "{ok:?}");
-        }
-        // Bidi controls, zero-width characters, the BOM, a soft hyphen: all category Cf.
-        for bad in ["\u{202e}evil", "ali\u{200b}ce", "a\u{200d}b", "\u{feff}bob", "a\u{2066}b", "so\u{00ad}ft"] {
-            let e = validate_name("identity", bad).unwrap_err();
-            assert!(e.to_string().contains("format character"), "{bad:?}: {e}");
-        }
-        // "é" composed is accepted, the decomposed spelling of the same name is refused.
-        let e = validate_name("identity", "Jose\u{301}").unwrap_err();
-        assert!(e.to_string().contains("NFC"), "{e}");
     }
 
     #[test]

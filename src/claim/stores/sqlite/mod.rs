@@ -18,7 +18,7 @@ use crate::claim::model::{
     AuditEntry, Change, Controller, EnrolledIdentity, Event, MasterRef, MasterSlot, Millis, NewEvent, OperatorRecord,
     Snapshot,
 };
-use crate::claim::request::{self, KeptAnswer, RequestRecord};
+use crate::claim::requests::{self, KeptAnswer, RequestRecord};
 use crate::claim::retention::{Cutoffs, PRUNE_BATCH, Pruned, Sizes, check_cursor};
 
 mod work;
@@ -144,7 +144,7 @@ CREATE TABLE inbox_trims (
 CREATE INDEX audit_at ON audit (at);
 CREATE INDEX events_at ON events (at);
 "#,
-    // Answers kept under request ids (`crate::claim::request`), written in the verb's own
+    // Answers kept under request ids (`crate::claim::requests`), written in the verb's own
     // transaction.
     r#"
 CREATE TABLE requests (
@@ -372,7 +372,7 @@ fn keep_request(tx: &Connection, r: &RequestRecord, now: Millis) -> Result<(), C
         .and_then(|mut s| s.execute(params![r.key, r.fingerprint, r.answer, r.expires_at]))
         .map_err(db_err)?;
     if inserted == 0 {
-        return Err(request::in_flight());
+        return Err(requests::in_flight());
     }
     Ok(())
 }
@@ -842,8 +842,8 @@ impl SqliteStore {
 mod tests {
     use super::*;
     use crate::claim::model::{Controller, MasterRef};
-    use crate::claim::store::{ClaimWrite, WorkStore};
-    use crate::claim::work::{Channel, ClaimRow, ClaimStep, FocusLease};
+    use crate::claim::stores::{ClaimWrite, WorkStore};
+    use crate::claim::work_claims::{Channel, ClaimRow, ClaimStep, FocusLease};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn audit(project: &str) -> AuditEntry {
@@ -977,7 +977,7 @@ mod tests {
             l: &FocusLease,
             r: Option<Millis>,
             a: &AuditEntry,
-            p: Option<&crate::claim::store::SeatProof>,
+            p: Option<&crate::claim::stores::SeatProof>,
         ) -> Result<Commit, ClaimError> {
             self.inner.put_focus(l, r, a, p)
         }

@@ -6,34 +6,17 @@
 //! overrides [`Store::transact`] and never conflicts; a store that cannot (Redis) commits
 //! with an atomic version check and the default loop re-decides on a conflict.
 
+pub(crate) mod codec;
 pub mod redis_pg;
 pub mod sqlite;
 
+pub(crate) use codec::{from_json, json_err, to_i64, to_json};
+
 use super::error::ClaimError;
 use super::model::{AuditEntry, Change, Event, Millis, NewEvent, OperatorRecord, Snapshot};
-use super::request::KeptAnswer;
+use super::requests::KeptAnswer;
 use super::retention::{Cutoffs, Pruned, Sizes};
-use super::work::{Channel, ClaimRow, ClaimStep, FocusLease};
-
-/// JSON that a store wrote and cannot read back: the store is damaged, not the caller.
-pub(crate) fn json_err(e: serde_json::Error) -> ClaimError {
-    ClaimError::Store(format!("stored JSON: {e}"))
-}
-
-/// A record as the JSON text a store keeps.
-pub(crate) fn to_json<T: serde::Serialize>(v: &T) -> Result<String, ClaimError> {
-    serde_json::to_string(v).map_err(json_err)
-}
-
-/// A record from the JSON text a store kept.
-pub(crate) fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, ClaimError> {
-    serde_json::from_str(text).map_err(json_err)
-}
-
-/// A u64 (version, epoch, cursor) as a database integer, clamped (never reached in practice).
-pub(crate) fn to_i64(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
-}
+use super::work_claims::{Channel, ClaimRow, ClaimStep, FocusLease};
 
 /// When a change's inbox events happened: its audit row's time. A change without an audit
 /// row (a routine heartbeat) must carry no events; one that does is refused as a bug rather
@@ -299,7 +282,7 @@ pub trait Store: WorkStore + Send + Sync {
     /// [`AuditEntry::request`] on it is ignored: only a verb's own write keeps an answer.
     fn append_audit(&self, entry: &AuditEntry) -> Result<(), ClaimError>;
 
-    /// The answer kept under a request key (see [`super::request`]) if it has not expired
+    /// The answer kept under a request key (see [`super::requests`]) if it has not expired
     /// by `now`. Every write that carries an [`AuditEntry::request`] keeps it atomically
     /// with the write, refusing it (and the write) when the key holds a live record.
     fn recall_request(&self, verb: &str, key: &str, now: Millis) -> Result<Option<KeptAnswer>, ClaimError>;

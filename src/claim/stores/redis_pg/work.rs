@@ -23,10 +23,10 @@ use super::{
 };
 use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Millis};
-use crate::claim::request;
-use crate::claim::store::{ClaimWrite, Commit, SeatProof, WorkStore, seat_unproven};
-use crate::claim::store::{from_json as parse, to_i64, to_json};
-use crate::claim::work::{Channel, ClaimRow, ClaimStep, FocusLease};
+use crate::claim::requests;
+use crate::claim::stores::{ClaimWrite, Commit, SeatProof, WorkStore, seat_unproven};
+use crate::claim::stores::{from_json as parse, to_i64, to_json};
+use crate::claim::work_claims::{Channel, ClaimRow, ClaimStep, FocusLease};
 
 /// Scripts (or plain commands) per pipeline round trip: a sweep of 100,000 claims is 100
 /// round trips, and no single reply grows without bound.
@@ -298,7 +298,7 @@ fn reply_of(what: &str, v: &Value) -> Result<Reply, ClaimError> {
         Some("full") => Ok(Reply::Full),
         Some("unproven") => Ok(Reply::Unproven),
         // Another attempt with the same request id was applied; nothing was written.
-        Some("replayed") => Err(request::in_flight()),
+        Some("replayed") => Err(requests::in_flight()),
         _ => Err(bad_reply(what, v)),
     }
 }
@@ -1018,7 +1018,7 @@ mod tests {
             channel: "c".into(),
             task: "t".into(),
             owner: Some("a".into()),
-            status: crate::claim::work::ClaimStatus::Claimed,
+            status: crate::claim::work_claims::ClaimStatus::Claimed,
             version: 3,
             deputy: None,
             ttl_minutes: Some(5),
@@ -1055,7 +1055,7 @@ mod tests {
             channel: "c".into(),
             task: "t\"version\":8".into(),
             owner: None,
-            status: crate::claim::work::ClaimStatus::Released,
+            status: crate::claim::work_claims::ClaimStatus::Released,
             version: 12,
             deputy: None,
             ttl_minutes: None,

@@ -25,7 +25,7 @@ use super::{Inner, as_int, pg_err, stream_entries};
 use crate::claim::error::ClaimError;
 use crate::claim::model::AuditEntry;
 use crate::claim::retention::{Cutoffs, PRUNE_BATCH, Pruned, Sizes};
-use crate::claim::store::{from_json, to_i64};
+use crate::claim::stores::{from_json, to_i64};
 
 /// Entries read per step of a scan through a stream.
 const STREAM_PAGE: usize = 1000;

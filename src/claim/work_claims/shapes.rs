@@ -1,0 +1,311 @@
+//! Seed 002's shapes: channels, claim rows and their status, history steps, focus leases,
+//! and each verb's request and answer. The decisions over them are in the parent module;
+//! the shapes stand apart because [`crate::claim::error`] names a claim's status, and the
+//! decisions return its errors.
+
+use serde::{Deserialize, Serialize};
+
+use crate::claim::clock::Millis;
+
+/// A channel's TTL floor when `channel create` names none (issue 8: "default 5").
+pub const DEFAULT_TTL_FLOOR_MINUTES: u32 = 5;
+/// A channel's SLA when `channel create` names none.
+pub const DEFAULT_SLA_MINUTES: u32 = 60;
+/// The longest TTL or SLA accepted: one week. Longer is a typo, not a plan.
+pub const MAX_MINUTES: u32 = 7 * 24 * 60;
+/// The latest moment a sweep or report may be judged by: 9999-12-31T23:59:59.999Z.
+pub const MAX_AS_OF: Millis = 253_402_300_799_999;
+/// The longest focus lease: a seat may go heads-down, not disappear.
+pub const MAX_FOCUS_MINUTES: u32 = 240;
+/// The longest next step accepted.
+pub const MAX_NEXT_STEP: usize = 4096;
+/// The inbox event kind every release rings.
+pub const CLAIM_RELEASED: &str = "ClaimReleased";
+/// The audit actor of writes the coordinator makes on its own (TTL releases).
+pub const COORDINATOR_ACTOR: &str = "coordinator";
+
+pub(crate) const MINUTE_MS: Millis = 60_000;
+
+/// A channel: where claims live, who stewards them, and its clocks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Channel {
+    /// The project.
+    pub project: String,
+    /// The channel name.
+    pub channel: String,
+    /// The identity that receives release doorbells and reads the SLA report.
+    pub steward: String,
+    /// Claims older than this without a TTL show up in the steward report.
+    pub sla_minutes: u32,
+    /// The smallest TTL a claim in this channel may declare; smaller ones are raised.
+    pub ttl_floor_minutes: u32,
+    /// When it was created.
+    pub created_at: Millis,
+}
+
+/// A claim's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClaimStatus {
+    /// Live: one owner advances the task.
+    Claimed,
+    /// Open: anyone may take it.
+    Released,
+    /// Finished: never taken again.
+    Done,
+}
+
+impl ClaimStatus {
+    /// The lowercase name (`claimed`, `released`, `done`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClaimStatus::Claimed => "claimed",
+            ClaimStatus::Released => "released",
+            ClaimStatus::Done => "done",
+        }
+    }
+}
+
+/// One task's claim row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimRow {
+    /// The project.
+    pub project: String,
+    /// The channel.
+    pub channel: String,
+    /// The task.
+    pub task: String,
+    /// Who advances it; None unless claimed.
+    pub owner: Option<String>,
+    /// Claimed, released or done.
+    pub status: ClaimStatus,
+    /// Bumped by every write; the compare-and-set token.
+    pub version: u64,
+    /// The named successor (declarative until the TTL fires).
+    pub deputy: Option<String>,
+    /// Minutes without an owner write before the coordinator releases the claim.
+    pub ttl_minutes: Option<u32>,
+    /// What the next hands should do.
+    pub next_step: Option<String>,
+    /// The owner the claim last moved away from.
+    pub handoff_from: Option<String>,
+    /// The current owner's last write; None until it writes.
+    pub last_owner_touch: Option<Millis>,
+    /// When the current owner became owner.
+    pub owner_since: Option<Millis>,
+    /// When this live claim was first taken (the steward report's age).
+    pub claimed_at: Option<Millis>,
+    /// The last write of any kind.
+    pub updated_at: Millis,
+}
+
+impl ClaimRow {
+    /// `channel/task`, the audit target.
+    pub fn target(&self) -> String {
+        format!("{}/{}", self.channel, self.task)
+    }
+
+    /// When the TTL clock started: the owner's last write, or when it became owner.
+    pub fn anchor(&self) -> Option<Millis> {
+        match (self.last_owner_touch, self.owner_since) {
+            (Some(t), Some(s)) => Some(t.max(s)),
+            (t, s) => t.or(s),
+        }
+    }
+
+    /// When the TTL releases it, ignoring focus leases; None without a TTL or when not
+    /// claimed. Stores index this.
+    pub fn due_at(&self) -> Option<Millis> {
+        if self.status != ClaimStatus::Claimed || self.owner.is_none() {
+            return None;
+        }
+        let ttl = self.ttl_minutes?;
+        Some(self.anchor()?.saturating_add(Millis::from(ttl) * MINUTE_MS))
+    }
+
+    /// When the TTL releases it, given its owner's latest focus lease: never while the lease
+    /// lasts at `at`, and not before a full TTL after the lease ended.
+    pub fn due_with_focus(&self, focus: Option<&FocusLease>, at: Millis) -> Option<Millis> {
+        let due = self.due_at()?;
+        match focus {
+            // A lease that started later (a preview of the past) proves nothing about `at`.
+            Some(f) if f.started_at > at => Some(due),
+            Some(f) if f.active_at(at) => None,
+            Some(f) => Some(due.max(f.ends_at().saturating_add(Millis::from(self.ttl_minutes?) * MINUTE_MS))),
+            None => Some(due),
+        }
+    }
+}
+
+/// One step of a claim's history: the row as a write left it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimStep {
+    /// When.
+    pub at: Millis,
+    /// Who: `seat:<identity>` or `coordinator`.
+    pub actor: String,
+    /// `take`, `touch`, `release`, `done`, `ttl_handoff` or `ttl_release`.
+    pub action: String,
+    /// The row after the step.
+    pub claim: ClaimRow,
+}
+
+/// A seat's focus lease: while it lasts, the seat's claims are not released by TTL.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FocusLease {
+    /// The project.
+    pub project: String,
+    /// The seat.
+    pub seat: String,
+    /// When it started.
+    pub started_at: Millis,
+    /// When it runs out.
+    pub until: Millis,
+    /// When `focus end` ended it early, if it did.
+    pub ended_at: Option<Millis>,
+}
+
+impl FocusLease {
+    /// When it stops counting as liveness.
+    pub fn ends_at(&self) -> Millis {
+        self.ended_at.map_or(self.until, |e| e.min(self.until))
+    }
+
+    /// Whether it holds at `at`.
+    pub fn active_at(&self, at: Millis) -> bool {
+        self.started_at <= at && at < self.ends_at()
+    }
+}
+
+/// `claim take`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TakeRequest {
+    /// The project.
+    pub project: String,
+    /// The channel.
+    pub channel: String,
+    /// The task.
+    pub task: String,
+    /// The seat taking it.
+    pub seat: String,
+    /// Its deputy, if any.
+    pub deputy: Option<String>,
+    /// Its TTL, if any.
+    pub ttl_minutes: Option<u32>,
+    /// Its next step.
+    pub next_step: Option<String>,
+}
+
+/// `claim touch`: an owner write. Fields left None keep their value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TouchRequest {
+    /// The project.
+    pub project: String,
+    /// The channel.
+    pub channel: String,
+    /// The task.
+    pub task: String,
+    /// The seat (must be the owner).
+    pub seat: String,
+    /// The version the seat read (compare-and-set); None: whatever the claim is at.
+    pub expect_version: Option<u64>,
+    /// A new deputy; `Some(None)` removes it.
+    pub deputy: Option<Option<String>>,
+    /// A new TTL; `Some(None)` removes it.
+    pub ttl_minutes: Option<Option<u32>>,
+    /// A new next step.
+    pub next_step: Option<String>,
+}
+
+/// `claim release`: the owner opens the task again, or marks it done.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleaseRequest {
+    /// The project.
+    pub project: String,
+    /// The channel.
+    pub channel: String,
+    /// The task.
+    pub task: String,
+    /// The seat (must be the owner).
+    pub seat: String,
+    /// The version the seat read (compare-and-set); None: whatever the claim is at.
+    pub expect_version: Option<u64>,
+    /// Done instead of released.
+    pub done: bool,
+    /// A last next step for whoever takes it.
+    pub next_step: Option<String>,
+}
+
+/// A claim write's result: the row, and the TTL the seat asked for when the channel's
+/// floor raised it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimOutcome {
+    /// The row as written.
+    pub claim: ClaimRow,
+    /// The TTL asked for, when it was below the channel's floor and was raised.
+    pub ttl_raised_from: Option<u32>,
+}
+
+/// One release a sweep made (or, dry, would make).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepAction {
+    /// The project.
+    pub project: String,
+    /// The channel.
+    pub channel: String,
+    /// The task.
+    pub task: String,
+    /// The owner it was taken from.
+    pub from: String,
+    /// The deputy it went to; None when it was opened.
+    pub to: Option<String>,
+    /// The version after the release.
+    pub version: u64,
+    /// When the TTL ran out.
+    pub due_at: Millis,
+}
+
+/// What a sweep did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepReport {
+    /// The time the sweep judged by.
+    pub as_of: Millis,
+    /// Nothing was written.
+    pub dry_run: bool,
+    /// Claims released (or that would be).
+    pub released: Vec<SweepAction>,
+    /// Due claims kept because their owner holds a focus lease.
+    pub deferred_by_focus: u64,
+    /// Due claims that changed between the sweep's read and its write (an owner write, or
+    /// another sweeper's release); the sweep left them as they are.
+    pub conflicts: u64,
+}
+
+/// A claim older than its channel's SLA that carries no TTL.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StewardItem {
+    /// The claim.
+    pub claim: ClaimRow,
+    /// Its age in whole minutes.
+    pub age_minutes: i64,
+}
+
+/// `steward report`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StewardReport {
+    /// The channel.
+    pub channel: Channel,
+    /// The time the report judged by.
+    pub as_of: Millis,
+    /// Claims older than the SLA with no TTL, oldest first.
+    pub overdue: Vec<StewardItem>,
+}
+
+/// `focus start`'s result: the lease, and the minutes asked for when they were capped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FocusOutcome {
+    /// The lease.
+    pub lease: FocusLease,
+    /// The minutes asked for, when above [`MAX_FOCUS_MINUTES`].
+    pub capped_from: Option<u32>,
+}
