@@ -375,6 +375,7 @@ fn preempted_event(prev: &MasterRef, new: &MasterRef, reason: &Reason<'_>, epoch
 mod tests {
     use super::*;
     use crate::claim::identities::{enroll, proves_identity, remove_identity, rotate_key};
+    use crate::claim::model::EnrolledIdentity;
 
     const F: i64 = 30_000;
     const NOW: Millis = 1_000_000;
