@@ -11,19 +11,18 @@ use serde_json::json;
 
 use super::clock::Clock;
 use super::error::ClaimError;
-use super::identities::{self, Removed};
 use super::masters::{self, ControllerKey, MasterOutcome, RegisterProof, Target};
-use super::model::{
-    AuditEntry, Change, Controller, EnrolledIdentity, Event, MasterSlot, Millis, OperatorRecord, Snapshot,
-};
+use super::model::{AuditEntry, Change, Controller, Event, MasterSlot, Millis, OperatorRecord, Snapshot};
 use super::refusals::RefusalLimiter;
 use super::requests::{KeptAnswer, Pending, RequestId, Unopened};
 use super::secret::{self, Secret};
 use super::stores::Store;
 
+mod identities;
 mod retain;
 mod work;
 
+pub use identities::IssuedKey;
 pub use work::{SWEEP_BATCH, SWEEP_LIMIT, SweepAll};
 
 // Old paths, kept until the issue-29 merge; the lead removes them.
@@ -103,15 +102,6 @@ pub struct Credentials<'a> {
     pub identity_key: Option<&'a Secret>,
     /// The current session token of the row being re-registered.
     pub token: Option<&'a Secret>,
-}
-
-/// An identity key, shown once, with the enrollment it belongs to.
-#[derive(Debug)]
-pub struct IssuedKey {
-    /// The enrollment (its key hash is what the store keeps).
-    pub identity: EnrolledIdentity,
-    /// The key itself; never stored.
-    pub key: Secret,
 }
 
 /// A registration's result; the token is shown once and never stored.
@@ -754,110 +744,6 @@ impl Coordinator {
             return Err(e);
         }
         self.store.inbox(project, identity, after, limit)
-    }
-
-    /// Succeeds when `token` is a session token of a controller registered as `identity`
-    /// in `project`; otherwise `unauthorized`, the same answer whether the identity has no
-    /// controller, another controller, or the token is missing (issue 15).
-    pub(crate) fn prove_identity(
-        &self,
-        project: &str,
-        identity: &str,
-        token: Option<&Secret>,
-        act: impl FnOnce() -> String,
-    ) -> Result<(), ClaimError> {
-        let proven = match token {
-            Some(t) => identities::proves_identity(
-                &masters::visible(&self.store.snapshot(project)?, self.open_registration),
-                identity,
-                &secret::token_hash(t),
-            ),
-            None => false,
-        };
-        if proven {
-            Ok(())
-        } else {
-            Err(ClaimError::IdentityUnproven { project: project.into(), identity: identity.into(), act: act() })
-        }
-    }
-
-    /// `identity add`: enrolls `identity` in `project` and returns its key, shown once.
-    pub fn enroll_identity(&self, project: &str, identity: &str, actor: &str) -> Result<IssuedKey, ClaimError> {
-        self.issue_key(project, identity, actor, "identity.add", identities::enroll)
-    }
-
-    /// `identity rotate`: a new key for an enrolled identity; the old one is refused at once.
-    pub fn rotate_identity(&self, project: &str, identity: &str, actor: &str) -> Result<IssuedKey, ClaimError> {
-        self.issue_key(project, identity, actor, "identity.rotate", identities::rotate_key)
-    }
-
-    fn issue_key(
-        &self,
-        project: &str,
-        identity: &str,
-        actor: &str,
-        verb: &str,
-        decide: fn(&Snapshot, &str, String, Millis) -> Result<(Change, EnrolledIdentity), ClaimError>,
-    ) -> Result<IssuedKey, ClaimError> {
-        validate_name("project", project)?;
-        validate_name("identity", identity)?;
-        let key = secret::new_identity_key()?;
-        let hash = secret::token_hash(&key);
-        let base = self.audit(project, verb, actor.to_string(), Some(format!("identity:{identity}")));
-        let input = json!({"identity": identity});
-        // As for a registration's token: a retry after a lost reply gets the key that was
-        // issued (its hash is what the store checks), kept sealed under the admin token the
-        // request presented; in-process (no credential) the key is not kept.
-        let pending = self.pending(&base, &input, &self.admin_credentials())?;
-        let kept_key = pending.as_ref().is_some_and(Pending::can_keep_secrets).then(|| key.expose().to_string());
-        let request_id = self.request.as_ref().map(|r| r.to_string()).unwrap_or_default();
-        // A replay answers the key only while it is still the identity's enrolled key: a
-        // key rotated again, or an identity removed, is never handed out (issue 28 point 2).
-        let check = Recheck::authorized(|| ClaimError::AdminRequired).holding(
-            |snap: &Snapshot, (row, kept): &(EnrolledIdentity, Option<String>)| {
-                let not_kept = |reason: &str| ClaimError::AnswerNotKept {
-                    request_id: request_id.clone(),
-                    verb: verb.into(),
-                    reason: reason.into(),
-                };
-                if kept.is_none() {
-                    return Err(not_kept("the request presented no credential to seal the key under"));
-                }
-                match snap.identity(identity) {
-                    Some(e) if secret::token_hash_matches(&e.key_hash, &row.key_hash) => Ok(()),
-                    _ => Err(not_kept(&format!("the key of {identity} was rotated or the identity removed since"))),
-                }
-            },
-        );
-        let (row, kept) = self.run(base, pending, check, |snap, now| {
-            // The row's `at` is when the key was issued; the key itself is never audited.
-            let (change, row) = decide(snap, identity, hash.clone(), now)?;
-            let epoch = change.slot.as_ref().map_or(snap.slot.epoch, |s| s.epoch);
-            let mut detail = json!({});
-            invalidated_detail(&mut detail, &change);
-            Ok((change, (row, kept_key.clone()), epoch, detail))
-        })?;
-        Ok(IssuedKey { identity: row, key: kept.map_or(key, Secret::new) })
-    }
-
-    /// `identity remove`: refuses its key from now on and deregisters its sessions.
-    pub fn remove_identity(&self, project: &str, identity: &str, actor: &str) -> Result<Removed, ClaimError> {
-        validate_name("project", project)?;
-        validate_name("identity", identity)?;
-        let base = self.audit(project, "identity.remove", actor.to_string(), Some(format!("identity:{identity}")));
-        let pending = self.pending(&base, &json!({"identity": identity}), &self.admin_credentials())?;
-        let check = Recheck::authorized(|| ClaimError::AdminRequired);
-        self.run(base, pending, check, |snap, _| {
-            let (change, removed) = identities::remove_identity(snap, identity)?;
-            let detail = json!({"sessions": removed.sessions, "was_master": removed.was_master});
-            Ok((change, removed.clone(), removed.epoch, detail))
-        })
-    }
-
-    /// `identity list`: the identities enrolled in `project`, by name.
-    pub fn identities(&self, project: &str) -> Result<Vec<EnrolledIdentity>, ClaimError> {
-        validate_name("project", project)?;
-        Ok(self.store.snapshot(project)?.identities)
     }
 
     /// The newest `limit` audit rows for `project` (all projects when None), oldest first.

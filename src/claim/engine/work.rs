@@ -53,6 +53,62 @@ fn validate_step(step: Option<&str>) -> Result<(), ClaimError> {
     step.map_or(Ok(()), work_claims::validate_next_step)
 }
 
+/// What every owner write (take, touch, release) names, validated in this order before the
+/// seat proves itself.
+struct OwnerNames<'a> {
+    project: &'a str,
+    channel: &'a str,
+    task: &'a str,
+    seat: &'a str,
+    deputy: Option<&'a str>,
+    next_step: Option<&'a str>,
+}
+
+/// A request [`Coordinator::write_claim`] runs: its names, and itself as the input a kept
+/// answer is fingerprinted from.
+trait OwnerWrite: Serialize {
+    fn names(&self) -> OwnerNames<'_>;
+}
+
+impl OwnerWrite for TakeRequest {
+    fn names(&self) -> OwnerNames<'_> {
+        OwnerNames {
+            project: &self.project,
+            channel: &self.channel,
+            task: &self.task,
+            seat: &self.seat,
+            deputy: self.deputy.as_deref(),
+            next_step: self.next_step.as_deref(),
+        }
+    }
+}
+
+impl OwnerWrite for TouchRequest {
+    fn names(&self) -> OwnerNames<'_> {
+        OwnerNames {
+            project: &self.project,
+            channel: &self.channel,
+            task: &self.task,
+            seat: &self.seat,
+            deputy: self.deputy.as_ref().and_then(|d| d.as_deref()),
+            next_step: self.next_step.as_deref(),
+        }
+    }
+}
+
+impl OwnerWrite for ReleaseRequest {
+    fn names(&self) -> OwnerNames<'_> {
+        OwnerNames {
+            project: &self.project,
+            channel: &self.channel,
+            task: &self.task,
+            seat: &self.seat,
+            deputy: None,
+            next_step: self.next_step.as_deref(),
+        }
+    }
+}
+
 fn claim_detail(row: &ClaimRow) -> serde_json::Value {
     json!({
         "owner": row.owner,
@@ -80,18 +136,18 @@ impl Coordinator {
     /// again by the store inside the write itself ([`SeatProof`], issue 28 point 5): the first
     /// check answers early (and before any kept answer is opened), the second is the one an
     /// `identity remove` or a deregistration racing this write can never overtake.
-    #[allow(clippy::too_many_arguments)]
     fn write_claim<T: Serialize + DeserializeOwned>(
         &self,
-        project: &str,
-        channel: &str,
-        task: &str,
-        seat: &str,
+        input: &impl OwnerWrite,
         token: Option<&Secret>,
         verb: &str,
-        input: &impl Serialize,
         mut decide: impl FnMut(Option<&ClaimRow>, &Channel, Millis) -> Result<Decision<T>, ClaimError>,
     ) -> Result<T, ClaimError> {
+        let OwnerNames { project, channel, task, seat, deputy, next_step } = input.names();
+        validate_claim_names(project, channel, task)?;
+        validate_name("seat", seat)?;
+        validate_optional("deputy", deputy)?;
+        validate_step(next_step)?;
         let base = self.audit(project, verb, seat_actor(seat), Some(format!("{channel}/{task}")));
         // The seat proves itself before anything else, a kept answer included: a request id
         // never stands in for the seat's token.
@@ -171,69 +227,31 @@ impl Coordinator {
 
     /// `claim take`.
     pub fn take(&self, req: &TakeRequest, token: Option<&Secret>) -> Result<ClaimOutcome, ClaimError> {
-        validate_claim_names(&req.project, &req.channel, &req.task)?;
-        validate_name("seat", &req.seat)?;
-        validate_optional("deputy", req.deputy.as_deref())?;
-        validate_step(req.next_step.as_deref())?;
-        self.write_claim(
-            &req.project,
-            &req.channel,
-            &req.task,
-            &req.seat,
-            token,
-            "claim.take",
-            req,
-            |existing, ch, now| {
-                let out = work_claims::take(existing, ch, req, now)?;
-                Ok(Decision { row: out.claim.clone(), action: "take", events: Vec::new(), value: out })
-            },
-        )
+        self.write_claim(req, token, "claim.take", |existing, ch, now| {
+            let out = work_claims::take(existing, ch, req, now)?;
+            Ok(Decision { row: out.claim.clone(), action: "take", events: Vec::new(), value: out })
+        })
     }
 
     /// `claim touch`: the owner's write; resets the TTL clock.
     pub fn touch(&self, req: &TouchRequest, token: Option<&Secret>) -> Result<ClaimOutcome, ClaimError> {
-        validate_claim_names(&req.project, &req.channel, &req.task)?;
-        validate_name("seat", &req.seat)?;
-        validate_optional("deputy", req.deputy.as_ref().and_then(|d| d.as_deref()))?;
-        validate_step(req.next_step.as_deref())?;
-        self.write_claim(
-            &req.project,
-            &req.channel,
-            &req.task,
-            &req.seat,
-            token,
-            "claim.touch",
-            req,
-            |existing, ch, now| {
-                let row = existing.ok_or_else(|| not_found(&req.channel, &req.task))?;
-                let out = work_claims::touch(row, ch, req, now)?;
-                Ok(Decision { row: out.claim.clone(), action: "touch", events: Vec::new(), value: out })
-            },
-        )
+        self.write_claim(req, token, "claim.touch", |existing, ch, now| {
+            let row = existing.ok_or_else(|| not_found(&req.channel, &req.task))?;
+            let out = work_claims::touch(row, ch, req, now)?;
+            Ok(Decision { row: out.claim.clone(), action: "touch", events: Vec::new(), value: out })
+        })
     }
 
     /// `claim release`: the owner opens the task again (or, `done`, closes it); rings the
     /// deputy and the steward.
     pub fn release_claim(&self, req: &ReleaseRequest, token: Option<&Secret>) -> Result<ClaimRow, ClaimError> {
-        validate_claim_names(&req.project, &req.channel, &req.task)?;
-        validate_name("seat", &req.seat)?;
-        validate_step(req.next_step.as_deref())?;
-        self.write_claim(
-            &req.project,
-            &req.channel,
-            &req.task,
-            &req.seat,
-            token,
-            "claim.release",
-            req,
-            |existing, ch, now| {
-                let row = existing.ok_or_else(|| not_found(&req.channel, &req.task))?;
-                let after = work_claims::release(row, req, now)?;
-                let events = work_claims::doorbells(row, &after, Some(&ch.steward), "owner", Some(&req.seat));
-                let action = if req.done { "done" } else { "release" };
-                Ok(Decision { row: after.clone(), action, events, value: after })
-            },
-        )
+        self.write_claim(req, token, "claim.release", |existing, ch, now| {
+            let row = existing.ok_or_else(|| not_found(&req.channel, &req.task))?;
+            let after = work_claims::release(row, req, now)?;
+            let events = work_claims::doorbells(row, &after, Some(&ch.steward), "owner", Some(&req.seat));
+            let action = if req.done { "done" } else { "release" };
+            Ok(Decision { row: after.clone(), action, events, value: after })
+        })
     }
 
     /// `claim show`.

@@ -43,8 +43,12 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
-use super::{lock, pg_err, redis_err};
+use super::errors::{lock, pg_err, redis_err};
 use crate::claim::error::ClaimError;
+
+/// Connect, read and write timeout for both services: a dead service answers
+/// `coordinator_unavailable` fast instead of hanging a verb.
+pub const IO_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How the store reaches its services beyond the two URLs.
 #[derive(Debug, Clone, Default)]
@@ -242,7 +246,7 @@ fn sentinel_source(u: SentinelUrl, certs: Option<TlsCertificates>) -> Result<Red
     let bad = |e: redis::RedisError| bad_redis_url("sentinel", e);
     // A dead peer that never answers must not hold a connection (and the lock around the
     // Sentinel client) for the kernel's default of minutes.
-    let tcp = redis::io::tcp::TcpSettings::default().set_user_timeout(super::IO_TIMEOUT);
+    let tcp = redis::io::tcp::TcpSettings::default().set_user_timeout(IO_TIMEOUT);
     let mut b = SentinelClientBuilder::new(addrs, &u.master, SentinelServerType::Master)
         .map_err(bad)?
         .set_client_to_redis_db(u.db)

@@ -10,8 +10,9 @@
 
 use redis::Value;
 
+use super::Inner;
+use super::replies::{as_array, as_int, as_text, bad_reply};
 use super::work::PIPELINE_CHUNK;
-use super::{Inner, as_array, as_int, as_text, bad_reply};
 use crate::claim::error::ClaimError;
 
 /// Keys per `SCAN` step.

@@ -19,9 +19,11 @@
 
 use redis::{Script, Value};
 
+use super::Inner;
+use super::errors::pg_err;
 use super::masters::{glob_escape, scan_keys};
+use super::replies::{as_int, stream_entries};
 use super::work::PIPELINE_CHUNK;
-use super::{Inner, as_int, pg_err, stream_entries};
 use crate::claim::error::ClaimError;
 use crate::claim::model::AuditEntry;
 use crate::claim::retention::{Cutoffs, PRUNE_BATCH, Pruned, Sizes};

@@ -17,13 +17,15 @@ use std::collections::{HashMap, HashSet};
 use redis::{Cmd, RedisResult, Script, Value};
 use serde::de::DeserializeOwned;
 
-use super::{
-    AUDIT_READ_WAIT, EPOCH_RESTORE_GAP, Inner, RedisPgStore, as_array, as_int, as_text, bad_reply, esc, event_args,
-    event_keys, json_err, parse_u64, pg_err, redis_err, request_args, to_u64, with_inbox, with_queue, with_request,
-};
+use super::errors::{pg_err, redis_err, to_u64};
+use super::keys::esc;
+use super::replies::{as_array, as_int, as_text, bad_reply};
+use super::scripts::{event_args, event_keys, request_args, with_inbox, with_queue, with_request};
+use super::{AUDIT_READ_WAIT, EPOCH_RESTORE_GAP, Inner, RedisPgStore};
 use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Millis};
 use crate::claim::requests;
+use crate::claim::stores::codec::json_err;
 use crate::claim::stores::{ClaimWrite, Commit, SeatProof, WorkStore, seat_unproven};
 use crate::claim::stores::{from_json as parse, to_i64, to_json};
 use crate::claim::work_claims::{Channel, ClaimRow, ClaimStep, FocusLease};
@@ -300,151 +302,6 @@ fn reply_of(what: &str, v: &Value) -> Result<Reply, ClaimError> {
         // Another attempt with the same request id was applied; nothing was written.
         Some("replayed") => Err(requests::in_flight()),
         _ => Err(bad_reply(what, v)),
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// the queued Postgres write
-// ---------------------------------------------------------------------------------------
-
-/// A queue entry's work claim payload, with the JSON Redis holds (written to Postgres as is).
-#[derive(Debug, Clone)]
-pub(super) enum Payload {
-    /// A claim write: the row, its history step, and the event cursor after its doorbells.
-    Claim { row: Box<ClaimRow>, row_json: String, step: Box<ClaimStep>, step_json: String, cursor: u64 },
-    /// A new channel.
-    Channel { channel: Channel, json: String },
-    /// A seat's focus lease, with the seat's write counter.
-    Focus { lease: FocusLease, json: String, version: u64 },
-}
-
-fn field<'a>(f: &'a HashMap<String, String>, k: &str) -> Result<&'a String, ClaimError> {
-    f.get(k).ok_or_else(|| ClaimError::Store(format!("queue entry without {k}")))
-}
-
-impl Payload {
-    /// The payload of a queue entry's fields, if it carries one.
-    pub(super) fn decode(f: &HashMap<String, String>) -> Result<Option<Payload>, ClaimError> {
-        if let Some(row_json) = f.get("claim") {
-            let step_json = field(f, "step")?;
-            return Ok(Some(Payload::Claim {
-                row: parse(row_json)?,
-                row_json: row_json.clone(),
-                step: parse(step_json)?,
-                step_json: step_json.clone(),
-                cursor: parse_u64("cursor", field(f, "cursor")?)?,
-            }));
-        }
-        if let Some(json) = f.get("channel") {
-            return Ok(Some(Payload::Channel { channel: parse(json)?, json: json.clone() }));
-        }
-        if let Some(json) = f.get("focus") {
-            return Ok(Some(Payload::Focus {
-                lease: parse(json)?,
-                json: json.clone(),
-                version: parse_u64("focus_version", field(f, "focus_version")?)?,
-            }));
-        }
-        Ok(None)
-    }
-
-    /// Writes the payload inside the caller's transaction; idempotent, and never moves a row
-    /// back to an older version.
-    pub(super) fn apply(
-        &self,
-        tx: &mut postgres::Transaction<'_>,
-        st: &Statements,
-        op_id: &str,
-    ) -> Result<(), postgres::Error> {
-        match self {
-            Payload::Claim { row, row_json, step, step_json, cursor } => {
-                tx.execute(
-                    &st.upsert_claim,
-                    &[
-                        &row.project,
-                        &row.channel,
-                        &row.task,
-                        &to_i64(row.version),
-                        &row.status.as_str(),
-                        &row.owner,
-                        &row.due_at(),
-                        &row.updated_at,
-                        row_json,
-                    ],
-                )?;
-                let c = &step.claim;
-                tx.execute(
-                    &st.insert_step,
-                    &[
-                        &op_id,
-                        &c.project,
-                        &c.channel,
-                        &c.task,
-                        &to_i64(c.version),
-                        &step.at,
-                        &step.actor,
-                        &step.action,
-                        &to_i64(*cursor),
-                        step_json,
-                    ],
-                )?;
-            }
-            Payload::Channel { channel: c, json } => {
-                tx.execute(&st.insert_channel, &[&c.project, &c.channel, &c.steward, &c.created_at, json])?;
-            }
-            Payload::Focus { lease: l, json, version } => {
-                tx.execute(
-                    &st.upsert_focus,
-                    &[&l.project, &l.seat, &to_i64(*version), &l.started_at, &l.until, &l.ended_at, json],
-                )?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The work claims' queue statements, prepared once per connection.
-pub(super) struct Statements {
-    upsert_claim: postgres::Statement,
-    insert_step: postgres::Statement,
-    insert_channel: postgres::Statement,
-    upsert_focus: postgres::Statement,
-}
-
-impl Statements {
-    pub(super) fn prepare(
-        prepare: &mut impl FnMut(&str) -> Result<postgres::Statement, ClaimError>,
-    ) -> Result<Statements, ClaimError> {
-        Ok(Statements {
-            // Version-guarded: a replayed or reordered entry never moves the row back.
-            upsert_claim: prepare(
-                "INSERT INTO @.claims AS c (project, channel, task, version, status, owner, due_at, updated_at, body)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::json)
-                 ON CONFLICT (project, channel, task) DO UPDATE SET
-                   version = excluded.version, status = excluded.status, owner = excluded.owner,
-                   due_at = excluded.due_at, updated_at = excluded.updated_at, body = excluded.body
-                 WHERE c.version < excluded.version",
-            )?,
-            insert_step: prepare(
-                "INSERT INTO @.claim_history (op_id, project, channel, task, version, at, actor, action, last_cursor,
-                                              body)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text::json)
-                 ON CONFLICT (op_id) DO NOTHING",
-            )?,
-            insert_channel: prepare(
-                "INSERT INTO @.channels (project, channel, steward, created_at, body)
-                 VALUES ($1, $2, $3, $4, $5::text::json)
-                 ON CONFLICT (project, channel) DO NOTHING",
-            )?,
-            upsert_focus: prepare(
-                "INSERT INTO @.focus_leases AS f (project, seat, version, started_at, until_at, ended_at, body)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7::text::json)
-                 ON CONFLICT (project, seat) DO UPDATE SET
-                   version = excluded.version, started_at = excluded.started_at, until_at = excluded.until_at,
-                   ended_at = excluded.ended_at, body = excluded.body
-                 WHERE f.version < excluded.version",
-            )?,
-        })
     }
 }
 
@@ -978,6 +835,7 @@ impl WorkStore for RedisPgStore {
 
 #[cfg(test)]
 mod tests {
+    use super::super::pg::Payload;
     use super::*;
 
     #[test]
