@@ -274,7 +274,10 @@ impl Coordinator {
 
     /// The record kept for `pending`, unopened (see [`Recheck`] for what opens it).
     fn recall(&self, pending: Option<&Pending>) -> Result<Option<KeptAnswer>, ClaimError> {
-        pending.map_or(Ok(None), |p| p.recall(&*self.store, self.clock.now()))
+        pending.map_or(Ok(None), |p| {
+            let (verb, key) = p.record_key();
+            self.store.recall_request(verb, key, self.clock.now())
+        })
     }
 
     /// A replay: authorizes the caller against current state as a fresh request would,

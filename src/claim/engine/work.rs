@@ -70,44 +70,29 @@ trait OwnerWrite: Serialize {
     fn names(&self) -> OwnerNames<'_>;
 }
 
-impl OwnerWrite for TakeRequest {
-    fn names(&self) -> OwnerNames<'_> {
-        OwnerNames {
-            project: &self.project,
-            channel: &self.channel,
-            task: &self.task,
-            seat: &self.seat,
-            deputy: self.deputy.as_deref(),
-            next_step: self.next_step.as_deref(),
+/// Implements [`OwnerWrite`] for a request with the common fields; `$deputy` reads its
+/// deputy (release names none, touch may clear it).
+macro_rules! owner_write {
+    ($request:ty, |$r:ident| $deputy:expr) => {
+        impl OwnerWrite for $request {
+            fn names(&self) -> OwnerNames<'_> {
+                let $r = self;
+                OwnerNames {
+                    project: &$r.project,
+                    channel: &$r.channel,
+                    task: &$r.task,
+                    seat: &$r.seat,
+                    deputy: $deputy,
+                    next_step: $r.next_step.as_deref(),
+                }
+            }
         }
-    }
+    };
 }
 
-impl OwnerWrite for TouchRequest {
-    fn names(&self) -> OwnerNames<'_> {
-        OwnerNames {
-            project: &self.project,
-            channel: &self.channel,
-            task: &self.task,
-            seat: &self.seat,
-            deputy: self.deputy.as_ref().and_then(|d| d.as_deref()),
-            next_step: self.next_step.as_deref(),
-        }
-    }
-}
-
-impl OwnerWrite for ReleaseRequest {
-    fn names(&self) -> OwnerNames<'_> {
-        OwnerNames {
-            project: &self.project,
-            channel: &self.channel,
-            task: &self.task,
-            seat: &self.seat,
-            deputy: None,
-            next_step: self.next_step.as_deref(),
-        }
-    }
-}
+owner_write!(TakeRequest, |r| r.deputy.as_deref());
+owner_write!(TouchRequest, |r| r.deputy.as_ref().and_then(|d| d.as_deref()));
+owner_write!(ReleaseRequest, |_r| None);
 
 fn claim_detail(row: &ClaimRow) -> serde_json::Value {
     json!({

@@ -13,7 +13,7 @@
 //!    presented), and, when the request presented a credential (a session token, an
 //!    identity key, the admin token), a **seal key** derived from that credential's plaintext
 //!    and the record key ([`seal_key`]);
-//! 2. [`Pending::recall`] asks the store for a record under that key and returns it
+//! 2. the engine asks the store for a record under [`Pending::record_key`] and keeps it
 //!    unopened: nothing about it reaches the caller yet;
 //! 3. found, the engine answers it as a *replay* ([`crate::claim::engine`]): it first checks
 //!    the caller's proof against current state exactly as a fresh request would (the seat's
@@ -59,7 +59,6 @@ use sha2::{Digest, Sha256};
 use super::error::ClaimError;
 use super::model::{AuditEntry, Millis};
 use super::secret::Secret;
-use super::stores::Store;
 
 mod records;
 
@@ -196,10 +195,11 @@ impl Pending {
         self.seal.is_some()
     }
 
-    /// The record kept for this request, if any, unopened: the caller learns nothing about
-    /// it until it proved itself (see the module's calling sequence).
-    pub(crate) fn recall(&self, store: &dyn Store, now: Millis) -> Result<Option<KeptAnswer>, ClaimError> {
-        store.recall_request(&self.verb, &self.key, now)
+    /// The verb and the key a store keeps this request's record under
+    /// ([`crate::claim::stores::Store::recall_request`]); what comes back stays unopened
+    /// until the caller proved itself (see the module's calling sequence).
+    pub(crate) fn record_key(&self) -> (&str, &str) {
+        (&self.verb, &self.key)
     }
 
     /// The answer in `kept`, for a caller that already passed the verb's proof: opened with
