@@ -12,8 +12,12 @@
 //!   identities/   enrolled identities and their keys: enroll, rotate, remove, seat proof
 //!   work_claims/  seed 002: channels, claims, deputies, TTLs, focus leases, sweeps
 //!   requests/     request ids and kept answers, so a retried write acts once
-//!   stores/       the Store trait; sqlite/ (embedded), redis_pg/ (Redis + Postgres)
+//!   stores/       the Store trait (mod.rs), how stores encode records (codec.rs), and
+//!     sqlite/     the embedded store (mod.rs; work.rs: work claims)
+//!     redis_pg/   the server store, Redis then Postgres (see its mod.rs for each file)
 //!   engine/       the Coordinator: authenticate, decide, commit by compare-and-set, audit
+//!                 (mod.rs: construction, replays, master verbs; identities.rs, work.rs,
+//!                 retain.rs: those verbs)
 //!   model.rs      the shared shapes: snapshot, controllers, events, audit rows
 //!   names.rs      names people read: length, control and format characters, look-alikes
 //!   error.rs      ClaimError and its stable codes
@@ -23,8 +27,14 @@
 //!   clock.rs      time behind a trait so tests control freshness and delays
 //! ```
 //!
-//! Dependencies point one way: `engine` → `stores` → the domain modules → `model` →
-//! `error`; nothing below the engine uses it.
+//! Dependencies point one way (no file imports one that imports it back): `engine` →
+//! `stores` → the domain modules (`masters`, `identities`, `work_claims`, `requests`) →
+//! `model`, `names`, `secret` → `error`, `clock`. The few shapes that `error` and `model`
+//! themselves name live in leaf files so that this holds: a claim's status in
+//! `work_claims/shapes.rs`, the kept request record in `requests/records.rs`, [`Millis`] in
+//! `clock.rs`, the stores' JSON encoding in `stores/codec.rs`.
+//!
+//! [`Millis`]: clock::Millis
 
 pub mod api;
 pub mod clock;

@@ -1,5 +1,5 @@
-//! Redis and Postgres failures as [`ClaimError`]s: which are transient (retry later) and
-//! which mean a broken connection.
+//! Redis and Postgres failures as [`ClaimError`]s (which are transient, which mean a broken
+//! connection), and the small conversions every file of this store shares.
 
 use std::sync::{Mutex, MutexGuard};
 

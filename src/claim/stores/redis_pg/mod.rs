@@ -33,6 +33,15 @@
 //!
 //! Names inside keys escape `%` and `:`, so no project or identity can collide with another.
 //!
+//! # Files
+//!
+//! This file holds the store and its [`Store`] implementation; beside it: `keys.rs` (the
+//! key layout above), `scripts.rs` (the Lua scripts and their arguments), `pool.rs` (Redis
+//! connections), `connect.rs` (URLs, TLS, Sentinel), `replies.rs` and `errors.rs` (reading
+//! replies, mapping failures), `pg.rs` (the Postgres schema, statements and queued
+//! writes), `writer.rs` (the queue's drain and the background writer), `restore.rs`,
+//! `masters.rs`, `work.rs` (seed 002's claims) and `retention.rs`.
+//!
 //! # A commit
 //!
 //! One Lua script (`COMMIT_LUA`, sent by EVALSHA) checks the version, applies the change,

@@ -11,9 +11,9 @@ use super::errors::{lock, redis_conn_broken, redis_err};
 use crate::claim::error::ClaimError;
 
 /// Idle Redis connections kept for reuse.
-pub(super) const MAX_IDLE_REDIS: usize = 8;
+const MAX_IDLE_REDIS: usize = 8;
 /// A pooled Redis connection idle longer than this is pinged before use.
-pub(super) const PING_AFTER_IDLE: Duration = Duration::from_secs(30);
+const PING_AFTER_IDLE: Duration = Duration::from_secs(30);
 
 /// A few sync connections reused across threads: one is taken for one command (or one
 /// script) and put back, so no two threads ever share a connection.
