@@ -21,6 +21,10 @@ pub struct IssuedKey {
     pub key: Secret,
 }
 
+/// The pure decision `identity add` or `identity rotate` makes with a new key's hash:
+/// [`identities::enroll`] or [`identities::rotate_key`].
+type IssueDecision = fn(&Snapshot, &str, String, Millis) -> Result<(Change, EnrolledIdentity), ClaimError>;
+
 impl Coordinator {
     /// Succeeds when `token` is a session token of a controller registered as `identity`
     /// in `project`; otherwise `unauthorized`, the same answer whether the identity has no
@@ -63,7 +67,7 @@ impl Coordinator {
         identity: &str,
         actor: &str,
         verb: &str,
-        decide: fn(&Snapshot, &str, String, Millis) -> Result<(Change, EnrolledIdentity), ClaimError>,
+        decide: IssueDecision,
     ) -> Result<IssuedKey, ClaimError> {
         validate_name("project", project)?;
         validate_name("identity", identity)?;

@@ -13,6 +13,7 @@ use super::clock::Clock;
 use super::error::ClaimError;
 use super::masters::{self, ControllerKey, MasterOutcome, RegisterProof, Target};
 use super::model::{AuditEntry, Change, Controller, Event, MasterSlot, Millis, OperatorRecord, Snapshot};
+use super::names;
 use super::refusals::RefusalLimiter;
 use super::requests::{KeptAnswer, Pending, RequestId, Unopened};
 use super::secret::{self, Secret};
@@ -175,10 +176,10 @@ pub fn validate_cursor(after: u64) -> Result<(), ClaimError> {
 
 /// Validates a master verb's names (every one of them ends up in the audit log).
 fn validate_request(req: &MasterRequest) -> Result<(), ClaimError> {
-    validate_name("project", &req.project)?;
-    validate_name("identity", &req.to_identity)?;
+    names::validate_name("project", &req.project)?;
+    names::validate_name("identity", &req.to_identity)?;
     if let Some(sid) = &req.to_session {
-        validate_name("session id", sid)?;
+        names::validate_name("session id", sid)?;
     }
     Ok(())
 }
@@ -428,10 +429,10 @@ impl Coordinator {
         key: &ControllerKey,
         credentials: Credentials<'_>,
     ) -> Result<Registered, ClaimError> {
-        validate_name("project", project)?;
-        validate_name("identity", &key.identity)?;
-        validate_name("surface", &key.surface)?;
-        validate_name("machine id", &key.machine_id)?;
+        names::validate_name("project", project)?;
+        names::validate_name("identity", &key.identity)?;
+        names::validate_name("surface", &key.surface)?;
+        names::validate_name("machine id", &key.machine_id)?;
         let token = secret::new_session_token()?;
         let hash = secret::token_hash(&token);
         let fresh_id = secret::new_session_id();
@@ -536,8 +537,8 @@ impl Coordinator {
     /// threshold) is audited, with how long it was silent: that is when routing changed.
     /// Refused beats are always audited.
     pub fn heartbeat(&self, project: &str, session_id: &str, token: &Secret) -> Result<Controller, ClaimError> {
-        validate_name("project", project)?;
-        validate_name("session id", session_id)?;
+        names::validate_name("project", project)?;
+        names::validate_name("session id", session_id)?;
         let hash = secret::token_hash(token);
         let f = self.freshness_ms();
         let base = self.audit(project, "session.heartbeat", format!("session:{session_id}"), None);
@@ -563,8 +564,8 @@ impl Coordinator {
 
     /// `session deregister`; returns whether it was master, and the epoch after.
     pub fn deregister(&self, project: &str, session_id: &str, token: &Secret) -> Result<(bool, u64), ClaimError> {
-        validate_name("project", project)?;
-        validate_name("session id", session_id)?;
+        names::validate_name("project", project)?;
+        names::validate_name("session id", session_id)?;
         let hash = secret::token_hash(token);
         let base = self.audit(project, "session.deregister", format!("session:{session_id}"), None);
         let pending = self.pending(&base, &json!({"token": hash}), &[token])?;
@@ -584,7 +585,7 @@ impl Coordinator {
 
     /// `master status`: read-only, straight from the authoritative store.
     pub fn status(&self, project: &str) -> Result<Status, ClaimError> {
-        validate_name("project", project)?;
+        names::validate_name("project", project)?;
         let snap = self.store.snapshot(project)?;
         let now = self.clock.now();
         let f = self.freshness_ms();
@@ -607,7 +608,7 @@ impl Coordinator {
     /// `master handoff`: the caller, authenticated by its session token, must be master.
     pub fn handoff(&self, req: &MasterRequest, caller: &str, token: &Secret) -> Result<MasterOutcome, ClaimError> {
         validate_request(req)?;
-        validate_name("session id", caller)?;
+        names::validate_name("session id", caller)?;
         let hash = secret::token_hash(token);
         let base = self.audit(&req.project, "master.handoff", format!("session:{caller}"), Some(target_text(req)));
         let target = Target { identity: &req.to_identity, session_id: req.to_session.as_deref() };
@@ -652,7 +653,7 @@ impl Coordinator {
         password: &Secret,
     ) -> Result<MasterOutcome, ClaimError> {
         validate_request(req)?;
-        validate_name("operator id", operator_id)?;
+        names::validate_name("operator id", operator_id)?;
         let base = self.audit(&req.project, "master.claim", format!("operator:{operator_id}"), Some(target_text(req)));
         if let Err(e) = self.verify_operator(operator_id, password) {
             self.audit_failure(base, &e, None);
@@ -706,7 +707,7 @@ impl Coordinator {
 
     /// `operator add` on behalf of `actor` (`local` in-process, `admin` over HTTP).
     pub fn add_operator_as(&self, operator_id: &str, password: &Secret, actor: &str) -> Result<(), ClaimError> {
-        validate_name("operator id", operator_id)?;
+        names::validate_name("operator id", operator_id)?;
         let password_hash = secret::hash_password(password)?;
         let now = self.clock.now();
         let rec = OperatorRecord { operator_id: operator_id.to_string(), password_hash, created_at: now };
@@ -738,8 +739,8 @@ impl Coordinator {
         limit: usize,
         token: Option<&Secret>,
     ) -> Result<Vec<Event>, ClaimError> {
-        validate_name("project", project)?;
-        validate_name("identity", identity)?;
+        names::validate_name("project", project)?;
+        names::validate_name("identity", identity)?;
         validate_cursor(after)?;
         let act = || format!("reading the inbox of {identity}");
         if let Err(e) = self.prove_identity(project, identity, token, act) {

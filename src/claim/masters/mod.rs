@@ -8,6 +8,7 @@ use super::error::ClaimError;
 use std::borrow::Cow;
 
 use super::model::{Change, Controller, MasterRef, MasterSlot, Millis, NewEvent, OPEN_SESSION_PREFIX, Snapshot};
+use super::names;
 use super::secret::token_hash_matches;
 
 // Old paths, kept until the issue-29 merge; the lead removes them.
@@ -106,7 +107,7 @@ pub fn register(
         return Err(ClaimError::RegistrationUnproven { project: snap.project.clone(), identity: key.identity.clone() });
     }
     if existing.is_none() {
-        refuse_confusable_identity(snap, &key.identity)?;
+        names::refuse_confusable_identity(snap, &key.identity)?;
     }
     let by_open = !(token_proves_row || key_proves);
     let mut change = Change::default();

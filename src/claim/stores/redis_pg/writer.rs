@@ -47,7 +47,7 @@ impl Signal {
     pub(super) fn wait(&self, d: Duration, kickable: bool) -> bool {
         let deadline = Instant::now() + d;
         let mut g = lock(&self.state);
-        while !(kickable && g.0) && !g.1 {
+        while !(g.1 || kickable && g.0) {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;
