@@ -41,7 +41,7 @@ fn field(f: F, nullable: bool) -> RefOr<Schema> {
             scalar(Type::Integer).format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64))).minimum(Some(0)).into()
         }
         F::Bool => scalar(Type::Boolean).into(),
-        F::Any => ObjectBuilder::new().into(),
+        F::Any => ObjectBuilder::new().schema_type(utoipa::openapi::schema::SchemaType::AnyValue).into(),
         F::Status => scalar(Type::String).enum_values(Some(["claimed", "released", "done"])).into(),
         F::Ref(name) => RefOr::Ref(Ref::from_schema_name(name)),
         F::List(name) => ArrayBuilder::new().items(RefOr::Ref(Ref::from_schema_name(name))).into(),

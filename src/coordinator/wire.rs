@@ -89,8 +89,10 @@ pub struct ControllerOut {
     /// Master flag.
     pub is_master: bool,
     /// First registration (ms).
+    #[schema(value_type = i64)]
     pub registered_at: Millis,
     /// Last heartbeat (ms).
+    #[schema(value_type = i64)]
     pub last_heartbeat: Millis,
 }
 
@@ -165,6 +167,7 @@ pub struct StatusResp {
     /// The server's freshness threshold (ms).
     pub freshness_ms: u64,
     /// When the server read it (ms).
+    #[schema(value_type = i64)]
     pub now: Millis,
 }
 
@@ -438,6 +441,7 @@ impl ReleaseReq {
 pub struct SweepReq {
     /// The time to judge by (ms since the epoch); the server's clock when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<i64>)]
     pub as_of: Option<Millis>,
     /// Report without writing.
     #[serde(default)]
@@ -615,5 +619,6 @@ pub struct AuditQuery {
 pub struct AsOfQuery {
     /// The time to judge by (ms since the epoch); the server's clock when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[param(value_type = Option<i64>)]
     pub as_of: Option<Millis>,
 }
