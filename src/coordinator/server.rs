@@ -9,251 +9,36 @@
 //! The same holds for the sweeper: replicas may sweep at once, and each release is a
 //! compare-and-set on the claim's version, so a claim is released once.
 
+//!
+//! The server is split by concern: [`app`](self) state and limits, the verb handler, the
+//! routes, the body guard and error envelope, probes, `/metrics`, the OpenAPI document, and
+//! listening; this file only names what is public.
+
+mod app;
+mod counters;
 mod guard;
 mod handler;
 mod listen;
 mod metrics;
 mod openapi;
 mod probes;
+mod routes;
 
-use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-use axum::Router;
-use axum::extract::DefaultBodyLimit;
-use axum::http::StatusCode;
-use axum::routing::{MethodRouter, get};
-
+pub use self::app::{
+    CLAIMS_PER_SOURCE, CLAIMS_WAITING_PER_SOURCE, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, MAX_BODY,
+    MAX_LONG_POLL, PROBE_MAX_CONNECTIONS, REQUEST_TIME_LIMIT, ServeOptions,
+};
 pub use self::listen::{LISTEN_BACKLOG, ServeError, serve};
-use self::metrics::Metrics;
 pub use self::openapi::openapi;
 pub use self::probes::READY_TIMEOUT;
-use super::budget::{Argon2Budget, MAX_WAITING, SeatRates, argon2_permits};
-use super::limits::{ConnGate, DEFAULT_BODY_TIMEOUT, SourceSlots};
+pub use self::routes::{route_table, router};
 pub use super::wire::REQUEST_ID_HEADER;
-use crate::claim::Coordinator;
-use crate::claim::refusals::REFUSAL_INTERVAL;
-use crate::claim::retention::Retention;
-use crate::coordinator::verb::{Method, Verb};
-
-/// Largest request body accepted.
-pub const MAX_BODY: usize = 64 * 1024;
-/// Longest a request may run (a long-poll waits at most [`MAX_LONG_POLL`], a slowed
-/// operator at most 60 s).
-pub const REQUEST_TIME_LIMIT: Duration = Duration::from_secs(100);
-/// Longest an inbox long-poll is held open.
-pub const MAX_LONG_POLL: Duration = Duration::from_secs(30);
-
-/// Default `--header-timeout-seconds`: how long a connection may take to send a complete
-/// request head, counted from when the server starts waiting for one — on a new connection
-/// and again after each answer on a kept-alive one, so it is also the idle keep-alive
-/// timeout (hyper runs one timer for both). A real client sends its head within
-/// milliseconds of connecting or reusing a connection; 10 s leaves room for a congested
-/// link, while a connection that sends nothing (or a byte at a time) gives its slot back
-/// within 10 s instead of holding it forever (issue 19).
-pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Default `--max-connections`: open connections served at once; one more is refused (a 503
-/// envelope on plain HTTP, closed under TLS) and counted. Each CLI command opens one
-/// short-lived connection, so a coordinator for a few hundred controllers sees tens at
-/// once; 1024 leaves a wide margin, costs little memory when idle, and stays under a
-/// default hard open-file limit of 4096 or more. Always lowered below the soft open-file
-/// limit (see `limits::connection_cap`).
-pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
-
-/// How the server runs.
-pub struct ServeOptions {
-    /// Where to listen (port 0 picks one; the bound address is reported).
-    pub listen: SocketAddr,
-    /// The coordinator over its store.
-    pub coordinator: Coordinator,
-    /// SHA-256 of the admin token (`--admin-token-file`); None refuses admin calls.
-    pub admin_token_hash: Option<String>,
-    /// PEM certificate chain and key for TLS.
-    pub tls: Option<(PathBuf, PathBuf)>,
-    /// How often the background sweeper releases work claims whose TTL ran out; None: no
-    /// sweeper (a cron job runs `writerctl claim sweep` instead).
-    pub sweep_every: Option<Duration>,
-    /// Open connections served at once (already lowered below the open-file limit).
-    pub max_connections: usize,
-    /// Header-read and idle keep-alive timeout ([`DEFAULT_HEADER_TIMEOUT`]).
-    pub header_timeout: Duration,
-    /// What to keep, and how often to prune the rest; None: never prune.
-    pub retention: Option<(Retention, Duration)>,
-    /// Open connections one source address (IPv4, or IPv6 /64) may hold
-    /// ([`super::limits::DEFAULT_MAX_CONNECTIONS_PER_SOURCE`]).
-    pub max_connections_per_source: usize,
-    /// How long a request body may take to arrive after its head
-    /// ([`super::limits::DEFAULT_BODY_TIMEOUT`]).
-    pub body_timeout: Duration,
-    /// A second listener serving only `/livez`, `/readyz` and `/metrics`, with its own
-    /// connection cap ([`PROBE_MAX_CONNECTIONS`]), for orchestrator probes.
-    pub probe_listen: Option<SocketAddr>,
-}
-
-/// Open connections the probe listener (`--probe-listen`) serves at once: a kubelet and a
-/// Prometheus scraper need a few.
-pub const PROBE_MAX_CONNECTIONS: usize = 16;
-
-/// Verbs by result, latency histograms and the sweeper's counters, for `/metrics`.
-struct App {
-    coord: Coordinator,
-    admin_token_hash: Option<String>,
-    metrics: Mutex<Metrics>,
-    /// argon2 verifications running at once (one per core), on the blocking pool every verb
-    /// shares: bounding them keeps a flood of guesses from starving heartbeats and
-    /// handoffs. Held only while a password is hashed, never while an answer is held back.
-    /// Waiters are served by tier and round robin per source (issue 28 point 4, see
-    /// [`Argon2Budget`]): a source and an operator id with no recent refused attempt go
-    /// before sources that were refused, so a correct claim keeps its latency under a
-    /// flood from many addresses.
-    verifications: Arc<Argon2Budget>,
-    /// Per-seat write rates (issue 28 point 4, see [`SeatRates`]).
-    seat_rates: SeatRates,
-    /// `master claim` requests per source address, including a wrong password's held-back
-    /// answer: one address runs at most [`CLAIMS_PER_SOURCE`] at a time (more wait, up to
-    /// [`CLAIMS_WAITING_PER_SOURCE`], then are refused), each wrong one held for the
-    /// operator's back-off, while other addresses are not held up by it.
-    claim_sources: Arc<SourceSlots>,
-    /// The connection cap (None for a router driven without a socket).
-    connections: Option<Arc<ConnGate>>,
-    /// `master claim` requests refused because their source had too many in flight.
-    claims_refused_per_source: std::sync::atomic::AtomicU64,
-    /// One readiness probe at a time (see [`probe_readiness`]).
-    probe: Arc<tokio::sync::Mutex<()>>,
-    /// How long a request body may take to arrive (see [`body_guard`]).
-    body_timeout: Duration,
-}
-
-/// How many `master claim` requests of one source address run at once.
-pub const CLAIMS_PER_SOURCE: usize = 2;
-/// How many more of one source address may wait for those (an operator's script racing a
-/// few claims); past that they answer `coordinator_unavailable` at once.
-pub const CLAIMS_WAITING_PER_SOURCE: usize = 8;
-/// Longest a claim waits for an argon2 slot before answering `coordinator_unavailable`.
-const VERIFICATION_QUEUE_LIMIT: Duration = Duration::from_secs(20);
-
-type Shared = Arc<App>;
-fn new_app(
-    coordinator: Coordinator,
-    admin_token_hash: Option<String>,
-    connections: Option<Arc<ConnGate>>,
-    body_timeout: Duration,
-) -> Shared {
-    let app = Arc::new(App {
-        body_timeout,
-        coord: coordinator,
-        admin_token_hash,
-        metrics: Mutex::new(Metrics::default()),
-        verifications: Arc::new(Argon2Budget::new(argon2_permits(), MAX_WAITING)),
-        seat_rates: SeatRates::default(),
-        claim_sources: Arc::new(SourceSlots::new(CLAIMS_PER_SOURCE, CLAIMS_WAITING_PER_SOURCE)),
-        connections,
-        claims_refused_per_source: std::sync::atomic::AtomicU64::new(0),
-        probe: Arc::new(tokio::sync::Mutex::new(())),
-    });
-    flush_refusals_periodically(&app);
-    app
-}
-
-/// Writes the summary rows of closed refusal windows every [`REFUSAL_INTERVAL`], so a
-/// flood that stopped still gets its count written without a scrape or a new refusal.
-/// Runs while the app lives (it holds only a weak reference); needs a runtime (a router
-/// built outside one flushes on scrapes, audit reads and refusals only).
-fn flush_refusals_periodically(app: &Shared) {
-    let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
-    let weak = Arc::downgrade(app);
-    rt.spawn(async move {
-        loop {
-            tokio::time::sleep(REFUSAL_INTERVAL).await;
-            let Some(app) = weak.upgrade() else { return };
-            let _ = tokio::task::spawn_blocking(move || app.coord.flush_refusals(false)).await;
-        }
-    });
-}
-
-/// The router (public so tests can drive it without a socket).
-pub fn router(coordinator: Coordinator, admin_token_hash: Option<String>) -> Router {
-    routes(new_app(coordinator, admin_token_hash, None, DEFAULT_BODY_TIMEOUT))
-}
-
-/// The routes that are not verbs: probes, metrics and the document.
-fn fixed_routes() -> Vec<(&'static str, &'static str, MethodRouter<Shared>)> {
-    vec![
-        ("get", "/livez", get(probes::livez)),
-        ("get", "/readyz", get(probes::readyz)),
-        ("get", "/healthz", get(probes::healthz)),
-        ("get", "/metrics", get(metrics::metrics)),
-        ("get", "/openapi.json", get(openapi::openapi_doc)),
-    ]
-}
-
-/// Every route the server answers, as (method, path): each verb's (from
-/// [`for_each_verb`](crate::for_each_verb)), then the fixed ones. The router is built from
-/// the same two lists, and the OpenAPI document must describe exactly these.
-pub fn route_table() -> Vec<(&'static str, &'static str)> {
-    let mut table = Vec::new();
-    macro_rules! add {
-        ($v:ty) => {
-            table.push((
-                match <$v as Verb>::METHOD {
-                    Method::Get => "get",
-                    Method::Post => "post",
-                },
-                <$v as Verb>::PATH,
-            ))
-        };
-    }
-    crate::for_each_verb!(add);
-    table.extend(fixed_routes().into_iter().map(|(m, p, _)| (m, p)));
-    table
-}
-
-fn routes(app: Shared) -> Router {
-    let mut router = Router::new();
-    macro_rules! add {
-        ($v:ty) => {
-            router = handler::route::<$v>(router)
-        };
-    }
-    crate::for_each_verb!(add);
-    for (_, path, method_router) in fixed_routes() {
-        router = router.route(path, method_router);
-    }
-    router
-        .fallback(guard::not_found)
-        .layer(axum::middleware::from_fn(handler::peer))
-        .layer(axum::middleware::from_fn_with_state((app.clone(), app.connections.clone()), guard::body_guard))
-        .layer(DefaultBodyLimit::max(MAX_BODY))
-        .layer(tower_http::timeout::TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, REQUEST_TIME_LIMIT))
-        .layer(axum::middleware::map_response(guard::envelope))
-        .with_state(app)
-}
-
-/// The probe listener's routes (`--probe-listen`): `/livez`, `/readyz` and `/metrics`
-/// only; anything else is 404 in the envelope.
-fn probe_routes(app: Shared, gate: Arc<ConnGate>) -> Router {
-    Router::new()
-        .route("/livez", get(probes::livez))
-        .route("/readyz", get(probes::readyz))
-        .route("/metrics", get(metrics::metrics))
-        .fallback(guard::not_found)
-        .layer(axum::middleware::from_fn_with_state((app.clone(), Some(gate)), guard::body_guard))
-        .layer(tower_http::timeout::TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, REQUEST_TIME_LIMIT))
-        .layer(axum::middleware::map_response(guard::envelope))
-        .with_state(app)
-}
-
-/// The listen backlog asked for (the kernel caps it at `net.core.somaxconn`, 4096 on
-/// current kernels). Issue 28's abuse bench: under a reconnect flood from one address the
-/// default of 128 (std's, and axum-server's `bind`) overflowed (`TcpExtListenOverflows`);
-/// the kernel then drops a SYN, and the client retries it only after 1 s, so a kubelet
 
 #[cfg(test)]
 mod tests {
-    use axum::http::{HeaderMap, header};
+    use std::time::Duration;
+
+    use axum::http::{HeaderMap, StatusCode, header};
     use axum::response::{IntoResponse, Response};
     use std::net::IpAddr;
 

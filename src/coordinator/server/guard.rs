@@ -10,7 +10,7 @@ use axum::extract::{ConnectInfo, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::{MAX_BODY, REQUEST_TIME_LIMIT, Shared};
+use super::app::{MAX_BODY, REQUEST_TIME_LIMIT, Shared};
 use crate::claim::ClaimError;
 use crate::coordinator::limits::{BODY_RATE_GRACE, ConnEvent, ConnGate, ConnState, MIN_BODY_RATE, Phase};
 use crate::error::ErrorCode;

@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Serialize;
 
-use super::{App, MAX_LONG_POLL, Shared, VERIFICATION_QUEUE_LIMIT};
+use super::app::{App, MAX_LONG_POLL, Shared, VERIFICATION_QUEUE_LIMIT};
 use crate::claim::request::RequestId;
 use crate::claim::secret::{self, Secret};
 use crate::claim::{ClaimError, Coordinator};
@@ -299,8 +299,8 @@ async fn long_poll<V: Verb>(app: Shared, path: V::Path, uri: Uri, headers: Heade
 /// [`Gate::OperatorVerification`], `master claim`'s (issue 19: strangers must not lock an
 /// operator out). In order:
 ///
-/// 1. A slot of the caller's source address ([`CLAIMS_PER_SOURCE`](super::CLAIMS_PER_SOURCE), waiting in arrival
-///    order behind at most [`CLAIMS_WAITING_PER_SOURCE`](super::CLAIMS_WAITING_PER_SOURCE); a full queue answers
+/// 1. A slot of the caller's source address ([`CLAIMS_PER_SOURCE`](super::app::CLAIMS_PER_SOURCE), waiting in arrival
+///    order behind at most [`CLAIMS_WAITING_PER_SOURCE`](super::app::CLAIMS_WAITING_PER_SOURCE); a full queue answers
 ///    `coordinator_unavailable` at once): one address's guesses never queue in front of
 ///    another's.
 /// 2. An argon2 permit from the budget ([`Argon2Budget`](crate::coordinator::budget::Argon2Budget): one per core; issue 28 point 4),

@@ -5,7 +5,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{PROBE_MAX_CONNECTIONS, ServeOptions, Shared, new_app, probe_routes, routes};
+use super::app::{PROBE_MAX_CONNECTIONS, ServeOptions, Shared, new_app};
+use super::routes::{probe_routes, routes};
 use crate::claim::ClaimError;
 use crate::claim::retention::Retention;
 use crate::coordinator::limits::{CappedAcceptor, ConnGate};
@@ -42,6 +43,7 @@ where
         }
     }
 }
+
 /// One prune of both planes, on the blocking pool.
 async fn prune_once(app: &Shared, policy: Retention) {
     let started = Instant::now();
@@ -53,7 +55,10 @@ async fn prune_once(app: &Shared, policy: Retention) {
     app.record_prune(&result, started.elapsed());
 }
 
-/// `/readyz`: this replica can serve verbs (the authoritative plane answers), within 1 s.
+/// The listen backlog asked for (the kernel caps it at `net.core.somaxconn`, 4096 on
+/// current kernels). Issue 28's abuse bench: under a reconnect flood from one address the
+/// default of 128 (std's, and axum-server's `bind`) overflowed (`TcpExtListenOverflows`);
+/// the kernel then drops a SYN, and the client retries it only after 1 s, so a kubelet
 /// probe missed its 1 s deadline although the server would have answered it at once.
 pub const LISTEN_BACKLOG: u32 = 4096;
 

@@ -1,85 +1,18 @@
 //! `/metrics` (Prometheus text): verbs by result and latency, the queue before a verb, the
 //! argon2 budget, connections, the background sweeper and pruner, and the store's sizes.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
+use super::app::{App, Shared};
+use super::counters::{BUCKETS, Metrics, SweepAll};
 use super::probes::probe_readiness;
-use super::{App, Shared};
 use crate::claim::ClaimError;
 use crate::claim::retention::Pruned;
 use crate::error::ErrorCode;
-
-#[derive(Default, Clone)]
-pub(super) struct Metrics {
-    verbs: BTreeMap<(String, String), u64>,
-    latency: BTreeMap<String, Histogram>,
-    /// Background sweeps by result (`ok` or the first error's code).
-    sweep_runs: BTreeMap<String, u64>,
-    /// Claims the background sweeper released (to a deputy or to open).
-    sweep_released: u64,
-    /// Due claims an owner wrote to during a background sweep (kept).
-    sweep_conflicts: u64,
-    /// Background prunes by result (`ok` or the error code).
-    retention_runs: BTreeMap<String, u64>,
-    /// What background prunes removed, summed.
-    retention_pruned: Pruned,
-    /// Time a verb waited before it ran, by verb (`master.claim`: its source slot and its
-    /// argon2 permit), kept apart from the duration histogram (issue 28 point 5).
-    queue: BTreeMap<String, Histogram>,
-}
-
-/// What one background sweep returned.
-pub(super) type SweepAll = Result<crate::claim::engine::SweepAll, ClaimError>;
-
-/// Latency buckets in seconds (Prometheus convention: cumulative `le`).
-pub(super) const BUCKETS: [f64; 12] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0];
-
-#[derive(Default, Clone)]
-pub(super) struct Histogram {
-    counts: [u64; BUCKETS.len()],
-    count: u64,
-    sum: f64,
-}
-impl Histogram {
-    fn observe(&mut self, elapsed: Duration) {
-        let s = elapsed.as_secs_f64();
-        for (i, le) in BUCKETS.iter().enumerate() {
-            if s <= *le {
-                self.counts[i] += 1;
-            }
-        }
-        self.count += 1;
-        self.sum += s;
-    }
-}
-
-/// The header the [`peer`] layer puts the connection's source address in, for the
-impl App {
-    /// Records how long a verb waited before it ran (see [`Metrics::queue`]).
-    pub(super) fn observe_queue(&self, verb: &str, waited: Duration) {
-        let mut m = self.metrics.lock().unwrap_or_else(|p| p.into_inner());
-        m.queue.entry(verb.to_string()).or_default().observe(waited);
-    }
-
-    pub(super) fn observe(&self, verb: &str, result: &str, elapsed: Duration) {
-        let mut m = self.metrics.lock().unwrap_or_else(|p| p.into_inner());
-        *m.verbs.entry((verb.to_string(), result.to_string())).or_default() += 1;
-        let h = m.latency.entry(verb.to_string()).or_default();
-        let s = elapsed.as_secs_f64();
-        for (i, le) in BUCKETS.iter().enumerate() {
-            if s <= *le {
-                h.counts[i] += 1;
-            }
-        }
-        h.count += 1;
-        h.sum += s;
-    }
-}
 
 impl App {
     /// Logs one background sweep (info per project that released something, warn per

@@ -4,7 +4,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use super::Shared;
+use super::app::Shared;
 use super::handler::error_response;
 use crate::claim::ClaimError;
 use crate::claim::store::Backlog;
@@ -42,6 +42,7 @@ pub(super) async fn probe_readiness(app: &Shared) -> Result<Backlog, ClaimError>
     }
 }
 
+/// `/readyz`: this replica can serve verbs (the authoritative plane answers), within 1 s.
 /// 200 with the audit plane's backlog (`degraded` while Postgres is failing or behind:
 /// verbs still work, so a readiness probe must not take the fleet out); 503 otherwise.
 pub(super) async fn readyz(State(app): State<Shared>) -> Response {
