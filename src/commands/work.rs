@@ -5,9 +5,9 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use writerctl::claim::model::Millis;
-use writerctl::claim::work::{
-    Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, ReleaseRequest, SweepReport, TakeRequest, TouchRequest,
-};
+use writerctl::claim::work::{Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, SweepReport};
+use writerctl::coordinator::verbs::work as verbs;
+use writerctl::coordinator::wire::{ReleaseReq, TakeReq, TaskPath, TouchReq};
 
 use super::coord::{CoordArgs, RequestArgs, SeatTokenArgs, rfc3339};
 use super::output::{Output, table};
@@ -110,6 +110,13 @@ pub struct TaskArgs {
     /// Task id.
     #[arg(long, value_name = "T")]
     pub task: String,
+}
+
+impl TaskArgs {
+    /// The task's address in a verb's path.
+    fn path(&self) -> TaskPath {
+        TaskPath { project: self.at.project.clone(), channel: self.at.channel.clone(), task: self.task.clone() }
+    }
 }
 
 /// `claim take`.
@@ -407,55 +414,38 @@ pub fn run_channel(cmd: ChannelCmd, out: Output) -> Result<()> {
 pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
     match cmd {
         ClaimCmd::Take(a) => {
+            let body = TakeReq { seat: a.seat, deputy: a.deputy, ttl_minutes: a.ttl_minutes, next_step: a.next_step };
             let c = a.at.at.coord.open_write(&a.request)?;
-            let token = a.token.token()?;
-            let o = c.take(
-                &TakeRequest {
-                    project: a.at.at.project.clone(),
-                    channel: a.at.at.channel.clone(),
-                    task: a.at.task.clone(),
-                    seat: a.seat,
-                    deputy: a.deputy,
-                    ttl_minutes: a.ttl_minutes,
-                    next_step: a.next_step,
-                },
-                token.as_ref(),
-            )?;
+            let o = c.endpoint().call::<verbs::TakeClaim>(a.at.path(), body, a.token.token()?.as_ref())?;
             print_outcome(out, &o)
         }
         ClaimCmd::Touch(a) => {
             let w = &a.owner;
+            let body = TouchReq {
+                seat: w.seat.clone(),
+                expect_version: w.expect_version,
+                deputy: a.deputy,
+                clear_deputy: a.no_deputy,
+                ttl_minutes: a.ttl_minutes,
+                clear_ttl: a.no_ttl,
+                next_step: a.next_step,
+            };
             let token = w.token.token()?;
-            let o = w.at.at.coord.open_write(&w.request)?.touch(
-                &TouchRequest {
-                    project: w.at.at.project.clone(),
-                    channel: w.at.at.channel.clone(),
-                    task: w.at.task.clone(),
-                    seat: w.seat.clone(),
-                    expect_version: w.expect_version,
-                    deputy: if a.no_deputy { Some(None) } else { a.deputy.map(Some) },
-                    ttl_minutes: if a.no_ttl { Some(None) } else { a.ttl_minutes.map(Some) },
-                    next_step: a.next_step,
-                },
-                token.as_ref(),
-            )?;
+            let c = w.at.at.coord.open_write(&w.request)?;
+            let o = c.endpoint().call::<verbs::TouchClaim>(w.at.path(), body, token.as_ref())?;
             print_outcome(out, &o)
         }
         ClaimCmd::Release(a) => {
             let w = &a.owner;
+            let body = ReleaseReq {
+                seat: w.seat.clone(),
+                expect_version: w.expect_version,
+                done: a.done,
+                next_step: a.next_step,
+            };
             let token = w.token.token()?;
-            let row = w.at.at.coord.open_write(&w.request)?.release_claim(
-                &ReleaseRequest {
-                    project: w.at.at.project.clone(),
-                    channel: w.at.at.channel.clone(),
-                    task: w.at.task.clone(),
-                    seat: w.seat.clone(),
-                    expect_version: w.expect_version,
-                    done: a.done,
-                    next_step: a.next_step,
-                },
-                token.as_ref(),
-            )?;
+            let c = w.at.at.coord.open_write(&w.request)?;
+            let row = c.endpoint().call::<verbs::ReleaseClaim>(w.at.path(), body, token.as_ref())?;
             if out.json { Ok(out.json(&claim_json(&row))?) } else { Ok(out.line(&claim_line(&row))?) }
         }
         ClaimCmd::Show(a) => {

@@ -7,7 +7,7 @@
 //!
 //! * the server registers every verb of [`for_each_verb`](crate::for_each_verb) with one generic
 //!   handler (`server::handler`), the special cases being declared here as hooks
-//!   ([`Gate`], [`Verb::rate_seat`], [`Verb::admin_scope`]) rather than forks of it;
+//!   ([`Gate`], [`Rate`], [`Verb::admin_scope`]) rather than forks of it;
 //! * the client sends any verb with one generic call (`HttpCoordinator::call`);
 //! * the CLI calls `api::Endpoint::call`, which runs [`Verb::apply`] in-process for the
 //!   embedded store and the client for a server, so both run the same conversions;
@@ -67,6 +67,21 @@ pub enum Gate {
     OperatorVerification,
     /// `inbox`: the read is repeated until an event arrives or the requested wait ends.
     LongPoll,
+}
+
+/// Whose per-seat write rate (issue 28 point 4) a request spends, checked before its body
+/// is parsed: a seat over its rate is refused whatever it sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rate {
+    /// Not rate limited.
+    None,
+    /// The session of the path's `{sid}`.
+    Session,
+    /// The path's `{seat}`.
+    SeatInPath,
+    /// The body's `seat` (a body without one shares the bucket of the empty name, and
+    /// fails in the verb anyway).
+    SeatInBody,
 }
 
 /// Who is calling, as far as the verb needs to know.
@@ -180,6 +195,8 @@ pub trait Verb: 'static {
     const GATE: Gate = Gate::None;
     /// Answers 201 instead of 200 (a creation).
     const CREATED: bool = false;
+    /// Whose write rate a request spends ([`Rate`]).
+    const RATE: Rate = Rate::None;
 
     /// The path parameters.
     type Path: PathParams;
@@ -207,13 +224,6 @@ pub trait Verb: 'static {
     /// under.
     fn admin_scope(_path: &Self::Path, _input: &Self::Input) -> (String, Option<String>) {
         (String::new(), None)
-    }
-
-    /// The project and seat whose write rate this request spends (server side, before the
-    /// body is parsed: a seat over its rate is refused whatever it sent); None: not rate
-    /// limited.
-    fn rate_seat(_path: &Self::Path, _body: &[u8]) -> Option<(String, String)> {
-        None
     }
 
     /// [`Gate::LongPoll`]: how long the server may hold the request open for an answer

@@ -1,5 +1,5 @@
 //! The one handler every verb is served by ([`handle`]), with the hooks a verb declares
-//! ([`Gate`], [`Verb::rate_seat`], [`Verb::admin_scope`]), and what it shares: the error
+//! ([`Gate`], [`Rate`], [`Verb::admin_scope`]), and what it shares: the error
 //! envelope's status, bearer tokens, the source address, request ids, metrics per verb.
 
 use std::net::{IpAddr, SocketAddr};
@@ -19,7 +19,7 @@ use crate::claim::request::RequestId;
 use crate::claim::secret::{self, Secret};
 use crate::claim::{ClaimError, Coordinator};
 use crate::coordinator::limits::source_key;
-use crate::coordinator::verb::{Auth, Caller, Gate, Input, Method, Origin, Verb};
+use crate::coordinator::verb::{Auth, Caller, Gate, Input, Method, Origin, Rate, Verb};
 use crate::coordinator::wire::REQUEST_ID_HEADER;
 use crate::error::ErrorCode;
 
@@ -218,7 +218,27 @@ fn input_of<V: Verb>(uri: &Uri, body: &[u8]) -> Result<V::Input, ClaimError> {
     }
 }
 
-/// Every verb's handler: the seat's rate ([`Verb::rate_seat`]), then the verb on the
+/// The project and seat whose write rate a request of `V` spends (see [`Rate`]).
+fn rate_key<V: Verb>(path: &V::Path, body: &[u8]) -> Option<(String, String)> {
+    let fields = serde_json::to_value(path).unwrap_or_default();
+    let field = |k: &str| fields.get(k).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+    let seat = match V::RATE {
+        Rate::None => return None,
+        Rate::Session => format!("session:{}", field("sid")),
+        Rate::SeatInPath => field("seat"),
+        Rate::SeatInBody => {
+            #[derive(serde::Deserialize)]
+            struct Seat {
+                #[serde(default)]
+                seat: String,
+            }
+            serde_json::from_slice::<Seat>(body).map(|s| s.seat).unwrap_or_default()
+        }
+    };
+    Some((field("project"), seat))
+}
+
+/// Every verb's handler: the seat's rate ([`Rate`]), then the verb on the
 /// blocking pool ([`run_verb`]), counted in the metrics, through its [`Gate`].
 async fn handle<V: Verb>(
     State(app): State<Shared>,
@@ -231,7 +251,7 @@ async fn handle<V: Verb>(
         Ok(p) => p,
         Err(e) => return error_response(&e),
     };
-    if let Some((project, seat)) = V::rate_seat(&path, &body)
+    if let Some((project, seat)) = rate_key::<V>(&path, &body)
         && let Err(e) = app.seat_rate(&headers, &project, &seat, V::NAME)
     {
         return error_response(&e);

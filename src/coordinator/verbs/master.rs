@@ -5,7 +5,7 @@ use std::time::Duration;
 use crate::claim::engine::{Credentials, MasterRequest};
 use crate::claim::master::{ControllerKey, MasterOutcome};
 use crate::claim::secret::Secret;
-use crate::coordinator::verb::{Origin, answers, json_input, query_input, verb};
+use crate::coordinator::verb::{Origin, Rate, answers, json_input, query_input, verb};
 use crate::coordinator::wire::*;
 
 json_input!(RegisterReq, HandoffReq, ClaimReq, OperatorReq);
@@ -35,9 +35,7 @@ verb! {
     apply |c, path, _, caller| {
         Ok(ControllerOut::from(&c.heartbeat(&path.project, &path.sid, caller.session_token()?)?))
     }
-    fn rate_seat(path: &SessionPath, _body: &[u8]) -> Option<(String, String)> {
-        Some((path.project.clone(), format!("session:{}", path.sid)))
-    }
+    const RATE: Rate = Rate::Session;
 }
 
 verb! {

@@ -3,7 +3,7 @@
 use crate::claim::work::{
     Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, FocusOutcome, StewardReport, SweepReport,
 };
-use crate::coordinator::verb::{answers, json_input, query_input, verb};
+use crate::coordinator::verb::{Rate, answers, json_input, query_input, verb};
 use crate::coordinator::wire::*;
 
 json_input!(ChannelReq, TakeReq, TouchReq, ReleaseReq, FocusStartReq);
@@ -26,17 +26,6 @@ impl crate::coordinator::verb::Input for SweepReq {
     ) -> Option<utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>> {
         Some(crate::coordinator::verb::named::<SweepReq>(c))
     }
-}
-
-/// The seat a claim write names (its rate bucket); a body without one shares the bucket
-/// of the empty name (and fails in the verb anyway).
-fn seat_in(body: &[u8]) -> String {
-    #[derive(serde::Deserialize)]
-    struct Seat {
-        #[serde(default)]
-        seat: String,
-    }
-    serde_json::from_slice::<Seat>(body).map(|s| s.seat).unwrap_or_default()
 }
 
 verb! {
@@ -88,11 +77,9 @@ verb! {
     TakeClaim = "claim.take" as "takeClaim": Post "/v1/projects/{project}/channels/{channel}/claims/{task}/take", auth Seat, write true;
     (TaskPath, TakeReq) -> ClaimOutcome;
     apply |c, path, r, caller| { c.take(&r.into_request(path.project, path.channel, path.task), caller.bearer.as_ref()) }
+    const RATE: Rate = Rate::SeatInBody;
     fn names(r: &TakeReq) -> Vec<(&'static str, &str)> {
         vec![("seat", &r.seat), ("deputy", r.deputy.as_deref().unwrap_or("-"))]
-    }
-    fn rate_seat(path: &TaskPath, body: &[u8]) -> Option<(String, String)> {
-        Some((path.project.clone(), seat_in(body)))
     }
 }
 
@@ -101,11 +88,9 @@ verb! {
     TouchClaim = "claim.touch" as "touchClaim": Post "/v1/projects/{project}/channels/{channel}/claims/{task}/touch", auth Seat, write true;
     (TaskPath, TouchReq) -> ClaimOutcome;
     apply |c, path, r, caller| { c.touch(&r.into_request(path.project, path.channel, path.task)?, caller.bearer.as_ref()) }
+    const RATE: Rate = Rate::SeatInBody;
     fn names(r: &TouchReq) -> Vec<(&'static str, &str)> {
         vec![("seat", &r.seat), ("deputy", r.deputy.as_deref().unwrap_or("-"))]
-    }
-    fn rate_seat(path: &TaskPath, body: &[u8]) -> Option<(String, String)> {
-        Some((path.project.clone(), seat_in(body)))
     }
 }
 
@@ -114,11 +99,9 @@ verb! {
     ReleaseClaim = "claim.release" as "releaseClaim": Post "/v1/projects/{project}/channels/{channel}/claims/{task}/release", auth Seat, write true;
     (TaskPath, ReleaseReq) -> ClaimRow;
     apply |c, path, r, caller| { c.release_claim(&r.into_request(path.project, path.channel, path.task), caller.bearer.as_ref()) }
+    const RATE: Rate = Rate::SeatInBody;
     fn names(r: &ReleaseReq) -> Vec<(&'static str, &str)> {
         vec![("seat", &r.seat)]
-    }
-    fn rate_seat(path: &TaskPath, body: &[u8]) -> Option<(String, String)> {
-        Some((path.project.clone(), seat_in(body)))
     }
 }
 
@@ -148,9 +131,7 @@ verb! {
     StartFocus = "focus.start" as "startFocus": Post "/v1/projects/{project}/focus/{seat}/start", auth Seat, write true;
     (SeatPath, FocusStartReq) -> FocusOutcome;
     apply |c, path, r, caller| { c.focus_start(&path.project, &path.seat, r.minutes, caller.bearer.as_ref()) }
-    fn rate_seat(path: &SeatPath, _body: &[u8]) -> Option<(String, String)> {
-        Some((path.project.clone(), path.seat.clone()))
-    }
+    const RATE: Rate = Rate::SeatInPath;
 }
 
 verb! {
@@ -158,7 +139,5 @@ verb! {
     EndFocus = "focus.end" as "endFocus": Post "/v1/projects/{project}/focus/{seat}/end", auth Seat, write true;
     (SeatPath, NoBody) -> FocusLease;
     apply |c, path, _, caller| { c.focus_end(&path.project, &path.seat, caller.bearer.as_ref()) }
-    fn rate_seat(path: &SeatPath, _body: &[u8]) -> Option<(String, String)> {
-        Some((path.project.clone(), path.seat.clone()))
-    }
+    const RATE: Rate = Rate::SeatInPath;
 }
