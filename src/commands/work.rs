@@ -6,6 +6,7 @@ use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use writerctl::claim::model::Millis;
 use writerctl::claim::work::{Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, SweepReport};
+use writerctl::coordinator::verb::Verb;
 use writerctl::coordinator::verbs::work as verbs;
 use writerctl::coordinator::wire::{ReleaseReq, TakeReq, TaskPath, TouchReq};
 
@@ -158,6 +159,15 @@ pub struct OwnerArgs {
     pub expect_version: Option<u64>,
     #[command(flatten)]
     pub token: SeatTokenArgs,
+}
+
+impl OwnerArgs {
+    /// Runs the owner's write `V` on this claim with `body`, proven by the seat's token.
+    fn write<V: Verb<Path = TaskPath>>(&self, body: V::Input) -> Result<V::Answer> {
+        let token = self.token.token()?;
+        let c = self.at.at.coord.open_write(&self.request)?;
+        Ok(c.endpoint().call::<V>(self.at.path(), body, token.as_ref())?)
+    }
 }
 
 /// `claim touch`.
@@ -430,10 +440,7 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
                 clear_ttl: a.no_ttl,
                 next_step: a.next_step,
             };
-            let token = w.token.token()?;
-            let c = w.at.at.coord.open_write(&w.request)?;
-            let o = c.endpoint().call::<verbs::TouchClaim>(w.at.path(), body, token.as_ref())?;
-            print_outcome(out, &o)
+            print_outcome(out, &w.write::<verbs::TouchClaim>(body)?)
         }
         ClaimCmd::Release(a) => {
             let w = &a.owner;
@@ -443,9 +450,7 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
                 done: a.done,
                 next_step: a.next_step,
             };
-            let token = w.token.token()?;
-            let c = w.at.at.coord.open_write(&w.request)?;
-            let row = c.endpoint().call::<verbs::ReleaseClaim>(w.at.path(), body, token.as_ref())?;
+            let row = w.write::<verbs::ReleaseClaim>(body)?;
             if out.json { Ok(out.json(&claim_json(&row))?) } else { Ok(out.line(&claim_line(&row))?) }
         }
         ClaimCmd::Show(a) => {

@@ -7,6 +7,11 @@ json_input!(IdentityReq);
 query_input!(InboxQuery, AuditQuery);
 answers!(InboxResp, IssuedKeyResp, IdentitiesResp, AuditResp, crate::claim::master::Removed);
 
+/// Where a refused admin token for an identity verb is audited.
+fn scope(project: &str, identity: &str) -> (String, Option<String>) {
+    (project.to_string(), Some(format!("identity:{identity}")))
+}
+
 verb! {
     /// Inbox events after a cursor, for a holder of one of the identity's session tokens (a long poll over HTTP).
     Inbox = "inbox.read" as "inbox": Get "/v1/projects/{project}/inbox/{identity}", auth Seat, write false;
@@ -40,7 +45,7 @@ verb! {
         vec![("identity", &r.identity)]
     }
     fn admin_scope(path: &ProjectPath, r: &IdentityReq) -> (String, Option<String>) {
-        (path.project.clone(), Some(format!("identity:{}", r.identity)))
+        scope(&path.project, &r.identity)
     }
 }
 
@@ -65,7 +70,7 @@ verb! {
         Ok(IssuedKeyResp::from(&k))
     }
     fn admin_scope(path: &IdentityPath, _b: &NoBody) -> (String, Option<String>) {
-        (path.project.clone(), Some(format!("identity:{}", path.identity)))
+        scope(&path.project, &path.identity)
     }
 }
 
@@ -75,7 +80,7 @@ verb! {
     (IdentityPath, NoBody) -> crate::claim::master::Removed;
     apply |c, path, _, caller| { caller.as_admin(c, |c| c.remove_identity(&path.project, &path.identity, caller.actor())) }
     fn admin_scope(path: &IdentityPath, _b: &NoBody) -> (String, Option<String>) {
-        (path.project.clone(), Some(format!("identity:{}", path.identity)))
+        scope(&path.project, &path.identity)
     }
 }
 
