@@ -26,13 +26,11 @@ enum F {
 /// The schema of one field; `nullable` for an `Option`.
 fn field(f: F, nullable: bool) -> RefOr<Schema> {
     let scalar = |t: Type| {
-        let b = ObjectBuilder::new();
-        let b = if nullable {
-            b.schema_type(utoipa::openapi::schema::SchemaType::from_iter([t, Type::Null]))
+        if nullable {
+            ObjectBuilder::new().schema_type(utoipa::openapi::schema::SchemaType::from_iter([t, Type::Null]))
         } else {
-            b.schema_type(t)
-        };
-        b
+            ObjectBuilder::new().schema_type(t)
+        }
     };
     let schema: RefOr<Schema> = match f {
         F::Str => scalar(Type::String).into(),
