@@ -1,6 +1,6 @@
 //! The coordinator's verbs as one trait, so a command runs the same against the embedded
 //! store in-process ([`Coordinator`]) and against `writerctl coordinator serve` over HTTP
-//! ([`HttpCoordinator`]). Every method is one [`Verb`](super::verb::Verb) sent through
+//! ([`HttpCoordinator`]). Every method is one [`Verb`] sent through
 //! [`Endpoint::call`]: an implementation only says where its verbs run.
 
 use std::time::Duration;

@@ -88,7 +88,7 @@ pub enum ServeError {
 ///
 /// With `opts.sweep_every`, a background sweeper: once the server listens, every interval
 /// it releases the work claims whose TTL ran out in every project
-/// ([`Coordinator::sweep_all`] on the blocking pool), never two sweeps at once. It stops
+/// ([`Coordinator::sweep_all`](crate::claim::Coordinator::sweep_all) on the blocking pool), never two sweeps at once. It stops
 /// when `shutdown` resolves (a sweep in flight finishes first) and is waited for before
 /// this returns.
 pub async fn serve(
