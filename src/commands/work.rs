@@ -5,9 +5,10 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use writerctl::claim::model::Millis;
-use writerctl::claim::work::{
-    Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, ReleaseRequest, SweepReport, TakeRequest, TouchRequest,
-};
+use writerctl::claim::work::{Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, SweepReport};
+use writerctl::coordinator::verb::Verb;
+use writerctl::coordinator::verbs::work as verbs;
+use writerctl::coordinator::wire::{ReleaseReq, TakeReq, TaskPath, TouchReq};
 
 use super::coord::{CoordArgs, RequestArgs, SeatTokenArgs, rfc3339};
 use super::output::{Output, table};
@@ -112,6 +113,13 @@ pub struct TaskArgs {
     pub task: String,
 }
 
+impl TaskArgs {
+    /// The task's address in a verb's path.
+    fn path(&self) -> TaskPath {
+        TaskPath { project: self.at.project.clone(), channel: self.at.channel.clone(), task: self.task.clone() }
+    }
+}
+
 /// `claim take`.
 #[derive(Debug, Args)]
 pub struct TakeArgs {
@@ -151,6 +159,15 @@ pub struct OwnerArgs {
     pub expect_version: Option<u64>,
     #[command(flatten)]
     pub token: SeatTokenArgs,
+}
+
+impl OwnerArgs {
+    /// Runs the owner's write `V` on this claim with `body`, proven by the seat's token.
+    fn write<V: Verb<Path = TaskPath>>(&self, body: V::Input) -> Result<V::Answer> {
+        let token = self.token.token()?;
+        let c = self.at.at.coord.open_write(&self.request)?;
+        Ok(c.endpoint().call::<V>(self.at.path(), body, token.as_ref())?)
+    }
 }
 
 /// `claim touch`.
@@ -407,55 +424,33 @@ pub fn run_channel(cmd: ChannelCmd, out: Output) -> Result<()> {
 pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
     match cmd {
         ClaimCmd::Take(a) => {
+            let body = TakeReq { seat: a.seat, deputy: a.deputy, ttl_minutes: a.ttl_minutes, next_step: a.next_step };
             let c = a.at.at.coord.open_write(&a.request)?;
-            let token = a.token.token()?;
-            let o = c.take(
-                &TakeRequest {
-                    project: a.at.at.project.clone(),
-                    channel: a.at.at.channel.clone(),
-                    task: a.at.task.clone(),
-                    seat: a.seat,
-                    deputy: a.deputy,
-                    ttl_minutes: a.ttl_minutes,
-                    next_step: a.next_step,
-                },
-                token.as_ref(),
-            )?;
+            let o = c.endpoint().call::<verbs::TakeClaim>(a.at.path(), body, a.token.token()?.as_ref())?;
             print_outcome(out, &o)
         }
         ClaimCmd::Touch(a) => {
             let w = &a.owner;
-            let token = w.token.token()?;
-            let o = w.at.at.coord.open_write(&w.request)?.touch(
-                &TouchRequest {
-                    project: w.at.at.project.clone(),
-                    channel: w.at.at.channel.clone(),
-                    task: w.at.task.clone(),
-                    seat: w.seat.clone(),
-                    expect_version: w.expect_version,
-                    deputy: if a.no_deputy { Some(None) } else { a.deputy.map(Some) },
-                    ttl_minutes: if a.no_ttl { Some(None) } else { a.ttl_minutes.map(Some) },
-                    next_step: a.next_step,
-                },
-                token.as_ref(),
-            )?;
-            print_outcome(out, &o)
+            let body = TouchReq {
+                seat: w.seat.clone(),
+                expect_version: w.expect_version,
+                deputy: a.deputy,
+                clear_deputy: a.no_deputy,
+                ttl_minutes: a.ttl_minutes,
+                clear_ttl: a.no_ttl,
+                next_step: a.next_step,
+            };
+            print_outcome(out, &w.write::<verbs::TouchClaim>(body)?)
         }
         ClaimCmd::Release(a) => {
             let w = &a.owner;
-            let token = w.token.token()?;
-            let row = w.at.at.coord.open_write(&w.request)?.release_claim(
-                &ReleaseRequest {
-                    project: w.at.at.project.clone(),
-                    channel: w.at.at.channel.clone(),
-                    task: w.at.task.clone(),
-                    seat: w.seat.clone(),
-                    expect_version: w.expect_version,
-                    done: a.done,
-                    next_step: a.next_step,
-                },
-                token.as_ref(),
-            )?;
+            let body = ReleaseReq {
+                seat: w.seat.clone(),
+                expect_version: w.expect_version,
+                done: a.done,
+                next_step: a.next_step,
+            };
+            let row = w.write::<verbs::ReleaseClaim>(body)?;
             if out.json { Ok(out.json(&claim_json(&row))?) } else { Ok(out.line(&claim_line(&row))?) }
         }
         ClaimCmd::Show(a) => {

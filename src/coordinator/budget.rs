@@ -28,6 +28,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
+use super::limits::source_key;
+
 /// How long a refused attempt marks its source and operator id as suspect.
 pub const REFUSAL_MEMORY: Duration = Duration::from_secs(600);
 /// Sources plus operator ids remembered as recently refused (about 100 bytes each).
@@ -366,6 +368,77 @@ impl SeatRates {
         self.limited.fetch_add(1, Ordering::Relaxed);
         Err(Duration::from_secs_f64((1.0 - e.tokens) / self.per_sec))
     }
+}
+
+/// How many operator verifications each source address may have running, and waiting.
+#[derive(Debug)]
+pub struct SourceSlots {
+    per_source: usize,
+    waiting_per_source: usize,
+    /// Per source with something running or waiting: its semaphore and how many hold or
+    /// wait for it. An entry goes when that count reaches zero, so the map is bounded by
+    /// the requests in flight, never by the addresses ever seen.
+    busy: Mutex<HashMap<IpAddr, (Arc<tokio::sync::Semaphore>, usize)>>,
+}
+
+impl SourceSlots {
+    /// At most `per_source` running and `waiting_per_source` waiting per source.
+    pub fn new(per_source: usize, waiting_per_source: usize) -> SourceSlots {
+        SourceSlots { per_source, waiting_per_source, busy: Mutex::default() }
+    }
+
+    /// A place in `ip`'s source queue, or None when it is full (`per_source` running and
+    /// `waiting_per_source` waiting): refused at once, without waiting on anyone.
+    pub fn try_join(self: &Arc<SourceSlots>, ip: IpAddr) -> Option<SourceTicket> {
+        let key = source_key(ip);
+        let mut busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());
+        let (sem, n) = busy.entry(key).or_insert_with(|| (Arc::new(tokio::sync::Semaphore::new(self.per_source)), 0));
+        if *n >= self.per_source + self.waiting_per_source {
+            return None;
+        }
+        *n += 1;
+        Some(SourceTicket { slots: self.clone(), key, sem: sem.clone() })
+    }
+
+    /// Sources with a verification running or waiting now.
+    pub fn sources_busy(&self) -> usize {
+        self.busy.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+}
+
+/// A place in one source's queue; given back on drop (also while still waiting).
+#[derive(Debug)]
+pub struct SourceTicket {
+    slots: Arc<SourceSlots>,
+    key: IpAddr,
+    sem: Arc<tokio::sync::Semaphore>,
+}
+
+impl SourceTicket {
+    /// Waits (in arrival order) for one of the source's running slots.
+    pub async fn enter(self) -> SourceSlot {
+        let permit = self.sem.clone().acquire_owned().await.expect("the semaphore is never closed");
+        SourceSlot { _permit: permit, _ticket: self }
+    }
+}
+
+impl Drop for SourceTicket {
+    fn drop(&mut self) {
+        let mut busy = self.slots.busy.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, n)) = busy.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                busy.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// One running verification of a source; its slot is given back on drop.
+#[derive(Debug)]
+pub struct SourceSlot {
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    _ticket: SourceTicket,
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! bound on the operator password verifications one source address may have in flight.
 //!
 //! The timeouts that free a connection slot (header read, idle keep-alive) are hyper's and
-//! axum-server's; they are set in `server.rs` where the server is built. This module holds
+//! axum-server's; they are set in `server/listen.rs` where the server is built. This module holds
 //! the state those settings cannot express:
 //!
 //! * [`ConnGate`]: the open connections by peer address with what each is doing
@@ -18,9 +18,9 @@
 //! * [`raise_nofile_limit`]: a server whose soft open-file limit is lower than its cap would
 //!   fail `accept` with EMFILE instead of refusing cleanly, so the soft limit is raised to
 //!   the hard limit at start and the cap is kept below it ([`connection_cap`]).
-//! * [`SourceSlots`]: per source address, how many `master claim` verifications (an argon2
-//!   hash and, for a wrong password, the held-back answer) run at once, and how many may
-//!   wait for them (in arrival order) before more are refused.
+//!
+//! [`SourceSlots`] (per source address, how many `master claim` verifications run at once
+//! and how many may wait) lives in `budget`, with the rest of what admits verifications.
 
 use std::collections::HashMap;
 use std::io;
@@ -31,6 +31,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker, ready};
 use std::time::{Duration, Instant};
 
+pub use super::budget::{SourceSlot, SourceSlots, SourceTicket};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
@@ -99,7 +100,7 @@ pub enum ConnEvent {
 }
 
 /// One open connection's state, shared by its stream ([`Counted`]) and the request guard in
-/// `server.rs` (which finds it by peer address: unique among open connections).
+/// `server/guard.rs` (which finds it by peer address: unique among open connections).
 #[derive(Debug)]
 pub struct ConnState {
     peer: SocketAddr,
@@ -382,7 +383,7 @@ impl ConnGate {
     }
 
     /// Counts `event` for `ip`'s source, and logs the summary of every source's events when
-    /// the last one is at least [`SUMMARY_EVERY`] old: one line per source per interval.
+    /// the last one is at least `SUMMARY_EVERY` old: one line per source per interval.
     pub fn note(&self, ip: IpAddr, event: ConnEvent) {
         if event == ConnEvent::BodyTimeout {
             self.body_timeouts.fetch_add(1, Ordering::Relaxed);
@@ -635,7 +636,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
 }
 
 /// A TCP stream shared with the connection registry (which only peeks at it, see
-/// [`ConnState::has_unread_bytes`]); reads and writes go through tokio's readiness.
+/// `ConnState::has_unread_bytes`); reads and writes go through tokio's readiness.
 #[derive(Debug)]
 pub struct SharedTcp(Arc<TcpStream>);
 
@@ -700,7 +701,7 @@ pub struct CappedAcceptor {
 }
 
 impl CappedAcceptor {
-    /// An acceptor over `gate`; `plain` for plain HTTP (see [`refusal_answer`]).
+    /// An acceptor over `gate`; `plain` for plain HTTP (see `refusal_answer`).
     pub fn new(gate: Arc<ConnGate>, plain: bool) -> CappedAcceptor {
         CappedAcceptor { gate, plain }
     }
@@ -795,77 +796,6 @@ pub(crate) fn source_key(ip: IpAddr) -> IpAddr {
             }
         },
     }
-}
-
-/// How many operator verifications each source address may have running, and waiting.
-#[derive(Debug)]
-pub struct SourceSlots {
-    per_source: usize,
-    waiting_per_source: usize,
-    /// Per source with something running or waiting: its semaphore and how many hold or
-    /// wait for it. An entry goes when that count reaches zero, so the map is bounded by
-    /// the requests in flight, never by the addresses ever seen.
-    busy: Mutex<HashMap<IpAddr, (Arc<tokio::sync::Semaphore>, usize)>>,
-}
-
-impl SourceSlots {
-    /// At most `per_source` running and `waiting_per_source` waiting per source.
-    pub fn new(per_source: usize, waiting_per_source: usize) -> SourceSlots {
-        SourceSlots { per_source, waiting_per_source, busy: Mutex::default() }
-    }
-
-    /// A place in `ip`'s source queue, or None when it is full (`per_source` running and
-    /// `waiting_per_source` waiting): refused at once, without waiting on anyone.
-    pub fn try_join(self: &Arc<SourceSlots>, ip: IpAddr) -> Option<SourceTicket> {
-        let key = source_key(ip);
-        let mut busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());
-        let (sem, n) = busy.entry(key).or_insert_with(|| (Arc::new(tokio::sync::Semaphore::new(self.per_source)), 0));
-        if *n >= self.per_source + self.waiting_per_source {
-            return None;
-        }
-        *n += 1;
-        Some(SourceTicket { slots: self.clone(), key, sem: sem.clone() })
-    }
-
-    /// Sources with a verification running or waiting now.
-    pub fn sources_busy(&self) -> usize {
-        self.busy.lock().unwrap_or_else(|p| p.into_inner()).len()
-    }
-}
-
-/// A place in one source's queue; given back on drop (also while still waiting).
-#[derive(Debug)]
-pub struct SourceTicket {
-    slots: Arc<SourceSlots>,
-    key: IpAddr,
-    sem: Arc<tokio::sync::Semaphore>,
-}
-
-impl SourceTicket {
-    /// Waits (in arrival order) for one of the source's running slots.
-    pub async fn enter(self) -> SourceSlot {
-        let permit = self.sem.clone().acquire_owned().await.expect("the semaphore is never closed");
-        SourceSlot { _permit: permit, _ticket: self }
-    }
-}
-
-impl Drop for SourceTicket {
-    fn drop(&mut self) {
-        let mut busy = self.slots.busy.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((_, n)) = busy.get_mut(&self.key) {
-            *n -= 1;
-            if *n == 0 {
-                busy.remove(&self.key);
-            }
-        }
-    }
-}
-
-/// One running verification of a source; its slot is given back on drop.
-#[derive(Debug)]
-pub struct SourceSlot {
-    _permit: tokio::sync::OwnedSemaphorePermit,
-    _ticket: SourceTicket,
 }
 
 #[cfg(test)]

@@ -3,14 +3,19 @@
 //! headers, never in URLs (which end up in logs); no response carries a token hash.
 
 use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::claim::ClaimError;
 use crate::claim::engine::{ControllerView, Status};
 use crate::claim::model::{AuditEntry, Controller, Event, MasterRef, MasterSlot, Millis};
 use crate::claim::work::{ReleaseRequest, TakeRequest, TouchRequest};
 
+/// The header a write verb's request id travels in (`--request-id`; see
+/// [`crate::claim::request`]). Optional: a write without it is not kept for retries.
+pub const REQUEST_ID_HEADER: &str = "idempotency-key";
+
 /// `POST /v1/projects/{project}/sessions`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct RegisterReq {
     /// Identity.
     pub identity: String,
@@ -27,7 +32,7 @@ pub struct RegisterReq {
 }
 
 /// `POST /v1/projects/{project}/identities`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IdentityReq {
     /// The identity to enroll.
@@ -35,7 +40,8 @@ pub struct IdentityReq {
 }
 
 /// An enrolled identity, without its key hash.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[schema(as = Identity)]
 pub struct IdentityOut {
     /// The identity.
     pub identity: String,
@@ -52,7 +58,8 @@ impl From<&crate::claim::model::EnrolledIdentity> for IdentityOut {
 }
 
 /// The answer to `identity add` / `identity rotate`; the only response that carries a key.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[schema(as = IssuedKey)]
 pub struct IssuedKeyResp {
     /// The enrollment.
     pub identity: IdentityOut,
@@ -61,14 +68,15 @@ pub struct IssuedKeyResp {
 }
 
 /// `GET /v1/projects/{project}/identities`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct IdentitiesResp {
     /// The enrolled identities, by name.
     pub identities: Vec<IdentityOut>,
 }
 
 /// A controller row without its token hash.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, ToSchema)]
+#[schema(as = Controller)]
 pub struct ControllerOut {
     /// Session id.
     pub session_id: String,
@@ -81,8 +89,10 @@ pub struct ControllerOut {
     /// Master flag.
     pub is_master: bool,
     /// First registration (ms).
+    #[schema(value_type = i64)]
     pub registered_at: Millis,
     /// Last heartbeat (ms).
+    #[schema(value_type = i64)]
     pub last_heartbeat: Millis,
 }
 
@@ -116,7 +126,7 @@ impl From<ControllerOut> for Controller {
 }
 
 /// The answer to a registration; the only response that carries a token.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct RegisterResp {
     /// The row.
     pub controller: ControllerOut,
@@ -127,7 +137,7 @@ pub struct RegisterResp {
 }
 
 /// `POST /v1/projects/{project}/sessions/{sid}/deregister`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct DeregisterResp {
     /// Whether it was master.
     pub was_master: bool,
@@ -136,7 +146,8 @@ pub struct DeregisterResp {
 }
 
 /// One controller in a status answer.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[schema(as = ControllerView)]
 pub struct ControllerViewOut {
     /// The row.
     pub controller: ControllerOut,
@@ -145,7 +156,7 @@ pub struct ControllerViewOut {
 }
 
 /// `GET /v1/projects/{project}/master`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct StatusResp {
     /// The master, if any.
     pub master: Option<MasterRef>,
@@ -156,6 +167,7 @@ pub struct StatusResp {
     /// The server's freshness threshold (ms).
     pub freshness_ms: u64,
     /// When the server read it (ms).
+    #[schema(value_type = i64)]
     pub now: Millis,
 }
 
@@ -191,7 +203,7 @@ impl From<StatusResp> for Status {
 }
 
 /// `POST /v1/projects/{project}/master/handoff` (caller's token in `Authorization`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct HandoffReq {
     /// The caller's session id.
     pub session_id: String,
@@ -204,7 +216,7 @@ pub struct HandoffReq {
 }
 
 /// `POST /v1/projects/{project}/master/claim`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ClaimReq {
     /// Target identity.
     pub to: String,
@@ -219,7 +231,7 @@ pub struct ClaimReq {
 }
 
 /// `POST /v1/operators` (admin token in `Authorization`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct OperatorReq {
     /// Operator id.
     pub operator_id: String,
@@ -228,14 +240,14 @@ pub struct OperatorReq {
 }
 
 /// `GET /v1/projects/{project}/inbox/{identity}`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct InboxResp {
     /// Events, oldest first.
     pub events: Vec<Event>,
 }
 
 /// `GET /v1/audit`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct AuditResp {
     /// Rows, oldest first.
     pub entries: Vec<AuditEntry>,
@@ -248,7 +260,7 @@ pub struct AuditResp {
 // ---------------------------------------------------------------------------------------
 
 /// `POST /v1/projects/{project}/channels`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ChannelReq {
     /// The channel name.
     pub channel: String,
@@ -263,7 +275,7 @@ pub struct ChannelReq {
 }
 
 /// `POST /v1/projects/{project}/channels/{channel}/claims/{task}/take`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct TakeReq {
     /// The seat taking it.
     pub seat: String,
@@ -308,7 +320,7 @@ impl TakeReq {
 /// [`TouchRequest`]'s `Option<Option<..>>` ("keep", "remove", "set") does not survive JSON
 /// (`null` and absent read the same), so removing travels as its own flag: `clear_deputy`
 /// removes the deputy, `clear_ttl` the TTL; a value and its clear flag together are refused.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct TouchReq {
     /// The seat (must be the owner).
     pub seat: String,
@@ -384,7 +396,7 @@ impl TouchReq {
 }
 
 /// `POST /v1/projects/{project}/channels/{channel}/claims/{task}/release`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ReleaseReq {
     /// The seat (must be the owner).
     pub seat: String,
@@ -425,10 +437,11 @@ impl ReleaseReq {
 }
 
 /// `POST /v1/projects/{project}/sweep`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SweepReq {
     /// The time to judge by (ms since the epoch); the server's clock when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<i64>)]
     pub as_of: Option<Millis>,
     /// Report without writing.
     #[serde(default)]
@@ -436,8 +449,176 @@ pub struct SweepReq {
 }
 
 /// `POST /v1/projects/{project}/focus/{seat}/start`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct FocusStartReq {
     /// The lease's length in minutes (capped server-side).
     pub minutes: u32,
+}
+
+/// The answer to `operator add` (`POST /v1/operators`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct OperatorResp {
+    /// The operator id.
+    pub operator_id: String,
+    /// Always true: an existing operator is refused, never overwritten.
+    pub created: bool,
+}
+
+impl From<&crate::claim::engine::IssuedKey> for IssuedKeyResp {
+    fn from(k: &crate::claim::engine::IssuedKey) -> IssuedKeyResp {
+        IssuedKeyResp { identity: (&k.identity).into(), key: k.key.expose().to_string() }
+    }
+}
+
+impl From<IssuedKeyResp> for crate::claim::engine::IssuedKey {
+    fn from(r: IssuedKeyResp) -> crate::claim::engine::IssuedKey {
+        crate::claim::engine::IssuedKey { identity: r.identity.into(), key: crate::claim::secret::Secret::new(r.key) }
+    }
+}
+
+impl From<IdentityOut> for crate::claim::model::EnrolledIdentity {
+    /// The server never sends key hashes: the enrollment comes back with an empty one.
+    fn from(i: IdentityOut) -> crate::claim::model::EnrolledIdentity {
+        crate::claim::model::EnrolledIdentity {
+            identity: i.identity,
+            key_hash: String::new(),
+            enrolled_at: i.enrolled_at,
+            key_issued_at: i.key_issued_at,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// What a URL carries: path parameters (each a name, validated as the engine does) and the
+// query strings of the GET verbs.
+// ---------------------------------------------------------------------------------------
+
+/// A route without path parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct NoPath {}
+
+/// `{project}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct ProjectPath {
+    /// The project.
+    #[param(min_length = 1, max_length = 256)]
+    pub project: String,
+}
+
+/// `{project}` and a controller's `{sid}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct SessionPath {
+    /// The project.
+    #[param(min_length = 1, max_length = 256)]
+    pub project: String,
+    /// The session id.
+    #[param(min_length = 1, max_length = 256)]
+    pub sid: String,
+}
+
+/// `{project}` and an `{identity}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct IdentityPath {
+    /// The project.
+    #[param(min_length = 1, max_length = 256)]
+    pub project: String,
+    /// The identity.
+    #[param(min_length = 1, max_length = 256)]
+    pub identity: String,
+}
+
+/// `{project}` and a `{channel}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct ChannelPath {
+    /// The project.
+    #[param(min_length = 1, max_length = 256)]
+    pub project: String,
+    /// The channel.
+    #[param(min_length = 1, max_length = 256)]
+    pub channel: String,
+}
+
+/// `{project}`, `{channel}` and a `{task}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct TaskPath {
+    /// The project.
+    #[param(min_length = 1, max_length = 256)]
+    pub project: String,
+    /// The channel.
+    #[param(min_length = 1, max_length = 256)]
+    pub channel: String,
+    /// The task.
+    #[param(min_length = 1, max_length = 256)]
+    pub task: String,
+}
+
+/// `{project}` and a `{seat}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct SeatPath {
+    /// The project.
+    #[param(min_length = 1, max_length = 256)]
+    pub project: String,
+    /// The seat.
+    #[param(min_length = 1, max_length = 256)]
+    pub seat: String,
+}
+
+/// A POST verb without a body: whatever is sent is ignored (the client sends `{}`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct NoBody {}
+
+/// `GET /v1/projects/{project}/master/target`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct TargetQuery {
+    /// The target identity.
+    pub to: String,
+    /// The exact target row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_session: Option<String>,
+}
+
+/// `GET /v1/projects/{project}/inbox/{identity}`: a long poll.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct InboxQuery {
+    /// Only events after this cursor.
+    #[serde(default)]
+    pub after: u64,
+    /// At most this many events (default 1000, at most 100000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+    /// Hold the request open this long for an event (capped at 30 s).
+    #[serde(default)]
+    pub wait_ms: u64,
+}
+
+/// `GET /v1/audit`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AuditQuery {
+    /// The newest N rows (default 50, at most 1000000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+    /// Only this project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+}
+
+/// `GET /v1/projects/{project}/channels/{channel}/steward-report`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AsOfQuery {
+    /// The time to judge by (ms since the epoch); the server's clock when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[param(value_type = Option<i64>)]
+    pub as_of: Option<Millis>,
 }

@@ -72,7 +72,7 @@ fn every_alert_is_tested_firing_and_quiet() {
 #[test]
 fn alert_rules_use_only_metrics_writerctl_exports() {
     let rules = std::fs::read_to_string(repo("deploy/prometheus/writerctl-rules.yml")).unwrap();
-    let exporters = [repo("src/lockfile/metrics.rs"), repo("src/coordinator/server.rs")]
+    let exporters = [repo("src/lockfile/metrics.rs"), repo("src/coordinator/server/metrics.rs")]
         .map(|p| std::fs::read_to_string(p).unwrap())
         .join("\n");
     let mut used: Vec<&str> = rules

@@ -1,0 +1,266 @@
+//! The coordinator's verbs as one trait, so a command runs the same against the embedded
+//! store in-process ([`Coordinator`]) and against `writerctl coordinator serve` over HTTP
+//! ([`HttpCoordinator`]). Every method is one [`Verb`] sent through
+//! [`Endpoint::call`]: an implementation only says where its verbs run.
+
+use std::time::Duration;
+
+use super::client::HttpCoordinator;
+use super::verb::{Caller, Origin, Verb};
+use super::verbs::{admin, master, work};
+use super::wire::*;
+use crate::claim::engine::{Credentials, IssuedKey, MasterRequest, Registered, Status};
+use crate::claim::master::{ControllerKey, MasterOutcome, Removed};
+use crate::claim::model::{AuditEntry, Controller, EnrolledIdentity, Event, Millis};
+use crate::claim::secret::Secret;
+use crate::claim::work::{
+    Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, FocusOutcome, ReleaseRequest, StewardReport, SweepReport,
+    TakeRequest, TouchRequest,
+};
+use crate::claim::{ClaimError, Coordinator};
+
+fn project(p: &str) -> ProjectPath {
+    ProjectPath { project: p.to_string() }
+}
+
+fn channel_at(project: &str, channel: &str) -> ChannelPath {
+    ChannelPath { project: project.to_string(), channel: channel.to_string() }
+}
+
+fn task_at(project: &str, channel: &str, task: &str) -> TaskPath {
+    TaskPath { project: project.to_string(), channel: channel.to_string(), task: task.to_string() }
+}
+
+fn seat_at(project: &str, seat: &str) -> SeatPath {
+    SeatPath { project: project.to_string(), seat: seat.to_string() }
+}
+
+fn identity_at(project: &str, identity: &str) -> IdentityPath {
+    IdentityPath { project: project.to_string(), identity: identity.to_string() }
+}
+
+fn session_at(project: &str, sid: &str) -> SessionPath {
+    SessionPath { project: project.to_string(), sid: sid.to_string() }
+}
+
+/// Where a verb runs: in-process on the embedded store, or on a server.
+#[derive(Clone, Copy)]
+pub enum Endpoint<'a> {
+    /// The embedded store, in this process.
+    Embedded(&'a Coordinator),
+    /// A `writerctl coordinator serve`.
+    Remote(&'a HttpCoordinator),
+}
+
+impl Endpoint<'_> {
+    /// Runs `V` with `bearer` as the caller's token: the same verb definition, the same
+    /// conversions, in-process or over HTTP.
+    pub fn call<V: Verb>(
+        self,
+        path: V::Path,
+        input: V::Input,
+        bearer: Option<&Secret>,
+    ) -> Result<V::Answer, ClaimError> {
+        match self {
+            Endpoint::Embedded(c) => {
+                V::apply(c, path, input, &Caller { bearer: bearer.cloned(), origin: Origin::Local })
+            }
+            Endpoint::Remote(h) => h.call::<V>(&path, &input, bearer),
+        }
+    }
+}
+
+/// Every coordinator verb a command can call.
+pub trait CoordinatorApi {
+    /// Where this coordinator's verbs run.
+    fn endpoint(&self) -> Endpoint<'_>;
+
+    /// `session register`, proven by the identity's key or the row's current token.
+    fn register(
+        &self,
+        project_id: &str,
+        key: &ControllerKey,
+        credentials: Credentials<'_>,
+    ) -> Result<Registered, ClaimError> {
+        let body = RegisterReq {
+            identity: key.identity.clone(),
+            surface: key.surface.clone(),
+            machine_id: key.machine_id.clone(),
+            previous_token: credentials.token.map(|t| t.expose().trim().to_string()),
+            identity_key: credentials.identity_key.map(|k| k.expose().trim().to_string()),
+        };
+        let r = self.endpoint().call::<master::Register>(project(project_id), body, None)?;
+        Ok(Registered { controller: r.controller.into(), token: Secret::new(r.token), epoch: r.epoch })
+    }
+    /// `session heartbeat`.
+    fn heartbeat(&self, project: &str, session_id: &str, token: &Secret) -> Result<Controller, ClaimError> {
+        Ok(self.endpoint().call::<master::Heartbeat>(session_at(project, session_id), NoBody {}, Some(token))?.into())
+    }
+    /// `session deregister`: whether it was master, and the epoch after.
+    fn deregister(&self, project: &str, session_id: &str, token: &Secret) -> Result<(bool, u64), ClaimError> {
+        let r = self.endpoint().call::<master::Deregister>(session_at(project, session_id), NoBody {}, Some(token))?;
+        Ok((r.was_master, r.epoch))
+    }
+    /// `master status`.
+    fn status(&self, project_id: &str) -> Result<Status, ClaimError> {
+        Ok(self.endpoint().call::<master::Status>(project(project_id), NoBody {}, None)?.into())
+    }
+    /// Resolves a target without changing anything.
+    fn preview_target(
+        &self,
+        project_id: &str,
+        to_identity: &str,
+        to_session: Option<&str>,
+    ) -> Result<Controller, ClaimError> {
+        let q = TargetQuery { to: to_identity.to_string(), to_session: to_session.map(str::to_string) };
+        Ok(self.endpoint().call::<master::Target>(project(project_id), q, None)?.into())
+    }
+    /// `master handoff`.
+    fn handoff(&self, req: &MasterRequest, caller: &str, token: &Secret) -> Result<MasterOutcome, ClaimError> {
+        let body = HandoffReq {
+            session_id: caller.to_string(),
+            to: req.to_identity.clone(),
+            to_session: req.to_session.clone(),
+            expect_epoch: req.expect_epoch,
+        };
+        self.endpoint().call::<master::Handoff>(project(&req.project), body, Some(token))
+    }
+    /// `master claim`.
+    fn claim(&self, req: &MasterRequest, operator_id: &str, password: &Secret) -> Result<MasterOutcome, ClaimError> {
+        let body = ClaimReq {
+            to: req.to_identity.clone(),
+            to_session: req.to_session.clone(),
+            expect_epoch: req.expect_epoch,
+            operator: operator_id.to_string(),
+            password: password.expose().to_string(),
+        };
+        self.endpoint().call::<master::MasterClaim>(project(&req.project), body, None)
+    }
+    /// `operator add`.
+    fn add_operator(&self, operator_id: &str, password: &Secret) -> Result<(), ClaimError> {
+        let body = OperatorReq { operator_id: operator_id.to_string(), password: password.expose().to_string() };
+        self.endpoint().call::<master::AddOperator>(NoPath {}, body, None).map(drop)
+    }
+    /// Inbox events after `after`, for a holder of one of the identity's session tokens.
+    /// `wait` lets a remote coordinator hold the request open until an event arrives (long
+    /// poll); the embedded store answers at once.
+    fn inbox(
+        &self,
+        project: &str,
+        identity: &str,
+        after: u64,
+        limit: usize,
+        wait: Duration,
+        token: Option<&Secret>,
+    ) -> Result<Vec<Event>, ClaimError> {
+        let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+        let q = InboxQuery { after, limit: Some(limit), wait_ms };
+        Ok(self.endpoint().call::<admin::Inbox>(identity_at(project, identity), q, token)?.events)
+    }
+    /// `identity add` (administrative): the key is shown once.
+    fn enroll_identity(&self, project_id: &str, identity: &str) -> Result<IssuedKey, ClaimError> {
+        let body = IdentityReq { identity: identity.to_string() };
+        Ok(self.endpoint().call::<admin::AddIdentity>(project(project_id), body, None)?.into())
+    }
+    /// `identity rotate` (administrative).
+    fn rotate_identity(&self, project: &str, identity: &str) -> Result<IssuedKey, ClaimError> {
+        Ok(self.endpoint().call::<admin::RotateIdentity>(identity_at(project, identity), NoBody {}, None)?.into())
+    }
+    /// `identity remove` (administrative).
+    fn remove_identity(&self, project: &str, identity: &str) -> Result<Removed, ClaimError> {
+        self.endpoint().call::<admin::RemoveIdentity>(identity_at(project, identity), NoBody {}, None)
+    }
+    /// `identity list` (administrative): names and times (never key hashes).
+    fn identities(&self, project_id: &str) -> Result<Vec<EnrolledIdentity>, ClaimError> {
+        let r = self.endpoint().call::<admin::ListIdentities>(project(project_id), NoBody {}, None)?;
+        Ok(r.identities.into_iter().map(EnrolledIdentity::from).collect())
+    }
+    /// The newest `limit` audit rows.
+    fn audit_log(&self, project: Option<&str>, limit: usize) -> Result<Vec<AuditEntry>, ClaimError> {
+        let q = AuditQuery { limit: Some(limit), project: project.map(str::to_string) };
+        Ok(self.endpoint().call::<admin::Audit>(NoPath {}, q, None)?.entries)
+    }
+
+    /// `channel create`.
+    fn create_channel(
+        &self,
+        project_id: &str,
+        channel: &str,
+        steward: &str,
+        sla_minutes: Option<u32>,
+        ttl_floor_minutes: Option<u32>,
+    ) -> Result<Channel, ClaimError> {
+        let body =
+            ChannelReq { channel: channel.to_string(), steward: steward.to_string(), sla_minutes, ttl_floor_minutes };
+        self.endpoint().call::<work::CreateChannel>(project(project_id), body, None)
+    }
+    /// `channel show`.
+    fn show_channel(&self, project: &str, channel: &str) -> Result<Channel, ClaimError> {
+        self.endpoint().call::<work::ShowChannel>(channel_at(project, channel), NoBody {}, None)
+    }
+    /// `claim take`; `token` proves the seat.
+    fn take(&self, req: &TakeRequest, token: Option<&Secret>) -> Result<ClaimOutcome, ClaimError> {
+        let at = task_at(&req.project, &req.channel, &req.task);
+        self.endpoint().call::<work::TakeClaim>(at, TakeReq::of(req), token)
+    }
+    /// `claim touch`; `token` proves the seat.
+    fn touch(&self, req: &TouchRequest, token: Option<&Secret>) -> Result<ClaimOutcome, ClaimError> {
+        let at = task_at(&req.project, &req.channel, &req.task);
+        self.endpoint().call::<work::TouchClaim>(at, TouchReq::of(req), token)
+    }
+    /// `claim release`; `token` proves the seat.
+    fn release_claim(&self, req: &ReleaseRequest, token: Option<&Secret>) -> Result<ClaimRow, ClaimError> {
+        let at = task_at(&req.project, &req.channel, &req.task);
+        self.endpoint().call::<work::ReleaseClaim>(at, ReleaseReq::of(req), token)
+    }
+    /// `claim show`.
+    fn show_claim(&self, project: &str, channel: &str, task: &str) -> Result<ClaimRow, ClaimError> {
+        self.endpoint().call::<work::ShowClaim>(task_at(project, channel, task), NoBody {}, None)
+    }
+    /// `claim history`.
+    fn claim_history(&self, project: &str, channel: &str, task: &str) -> Result<Vec<ClaimStep>, ClaimError> {
+        self.endpoint().call::<work::ClaimHistory>(task_at(project, channel, task), NoBody {}, None)
+    }
+    /// `claim list`.
+    fn list_claims(&self, project: &str, channel: &str) -> Result<Vec<ClaimRow>, ClaimError> {
+        self.endpoint().call::<work::ListClaims>(channel_at(project, channel), NoBody {}, None)
+    }
+    /// `claim sweep`.
+    fn sweep(&self, project_id: &str, as_of: Option<Millis>, dry_run: bool) -> Result<SweepReport, ClaimError> {
+        self.endpoint().call::<work::Sweep>(project(project_id), SweepReq { as_of, dry_run }, None)
+    }
+    /// `focus start`; `token` proves the seat.
+    fn focus_start(
+        &self,
+        project: &str,
+        seat: &str,
+        minutes: u32,
+        token: Option<&Secret>,
+    ) -> Result<FocusOutcome, ClaimError> {
+        self.endpoint().call::<work::StartFocus>(seat_at(project, seat), FocusStartReq { minutes }, token)
+    }
+    /// `focus end`; `token` proves the seat.
+    fn focus_end(&self, project: &str, seat: &str, token: Option<&Secret>) -> Result<FocusLease, ClaimError> {
+        self.endpoint().call::<work::EndFocus>(seat_at(project, seat), NoBody {}, token)
+    }
+    /// `focus show`: the seat's lease if it holds one now.
+    fn focus_show(&self, project: &str, seat: &str) -> Result<Option<FocusLease>, ClaimError> {
+        self.endpoint().call::<work::ShowFocus>(seat_at(project, seat), NoBody {}, None)
+    }
+    /// `steward report`.
+    fn steward_report(&self, project: &str, channel: &str, as_of: Option<Millis>) -> Result<StewardReport, ClaimError> {
+        self.endpoint().call::<work::Steward>(channel_at(project, channel), AsOfQuery { as_of }, None)
+    }
+}
+
+impl CoordinatorApi for Coordinator {
+    fn endpoint(&self) -> Endpoint<'_> {
+        Endpoint::Embedded(self)
+    }
+}
+
+impl CoordinatorApi for HttpCoordinator {
+    fn endpoint(&self) -> Endpoint<'_> {
+        Endpoint::Remote(self)
+    }
+}

@@ -1,0 +1,376 @@
+//! The one handler every verb is served by ([`handle`]), with the hooks a verb declares
+//! ([`Gate`], [`Rate`], [`Verb::admin_scope`]), and what it shares: the error
+//! envelope's status, bearer tokens, the source address, request ids, metrics per verb.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, Query, RawPathParams, State};
+use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Serialize;
+
+use super::app::{App, MAX_LONG_POLL, Shared, VERIFICATION_QUEUE_LIMIT};
+use crate::claim::request::RequestId;
+use crate::claim::secret::{self, Secret};
+use crate::claim::{ClaimError, Coordinator};
+use crate::coordinator::limits::source_key;
+use crate::coordinator::verb::{Auth, Caller, Gate, Input, Method, Origin, Rate, Verb};
+use crate::coordinator::wire::REQUEST_ID_HEADER;
+use crate::error::ErrorCode;
+
+/// The HTTP status for an error code: 4xx for the caller's mistakes, 409 for conflicts,
+/// 503 (retry) for unavailability.
+pub(super) fn http_status(code: ErrorCode) -> StatusCode {
+    if code == ErrorCode::RateLimited {
+        return StatusCode::TOO_MANY_REQUESTS;
+    }
+    match code.exit_code() {
+        2 => StatusCode::BAD_REQUEST,
+        3 => StatusCode::CONFLICT,
+        4 => StatusCode::UNPROCESSABLE_ENTITY,
+        5 => StatusCode::NOT_FOUND,
+        6 => StatusCode::UNAUTHORIZED,
+        7 => StatusCode::FORBIDDEN,
+        75 => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+pub(super) fn error_response(e: &ClaimError) -> Response {
+    let mut resp = (http_status(e.code()), axum::Json(e.to_json())).into_response();
+    if let ClaimError::RateLimited { retry_after_ms, .. } = e {
+        resp.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from(retry_after_ms.div_ceil(1000).max(1)));
+    }
+    resp
+}
+
+/// The bearer token, if any: a seat's write or an inbox read without one is refused by the
+/// engine (`unauthorized`, audited) exactly as one with a wrong token.
+pub(super) fn bearer_opt(headers: &HeaderMap) -> Option<Secret> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(|t| Secret::new(t.trim().to_string()))
+        .filter(|t| !t.expose().is_empty())
+}
+
+/// The header the [`peer`] layer puts the connection's source address in, for the
+/// handlers (any value a client sends under that name is removed first).
+pub(super) const PEER_HEADER: &str = "x-writerctl-peer";
+
+/// Puts the connection's source address (from axum's `ConnectInfo`) in [`PEER_HEADER`],
+/// after removing whatever the client sent under that name: the engine audits refusals
+/// per source (issue 28 point 4) and must not take a client's word for its address. A
+/// router driven without a socket has no source (its refusals are audited one row each).
+pub(super) async fn peer(mut req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    req.headers_mut().remove(PEER_HEADER);
+    if let Some(ip) = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip())
+        && let Ok(v) = header::HeaderValue::from_str(&ip.to_string())
+    {
+        req.headers_mut().insert(PEER_HEADER, v);
+    }
+    next.run(req).await
+}
+
+/// The source address the [`peer`] layer recorded, if any.
+pub(super) fn source_of(headers: &HeaderMap) -> Option<IpAddr> {
+    headers.get(PEER_HEADER)?.to_str().ok()?.parse().ok()
+}
+
+impl App {
+    /// The coordinator for a request from `headers`' source (see [`peer`]).
+    fn coord_from(&self, headers: &HeaderMap) -> Coordinator {
+        match source_of(headers) {
+            Some(ip) => self.coord.with_source(ip),
+            None => self.coord.with_request(None),
+        }
+    }
+
+    /// Takes a token of the seat's write bucket (issue 28 point 4: one seat grew Redis by
+    /// 54 MB in 5 s). Keyed by project, seat (or session) and a hash of the credential, so
+    /// strangers sending in a seat's name drain their own bucket, not the seat's. Past the
+    /// rate: `rate_limited` (429, `Retry-After`), nothing written, and the refusal audited
+    /// through the per-source limiter (a row and a count per interval at most).
+    fn seat_rate(&self, headers: &HeaderMap, project: &str, seat: &str, verb: &str) -> Result<(), ClaimError> {
+        let credential = bearer_opt(headers).map(|t| secret::token_hash(&t)).unwrap_or_default();
+        let key = format!("{project}\u{0}{seat}\u{0}{}", credential.get(..16).unwrap_or(&credential));
+        let Err(wait) = self.seat_rates.take(&key, Instant::now()) else { return Ok(()) };
+        let e = ClaimError::RateLimited {
+            what: format!("seat {seat}"),
+            retry_after_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1),
+        };
+        let source = source_of(headers).unwrap_or(IpAddr::from([0, 0, 0, 0]));
+        self.coord.with_source(source).audit_refusal(project, verb, &format!("seat:{seat}"), None, &e);
+        self.observe(verb, e.code().as_str(), Duration::ZERO);
+        Err(e)
+    }
+
+    /// Checks the admin token for a verb on `project` ("" for none); a refusal is audited
+    /// there like any failed verb.
+    fn admin_in(
+        &self,
+        project: &str,
+        headers: &HeaderMap,
+        verb: &str,
+        target: Option<String>,
+    ) -> Result<(), ClaimError> {
+        let checked = self.check_admin(headers);
+        if let Err(e) = &checked {
+            self.coord_from(headers).audit_refusal(project, verb, "admin", target, e);
+        }
+        checked
+    }
+
+    fn check_admin(&self, headers: &HeaderMap) -> Result<(), ClaimError> {
+        let expected = self.admin_token_hash.as_ref().ok_or(ClaimError::AdminRequired)?;
+        let presented = bearer_opt(headers).ok_or(ClaimError::AdminRequired)?;
+        if secret::token_hash_matches(expected, &secret::token_hash(&presented)) {
+            Ok(())
+        } else {
+            Err(ClaimError::AdminRequired)
+        }
+    }
+}
+
+/// The coordinator for one write verb: carrying the request id the caller sent, if any.
+fn coordinator_for(app: &App, headers: &HeaderMap) -> Result<Coordinator, ClaimError> {
+    let id = match headers.get(REQUEST_ID_HEADER) {
+        None => None,
+        Some(v) => Some(RequestId::parse(
+            v.to_str()
+                .map_err(|_| ClaimError::InvalidArgument(format!("the {REQUEST_ID_HEADER} header is not ASCII")))?,
+        )?),
+    };
+    Ok(app.coord_from(headers).with_request(id))
+}
+
+/// Failpoint `serve.after_commit`: a write verb has committed and its reply is not sent
+/// yet. Tests stop the server here to lose the reply of a write that was applied.
+fn after_commit() -> Result<(), ClaimError> {
+    #[cfg(any(test, debug_assertions, feature = "failpoints"))]
+    crate::lockfile::failpoint::hit("serve.after_commit")
+        .map_err(|e| ClaimError::Unavailable(format!("{e}: the reply of an applied write was lost")))?;
+    Ok(())
+}
+
+/// Runs `f` on the blocking pool and records metrics and a log line.
+pub(super) async fn execute<T, F>(app: Shared, verb: &'static str, f: F) -> Result<T, ClaimError>
+where
+    T: Send + 'static,
+    F: FnOnce(&App) -> Result<T, ClaimError> + Send + 'static,
+{
+    let started = Instant::now();
+    let app2 = app.clone();
+    let result = match tokio::task::spawn_blocking(move || f(&app2)).await {
+        Ok(r) => r,
+        Err(e) => Err(ClaimError::Store(format!("verb task failed: {e}"))),
+    };
+    let elapsed = started.elapsed();
+    let code = result.as_ref().map_or_else(|e| e.code().as_str(), |_| "ok");
+    app.observe(verb, code, elapsed);
+    tracing::info!(verb, result = code, elapsed_ms = elapsed.as_secs_f64() * 1e3);
+    result
+}
+
+/// JSON for a verb's result: `ok` and the value, or the error envelope.
+fn respond<T: Serialize>(ok: StatusCode, result: Result<T, ClaimError>) -> Response {
+    match result {
+        Ok(v) => (ok, axum::Json(v)).into_response(),
+        Err(e) => error_response(&e),
+    }
+}
+
+/// Registers `V` on `router`, served by [`handle`].
+pub(super) fn route<V: Verb>(router: Router<Shared>) -> Router<Shared> {
+    let handler = match V::METHOD {
+        Method::Get => get(handle::<V>),
+        Method::Post => post(handle::<V>),
+    };
+    router.route(V::PATH, handler)
+}
+
+/// The status of a verb's success: 201 for a creation, else 200.
+fn ok_status<V: Verb>() -> StatusCode {
+    if V::CREATED { StatusCode::CREATED } else { StatusCode::OK }
+}
+
+/// The path parameters of `V`'s route, by name.
+fn path_of<V: Verb>(params: &RawPathParams) -> Result<V::Path, ClaimError> {
+    let map: serde_json::Map<String, serde_json::Value> =
+        params.iter().map(|(k, v)| (k.to_string(), serde_json::Value::String(v.to_string()))).collect();
+    serde_json::from_value(serde_json::Value::Object(map))
+        .map_err(|e| ClaimError::InvalidArgument(format!("path: {e}")))
+}
+
+/// `V`'s input: the JSON body of a POST, the query of a GET.
+fn input_of<V: Verb>(uri: &Uri, body: &[u8]) -> Result<V::Input, ClaimError> {
+    match V::METHOD {
+        Method::Post => V::Input::read(body),
+        Method::Get => Query::<V::Input>::try_from_uri(uri)
+            .map(|Query(q)| q)
+            .map_err(|e| ClaimError::InvalidArgument(format!("query: {}", e.body_text()))),
+    }
+}
+
+/// The project and seat whose write rate a request of `V` spends (see [`Rate`]).
+fn rate_key<V: Verb>(path: &V::Path, body: &[u8]) -> Option<(String, String)> {
+    let fields = serde_json::to_value(path).unwrap_or_default();
+    let field = |k: &str| fields.get(k).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+    let seat = match V::RATE {
+        Rate::None => return None,
+        Rate::Session => format!("session:{}", field("sid")),
+        Rate::SeatInPath => field("seat"),
+        Rate::SeatInBody => {
+            #[derive(serde::Deserialize)]
+            struct Seat {
+                #[serde(default)]
+                seat: String,
+            }
+            serde_json::from_slice::<Seat>(body).map(|s| s.seat).unwrap_or_default()
+        }
+    };
+    Some((field("project"), seat))
+}
+
+/// Every verb's handler: the seat's rate ([`Rate`]), then the verb on the
+/// blocking pool ([`run_verb`]), counted in the metrics, through its [`Gate`].
+async fn handle<V: Verb>(
+    State(app): State<Shared>,
+    params: RawPathParams,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let path = match path_of::<V>(&params) {
+        Ok(p) => p,
+        Err(e) => return error_response(&e),
+    };
+    if let Some((project, seat)) = rate_key::<V>(&path, &body)
+        && let Err(e) = app.seat_rate(&headers, &project, &seat, V::NAME)
+    {
+        return error_response(&e);
+    }
+    match V::GATE {
+        Gate::None => {
+            let result = execute(app, V::NAME, move |a| run_verb::<V>(a, &headers, path, &uri, &body)).await;
+            respond(ok_status::<V>(), result)
+        }
+        Gate::LongPoll => long_poll::<V>(app, path, uri, headers).await,
+        Gate::OperatorVerification => verify_operator::<V>(app, path, uri, headers, body).await,
+    }
+}
+
+/// The verb itself, on the blocking pool: a write runs on the coordinator carrying the
+/// request's id; its input is read, an admin token checked (a refusal audited), the
+/// engine called, and a write's reply passes the `serve.after_commit` failpoint.
+fn run_verb<V: Verb>(
+    app: &App,
+    headers: &HeaderMap,
+    path: V::Path,
+    uri: &Uri,
+    body: &[u8],
+) -> Result<V::Answer, ClaimError> {
+    let coord = if V::WRITE { coordinator_for(app, headers)? } else { app.coord.with_request(None) };
+    let input = input_of::<V>(uri, body)?;
+    if V::AUTH == Auth::Admin {
+        let (project, target) = V::admin_scope(&path, &input);
+        app.admin_in(&project, headers, V::NAME, target)?;
+    }
+    let caller = Caller { bearer: bearer_opt(headers), origin: Origin::Http };
+    let answer = V::apply(&coord, path, input, &caller)?;
+    if V::WRITE {
+        after_commit()?;
+    }
+    Ok(answer)
+}
+
+/// [`Gate::LongPoll`]: answers as soon as the verb has something to say
+/// ([`Verb::worth_answering`]), or after [`Verb::hold_open`] (capped at
+/// [`MAX_LONG_POLL`]) with what it has. Not counted in the verb metrics: its time is
+/// mostly the caller's wait.
+async fn long_poll<V: Verb>(app: Shared, path: V::Path, uri: Uri, headers: HeaderMap) -> Response {
+    let input = match input_of::<V>(&uri, &[]) {
+        Ok(i) => i,
+        Err(e) => return error_response(&e),
+    };
+    let deadline = Instant::now() + V::hold_open(&input).min(MAX_LONG_POLL);
+    let caller = Caller { bearer: bearer_opt(&headers), origin: Origin::Http };
+    let coord = Arc::new(app.coord_from(&headers));
+    loop {
+        let (c, p, i, who) = (coord.clone(), path.clone(), input.clone(), caller.clone());
+        let answer = match tokio::task::spawn_blocking(move || V::apply(&c, p, i, &who)).await {
+            Ok(Ok(a)) => a,
+            Ok(Err(e)) => return error_response(&e),
+            Err(e) => return error_response(&ClaimError::Store(e.to_string())),
+        };
+        if V::worth_answering(&answer) || Instant::now() >= deadline {
+            return (StatusCode::OK, axum::Json(answer)).into_response();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// [`Gate::OperatorVerification`], `master claim`'s (issue 19: strangers must not lock an
+/// operator out). In order:
+///
+/// 1. A slot of the caller's source address ([`CLAIMS_PER_SOURCE`](super::app::CLAIMS_PER_SOURCE), waiting in arrival
+///    order behind at most [`CLAIMS_WAITING_PER_SOURCE`](super::app::CLAIMS_WAITING_PER_SOURCE); a full queue answers
+///    `coordinator_unavailable` at once): one address's guesses never queue in front of
+///    another's.
+/// 2. An argon2 permit from the budget ([`Argon2Budget`](crate::coordinator::budget::Argon2Budget): one per core; issue 28 point 4),
+///    held only for the verb. Waiters are served by tier, then round robin per source: a
+///    source and operator id with no refused attempt recently go first, sources that were
+///    refused last, so a flood from many addresses does not queue ahead of the operator.
+///    The time spent in steps 1 and 2 is `writerctl_verb_queue_seconds{verb="master.claim"}`.
+/// 3. The password is verified at once; a correct one is answered at once, whatever
+///    failures came before it.
+/// 4. A refused one marks its source and operator id as recently refused, and is held back
+///    by the operator id's back-off, outside every shared slot and on no thread. The
+///    source's slot stays taken until the hold-back ends, even if the client hangs up:
+///    otherwise a guesser could drop each slow (wrong) answer and guess again at the speed
+///    of argon2.
+async fn verify_operator<V: Verb>(app: Shared, path: V::Path, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let arrived = Instant::now();
+    let source = source_of(&headers).unwrap_or(IpAddr::from([0, 0, 0, 0]));
+    let unavailable = |app: &App, why: String| {
+        let e = ClaimError::Unavailable(why);
+        app.observe(V::NAME, e.code().as_str(), Duration::ZERO);
+        error_response(&e)
+    };
+    let Some(ticket) = app.claim_sources.try_join(source) else {
+        app.claims_refused_per_source.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        return unavailable(&app, format!("too many operator verifications from {source} are already in flight"));
+    };
+    let Ok(source_slot) = tokio::time::timeout(VERIFICATION_QUEUE_LIMIT, ticket.enter()).await else {
+        return unavailable(&app, format!("operator verifications from {source} stayed busy"));
+    };
+    // The operator id only picks the tier; a body that does not parse fails in the verb.
+    let operator = V::Input::read(&body).ok().and_then(|i| V::operator(&i));
+    let key = source_key(source);
+    let budget = app.verifications.clone();
+    let verifying = match tokio::time::timeout(VERIFICATION_QUEUE_LIMIT, budget.acquire(key, operator.as_deref())).await
+    {
+        Ok(Ok(permit)) => permit,
+        _ => return unavailable(&app, "too many operator verifications in flight".into()),
+    };
+    app.observe_queue(V::NAME, arrived.elapsed());
+    let result = execute(app.clone(), V::NAME, move |a| run_verb::<V>(a, &headers, path, &uri, &body)).await;
+    drop(verifying);
+    if let Err(ClaimError::InvalidOperatorCredentials { next_delay_ms }) = &result {
+        app.verifications.note_refused(key, operator.as_deref(), Instant::now());
+        let hold = app.coord.real_duration(Duration::from_millis(*next_delay_ms));
+        // The hold-back keeps the source's slot on its own task, so a hang-up cannot end it.
+        let held = tokio::spawn(async move {
+            tokio::time::sleep(hold).await;
+            drop(source_slot);
+        });
+        let _ = held.await;
+    }
+    respond(ok_status::<V>(), result)
+}
