@@ -382,7 +382,7 @@ impl ConnGate {
     }
 
     /// Counts `event` for `ip`'s source, and logs the summary of every source's events when
-    /// the last one is at least [`SUMMARY_EVERY`] old: one line per source per interval.
+    /// the last one is at least `SUMMARY_EVERY` old: one line per source per interval.
     pub fn note(&self, ip: IpAddr, event: ConnEvent) {
         if event == ConnEvent::BodyTimeout {
             self.body_timeouts.fetch_add(1, Ordering::Relaxed);
@@ -635,7 +635,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
 }
 
 /// A TCP stream shared with the connection registry (which only peeks at it, see
-/// [`ConnState::has_unread_bytes`]); reads and writes go through tokio's readiness.
+/// `ConnState::has_unread_bytes`); reads and writes go through tokio's readiness.
 #[derive(Debug)]
 pub struct SharedTcp(Arc<TcpStream>);
 
@@ -700,7 +700,7 @@ pub struct CappedAcceptor {
 }
 
 impl CappedAcceptor {
-    /// An acceptor over `gate`; `plain` for plain HTTP (see [`refusal_answer`]).
+    /// An acceptor over `gate`; `plain` for plain HTTP (see `refusal_answer`).
     pub fn new(gate: Arc<ConnGate>, plain: bool) -> CappedAcceptor {
         CappedAcceptor { gate, plain }
     }
