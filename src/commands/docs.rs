@@ -237,13 +237,16 @@ mod tests {
         }
     }
 
+    /// The rendered `man/NAME.1` among `files`.
+    fn man_page_text(files: &[(PathBuf, Vec<u8>)], name: &str) -> String {
+        let (_, bytes) = files.iter().find(|(p, _)| p == &PathBuf::from(format!("man/{name}.1"))).unwrap();
+        String::from_utf8(bytes.clone()).unwrap()
+    }
+
     #[test]
     fn lock_file_pages_name_the_pod_labels_and_the_filesystem_override() {
         let files = render_all(&command()).unwrap();
-        let page = |name: &str| {
-            let (_, bytes) = files.iter().find(|(p, _)| p == &PathBuf::from(format!("man/{name}.1"))).unwrap();
-            String::from_utf8(bytes.clone()).unwrap()
-        };
+        let page = |name: &str| man_page_text(&files, name);
         for name in ["writerctl-acquire", "writerctl-run", "writerctl-status", "writerctl-takeover"] {
             let text = page(name);
             for var in ["WRITERCTL_POD_UID", "WRITERCTL_CONTAINER_NAME", "WRITERCTL_ALLOW_FILESYSTEM"] {
@@ -265,10 +268,7 @@ mod tests {
     #[test]
     fn a_command_page_has_its_long_doc_and_only_its_error_codes() {
         let files = render_all(&command()).unwrap();
-        let page = |name: &str| {
-            let (_, bytes) = files.iter().find(|(p, _)| p == &PathBuf::from(format!("man/{name}.1"))).unwrap();
-            String::from_utf8(bytes.clone()).unwrap()
-        };
+        let page = |name: &str| man_page_text(&files, name);
         let run = page("writerctl-run");
         // RunArgs' second paragraph, and an argument's second sentence.
         assert!(run.contains("starts CMD with WRITERCTL_RUNTIME_DIR"), "{run}");

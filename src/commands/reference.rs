@@ -132,10 +132,9 @@ fn arg_line(a: &clap::Arg) -> String {
         (None, Some(c)) => format!("-{c}"),
         (None, None) => value.clone().unwrap_or_else(|| a.get_id().to_string()),
     };
-    if let (Some(v), true) = (&value, a.get_long().is_some() || a.get_short().is_some()) {
-        if a.get_num_args().is_some_and(|n| n.takes_values()) {
-            name = format!("{name} {v}");
-        }
+    let named = a.get_long().is_some() || a.get_short().is_some();
+    if let (Some(v), true) = (&value, named && a.get_num_args().is_some_and(|n| n.takes_values())) {
+        name = format!("{name} {v}");
     }
     let help = a.get_long_help().or(a.get_help()).map(|h| paragraphs(&h.to_string())).unwrap_or_default();
     let mut line = format!("`{name}`: {help}");
