@@ -273,11 +273,6 @@ const ENVIRONMENT: &[(&str, &str, &str)] = &[
         "a PEM file of CA certificates to trust for the coordinator's TLS certificate",
     ),
     (
-        "WRITERCTL_ALLOW_INSECURE_HTTP",
-        "coordinator verbs",
-        "1: as --allow-insecure-http, send credentials over plain HTTP to a non-loopback coordinator",
-    ),
-    (
         "WRITERCTL_LOG",
         "every command",
         "the log filter for stderr (e.g. debug); logs never contain a token or password",
@@ -292,27 +287,31 @@ const ENVIRONMENT: &[(&str, &str, &str)] = &[
 fn environment(root: &clap::Command) -> String {
     let mut s = format!("{GENERATED}\n\n# Environment variables\n\n");
     s.push_str("## Options that read a variable\n\nA command-line option wins over its variable.\n\n| Variable | Option | Meaning |\n|---|---|---|\n");
-    let mut rows: Vec<(String, String, String)> = Vec::new();
+    // (variable, flag, help, the commands that take the flag)
+    let mut rows: Vec<(String, String, String, Vec<String>)> = Vec::new();
     let mut all = Vec::new();
     visible(&built(root), "", &mut all);
     for (path, cmd) in &all {
         for a in cmd.get_arguments().filter(|a| !a.is_global_set()) {
             let Some(env) = a.get_env() else { continue };
             let name = env.to_string_lossy().into_owned();
-            let option = format!("`writerctl {path} --{}`", a.get_long().unwrap_or_default());
-            match rows.iter_mut().find(|(n, _, _)| *n == name) {
-                Some(row) if !row.1.contains(&option) => row.1 = format!("{}, {option}", row.1),
-                Some(_) => {}
+            match rows.iter_mut().find(|row| row.0 == name) {
+                Some(row) => row.3.push(path.clone()),
                 None => {
                     let help = a.get_help().map(|h| h.to_string().replace('\n', " ")).unwrap_or_default();
-                    rows.push((name, option, md(&help)));
+                    let flag = format!("--{}", a.get_long().unwrap_or_default());
+                    rows.push((name, flag, md(&help), vec![path.clone()]));
                 }
             }
         }
     }
     rows.sort();
-    for (name, option, help) in &rows {
-        let _ = writeln!(s, "| `{name}` | {option} | {help} |");
+    for (name, flag, help, paths) in &rows {
+        let on = match paths.len() {
+            1..=3 => paths.iter().map(|p| format!("`writerctl {p}`")).collect::<Vec<_>>().join(", "),
+            n => format!("{n} commands"),
+        };
+        let _ = writeln!(s, "| `{name}` | `{flag}` ({on}) | {help} |");
     }
     s.push_str("\n## Other variables\n\n| Variable | Read by | Meaning |\n|---|---|---|\n");
     let mut other: Vec<&(&str, &str, &str)> = ENVIRONMENT.iter().collect();
