@@ -1,9 +1,14 @@
 //! The clap definitions: every flag is defined once here and reused for `--help`, the man
-//! pages and shell completions.
+//! pages, shell completions and the CLI reference.
+//!
+//! A command's help lives on its `*Args` struct (first paragraph: the summary; the rest: the
+//! long `--help` and the man page's DESCRIPTION). A variant here carries a doc comment only
+//! when its type has none to give (subcommand groups): clap applies the variant's doc after
+//! the struct's, so a variant doc would hide the struct's long text.
 
-use std::path::PathBuf;
+use clap::{CommandFactory, Parser, Subcommand};
 
-use clap::{Args, Parser, Subcommand};
+use crate::commands::codes;
 
 /// Hands a session transcript from one writer to the next without ever having two writers.
 ///
@@ -39,20 +44,11 @@ pub struct Cli {
 /// writerctl's subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Take the session's writer lock (prints the owner token, or writes it to --token-file).
     Acquire(crate::commands::acquire::AcquireArgs),
-    /// Release a lock you own (ordinary close); the token comes from --token-file or
-    /// WRITERCTL_OWNER_TOKEN.
     Release(crate::commands::release::ReleaseArgs),
-    /// Seal the lock you own for handoff: certify the drained transcript so a replacement
-    /// can take over (needs experimental.session_writer_lease).
     Seal(crate::commands::seal::SealArgs),
-    /// Take over a sealed session after validating its proof (needs
-    /// experimental.session_writer_lease).
     Takeover(crate::commands::takeover::TakeoverArgs),
-    /// Supervise a writer so that every stop (SIGTERM, preStop) hands its session over.
     Run(crate::commands::run::RunArgs),
-    /// Print a shell completion script (bash, zsh, fish, powershell).
     Completions(crate::commands::docs::CompletionsArgs),
     /// Internal: regenerate man/ and completions/.
     #[command(name = "__generate", hide = true)]
@@ -60,13 +56,8 @@ pub enum Command {
     /// Internal: the launcher `run` starts writers through.
     #[command(name = "__exec-writer", hide = true)]
     ExecWriter(crate::commands::run::ExecWriterArgs),
-    /// Check a sealed lock's proof against the transcript; change nothing.
     Verify(crate::commands::verify::VerifyArgs),
-    /// Plan, and with --writers-fenced --yes carry out, moving residue of crashed writers
-    /// aside (never deleting).
     Recover(crate::commands::recover::RecoverArgs),
-    /// Show what is on disk for one session, or for every session under the runtime
-    /// directory, with the next safe step.
     Status(crate::commands::status::StatusArgs),
     /// Coordinator: register, heartbeat and deregister controller sessions.
     #[command(subcommand)]
@@ -80,9 +71,7 @@ pub enum Command {
     /// Coordinator: enroll identities (each gets a key `session register` proves it with).
     #[command(subcommand)]
     Identity(crate::commands::identity::IdentityCmd),
-    /// Coordinator: read an identity's inbox (MasterPreempted, ClaimReleased), by cursor or --follow.
     Inbox(crate::commands::inbox::InboxArgs),
-    /// Coordinator: show the audit log (every verb, who, what, result, epoch).
     Audit(crate::commands::audit::AuditArgs),
     /// Work claims: create a channel (steward, SLA, TTL floor).
     #[command(subcommand)]
@@ -101,45 +90,75 @@ pub enum Command {
     Coordinator(crate::commands::serve::CoordinatorCmd),
 }
 
-/// `--process-kind`, shared by every command that writes a new active record.
-#[derive(Debug, Clone, Args)]
-pub struct ProcessKindArgs {
-    /// process_kind recorded in the lock.
-    #[arg(long, value_name = "K", default_value = "unknown",
-          value_parser = ["interactive", "acp", "daemon", "unknown"])]
-    pub process_kind: String,
+/// The full command tree: the derive's, with each command's error codes
+/// ([`codes::COMMANDS`]) after its examples in the long `--help` (and so in the man pages'
+/// source and the CLI reference).
+pub fn command() -> clap::Command {
+    with_error_codes(Cli::command(), "")
 }
 
-/// How a lock-file command addresses one session.
-#[derive(Debug, Clone, Args)]
-pub struct SessionArgs {
-    /// Runtime directory R [env: WRITERCTL_RUNTIME_DIR, then QWEN_RUNTIME_DIR].
-    #[arg(long, value_name = "DIR")]
-    pub runtime_dir: Option<PathBuf>,
+fn with_error_codes(mut cmd: clap::Command, path: &str) -> clap::Command {
+    let names: Vec<String> = cmd.get_subcommands().map(|s| s.get_name().to_string()).collect();
+    for name in names {
+        let sub_path = if path.is_empty() { name.clone() } else { format!("{path} {name}") };
+        cmd = cmd.mut_subcommand(&name, |sub| with_error_codes(sub, &sub_path));
+    }
+    if let Some(codes) = codes::declared(path) {
+        let examples = cmd.get_after_help().map(|h| format!("{h}\n\n")).unwrap_or_default();
+        cmd = cmd.after_long_help(format!("{examples}{}", codes::help_section(&codes)));
+    }
+    cmd
+}
 
-    /// Session id (any non-empty string; the lock file name encodes it as qwen-code does).
-    #[arg(long, value_name = "ID")]
-    pub session: Option<String>,
+/// The command path (`"master claim"`) the parsed arguments ran.
+pub fn command_path(matches: &clap::ArgMatches) -> String {
+    let mut path = Vec::new();
+    let mut m = matches;
+    while let Some((name, sub)) = m.subcommand() {
+        path.push(name);
+        m = sub;
+    }
+    path.join(" ")
+}
 
-    /// Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock].
-    #[arg(long, value_name = "PATH")]
-    pub lock: Option<PathBuf>,
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-    /// Transcript path relative to R [default: chats/<encoded ID>.jsonl].
-    #[arg(long, value_name = "K", conflicts_with = "project_root")]
-    pub transcript_key: Option<String>,
+    /// Every runnable command (a leaf, hidden ones included), as its path.
+    fn leaves(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
+        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+            let p = if path.is_empty() { sub.get_name().to_string() } else { format!("{path} {}", sub.get_name()) };
+            // `audit` runs on its own and has `audit prune` below it.
+            if !sub.has_subcommands() || !sub.is_subcommand_required_set() {
+                out.push(p.clone());
+            }
+            leaves(sub, &p, out);
+        }
+    }
 
-    /// Use qwen-code's transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR
-    /// sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID
-    /// must be one path component).
-    #[arg(long, value_name = "DIR")]
-    pub project_root: Option<PathBuf>,
+    #[test]
+    fn the_error_code_table_names_exactly_the_commands() {
+        let mut all = Vec::new();
+        leaves(&Cli::command(), "", &mut all);
+        let table: Vec<String> = codes::COMMANDS.iter().map(|(p, _)| p.to_string()).collect();
+        let (mut a, mut t) = (all.clone(), table.clone());
+        a.sort();
+        t.sort();
+        assert_eq!(a, t, "src/commands/codes.rs must list every command, and only commands");
+    }
 
-    /// Trust the StatefulSet rule: a lock written by a pod of this pod's name and namespace
-    /// with another pod UID was written by a replaced pod, which may be reclaimed once its
-    /// holder lock proves the old pod's processes gone — never on the WRITERCTL_POD_*
-    /// variables alone (only a StatefulSet's manifest should set this; a force delete voids
-    /// it) [env: WRITERCTL_STATEFULSET_IDENTITY=1].
-    #[arg(long)]
-    pub statefulset_identity: bool,
+    #[test]
+    fn long_help_shows_the_struct_docs_and_the_error_codes() {
+        let mut cmd = command();
+        let run = cmd.find_subcommand_mut("run").unwrap();
+        let help = run.render_long_help().to_string();
+        // The second paragraph of RunArgs' doc comment: once hidden by the variant's doc.
+        assert!(help.contains("starts CMD with WRITERCTL_RUNTIME_DIR"), "{help}");
+        assert!(help.contains("Error codes"), "{help}");
+        assert!(help.contains("writer_crashed"), "{help}");
+        assert!(!help.contains("claim_taken"), "run lists a code it cannot return:\n{help}");
+        let short = run.render_help().to_string();
+        assert!(!short.contains("starts CMD with WRITERCTL_RUNTIME_DIR") && !short.contains("Error codes"), "{short}");
+    }
 }

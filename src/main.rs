@@ -6,7 +6,7 @@ mod commands;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::FromArgMatches;
 use serde_json::json;
 use writerctl::error::ErrorCode;
 use writerctl::lockfile::LockError;
@@ -17,8 +17,9 @@ use commands::output::Output;
 fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let json = argv.iter().any(|a| a == "--json");
-    let cli = match Cli::try_parse_from(&argv) {
-        Ok(c) => c,
+    let parsed = cli::command().try_get_matches_from(&argv).and_then(|m| Ok((Cli::from_arg_matches(&m)?, m)));
+    let (cli, path) = match parsed {
+        Ok((c, m)) => (c, cli::command_path(&m)),
         Err(e) => {
             use clap::error::ErrorKind;
             if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
@@ -40,7 +41,7 @@ fn main() -> ExitCode {
     // The gate is read once, here, for the whole run (seed 001: snapshotted at startup).
     let settings = match writerctl::config::load(&|k| std::env::var(k).ok()) {
         Ok(s) => s,
-        Err(e) => return report(e.into(), out, verbose),
+        Err(e) => return report(e.into(), out, verbose, &path),
     };
     let result = match cli.command {
         Command::Acquire(a) => commands::acquire::run(a, out, settings),
@@ -52,8 +53,8 @@ fn main() -> ExitCode {
         Command::Recover(a) => commands::recover::run(a, out),
         Command::Run(a) => commands::run::run_cmd(a, out, settings),
         Command::ExecWriter(a) => commands::run::exec_writer(a),
-        Command::Completions(a) => commands::docs::completions(a, out),
-        Command::Generate(a) => commands::docs::generate(a),
+        Command::Completions(a) => commands::docs::completions(a, out, &cli::command()),
+        Command::Generate(a) => commands::docs::generate(a, &cli::command()),
         Command::Session(c) => commands::controller::run(c, out),
         Command::Master(c) => commands::master::run(c, out),
         Command::Operator(c) => commands::operator::run(c, out),
@@ -68,7 +69,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => report(e, out, verbose),
+        Err(e) => report(e, out, verbose, &path),
     }
 }
 
@@ -115,7 +116,8 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe))
 }
 
-fn report(e: anyhow::Error, out: Output, verbose: bool) -> ExitCode {
+/// Prints the error of the command at `path` (e.g. `"master claim"`) and gives its exit status.
+fn report(e: anyhow::Error, out: Output, verbose: bool, path: &str) -> ExitCode {
     if is_broken_pipe(&e) {
         return ExitCode::SUCCESS;
     }
@@ -141,6 +143,8 @@ fn report(e: anyhow::Error, out: Output, verbose: bool) -> ExitCode {
         }
         let _ = writeln!(err, "(code: {code}, exit {})", code.exit_code());
     }
+    // After the report, so a test that trips it still shows what failed.
+    commands::codes::check_declared(path, code);
     ExitCode::from(code.exit_code())
 }
 

@@ -10,16 +10,16 @@ use writerctl::lockfile::sys::{Signal0, signal0};
 use writerctl::lockfile::wait::acquire_waiting;
 use writerctl::lockfile::{AcquireOptions, DirMode, Lease, LockError, ReclaimPolicy, open_site};
 
+use super::args::SessionArgs;
 use super::output::{Output, hash_progress, log_event};
 use super::session::{TokenFile, resolve, transcript_key};
-use crate::cli::SessionArgs;
 use writerctl::config::Settings;
 use writerctl::lockfile::acquire::{Certified, Predecessor, TranscriptRef};
 use writerctl::lockfile::error::Unavailable;
 use writerctl::lockfile::give_back::give_back;
 use writerctl::lockfile::transcript::ProofOptions;
 
-/// Take the session's writer lock.
+/// Take the session's writer lock (prints the owner token, or writes it to --token-file).
 ///
 /// The record names a holder process (--pid, default: the process that ran writerctl, e.g.
 /// your shell or script). The lock counts as live while that process runs. A lock whose
@@ -59,7 +59,7 @@ pub struct HolderArgs {
     pub pid: Option<u32>,
 
     #[command(flatten)]
-    pub kind: crate::cli::ProcessKindArgs,
+    pub kind: super::args::ProcessKindArgs,
 
     /// Write the owner token to this new file (created 0600; never overwritten) instead of
     /// printing it.

@@ -9,7 +9,9 @@ use writerctl::claim::retention::Retention;
 use super::coord::{CoordArgs, DEFAULT_FRESHNESS_SECONDS, Target, open_sqlite, parse_target, rfc3339};
 use super::output::Output;
 
-/// Show the coordinator's audit log, oldest first: every verb with who ran it, what it
+/// Coordinator: show the audit log (every verb, who, what, result, epoch).
+///
+/// Shows the coordinator's audit log, oldest first: every verb with who ran it, what it
 /// targeted, its result (ok or the error code) and the master epoch. Never a secret.
 #[derive(Debug, Args)]
 #[command(

@@ -1,21 +1,24 @@
-//! Man pages and shell completions, generated from the clap definitions (never by build.rs).
+//! Man pages, shell completions and the book's reference pages, generated from the clap
+//! definitions, the error registry and the coordinator's route table (never by build.rs).
 //!
-//! `writerctl __generate` writes `man/` and `completions/`; a test renders both in memory
-//! and fails with the regeneration command when the checked-in files are stale.
+//! `writerctl __generate` writes `man/`, `completions/` and `docs/src/reference/`; a test
+//! renders them in memory and fails with the regeneration command when the checked-in files
+//! are stale. The command tree comes from the caller (`cli::command()`), so this module does
+//! not depend on `cli.rs`, which depends on it.
 
 #[cfg(test)]
 use std::path::Path;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use clap::{Args, CommandFactory};
+use clap::Args;
 use clap_complete::Shell;
 use writerctl::error::ErrorCode;
 
+use super::codes;
 use super::output::Output;
-use crate::cli::Cli;
 
-/// Print a shell completion script.
+/// Print a shell completion script (bash, zsh, fish, powershell).
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  writerctl completions bash > /etc/bash_completion.d/writerctl\n  writerctl completions zsh > \"${fpath[1]}/_writerctl\""
@@ -41,19 +44,35 @@ const SHELLS: [(Shell, &str); 4] = [
     (Shell::PowerShell, "_writerctl.ps1"),
 ];
 
-fn completion(shell: Shell) -> Vec<u8> {
-    let mut cmd = Cli::command();
+fn completion(shell: Shell, root: &clap::Command) -> Vec<u8> {
+    let mut cmd = root.clone();
     let mut buf = Vec::new();
     clap_complete::generate(shell, &mut cmd, "writerctl", &mut buf);
     buf
 }
 
-/// The EXIT STATUS section: every stable error code with its exit status.
-fn exit_status_section() -> String {
+/// The codes the command at `path` can return; for a group (`master`), those of every
+/// command under it; for the root (`""`), the whole registry.
+pub fn codes_under(path: &str) -> Vec<ErrorCode> {
+    if let Some(codes) = codes::declared(path) {
+        return codes;
+    }
+    let prefix = if path.is_empty() { String::new() } else { format!("{path} ") };
+    let under: Vec<Vec<ErrorCode>> = codes::COMMANDS
+        .iter()
+        .filter(|(p, _)| p.starts_with(&prefix))
+        .filter_map(|(p, _)| codes::declared(p))
+        .collect();
+    ErrorCode::ALL.iter().copied().filter(|c| under.iter().any(|u| u.contains(c))).collect()
+}
+
+/// The EXIT STATUS section: the error codes this page's command can return, with their exit
+/// statuses and meanings.
+fn exit_status_section(codes: &[ErrorCode]) -> String {
     let mut s = String::from(
-        ".SH \"EXIT STATUS\"\n0 on success. Errors print a stable code (with \\fB\\-\\-json\\fR: \\fB{\"error\":{\"code\",\"message\",\"hint\"}}\\fR on stdout):\n",
+        ".SH \"EXIT STATUS\"\n0 on success. Errors print a stable code (with \\fB\\-\\-json\\fR: \\fB{\"error\":{\"code\",\"message\",\"hint\"}}\\fR on stdout); this command's are:\n",
     );
-    for c in ErrorCode::ALL {
+    for c in codes {
         s.push_str(&format!(
             ".TP\n\\fB{}\\fR ({})\n{}\n",
             c.as_str().replace('_', "\\_"),
@@ -112,6 +131,8 @@ const MAN_DATE: &str = "2026-11-30";
 fn man_page(cmd: clap::Command, extra: &str) -> Result<Vec<u8>> {
     let mut buf = Vec::new();
     let title = cmd.get_name().to_uppercase();
+    // The error codes of the long help are the EXIT STATUS section here, with meanings.
+    let cmd = cmd.after_long_help(None::<&str>);
     clap_mangen::Man::new(cmd)
         .title(title)
         .date(MAN_DATE)
@@ -122,54 +143,56 @@ fn man_page(cmd: clap::Command, extra: &str) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// Every generated file, relative to the repository root, with its contents.
-pub fn render_all() -> Result<Vec<(PathBuf, Vec<u8>)>> {
+/// Every generated file, relative to the repository root, with its contents. `root` is the
+/// whole command tree (`cli::command()`).
+pub fn render_all(root: &clap::Command) -> Result<Vec<(PathBuf, Vec<u8>)>> {
     let mut files = Vec::new();
-    let root = Cli::command();
-    files.push((PathBuf::from("man/writerctl.1"), man_page(root.clone(), &exit_status_section())?));
-    sub_pages(&root, "writerctl", &mut files)?;
+    files.push((PathBuf::from("man/writerctl.1"), man_page(root.clone(), &exit_status_section(ErrorCode::ALL))?));
+    sub_pages(root, "writerctl", "", &mut files)?;
     for (shell, file) in SHELLS {
-        files.push((PathBuf::from(format!("completions/{file}")), completion(shell)));
+        files.push((PathBuf::from(format!("completions/{file}")), completion(shell, root)));
     }
+    files.extend(super::reference::render(root)?);
     Ok(files)
 }
 
 /// One page per visible subcommand, recursively: `writerctl-master.1` and
 /// `writerctl-master-handoff.1`.
-fn sub_pages(parent: &clap::Command, prefix: &str, files: &mut Vec<(PathBuf, Vec<u8>)>) -> Result<()> {
+fn sub_pages(parent: &clap::Command, prefix: &str, path: &str, files: &mut Vec<(PathBuf, Vec<u8>)>) -> Result<()> {
     for sub in parent.get_subcommands().filter(|s| !s.is_hide_set() && s.get_name() != "help") {
         let name = format!("{prefix}-{}", sub.get_name());
+        let path = if path.is_empty() { sub.get_name().to_string() } else { format!("{path} {}", sub.get_name()) };
         let bin = format!("{} {}", prefix.replace('-', " "), sub.get_name());
         let mut extra = String::new();
         if prefix == "writerctl" && LOCKFILE_COMMANDS.contains(&sub.get_name()) {
             extra.push_str(&lockfile_environment_section(sub.get_name()));
         }
-        extra.push_str(&exit_status_section());
+        extra.push_str(&exit_status_section(&codes_under(&path)));
         let page = man_page(sub.clone().name(name.clone()).bin_name(bin), &extra)?;
         files.push((PathBuf::from(format!("man/{name}.1")), page));
-        sub_pages(sub, &name, files)?;
+        sub_pages(sub, &name, &path, files)?;
     }
     Ok(())
 }
 
 /// `writerctl completions SHELL`.
-pub fn completions(args: CompletionsArgs, out: Output) -> Result<()> {
+pub fn completions(args: CompletionsArgs, out: Output, root: &clap::Command) -> Result<()> {
     // Every command honours --json (one JSON document on stdout): here the script is the
     // document's one string, so `--json` is never silently dropped.
     if out.json {
-        let script = String::from_utf8(completion(args.shell)).context("completion script is not UTF-8")?;
+        let script = String::from_utf8(completion(args.shell, root)).context("completion script is not UTF-8")?;
         out.json(&serde_json::json!({ "shell": args.shell.to_string(), "script": script }))?;
         return Ok(());
     }
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
-    stdout.write_all(&completion(args.shell))?;
+    stdout.write_all(&completion(args.shell, root))?;
     Ok(())
 }
 
 /// `writerctl __generate`.
-pub fn generate(args: GenerateArgs) -> Result<()> {
-    for (rel, bytes) in render_all()? {
+pub fn generate(args: GenerateArgs, root: &clap::Command) -> Result<()> {
+    for (rel, bytes) in render_all(root)? {
         let path = args.out.join(&rel);
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
@@ -181,9 +204,9 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
 
 /// Files under `root` that differ from a fresh render (for the currency test).
 #[cfg(test)]
-pub fn stale_files(root: &Path) -> Result<Vec<PathBuf>> {
+pub fn stale_files(root: &Path, tree: &clap::Command) -> Result<Vec<PathBuf>> {
     let mut stale = Vec::new();
-    for (rel, bytes) in render_all()? {
+    for (rel, bytes) in render_all(tree)? {
         if std::fs::read(root.join(&rel)).ok().as_deref() != Some(&bytes[..]) {
             stale.push(rel);
         }
@@ -194,17 +217,18 @@ pub fn stale_files(root: &Path) -> Result<Vec<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::command;
 
     #[test]
     fn man_pages_and_completions_are_current() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let stale = stale_files(root).unwrap();
+        let stale = stale_files(root, &command()).unwrap();
         assert!(
             stale.is_empty(),
             "generated files are stale: {stale:?}\nregenerate with: cargo run --quiet -- __generate --out ."
         );
         // And nothing generated is left over from a removed command.
-        let rendered: Vec<PathBuf> = render_all().unwrap().into_iter().map(|(p, _)| p).collect();
+        let rendered: Vec<PathBuf> = render_all(&command()).unwrap().into_iter().map(|(p, _)| p).collect();
         for dir in ["man", "completions"] {
             for e in std::fs::read_dir(root.join(dir)).unwrap() {
                 let rel = PathBuf::from(dir).join(e.unwrap().file_name());
@@ -213,13 +237,16 @@ mod tests {
         }
     }
 
+    /// The rendered `man/NAME.1` among `files`.
+    fn man_page_text(files: &[(PathBuf, Vec<u8>)], name: &str) -> String {
+        let (_, bytes) = files.iter().find(|(p, _)| p == &PathBuf::from(format!("man/{name}.1"))).unwrap();
+        String::from_utf8(bytes.clone()).unwrap()
+    }
+
     #[test]
     fn lock_file_pages_name_the_pod_labels_and_the_filesystem_override() {
-        let files = render_all().unwrap();
-        let page = |name: &str| {
-            let (_, bytes) = files.iter().find(|(p, _)| p == &PathBuf::from(format!("man/{name}.1"))).unwrap();
-            String::from_utf8(bytes.clone()).unwrap()
-        };
+        let files = render_all(&command()).unwrap();
+        let page = |name: &str| man_page_text(&files, name);
         for name in ["writerctl-acquire", "writerctl-run", "writerctl-status", "writerctl-takeover"] {
             let text = page(name);
             for var in ["WRITERCTL_POD_UID", "WRITERCTL_CONTAINER_NAME", "WRITERCTL_ALLOW_FILESYSTEM"] {
@@ -232,10 +259,26 @@ mod tests {
 
     #[test]
     fn the_man_page_lists_every_error_code() {
-        let page = String::from_utf8(render_all().unwrap()[0].1.clone()).unwrap();
+        let page = String::from_utf8(render_all(&command()).unwrap()[0].1.clone()).unwrap();
         for c in ErrorCode::ALL {
             assert!(page.contains(&c.as_str().replace('_', "\\_")), "man page lacks {c}");
         }
+    }
+
+    #[test]
+    fn a_command_page_has_its_long_doc_and_only_its_error_codes() {
+        let files = render_all(&command()).unwrap();
+        let page = |name: &str| man_page_text(&files, name);
+        let run = page("writerctl-run");
+        // RunArgs' second paragraph, and an argument's second sentence.
+        assert!(run.contains("starts CMD with WRITERCTL_RUNTIME_DIR"), "{run}");
+        assert!(run.contains("Each check is one stat and one small read"), "{run}");
+        let exit_status = &run[run.find(".SH \"EXIT STATUS\"").unwrap()..];
+        assert!(exit_status.contains("writer\\_crashed") && !exit_status.contains("claim\\_taken"), "{exit_status}");
+        let claim = page("writerctl-master-claim");
+        assert!(claim.contains("invalid\\_operator\\_credentials") && !claim.contains("session\\_writer\\_conflict"));
+        // A group's page lists what its commands can return.
+        assert!(page("writerctl-master").contains("not\\_master"));
     }
 
     /// Every visible command, as its path of names.
@@ -251,7 +294,7 @@ mod tests {
     #[test]
     fn every_help_has_a_summary_an_explanation_or_example() {
         let mut all = Vec::new();
-        commands(&Cli::command(), Vec::new(), &mut all);
+        commands(&command(), Vec::new(), &mut all);
         for (path, cmd) in all {
             let name = path.join(" ");
             assert!(cmd.get_about().is_some(), "`writerctl {name}` has no one-line summary");
@@ -274,7 +317,7 @@ mod tests {
     fn assert_command_exists(origin: &str, line: &str) {
         let start = line.find("writerctl ").unwrap();
         let rest = &line[start + "writerctl ".len()..];
-        let mut cmd = Cli::command();
+        let mut cmd = command();
         cmd.build();
         let mut path = vec!["writerctl".to_string()];
         for word in rest.split_whitespace() {

@@ -10,7 +10,7 @@ use writerctl::claim::model::Event;
 use super::coord::{CoordArgs, SeatTokenArgs, rfc3339};
 use super::output::Output;
 
-/// Read an identity's inbox (MasterPreempted and other events), oldest first.
+/// Coordinator: read an identity's inbox (MasterPreempted, ClaimReleased), by cursor or --follow.
 ///
 /// Each event has a cursor; pass the last one seen as --after to read on. With --follow it
 /// keeps waiting for new events and prints each as it arrives (with --json: one JSON object

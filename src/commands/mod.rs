@@ -2,7 +2,9 @@
 //! happens here.
 
 pub mod acquire;
+pub mod args;
 pub mod audit;
+pub mod codes;
 pub mod controller;
 pub mod coord;
 pub mod docs;
@@ -12,6 +14,7 @@ pub mod master;
 pub mod operator;
 pub mod output;
 pub mod recover;
+pub mod reference;
 pub mod release;
 pub mod run;
 pub mod seal;

@@ -17,18 +17,19 @@ use super::ExitStatus;
 use super::session::transcript_key;
 use writerctl::lockfile::{DirMode, LockPaths, LockSite, SystemProbe, open_site};
 
+use super::args::SessionArgs;
 use super::output::{Output, clean};
 use super::session::{resolve, runtime_dir};
-use crate::cli::SessionArgs;
 
-/// Move residue of crashed or abandoned writers aside, after every writer is fenced.
+/// Plan, and with --writers-fenced --yes carry out, moving residue of crashed writers
+/// aside (never deleting).
 ///
-/// Prints a plan and changes nothing unless both --writers-fenced and --yes are given.
-/// Then it restores the one exact predecessor of a crashed transition when the primary is
-/// missing, moves every residual claim, retired, candidate, stale, guard and temp file (and a
-/// malformed or fenced primary) into a dated folder beside the locks — never deleting — and
-/// appends an audit line per action to writerctl-recovery.log there. A sealed primary, a
-/// running owner and a stale active record (plain acquire reclaims it) are left alone.
+/// Run it only after every writer is fenced. Prints a plan and changes nothing unless both
+/// --writers-fenced and --yes are given. Then it restores the one exact predecessor of a crashed
+/// transition when the primary is missing, moves every residual claim, retired, candidate, stale,
+/// guard and temp file (and a malformed or fenced primary) into a dated folder beside the locks —
+/// never deleting — and appends an audit line per action to writerctl-recovery.log there. A sealed
+/// primary, a running owner and a stale active record (plain acquire reclaims it) are left alone.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  writerctl recover --session \"$SID\"                          # dry run: the plan\n  writerctl recover --session \"$SID\" --writers-fenced --yes   # carry it out (moves, never deletes)"

@@ -7,11 +7,12 @@ use clap::Args;
 use serde::Serialize;
 use writerctl::lockfile::{DirMode, open_site, release};
 
+use super::args::SessionArgs;
 use super::output::Output;
 use super::session::{read_token, resolve};
-use crate::cli::SessionArgs;
 
-/// Release a lock you own (ordinary close).
+/// Release a lock you own (ordinary close); the token comes from --token-file or
+/// WRITERCTL_OWNER_TOKEN.
 ///
 /// Removes the lock only if it is exactly the active record your token owns; anything else
 /// is left untouched.

@@ -15,26 +15,26 @@ use writerctl::supervisor::pidns;
 use writerctl::supervisor::{Event, Handoff, RunConfig, StopCause, check_command, run};
 
 use super::ExitStatus;
+use super::args::SessionArgs;
 use super::output::{Output, hash_progress, log_event};
 use super::session::{resolve, transcript_key};
-use crate::cli::SessionArgs;
 
-/// Supervise a writer so that every stop hands its session over (Kubernetes entrypoint).
+/// Supervise a writer so that every stop (SIGTERM, preStop) hands its session over.
 ///
-/// Takes the session (certified takeover of a seal, or managed acquisition; never reclaims
-/// a stale owner), starts CMD with WRITERCTL_RUNTIME_DIR, WRITERCTL_SESSION, WRITERCTL_LOCK,
-/// WRITERCTL_TRANSCRIPT, WRITERCTL_OWNER_TOKEN and WRITERCTL_EPOCH in its environment, and on SIGTERM,
-/// SIGINT or SIGHUP — or a preStop `writerctl seal` — forwards the stop to CMD's process
-/// group and waits up to --grace for it to exit. Before anything is handed off, every
-/// process CMD left behind (in its group or escaped from it: the supervisor is their
-/// subreaper) gets SIGTERM and the rest of --grace, then SIGKILL; the lock is kept unless
-/// none is provably left. Then the exit rule below decides. Where the kernel allows it, CMD
-/// runs in a pid namespace of its own (--pid-namespace), so that if run itself dies every
-/// process CMD started dies too. Before a seal, run proves that no open file description
-/// outside can still write the transcript (a momentary read lease; recorded in the seal as
-/// writerctl_exclusive). writerctl exits 0 only when the
-/// handoff happened (CMD exited 0); any other exit is writerctl's own documented code, and
-/// CMD's status is in the message (and in --json's child_exit_code on success).
+/// The Kubernetes entrypoint: takes the session (certified takeover of a seal, or managed
+/// acquisition; never reclaims a stale owner), starts CMD with WRITERCTL_RUNTIME_DIR,
+/// WRITERCTL_SESSION, WRITERCTL_LOCK, WRITERCTL_TRANSCRIPT, WRITERCTL_OWNER_TOKEN and
+/// WRITERCTL_EPOCH in its environment, and on SIGTERM, SIGINT or SIGHUP — or a preStop `writerctl
+/// seal` — forwards the stop to CMD's process group and waits up to --grace for it to exit. Before
+/// anything is handed off, every process CMD left behind (in its group or escaped from it: the
+/// supervisor is their subreaper) gets SIGTERM and the rest of --grace, then SIGKILL; the lock is
+/// kept unless none is provably left. Then the exit rule below decides. Where the kernel allows it,
+/// CMD runs in a pid namespace of its own (--pid-namespace), so that if run itself dies every
+/// process CMD started dies too. Before a seal, run proves that no open file description outside
+/// can still write the transcript (a momentary read lease; recorded in the seal as
+/// writerctl_exclusive). writerctl exits 0 only when the handoff happened (CMD exited 0); any other
+/// exit is writerctl's own documented code, and CMD's status is in the message (and in --json's
+/// child_exit_code on success).
 #[derive(Debug, Args)]
 #[command(
     after_help = "Exit rule (what CMD's exit allows):\n  stop requested + CMD exits 0      seal (gate on) or release (gate off); exit 0\n  CMD exits 0 on its own            release (a normal close, never a seal); exit 0\n  CMD exits non-zero / dies of any signal (incl. an unhandled SIGTERM)\n                                    keep the active lock; exit 1, writer_crashed\n  CMD still running after --grace   killed; keep the active lock; exit 1, drain_timeout\n  a process CMD left survives SIGKILL, or cannot be proven gone\n                                    keep the active lock, stay (killing again) until\n                                    none is left; exit 1, drain_timeout\n  the lock lost, moved, or unverifiable past --max-unverified\n                                    stop CMD; nothing handed off; exit 3, session_not_owner\n  a descriptor of the transcript open for writing outside CMD's tree\n                                    no seal; keep the active lock; exit 75\n\nExamples:\n  writerctl run --session \"$SID\" --grace 30 -- my-writer --serve\n  WRITERCTL_SESSION_WRITER_LEASE=1 writerctl run --session \"$SID\" --wait 60 -- my-writer"
@@ -85,7 +85,7 @@ pub struct RunArgs {
     pub pid_namespace: String,
 
     #[command(flatten)]
-    pub kind: crate::cli::ProcessKindArgs,
+    pub kind: super::args::ProcessKindArgs,
 
     /// The writer command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]

@@ -21,15 +21,17 @@ use writerctl::supervisor::control::{ControlError, candidate_sockets, request_se
 use super::session::Resolved;
 
 use super::Coded;
+use super::args::SessionArgs;
 use super::output::{Output, hash_progress, log_event};
 use super::session::{read_token, resolve, transcript_key};
-use crate::cli::SessionArgs;
 
-/// Seal the lock you own for handoff (managed shutdown), after the writer has drained.
+/// Seal the lock you own for handoff: certify the drained transcript so a replacement
+/// can take over (needs experimental.session_writer_lease).
 ///
-/// Hashes the transcript through one kept-open descriptor and replaces the active lock with
-/// a sealed record carrying its key, existence, length and SHA-256, in one claimed
-/// transition. On any failure the active lock stays. Needs experimental.session_writer_lease.
+/// Run it after the writer has drained (managed shutdown). Hashes the transcript through one
+/// kept-open descriptor and replaces the active lock with a sealed record carrying its key,
+/// existence, length and SHA-256, in one claimed transition. On any failure the active lock stays.
+/// Needs experimental.session_writer_lease.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  writerctl seal --session \"$SID\" --token-file owner.token --json\n  writerctl seal --session \"$SID\"        # preStop: asks the local `writerctl run`"

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use writerctl::lockfile::{LockError, LockPaths, OwnerToken};
 
-use crate::cli::SessionArgs;
+use super::args::SessionArgs;
 
 /// A resolved session address.
 pub struct Resolved {

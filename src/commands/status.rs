@@ -14,12 +14,13 @@ use writerctl::lockfile::status::{LockState, SessionStatus};
 use writerctl::lockfile::{LockPaths, SystemProbe, status_all, status_one};
 
 use super::Coded;
+use super::args::SessionArgs;
 use super::output::{Output, clean};
 use super::session::{runtime_dir, transcript_key};
-use crate::cli::SessionArgs;
 use writerctl::lockfile::acquire::TranscriptRef;
 
-/// Show what is on disk for one session (--session), or for every session under R.
+/// Show what is on disk for one session, or for every session under the runtime
+/// directory, with the next safe step.
 ///
 /// Reports the state (missing, active, sealed, malformed, in_transition), the owner's
 /// diagnostics (never the owner token), whether an active owner counts as live and why,

@@ -8,11 +8,11 @@ use writerctl::lockfile::transcript::ProofOptions;
 use writerctl::lockfile::verify::verify;
 use writerctl::lockfile::{DirMode, LockError, SystemProbe, open_site};
 
+use super::args::SessionArgs;
 use super::output::{Output, clean, hash_progress};
 use super::session::{resolve, transcript_key};
-use crate::cli::SessionArgs;
 
-/// Check a sealed lock's proof against the transcript now; change nothing.
+/// Check a sealed lock's proof against the transcript; change nothing.
 ///
 /// Exit 0 when key, existence, length and SHA-256 all match; 4
 /// (session_transcript_changed) when they do not; 3 (session_not_sealed) when the lock is

@@ -264,12 +264,12 @@ fn promtool_accepts_the_output_for_every_state() {
 }
 
 #[test]
-fn the_readme_documents_every_metric() {
+fn the_reference_documents_every_metric() {
     let env = TestEnv::new();
     let r = prometheus(&env, &[]);
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/src/reference/metrics.md")).unwrap();
     for family in r.assert_ok().stdout.lines().filter_map(|l| l.strip_prefix("# TYPE ")) {
-        let name = family.split(' ').next().unwrap();
-        assert!(readme.contains(&format!("`{name}")), "README.md does not document {name}");
+        let (name, kind) = family.split_once(' ').unwrap();
+        assert!(page.contains(&format!("| `{name}` | {kind} |")), "metrics.md does not document {name} ({kind})");
     }
 }

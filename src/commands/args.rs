@@ -1,0 +1,49 @@
+//! Argument groups several commands flatten in: defined once here, below both `cli.rs`
+//! (which only assembles commands) and the command modules that read them.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+/// `--process-kind`, shared by every command that writes a new active record.
+#[derive(Debug, Clone, Args)]
+pub struct ProcessKindArgs {
+    /// process_kind recorded in the lock.
+    #[arg(long, value_name = "K", default_value = "unknown",
+          value_parser = ["interactive", "acp", "daemon", "unknown"])]
+    pub process_kind: String,
+}
+
+/// How a lock-file command addresses one session.
+#[derive(Debug, Clone, Args)]
+pub struct SessionArgs {
+    /// Runtime directory R [env: WRITERCTL_RUNTIME_DIR, then QWEN_RUNTIME_DIR].
+    #[arg(long, value_name = "DIR")]
+    pub runtime_dir: Option<PathBuf>,
+
+    /// Session id (any non-empty string; the lock file name encodes it as qwen-code does).
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+
+    /// Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock].
+    #[arg(long, value_name = "PATH")]
+    pub lock: Option<PathBuf>,
+
+    /// Transcript path relative to R [default: chats/<encoded ID>.jsonl].
+    #[arg(long, value_name = "K", conflicts_with = "project_root")]
+    pub transcript_key: Option<String>,
+
+    /// Use qwen-code's transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR
+    /// sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID
+    /// must be one path component).
+    #[arg(long, value_name = "DIR")]
+    pub project_root: Option<PathBuf>,
+
+    /// Trust the StatefulSet rule: a lock written by a pod of this pod's name and namespace
+    /// with another pod UID was written by a replaced pod, which may be reclaimed once its
+    /// holder lock proves the old pod's processes gone — never on the WRITERCTL_POD_*
+    /// variables alone (only a StatefulSet's manifest should set this; a force delete voids
+    /// it) [env: WRITERCTL_STATEFULSET_IDENTITY=1].
+    #[arg(long)]
+    pub statefulset_identity: bool,
+}
