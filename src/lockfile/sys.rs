@@ -76,6 +76,8 @@ pub struct FileMeta {
     pub nlink: u64,
     /// Owner (`st_uid`): who may rename and unlink in a directory (issue 22).
     pub uid: u32,
+    /// Group (`st_gid`): whose members may, when the directory is group-writable (issue 29).
+    pub gid: u32,
 }
 
 /// File type as seen by `lstat`/`fstat`.
@@ -120,6 +122,7 @@ impl FileMeta {
             mode: st.st_mode,
             nlink: st.st_nlink,
             uid: st.st_uid,
+            gid: st.st_gid,
         }
     }
 
@@ -577,6 +580,35 @@ pub fn parent_pid() -> Option<u32> {
 /// `uname().nodename`, which is what Node's `os.hostname()` returns on Linux.
 pub fn hostname() -> String {
     String::from_utf8_lossy(rustix::system::uname().nodename().to_bytes()).into_owned()
+}
+
+/// The gid of the group `name` in the system's group database — whatever `getent group`
+/// consults (NSS: `/etc/group`, LDAP, sssd) — or `Ok(None)` when there is no such group.
+///
+/// `unsafe` because neither rustix nor std wraps `getgrnam_r(3)`, and reading `/etc/group`
+/// by hand would miss every group NSS serves from elsewhere. `libc` is already a dependency
+/// (see [`super::exclusive`]).
+#[allow(unsafe_code)]
+pub fn group_id_by_name(name: &str) -> io::Result<Option<u32>> {
+    let Ok(c_name) = std::ffi::CString::new(name) else { return Ok(None) };
+    let mut len = 1024;
+    loop {
+        let mut buf = vec![0 as libc::c_char; len];
+        // SAFETY: `group` is plain data (integers and pointers); all-zero is a valid value.
+        let mut group: libc::group = unsafe { std::mem::zeroed() };
+        let mut found: *mut libc::group = std::ptr::null_mut();
+        // SAFETY: every pointer is valid for the call and `buf` is `len` bytes long; only the
+        // gid is read afterwards, never the strings the entry points to inside `buf`.
+        let rc = unsafe { libc::getgrnam_r(c_name.as_ptr(), &mut group, buf.as_mut_ptr(), len, &mut found) };
+        match rc {
+            0 if found.is_null() => return Ok(None),
+            0 => return Ok(Some(group.gr_gid)),
+            // POSIX lets an implementation report "no such group" as an error too.
+            libc::ENOENT | libc::ESRCH => return Ok(None),
+            libc::ERANGE if len < 1 << 20 => len *= 4,
+            e => return Err(io::Error::from_raw_os_error(e)),
+        }
+    }
 }
 
 /// Full transcript metadata compared before and after a proof read (QWEN_FORMAT §4.2).
