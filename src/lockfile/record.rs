@@ -6,8 +6,7 @@
 //! against the bytes it wrote and never rewrites a record someone else wrote.
 
 use super::holder_lock::HOLDER_LOCK_KEY;
-use super::pod::{POD_KEY, PodIdentity, RECOVERED_KEY, RecoveredFrom};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
 use time::format_description::well_known::{Iso8601, Rfc3339};
@@ -114,6 +113,41 @@ pub struct SealedIdentity {
     pub gid: u32,
     /// Link count.
     pub nlink: u64,
+}
+
+/// The extra record key holding the writer's pod identity (see [`super::pod`]).
+pub const POD_KEY: &str = "writerctl_pod";
+/// The extra record key of a record that replaced a crashed writer's under a proof rule.
+pub const RECOVERED_KEY: &str = "writerctl_recovered_from";
+
+/// A writer's pod and container, as recorded in `writerctl_pod`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodIdentity {
+    /// `metadata.uid`.
+    pub uid: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.namespace`.
+    pub namespace: String,
+    /// The container's name in the pod spec.
+    pub container: String,
+}
+
+/// What a reclaim under a proof rule replaced (`writerctl_recovered_from`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecoveredFrom {
+    /// The rule that proved the previous holder gone.
+    pub rule: String,
+    /// The previous holder's pod UID.
+    pub pod_uid: String,
+    /// The previous holder's pod name.
+    pub pod_name: String,
+    /// The previous holder's container.
+    pub container: String,
+    /// The previous holder's pid.
+    pub pid: u64,
+    /// The previous record's `acquired_at`.
+    pub acquired_at: String,
 }
 
 /// Facts only a sealed record carries.
