@@ -33,6 +33,7 @@
 pub mod control;
 pub mod descendants;
 pub mod pidns;
+pub mod seal_route;
 pub mod watch;
 
 use std::ffi::OsString;
