@@ -10,9 +10,9 @@
 /// A proof rule's stable name (status `liveness.code`, `rule`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProofRule {
-    /// See [`same_container`].
+    /// See [`super::pod::same_container`].
     ContainerRestarted,
-    /// See [`statefulset_pod_replaced`].
+    /// See [`super::pod::statefulset_pod_replaced`].
     StatefulSetPodReplaced,
 }
 

@@ -160,11 +160,11 @@ pub fn caller_uid() -> u32 {
 /// members are as trusted as I am". Kubernetes makes that true of a pod's `fsGroup`: the
 /// kubelet adds it to the supplementary groups of the pod's own containers, and only of pods
 /// that ask for the same `fsGroup` — on a shared (ReadWriteMany) volume those are the other
-/// writers of the same deployment, which the lock protocol already coordinates. A member
-/// still cannot read or rewrite a file it does not own (records are 0600 or 0644), and the
-/// files themselves are judged as before ([`transcript_exposure`]). The caller need not be
-/// a member: root writes any directory without it, and membership changes nothing about
-/// who else can write.
+/// writers of the same deployment, which the lock protocol already coordinates. Writing a
+/// file gives a member nothing more (the kubelet makes files group-writable too): it could
+/// already replace the file by a rename. The files themselves are judged as before
+/// ([`transcript_exposure`]). The caller need not be a member: root writes any directory
+/// without it, and membership changes nothing about who else can write.
 pub fn writable_by_strangers(mode: u32, gid: u32, trusted: &TrustedGroups) -> bool {
     if mode & 0o1000 != 0 {
         return false;

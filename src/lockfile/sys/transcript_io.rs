@@ -200,7 +200,7 @@ pub fn fingerprint_for(fd: &OwnedFd, mode: ReadMode) -> io::Result<Fingerprint> 
 }
 
 /// `statx(AT_STATX_FORCE_SYNC)` of a descriptor, result discarded: the client fetches the
-/// file's or directory's attributes from the server (see [`Dir::listed_by_server`] for what
+/// file's or directory's attributes from the server (see [`super::Dir::listed_by_server`] for what
 /// that invalidates). `EINVAL`/`ENOSYS` (no such flag) are ignored.
 pub fn revalidate_fd(fd: &OwnedFd) -> io::Result<()> {
     match rfs::statx(fd, "", AtFlags::EMPTY_PATH | AtFlags::STATX_FORCE_SYNC, rfs::StatxFlags::BASIC_STATS) {
