@@ -308,6 +308,19 @@ fn is_lower_hex64(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
+/// `m[key]` as a safe integer >= 0; `context` prefixes the error (`"transcript: "`).
+fn safe_integer_at(m: &Map<String, Value>, context: &str, key: &str) -> Result<u64, Malformed> {
+    m.get(key).and_then(safe_integer).ok_or_else(|| bad(format!("{context}`{key}` must be a safe integer >= 0")))
+}
+
+/// `m[key]` as 64 lowercase hex digits (a SHA-256); `context` prefixes the error.
+fn lower_hex64_at(m: &Map<String, Value>, context: &str, key: &str) -> Result<String, Malformed> {
+    match m.get(key) {
+        Some(Value::String(s)) if is_lower_hex64(s) => Ok(s.clone()),
+        _ => Err(bad(format!("{context}`{key}` must be 64 lowercase hex digits"))),
+    }
+}
+
 fn parse_proof(v: Option<&Value>) -> Result<TranscriptProof, Malformed> {
     let Some(Value::Object(t)) = v else {
         return Err(bad("`transcript` must be an object"));
@@ -316,14 +329,8 @@ fn parse_proof(v: Option<&Value>) -> Result<TranscriptProof, Malformed> {
     let Some(Value::Bool(exists)) = t.get("exists") else {
         return Err(bad("transcript: `exists` must be a boolean"));
     };
-    let byte_length = t
-        .get("byte_length")
-        .and_then(safe_integer)
-        .ok_or_else(|| bad("transcript: `byte_length` must be a safe integer >= 0"))?;
-    let sha256 = match t.get("sha256") {
-        Some(Value::String(s)) if is_lower_hex64(s) => s.clone(),
-        _ => return Err(bad("transcript: `sha256` must be 64 lowercase hex digits")),
-    };
+    let byte_length = safe_integer_at(t, "transcript: ", "byte_length")?;
+    let sha256 = lower_hex64_at(t, "transcript: ", "sha256")?;
     if !*exists && byte_length != 0 {
         return Err(bad("transcript: a missing transcript must have byte_length 0"));
     }
@@ -436,14 +443,8 @@ fn parse_state(m: &Map<String, Value>, state: Option<&Value>, managed: bool) -> 
             };
             let transcript = parse_proof(m.get("transcript"))?;
             let (last_commit_sequence, committed_prefix_hash) = if managed {
-                let seq = m
-                    .get("last_commit_sequence")
-                    .and_then(safe_integer)
-                    .ok_or_else(|| bad("`last_commit_sequence` must be a safe integer >= 0"))?;
-                let hash = match m.get("committed_prefix_hash") {
-                    Some(Value::String(s)) if is_lower_hex64(s) => s.clone(),
-                    _ => return Err(bad("`committed_prefix_hash` must be 64 lowercase hex digits")),
-                };
+                let seq = safe_integer_at(m, "", "last_commit_sequence")?;
+                let hash = lower_hex64_at(m, "", "committed_prefix_hash")?;
                 (Some(seq), Some(hash))
             } else {
                 (None, None)
