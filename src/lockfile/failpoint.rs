@@ -1,6 +1,6 @@
 //! Failpoints: named seams between two syscalls of a protocol step, compiled in only for
 //! tests, debug builds (so the integration tests' binary can be crashed at any of them) and
-//! the `failpoints` feature. In release builds [`failpoint!`] expands to nothing, so the
+//! the `failpoints` feature. In release builds `failpoint!` expands to nothing, so the
 //! seam costs nothing.
 //!
 //! Two ways to arm one:

@@ -12,7 +12,7 @@
 //! * a crashed writer's record reclaimed under a pod rule (issue 27): releasing would drop
 //!   what the next writer needs to know — that the transcript is a crashed writer's, maybe
 //!   torn mid-line — and let a plain acquire take it as if it were clean. The exact record
-//!   is put back instead ([`restore_predecessor`]), with its released holder-lock file, so
+//!   is put back instead (`restore_predecessor`), with its released holder-lock file, so
 //!   the same rule reclaims it again and reports the tail;
 //! * a sealed record taken over by a certified takeover: releasing would destroy the seal
 //!   and its proof, and the next plain `acquire --managed` would take a transcript that may

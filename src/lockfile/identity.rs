@@ -193,7 +193,7 @@ fn labelled_rule(owner: &OwnerFields, ctx: &PodContext) -> Option<ProofRule> {
 /// record was read from (where its holder-lock file lives).
 ///
 /// 1. A record naming a holder lock is judged by the kernel's lock, never by pid or label
-///    alone ([`decide_by_holder_lock`]).
+///    alone (`decide_by_holder_lock`).
 /// 2. A record without one (`writerctl acquire`, qwen-code, older writerctl) is judged by
 ///    qwen's table exactly ([`qwen_table`]); where the pod labels would have reclaimed a
 ///    record the table fences, it stays fenced with the missing evidence named.

@@ -11,7 +11,7 @@
 //! once (never through a symlink, QWEN_FORMAT §1.1), the names of `L` and its side files,
 //! the session id records must carry, and the identity domain liveness is judged in. The
 //! helpers every engine module shares live here too — mapping a directory fsync failure
-//! ([`sync_error`]) and the malformed-record pause ([`retry_pause`]) — so that the modules
+//! (`sync_error`) and the malformed-record pause (`retry_pause`) — so that the modules
 //! depend on this one and never on each other's internals: `acquire` uses `release` and
 //! `transition`, and neither of those uses `acquire`.
 //!

@@ -303,7 +303,7 @@ pub fn tail_of(runtime_dir: &Path, key: &TranscriptKey) -> Result<Tail, LockErro
 }
 
 /// Issue 22: the directories from `R` down to the transcript must be trusted (see
-/// [`check_transcript_home`]). Acquisition checks this before it writes anything, so an
+/// `check_transcript_home`). Acquisition checks this before it writes anything, so an
 /// untrusted `R/chats` is refused with nothing written rather than after the lock was
 /// installed and removed again.
 pub fn check_transcript_dirs(runtime_dir: &Path, key: &TranscriptKey) -> Result<(), LockError> {
@@ -380,7 +380,7 @@ impl ProofRead {
 
     /// Re-checks that nothing changed since the read: the kept-open descriptor's full
     /// metadata is identical and the key still names that same inode (or is still absent).
-    /// A racily-clean read (see [`is_racy`]) is rehashed the first time only: that pass runs
+    /// A racily-clean read (see `is_racy`) is rehashed the first time only: that pass runs
     /// inside the caller's claim, which is where the seed requires the proof to hold; later
     /// checks compare metadata, as for any other read.
     pub fn revalidate(&self) -> Result<(), LockError> {
@@ -578,7 +578,7 @@ fn ends_clean(fd: &OwnedFd, mode: ReadMode, size: u64) -> Result<bool, LockError
 /// a benchmark can say how often the second pass happened.
 static HASH_PASSES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// How many complete hashing passes this process has made (see [`HASH_PASSES`]).
+/// How many complete hashing passes this process has made (see `HASH_PASSES`).
 pub fn hash_passes() -> u64 {
     HASH_PASSES.load(std::sync::atomic::Ordering::Relaxed)
 }

@@ -193,7 +193,7 @@ fn via_fd(fd: &OwnedFd, name: &OsStr) -> PathBuf {
 
 /// Binds the control socket (replacing a stale socket file left by a dead supervisor, never
 /// any other kind of file), mode 0600, inside the directory held open by
-/// [`open_private_dir`]: the checks, the bind, the chmod and the later unlink all act on
+/// `open_private_dir`: the checks, the bind, the chmod and the later unlink all act on
 /// that one directory (issue 22).
 pub fn bind(socket: &Path) -> Result<Bound, ControlError> {
     let dir = open_private_dir(socket.parent().unwrap_or(Path::new(".")))?;
