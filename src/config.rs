@@ -2,6 +2,8 @@
 //!
 //! ```toml
 //! # ~/.config/writerctl/config.toml (or $WRITERCTL_CONFIG)
+//! trusted_groups = ["2000"]          # or "2000,writers"; names or numeric gids
+//!
 //! [experimental]
 //! session_writer_lease = true
 //! ```
@@ -9,10 +11,17 @@
 //! `WRITERCTL_SESSION_WRITER_LEASE` (`1`/`true` or `0`/`false`) overrides the file. The gate
 //! is off by default: seal and certified takeover change what a lock means to every other
 //! writer, so they are opt-in for a whole deployment (seed 001 "Compatibility and rollout").
+//!
+//! `WRITERCTL_TRUSTED_GROUPS=G[,G]` overrides `trusted_groups`: the groups whose
+//! group-writable lock, `R/tmp` and transcript directories are trusted (issue 29, a
+//! Kubernetes `fsGroup`; see [`crate::lockfile::trust`]). Names are resolved here, once, and
+//! an unknown one is an error rather than a group silently not trusted.
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+
+use crate::lockfile::trust::{GroupError, TRUSTED_GROUPS_ENV, TrustedGroups};
 
 /// Why the configuration could not be read. Fail closed: a broken config is an error, never
 /// silently "gate off".
@@ -38,6 +47,21 @@ pub enum ConfigError {
     /// The environment override is not a boolean.
     #[error("WRITERCTL_SESSION_WRITER_LEASE must be 1, 0, true or false (got {0:?})")]
     BadEnv(String),
+    /// `trusted_groups` / `WRITERCTL_TRUSTED_GROUPS` names a group that does not exist.
+    #[error(transparent)]
+    Group(#[from] GroupError),
+}
+
+impl ConfigError {
+    /// What to do next, for the `hint:` line.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            ConfigError::Group(_) => {
+                "name groups that exist here, or their numeric ids, in WRITERCTL_TRUSTED_GROUPS (or trusted_groups in the config file)"
+            }
+            _ => "fix or remove the config file (WRITERCTL_CONFIG)",
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -45,6 +69,38 @@ pub enum ConfigError {
 struct File {
     #[serde(default)]
     experimental: Experimental,
+    #[serde(default)]
+    trusted_groups: Option<Groups>,
+}
+
+/// `trusted_groups`: a list of names and ids, or one string as the variable takes it.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Groups {
+    List(Vec<GroupName>),
+    Text(String),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum GroupName {
+    Id(u32),
+    Name(String),
+}
+
+impl Groups {
+    fn specs(&self) -> Vec<String> {
+        match self {
+            Groups::Text(t) => t.split(',').map(str::to_owned).collect(),
+            Groups::List(l) => l
+                .iter()
+                .map(|g| match g {
+                    GroupName::Id(id) => id.to_string(),
+                    GroupName::Name(n) => n.clone(),
+                })
+                .collect(),
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -55,10 +111,13 @@ struct Experimental {
 }
 
 /// The settings a process runs with.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Settings {
     /// `experimental.session_writer_lease`: seal and certified takeover allowed.
     pub session_writer_lease: bool,
+    /// `trusted_groups`, resolved; `main` hands them to
+    /// [`crate::lockfile::trust::set_trusted_groups`].
+    pub trusted_groups: TrustedGroups,
 }
 
 /// The config file path: `$WRITERCTL_CONFIG`, else `$XDG_CONFIG_HOME/writerctl/config.toml`,
@@ -101,12 +160,14 @@ fn read_config_file(path: &Path) -> Result<Option<String>, std::io::Error> {
 /// Loads the settings from the environment and the config file (a missing file is fine).
 pub fn load(env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, ConfigError> {
     let mut settings = Settings::default();
+    let mut group_specs = Vec::new();
     if let Some(path) = config_path(env) {
         match read_config_file(&path) {
             Ok(Some(text)) => {
                 let file: File = toml::from_str(&text)
                     .map_err(|e| ConfigError::Parse { path: path.clone(), message: e.to_string() })?;
                 settings.session_writer_lease = file.experimental.session_writer_lease;
+                group_specs = file.trusted_groups.map(|g| g.specs()).unwrap_or_default();
             }
             Ok(None) => {}
             Err(source) => return Err(ConfigError::Read { path, source }),
@@ -119,6 +180,10 @@ pub fn load(env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, ConfigErro
             _ => return Err(ConfigError::BadEnv(v)),
         };
     }
+    if let Some(v) = env(TRUSTED_GROUPS_ENV) {
+        group_specs = v.split(',').map(str::to_owned).collect();
+    }
+    settings.trusted_groups = TrustedGroups::resolve(group_specs.iter().map(String::as_str))?;
     Ok(settings)
 }
 
@@ -183,5 +248,34 @@ mod tests {
         std::fs::write(&cfg, "[experimental]\nsession_writer_leas = true\n").unwrap();
         assert!(load(&env_of(&[("WRITERCTL_CONFIG", cfg.to_str().unwrap())])).is_err());
         assert!(load(&env_of(&[("WRITERCTL_SESSION_WRITER_LEASE", "yes")])).is_err());
+    }
+
+    #[test]
+    fn trusted_groups_come_from_the_file_or_the_environment() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().to_str().unwrap();
+        assert!(load(&env_of(&[("HOME", home)])).unwrap().trusted_groups.gids().is_empty());
+        let cfg = t.path().join("c.toml");
+        std::fs::write(&cfg, "trusted_groups = [2000, \"root\"]\n").unwrap();
+        let c = cfg.to_str().unwrap();
+        assert_eq!(load(&env_of(&[("WRITERCTL_CONFIG", c)])).unwrap().trusted_groups.gids(), &[2000, 0]);
+        std::fs::write(&cfg, "trusted_groups = \"2001, 2002\"\n").unwrap();
+        assert_eq!(load(&env_of(&[("WRITERCTL_CONFIG", c)])).unwrap().trusted_groups.gids(), &[2001, 2002]);
+        // The variable replaces the file's list; empty trusts nothing.
+        let settings = load(&env_of(&[("WRITERCTL_CONFIG", c), ("WRITERCTL_TRUSTED_GROUPS", "3000")])).unwrap();
+        assert_eq!(settings.trusted_groups.gids(), &[3000]);
+        let settings = load(&env_of(&[("WRITERCTL_CONFIG", c), ("WRITERCTL_TRUSTED_GROUPS", "")])).unwrap();
+        assert!(settings.trusted_groups.gids().is_empty());
+    }
+
+    #[test]
+    fn an_unknown_group_is_an_error() {
+        let e = load(&env_of(&[("WRITERCTL_TRUSTED_GROUPS", "2000,no-such-group-writerctl")])).unwrap_err();
+        assert!(matches!(e, ConfigError::Group(_)), "{e}");
+        assert!(e.to_string().contains("no-such-group-writerctl"), "{e}");
+        let t = tempfile::tempdir().unwrap();
+        let cfg = t.path().join("c.toml");
+        std::fs::write(&cfg, "trusted_groups = [\"no-such-group-writerctl\"]\n").unwrap();
+        assert!(matches!(load(&env_of(&[("WRITERCTL_CONFIG", cfg.to_str().unwrap())])), Err(ConfigError::Group(_))));
     }
 }

@@ -43,6 +43,7 @@ fn main() -> ExitCode {
         Ok(s) => s,
         Err(e) => return report(e.into(), out, verbose, &path),
     };
+    writerctl::lockfile::trust::set_trusted_groups(settings.trusted_groups.clone());
     let result = match cli.command {
         Command::Acquire(a) => commands::acquire::run(a, out, settings),
         Command::Release(a) => commands::release::run(a, out),
@@ -106,8 +107,8 @@ fn classify_lock(cause: &(dyn std::error::Error + 'static)) -> Option<(ErrorCode
     if let Some(c) = cause.downcast_ref::<commands::Coded>() {
         return Some((c.code, c.hint.clone()));
     }
-    if cause.downcast_ref::<writerctl::config::ConfigError>().is_some() {
-        return Some((ErrorCode::InvalidArgument, Some("fix or remove the config file (WRITERCTL_CONFIG)".into())));
+    if let Some(ce) = cause.downcast_ref::<writerctl::config::ConfigError>() {
+        return Some((ErrorCode::InvalidArgument, Some(ce.hint().into())));
     }
     None
 }

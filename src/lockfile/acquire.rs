@@ -31,11 +31,11 @@ use time::OffsetDateTime;
 use super::error::{HolderInfo, LockError, Unavailable};
 use super::holder_lock::{HolderLock, create_holder_lock, remove_holder_file};
 use super::identity::ProcessProbe;
-use super::pod::{ProofRule, RecoveredFrom};
+use super::liveness::ProofRule;
 use super::primitives::{
     Inspection, check_claim, inspect_record, install, remove_exact, remove_owned, require_absent, same_regular,
 };
-use super::record::{Extensions, Holder, LockRecord, OwnerToken, Schema, new_active_record};
+use super::record::{Extensions, Holder, LockRecord, OwnerToken, RecoveredFrom, Schema, new_active_record};
 use super::release::release_lease;
 use super::site::sync_error;
 pub use super::site::{DirMode, LockSite, TranscriptRef, check_runtime_dir, open_lock_dir, open_site};

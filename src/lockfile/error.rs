@@ -10,7 +10,7 @@ use rustix::io::Errno;
 
 use crate::error::ErrorCode;
 
-use super::identity::Liveness;
+use super::liveness::{LiveReason, Liveness};
 
 /// What a takeover found when there is no lock at all (`session_not_sealed`, issue 27).
 pub const NO_LOCK_TO_TAKE_OVER: &str = "no lock to take over";
@@ -30,7 +30,7 @@ impl std::fmt::Display for HolderInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "pid {} on host {}", self.pid, self.hostname)?;
         match self.liveness {
-            Some(Liveness::Live(super::identity::LiveReason::Running)) => write!(f, " (running)")?,
+            Some(Liveness::Live(LiveReason::Running)) => write!(f, " (running)")?,
             Some(Liveness::Live(_)) => write!(f, " (fenced: {})", self.liveness.map(|l| l.describe()).unwrap_or(""))?,
             Some(Liveness::Stale(_)) => write!(f, " (gone)")?,
             None => {}
@@ -327,10 +327,10 @@ impl LockError {
                 "the recorded holder is gone, but --managed reclaims only under a proof rule backed by the kernel's holder lock (container_restarted, statefulset_pod_replaced); fence every writer, then run plain `writerctl acquire` or `writerctl recover`".into()
             }
             LockError::Conflict { holder, .. } => match holder.liveness {
-                Some(Liveness::Live(super::identity::LiveReason::Running)) => {
+                Some(Liveness::Live(LiveReason::Running)) => {
                     "wait for the holder to release or seal; a conflict is not proof that it is alive (a PID can be reused)".into()
                 }
-                Some(Liveness::Live(super::identity::LiveReason::HolderLockHeld)) => {
+                Some(Liveness::Live(LiveReason::HolderLockHeld)) => {
                     "a process of the holder's tree still holds its kernel lock, so a write may be in flight: wait for that tree to exit (`writerctl status` shows when the lock is released); never recover it while it is held".into()
                 }
                 _ => "this record is fenced; it is never reclaimed automatically. Fence every possible writer, then follow `writerctl status` and `writerctl recover`".into(),

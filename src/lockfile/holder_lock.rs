@@ -58,6 +58,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{self as rfs, FlockOperation, Mode, OFlags};
 use rustix::io::Errno;
 
+use super::liveness::Unverifiable;
 use super::sys::{Dir, Kind};
 
 /// The record key naming the holder lock file (qwen ignores unknown keys).
@@ -103,46 +104,6 @@ pub enum HolderLockState {
     Released,
     /// No verdict: why.
     Unverifiable(Unverifiable),
-}
-
-/// Why a holder lock gives no verdict. Every case counts as live (fenced).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unverifiable {
-    /// The record's holder-lock value is not a plain `<L>.holder.<uuid>` file name.
-    BadName,
-    /// The record was written in another boot or on another host, or a boot id is
-    /// unreadable: another kernel arbitrated its lock.
-    OtherKernel,
-    /// The file is missing (removed, moved aside by `recover`, or never created).
-    Missing,
-    /// The name is not a regular file with one link (a symlink, a FIFO, a hard link).
-    NotPlainFile,
-    /// The lock directory's filesystem does not arbitrate locks for every mount (FUSE, NFS
-    /// with `local_lock`, an unknown type).
-    LocksNotArbitrated,
-    /// The file could not be opened (permissions, I/O).
-    OpenFailed,
-    /// The lock call itself failed (no lock manager: `ENOLCK`, I/O).
-    LockFailed,
-}
-
-impl Unverifiable {
-    /// The missing evidence, for `status`.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Unverifiable::BadName => "the record's holder-lock name is not a holder-lock file name",
-            Unverifiable::OtherKernel => {
-                "written in another boot or on another host: only the kernel that arbitrated its holder lock could prove it released"
-            }
-            Unverifiable::Missing => "its holder-lock file is missing (moved or removed)",
-            Unverifiable::NotPlainFile => "its holder-lock file is not a regular file with one link",
-            Unverifiable::LocksNotArbitrated => {
-                "the lock directory's filesystem (FUSE, NFS with local_lock, or a type not known here) does not prove its locks shared between mounts"
-            }
-            Unverifiable::OpenFailed => "its holder-lock file cannot be opened here (permissions or I/O)",
-            Unverifiable::LockFailed => "the filesystem refused the lock probe (no lock manager, or I/O)",
-        }
-    }
 }
 
 /// `<lock name>.holder.<uuid>`: a plain file name (no `/`, no NUL), the suffix a UUID.

@@ -43,6 +43,7 @@ pub mod filesystem;
 pub mod give_back;
 pub mod holder_lock;
 pub mod identity;
+pub mod liveness;
 pub mod metrics;
 pub mod paths;
 pub mod pod;
@@ -62,7 +63,8 @@ pub mod wait;
 
 pub use acquire::{AcquireOptions, Lease, ReclaimPolicy, acquire};
 pub use error::LockError;
-pub use identity::{Liveness, LocalDomain, ProcessProbe, SystemProbe};
+pub use identity::{LocalDomain, ProcessProbe, SystemProbe};
+pub use liveness::Liveness;
 pub use paths::LockPaths;
 pub use record::{LockRecord, OwnerToken};
 pub use release::{ReleaseOutcome, release};

@@ -33,63 +33,10 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use serde::{Deserialize, Serialize};
-
 use super::record::OwnerFields;
-
-/// The extra record key holding the writer's pod identity.
-pub const POD_KEY: &str = "writerctl_pod";
-/// The extra record key of a record that replaced a crashed writer's under a proof rule.
-pub const RECOVERED_KEY: &str = "writerctl_recovered_from";
-
-/// A writer's pod and container, as recorded in `writerctl_pod`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PodIdentity {
-    /// `metadata.uid`.
-    pub uid: String,
-    /// `metadata.name`.
-    pub name: String,
-    /// `metadata.namespace`.
-    pub namespace: String,
-    /// The container's name in the pod spec.
-    pub container: String,
-}
-
-/// What a reclaim under a proof rule replaced (`writerctl_recovered_from`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RecoveredFrom {
-    /// The rule that proved the previous holder gone.
-    pub rule: String,
-    /// The previous holder's pod UID.
-    pub pod_uid: String,
-    /// The previous holder's pod name.
-    pub pod_name: String,
-    /// The previous holder's container.
-    pub container: String,
-    /// The previous holder's pid.
-    pub pid: u64,
-    /// The previous record's `acquired_at`.
-    pub acquired_at: String,
-}
-
-/// A proof rule's stable name (status `liveness.code`, `rule`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProofRule {
-    /// See [`same_container`].
-    ContainerRestarted,
-    /// See [`statefulset_pod_replaced`].
-    StatefulSetPodReplaced,
-}
-
-impl ProofRule {
-    /// The stable name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProofRule::ContainerRestarted => "container_restarted",
-            ProofRule::StatefulSetPodReplaced => "statefulset_pod_replaced",
-        }
-    }
-}
+/// The record's pod keys belong to the record format ([`super::record`]); named here too
+/// because the pod rules are what they are for.
+pub use super::record::{POD_KEY, PodIdentity, RECOVERED_KEY, RecoveredFrom};
 
 /// This process's pod, as far as it can be trusted.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,7 +14,8 @@ use std::thread::sleep;
 use std::time::Duration;
 
 use super::error::{LockError, Unavailable};
-use super::identity::{Liveness, LocalDomain, ProcessProbe, decide};
+use super::identity::{LocalDomain, ProcessProbe, decide};
+use super::liveness::Liveness;
 use super::paths::install_temp;
 use super::record::{LockRecord, Malformed, parse_record};
 use super::sys::{Dir, FileMeta, Kind, ReadRegular, is_eexist, is_enoent};

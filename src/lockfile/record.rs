@@ -6,8 +6,7 @@
 //! against the bytes it wrote and never rewrites a record someone else wrote.
 
 use super::holder_lock::HOLDER_LOCK_KEY;
-use super::pod::{POD_KEY, PodIdentity, RECOVERED_KEY, RecoveredFrom};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
 use time::format_description::well_known::{Iso8601, Rfc3339};
@@ -114,6 +113,41 @@ pub struct SealedIdentity {
     pub gid: u32,
     /// Link count.
     pub nlink: u64,
+}
+
+/// The extra record key holding the writer's pod identity (see [`super::pod`]).
+pub const POD_KEY: &str = "writerctl_pod";
+/// The extra record key of a record that replaced a crashed writer's under a proof rule.
+pub const RECOVERED_KEY: &str = "writerctl_recovered_from";
+
+/// A writer's pod and container, as recorded in `writerctl_pod`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodIdentity {
+    /// `metadata.uid`.
+    pub uid: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.namespace`.
+    pub namespace: String,
+    /// The container's name in the pod spec.
+    pub container: String,
+}
+
+/// What a reclaim under a proof rule replaced (`writerctl_recovered_from`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecoveredFrom {
+    /// The rule that proved the previous holder gone.
+    pub rule: String,
+    /// The previous holder's pod UID.
+    pub pod_uid: String,
+    /// The previous holder's pod name.
+    pub pod_name: String,
+    /// The previous holder's container.
+    pub container: String,
+    /// The previous holder's pid.
+    pub pid: u64,
+    /// The previous record's `acquired_at`.
+    pub acquired_at: String,
 }
 
 /// Facts only a sealed record carries.
@@ -274,6 +308,19 @@ fn is_lower_hex64(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
+/// `m[key]` as a safe integer >= 0; `context` prefixes the error (`"transcript: "`).
+fn safe_integer_at(m: &Map<String, Value>, context: &str, key: &str) -> Result<u64, Malformed> {
+    m.get(key).and_then(safe_integer).ok_or_else(|| bad(format!("{context}`{key}` must be a safe integer >= 0")))
+}
+
+/// `m[key]` as 64 lowercase hex digits (a SHA-256); `context` prefixes the error.
+fn lower_hex64_at(m: &Map<String, Value>, context: &str, key: &str) -> Result<String, Malformed> {
+    match m.get(key) {
+        Some(Value::String(s)) if is_lower_hex64(s) => Ok(s.clone()),
+        _ => Err(bad(format!("{context}`{key}` must be 64 lowercase hex digits"))),
+    }
+}
+
 fn parse_proof(v: Option<&Value>) -> Result<TranscriptProof, Malformed> {
     let Some(Value::Object(t)) = v else {
         return Err(bad("`transcript` must be an object"));
@@ -282,14 +329,8 @@ fn parse_proof(v: Option<&Value>) -> Result<TranscriptProof, Malformed> {
     let Some(Value::Bool(exists)) = t.get("exists") else {
         return Err(bad("transcript: `exists` must be a boolean"));
     };
-    let byte_length = t
-        .get("byte_length")
-        .and_then(safe_integer)
-        .ok_or_else(|| bad("transcript: `byte_length` must be a safe integer >= 0"))?;
-    let sha256 = match t.get("sha256") {
-        Some(Value::String(s)) if is_lower_hex64(s) => s.clone(),
-        _ => return Err(bad("transcript: `sha256` must be 64 lowercase hex digits")),
-    };
+    let byte_length = safe_integer_at(t, "transcript: ", "byte_length")?;
+    let sha256 = lower_hex64_at(t, "transcript: ", "sha256")?;
     if !*exists && byte_length != 0 {
         return Err(bad("transcript: a missing transcript must have byte_length 0"));
     }
@@ -402,14 +443,8 @@ fn parse_state(m: &Map<String, Value>, state: Option<&Value>, managed: bool) -> 
             };
             let transcript = parse_proof(m.get("transcript"))?;
             let (last_commit_sequence, committed_prefix_hash) = if managed {
-                let seq = m
-                    .get("last_commit_sequence")
-                    .and_then(safe_integer)
-                    .ok_or_else(|| bad("`last_commit_sequence` must be a safe integer >= 0"))?;
-                let hash = match m.get("committed_prefix_hash") {
-                    Some(Value::String(s)) if is_lower_hex64(s) => s.clone(),
-                    _ => return Err(bad("`committed_prefix_hash` must be 64 lowercase hex digits")),
-                };
+                let seq = safe_integer_at(m, "", "last_commit_sequence")?;
+                let hash = lower_hex64_at(m, "", "committed_prefix_hash")?;
                 (Some(seq), Some(hash))
             } else {
                 (None, None)

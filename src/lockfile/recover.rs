@@ -17,7 +17,8 @@ use time::OffsetDateTime;
 
 use super::error::LockError;
 use super::holder_lock::{HolderLockState, holder_lock_state};
-use super::identity::{LiveReason, Liveness, ProcessProbe};
+use super::identity::ProcessProbe;
+use super::liveness::{LiveReason, Liveness};
 use super::paths::{SideKind, redact_side_file_name};
 use super::primitives::{Inspection, inspect_record};
 use super::record::format_timestamp;

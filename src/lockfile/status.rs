@@ -10,7 +10,8 @@ use serde::Serialize;
 
 use super::error::LockError;
 use super::holder_lock::{HolderLockState, holder_lock_state};
-use super::identity::{LiveReason, Liveness, LocalDomain, ProcessProbe, StaleReason};
+use super::identity::{LocalDomain, ProcessProbe};
+use super::liveness::{LiveReason, Liveness, StaleReason};
 use super::paths::{
     Entry, LOCK_SUBDIR, LockPaths, SideKind, decode_uri_component, owner_of, redact_side_file_name, side_kind_of,
 };
@@ -64,9 +65,9 @@ pub struct OwnerView {
     /// the lock was last created, not a fencing token across release or recovery.
     pub epoch: u64,
     /// The writer's pod (`writerctl_pod`), when it ran in one.
-    pub pod: Option<super::pod::PodIdentity>,
+    pub pod: Option<super::record::PodIdentity>,
     /// What this record replaced under a pod proof rule (`writerctl_recovered_from`).
-    pub recovered_from: Option<super::pod::RecoveredFrom>,
+    pub recovered_from: Option<super::record::RecoveredFrom>,
     /// The rule that allowed the last reclaim (`recovered_from.rule`), for scripts.
     pub rule: Option<String>,
     /// The holder-lock file whose kernel lock judges this holder (`writerctl_holder_lock`).

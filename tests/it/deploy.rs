@@ -148,3 +148,23 @@ fn coordinator_manifest_keeps_its_promises() {
         assert!(!line.contains("redis://") && !line.contains("rediss://") && !line.contains("postgres://"), "{line}");
     }
 }
+
+#[test]
+fn writer_manifests_trust_exactly_their_fs_group() {
+    // Issue 29: the kubelet makes an fsGroup volume group-writable, which writerctl refuses
+    // unless WRITERCTL_TRUSTED_GROUPS names that group; the two numbers must agree.
+    for file in ["deploy/kubernetes/writer-deployment.yaml", "deploy/kubernetes/writer-statefulset.yaml"] {
+        let text = std::fs::read_to_string(repo(file)).unwrap();
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim_start().starts_with('#')).collect();
+        let fs_group = lines
+            .iter()
+            .find_map(|l| l.trim().strip_prefix("fsGroup: "))
+            .unwrap_or_else(|| panic!("{file}: no fsGroup"));
+        let at = lines.iter().position(|l| {
+            l.trim() == "- name: WRITERCTL_TRUSTED_GROUPS" || l.trim().starts_with("- name: WRITERCTL_TRUSTED_GROUPS ")
+        });
+        let at = at.unwrap_or_else(|| panic!("{file}: WRITERCTL_TRUSTED_GROUPS is not set"));
+        let value = lines[at + 1].trim().strip_prefix("value: ").unwrap_or_else(|| panic!("{file}: {}", lines[at + 1]));
+        assert_eq!(value.trim_matches('"'), fs_group.trim(), "{file}: WRITERCTL_TRUSTED_GROUPS is not the fsGroup");
+    }
+}

@@ -43,6 +43,7 @@ mod soak;
 mod staged;
 mod store_bounds;
 mod supervisor_death;
+mod trusted_groups;
 mod work;
 mod work_store;
 
