@@ -5,4 +5,5 @@ pub mod budget;
 pub mod client;
 pub mod limits;
 pub mod server;
+mod transport;
 pub mod wire;
