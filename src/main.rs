@@ -68,7 +68,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => report(e, out, verbose),
+        Err(e) => report(commands::coord::name_the_coordinator(e), out, verbose),
     }
 }
 
