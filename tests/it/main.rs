@@ -22,6 +22,7 @@ mod identity;
 mod master;
 mod metrics;
 mod netfs;
+mod newcomer;
 mod planes;
 mod pod_recovery;
 mod proptest_records;
