@@ -231,13 +231,14 @@ impl CoordArgs {
             && implicit
             && let Target::Sqlite(path) = &target
         {
-            let _ = writeln!(
-                io::stderr().lock(),
+            let note = format!(
                 "note: no coordinator named (--coordinator, WRITERCTL_COORDINATOR): using the embedded store at {}, \
                  on this machine only; to reach a server pass --coordinator https://HOST:PORT or set \
-                 WRITERCTL_COORDINATOR (--coordinator sqlite:PATH names this store and silences this note)",
+                 WRITERCTL_COORDINATOR (--coordinator sqlite:PATH names this store and silences this note)\n",
                 super::output::clean(&path.display().to_string())
             );
+            // One write: a supervised writer may share this stderr.
+            let _ = io::stderr().lock().write_all(note.as_bytes());
         }
         Ok(target)
     }
