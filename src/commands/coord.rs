@@ -583,6 +583,18 @@ mod tests {
     }
 
     #[test]
+    fn errors_name_a_server_without_its_user_info() {
+        let name = |u: &str| coordinator_name(&Target::Http(u.into()));
+        assert_eq!(name("https://coord.example:7700"), "https://coord.example:7700");
+        assert_eq!(name("https://ops:secret@coord.example:7700/x"), "https://coord.example:7700/x");
+        assert_eq!(name("http://127.0.0.1:1/a@b"), "http://127.0.0.1:1/a@b");
+        assert_eq!(
+            coordinator_name(&Target::Sqlite(PathBuf::from("/s/c.sqlite"))),
+            "the embedded store at /s/c.sqlite"
+        );
+    }
+
+    #[test]
     fn ages_read_naturally() {
         assert_eq!(age(10_000, 0), "10s ago");
         assert_eq!(age(600_000, 0), "10m ago");
