@@ -70,7 +70,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => report(e, out, verbose, &path),
+        Err(e) => report(commands::coord::name_the_coordinator(e), out, verbose, &path),
     }
 }
 

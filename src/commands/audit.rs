@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 use writerctl::claim::retention::Retention;
 
-use super::coord::{CoordArgs, DEFAULT_FRESHNESS_SECONDS, Target, open_sqlite, parse_target, rfc3339};
+use super::coord::{CoordArgs, DEFAULT_FRESHNESS_SECONDS, Target, open_sqlite, rfc3339};
 use super::output::Output;
 
 /// Coordinator: show the audit log (every verb, who, what, result, epoch).
@@ -64,7 +64,7 @@ pub struct PruneArgs {
 
 /// Runs `audit prune` on the embedded store.
 fn prune(a: PruneArgs, out: Output) -> Result<()> {
-    let Target::Sqlite(path) = parse_target(a.coord.coordinator.as_deref())? else {
+    let Target::Sqlite(path) = a.coord.target()? else {
         return Err(super::usage(
             "audit prune works on the embedded store; a server prunes by itself",
             "start the server with `writerctl coordinator serve --audit-retention-days N` (and \

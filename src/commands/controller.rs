@@ -10,7 +10,7 @@ use writerctl::claim::engine::Credentials;
 use writerctl::claim::master::ControllerKey;
 use writerctl::claim::secret::Secret;
 
-use super::coord::{CoordArgs, RequestArgs, optional_secret, rfc3339, session_token};
+use super::coord::{CoordArgs, RequestArgs, optional_secret, read_secret_file, rfc3339, session_token};
 use super::output::Output;
 use super::session::TokenFile;
 
@@ -115,7 +115,7 @@ fn held_token(path: &Path) -> Result<Option<Secret>> {
     if !meta.file_type().is_file() {
         return Err(refuse().into());
     }
-    let token = session_token(Some(path))?;
+    let token = read_secret_file(path, "session token")?;
     let t = token.expose().trim();
     if t.len() != 64 || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(refuse().into());

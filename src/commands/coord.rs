@@ -4,7 +4,7 @@
 
 use std::io::{self, BufRead, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -18,6 +18,7 @@ use writerctl::claim::request::RequestId;
 use writerctl::claim::secret::Secret;
 use writerctl::claim::store::sqlite::SqliteStore;
 use writerctl::coordinator::client::{HttpCoordinator, cleartext_remote_host, is_http_url};
+use writerctl::error::ErrorCode;
 
 /// Where the coordinator is, and how fresh a heartbeat must be.
 #[derive(Debug, Clone, Args)]
@@ -109,6 +110,75 @@ pub enum Target {
     Http(String),
 }
 
+/// The coordinator this process asked, recorded by [`CoordArgs::target`].
+static ASKED: OnceLock<Asked> = OnceLock::new();
+
+struct Asked {
+    /// `the embedded store at PATH`, or the server's URL.
+    name: String,
+    /// Neither --coordinator nor WRITERCTL_COORDINATOR was given.
+    implicit: bool,
+}
+
+/// How errors name `target`: the server's URL without any user info, or the store's file.
+fn coordinator_name(target: &Target) -> String {
+    match target {
+        Target::Sqlite(p) => format!("the embedded store at {}", p.display()),
+        Target::Http(url) => match url.split_once("://") {
+            Some((scheme, rest)) => {
+                let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+                match rest[..end].rsplit_once('@') {
+                    Some((_, host)) => format!("{scheme}://{host}{}", &rest[end..]),
+                    None => url.clone(),
+                }
+            }
+            None => url.clone(),
+        },
+    }
+}
+
+/// Codes whose meaning depends on which coordinator answered: a credential it does not
+/// know, a name it holds no row for. Asked the wrong coordinator, each reads as a wrong
+/// password or a typo.
+const DEPENDS_ON_THE_COORDINATOR: &[ErrorCode] = &[
+    ErrorCode::Unauthorized,
+    ErrorCode::InvalidOperatorCredentials,
+    ErrorCode::TargetNotRegistered,
+    ErrorCode::TargetStale,
+    ErrorCode::TargetAmbiguous,
+    ErrorCode::NotFound,
+];
+
+/// `e` with the coordinator that answered it named in its message, when its code is one of
+/// [`DEPENDS_ON_THE_COORDINATOR`] (issue 29); when no coordinator was named, the hint also
+/// says how to reach a server. Code, details and exit status are unchanged. Called once, at
+/// the command edge (main's error report).
+pub fn name_the_coordinator(e: anyhow::Error) -> anyhow::Error {
+    let Some(asked) = ASKED.get() else { return e };
+    let Some(ce) = e.chain().find_map(|c| c.downcast_ref::<ClaimError>()) else { return e };
+    let code = ce.code();
+    if !DEPENDS_ON_THE_COORDINATOR.contains(&code) {
+        return e;
+    }
+    let message = format!("{e} (coordinator: {})", asked.name);
+    let mut hint = ce.hint();
+    if asked.implicit {
+        let how = "neither --coordinator nor WRITERCTL_COORDINATOR was given, so this asked the embedded store on \
+                   this machine: to ask a server, pass --coordinator https://HOST:PORT or set WRITERCTL_COORDINATOR";
+        hint = Some(match hint {
+            Some(h) => format!("{h}; {how}"),
+            None => how.to_string(),
+        });
+    }
+    let details = ce.details();
+    if e.chain().nth(1).is_some() {
+        // A context around the engine's error: keep the chain (--verbose prints it), and
+        // let the report find the code and hint inside, as before.
+        return e.context(message);
+    }
+    ClaimError::Remote { code, message, hint, details }.into()
+}
+
 /// Parses a coordinator address (`--coordinator`, `WRITERCTL_COORDINATOR`, `serve --store`).
 pub fn parse_target(url: Option<&str>) -> Result<Target> {
     Ok(match url {
@@ -149,8 +219,32 @@ impl CoordArgs {
         self.open_with(Some(request.id()?))
     }
 
+    /// Where these flags point. The first call in a process records the answer, so that an
+    /// error that depends on which coordinator answered names it ([`name_the_coordinator`]),
+    /// and, when neither --coordinator nor WRITERCTL_COORDINATOR was given, says on stderr
+    /// that the embedded store on this machine is used (issue 29: without a word, a user who
+    /// meant the team's server got "invalid credentials" from a private file).
+    pub fn target(&self) -> Result<Target> {
+        let target = parse_target(self.coordinator.as_deref())?;
+        let implicit = self.coordinator.is_none();
+        if ASKED.set(Asked { name: coordinator_name(&target), implicit }).is_ok()
+            && implicit
+            && let Target::Sqlite(path) = &target
+        {
+            let note = format!(
+                "note: no coordinator named (--coordinator, WRITERCTL_COORDINATOR): using the embedded store at {}, \
+                 on this machine only; to reach a server pass --coordinator https://HOST:PORT or set \
+                 WRITERCTL_COORDINATOR (--coordinator sqlite:PATH names this store and silences this note)\n",
+                super::output::clean(&path.display().to_string())
+            );
+            // One write: a supervised writer may share this stderr.
+            let _ = io::stderr().lock().write_all(note.as_bytes());
+        }
+        Ok(target)
+    }
+
     fn open_with(&self, request: Option<RequestId>) -> Result<Box<dyn CoordinatorApi>> {
-        match parse_target(self.coordinator.as_deref())? {
+        match self.target()? {
             Target::Sqlite(path) => Ok(Box::new(
                 open_sqlite(&path, self.freshness_seconds.unwrap_or(DEFAULT_FRESHNESS_SECONDS))?.with_request(request),
             )),
@@ -221,6 +315,44 @@ fn open_secret_file(p: &Path, what: &str) -> Result<std::fs::File> {
         .map_err(|e| ClaimError::InvalidArgument(format!("cannot open {what} file {}: {e}", p.display())).into())
 }
 
+/// The secret in file `p`, read as it is (one trailing newline dropped), not checked.
+pub fn read_secret_file(p: &Path, what: &str) -> Result<Secret> {
+    read_secret(open_secret_file(p, what)?, what)
+}
+
+/// Which command writes a `what` read from a file, for the secrets the machine makes (256
+/// random bits as 64 lowercase hex digits); None for secrets people choose.
+fn written_by(what: &str) -> Option<&'static str> {
+    match what {
+        "session token" => Some("`writerctl session register --token-file F` writes"),
+        "identity key" => Some("`writerctl identity add` (or `identity rotate`) --key-file F writes"),
+        _ => None,
+    }
+}
+
+/// Refuses, as `invalid_argument` (2), a file that should hold a machine-made secret and
+/// holds something else, saying what it does look like when that is another writerctl
+/// secret. The contents are never printed: the wrong file may hold another secret.
+fn check_machine_secret(s: &Secret, p: &Path, what: &str) -> Result<()> {
+    let Some(writer) = written_by(what) else { return Ok(()) };
+    let t = s.expose().trim();
+    if t.is_empty() || (t.len() == 64 && t.bytes().all(|b| b.is_ascii_hexdigit())) {
+        return Ok(());
+    }
+    let looks = if uuid::Uuid::try_parse(t).is_ok_and(|_| t.len() == 36) {
+        " (it looks like a lock owner token, which `writerctl acquire --token-file` writes)"
+    } else {
+        ""
+    };
+    Err(ClaimError::InvalidArgument(format!(
+        "the file {} does not hold a {what}: a {what} is 64 hex digits, as {writer}; this file holds {} bytes that are not \
+         one{looks}",
+        p.display(),
+        t.len()
+    ))
+    .into())
+}
+
 /// The session token: `--token-file F`, else WRITERCTL_SESSION_TOKEN (never argv).
 pub fn session_token(token_file: Option<&Path>) -> Result<Secret> {
     optional_secret(token_file, "WRITERCTL_SESSION_TOKEN", "session token")?.ok_or_else(|| {
@@ -247,10 +379,17 @@ impl SeatTokenArgs {
     }
 }
 
-/// A secret from `file` (which must be readable), else from `env` when set and non-empty.
+/// A secret from `file` (which must be readable), else from `env` when set and non-empty. A
+/// file that should hold a machine-made secret (a session token, an identity key) and holds
+/// something else is refused as such (issue 29: a garbage token file was sent, and answered
+/// only as an unknown token).
 pub fn optional_secret(file: Option<&Path>, env: &str, what: &str) -> Result<Option<Secret>> {
     let s = match file {
-        Some(p) => read_secret(open_secret_file(p, what)?, what)?,
+        Some(p) => {
+            let s = read_secret_file(p, what)?;
+            check_machine_secret(&s, p, what)?;
+            s
+        }
         None => match std::env::var(env) {
             Ok(v) => Secret::new(v),
             Err(_) => return Ok(None),
@@ -441,6 +580,18 @@ mod tests {
         assert_eq!(read_secret(&b"pw \n\n"[..], "x").unwrap().expose(), "pw \n");
         assert_eq!(read_secret(&b"pw"[..], "x").unwrap().expose(), "pw");
         assert!(read_secret(&vec![b'a'; 5000][..], "x").is_err());
+    }
+
+    #[test]
+    fn errors_name_a_server_without_its_user_info() {
+        let name = |u: &str| coordinator_name(&Target::Http(u.into()));
+        assert_eq!(name("https://coord.example:7700"), "https://coord.example:7700");
+        assert_eq!(name("https://ops:secret@coord.example:7700/x"), "https://coord.example:7700/x");
+        assert_eq!(name("http://127.0.0.1:1/a@b"), "http://127.0.0.1:1/a@b");
+        assert_eq!(
+            coordinator_name(&Target::Sqlite(PathBuf::from("/s/c.sqlite"))),
+            "the embedded store at /s/c.sqlite"
+        );
     }
 
     #[test]

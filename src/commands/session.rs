@@ -108,15 +108,39 @@ pub fn read_token(token_file: Option<&Path>) -> Result<OwnerToken> {
         // nor exhaust memory; a token is a UUID, so a few KiB is generous.
         Some(f) => writerctl::lockfile::sys::read_small_regular(f, MAX_TOKEN_BYTES)
             .map_err(|e| LockError::InvalidArgument(format!("cannot read token file {}: {e}", f.display())))
-            .and_then(|b| {
-                String::from_utf8(b)
-                    .map_err(|_| LockError::InvalidArgument(format!("token file {} is not UTF-8", f.display())))
-            })?,
+            .and_then(|b| String::from_utf8(b).map_err(|_| not_an_owner_token(f, "bytes that are not UTF-8".into())))
+            .and_then(|text| check_owner_token(f, text))?,
         None => std::env::var("WRITERCTL_OWNER_TOKEN").map_err(|_| {
             LockError::InvalidArgument("no owner token: pass --token-file F or set WRITERCTL_OWNER_TOKEN".into())
         })?,
     };
     Ok(OwnerToken::parse(&text).ok_or_else(|| LockError::InvalidArgument("the owner token is empty".into()))?)
+}
+
+/// Refuses a token file that holds no owner token (issue 29: a garbage token file was
+/// compared with the lock's owner and answered "held by a different owner"). Every owner
+/// token writerctl and qwen write is a 36-character UUID; an empty file keeps its own error.
+fn check_owner_token(f: &Path, text: String) -> Result<String, LockError> {
+    let t = text.trim();
+    if t.is_empty() || (t.len() == 36 && uuid::Uuid::try_parse(t).is_ok()) {
+        return Ok(text);
+    }
+    let looks = if t.len() == 64 && t.bytes().all(|b| b.is_ascii_hexdigit()) {
+        " (it looks like a coordinator session token, which `writerctl session register` writes)"
+    } else {
+        ""
+    };
+    Err(not_an_owner_token(f, format!("{} bytes that are not one{looks}", t.len())))
+}
+
+/// `invalid_argument` (2) for a token file without an owner token. Its contents are never
+/// printed: the wrong file may hold another secret.
+fn not_an_owner_token(f: &Path, holds: String) -> LockError {
+    LockError::InvalidArgument(format!(
+        "token file {} does not hold an owner token: an owner token is the UUID `writerctl acquire` or `takeover` \
+         wrote there (--token-file F); this file holds {holds}",
+        f.display()
+    ))
 }
 
 /// A token file reserved — created empty, exclusively, mode 0600 — before the lock or the

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::transport::transport;
 use super::verb::{Auth, Method, Verb};
 use super::wire::REQUEST_ID_HEADER;
 use crate::claim::ClaimError;
@@ -29,58 +30,6 @@ pub struct HttpCoordinator {
 impl std::fmt::Debug for HttpCoordinator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpCoordinator").field("base", &self.base).finish_non_exhaustive()
-    }
-}
-
-fn transport(e: ureq::Error, base: &str) -> ClaimError {
-    if never_sent(&e) {
-        return not_applied(&e, base);
-    }
-    match e {
-        ureq::Error::BadUri(_) | ureq::Error::Http(_) => ClaimError::InvalidArgument(format!("{base}: {e}")),
-        ureq::Error::Timeout(_) => ClaimError::Unavailable(format!(
-            "{base}: no answer in time ({e}); the outcome is unknown: a verb may still have been applied: check \
-             `master status`"
-        )),
-        ureq::Error::Io(_) | ureq::Error::Protocol(_) => {
-            ClaimError::Unavailable(format!("{base}: {e}; the outcome is unknown"))
-        }
-        other => ClaimError::Store(format!("{base}: {other}")),
-    }
-}
-
-/// Whether `e` happened before any byte of the request left this process (issue 28 point
-/// 6): the name did not resolve, the connection was refused or never set up, or the TLS
-/// handshake failed. Nothing can have been applied then, so exit 75 must not say "may have
-/// been applied" — that sends an operator to check for a write that cannot exist. A reset,
-/// an end of stream or a timeout after connecting is not in this set: the server may have
-/// read and committed the request, so its outcome stays unknown.
-fn never_sent(e: &ureq::Error) -> bool {
-    use std::io::ErrorKind;
-    match e {
-        ureq::Error::HostNotFound | ureq::Error::ConnectionFailed | ureq::Error::Tls(_) => true,
-        ureq::Error::Timeout(t) => matches!(t, ureq::Timeout::Resolve | ureq::Timeout::Connect),
-        ureq::Error::Io(io) => matches!(
-            io.kind(),
-            ErrorKind::ConnectionRefused
-                | ErrorKind::AddrNotAvailable
-                | ErrorKind::NetworkUnreachable
-                | ErrorKind::HostUnreachable
-                | ErrorKind::NetworkDown
-        ),
-        _ => false,
-    }
-}
-
-/// `coordinator_unavailable` (75) for a request that was never sent: "not applied", with
-/// `"applied": false` in the JSON envelope's error (scripts match on it).
-fn not_applied(e: &ureq::Error, base: &str) -> ClaimError {
-    let what = if matches!(e, ureq::Error::Tls(_)) { format!("TLS: {e}") } else { e.to_string() };
-    ClaimError::Remote {
-        code: ErrorCode::CoordinatorUnavailable,
-        message: format!("{base}: {what}; the request was not sent, so nothing was applied"),
-        hint: Some("start or reach the coordinator (check --coordinator, the network, TLS trust), then run the same command again".into()),
-        details: Some(serde_json::json!({"applied": false})),
     }
 }
 

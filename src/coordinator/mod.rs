@@ -9,6 +9,7 @@ pub mod client;
 pub mod limits;
 mod schemas;
 pub mod server;
+mod transport;
 pub mod verb;
 pub mod verbs;
 pub mod wire;

@@ -22,6 +22,7 @@ mod identity;
 mod master;
 mod metrics;
 mod netfs;
+mod newcomer;
 mod openapi;
 mod planes;
 mod pod_recovery;

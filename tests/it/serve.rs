@@ -1705,6 +1705,10 @@ fn parity_script(co: &Co) -> (Vec<Step>, Vec<(String, String)>) {
     let [ka, kb, kc, kd] = ["alice", "bob", "carol", "dave"].map(|who| co.key_of(who));
     // Enrollment is the admin's act over HTTP and the store owner's in-process.
     let mut names: Vec<(String, String)> = vec![
+        // Refused credentials and names not found name the coordinator that answered
+        // (issue 29): the one part of a message that must differ.
+        (format!("the embedded store at {}", co.store.display()), "<coordinator>".into()),
+        (co.url(), "<coordinator>".into()),
         (co.dir().display().to_string(), "<dir>".into()),
         (r#""actor": "admin""#.into(), r#""actor": "<enroller>""#.into()),
         (r#""actor": "local""#.into(), r#""actor": "<enroller>""#.into()),
