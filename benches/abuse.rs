@@ -42,7 +42,7 @@
 //! Run: `cargo bench --bench abuse`. Env: ABUSE_SECONDS (default 60), ABUSE_STORES
 //! (`sqlite,redis`), ABUSE_ATTACKS, ABUSE_CONNECTIONS, ABUSE_SOURCES, WRITERCTL_BIN (the
 //! server binary; default the one Cargo built), WRITERCTL_TEST_REDIS_URL /
-//! WRITERCTL_TEST_POSTGRES_URL. See docs/abuse.md.
+//! WRITERCTL_TEST_POSTGRES_URL. See docs/src/reference/abuse-bench.md.
 #![allow(clippy::disallowed_methods)]
 
 #[path = "support/live.rs"]

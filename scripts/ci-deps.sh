@@ -14,6 +14,7 @@
 #   bindfs, fuse3                 tests/it/netfs.rs: two "hosts" with their own client caches
 #   exfat-fuse, exfatprogs        tests/it/netfs.rs: a filesystem without hard links
 #   setcap (libcap2-bin)          tests that give the supervisor's helper a file capability
+#   mdbook (cargo install)        .ci/run's `mdbook build docs` (the book under docs/)
 #   nfs-ganesha(-vfs), nfs-common tests/it/netfs.rs's real NFS run; only where this kernel has
 #                                 an NFS client (otherwise that test skips with the reason and
 #                                 installing the server would only cost time)
@@ -65,4 +66,7 @@ if grep -qw -e nfs -e nfs4 /proc/filesystems 2>/dev/null || { have modprobe && $
   need ganesha.nfsd nfs-ganesha nfs-ganesha-vfs
   need mount.nfs nfs-common
 fi
+# The book's builder, pinned: a newer mdBook may change the HTML ids the link test
+# (tests/it/book.rs) reproduces.
+have mdbook || cargo install mdbook --locked --version 0.5.4
 echo "ci-deps: test tools present"

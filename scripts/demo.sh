@@ -4,10 +4,16 @@
 # -> verify -> writer B takes over after validating the proof -> B releases.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --quiet
-# Ask Cargo where it puts binaries: CARGO_TARGET_DIR (or build.target-dir) moves them.
-TARGET_DIR="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
-W="$TARGET_DIR/debug/writerctl"
+# Ask Cargo where the binary is instead of guessing: CARGO_TARGET_DIR, build.target-dir,
+# --target triples and profiles all move it. The build's JSON messages name the executable
+# of every bin artifact (diagnostics are still rendered, on stderr).
+W="$(cargo build --quiet --bin writerctl --message-format=json-render-diagnostics |
+  sed -n 's/^{"reason":"compiler-artifact".*"target":{"kind":\["bin"\][^}]*"name":"writerctl".*"executable":"\([^"]*\)".*/\1/p' |
+  tail -n 1)"
+if [ -z "$W" ] || [ ! -x "$W" ]; then
+  echo "demo: cargo built no writerctl binary it could name (got '$W')" >&2
+  exit 1
+fi
 R="$(mktemp -d "${TMPDIR:-/tmp}/writerctl-demo.XXXXXX")"
 HOLDERS=()
 trap 'kill "${HOLDERS[@]}" 2>/dev/null || true; rm -rf "$R"' EXIT
