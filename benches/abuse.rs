@@ -58,8 +58,8 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use writerctl::claim::api::CoordinatorApi;
 use writerctl::claim::engine::{Credentials, MasterRequest, Registered};
-use writerctl::claim::master::ControllerKey;
-use writerctl::claim::request::RequestId;
+use writerctl::claim::masters::ControllerKey;
+use writerctl::claim::requests::RequestId;
 use writerctl::claim::secret::Secret;
 use writerctl::coordinator::client::HttpCoordinator;
 

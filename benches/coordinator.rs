@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 use writerctl::claim::Coordinator;
 use writerctl::claim::clock::SystemClock;
 use writerctl::claim::engine::{Credentials, DEFAULT_FRESHNESS, MasterRequest};
-use writerctl::claim::master::ControllerKey;
-use writerctl::claim::store::sqlite::SqliteStore;
+use writerctl::claim::masters::ControllerKey;
+use writerctl::claim::stores::sqlite::SqliteStore;
 
 const PROCS: usize = 8;
 

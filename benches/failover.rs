@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 use writerctl::claim::ClaimError;
 use writerctl::claim::clock::SystemClock;
 use writerctl::claim::engine::{Coordinator, Credentials, MasterRequest, Registered};
-use writerctl::claim::master::ControllerKey;
-use writerctl::claim::store::redis_pg::{ConnectOptions, RedisPgStore};
+use writerctl::claim::masters::ControllerKey;
+use writerctl::claim::stores::redis_pg::{ConnectOptions, RedisPgStore};
 
 const CLIENTS: usize = 16;
 /// Load before the kill.

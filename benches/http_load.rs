@@ -25,8 +25,8 @@ use writerctl::claim::Coordinator;
 use writerctl::claim::api::CoordinatorApi;
 use writerctl::claim::clock::SystemClock;
 use writerctl::claim::engine::{Credentials, DEFAULT_FRESHNESS, MasterRequest};
-use writerctl::claim::master::ControllerKey;
-use writerctl::claim::store::Store;
+use writerctl::claim::masters::ControllerKey;
+use writerctl::claim::stores::Store;
 use writerctl::coordinator::client::HttpCoordinator;
 
 struct Figures {
@@ -236,9 +236,9 @@ fn main() {
     let pg_url = std::env::var("WRITERCTL_TEST_POSTGRES_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
     let ns = format!("bench_{}", std::process::id());
-    let redis_pg = writerctl::claim::store::redis_pg::RedisPgStore::connect(&redis_url, &pg_url, &ns);
+    let redis_pg = writerctl::claim::stores::redis_pg::RedisPgStore::connect(&redis_url, &pg_url, &ns);
     let sqlite: Arc<dyn Store> =
-        Arc::new(writerctl::claim::store::sqlite::SqliteStore::open(&tmp.path().join("bench.sqlite")).unwrap());
+        Arc::new(writerctl::claim::stores::sqlite::SqliteStore::open(&tmp.path().join("bench.sqlite")).unwrap());
     let sqlite_url = start(sqlite);
     let pg_server = match redis_pg {
         Ok(s) => {

@@ -33,9 +33,9 @@ use std::time::{Duration, Instant};
 use writerctl::claim::ClaimError;
 use writerctl::claim::api::CoordinatorApi;
 use writerctl::claim::engine::{Credentials, MasterRequest};
-use writerctl::claim::master::ControllerKey;
+use writerctl::claim::masters::ControllerKey;
 use writerctl::claim::secret::Secret;
-use writerctl::claim::work::{ClaimOutcome, TakeRequest};
+use writerctl::claim::work_claims::{ClaimOutcome, TakeRequest};
 use writerctl::coordinator::client::HttpCoordinator;
 
 use live::{Backing, metrics, pct, start_server, stop_server};

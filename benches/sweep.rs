@@ -21,10 +21,10 @@ use std::time::{Duration, Instant};
 use writerctl::claim::Coordinator;
 use writerctl::claim::clock::ManualClock;
 use writerctl::claim::model::{AuditEntry, Millis};
-use writerctl::claim::store::redis_pg::RedisPgStore;
-use writerctl::claim::store::sqlite::SqliteStore;
-use writerctl::claim::store::{ClaimWrite, Store};
-use writerctl::claim::work::{self, TakeRequest};
+use writerctl::claim::stores::redis_pg::RedisPgStore;
+use writerctl::claim::stores::sqlite::SqliteStore;
+use writerctl::claim::stores::{ClaimWrite, Store};
+use writerctl::claim::work_claims::{self as work, TakeRequest};
 
 const T0: Millis = 1_800_000_000_000;
 const M: Millis = 60_000;

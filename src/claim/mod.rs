@@ -53,9 +53,3 @@ pub mod work_claims;
 
 pub use engine::Coordinator;
 pub use error::ClaimError;
-
-// Old paths, kept until the issue-29 merge; the lead removes them.
-pub use masters as master;
-pub use requests as request;
-pub use stores as store;
-pub use work_claims as work;

@@ -68,7 +68,7 @@ const SECRET_ANSWER: &[C] = &[C::AnswerNotKept, C::AnswerNotDelivered];
 /// A new name a person could mistake for an existing one (TR39 skeleton).
 const NEW_NAME: &[C] = &[C::NameConfusable];
 
-/// Resolving a handoff or claim target against the master slot (`claim::master`).
+/// Resolving a handoff or claim target against the master slot (`claim::masters`).
 const TARGET: &[C] = &[C::TargetNotRegistered, C::TargetStale, C::TargetAmbiguous, C::StaleMaster];
 
 /// A work-claim write (`claim::engine::work`): take, touch and release share its checks.

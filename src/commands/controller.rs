@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 use writerctl::claim::ClaimError;
 use writerctl::claim::engine::Credentials;
-use writerctl::claim::master::ControllerKey;
+use writerctl::claim::masters::ControllerKey;
 use writerctl::claim::secret::Secret;
 
 use super::coord::{CoordArgs, RequestArgs, optional_secret, read_secret_file, rfc3339, session_token};

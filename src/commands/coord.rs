@@ -14,9 +14,9 @@ use writerctl::claim::Coordinator;
 use writerctl::claim::api::CoordinatorApi;
 use writerctl::claim::clock::SystemClock;
 use writerctl::claim::model::Millis;
-use writerctl::claim::request::RequestId;
+use writerctl::claim::requests::RequestId;
 use writerctl::claim::secret::Secret;
-use writerctl::claim::store::sqlite::SqliteStore;
+use writerctl::claim::stores::sqlite::SqliteStore;
 use writerctl::coordinator::client::{HttpCoordinator, cleartext_remote_host, is_http_url};
 use writerctl::error::ErrorCode;
 

@@ -58,7 +58,7 @@ fn event_line(e: &Event) -> String {
     let p = &e.payload;
     let s = |k: &str| p.get(k).and_then(|v| v.as_str()).unwrap_or("?").to_string();
     let mut line = format!("#{} {} {}", e.cursor, rfc3339(e.at), e.kind);
-    if e.kind == writerctl::claim::master::MASTER_PREEMPTED {
+    if e.kind == writerctl::claim::masters::MASTER_PREEMPTED {
         line.push_str(&format!(
             ": {} ({}) -> {} ({}), reason {}, epoch {}",
             s("previous_master_identity"),
@@ -71,7 +71,7 @@ fn event_line(e: &Event) -> String {
         if let Some(op) = p.get("by_operator").and_then(|v| v.as_str()) {
             line.push_str(&format!(", by operator {op}"));
         }
-    } else if e.kind == writerctl::claim::work::CLAIM_RELEASED {
+    } else if e.kind == writerctl::claim::work_claims::CLAIM_RELEASED {
         let to = p.get("to").and_then(|v| v.as_str()).map_or("open".to_string(), |d| format!("deputy {d}"));
         line.push_str(&format!(
             ": {}/{} from {} -> {to} ({}, v{}), next step: {}",

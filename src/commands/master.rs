@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 use writerctl::claim::api::CoordinatorApi;
 use writerctl::claim::engine::{MasterRequest, Status};
-use writerctl::claim::master::MasterOutcome;
+use writerctl::claim::masters::MasterOutcome;
 use writerctl::claim::model::MasterRef;
 
 use super::ExitStatus;

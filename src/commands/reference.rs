@@ -346,7 +346,7 @@ fn coordinator_metrics() -> Result<String> {
     use tower::ServiceExt;
     use writerctl::claim::Coordinator;
     use writerctl::claim::clock::SystemClock;
-    use writerctl::claim::store::sqlite::SqliteStore;
+    use writerctl::claim::stores::sqlite::SqliteStore;
 
     let dir = tempfile_dir()?;
     let store = SqliteStore::open(&dir.join("metrics.sqlite")).context("open a scratch store")?;

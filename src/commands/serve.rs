@@ -13,9 +13,9 @@ use writerctl::claim::Coordinator;
 use writerctl::claim::clock::{Clock, ScaledClock, SystemClock};
 use writerctl::claim::retention::{self, Retention};
 use writerctl::claim::secret::{self, Secret};
-use writerctl::claim::store::Store;
-use writerctl::claim::store::redis_pg::{self, ConnectOptions, QueueBounds, RedisPgStore};
-use writerctl::claim::store::sqlite::SqliteStore;
+use writerctl::claim::stores::Store;
+use writerctl::claim::stores::redis_pg::{self, ConnectOptions, QueueBounds, RedisPgStore};
+use writerctl::claim::stores::sqlite::SqliteStore;
 use writerctl::coordinator::limits::{
     DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_CONNECTIONS_PER_SOURCE, connection_cap, raise_nofile_limit,
 };

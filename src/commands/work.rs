@@ -5,7 +5,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use writerctl::claim::model::Millis;
-use writerctl::claim::work::{Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, SweepReport};
+use writerctl::claim::work_claims::{Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, SweepReport};
 use writerctl::coordinator::verb::Verb;
 use writerctl::coordinator::verbs::work as verbs;
 use writerctl::coordinator::wire::{ReleaseReq, TakeReq, TaskPath, TouchReq};
@@ -305,7 +305,7 @@ fn parse_time(s: &str) -> Result<Millis, String> {
 
 /// A number of minutes from 1 to a week (the coordinator's own bounds, said up front).
 fn minutes(s: &str) -> Result<u32, String> {
-    use writerctl::claim::work::MAX_MINUTES;
+    use writerctl::claim::work_claims::MAX_MINUTES;
     match s.parse::<u32>() {
         Ok(n) if (1..=MAX_MINUTES).contains(&n) => Ok(n),
         _ => Err(format!("{s:?} is not a number of minutes from 1 to {MAX_MINUTES}")),
@@ -561,7 +561,7 @@ pub fn run_focus(cmd: FocusCmd, out: Output) -> Result<()> {
             if let Some(asked) = o.capped_from {
                 out.note(&format!(
                     "note: --minutes {asked} was capped at {}",
-                    writerctl::claim::work::MAX_FOCUS_MINUTES
+                    writerctl::claim::work_claims::MAX_FOCUS_MINUTES
                 ));
             }
             Ok(())
@@ -648,7 +648,7 @@ mod tests {
             channel: "c".into(),
             task: "t".into(),
             owner: None,
-            status: writerctl::claim::work::ClaimStatus::Released,
+            status: writerctl::claim::work_claims::ClaimStatus::Released,
             version: 2,
             deputy: None,
             ttl_minutes: Some(5),

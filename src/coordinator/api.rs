@@ -10,10 +10,11 @@ use super::verb::{Caller, Origin, Verb};
 use super::verbs::{admin, master, work};
 use super::wire::*;
 use crate::claim::engine::{Credentials, IssuedKey, MasterRequest, Registered, Status};
-use crate::claim::master::{ControllerKey, MasterOutcome, Removed};
+use crate::claim::identities::Removed;
+use crate::claim::masters::{ControllerKey, MasterOutcome};
 use crate::claim::model::{AuditEntry, Controller, EnrolledIdentity, Event, Millis};
 use crate::claim::secret::Secret;
-use crate::claim::work::{
+use crate::claim::work_claims::{
     Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, FocusOutcome, ReleaseRequest, StewardReport, SweepReport,
     TakeRequest, TouchRequest,
 };

@@ -11,7 +11,7 @@ use super::transport::transport;
 use super::verb::{Auth, Method, Verb};
 use super::wire::REQUEST_ID_HEADER;
 use crate::claim::ClaimError;
-use crate::claim::request::RequestId;
+use crate::claim::requests::RequestId;
 use crate::claim::secret::Secret;
 use crate::error::ErrorCode;
 use crate::lockfile::paths::encode_uri_component as enc;
@@ -154,7 +154,7 @@ impl HttpCoordinator {
         bearer: Option<&Secret>,
     ) -> Result<V::Answer, ClaimError> {
         let url = self.url(&fill(V::PATH, path)?);
-        V::names(input).into_iter().try_for_each(|(what, v)| crate::claim::engine::validate_name(what, v))?;
+        V::names(input).into_iter().try_for_each(|(what, v)| crate::claim::names::validate_name(what, v))?;
         let bearer = match V::AUTH {
             Auth::Admin => Some(self.admin()?),
             _ => bearer,
@@ -207,7 +207,7 @@ fn fill(template: &str, path: &impl Serialize) -> Result<String, ClaimError> {
     for (name, value) in fields(path)? {
         let value = value.as_str().unwrap_or_default().to_string();
         let what = if name == "sid" { "session id" } else { name.as_str() };
-        crate::claim::engine::validate_name(what, &value)?;
+        crate::claim::names::validate_name(what, &value)?;
         out = out.replace(&format!("{{{name}}}"), &enc(&value));
     }
     Ok(out)

@@ -86,9 +86,10 @@ macro_rules! engine_schema {
     (@null null) => { true };
 }
 
-use crate::claim::master::{MasterOutcome, Removed};
+use crate::claim::identities::Removed;
+use crate::claim::masters::MasterOutcome;
 use crate::claim::model::{AuditEntry, Event, MasterRef};
-use crate::claim::work::{
+use crate::claim::work_claims::{
     Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, FocusOutcome, StewardItem, StewardReport, SweepAction,
     SweepReport,
 };

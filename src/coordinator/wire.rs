@@ -8,10 +8,10 @@ use utoipa::{IntoParams, ToSchema};
 use crate::claim::ClaimError;
 use crate::claim::engine::{ControllerView, Status};
 use crate::claim::model::{AuditEntry, Controller, Event, MasterRef, MasterSlot, Millis};
-use crate::claim::work::{ReleaseRequest, TakeRequest, TouchRequest};
+use crate::claim::work_claims::{ReleaseRequest, TakeRequest, TouchRequest};
 
 /// The header a write verb's request id travels in (`--request-id`; see
-/// [`crate::claim::request`]). Optional: a write without it is not kept for retries.
+/// [`crate::claim::requests`]). Optional: a write without it is not kept for retries.
 pub const REQUEST_ID_HEADER: &str = "idempotency-key";
 
 /// `POST /v1/projects/{project}/sessions`.
@@ -266,10 +266,10 @@ pub struct ChannelReq {
     pub channel: String,
     /// The identity that receives release doorbells and reads the SLA report.
     pub steward: String,
-    /// The SLA (default [`crate::claim::work::DEFAULT_SLA_MINUTES`]).
+    /// The SLA (default [`crate::claim::work_claims::DEFAULT_SLA_MINUTES`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sla_minutes: Option<u32>,
-    /// The TTL floor (default [`crate::claim::work::DEFAULT_TTL_FLOOR_MINUTES`]).
+    /// The TTL floor (default [`crate::claim::work_claims::DEFAULT_TTL_FLOOR_MINUTES`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_floor_minutes: Option<u32>,
 }

@@ -76,9 +76,10 @@ fn conforms(doc: &Value, schema: &Value, value: &Value, at: &str) {
 
 #[test]
 fn the_engine_types_serialize_as_their_schemas_say() {
-    use writerctl::claim::master::{MasterOutcome, Removed};
+    use writerctl::claim::identities::Removed;
+    use writerctl::claim::masters::MasterOutcome;
     use writerctl::claim::model::{AuditEntry, Event, MasterRef};
-    use writerctl::claim::work::*;
+    use writerctl::claim::work_claims::*;
     let doc = writerctl::coordinator::server::openapi();
     let m = MasterRef { identity: "alice".into(), session_id: "s1".into() };
     let row = ClaimRow {

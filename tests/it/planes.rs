@@ -18,9 +18,9 @@ use crate::throwaway::{PgCluster, SentinelSet, TestCa, program, redis_tls};
 use writerctl::claim::ClaimError;
 use writerctl::claim::clock::SystemClock;
 use writerctl::claim::engine::{Coordinator, Credentials, DEFAULT_FRESHNESS, MasterRequest, Registered};
-use writerctl::claim::master::ControllerKey;
-use writerctl::claim::store::Store;
-use writerctl::claim::store::redis_pg::{ConnectOptions, RedisPgStore};
+use writerctl::claim::masters::ControllerKey;
+use writerctl::claim::stores::Store;
+use writerctl::claim::stores::redis_pg::{ConnectOptions, RedisPgStore};
 
 // ---------------------------------------------------------------------------------------
 // helpers

@@ -17,11 +17,11 @@ use crate::services::{DEFAULT_POSTGRES, DEFAULT_REDIS, Ns, Proxy, counts, postgr
 use writerctl::claim::ClaimError;
 use writerctl::claim::clock::{ManualClock, SystemClock};
 use writerctl::claim::engine::{Coordinator, Credentials, DEFAULT_FRESHNESS, MasterRequest, Registered};
-use writerctl::claim::master::ControllerKey;
+use writerctl::claim::masters::ControllerKey;
 use writerctl::claim::model::{AuditEntry, Change, Controller, Snapshot};
 use writerctl::claim::secret::Secret;
-use writerctl::claim::store::redis_pg::RedisPgStore;
-use writerctl::claim::store::{Commit, Store};
+use writerctl::claim::stores::redis_pg::RedisPgStore;
+use writerctl::claim::stores::{Commit, Store};
 
 const PASSWORD: &str = "correct horse battery staple";
 const T0: i64 = 1_700_000_000_000;
@@ -305,7 +305,7 @@ fn cold_restore_from_postgres_keeps_epoch_and_version() {
 
     // A restore resumes each epoch EPOCH_RESTORE_GAP above Postgres's: an epoch Redis handed
     // out before losing its data (and Postgres never saw) is never handed out again.
-    const G: u64 = writerctl::claim::store::redis_pg::EPOCH_RESTORE_GAP;
+    const G: u64 = writerctl::claim::stores::redis_pg::EPOCH_RESTORE_GAP;
     let bumped = |mut s: writerctl::claim::model::Snapshot| {
         s.slot.epoch += G;
         s

@@ -16,12 +16,12 @@ use sha2::{Digest, Sha512};
 use writerctl::claim::ClaimError;
 use writerctl::claim::clock::ManualClock;
 use writerctl::claim::engine::{Coordinator, Credentials, DEFAULT_FRESHNESS, MasterRequest, Registered};
-use writerctl::claim::master::ControllerKey;
-use writerctl::claim::request::RequestId;
+use writerctl::claim::masters::ControllerKey;
+use writerctl::claim::requests::RequestId;
 use writerctl::claim::retention::Retention;
 use writerctl::claim::secret::Secret;
-use writerctl::claim::store::sqlite::SqliteStore;
-use writerctl::claim::work::TakeRequest;
+use writerctl::claim::stores::sqlite::SqliteStore;
+use writerctl::claim::work_claims::TakeRequest;
 use writerctl::error::ErrorCode;
 
 use crate::master::{Co, PROJECT, err_doc, ok_doc, s};
@@ -455,7 +455,7 @@ fn redis_pg_kept_answers_expire_by_themselves() {
     let keys: Vec<String> = redis::cmd("KEYS").arg(format!("{{{}}}:req:*", ns.name)).query(&mut redis).unwrap();
     assert_eq!(keys.len(), 1, "{keys:?}");
     let ttl: i64 = redis::cmd("PTTL").arg(&keys[0]).query(&mut redis).unwrap();
-    let window = i64::try_from(writerctl::claim::request::REQUEST_TTL.as_millis()).unwrap();
+    let window = i64::try_from(writerctl::claim::requests::REQUEST_TTL.as_millis()).unwrap();
     assert!(ttl > 0 && ttl <= window, "a kept answer carries a TTL: {ttl}");
     c.add_operator_as("ops", &Secret::new("pw".into()), "test").unwrap();
     assert_eq!(c.store().purge_requests(i64::MAX).unwrap(), 0, "operator add without an id keeps nothing");

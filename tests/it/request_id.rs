@@ -16,8 +16,8 @@ use serde_json::Value;
 use writerctl::claim::ClaimError;
 use writerctl::claim::clock::Clock;
 use writerctl::claim::model::{AuditEntry, Change, Controller};
-use writerctl::claim::request::{KeptAnswer, RequestRecord};
-use writerctl::claim::store::{Commit, Store};
+use writerctl::claim::requests::{KeptAnswer, RequestRecord};
+use writerctl::claim::stores::{Commit, Store};
 
 use crate::master::{Co, Ctl, PROJECT, err_doc, ok_doc, s};
 use crate::serve::Deployment;
@@ -229,7 +229,7 @@ fn one_write_per_kept_request(store: &dyn Store, check_expiry: bool) {
 #[test]
 fn sqlite_keeps_one_write_per_request() {
     let dir = tempfile::tempdir().unwrap();
-    let store = writerctl::claim::store::sqlite::SqliteStore::open(&dir.path().join("c.sqlite")).unwrap();
+    let store = writerctl::claim::stores::sqlite::SqliteStore::open(&dir.path().join("c.sqlite")).unwrap();
     one_write_per_kept_request(&store, true);
 }
 

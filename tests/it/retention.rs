@@ -19,13 +19,13 @@ use writerctl::claim::Coordinator;
 use writerctl::claim::clock::ManualClock;
 use writerctl::claim::engine::{Credentials, DEFAULT_FRESHNESS};
 use writerctl::claim::error::ClaimError;
-use writerctl::claim::master::ControllerKey;
+use writerctl::claim::masters::ControllerKey;
 use writerctl::claim::model::{AuditEntry, Change, Millis, NewEvent};
 use writerctl::claim::retention::Cutoffs;
 use writerctl::claim::secret::Secret;
-use writerctl::claim::store::redis_pg::RedisPgStore;
-use writerctl::claim::store::{Commit, Store};
-use writerctl::claim::work::{TakeRequest, TouchRequest};
+use writerctl::claim::stores::redis_pg::RedisPgStore;
+use writerctl::claim::stores::{Commit, Store};
+use writerctl::claim::work_claims::{TakeRequest, TouchRequest};
 
 const T0: Millis = 1_800_000_000_000;
 const DAY: Millis = 24 * 3600 * 1000;

@@ -886,7 +886,7 @@ fn postgres_outage_under_load_logs_a_few_lines_and_drains_after() {
     println!("postgres log lines during the outage: {} ({outage_secs} s)", lines.len());
 
     // Postgres equals Redis.
-    use writerctl::claim::store::Store as _;
+    use writerctl::claim::stores::Store as _;
     let ns = d.ns();
     let redis_side = ns.store().snapshot(PROJECT).unwrap();
     assert_eq!(ns.pg_controllers(PROJECT), redis_side.controllers);
@@ -913,7 +913,7 @@ fn cold_restore_after_redis_flush() {
     let mut before = timeless(co.assert_master(Some(&carol), 3));
     // A restore resumes the epoch far above Postgres's (an epoch Redis handed out but
     // Postgres never saw must not be handed out again); everything else comes back as is.
-    let e = 3 + writerctl::claim::store::redis_pg::EPOCH_RESTORE_GAP;
+    let e = 3 + writerctl::claim::stores::redis_pg::EPOCH_RESTORE_GAP;
     before["master"]["epoch"] = json!(e);
     let old_cursor = co.events("bob")[0]["cursor"].as_u64().unwrap();
     let url = d.url(30);

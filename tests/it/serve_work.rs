@@ -23,11 +23,11 @@ use writerctl::claim::Coordinator;
 use writerctl::claim::api::CoordinatorApi;
 use writerctl::claim::clock::{Clock, ManualClock, SystemClock};
 use writerctl::claim::engine::Credentials;
-use writerctl::claim::master::ControllerKey;
+use writerctl::claim::masters::ControllerKey;
 use writerctl::claim::secret::Secret;
-use writerctl::claim::store::Store;
-use writerctl::claim::store::sqlite::SqliteStore;
-use writerctl::claim::work::{
+use writerctl::claim::stores::Store;
+use writerctl::claim::stores::sqlite::SqliteStore;
+use writerctl::claim::work_claims::{
     CLAIM_RELEASED, ClaimOutcome, ClaimRow, ClaimStatus, FocusLease, MAX_FOCUS_MINUTES, ReleaseRequest, TakeRequest,
     TouchRequest,
 };

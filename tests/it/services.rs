@@ -16,7 +16,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use writerctl::claim::model::Controller;
-use writerctl::claim::store::redis_pg::RedisPgStore;
+use writerctl::claim::stores::redis_pg::RedisPgStore;
 
 pub(crate) const DEFAULT_REDIS: &str = "redis://127.0.0.1:6379";
 pub(crate) const DEFAULT_POSTGRES: &str = "postgres://postgres@127.0.0.1:5432/test";

@@ -17,12 +17,12 @@ use crate::serve::{Server, http_get, metric};
 use crate::services::{Ns, Proxy, postgres_addr, redis_via, wait_until};
 use writerctl::claim::clock::ManualClock;
 use writerctl::claim::engine::{Coordinator, Credentials, DEFAULT_FRESHNESS, MasterRequest};
-use writerctl::claim::master::ControllerKey;
+use writerctl::claim::masters::ControllerKey;
 use writerctl::claim::model::{AuditEntry, Millis, NewEvent};
-use writerctl::claim::store::redis_pg::{HISTORY_KEEP, QueueBounds, RedisPgStore};
-use writerctl::claim::store::sqlite::SqliteStore;
-use writerctl::claim::store::{ClaimWrite, Commit, Store, WorkStore};
-use writerctl::claim::work::{self, ClaimRow, TakeRequest, TouchRequest};
+use writerctl::claim::stores::redis_pg::{HISTORY_KEEP, QueueBounds, RedisPgStore};
+use writerctl::claim::stores::sqlite::SqliteStore;
+use writerctl::claim::stores::{ClaimWrite, Commit, Store, WorkStore};
+use writerctl::claim::work_claims::{self as work, ClaimRow, TakeRequest, TouchRequest};
 
 const T0: Millis = 1_800_000_000_000;
 

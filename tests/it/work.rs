@@ -16,12 +16,12 @@ use writerctl::claim::api::CoordinatorApi;
 use writerctl::claim::clock::{Clock, ManualClock};
 use writerctl::claim::engine::Credentials;
 use writerctl::claim::error::ClaimError;
-use writerctl::claim::master::ControllerKey;
+use writerctl::claim::masters::ControllerKey;
 use writerctl::claim::model::Millis;
 use writerctl::claim::secret::Secret;
-use writerctl::claim::store::Store;
-use writerctl::claim::store::sqlite::SqliteStore;
-use writerctl::claim::work::{
+use writerctl::claim::stores::Store;
+use writerctl::claim::stores::sqlite::SqliteStore;
+use writerctl::claim::work_claims::{
     CLAIM_RELEASED, ClaimOutcome, ClaimRow, ClaimStatus, FocusLease, FocusOutcome, MAX_FOCUS_MINUTES, ReleaseRequest,
     TakeRequest, TouchRequest,
 };
@@ -148,7 +148,7 @@ impl Backend {
         self.clock.advance(minutes * M);
     }
 
-    fn sweep(&self) -> writerctl::claim::work::SweepReport {
+    fn sweep(&self) -> writerctl::claim::work_claims::SweepReport {
         self.coord.sweep(P, None, false).unwrap()
     }
 
@@ -904,7 +904,7 @@ fn load_due(b: &Backend, n: usize) {
             let req = take_req(&format!("t{i:05}"), "alice", Some("bob"), Some(5), Some("go"));
             crate::work_store::write(
                 0,
-                writerctl::claim::work::take(None, &ch, &req, T0).unwrap().claim,
+                writerctl::claim::work_claims::take(None, &ch, &req, T0).unwrap().claim,
                 "take",
                 vec![],
             )
@@ -917,7 +917,7 @@ fn load_due(b: &Backend, n: usize) {
                 .write_claims(chunk)
                 .unwrap()
                 .iter()
-                .all(|c| matches!(c, writerctl::claim::store::Commit::Done(1)))
+                .all(|c| matches!(c, writerctl::claim::stores::Commit::Done(1)))
         );
     }
 }
@@ -976,7 +976,7 @@ fn two_sweepers_at_once_release_each_claim_once() {
         load_due(&b, RACE_CLAIMS);
         b.advance(5);
         let barrier = Barrier::new(2);
-        let reports: Vec<writerctl::claim::work::SweepReport> = std::thread::scope(|s| {
+        let reports: Vec<writerctl::claim::work_claims::SweepReport> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..2)
                 .map(|_| {
                     let c = coordinator((b.reopen)(), &b.clock);

@@ -15,10 +15,12 @@ use serde_json::json;
 use crate::services::{Ns, Proxy, counts, postgres_addr};
 use writerctl::claim::error::ClaimError;
 use writerctl::claim::model::{AuditEntry, Millis, NewEvent};
-use writerctl::claim::store::redis_pg::{EPOCH_RESTORE_GAP, RedisPgStore};
-use writerctl::claim::store::sqlite::SqliteStore;
-use writerctl::claim::store::{ClaimWrite, Commit, Store, WorkStore};
-use writerctl::claim::work::{self, Channel, ClaimRow, ClaimStatus, ClaimStep, FocusLease, TakeRequest, TouchRequest};
+use writerctl::claim::stores::redis_pg::{EPOCH_RESTORE_GAP, RedisPgStore};
+use writerctl::claim::stores::sqlite::SqliteStore;
+use writerctl::claim::stores::{ClaimWrite, Commit, Store, WorkStore};
+use writerctl::claim::work_claims::{
+    self as work, Channel, ClaimRow, ClaimStatus, ClaimStep, FocusLease, TakeRequest, TouchRequest,
+};
 
 const T0: Millis = 1_800_000_000_000;
 const M: Millis = 60_000;

@@ -26,9 +26,6 @@ mod work;
 pub use identities::IssuedKey;
 pub use work::{SWEEP_BATCH, SWEEP_LIMIT, SweepAll};
 
-// Old paths, kept until the issue-29 merge; the lead removes them.
-pub use super::names::{MAX_NAME, name_skeleton, validate_name, validate_single_script};
-
 /// Seed 000's default heartbeat freshness for target resolution.
 pub const DEFAULT_FRESHNESS: Duration = Duration::from_secs(30);
 

@@ -11,10 +11,6 @@ use super::model::{Change, Controller, MasterRef, MasterSlot, Millis, NewEvent, 
 use super::names;
 use super::secret::token_hash_matches;
 
-// Old paths, kept until the issue-29 merge; the lead removes them.
-pub use super::identities::{Removed, enroll, proves_identity, remove_identity, rotate_key};
-pub use super::names::refuse_confusable_identity;
-
 /// The seed's signal kind; reused, never `MasterChanged` (seed 000 §Signal contract).
 pub const MASTER_PREEMPTED: &str = "MasterPreempted";
 

@@ -15,7 +15,7 @@ use axum::routing::{get, post};
 use serde::Serialize;
 
 use super::app::{App, MAX_LONG_POLL, Shared, VERIFICATION_QUEUE_LIMIT};
-use crate::claim::request::RequestId;
+use crate::claim::requests::RequestId;
 use crate::claim::secret::{self, Secret};
 use crate::claim::{ClaimError, Coordinator};
 use crate::coordinator::limits::source_key;

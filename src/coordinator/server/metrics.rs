@@ -200,8 +200,8 @@ pub(super) async fn metrics(State(app): State<Shared>) -> Response {
     // when the first scrape fails, a reminder at most once a minute, an INFO when a scrape
     // succeeds again (issue 28's drill found a WARN per scrape). Process-wide: one server
     // per process; a second router in one process (tests) shares the episode.
-    static STORE_DOWN: crate::claim::store::Episode =
-        crate::claim::store::Episode::new("metrics: the store does not answer; store series are left out of /metrics");
+    static STORE_DOWN: crate::claim::stores::Episode =
+        crate::claim::stores::Episode::new("metrics: the store does not answer; store series are left out of /metrics");
     let mut failure: Option<String> = None;
     let mut out = String::new();
     let m = app.metrics.lock().unwrap_or_else(|p| p.into_inner()).clone();

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use super::app::Shared;
 use super::handler::error_response;
 use crate::claim::ClaimError;
-use crate::claim::store::Backlog;
+use crate::claim::stores::Backlog;
 use std::time::Duration;
 
 /// `/livez`: the process serves HTTP. Touches no store, so a store outage never gets a

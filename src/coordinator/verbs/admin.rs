@@ -5,7 +5,7 @@ use crate::coordinator::wire::*;
 
 json_input!(IdentityReq);
 query_input!(InboxQuery, AuditQuery);
-answers!(InboxResp, IssuedKeyResp, IdentitiesResp, AuditResp, crate::claim::master::Removed);
+answers!(InboxResp, IssuedKeyResp, IdentitiesResp, AuditResp, crate::claim::identities::Removed);
 
 /// Where a refused admin token for an identity verb is audited.
 fn scope(project: &str, identity: &str) -> (String, Option<String>) {
@@ -77,7 +77,7 @@ verb! {
 verb! {
     /// Remove an identity: its key is refused and its sessions deregistered (`identity remove`).
     RemoveIdentity = "identity.remove" as "removeIdentity": Post "/v1/projects/{project}/identities/{identity}/remove", auth Admin, write true;
-    (IdentityPath, NoBody) -> crate::claim::master::Removed;
+    (IdentityPath, NoBody) -> crate::claim::identities::Removed;
     apply |c, path, _, caller| { caller.as_admin(c, |c| c.remove_identity(&path.project, &path.identity, caller.actor())) }
     fn admin_scope(path: &IdentityPath, _b: &NoBody) -> (String, Option<String>) {
         scope(&path.project, &path.identity)

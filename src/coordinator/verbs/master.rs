@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::claim::engine::{Credentials, MasterRequest};
-use crate::claim::master::{ControllerKey, MasterOutcome};
+use crate::claim::masters::{ControllerKey, MasterOutcome};
 use crate::claim::secret::Secret;
 use crate::coordinator::verb::{Origin, Rate, answers, json_input, query_input, verb};
 use crate::coordinator::wire::*;

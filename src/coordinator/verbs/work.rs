@@ -1,6 +1,6 @@
 //! Work claims (seed 002): channels, claims, sweeps, focus leases, the steward report.
 
-use crate::claim::work::{
+use crate::claim::work_claims::{
     Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, FocusOutcome, StewardReport, SweepReport,
 };
 use crate::coordinator::verb::{Rate, answers, json_input, query_input, verb};
