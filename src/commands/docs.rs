@@ -103,6 +103,10 @@ fn lockfile_environment_section(command: &str) -> String {
             "WRITERCTL_ALLOW_FILESYSTEM=TYPE[,TYPE]",
             "run on a filesystem type that is refused with filesystem_unsupported (types as /proc/self/mountinfo names them: nfs, nfs4, fuse.sshfs, fuse.juicefs, ...), with every defence on. A filesystem without hard links is never allowed",
         ),
+        (
+            "WRITERCTL_TRUSTED_GROUPS=G[,G]",
+            "group names or ids (config key trusted_groups) whose group-writable lock, R/tmp and transcript directories are trusted: the Kubernetes fsGroup. World-writable stays refused; an unknown name is an error",
+        ),
     ];
     if command == "run" {
         vars.push((

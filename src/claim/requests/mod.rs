@@ -6,18 +6,18 @@
 //! A write verb may carry a [`RequestId`] (the CLI always makes one; `--request-id` lets a
 //! script choose it). The engine, before acting:
 //!
-//! 1. [`Pending::new`] derives the record's key from (project, verb, actor, id) — the actor
+//! 1. `Pending::new` derives the record's key from (project, verb, actor, id) — the actor
 //!    is the caller the audit row names (`session:<id>`, `seat:<identity>`,
 //!    `operator:<id>`, ...), so two callers that choose the same id never meet — a
 //!    fingerprint of the whole request (a SHA-256, including the digest of any token it
 //!    presented), and, when the request presented a credential (a session token, an
 //!    identity key, the admin token), a **seal key** derived from that credential's plaintext
-//!    and the record key ([`seal_key`]);
-//! 2. the engine asks the store for a record under [`Pending::record_key`] and keeps it
+//!    and the record key (`seal_key`);
+//! 2. the engine asks the store for a record under `Pending::record_key` and keeps it
 //!    unopened: nothing about it reaches the caller yet;
 //! 3. found, the engine answers it as a *replay* ([`crate::claim::engine`]): it first checks
 //!    the caller's proof against current state exactly as a fresh request would (the seat's
-//!    token, the identity's key, the session), then [`Pending::open`]s the record — a
+//!    token, the identity's key, the session), then `Pending::open`s the record — a
 //!    record sealed under another credential does not open and is refused with the verb's
 //!    own `unauthorized` refusal — then compares fingerprints (a mismatch, an id reused for
 //!    a different request, is `invalid_argument`, told only to a caller who proved it is the
@@ -44,7 +44,7 @@
 //! expired) are sealed under different keys or nonces and say nothing about each other. A
 //! request that presented no credential (open registration, the embedded store's `identity
 //! add`) has nothing to derive a key from: its answer is kept without the secret
-//! ([`Pending::can_keep_secrets`]), and its replay answers `answer_not_kept` (the write was
+//! (`Pending::can_keep_secrets`), and its replay answers `answer_not_kept` (the write was
 //! applied; rotate or register again).
 //!
 //! Only successes are kept: a refused verb leaves nothing and its retry decides again.

@@ -7,11 +7,11 @@
 //! touch all of them even on a cluster)
 //!
 //! * `{ns}:p:<project>:head` — hash: `version`, `epoch`, `master_session_id`, `master_identity`
-//! * `{ns}:p:<project>:ctl` — hash: session id → [`Controller`] JSON
+//! * `{ns}:p:<project>:ctl` — hash: session id → `Controller` JSON
 //! * `{ns}:p:<project>:inbox:<identity>` — stream; entry id `0-<cursor>`, fields `at`, `kind`,
 //!   `payload` and, when addressed to one session, `session`
 //! * `{ns}:inbox_trims` — hash: inbox key → the highest cursor retention removed from it (its
-//!   trim mark; see [`retention`])
+//!   trim mark; see `retention`)
 //! * `{ns}:cursor` — the event cursor counter (one sequence for every inbox)
 //! * `{ns}:pgq` — the durable queue of Postgres writes, bounded ([`QueueBounds`]);
 //!   `{ns}:pgq:bytes` — the bytes it holds; `{ns}:pgq:dead` — entries Postgres refused for
@@ -23,7 +23,7 @@
 //!   JSON (the row carries its own compare-and-set `version`)
 //! * `{ns}:p:<project>:hist:<channel>:<task>` — list of
 //!   [`ClaimStep`](crate::claim::work_claims::ClaimStep) JSON, oldest first: the newest
-//!   [`HISTORY_KEEP`](work::HISTORY_KEEP) steps (Postgres keeps them all)
+//!   [`HISTORY_KEEP`] steps (Postgres keeps them all)
 //! * `{ns}:p:<project>:due` — sorted set: `<channel>:<task>` (both escaped) scored by
 //!   [`ClaimRow::due_at`](crate::claim::work_claims::ClaimRow::due_at); rows that are not due leave it
 //! * `{ns}:due_projects` — set of the projects whose `due` set is not empty (the sweeper's list)
