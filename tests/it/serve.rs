@@ -2131,15 +2131,21 @@ fn canonical(v: &Value) -> Value {
                             a.sort_by_key(|e| e.to_string());
                             Value::Array(a)
                         }
-                        // "dave has 2 fresh controllers: <sid:a>, <sid:b>"
-                        ("message", Value::String(m)) => match m.rsplit_once(": ") {
-                            Some((head, list)) if list.starts_with("<sid:") => {
-                                let mut ids: Vec<&str> = list.split(", ").collect();
-                                ids.sort();
-                                Value::String(format!("{head}: {}", ids.join(", ")))
+                        // "dave has 2 fresh controllers: <sid:a>, <sid:b> (coordinator: <coordinator>)"
+                        ("message", Value::String(m)) => {
+                            let (text, asked) = match m.rfind(" (coordinator: ") {
+                                Some(i) => (&m[..i], &m[i..]),
+                                None => (m.as_str(), ""),
+                            };
+                            match text.rsplit_once(": ") {
+                                Some((head, list)) if list.starts_with("<sid:") => {
+                                    let mut ids: Vec<&str> = list.split(", ").collect();
+                                    ids.sort();
+                                    Value::String(format!("{head}: {}{asked}", ids.join(", ")))
+                                }
+                                _ => Value::String(m),
                             }
-                            _ => Value::String(m),
-                        },
+                        }
                         (_, x) => x,
                     };
                     (k.clone(), x)
