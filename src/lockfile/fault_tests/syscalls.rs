@@ -19,6 +19,23 @@ fn takeover_fails_back_to_seal(fx: &Fx, sealed: &[u8], fp: &str) {
     assert_eq!(fx.snap(), fx.only_l(sealed), "{fp}: exact sealed L, no claim/retired");
 }
 
+/// Arms failpoint `fp` with `arm` on a fresh active lock; the seal fails back to it and a
+/// retry then seals.
+fn seal_fails_back_then_retries(arm: fn(&'static str), fp: &'static str) {
+    let fx = Fx::active();
+    arm(fp);
+    seal_fails_back_to_active(&fx, fp);
+    fx.retry_seal_succeeds();
+}
+
+/// The takeover variant of [`seal_fails_back_then_retries`], on a fresh seal.
+fn takeover_fails_back_then_retries(arm: fn(&'static str), fp: &'static str) {
+    let (fx, sealed) = Fx::sealed();
+    arm(fp);
+    takeover_fails_back_to_seal(&fx, &sealed, fp);
+    fx.retry_takeover_succeeds();
+}
+
 /// Fails failpoint `fp` (a rollback point) after arming the rollback's unlink of L to fail.
 fn failing_rollback_unlink(fp: &'static str, when: When) {
     set_hook(fp, move || {
@@ -77,10 +94,7 @@ fn arm_takeover_syscall(fx: &Fx, what: &str, when: When) {
 #[test]
 fn seal_error_before_the_primary_moves_keeps_the_exact_active_lock_and_drops_the_claim() {
     for fp in ["seal.after_claim", "transition.before_rename"] {
-        let fx = Fx::active();
-        failing_hook(fp);
-        seal_fails_back_to_active(&fx, fp);
-        fx.retry_seal_succeeds();
+        seal_fails_back_then_retries(failing_hook, fp);
     }
 }
 
@@ -88,18 +102,12 @@ fn seal_error_before_the_primary_moves_keeps_the_exact_active_lock_and_drops_the
 fn seal_error_after_the_rename_restores_the_exact_active_lock() {
     // The primary path is in its gap (L missing): the failure goes through the same restore
     // as a failed link (§5.7 step 3), so the exact predecessor is back and the claim gone.
-    let fx = Fx::active();
-    failing_hook("transition.after_rename");
-    seal_fails_back_to_active(&fx, "transition.after_rename");
-    fx.retry_seal_succeeds();
+    seal_fails_back_then_retries(failing_hook, "transition.after_rename");
 }
 
 #[test]
 fn seal_error_before_the_link_restores_the_predecessor_when_the_restore_link_works() {
-    let fx = Fx::active();
-    failing_once("transition.before_link");
-    seal_fails_back_to_active(&fx, "transition.before_link");
-    fx.retry_seal_succeeds();
+    seal_fails_back_then_retries(failing_once, "transition.before_link");
 }
 
 #[test]
@@ -115,20 +123,14 @@ fn seal_error_before_every_link_retains_the_claim_when_the_restore_fails_too() {
 #[test]
 fn seal_error_after_commit_rolls_back_to_the_exact_active_lock() {
     for fp in ["transition.after_link", "seal.after_transition"] {
-        let fx = Fx::active();
-        failing_hook(fp);
-        seal_fails_back_to_active(&fx, fp);
-        fx.retry_seal_succeeds();
+        seal_fails_back_then_retries(failing_hook, fp);
     }
 }
 
 #[test]
 fn takeover_error_before_the_primary_moves_keeps_the_exact_seal_and_drops_the_claim() {
     for fp in ["takeover.after_claim", "transition.before_rename"] {
-        let (fx, sealed) = Fx::sealed();
-        failing_hook(fp);
-        takeover_fails_back_to_seal(&fx, &sealed, fp);
-        fx.retry_takeover_succeeds();
+        takeover_fails_back_then_retries(failing_hook, fp);
     }
 }
 
@@ -141,10 +143,7 @@ fn takeover_error_after_the_rename_restores_the_seal() {
 
 #[test]
 fn takeover_error_before_the_link_restores_the_seal_when_the_restore_link_works() {
-    let (fx, sealed) = Fx::sealed();
-    failing_once("transition.before_link");
-    takeover_fails_back_to_seal(&fx, &sealed, "transition.before_link");
-    fx.retry_takeover_succeeds();
+    takeover_fails_back_then_retries(failing_once, "transition.before_link");
 }
 
 #[test]
@@ -162,10 +161,7 @@ fn takeover_error_before_every_link_retains_the_claim_when_the_restore_fails_too
 #[test]
 fn takeover_error_after_commit_rolls_back_to_the_exact_seal() {
     for fp in ["transition.after_link", "takeover.after_transition"] {
-        let (fx, sealed) = Fx::sealed();
-        failing_hook(fp);
-        takeover_fails_back_to_seal(&fx, &sealed, fp);
-        fx.retry_takeover_succeeds();
+        takeover_fails_back_then_retries(failing_hook, fp);
     }
 }
 
