@@ -176,7 +176,7 @@ mod tests {
         for c in codes_in_code_fn("lockfile/error.rs") {
             assert!(LOCK.contains(&c) || GATE.contains(&c), "LOCK lacks {c}, which LockError::code() gives");
         }
-        for c in codes_in_code_fn("supervisor/mod.rs") {
+        for c in codes_in_code_fn("supervisor/error.rs") {
             assert!(SUPERVISOR.contains(&c) || LOCK.contains(&c), "SUPERVISOR lacks {c}, which RunError gives");
         }
         for c in codes_in_code_fn("lockfile/metrics.rs") {
