@@ -394,6 +394,10 @@ fn claim_line(r: &ClaimRow) -> String {
     line
 }
 
+fn print_claim(out: Output, row: &ClaimRow) -> Result<()> {
+    if out.json { Ok(out.json(&claim_json(row))?) } else { Ok(out.line(&claim_line(row))?) }
+}
+
 fn print_outcome(out: Output, o: &ClaimOutcome) -> Result<()> {
     if out.json {
         return Ok(out.json(&outcome_json(o))?);
@@ -463,11 +467,11 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
                 next_step: a.next_step,
             };
             let row = w.write::<verbs::ReleaseClaim>(body)?;
-            if out.json { Ok(out.json(&claim_json(&row))?) } else { Ok(out.line(&claim_line(&row))?) }
+            print_claim(out, &row)
         }
         ClaimCmd::Show(a) => {
             let row = a.at.coord.open()?.show_claim(&a.at.project, &a.at.channel, &a.task)?;
-            if out.json { Ok(out.json(&claim_json(&row))?) } else { Ok(out.line(&claim_line(&row))?) }
+            print_claim(out, &row)
         }
         ClaimCmd::History(a) => {
             let steps = a.at.coord.open()?.claim_history(&a.at.project, &a.at.channel, &a.task)?;
