@@ -10,7 +10,7 @@ use writerctl::claim::engine::Credentials;
 use writerctl::claim::masters::ControllerKey;
 use writerctl::claim::secret::Secret;
 
-use super::coord::{CoordArgs, RequestArgs, optional_secret, read_secret_file, rfc3339, session_token};
+use super::coord::{WriteArgs, optional_secret, read_secret_file, rfc3339, session_token};
 use super::output::Output;
 use super::session::TokenFile;
 
@@ -48,9 +48,7 @@ pub enum SessionCmd {
 #[derive(Debug, Args)]
 pub struct RegisterArgs {
     #[command(flatten)]
-    pub coord: CoordArgs,
-    #[command(flatten)]
-    pub request: RequestArgs,
+    pub write: WriteArgs,
     /// Project id.
     #[arg(long, value_name = "P")]
     pub project: String,
@@ -83,9 +81,7 @@ pub struct RegisterArgs {
 #[derive(Debug, Args)]
 pub struct SessionRefArgs {
     #[command(flatten)]
-    pub coord: CoordArgs,
-    #[command(flatten)]
-    pub request: RequestArgs,
+    pub write: WriteArgs,
     /// Project id.
     #[arg(long, value_name = "P")]
     pub project: String,
@@ -158,7 +154,7 @@ pub fn run(cmd: SessionCmd, out: Output) -> Result<()> {
         SessionCmd::Register(a) => register(a, out),
         SessionCmd::Heartbeat(a) => {
             let token = session_token(a.token_file.as_deref())?;
-            let row = a.coord.open_write(&a.request)?.heartbeat(&a.project, &a.session, &token)?;
+            let row = a.write.open()?.heartbeat(&a.project, &a.session, &token)?;
             if out.json {
                 out.json(&serde_json::json!({
                     "session_id": row.session_id, "is_master": row.is_master, "last_heartbeat": rfc3339(row.last_heartbeat)
@@ -170,7 +166,7 @@ pub fn run(cmd: SessionCmd, out: Output) -> Result<()> {
         }
         SessionCmd::Deregister(a) => {
             let token = session_token(a.token_file.as_deref())?;
-            let (was_master, epoch) = a.coord.open_write(&a.request)?.deregister(&a.project, &a.session, &token)?;
+            let (was_master, epoch) = a.write.open()?.deregister(&a.project, &a.session, &token)?;
             if out.json {
                 out.json(&serde_json::json!({
                     "session_id": a.session, "deregistered": true, "was_master": was_master, "epoch": epoch
@@ -214,8 +210,8 @@ fn register(a: RegisterArgs, out: Output) -> Result<()> {
     };
     let identity_key = optional_secret(a.identity_key_file.as_deref(), "WRITERCTL_IDENTITY_KEY", "identity key")?;
     let credentials = Credentials { identity_key: identity_key.as_ref(), token: previous.as_ref() };
-    let (request, request_id) = a.request.pinned()?;
-    let reg = match a.coord.open_write(&request).and_then(|c| Ok(c.register(&a.project, &key, credentials)?)) {
+    let (request, request_id) = a.write.request.pinned()?;
+    let reg = match a.write.coord.open_write(&request).and_then(|c| Ok(c.register(&a.project, &key, credentials)?)) {
         Ok(r) => r,
         Err(e) => {
             if let Some(t) = token_out.take() {

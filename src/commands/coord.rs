@@ -45,6 +45,22 @@ pub struct CoordArgs {
     pub allow_insecure_http: bool,
 }
 
+/// A write verb's coordinator and request id, flattened in that order.
+#[derive(Debug, Args)]
+pub struct WriteArgs {
+    #[command(flatten)]
+    pub coord: CoordArgs,
+    #[command(flatten)]
+    pub request: RequestArgs,
+}
+
+impl WriteArgs {
+    /// The coordinator, opened for a write under this request id.
+    pub fn open(&self) -> Result<Box<dyn CoordinatorApi>> {
+        self.coord.open_write(&self.request)
+    }
+}
+
 /// The request id of a write verb (`--request-id`).
 #[derive(Debug, Args)]
 pub struct RequestArgs {

@@ -11,7 +11,7 @@ use writerctl::claim::masters::MasterOutcome;
 use writerctl::claim::model::MasterRef;
 
 use super::ExitStatus;
-use super::coord::{CoordArgs, PasswordArgs, RequestArgs, age, confirm, interactive, rfc3339, session_token};
+use super::coord::{CoordArgs, PasswordArgs, WriteArgs, age, confirm, interactive, rfc3339, session_token};
 use super::output::Output;
 
 /// The master slot: show it, hand it off, or claim it for a named target.
@@ -71,9 +71,7 @@ pub struct TargetArgs {
 #[derive(Debug, Args)]
 pub struct HandoffArgs {
     #[command(flatten)]
-    pub coord: CoordArgs,
-    #[command(flatten)]
-    pub request: RequestArgs,
+    pub write: WriteArgs,
     #[command(flatten)]
     pub target: TargetArgs,
     /// The caller's session id (it must be master).
@@ -88,9 +86,7 @@ pub struct HandoffArgs {
 #[derive(Debug, Args)]
 pub struct ClaimArgs {
     #[command(flatten)]
-    pub coord: CoordArgs,
-    #[command(flatten)]
-    pub request: RequestArgs,
+    pub write: WriteArgs,
     #[command(flatten)]
     pub target: TargetArgs,
     /// Operator id (see `writerctl operator add`).
@@ -109,13 +105,13 @@ pub fn run(cmd: MasterCmd, out: Output) -> Result<()> {
         }
         MasterCmd::Handoff(a) => {
             let token = session_token(a.token_file.as_deref())?;
-            let c = a.coord.open_write(&a.request)?;
+            let c = a.write.open()?;
             let Some(req) = prepare(c.as_ref(), &a.target, out, "Hand master")? else { return aborted(out) };
             let outcome = c.handoff(&req, &a.session, &token)?;
             print_outcome(&a.target.project, &outcome, None, out)
         }
         MasterCmd::Claim(a) => {
-            let c = a.coord.open_write(&a.request)?;
+            let c = a.write.open()?;
             let Some(req) = prepare(c.as_ref(), &a.target, out, "Preempt master")? else { return aborted(out) };
             let password = a.password.read(&format!("Password for operator {}: ", a.operator), false, out.json)?;
             let outcome = c.claim(&req, &a.operator, &password)?;

@@ -120,13 +120,30 @@ impl TaskArgs {
     }
 }
 
-/// `claim take`.
+/// A write to one task: its address and the request id, flattened in that order.
 #[derive(Debug, Args)]
-pub struct TakeArgs {
+pub struct TaskWriteArgs {
     #[command(flatten)]
     pub at: TaskArgs,
     #[command(flatten)]
     pub request: RequestArgs,
+}
+
+impl TaskWriteArgs {
+    /// Runs the write `V` on this task with `body`, proven by the seat's token. The token
+    /// is read first: a missing one fails before the coordinator is opened.
+    fn call<V: Verb<Path = TaskPath>>(&self, body: V::Input, token: &SeatTokenArgs) -> Result<V::Answer> {
+        let token = token.token()?;
+        let c = self.at.at.coord.open_write(&self.request)?;
+        Ok(c.endpoint().call::<V>(self.at.path(), body, token.as_ref())?)
+    }
+}
+
+/// `claim take`.
+#[derive(Debug, Args)]
+pub struct TakeArgs {
+    #[command(flatten)]
+    pub task: TaskWriteArgs,
     /// The seat taking the task.
     #[arg(long, value_name = "IDENTITY")]
     pub seat: String,
@@ -147,9 +164,7 @@ pub struct TakeArgs {
 #[derive(Debug, Args)]
 pub struct OwnerArgs {
     #[command(flatten)]
-    pub at: TaskArgs,
-    #[command(flatten)]
-    pub request: RequestArgs,
+    pub task: TaskWriteArgs,
     /// The owner.
     #[arg(long, value_name = "IDENTITY")]
     pub seat: String,
@@ -164,9 +179,7 @@ pub struct OwnerArgs {
 impl OwnerArgs {
     /// Runs the owner's write `V` on this claim with `body`, proven by the seat's token.
     fn write<V: Verb<Path = TaskPath>>(&self, body: V::Input) -> Result<V::Answer> {
-        let token = self.token.token()?;
-        let c = self.at.at.coord.open_write(&self.request)?;
-        Ok(c.endpoint().call::<V>(self.at.path(), body, token.as_ref())?)
+        self.task.call::<V>(body, &self.token)
     }
 }
 
@@ -381,6 +394,10 @@ fn claim_line(r: &ClaimRow) -> String {
     line
 }
 
+fn print_claim(out: Output, row: &ClaimRow) -> Result<()> {
+    if out.json { Ok(out.json(&claim_json(row))?) } else { Ok(out.line(&claim_line(row))?) }
+}
+
 fn print_outcome(out: Output, o: &ClaimOutcome) -> Result<()> {
     if out.json {
         return Ok(out.json(&outcome_json(o))?);
@@ -425,8 +442,7 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
     match cmd {
         ClaimCmd::Take(a) => {
             let body = TakeReq { seat: a.seat, deputy: a.deputy, ttl_minutes: a.ttl_minutes, next_step: a.next_step };
-            let c = a.at.at.coord.open_write(&a.request)?;
-            let o = c.endpoint().call::<verbs::TakeClaim>(a.at.path(), body, a.token.token()?.as_ref())?;
+            let o = a.task.call::<verbs::TakeClaim>(body, &a.token)?;
             print_outcome(out, &o)
         }
         ClaimCmd::Touch(a) => {
@@ -451,11 +467,11 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
                 next_step: a.next_step,
             };
             let row = w.write::<verbs::ReleaseClaim>(body)?;
-            if out.json { Ok(out.json(&claim_json(&row))?) } else { Ok(out.line(&claim_line(&row))?) }
+            print_claim(out, &row)
         }
         ClaimCmd::Show(a) => {
             let row = a.at.coord.open()?.show_claim(&a.at.project, &a.at.channel, &a.task)?;
-            if out.json { Ok(out.json(&claim_json(&row))?) } else { Ok(out.line(&claim_line(&row))?) }
+            print_claim(out, &row)
         }
         ClaimCmd::History(a) => {
             let steps = a.at.coord.open()?.claim_history(&a.at.project, &a.at.channel, &a.task)?;
