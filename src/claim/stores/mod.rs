@@ -6,6 +6,30 @@
 //! overrides [`Store::transact`] and never conflicts; a store that cannot (Redis) commits
 //! with an atomic version check and the default loop re-decides on a conflict.
 
+/// A [`Controller`](crate::claim::model::Controller) or an
+/// [`EnrolledIdentity`](crate::claim::model::EnrolledIdentity) from a row whose columns,
+/// from `$at` on, are the record's fields in declaration order. `$get` is the row's own
+/// getter (`get` in SQLite, `try_get` in Postgres): the two drivers share no trait, so one
+/// macro keeps both stores' column orders in one place.
+macro_rules! record_from_row {
+    (Controller, $r:ident.$get:ident, $at:expr) => {
+        record_from_row!(@fields $r.$get, $at, crate::claim::model::Controller {
+            session_id, identity, surface, machine_id, token_hash, is_master, registered_at, last_heartbeat
+        })
+    };
+    (EnrolledIdentity, $r:ident.$get:ident, $at:expr) => {
+        record_from_row!(@fields $r.$get, $at, crate::claim::model::EnrolledIdentity {
+            identity, key_hash, enrolled_at, key_issued_at
+        })
+    };
+    // A struct expression evaluates its fields in the order written: column `$at + n` is
+    // the n-th field.
+    (@fields $r:ident.$get:ident, $at:expr, $ty:path { $($field:ident),* }) => {{
+        let mut col: usize = $at;
+        $ty { $($field: { col += 1; $r.$get(col - 1)? },)* }
+    }};
+}
+
 pub(crate) mod codec;
 pub mod redis_pg;
 pub mod sqlite;

@@ -42,33 +42,38 @@ impl Keys {
     pub(super) fn inbox(&self, project: &str, identity: &str) -> String {
         format!("{}:p:{}:inbox:{}", self.base, esc(project), esc(identity))
     }
-    pub(super) fn cursor(&self) -> String {
-        format!("{}:cursor", self.base)
-    }
-    pub(super) fn queue(&self) -> String {
-        format!("{}:pgq", self.base)
-    }
+}
+
+/// The keys without a component: one `{ns}:<suffix>` builder each.
+macro_rules! namespace_keys {
+    ($($(#[$doc:meta])* $name:ident => $suffix:literal,)*) => {
+        impl Keys {
+            $(
+                $(#[$doc])*
+                pub(super) fn $name(&self) -> String {
+                    format!(concat!("{}:", $suffix), self.base)
+                }
+            )*
+        }
+    };
+}
+
+namespace_keys! {
+    cursor => "cursor",
+    queue => "pgq",
     /// `{ns}:pgq:bytes`: the bytes of entry data the queue holds ([`QUEUE_LUA`]).
-    pub(super) fn queue_bytes(&self) -> String {
-        format!("{}:pgq:bytes", self.base)
-    }
+    queue_bytes => "pgq:bytes",
     /// `{ns}:pgq:failing`: set (with [`FAILING_TTL`]) by a drainer Postgres failed, deleted
     /// by one it served: what every replica reports as `degraded`, whoever drains.
-    pub(super) fn pg_failing(&self) -> String {
-        format!("{}:pgq:failing", self.base)
-    }
-    pub(super) fn dead(&self) -> String {
-        format!("{}:pgq:dead", self.base)
-    }
-    pub(super) fn drain_lock(&self) -> String {
-        format!("{}:pgq:lock", self.base)
-    }
-    pub(super) fn ready(&self) -> String {
-        format!("{}:ready", self.base)
-    }
-    pub(super) fn inbox_trims(&self) -> String {
-        format!("{}:inbox_trims", self.base)
-    }
+    pg_failing => "pgq:failing",
+    dead => "pgq:dead",
+    drain_lock => "pgq:lock",
+    ready => "ready",
+    inbox_trims => "inbox_trims",
+    due_projects => "due_projects",
+}
+
+impl Keys {
     /// `{ns}:req:<key>`: a kept answer (string, expires with it).
     pub(super) fn request(&self, key: &str) -> String {
         format!("{}:req:{}", self.base, key)
@@ -84,9 +89,6 @@ impl Keys {
     }
     pub(super) fn due(&self, project: &str) -> String {
         format!("{}:p:{}:due", self.base, esc(project))
-    }
-    pub(super) fn due_projects(&self) -> String {
-        format!("{}:due_projects", self.base)
     }
     pub(super) fn focus(&self, project: &str) -> String {
         format!("{}:p:{}:focus", self.base, esc(project))

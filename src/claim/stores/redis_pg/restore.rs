@@ -57,19 +57,7 @@ impl Inner {
                 .map_err(pg_err)?
                 .iter()
                 .map(|r| -> Result<(String, Controller), postgres::Error> {
-                    Ok((
-                        r.try_get(0)?,
-                        Controller {
-                            session_id: r.try_get(1)?,
-                            identity: r.try_get(2)?,
-                            surface: r.try_get(3)?,
-                            machine_id: r.try_get(4)?,
-                            token_hash: r.try_get(5)?,
-                            is_master: r.try_get(6)?,
-                            registered_at: r.try_get(7)?,
-                            last_heartbeat: r.try_get(8)?,
-                        },
-                    ))
+                    Ok((r.try_get(0)?, record_from_row!(Controller, r.try_get, 1)))
                 })
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(pg_err)?;
@@ -84,15 +72,7 @@ impl Inner {
                 .map_err(pg_err)?
                 .iter()
                 .map(|r| -> Result<(String, EnrolledIdentity), postgres::Error> {
-                    Ok((
-                        r.try_get(0)?,
-                        EnrolledIdentity {
-                            identity: r.try_get(1)?,
-                            key_hash: r.try_get(2)?,
-                            enrolled_at: r.try_get(3)?,
-                            key_issued_at: r.try_get(4)?,
-                        },
-                    ))
+                    Ok((r.try_get(0)?, record_from_row!(EnrolledIdentity, r.try_get, 1)))
                 })
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(pg_err)?;

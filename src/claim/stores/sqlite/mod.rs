@@ -15,8 +15,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, Transactio
 use super::{Commit, Decide, Store, events_at, json_err, to_i64};
 use crate::claim::error::ClaimError;
 use crate::claim::model::{
-    AuditEntry, Change, Controller, EnrolledIdentity, Event, MasterRef, MasterSlot, Millis, NewEvent, OperatorRecord,
-    Snapshot,
+    AuditEntry, Change, Event, MasterRef, MasterSlot, Millis, NewEvent, OperatorRecord, Snapshot,
 };
 use crate::claim::requests::{self, KeptAnswer, RequestRecord};
 use crate::claim::retention::{Cutoffs, PRUNE_BATCH, Pruned, Sizes, check_cursor};
@@ -311,18 +310,7 @@ fn load(tx: &Connection, project: &str) -> Result<Snapshot, ClaimError> {
         )
         .map_err(db_err)?;
     let controllers = stmt
-        .query_map([project], |r| {
-            Ok(Controller {
-                session_id: r.get(0)?,
-                identity: r.get(1)?,
-                surface: r.get(2)?,
-                machine_id: r.get(3)?,
-                token_hash: r.get(4)?,
-                is_master: r.get(5)?,
-                registered_at: r.get(6)?,
-                last_heartbeat: r.get(7)?,
-            })
-        })
+        .query_map([project], |r| Ok(record_from_row!(Controller, r.get, 0)))
         .map_err(db_err)?
         .collect::<Result<Vec<_>, _>>()
         .map_err(db_err)?;
@@ -332,12 +320,7 @@ fn load(tx: &Connection, project: &str) -> Result<Snapshot, ClaimError> {
         )
         .map_err(db_err)?
         .query_map([project], |r| {
-            Ok(EnrolledIdentity {
-                identity: r.get(0)?,
-                key_hash: r.get(1)?,
-                enrolled_at: r.get(2)?,
-                key_issued_at: r.get(3)?,
-            })
+            Ok(record_from_row!(EnrolledIdentity, r.get, 0))
         })
         .map_err(db_err)?
         .collect::<Result<Vec<_>, _>>()
