@@ -55,6 +55,13 @@ fn random_secret() -> Result<Secret, ClaimError> {
     Ok(Secret(hex(&b)))
 }
 
+/// Whether `t` has the shape `random_secret` makes (64 hex digits): how a command tells a
+/// session token or identity key file from a file that holds something else, without
+/// sending it (issue 29).
+pub fn is_machine_secret(t: &str) -> bool {
+    t.len() == 64 && t.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 /// A new session token (a bearer secret; the store keeps its [`token_hash`]).
 pub fn new_session_token() -> Result<Secret, ClaimError> {
     random_secret()

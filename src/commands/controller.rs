@@ -8,7 +8,7 @@ use serde::Serialize;
 use writerctl::claim::ClaimError;
 use writerctl::claim::engine::Credentials;
 use writerctl::claim::masters::ControllerKey;
-use writerctl::claim::secret::Secret;
+use writerctl::claim::secret::{Secret, is_machine_secret};
 
 use super::coord::{WriteArgs, optional_secret, read_secret_file, rfc3339, session_token};
 use super::output::Output;
@@ -113,7 +113,7 @@ fn held_token(path: &Path) -> Result<Option<Secret>> {
     }
     let token = read_secret_file(path, "session token")?;
     let t = token.expose().trim();
-    if t.len() != 64 || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if !is_machine_secret(t) {
         return Err(refuse().into());
     }
     Ok(Some(token))

@@ -15,7 +15,7 @@ use writerctl::claim::api::CoordinatorApi;
 use writerctl::claim::clock::SystemClock;
 use writerctl::claim::model::Millis;
 use writerctl::claim::requests::RequestId;
-use writerctl::claim::secret::Secret;
+use writerctl::claim::secret::{Secret, is_machine_secret};
 use writerctl::claim::stores::sqlite::SqliteStore;
 use writerctl::coordinator::client::{HttpCoordinator, cleartext_remote_host, is_http_url};
 use writerctl::error::ErrorCode;
@@ -352,10 +352,10 @@ fn written_by(what: &str) -> Option<&'static str> {
 fn check_machine_secret(s: &Secret, p: &Path, what: &str) -> Result<()> {
     let Some(writer) = written_by(what) else { return Ok(()) };
     let t = s.expose().trim();
-    if t.is_empty() || (t.len() == 64 && t.bytes().all(|b| b.is_ascii_hexdigit())) {
+    if t.is_empty() || is_machine_secret(t) {
         return Ok(());
     }
-    let looks = if uuid::Uuid::try_parse(t).is_ok_and(|_| t.len() == 36) {
+    let looks = if writerctl::lockfile::record::OwnerToken::is_uuid_shaped(t) {
         " (it looks like a lock owner token, which `writerctl acquire --token-file` writes)"
     } else {
         ""

@@ -122,10 +122,10 @@ pub fn read_token(token_file: Option<&Path>) -> Result<OwnerToken> {
 /// token writerctl and qwen write is a 36-character UUID; an empty file keeps its own error.
 fn check_owner_token(f: &Path, text: String) -> Result<String, LockError> {
     let t = text.trim();
-    if t.is_empty() || (t.len() == 36 && uuid::Uuid::try_parse(t).is_ok()) {
+    if t.is_empty() || OwnerToken::is_uuid_shaped(t) {
         return Ok(text);
     }
-    let looks = if t.len() == 64 && t.bytes().all(|b| b.is_ascii_hexdigit()) {
+    let looks = if writerctl::claim::secret::is_machine_secret(t) {
         " (it looks like a coordinator session token, which `writerctl session register` writes)"
     } else {
         ""

@@ -30,6 +30,12 @@ impl OwnerToken {
         OwnerToken(uuid::Uuid::new_v4().to_string())
     }
 
+    /// Whether `t` has the shape [`OwnerToken::generate`] (and qwen) make: a 36-character
+    /// UUID. How `--token-file` tells an owner token from a file that holds something else.
+    pub fn is_uuid_shaped(t: &str) -> bool {
+        t.len() == 36 && uuid::Uuid::try_parse(t).is_ok()
+    }
+
     /// Wraps a token read from a file or the environment; `None` if empty after trimming.
     pub fn parse(s: &str) -> Option<OwnerToken> {
         let t = s.trim();
