@@ -725,6 +725,23 @@ mod tests {
         (owner, rec)
     }
 
+    /// A dead writer's record at `L` and, beside it, a reclaim guard for that record held
+    /// by `guard_holder`: the state a second reclaimer finds.
+    struct StagedGuard {
+        stale_owner: OwnerToken,
+        stale: LockRecord,
+        guard_name: String,
+        guard_owner: OwnerToken,
+        guard: LockRecord,
+    }
+
+    fn stage_stale_lock_and_guard(s: &LockSite, guard_holder: &Holder) -> StagedGuard {
+        let (stale_owner, stale) = stage_record(s, &s.paths.lock_name, &dead_holder());
+        let guard_name = s.paths.reclaim_guard(stale_owner.expose());
+        let (guard_owner, guard) = stage_record(s, &guard_name, guard_holder);
+        StagedGuard { stale_owner, stale, guard_name, guard_owner, guard }
+    }
+
     fn opts(reclaim: ReclaimPolicy) -> AcquireOptions {
         AcquireOptions {
             holder: holder(sys::own_pid()),
@@ -816,28 +833,24 @@ mod tests {
     fn a_live_reclaim_guard_makes_the_second_reclaimer_unavailable() {
         let t = tempfile::tempdir().unwrap();
         let s = site(&t);
-        let (stale_owner, stale) = stage_record(&s, &s.paths.lock_name, &dead_holder());
         // A live reclaimer (this process) already holds the guard.
-        let guard_name = s.paths.reclaim_guard(stale_owner.expose());
-        let (_, guard) = stage_record(&s, &guard_name, &holder(sys::own_pid()));
+        let g = stage_stale_lock_and_guard(&s, &holder(sys::own_pid()));
         let e = acquire(&s, &opts(ReclaimPolicy::Local), &SystemProbe).unwrap_err();
         assert!(matches!(e, LockError::Unavailable { reason: Unavailable::GuardHeld, .. }), "{e:?}");
-        assert_eq!(std::fs::read(s.lock_path()).unwrap(), stale.raw);
-        assert_eq!(std::fs::read(s.paths.dir.join(&guard_name)).unwrap(), guard.raw);
+        assert_eq!(std::fs::read(s.lock_path()).unwrap(), g.stale.raw);
+        assert_eq!(std::fs::read(s.paths.dir.join(&g.guard_name)).unwrap(), g.guard.raw);
     }
 
     #[test]
     fn a_dead_reclaim_guard_is_chained_past_and_left_in_place() {
         let t = tempfile::tempdir().unwrap();
         let s = site(&t);
-        let (stale_owner, _) = stage_record(&s, &s.paths.lock_name, &dead_holder());
-        let guard_name = s.paths.reclaim_guard(stale_owner.expose());
-        let (dead_guard_owner, dead_guard) = stage_record(&s, &guard_name, &dead_holder());
+        let g = stage_stale_lock_and_guard(&s, &dead_holder());
         let lease = acquire(&s, &opts(ReclaimPolicy::Local), &SystemProbe).unwrap();
         assert!(lease.reclaimed);
         // The dead reclaimer's guard is not ours to delete; the chained guard is gone.
-        assert_eq!(std::fs::read(s.paths.dir.join(&guard_name)).unwrap(), dead_guard.raw);
-        let chained = s.paths.reclaim_guard_chained(stale_owner.expose(), dead_guard_owner.expose());
+        assert_eq!(std::fs::read(s.paths.dir.join(&g.guard_name)).unwrap(), g.guard.raw);
+        let chained = s.paths.reclaim_guard_chained(g.stale_owner.expose(), g.guard_owner.expose());
         assert!(!s.paths.dir.join(chained).exists());
     }
 
