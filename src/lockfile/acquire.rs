@@ -891,6 +891,15 @@ mod tests {
         v
     }
 
+    /// Options that keep a holder lock, a lease acquired with them at `s`, and the name of
+    /// the lease's holder-lock file.
+    fn acquire_with_holder_lock(s: &LockSite) -> (AcquireOptions, Lease, String) {
+        let with_lock = AcquireOptions { holder_lock: true, ..opts(ReclaimPolicy::Local) };
+        let lease = acquire(s, &with_lock, &SystemProbe).unwrap();
+        let name = lease.holder_lock.as_ref().expect("a holder lock").name().to_owned();
+        (with_lock, lease, name)
+    }
+
     /// Issue 27: a library lease keeps its holder lock for its lifetime; a refused
     /// acquisition leaves no holder file; release removes it with the record.
     #[test]
@@ -898,9 +907,7 @@ mod tests {
         use crate::lockfile::holder_lock::{HolderLockState, holder_lock_state};
         let t = tempfile::tempdir().unwrap();
         let s = site(&t);
-        let with_lock = AcquireOptions { holder_lock: true, ..opts(ReclaimPolicy::Local) };
-        let lease = acquire(&s, &with_lock, &SystemProbe).unwrap();
-        let name = lease.holder_lock.as_ref().expect("a holder lock").name().to_owned();
+        let (with_lock, lease, name) = acquire_with_holder_lock(&s);
         assert_eq!(lease.record.owner.holder_lock.as_deref(), Some(name.as_str()));
         assert_eq!(holder_files(&s), vec![name.clone()]);
         assert_eq!(holder_lock_state(&s.dir, &name), HolderLockState::Held);
@@ -922,9 +929,7 @@ mod tests {
     fn a_free_holder_lock_is_reclaimed_by_plain_acquire_and_its_file_removed() {
         let t = tempfile::tempdir().unwrap();
         let s = site(&t);
-        let with_lock = AcquireOptions { holder_lock: true, ..opts(ReclaimPolicy::Local) };
-        let lease = acquire(&s, &with_lock, &SystemProbe).unwrap();
-        let old_name = lease.holder_lock.as_ref().unwrap().name().to_owned();
+        let (with_lock, lease, old_name) = acquire_with_holder_lock(&s);
         drop(lease.holder_lock);
         let e = acquire(&s, &with_lock, &SystemProbe).unwrap_err();
         assert!(matches!(e, LockError::Conflict { .. }), "a running recorded holder stays live: {e:?}");
@@ -958,8 +963,7 @@ mod tests {
         let s = site(&t);
         std::fs::create_dir_all(t.path().join("chats")).unwrap();
         std::fs::write(t.path().join("chats/s.jsonl"), b"{\"a\":1}\n").unwrap();
-        let with_lock = AcquireOptions { holder_lock: true, ..opts(ReclaimPolicy::Local) };
-        let lease = acquire(&s, &with_lock, &SystemProbe).unwrap();
+        let (_, lease, _) = acquire_with_holder_lock(&s);
         let key = TranscriptKey::default_for("s").unwrap();
         let out =
             crate::lockfile::seal::seal(&s, t.path(), &key, &lease.owner, Default::default(), &mut |_, _| {}).unwrap();
