@@ -13,6 +13,8 @@ mod budget;
 mod codes;
 mod crash;
 mod deploy;
+mod doctor;
+mod dry_run;
 mod enroll;
 mod evidence;
 mod flags;
