@@ -19,6 +19,7 @@ mod enroll;
 mod evidence;
 mod flags;
 mod fsmount;
+mod grafana;
 mod handoff;
 mod hostile;
 mod identity;
