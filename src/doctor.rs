@@ -44,8 +44,19 @@ impl Check {
     }
 
     /// A check with a verdict and a hint.
-    pub fn with(name: impl Into<String>, verdict: Verdict, detail: impl Into<String>, hint: impl Into<String>) -> Check {
+    pub fn with(
+        name: impl Into<String>,
+        verdict: Verdict,
+        detail: impl Into<String>,
+        hint: impl Into<String>,
+    ) -> Check {
         Check { name: name.into(), verdict, detail: detail.into(), hint: Some(hint.into()) }
+    }
+
+    /// This check with `prefix` (what was looked at) in front of its detail.
+    pub fn with_detail_prefix(mut self, prefix: &str) -> Check {
+        self.detail = format!("{prefix}: {}", self.detail);
+        self
     }
 }
 

@@ -197,7 +197,10 @@ impl ErrorCode {
     /// The process exit status for this code (DESIGN.md "Exit codes").
     pub fn exit_code(self) -> u8 {
         match self {
-            ErrorCode::Internal | ErrorCode::DrainTimeout | ErrorCode::WriterCrashed | ErrorCode::DoctorFoundFailures => 1,
+            ErrorCode::Internal
+            | ErrorCode::DrainTimeout
+            | ErrorCode::WriterCrashed
+            | ErrorCode::DoctorFoundFailures => 1,
             ErrorCode::Interrupted => 130,
             ErrorCode::Usage
             | ErrorCode::InvalidArgument

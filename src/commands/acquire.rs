@@ -15,9 +15,9 @@ use super::output::{Output, clean, hash_progress, log_event};
 use super::session::{TokenFile, resolve, transcript_key};
 use writerctl::config::Settings;
 use writerctl::lockfile::acquire::{Certified, Plan, Predecessor, TranscriptRef};
-use writerctl::lockfile::status::OwnerView;
 use writerctl::lockfile::error::Unavailable;
 use writerctl::lockfile::give_back::give_back;
+use writerctl::lockfile::status::OwnerView;
 use writerctl::lockfile::transcript::ProofOptions;
 
 /// Take the session's writer lock (prints the owner token, or writes it to --token-file).
@@ -237,7 +237,13 @@ pub fn take(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
 }
 
 /// The engine's options for these arguments (the real command and its dry run use the same).
-fn options(args: &AcquireArgs, pid: u32, transcript: &TranscriptRef, out: Output, settings: &Settings) -> AcquireOptions {
+fn options(
+    args: &AcquireArgs,
+    pid: u32,
+    transcript: &TranscriptRef,
+    out: Output,
+    settings: &Settings,
+) -> AcquireOptions {
     // Managed mode is qwen's reclaimPolicy `never` + takeoverPolicy `certified`; the
     // certified half exists only while the gate is on.
     let certified = (args.managed && settings.session_writer_lease).then(|| Certified {
@@ -325,7 +331,8 @@ fn dry_run(
         }
         other => other?,
     };
-    let plan = writerctl::lockfile::acquire::plan(&site, &options(args, pid, &transcript, out, &settings), &SystemProbe)?;
+    let plan =
+        writerctl::lockfile::acquire::plan(&site, &options(args, pid, &transcript, out, &settings), &SystemProbe)?;
     let lock_path = site.lock_path().display().to_string();
     let (action, replaced) = match &plan {
         Plan::TakeOver { sealed } => ("takeover", Some(sealed)),
@@ -338,9 +345,8 @@ fn dry_run(
         session_id: &r.session_id,
         action,
         lock_path: &lock_path,
-        previous: replaced.and_then(|p| {
-            Some(PreviousJson { hostname: &p.owner.hostname, pid: p.owner.pid, sealed_at: sealed_at? })
-        }),
+        previous: replaced
+            .and_then(|p| Some(PreviousJson { hostname: &p.owner.hostname, pid: p.owner.pid, sealed_at: sealed_at? })),
         new_epoch: plan.new_epoch(),
         would_remove: replaced.map(|p| ReplacedJson {
             lock_path: &lock_path,
@@ -361,7 +367,10 @@ fn dry_run(
     if out.json {
         return Ok(out.json(&doc)?);
     }
-    out.line(&format!("dry run: nothing was changed; `writerctl takeover` would now {action} session {}", clean(&r.session_id)))?;
+    out.line(&format!(
+        "dry run: nothing was changed; `writerctl takeover` would now {action} session {}",
+        clean(&r.session_id)
+    ))?;
     if let Some(p) = replaced {
         let pod = p.owner.pod.as_ref().map(|p| format!(", pod {}/{}", p.namespace, p.name)).unwrap_or_default();
         out.line(&format!(

@@ -307,7 +307,10 @@ impl CoordArgs {
 pub fn coordinator_ca() -> Result<Option<Vec<u8>>> {
     Ok(match std::env::var_os("WRITERCTL_COORDINATOR_CA") {
         Some(f) => Some(std::fs::read(&f).map_err(|e| {
-            ClaimError::InvalidArgument(format!("cannot read WRITERCTL_COORDINATOR_CA {}: {e}", Path::new(&f).display()))
+            ClaimError::InvalidArgument(format!(
+                "cannot read WRITERCTL_COORDINATOR_CA {}: {e}",
+                Path::new(&f).display()
+            ))
         })?),
         None => None,
     })

@@ -44,7 +44,13 @@ pub fn run(args: TakeoverArgs, out: Output, settings: Settings) -> Result<()> {
         return Err(LockError::FeatureDisabled.into());
     }
     take(
-        AcquireArgs { session: args.session, managed: true, holder: args.holder, takeover: true, dry_run: args.dry_run },
+        AcquireArgs {
+            session: args.session,
+            managed: true,
+            holder: args.holder,
+            takeover: true,
+            dry_run: args.dry_run,
+        },
         out,
         settings,
     )

@@ -203,7 +203,8 @@ impl HttpCoordinator {
         let mut resp = req.call().map_err(|e| transport(e, &self.base))?;
         let date = resp.headers().get("date").and_then(|v| v.to_str().ok()).map(str::to_string);
         let status = resp.status().as_u16();
-        let body = resp.body_mut().with_config().limit(1 << 20).read_to_string().map_err(|e| transport(e, &self.base))?;
+        let body =
+            resp.body_mut().with_config().limit(1 << 20).read_to_string().map_err(|e| transport(e, &self.base))?;
         Ok(Probed { status, date, body })
     }
 

@@ -41,7 +41,7 @@ pub fn diagnose_server(url: &str, ca_pem: Option<&[u8]>) -> Vec<Check> {
             format!("{url} is clear-text http:// to {host}, another machine"),
             "serve it with --tls-cert/--tls-key and use https://; other commands refuse this address without --allow-insecure-http",
         ),
-        None => Check::ok("coordinator.transport", format!("{url}")),
+        None => Check::ok("coordinator.transport", url.to_string()),
     });
     let client = match HttpCoordinator::new(url, ca_pem, None) {
         Ok(c) => c,
@@ -186,7 +186,9 @@ fn store(client: &HttpCoordinator) -> Check {
                 format!("/healthz answered HTTP {}: {why}", a.status),
                 doc["error"]["hint"]
                     .as_str()
-                    .unwrap_or("check the store the server names (Redis, Postgres or the SQLite file) and the server's log")
+                    .unwrap_or(
+                        "check the store the server names (Redis, Postgres or the SQLite file) and the server's log",
+                    )
                     .to_string(),
             )
         }
@@ -357,7 +359,12 @@ pub fn diagnose_sqlite(path: &Path) -> Vec<Check> {
             ),
             None => Check::ok(
                 NAME,
-                format!("the embedded store {} is a private file (mode {:04o}, {} bytes)", path.display(), m.mode() & 0o7777, m.len()),
+                format!(
+                    "the embedded store {} is a private file (mode {:04o}, {} bytes)",
+                    path.display(),
+                    m.mode() & 0o7777,
+                    m.len()
+                ),
             ),
         },
     };

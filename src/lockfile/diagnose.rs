@@ -42,14 +42,22 @@ pub fn diagnose(runtime_dir: &Path, probe: &dyn ProcessProbe) -> Vec<Check> {
     let lock_dir = runtime_dir.join(LOCK_SUBDIR);
     let fs = of_nearest_existing(&lock_dir);
     checks.push(match &fs {
-        Ok(Some((judged, fs))) => filesystem_check(&lock_dir, judged, fs),
-        Ok(None) => Check::with("filesystem", Verdict::Fail, "no ancestor of the lock directory opens", "check the path"),
+        Ok(Some((judged, fs))) => filesystem_check(&lock_dir, judged, fs, &allowed_types()),
+        Ok(None) => {
+            Check::with("filesystem", Verdict::Fail, "no ancestor of the lock directory opens", "check the path")
+        }
         Err(e) => from_error("filesystem", e),
     });
     // A filesystem that sets owners and modes at mount time: the trust hint names mount
     // options instead of chmod (the rule `open_lock_dir` applies).
     let keeps_modes = !matches!(&fs, Ok(Some((_, f))) if !f.authoritative_lookups());
-    checks.push(directory_check("ownership.runtime_tmp", "runtime tmp directory", &runtime_dir.join("tmp"), true, keeps_modes));
+    checks.push(directory_check(
+        "ownership.runtime_tmp",
+        "runtime tmp directory",
+        &runtime_dir.join("tmp"),
+        true,
+        keeps_modes,
+    ));
     checks.push(directory_check("ownership.lock_dir", "lock directory", &lock_dir, false, keeps_modes));
     match status_all(runtime_dir, probe) {
         Ok(sessions) => {
@@ -76,7 +84,7 @@ pub fn from_error(name: &str, e: &LockError) -> Check {
 /// allowed by `WRITERCTL_ALLOW_FILESYSTEM` (`warn`), or accepted with a caveat the
 /// protocol pays for (`warn`: a filesystem whose locks are not arbitrated for every mount
 /// cannot prove a holder gone by its holder lock, so stale locks stay fenced).
-fn filesystem_check(lock_dir: &Path, judged: &Path, fs: &Filesystem) -> Check {
+fn filesystem_check(lock_dir: &Path, judged: &Path, fs: &Filesystem, allowed: &[String]) -> Check {
     let mut detail = format!("{} (judged at {}): type {}", lock_dir.display(), judged.display(), fs.fs_type);
     if let Some(m) = &fs.mount_point {
         detail.push_str(&format!(", mounted at {}", m.display()));
@@ -84,9 +92,8 @@ fn filesystem_check(lock_dir: &Path, judged: &Path, fs: &Filesystem) -> Check {
     if !fs.options.is_empty() {
         detail.push_str(&format!(", options {}", fs.options.join(",")));
     }
-    let allowed = allowed_types();
     if let Err(e) = judge(fs, lock_dir, &[]) {
-        if judge(fs, lock_dir, &allowed).is_ok() {
+        if judge(fs, lock_dir, allowed).is_ok() {
             return Check::with(
                 "filesystem",
                 Verdict::Warn,
@@ -107,7 +114,12 @@ fn filesystem_check(lock_dir: &Path, judged: &Path, fs: &Filesystem) -> Check {
             "holder locks cannot prove a writer gone here, so a crashed writer's lock stays fenced until `writerctl recover`; prefer NFS with local_lock=none, CephFS or a local disk",
         );
     }
-    Check::ok("filesystem", format!("{detail}: a network filesystem the protocol supports (every defence on: uncached reads, proven absence)"))
+    Check::ok(
+        "filesystem",
+        format!(
+            "{detail}: a network filesystem the protocol supports (every defence on: uncached reads, proven absence)"
+        ),
+    )
 }
 
 /// Who may change `path` ([`super::trust`]'s rule, the one every lock-file command applies
@@ -119,7 +131,10 @@ fn directory_check(name: &str, what: &'static str, path: &Path, follow: bool, ke
     let meta = match meta {
         Ok(m) => m,
         Err(e) if is_enoent(&e) => {
-            return Check::ok(name, format!("{} does not exist yet (the first acquire creates it, mode 0700)", path.display()));
+            return Check::ok(
+                name,
+                format!("{} does not exist yet (the first acquire creates it, mode 0700)", path.display()),
+            );
         }
         Err(e) => return from_error(name, &LockError::io(format!("stat {}", path.display()), e)),
     };
@@ -133,7 +148,13 @@ fn directory_check(name: &str, what: &'static str, path: &Path, follow: bool, ke
     }
     match require_trusted_on(what, path, &meta, keeps_modes) {
         Ok(()) => {
-            let mut detail = format!("{} owned by uid {}, group {}, mode {:04o}", path.display(), meta.uid, meta.gid, meta.mode & 0o7777);
+            let mut detail = format!(
+                "{} owned by uid {}, group {}, mode {:04o}",
+                path.display(),
+                meta.uid,
+                meta.gid,
+                meta.mode & 0o7777
+            );
             if trusted_groups().contains(meta.gid) && meta.mode & 0o020 != 0 {
                 detail.push_str(&format!(" (group-writable: group {} is trusted by {TRUSTED_GROUPS_ENV})", meta.gid));
             }
@@ -168,9 +189,13 @@ fn summary(sessions: &[SessionStatus]) -> Check {
 /// `writerctl recover`. A qwen-code managed (schema 3) record is its managed writer's.
 fn fenced(s: &SessionStatus) -> bool {
     let answers = |l: &LivenessView| {
-        l.code == Liveness::Live(LiveReason::Running).code() || l.code == Liveness::Live(LiveReason::HolderLockHeld).code()
+        l.code == Liveness::Live(LiveReason::Running).code()
+            || l.code == Liveness::Live(LiveReason::HolderLockHeld).code()
     };
-    s.state == LockState::Active && s.live == Some(true) && !s.managed_schema && s.liveness.as_ref().is_some_and(|l| !answers(l))
+    s.state == LockState::Active
+        && s.live == Some(true)
+        && !s.managed_schema
+        && s.liveness.as_ref().is_some_and(|l| !answers(l))
 }
 
 /// The check for one lock that needs an operator (`None` for a healthy one: held by a
@@ -198,9 +223,40 @@ fn lock_check(s: &SessionStatus) -> Option<Check> {
     Some(Check { name, verdict, detail, hint: Some(s.next_step.clone()) })
 }
 
-impl Check {
-    fn with_detail_prefix(mut self, prefix: &str) -> Check {
-        self.detail = format!("{prefix}: {}", self.detail);
-        self
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fs(fs_type: &str, family: Family, options: &[&str]) -> Filesystem {
+        Filesystem {
+            fs_type: fs_type.into(),
+            magic: 0,
+            options: options.iter().map(|o| o.to_string()).collect(),
+            mount_point: Some("/mnt".into()),
+            family,
+        }
+    }
+
+    #[test]
+    fn the_filesystem_verdict_is_the_engines_judgement() {
+        let dir = Path::new("/mnt/r/tmp/session-writer-locks");
+        let check = |f: &Filesystem, allow: &[&str]| {
+            let allow: Vec<String> = allow.iter().map(|a| a.to_string()).collect();
+            filesystem_check(dir, dir, f, &allow)
+        };
+        assert_eq!(check(&fs("ext4", Family::Local, &[]), &[]).verdict, Verdict::Ok);
+        // NFS mounted soft: refused (what every lock-file command answers), unless allowed.
+        let soft = fs("nfs4", Family::Nfs, &["rw", "soft", "local_lock=none"]);
+        let c = check(&soft, &[]);
+        assert_eq!(c.verdict, Verdict::Fail, "{c:?}");
+        assert!(c.detail.contains("filesystem_unsupported") && c.detail.contains("options rw,soft"), "{c:?}");
+        assert!(c.hint.unwrap().contains("WRITERCTL_ALLOW_FILESYSTEM=nfs4"));
+        assert_eq!(check(&soft, &["nfs4"]).verdict, Verdict::Warn);
+        // No hard links: no setting helps.
+        assert_eq!(check(&fs("vfat", Family::NoHardLinks, &[]), &["vfat"]).verdict, Verdict::Fail);
+        // Supported NFS: ok; with client-local locks (allowed), a warning about fenced crashes.
+        assert_eq!(check(&fs("nfs4", Family::Nfs, &["hard", "local_lock=none"]), &[]).verdict, Verdict::Ok);
+        let c = check(&fs("nfs4", Family::Nfs, &["hard", "local_lock=all"]), &["nfs4"]);
+        assert_eq!(c.verdict, Verdict::Warn, "{c:?}");
     }
 }

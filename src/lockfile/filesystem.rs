@@ -476,6 +476,19 @@ mod probe_tests {
     use super::*;
 
     #[test]
+    fn a_missing_path_is_judged_at_its_nearest_existing_ancestor_and_nothing_is_created() {
+        let t = tempfile::tempdir().unwrap();
+        let missing = t.path().join("tmp/session-writer-locks");
+        let (judged, fs) = of_nearest_existing(&missing).unwrap().unwrap();
+        assert_eq!(judged, t.path());
+        assert!(!fs.fs_type.is_empty());
+        assert!(!t.path().join("tmp").exists());
+        assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 0);
+        let (judged, _) = of_nearest_existing(t.path()).unwrap().unwrap();
+        assert_eq!(judged, t.path());
+    }
+
+    #[test]
     fn the_hard_link_probe_passes_on_a_local_disk_and_leaves_nothing() {
         let t = tempfile::tempdir().unwrap();
         assert_eq!(refuses_hard_links(t.path()), None);

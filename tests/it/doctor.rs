@@ -56,7 +56,14 @@ fn doctor(env: &TestEnv, extra: &[&str], vars: &[(&str, &str)]) -> (Run, Report)
 
 fn foreign_host_record(session: &str) -> String {
     let l = local();
-    qwen_active(session, OWNER, i32::MAX as u64, Some(&format!("linux:{}:12345", l.boot_id)), Some(l.pid_ns), "some-other-host")
+    qwen_active(
+        session,
+        OWNER,
+        i32::MAX as u64,
+        Some(&format!("linux:{}:12345", l.boot_id)),
+        Some(l.pid_ns),
+        "some-other-host",
+    )
 }
 
 #[test]
@@ -97,7 +104,11 @@ fn a_fenced_lock_fails_exits_1_and_is_named_with_its_next_step() {
     let t = env.run(&["doctor"]);
     assert_eq!(t.code, 1);
     assert!(t.stdout.contains("FAIL  lock.fenced-one: fenced"), "{}", t.stdout);
-    assert!(t.stderr.contains("lock.fenced-one") && t.stderr.contains("(code: doctor_found_failures, exit 1)"), "{}", t.stderr);
+    assert!(
+        t.stderr.contains("lock.fenced-one") && t.stderr.contains("(code: doctor_found_failures, exit 1)"),
+        "{}",
+        t.stderr
+    );
 }
 
 #[test]
@@ -192,7 +203,10 @@ fn a_served_coordinator_is_ready_with_its_clock_and_store_checked() {
         assert_eq!(rep.check(name).verdict, "ok", "{name}: {rep:#?}");
     }
     assert!(rep.check("coordinator.ready").detail.starts_with("ready, not degraded"), "{rep:#?}");
-    assert!(rep.check("coordinator.clock").detail.contains("s ahead of") || rep.check("coordinator.clock").detail.contains("s behind"));
+    assert!(
+        rep.check("coordinator.clock").detail.contains("s ahead of")
+            || rep.check("coordinator.clock").detail.contains("s behind")
+    );
     // No TLS check for http://.
     assert!(!rep.names().contains(&"coordinator.tls_certificate"));
 
@@ -219,10 +233,8 @@ fn a_tls_certificate_about_to_expire_warns_with_its_date() {
     let (cert_file, key_file) = (home.path().join("cert.pem"), home.path().join("key.pem"));
     std::fs::write(&cert_file, cert.pem()).unwrap();
     std::fs::write(&key_file, key.serialize_pem()).unwrap();
-    let server = serve(
-        home.path(),
-        &["--tls-cert", cert_file.to_str().unwrap(), "--tls-key", key_file.to_str().unwrap()],
-    );
+    let server =
+        serve(home.path(), &["--tls-cert", cert_file.to_str().unwrap(), "--tls-key", key_file.to_str().unwrap()]);
     assert!(server.url.starts_with("https://"), "{}", server.url);
     let ca = cert_file.to_str().unwrap();
     let (r, rep) = doctor(&env, &["--coordinator", &server.url], &[("WRITERCTL_COORDINATOR_CA", ca)]);

@@ -60,7 +60,11 @@ fn a_dry_run_takeover_of_a_seal_changes_nothing_and_the_real_one_then_succeeds()
 
     // The real takeover afterwards succeeds, with the epoch the plan named.
     let pid = std::process::id().to_string();
-    let real = run(&env, &["takeover", "--json", "--session", S, "--pid", &pid, "--token-file", tf.to_str().unwrap()], &[GATE]);
+    let real = run(
+        &env,
+        &["takeover", "--json", "--session", S, "--pid", &pid, "--token-file", tf.to_str().unwrap()],
+        &[GATE],
+    );
     let j: Value = real.assert_ok().json();
     assert_eq!((j["state"].as_str(), j["epoch"].as_u64()), (Some("active"), Some(1)), "{j:#}");
     assert_eq!(j["previous"], v["previous"]);
@@ -76,7 +80,8 @@ fn a_dry_run_takeover_gives_the_real_commands_refusals() {
     std::fs::write(env.runtime().join(format!("chats/{S}.jsonl")), b"{\"turn\":1}\n{\"turn\":9}\n").unwrap();
     dry_takeover(&env, &[], &[GATE]).assert_error(4, "session_transcript_changed");
     let pid = std::process::id().to_string();
-    run(&env, &["takeover", "--json", "--session", S, "--pid", &pid], &[GATE]).assert_error(4, "session_transcript_changed");
+    run(&env, &["takeover", "--json", "--session", S, "--pid", &pid], &[GATE])
+        .assert_error(4, "session_transcript_changed");
     // A live holder: 3.
     let holder = LiveHolder::start();
     std::fs::remove_file(env.lock(S)).unwrap();

@@ -47,8 +47,29 @@ fn exported() -> BTreeSet<String> {
 /// PromQL words that are not metric names: operators, and the aggregations (which may be
 /// followed by `by (...)` rather than by their parenthesis).
 const KEYWORDS: &[&str] = &[
-    "by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and", "or", "unless", "offset", "sum",
-    "min", "max", "avg", "count", "group", "stddev", "stdvar", "topk", "bottomk", "quantile", "count_values",
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "bool",
+    "and",
+    "or",
+    "unless",
+    "offset",
+    "sum",
+    "min",
+    "max",
+    "avg",
+    "count",
+    "group",
+    "stddev",
+    "stdvar",
+    "topk",
+    "bottomk",
+    "quantile",
+    "count_values",
 ];
 
 /// The metric names an expression uses: every identifier that is not a function (followed
@@ -57,7 +78,8 @@ const KEYWORDS: &[&str] = &[
 fn metric_names(expr: &str) -> Vec<String> {
     let chars: Vec<char> = expr.chars().collect();
     let (mut out, mut i) = (Vec::new(), 0);
-    let skip_to = |i: usize, close: char| chars[i..].iter().position(|c| *c == close).map_or(chars.len(), |p| i + p + 1);
+    let skip_to =
+        |i: usize, close: char| chars[i..].iter().position(|c| *c == close).map_or(chars.len(), |p| i + p + 1);
     while i < chars.len() {
         let c = chars[i];
         match c {
@@ -154,11 +176,10 @@ fn the_dashboard_is_valid_json_and_queries_only_exported_metrics() {
 #[test]
 fn the_expression_reader_finds_metrics_and_skips_functions_labels_and_keywords() {
     assert_eq!(
-        metric_names(r#"histogram_quantile(0.99, sum by (le, verb) (rate(writerctl_verb_duration_seconds_bucket{verb!="x"}[5m])))"#),
+        metric_names(
+            r#"histogram_quantile(0.99, sum by (le, verb) (rate(writerctl_verb_duration_seconds_bucket{verb!="x"}[5m])))"#
+        ),
         ["writerctl_verb_duration_seconds_bucket"]
     );
-    assert_eq!(
-        metric_names("time() - max by (runtime_dir) (a_b) or vector(0) and on (x) up / 1e-9"),
-        ["a_b", "up"]
-    );
+    assert_eq!(metric_names("time() - max by (runtime_dir) (a_b) or vector(0) and on (x) up / 1e-9"), ["a_b", "up"]);
 }

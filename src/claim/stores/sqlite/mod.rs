@@ -205,7 +205,10 @@ fn create_private_file(path: &Path) -> Result<(), ClaimError> {
 pub fn private_mode_problem(path: &Path, mode: u32) -> Option<String> {
     let mode = mode & 0o777;
     (mode & 0o077 != 0).then(|| {
-        format!("store {} has mode {mode:04o}: others may read its password and token hashes (chmod 600 it)", path.display())
+        format!(
+            "store {} has mode {mode:04o}: others may read its password and token hashes (chmod 600 it)",
+            path.display()
+        )
     })
 }
 
