@@ -367,8 +367,9 @@ fn dry_run(
     if out.json {
         return Ok(out.json(&doc)?);
     }
+    let verb = if action == "takeover" { "take over" } else { action };
     out.line(&format!(
-        "dry run: nothing was changed; `writerctl takeover` would now {action} session {}",
+        "dry run: nothing was changed; `writerctl takeover` would now {verb} session {}",
         clean(&r.session_id)
     ))?;
     if let Some(p) = replaced {

@@ -85,7 +85,12 @@ pub fn from_error(name: &str, e: &LockError) -> Check {
 /// protocol pays for (`warn`: a filesystem whose locks are not arbitrated for every mount
 /// cannot prove a holder gone by its holder lock, so stale locks stay fenced).
 fn filesystem_check(lock_dir: &Path, judged: &Path, fs: &Filesystem, allowed: &[String]) -> Check {
-    let mut detail = format!("{} (judged at {}): type {}", lock_dir.display(), judged.display(), fs.fs_type);
+    let mut detail = lock_dir.display().to_string();
+    if judged != lock_dir {
+        // Not created yet: its nearest existing ancestor is where it would be.
+        detail.push_str(&format!(" (not created yet; judged at {})", judged.display()));
+    }
+    detail.push_str(&format!(": type {}", fs.fs_type));
     if let Some(m) = &fs.mount_point {
         detail.push_str(&format!(", mounted at {}", m.display()));
     }
