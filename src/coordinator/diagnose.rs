@@ -198,18 +198,23 @@ fn store(client: &HttpCoordinator) -> Check {
 
 /// The server certificate's validity, read from a TLS handshake of its own.
 fn certificate(url: &str, now: SystemTime) -> Check {
-    const NAME: &str = "coordinator.tls_certificate";
-    let (not_before, not_after) = match peer_certificate_validity(url) {
-        Ok(v) => v,
-        Err(e) => {
-            return Check::with(
-                NAME,
-                Verdict::Fail,
-                format!("cannot read the server certificate: {e}"),
-                "check that the address speaks TLS (serve --tls-cert/--tls-key)",
-            );
-        }
-    };
+    match peer_certificate_validity(url) {
+        Ok((not_before, not_after)) => validity(not_before, not_after, now),
+        Err(e) => Check::with(
+            CERT_CHECK,
+            Verdict::Fail,
+            format!("cannot read the server certificate: {e}"),
+            "check that the address speaks TLS (serve --tls-cert/--tls-key)",
+        ),
+    }
+}
+
+const CERT_CHECK: &str = "coordinator.tls_certificate";
+
+/// A certificate valid from `not_before` to `not_after`, judged at `now`: failed once
+/// expired or before it is valid, a warning within [`CERT_WARN`] of its end.
+fn validity(not_before: SystemTime, not_after: SystemTime, now: SystemTime) -> Check {
+    const NAME: &str = CERT_CHECK;
     let days = |d: Duration| d.as_secs() / 86_400;
     let after = time::OffsetDateTime::from(not_after);
     match not_after.duration_since(now) {
@@ -388,6 +393,32 @@ mod tests {
         assert_eq!(c.verdict, Verdict::Warn, "{c:?}");
         assert!(c.detail.contains("30.0 s ahead of"), "{}", c.detail);
         assert_eq!(clock(None, mid).verdict, Verdict::Warn);
+    }
+
+    #[test]
+    fn a_certificate_fails_once_expired_or_not_yet_valid_and_warns_near_its_end() {
+        let day = Duration::from_secs(86_400);
+        let now = SystemTime::UNIX_EPOCH + 1000 * day;
+        let c = validity(now - 90 * day, now - 2 * day, now);
+        assert_eq!(c.verdict, Verdict::Fail, "{c:?}");
+        assert!(c.detail.contains("(2 days ago)"), "{c:?}");
+        assert_eq!(validity(now + day, now + 90 * day, now).verdict, Verdict::Fail);
+        let c = validity(now - day, now + 13 * day, now);
+        assert_eq!(c.verdict, Verdict::Warn, "{c:?}");
+        assert!(c.detail.contains("in 13 days"), "{c:?}");
+        assert_eq!(validity(now - day, now + 15 * day, now).verdict, Verdict::Ok);
+    }
+
+    #[test]
+    fn the_validity_is_read_from_the_certificates_der() {
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        params.not_before = time::OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
+        params.not_after = time::OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap();
+        let cert = params.self_signed(&rcgen::KeyPair::generate().unwrap()).unwrap();
+        let (from, to) = validity_of(cert.der()).unwrap();
+        let secs = |t: SystemTime| t.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs();
+        assert_eq!((secs(from), secs(to)), (1_700_000_000, 1_800_000_000));
+        assert!(validity_of(b"not a certificate").is_err());
     }
 
     #[test]
