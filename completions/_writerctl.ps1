@@ -50,6 +50,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('focus', 'focus', [CompletionResultType]::ParameterValue, 'Work claims: a focus lease keeps a heads-down seat''s claims from TTL release')
             [CompletionResult]::new('steward', 'steward', [CompletionResultType]::ParameterValue, 'Work claims: the steward''s report of old claims without a TTL')
             [CompletionResult]::new('coordinator', 'coordinator', [CompletionResultType]::ParameterValue, 'Coordinator: run the HTTP server (`coordinator serve`)')
+            [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Diagnose a runtime directory and a coordinator in one read-only pass: every check ok, warn or fail, with a hint')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -82,6 +83,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID must be one path component)')
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read the owner token from this file (a regular file, not a symlink, FIFO or device) [default: env WRITERCTL_OWNER_TOKEN]')
             [CompletionResult]::new('--statefulset-identity', '--statefulset-identity', [CompletionResultType]::ParameterName, 'Trust the StatefulSet rule: a lock written by a pod of this pod''s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed once its holder lock proves the old pod''s processes gone — never on the WRITERCTL_POD_* variables alone (only a StatefulSet''s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Make every check the release makes (the directory''s filesystem and trust, and that the lock is exactly the active record this token owns) and print the record that would be removed, changing nothing. Exits with the code the release would give (3 session_not_owner for a wrong token, ...). With --json: {"dry_run":true,...}')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -121,6 +123,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Write the owner token to this new file (created 0600; never overwritten) instead of printing it')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to SECONDS (fractions allowed) while a live holder or a transition in progress refuses the session, retrying with a jittered back-off, as `flock -w` does. On timeout the last refusal is returned with its own code. Refusals that waiting cannot clear (a stale holder under --managed, a malformed record, a changed transcript) are returned at once')
             [CompletionResult]::new('--statefulset-identity', '--statefulset-identity', [CompletionResultType]::ParameterName, 'Trust the StatefulSet rule: a lock written by a pod of this pod''s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed once its holder lock proves the old pod''s processes gone — never on the WRITERCTL_POD_* variables alone (only a StatefulSet''s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Make every check the takeover makes (gate, --pid, the token file''s destination, the directory''s filesystem and trust, the claim, the lock''s state and liveness, the sealed proof against the transcript) and print the plan — who loses the session, the new epoch, the record that would be replaced and the one that would be written — changing nothing. Exits with the code the takeover would give (4 for a changed transcript, 3 for a live holder, ...). With --json: {"dry_run":true,...}')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -1051,6 +1054,18 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         'writerctl;coordinator;help;help' {
             break
         }
+        'writerctl;doctor' {
+            [CompletionResult]::new('--runtime-dir', '--runtime-dir', [CompletionResultType]::ParameterName, 'Runtime directory R [env: WRITERCTL_RUNTIME_DIR, then QWEN_RUNTIME_DIR]; without one, only the coordinator is checked')
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH of an embedded store; without one, only the runtime directory is checked. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'writerctl;help' {
             [CompletionResult]::new('acquire', 'acquire', [CompletionResultType]::ParameterValue, 'Take the session''s writer lock (prints the owner token, or writes it to --token-file)')
             [CompletionResult]::new('release', 'release', [CompletionResultType]::ParameterValue, 'Release a lock you own (ordinary close); the token comes from --token-file or WRITERCTL_OWNER_TOKEN')
@@ -1074,6 +1089,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('focus', 'focus', [CompletionResultType]::ParameterValue, 'Work claims: a focus lease keeps a heads-down seat''s claims from TTL release')
             [CompletionResult]::new('steward', 'steward', [CompletionResultType]::ParameterValue, 'Work claims: the steward''s report of old claims without a TTL')
             [CompletionResult]::new('coordinator', 'coordinator', [CompletionResultType]::ParameterValue, 'Coordinator: run the HTTP server (`coordinator serve`)')
+            [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Diagnose a runtime directory and a coordinator in one read-only pass: every check ok, warn or fail, with a hint')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -1245,6 +1261,9 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             break
         }
         'writerctl;help;coordinator;serve' {
+            break
+        }
+        'writerctl;help;doctor' {
             break
         }
         'writerctl;help;help' {

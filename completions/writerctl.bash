@@ -40,6 +40,9 @@ _writerctl() {
             writerctl,coordinator)
                 cmd="writerctl__subcmd__coordinator"
                 ;;
+            writerctl,doctor)
+                cmd="writerctl__subcmd__doctor"
+                ;;
             writerctl,focus)
                 cmd="writerctl__subcmd__focus"
                 ;;
@@ -222,6 +225,9 @@ _writerctl() {
                 ;;
             writerctl__subcmd__help,coordinator)
                 cmd="writerctl__subcmd__help__subcmd__coordinator"
+                ;;
+            writerctl__subcmd__help,doctor)
+                cmd="writerctl__subcmd__help__subcmd__doctor"
                 ;;
             writerctl__subcmd__help,focus)
                 cmd="writerctl__subcmd__help__subcmd__focus"
@@ -455,7 +461,7 @@ _writerctl() {
 
     case "${cmd}" in
         writerctl)
-            opts="-v -h -V --json --verbose --help --version acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator help"
+            opts="-v -h -V --json --verbose --help --version acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator doctor help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1444,6 +1450,28 @@ _writerctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        writerctl__subcmd__doctor)
+            opts="-v -h -V --runtime-dir --coordinator --json --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --runtime-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --coordinator)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         writerctl__subcmd__focus)
             opts="-v -h -V --json --verbose --help --version start end show help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -1639,7 +1667,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__help)
-            opts="acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator help"
+            opts="acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator doctor help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1907,6 +1935,20 @@ _writerctl() {
         writerctl__subcmd__help__subcmd__coordinator__subcmd__serve)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__help__subcmd__doctor)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -2937,7 +2979,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__release)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --token-file --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --token-file --dry-run --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3429,7 +3471,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__takeover)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --pid --process-kind --token-file --wait --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --pid --process-kind --token-file --wait --dry-run --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

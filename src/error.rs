@@ -97,6 +97,9 @@ pub enum ErrorCode {
     /// output file could not be written); the error gives the request id and the command
     /// that recovers it (issue 28).
     AnswerNotDelivered,
+    /// `doctor`: at least one check failed; the report names each (issue 30). Exit 1, so
+    /// the command can run as a probe or a cron alert.
+    DoctorFoundFailures,
 }
 
 impl ErrorCode {
@@ -139,6 +142,7 @@ impl ErrorCode {
         ErrorCode::AnswerNotKept,
         ErrorCode::NameConfusable,
         ErrorCode::AnswerNotDelivered,
+        ErrorCode::DoctorFoundFailures,
     ];
 
     /// The code named `s`, if it is in the registry.
@@ -186,13 +190,17 @@ impl ErrorCode {
             ErrorCode::AnswerNotKept => "answer_not_kept",
             ErrorCode::NameConfusable => "name_confusable",
             ErrorCode::AnswerNotDelivered => "answer_not_delivered",
+            ErrorCode::DoctorFoundFailures => "doctor_found_failures",
         }
     }
 
     /// The process exit status for this code (DESIGN.md "Exit codes").
     pub fn exit_code(self) -> u8 {
         match self {
-            ErrorCode::Internal | ErrorCode::DrainTimeout | ErrorCode::WriterCrashed => 1,
+            ErrorCode::Internal
+            | ErrorCode::DrainTimeout
+            | ErrorCode::WriterCrashed
+            | ErrorCode::DoctorFoundFailures => 1,
             ErrorCode::Interrupted => 130,
             ErrorCode::Usage
             | ErrorCode::InvalidArgument
@@ -314,6 +322,9 @@ impl ErrorCode {
             }
             ErrorCode::AnswerNotDelivered => {
                 "the write WAS applied but its answer (a token or key) could not be written to the output file; the message gives the request id and the command that recovers the answer (or, when the answer is not kept, how to replace the secret)"
+            }
+            ErrorCode::DoctorFoundFailures => {
+                "`writerctl doctor`: at least one check failed (a fenced, malformed or in-transition lock, a refused filesystem, an untrusted directory, an unreachable or unready coordinator, an expired certificate); the report names each check with its hint. Warnings alone exit 0"
             }
         }
     }

@@ -67,6 +67,7 @@ fn main() -> ExitCode {
         Command::Claim(c) => commands::work::run_claim(c, out),
         Command::Focus(c) => commands::work::run_focus(c, out),
         Command::Steward(c) => commands::work::run_steward(c, out),
+        Command::Doctor(a) => commands::doctor::run(a, out),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -194,14 +194,22 @@ fn create_private_file(path: &Path) -> Result<(), ClaimError> {
     // The store holds password and token hashes: an existing file others can read is
     // refused rather than silently used (or silently changed).
     use std::os::unix::fs::PermissionsExt;
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o077 != 0 {
-        return Err(ClaimError::InvalidArgument(format!(
+    match private_mode_problem(path, meta.permissions().mode()) {
+        Some(problem) => Err(ClaimError::InvalidArgument(problem)),
+        None => Ok(()),
+    }
+}
+
+/// Why a store file with this `mode` is refused (others may read or write it), or `None`.
+/// `writerctl doctor` judges the file with the same rule.
+pub fn private_mode_problem(path: &Path, mode: u32) -> Option<String> {
+    let mode = mode & 0o777;
+    (mode & 0o077 != 0).then(|| {
+        format!(
             "store {} has mode {mode:04o}: others may read its password and token hashes (chmod 600 it)",
             path.display()
-        )));
-    }
-    Ok(())
+        )
+    })
 }
 
 impl SqliteStore {
