@@ -97,6 +97,9 @@ pub enum ErrorCode {
     /// output file could not be written); the error gives the request id and the command
     /// that recovers it (issue 28).
     AnswerNotDelivered,
+    /// `audit export --cursor C` for a row the log does not hold: behind the retention
+    /// trim, or never handed out (issue 30). Never a silent skip.
+    AuditCursorUnknown,
 }
 
 impl ErrorCode {
@@ -139,6 +142,7 @@ impl ErrorCode {
         ErrorCode::AnswerNotKept,
         ErrorCode::NameConfusable,
         ErrorCode::AnswerNotDelivered,
+        ErrorCode::AuditCursorUnknown,
     ];
 
     /// The code named `s`, if it is in the registry.
@@ -186,6 +190,7 @@ impl ErrorCode {
             ErrorCode::AnswerNotKept => "answer_not_kept",
             ErrorCode::NameConfusable => "name_confusable",
             ErrorCode::AnswerNotDelivered => "answer_not_delivered",
+            ErrorCode::AuditCursorUnknown => "audit_cursor_unknown",
         }
     }
 
@@ -220,7 +225,8 @@ impl ErrorCode {
             ErrorCode::SessionTranscriptChanged
             | ErrorCode::SessionLockMalformed
             | ErrorCode::SessionTranscriptUnsafe
-            | ErrorCode::InboxCursorTrimmed => 4,
+            | ErrorCode::InboxCursorTrimmed
+            | ErrorCode::AuditCursorUnknown => 4,
             ErrorCode::FeatureDisabled => 7,
             ErrorCode::SessionWriterUnavailable
             | ErrorCode::CoordinatorUnavailable
@@ -311,6 +317,9 @@ impl ErrorCode {
             }
             ErrorCode::NameConfusable => {
                 "the new identity reads like an existing one (Unicode TR39 confusable skeleton, case folded: Cyrillic `а` for `a`, fullwidth, case); the error names the existing spelling"
+            }
+            ErrorCode::AuditCursorUnknown => {
+                "the audit export cursor names no row the log holds: removed by retention or never handed out (the error names the oldest cursor held); never a silent skip"
             }
             ErrorCode::AnswerNotDelivered => {
                 "the write WAS applied but its answer (a token or key) could not be written to the output file; the message gives the request id and the command that recovers the answer (or, when the answer is not kept, how to replace the secret)"
