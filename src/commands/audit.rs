@@ -269,7 +269,7 @@ mod tests {
         assert_eq!(csv_field("plain"), "plain");
         assert_eq!(csv_field(""), "");
         assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
         assert_eq!(csv_field("two\nlines"), "\"two\nlines\"");
         assert_eq!(csv_field("cr\r"), "\"cr\r\"");
         assert_eq!(csv_field(" padded"), "\" padded\"");
