@@ -9,6 +9,7 @@ use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use writerctl::claim::model::{AuditEntry, Millis};
 use writerctl::claim::retention::Retention;
+use writerctl::coordinator::wire::ExportQuery;
 
 use super::coord::{CoordArgs, DEFAULT_FRESHNESS_SECONDS, Target, open_sqlite, rfc3339};
 use super::output::Output;
@@ -155,6 +156,21 @@ fn row_json(r: &AuditEntry) -> Value {
            "target": r.target, "result": r.result, "epoch": r.epoch, "reason": r.reason, "detail": r.detail})
 }
 
+/// One audit row's fields as the `audit` table and the CSV export show them: at, project,
+/// verb, actor, target, result, epoch, reason.
+fn row_fields(r: &AuditEntry) -> [String; 8] {
+    [
+        rfc3339(r.at),
+        r.project.clone(),
+        r.verb.clone(),
+        r.actor.clone(),
+        r.target.clone().unwrap_or_default(),
+        r.result.clone(),
+        r.epoch.map_or(String::new(), |e| e.to_string()),
+        r.reason.clone().unwrap_or_default(),
+    ]
+}
+
 /// One CSV field, quoted per RFC 4180 when it holds a comma, a quote or a line break (and
 /// when it starts or ends with a space, which some readers trim): the field in double
 /// quotes, each quote doubled. Anything else is written as is.
@@ -184,19 +200,9 @@ fn write_row(w: &mut impl Write, format: ExportFormat, cursor: u64, r: &AuditEnt
             writeln!(w)
         }
         ExportFormat::Csv => {
-            let epoch = r.epoch.map(|e| e.to_string()).unwrap_or_default();
-            let fields = [
-                cursor.to_string(),
-                rfc3339(r.at),
-                r.project.clone(),
-                r.verb.clone(),
-                r.actor.clone(),
-                r.target.clone().unwrap_or_default(),
-                r.result.clone(),
-                epoch,
-                r.reason.clone().unwrap_or_default(),
-                r.detail.to_string(),
-            ];
+            let (cursor, detail) = (cursor.to_string(), r.detail.to_string());
+            let fields =
+                std::iter::once(cursor).chain(row_fields(r)).chain(std::iter::once(detail)).collect::<Vec<_>>();
             w.write_all(csv_record(fields.iter().map(String::as_str)).as_bytes())
         }
     }
@@ -212,7 +218,8 @@ fn export(a: ExportArgs) -> Result<()> {
     }
     let mut cursor = a.cursor;
     loop {
-        let page = c.audit_export(a.project.as_deref(), a.since, cursor, EXPORT_PAGE)?;
+        let query = ExportQuery { project: a.project.clone(), since: a.since, after: cursor, limit: Some(EXPORT_PAGE) };
+        let page = c.audit_export(query)?;
         for (at, row) in &page.rows {
             write_row(&mut stdout, a.format, *at, row)?;
         }
@@ -246,16 +253,7 @@ pub fn run(a: AuditArgs, out: Output) -> Result<()> {
     }
     let mut table = super::output::table(&["at", "project", "verb", "actor", "target", "result", "epoch", "reason"]);
     for r in &rows {
-        table.add_row([
-            rfc3339(r.at),
-            r.project.clone(),
-            r.verb.clone(),
-            r.actor.clone(),
-            r.target.clone().unwrap_or_default(),
-            r.result.clone(),
-            r.epoch.map_or(String::new(), |e| e.to_string()),
-            r.reason.clone().unwrap_or_default(),
-        ]);
+        table.add_row(row_fields(r));
     }
     Ok(out.line(&table.to_string())?)
 }

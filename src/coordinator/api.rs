@@ -176,15 +176,8 @@ pub trait CoordinatorApi {
         Ok(self.endpoint().call::<history::MasterHistory>(project(project_id), q, None)?.changes)
     }
     /// One page of `audit export` (administrative).
-    fn audit_export(
-        &self,
-        project: Option<&str>,
-        since: Millis,
-        cursor: Option<u64>,
-        limit: usize,
-    ) -> Result<ExportPage, ClaimError> {
-        let q = ExportQuery { project: project.map(str::to_string), since, after: cursor, limit: Some(limit) };
-        let r = self.endpoint().call::<history::AuditExport>(NoPath {}, q, None)?;
+    fn audit_export(&self, query: ExportQuery) -> Result<ExportPage, ClaimError> {
+        let r = self.endpoint().call::<history::AuditExport>(NoPath {}, query, None)?;
         Ok(ExportPage { rows: r.rows.into_iter().map(|r| (r.cursor, r.entry)).collect() })
     }
     /// `operator add`.

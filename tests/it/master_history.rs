@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::master::{Co, PASSWORD, PROJECT, err_doc, ok_doc, s};
+use crate::master::{Co, PASSWORD, PROJECT, err_doc, ok_doc};
 use crate::services::Ns;
 use writerctl::claim::ClaimError;
 use writerctl::claim::clock::ManualClock;
@@ -291,21 +291,7 @@ fn check_cli(co: &Co) {
     let last_cursor = rows.last().unwrap()["cursor"].as_u64().unwrap();
     assert!(r.stderr.contains(&format!("writerctl: next --cursor {last_cursor}")), "{}", r.stderr);
     // Resuming gives only what was written since.
-    co.ok(&[
-        "master",
-        "claim",
-        "--project",
-        PROJECT,
-        "--to",
-        "bob",
-        "--operator",
-        "ops",
-        "--password-file",
-        s(&co.pw_file(PASSWORD)),
-        "--yes",
-        "--reason",
-        "resume test",
-    ]);
+    ok_doc(&co.claim("bob", "ops", PASSWORD, &["--yes", "--reason", "resume test"]));
     let r = co.run(&["audit", "export", "--project", PROJECT, "--since", since, "--cursor", &last_cursor.to_string()]);
     r.assert_ok();
     let more: Vec<Value> = r.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();

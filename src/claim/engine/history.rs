@@ -117,25 +117,15 @@ impl Coordinator {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
-    use crate::claim::clock::ManualClock;
-    use crate::claim::engine::{Credentials, DEFAULT_FRESHNESS, MasterRequest};
+    use crate::claim::engine::tests::coordinator;
+    use crate::claim::engine::{Credentials, MasterRequest};
     use crate::claim::masters::ControllerKey;
     use crate::claim::retention::Retention;
     use crate::claim::secret::Secret;
-    use crate::claim::stores::sqlite::SqliteStore;
-
-    fn coordinator() -> (tempfile::TempDir, Arc<ManualClock>, Coordinator) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(SqliteStore::open(&dir.path().join("c.sqlite")).unwrap());
-        let clock = Arc::new(ManualClock::at(1_700_000_000_000));
-        (dir, clock.clone(), Coordinator::new(store, clock, DEFAULT_FRESHNESS).with_open_registration(true))
-    }
 
     fn key(identity: &str) -> ControllerKey {
-        ControllerKey { identity: identity.into(), surface: "cli".into(), machine_id: "m".into() }
+        crate::claim::engine::tests::key(identity, "m")
     }
 
     fn req(to: &str, epoch: u64) -> MasterRequest {

@@ -867,7 +867,9 @@ mod tests {
     use crate::claim::clock::ManualClock;
     use crate::claim::stores::sqlite::SqliteStore;
 
-    fn coordinator() -> (tempfile::TempDir, Arc<ManualClock>, Coordinator) {
+    /// A coordinator over a fresh SQLite file, with open registration (also for the
+    /// engine's other test modules).
+    pub(super) fn coordinator() -> (tempfile::TempDir, Arc<ManualClock>, Coordinator) {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(SqliteStore::open(&dir.path().join("c.sqlite")).unwrap());
         let clock = Arc::new(ManualClock::at(1_700_000_000_000));
@@ -877,7 +879,7 @@ mod tests {
         (dir, clock, c)
     }
 
-    fn key(identity: &str, machine: &str) -> ControllerKey {
+    pub(super) fn key(identity: &str, machine: &str) -> ControllerKey {
         ControllerKey { identity: identity.into(), surface: "cli".into(), machine_id: machine.into() }
     }
 
