@@ -174,6 +174,49 @@ mod tests {
         assert!(c.master_history("other", 10).unwrap().is_empty());
     }
 
+    /// `claim take|release --reason` lands on the claim write's own audit row.
+    #[test]
+    fn a_claim_write_records_its_reason() {
+        use crate::claim::work_claims::{ReleaseRequest, TakeRequest};
+        let (_d, _clock, c) = coordinator();
+        let a = c.register("p", &key("alice"), Credentials::default()).unwrap();
+        c.create_channel("p", "merges", "alice", None, None, "local").unwrap();
+        let take = TakeRequest {
+            project: "p".into(),
+            channel: "merges".into(),
+            task: "PR-1".into(),
+            seat: "alice".into(),
+            deputy: None,
+            ttl_minutes: None,
+            next_step: None,
+        };
+        c.with_reason(Some("on call".into())).unwrap().take(&take, Some(&a.token)).unwrap();
+        let release = ReleaseRequest {
+            project: "p".into(),
+            channel: "merges".into(),
+            task: "PR-1".into(),
+            seat: "alice".into(),
+            expect_version: None,
+            done: false,
+            next_step: None,
+        };
+        c.with_reason(Some("handing back".into())).unwrap().release_claim(&release, Some(&a.token)).unwrap();
+        let rows: Vec<(String, Option<String>)> = c
+            .audit_log(Some("p"), 10)
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.verb.starts_with("claim."))
+            .map(|r| (r.verb, r.reason))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("claim.take".to_string(), Some("on call".to_string())),
+                ("claim.release".to_string(), Some("handing back".to_string()))
+            ]
+        );
+    }
+
     #[test]
     fn a_reason_is_validated_before_anything_runs() {
         let (_d, _clock, c) = coordinator();
