@@ -343,6 +343,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show the master, its epoch, and every controller with its freshness')
             [CompletionResult]::new('handoff', 'handoff', [CompletionResultType]::ParameterValue, 'Cooperative transfer: the current master hands mastership to a named identity')
             [CompletionResult]::new('claim', 'claim', [CompletionResultType]::ParameterValue, 'Operator-authorized preempt: promote the named target (never the caller), proving authority with an operator id and password')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Every change of master of a project, oldest first: when, the epoch after it, from and to (identity and session), the verb, who ran it and the reason given')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -368,11 +369,13 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'Identity to make master')
             [CompletionResult]::new('--to-session', '--to-session', [CompletionResultType]::ParameterName, 'The exact controller row to promote (disambiguates several fresh rows)')
             [CompletionResult]::new('--expect-epoch', '--expect-epoch', [CompletionResultType]::ParameterName, 'Epoch the decision was made from; `stale_master` if the master changed since [default: read from `master status` just before]')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why, recorded on the audit row and in `master history` (at most 512 bytes, no control characters)')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The caller''s session id (it must be master)')
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read the caller''s session token from this file [default: env WRITERCTL_SESSION_TOKEN]')
             [CompletionResult]::new('--allow-insecure-http', '--allow-insecure-http', [CompletionResultType]::ParameterName, 'Allow http:// (clear text: session tokens, the admin token and operator passwords readable on the network) to a host that is not this machine. Without it such an address is refused (exit 2); use https:// instead')
             [CompletionResult]::new('-y', '-y', [CompletionResultType]::ParameterName, 'Do not ask for confirmation on a terminal')
             [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Do not ask for confirmation on a terminal')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Make every check, change nothing, print the plan; exit as the real command would')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -390,12 +393,29 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'Identity to make master')
             [CompletionResult]::new('--to-session', '--to-session', [CompletionResultType]::ParameterName, 'The exact controller row to promote (disambiguates several fresh rows)')
             [CompletionResult]::new('--expect-epoch', '--expect-epoch', [CompletionResultType]::ParameterName, 'Epoch the decision was made from; `stale_master` if the master changed since [default: read from `master status` just before]')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why, recorded on the audit row and in `master history` (at most 512 bytes, no control characters)')
             [CompletionResult]::new('--operator', '--operator', [CompletionResultType]::ParameterName, 'Operator id (see `writerctl operator add`)')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password from this file (one trailing newline is dropped)')
             [CompletionResult]::new('--allow-insecure-http', '--allow-insecure-http', [CompletionResultType]::ParameterName, 'Allow http:// (clear text: session tokens, the admin token and operator passwords readable on the network) to a host that is not this machine. Without it such an address is refused (exit 2); use https:// instead')
             [CompletionResult]::new('-y', '-y', [CompletionResultType]::ParameterName, 'Do not ask for confirmation on a terminal')
             [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Do not ask for confirmation on a terminal')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Make every check, change nothing, print the plan; exit as the real command would')
             [CompletionResult]::new('--password-stdin', '--password-stdin', [CompletionResultType]::ParameterName, 'Read the password from standard input (one trailing newline is dropped)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;master;history' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'The newest N changes')
+            [CompletionResult]::new('--allow-insecure-http', '--allow-insecure-http', [CompletionResultType]::ParameterName, 'Allow http:// (clear text: session tokens, the admin token and operator passwords readable on the network) to a host that is not this machine. Without it such an address is refused (exit 2); use https:// instead')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -409,6 +429,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show the master, its epoch, and every controller with its freshness')
             [CompletionResult]::new('handoff', 'handoff', [CompletionResultType]::ParameterValue, 'Cooperative transfer: the current master hands mastership to a named identity')
             [CompletionResult]::new('claim', 'claim', [CompletionResultType]::ParameterValue, 'Operator-authorized preempt: promote the named target (never the caller), proving authority with an operator id and password')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Every change of master of a project, oldest first: when, the epoch after it, from and to (identity and session), the verb, who ran it and the reason given')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -419,6 +440,9 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             break
         }
         'writerctl;master;help;claim' {
+            break
+        }
+        'writerctl;master;help;history' {
             break
         }
         'writerctl;master;help;help' {
@@ -596,6 +620,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete audit rows and claim history steps (but each task''s newest) older than N days from the embedded store, and operator-attempt rows idle for a day; optionally trim inboxes too. A server prunes by itself (`coordinator serve --audit-retention-days`), so an http(s) --coordinator is refused. Run it from cron (daily is plenty); the prune leaves one `retention.prune` audit row')
+            [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Every audit row written since a time, oldest first, as JSON lines or CSV, streamed page by page (the log is never read whole), with a cursor to resume from')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -615,12 +640,33 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'writerctl;audit;export' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Only this project [default: every project, and operator administration]')
+            [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'Only rows written at or after this time (RFC 3339)')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--cursor', '--cursor', [CompletionResultType]::ParameterName, 'Resume after this row (the cursor the previous export ended with)')
+            [CompletionResult]::new('--allow-insecure-http', '--allow-insecure-http', [CompletionResultType]::ParameterName, 'Allow http:// (clear text: session tokens, the admin token and operator passwords readable on the network) to a host that is not this machine. Without it such an address is refused (exit 2); use https:// instead')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'writerctl;audit;help' {
             [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete audit rows and claim history steps (but each task''s newest) older than N days from the embedded store, and operator-attempt rows idle for a day; optionally trim inboxes too. A server prunes by itself (`coordinator serve --audit-retention-days`), so an http(s) --coordinator is refused. Run it from cron (daily is plenty); the prune leaves one `retention.prune` audit row')
+            [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Every audit row written since a time, oldest first, as JSON lines or CSV, streamed page by page (the log is never read whole), with a cursor to resume from')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
         'writerctl;audit;help;prune' {
+            break
+        }
+        'writerctl;audit;help;export' {
             break
         }
         'writerctl;audit;help;help' {
@@ -718,6 +764,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--ttl-minutes', '--ttl-minutes', [CompletionResultType]::ParameterName, 'Release the claim after N minutes without an owner write (floored by the channel)')
             [CompletionResult]::new('--next-step', '--next-step', [CompletionResultType]::ParameterName, 'What the next hands should do (required with --ttl-minutes or --deputy)')
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read the session token of a controller registered as this identity from this file [default: env WRITERCTL_SESSION_TOKEN]')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why, recorded on the audit row (at most 512 bytes, no control characters)')
             [CompletionResult]::new('--allow-insecure-http', '--allow-insecure-http', [CompletionResultType]::ParameterName, 'Allow http:// (clear text: session tokens, the admin token and operator passwords readable on the network) to a host that is not this machine. Without it such an address is refused (exit 2); use https:// instead')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -764,6 +811,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--expect-version', '--expect-version', [CompletionResultType]::ParameterName, 'The version you read; the write is refused (version_conflict) if the claim moved since [default: not checked]')
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read the session token of a controller registered as this identity from this file [default: env WRITERCTL_SESSION_TOKEN]')
             [CompletionResult]::new('--next-step', '--next-step', [CompletionResultType]::ParameterName, 'What whoever takes it next should do')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why, recorded on the audit row (at most 512 bytes, no control characters)')
             [CompletionResult]::new('--allow-insecure-http', '--allow-insecure-http', [CompletionResultType]::ParameterName, 'Allow http:// (clear text: session tokens, the admin token and operator passwords readable on the network) to a host that is not this machine. Without it such an address is refused (exit 2); use https:// instead')
             [CompletionResult]::new('--done', '--done', [CompletionResultType]::ParameterName, 'The task is finished (status done; never taken again)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
@@ -1145,6 +1193,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show the master, its epoch, and every controller with its freshness')
             [CompletionResult]::new('handoff', 'handoff', [CompletionResultType]::ParameterValue, 'Cooperative transfer: the current master hands mastership to a named identity')
             [CompletionResult]::new('claim', 'claim', [CompletionResultType]::ParameterValue, 'Operator-authorized preempt: promote the named target (never the caller), proving authority with an operator id and password')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Every change of master of a project, oldest first: when, the epoch after it, from and to (identity and session), the verb, who ran it and the reason given')
             break
         }
         'writerctl;help;master;status' {
@@ -1154,6 +1203,9 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             break
         }
         'writerctl;help;master;claim' {
+            break
+        }
+        'writerctl;help;master;history' {
             break
         }
         'writerctl;help;operator' {
@@ -1187,9 +1239,13 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;help;audit' {
             [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete audit rows and claim history steps (but each task''s newest) older than N days from the embedded store, and operator-attempt rows idle for a day; optionally trim inboxes too. A server prunes by itself (`coordinator serve --audit-retention-days`), so an http(s) --coordinator is refused. Run it from cron (daily is plenty); the prune leaves one `retention.prune` audit row')
+            [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Every audit row written since a time, oldest first, as JSON lines or CSV, streamed page by page (the log is never read whole), with a cursor to resume from')
             break
         }
         'writerctl;help;audit;prune' {
+            break
+        }
+        'writerctl;help;audit;export' {
             break
         }
         'writerctl;help;channel' {

@@ -88,11 +88,17 @@ _writerctl() {
             writerctl,verify)
                 cmd="writerctl__subcmd__verify"
                 ;;
+            writerctl__subcmd__audit,export)
+                cmd="writerctl__subcmd__audit__subcmd__export"
+                ;;
             writerctl__subcmd__audit,help)
                 cmd="writerctl__subcmd__audit__subcmd__help"
                 ;;
             writerctl__subcmd__audit,prune)
                 cmd="writerctl__subcmd__audit__subcmd__prune"
+                ;;
+            writerctl__subcmd__audit__subcmd__help,export)
+                cmd="writerctl__subcmd__audit__subcmd__help__subcmd__export"
                 ;;
             writerctl__subcmd__audit__subcmd__help,help)
                 cmd="writerctl__subcmd__audit__subcmd__help__subcmd__help"
@@ -274,6 +280,9 @@ _writerctl() {
             writerctl__subcmd__help,verify)
                 cmd="writerctl__subcmd__help__subcmd__verify"
                 ;;
+            writerctl__subcmd__help__subcmd__audit,export)
+                cmd="writerctl__subcmd__help__subcmd__audit__subcmd__export"
+                ;;
             writerctl__subcmd__help__subcmd__audit,prune)
                 cmd="writerctl__subcmd__help__subcmd__audit__subcmd__prune"
                 ;;
@@ -334,6 +343,9 @@ _writerctl() {
             writerctl__subcmd__help__subcmd__master,handoff)
                 cmd="writerctl__subcmd__help__subcmd__master__subcmd__handoff"
                 ;;
+            writerctl__subcmd__help__subcmd__master,history)
+                cmd="writerctl__subcmd__help__subcmd__master__subcmd__history"
+                ;;
             writerctl__subcmd__help__subcmd__master,status)
                 cmd="writerctl__subcmd__help__subcmd__master__subcmd__status"
                 ;;
@@ -391,6 +403,9 @@ _writerctl() {
             writerctl__subcmd__master,help)
                 cmd="writerctl__subcmd__master__subcmd__help"
                 ;;
+            writerctl__subcmd__master,history)
+                cmd="writerctl__subcmd__master__subcmd__history"
+                ;;
             writerctl__subcmd__master,status)
                 cmd="writerctl__subcmd__master__subcmd__status"
                 ;;
@@ -402,6 +417,9 @@ _writerctl() {
                 ;;
             writerctl__subcmd__master__subcmd__help,help)
                 cmd="writerctl__subcmd__master__subcmd__help__subcmd__help"
+                ;;
+            writerctl__subcmd__master__subcmd__help,history)
+                cmd="writerctl__subcmd__master__subcmd__help__subcmd__history"
                 ;;
             writerctl__subcmd__master__subcmd__help,status)
                 cmd="writerctl__subcmd__master__subcmd__help__subcmd__status"
@@ -573,7 +591,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__audit)
-            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --limit --json --verbose --help --version prune help"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --limit --json --verbose --help --version prune export help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -602,9 +620,61 @@ _writerctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        writerctl__subcmd__audit__subcmd__help)
-            opts="prune help"
+        writerctl__subcmd__audit__subcmd__export)
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --since --format --cursor --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --coordinator)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --project)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "jsonl csv" -- "${cur}"))
+                    return 0
+                    ;;
+                --cursor)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__audit__subcmd__help)
+            opts="prune export help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__audit__subcmd__help__subcmd__export)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1029,7 +1099,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__release)
-            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --task --request-id --seat --expect-version --token-file --done --next-step --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --task --request-id --seat --expect-version --token-file --done --next-step --reason --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1072,6 +1142,10 @@ _writerctl() {
                     return 0
                     ;;
                 --next-step)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1147,7 +1221,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__take)
-            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --task --request-id --seat --deputy --ttl-minutes --next-step --token-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --task --request-id --seat --deputy --ttl-minutes --next-step --token-file --reason --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1194,6 +1268,10 @@ _writerctl() {
                     return 0
                     ;;
                 --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1723,8 +1801,22 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__help__subcmd__audit)
-            opts="prune"
+            opts="prune export"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__help__subcmd__audit__subcmd__export)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -2115,7 +2207,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__help__subcmd__master)
-            opts="status handoff claim"
+            opts="status handoff claim history"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2143,6 +2235,20 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__help__subcmd__master__subcmd__handoff)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__help__subcmd__master__subcmd__history)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -2649,7 +2755,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__master)
-            opts="-v -h -V --json --verbose --help --version status handoff claim help"
+            opts="-v -h -V --json --verbose --help --version status handoff claim history help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2663,7 +2769,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__master__subcmd__claim)
-            opts="-y -v -h -V --coordinator --freshness-seconds --allow-insecure-http --request-id --project --to --to-session --expect-epoch --yes --operator --password-file --password-stdin --json --verbose --help --version"
+            opts="-y -v -h -V --coordinator --freshness-seconds --allow-insecure-http --request-id --project --to --to-session --expect-epoch --yes --reason --dry-run --operator --password-file --password-stdin --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2694,6 +2800,10 @@ _writerctl() {
                     return 0
                     ;;
                 --expect-epoch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2713,7 +2823,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__master__subcmd__handoff)
-            opts="-y -v -h -V --coordinator --freshness-seconds --allow-insecure-http --request-id --project --to --to-session --expect-epoch --yes --session --token-file --json --verbose --help --version"
+            opts="-y -v -h -V --coordinator --freshness-seconds --allow-insecure-http --request-id --project --to --to-session --expect-epoch --yes --reason --dry-run --session --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2747,6 +2857,10 @@ _writerctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --session)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2763,7 +2877,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__master__subcmd__help)
-            opts="status handoff claim help"
+            opts="status handoff claim history help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2818,6 +2932,20 @@ _writerctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        writerctl__subcmd__master__subcmd__help__subcmd__history)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         writerctl__subcmd__master__subcmd__help__subcmd__status)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -2825,6 +2953,36 @@ _writerctl() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__master__subcmd__history)
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --limit --json --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --coordinator)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --project)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

@@ -100,6 +100,9 @@ pub enum ErrorCode {
     /// `doctor`: at least one check failed; the report names each (issue 30). Exit 1, so
     /// the command can run as a probe or a cron alert.
     DoctorFoundFailures,
+    /// `audit export --cursor C` for a row the log does not hold: behind the retention
+    /// trim, or never handed out (issue 30). Never a silent skip.
+    AuditCursorUnknown,
 }
 
 impl ErrorCode {
@@ -143,6 +146,7 @@ impl ErrorCode {
         ErrorCode::NameConfusable,
         ErrorCode::AnswerNotDelivered,
         ErrorCode::DoctorFoundFailures,
+        ErrorCode::AuditCursorUnknown,
     ];
 
     /// The code named `s`, if it is in the registry.
@@ -191,6 +195,7 @@ impl ErrorCode {
             ErrorCode::NameConfusable => "name_confusable",
             ErrorCode::AnswerNotDelivered => "answer_not_delivered",
             ErrorCode::DoctorFoundFailures => "doctor_found_failures",
+            ErrorCode::AuditCursorUnknown => "audit_cursor_unknown",
         }
     }
 
@@ -228,7 +233,8 @@ impl ErrorCode {
             ErrorCode::SessionTranscriptChanged
             | ErrorCode::SessionLockMalformed
             | ErrorCode::SessionTranscriptUnsafe
-            | ErrorCode::InboxCursorTrimmed => 4,
+            | ErrorCode::InboxCursorTrimmed
+            | ErrorCode::AuditCursorUnknown => 4,
             ErrorCode::FeatureDisabled => 7,
             ErrorCode::SessionWriterUnavailable
             | ErrorCode::CoordinatorUnavailable
@@ -319,6 +325,9 @@ impl ErrorCode {
             }
             ErrorCode::NameConfusable => {
                 "the new identity reads like an existing one (Unicode TR39 confusable skeleton, case folded: Cyrillic `а` for `a`, fullwidth, case); the error names the existing spelling"
+            }
+            ErrorCode::AuditCursorUnknown => {
+                "the audit export cursor names no row the log holds: removed by retention or never handed out (the error names the oldest cursor held); never a silent skip"
             }
             ErrorCode::AnswerNotDelivered => {
                 "the write WAS applied but its answer (a token or key) could not be written to the output file; the message gives the request id and the command that recovers the answer (or, when the answer is not kept, how to replace the secret)"

@@ -46,6 +46,28 @@ pub fn validate_name(what: &str, value: &str) -> Result<(), ClaimError> {
     Ok(())
 }
 
+/// Longest accepted `--reason` (issue 30), in bytes: a sentence or two for the audit log,
+/// not a document; every audit row, export and history line carries it.
+pub const MAX_REASON: usize = 512;
+
+/// Refuses a `--reason` that is empty (or only spaces), longer than [`MAX_REASON`] bytes, or
+/// holds a control character: a reason is printed in tables, CSV and terminals, where a
+/// newline or an escape sequence would forge or hide lines of someone else's row.
+pub fn validate_reason(reason: &str) -> Result<(), ClaimError> {
+    if reason.trim().is_empty() {
+        return Err(ClaimError::InvalidArgument("reason must not be empty".into()));
+    }
+    if reason.len() > MAX_REASON {
+        return Err(ClaimError::InvalidArgument(format!("reason is longer than {MAX_REASON} bytes")));
+    }
+    if reason.chars().any(char::is_control) {
+        return Err(ClaimError::InvalidArgument(
+            "reason contains a control character (a newline, tab or escape)".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// The form two names share when a person would read them as the same (issue 28 point 6):
 /// the Unicode TR39 confusable skeleton (`а` U+0430 and `a`, `ｅ` and `e`, `rn` and `m`),
 /// taken of the lowercased name and lowercased again, so case variants (`Alice`, `alice`)
@@ -105,6 +127,17 @@ mod tests {
         assert!(validate_name("x", "ok name").is_ok());
         for bad in ["", " lead", "trail ", "a\nb", &"x".repeat(MAX_NAME + 1)] {
             assert!(validate_name("x", bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn reasons_are_bounded_and_printable() {
+        for ok in ["maintenance window", "José's shift", &"r".repeat(MAX_REASON)] {
+            assert!(validate_reason(ok).is_ok(), "{ok:?}");
+        }
+        for bad in ["", "   ", "two\nlines", "tab\there", "esc\u{1b}[2J", &"r".repeat(MAX_REASON + 1)] {
+            let e = validate_reason(bad).unwrap_err();
+            assert_eq!(e.code(), crate::error::ErrorCode::InvalidArgument, "{bad:?}");
         }
     }
 

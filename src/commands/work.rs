@@ -67,7 +67,7 @@ pub enum ClaimCmd {
     /// write by its owner: to the deputy if one is named, otherwise to open. A claim with a
     /// TTL or a deputy needs --next-step (what the next hands should do).
     #[command(
-        after_help = "Examples:\n  writerctl claim take --project web --channel merges --task PR-42 --seat alice --token-file alice.tok\n  writerctl claim take --project web --channel merges --task PR-42 --seat alice --token-file alice.tok \\\n      --deputy bob --ttl-minutes 20 --next-step 'rebase on main, then merge' --json"
+        after_help = "Examples:\n  writerctl claim take --project web --channel merges --task PR-42 --seat alice --token-file alice.tok\n  writerctl claim take --project web --channel merges --task PR-42 --seat alice --token-file alice.tok \\\n      --deputy bob --ttl-minutes 20 --next-step 'rebase on main, then merge' --json\n  writerctl claim take --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --reason 'bob is out today'"
     )]
     Take(TakeArgs),
     /// The owner's write: resets the TTL clock; may change deputy, TTL and next step.
@@ -82,7 +82,7 @@ pub enum ClaimCmd {
     /// The owner opens the task again (or, with --done, closes it). Rings the deputy and
     /// the steward.
     #[command(
-        after_help = "Examples:\n  writerctl claim release --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --next-step 'needs review'\n  writerctl claim release --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --done --json"
+        after_help = "Examples:\n  writerctl claim release --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --next-step 'needs review'\n  writerctl claim release --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --done --json\n  writerctl claim release --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --reason 'blocked on infra'"
     )]
     Release(ReleaseArgs),
     /// Show one claim.
@@ -158,6 +158,9 @@ pub struct TakeArgs {
     pub next_step: Option<String>,
     #[command(flatten)]
     pub token: SeatTokenArgs,
+    /// Why, recorded on the audit row (at most 512 bytes, no control characters).
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
 }
 
 /// The owner of a claim writing to it, with the version it read.
@@ -216,6 +219,9 @@ pub struct ReleaseArgs {
     /// What whoever takes it next should do.
     #[arg(long, value_name = "TEXT")]
     pub next_step: Option<String>,
+    /// Why, recorded on the audit row (at most 512 bytes, no control characters).
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
 }
 
 /// `claim sweep`.
@@ -310,7 +316,7 @@ pub struct StewardArgs {
 }
 
 /// An RFC 3339 time as milliseconds since the epoch (the coordinator judges its range).
-fn parse_time(s: &str) -> Result<Millis, String> {
+pub(super) fn parse_time(s: &str) -> Result<Millis, String> {
     let t = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
         .map_err(|e| format!("{s:?} is not an RFC 3339 time (e.g. 2026-12-01T09:00:00Z): {e}"))?;
     i64::try_from(t.unix_timestamp_nanos() / 1_000_000).map_err(|_| format!("{s:?} is out of range"))
@@ -441,7 +447,13 @@ pub fn run_channel(cmd: ChannelCmd, out: Output) -> Result<()> {
 pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
     match cmd {
         ClaimCmd::Take(a) => {
-            let body = TakeReq { seat: a.seat, deputy: a.deputy, ttl_minutes: a.ttl_minutes, next_step: a.next_step };
+            let body = TakeReq {
+                seat: a.seat,
+                deputy: a.deputy,
+                ttl_minutes: a.ttl_minutes,
+                next_step: a.next_step,
+                reason: a.reason,
+            };
             let o = a.task.call::<verbs::TakeClaim>(body, &a.token)?;
             print_outcome(out, &o)
         }
@@ -465,6 +477,7 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
                 expect_version: w.expect_version,
                 done: a.done,
                 next_step: a.next_step,
+                reason: a.reason,
             };
             let row = w.write::<verbs::ReleaseClaim>(body)?;
             print_claim(out, &row)

@@ -86,6 +86,7 @@ macro_rules! engine_schema {
     (@null null) => { true };
 }
 
+use crate::claim::engine::MasterChange;
 use crate::claim::identities::Removed;
 use crate::claim::masters::MasterOutcome;
 use crate::claim::model::{AuditEntry, Event, MasterRef};
@@ -97,7 +98,7 @@ use crate::claim::work_claims::{
 engine_schema!(MasterRef = "MasterRef" ["identity": F::Str; "session_id": F::Str] refers []);
 engine_schema!(MasterOutcome = "MasterOutcome" [
     "previous_master": F::Ref("MasterRef"), null; "new_master": F::Ref("MasterRef"); "preempted": F::List("MasterRef");
-    "epoch": F::Count; "changed": F::Bool
+    "epoch": F::Count; "changed": F::Bool; "dry_run": F::Bool
 ] refers [MasterRef]);
 engine_schema!(Removed = "Removed" [
     "identity": F::Str; "sessions": F::StrList; "was_master": F::Bool; "epoch": F::Count
@@ -107,8 +108,12 @@ engine_schema!(Event = "Event" [
 ] refers []);
 engine_schema!(AuditEntry = "AuditEntry" [
     "at": F::Int; "project": F::Str; "verb": F::Str; "actor": F::Str; "target": F::Str, null; "result": F::Str;
-    "epoch": F::Count, null; "detail": F::Any
+    "epoch": F::Count, null; "detail": F::Any; "reason": F::Str, null
 ] refers []);
+engine_schema!(MasterChange = "MasterChange" [
+    "at": F::Int; "epoch": F::Count; "from": F::Ref("MasterRef"), null; "to": F::Ref("MasterRef"), null;
+    "verb": F::Str; "actor": F::Str; "reason": F::Str, null
+] refers [MasterRef]);
 engine_schema!(Channel = "Channel" [
     "project": F::Str; "channel": F::Str; "steward": F::Str; "sla_minutes": F::Count; "ttl_floor_minutes": F::Count;
     "created_at": F::Int

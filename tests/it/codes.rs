@@ -42,6 +42,7 @@ const SNAPSHOT: &[(&str, u8)] = &[
     ("name_confusable", 2),
     ("answer_not_delivered", 75),
     ("doctor_found_failures", 1),
+    ("audit_cursor_unknown", 4),
 ];
 
 #[test]

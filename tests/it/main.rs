@@ -24,6 +24,7 @@ mod handoff;
 mod hostile;
 mod identity;
 mod master;
+mod master_history;
 mod metrics;
 mod netfs;
 mod newcomer;

@@ -116,7 +116,8 @@ fn the_engine_types_serialize_as_their_schemas_say() {
                 new_master: m.clone(),
                 preempted: vec![m.clone()],
                 epoch: 2,
-                changed: true
+                changed: true,
+                dry_run: false,
             }),
         ),
         ("Removed", json!(Removed { identity: "a".into(), sessions: vec!["s".into()], was_master: false, epoch: 1 })),
@@ -136,6 +137,7 @@ fn the_engine_types_serialize_as_their_schemas_say() {
                 epoch: None,
                 detail: json!({}),
                 request: None,
+                reason: None,
             }),
         ),
         ("Channel", json!(channel)),

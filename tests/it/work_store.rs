@@ -64,6 +64,7 @@ fn audit(project: &str, verb: &str, target: &str, at: Millis) -> AuditEntry {
         epoch: None,
         detail: json!({}),
         request: None,
+        reason: None,
     }
 }
 

@@ -57,6 +57,24 @@ pub(crate) fn events_at(change: &Change, audit: Option<&AuditEntry>) -> Result<M
 /// worth a row of its own, such as a routine heartbeat).
 pub type Decide<'a> = dyn FnMut(&Snapshot) -> Result<(Change, Option<AuditEntry>), ClaimError> + 'a;
 
+/// Which audit rows [`Store::audit_page`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuditPage<'a> {
+    /// Only this project (None: every project and operator administration).
+    pub project: Option<&'a str>,
+    /// Only rows written at or after this time.
+    pub since: Millis,
+    /// Only rows after this cursor (0: from the first).
+    pub after: u64,
+    /// At most this many rows.
+    pub limit: usize,
+    /// Only rows that changed the master (their detail holds
+    /// [`MASTER_CHANGE`](crate::claim::engine::MASTER_CHANGE)).
+    pub master_changes: bool,
+    /// The newest rows first (`master history --limit N`); else the oldest first.
+    pub newest_first: bool,
+}
+
 /// How far the audit plane is behind the authoritative one (`/readyz`, `/metrics`).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Backlog {
@@ -330,6 +348,17 @@ pub trait Store: WorkStore + Send + Sync {
 
     /// The newest `limit` audit rows, oldest first; all projects when `project` is None.
     fn audit_log(&self, project: Option<&str>, limit: usize) -> Result<Vec<AuditEntry>, ClaimError>;
+
+    /// One page of the audit log, in cursor order, for `audit export` and `master history`
+    /// (issue 30); each row with its cursor (the row's id: increasing in the order rows were
+    /// written, never reused). Reads one bounded page: an export never holds the table.
+    fn audit_page(&self, page: &AuditPage<'_>) -> Result<Vec<(u64, AuditEntry)>, ClaimError>;
+
+    /// Whether the audit log still holds the row at `cursor`, and the oldest cursor it
+    /// holds (None when empty): an export resumes only from a row it can see, so a cursor
+    /// behind the retention trim, or one never handed out, is refused instead of silently
+    /// skipping rows.
+    fn audit_cursor(&self, cursor: u64) -> Result<(bool, Option<u64>), ClaimError>;
 
     /// An operator's stored credential.
     fn operator(&self, operator_id: &str) -> Result<Option<OperatorRecord>, ClaimError>;

@@ -2,6 +2,7 @@
 //! is [`for_each_verb`](crate::for_each_verb).
 
 pub mod admin;
+pub mod history;
 pub mod master;
 pub mod work;
 
@@ -38,5 +39,7 @@ macro_rules! for_each_verb {
         $m!($crate::coordinator::verbs::work::EndFocus);
         $m!($crate::coordinator::verbs::master::AddOperator);
         $m!($crate::coordinator::verbs::admin::Audit);
+        $m!($crate::coordinator::verbs::history::MasterHistory);
+        $m!($crate::coordinator::verbs::history::AuditExport);
     };
 }

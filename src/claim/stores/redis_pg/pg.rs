@@ -163,6 +163,11 @@ CREATE TABLE @.requests (
 );
 CREATE INDEX requests_expiry ON @.requests (expires_at);
 "#,
+    // Issue 30: the caller's `--reason` on each audit row (NULL on rows written before).
+    // ALTER is not an UPDATE: the append-only triggers do not fire.
+    r#"
+ALTER TABLE @.audit ADD COLUMN reason TEXT;
+"#,
 ];
 
 /// The verb whose answer Postgres keeps (see the last migration).
@@ -243,18 +248,18 @@ impl Pg {
                    key_issued_at = excluded.key_issued_at",
             )?,
             insert_audit: prepare(
-                "INSERT INTO @.audit (op_id, at, project, verb, actor, target, result, epoch, detail)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::json)
+                "INSERT INTO @.audit (op_id, at, project, verb, actor, target, result, epoch, detail, reason)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::json, $10)
                  ON CONFLICT (op_id) DO NOTHING",
             )?,
             // A drain's audit rows in one statement, in queue order (the log reads by id).
             // Issue 20: one INSERT per row held the writer to 1,300-1,700 entries/s.
             insert_audits: prepare(
-                "INSERT INTO @.audit (op_id, at, project, verb, actor, target, result, epoch, detail)
-                 SELECT o, a, p, v, ac, t, r, e, d::json
+                "INSERT INTO @.audit (op_id, at, project, verb, actor, target, result, epoch, detail, reason)
+                 SELECT o, a, p, v, ac, t, r, e, d::json, w
                  FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[],
-                             $7::text[], $8::bigint[], $9::text[])
-                      WITH ORDINALITY AS u(o, a, p, v, ac, t, r, e, d, n)
+                             $7::text[], $8::bigint[], $9::text[], $10::text[])
+                      WITH ORDINALITY AS u(o, a, p, v, ac, t, r, e, d, w, n)
                  ORDER BY n
                  ON CONFLICT (op_id) DO NOTHING",
             )?,
@@ -382,7 +387,7 @@ pub(super) fn insert_audit(
     let epoch = a.epoch.map(to_i64);
     tx.execute(
         &st.insert_audit,
-        &[&op_id, &a.at, &a.project, &a.verb, &a.actor, &a.target, &a.result, &epoch, &a.detail.to_string()],
+        &[&op_id, &a.at, &a.project, &a.verb, &a.actor, &a.target, &a.result, &epoch, &a.detail.to_string(), &a.reason],
     )?;
     Ok(())
 }
@@ -502,6 +507,7 @@ pub(super) fn insert_audits(
     let target: Vec<Option<&str>> = rows.iter().map(|(_, a)| a.target.as_deref()).collect();
     let epoch: Vec<Option<i64>> = rows.iter().map(|(_, a)| a.epoch.map(to_i64)).collect();
     let detail: Vec<String> = rows.iter().map(|(_, a)| a.detail.to_string()).collect();
+    let reason: Vec<Option<&str>> = rows.iter().map(|(_, a)| a.reason.as_deref()).collect();
     tx.execute(
         &st.insert_audits,
         &[
@@ -514,6 +520,7 @@ pub(super) fn insert_audits(
             &col(|a| &a.result),
             &epoch,
             &detail,
+            &reason,
         ],
     )?;
     Ok(())

@@ -17,6 +17,7 @@ fn audit(project: &str) -> AuditEntry {
         epoch: None,
         request: None,
         detail: serde_json::json!({}),
+        reason: None,
     }
 }
 
@@ -156,6 +157,12 @@ impl Store for CasOnly {
     }
     fn audit_log(&self, p: Option<&str>, l: usize) -> Result<Vec<AuditEntry>, ClaimError> {
         self.inner.audit_log(p, l)
+    }
+    fn audit_page(&self, p: &crate::claim::stores::AuditPage<'_>) -> Result<Vec<(u64, AuditEntry)>, ClaimError> {
+        self.inner.audit_page(p)
+    }
+    fn audit_cursor(&self, c: u64) -> Result<(bool, Option<u64>), ClaimError> {
+        self.inner.audit_cursor(c)
     }
     fn projects_without_master(&self) -> Result<u64, ClaimError> {
         self.inner.projects_without_master()
