@@ -88,6 +88,8 @@ pub enum Command {
     /// Coordinator: run the HTTP server (`coordinator serve`).
     #[command(subcommand)]
     Coordinator(crate::commands::serve::CoordinatorCmd),
+    Pause(crate::commands::pause::PauseArgs),
+    Resume(crate::commands::pause::ResumeArgs),
 }
 
 /// The full command tree: the derive's, with each command's error codes

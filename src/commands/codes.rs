@@ -120,6 +120,8 @@ pub const COMMANDS: &[(&str, &[&[C]])] = &[
     ("focus show", &[EDGE, COORD, NAMED]),
     ("steward report", &[EDGE, COORD, NAMED]),
     ("coordinator serve", &[EDGE, COORD]),
+    ("pause", &[EDGE, COORD, AUTH]),
+    ("resume", &[EDGE, COORD, AUTH]),
 ];
 
 /// The codes `path` (e.g. `"master claim"`) can return, in registry order; None for a path

@@ -20,6 +20,7 @@ use super::secret::{self, Secret};
 use super::stores::Store;
 
 mod identities;
+mod pause;
 mod retain;
 mod work;
 

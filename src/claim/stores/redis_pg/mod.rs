@@ -30,6 +30,8 @@
 //! * `{ns}:p:<project>:focus` — hash: seat → [`FocusLease`](crate::claim::work_claims::FocusLease)
 //!   JSON; `{ns}:p:<project>:focus_version` — hash: seat → how many times it was written (the
 //!   Postgres write's order guard)
+//! * `{ns}:pauses` — hash: project → [`ProjectPause`](crate::claim::work_claims::ProjectPause)
+//!   JSON, the latest pause (resumed or not), carrying its own compare-and-set `version`
 //!
 //! Names inside keys escape `%` and `:`, so no project or identity can collide with another.
 //!
@@ -98,6 +100,7 @@ mod connect;
 mod errors;
 mod keys;
 mod masters;
+mod pause;
 mod pg;
 mod pool;
 mod replies;

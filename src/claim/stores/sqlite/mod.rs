@@ -20,6 +20,7 @@ use crate::claim::model::{
 use crate::claim::requests::{self, KeptAnswer, RequestRecord};
 use crate::claim::retention::{Cutoffs, PRUNE_BATCH, Pruned, Sizes, check_cursor};
 
+mod pause;
 mod work;
 
 /// How long a verb waits for another process's write transaction before answering
@@ -153,6 +154,15 @@ CREATE TABLE requests (
     expires_at  INTEGER NOT NULL
 );
 CREATE INDEX requests_expiry ON requests (expires_at);
+"#,
+    // Issue 30: each project's latest maintenance pause (resumed or not), with its own
+    // compare-and-set version (`pause.rs`).
+    r#"
+CREATE TABLE pauses (
+    project TEXT PRIMARY KEY,
+    version INTEGER NOT NULL,
+    body    TEXT NOT NULL
+);
 "#,
 ];
 
