@@ -36,12 +36,7 @@ use super::output::Output;
 )]
 pub struct PauseArgs {
     #[command(flatten)]
-    pub coord: CoordArgs,
-    #[command(flatten)]
-    pub request: RequestArgs,
-    /// Project id.
-    #[arg(long, value_name = "P")]
-    pub project: String,
+    pub at: ProjectWrite,
     /// Why the project is paused (shown in `master status` and audited).
     #[arg(long, value_name = "TEXT")]
     pub reason: String,
@@ -62,6 +57,13 @@ pub struct PauseArgs {
     after_help = "Examples:\n  writerctl resume --project web\n  writerctl resume --project web --json && writerctl claim sweep --project web --json"
 )]
 pub struct ResumeArgs {
+    #[command(flatten)]
+    pub at: ProjectWrite,
+}
+
+/// What `pause` and `resume` both name: the coordinator, the request id and the project.
+#[derive(Debug, Args)]
+pub struct ProjectWrite {
     #[command(flatten)]
     pub coord: CoordArgs,
     #[command(flatten)]
@@ -100,7 +102,7 @@ pub fn held_back_json(held: &[HeldBack]) -> Value {
 
 /// Runs `pause`.
 pub fn run_pause(a: PauseArgs, out: Output) -> Result<()> {
-    let o = a.coord.open_write(&a.request)?.pause_project(&a.project, &a.reason, a.until)?;
+    let o = a.at.coord.open_write(&a.at.request)?.pause_project(&a.at.project, &a.reason, a.until)?;
     if out.json {
         return Ok(out.json(&json!({"project": o.project, "paused": paused_json(Some(&o.paused)),
                                    "replaced": paused_json(o.replaced.as_ref())}))?);
@@ -114,7 +116,7 @@ pub fn run_pause(a: PauseArgs, out: Output) -> Result<()> {
 
 /// Runs `resume`.
 pub fn run_resume(a: ResumeArgs, out: Output) -> Result<()> {
-    let o = a.coord.open_write(&a.request)?.resume_project(&a.project)?;
+    let o = a.at.coord.open_write(&a.at.request)?.resume_project(&a.at.project)?;
     if out.json {
         return Ok(out.json(&json!({"project": o.project, "was_paused": o.was_paused,
                                    "previous": paused_json(o.previous.as_ref()),

@@ -119,6 +119,14 @@ impl Backend {
         self.coord.take(&req, Some(token)).unwrap().claim
     }
 
+    /// The channel, and `seat` holding task `a` with a 5-minute TTL (and `deputy`): its token.
+    fn channel_with_claim(&self, seat: &str, deputy: Option<&str>) -> Secret {
+        self.coord.create_channel(P, CH, "steward", Some(30), Some(1), "test").unwrap();
+        let (_, token) = self.seat(seat);
+        self.take("a", seat, &token, deputy);
+        token
+    }
+
     fn show(&self, task: &str) -> ClaimRow {
         self.coord.show_claim(P, CH, task).unwrap()
     }
@@ -154,11 +162,10 @@ fn rel(task: &str, to: Option<&str>) -> (String, Option<String>) {
 fn a_paused_project_holds_a_due_ttl_release_through_a_sweep_and_releases_it_after_resume() {
     for b in backends("a_paused_project_holds_a_due_ttl_release") {
         let n = b.name;
-        b.coord.create_channel(P, CH, "steward", Some(30), Some(1), "test").unwrap();
-        let (_, alice) = b.seat("alice");
+        b.channel_with_claim("alice", None);
+        let a = b.show("a");
         let (_, bob) = b.seat("bob");
         let (_, dave) = b.seat("dave");
-        let a = b.take("a", "alice", &alice, None);
         let bb = b.take("b", "bob", &bob, Some("carol"));
         b.take("c", "dave", &dave, None);
         let out = b.coord.pause_project(P, "db migration CHG-1", None, "test").unwrap();
@@ -222,9 +229,7 @@ fn a_paused_project_holds_a_due_ttl_release_through_a_sweep_and_releases_it_afte
 fn until_ends_a_pause_and_a_second_pause_replaces_the_first() {
     for b in backends("until_ends_a_pause") {
         let n = b.name;
-        b.coord.create_channel(P, CH, "steward", Some(30), Some(1), "test").unwrap();
-        let (_, alice) = b.seat("alice");
-        b.take("a", "alice", &alice, None);
+        b.channel_with_claim("alice", None);
         b.coord.pause_project(P, "window", Some(T0 + 20 * M), "test").unwrap();
         b.advance(1);
         let second = b.coord.pause_project(P, "longer window", Some(T0 + 30 * M), "test").unwrap();
@@ -279,9 +284,7 @@ fn master_verbs_go_on_while_paused() {
 fn a_pause_survives_a_coordinator_restart_and_a_redis_restore() {
     for b in backends("a_pause_survives_a_restart") {
         let n = b.name;
-        b.coord.create_channel(P, CH, "steward", Some(30), Some(1), "test").unwrap();
-        let (_, alice) = b.seat("alice");
-        b.take("a", "alice", &alice, Some("bob"));
+        b.channel_with_claim("alice", Some("bob"));
         b.coord.pause_project(P, "maintenance", Some(T0 + 600 * M), "test").unwrap();
         b.advance(10);
         let c = b.restarted();

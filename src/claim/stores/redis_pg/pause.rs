@@ -15,7 +15,7 @@ use redis::{Script, Value};
 
 use super::RedisPgStore;
 use super::scripts::{request_args, with_queue, with_request};
-use super::work::{Reply, from_json, json_list, only};
+use super::work::{Reply, from_json, json_list, only, with_stored_version};
 use crate::claim::error::ClaimError;
 use crate::claim::model::AuditEntry;
 use crate::claim::stores::{Commit, PauseStore, to_json};
@@ -26,18 +26,14 @@ use crate::claim::work_claims::ProjectPause;
 /// ARGV: project, expected version ('0': none stored), JSON, op id, audit JSON, the queue's
 /// bounds (max rows, max bytes), request record, lifetime.
 ///
-/// The stored version is read from the JSON text, as the claim script does: `version` is
-/// the record's first key and serde escapes every `"` inside a string, so `"version":`
-/// followed by digits is the record's own, and comparing digit strings is exact for every
-/// u64. Every check runs before the first write.
+/// The stored version is read from the JSON text, as the claim script does
+/// (`stored_version`): `version` is the record's first key and serde escapes every `"`
+/// inside a string, so `"version":` followed by digits is the record's own, and comparing
+/// digit strings is exact for every u64. Every check runs before the first write.
 const PAUSE_LUA: &str = r#"
 if redis.call('EXISTS', KEYS[1]) == 0 then return 'lost' end
-local stored = redis.call('HGET', KEYS[2], ARGV[1])
-local current = '0'
-if stored then
-  current = string.match(stored, '"version":(%d+)')
-  if not current then return redis.error_reply('pause of ' .. ARGV[1] .. ' has no version') end
-end
+local current = stored_version(KEYS[2], ARGV[1])
+if not current then return redis.error_reply('pause of ' .. ARGV[1] .. ' has no version') end
 if current ~= ARGV[2] then return 'conflict' end
 if request_seen() then return 'replayed' end
 if not queue_room(KEYS[3], KEYS[4], ARGV[6], ARGV[7]) then return 'full' end
@@ -47,7 +43,8 @@ request_keep()
 return 'ok'
 "#;
 
-static PAUSE: LazyLock<Script> = LazyLock::new(|| Script::new(&with_request(&with_queue(PAUSE_LUA))));
+static PAUSE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(&with_request(&with_queue(&with_stored_version(PAUSE_LUA)))));
 
 impl PauseStore for RedisPgStore {
     fn pause(&self, project: &str) -> Result<Option<ProjectPause>, ClaimError> {

@@ -57,6 +57,23 @@ local function seat_unproven(ctl, seat, proof)
 end
 "#;
 
+/// The version of the JSON record stored in field `field` of hash `hash`: '0' when there is
+/// none, nil when its text holds no version. Read from the text rather than decoded (see
+/// [`CLAIM_LUA`]): `"version":` followed by digits only occurs as the record's own key.
+const STORED_VERSION_LUA: &str = r#"
+local function stored_version(hash, field)
+  local stored = redis.call('HGET', hash, field)
+  if not stored then return '0' end
+  return string.match(stored, '"version":(%d+)')
+end
+"#;
+
+/// A compare-and-set script on a record's JSON version, with [`STORED_VERSION_LUA`]'s
+/// function.
+pub(super) fn with_stored_version(body: &str) -> String {
+    [STORED_VERSION_LUA, body].concat()
+}
+
 /// A write script with [`PROOF_LUA`]'s function.
 fn with_proof(body: &str) -> String {
     [PROOF_LUA, body].concat()
@@ -82,12 +99,8 @@ fn with_proof(body: &str) -> String {
 /// Every check runs before the first write: Redis does not roll a script back.
 const CLAIM_LUA: &str = r#"
 if redis.call('EXISTS', KEYS[1]) == 0 then return 'lost' end
-local stored = redis.call('HGET', KEYS[4], ARGV[2])
-local current = '0'
-if stored then
-  current = string.match(stored, '"version":(%d+)')
-  if not current then return redis.error_reply('claim row ' .. ARGV[2] .. ' in ' .. KEYS[4] .. ' has no version') end
-end
+local current = stored_version(KEYS[4], ARGV[2])
+if not current then return redis.error_reply('claim row ' .. ARGV[2] .. ' in ' .. KEYS[4] .. ' has no version') end
 if current ~= ARGV[1] then return 'conflict' end
 if seat_unproven(KEYS[#KEYS - 3], ARGV[#ARGV - 7], ARGV[#ARGV - 6]) then return 'unproven' end
 if request_seen() then return 'replayed' end
@@ -222,7 +235,7 @@ pub(super) struct Scripts {
 impl Scripts {
     pub(super) fn new() -> Scripts {
         Scripts {
-            claim: Piped::new(with_request(&with_queue(&with_inbox(&with_proof(CLAIM_LUA))))),
+            claim: Piped::new(with_request(&with_queue(&with_inbox(&with_proof(&with_stored_version(CLAIM_LUA)))))),
             channel: Script::new(&with_request(&with_queue(CHANNEL_LUA))),
             focus: Script::new(&with_request(&with_queue(&with_proof(FOCUS_LUA)))),
             restore_claim: Piped::new(RESTORE_CLAIM_LUA.to_string()),
