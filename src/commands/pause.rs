@@ -75,9 +75,7 @@ pub struct ProjectWrite {
 
 /// A pause as CLI.md's `"paused"` spells it: null, or {"reason","since","until"}.
 pub fn paused_json(p: Option<&Paused>) -> Value {
-    p.map_or(Value::Null, |p| {
-        json!({"reason": p.reason, "since": rfc3339(p.since), "until": p.until.map(rfc3339)})
-    })
+    p.map_or(Value::Null, |p| json!({"reason": p.reason, "since": rfc3339(p.since), "until": p.until.map(rfc3339)}))
 }
 
 /// One line for humans: what a pause means and until when.

@@ -188,7 +188,12 @@ fn the_engine_types_serialize_as_their_schemas_say() {
         ),
         (
             "ResumeOutcome",
-            json!(ResumeOutcome { project: "p".into(), was_paused: true, previous: Some(paused.clone()), resumed_at: 9 }),
+            json!(ResumeOutcome {
+                project: "p".into(),
+                was_paused: true,
+                previous: Some(paused.clone()),
+                resumed_at: 9
+            }),
         ),
         ("PauseState", json!(PauseState { project: "p".into(), paused: Some(paused.clone()) })),
     ];

@@ -313,14 +313,31 @@ fn check_cli(co: &Co) {
     co.ok(&["channel", "create", "--project", project, "--channel", "merges", "--steward", "carol"]);
     let alice = co.reg("alice");
     co.ok(&[
-        "claim", "take", "--project", project, "--channel", "merges", "--task", "PR-1", "--seat", "alice",
-        "--token-file", s(&alice.token_file), "--ttl-minutes", "5", "--next-step", "merge it",
+        "claim",
+        "take",
+        "--project",
+        project,
+        "--channel",
+        "merges",
+        "--task",
+        "PR-1",
+        "--seat",
+        "alice",
+        "--token-file",
+        s(&alice.token_file),
+        "--ttl-minutes",
+        "5",
+        "--next-step",
+        "merge it",
     ]);
 
     let v = co.ok(&["pause", "--project", project, "--reason", "db migration", "--until", "2099-01-01T00:00:00Z"]);
     assert_eq!(keys(&v), set(&["project", "paused", "replaced"]), "{v:#}");
     assert_eq!(keys(&v["paused"]), set(&["reason", "since", "until"]), "{v:#}");
-    assert_eq!((&v["paused"]["reason"], &v["paused"]["until"]), (&json!("db migration"), &json!("2099-01-01T00:00:00.000Z")));
+    assert_eq!(
+        (&v["paused"]["reason"], &v["paused"]["until"]),
+        (&json!("db migration"), &json!("2099-01-01T00:00:00.000Z"))
+    );
     assert_eq!(v["replaced"], Value::Null);
     let v = co.ok(&["pause", "--project", project, "--reason", "db migration, part 2"]);
     assert_eq!(v["replaced"]["reason"], json!("db migration"), "{v:#}");
@@ -335,13 +352,15 @@ fn check_cli(co: &Co) {
         assert_eq!(keys(&doc["paused"]), set(&["reason", "since", "until"]), "{doc:#}");
     }
     // The TTL is due an hour from now: a preview at that moment holds it back.
-    let preview =
-        ["claim", "sweep", "--project", project, "--as-of", "2098-01-01T00:00:00Z", "--dry-run"];
+    let preview = ["claim", "sweep", "--project", project, "--as-of", "2098-01-01T00:00:00Z", "--dry-run"];
     let sw = co.ok(&preview);
     assert_eq!(sw["released"], json!([]), "{sw:#}");
     let h = &sw["held_back"][0];
     assert_eq!(keys(h), set(&["channel", "task", "owner", "to", "due_at", "why"]), "{sw:#}");
-    assert_eq!((&h["task"], &h["owner"], &h["to"], &h["why"]), (&json!("PR-1"), &json!("alice"), &Value::Null, &json!("project_paused")));
+    assert_eq!(
+        (&h["task"], &h["owner"], &h["to"], &h["why"]),
+        (&json!("PR-1"), &json!("alice"), &Value::Null, &json!("project_paused"))
+    );
     assert_eq!(sw["paused"]["reason"], json!("db migration, part 2"));
 
     for bad in [

@@ -43,7 +43,8 @@ impl Coordinator {
         self.write_pause(audit, &json!([]), |existing, now| {
             let record = work_claims::pause::resume(existing, actor, now);
             let previous = record.as_ref().map(|r| r.view());
-            let out = ResumeOutcome { project: project.into(), was_paused: previous.is_some(), previous, resumed_at: now };
+            let out =
+                ResumeOutcome { project: project.into(), was_paused: previous.is_some(), previous, resumed_at: now };
             let detail = json!({"was_paused": out.was_paused, "previous": out.previous});
             Ok((record, out, detail))
         })
@@ -85,7 +86,9 @@ impl Coordinator {
                     return Ok(out);
                 }
             }
-            Err(ClaimError::Unavailable(format!("project {project}'s pause kept changing ({MAX_CAS_ATTEMPTS} attempts)")))
+            Err(ClaimError::Unavailable(format!(
+                "project {project}'s pause kept changing ({MAX_CAS_ATTEMPTS} attempts)"
+            )))
         })();
         result.inspect_err(|e| self.audit_failure(audit.clone(), e, None))
     }
