@@ -111,3 +111,82 @@ impl Coordinator {
         Ok(self.store.pauses()?.iter().filter(|p| p.active_at(now)).count() as u64)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::claim::clock::ManualClock;
+    use crate::claim::requests::RequestId;
+    use crate::claim::stores::sqlite::SqliteStore;
+    use crate::claim::stores::{PauseStore, Store};
+
+    const T: Millis = 1_700_000_000_000;
+
+    fn coordinator() -> (tempfile::TempDir, Arc<ManualClock>, Coordinator) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteStore::open(&dir.path().join("c.sqlite")).unwrap());
+        let clock = Arc::new(ManualClock::at(T));
+        let c = Coordinator::new(store, clock.clone(), super::super::DEFAULT_FRESHNESS);
+        (dir, clock, c)
+    }
+
+    fn pause_rows(c: &Coordinator) -> Vec<(String, String)> {
+        let rows = c.audit_log(Some("p"), 100).unwrap();
+        rows.into_iter().filter(|a| a.verb.starts_with("project.")).map(|a| (a.verb, a.result)).collect()
+    }
+
+    #[test]
+    fn a_retried_pause_returns_the_first_answer_and_acts_once() {
+        let (_d, clock, c) = coordinator();
+        let once = c.with_request(Some(RequestId::parse("window-1").unwrap()));
+        let first = once.pause_project("p", "db migration", None, "local").unwrap();
+        clock.advance(1_000);
+        let again = once.pause_project("p", "db migration", None, "local").unwrap();
+        assert_eq!(again, first, "the kept answer, not a second pause replacing the first");
+        assert_eq!(c.store().pause("p").unwrap().unwrap().version, 1, "written once");
+        // The same id with another request is refused, and nothing changes.
+        let other = once.pause_project("p", "another reason", None, "local").unwrap_err();
+        assert_eq!(other.code(), crate::error::ErrorCode::InvalidArgument, "{other}");
+        assert_eq!(c.store().pause("p").unwrap().unwrap().reason, "db migration");
+    }
+
+    #[test]
+    fn a_pause_decided_from_a_stale_read_conflicts_and_writes_nothing() {
+        let (_d, _clock, c) = coordinator();
+        c.pause_project("p", "first", None, "local").unwrap();
+        let stored = c.store().pause("p").unwrap().unwrap();
+        // A second writer that read "no pause" (version 0) loses: nothing of it is written,
+        // not even its audit row.
+        let stale = crate::claim::work_claims::ProjectPause { reason: "stale".into(), ..stored.clone() };
+        let audit = c.audit("p", "project.pause", "local".into(), None);
+        assert_eq!(c.store().put_pause(&stale, 0, &audit).unwrap(), Commit::Conflict);
+        assert_eq!(c.store().pause("p").unwrap().unwrap(), stored);
+        assert_eq!(pause_rows(&c), [("project.pause".to_string(), "ok".to_string())]);
+    }
+
+    #[test]
+    fn resume_ends_the_pause_and_counts_follow_the_clock() {
+        let (_d, clock, c) = coordinator();
+        assert_eq!(c.paused_projects().unwrap(), 0);
+        c.pause_project("p", "window", Some(T + 60_000), "local").unwrap();
+        c.pause_project("q", "incident", None, "local").unwrap();
+        assert_eq!(c.paused_projects().unwrap(), 2);
+        clock.advance(60_000);
+        assert_eq!(c.paused_projects().unwrap(), 1, "p's window ended by itself");
+        assert_eq!(c.pause_state("p").unwrap().paused, None);
+        let res = c.resume_project("q", "local").unwrap();
+        assert!(res.was_paused);
+        assert_eq!(c.paused_projects().unwrap(), 0);
+        let stored = c.store().pause("q").unwrap().unwrap();
+        assert_eq!(
+            (stored.resumed_at, stored.resumed_by.as_deref(), stored.version),
+            (Some(T + 60_000), Some("local"), 2)
+        );
+        // Resuming again writes no record, only its audit row.
+        assert!(!c.resume_project("q", "local").unwrap().was_paused);
+        assert_eq!(c.store().pause("q").unwrap().unwrap().version, 2);
+        assert_eq!(c.store().audit_log(Some("q"), 100).unwrap().len(), 3);
+    }
+}
