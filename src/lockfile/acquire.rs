@@ -725,6 +725,23 @@ mod tests {
         (owner, rec)
     }
 
+    /// A dead writer's record at `L` and, beside it, a reclaim guard for that record held
+    /// by `guard_holder`: the state a second reclaimer finds.
+    struct StagedGuard {
+        stale_owner: OwnerToken,
+        stale: LockRecord,
+        guard_name: String,
+        guard_owner: OwnerToken,
+        guard: LockRecord,
+    }
+
+    fn stage_stale_lock_and_guard(s: &LockSite, guard_holder: &Holder) -> StagedGuard {
+        let (stale_owner, stale) = stage_record(s, &s.paths.lock_name, &dead_holder());
+        let guard_name = s.paths.reclaim_guard(stale_owner.expose());
+        let (guard_owner, guard) = stage_record(s, &guard_name, guard_holder);
+        StagedGuard { stale_owner, stale, guard_name, guard_owner, guard }
+    }
+
     fn opts(reclaim: ReclaimPolicy) -> AcquireOptions {
         AcquireOptions {
             holder: holder(sys::own_pid()),
@@ -816,28 +833,24 @@ mod tests {
     fn a_live_reclaim_guard_makes_the_second_reclaimer_unavailable() {
         let t = tempfile::tempdir().unwrap();
         let s = site(&t);
-        let (stale_owner, stale) = stage_record(&s, &s.paths.lock_name, &dead_holder());
         // A live reclaimer (this process) already holds the guard.
-        let guard_name = s.paths.reclaim_guard(stale_owner.expose());
-        let (_, guard) = stage_record(&s, &guard_name, &holder(sys::own_pid()));
+        let g = stage_stale_lock_and_guard(&s, &holder(sys::own_pid()));
         let e = acquire(&s, &opts(ReclaimPolicy::Local), &SystemProbe).unwrap_err();
         assert!(matches!(e, LockError::Unavailable { reason: Unavailable::GuardHeld, .. }), "{e:?}");
-        assert_eq!(std::fs::read(s.lock_path()).unwrap(), stale.raw);
-        assert_eq!(std::fs::read(s.paths.dir.join(&guard_name)).unwrap(), guard.raw);
+        assert_eq!(std::fs::read(s.lock_path()).unwrap(), g.stale.raw);
+        assert_eq!(std::fs::read(s.paths.dir.join(&g.guard_name)).unwrap(), g.guard.raw);
     }
 
     #[test]
     fn a_dead_reclaim_guard_is_chained_past_and_left_in_place() {
         let t = tempfile::tempdir().unwrap();
         let s = site(&t);
-        let (stale_owner, _) = stage_record(&s, &s.paths.lock_name, &dead_holder());
-        let guard_name = s.paths.reclaim_guard(stale_owner.expose());
-        let (dead_guard_owner, dead_guard) = stage_record(&s, &guard_name, &dead_holder());
+        let g = stage_stale_lock_and_guard(&s, &dead_holder());
         let lease = acquire(&s, &opts(ReclaimPolicy::Local), &SystemProbe).unwrap();
         assert!(lease.reclaimed);
         // The dead reclaimer's guard is not ours to delete; the chained guard is gone.
-        assert_eq!(std::fs::read(s.paths.dir.join(&guard_name)).unwrap(), dead_guard.raw);
-        let chained = s.paths.reclaim_guard_chained(stale_owner.expose(), dead_guard_owner.expose());
+        assert_eq!(std::fs::read(s.paths.dir.join(&g.guard_name)).unwrap(), g.guard.raw);
+        let chained = s.paths.reclaim_guard_chained(g.stale_owner.expose(), g.guard_owner.expose());
         assert!(!s.paths.dir.join(chained).exists());
     }
 
@@ -878,6 +891,15 @@ mod tests {
         v
     }
 
+    /// Options that keep a holder lock, a lease acquired with them at `s`, and the name of
+    /// the lease's holder-lock file.
+    fn acquire_with_holder_lock(s: &LockSite) -> (AcquireOptions, Lease, String) {
+        let with_lock = AcquireOptions { holder_lock: true, ..opts(ReclaimPolicy::Local) };
+        let lease = acquire(s, &with_lock, &SystemProbe).unwrap();
+        let name = lease.holder_lock.as_ref().expect("a holder lock").name().to_owned();
+        (with_lock, lease, name)
+    }
+
     /// Issue 27: a library lease keeps its holder lock for its lifetime; a refused
     /// acquisition leaves no holder file; release removes it with the record.
     #[test]
@@ -885,9 +907,7 @@ mod tests {
         use crate::lockfile::holder_lock::{HolderLockState, holder_lock_state};
         let t = tempfile::tempdir().unwrap();
         let s = site(&t);
-        let with_lock = AcquireOptions { holder_lock: true, ..opts(ReclaimPolicy::Local) };
-        let lease = acquire(&s, &with_lock, &SystemProbe).unwrap();
-        let name = lease.holder_lock.as_ref().expect("a holder lock").name().to_owned();
+        let (with_lock, lease, name) = acquire_with_holder_lock(&s);
         assert_eq!(lease.record.owner.holder_lock.as_deref(), Some(name.as_str()));
         assert_eq!(holder_files(&s), vec![name.clone()]);
         assert_eq!(holder_lock_state(&s.dir, &name), HolderLockState::Held);
@@ -909,9 +929,7 @@ mod tests {
     fn a_free_holder_lock_is_reclaimed_by_plain_acquire_and_its_file_removed() {
         let t = tempfile::tempdir().unwrap();
         let s = site(&t);
-        let with_lock = AcquireOptions { holder_lock: true, ..opts(ReclaimPolicy::Local) };
-        let lease = acquire(&s, &with_lock, &SystemProbe).unwrap();
-        let old_name = lease.holder_lock.as_ref().unwrap().name().to_owned();
+        let (with_lock, lease, old_name) = acquire_with_holder_lock(&s);
         drop(lease.holder_lock);
         let e = acquire(&s, &with_lock, &SystemProbe).unwrap_err();
         assert!(matches!(e, LockError::Conflict { .. }), "a running recorded holder stays live: {e:?}");
@@ -945,8 +963,7 @@ mod tests {
         let s = site(&t);
         std::fs::create_dir_all(t.path().join("chats")).unwrap();
         std::fs::write(t.path().join("chats/s.jsonl"), b"{\"a\":1}\n").unwrap();
-        let with_lock = AcquireOptions { holder_lock: true, ..opts(ReclaimPolicy::Local) };
-        let lease = acquire(&s, &with_lock, &SystemProbe).unwrap();
+        let (_, lease, _) = acquire_with_holder_lock(&s);
         let key = TranscriptKey::default_for("s").unwrap();
         let out =
             crate::lockfile::seal::seal(&s, t.path(), &key, &lease.owner, Default::default(), &mut |_, _| {}).unwrap();

@@ -120,7 +120,6 @@ mod tests {
     use crate::claim::clock::ManualClock;
     use crate::claim::requests::RequestId;
     use crate::claim::stores::sqlite::SqliteStore;
-    use crate::claim::stores::{PauseStore, Store};
 
     const T: Millis = 1_700_000_000_000;
 

@@ -13,7 +13,7 @@ use crate::claim::model::{AuditEntry, Millis, NewEvent};
 use crate::claim::names::validate_name;
 use crate::claim::secret;
 use crate::claim::secret::Secret;
-use crate::claim::stores::{ClaimWrite, Commit, MAX_CAS_ATTEMPTS, SeatProof};
+use crate::claim::stores::{ClaimWrite, Commit, FocusWrite, MAX_CAS_ATTEMPTS, SeatProof};
 use crate::claim::work_claims::{
     self, COORDINATOR_ACTOR, Channel, ClaimOutcome, ClaimRow, ClaimStatus, ClaimStep, FocusLease, FocusOutcome,
     ReleaseRequest, StewardReport, SweepAction, SweepReport, TakeRequest, TouchRequest,
@@ -296,7 +296,12 @@ impl Coordinator {
             audit.request = pending.as_ref().map(|p| p.record(&out, audit.at)).transpose()?;
             let proof = seat_proof(seat, token);
             before_write()?;
-            let written = self.store.put_focus(&out.lease, None, &audit, proof.as_ref());
+            let written = self.store.put_focus(FocusWrite {
+                lease: &out.lease,
+                replaces: None,
+                audit: &audit,
+                proof: proof.as_ref(),
+            });
             written.map(|_| out).map_err(|e| reword_unproven(e, project, seat, "focus.start"))
         });
         result.inspect_err(|e| self.audit_failure(audit.clone(), e, None))
@@ -330,7 +335,12 @@ impl Coordinator {
                 // A `focus start` landing between the read and the write wins the race and
                 // is read (and ended) on the next round, never overwritten blind.
                 let proof = seat_proof(seat, token);
-                let written = self.store.put_focus(&ended, Some(started_at), &audit, proof.as_ref());
+                let written = self.store.put_focus(FocusWrite {
+                    lease: &ended,
+                    replaces: Some(started_at),
+                    audit: &audit,
+                    proof: proof.as_ref(),
+                });
                 if let Commit::Done(_) = written.map_err(|e| reword_unproven(e, project, seat, "focus.end"))? {
                     return Ok(ended);
                 }

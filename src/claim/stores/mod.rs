@@ -190,6 +190,24 @@ pub struct ClaimWrite {
     pub proof: Option<SeatProof>,
 }
 
+/// One focus-lease write ([`WorkStore::put_focus`]): the lease and its audit row, written
+/// atomically or not at all, like a [`ClaimWrite`].
+#[derive(Debug, Clone, Copy)]
+pub struct FocusWrite<'a> {
+    /// The seat's lease as it is to be stored.
+    pub lease: &'a FocusLease,
+    /// `Some(started_at)`: write only if the stored lease is still the one that started then
+    /// (`focus end` must not end a lease a concurrent `focus start` just wrote). None:
+    /// unconditionally.
+    pub replaces: Option<Millis>,
+    /// The audit row.
+    pub audit: &'a AuditEntry,
+    /// The seat's proof, checked in the same atomic step as the write (`focus start|end`,
+    /// issue 28 point 5: a proof read before the write let it commit after `identity
+    /// remove`); an unproven seat writes nothing and answers `identity_unproven`.
+    pub proof: Option<&'a SeatProof>,
+}
+
 /// A seat write's proof (issue 28 point 5: a claim `take` committed after `identity remove`
 /// because its proof was read before the write, not inside it): the store commits the write
 /// only if, at commit, a controller registered as `identity` in the row's project holds the
@@ -258,19 +276,8 @@ pub trait WorkStore {
     /// Each seat's latest focus lease in `project`.
     fn focus_leases(&self, project: &str) -> Result<Vec<FocusLease>, ClaimError>;
 
-    /// Writes the seat's focus lease, with its audit row. With `replaces: Some(started_at)`
-    /// only if the stored lease is still the one that started then (`focus end` must not
-    /// end a lease a concurrent `focus start` just wrote); with None, unconditionally. With
-    /// `proof`, the seat's proof is checked in the same atomic step as the write (`focus
-    /// start|end`, issue 28 point 5: a proof read before the write let it commit after
-    /// `identity remove`); an unproven seat writes nothing and answers `identity_unproven`.
-    fn put_focus(
-        &self,
-        lease: &FocusLease,
-        replaces: Option<Millis>,
-        audit: &AuditEntry,
-        proof: Option<&SeatProof>,
-    ) -> Result<Commit, ClaimError>;
+    /// Writes the seat's focus lease, with its audit row, as [`FocusWrite`] says.
+    fn put_focus(&self, write: FocusWrite<'_>) -> Result<Commit, ClaimError>;
 }
 
 /// Projects' maintenance pauses (issue 30 point 3): one record per project, the latest

@@ -26,7 +26,7 @@ use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Millis};
 use crate::claim::requests;
 use crate::claim::stores::codec::json_err;
-use crate::claim::stores::{ClaimWrite, Commit, SeatProof, WorkStore, seat_unproven};
+use crate::claim::stores::{ClaimWrite, Commit, FocusWrite, WorkStore, seat_unproven};
 use crate::claim::stores::{from_json as parse, to_i64, to_json};
 use crate::claim::work_claims::{Channel, ClaimRow, ClaimStep, FocusLease};
 
@@ -823,13 +823,8 @@ impl WorkStore for RedisPgStore {
         Ok(leases)
     }
 
-    fn put_focus(
-        &self,
-        lease: &FocusLease,
-        replaces: Option<Millis>,
-        audit: &AuditEntry,
-        proof: Option<&SeatProof>,
-    ) -> Result<Commit, ClaimError> {
+    fn put_focus(&self, write: FocusWrite<'_>) -> Result<Commit, ClaimError> {
+        let FocusWrite { lease, replaces, audit, proof } = write;
         let inner = &self.inner;
         let k = &inner.keys;
         let op = uuid::Uuid::new_v4().to_string();

@@ -132,14 +132,8 @@ impl WorkStore for CasOnly {
     fn focus_leases(&self, p: &str) -> Result<Vec<FocusLease>, ClaimError> {
         self.inner.focus_leases(p)
     }
-    fn put_focus(
-        &self,
-        l: &FocusLease,
-        r: Option<Millis>,
-        a: &AuditEntry,
-        p: Option<&crate::claim::stores::SeatProof>,
-    ) -> Result<Commit, ClaimError> {
-        self.inner.put_focus(l, r, a, p)
+    fn put_focus(&self, w: crate::claim::stores::FocusWrite<'_>) -> Result<Commit, ClaimError> {
+        self.inner.put_focus(w)
     }
 }
 
