@@ -68,6 +68,8 @@ fn main() -> ExitCode {
         Command::Focus(c) => commands::work::run_focus(c, out),
         Command::Steward(c) => commands::work::run_steward(c, out),
         Command::Doctor(a) => commands::doctor::run(a, out),
+        Command::Pause(a) => commands::pause::run_pause(a, out),
+        Command::Resume(a) => commands::pause::run_resume(a, out),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

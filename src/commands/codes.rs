@@ -123,6 +123,8 @@ pub const COMMANDS: &[(&str, &[&[C]])] = &[
     ("steward report", &[EDGE, COORD, NAMED]),
     ("coordinator serve", &[EDGE, COORD]),
     ("doctor", &[EDGE, &[C::DoctorFoundFailures]]),
+    ("pause", &[EDGE, COORD, AUTH]),
+    ("resume", &[EDGE, COORD, AUTH]),
 ];
 
 /// The codes `path` (e.g. `"master claim"`) can return, in registry order; None for a path

@@ -10,6 +10,7 @@ use writerctl::claim::engine::{MasterChange, MasterRequest, Status};
 use writerctl::claim::masters::MasterOutcome;
 use writerctl::claim::model::MasterRef;
 use writerctl::coordinator::api::MasterOptions;
+use writerctl::claim::work_claims::Paused;
 
 use super::ExitStatus;
 use super::coord::{CoordArgs, PasswordArgs, WriteArgs, age, confirm, interactive, rfc3339, session_token};
@@ -146,8 +147,10 @@ pub struct ClaimArgs {
 pub fn run(cmd: MasterCmd, out: Output) -> Result<()> {
     match cmd {
         MasterCmd::Status(a) => {
-            let st = a.coord.open()?.status(&a.project)?;
-            print_status(&a.project, &st, out)
+            let c = a.coord.open()?;
+            let st = c.status(&a.project)?;
+            let paused = c.pause_state(&a.project)?.paused;
+            print_status(&a.project, &st, paused.as_ref(), out)
         }
         MasterCmd::Handoff(a) => {
             let token = session_token(a.token_file.as_deref())?;
@@ -195,7 +198,7 @@ fn prepare(c: &dyn CoordinatorApi, t: &TargetArgs, out: Output, verb: &str) -> R
         expect_epoch,
     };
     if let (true, Some(st)) = (ask, status) {
-        print_status(&t.project, &st, out)?;
+        print_status(&t.project, &st, c.pause_state(&t.project)?.paused.as_ref(), out)?;
         let target = c.preview_target(&t.project, &t.to, t.to_session.as_deref())?;
         let from = st.slot.master.as_ref().map_or("nobody".to_string(), describe);
         let to = target.reference();
@@ -224,7 +227,7 @@ fn describe(m: &MasterRef) -> String {
     format!("{} ({})", m.identity, m.session_id)
 }
 
-fn print_status(project: &str, st: &Status, out: Output) -> Result<()> {
+fn print_status(project: &str, st: &Status, paused: Option<&Paused>, out: Output) -> Result<()> {
     if out.json {
         let master = match &st.slot.master {
             Some(m) => json!({"identity": m.identity, "session_id": m.session_id, "epoch": st.slot.epoch}),
@@ -245,8 +248,12 @@ fn print_status(project: &str, st: &Status, out: Output) -> Result<()> {
         out.json(&json!({
             "project": project, "master": master, "controllers": controllers,
             "freshness_seconds": st.freshness.as_secs(), "read_at": rfc3339(st.now),
+            "paused": super::pause::paused_json(paused),
         }))?;
         return Ok(());
+    }
+    if let Some(p) = paused {
+        out.line(&super::pause::paused_line(project, p))?;
     }
     match &st.slot.master {
         Some(m) => out.line(&format!("project {project}: master {} epoch {}", describe(m), st.slot.epoch))?,

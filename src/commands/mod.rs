@@ -14,6 +14,7 @@ pub mod inbox;
 pub mod master;
 pub mod operator;
 pub mod output;
+pub mod pause;
 pub mod recover;
 pub mod reference;
 pub mod release;

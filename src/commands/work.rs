@@ -12,6 +12,7 @@ use writerctl::coordinator::wire::{ReleaseReq, TakeReq, TaskPath, TouchReq};
 
 use super::coord::{CoordArgs, RequestArgs, SeatTokenArgs, rfc3339};
 use super::output::{Output, table};
+use super::pause::{held_back_json, paused_json, paused_line};
 
 /// Channels: where claims live, with a steward and an SLA.
 #[derive(Debug, Subcommand)]
@@ -509,10 +510,15 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
             Ok(out.line(&t.to_string())?)
         }
         ClaimCmd::List(a) => {
-            let rows = a.coord.open()?.list_claims(&a.project, &a.channel)?;
+            let c = a.coord.open()?;
+            let rows = c.list_claims(&a.project, &a.channel)?;
+            let paused = c.pause_state(&a.project)?.paused;
             if out.json {
                 let list: Vec<Value> = rows.iter().map(claim_json).collect();
-                return Ok(out.json(&json!({"claims": list}))?);
+                return Ok(out.json(&json!({"claims": list, "paused": paused_json(paused.as_ref())}))?);
+            }
+            if let Some(p) = &paused {
+                out.line(&paused_line(&a.project, p))?;
             }
             if rows.is_empty() {
                 return Ok(out.line(&format!("no claims in channel {}", a.channel))?);
@@ -550,7 +556,9 @@ fn print_sweep(out: Output, r: &SweepReport) -> Result<()> {
         .collect();
     if out.json {
         return Ok(out.json(&json!({"as_of": rfc3339(r.as_of), "dry_run": r.dry_run, "released": released,
-                                    "deferred_by_focus": r.deferred_by_focus, "conflicts": r.conflicts}))?);
+                                    "deferred_by_focus": r.deferred_by_focus, "conflicts": r.conflicts,
+                                    "paused": paused_json(r.paused.as_ref()),
+                                    "held_back": held_back_json(&r.held_back)}))?);
     }
     let verb = if r.dry_run { "would release" } else { "released" };
     out.line(&format!("sweep as of {}: {verb} {} claim(s)", rfc3339(r.as_of), r.released.len()))?;
@@ -566,6 +574,13 @@ fn print_sweep(out: Output, r: &SweepReport) -> Result<()> {
             "  {} claim(s) changed during the sweep (an owner write, or another sweeper); left as they are",
             r.conflicts
         ))?;
+    }
+    if let Some(p) = &r.paused {
+        out.line(&format!("  {} due claim(s) held back: the project is paused ({})", r.held_back.len(), p.reason))?;
+        for h in &r.held_back {
+            let to = h.to.as_deref().map_or("open".to_string(), |d| format!("deputy {d}"));
+            out.line(&format!("    {}/{}: {} -> {to} (due {})", h.channel, h.task, h.owner, rfc3339(h.due_at)))?;
+        }
     }
     Ok(())
 }
@@ -630,7 +645,10 @@ pub fn run_steward(cmd: StewardCmd, out: Output) -> Result<()> {
             })
             .collect();
         return Ok(out.json(&json!({"channel": channel_json(&r.channel), "as_of": rfc3339(r.as_of),
-                                    "overdue": list}))?);
+                                    "overdue": list, "paused": paused_json(r.paused.as_ref())}))?);
+    }
+    if let Some(p) = &r.paused {
+        out.line(&paused_line(&r.channel.project, p))?;
     }
     if r.overdue.is_empty() {
         return Ok(out.line(&format!(

@@ -295,6 +295,24 @@ pub trait CoordinatorApi {
     fn steward_report(&self, project: &str, channel: &str, as_of: Option<Millis>) -> Result<StewardReport, ClaimError> {
         self.endpoint().call::<work::Steward>(channel_at(project, channel), AsOfQuery { as_of }, None)
     }
+    /// `pause` (administrative).
+    fn pause_project(
+        &self,
+        project_id: &str,
+        reason: &str,
+        until: Option<Millis>,
+    ) -> Result<crate::claim::work_claims::PauseOutcome, ClaimError> {
+        let body = super::verbs::pause::PauseReq { reason: reason.to_string(), until };
+        self.endpoint().call::<super::verbs::pause::Pause>(project(project_id), body, None)
+    }
+    /// `resume` (administrative).
+    fn resume_project(&self, project_id: &str) -> Result<crate::claim::work_claims::ResumeOutcome, ClaimError> {
+        self.endpoint().call::<super::verbs::pause::Resume>(project(project_id), NoBody {}, None)
+    }
+    /// Whether the project is paused now.
+    fn pause_state(&self, project_id: &str) -> Result<crate::claim::work_claims::PauseState, ClaimError> {
+        self.endpoint().call::<super::verbs::pause::ShowPause>(project(project_id), NoBody {}, None)
+    }
 }
 
 impl CoordinatorApi for Coordinator {

@@ -136,8 +136,8 @@ engine_schema!(SweepAction = "SweepAction" [
 ] refers []);
 engine_schema!(SweepReport = "SweepReport" [
     "as_of": F::Int; "dry_run": F::Bool; "released": F::List("SweepAction"); "deferred_by_focus": F::Count;
-    "conflicts": F::Count
-] refers [SweepAction]);
+    "conflicts": F::Count; "paused": F::Ref("Paused"), null; "held_back": F::List("HeldBack")
+] refers [SweepAction, Paused, HeldBack]);
 engine_schema!(FocusLease = "FocusLease" [
     "project": F::Str; "seat": F::Str; "started_at": F::Int; "until": F::Int; "ended_at": F::Int, null
 ] refers []);
@@ -146,5 +146,20 @@ engine_schema!(FocusOutcome = "FocusOutcome" [
 ] refers [FocusLease]);
 engine_schema!(StewardItem = "StewardItem" ["claim": F::Ref("ClaimRow"); "age_minutes": F::Int] refers [ClaimRow]);
 engine_schema!(StewardReport = "StewardReport" [
-    "channel": F::Ref("Channel"); "as_of": F::Int; "overdue": F::List("StewardItem")
-] refers [Channel, StewardItem]);
+    "channel": F::Ref("Channel"); "as_of": F::Int; "overdue": F::List("StewardItem"); "paused": F::Ref("Paused"), null
+] refers [Channel, StewardItem, Paused]);
+
+// Issue 30: a project's maintenance pause.
+use crate::claim::work_claims::{HeldBack, PauseOutcome, PauseState, Paused, ResumeOutcome};
+
+engine_schema!(Paused = "Paused" ["reason": F::Str; "since": F::Int; "until": F::Int, null] refers []);
+engine_schema!(HeldBack = "HeldBack" [
+    "channel": F::Str; "task": F::Str; "owner": F::Str; "to": F::Str, null; "due_at": F::Int; "why": F::Str
+] refers []);
+engine_schema!(PauseOutcome = "PauseOutcome" [
+    "project": F::Str; "paused": F::Ref("Paused"); "replaced": F::Ref("Paused"), null
+] refers [Paused]);
+engine_schema!(ResumeOutcome = "ResumeOutcome" [
+    "project": F::Str; "was_paused": F::Bool; "previous": F::Ref("Paused"), null; "resumed_at": F::Int
+] refers [Paused]);
+engine_schema!(PauseState = "PauseState" ["project": F::Str; "paused": F::Ref("Paused"), null] refers [Paused]);

@@ -29,6 +29,7 @@ mod metrics;
 mod netfs;
 mod newcomer;
 mod openapi;
+mod pause;
 mod planes;
 mod pod_recovery;
 mod proptest_records;

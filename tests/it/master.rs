@@ -1025,7 +1025,11 @@ pub(crate) fn check_seed_11(co: &Co) {
         }
         master = to;
         let st = co.assert_master(Some(master), step + 2);
-        assert_eq!(keys(&st), set(&["project", "master", "controllers", "freshness_seconds", "read_at"]), "{st:#}");
+        assert_eq!(
+            keys(&st),
+            set(&["project", "master", "controllers", "freshness_seconds", "read_at", "paused"]),
+            "{st:#}"
+        );
         for row in st["controllers"].as_array().unwrap() {
             assert_eq!(
                 keys(row),

@@ -21,6 +21,7 @@ use super::stores::Store;
 
 mod history;
 mod identities;
+mod pause;
 mod retain;
 mod work;
 

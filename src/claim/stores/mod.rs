@@ -40,7 +40,7 @@ use super::error::ClaimError;
 use super::model::{AuditEntry, Change, Event, Millis, NewEvent, OperatorRecord, Snapshot};
 use super::requests::KeptAnswer;
 use super::retention::{Cutoffs, Pruned, Sizes};
-use super::work_claims::{Channel, ClaimRow, ClaimStep, FocusLease};
+use super::work_claims::{Channel, ClaimRow, ClaimStep, FocusLease, ProjectPause};
 
 /// When a change's inbox events happened: its audit row's time. A change without an audit
 /// row (a routine heartbeat) must carry no events; one that does is refused as a bug rather
@@ -298,8 +298,24 @@ pub trait WorkStore {
     fn put_focus(&self, write: FocusWrite<'_>) -> Result<Commit, ClaimError>;
 }
 
+/// Projects' maintenance pauses (issue 30 point 3): one record per project, the latest
+/// pause (resumed or not), with its own compare-and-set version.
+pub trait PauseStore {
+    /// The project's pause record, resumed or not; None if it was never paused.
+    fn pause(&self, project: &str) -> Result<Option<ProjectPause>, ClaimError>;
+
+    /// Every project's pause record, resumed or not, ordered by project (`/metrics` counts
+    /// the active ones).
+    fn pauses(&self) -> Result<Vec<ProjectPause>, ClaimError>;
+
+    /// Writes `pause` with its audit row (and the audit row's kept answer) only if the
+    /// stored record is still at `expected_version` (0: none stored); `Conflict` writes
+    /// nothing.
+    fn put_pause(&self, pause: &ProjectPause, expected_version: u64, audit: &AuditEntry) -> Result<Commit, ClaimError>;
+}
+
 /// Coordinator state for many projects.
-pub trait Store: WorkStore + Send + Sync {
+pub trait Store: WorkStore + PauseStore + Send + Sync {
     /// The project's current state (an unknown project reads as empty at version 0).
     fn snapshot(&self, project: &str) -> Result<Snapshot, ClaimError>;
 

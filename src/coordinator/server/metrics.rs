@@ -30,6 +30,14 @@ impl App {
                 for (project, r) in projects {
                     match r {
                         Ok(rep) => {
+                            if !rep.held_back.is_empty() {
+                                tracing::debug!(
+                                    sweeper = true,
+                                    project,
+                                    held_back = rep.held_back.len(),
+                                    "sweep held back due claims: the project is paused"
+                                );
+                            }
                             released += rep.released.len() as u64;
                             conflicts += rep.conflicts;
                             if rep.released.is_empty() {
@@ -339,6 +347,17 @@ pub(super) async fn metrics(State(app): State<Shared>) -> Response {
         }
         Ok(Err(e)) => failure = failure.or(Some(format!("projects without a master: {e}"))),
         Err(e) => failure = failure.or(Some(format!("projects without a master: {e}"))),
+    }
+    let app2 = app.clone();
+    // Issue 30: paused projects, counted the same way (a project is never a label).
+    match tokio::task::spawn_blocking(move || app2.coord.paused_projects()).await {
+        Ok(Ok(n)) => {
+            out.push_str("# HELP writerctl_project_paused Projects paused now (writerctl pause): no TTL release and no deputy handoff in them until resume or their --until. A count; project names are never labels (writerctl master status --project P says which).\n");
+            out.push_str("# TYPE writerctl_project_paused gauge\n");
+            out.push_str(&format!("writerctl_project_paused {n}\n"));
+        }
+        Ok(Err(e)) => failure = failure.or(Some(format!("paused projects: {e}"))),
+        Err(e) => failure = failure.or(Some(format!("paused projects: {e}"))),
     }
     let app2 = app.clone();
     if let Ok(Some(depth)) = tokio::task::spawn_blocking(move || app2.coord.store().pending_audit_writes()).await {

@@ -4,6 +4,7 @@
 pub mod admin;
 pub mod history;
 pub mod master;
+pub mod pause;
 pub mod work;
 
 /// Calls `$m!(Verb)` for every verb, in the order of the route table: the one list the
@@ -41,5 +42,8 @@ macro_rules! for_each_verb {
         $m!($crate::coordinator::verbs::admin::Audit);
         $m!($crate::coordinator::verbs::history::MasterHistory);
         $m!($crate::coordinator::verbs::history::AuditExport);
+        $m!($crate::coordinator::verbs::pause::Pause);
+        $m!($crate::coordinator::verbs::pause::Resume);
+        $m!($crate::coordinator::verbs::pause::ShowPause);
     };
 }

@@ -1,7 +1,8 @@
 //! The server store: Redis is authoritative and written first; Postgres keeps
-//! `controller_status`, `projects`, operators, the append-only audit log and seed 002's work
-//! claims (`channels`, `claims`, `claim_history`, `focus_leases`), written second and never
-//! allowed to roll Redis back (seed 000 §Dual-plane state).
+//! `controller_status`, `projects`, operators, the append-only audit log, seed 002's work
+//! claims (`channels`, `claims`, `claim_history`, `focus_leases`) and projects' pauses
+//! (`project_pauses`, issue 30), written second and never allowed to roll Redis back (seed
+//! 000 §Dual-plane state).
 //!
 //! # Redis (one namespace `ns`; every key carries the hash tag `{ns}`, so one Lua script may
 //! touch all of them even on a cluster)
@@ -30,6 +31,8 @@
 //! * `{ns}:p:<project>:focus` — hash: seat → [`FocusLease`](crate::claim::work_claims::FocusLease)
 //!   JSON; `{ns}:p:<project>:focus_version` — hash: seat → how many times it was written (the
 //!   Postgres write's order guard)
+//! * `{ns}:pauses` — hash: project → [`ProjectPause`](crate::claim::work_claims::ProjectPause)
+//!   JSON, the latest pause (resumed or not), carrying its own compare-and-set `version`
 //!
 //! Names inside keys escape `%` and `:`, so no project or identity can collide with another.
 //!
@@ -40,7 +43,7 @@
 //! connections), `connect.rs` (URLs, TLS, Sentinel), `replies.rs` and `errors.rs` (reading
 //! replies, mapping failures), `pg.rs` (the Postgres schema, statements and queued
 //! writes), `writer.rs` (the queue's drain and the background writer), `restore.rs`,
-//! `masters.rs`, `work.rs` (seed 002's claims) and `retention.rs`.
+//! `masters.rs`, `work.rs` (seed 002's claims), `pause.rs` (projects' pauses) and `retention.rs`.
 //!
 //! # A commit
 //!
@@ -99,6 +102,7 @@ mod connect;
 mod errors;
 mod keys;
 mod masters;
+mod pause;
 mod pg;
 mod pool;
 mod replies;

@@ -12,7 +12,7 @@ use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Controller, EnrolledIdentity, MasterRef, Millis};
 use crate::claim::requests::{self, RequestRecord};
 use crate::claim::stores::codec::{from_json, to_i64};
-use crate::claim::work_claims::{Channel, ClaimRow, ClaimStep, FocusLease};
+use crate::claim::work_claims::{Channel, ClaimRow, ClaimStep, FocusLease, ProjectPause};
 
 /// Postgres schema migrations, in order; `@.` stands for the quoted schema. Migration `i`
 /// is recorded as version `i + 1` in `schema_migrations`. Append only.
@@ -167,6 +167,15 @@ CREATE INDEX requests_expiry ON @.requests (expires_at);
     // ALTER is not an UPDATE: the append-only triggers do not fire.
     r#"
 ALTER TABLE @.audit ADD COLUMN reason TEXT;
+"#,
+    // Issue 30: each project's latest maintenance pause (resumed or not); `body` is the JSON
+    // Redis holds, restored from here when Redis starts empty.
+    r#"
+CREATE TABLE @.project_pauses (
+    project TEXT PRIMARY KEY,
+    version BIGINT NOT NULL,
+    body    JSON NOT NULL
+);
 "#,
 ];
 
@@ -632,6 +641,8 @@ pub(super) enum Payload {
     Channel { channel: Channel, json: String },
     /// A seat's focus lease, with the seat's write counter.
     Focus { lease: FocusLease, json: String, version: u64 },
+    /// A project's pause record (its own version orders the writes).
+    Pause { pause: ProjectPause, json: String },
 }
 
 fn field<'a>(f: &'a HashMap<String, String>, k: &str) -> Result<&'a String, ClaimError> {
@@ -653,6 +664,9 @@ impl Payload {
         }
         if let Some(json) = f.get("channel") {
             return Ok(Some(Payload::Channel { channel: from_json(json)?, json: json.clone() }));
+        }
+        if let Some(json) = f.get("pause") {
+            return Ok(Some(Payload::Pause { pause: from_json(json)?, json: json.clone() }));
         }
         if let Some(json) = f.get("focus") {
             return Ok(Some(Payload::Focus {
@@ -714,6 +728,9 @@ impl Payload {
                     &[&l.project, &l.seat, &to_i64(*version), &l.started_at, &l.until, &l.ended_at, json],
                 )?;
             }
+            Payload::Pause { pause: p, json } => {
+                tx.execute(&st.upsert_pause, &[&p.project, &to_i64(p.version), json])?;
+            }
         }
         Ok(())
     }
@@ -725,6 +742,7 @@ pub(super) struct WorkStatements {
     insert_step: postgres::Statement,
     insert_channel: postgres::Statement,
     upsert_focus: postgres::Statement,
+    upsert_pause: postgres::Statement,
 }
 
 impl WorkStatements {
@@ -759,6 +777,12 @@ impl WorkStatements {
                    version = excluded.version, started_at = excluded.started_at, until_at = excluded.until_at,
                    ended_at = excluded.ended_at, body = excluded.body
                  WHERE f.version < excluded.version",
+            )?,
+            // Version-guarded like a claim: a replayed or reordered entry never moves it back.
+            upsert_pause: prepare(
+                "INSERT INTO @.project_pauses AS p (project, version, body) VALUES ($1, $2, $3::text::json)
+                 ON CONFLICT (project) DO UPDATE SET version = excluded.version, body = excluded.body
+                 WHERE p.version < excluded.version",
             )?,
         })
     }

@@ -21,6 +21,7 @@ use crate::claim::model::{
 use crate::claim::requests::{self, KeptAnswer, RequestRecord};
 use crate::claim::retention::{Cutoffs, PRUNE_BATCH, Pruned, Sizes, check_cursor};
 
+mod pause;
 mod work;
 
 /// How long a verb waits for another process's write transaction before answering
@@ -158,6 +159,15 @@ CREATE INDEX requests_expiry ON requests (expires_at);
     // Issue 30: the caller's `--reason` on each audit row (NULL on rows written before).
     r#"
 ALTER TABLE audit ADD COLUMN reason TEXT;
+"#,
+    // Issue 30: each project's latest maintenance pause (resumed or not), with its own
+    // compare-and-set version (`pause.rs`).
+    r#"
+CREATE TABLE pauses (
+    project TEXT PRIMARY KEY,
+    version INTEGER NOT NULL,
+    body    TEXT NOT NULL
+);
 "#,
 ];
 

@@ -138,6 +138,23 @@ impl WorkStore for CasOnly {
     }
 }
 
+impl crate::claim::stores::PauseStore for CasOnly {
+    fn pause(&self, p: &str) -> Result<Option<crate::claim::work_claims::ProjectPause>, ClaimError> {
+        self.inner.pause(p)
+    }
+    fn pauses(&self) -> Result<Vec<crate::claim::work_claims::ProjectPause>, ClaimError> {
+        self.inner.pauses()
+    }
+    fn put_pause(
+        &self,
+        p: &crate::claim::work_claims::ProjectPause,
+        v: u64,
+        a: &AuditEntry,
+    ) -> Result<Commit, ClaimError> {
+        self.inner.put_pause(p, v, a)
+    }
+}
+
 impl Store for CasOnly {
     fn snapshot(&self, project: &str) -> Result<Snapshot, ClaimError> {
         self.inner.snapshot(project)
