@@ -20,7 +20,7 @@ use super::output::Output;
 /// does goes on: `claim take|touch|release`, `focus`, `master handoff` and `master claim`.
 /// After `resume`, or once --until passes, the next sweep releases what is due.
 ///
-/// --reason is required (at most 500 bytes, one line, no control characters); it is shown
+/// --reason is required (at most 512 bytes, one line, no control characters); it is shown
 /// by `master status`, `claim list`, `steward report` and `claim sweep`, and audited with
 /// the actor (`admin` over HTTP, `local` on the embedded store). --until must be in the
 /// future. Pausing a paused project replaces its reason and --until and keeps its start

@@ -28,7 +28,7 @@ pub use shapes::{
     ReleaseRequest, StewardItem, StewardReport, SweepAction, SweepReport, TakeRequest, TouchRequest,
 };
 pub use shapes::{
-    HELD_BY_PAUSE, HeldBack, MAX_PAUSE_REASON, PauseOutcome, PauseState, Paused, ProjectPause, ResumeOutcome,
+    HELD_BY_PAUSE, HeldBack, PauseOutcome, PauseState, Paused, ProjectPause, ResumeOutcome,
 };
 
 /// Refuses a next step that is too long or carries control characters other than newlines.

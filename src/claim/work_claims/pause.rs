@@ -8,25 +8,11 @@
 //! person makes (an owner's `claim release`, `master handoff`, `master claim`), so the
 //! pause cannot freeze work that someone is actively moving.
 
-use super::shapes::{HELD_BY_PAUSE, HeldBack, MAX_AS_OF, MAX_PAUSE_REASON, Paused, ProjectPause};
+use super::shapes::{HELD_BY_PAUSE, HeldBack, MAX_AS_OF, Paused, ProjectPause};
+use crate::claim::names::validate_reason;
 use crate::claim::clock::Millis;
 use crate::claim::error::ClaimError;
 use crate::claim::work_claims::ClaimRow;
-
-/// Refuses a pause reason that is empty, longer than [`MAX_PAUSE_REASON`] bytes, or carries
-/// any control character (it is shown on one line in `master status` and the audit log).
-pub fn validate_reason(reason: &str) -> Result<(), ClaimError> {
-    if reason.trim().is_empty() {
-        return Err(ClaimError::InvalidArgument("--reason is empty: say why the project is paused".into()));
-    }
-    if reason.len() > MAX_PAUSE_REASON {
-        return Err(ClaimError::InvalidArgument(format!("--reason is longer than {MAX_PAUSE_REASON} bytes")));
-    }
-    if reason.chars().any(char::is_control) {
-        return Err(ClaimError::InvalidArgument("--reason contains a control character".into()));
-    }
-    Ok(())
-}
 
 /// Refuses an `until` that is not after `now` (a pause that ended before it began would
 /// hold nothing back and say the opposite) or beyond 9999.
@@ -147,8 +133,8 @@ mod tests {
         assert_eq!(code(pause(None, "p", "   ", None, "a", T)), bad);
         assert_eq!(code(pause(None, "p", "two\nlines", None, "a", T)), bad);
         assert_eq!(code(pause(None, "p", "bell\u{7}", None, "a", T)), bad);
-        assert_eq!(code(pause(None, "p", &"x".repeat(MAX_PAUSE_REASON + 1), None, "a", T)), bad);
-        assert!(pause(None, "p", &"x".repeat(MAX_PAUSE_REASON), None, "a", T).is_ok());
+        assert_eq!(code(pause(None, "p", &"x".repeat(crate::claim::names::MAX_REASON + 1), None, "a", T)), bad);
+        assert!(pause(None, "p", &"x".repeat(crate::claim::names::MAX_REASON), None, "a", T).is_ok());
         assert_eq!(code(pause(None, "p", "r", Some(T), "a", T)), bad, "until now is not in the future");
         assert_eq!(code(pause(None, "p", "r", Some(T - 1), "a", T)), bad);
         assert_eq!(code(pause(None, "p", "r", Some(MAX_AS_OF + 1), "a", T)), bad);

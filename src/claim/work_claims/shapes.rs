@@ -321,9 +321,6 @@ pub struct FocusOutcome {
     pub capped_from: Option<u32>,
 }
 
-/// The longest pause reason accepted, in bytes: a sentence or two for the audit log and the
-/// operator on call, not a document.
-pub const MAX_PAUSE_REASON: usize = 500;
 /// A [`HeldBack`]'s `why`: the project is paused.
 pub const HELD_BY_PAUSE: &str = "project_paused";
 

@@ -14,7 +14,7 @@ use crate::coordinator::wire::{NoBody, ProjectPath};
 /// `POST /v1/projects/{project}/pause`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PauseReq {
-    /// Why (at most 500 bytes, no control characters): shown in `master status` and audited.
+    /// Why (at most 512 bytes, no control characters): shown in `master status` and audited.
     pub reason: String,
     /// When the pause ends by itself (ms since the epoch, in the future); absent: at `resume`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
