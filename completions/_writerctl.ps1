@@ -51,6 +51,8 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('steward', 'steward', [CompletionResultType]::ParameterValue, 'Work claims: the steward''s report of old claims without a TTL')
             [CompletionResult]::new('coordinator', 'coordinator', [CompletionResultType]::ParameterValue, 'Coordinator: run the HTTP server (`coordinator serve`)')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Diagnose a runtime directory and a coordinator in one read-only pass: every check ok, warn or fail, with a hint')
+            [CompletionResult]::new('pause', 'pause', [CompletionResultType]::ParameterValue, 'Pause a project: no TTL release and no deputy handoff until `resume` (or --until)')
+            [CompletionResult]::new('resume', 'resume', [CompletionResultType]::ParameterValue, 'End a project''s pause: the next sweep releases what is due')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -1114,6 +1116,38 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'writerctl;pause' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
+            [CompletionResult]::new('--request-id', '--request-id', [CompletionResultType]::ParameterName, 'Id of this write, 1 to 128 of [A-Za-z0-9._:-] [default: a new random id]. The coordinator keeps the answer under it for 10 minutes: a retry with the same id (and the same request) returns the first answer and acts once, even when the first reply was lost (exit 75 prints the id to retry with)')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why the project is paused (shown in `master status` and audited)')
+            [CompletionResult]::new('--until', '--until', [CompletionResultType]::ParameterName, 'End the pause by itself at this moment (RFC 3339, in the future) [default: at `resume`]')
+            [CompletionResult]::new('--allow-insecure-http', '--allow-insecure-http', [CompletionResultType]::ParameterName, 'Allow http:// (clear text: session tokens, the admin token and operator passwords readable on the network) to a host that is not this machine. Without it such an address is refused (exit 2); use https:// instead')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;resume' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
+            [CompletionResult]::new('--request-id', '--request-id', [CompletionResultType]::ParameterName, 'Id of this write, 1 to 128 of [A-Za-z0-9._:-] [default: a new random id]. The coordinator keeps the answer under it for 10 minutes: a retry with the same id (and the same request) returns the first answer and acts once, even when the first reply was lost (exit 75 prints the id to retry with)')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
+            [CompletionResult]::new('--allow-insecure-http', '--allow-insecure-http', [CompletionResultType]::ParameterName, 'Allow http:// (clear text: session tokens, the admin token and operator passwords readable on the network) to a host that is not this machine. Without it such an address is refused (exit 2); use https:// instead')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'writerctl;help' {
             [CompletionResult]::new('acquire', 'acquire', [CompletionResultType]::ParameterValue, 'Take the session''s writer lock (prints the owner token, or writes it to --token-file)')
             [CompletionResult]::new('release', 'release', [CompletionResultType]::ParameterValue, 'Release a lock you own (ordinary close); the token comes from --token-file or WRITERCTL_OWNER_TOKEN')
@@ -1138,6 +1172,8 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('steward', 'steward', [CompletionResultType]::ParameterValue, 'Work claims: the steward''s report of old claims without a TTL')
             [CompletionResult]::new('coordinator', 'coordinator', [CompletionResultType]::ParameterValue, 'Coordinator: run the HTTP server (`coordinator serve`)')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Diagnose a runtime directory and a coordinator in one read-only pass: every check ok, warn or fail, with a hint')
+            [CompletionResult]::new('pause', 'pause', [CompletionResultType]::ParameterValue, 'Pause a project: no TTL release and no deputy handoff until `resume` (or --until)')
+            [CompletionResult]::new('resume', 'resume', [CompletionResultType]::ParameterValue, 'End a project''s pause: the next sweep releases what is due')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -1320,6 +1356,12 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             break
         }
         'writerctl;help;doctor' {
+            break
+        }
+        'writerctl;help;pause' {
+            break
+        }
+        'writerctl;help;resume' {
             break
         }
         'writerctl;help;help' {

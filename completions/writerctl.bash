@@ -61,11 +61,17 @@ _writerctl() {
             writerctl,operator)
                 cmd="writerctl__subcmd__operator"
                 ;;
+            writerctl,pause)
+                cmd="writerctl__subcmd__pause"
+                ;;
             writerctl,recover)
                 cmd="writerctl__subcmd__recover"
                 ;;
             writerctl,release)
                 cmd="writerctl__subcmd__release"
+                ;;
+            writerctl,resume)
+                cmd="writerctl__subcmd__resume"
                 ;;
             writerctl,run)
                 cmd="writerctl__subcmd__run"
@@ -253,11 +259,17 @@ _writerctl() {
             writerctl__subcmd__help,operator)
                 cmd="writerctl__subcmd__help__subcmd__operator"
                 ;;
+            writerctl__subcmd__help,pause)
+                cmd="writerctl__subcmd__help__subcmd__pause"
+                ;;
             writerctl__subcmd__help,recover)
                 cmd="writerctl__subcmd__help__subcmd__recover"
                 ;;
             writerctl__subcmd__help,release)
                 cmd="writerctl__subcmd__help__subcmd__release"
+                ;;
+            writerctl__subcmd__help,resume)
+                cmd="writerctl__subcmd__help__subcmd__resume"
                 ;;
             writerctl__subcmd__help,run)
                 cmd="writerctl__subcmd__help__subcmd__run"
@@ -479,7 +491,7 @@ _writerctl() {
 
     case "${cmd}" in
         writerctl)
-            opts="-v -h -V --json --verbose --help --version acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator doctor help"
+            opts="-v -h -V --json --verbose --help --version acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator doctor pause resume help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1745,7 +1757,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__help)
-            opts="acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator doctor help"
+            opts="acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator doctor pause resume help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2304,6 +2316,20 @@ _writerctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        writerctl__subcmd__help__subcmd__pause)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         writerctl__subcmd__help__subcmd__recover)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -2319,6 +2345,20 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__help__subcmd__release)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__help__subcmd__resume)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -3102,6 +3142,44 @@ _writerctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        writerctl__subcmd__pause)
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --request-id --project --reason --until --json --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --coordinator)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --project)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --until)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         writerctl__subcmd__recover)
             opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --writers-fenced --yes --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -3164,6 +3242,36 @@ _writerctl() {
                     return 0
                     ;;
                 --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__resume)
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --request-id --project --json --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --coordinator)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --project)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
