@@ -88,6 +88,7 @@ pub enum Command {
     /// Coordinator: run the HTTP server (`coordinator serve`).
     #[command(subcommand)]
     Coordinator(crate::commands::serve::CoordinatorCmd),
+    History(crate::commands::history::HistoryArgs),
 }
 
 /// The full command tree: the derive's, with each command's error codes

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
+use writerctl::lockfile::history::HistoryEvent;
 use writerctl::lockfile::{DirMode, open_site, release};
 
 use super::args::SessionArgs;
@@ -17,7 +18,9 @@ use super::session::{read_token, resolve};
 /// Removes the lock only if it is exactly the active record your token owns; anything else
 /// is left untouched.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  writerctl release --session \"$SID\" --token-file owner.token")]
+#[command(
+    after_help = "Examples:\n  writerctl release --session \"$SID\" --token-file owner.token\n  writerctl release --session \"$SID\" --token-file owner.token --reason \"session closed by operator\""
+)]
 pub struct ReleaseArgs {
     #[command(flatten)]
     pub session: SessionArgs,
@@ -26,6 +29,9 @@ pub struct ReleaseArgs {
     /// [default: env WRITERCTL_OWNER_TOKEN].
     #[arg(long, value_name = "F")]
     pub token_file: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub reason: super::history::ReasonArgs,
 }
 
 #[derive(Serialize)]
@@ -41,8 +47,10 @@ struct ReleaseJson<'a> {
 pub fn run(args: ReleaseArgs, out: Output) -> Result<()> {
     let r = resolve(&args.session)?;
     let token = read_token(args.token_file.as_deref())?;
+    let reason = args.reason.parse()?;
     let site = open_site(&r.runtime_dir, r.paths.clone(), &r.session_id, DirMode::Existing)?;
     let outcome = release(&site, &token)?;
+    super::history::note(&site.dir, &HistoryEvent::of_release(&r.session_id, &outcome.record, reason.as_ref()));
     let lock_path = site.lock_path().display().to_string();
     if out.json {
         out.json(&ReleaseJson {

@@ -310,7 +310,7 @@ pub struct StewardArgs {
 }
 
 /// An RFC 3339 time as milliseconds since the epoch (the coordinator judges its range).
-fn parse_time(s: &str) -> Result<Millis, String> {
+pub(super) fn parse_time(s: &str) -> Result<Millis, String> {
     let t = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
         .map_err(|e| format!("{s:?} is not an RFC 3339 time (e.g. 2026-12-01T09:00:00Z): {e}"))?;
     i64::try_from(t.unix_timestamp_nanos() / 1_000_000).map_err(|_| format!("{s:?} is out of range"))

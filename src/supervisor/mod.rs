@@ -148,6 +148,9 @@ pub enum Event<'a> {
     Sealed(&'a SealOutcome),
     /// Released.
     Released,
+    /// The writer never started, and the lease was given back
+    /// ([`crate::lockfile::give_back`]).
+    GaveBack(&'a Lease, GaveBack),
 }
 
 /// What happened to the lock in the end.
@@ -282,7 +285,7 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
 
     let bound = match control::bind(&cfg.control_socket) {
         Ok(b) => Arc::new(b),
-        Err(e) => return give_back(cfg, &lease, e.into()),
+        Err(e) => return give_back(cfg, &lease, e.into(), log),
     };
     log(Event::Listening(&cfg.control_socket));
     spawn_control_thread(bound.clone(), cfg.site.session_id.clone(), tx.clone());
@@ -291,7 +294,7 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
         Ok(c) => c,
         Err(e) => {
             bound.unbind();
-            return give_back(cfg, &lease, e);
+            return give_back(cfg, &lease, e, log);
         }
     };
     if let Some(report) = &report {
@@ -301,7 +304,7 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
         // The launcher exits at once without starting the writer.
         let _ = child.wait();
         bound.unbind();
-        return give_back(cfg, &lease, RunError::PidNamespaceRefused(why.clone()));
+        return give_back(cfg, &lease, RunError::PidNamespaceRefused(why.clone()), log);
     }
     let pgid = child.id();
     log(Event::ChildStarted(pgid));
@@ -323,8 +326,12 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
 /// could not be delivered does ([`crate::lockfile::give_back`]): a seal taken over is put
 /// back byte for byte (never left open to anyone), a lock that replaced nothing is
 /// released; then report the original failure.
-fn give_back(cfg: &RunConfig, lease: &Lease, error: RunError) -> RunOutcome {
-    let handoff = match crate::lockfile::give_back::give_back(&cfg.site, lease, Some(&cfg.transcript)) {
+fn give_back(cfg: &RunConfig, lease: &Lease, error: RunError, log: &mut dyn FnMut(Event)) -> RunOutcome {
+    let done = crate::lockfile::give_back::give_back(&cfg.site, lease, Some(&cfg.transcript));
+    if let Ok(done) = &done {
+        log(Event::GaveBack(lease, *done));
+    }
+    let handoff = match done {
         Ok(GaveBack::Released) => Handoff::Released,
         // The crashed writer's record is back (issue 27): active, as the run found it.
         Ok(GaveBack::PredecessorRestored) => Handoff::Kept,
