@@ -9,7 +9,6 @@ use serde::Serialize;
 use writerctl::lockfile::LockError;
 use writerctl::lockfile::history::{HistoryEvent, Query, Reason, read, record};
 use writerctl::lockfile::paths::LOCK_SUBDIR;
-use writerctl::lockfile::status::open_existing;
 use writerctl::lockfile::sys::Dir;
 
 use super::args::SessionArgs;
@@ -20,8 +19,8 @@ use super::session::runtime_dir;
 /// release, recover, give back), with epoch, host, pid, pod and reason.
 ///
 /// Every lock-file command that changes a lock appends one line to a history kept beside
-/// the locks (R/tmp/session-writer-locks/writerctl-history/, invisible to qwen-code and to
-/// `status`) after the step has happened, with the --reason it was given. The history is
+/// the locks (R/tmp/writerctl-history/, a sibling of the lock directory: invisible to qwen-code
+/// and to `status`) after the step has happened, with the --reason it was given. The history is
 /// advisory: nothing ever reads it to decide anything, a failure to write it is only a
 /// warning, and a crash can lose the last line. It is bounded: at 1 MiB the file is rotated
 /// to history.jsonl.1, and one older generation is kept (about 2 MiB in all).
@@ -97,10 +96,7 @@ pub fn run(args: HistoryArgs, out: Output) -> Result<()> {
         since: args.since.and_then(|ms| time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok()),
         limit: Some(usize::try_from(args.limit).unwrap_or(usize::MAX)),
     };
-    let found = match open_existing(&lock_dir)? {
-        Some(dir) => read(&dir, &query)?,
-        None => Default::default(),
-    };
+    let found = read(&lock_dir, &query);
     if out.json {
         out.json(&HistoryJson { events: &found.events, skipped_lines: found.skipped_lines, warnings: &found.warnings })?;
         return Ok(());

@@ -3,19 +3,22 @@
 //!
 //! # On disk
 //!
-//! `<lock dir>/writerctl-history/history.jsonl`, one JSON object per line, and one older
-//! generation `history.jsonl.1`. A directory (not a file) beside the locks because:
+//! `R/tmp/writerctl-history/history.jsonl` — a sibling of the lock directory
+//! `R/tmp/session-writer-locks/`, not an entry in it — one JSON object per line, and one
+//! older generation `history.jsonl.1`. Beside the lock directory, not inside it, because:
 //!
-//! * qwen-code never lists the lock directory's other entries, and every name it or
-//!   `status` treats as a session's is `<enc(sid)>.lock` or starts with `<enc(sid)>.lock.`
-//!   (QWEN_FORMAT §1.3); `writerctl-history` is neither, so no session and no side file;
-//! * `status` reads every file of the lock directory once per scan; a directory costs it one
-//!   `open`+`fstat`, however long the history grows.
+//! * qwen-code only ever creates `R/tmp/session-writer-locks` in `R/tmp` and addresses
+//!   files in it by name; the lock directory itself stays exactly qwen's format, and every
+//!   tool that lists it (qwen, `status`, `recover`, an operator's `ls`) sees locks and side
+//!   files only (QWEN_FORMAT §1.3);
+//! * `status` reads every entry of the lock directory once per scan; the history costs it
+//!   nothing, however long it grows.
 //!
-//! It is kept in the lock directory (not in `R/tmp`) so that a `--lock` directory of one's
-//! own keeps its history beside it, under the same trust check (issue 22): the directory
-//! must be the caller's (or root's) and writable by nobody else (a trusted group aside), and
-//! the log file too; anything else is skipped with the reason, never followed.
+//! With `--lock DIR/NAME.lock` the history is `DIR/../writerctl-history/`, beside that lock
+//! directory. The same trust rule as the lock directory (issue 22) applies to the parent,
+//! the history directory and the log file: owned by the caller or root and writable by
+//! nobody else (a trusted group aside); anything else is skipped with the reason, never
+//! followed.
 //!
 //! # Calling sequence
 //!
@@ -23,7 +26,7 @@
 //! acquire / seal / takeover / release / recover / give_back   (committed)
 //!   ─► HistoryEvent::of_lease / of_seal / of_release / ...     (no I/O)
 //!   ─► record(&site.dir, &event)                               (one write(2); Err = a warning)
-//! writerctl history ─► read(&lock_dir, &query)                  (both generations, oldest first)
+//! writerctl history ─► read(lock_dir_path, &query)              (both generations, oldest first)
 //! ```
 //!
 //! A line is appended only after the step it records committed (a line for a step that did
@@ -37,6 +40,8 @@
 //! rotation are [`super::sys::history_log::append_rotating`].
 
 use std::ffi::OsStr;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -50,7 +55,7 @@ use super::sys::history_log::{self, AppendError, CURRENT, PREVIOUS};
 use super::sys::{self, Dir, FileMeta};
 use super::trust;
 
-/// The history directory's name inside the lock directory.
+/// The history directory's name, beside the lock directory.
 pub const HISTORY_DIR: &str = "writerctl-history";
 /// A generation is rotated when a line would take it past this many bytes (1 MiB).
 pub const ROTATE_AT: u64 = 1 << 20;
@@ -280,17 +285,48 @@ pub struct HistoryError {
     pub reason: String,
 }
 
-/// The history directory may only be changed by those the lock directory trusts (issue 22):
-/// the same rule, on its own descriptor.
-fn judge_dir(meta: &FileMeta) -> Result<(), String> {
+/// The history directory and its parent may only be changed by those the lock directory
+/// trusts (issue 22): the same rule, on their own descriptors.
+fn judge_dir(what: &str, meta: &FileMeta) -> Result<(), String> {
     trust::judge(meta, trust::caller_uid(), trust::trusted_groups()).map_err(|d| match d {
         trust::Distrust::ForeignOwner { owner, caller } => {
-            format!("{HISTORY_DIR} is owned by uid {owner}, not by this user (uid {caller}) or root; skipped")
+            format!("{what} is owned by uid {owner}, not by this user (uid {caller}) or root; skipped")
         }
         trust::Distrust::WritableByOthers { mode, .. } => {
-            format!("{HISTORY_DIR} has mode {mode:04o}: others could replace the log; skipped (`chmod go-w` it)")
+            format!("{what} has mode {mode:04o}: others could replace the log; skipped (`chmod go-w` it)")
         }
     })
+}
+
+/// Where the history of the lock directory `lock_dir` is kept: its sibling `writerctl-history`.
+pub fn history_dir(lock_dir: &Path) -> PathBuf {
+    parent_of(lock_dir).join(HISTORY_DIR)
+}
+
+fn parent_of(lock_dir: &Path) -> PathBuf {
+    match lock_dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Opens (with `create`: makes) the history directory beside `lock_dir`, judging its parent
+/// and itself. `Ok(None)`: there is none (and `create` was false).
+fn open_history(lock_dir: &Path, create: bool) -> Result<Option<OwnedFd>, String> {
+    let parent = parent_of(lock_dir);
+    let Some((pfd, pmeta)) =
+        history_log::open_dir_path(&parent).map_err(|e| format!("cannot open {}: {e}", parent.display()))?
+    else {
+        return Ok(None);
+    };
+    judge_dir(&parent.display().to_string(), &pmeta)?;
+    let Some((hfd, meta)) = history_log::open_subdir(&pfd, OsStr::new(HISTORY_DIR), create)
+        .map_err(|e| format!("cannot open {HISTORY_DIR}: {e} (a symlink there is never followed)"))?
+    else {
+        return Ok(None);
+    };
+    judge_dir(HISTORY_DIR, &meta)?;
+    Ok(Some(hfd))
 }
 
 /// A log file is trusted when its owner is the caller or root and nobody else may write it
@@ -306,19 +342,15 @@ fn judge_file(meta: &FileMeta) -> Result<(), String> {
     Ok(())
 }
 
-/// Appends `event` to the history of the lock directory `dir` (creating
+/// Appends `event` to the history beside the lock directory `dir` (creating
 /// `writerctl-history/` 0700 when missing). Call it only after the step committed.
 pub fn record(dir: &Dir, event: &HistoryEvent) -> Result<(), HistoryError> {
-    record_at(dir, event, ROTATE_AT)
+    record_at(dir.path(), event, ROTATE_AT)
 }
 
-fn record_at(dir: &Dir, event: &HistoryEvent, rotate_at: u64) -> Result<(), HistoryError> {
-    let path = dir.path().join(HISTORY_DIR).display().to_string();
-    let fail = |reason: String| HistoryError { path: path.clone(), reason };
-    let (hdir, meta) = history_log::open_subdir(dir, OsStr::new(HISTORY_DIR), true)
-        .map_err(|e| fail(format!("cannot open {HISTORY_DIR}: {e}")))?
-        .ok_or_else(|| fail("the history directory vanished".into()))?;
-    judge_dir(&meta).map_err(fail)?;
+fn record_at(lock_dir: &Path, event: &HistoryEvent, rotate_at: u64) -> Result<(), HistoryError> {
+    let fail = |reason: String| HistoryError { path: history_dir(lock_dir).display().to_string(), reason };
+    let hdir = open_history(lock_dir, true).map_err(fail)?.ok_or_else(|| fail("its parent directory is gone".into()))?;
     let mut line = serde_json::to_vec(event).map_err(|e| fail(e.to_string()))?;
     line.push(b'\n');
     history_log::append_rotating(&hdir, &line, rotate_at, &judge_file).map_err(|e| fail(e.to_string()))?;
@@ -347,23 +379,20 @@ pub struct HistoryRead {
     pub warnings: Vec<String>,
 }
 
-/// Reads both generations of the history of the lock directory `dir`, older first.
-/// A missing history is empty; a torn or garbage line is counted and skipped; an
-/// untrusted file or directory is skipped with a warning. Never an error for content.
-pub fn read(dir: &Dir, query: &Query) -> Result<HistoryRead, LockError> {
+/// Reads both generations of the history beside the lock directory `lock_dir`, older
+/// first. A missing history is empty; a torn or garbage line is counted and skipped; an
+/// untrusted file or directory is skipped with a warning. Never an error: the history is
+/// advisory, and a command reading it reports what it could not read.
+pub fn read(lock_dir: &Path, query: &Query) -> HistoryRead {
     let mut out = HistoryRead::default();
-    let opened = match history_log::open_subdir(dir, OsStr::new(HISTORY_DIR), false) {
-        Ok(o) => o,
-        Err(e) => {
-            out.warnings.push(format!("{HISTORY_DIR} not read: {e}"));
-            return Ok(out);
+    let hdir = match open_history(lock_dir, false) {
+        Ok(Some(h)) => h,
+        Ok(None) => return out,
+        Err(why) => {
+            out.warnings.push(why);
+            return out;
         }
     };
-    let Some((hdir, meta)) = opened else { return Ok(out) };
-    if let Err(why) = judge_dir(&meta) {
-        out.warnings.push(why);
-        return Ok(out);
-    }
     for name in [PREVIOUS, CURRENT] {
         match history_log::read_generation(&hdir, name, READ_CAP, &judge_file) {
             Ok(None) => {}
@@ -376,7 +405,7 @@ pub fn read(dir: &Dir, query: &Query) -> Result<HistoryRead, LockError> {
         let extra = out.events.len().saturating_sub(n);
         out.events.drain(..extra);
     }
-    Ok(out)
+    out
 }
 
 /// Parses one generation's bytes into `out`: every complete line that is an event and
@@ -416,6 +445,14 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
+    /// A lock directory `locks` in a fresh directory; the history goes beside it.
+    fn site() -> (tempfile::TempDir, Dir) {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir(t.path().join("locks")).unwrap();
+        let d = Dir::open(&t.path().join("locks")).unwrap();
+        (t, d)
+    }
+
     fn event(session: &str, kind: EventKind, at: &str) -> HistoryEvent {
         let mut e = HistoryEvent::new(session, kind, None, Some(&Reason::parse("why not").unwrap()));
         e.at = at.to_owned();
@@ -436,55 +473,55 @@ mod tests {
 
     #[test]
     fn events_round_trip_oldest_first_with_filters() {
-        let (_t, d) = sys::scratch_dir();
+        let (_t, d) = site();
         record(&d, &event("a", EventKind::Acquire, "2026-01-01T00:00:00.000Z")).unwrap();
         record(&d, &event("b", EventKind::Acquire, "2026-01-02T00:00:00.000Z")).unwrap();
         record(&d, &event("a", EventKind::Seal, "2026-01-03T00:00:00.000Z")).unwrap();
         record(&d, &event("a", EventKind::Takeover, "2026-01-04T00:00:00.000Z")).unwrap();
-        let all = read(&d, &Query::default()).unwrap();
+        let all = read(d.path(), &Query::default());
         let kinds: Vec<_> = all.events.iter().map(|e| (e.session_id.as_str(), e.event)).collect();
         assert_eq!(
             kinds,
             [("a", EventKind::Acquire), ("b", EventKind::Acquire), ("a", EventKind::Seal), ("a", EventKind::Takeover)]
         );
         assert_eq!(all.events[0].reason.as_ref().unwrap().as_str(), "why not");
-        let a = read(&d, &Query { session: Some("a".into()), ..Query::default() }).unwrap();
+        let a = read(d.path(), &Query { session: Some("a".into()), ..Query::default() });
         assert_eq!(a.events.len(), 3);
         let since = parse_timestamp("2026-01-02T00:00:00Z");
-        let recent = read(&d, &Query { since, ..Query::default() }).unwrap();
+        let recent = read(d.path(), &Query { since, ..Query::default() });
         assert_eq!(recent.events.len(), 3);
-        let last = read(&d, &Query { session: Some("a".into()), limit: Some(2), ..Query::default() }).unwrap();
+        let last = read(d.path(), &Query { session: Some("a".into()), limit: Some(2), ..Query::default() });
         assert_eq!(last.events.iter().map(|e| e.event).collect::<Vec<_>>(), [EventKind::Seal, EventKind::Takeover]);
     }
 
     #[test]
     fn a_torn_last_line_and_garbage_are_skipped_and_counted() {
-        let (t, d) = sys::scratch_dir();
+        let (t, d) = site();
         record(&d, &event("a", EventKind::Acquire, "2026-01-01T00:00:00.000Z")).unwrap();
         let log = t.path().join(HISTORY_DIR).join(CURRENT);
         let mut bytes = std::fs::read(&log).unwrap();
         bytes.extend_from_slice(b"not json\n{\"at\":\"2026-01-02T0");
         std::fs::write(&log, &bytes).unwrap();
-        let r = read(&d, &Query::default()).unwrap();
+        let r = read(d.path(), &Query::default());
         assert_eq!(r.events.len(), 1);
         assert_eq!(r.skipped_lines, 2);
         // The next append starts on a line of its own: only the torn piece is lost.
         record(&d, &event("a", EventKind::Seal, "2026-01-03T00:00:00.000Z")).unwrap();
-        let r = read(&d, &Query::default()).unwrap();
+        let r = read(d.path(), &Query::default());
         assert_eq!(r.events.iter().map(|e| e.event).collect::<Vec<_>>(), [EventKind::Acquire, EventKind::Seal]);
         assert_eq!(r.skipped_lines, 2);
     }
 
     #[test]
     fn both_generations_are_read_across_a_rotation() {
-        let (_t, d) = sys::scratch_dir();
+        let (_t, d) = site();
         let one = serde_json::to_vec(&event("a", EventKind::Acquire, "2026-01-01T00:00:00.000Z")).unwrap().len() as u64;
         // Room for two lines per generation.
         let limit = 2 * (one + 1);
         for (i, kind) in [EventKind::Acquire, EventKind::Seal, EventKind::Takeover].into_iter().enumerate() {
-            record_at(&d, &event("a", kind, &format!("2026-01-0{}T00:00:00.000Z", i + 1)), limit).unwrap();
+            record_at(d.path(), &event("a", kind, &format!("2026-01-0{}T00:00:00.000Z", i + 1)), limit).unwrap();
         }
-        let r = read(&d, &Query::default()).unwrap();
+        let r = read(d.path(), &Query::default());
         assert_eq!(
             r.events.iter().map(|e| e.event).collect::<Vec<_>>(),
             [EventKind::Acquire, EventKind::Seal, EventKind::Takeover]
@@ -494,14 +531,14 @@ mod tests {
 
     #[test]
     fn an_untrusted_history_is_skipped_with_a_reason_never_followed() {
-        let (t, d) = sys::scratch_dir();
+        let (t, d) = site();
         // A symlinked history directory pointing elsewhere: neither written nor read.
         let elsewhere = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(elsewhere.path(), t.path().join(HISTORY_DIR)).unwrap();
         let e = record(&d, &event("a", EventKind::Acquire, "2026-01-01T00:00:00.000Z")).unwrap_err();
         assert!(e.to_string().contains("history not recorded"), "{e}");
         assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
-        let r = read(&d, &Query::default()).unwrap();
+        let r = read(d.path(), &Query::default());
         assert!(r.events.is_empty());
         assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
         // A directory others can write: skipped on both sides.
@@ -510,13 +547,13 @@ mod tests {
         std::fs::set_permissions(t.path().join(HISTORY_DIR), std::fs::Permissions::from_mode(0o777)).unwrap();
         let e = record(&d, &event("a", EventKind::Seal, "2026-01-02T00:00:00.000Z")).unwrap_err();
         assert!(e.reason.contains("0777"), "{e}");
-        let r = read(&d, &Query::default()).unwrap();
+        let r = read(d.path(), &Query::default());
         assert!(r.events.is_empty() && r.warnings[0].contains("0777"), "{r:?}");
         // A log file others can write: its lines are not believed.
         std::fs::set_permissions(t.path().join(HISTORY_DIR), std::fs::Permissions::from_mode(0o700)).unwrap();
         let log = t.path().join(HISTORY_DIR).join(CURRENT);
         std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o666)).unwrap();
-        let r = read(&d, &Query::default()).unwrap();
+        let r = read(d.path(), &Query::default());
         assert!(r.events.is_empty() && r.warnings[0].contains("0666"), "{r:?}");
         assert!(record(&d, &event("a", EventKind::Seal, "2026-01-02T00:00:00.000Z")).is_err());
     }
@@ -532,9 +569,12 @@ mod tests {
     }
 
     #[test]
-    fn the_history_directory_is_no_session_and_no_side_file() {
-        use crate::lockfile::paths::side_file_owner;
-        assert!(side_file_owner(HISTORY_DIR).is_none());
-        assert!(!HISTORY_DIR.ends_with(".lock") && !HISTORY_DIR.contains(".lock."));
+    fn the_history_is_kept_beside_the_lock_directory_never_in_it() {
+        let (t, d) = site();
+        record(&d, &event("a", EventKind::Acquire, "2026-01-01T00:00:00.000Z")).unwrap();
+        assert_eq!(std::fs::read_dir(t.path().join("locks")).unwrap().count(), 0, "the lock directory stays qwen's");
+        assert!(t.path().join(HISTORY_DIR).join(CURRENT).is_file());
+        assert_eq!(history_dir(d.path()), t.path().join(HISTORY_DIR));
+        assert_eq!(history_dir(Path::new("locks")), Path::new(".").join(HISTORY_DIR));
     }
 }

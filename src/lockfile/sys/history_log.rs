@@ -2,8 +2,9 @@
 //!
 //! Split from [`super`] because the log is not part of the lock protocol: nothing here ever
 //! opens, links, renames or removes a lock record. Everything happens inside the history
-//! directory (`<lock dir>/writerctl-history/`), opened once through the lock directory's
-//! descriptor with `O_NOFOLLOW`, and every call below is relative to that descriptor.
+//! directory (`R/tmp/writerctl-history/`, beside the lock directory), opened through its
+//! parent's descriptor with `O_NOFOLLOW`, and every call below is relative to that
+//! descriptor.
 //!
 //! # Guarantees, and what they rest on
 //!
@@ -26,11 +27,12 @@
 use std::ffi::OsStr;
 use std::io;
 use std::os::fd::OwnedFd;
+use std::path::Path;
 
 use rustix::fs::{self as rfs, AtFlags, FlockOperation, Mode, OFlags};
 use rustix::io::Errno;
 
-use super::{Dir, FileMeta, Kind, errno_io, lstat_at, meta_of};
+use super::{FileMeta, Kind, errno_io, lstat_at, meta_of};
 
 /// The current generation's file name inside the history directory.
 pub const CURRENT: &str = "history.jsonl";
@@ -62,19 +64,33 @@ pub struct Appended {
     pub rotated: bool,
 }
 
-/// Opens the subdirectory `name` of the lock directory (creating it 0700 first with
-/// `create`), never through a symlink: `O_DIRECTORY|O_NOFOLLOW` makes the type check and
-/// the open one step. `Ok(None)`: absent and not created. The caller judges its owner and
-/// mode on the returned metadata (the fstat of this very descriptor).
-pub fn open_subdir(lock_dir: &Dir, name: &OsStr, create: bool) -> io::Result<Option<(OwnedFd, FileMeta)>> {
+/// Opens the directory at `path` (the lock directory's parent, `R/tmp`), following a
+/// symlink there as the trust check of `R/tmp` does (the operator may have made it one):
+/// `Ok(None)` when absent. The caller judges it on the returned metadata.
+pub fn open_dir_path(path: &Path) -> io::Result<Option<(OwnedFd, FileMeta)>> {
+    match rfs::open(path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()) {
+        Ok(fd) => {
+            let meta = meta_of(&fd)?;
+            Ok(Some((fd, meta)))
+        }
+        Err(Errno::NOENT) => Ok(None),
+        Err(e) => Err(errno_io(e)),
+    }
+}
+
+/// Opens the subdirectory `name` of `parent` (creating it 0700 first with `create`), never
+/// through a symlink: `O_DIRECTORY|O_NOFOLLOW` makes the type check and the open one step.
+/// `Ok(None)`: absent and not created. The caller judges its owner and mode on the returned
+/// metadata (the fstat of this very descriptor).
+pub fn open_subdir(parent: &OwnedFd, name: &OsStr, create: bool) -> io::Result<Option<(OwnedFd, FileMeta)>> {
     if create {
-        match rfs::mkdirat(&lock_dir.fd, name, Mode::from_raw_mode(0o700)) {
+        match rfs::mkdirat(parent, name, Mode::from_raw_mode(0o700)) {
             Ok(()) | Err(Errno::EXIST) => {}
             Err(e) => return Err(errno_io(e)),
         }
     }
     let fd = match rfs::openat(
-        &lock_dir.fd,
+        parent,
         name,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::empty(),
@@ -93,12 +109,16 @@ pub fn open_subdir(lock_dir: &Dir, name: &OsStr, create: bool) -> io::Result<Opt
 ///
 /// The sequence, and why each step:
 ///
-/// 1. `openat(CURRENT, O_WRONLY|O_APPEND|O_CREAT|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC, 0600)`:
+/// 1. `openat(CURRENT, O_RDWR|O_APPEND|O_CREAT|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC, 0600)`:
 ///    never through a symlink, never blocking on a FIFO; created owner-only.
 /// 2. `fstat` the descriptor: a regular file with one link, judged by `check`. Checked on
 ///    the descriptor, so a swap after the open cannot pass a check made on another file.
 /// 3. Small enough (or empty): one `write(2)` of the whole line, prefixed with `\n` when the
 ///    file does not end in one (a torn line from a crash must not swallow ours). Done.
+///    (The size read may fall inside another writer's line still being copied in; the
+///    prefix then makes an empty line, which readers ignore. It never splits a line: each
+///    `write(2)` is whole.) A file with no link left was rotated away and replaced since
+///    the open: it is opened again, so the line is not written where nobody reads it.
 /// 4. Too large: rotate. `flock(LOCK_EX|LOCK_NB)` on the full file elects one rotator among
 ///    writers that saw it full at once; a writer that loses just appends to it (a bounded
 ///    overshoot, never a wait on another process). The winner renames [`CURRENT`] over
@@ -121,7 +141,7 @@ pub fn append_rotating(
         let fd = rfs::openat(
             dir,
             CURRENT,
-            OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            OFlags::RDWR | OFlags::APPEND | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
             Mode::from_raw_mode(0o600),
         )
         .map_err(|e| match e {
@@ -129,6 +149,11 @@ pub fn append_rotating(
             e => AppendError::Io("open the history log", errno_io(e)),
         })?;
         let meta = meta_of(&fd).map_err(|e| AppendError::Io("fstat the history log", e))?;
+        if meta.kind == Kind::Regular && meta.nlink == 0 {
+            // Rotated to PREVIOUS and replaced by the next rotation between our open and
+            // our fstat: a line written here would be lost. Open the current one again.
+            continue;
+        }
         if meta.kind != Kind::Regular || meta.nlink != 1 {
             return Err(AppendError::Untrusted(format!(
                 "{CURRENT} is a {} with {} link(s), not a plain regular file",
@@ -164,7 +189,7 @@ pub fn append_rotating(
         }
         drop(fd);
     }
-    unreachable!("the third round always appends")
+    Err(AppendError::Io("append to the history log", io::Error::other("the log was rotated away at every attempt")))
 }
 
 /// Step 3 of [`append_rotating`]: one `write(2)`. A short write leaves a torn line, which
@@ -245,10 +270,11 @@ mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
 
-    fn history() -> (tempfile::TempDir, Dir, OwnedFd) {
-        let (t, d) = super::super::scratch_dir();
-        let (fd, _) = open_subdir(&d, OsStr::new("h"), true).unwrap().unwrap();
-        (t, d, fd)
+    fn history() -> (tempfile::TempDir, OwnedFd, OwnedFd) {
+        let t = tempfile::tempdir().unwrap();
+        let (parent, _) = open_dir_path(t.path()).unwrap().unwrap();
+        let (fd, _) = open_subdir(&parent, OsStr::new("h"), true).unwrap().unwrap();
+        (t, parent, fd)
     }
 
     fn ok(_: &FileMeta) -> Result<(), String> {
@@ -346,12 +372,14 @@ mod tests {
 
     #[test]
     fn a_symlinked_history_directory_is_refused() {
-        let (t, d) = super::super::scratch_dir();
+        let t = tempfile::tempdir().unwrap();
+        let (d, _) = open_dir_path(t.path()).unwrap().unwrap();
         std::fs::create_dir(t.path().join("elsewhere")).unwrap();
         std::os::unix::fs::symlink(t.path().join("elsewhere"), t.path().join("h")).unwrap();
         assert!(open_subdir(&d, OsStr::new("h"), true).is_err());
         assert!(open_subdir(&d, OsStr::new("h"), false).is_err());
         assert!(open_subdir(&d, OsStr::new("absent"), false).unwrap().is_none());
+        assert!(open_dir_path(&t.path().join("absent")).unwrap().is_none());
     }
 
     #[test]
@@ -384,7 +412,9 @@ mod tests {
                 });
             }
         });
-        let all = lines(&t, CURRENT);
+        // A writer that read the size while another's line was being copied in starts its
+        // line with a newline (an empty line, ignored by readers); no line is ever split.
+        let all: Vec<String> = lines(&t, CURRENT).into_iter().filter(|l| !l.is_empty()).collect();
         assert_eq!(all.len(), THREADS * PER);
         for l in &all {
             let v: serde_json::Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("torn line {l:?}: {e}"));
@@ -412,7 +442,7 @@ mod tests {
             let size = std::fs::metadata(t.path().join("h").join(name)).unwrap().len();
             // A loser of the rotation election appends past the limit: one line per writer.
             assert!(size <= LIMIT + 8 * 64, "{name}: {size} bytes");
-            for l in lines(&t, name) {
+            for l in lines(&t, name).into_iter().filter(|l| !l.is_empty()) {
                 serde_json::from_str::<serde_json::Value>(&l).unwrap_or_else(|e| panic!("torn line {l:?}: {e}"));
             }
         }
