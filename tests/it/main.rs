@@ -18,6 +18,7 @@ mod evidence;
 mod flags;
 mod fsmount;
 mod handoff;
+mod history;
 mod hostile;
 mod identity;
 mod master;
