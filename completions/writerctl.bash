@@ -46,6 +46,9 @@ _writerctl() {
             writerctl,help)
                 cmd="writerctl__subcmd__help"
                 ;;
+            writerctl,history)
+                cmd="writerctl__subcmd__history"
+                ;;
             writerctl,identity)
                 cmd="writerctl__subcmd__identity"
                 ;;
@@ -228,6 +231,9 @@ _writerctl() {
                 ;;
             writerctl__subcmd__help,help)
                 cmd="writerctl__subcmd__help__subcmd__help"
+                ;;
+            writerctl__subcmd__help,history)
+                cmd="writerctl__subcmd__help__subcmd__history"
                 ;;
             writerctl__subcmd__help,identity)
                 cmd="writerctl__subcmd__help__subcmd__identity"
@@ -455,7 +461,7 @@ _writerctl() {
 
     case "${cmd}" in
         writerctl)
-            opts="-v -h -V --json --verbose --help --version acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator help"
+            opts="-v -h -V --json --verbose --help --version acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator history help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -517,7 +523,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__acquire)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --managed --pid --process-kind --token-file --wait --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --managed --pid --process-kind --token-file --wait --reason --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -556,6 +562,10 @@ _writerctl() {
                     return 0
                     ;;
                 --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1639,7 +1649,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__help)
-            opts="acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator help"
+            opts="acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator history help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1975,6 +1985,20 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__help__subcmd__history)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -2331,6 +2355,40 @@ _writerctl() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__history)
+            opts="-v -h -V --runtime-dir --session --lock --since --limit --json --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --runtime-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --session)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lock)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -2903,7 +2961,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__recover)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --writers-fenced --yes --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --writers-fenced --yes --reason --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2929,6 +2987,10 @@ _writerctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -2937,7 +2999,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__release)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --token-file --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --token-file --reason --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2967,6 +3029,10 @@ _writerctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -2975,7 +3041,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__run)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --grace --wait --check-interval --max-unverified --control-socket --pid-namespace --process-kind --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --grace --wait --check-interval --max-unverified --control-socket --pid-namespace --process-kind --reason --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3029,6 +3095,10 @@ _writerctl() {
                     COMPREPLY=($(compgen -W "interactive acp daemon unknown" -- "${cur}"))
                     return 0
                     ;;
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -3037,7 +3107,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__seal)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --token-file --control-socket --timeout --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --token-file --control-socket --timeout --reason --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3072,6 +3142,10 @@ _writerctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3429,7 +3503,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__takeover)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --pid --process-kind --token-file --wait --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --pid --process-kind --token-file --wait --reason --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3468,6 +3542,10 @@ _writerctl() {
                     return 0
                     ;;
                 --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

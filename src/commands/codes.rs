@@ -120,7 +120,7 @@ pub const COMMANDS: &[(&str, &[&[C]])] = &[
     ("focus show", &[EDGE, COORD, NAMED]),
     ("steward report", &[EDGE, COORD, NAMED]),
     ("coordinator serve", &[EDGE, COORD]),
-    ("history", &[EDGE, LOCK_SITE]),
+    ("history", &[EDGE, &[C::RuntimeDirMissing, C::SessionWriterUnavailable]]),
 ];
 
 /// The codes `path` (e.g. `"master claim"`) can return, in registry order; None for a path

@@ -300,3 +300,25 @@ fn run_records_its_steps_with_its_reason() {
     assert_eq!(got, [("acquire", Some("deploy 41")), ("release", Some("deploy 41"))]);
     assert_eq!(h.events[0].epoch, h.events[1].epoch);
 }
+
+#[test]
+fn history_reads_beside_a_lock_kept_outside_the_runtime_directory() {
+    let env = TestEnv::new();
+    let holder = LiveHolder::start();
+    let pid = holder.pid().to_string();
+    let locks = env.tmp.path().join("own/locks");
+    std::fs::create_dir_all(&locks).unwrap();
+    let lock = locks.join("s.lock").display().to_string();
+    let t = token(&env, "t");
+    env.run(&["acquire", "--session", "s", "--lock", &lock, "--pid", &pid, "--token-file", &t, "--reason", "own dir"])
+        .assert_ok();
+    assert!(env.tmp.path().join("own/writerctl-history/history.jsonl").is_file());
+    let r = env.run_raw(&["history", "--json", "--lock", &lock]);
+    r.assert_ok();
+    let h: HistoryJson = r.json();
+    assert_eq!(h.events.iter().map(|e| e.reason.as_deref()).collect::<Vec<_>>(), [Some("own dir")]);
+    // The runtime directory's own history knows nothing of it; a missing R is an error.
+    assert!(history(&env, &[]).events.is_empty());
+    let missing = env.tmp.path().join("no-such-runtime").display().to_string();
+    env.run_raw(&["history", "--json", "--runtime-dir", &missing]).assert_error(2, "runtime_dir_missing");
+}
