@@ -1060,10 +1060,13 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;history' {
             [CompletionResult]::new('--runtime-dir', '--runtime-dir', [CompletionResultType]::ParameterName, 'Runtime directory R [env: WRITERCTL_RUNTIME_DIR, then QWEN_RUNTIME_DIR]')
-            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Only this session''s events')
-            [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'The history beside this lock''s directory (for locks kept outside R with --lock) [default: the history beside R/tmp/session-writer-locks]')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does)')
+            [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]')
+            [CompletionResult]::new('--transcript-key', '--transcript-key', [CompletionResultType]::ParameterName, 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]')
+            [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID must be one path component)')
             [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'Only events at or after this time (RFC 3339, e.g. 2026-12-01T09:00:00Z)')
             [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'The newest N events (after --session and --since)')
+            [CompletionResult]::new('--statefulset-identity', '--statefulset-identity', [CompletionResultType]::ParameterName, 'Trust the StatefulSet rule: a lock written by a pod of this pod''s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed once its holder lock proves the old pod''s processes gone — never on the WRITERCTL_POD_* variables alone (only a StatefulSet''s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')

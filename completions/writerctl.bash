@@ -2363,7 +2363,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__history)
-            opts="-v -h -V --runtime-dir --session --lock --since --limit --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --since --limit --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2378,6 +2378,14 @@ _writerctl() {
                     return 0
                     ;;
                 --lock)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --transcript-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --project-root)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -644,10 +644,13 @@ complete -c writerctl -n "__fish_writerctl_using_subcommand coordinator; and __f
 complete -c writerctl -n "__fish_writerctl_using_subcommand coordinator; and __fish_seen_subcommand_from help" -f -a "serve" -d 'Serve the coordinator verbs over HTTP (JSON API /v1, /livez, /readyz, /healthz, /metrics, /openapi.json) until SIGTERM or SIGINT, then finish in-flight requests'
 complete -c writerctl -n "__fish_writerctl_using_subcommand coordinator; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c writerctl -n "__fish_writerctl_using_subcommand history" -l runtime-dir -d 'Runtime directory R [env: WRITERCTL_RUNTIME_DIR, then QWEN_RUNTIME_DIR]' -r -F
-complete -c writerctl -n "__fish_writerctl_using_subcommand history" -l session -d 'Only this session\'s events' -r
-complete -c writerctl -n "__fish_writerctl_using_subcommand history" -l lock -d 'The history beside this lock\'s directory (for locks kept outside R with --lock) [default: the history beside R/tmp/session-writer-locks]' -r -F
+complete -c writerctl -n "__fish_writerctl_using_subcommand history" -l session -d 'Session id (any non-empty string; the lock file name encodes it as qwen-code does)' -r
+complete -c writerctl -n "__fish_writerctl_using_subcommand history" -l lock -d 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]' -r -F
+complete -c writerctl -n "__fish_writerctl_using_subcommand history" -l transcript-key -d 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]' -r
+complete -c writerctl -n "__fish_writerctl_using_subcommand history" -l project-root -d 'Use qwen-code\'s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID must be one path component)' -r -F
 complete -c writerctl -n "__fish_writerctl_using_subcommand history" -l since -d 'Only events at or after this time (RFC 3339, e.g. 2026-12-01T09:00:00Z)' -r
 complete -c writerctl -n "__fish_writerctl_using_subcommand history" -l limit -d 'The newest N events (after --session and --since)' -r
+complete -c writerctl -n "__fish_writerctl_using_subcommand history" -l statefulset-identity -d 'Trust the StatefulSet rule: a lock written by a pod of this pod\'s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed once its holder lock proves the old pod\'s processes gone — never on the WRITERCTL_POD_* variables alone (only a StatefulSet\'s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]'
 complete -c writerctl -n "__fish_writerctl_using_subcommand history" -l json -d 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})'
 complete -c writerctl -n "__fish_writerctl_using_subcommand history" -s v -l verbose -d 'Add causes to error messages (never an owner id)'
 complete -c writerctl -n "__fish_writerctl_using_subcommand history" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -35,18 +35,10 @@ use super::session::runtime_dir;
     after_help = "Examples:\n  writerctl history --runtime-dir ~/.qwen\n  writerctl history --session \"$SID\" --since 2026-12-01T00:00:00Z --json\n  writerctl history --limit 20                         # the 20 newest events\n  writerctl takeover --session \"$SID\" --reason \"node drain, ticket OPS-123\" --token-file t\n  writerctl history --session \"$SID\" --limit 1 --json   # who took it over, and why"
 )]
 pub struct HistoryArgs {
-    /// Runtime directory R [env: WRITERCTL_RUNTIME_DIR, then QWEN_RUNTIME_DIR].
-    #[arg(long, value_name = "DIR")]
-    pub runtime_dir: Option<PathBuf>,
-
-    /// Only this session's events.
-    #[arg(long, value_name = "ID")]
-    pub session: Option<String>,
-
-    /// The history beside this lock's directory (for locks kept outside R with --lock)
-    /// [default: the history beside R/tmp/session-writer-locks].
-    #[arg(long, value_name = "PATH")]
-    pub lock: Option<PathBuf>,
+    /// --session keeps one session's events; --lock reads the history beside that lock's
+    /// directory (a lock kept outside R) instead of the one beside R/tmp/session-writer-locks.
+    #[command(flatten)]
+    pub session: SessionArgs,
 
     /// Only events at or after this time (RFC 3339, e.g. 2026-12-01T09:00:00Z).
     #[arg(long, value_name = "RFC3339", value_parser = super::work::parse_time)]
@@ -98,30 +90,28 @@ pub fn note(dir: &Dir, event: &HistoryEvent) {
 /// Runs `history`.
 pub fn run(args: HistoryArgs, out: Output) -> Result<()> {
     // The history lives beside the locks: in the standard lock directory, or beside --lock.
-    let lock_dir: PathBuf = match &args.lock {
+    if args.session.transcript_key.is_some() || args.session.project_root.is_some() {
+        return Err(super::usage(
+            "history lists lock events; --transcript-key and --project-root name a transcript",
+            "drop them (--session ID filters by session)",
+        ));
+    }
+    let lock_dir: PathBuf = match &args.session.lock {
         Some(lock) => {
             let lock = std::path::absolute(lock)
                 .map_err(|e| LockError::InvalidArgument(format!("--lock {}: {e}", lock.display())))?;
             lock.parent().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/"))
         }
         None => {
-            let addressed = SessionArgs {
-                runtime_dir: args.runtime_dir.clone(),
-                session: None,
-                lock: None,
-                transcript_key: None,
-                project_root: None,
-                statefulset_identity: false,
-            };
             // A typo in R is an error, as for `status`; a runtime directory without a
             // history is an empty one.
-            let rt = runtime_dir(&addressed)?;
+            let rt = runtime_dir(&args.session)?;
             check_runtime_dir(&rt)?;
             rt.join(LOCK_SUBDIR)
         }
     };
     let query = Query {
-        session: args.session.clone(),
+        session: args.session.session.clone(),
         since: args.since.and_then(|ms| time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok()),
         limit: Some(usize::try_from(args.limit).unwrap_or(usize::MAX)),
     };

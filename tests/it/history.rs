@@ -322,3 +322,10 @@ fn history_reads_beside_a_lock_kept_outside_the_runtime_directory() {
     let missing = env.tmp.path().join("no-such-runtime").display().to_string();
     env.run_raw(&["history", "--json", "--runtime-dir", &missing]).assert_error(2, "runtime_dir_missing");
 }
+
+#[test]
+fn transcript_flags_are_refused_by_history() {
+    let env = TestEnv::new();
+    env.run(&["history", "--json", "--transcript-key", "chats/x.jsonl"]).assert_error(2, "usage");
+    env.run(&["history", "--json", "--project-root", "/tmp"]).assert_error(2, "usage");
+}
