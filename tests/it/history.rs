@@ -329,3 +329,42 @@ fn transcript_flags_are_refused_by_history() {
     env.run(&["history", "--json", "--transcript-key", "chats/x.jsonl"]).assert_error(2, "usage");
     env.run(&["history", "--json", "--project-root", "/tmp"]).assert_error(2, "usage");
 }
+
+#[test]
+fn concurrent_writerctl_processes_keep_every_history_line_whole() {
+    let env = TestEnv::new();
+    let holder = LiveHolder::start();
+    const PROCS: usize = 6;
+    const ROUNDS: usize = 4;
+    std::thread::scope(|s| {
+        for n in 0..PROCS {
+            let (env, pid) = (&env, holder.pid().to_string());
+            s.spawn(move || {
+                let session = format!("p{n}");
+                for i in 0..ROUNDS {
+                    let t = token(env, &format!("{session}-{i}"));
+                    let reason = format!("process {n} round {i}");
+                    env.run(&["acquire", "--session", &session, "--pid", &pid, "--token-file", &t, "--reason", &reason])
+                        .assert_ok();
+                    env.run(&["release", "--session", &session, "--token-file", &t, "--reason", &reason]).assert_ok();
+                }
+            });
+        }
+    });
+    let h = history(&env, &["--limit", "1000"]);
+    assert_eq!((h.skipped_lines, h.warnings.len()), (0, 0), "{h:?}");
+    assert_eq!(h.events.len(), PROCS * ROUNDS * 2);
+    for n in 0..PROCS {
+        let mine: Vec<(&str, &str)> = h
+            .events
+            .iter()
+            .filter(|e| e.session_id == format!("p{n}"))
+            .map(|e| (e.event.as_str(), e.reason.as_deref().unwrap()))
+            .collect();
+        // Each process's own lines stay in its order.
+        let want: Vec<(&str, String)> = (0..ROUNDS)
+            .flat_map(|i| [("acquire", format!("process {n} round {i}")), ("release", format!("process {n} round {i}"))])
+            .collect();
+        assert_eq!(mine, want.iter().map(|(e, r)| (*e, r.as_str())).collect::<Vec<_>>());
+    }
+}
