@@ -92,7 +92,8 @@ pub struct RunArgs {
     pub kind: super::args::ProcessKindArgs,
 
     /// Recorded in the lock-file history with every step this run takes (acquire or
-    /// takeover, seal or release, give back); a preStop seal is recorded with it too.
+    /// takeover, seal or release, give back); a preStop `writerctl seal --reason` gives
+    /// its seal its own.
     #[command(flatten)]
     pub reason: super::history::ReasonArgs,
 
@@ -137,6 +138,7 @@ fn log(session: &str, e: Event) {
         Event::ChildStarted(pid) => log_event("writer_started", &[s, ("writer_pid", pid.to_string())]),
         Event::Stopping(StopCause::Signal(sig)) => log_event("stopping", &[s, ("signal", sig.to_string())]),
         Event::Stopping(StopCause::PreStop) => log_event("stopping", &[s, ("cause", "prestop".into())]),
+        Event::PreStopReason(r) => log_event("prestop_reason", &[s, ("reason", r.to_owned())]),
         Event::Killed => log_event("writer_killed", &[s]),
         Event::LockLost(e) => log_event("lock_lost", &[s, ("reason", e.to_string())]),
         Event::DescendantsStopped { count, killed } => {
@@ -325,8 +327,18 @@ pub fn run_cmd(args: RunArgs, out: Output, settings: Settings) -> Result<()> {
         pid_namespace: pidns::Mode::parse(&args.pid_namespace).expect("clap checks the value"),
     };
     let mut held: Option<LockRecord> = None;
+    let mut prestop: Option<Reason> = None;
     let outcome = run(cfg, &mut |e| {
-        record_step(&history_dir, &session, &e, reason.as_ref(), &mut held);
+        if let Event::PreStopReason(r) = e {
+            // The client validated it; one that does not pass here is not recorded.
+            prestop = Reason::parse(r).ok();
+        }
+        // A seal asked for by `writerctl seal --reason` is recorded with that reason.
+        let reason = match e {
+            Event::Sealed(_) => prestop.as_ref().or(reason.as_ref()),
+            _ => reason.as_ref(),
+        };
+        record_step(&history_dir, &session, &e, reason, &mut held);
         log(&session, e)
     });
     if let Some(err) = outcome.error {

@@ -55,8 +55,8 @@ pub struct SealArgs {
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<u64>,
 
-    /// Only with a token (a direct seal): the supervisor path records the seal under
-    /// `writerctl run`'s own --reason.
+    /// Without a token, the supervisor records the seal with this reason (an older
+    /// supervisor ignores it and records its own).
     #[command(flatten)]
     pub reason: super::history::ReasonArgs,
 }
@@ -85,13 +85,10 @@ pub fn run(args: SealArgs, out: Output, settings: Settings) -> Result<()> {
     };
     match route(&request, &r.paths.lock_path()) {
         Ok(SealRoute::Direct) => seal_directly(&args, &r, out),
-        Ok(SealRoute::Supervisor { .. }) if args.reason.reason.is_some() => Err(super::usage(
-            "--reason applies to a direct seal (with a token); a seal asked of `writerctl run` is recorded in the \
-             history by the supervisor, with run's own --reason",
-            "give the reason to `writerctl run --reason TEXT`, or seal directly with --token-file F",
-        )),
         Ok(SealRoute::Supervisor { sockets, timeout }) => {
-            match ask_supervisor(&sockets, timeout, &r.runtime_dir, &r.paths, &r.session_id) {
+            let reason = args.reason.parse()?;
+            let reason = reason.as_ref().map(|r| r.as_str());
+            match ask_supervisor(&sockets, timeout, &r.runtime_dir, &r.paths, &r.session_id, reason) {
                 Ok(answer) => print_answer(out, &r.session_id, answer),
                 Err(AskError::Control(e)) => Err(e.into()),
                 Err(AskError::Lock(e)) => Err(e.into()),

@@ -121,6 +121,9 @@ pub enum Event<'a> {
     ChildStarted(u32),
     /// Which pid namespace the writer got (and, when shared, why).
     PidNamespace(&'a pidns::Report),
+    /// The preStop seal request that stops the writer gave this `--reason` (for the
+    /// lock-file history; reported just before [`Event::Stopping`]).
+    PreStopReason(&'a str),
     /// A stop began; the signal was forwarded to the writer's process group.
     Stopping(StopCause),
     /// The writer ignored the stop past the grace period and was killed.
@@ -193,7 +196,8 @@ pub struct RunOutcome {
 enum Msg {
     Signal(i32),
     Child(ExitStatus),
-    Control(UnixStream),
+    /// A preStop seal request, with its `--reason`.
+    Control(UnixStream, Option<String>),
 }
 
 /// What the writer's exit allows the supervisor to do with the lock.
@@ -554,7 +558,7 @@ fn spawn_control_thread(bound: Arc<control::Bound>, session: String, tx: Sender<
             }
             match control::read_request(&stream) {
                 Ok(req) if req.op == "seal" && req.session == session => {
-                    if tx.send(Msg::Control(stream)).is_err() {
+                    if tx.send(Msg::Control(stream, req.reason)).is_err() {
                         break;
                     }
                 }
@@ -685,7 +689,7 @@ fn wait_and_hand_off(
                     pid_namespace: None,
                 };
             }
-            (Msg::Control(stream), State::HandedOff { reply, .. }) => {
+            (Msg::Control(stream, _), State::HandedOff { reply, .. }) => {
                 let _ = control::write_reply(&stream, reply);
             }
             (Msg::Signal(sig), st) => {
@@ -697,11 +701,14 @@ fn wait_and_hand_off(
                     *st = State::Stopping { deadline: Instant::now() + cfg.grace };
                 }
             }
-            (Msg::Control(stream), st) => {
+            (Msg::Control(stream, reason), st) => {
                 waiting_clients.push(stream);
                 if matches!(st, State::Running) {
                     forward_stop(pgid, SIGTERM);
                     forwarded = Some(SIGTERM);
+                    if let Some(r) = &reason {
+                        log(Event::PreStopReason(r));
+                    }
                     log(Event::Stopping(StopCause::PreStop));
                     *st = State::Stopping { deadline: Instant::now() + cfg.grace };
                 }
@@ -808,7 +815,7 @@ fn stop_after_loss(
                 log(Event::ChildExited(status));
                 child = Some(status);
             }
-            Ok(Msg::Control(stream)) => waiting.push(stream),
+            Ok(Msg::Control(stream, _)) => waiting.push(stream),
             Ok(Msg::Signal(_)) => {}
             Err(_) => {
                 signal_group(pgid, rustix::process::Signal::KILL.as_raw());
@@ -884,7 +891,7 @@ fn drain_timeout(
                 child = Some(status);
                 break;
             }
-            Msg::Control(stream) => waiting.push(stream),
+            Msg::Control(stream, _) => waiting.push(stream),
             Msg::Signal(_) => {}
         }
     }

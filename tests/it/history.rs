@@ -221,9 +221,9 @@ fn a_bad_reason_is_refused_before_anything_changes() {
     env.run(&["acquire", "--session", "s", "--pid", &pid, "--token-file", &t, "--reason", &"x".repeat(512)]).assert_ok();
     env.run(&["release", "--json", "--session", "s", "--token-file", &t, "--reason", "bad\u{7}"]).assert_error(2, "invalid_argument");
     assert!(env.lock("s").exists(), "a refused release released");
-    // A preStop seal (no token) is recorded by `run`, with run's reason: refused, not dropped.
-    let r = gated(&env, &["seal", "--json", "--session", "s", "--reason", "why"]);
-    r.assert_error(2, "usage");
+    // A preStop seal (no token) checks its reason before it asks any supervisor.
+    let r = gated(&env, &["seal", "--json", "--session", "s", "--reason", "two\nlines"]);
+    r.assert_error(2, "invalid_argument");
 }
 
 #[test]
@@ -367,4 +367,41 @@ fn concurrent_writerctl_processes_keep_every_history_line_whole() {
             .collect();
         assert_eq!(mine, want.iter().map(|(e, r)| (*e, r.as_str())).collect::<Vec<_>>());
     }
+}
+
+#[test]
+fn a_prestop_seal_is_recorded_with_the_reason_given_to_seal() {
+    let env = TestEnv::new();
+    transcript(&env, "s");
+    let ctl = env.tmp.path().join("ctl");
+    std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700).create(&ctl).unwrap();
+    let socket = ctl.join("s.sock");
+    let mut c = env.cmd();
+    c.arg("run").arg("--runtime-dir").arg(env.runtime()).args(["--session", "s", "--reason", "rollout 42"]);
+    c.arg("--control-socket").arg(&socket).env(GATE.0, GATE.1);
+    let ready = env.tmp.path().join("ready");
+    c.args(["--", "bash", "-c", r#"trap 'exit 0' TERM; : >"$T_READY"; while :; do sleep 0.05; done"#, "writer"]);
+    c.env("T_READY", &ready);
+    let child = c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    // Once the writer handles SIGTERM, `seal` without a token asks the supervisor.
+    let deadline = std::time::Instant::now() + LIMIT;
+    while !(socket.exists() && ready.exists()) {
+        assert!(std::time::Instant::now() < deadline, "run never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut s = env.cmd();
+    s.arg("seal").arg("--runtime-dir").arg(env.runtime()).args(["--session", "s", "--reason", "preStop: node drain"]);
+    s.arg("--control-socket").arg(&socket).env(GATE.0, GATE.1);
+    let sealed = run_bounded(s, LIMIT).expect("seal hung");
+    sealed.assert_ok();
+    // Sealed; run stays until the kubelet's SIGTERM that follows a preStop hook.
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(child.id() as i32).unwrap(),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    wait_child_bounded(child, LIMIT).expect("run hung").assert_ok();
+    let h = history(&env, &[]);
+    let got: Vec<(&str, Option<&str>)> = h.events.iter().map(|e| (e.event.as_str(), e.reason.as_deref())).collect();
+    assert_eq!(got, [("acquire", Some("rollout 42")), ("seal", Some("preStop: node drain"))]);
 }
