@@ -64,6 +64,7 @@ fn load(store: &Arc<dyn Store>, n: usize, due: usize) {
             epoch: None,
             detail: serde_json::json!({}),
             request: None,
+            reason: None,
         };
         batch.push(ClaimWrite {
             expected_version: 0,

@@ -51,6 +51,9 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('steward', 'steward', [CompletionResultType]::ParameterValue, 'Work claims: the steward''s report of old claims without a TTL')
             [CompletionResult]::new('coordinator', 'coordinator', [CompletionResultType]::ParameterValue, 'Coordinator: run the HTTP server (`coordinator serve`)')
             [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'List the lock-file handoffs of a runtime directory (acquire, reclaim, seal, takeover, release, recover, give back), with epoch, host, pid, pod and reason')
+            [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Diagnose a runtime directory and a coordinator in one read-only pass: every check ok, warn or fail, with a hint')
+            [CompletionResult]::new('pause', 'pause', [CompletionResultType]::ParameterValue, 'Pause a project: no TTL release and no deputy handoff until `resume` (or --until)')
+            [CompletionResult]::new('resume', 'resume', [CompletionResultType]::ParameterValue, 'End a project''s pause: the next sweep releases what is due')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -85,6 +88,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read the owner token from this file (a regular file, not a symlink, FIFO or device) [default: env WRITERCTL_OWNER_TOKEN]')
             [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why (recorded in the lock-file history, never in the lock record): one line, at most 512 bytes, no control characters')
             [CompletionResult]::new('--statefulset-identity', '--statefulset-identity', [CompletionResultType]::ParameterName, 'Trust the StatefulSet rule: a lock written by a pod of this pod''s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed once its holder lock proves the old pod''s processes gone — never on the WRITERCTL_POD_* variables alone (only a StatefulSet''s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Make every check the release makes (the directory''s filesystem and trust, and that the lock is exactly the active record this token owns) and print the record that would be removed, changing nothing. Exits with the code the release would give (3 session_not_owner for a wrong token, ...). With --json: {"dry_run":true,...}')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -126,6 +130,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to SECONDS (fractions allowed) while a live holder or a transition in progress refuses the session, retrying with a jittered back-off, as `flock -w` does. On timeout the last refusal is returned with its own code. Refusals that waiting cannot clear (a stale holder under --managed, a malformed record, a changed transcript) are returned at once')
             [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why (recorded in the lock-file history, never in the lock record): one line, at most 512 bytes, no control characters')
             [CompletionResult]::new('--statefulset-identity', '--statefulset-identity', [CompletionResultType]::ParameterName, 'Trust the StatefulSet rule: a lock written by a pod of this pod''s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed once its holder lock proves the old pod''s processes gone — never on the WRITERCTL_POD_* variables alone (only a StatefulSet''s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Make every check the takeover makes (gate, --pid, the token file''s destination, the directory''s filesystem and trust, the claim, the lock''s state and liveness, the sealed proof against the transcript) and print the plan — who loses the session, the new epoch, the record that would be replaced and the one that would be written — changing nothing. Exits with the code the takeover would give (4 for a changed transcript, 3 for a live holder, ...). With --json: {"dry_run":true,...}')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -347,6 +352,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show the master, its epoch, and every controller with its freshness')
             [CompletionResult]::new('handoff', 'handoff', [CompletionResultType]::ParameterValue, 'Cooperative transfer: the current master hands mastership to a named identity')
             [CompletionResult]::new('claim', 'claim', [CompletionResultType]::ParameterValue, 'Operator-authorized preempt: promote the named target (never the caller), proving authority with an operator id and password')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Every change of master of a project, oldest first: when, the epoch after it, from and to (identity and session), the verb, who ran it and the reason given')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -372,11 +378,13 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'Identity to make master')
             [CompletionResult]::new('--to-session', '--to-session', [CompletionResultType]::ParameterName, 'The exact controller row to promote (disambiguates several fresh rows)')
             [CompletionResult]::new('--expect-epoch', '--expect-epoch', [CompletionResultType]::ParameterName, 'Epoch the decision was made from; `stale_master` if the master changed since [default: read from `master status` just before]')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why, recorded on the audit row and in `master history` (at most 512 bytes, no control characters)')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The caller''s session id (it must be master)')
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read the caller''s session token from this file [default: env WRITERCTL_SESSION_TOKEN]')
             [CompletionResult]::new('--allow-insecure-http', '--allow-insecure-http', [CompletionResultType]::ParameterName, 'Allow http:// (clear text: session tokens, the admin token and operator passwords readable on the network) to a host that is not this machine. Without it such an address is refused (exit 2); use https:// instead')
             [CompletionResult]::new('-y', '-y', [CompletionResultType]::ParameterName, 'Do not ask for confirmation on a terminal')
             [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Do not ask for confirmation on a terminal')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Make every check, change nothing, print the plan; exit as the real command would')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -394,12 +402,29 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'Identity to make master')
             [CompletionResult]::new('--to-session', '--to-session', [CompletionResultType]::ParameterName, 'The exact controller row to promote (disambiguates several fresh rows)')
             [CompletionResult]::new('--expect-epoch', '--expect-epoch', [CompletionResultType]::ParameterName, 'Epoch the decision was made from; `stale_master` if the master changed since [default: read from `master status` just before]')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why, recorded on the audit row and in `master history` (at most 512 bytes, no control characters)')
             [CompletionResult]::new('--operator', '--operator', [CompletionResultType]::ParameterName, 'Operator id (see `writerctl operator add`)')
             [CompletionResult]::new('--password-file', '--password-file', [CompletionResultType]::ParameterName, 'Read the password from this file (one trailing newline is dropped)')
             [CompletionResult]::new('--allow-insecure-http', '--allow-insecure-http', [CompletionResultType]::ParameterName, 'Allow http:// (clear text: session tokens, the admin token and operator passwords readable on the network) to a host that is not this machine. Without it such an address is refused (exit 2); use https:// instead')
             [CompletionResult]::new('-y', '-y', [CompletionResultType]::ParameterName, 'Do not ask for confirmation on a terminal')
             [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Do not ask for confirmation on a terminal')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Make every check, change nothing, print the plan; exit as the real command would')
             [CompletionResult]::new('--password-stdin', '--password-stdin', [CompletionResultType]::ParameterName, 'Read the password from standard input (one trailing newline is dropped)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;master;history' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'The newest N changes')
+            [CompletionResult]::new('--allow-insecure-http', '--allow-insecure-http', [CompletionResultType]::ParameterName, 'Allow http:// (clear text: session tokens, the admin token and operator passwords readable on the network) to a host that is not this machine. Without it such an address is refused (exit 2); use https:// instead')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -413,6 +438,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show the master, its epoch, and every controller with its freshness')
             [CompletionResult]::new('handoff', 'handoff', [CompletionResultType]::ParameterValue, 'Cooperative transfer: the current master hands mastership to a named identity')
             [CompletionResult]::new('claim', 'claim', [CompletionResultType]::ParameterValue, 'Operator-authorized preempt: promote the named target (never the caller), proving authority with an operator id and password')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Every change of master of a project, oldest first: when, the epoch after it, from and to (identity and session), the verb, who ran it and the reason given')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -423,6 +449,9 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             break
         }
         'writerctl;master;help;claim' {
+            break
+        }
+        'writerctl;master;help;history' {
             break
         }
         'writerctl;master;help;help' {
@@ -600,6 +629,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete audit rows and claim history steps (but each task''s newest) older than N days from the embedded store, and operator-attempt rows idle for a day; optionally trim inboxes too. A server prunes by itself (`coordinator serve --audit-retention-days`), so an http(s) --coordinator is refused. Run it from cron (daily is plenty); the prune leaves one `retention.prune` audit row')
+            [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Every audit row written since a time, oldest first, as JSON lines or CSV, streamed page by page (the log is never read whole), with a cursor to resume from')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -619,12 +649,33 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'writerctl;audit;export' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Only this project [default: every project, and operator administration]')
+            [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'Only rows written at or after this time (RFC 3339)')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--cursor', '--cursor', [CompletionResultType]::ParameterName, 'Resume after this row (the cursor the previous export ended with)')
+            [CompletionResult]::new('--allow-insecure-http', '--allow-insecure-http', [CompletionResultType]::ParameterName, 'Allow http:// (clear text: session tokens, the admin token and operator passwords readable on the network) to a host that is not this machine. Without it such an address is refused (exit 2); use https:// instead')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'writerctl;audit;help' {
             [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete audit rows and claim history steps (but each task''s newest) older than N days from the embedded store, and operator-attempt rows idle for a day; optionally trim inboxes too. A server prunes by itself (`coordinator serve --audit-retention-days`), so an http(s) --coordinator is refused. Run it from cron (daily is plenty); the prune leaves one `retention.prune` audit row')
+            [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Every audit row written since a time, oldest first, as JSON lines or CSV, streamed page by page (the log is never read whole), with a cursor to resume from')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
         'writerctl;audit;help;prune' {
+            break
+        }
+        'writerctl;audit;help;export' {
             break
         }
         'writerctl;audit;help;help' {
@@ -722,6 +773,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--ttl-minutes', '--ttl-minutes', [CompletionResultType]::ParameterName, 'Release the claim after N minutes without an owner write (floored by the channel)')
             [CompletionResult]::new('--next-step', '--next-step', [CompletionResultType]::ParameterName, 'What the next hands should do (required with --ttl-minutes or --deputy)')
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read the session token of a controller registered as this identity from this file [default: env WRITERCTL_SESSION_TOKEN]')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why, recorded on the audit row (at most 512 bytes, no control characters)')
             [CompletionResult]::new('--allow-insecure-http', '--allow-insecure-http', [CompletionResultType]::ParameterName, 'Allow http:// (clear text: session tokens, the admin token and operator passwords readable on the network) to a host that is not this machine. Without it such an address is refused (exit 2); use https:// instead')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -768,6 +820,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--expect-version', '--expect-version', [CompletionResultType]::ParameterName, 'The version you read; the write is refused (version_conflict) if the claim moved since [default: not checked]')
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read the session token of a controller registered as this identity from this file [default: env WRITERCTL_SESSION_TOKEN]')
             [CompletionResult]::new('--next-step', '--next-step', [CompletionResultType]::ParameterName, 'What whoever takes it next should do')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why, recorded on the audit row (at most 512 bytes, no control characters)')
             [CompletionResult]::new('--allow-insecure-http', '--allow-insecure-http', [CompletionResultType]::ParameterName, 'Allow http:// (clear text: session tokens, the admin token and operator passwords readable on the network) to a host that is not this machine. Without it such an address is refused (exit 2); use https:// instead')
             [CompletionResult]::new('--done', '--done', [CompletionResultType]::ParameterName, 'The task is finished (status done; never taken again)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
@@ -1076,6 +1129,50 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'writerctl;doctor' {
+            [CompletionResult]::new('--runtime-dir', '--runtime-dir', [CompletionResultType]::ParameterName, 'Runtime directory R [env: WRITERCTL_RUNTIME_DIR, then QWEN_RUNTIME_DIR]; without one, only the coordinator is checked')
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH of an embedded store; without one, only the runtime directory is checked. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;pause' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
+            [CompletionResult]::new('--request-id', '--request-id', [CompletionResultType]::ParameterName, 'Id of this write, 1 to 128 of [A-Za-z0-9._:-] [default: a new random id]. The coordinator keeps the answer under it for 10 minutes: a retry with the same id (and the same request) returns the first answer and acts once, even when the first reply was lost (exit 75 prints the id to retry with)')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why the project is paused (shown in `master status` and audited)')
+            [CompletionResult]::new('--until', '--until', [CompletionResultType]::ParameterName, 'End the pause by itself at this moment (RFC 3339, in the future) [default: at `resume`]')
+            [CompletionResult]::new('--allow-insecure-http', '--allow-insecure-http', [CompletionResultType]::ParameterName, 'Allow http:// (clear text: session tokens, the admin token and operator passwords readable on the network) to a host that is not this machine. Without it such an address is refused (exit 2); use https:// instead')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;resume' {
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
+            [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
+            [CompletionResult]::new('--request-id', '--request-id', [CompletionResultType]::ParameterName, 'Id of this write, 1 to 128 of [A-Za-z0-9._:-] [default: a new random id]. The coordinator keeps the answer under it for 10 minutes: a retry with the same id (and the same request) returns the first answer and acts once, even when the first reply was lost (exit 75 prints the id to retry with)')
+            [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
+            [CompletionResult]::new('--allow-insecure-http', '--allow-insecure-http', [CompletionResultType]::ParameterName, 'Allow http:// (clear text: session tokens, the admin token and operator passwords readable on the network) to a host that is not this machine. Without it such an address is refused (exit 2); use https:// instead')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'writerctl;help' {
             [CompletionResult]::new('acquire', 'acquire', [CompletionResultType]::ParameterValue, 'Take the session''s writer lock (prints the owner token, or writes it to --token-file)')
             [CompletionResult]::new('release', 'release', [CompletionResultType]::ParameterValue, 'Release a lock you own (ordinary close); the token comes from --token-file or WRITERCTL_OWNER_TOKEN')
@@ -1100,6 +1197,9 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('steward', 'steward', [CompletionResultType]::ParameterValue, 'Work claims: the steward''s report of old claims without a TTL')
             [CompletionResult]::new('coordinator', 'coordinator', [CompletionResultType]::ParameterValue, 'Coordinator: run the HTTP server (`coordinator serve`)')
             [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'List the lock-file handoffs of a runtime directory (acquire, reclaim, seal, takeover, release, recover, give back), with epoch, host, pid, pod and reason')
+            [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Diagnose a runtime directory and a coordinator in one read-only pass: every check ok, warn or fail, with a hint')
+            [CompletionResult]::new('pause', 'pause', [CompletionResultType]::ParameterValue, 'Pause a project: no TTL release and no deputy handoff until `resume` (or --until)')
+            [CompletionResult]::new('resume', 'resume', [CompletionResultType]::ParameterValue, 'End a project''s pause: the next sweep releases what is due')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -1155,6 +1255,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show the master, its epoch, and every controller with its freshness')
             [CompletionResult]::new('handoff', 'handoff', [CompletionResultType]::ParameterValue, 'Cooperative transfer: the current master hands mastership to a named identity')
             [CompletionResult]::new('claim', 'claim', [CompletionResultType]::ParameterValue, 'Operator-authorized preempt: promote the named target (never the caller), proving authority with an operator id and password')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Every change of master of a project, oldest first: when, the epoch after it, from and to (identity and session), the verb, who ran it and the reason given')
             break
         }
         'writerctl;help;master;status' {
@@ -1164,6 +1265,9 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             break
         }
         'writerctl;help;master;claim' {
+            break
+        }
+        'writerctl;help;master;history' {
             break
         }
         'writerctl;help;operator' {
@@ -1197,9 +1301,13 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;help;audit' {
             [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete audit rows and claim history steps (but each task''s newest) older than N days from the embedded store, and operator-attempt rows idle for a day; optionally trim inboxes too. A server prunes by itself (`coordinator serve --audit-retention-days`), so an http(s) --coordinator is refused. Run it from cron (daily is plenty); the prune leaves one `retention.prune` audit row')
+            [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Every audit row written since a time, oldest first, as JSON lines or CSV, streamed page by page (the log is never read whole), with a cursor to resume from')
             break
         }
         'writerctl;help;audit;prune' {
+            break
+        }
+        'writerctl;help;audit;export' {
             break
         }
         'writerctl;help;channel' {
@@ -1274,6 +1382,15 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             break
         }
         'writerctl;help;history' {
+            break
+        }
+        'writerctl;help;doctor' {
+            break
+        }
+        'writerctl;help;pause' {
+            break
+        }
+        'writerctl;help;resume' {
             break
         }
         'writerctl;help;help' {

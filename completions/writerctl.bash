@@ -40,6 +40,9 @@ _writerctl() {
             writerctl,coordinator)
                 cmd="writerctl__subcmd__coordinator"
                 ;;
+            writerctl,doctor)
+                cmd="writerctl__subcmd__doctor"
+                ;;
             writerctl,focus)
                 cmd="writerctl__subcmd__focus"
                 ;;
@@ -61,11 +64,17 @@ _writerctl() {
             writerctl,operator)
                 cmd="writerctl__subcmd__operator"
                 ;;
+            writerctl,pause)
+                cmd="writerctl__subcmd__pause"
+                ;;
             writerctl,recover)
                 cmd="writerctl__subcmd__recover"
                 ;;
             writerctl,release)
                 cmd="writerctl__subcmd__release"
+                ;;
+            writerctl,resume)
+                cmd="writerctl__subcmd__resume"
                 ;;
             writerctl,run)
                 cmd="writerctl__subcmd__run"
@@ -88,11 +97,17 @@ _writerctl() {
             writerctl,verify)
                 cmd="writerctl__subcmd__verify"
                 ;;
+            writerctl__subcmd__audit,export)
+                cmd="writerctl__subcmd__audit__subcmd__export"
+                ;;
             writerctl__subcmd__audit,help)
                 cmd="writerctl__subcmd__audit__subcmd__help"
                 ;;
             writerctl__subcmd__audit,prune)
                 cmd="writerctl__subcmd__audit__subcmd__prune"
+                ;;
+            writerctl__subcmd__audit__subcmd__help,export)
+                cmd="writerctl__subcmd__audit__subcmd__help__subcmd__export"
                 ;;
             writerctl__subcmd__audit__subcmd__help,help)
                 cmd="writerctl__subcmd__audit__subcmd__help__subcmd__help"
@@ -226,6 +241,9 @@ _writerctl() {
             writerctl__subcmd__help,coordinator)
                 cmd="writerctl__subcmd__help__subcmd__coordinator"
                 ;;
+            writerctl__subcmd__help,doctor)
+                cmd="writerctl__subcmd__help__subcmd__doctor"
+                ;;
             writerctl__subcmd__help,focus)
                 cmd="writerctl__subcmd__help__subcmd__focus"
                 ;;
@@ -247,11 +265,17 @@ _writerctl() {
             writerctl__subcmd__help,operator)
                 cmd="writerctl__subcmd__help__subcmd__operator"
                 ;;
+            writerctl__subcmd__help,pause)
+                cmd="writerctl__subcmd__help__subcmd__pause"
+                ;;
             writerctl__subcmd__help,recover)
                 cmd="writerctl__subcmd__help__subcmd__recover"
                 ;;
             writerctl__subcmd__help,release)
                 cmd="writerctl__subcmd__help__subcmd__release"
+                ;;
+            writerctl__subcmd__help,resume)
+                cmd="writerctl__subcmd__help__subcmd__resume"
                 ;;
             writerctl__subcmd__help,run)
                 cmd="writerctl__subcmd__help__subcmd__run"
@@ -273,6 +297,9 @@ _writerctl() {
                 ;;
             writerctl__subcmd__help,verify)
                 cmd="writerctl__subcmd__help__subcmd__verify"
+                ;;
+            writerctl__subcmd__help__subcmd__audit,export)
+                cmd="writerctl__subcmd__help__subcmd__audit__subcmd__export"
                 ;;
             writerctl__subcmd__help__subcmd__audit,prune)
                 cmd="writerctl__subcmd__help__subcmd__audit__subcmd__prune"
@@ -334,6 +361,9 @@ _writerctl() {
             writerctl__subcmd__help__subcmd__master,handoff)
                 cmd="writerctl__subcmd__help__subcmd__master__subcmd__handoff"
                 ;;
+            writerctl__subcmd__help__subcmd__master,history)
+                cmd="writerctl__subcmd__help__subcmd__master__subcmd__history"
+                ;;
             writerctl__subcmd__help__subcmd__master,status)
                 cmd="writerctl__subcmd__help__subcmd__master__subcmd__status"
                 ;;
@@ -391,6 +421,9 @@ _writerctl() {
             writerctl__subcmd__master,help)
                 cmd="writerctl__subcmd__master__subcmd__help"
                 ;;
+            writerctl__subcmd__master,history)
+                cmd="writerctl__subcmd__master__subcmd__history"
+                ;;
             writerctl__subcmd__master,status)
                 cmd="writerctl__subcmd__master__subcmd__status"
                 ;;
@@ -402,6 +435,9 @@ _writerctl() {
                 ;;
             writerctl__subcmd__master__subcmd__help,help)
                 cmd="writerctl__subcmd__master__subcmd__help__subcmd__help"
+                ;;
+            writerctl__subcmd__master__subcmd__help,history)
+                cmd="writerctl__subcmd__master__subcmd__help__subcmd__history"
                 ;;
             writerctl__subcmd__master__subcmd__help,status)
                 cmd="writerctl__subcmd__master__subcmd__help__subcmd__status"
@@ -461,7 +497,7 @@ _writerctl() {
 
     case "${cmd}" in
         writerctl)
-            opts="-v -h -V --json --verbose --help --version acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator history help"
+            opts="-v -h -V --json --verbose --help --version acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator history doctor pause resume help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -577,7 +613,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__audit)
-            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --limit --json --verbose --help --version prune help"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --limit --json --verbose --help --version prune export help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -606,9 +642,61 @@ _writerctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        writerctl__subcmd__audit__subcmd__help)
-            opts="prune help"
+        writerctl__subcmd__audit__subcmd__export)
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --since --format --cursor --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --coordinator)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --project)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "jsonl csv" -- "${cur}"))
+                    return 0
+                    ;;
+                --cursor)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__audit__subcmd__help)
+            opts="prune export help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__audit__subcmd__help__subcmd__export)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1033,7 +1121,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__release)
-            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --task --request-id --seat --expect-version --token-file --done --next-step --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --task --request-id --seat --expect-version --token-file --done --next-step --reason --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1076,6 +1164,10 @@ _writerctl() {
                     return 0
                     ;;
                 --next-step)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1151,7 +1243,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__claim__subcmd__take)
-            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --task --request-id --seat --deputy --ttl-minutes --next-step --token-file --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --channel --task --request-id --seat --deputy --ttl-minutes --next-step --token-file --reason --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1198,6 +1290,10 @@ _writerctl() {
                     return 0
                     ;;
                 --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1454,6 +1550,28 @@ _writerctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        writerctl__subcmd__doctor)
+            opts="-v -h -V --runtime-dir --coordinator --json --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --runtime-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --coordinator)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         writerctl__subcmd__focus)
             opts="-v -h -V --json --verbose --help --version start end show help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -1649,7 +1767,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__help)
-            opts="acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator history help"
+            opts="acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator history doctor pause resume help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1705,8 +1823,22 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__help__subcmd__audit)
-            opts="prune"
+            opts="prune export"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__help__subcmd__audit__subcmd__export)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1928,6 +2060,20 @@ _writerctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        writerctl__subcmd__help__subcmd__doctor)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         writerctl__subcmd__help__subcmd__focus)
             opts="start end show"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -2097,7 +2243,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__help__subcmd__master)
-            opts="status handoff claim"
+            opts="status handoff claim history"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2125,6 +2271,20 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__help__subcmd__master__subcmd__handoff)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__help__subcmd__master__subcmd__history)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -2180,6 +2340,20 @@ _writerctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        writerctl__subcmd__help__subcmd__pause)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         writerctl__subcmd__help__subcmd__recover)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -2195,6 +2369,20 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__help__subcmd__release)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__help__subcmd__resume)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -2673,7 +2861,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__master)
-            opts="-v -h -V --json --verbose --help --version status handoff claim help"
+            opts="-v -h -V --json --verbose --help --version status handoff claim history help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2687,7 +2875,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__master__subcmd__claim)
-            opts="-y -v -h -V --coordinator --freshness-seconds --allow-insecure-http --request-id --project --to --to-session --expect-epoch --yes --operator --password-file --password-stdin --json --verbose --help --version"
+            opts="-y -v -h -V --coordinator --freshness-seconds --allow-insecure-http --request-id --project --to --to-session --expect-epoch --yes --reason --dry-run --operator --password-file --password-stdin --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2718,6 +2906,10 @@ _writerctl() {
                     return 0
                     ;;
                 --expect-epoch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2737,7 +2929,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__master__subcmd__handoff)
-            opts="-y -v -h -V --coordinator --freshness-seconds --allow-insecure-http --request-id --project --to --to-session --expect-epoch --yes --session --token-file --json --verbose --help --version"
+            opts="-y -v -h -V --coordinator --freshness-seconds --allow-insecure-http --request-id --project --to --to-session --expect-epoch --yes --reason --dry-run --session --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2771,6 +2963,10 @@ _writerctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --session)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2787,7 +2983,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__master__subcmd__help)
-            opts="status handoff claim help"
+            opts="status handoff claim history help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2842,6 +3038,20 @@ _writerctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        writerctl__subcmd__master__subcmd__help__subcmd__history)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         writerctl__subcmd__master__subcmd__help__subcmd__status)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -2849,6 +3059,36 @@ _writerctl() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__master__subcmd__history)
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --limit --json --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --coordinator)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --project)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -2968,6 +3208,44 @@ _writerctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        writerctl__subcmd__pause)
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --request-id --project --reason --until --json --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --coordinator)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --project)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --until)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         writerctl__subcmd__recover)
             opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --writers-fenced --yes --reason --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -3007,7 +3285,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__release)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --token-file --reason --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --token-file --reason --dry-run --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3038,6 +3316,36 @@ _writerctl() {
                     return 0
                     ;;
                 --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__resume)
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --request-id --project --json --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --coordinator)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --freshness-seconds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --project)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3511,7 +3819,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__takeover)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --pid --process-kind --token-file --wait --reason --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --pid --process-kind --token-file --wait --reason --dry-run --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

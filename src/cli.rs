@@ -89,6 +89,9 @@ pub enum Command {
     #[command(subcommand)]
     Coordinator(crate::commands::serve::CoordinatorCmd),
     History(crate::commands::history::HistoryArgs),
+    Doctor(crate::commands::doctor::DoctorArgs),
+    Pause(crate::commands::pause::PauseArgs),
+    Resume(crate::commands::pause::ResumeArgs),
 }
 
 /// The full command tree: the derive's, with each command's error codes

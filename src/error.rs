@@ -97,6 +97,12 @@ pub enum ErrorCode {
     /// output file could not be written); the error gives the request id and the command
     /// that recovers it (issue 28).
     AnswerNotDelivered,
+    /// `doctor`: at least one check failed; the report names each (issue 30). Exit 1, so
+    /// the command can run as a probe or a cron alert.
+    DoctorFoundFailures,
+    /// `audit export --cursor C` for a row the log does not hold: behind the retention
+    /// trim, or never handed out (issue 30). Never a silent skip.
+    AuditCursorUnknown,
 }
 
 impl ErrorCode {
@@ -139,6 +145,8 @@ impl ErrorCode {
         ErrorCode::AnswerNotKept,
         ErrorCode::NameConfusable,
         ErrorCode::AnswerNotDelivered,
+        ErrorCode::DoctorFoundFailures,
+        ErrorCode::AuditCursorUnknown,
     ];
 
     /// The code named `s`, if it is in the registry.
@@ -186,13 +194,18 @@ impl ErrorCode {
             ErrorCode::AnswerNotKept => "answer_not_kept",
             ErrorCode::NameConfusable => "name_confusable",
             ErrorCode::AnswerNotDelivered => "answer_not_delivered",
+            ErrorCode::DoctorFoundFailures => "doctor_found_failures",
+            ErrorCode::AuditCursorUnknown => "audit_cursor_unknown",
         }
     }
 
     /// The process exit status for this code (DESIGN.md "Exit codes").
     pub fn exit_code(self) -> u8 {
         match self {
-            ErrorCode::Internal | ErrorCode::DrainTimeout | ErrorCode::WriterCrashed => 1,
+            ErrorCode::Internal
+            | ErrorCode::DrainTimeout
+            | ErrorCode::WriterCrashed
+            | ErrorCode::DoctorFoundFailures => 1,
             ErrorCode::Interrupted => 130,
             ErrorCode::Usage
             | ErrorCode::InvalidArgument
@@ -220,7 +233,8 @@ impl ErrorCode {
             ErrorCode::SessionTranscriptChanged
             | ErrorCode::SessionLockMalformed
             | ErrorCode::SessionTranscriptUnsafe
-            | ErrorCode::InboxCursorTrimmed => 4,
+            | ErrorCode::InboxCursorTrimmed
+            | ErrorCode::AuditCursorUnknown => 4,
             ErrorCode::FeatureDisabled => 7,
             ErrorCode::SessionWriterUnavailable
             | ErrorCode::CoordinatorUnavailable
@@ -312,8 +326,14 @@ impl ErrorCode {
             ErrorCode::NameConfusable => {
                 "the new identity reads like an existing one (Unicode TR39 confusable skeleton, case folded: Cyrillic `а` for `a`, fullwidth, case); the error names the existing spelling"
             }
+            ErrorCode::AuditCursorUnknown => {
+                "the audit export cursor names no row the log holds: removed by retention or never handed out (the error names the oldest cursor held); never a silent skip"
+            }
             ErrorCode::AnswerNotDelivered => {
                 "the write WAS applied but its answer (a token or key) could not be written to the output file; the message gives the request id and the command that recovers the answer (or, when the answer is not kept, how to replace the secret)"
+            }
+            ErrorCode::DoctorFoundFailures => {
+                "`writerctl doctor`: at least one check failed (a fenced, malformed or in-transition lock, a refused filesystem, an untrusted directory, an unreachable or unready coordinator, an expired certificate); the report names each check with its hint. Warnings alone exit 0"
             }
         }
     }

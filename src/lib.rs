@@ -18,6 +18,7 @@
 pub mod claim;
 pub mod config;
 pub mod coordinator;
+pub mod doctor;
 pub mod error;
 pub mod lockfile;
 pub mod supervisor;

@@ -68,6 +68,9 @@ fn main() -> ExitCode {
         Command::Claim(c) => commands::work::run_claim(c, out),
         Command::Focus(c) => commands::work::run_focus(c, out),
         Command::Steward(c) => commands::work::run_steward(c, out),
+        Command::Doctor(a) => commands::doctor::run(a, out),
+        Command::Pause(a) => commands::pause::run_pause(a, out),
+        Command::Resume(a) => commands::pause::run_resume(a, out),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -184,6 +184,15 @@ pub enum ClaimError {
         /// The oldest cursor the inbox still holds, if it holds any.
         oldest: Option<u64>,
     },
+    /// `audit export --cursor C` for a row the log does not hold (issue 30): removed by
+    /// retention, or never handed out. Exporting on from it could skip rows unseen.
+    #[error("audit cursor {cursor} names no row the audit log holds (removed by retention, or never handed out){}", oldest_audit(.oldest))]
+    AuditCursorUnknown {
+        /// The cursor the reader sent.
+        cursor: u64,
+        /// The oldest cursor the log still holds, if it holds any.
+        oldest: Option<u64>,
+    },
     /// A bad argument (empty identity, bad store address, ...).
     #[error("{0}")]
     InvalidArgument(String),
@@ -234,6 +243,13 @@ fn oldest_held(oldest: &Option<u64>) -> String {
     match oldest {
         Some(c) => format!("; the oldest cursor still held is {c}"),
         None => "; the inbox holds no older event".into(),
+    }
+}
+
+fn oldest_audit(oldest: &Option<u64>) -> String {
+    match oldest {
+        Some(c) => format!("; the oldest cursor held is {c}"),
+        None => "; the audit log is empty".into(),
     }
 }
 
@@ -298,6 +314,7 @@ impl ClaimError {
             ClaimError::NotFound(_) => ErrorCode::NotFound,
             ClaimError::ChannelExists(_) => ErrorCode::ChannelExists,
             ClaimError::InboxCursorTrimmed { .. } => ErrorCode::InboxCursorTrimmed,
+            ClaimError::AuditCursorUnknown { .. } => ErrorCode::AuditCursorUnknown,
             ClaimError::InvalidArgument(_) => ErrorCode::InvalidArgument,
             ClaimError::NameConfusable { .. } => ErrorCode::NameConfusable,
             ClaimError::Unavailable(_) => ErrorCode::CoordinatorUnavailable,
@@ -389,6 +406,11 @@ impl ClaimError {
                 "events were lost to retention (serve --inbox-retention-days, --inbox-max-events); resync from \
                  `writerctl master status` and `writerctl claim list`, then read on with --after {trimmed_through}"
             ),
+            ClaimError::AuditCursorUnknown { .. } => {
+                "rows may have been removed unread: export again with --since (the oldest cursor held is in the \
+                 error's details); raise serve --audit-retention-days to keep rows longer"
+                    .into()
+            }
             ClaimError::Unavailable(_) => "retry later".into(),
             ClaimError::RateLimited { retry_after_ms, .. } => format!("retry after {retry_after_ms} ms"),
             ClaimError::AnswerNotKept { verb, .. } if verb.starts_with("identity.") => {
@@ -428,6 +450,9 @@ impl ClaimError {
             }
             ClaimError::InboxCursorTrimmed { after, trimmed_through, oldest } => {
                 Some(json!({ "after": after, "trimmed_through": trimmed_through, "oldest_cursor": oldest }))
+            }
+            ClaimError::AuditCursorUnknown { cursor, oldest } => {
+                Some(json!({ "cursor": cursor, "oldest_cursor": oldest }))
             }
             ClaimError::RateLimited { retry_after_ms, .. } => Some(json!({ "retry_after_ms": retry_after_ms })),
             ClaimError::Remote { details, .. } => details.clone(),

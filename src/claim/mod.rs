@@ -10,14 +10,15 @@
 //!   masters/      controllers and sessions, the master slot: register, heartbeat,
 //!                 deregister, seed 000's target resolution, handoff, claim
 //!   identities/   enrolled identities and their keys: enroll, rotate, remove, seat proof
-//!   work_claims/  seed 002: channels, claims, deputies, TTLs, focus leases, sweeps
+//!   work_claims/  seed 002: channels, claims, deputies, TTLs, focus leases, sweeps;
+//!                 pause.rs: a project's maintenance pause (issue 30)
 //!   requests/     request ids and kept answers, so a retried write acts once
 //!   stores/       the Store trait (mod.rs), how stores encode records (codec.rs), and
-//!     sqlite/     the embedded store (mod.rs; work.rs: work claims)
+//!     sqlite/     the embedded store (mod.rs; work.rs: work claims; pause.rs: pauses)
 //!     redis_pg/   the server store, Redis then Postgres (see its mod.rs for each file)
 //!   engine/       the Coordinator: authenticate, decide, commit by compare-and-set, audit
 //!                 (mod.rs: construction, replays, master verbs; identities.rs, work.rs,
-//!                 retain.rs: those verbs)
+//!                 retain.rs, pause.rs: those verbs)
 //!   model.rs      the shared shapes: snapshot, controllers, events, audit rows
 //!   names.rs      names people read: length, control and format characters, look-alikes
 //!   error.rs      ClaimError and its stable codes

@@ -158,6 +158,11 @@ pub struct AuditEntry {
     pub epoch: Option<u64>,
     /// Extra facts (never a token or password).
     pub detail: serde_json::Value,
+    /// Why, in the caller's words (`--reason`, issue 30): bounded, no control characters
+    /// ([`crate::claim::names::validate_reason`]). Absent from rows written before it
+    /// existed (old queue entries and databases read as None).
+    #[serde(default)]
+    pub reason: Option<String>,
     /// The answer to keep under the verb's request id, written by the store in the same
     /// atomic step as the verb (see [`crate::claim::requests`]). Never part of the audit row
     /// itself (it may hold a new session token), so never serialized.

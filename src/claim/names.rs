@@ -46,6 +46,21 @@ pub fn validate_name(what: &str, value: &str) -> Result<(), ClaimError> {
     Ok(())
 }
 
+/// Longest accepted `--reason` (issue 30), in bytes: a sentence or two for the audit log,
+/// not a document; every audit row, export and history line carries it.
+pub const MAX_REASON: usize = crate::lockfile::history::MAX_REASON_BYTES;
+
+/// Refuses a `--reason` that is empty (or only spaces), longer than [`MAX_REASON`] bytes, or
+/// holds a control character: a reason is printed in tables, CSV and terminals, where a
+/// newline or an escape sequence would forge or hide lines of someone else's row.
+/// One rule with the lock-file commands' `--reason` ([`crate::lockfile::history::reason_problem`]).
+pub fn validate_reason(reason: &str) -> Result<(), ClaimError> {
+    match crate::lockfile::history::reason_problem(reason) {
+        Some(problem) => Err(ClaimError::InvalidArgument(problem)),
+        None => Ok(()),
+    }
+}
+
 /// The form two names share when a person would read them as the same (issue 28 point 6):
 /// the Unicode TR39 confusable skeleton (`а` U+0430 and `a`, `ｅ` and `e`, `rn` and `m`),
 /// taken of the lowercased name and lowercased again, so case variants (`Alice`, `alice`)
@@ -105,6 +120,17 @@ mod tests {
         assert!(validate_name("x", "ok name").is_ok());
         for bad in ["", " lead", "trail ", "a\nb", &"x".repeat(MAX_NAME + 1)] {
             assert!(validate_name("x", bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn reasons_are_bounded_and_printable() {
+        for ok in ["maintenance window", "José's shift", &"r".repeat(MAX_REASON)] {
+            assert!(validate_reason(ok).is_ok(), "{ok:?}");
+        }
+        for bad in ["", "   ", "two\nlines", "tab\there", "esc\u{1b}[2J", &"r".repeat(MAX_REASON + 1)] {
+            let e = validate_reason(bad).unwrap_err();
+            assert_eq!(e.code(), crate::error::ErrorCode::InvalidArgument, "{bad:?}");
         }
     }
 

@@ -248,6 +248,7 @@ impl RefusalLimiter {
                 "all_projects": key.project == "*",
             }),
             request: None,
+            reason: None,
         })
     }
 }
@@ -267,6 +268,7 @@ mod tests {
             epoch: None,
             detail: json!({}),
             request: None,
+            reason: None,
         }
     }
 

@@ -13,12 +13,13 @@ use writerctl::lockfile::{AcquireOptions, DirMode, Lease, LockError, ReclaimPoli
 use super::args::SessionArgs;
 use super::history::note;
 use writerctl::lockfile::history::HistoryEvent;
-use super::output::{Output, hash_progress, log_event};
+use super::output::{Output, clean, hash_progress, log_event};
 use super::session::{TokenFile, resolve, transcript_key};
 use writerctl::config::Settings;
-use writerctl::lockfile::acquire::{Certified, Predecessor, TranscriptRef};
+use writerctl::lockfile::acquire::{Certified, Plan, Predecessor, TranscriptRef};
 use writerctl::lockfile::error::Unavailable;
 use writerctl::lockfile::give_back::give_back;
+use writerctl::lockfile::status::OwnerView;
 use writerctl::lockfile::transcript::ProofOptions;
 
 /// Take the session's writer lock (prints the owner token, or writes it to --token-file).
@@ -50,6 +51,10 @@ pub struct AcquireArgs {
     /// Set by `takeover`: only a sealed lock may be continued (never an empty path).
     #[arg(skip)]
     pub takeover: bool,
+
+    /// Set by `takeover --dry-run`: check and print the plan, change nothing.
+    #[arg(skip)]
+    pub dry_run: bool,
 }
 
 /// The new lock's holder and where its token goes (shared by `acquire` and `takeover`).
@@ -166,6 +171,9 @@ pub fn take(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
     let transcript =
         TranscriptRef { runtime_dir: r.runtime_dir.clone(), key: transcript_key(&args.session, &r.session_id)? };
     let reason = args.holder.reason.parse()?;
+    if args.dry_run {
+        return dry_run(&args, &r, pid, transcript, out, settings);
+    }
     // Reserve the token destination before anything changes: a path that cannot be created
     // fails here, with the session exactly as it was (issue 21 item 0).
     let mut token_file = match &args.holder.token_file {
@@ -173,23 +181,7 @@ pub fn take(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
         None => None,
     };
     let taken = open_site(&r.runtime_dir, r.paths.clone(), &r.session_id, DirMode::Create).and_then(|site| {
-        // Managed mode is qwen's reclaimPolicy `never` + takeoverPolicy `certified`; the
-        // certified half exists only while the gate is on.
-        let certified = (args.managed && settings.session_writer_lease).then(|| Certified {
-            proof: ProofOptions::default(),
-            progress: Some(hash_progress(out)),
-            sealed_only: args.takeover,
-        });
-        let opts = AcquireOptions {
-            transcript: Some(transcript.clone()),
-            holder: holder(pid),
-            process_kind: args.holder.kind.process_kind.clone(),
-            reclaim: if args.managed { ReclaimPolicy::Never } else { ReclaimPolicy::Local },
-            certified,
-            // writerctl exits at once: nothing would keep a holder lock (issue 27). The
-            // record names none, so the pid rule judges it and no pod rule reclaims it.
-            holder_lock: false,
-        };
+        let opts = options(&args, pid, &transcript, out, &settings);
         let pause = &mut |d: std::time::Duration, _: &LockError| {
             std::thread::sleep(d);
             Ok::<(), LockError>(())
@@ -253,6 +245,160 @@ pub fn take(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
         }
         Err(e) => Err(undeliverable(format!("cannot print the owner token: {e}"), token_file).into()),
     }
+}
+
+/// The engine's options for these arguments (the real command and its dry run use the same).
+fn options(
+    args: &AcquireArgs,
+    pid: u32,
+    transcript: &TranscriptRef,
+    out: Output,
+    settings: &Settings,
+) -> AcquireOptions {
+    // Managed mode is qwen's reclaimPolicy `never` + takeoverPolicy `certified`; the
+    // certified half exists only while the gate is on.
+    let certified = (args.managed && settings.session_writer_lease).then(|| Certified {
+        proof: ProofOptions::default(),
+        progress: Some(hash_progress(out)),
+        sealed_only: args.takeover,
+    });
+    AcquireOptions {
+        transcript: Some(transcript.clone()),
+        holder: holder(pid),
+        process_kind: args.holder.kind.process_kind.clone(),
+        reclaim: if args.managed { ReclaimPolicy::Never } else { ReclaimPolicy::Local },
+        certified,
+        // writerctl exits at once: nothing would keep a holder lock (issue 27). The
+        // record names none, so the pid rule judges it and no pod rule reclaims it.
+        holder_lock: false,
+    }
+}
+
+/// `--dry-run`'s account of the record a plan would replace: who loses the session.
+#[derive(Serialize)]
+struct ReplacedJson<'a> {
+    lock_path: &'a str,
+    #[serde(flatten)]
+    owner: OwnerView,
+    state: &'static str,
+    sealed_at: Option<&'a str>,
+}
+
+/// `takeover --dry-run --json`.
+#[derive(Serialize)]
+struct DryRunJson<'a> {
+    dry_run: bool,
+    session_id: &'a str,
+    /// `takeover`, or `reclaim` when a pod proof rule lets the takeover reclaim a crashed
+    /// writer's active lock instead.
+    action: &'static str,
+    lock_path: &'a str,
+    previous: Option<PreviousJson<'a>>,
+    new_epoch: u64,
+    would_remove: Option<ReplacedJson<'a>>,
+    would_write: WouldWriteJson<'a>,
+}
+
+#[derive(Serialize)]
+struct WouldWriteJson<'a> {
+    lock_path: &'a str,
+    state: &'static str,
+    pid: u32,
+    hostname: String,
+    process_kind: &'a str,
+    epoch: u64,
+    pod: Option<writerctl::lockfile::record::PodIdentity>,
+}
+
+/// `takeover --dry-run`: every check the takeover makes before it writes — gate, --pid,
+/// the token file's destination, the site's filesystem and trust, the claim, the lock's
+/// state and liveness, the sealed proof against the transcript — then the plan; nothing is
+/// created (not even the lock directory or the token file), moved or removed.
+fn dry_run(
+    args: &AcquireArgs,
+    r: &super::session::Resolved,
+    pid: u32,
+    transcript: TranscriptRef,
+    out: Output,
+    settings: Settings,
+) -> Result<()> {
+    if !args.holder.wait.is_zero() {
+        return Err(super::usage(
+            "--dry-run reports what would happen now; it does not wait",
+            "drop --wait (or drop --dry-run to wait for the holder)",
+        ));
+    }
+    if let Some(f) = &args.holder.token_file {
+        TokenFile::check_new(f).map_err(LockError::InvalidArgument)?;
+    }
+    let site = match open_site(&r.runtime_dir, r.paths.clone(), &r.session_id, DirMode::Existing) {
+        // No lock directory: the real takeover would create it, then find nothing sealed.
+        Err(LockError::NotOwner { .. }) if args.takeover => {
+            return Err(LockError::NotSealed {
+                session_id: r.session_id.clone(),
+                found: writerctl::lockfile::error::NO_LOCK_TO_TAKE_OVER.into(),
+            }
+            .into());
+        }
+        other => other?,
+    };
+    let plan =
+        writerctl::lockfile::acquire::plan(&site, &options(args, pid, &transcript, out, &settings), &SystemProbe)?;
+    let lock_path = site.lock_path().display().to_string();
+    let (action, replaced) = match &plan {
+        Plan::TakeOver { sealed } => ("takeover", Some(sealed)),
+        Plan::Reclaim { replaced, .. } => ("reclaim", Some(replaced)),
+        Plan::Install => ("acquire", None),
+    };
+    let sealed_at = replaced.and_then(|r| r.seal()).map(|s| s.sealed_at.as_str());
+    let doc = DryRunJson {
+        dry_run: true,
+        session_id: &r.session_id,
+        action,
+        lock_path: &lock_path,
+        previous: replaced
+            .and_then(|p| Some(PreviousJson { hostname: &p.owner.hostname, pid: p.owner.pid, sealed_at: sealed_at? })),
+        new_epoch: plan.new_epoch(),
+        would_remove: replaced.map(|p| ReplacedJson {
+            lock_path: &lock_path,
+            owner: OwnerView::of(p),
+            state: if p.is_active() { "active" } else { "sealed" },
+            sealed_at,
+        }),
+        would_write: WouldWriteJson {
+            lock_path: &lock_path,
+            state: "active",
+            pid,
+            hostname: site.local.hostname.clone(),
+            process_kind: &args.holder.kind.process_kind,
+            epoch: plan.new_epoch(),
+            pod: site.local.pod.as_ref().map(|p| p.identity.clone()),
+        },
+    };
+    if out.json {
+        return Ok(out.json(&doc)?);
+    }
+    let verb = if action == "takeover" { "take over" } else { action };
+    out.line(&format!(
+        "dry run: nothing was changed; `writerctl takeover` would now {verb} session {}",
+        clean(&r.session_id)
+    ))?;
+    if let Some(p) = replaced {
+        let pod = p.owner.pod.as_ref().map(|p| format!(", pod {}/{}", p.namespace, p.name)).unwrap_or_default();
+        out.line(&format!(
+            "  loses it:  pid {} on host {}{pod}, epoch {}{}",
+            p.owner.pid,
+            clean(&p.owner.hostname),
+            p.owner.epoch,
+            sealed_at.map(|s| format!(", sealed {}", clean(s))).unwrap_or_default()
+        ))?;
+        if sealed_at.is_some() {
+            out.line("  proof:     the sealed transcript matches (key, length, SHA-256)")?;
+        }
+    }
+    out.line(&format!("  new lock:  pid {pid} on host {}, epoch {}", clean(&doc.would_write.hostname), doc.new_epoch))?;
+    out.line(&format!("  lock file: {}", clean(&lock_path)))?;
+    Ok(())
 }
 
 fn deliver(

@@ -1,10 +1,15 @@
-//! `writerctl audit`: the coordinator's audit log (every verb, who, what, result, epoch), and
-//! `audit prune` for the embedded store (a server prunes by itself).
+//! `writerctl audit`: the coordinator's audit log (every verb, who, what, result, epoch,
+//! reason), `audit export` (every row since a time, streamed page by page with a resume
+//! cursor), and `audit prune` for the embedded store (a server prunes by itself).
+
+use std::io::Write;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use serde_json::json;
+use serde_json::{Value, json};
+use writerctl::claim::model::{AuditEntry, Millis};
 use writerctl::claim::retention::Retention;
+use writerctl::coordinator::wire::ExportQuery;
 
 use super::coord::{CoordArgs, DEFAULT_FRESHNESS_SECONDS, Target, open_sqlite, rfc3339};
 use super::output::Output;
@@ -43,6 +48,48 @@ pub enum AuditCmd {
         after_help = "Examples:\n  writerctl audit prune --older-than-days 90\n  writerctl audit prune --older-than-days 90 --inbox-older-than-days 7 --inbox-max-events 1000 --json"
     )]
     Prune(PruneArgs),
+    /// Every audit row written since a time, oldest first, as JSON lines or CSV, streamed
+    /// page by page (the log is never read whole), with a cursor to resume from.
+    ///
+    /// Each row carries its cursor (the `cursor` key in JSON lines, the first CSV column;
+    /// CSV has a header row and RFC 4180 quoting). At the end, stderr says how to resume:
+    /// `writerctl: next --cursor C`; run the same command with that --cursor to get only
+    /// the rows written since. A cursor the log no longer holds (removed by retention) or
+    /// never handed out is refused with audit_cursor_unknown, naming the oldest cursor
+    /// held: rows may have been lost, so nothing is skipped silently. Over HTTP it needs
+    /// the admin token, like `audit`.
+    #[command(
+        after_help = "Examples:\n  writerctl audit export --since 2026-12-01T00:00:00Z > audit.jsonl\n  writerctl audit export --project web --since 2026-12-01T00:00:00Z --format csv > web.csv\n  writerctl audit export --since 2026-12-01T00:00:00Z --cursor 4211 >> audit.jsonl"
+    )]
+    Export(ExportArgs),
+}
+
+/// `audit export`'s output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// One JSON object per line.
+    Jsonl,
+    /// Comma-separated values with a header row (RFC 4180 quoting).
+    Csv,
+}
+
+/// `audit export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub coord: CoordArgs,
+    /// Only this project [default: every project, and operator administration].
+    #[arg(long, value_name = "P")]
+    pub project: Option<String>,
+    /// Only rows written at or after this time (RFC 3339).
+    #[arg(long, value_name = "RFC3339", value_parser = super::work::parse_time)]
+    pub since: Millis,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
+    pub format: ExportFormat,
+    /// Resume after this row (the cursor the previous export ended with).
+    #[arg(long, value_name = "C")]
+    pub cursor: Option<u64>,
 }
 
 /// `audit prune`.
@@ -96,34 +143,134 @@ fn prune(a: PruneArgs, out: Output) -> Result<()> {
     ))?)
 }
 
+/// Rows read per request: one page in memory at a time.
+const EXPORT_PAGE: usize = 1000;
+
+/// The CSV header of `audit export`.
+const CSV_COLUMNS: [&str; 10] =
+    ["cursor", "at", "project", "verb", "actor", "target", "result", "epoch", "reason", "detail"];
+
+/// One audit row as `audit --json` and `audit export` print it.
+fn row_json(r: &AuditEntry) -> Value {
+    json!({"at": rfc3339(r.at), "project": r.project, "verb": r.verb, "actor": r.actor,
+           "target": r.target, "result": r.result, "epoch": r.epoch, "reason": r.reason, "detail": r.detail})
+}
+
+/// One audit row's fields as the `audit` table and the CSV export show them: at, project,
+/// verb, actor, target, result, epoch, reason.
+fn row_fields(r: &AuditEntry) -> [String; 8] {
+    [
+        rfc3339(r.at),
+        r.project.clone(),
+        r.verb.clone(),
+        r.actor.clone(),
+        r.target.clone().unwrap_or_default(),
+        r.result.clone(),
+        r.epoch.map_or(String::new(), |e| e.to_string()),
+        r.reason.clone().unwrap_or_default(),
+    ]
+}
+
+/// One CSV field, quoted per RFC 4180 when it holds a comma, a quote or a line break (and
+/// when it starts or ends with a space, which some readers trim): the field in double
+/// quotes, each quote doubled. Anything else is written as is.
+fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
+    let needs = s.contains([',', '"', '\n', '\r']) || s.starts_with(' ') || s.ends_with(' ');
+    if needs {
+        std::borrow::Cow::Owned(format!("\"{}\"", s.replace('"', "\"\"")))
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    }
+}
+
+/// One CSV record and its line break (CRLF, as RFC 4180 says).
+fn csv_record<'a>(fields: impl IntoIterator<Item = &'a str>) -> String {
+    let mut line = fields.into_iter().map(csv_field).collect::<Vec<_>>().join(",");
+    line.push_str("\r\n");
+    line
+}
+
+/// Writes one exported row in `format`.
+fn write_row(w: &mut impl Write, format: ExportFormat, cursor: u64, r: &AuditEntry) -> std::io::Result<()> {
+    match format {
+        ExportFormat::Jsonl => {
+            let mut doc = row_json(r);
+            doc["cursor"] = json!(cursor);
+            serde_json::to_writer(&mut *w, &doc)?;
+            writeln!(w)
+        }
+        ExportFormat::Csv => {
+            let (cursor, detail) = (cursor.to_string(), r.detail.to_string());
+            let fields =
+                std::iter::once(cursor).chain(row_fields(r)).chain(std::iter::once(detail)).collect::<Vec<_>>();
+            w.write_all(csv_record(fields.iter().map(String::as_str)).as_bytes())
+        }
+    }
+}
+
+/// Runs `audit export`: page after page until a short one, each written and flushed before
+/// the next is read; then the resume cursor on stderr.
+fn export(a: ExportArgs) -> Result<()> {
+    let c = a.coord.open()?;
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    if a.format == ExportFormat::Csv {
+        stdout.write_all(csv_record(CSV_COLUMNS).as_bytes())?;
+    }
+    let mut cursor = a.cursor;
+    loop {
+        let query = ExportQuery { project: a.project.clone(), since: a.since, after: cursor, limit: Some(EXPORT_PAGE) };
+        let page = c.audit_export(query)?;
+        for (at, row) in &page.rows {
+            write_row(&mut stdout, a.format, *at, row)?;
+        }
+        stdout.flush()?;
+        cursor = page.rows.last().map(|(c, _)| *c).or(cursor);
+        if page.rows.len() < EXPORT_PAGE {
+            break;
+        }
+    }
+    // The resume hint goes to stderr in every mode: stdout is the export itself.
+    let mut err = std::io::stderr().lock();
+    match cursor {
+        Some(c) => writeln!(err, "writerctl: next --cursor {c}")?,
+        None => writeln!(err, "writerctl: no audit rows since {}; next: the same command again", rfc3339(a.since))?,
+    }
+    Ok(())
+}
+
 /// Runs `audit`.
 pub fn run(a: AuditArgs, out: Output) -> Result<()> {
-    if let Some(AuditCmd::Prune(p)) = a.cmd {
-        return prune(p, out);
+    match a.cmd {
+        Some(AuditCmd::Prune(p)) => return prune(p, out),
+        Some(AuditCmd::Export(e)) => return export(e),
+        None => {}
     }
     let rows = a.coord.open()?.audit_log(a.project.as_deref(), usize::try_from(a.limit).unwrap_or(usize::MAX))?;
     if out.json {
-        let list: Vec<_> = rows
-            .iter()
-            .map(|r| {
-                json!({"at": rfc3339(r.at), "project": r.project, "verb": r.verb, "actor": r.actor,
-                       "target": r.target, "result": r.result, "epoch": r.epoch, "detail": r.detail})
-            })
-            .collect();
+        let list: Vec<_> = rows.iter().map(row_json).collect();
         out.json(&json!({"entries": list}))?;
         return Ok(());
     }
-    let mut table = super::output::table(&["at", "project", "verb", "actor", "target", "result", "epoch"]);
+    let mut table = super::output::table(&["at", "project", "verb", "actor", "target", "result", "epoch", "reason"]);
     for r in &rows {
-        table.add_row([
-            rfc3339(r.at),
-            r.project.clone(),
-            r.verb.clone(),
-            r.actor.clone(),
-            r.target.clone().unwrap_or_default(),
-            r.result.clone(),
-            r.epoch.map_or(String::new(), |e| e.to_string()),
-        ]);
+        table.add_row(row_fields(r));
     }
     Ok(out.line(&table.to_string())?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_fields_are_quoted_only_when_they_must_be() {
+        assert_eq!(csv_field("plain"), "plain");
+        assert_eq!(csv_field(""), "");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("two\nlines"), "\"two\nlines\"");
+        assert_eq!(csv_field("cr\r"), "\"cr\r\"");
+        assert_eq!(csv_field(" padded"), "\" padded\"");
+        assert_eq!(csv_record(["1", "a,b", "{\"k\":\"v\"}"]), "1,\"a,b\",\"{\"\"k\"\":\"\"v\"\"}\"\r\n");
+    }
 }

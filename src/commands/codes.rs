@@ -98,6 +98,7 @@ pub const COMMANDS: &[(&str, &[&[C]])] = &[
     ("master status", &[EDGE, COORD]),
     ("master handoff", &[EDGE, COORD, AUTH, TARGET, &[C::NotMaster]]),
     ("master claim", &[EDGE, COORD, TARGET, SEAT_RATE, &[C::InvalidOperatorCredentials]]),
+    ("master history", &[EDGE, COORD]),
     ("operator add", &[EDGE, COORD, AUTH, &[C::OperatorExists]]),
     ("identity add", &[EDGE, COORD, AUTH, NEW_NAME, SECRET_ANSWER, &[C::IdentityExists]]),
     ("identity list", &[EDGE, COORD, AUTH]),
@@ -106,6 +107,7 @@ pub const COMMANDS: &[(&str, &[&[C]])] = &[
     ("inbox", &[EDGE, COORD, AUTH, &[C::InboxCursorTrimmed]]),
     ("audit", &[EDGE, COORD, AUTH]),
     ("audit prune", &[EDGE, COORD]),
+    ("audit export", &[EDGE, COORD, AUTH, &[C::AuditCursorUnknown]]),
     ("channel create", &[EDGE, COORD, AUTH, NEW_NAME, &[C::ChannelExists]]),
     ("channel show", &[EDGE, COORD, NAMED]),
     ("claim take", &[EDGE, COORD, AUTH, SEAT_RATE, CLAIM_WRITE]),
@@ -121,6 +123,9 @@ pub const COMMANDS: &[(&str, &[&[C]])] = &[
     ("steward report", &[EDGE, COORD, NAMED]),
     ("coordinator serve", &[EDGE, COORD]),
     ("history", &[EDGE, &[C::RuntimeDirMissing, C::SessionWriterUnavailable]]),
+    ("doctor", &[EDGE, &[C::DoctorFoundFailures]]),
+    ("pause", &[EDGE, COORD, AUTH]),
+    ("resume", &[EDGE, COORD, AUTH]),
 ];
 
 /// The codes `path` (e.g. `"master claim"`) can return, in registry order; None for a path

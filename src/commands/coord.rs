@@ -289,15 +289,7 @@ impl CoordArgs {
                          on a network you trust",
                     ));
                 }
-                let ca = match std::env::var_os("WRITERCTL_COORDINATOR_CA") {
-                    Some(f) => Some(std::fs::read(&f).map_err(|e| {
-                        ClaimError::InvalidArgument(format!(
-                            "cannot read WRITERCTL_COORDINATOR_CA {}: {e}",
-                            Path::new(&f).display()
-                        ))
-                    })?),
-                    None => None,
-                };
+                let ca = coordinator_ca()?;
                 let admin = std::env::var("WRITERCTL_ADMIN_TOKEN").ok().map(Secret::new);
                 Ok(Box::new(HttpCoordinator::new(&url, ca.as_deref(), admin)?.with_request(request)))
             }
@@ -308,6 +300,20 @@ impl CoordArgs {
     pub fn is_remote(&self) -> bool {
         self.coordinator.as_deref().is_some_and(is_http_url)
     }
+}
+
+/// The PEM file WRITERCTL_COORDINATOR_CA names (a private CA or a self-signed server
+/// certificate), read; `None` when it is not set.
+pub fn coordinator_ca() -> Result<Option<Vec<u8>>> {
+    Ok(match std::env::var_os("WRITERCTL_COORDINATOR_CA") {
+        Some(f) => Some(std::fs::read(&f).map_err(|e| {
+            ClaimError::InvalidArgument(format!(
+                "cannot read WRITERCTL_COORDINATOR_CA {}: {e}",
+                Path::new(&f).display()
+            ))
+        })?),
+        None => None,
+    })
 }
 
 /// Longest secret read from a file or stdin.

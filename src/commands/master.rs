@@ -1,4 +1,4 @@
-//! `writerctl master status|handoff|claim` (seed 000).
+//! `writerctl master status|handoff|claim|history` (seed 000, issue 30).
 
 use std::path::PathBuf;
 
@@ -6,9 +6,11 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use serde_json::json;
 use writerctl::claim::api::CoordinatorApi;
-use writerctl::claim::engine::{MasterRequest, Status};
+use writerctl::claim::engine::{MasterChange, MasterRequest, Status};
 use writerctl::claim::masters::MasterOutcome;
 use writerctl::claim::model::MasterRef;
+use writerctl::coordinator::api::MasterOptions;
+use writerctl::claim::work_claims::Paused;
 
 use super::ExitStatus;
 use super::coord::{CoordArgs, PasswordArgs, WriteArgs, age, confirm, interactive, rfc3339, session_token};
@@ -24,16 +26,35 @@ pub enum MasterCmd {
     ///
     /// On a terminal it shows the topology and the resolved target and asks to confirm
     /// (unless --yes); with --json or without a terminal it never asks.
+    ///
+    /// --dry-run makes every check the real handoff makes (token, epoch, not_master, target)
+    /// and changes nothing: it prints the plan and exits as the real command would.
     #[command(
-        after_help = "Examples:\n  writerctl master handoff --project web --session SID --token-file alice.tok --to bob\n  writerctl master handoff --project web --session SID --to bob --to-session SID2 --expect-epoch 4 --yes"
+        after_help = "Examples:\n  writerctl master handoff --project web --session SID --token-file alice.tok --to bob\n  writerctl master handoff --project web --session SID --to bob --to-session SID2 --expect-epoch 4 --yes\n  writerctl master handoff --project web --session SID --to bob --reason \"deploy of 4.2\" --yes\n  writerctl master handoff --project web --session SID --to bob --dry-run --json"
     )]
     Handoff(HandoffArgs),
     /// Operator-authorized preempt: promote the named target (never the caller), proving
     /// authority with an operator id and password.
+    ///
+    /// --dry-run verifies the password (a wrong one counts towards the back-off, as on a
+    /// real claim), the epoch and the target, changes nothing, and prints who would lose
+    /// mastership, the new epoch and what would be preempted.
     #[command(
-        after_help = "Examples:\n  writerctl master claim --project web --to bob --operator ops --password-file ops.pw --yes\n  WRITERCTL_OPERATOR_PASSWORD=... writerctl master claim --project web --to bob --operator ops --json"
+        after_help = "Examples:\n  writerctl master claim --project web --to bob --operator ops --password-file ops.pw --yes\n  WRITERCTL_OPERATOR_PASSWORD=... writerctl master claim --project web --to bob --operator ops --json\n  writerctl master claim --project web --to bob --operator ops --password-file ops.pw --dry-run\n  writerctl master claim --project web --to bob --operator ops --password-file ops.pw --reason \"alice's host is down\" --yes"
     )]
     Claim(ClaimArgs),
+    /// Every change of master of a project, oldest first: when, the epoch after it, from
+    /// and to (identity and session), the verb, who ran it and the reason given.
+    ///
+    /// Read from the audit log, where each change is recorded in the same transaction as
+    /// the change itself: it survives restarts and is kept as long as the audit log
+    /// (`coordinator serve --audit-retention-days`). `from` or `to` is null when the slot
+    /// was empty before (the first registration) or is emptied (the master deregistered or
+    /// its identity was removed).
+    #[command(
+        after_help = "Examples:\n  writerctl master history --project web\n  writerctl master history --project web --limit 10 --json"
+    )]
+    History(HistoryArgs),
 }
 
 /// `master status`.
@@ -65,6 +86,32 @@ pub struct TargetArgs {
     /// Do not ask for confirmation on a terminal.
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Why, recorded on the audit row and in `master history` (at most 512 bytes, no
+    /// control characters).
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+    /// Make every check, change nothing, print the plan; exit as the real command would.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+impl TargetArgs {
+    fn options(&self) -> MasterOptions {
+        MasterOptions { reason: self.reason.clone(), dry_run: self.dry_run }
+    }
+}
+
+/// `master history`.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    #[command(flatten)]
+    pub coord: CoordArgs,
+    /// Project id.
+    #[arg(long, value_name = "P")]
+    pub project: String,
+    /// The newest N changes.
+    #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub limit: u64,
 }
 
 /// `master handoff`.
@@ -100,22 +147,28 @@ pub struct ClaimArgs {
 pub fn run(cmd: MasterCmd, out: Output) -> Result<()> {
     match cmd {
         MasterCmd::Status(a) => {
-            let st = a.coord.open()?.status(&a.project)?;
-            print_status(&a.project, &st, out)
+            let c = a.coord.open()?;
+            let st = c.status(&a.project)?;
+            let paused = c.pause_state(&a.project)?.paused;
+            print_status(&a.project, &st, paused.as_ref(), out)
         }
         MasterCmd::Handoff(a) => {
             let token = session_token(a.token_file.as_deref())?;
             let c = a.write.open()?;
             let Some(req) = prepare(c.as_ref(), &a.target, out, "Hand master")? else { return aborted(out) };
-            let outcome = c.handoff(&req, &a.session, &token)?;
+            let outcome = c.handoff_with(&req, &a.session, &token, &a.target.options())?;
             print_outcome(&a.target.project, &outcome, None, out)
         }
         MasterCmd::Claim(a) => {
             let c = a.write.open()?;
             let Some(req) = prepare(c.as_ref(), &a.target, out, "Preempt master")? else { return aborted(out) };
             let password = a.password.read(&format!("Password for operator {}: ", a.operator), false, out.json)?;
-            let outcome = c.claim(&req, &a.operator, &password)?;
+            let outcome = c.claim_with(&req, &a.operator, &password, &a.target.options())?;
             print_outcome(&a.target.project, &outcome, Some(&a.operator), out)
+        }
+        MasterCmd::History(a) => {
+            let changes = a.coord.open()?.master_history(&a.project, usize::try_from(a.limit).unwrap_or(usize::MAX))?;
+            print_history(&a.project, &changes, out)
         }
     }
 }
@@ -129,7 +182,8 @@ fn aborted(out: Output) -> Result<()> {
 /// made against what the operator saw), and on a terminal shows topology and target and
 /// asks. None when the operator declines.
 fn prepare(c: &dyn CoordinatorApi, t: &TargetArgs, out: Output, verb: &str) -> Result<Option<MasterRequest>> {
-    let ask = !t.yes && !out.json && interactive();
+    // A dry run changes nothing: nothing to confirm.
+    let ask = !t.yes && !t.dry_run && !out.json && interactive();
     let (expect_epoch, status) = match (t.expect_epoch, ask) {
         (Some(e), false) => (e, None),
         _ => {
@@ -144,7 +198,7 @@ fn prepare(c: &dyn CoordinatorApi, t: &TargetArgs, out: Output, verb: &str) -> R
         expect_epoch,
     };
     if let (true, Some(st)) = (ask, status) {
-        print_status(&t.project, &st, out)?;
+        print_status(&t.project, &st, c.pause_state(&t.project)?.paused.as_ref(), out)?;
         let target = c.preview_target(&t.project, &t.to, t.to_session.as_deref())?;
         let from = st.slot.master.as_ref().map_or("nobody".to_string(), describe);
         let to = target.reference();
@@ -173,7 +227,7 @@ fn describe(m: &MasterRef) -> String {
     format!("{} ({})", m.identity, m.session_id)
 }
 
-fn print_status(project: &str, st: &Status, out: Output) -> Result<()> {
+fn print_status(project: &str, st: &Status, paused: Option<&Paused>, out: Output) -> Result<()> {
     if out.json {
         let master = match &st.slot.master {
             Some(m) => json!({"identity": m.identity, "session_id": m.session_id, "epoch": st.slot.epoch}),
@@ -194,8 +248,12 @@ fn print_status(project: &str, st: &Status, out: Output) -> Result<()> {
         out.json(&json!({
             "project": project, "master": master, "controllers": controllers,
             "freshness_seconds": st.freshness.as_secs(), "read_at": rfc3339(st.now),
+            "paused": super::pause::paused_json(paused),
         }))?;
         return Ok(());
+    }
+    if let Some(p) = paused {
+        out.line(&super::pause::paused_line(project, p))?;
     }
     match &st.slot.master {
         Some(m) => out.line(&format!("project {project}: master {} epoch {}", describe(m), st.slot.epoch))?,
@@ -223,6 +281,9 @@ fn print_status(project: &str, st: &Status, out: Output) -> Result<()> {
 }
 
 fn print_outcome(project: &str, o: &MasterOutcome, by_operator: Option<&str>, out: Output) -> Result<()> {
+    if o.dry_run {
+        return print_plan(project, o, out);
+    }
     if out.json {
         let mut doc = json!({
             "ok": true,
@@ -252,4 +313,71 @@ fn print_outcome(project: &str, o: &MasterOutcome, by_operator: Option<&str>, ou
         out.note("MasterPreempted was sent to the previous master's inbox");
     }
     Ok(())
+}
+
+/// A dry run's plan: the real answer's keys, `epoch` as `new_epoch`, and `dry_run: true`.
+fn print_plan(project: &str, o: &MasterOutcome, out: Output) -> Result<()> {
+    if out.json {
+        out.json(&json!({
+            "dry_run": true,
+            "project": project,
+            "previous_master": o.previous_master,
+            "new_master": o.new_master,
+            "new_epoch": o.epoch,
+            "preempted": o.preempted,
+            "changed": o.changed,
+        }))?;
+        return Ok(());
+    }
+    if !o.changed {
+        out.line(&format!(
+            "dry run: {} already is master of {project} (epoch {}); nothing would change",
+            describe(&o.new_master),
+            o.epoch
+        ))?;
+    } else {
+        let from = o.previous_master.as_ref().map_or("nobody".to_string(), describe);
+        out.line(&format!(
+            "dry run: master of {project} would go from {from} to {} (epoch {})",
+            describe(&o.new_master),
+            o.epoch
+        ))?;
+        for p in &o.preempted {
+            out.line(&format!("  would preempt {}", describe(p)))?;
+        }
+    }
+    out.note("dry run: nothing changed");
+    Ok(())
+}
+
+/// `master history`'s answer: JSON {"changes":[...]}, or a table.
+fn print_history(project: &str, changes: &[MasterChange], out: Output) -> Result<()> {
+    if out.json {
+        let list: Vec<_> = changes
+            .iter()
+            .map(|c| {
+                json!({"at": rfc3339(c.at), "epoch": c.epoch, "from": c.from, "to": c.to, "verb": c.verb,
+                       "actor": c.actor, "reason": c.reason})
+            })
+            .collect();
+        out.json(&json!({"changes": list}))?;
+        return Ok(());
+    }
+    if changes.is_empty() {
+        return Ok(out.line(&format!("project {project}: no change of master in the audit log"))?);
+    }
+    let side = |m: &Option<MasterRef>| m.as_ref().map_or("-".to_string(), describe);
+    let mut table = super::output::table(&["at", "epoch", "from", "to", "verb", "actor", "reason"]);
+    for c in changes {
+        table.add_row([
+            rfc3339(c.at),
+            c.epoch.to_string(),
+            side(&c.from),
+            side(&c.to),
+            c.verb.clone(),
+            c.actor.clone(),
+            c.reason.clone().unwrap_or_default(),
+        ]);
+    }
+    Ok(out.line(&table.to_string())?)
 }

@@ -6,10 +6,12 @@ use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
 use writerctl::lockfile::history::HistoryEvent;
+use writerctl::lockfile::release::plan_release;
+use writerctl::lockfile::status::OwnerView;
 use writerctl::lockfile::{DirMode, open_site, release};
 
 use super::args::SessionArgs;
-use super::output::Output;
+use super::output::{Output, clean};
 use super::session::{read_token, resolve};
 
 /// Release a lock you own (ordinary close); the token comes from --token-file or
@@ -19,7 +21,7 @@ use super::session::{read_token, resolve};
 /// is left untouched.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  writerctl release --session \"$SID\" --token-file owner.token\n  writerctl release --session \"$SID\" --token-file owner.token --reason \"session closed by operator\""
+    after_help = "Examples:\n  writerctl release --session \"$SID\" --token-file owner.token\n  writerctl release --session \"$SID\" --token-file owner.token --dry-run --json   # check only\n  writerctl release --session \"$SID\" --token-file owner.token --reason \"session closed by operator\""
 )]
 pub struct ReleaseArgs {
     #[command(flatten)]
@@ -32,6 +34,23 @@ pub struct ReleaseArgs {
 
     #[command(flatten)]
     pub reason: super::history::ReasonArgs,
+    /// Make every check the release makes (the directory's filesystem and trust, and that
+    /// the lock is exactly the active record this token owns) and print the record that
+    /// would be removed, changing nothing. Exits with the code the release would give (3
+    /// session_not_owner for a wrong token, ...). With --json: {"dry_run":true,...}.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `release --dry-run --json`.
+#[derive(Serialize)]
+struct DryRunJson<'a> {
+    dry_run: bool,
+    session_id: &'a str,
+    action: &'static str,
+    lock_path: String,
+    /// The record that would be removed (no owner token): who loses the session.
+    would_remove: OwnerView,
 }
 
 #[derive(Serialize)]
@@ -49,6 +68,29 @@ pub fn run(args: ReleaseArgs, out: Output) -> Result<()> {
     let token = read_token(args.token_file.as_deref())?;
     let reason = args.reason.parse()?;
     let site = open_site(&r.runtime_dir, r.paths.clone(), &r.session_id, DirMode::Existing)?;
+    if args.dry_run {
+        let record = plan_release(&site, &token)?;
+        let lock_path = site.lock_path().display().to_string();
+        if out.json {
+            let doc = DryRunJson {
+                dry_run: true,
+                session_id: &r.session_id,
+                action: "release",
+                lock_path,
+                would_remove: OwnerView::of(&record),
+            };
+            return Ok(out.json(&doc)?);
+        }
+        out.line(&format!(
+            "dry run: nothing was changed; `writerctl release` would remove {} (session {}, pid {} on host {}, epoch {})",
+            clean(&lock_path),
+            clean(&r.session_id),
+            record.owner.pid,
+            clean(&record.owner.hostname),
+            record.owner.epoch
+        ))?;
+        return Ok(());
+    }
     let outcome = release(&site, &token)?;
     super::history::note(&site.dir, &HistoryEvent::of_release(&r.session_id, &outcome.record, reason.as_ref()));
     let lock_path = site.lock_path().display().to_string();

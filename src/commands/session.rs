@@ -50,19 +50,27 @@ fn expand_tilde(s: &str) -> PathBuf {
 /// The runtime directory: flag, then WRITERCTL_RUNTIME_DIR, then QWEN_RUNTIME_DIR.
 pub fn runtime_dir(args: &SessionArgs) -> Result<PathBuf> {
     pod_context(args)?;
-    let raw = if let Some(p) = &args.runtime_dir {
-        p.clone()
+    named_runtime_dir(args.runtime_dir.as_deref())?.ok_or_else(|| {
+        LockError::InvalidArgument(
+            "no runtime directory: pass --runtime-dir DIR or set WRITERCTL_RUNTIME_DIR (or QWEN_RUNTIME_DIR)".into(),
+        )
+        .into()
+    })
+}
+
+/// The runtime directory `flag`, WRITERCTL_RUNTIME_DIR or QWEN_RUNTIME_DIR names (absolute),
+/// if any does.
+pub fn named_runtime_dir(flag: Option<&Path>) -> Result<Option<PathBuf>> {
+    let raw = if let Some(p) = flag {
+        p.to_path_buf()
     } else if let Some(p) = std::env::var_os("WRITERCTL_RUNTIME_DIR").filter(|v| !v.is_empty()) {
         PathBuf::from(p)
     } else if let Some(p) = std::env::var("QWEN_RUNTIME_DIR").ok().filter(|v| !v.is_empty()) {
         expand_tilde(&p)
     } else {
-        return Err(LockError::InvalidArgument(
-            "no runtime directory: pass --runtime-dir DIR or set WRITERCTL_RUNTIME_DIR (or QWEN_RUNTIME_DIR)".into(),
-        )
-        .into());
+        return Ok(None);
     };
-    absolute(&raw)
+    absolute(&raw).map(Some)
 }
 
 /// Resolves a command that needs one session.
@@ -168,12 +176,28 @@ impl TokenFile {
             .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
             .open(path)
             .map(|file| TokenFile { path: path.to_path_buf(), file })
-            .map_err(|e| {
-                format!(
-                    "cannot create token file {} ({e}); it must be a new file in an existing directory, and nothing was changed",
-                    path.display()
-                )
-            })
+            .map_err(|e| token_file_refused(path, &e))
+    }
+
+    /// What [`TokenFile::create`] would refuse, checked without creating anything (for
+    /// `--dry-run`): something already at the path, or no directory to create it in.
+    pub fn check_new(path: &Path) -> Result<(), String> {
+        let problem = match std::fs::symlink_metadata(path) {
+            Ok(_) => Some(std::io::Error::from(std::io::ErrorKind::AlreadyExists)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+                match std::fs::metadata(parent) {
+                    Ok(m) if m.is_dir() => None,
+                    Ok(_) => Some(std::io::Error::from(std::io::ErrorKind::NotADirectory)),
+                    Err(e) => Some(e),
+                }
+            }
+            Err(e) => Some(e),
+        };
+        match problem {
+            Some(e) => Err(token_file_refused(path, &e)),
+            None => Ok(()),
+        }
     }
 
     /// The path, for messages.
@@ -200,6 +224,13 @@ impl TokenFile {
             let _ = std::fs::remove_file(&self.path);
         }
     }
+}
+
+fn token_file_refused(path: &Path, e: &std::io::Error) -> String {
+    format!(
+        "cannot create token file {} ({e}); it must be a new file in an existing directory, and nothing was changed",
+        path.display()
+    )
 }
 
 /// The seam the crash matrix and the integration tests use to fail, or crash at, a token

@@ -19,7 +19,7 @@ use super::output::Output;
 /// An active lock (live or stale) is a conflict. Needs experimental.session_writer_lease.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  writerctl takeover --session \"$SID\" --token-file owner.token --json\n  writerctl takeover --session \"$SID\" --wait 60 --token-file owner.token   # until the old writer seals\n  writerctl takeover --session \"$SID\" --token-file owner.token --reason \"failover after node drain\""
+    after_help = "Examples:\n  writerctl takeover --session \"$SID\" --dry-run --json             # the plan; nothing changes\n  writerctl takeover --session \"$SID\" --token-file owner.token --json\n  writerctl takeover --session \"$SID\" --wait 60 --token-file owner.token   # until the old writer seals\n  writerctl takeover --session \"$SID\" --token-file owner.token --reason \"failover after node drain\""
 )]
 pub struct TakeoverArgs {
     #[command(flatten)]
@@ -27,6 +27,15 @@ pub struct TakeoverArgs {
 
     #[command(flatten)]
     pub holder: HolderArgs,
+
+    /// Make every check the takeover makes (gate, --pid, the token file's destination, the
+    /// directory's filesystem and trust, the claim, the lock's state and liveness, the
+    /// sealed proof against the transcript) and print the plan — who loses the session,
+    /// the new epoch, the record that would be replaced and the one that would be written
+    /// — changing nothing. Exits with the code the takeover would give (4 for a changed
+    /// transcript, 3 for a live holder, ...). With --json: {"dry_run":true,...}.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// Runs `takeover`.
@@ -34,5 +43,15 @@ pub fn run(args: TakeoverArgs, out: Output, settings: Settings) -> Result<()> {
     if !settings.session_writer_lease {
         return Err(LockError::FeatureDisabled.into());
     }
-    take(AcquireArgs { session: args.session, managed: true, holder: args.holder, takeover: true }, out, settings)
+    take(
+        AcquireArgs {
+            session: args.session,
+            managed: true,
+            holder: args.holder,
+            takeover: true,
+            dry_run: args.dry_run,
+        },
+        out,
+        settings,
+    )
 }

@@ -12,6 +12,7 @@ use writerctl::coordinator::wire::{ReleaseReq, TakeReq, TaskPath, TouchReq};
 
 use super::coord::{CoordArgs, RequestArgs, SeatTokenArgs, rfc3339};
 use super::output::{Output, table};
+use super::pause::{held_back_json, paused_json, paused_line};
 
 /// Channels: where claims live, with a steward and an SLA.
 #[derive(Debug, Subcommand)]
@@ -67,7 +68,7 @@ pub enum ClaimCmd {
     /// write by its owner: to the deputy if one is named, otherwise to open. A claim with a
     /// TTL or a deputy needs --next-step (what the next hands should do).
     #[command(
-        after_help = "Examples:\n  writerctl claim take --project web --channel merges --task PR-42 --seat alice --token-file alice.tok\n  writerctl claim take --project web --channel merges --task PR-42 --seat alice --token-file alice.tok \\\n      --deputy bob --ttl-minutes 20 --next-step 'rebase on main, then merge' --json"
+        after_help = "Examples:\n  writerctl claim take --project web --channel merges --task PR-42 --seat alice --token-file alice.tok\n  writerctl claim take --project web --channel merges --task PR-42 --seat alice --token-file alice.tok \\\n      --deputy bob --ttl-minutes 20 --next-step 'rebase on main, then merge' --json\n  writerctl claim take --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --reason 'bob is out today'"
     )]
     Take(TakeArgs),
     /// The owner's write: resets the TTL clock; may change deputy, TTL and next step.
@@ -82,7 +83,7 @@ pub enum ClaimCmd {
     /// The owner opens the task again (or, with --done, closes it). Rings the deputy and
     /// the steward.
     #[command(
-        after_help = "Examples:\n  writerctl claim release --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --next-step 'needs review'\n  writerctl claim release --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --done --json"
+        after_help = "Examples:\n  writerctl claim release --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --next-step 'needs review'\n  writerctl claim release --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --done --json\n  writerctl claim release --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --reason 'blocked on infra'"
     )]
     Release(ReleaseArgs),
     /// Show one claim.
@@ -158,6 +159,9 @@ pub struct TakeArgs {
     pub next_step: Option<String>,
     #[command(flatten)]
     pub token: SeatTokenArgs,
+    /// Why, recorded on the audit row (at most 512 bytes, no control characters).
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
 }
 
 /// The owner of a claim writing to it, with the version it read.
@@ -216,6 +220,9 @@ pub struct ReleaseArgs {
     /// What whoever takes it next should do.
     #[arg(long, value_name = "TEXT")]
     pub next_step: Option<String>,
+    /// Why, recorded on the audit row (at most 512 bytes, no control characters).
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
 }
 
 /// `claim sweep`.
@@ -441,7 +448,13 @@ pub fn run_channel(cmd: ChannelCmd, out: Output) -> Result<()> {
 pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
     match cmd {
         ClaimCmd::Take(a) => {
-            let body = TakeReq { seat: a.seat, deputy: a.deputy, ttl_minutes: a.ttl_minutes, next_step: a.next_step };
+            let body = TakeReq {
+                seat: a.seat,
+                deputy: a.deputy,
+                ttl_minutes: a.ttl_minutes,
+                next_step: a.next_step,
+                reason: a.reason,
+            };
             let o = a.task.call::<verbs::TakeClaim>(body, &a.token)?;
             print_outcome(out, &o)
         }
@@ -465,6 +478,7 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
                 expect_version: w.expect_version,
                 done: a.done,
                 next_step: a.next_step,
+                reason: a.reason,
             };
             let row = w.write::<verbs::ReleaseClaim>(body)?;
             print_claim(out, &row)
@@ -496,10 +510,15 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
             Ok(out.line(&t.to_string())?)
         }
         ClaimCmd::List(a) => {
-            let rows = a.coord.open()?.list_claims(&a.project, &a.channel)?;
+            let c = a.coord.open()?;
+            let rows = c.list_claims(&a.project, &a.channel)?;
+            let paused = c.pause_state(&a.project)?.paused;
             if out.json {
                 let list: Vec<Value> = rows.iter().map(claim_json).collect();
-                return Ok(out.json(&json!({"claims": list}))?);
+                return Ok(out.json(&json!({"claims": list, "paused": paused_json(paused.as_ref())}))?);
+            }
+            if let Some(p) = &paused {
+                out.line(&paused_line(&a.project, p))?;
             }
             if rows.is_empty() {
                 return Ok(out.line(&format!("no claims in channel {}", a.channel))?);
@@ -537,7 +556,9 @@ fn print_sweep(out: Output, r: &SweepReport) -> Result<()> {
         .collect();
     if out.json {
         return Ok(out.json(&json!({"as_of": rfc3339(r.as_of), "dry_run": r.dry_run, "released": released,
-                                    "deferred_by_focus": r.deferred_by_focus, "conflicts": r.conflicts}))?);
+                                    "deferred_by_focus": r.deferred_by_focus, "conflicts": r.conflicts,
+                                    "paused": paused_json(r.paused.as_ref()),
+                                    "held_back": held_back_json(&r.held_back)}))?);
     }
     let verb = if r.dry_run { "would release" } else { "released" };
     out.line(&format!("sweep as of {}: {verb} {} claim(s)", rfc3339(r.as_of), r.released.len()))?;
@@ -553,6 +574,13 @@ fn print_sweep(out: Output, r: &SweepReport) -> Result<()> {
             "  {} claim(s) changed during the sweep (an owner write, or another sweeper); left as they are",
             r.conflicts
         ))?;
+    }
+    if let Some(p) = &r.paused {
+        out.line(&format!("  {} due claim(s) held back: the project is paused ({})", r.held_back.len(), p.reason))?;
+        for h in &r.held_back {
+            let to = h.to.as_deref().map_or("open".to_string(), |d| format!("deputy {d}"));
+            out.line(&format!("    {}/{}: {} -> {to} (due {})", h.channel, h.task, h.owner, rfc3339(h.due_at)))?;
+        }
     }
     Ok(())
 }
@@ -617,7 +645,10 @@ pub fn run_steward(cmd: StewardCmd, out: Output) -> Result<()> {
             })
             .collect();
         return Ok(out.json(&json!({"channel": channel_json(&r.channel), "as_of": rfc3339(r.as_of),
-                                    "overdue": list}))?);
+                                    "overdue": list, "paused": paused_json(r.paused.as_ref())}))?);
+    }
+    if let Some(p) = &r.paused {
+        out.line(&paused_line(&r.channel.project, p))?;
     }
     if r.overdue.is_empty() {
         return Ok(out.line(&format!(

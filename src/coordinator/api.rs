@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use super::client::HttpCoordinator;
 use super::verb::{Caller, Origin, Verb};
-use super::verbs::{admin, master, work};
+use super::verbs::{admin, history, master, work};
 use super::wire::*;
-use crate::claim::engine::{Credentials, IssuedKey, MasterRequest, Registered, Status};
+use crate::claim::engine::{Credentials, ExportPage, IssuedKey, MasterChange, MasterRequest, Registered, Status};
 use crate::claim::identities::Removed;
 use crate::claim::masters::{ControllerKey, MasterOutcome};
 use crate::claim::model::{AuditEntry, Controller, EnrolledIdentity, Event, Millis};
@@ -42,6 +42,15 @@ fn identity_at(project: &str, identity: &str) -> IdentityPath {
 
 fn session_at(project: &str, sid: &str) -> SessionPath {
     SessionPath { project: project.to_string(), sid: sid.to_string() }
+}
+
+/// `--reason` and `--dry-run` of a master verb (issue 30).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MasterOptions {
+    /// Why, recorded on the audit row and in `master history`.
+    pub reason: Option<String>,
+    /// Plan only: every check the real verb makes, nothing changed.
+    pub dry_run: bool,
 }
 
 /// Where a verb runs: in-process on the embedded store, or on a server.
@@ -118,24 +127,58 @@ pub trait CoordinatorApi {
     }
     /// `master handoff`.
     fn handoff(&self, req: &MasterRequest, caller: &str, token: &Secret) -> Result<MasterOutcome, ClaimError> {
+        self.handoff_with(req, caller, token, &MasterOptions::default())
+    }
+    /// `master handoff` with `--reason` and `--dry-run`.
+    fn handoff_with(
+        &self,
+        req: &MasterRequest,
+        caller: &str,
+        token: &Secret,
+        options: &MasterOptions,
+    ) -> Result<MasterOutcome, ClaimError> {
         let body = HandoffReq {
             session_id: caller.to_string(),
             to: req.to_identity.clone(),
             to_session: req.to_session.clone(),
             expect_epoch: req.expect_epoch,
+            reason: options.reason.clone(),
+            dry_run: options.dry_run,
         };
         self.endpoint().call::<master::Handoff>(project(&req.project), body, Some(token))
     }
     /// `master claim`.
     fn claim(&self, req: &MasterRequest, operator_id: &str, password: &Secret) -> Result<MasterOutcome, ClaimError> {
+        self.claim_with(req, operator_id, password, &MasterOptions::default())
+    }
+    /// `master claim` with `--reason` and `--dry-run`.
+    fn claim_with(
+        &self,
+        req: &MasterRequest,
+        operator_id: &str,
+        password: &Secret,
+        options: &MasterOptions,
+    ) -> Result<MasterOutcome, ClaimError> {
         let body = ClaimReq {
             to: req.to_identity.clone(),
             to_session: req.to_session.clone(),
             expect_epoch: req.expect_epoch,
             operator: operator_id.to_string(),
             password: password.expose().to_string(),
+            reason: options.reason.clone(),
+            dry_run: options.dry_run,
         };
         self.endpoint().call::<master::MasterClaim>(project(&req.project), body, None)
+    }
+    /// `master history`: the newest `limit` changes of master, oldest first.
+    fn master_history(&self, project_id: &str, limit: usize) -> Result<Vec<MasterChange>, ClaimError> {
+        let q = HistoryQuery { limit: Some(limit) };
+        Ok(self.endpoint().call::<history::MasterHistory>(project(project_id), q, None)?.changes)
+    }
+    /// One page of `audit export` (administrative).
+    fn audit_export(&self, query: ExportQuery) -> Result<ExportPage, ClaimError> {
+        let r = self.endpoint().call::<history::AuditExport>(NoPath {}, query, None)?;
+        Ok(ExportPage { rows: r.rows.into_iter().map(|r| (r.cursor, r.entry)).collect() })
     }
     /// `operator add`.
     fn add_operator(&self, operator_id: &str, password: &Secret) -> Result<(), ClaimError> {
@@ -251,6 +294,24 @@ pub trait CoordinatorApi {
     /// `steward report`.
     fn steward_report(&self, project: &str, channel: &str, as_of: Option<Millis>) -> Result<StewardReport, ClaimError> {
         self.endpoint().call::<work::Steward>(channel_at(project, channel), AsOfQuery { as_of }, None)
+    }
+    /// `pause` (administrative).
+    fn pause_project(
+        &self,
+        project_id: &str,
+        reason: &str,
+        until: Option<Millis>,
+    ) -> Result<crate::claim::work_claims::PauseOutcome, ClaimError> {
+        let body = super::verbs::pause::PauseReq { reason: reason.to_string(), until };
+        self.endpoint().call::<super::verbs::pause::Pause>(project(project_id), body, None)
+    }
+    /// `resume` (administrative).
+    fn resume_project(&self, project_id: &str) -> Result<crate::claim::work_claims::ResumeOutcome, ClaimError> {
+        self.endpoint().call::<super::verbs::pause::Resume>(project(project_id), NoBody {}, None)
+    }
+    /// Whether the project is paused now.
+    fn pause_state(&self, project_id: &str) -> Result<crate::claim::work_claims::PauseState, ClaimError> {
+        self.endpoint().call::<super::verbs::pause::ShowPause>(project(project_id), NoBody {}, None)
     }
 }
 

@@ -33,6 +33,17 @@ impl std::fmt::Debug for HttpCoordinator {
     }
 }
 
+/// An answer to [`HttpCoordinator::probe`].
+#[derive(Debug, Clone)]
+pub struct Probed {
+    /// HTTP status.
+    pub status: u16,
+    /// The `Date` header, as sent.
+    pub date: Option<String>,
+    /// The body.
+    pub body: String,
+}
+
 /// Whether `url` names a server (`http://` or `https://`) rather than an embedded store.
 pub fn is_http_url(url: &str) -> bool {
     url.starts_with("http://") || url.starts_with("https://")
@@ -182,6 +193,19 @@ impl HttpCoordinator {
                 self.answer(req.call())
             }
         }
+    }
+
+    /// GETs a fixed, unauthenticated path (`/readyz`, `/healthz`) for `writerctl doctor`:
+    /// (status, the `Date` header, body), with the transport's per-kind messages when it
+    /// cannot be reached. Sends no credential.
+    pub fn probe(&self, path: &str) -> Result<Probed, ClaimError> {
+        let req = self.agent.get(self.url(path)).config().timeout_global(Some(Duration::from_secs(5))).build();
+        let mut resp = req.call().map_err(|e| transport(e, &self.base))?;
+        let date = resp.headers().get("date").and_then(|v| v.to_str().ok()).map(str::to_string);
+        let status = resp.status().as_u16();
+        let body =
+            resp.body_mut().with_config().limit(1 << 20).read_to_string().map_err(|e| transport(e, &self.base))?;
+        Ok(Probed { status, date, body })
     }
 
     fn admin(&self) -> Result<&Secret, ClaimError> {

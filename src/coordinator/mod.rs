@@ -6,6 +6,7 @@
 pub mod api;
 pub mod budget;
 pub mod client;
+pub mod diagnose;
 pub mod limits;
 mod schemas;
 pub mod server;

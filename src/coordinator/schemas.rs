@@ -86,6 +86,7 @@ macro_rules! engine_schema {
     (@null null) => { true };
 }
 
+use crate::claim::engine::MasterChange;
 use crate::claim::identities::Removed;
 use crate::claim::masters::MasterOutcome;
 use crate::claim::model::{AuditEntry, Event, MasterRef};
@@ -97,7 +98,7 @@ use crate::claim::work_claims::{
 engine_schema!(MasterRef = "MasterRef" ["identity": F::Str; "session_id": F::Str] refers []);
 engine_schema!(MasterOutcome = "MasterOutcome" [
     "previous_master": F::Ref("MasterRef"), null; "new_master": F::Ref("MasterRef"); "preempted": F::List("MasterRef");
-    "epoch": F::Count; "changed": F::Bool
+    "epoch": F::Count; "changed": F::Bool; "dry_run": F::Bool
 ] refers [MasterRef]);
 engine_schema!(Removed = "Removed" [
     "identity": F::Str; "sessions": F::StrList; "was_master": F::Bool; "epoch": F::Count
@@ -107,8 +108,12 @@ engine_schema!(Event = "Event" [
 ] refers []);
 engine_schema!(AuditEntry = "AuditEntry" [
     "at": F::Int; "project": F::Str; "verb": F::Str; "actor": F::Str; "target": F::Str, null; "result": F::Str;
-    "epoch": F::Count, null; "detail": F::Any
+    "epoch": F::Count, null; "detail": F::Any; "reason": F::Str, null
 ] refers []);
+engine_schema!(MasterChange = "MasterChange" [
+    "at": F::Int; "epoch": F::Count; "from": F::Ref("MasterRef"), null; "to": F::Ref("MasterRef"), null;
+    "verb": F::Str; "actor": F::Str; "reason": F::Str, null
+] refers [MasterRef]);
 engine_schema!(Channel = "Channel" [
     "project": F::Str; "channel": F::Str; "steward": F::Str; "sla_minutes": F::Count; "ttl_floor_minutes": F::Count;
     "created_at": F::Int
@@ -131,8 +136,8 @@ engine_schema!(SweepAction = "SweepAction" [
 ] refers []);
 engine_schema!(SweepReport = "SweepReport" [
     "as_of": F::Int; "dry_run": F::Bool; "released": F::List("SweepAction"); "deferred_by_focus": F::Count;
-    "conflicts": F::Count
-] refers [SweepAction]);
+    "conflicts": F::Count; "paused": F::Ref("Paused"), null; "held_back": F::List("HeldBack")
+] refers [SweepAction, Paused, HeldBack]);
 engine_schema!(FocusLease = "FocusLease" [
     "project": F::Str; "seat": F::Str; "started_at": F::Int; "until": F::Int; "ended_at": F::Int, null
 ] refers []);
@@ -141,5 +146,20 @@ engine_schema!(FocusOutcome = "FocusOutcome" [
 ] refers [FocusLease]);
 engine_schema!(StewardItem = "StewardItem" ["claim": F::Ref("ClaimRow"); "age_minutes": F::Int] refers [ClaimRow]);
 engine_schema!(StewardReport = "StewardReport" [
-    "channel": F::Ref("Channel"); "as_of": F::Int; "overdue": F::List("StewardItem")
-] refers [Channel, StewardItem]);
+    "channel": F::Ref("Channel"); "as_of": F::Int; "overdue": F::List("StewardItem"); "paused": F::Ref("Paused"), null
+] refers [Channel, StewardItem, Paused]);
+
+// Issue 30: a project's maintenance pause.
+use crate::claim::work_claims::{HeldBack, PauseOutcome, PauseState, Paused, ResumeOutcome};
+
+engine_schema!(Paused = "Paused" ["reason": F::Str; "since": F::Int; "until": F::Int, null] refers []);
+engine_schema!(HeldBack = "HeldBack" [
+    "channel": F::Str; "task": F::Str; "owner": F::Str; "to": F::Str, null; "due_at": F::Int; "why": F::Str
+] refers []);
+engine_schema!(PauseOutcome = "PauseOutcome" [
+    "project": F::Str; "paused": F::Ref("Paused"); "replaced": F::Ref("Paused"), null
+] refers [Paused]);
+engine_schema!(ResumeOutcome = "ResumeOutcome" [
+    "project": F::Str; "was_paused": F::Bool; "previous": F::Ref("Paused"), null; "resumed_at": F::Int
+] refers [Paused]);
+engine_schema!(PauseState = "PauseState" ["project": F::Str; "paused": F::Ref("Paused"), null] refers [Paused]);

@@ -98,7 +98,7 @@ fn tls_kind(r: &rustls::Error) -> Kind {
 }
 
 /// `host:port` of `base` (the scheme's port when it names none), without any user info.
-fn address(base: &str) -> String {
+pub(crate) fn address(base: &str) -> String {
     let (rest, port) = match base.split_once("://") {
         Some(("https", r)) => (r, "443"),
         Some((_, r)) => (r, "80"),
@@ -114,7 +114,7 @@ fn address(base: &str) -> String {
 }
 
 /// The host of a `host:port` from [`address`].
-fn host(address: &str) -> &str {
+pub(crate) fn host(address: &str) -> &str {
     let h = address.rsplit_once(':').map_or(address, |(h, _)| h);
     h.trim_start_matches('[').trim_end_matches(']')
 }

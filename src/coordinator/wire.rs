@@ -213,6 +213,12 @@ pub struct HandoffReq {
     pub to_session: Option<String>,
     /// The epoch the caller decided from.
     pub expect_epoch: u64,
+    /// Why, recorded on the audit row (`--reason`; at most 512 bytes, no control characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Plan only (`--dry-run`): every check, nothing changed; the answer says `dry_run`.
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 /// `POST /v1/projects/{project}/master/claim`.
@@ -228,6 +234,12 @@ pub struct ClaimReq {
     pub operator: String,
     /// Operator password (use TLS beyond localhost).
     pub password: String,
+    /// Why, recorded on the audit row (`--reason`; at most 512 bytes, no control characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Plan only (`--dry-run`): every check, nothing changed; the answer says `dry_run`.
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 /// `POST /v1/operators` (admin token in `Authorization`).
@@ -288,6 +300,9 @@ pub struct TakeReq {
     /// Its next step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_step: Option<String>,
+    /// Why, recorded on the audit row (`--reason`; at most 512 bytes, no control characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl TakeReq {
@@ -298,6 +313,7 @@ impl TakeReq {
             deputy: req.deputy.clone(),
             ttl_minutes: req.ttl_minutes,
             next_step: req.next_step.clone(),
+            reason: None,
         }
     }
 
@@ -409,6 +425,9 @@ pub struct ReleaseReq {
     /// A last next step for whoever takes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_step: Option<String>,
+    /// Why, recorded on the audit row (`--reason`; at most 512 bytes, no control characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl ReleaseReq {
@@ -419,6 +438,7 @@ impl ReleaseReq {
             expect_version: req.expect_version,
             done: req.done,
             next_step: req.next_step.clone(),
+            reason: None,
         }
     }
 
@@ -621,4 +641,59 @@ pub struct AsOfQuery {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[param(value_type = Option<i64>)]
     pub as_of: Option<Millis>,
+}
+
+// ---------------------------------------------------------------------------------------
+// issue 30: master history and audit export
+// ---------------------------------------------------------------------------------------
+
+/// `GET /v1/projects/{project}/master/history`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct HistoryQuery {
+    /// The newest N changes (default 50, at most 10000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+}
+
+/// The answer to `GET /v1/projects/{project}/master/history`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct HistoryResp {
+    /// Every change of master kept (the audit log's retention), oldest first.
+    pub changes: Vec<crate::claim::engine::MasterChange>,
+}
+
+/// `GET /v1/audit/export`: one page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ExportQuery {
+    /// Only this project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// Only rows written at or after this time (ms since the epoch).
+    #[param(value_type = i64)]
+    pub since: Millis,
+    /// Only rows after this cursor (a row's `cursor`); `audit_cursor_unknown` if the log no
+    /// longer holds (or never held) that row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<u64>,
+    /// At most this many rows (default 1000, at most 10000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+}
+
+/// One exported audit row and the cursor to resume after it.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ExportRow {
+    /// Pass as `after` to read on from here.
+    pub cursor: u64,
+    /// The row.
+    pub entry: AuditEntry,
+}
+
+/// The answer to `GET /v1/audit/export`: fewer rows than the limit means the end.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ExportResp {
+    /// Rows in cursor order.
+    pub rows: Vec<ExportRow>,
 }

@@ -40,7 +40,7 @@ use super::release::release_lease;
 use super::site::sync_error;
 pub use super::site::{DirMode, LockSite, TranscriptRef, check_runtime_dir, open_lock_dir, open_site};
 use super::sys::{self, FileMeta, ReadRegular};
-use super::transcript::{ProofOptions, Tail, check_shape, check_transcript_dirs, read_proof, tail_of};
+use super::transcript::{ProofOptions, ProofRead, Tail, check_shape, check_transcript_dirs, read_proof, tail_of};
 use super::transition::{Stage, Transition, release_claim};
 use std::sync::Arc;
 
@@ -163,16 +163,7 @@ pub struct Recovery {
 /// its holder lives. A failed acquisition removes it again — unless our record may have been
 /// left behind (`CleanupFailed`), where the file stays so that record is judged by it.
 pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe) -> Result<Lease, LockError> {
-    if !super::record::PROCESS_KINDS.contains(&opts.process_kind.as_str()) {
-        return Err(LockError::InvalidArgument(format!(
-            "process kind `{}` is not one of interactive, acp, daemon, unknown",
-            opts.process_kind
-        )));
-    }
-    // An untrusted transcript directory is refused before anything is written (issue 22).
-    if let Some(t) = &opts.transcript {
-        check_transcript_dirs(&t.runtime_dir, &t.key)?;
-    }
+    check_options(opts)?;
     // A filesystem that refuses the lock (no lock manager) gets a record without one: the
     // pid rule judges it, as before issue 27, and no pod rule ever reclaims it.
     let holder_lock = if opts.holder_lock { create_holder_lock(&site.dir, &site.paths.lock_name).ok() } else { None };
@@ -234,28 +225,9 @@ fn acquire_naming(
                 replaced: None,
             });
         }
-        match inspect_record(&site.dir, &site.paths.lock_name, &site.session_id, &site.local, probe) {
-            Inspection::Missing if sealed_only => {
-                return Err(LockError::NotSealed {
-                    session_id: site.session_id.clone(),
-                    found: super::error::NO_LOCK_TO_TAKE_OVER.into(),
-                });
-            }
-            Inspection::Missing => continue,
-            Inspection::Active(existing, liveness) => {
-                if liveness.is_live() {
-                    return Err(conflict(site, &existing, false));
-                }
-                if matches!(existing.schema, Schema::V3 { .. }) {
-                    return Err(LockError::unavailable(Unavailable::ManagedSchema));
-                }
-                // A pod proof rule is the orchestrator's proof, not a local guess: managed
-                // acquisition, takeover and `run` may use it (issue 18).
-                let proof = liveness.proof_rule();
-                if opts.reclaim == ReclaimPolicy::Never && proof.is_none() {
-                    return Err(conflict(site, &existing, true));
-                }
-                let recovered = proof.and_then(|rule| recovered_from(&existing, rule));
+        match decide(site, opts, probe)? {
+            Decision::Missing => continue,
+            Decision::Reclaim { existing, recovered } => {
                 let record = successor(existing.owner.epoch, recovered)?;
                 let lease = reclaim(site, &owner, &record, &existing, opts.transcript.as_ref(), probe)?;
                 // The predecessor's record is gone; its holder lock, if it named one, was
@@ -265,23 +237,147 @@ fn acquire_naming(
                 }
                 return Ok(lease);
             }
-            // Without certified takeover a seal is a conflict, whatever its schema (§5.2).
-            Inspection::Sealed(existing) => {
-                return match (&opts.certified, &opts.transcript) {
-                    (Some(c), Some(t)) => {
-                        let record = successor(existing.owner.epoch, None)?;
-                        take_over(site, c, t, &owner, &record, &existing, probe)
-                    }
-                    (Some(_), None) => {
-                        Err(LockError::InvalidArgument("certified takeover needs the transcript it validates".into()))
-                    }
-                    (None, _) => Err(conflict(site, &existing, false)),
-                };
+            Decision::TakeOver { sealed, certified, transcript } => {
+                let record = successor(sealed.owner.epoch, None)?;
+                return take_over(site, certified, transcript, &owner, &record, &sealed, probe);
             }
-            other => return Err(inspection_error(site, &site.paths.lock_name, other)),
         }
     }
     Err(LockError::unavailable(Unavailable::AcquireBudgetExhausted))
+}
+
+/// The options' own checks, made before anything is read or written: a process kind qwen
+/// knows, and (issue 22) transcript directories nobody else can change.
+fn check_options(opts: &AcquireOptions) -> Result<(), LockError> {
+    if !super::record::PROCESS_KINDS.contains(&opts.process_kind.as_str()) {
+        return Err(LockError::InvalidArgument(format!(
+            "process kind `{}` is not one of interactive, acp, daemon, unknown",
+            opts.process_kind
+        )));
+    }
+    if let Some(t) = &opts.transcript {
+        check_transcript_dirs(&t.runtime_dir, &t.key)?;
+    }
+    Ok(())
+}
+
+/// What an acquisition does with what `L` holds now (§5.2's table), or the refusal.
+enum Decision<'a> {
+    /// Nothing at `L` (an install raced us, or there was nothing to take over).
+    Missing,
+    /// A stale active record this acquisition may reclaim, with what a pod rule recovers.
+    Reclaim { existing: LockRecord, recovered: Option<RecoveredFrom> },
+    /// A sealed record to take over with its proof validated.
+    TakeOver { sealed: LockRecord, certified: &'a Certified, transcript: &'a TranscriptRef },
+}
+
+/// Inspects `L` and decides, by the rules both [`acquire`] and [`plan`] follow: a live
+/// record is a conflict, a managed (schema 3) one unavailable, a stale one reclaimed only
+/// under the reclaim policy (or a pod proof rule), a seal taken over only with certified
+/// takeover and its transcript; anything else is the inspection's error.
+fn decide<'a>(site: &LockSite, opts: &'a AcquireOptions, probe: &dyn ProcessProbe) -> Result<Decision<'a>, LockError> {
+    let sealed_only = opts.certified.as_ref().is_some_and(|c| c.sealed_only);
+    match inspect_record(&site.dir, &site.paths.lock_name, &site.session_id, &site.local, probe) {
+        Inspection::Missing if sealed_only => Err(LockError::NotSealed {
+            session_id: site.session_id.clone(),
+            found: super::error::NO_LOCK_TO_TAKE_OVER.into(),
+        }),
+        Inspection::Missing => Ok(Decision::Missing),
+        Inspection::Active(existing, liveness) => {
+            if liveness.is_live() {
+                return Err(conflict(site, &existing, false));
+            }
+            if matches!(existing.schema, Schema::V3 { .. }) {
+                return Err(LockError::unavailable(Unavailable::ManagedSchema));
+            }
+            // A pod proof rule is the orchestrator's proof, not a local guess: managed
+            // acquisition, takeover and `run` may use it (issue 18).
+            let proof = liveness.proof_rule();
+            if opts.reclaim == ReclaimPolicy::Never && proof.is_none() {
+                return Err(conflict(site, &existing, true));
+            }
+            let recovered = proof.and_then(|rule| recovered_from(&existing, rule));
+            Ok(Decision::Reclaim { existing, recovered })
+        }
+        // Without certified takeover a seal is a conflict, whatever its schema (§5.2).
+        Inspection::Sealed(existing) => match (&opts.certified, &opts.transcript) {
+            (Some(certified), Some(transcript)) => Ok(Decision::TakeOver { sealed: existing, certified, transcript }),
+            (Some(_), None) => {
+                Err(LockError::InvalidArgument("certified takeover needs the transcript it validates".into()))
+            }
+            (None, _) => Err(conflict(site, &existing, false)),
+        },
+        other => Err(inspection_error(site, &site.paths.lock_name, other)),
+    }
+}
+
+/// What an acquisition or takeover would do now (`--dry-run`), decided by the very checks
+/// the real one makes before it writes — the options, the transition claim, §5.2's table
+/// ([`decide`]) and, for a takeover, the sealed proof against the transcript
+/// ([`check_seal`]) — with nothing written, moved or removed. Races the real command
+/// re-checks under its claim (a record replaced meanwhile) cannot be foreseen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    /// `L` is missing: a new record (epoch 1) would be installed.
+    Install,
+    /// A stale record would be reclaimed (moved aside, ours linked in).
+    Reclaim {
+        /// The record that would be replaced.
+        replaced: LockRecord,
+        /// The pod rule's account of it, when one proves it gone.
+        recovered: Option<RecoveredFrom>,
+    },
+    /// A sealed record whose proof matches the transcript would be taken over.
+    TakeOver {
+        /// The sealed record that would be replaced (moved to its retired name, then removed).
+        sealed: LockRecord,
+    },
+}
+
+impl Plan {
+    /// The epoch the new record would carry (one more than what it replaces).
+    pub fn new_epoch(&self) -> u64 {
+        match self {
+            Plan::Install => 1,
+            Plan::Reclaim { replaced: r, .. } | Plan::TakeOver { sealed: r } => r.owner.epoch.saturating_add(1),
+        }
+    }
+}
+
+/// `--dry-run` of [`acquire`] (see [`Plan`]): same checks, same errors, no change on disk.
+pub fn plan(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe) -> Result<Plan, LockError> {
+    check_options(opts)?;
+    check_claim(&site.dir, &site.paths.claim())?;
+    match decide(site, opts, probe)? {
+        Decision::Missing => Ok(Plan::Install),
+        Decision::Reclaim { existing, recovered } => Ok(Plan::Reclaim { replaced: existing, recovered }),
+        Decision::TakeOver { sealed, certified, transcript } => {
+            check_seal(certified, transcript, &sealed)?;
+            Ok(Plan::TakeOver { sealed })
+        }
+    }
+}
+
+/// Steps 1 and 2 of a certified takeover, before anything is written: a qwen-code managed
+/// seal is not ours to take, the recorded key must be the transcript this writer expects
+/// (never used to open anything), and the transcript — hashed once, the descriptor kept
+/// for the revalidations under the claim — must match the seal's proof.
+fn check_seal(c: &Certified, t_ref: &TranscriptRef, sealed: &LockRecord) -> Result<ProofRead, LockError> {
+    if matches!(sealed.schema, Schema::V3 { .. }) {
+        return Err(LockError::unavailable(Unavailable::ManagedSchema));
+    }
+    let seal = sealed.seal().expect("a sealed inspection carries a seal");
+    if seal.transcript.relative_path != t_ref.key.as_str() {
+        return Err(LockError::TranscriptChanged { reason: "the sealed proof names another transcript key".into() });
+    }
+    let mut progress = |done, total| {
+        if let Some(p) = &c.progress {
+            p(done, total)
+        }
+    };
+    let proof = read_proof(&t_ref.runtime_dir, &t_ref.key, c.proof, &mut progress)?;
+    proof.matches_seal(seal)?;
+    Ok(proof)
 }
 
 /// Our new active record, replacing a record of epoch `previous` (0: nothing, or a record
@@ -592,23 +688,9 @@ fn take_over(
     sealed: &LockRecord,
     probe: &dyn ProcessProbe,
 ) -> Result<Lease, LockError> {
-    if matches!(sealed.schema, Schema::V3 { .. }) {
-        return Err(LockError::unavailable(Unavailable::ManagedSchema));
-    }
+    // Steps 1 and 2, shared with `--dry-run` ([`plan`]).
+    let proof = check_seal(c, t_ref, sealed)?;
     let seal = sealed.seal().expect("a sealed inspection carries a seal");
-    // Step 1: the recorded key must be the transcript this writer expects. The key is
-    // never used to open anything.
-    if seal.transcript.relative_path != t_ref.key.as_str() {
-        return Err(LockError::TranscriptChanged { reason: "the sealed proof names another transcript key".into() });
-    }
-    // Step 2: hash once, outside the claim, keeping the descriptor.
-    let mut progress = |done, total| {
-        if let Some(p) = &c.progress {
-            p(done, total)
-        }
-    };
-    let proof = read_proof(&t_ref.runtime_dir, &t_ref.key, c.proof, &mut progress)?;
-    proof.matches_seal(seal)?;
     let retired = site.paths.sealed_retired(&sealed.owner.owner_id, owner.expose());
     require_absent(&site.dir, &retired, "takeover retired record")?;
     let claim = site.paths.claim();
@@ -725,6 +807,23 @@ mod tests {
         (owner, rec)
     }
 
+    /// A dead writer's record at `L` and, beside it, a reclaim guard for that record held
+    /// by `guard_holder`: the state a second reclaimer finds.
+    struct StagedGuard {
+        stale_owner: OwnerToken,
+        stale: LockRecord,
+        guard_name: String,
+        guard_owner: OwnerToken,
+        guard: LockRecord,
+    }
+
+    fn stage_stale_lock_and_guard(s: &LockSite, guard_holder: &Holder) -> StagedGuard {
+        let (stale_owner, stale) = stage_record(s, &s.paths.lock_name, &dead_holder());
+        let guard_name = s.paths.reclaim_guard(stale_owner.expose());
+        let (guard_owner, guard) = stage_record(s, &guard_name, guard_holder);
+        StagedGuard { stale_owner, stale, guard_name, guard_owner, guard }
+    }
+
     fn opts(reclaim: ReclaimPolicy) -> AcquireOptions {
         AcquireOptions {
             holder: holder(sys::own_pid()),
@@ -816,28 +915,24 @@ mod tests {
     fn a_live_reclaim_guard_makes_the_second_reclaimer_unavailable() {
         let t = tempfile::tempdir().unwrap();
         let s = site(&t);
-        let (stale_owner, stale) = stage_record(&s, &s.paths.lock_name, &dead_holder());
         // A live reclaimer (this process) already holds the guard.
-        let guard_name = s.paths.reclaim_guard(stale_owner.expose());
-        let (_, guard) = stage_record(&s, &guard_name, &holder(sys::own_pid()));
+        let g = stage_stale_lock_and_guard(&s, &holder(sys::own_pid()));
         let e = acquire(&s, &opts(ReclaimPolicy::Local), &SystemProbe).unwrap_err();
         assert!(matches!(e, LockError::Unavailable { reason: Unavailable::GuardHeld, .. }), "{e:?}");
-        assert_eq!(std::fs::read(s.lock_path()).unwrap(), stale.raw);
-        assert_eq!(std::fs::read(s.paths.dir.join(&guard_name)).unwrap(), guard.raw);
+        assert_eq!(std::fs::read(s.lock_path()).unwrap(), g.stale.raw);
+        assert_eq!(std::fs::read(s.paths.dir.join(&g.guard_name)).unwrap(), g.guard.raw);
     }
 
     #[test]
     fn a_dead_reclaim_guard_is_chained_past_and_left_in_place() {
         let t = tempfile::tempdir().unwrap();
         let s = site(&t);
-        let (stale_owner, _) = stage_record(&s, &s.paths.lock_name, &dead_holder());
-        let guard_name = s.paths.reclaim_guard(stale_owner.expose());
-        let (dead_guard_owner, dead_guard) = stage_record(&s, &guard_name, &dead_holder());
+        let g = stage_stale_lock_and_guard(&s, &dead_holder());
         let lease = acquire(&s, &opts(ReclaimPolicy::Local), &SystemProbe).unwrap();
         assert!(lease.reclaimed);
         // The dead reclaimer's guard is not ours to delete; the chained guard is gone.
-        assert_eq!(std::fs::read(s.paths.dir.join(&guard_name)).unwrap(), dead_guard.raw);
-        let chained = s.paths.reclaim_guard_chained(stale_owner.expose(), dead_guard_owner.expose());
+        assert_eq!(std::fs::read(s.paths.dir.join(&g.guard_name)).unwrap(), g.guard.raw);
+        let chained = s.paths.reclaim_guard_chained(g.stale_owner.expose(), g.guard_owner.expose());
         assert!(!s.paths.dir.join(chained).exists());
     }
 
@@ -878,6 +973,15 @@ mod tests {
         v
     }
 
+    /// Options that keep a holder lock, a lease acquired with them at `s`, and the name of
+    /// the lease's holder-lock file.
+    fn acquire_with_holder_lock(s: &LockSite) -> (AcquireOptions, Lease, String) {
+        let with_lock = AcquireOptions { holder_lock: true, ..opts(ReclaimPolicy::Local) };
+        let lease = acquire(s, &with_lock, &SystemProbe).unwrap();
+        let name = lease.holder_lock.as_ref().expect("a holder lock").name().to_owned();
+        (with_lock, lease, name)
+    }
+
     /// Issue 27: a library lease keeps its holder lock for its lifetime; a refused
     /// acquisition leaves no holder file; release removes it with the record.
     #[test]
@@ -885,9 +989,7 @@ mod tests {
         use crate::lockfile::holder_lock::{HolderLockState, holder_lock_state};
         let t = tempfile::tempdir().unwrap();
         let s = site(&t);
-        let with_lock = AcquireOptions { holder_lock: true, ..opts(ReclaimPolicy::Local) };
-        let lease = acquire(&s, &with_lock, &SystemProbe).unwrap();
-        let name = lease.holder_lock.as_ref().expect("a holder lock").name().to_owned();
+        let (with_lock, lease, name) = acquire_with_holder_lock(&s);
         assert_eq!(lease.record.owner.holder_lock.as_deref(), Some(name.as_str()));
         assert_eq!(holder_files(&s), vec![name.clone()]);
         assert_eq!(holder_lock_state(&s.dir, &name), HolderLockState::Held);
@@ -909,9 +1011,7 @@ mod tests {
     fn a_free_holder_lock_is_reclaimed_by_plain_acquire_and_its_file_removed() {
         let t = tempfile::tempdir().unwrap();
         let s = site(&t);
-        let with_lock = AcquireOptions { holder_lock: true, ..opts(ReclaimPolicy::Local) };
-        let lease = acquire(&s, &with_lock, &SystemProbe).unwrap();
-        let old_name = lease.holder_lock.as_ref().unwrap().name().to_owned();
+        let (with_lock, lease, old_name) = acquire_with_holder_lock(&s);
         drop(lease.holder_lock);
         let e = acquire(&s, &with_lock, &SystemProbe).unwrap_err();
         assert!(matches!(e, LockError::Conflict { .. }), "a running recorded holder stays live: {e:?}");
@@ -945,8 +1045,7 @@ mod tests {
         let s = site(&t);
         std::fs::create_dir_all(t.path().join("chats")).unwrap();
         std::fs::write(t.path().join("chats/s.jsonl"), b"{\"a\":1}\n").unwrap();
-        let with_lock = AcquireOptions { holder_lock: true, ..opts(ReclaimPolicy::Local) };
-        let lease = acquire(&s, &with_lock, &SystemProbe).unwrap();
+        let (_, lease, _) = acquire_with_holder_lock(&s);
         let key = TranscriptKey::default_for("s").unwrap();
         let out =
             crate::lockfile::seal::seal(&s, t.path(), &key, &lease.owner, Default::default(), &mut |_, _| {}).unwrap();

@@ -433,22 +433,31 @@ pub fn require_supported(fs: &Filesystem, path: &Path) -> Result<(), LockError> 
 /// judged before anything is created beneath it, so a refused filesystem is left exactly
 /// as it was (issue 27: exFAT used to keep an empty lock directory behind).
 pub fn require_supported_path(path: &Path) -> Result<(), LockError> {
+    let Some((p, fs)) = of_nearest_existing(path)? else { return Ok(()) };
+    // Only where directories are about to be created: the probe then runs in an ancestor,
+    // never inside a lock directory that scans read; an existing lock directory's install
+    // reports a missing link(2) itself.
+    if p != path
+        && matches!(fs.family, Family::Fuse | Family::Smb | Family::Other)
+        && let Some(errno) = refuses_hard_links(&p)
+    {
+        let why = format!("link(2) answered {errno} in {}", p.display());
+        return Err(unsupported(&fs, path, no_hard_links(&why)));
+    }
+    require_supported(&fs, path)
+}
+
+/// The filesystem of `path`, or of its nearest existing ancestor when it does not exist
+/// yet (that ancestor is where it would be created), with the path that was judged. Reads
+/// only (`O_PATH` open, `fstatfs`, mountinfo): `doctor` reports with it, and
+/// [`require_supported_path`] judges with it. `None` when not even `/` opens.
+pub fn of_nearest_existing(path: &Path) -> Result<Option<(std::path::PathBuf, Filesystem)>, LockError> {
     let mut cur = Some(path);
     while let Some(p) = cur {
         match rfs::open(p, rfs::OFlags::PATH | rfs::OFlags::CLOEXEC, rfs::Mode::empty()) {
             Ok(fd) => {
                 let fs = of_fd(&fd).map_err(|e| LockError::io(format!("statfs {}", p.display()), e))?;
-                // Only where directories are about to be created: the probe then runs in an
-                // ancestor, never inside a lock directory that scans read; an existing lock
-                // directory's install reports a missing link(2) itself.
-                if p != path
-                    && matches!(fs.family, Family::Fuse | Family::Smb | Family::Other)
-                    && let Some(errno) = refuses_hard_links(p)
-                {
-                    let why = format!("link(2) answered {errno} in {}", p.display());
-                    return Err(unsupported(&fs, path, no_hard_links(&why)));
-                }
-                return require_supported(&fs, path);
+                return Ok(Some((p.to_path_buf(), fs)));
             }
             Err(rustix::io::Errno::NOENT) => cur = p.parent(),
             Err(e) => {
@@ -459,12 +468,25 @@ pub fn require_supported_path(path: &Path) -> Result<(), LockError> {
             }
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 #[cfg(test)]
 mod probe_tests {
     use super::*;
+
+    #[test]
+    fn a_missing_path_is_judged_at_its_nearest_existing_ancestor_and_nothing_is_created() {
+        let t = tempfile::tempdir().unwrap();
+        let missing = t.path().join("tmp/session-writer-locks");
+        let (judged, fs) = of_nearest_existing(&missing).unwrap().unwrap();
+        assert_eq!(judged, t.path());
+        assert!(!fs.fs_type.is_empty());
+        assert!(!t.path().join("tmp").exists());
+        assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 0);
+        let (judged, _) = of_nearest_existing(t.path()).unwrap().unwrap();
+        assert_eq!(judged, t.path());
+    }
 
     #[test]
     fn the_hard_link_probe_passes_on_a_local_disk_and_leaves_nothing() {

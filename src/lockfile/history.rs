@@ -72,25 +72,31 @@ pub const MAX_REASON_BYTES: usize = 512;
 #[serde(transparent)]
 pub struct Reason(String);
 
+/// What is wrong with `text` as a `--reason`, or `None`: empty (or only spaces), longer than
+/// [`MAX_REASON_BYTES`], or holding a control character — a reason is printed in tables,
+/// CSV and terminals, where a newline or an escape sequence would forge or hide lines of
+/// someone else's row. The one rule for every `--reason`: the coordinator's
+/// ([`crate::claim::names::validate_reason`]) is this one too.
+pub fn reason_problem(text: &str) -> Option<String> {
+    if text.trim().is_empty() {
+        return Some("--reason must not be empty".into());
+    }
+    if text.len() > MAX_REASON_BYTES {
+        return Some(format!("--reason is {} bytes; at most {MAX_REASON_BYTES} are kept", text.len()));
+    }
+    text.chars().find(|c| c.is_control()).map(|c| {
+        format!("--reason contains the control character {c:?}; write it on one line without control characters")
+    })
+}
+
 impl Reason {
-    /// Validates `text` (`invalid_argument`, exit 2, when it breaks a rule).
+    /// Validates `text` by [`reason_problem`] (`invalid_argument`, exit 2, when it breaks
+    /// the rule).
     pub fn parse(text: &str) -> Result<Reason, LockError> {
-        if text.trim().is_empty() {
-            return Err(LockError::InvalidArgument("--reason must not be empty".into()));
+        match reason_problem(text) {
+            Some(problem) => Err(LockError::InvalidArgument(problem)),
+            None => Ok(Reason(text.to_owned())),
         }
-        if text.len() > MAX_REASON_BYTES {
-            return Err(LockError::InvalidArgument(format!(
-                "--reason is {} bytes; at most {MAX_REASON_BYTES} are kept in the history",
-                text.len()
-            )));
-        }
-        if let Some(c) = text.chars().find(|c| c.is_control()) {
-            return Err(LockError::InvalidArgument(format!(
-                "--reason contains the control character {:?}; write it on one line without control characters",
-                c
-            )));
-        }
-        Ok(Reason(text.to_owned()))
     }
 
     /// The text.

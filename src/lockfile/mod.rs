@@ -36,6 +36,7 @@
 //! [`crate::error::ErrorCode`]. No error message contains an owner id.
 
 pub mod acquire;
+pub mod diagnose;
 pub mod error;
 pub mod exclusive;
 pub mod failpoint;

@@ -430,12 +430,17 @@ mod tests {
         v
     }
 
+    /// The directory holds `L` with `bytes`, and nothing else (no temp file left behind).
+    fn assert_only_l(t: &tempfile::TempDir, bytes: &[u8]) {
+        assert_eq!(std::fs::read(t.path().join("L")).unwrap(), bytes);
+        assert_eq!(names(t), vec!["L"]);
+    }
+
     #[test]
     fn install_links_and_cleans_its_temp() {
         let (t, d) = dir();
         assert!(install(&d, "L", b"rec", "o").unwrap().is_some());
-        assert_eq!(std::fs::read(t.path().join("L")).unwrap(), b"rec");
-        assert_eq!(names(&t), vec!["L"]);
+        assert_only_l(&t, b"rec");
     }
 
     #[test]
@@ -443,8 +448,7 @@ mod tests {
         let (t, d) = dir();
         std::fs::write(t.path().join("L"), b"theirs").unwrap();
         assert!(install(&d, "L", b"ours", "o").unwrap().is_none());
-        assert_eq!(std::fs::read(t.path().join("L")).unwrap(), b"theirs");
-        assert_eq!(names(&t), vec!["L"]);
+        assert_only_l(&t, b"theirs");
     }
 
     #[test]
@@ -455,8 +459,7 @@ mod tests {
         let got = install(&d, "L", b"ours", "o").unwrap();
         crate::lockfile::failpoint::clear_hooks();
         assert!(got.is_some());
-        assert_eq!(std::fs::read(t.path().join("L")).unwrap(), b"ours");
-        assert_eq!(names(&t), vec!["L"]);
+        assert_only_l(&t, b"ours");
     }
 
     #[test]
@@ -489,8 +492,7 @@ mod tests {
         let got = install(&d, "L", b"ours", "o").unwrap();
         clear_hooks();
         assert!(got.is_some());
-        assert_eq!(std::fs::read(t.path().join("L")).unwrap(), b"ours");
-        assert_eq!(names(&t), vec!["L"]);
+        assert_only_l(&t, b"ours");
         // A real EEXIST (someone else's file) is still "not installed".
         std::fs::write(t.path().join("M"), b"theirs").unwrap();
         assert!(install(&d, "M", b"ours", "o").unwrap().is_none());

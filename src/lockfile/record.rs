@@ -792,14 +792,19 @@ mod tests {
         assert!(parse_record(missing_ok.as_bytes()).is_ok());
     }
 
-    #[test]
-    fn serializes_in_qwen_key_order_and_validates() {
-        let holder = Holder {
+    /// A holder with every identity field set: pid 42 on host `h`.
+    fn full_holder() -> Holder {
+        Holder {
             pid: 42,
             process_start_identity: Some("linux:abc:1".into()),
             pid_namespace_id: Some(7),
             hostname: "h".into(),
-        };
+        }
+    }
+
+    #[test]
+    fn serializes_in_qwen_key_order_and_validates() {
+        let holder = full_holder();
         let owner = OwnerToken::parse("0b6f7c2e-4f1e-4a5e-9d8e-1c2b3a4d5e6f").unwrap();
         let t = OffsetDateTime::from_unix_timestamp_nanos(1_785_196_800_123_456_789).unwrap();
         let r = new_active_record("s", &owner, &holder, "unknown", t, &Extensions::epoch(3)).unwrap();
@@ -833,12 +838,7 @@ mod tests {
     /// string — is kept, so a record that claims a holder lock is never judged by pid alone.
     #[test]
     fn the_holder_lock_key_is_written_last_and_read_as_written() {
-        let holder = Holder {
-            pid: 42,
-            process_start_identity: Some("linux:abc:1".into()),
-            pid_namespace_id: Some(7),
-            hostname: "h".into(),
-        };
+        let holder = full_holder();
         let owner = OwnerToken::generate();
         let t = OffsetDateTime::now_utc();
         let name = "s.lock.holder.0b6f7c2e-4f1e-4a5e-9d8e-1c2b3a4d5e6f";

@@ -41,10 +41,22 @@ pub struct ReleaseOutcome {
     pub durable: bool,
 }
 
-/// Releases the lock owned by `token`: proves ownership from disk, then removes it.
+/// Releases the lock owned by `token`: proves ownership from disk ([`plan_release`]), then
+/// removes it.
 pub fn release(site: &LockSite, token: &OwnerToken) -> Result<ReleaseOutcome, LockError> {
-    let (record, meta) = read_owned_retrying(site, |r| r.owner.owner_id == token.expose())?;
+    let (record, meta) = owned_by(site, token)?;
     release_exact(site, token.expose(), &record, &meta)
+}
+
+/// `release --dry-run`: the ownership proof [`release`] makes first (the exact active
+/// record `token` owns, for this session, on a stable inode), and nothing else: the record
+/// that would be removed, or the error the release would give.
+pub fn plan_release(site: &LockSite, token: &OwnerToken) -> Result<LockRecord, LockError> {
+    owned_by(site, token).map(|(record, _)| record)
+}
+
+fn owned_by(site: &LockSite, token: &OwnerToken) -> Result<(LockRecord, FileMeta), LockError> {
+    read_owned_retrying(site, |r| r.owner.owner_id == token.expose())
 }
 
 /// [`read_owned`] with qwen's ownership precheck retry (§5.5 step 3): only `unavailable`

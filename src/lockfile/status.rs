@@ -75,7 +75,8 @@ pub struct OwnerView {
 }
 
 impl OwnerView {
-    fn of(r: &LockRecord) -> OwnerView {
+    /// The diagnostics of `r` (never its owner id).
+    pub fn of(r: &LockRecord) -> OwnerView {
         OwnerView {
             schema_version: r.schema.number(),
             format_version: match r.schema {

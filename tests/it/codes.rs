@@ -41,6 +41,8 @@ const SNAPSHOT: &[(&str, u8)] = &[
     ("answer_not_kept", 3),
     ("name_confusable", 2),
     ("answer_not_delivered", 75),
+    ("doctor_found_failures", 1),
+    ("audit_cursor_unknown", 4),
 ];
 
 #[test]

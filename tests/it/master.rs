@@ -1025,7 +1025,11 @@ pub(crate) fn check_seed_11(co: &Co) {
         }
         master = to;
         let st = co.assert_master(Some(master), step + 2);
-        assert_eq!(keys(&st), set(&["project", "master", "controllers", "freshness_seconds", "read_at"]), "{st:#}");
+        assert_eq!(
+            keys(&st),
+            set(&["project", "master", "controllers", "freshness_seconds", "read_at", "paused"]),
+            "{st:#}"
+        );
         for row in st["controllers"].as_array().unwrap() {
             assert_eq!(
                 keys(row),
@@ -2060,7 +2064,11 @@ fn audit_records_every_verb() {
     let all: Vec<Value> =
         co.audit(None).into_iter().filter(|a| !a["verb"].as_str().unwrap().starts_with("identity.")).collect();
     for a in &all {
-        assert_eq!(keys(a), set(&["at", "project", "verb", "actor", "target", "result", "epoch", "detail"]), "{a:#}");
+        assert_eq!(
+            keys(a),
+            set(&["at", "project", "verb", "actor", "target", "result", "epoch", "detail", "reason"]),
+            "{a:#}"
+        );
     }
     let ats: Vec<&str> = all.iter().map(|a| a["at"].as_str().unwrap()).collect();
     assert!(ats.windows(2).all(|w| w[0] <= w[1]), "oldest first: {ats:?}");

@@ -107,6 +107,7 @@ fn the_engine_types_serialize_as_their_schemas_say() {
         created_at: 1,
     };
     let lease = FocusLease { project: "p".into(), seat: "alice".into(), started_at: 1, until: 2, ended_at: None };
+    let paused = Paused { reason: "db migration".into(), since: 1, until: Some(2) };
     let samples: Vec<(&str, Value)> = vec![
         ("MasterRef", json!(m)),
         (
@@ -116,7 +117,8 @@ fn the_engine_types_serialize_as_their_schemas_say() {
                 new_master: m.clone(),
                 preempted: vec![m.clone()],
                 epoch: 2,
-                changed: true
+                changed: true,
+                dry_run: false,
             }),
         ),
         ("Removed", json!(Removed { identity: "a".into(), sessions: vec!["s".into()], was_master: false, epoch: 1 })),
@@ -136,6 +138,7 @@ fn the_engine_types_serialize_as_their_schemas_say() {
                 epoch: None,
                 detail: json!({}),
                 request: None,
+                reason: None,
             }),
         ),
         ("Channel", json!(channel)),
@@ -158,14 +161,43 @@ fn the_engine_types_serialize_as_their_schemas_say() {
                 }],
                 deferred_by_focus: 0,
                 conflicts: 1,
+                paused: Some(paused.clone()),
+                held_back: vec![HeldBack {
+                    channel: "c".into(),
+                    task: "u".into(),
+                    owner: "a".into(),
+                    to: None,
+                    due_at: 3,
+                    why: HELD_BY_PAUSE.into()
+                }],
             }),
         ),
         ("FocusLease", json!(lease)),
         ("FocusOutcome", json!(FocusOutcome { lease: lease.clone(), capped_from: None })),
         (
             "StewardReport",
-            json!(StewardReport { channel, as_of: 1, overdue: vec![StewardItem { claim: row, age_minutes: 90 }] }),
+            json!(StewardReport {
+                channel,
+                as_of: 1,
+                overdue: vec![StewardItem { claim: row, age_minutes: 90 }],
+                paused: None
+            }),
         ),
+        ("Paused", json!(paused)),
+        (
+            "PauseOutcome",
+            json!(PauseOutcome { project: "p".into(), paused: paused.clone(), replaced: Some(paused.clone()) }),
+        ),
+        (
+            "ResumeOutcome",
+            json!(ResumeOutcome {
+                project: "p".into(),
+                was_paused: true,
+                previous: Some(paused.clone()),
+                resumed_at: 9
+            }),
+        ),
+        ("PauseState", json!(PauseState { project: "p".into(), paused: Some(paused.clone()) })),
     ];
     for (name, value) in samples {
         let schema = &doc["components"]["schemas"][name];

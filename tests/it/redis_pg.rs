@@ -353,6 +353,7 @@ fn cold_restore_from_postgres_keeps_epoch_and_version() {
         epoch: None,
         detail: json!({}),
         request: None,
+        reason: None,
     };
     assert_eq!(store.commit("web", before.version, &change, Some(&audit)).unwrap(), Commit::Conflict);
     assert_eq!(store.snapshot("web").unwrap(), bumped(before.clone()));

@@ -209,6 +209,7 @@ fn one_write_per_kept_request(store: &dyn Store, check_expiry: bool) {
         epoch: None,
         detail: serde_json::json!({}),
         request: Some(rec.clone()),
+        reason: None,
     };
     let change = |sid: &str| Change { upsert: vec![row(sid)], ..Change::default() };
     assert_eq!(store.recall_request("session.register", "k1", at).unwrap(), None);

@@ -42,6 +42,7 @@ fn audit(verb: &str, at: Millis) -> AuditEntry {
         epoch: None,
         detail: json!({}),
         request: None,
+        reason: None,
     }
 }
 

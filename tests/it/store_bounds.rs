@@ -46,6 +46,7 @@ fn refusal(i: usize) -> AuditEntry {
         epoch: None,
         detail: json!({"padding": "x".repeat(200)}),
         request: None,
+        reason: None,
     }
 }
 

@@ -17,7 +17,7 @@ use writerctl::claim::error::ClaimError;
 use writerctl::claim::model::{AuditEntry, Millis, NewEvent};
 use writerctl::claim::stores::redis_pg::{EPOCH_RESTORE_GAP, RedisPgStore};
 use writerctl::claim::stores::sqlite::SqliteStore;
-use writerctl::claim::stores::{ClaimWrite, Commit, Store, WorkStore};
+use writerctl::claim::stores::{ClaimWrite, Commit, FocusWrite, Store, WorkStore};
 use writerctl::claim::work_claims::{
     self as work, Channel, ClaimRow, ClaimStatus, ClaimStep, FocusLease, TakeRequest, TouchRequest,
 };
@@ -48,6 +48,11 @@ pub(crate) fn subjects(test: &str) -> (Vec<Subject>, Option<(Ns, Arc<RedisPgStor
     (out, services)
 }
 
+/// A focus write without a seat proof (the store tests exercise the write itself).
+fn unproven<'a>(lease: &'a FocusLease, replaces: Option<Millis>, audit: &'a AuditEntry) -> FocusWrite<'a> {
+    FocusWrite { lease, replaces, audit, proof: None }
+}
+
 fn audit(project: &str, verb: &str, target: &str, at: Millis) -> AuditEntry {
     AuditEntry {
         at,
@@ -59,6 +64,7 @@ fn audit(project: &str, verb: &str, target: &str, at: Millis) -> AuditEntry {
         epoch: None,
         detail: json!({}),
         request: None,
+        reason: None,
     }
 }
 
@@ -338,11 +344,11 @@ fn a_focus_lease_is_put_and_replaced() {
         assert!(st.focus_leases(P).unwrap().is_empty());
         let bob = work::focus_lease(P, "bob", 30, T0).unwrap().lease;
         let alice = work::focus_lease(P, "alice", 60, T0).unwrap().lease;
-        st.put_focus(&bob, None, &audit(P, "focus.start", "bob", T0), None).unwrap();
-        st.put_focus(&alice, None, &audit(P, "focus.start", "alice", T0), None).unwrap();
+        st.put_focus(unproven(&bob, None, &audit(P, "focus.start", "bob", T0))).unwrap();
+        st.put_focus(unproven(&alice, None, &audit(P, "focus.start", "alice", T0))).unwrap();
         assert_eq!(st.focus_leases(P).unwrap(), [alice.clone(), bob.clone()], "{}: ordered by seat", s.name);
         let ended = FocusLease { ended_at: Some(T0 + M), ..alice };
-        st.put_focus(&ended, None, &audit(P, "focus.end", "alice", T0 + M), None).unwrap();
+        st.put_focus(unproven(&ended, None, &audit(P, "focus.end", "alice", T0 + M))).unwrap();
         assert_eq!(st.focus_leases(P).unwrap(), [ended, bob], "{}: replaced", s.name);
         assert!(st.focus_leases("other").unwrap().is_empty(), "{}", s.name);
     }
@@ -354,21 +360,21 @@ fn ending_a_focus_lease_never_overwrites_a_newer_one() {
     for s in &subjects {
         let st = &*s.store;
         let first = work::focus_lease(P, "alice", 30, T0).unwrap().lease;
-        st.put_focus(&first, None, &audit(P, "focus.start", "alice", T0), None).unwrap();
+        st.put_focus(unproven(&first, None, &audit(P, "focus.start", "alice", T0))).unwrap();
         // A `focus start` lands between `focus end`'s read and its write.
         let second = work::focus_lease(P, "alice", 60, T0 + M).unwrap().lease;
-        st.put_focus(&second, None, &audit(P, "focus.start", "alice", T0 + M), None).unwrap();
+        st.put_focus(unproven(&second, None, &audit(P, "focus.start", "alice", T0 + M))).unwrap();
         let ended = FocusLease { ended_at: Some(T0 + 2 * M), ..first.clone() };
-        let got = st.put_focus(&ended, Some(first.started_at), &audit(P, "focus.end", "alice", T0 + 2 * M), None);
+        let got = st.put_focus(unproven(&ended, Some(first.started_at), &audit(P, "focus.end", "alice", T0 + 2 * M)));
         assert_eq!(got.unwrap(), Commit::Conflict, "{}", s.name);
         assert_eq!(st.focus_leases(P).unwrap(), std::slice::from_ref(&second), "{}: the newer lease stands", s.name);
         let ended = FocusLease { ended_at: Some(T0 + 2 * M), ..second.clone() };
-        let got = st.put_focus(&ended, Some(second.started_at), &audit(P, "focus.end", "alice", T0 + 2 * M), None);
+        let got = st.put_focus(unproven(&ended, Some(second.started_at), &audit(P, "focus.end", "alice", T0 + 2 * M)));
         assert_eq!(got.unwrap(), Commit::Done(0), "{}", s.name);
         assert_eq!(st.focus_leases(P).unwrap(), [ended], "{}", s.name);
         // Nothing to end: a conflict, not a row out of nowhere.
         let ghost = work::focus_lease(P, "ghost", 5, T0).unwrap().lease;
-        let got = st.put_focus(&ghost, Some(T0), &audit(P, "focus.end", "ghost", T0), None);
+        let got = st.put_focus(unproven(&ghost, Some(T0), &audit(P, "focus.end", "ghost", T0)));
         assert_eq!(got.unwrap(), Commit::Conflict, "{}", s.name);
         assert_eq!(st.focus_leases(P).unwrap().len(), 1, "{}", s.name);
     }
@@ -462,9 +468,9 @@ fn redis_pg_work_reaches_postgres_and_survives_a_cold_restore() {
     let st: &dyn Store = &*store;
     st.insert_channel(&channel(P), &audit(P, "channel.create", CH, T0)).unwrap();
     let lease = work::focus_lease(P, "bob", 30, T0).unwrap().lease;
-    st.put_focus(&lease, None, &audit(P, "focus.start", "bob", T0), None).unwrap();
+    st.put_focus(unproven(&lease, None, &audit(P, "focus.start", "bob", T0))).unwrap();
     let lease = FocusLease { ended_at: Some(T0 + M), ..lease };
-    st.put_focus(&lease, None, &audit(P, "focus.start", "bob", T0 + M), None).unwrap();
+    st.put_focus(unproven(&lease, None, &audit(P, "focus.start", "bob", T0 + M))).unwrap();
     let a1 = put(st, write(0, taken(P, None, "a", "alice", Some(10), T0), "take", vec![]));
     let a2 = put(st, write(1, touched(&a1, T0 + M), "touch", vec![]));
     let b1 = put(st, write(0, taken(P, None, "b", "bob", None, T0), "take", vec![]));
@@ -552,7 +558,7 @@ fn redis_pg_work_reaches_postgres_and_survives_a_cold_restore() {
     );
     ns.wipe_redis();
     let again = work::focus_lease(P, "bob", 10, T0 + 9 * M).unwrap().lease;
-    store.put_focus(&again, None, &audit(P, "focus.start", "bob", T0 + 9 * M), None).unwrap();
+    store.put_focus(unproven(&again, None, &audit(P, "focus.start", "bob", T0 + 9 * M))).unwrap();
     store.flush_postgres().unwrap();
     assert_eq!(store.focus_leases(P).unwrap(), std::slice::from_ref(&again));
     let pg_focus: String = ns
@@ -584,7 +590,7 @@ fn redis_pg_queued_claim_writes_replay_idempotently() {
     let v1 = put(st, write(0, taken(P, None, "t", "alice", Some(5), T0), "take", vec![]));
     let v2 = put(st, write(1, touched(&v1, T0 + M), "touch", vec![]));
     let lease = work::focus_lease(P, "alice", 30, T0).unwrap().lease;
-    st.put_focus(&lease, None, &audit(P, "focus.start", "alice", T0), None).unwrap();
+    st.put_focus(unproven(&lease, None, &audit(P, "focus.start", "alice", T0))).unwrap();
     st.insert_channel(&channel(P), &audit(P, "channel.create", CH, T0)).unwrap();
     assert_eq!(st.claim(P, CH, "t").unwrap(), Some(v2.clone()), "Redis answers while Postgres is away");
     // Keep a copy of the queue to replay later, as a drainer that died before XDEL would.
@@ -594,7 +600,7 @@ fn redis_pg_queued_claim_writes_replay_idempotently() {
     proxy.restore();
     store.flush_postgres().unwrap();
     let newer = FocusLease { ended_at: Some(T0 + 2 * M), ..lease };
-    st.put_focus(&newer, None, &audit(P, "focus.end", "alice", T0 + 2 * M), None).unwrap();
+    st.put_focus(unproven(&newer, None, &audit(P, "focus.end", "alice", T0 + 2 * M))).unwrap();
     store.flush_postgres().unwrap();
     let before = (pg_claims(&ns), pg_count(&ns, "claim_history"), pg_count(&ns, "channels"), ns.pg_audit_ids());
     assert_eq!(before.0, [(P.into(), "t".into(), 2, v2.due_at())]);

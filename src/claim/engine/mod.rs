@@ -19,10 +19,13 @@ use super::requests::{KeptAnswer, Pending, RequestId, Unopened};
 use super::secret::{self, Secret};
 use super::stores::Store;
 
+mod history;
 mod identities;
+mod pause;
 mod retain;
 mod work;
 
+pub use history::{ExportPage, MAX_PAGE, MasterChange};
 pub use identities::IssuedKey;
 pub use work::{SWEEP_BATCH, SWEEP_LIMIT, SweepAll};
 
@@ -47,6 +50,12 @@ pub struct Coordinator {
     /// checked it): the credential an administrative answer holding a key is sealed under
     /// (see [`super::requests`]). None in-process.
     admin: Option<Secret>,
+    /// The caller's `--reason` (issue 30), recorded on every audit row this value writes
+    /// (see [`Coordinator::with_reason`]).
+    reason: Option<String>,
+    /// Plan only (`--dry-run`, see [`Coordinator::with_dry_run`]): decide on a snapshot,
+    /// commit nothing.
+    dry_run: bool,
 }
 
 /// A replay's proof of the caller against one snapshot.
@@ -193,6 +202,8 @@ impl Coordinator {
             source: None,
             refusals: Arc::default(),
             admin: None,
+            reason: None,
+            dry_run: false,
         }
     }
 
@@ -244,7 +255,29 @@ impl Coordinator {
             source: self.source,
             refusals: self.refusals.clone(),
             admin: self.admin.clone(),
+            reason: self.reason.clone(),
+            dry_run: self.dry_run,
         }
+    }
+
+    /// This coordinator with the caller's `--reason` on every audit row it writes, the
+    /// verb's own and a refusal's (issue 30: "who took this over at 03:12 and why").
+    /// `invalid_argument` for a reason [`names::validate_reason`] refuses.
+    pub fn with_reason(&self, reason: Option<String>) -> Result<Coordinator, ClaimError> {
+        if let Some(r) = &reason {
+            names::validate_reason(r)?;
+        }
+        Ok(Coordinator { reason, ..self.with_request(self.request.clone()) })
+    }
+
+    /// This coordinator planning instead of acting (`--dry-run`, issue 30): a verb run
+    /// through it makes every check the real verb makes, on the same decision function
+    /// ([`Coordinator::run_audited`] decides, and only the real run commits), and changes
+    /// nothing: no epoch, no event, no kept answer, no audit row of a change. A refusal is
+    /// audited like the real refusal (marked `dry_run`), and a wrong operator password
+    /// counts towards its back-off as it would: a dry run is no free guess.
+    pub fn with_dry_run(&self, dry_run: bool) -> Coordinator {
+        Coordinator { dry_run, ..self.with_request(self.request.clone()) }
     }
 
     /// This coordinator with the admin token the caller presented (already checked by the
@@ -339,6 +372,7 @@ impl Coordinator {
             epoch: None,
             detail: json!({}),
             request: None,
+            reason: self.reason.clone(),
         }
     }
 
@@ -355,6 +389,9 @@ impl Coordinator {
         entry.result = err.code().as_str().to_string();
         entry.epoch = epoch;
         entry.detail = err.details().unwrap_or_else(|| json!({}));
+        if self.dry_run {
+            entry.detail["dry_run"] = json!(true);
+        }
         // A credential refusal from the network is rate-limited per source: a flood costs
         // a row and a count per interval, not a row per request (issue 28 point 4).
         if let Some(source) = self.source.filter(|_| super::refusals::limited(err.code())) {
@@ -393,6 +430,9 @@ impl Coordinator {
         check: Recheck<'_, T>,
         mut decide: impl FnMut(&Snapshot, Millis) -> Result<(Change, T, u64, Option<serde_json::Value>), ClaimError>,
     ) -> Result<T, ClaimError> {
+        if self.dry_run {
+            return self.plan(base, |snap, now| decide(snap, now).map(|(_, value, _, _)| value));
+        }
         if let (Some(p), Some(kept)) = (pending.as_ref(), self.recall(pending.as_ref())?) {
             return self.answer_replay(&base, p, &kept, &check);
         }
@@ -403,6 +443,7 @@ impl Coordinator {
             seen_epoch = Some(snap.slot.epoch);
             let now = self.clock.now();
             let (change, value, epoch, detail) = decide(snap, now)?;
+            let detail = with_master_change(detail, snap, &change);
             let mut audit = detail.map(|detail| AuditEntry { at: now, epoch: Some(epoch), detail, ..base.clone() });
             if let Some(a) = audit.as_mut() {
                 a.request = pending.as_ref().map(|p| p.record(&value, now)).transpose()?;
@@ -417,6 +458,22 @@ impl Coordinator {
                 Err(e)
             }
         }
+    }
+
+    /// A dry run of a verb (see [`Coordinator::with_dry_run`]): `decide` on one snapshot, the
+    /// change thrown away. No request id is recalled or kept: a plan is not an answer a
+    /// retry may be given. A refusal is audited as the real run's would be.
+    fn plan<T>(
+        &self,
+        base: AuditEntry,
+        mut decide: impl FnMut(&Snapshot, Millis) -> Result<T, ClaimError>,
+    ) -> Result<T, ClaimError> {
+        let mut seen_epoch = None;
+        let planned = self.store.snapshot(&base.project).and_then(|snap| {
+            seen_epoch = Some(snap.slot.epoch);
+            decide(&snap, self.clock.now())
+        });
+        planned.inspect_err(|e| self.audit_failure(base, e, seen_epoch))
     }
 
     /// `session register`: UPSERT on (project, identity, surface, machine_id).
@@ -618,7 +675,8 @@ impl Coordinator {
         );
         self.run(base, pending, check, |snap, now| {
             let snap = &*masters::visible(snap, self.open_registration);
-            let (change, out) = masters::handoff(snap, caller, &hash, &target, req.expect_epoch, now, f)?;
+            let (change, mut out) = masters::handoff(snap, caller, &hash, &target, req.expect_epoch, now, f)?;
+            out.dry_run = self.dry_run;
             let detail = outcome_detail(&out, None);
             Ok((change, out.clone(), out.epoch, detail))
         })
@@ -665,7 +723,8 @@ impl Coordinator {
         let check = Recheck::authorized(|| ClaimError::InvalidOperatorCredentials { next_delay_ms: 0 });
         self.run(base, pending, check, |snap, now| {
             let snap = &*masters::visible(snap, self.open_registration);
-            let (change, out) = masters::claim(snap, operator_id, &target, req.expect_epoch, now, f)?;
+            let (change, mut out) = masters::claim(snap, operator_id, &target, req.expect_epoch, now, f)?;
+            out.dry_run = self.dry_run;
             let detail = outcome_detail(&out, Some(operator_id));
             Ok((change, out.clone(), out.epoch, detail))
         })
@@ -772,6 +831,27 @@ fn target_text(req: &MasterRequest) -> String {
     }
 }
 
+/// Marks a change of master in its audit row's detail (`master_change: {from, to}`, each a
+/// `{identity, session_id}` or null): the record `master history` reads (issue 30). Done
+/// here, for every verb [`Coordinator::run_audited`] commits, rather than in each verb, so
+/// no path that moves the epoch (register into an empty slot, handoff, claim, deregister,
+/// identity add or remove ending a master's session, a closed coordinator cleaning up open
+/// rows) can leave it out; the row is then written even for a verb that audits only some
+/// successes.
+fn with_master_change(
+    detail: Option<serde_json::Value>,
+    snap: &Snapshot,
+    change: &Change,
+) -> Option<serde_json::Value> {
+    let Some(slot) = change.slot.as_ref().filter(|s| s.epoch != snap.slot.epoch) else { return detail };
+    let mut detail = detail.unwrap_or_else(|| json!({}));
+    detail[MASTER_CHANGE] = json!({"from": snap.slot.master, "to": slot.master});
+    Some(detail)
+}
+
+/// The audit detail key of a change of master (see [`with_master_change`]).
+pub const MASTER_CHANGE: &str = "master_change";
+
 fn outcome_detail(out: &MasterOutcome, by_operator: Option<&str>) -> serde_json::Value {
     json!({
         "previous_master": out.previous_master,
@@ -788,7 +868,9 @@ mod tests {
     use crate::claim::clock::ManualClock;
     use crate::claim::stores::sqlite::SqliteStore;
 
-    fn coordinator() -> (tempfile::TempDir, Arc<ManualClock>, Coordinator) {
+    /// A coordinator over a fresh SQLite file, with open registration (also for the
+    /// engine's other test modules).
+    pub(super) fn coordinator() -> (tempfile::TempDir, Arc<ManualClock>, Coordinator) {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(SqliteStore::open(&dir.path().join("c.sqlite")).unwrap());
         let clock = Arc::new(ManualClock::at(1_700_000_000_000));
@@ -798,7 +880,7 @@ mod tests {
         (dir, clock, c)
     }
 
-    fn key(identity: &str, machine: &str) -> ControllerKey {
+    pub(super) fn key(identity: &str, machine: &str) -> ControllerKey {
         ControllerKey { identity: identity.into(), surface: "cli".into(), machine_id: machine.into() }
     }
 

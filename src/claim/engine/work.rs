@@ -13,7 +13,7 @@ use crate::claim::model::{AuditEntry, Millis, NewEvent};
 use crate::claim::names::validate_name;
 use crate::claim::secret;
 use crate::claim::secret::Secret;
-use crate::claim::stores::{ClaimWrite, Commit, MAX_CAS_ATTEMPTS, SeatProof};
+use crate::claim::stores::{ClaimWrite, Commit, FocusWrite, MAX_CAS_ATTEMPTS, SeatProof};
 use crate::claim::work_claims::{
     self, COORDINATOR_ACTOR, Channel, ClaimOutcome, ClaimRow, ClaimStatus, ClaimStep, FocusLease, FocusOutcome,
     ReleaseRequest, StewardReport, SweepAction, SweepReport, TakeRequest, TouchRequest,
@@ -296,7 +296,12 @@ impl Coordinator {
             audit.request = pending.as_ref().map(|p| p.record(&out, audit.at)).transpose()?;
             let proof = seat_proof(seat, token);
             before_write()?;
-            let written = self.store.put_focus(&out.lease, None, &audit, proof.as_ref());
+            let written = self.store.put_focus(FocusWrite {
+                lease: &out.lease,
+                replaces: None,
+                audit: &audit,
+                proof: proof.as_ref(),
+            });
             written.map(|_| out).map_err(|e| reword_unproven(e, project, seat, "focus.start"))
         });
         result.inspect_err(|e| self.audit_failure(audit.clone(), e, None))
@@ -330,7 +335,12 @@ impl Coordinator {
                 // A `focus start` landing between the read and the write wins the race and
                 // is read (and ended) on the next round, never overwritten blind.
                 let proof = seat_proof(seat, token);
-                let written = self.store.put_focus(&ended, Some(started_at), &audit, proof.as_ref());
+                let written = self.store.put_focus(FocusWrite {
+                    lease: &ended,
+                    replaces: Some(started_at),
+                    audit: &audit,
+                    proof: proof.as_ref(),
+                });
                 if let Commit::Done(_) = written.map_err(|e| reword_unproven(e, project, seat, "focus.end"))? {
                     return Ok(ended);
                 }
@@ -359,10 +369,12 @@ impl Coordinator {
         let ch = self.show_channel(project, channel)?;
         let as_of = as_of.unwrap_or_else(|| self.clock.now());
         let rows = self.store.claims(project, channel)?;
-        Ok(StewardReport { overdue: work_claims::steward_overdue(&ch, &rows, as_of), channel: ch, as_of })
+        let paused = self.paused_at(project, as_of)?;
+        Ok(StewardReport { overdue: work_claims::steward_overdue(&ch, &rows, as_of), channel: ch, as_of, paused })
     }
 
-    /// `claim sweep`: releases every claim of `project` whose TTL ran out by now. With
+    /// `claim sweep`: releases every claim of `project` whose TTL ran out by now, unless the
+    /// project is paused (then it reports them as held back and writes nothing). With
     /// `dry_run`, reports what a sweep at `as_of` (now by default) would release, writing
     /// nothing; `as_of` without `dry_run` is refused. A sweep is the coordinator's own write:
     /// it never counts as an owner touch, and an owner write that lands between the sweep's
@@ -383,7 +395,11 @@ impl Coordinator {
         let focus: HashMap<String, FocusLease> =
             self.store.focus_leases(project)?.into_iter().map(|l| (l.seat.clone(), l)).collect();
         let mut channels: HashMap<String, Option<Channel>> = HashMap::new();
-        let mut report = SweepReport { as_of, dry_run, ..SweepReport::default() };
+        // A paused project (issue 30) makes no TTL release and no deputy handoff: every due
+        // claim is reported as held back and nothing is written. Judged at `as_of`, so a
+        // preview past the pause's `until` shows what the first sweep after it releases.
+        let paused = self.paused_at(project, as_of)?;
+        let mut report = SweepReport { as_of, dry_run, paused: paused.clone(), ..SweepReport::default() };
         let (mut actions, mut writes) = (Vec::new(), Vec::new());
         // Stamped `now`, the moment the sweep judged by: the history step and the deputy's
         // `owner_since` read the same instant.
@@ -403,6 +419,10 @@ impl Coordinator {
                 version: after.version,
                 due_at,
             };
+            if paused.is_some() {
+                report.held_back.push(work_claims::pause::held_back(&row, &after, due_at));
+                continue;
+            }
             if dry_run {
                 report.released.push(action);
                 continue;

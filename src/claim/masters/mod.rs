@@ -38,6 +38,10 @@ pub struct MasterOutcome {
     pub epoch: u64,
     /// False when the target already was master: nothing was written, the epoch is unchanged.
     pub changed: bool,
+    /// A plan (`--dry-run`, issue 30): `epoch` and `changed` say what the verb would do;
+    /// nothing was written.
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 /// What a registration presents to prove it may act as its identity.
@@ -325,8 +329,14 @@ fn promote(snap: &Snapshot, to: &Controller, reason: Reason<'_>) -> (Change, Mas
         }
     }
     if already && !stray_flags {
-        let outcome =
-            MasterOutcome { previous_master: previous, new_master, preempted, epoch: snap.slot.epoch, changed: false };
+        let outcome = MasterOutcome {
+            previous_master: previous,
+            new_master,
+            preempted,
+            epoch: snap.slot.epoch,
+            changed: false,
+            dry_run: false,
+        };
         return (Change::default(), outcome);
     }
     let epoch = if already { snap.slot.epoch } else { snap.slot.epoch + 1 };
@@ -343,7 +353,8 @@ fn promote(snap: &Snapshot, to: &Controller, reason: Reason<'_>) -> (Change, Mas
             change.events.push(preempted_event(prev, &new_master, &reason, epoch));
         }
     }
-    let outcome = MasterOutcome { previous_master: previous, new_master, preempted, epoch, changed: !already };
+    let outcome =
+        MasterOutcome { previous_master: previous, new_master, preempted, epoch, changed: !already, dry_run: false };
     (change, outcome)
 }
 

@@ -276,6 +276,7 @@ mod tests {
             epoch: None,
             detail: serde_json::json!({}),
             request: None,
+            reason: None,
         }
     }
 

@@ -40,7 +40,7 @@ use super::error::ClaimError;
 use super::model::{AuditEntry, Change, Event, Millis, NewEvent, OperatorRecord, Snapshot};
 use super::requests::KeptAnswer;
 use super::retention::{Cutoffs, Pruned, Sizes};
-use super::work_claims::{Channel, ClaimRow, ClaimStep, FocusLease};
+use super::work_claims::{Channel, ClaimRow, ClaimStep, FocusLease, ProjectPause};
 
 /// When a change's inbox events happened: its audit row's time. A change without an audit
 /// row (a routine heartbeat) must carry no events; one that does is refused as a bug rather
@@ -56,6 +56,24 @@ pub(crate) fn events_at(change: &Change, audit: Option<&AuditEntry>) -> Result<M
 /// A verb's decision: from a snapshot to the change and its audit row (None: a change not
 /// worth a row of its own, such as a routine heartbeat).
 pub type Decide<'a> = dyn FnMut(&Snapshot) -> Result<(Change, Option<AuditEntry>), ClaimError> + 'a;
+
+/// Which audit rows [`Store::audit_page`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuditPage<'a> {
+    /// Only this project (None: every project and operator administration).
+    pub project: Option<&'a str>,
+    /// Only rows written at or after this time.
+    pub since: Millis,
+    /// Only rows after this cursor (0: from the first).
+    pub after: u64,
+    /// At most this many rows.
+    pub limit: usize,
+    /// Only rows that changed the master (their detail holds
+    /// [`MASTER_CHANGE`](crate::claim::engine::MASTER_CHANGE)).
+    pub master_changes: bool,
+    /// The newest rows first (`master history --limit N`); else the oldest first.
+    pub newest_first: bool,
+}
 
 /// How far the audit plane is behind the authoritative one (`/readyz`, `/metrics`).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -190,6 +208,24 @@ pub struct ClaimWrite {
     pub proof: Option<SeatProof>,
 }
 
+/// One focus-lease write ([`WorkStore::put_focus`]): the lease and its audit row, written
+/// atomically or not at all, like a [`ClaimWrite`].
+#[derive(Debug, Clone, Copy)]
+pub struct FocusWrite<'a> {
+    /// The seat's lease as it is to be stored.
+    pub lease: &'a FocusLease,
+    /// `Some(started_at)`: write only if the stored lease is still the one that started then
+    /// (`focus end` must not end a lease a concurrent `focus start` just wrote). None:
+    /// unconditionally.
+    pub replaces: Option<Millis>,
+    /// The audit row.
+    pub audit: &'a AuditEntry,
+    /// The seat's proof, checked in the same atomic step as the write (`focus start|end`,
+    /// issue 28 point 5: a proof read before the write let it commit after `identity
+    /// remove`); an unproven seat writes nothing and answers `identity_unproven`.
+    pub proof: Option<&'a SeatProof>,
+}
+
 /// A seat write's proof (issue 28 point 5: a claim `take` committed after `identity remove`
 /// because its proof was read before the write, not inside it): the store commits the write
 /// only if, at commit, a controller registered as `identity` in the row's project holds the
@@ -258,23 +294,28 @@ pub trait WorkStore {
     /// Each seat's latest focus lease in `project`.
     fn focus_leases(&self, project: &str) -> Result<Vec<FocusLease>, ClaimError>;
 
-    /// Writes the seat's focus lease, with its audit row. With `replaces: Some(started_at)`
-    /// only if the stored lease is still the one that started then (`focus end` must not
-    /// end a lease a concurrent `focus start` just wrote); with None, unconditionally. With
-    /// `proof`, the seat's proof is checked in the same atomic step as the write (`focus
-    /// start|end`, issue 28 point 5: a proof read before the write let it commit after
-    /// `identity remove`); an unproven seat writes nothing and answers `identity_unproven`.
-    fn put_focus(
-        &self,
-        lease: &FocusLease,
-        replaces: Option<Millis>,
-        audit: &AuditEntry,
-        proof: Option<&SeatProof>,
-    ) -> Result<Commit, ClaimError>;
+    /// Writes the seat's focus lease, with its audit row, as [`FocusWrite`] says.
+    fn put_focus(&self, write: FocusWrite<'_>) -> Result<Commit, ClaimError>;
+}
+
+/// Projects' maintenance pauses (issue 30 point 3): one record per project, the latest
+/// pause (resumed or not), with its own compare-and-set version.
+pub trait PauseStore {
+    /// The project's pause record, resumed or not; None if it was never paused.
+    fn pause(&self, project: &str) -> Result<Option<ProjectPause>, ClaimError>;
+
+    /// Every project's pause record, resumed or not, ordered by project (`/metrics` counts
+    /// the active ones).
+    fn pauses(&self) -> Result<Vec<ProjectPause>, ClaimError>;
+
+    /// Writes `pause` with its audit row (and the audit row's kept answer) only if the
+    /// stored record is still at `expected_version` (0: none stored); `Conflict` writes
+    /// nothing.
+    fn put_pause(&self, pause: &ProjectPause, expected_version: u64, audit: &AuditEntry) -> Result<Commit, ClaimError>;
 }
 
 /// Coordinator state for many projects.
-pub trait Store: WorkStore + Send + Sync {
+pub trait Store: WorkStore + PauseStore + Send + Sync {
     /// The project's current state (an unknown project reads as empty at version 0).
     fn snapshot(&self, project: &str) -> Result<Snapshot, ClaimError>;
 
@@ -323,6 +364,17 @@ pub trait Store: WorkStore + Send + Sync {
 
     /// The newest `limit` audit rows, oldest first; all projects when `project` is None.
     fn audit_log(&self, project: Option<&str>, limit: usize) -> Result<Vec<AuditEntry>, ClaimError>;
+
+    /// One page of the audit log, in cursor order, for `audit export` and `master history`
+    /// (issue 30); each row with its cursor (the row's id: increasing in the order rows were
+    /// written, never reused). Reads one bounded page: an export never holds the table.
+    fn audit_page(&self, page: &AuditPage<'_>) -> Result<Vec<(u64, AuditEntry)>, ClaimError>;
+
+    /// Whether the audit log still holds the row at `cursor`, and the oldest cursor it
+    /// holds (None when empty): an export resumes only from a row it can see, so a cursor
+    /// behind the retention trim, or one never handed out, is refused instead of silently
+    /// skipping rows.
+    fn audit_cursor(&self, cursor: u64) -> Result<(bool, Option<u64>), ClaimError>;
 
     /// An operator's stored credential.
     fn operator(&self, operator_id: &str) -> Result<Option<OperatorRecord>, ClaimError>;

@@ -18,6 +18,7 @@ use serde_json::json;
 use super::error::ClaimError;
 use super::model::{Millis, NewEvent};
 
+pub mod pause;
 mod shapes;
 
 use shapes::MINUTE_MS;
@@ -25,6 +26,9 @@ pub use shapes::{
     CLAIM_RELEASED, COORDINATOR_ACTOR, Channel, ClaimOutcome, ClaimRow, ClaimStatus, ClaimStep, DEFAULT_SLA_MINUTES,
     DEFAULT_TTL_FLOOR_MINUTES, FocusLease, FocusOutcome, MAX_AS_OF, MAX_FOCUS_MINUTES, MAX_MINUTES, MAX_NEXT_STEP,
     ReleaseRequest, StewardItem, StewardReport, SweepAction, SweepReport, TakeRequest, TouchRequest,
+};
+pub use shapes::{
+    HELD_BY_PAUSE, HeldBack, PauseOutcome, PauseState, Paused, ProjectPause, ResumeOutcome,
 };
 
 /// Refuses a next step that is too long or carries control characters other than newlines.

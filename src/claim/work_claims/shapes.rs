@@ -279,6 +279,13 @@ pub struct SweepReport {
     /// Due claims that changed between the sweep's read and its write (an owner write, or
     /// another sweeper's release); the sweep left them as they are.
     pub conflicts: u64,
+    /// The project's pause when it held the sweep back (issue 30: `writerctl pause`).
+    #[serde(default)]
+    pub paused: Option<Paused>,
+    /// Due claims the pause held back: each would have been released (or handed to its
+    /// deputy) otherwise. Nothing of them was written.
+    #[serde(default)]
+    pub held_back: Vec<HeldBack>,
 }
 
 /// A claim older than its channel's SLA that carries no TTL.
@@ -299,6 +306,10 @@ pub struct StewardReport {
     pub as_of: Millis,
     /// Claims older than the SLA with no TTL, oldest first.
     pub overdue: Vec<StewardItem>,
+    /// The project's pause at `as_of`, if it is paused then (no TTL release, no deputy
+    /// handoff).
+    #[serde(default)]
+    pub paused: Option<Paused>,
 }
 
 /// `focus start`'s result: the lease, and the minutes asked for when they were capped.
@@ -308,4 +319,109 @@ pub struct FocusOutcome {
     pub lease: FocusLease,
     /// The minutes asked for, when above [`MAX_FOCUS_MINUTES`].
     pub capped_from: Option<u32>,
+}
+
+/// A [`HeldBack`]'s `why`: the project is paused.
+pub const HELD_BY_PAUSE: &str = "project_paused";
+
+/// A project's maintenance pause (issue 30 point 3, `writerctl pause|resume`): while it is
+/// active the coordinator makes no TTL release and no deputy handoff in the project; owner
+/// writes, `master handoff` and `master claim` go on. The latest record is kept after
+/// `resume` (with `resumed_at`), so the record's `version` only ever grows: it is the
+/// compare-and-set token of the next pause or resume, and the order guard of its Postgres
+/// write.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProjectPause {
+    /// Bumped by every pause and resume (first, so a store reads it from the JSON text
+    /// before any name: see the Redis script).
+    pub version: u64,
+    /// The project.
+    pub project: String,
+    /// Why, as the operator gave it.
+    pub reason: String,
+    /// When the project was paused (a pause that replaced an active one keeps its `since`).
+    pub since: Millis,
+    /// When the pause ends by itself; None: until `resume`.
+    pub until: Option<Millis>,
+    /// Who paused it (`admin` over HTTP, `local` on the embedded store).
+    pub paused_by: String,
+    /// When `resume` ended it; None while it has not.
+    pub resumed_at: Option<Millis>,
+    /// Who resumed it.
+    pub resumed_by: Option<String>,
+}
+
+impl ProjectPause {
+    /// Whether the pause holds at `t`: not resumed, and `until` (if any) not reached.
+    pub fn active_at(&self, t: Millis) -> bool {
+        self.resumed_at.is_none() && self.until.is_none_or(|u| t < u)
+    }
+
+    /// What `master status`, `claim list` and the reports show of it.
+    pub fn view(&self) -> Paused {
+        Paused { reason: self.reason.clone(), since: self.since, until: self.until }
+    }
+}
+
+/// An active pause as CLI.md's `"paused"` shows it: `{"reason","since","until"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Paused {
+    /// Why.
+    pub reason: String,
+    /// Since when.
+    pub since: Millis,
+    /// Until when; None: until `resume`.
+    pub until: Option<Millis>,
+}
+
+/// `pause`'s result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PauseOutcome {
+    /// The project.
+    pub project: String,
+    /// The pause now in force.
+    pub paused: Paused,
+    /// The pause this one replaced (the project was paused already): its reason and `until`
+    /// are gone, its `since` kept.
+    pub replaced: Option<Paused>,
+}
+
+/// `resume`'s result. Resuming a project that is not paused is not an error: it answers
+/// `was_paused: false` and changes nothing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResumeOutcome {
+    /// The project.
+    pub project: String,
+    /// Whether a pause was in force.
+    pub was_paused: bool,
+    /// The pause that ended, if one was in force.
+    pub previous: Option<Paused>,
+    /// When it was resumed.
+    pub resumed_at: Millis,
+}
+
+/// A project's pause state (`GET /v1/projects/{project}/pause`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PauseState {
+    /// The project.
+    pub project: String,
+    /// The pause in force now; None when the project is not paused.
+    pub paused: Option<Paused>,
+}
+
+/// A due claim a paused sweep did not release.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldBack {
+    /// The channel.
+    pub channel: String,
+    /// The task.
+    pub task: String,
+    /// Its owner.
+    pub owner: String,
+    /// The deputy it would have gone to; None: it would have been opened.
+    pub to: Option<String>,
+    /// When its TTL ran out.
+    pub due_at: Millis,
+    /// Why it was held back ([`HELD_BY_PAUSE`]).
+    pub why: String,
 }

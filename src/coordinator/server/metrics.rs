@@ -1,6 +1,7 @@
 //! `/metrics` (Prometheus text): verbs by result and latency, the queue before a verb, the
 //! argon2 budget, connections, the background sweeper and pruner, and the store's sizes.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use axum::extract::State;
@@ -8,7 +9,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
 use super::app::{App, Shared};
-use super::counters::{BUCKETS, Metrics, SweepAll};
+use super::counters::{BUCKETS, Histogram, Metrics, SweepAll};
 use super::probes::probe_readiness;
 use crate::claim::ClaimError;
 use crate::claim::retention::Pruned;
@@ -29,6 +30,14 @@ impl App {
                 for (project, r) in projects {
                     match r {
                         Ok(rep) => {
+                            if !rep.held_back.is_empty() {
+                                tracing::debug!(
+                                    sweeper = true,
+                                    project,
+                                    held_back = rep.held_back.len(),
+                                    "sweep held back due claims: the project is paused"
+                                );
+                            }
                             released += rep.released.len() as u64;
                             conflicts += rep.conflicts;
                             if rep.released.is_empty() {
@@ -113,24 +122,32 @@ impl App {
     }
 }
 
+/// One histogram family by verb, in the Prometheus text format: the cumulative buckets of
+/// [`BUCKETS`], `+Inf`, `_sum` and `_count` for each verb (both verb histograms, the time a
+/// verb ran and the time it waited, are written by this one function).
+fn push_histograms(out: &mut String, name: &str, help: &str, by_verb: &BTreeMap<String, Histogram>) {
+    out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} histogram\n"));
+    for (verb, h) in by_verb {
+        for (le, n) in BUCKETS.iter().zip(&h.counts) {
+            out.push_str(&format!("{name}_bucket{{verb=\"{verb}\",le=\"{le}\"}} {n}\n"));
+        }
+        out.push_str(&format!("{name}_bucket{{verb=\"{verb}\",le=\"+Inf\"}} {}\n", h.count));
+        out.push_str(&format!("{name}_sum{{verb=\"{verb}\"}} {}\n", h.sum));
+        out.push_str(&format!("{name}_count{{verb=\"{verb}\"}} {}\n", h.count));
+    }
+}
+
 /// The budget's part of `/metrics` (issue 28 points 4 and 5): queue wait, argon2 permits,
 /// per-seat rate refusals and refusal audit rows summarized. The queue wait is its own
 /// histogram, not part of `writerctl_verb_duration_seconds` (which stays the time the verb
 /// ran, as before): a verb's latency as the client sees it is the sum of the two.
 fn push_budget_metrics(out: &mut String, app: &App, m: &Metrics) {
-    out.push_str("# HELP writerctl_verb_queue_seconds Time a verb waited before it ran (master.claim: its source slot and its argon2 permit); not included in writerctl_verb_duration_seconds.\n");
-    out.push_str("# TYPE writerctl_verb_queue_seconds histogram\n");
-    for (verb, h) in &m.queue {
-        for (i, le) in BUCKETS.iter().enumerate() {
-            out.push_str(&format!(
-                "writerctl_verb_queue_seconds_bucket{{verb=\"{verb}\",le=\"{le}\"}} {}\n",
-                h.counts[i]
-            ));
-        }
-        out.push_str(&format!("writerctl_verb_queue_seconds_bucket{{verb=\"{verb}\",le=\"+Inf\"}} {}\n", h.count));
-        out.push_str(&format!("writerctl_verb_queue_seconds_sum{{verb=\"{verb}\"}} {}\n", h.sum));
-        out.push_str(&format!("writerctl_verb_queue_seconds_count{{verb=\"{verb}\"}} {}\n", h.count));
-    }
+    push_histograms(
+        out,
+        "writerctl_verb_queue_seconds",
+        "Time a verb waited before it ran (master.claim: its source slot and its argon2 permit); not included in writerctl_verb_duration_seconds.",
+        &m.queue,
+    );
     let b = &app.verifications;
     for (name, kind, help, n) in [
         (
@@ -210,19 +227,7 @@ pub(super) async fn metrics(State(app): State<Shared>) -> Response {
     for ((verb, result), n) in &m.verbs {
         out.push_str(&format!("writerctl_verbs_total{{verb=\"{verb}\",result=\"{result}\"}} {n}\n"));
     }
-    out.push_str("# HELP writerctl_verb_duration_seconds Time to answer a verb.\n");
-    out.push_str("# TYPE writerctl_verb_duration_seconds histogram\n");
-    for (verb, h) in &m.latency {
-        for (i, le) in BUCKETS.iter().enumerate() {
-            out.push_str(&format!(
-                "writerctl_verb_duration_seconds_bucket{{verb=\"{verb}\",le=\"{le}\"}} {}\n",
-                h.counts[i]
-            ));
-        }
-        out.push_str(&format!("writerctl_verb_duration_seconds_bucket{{verb=\"{verb}\",le=\"+Inf\"}} {}\n", h.count));
-        out.push_str(&format!("writerctl_verb_duration_seconds_sum{{verb=\"{verb}\"}} {}\n", h.sum));
-        out.push_str(&format!("writerctl_verb_duration_seconds_count{{verb=\"{verb}\"}} {}\n", h.count));
-    }
+    push_histograms(&mut out, "writerctl_verb_duration_seconds", "Time to answer a verb.", &m.latency);
     push_budget_metrics(&mut out, &app, &m);
     out.push_str("# HELP writerctl_sweep_runs_total Background TTL sweeps by result (ok or the first error code).\n");
     out.push_str("# TYPE writerctl_sweep_runs_total counter\n");
@@ -342,6 +347,17 @@ pub(super) async fn metrics(State(app): State<Shared>) -> Response {
         }
         Ok(Err(e)) => failure = failure.or(Some(format!("projects without a master: {e}"))),
         Err(e) => failure = failure.or(Some(format!("projects without a master: {e}"))),
+    }
+    let app2 = app.clone();
+    // Issue 30: paused projects, counted the same way (a project is never a label).
+    match tokio::task::spawn_blocking(move || app2.coord.paused_projects()).await {
+        Ok(Ok(n)) => {
+            out.push_str("# HELP writerctl_project_paused Projects paused now (writerctl pause): no TTL release and no deputy handoff in them until resume or their --until. A count; project names are never labels (writerctl master status --project P says which).\n");
+            out.push_str("# TYPE writerctl_project_paused gauge\n");
+            out.push_str(&format!("writerctl_project_paused {n}\n"));
+        }
+        Ok(Err(e)) => failure = failure.or(Some(format!("paused projects: {e}"))),
+        Err(e) => failure = failure.or(Some(format!("paused projects: {e}"))),
     }
     let app2 = app.clone();
     if let Ok(Some(depth)) = tokio::task::spawn_blocking(move || app2.coord.store().pending_audit_writes()).await {

@@ -124,8 +124,9 @@ fn fixed_paths() -> serde_json::Value {
             "200": {"description": "verbs can be served (the authoritative plane answers within 1 s); degraded: the audit plane is failing or behind",
                 "content": {"application/json": {"schema": {"type": "object", "properties": {
                     "ready": boolean, "degraded": boolean, "queue_depth": count,
-                    "oldest_queue_age_seconds": {"type": ["number", "null"], "minimum": 0}},
-                    "required": ["ready", "degraded", "queue_depth", "oldest_queue_age_seconds"]}}}},
+                    "oldest_queue_age_seconds": {"type": ["number", "null"], "minimum": 0},
+                    "open_registration": boolean},
+                    "required": ["ready", "degraded", "queue_depth", "oldest_queue_age_seconds", "open_registration"]}}}},
             "503": {"description": "not ready: the authoritative plane did not answer within 1 s",
                 "content": {"application/json": {"schema": {"type": "object", "properties": {
                     "ready": boolean, "error": {"type": "object", "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "hint": {"type": ["string", "null"]}}, "required": ["code", "message"]}},

@@ -43,7 +43,7 @@ pub(super) async fn probe_readiness(app: &Shared) -> Result<Backlog, ClaimError>
 }
 
 /// `/readyz`: this replica can serve verbs (the authoritative plane answers), within 1 s.
-/// 200 with the audit plane's backlog (`degraded` while Postgres is failing or behind:
+/// 200 with the audit plane's backlog and whether `--open-registration` is on (`degraded` while Postgres is failing or behind:
 /// verbs still work, so a readiness probe must not take the fleet out); 503 otherwise.
 pub(super) async fn readyz(State(app): State<Shared>) -> Response {
     match probe_readiness(&app).await {
@@ -54,6 +54,9 @@ pub(super) async fn readyz(State(app): State<Shared>) -> Response {
                 "degraded": b.degraded,
                 "queue_depth": b.queue_depth,
                 "oldest_queue_age_seconds": b.oldest_age_seconds,
+                // Read-only here so `writerctl doctor` can warn about a lab setting left on
+                // in production (also the writerctl_open_registration gauge).
+                "open_registration": app.coord.open_registration(),
             })),
         )
             .into_response(),

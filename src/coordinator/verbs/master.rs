@@ -71,6 +71,7 @@ verb! {
     (ProjectPath, HandoffReq) -> MasterOutcome;
     apply |c, path, r, caller| {
         let token = caller.session_token()?;
+        let c = c.with_reason(r.reason)?.with_dry_run(r.dry_run);
         let req = MasterRequest { project: path.project, to_identity: r.to, to_session: r.to_session, expect_epoch: r.expect_epoch };
         c.handoff(&req, &r.session_id, token)
     }
@@ -84,6 +85,7 @@ verb! {
     MasterClaim = "master.claim" as "claim": Post "/v1/projects/{project}/master/claim", auth Operator, write true;
     (ProjectPath, ClaimReq) -> MasterOutcome;
     apply |c, path, r, caller| {
+        let c = c.with_reason(r.reason)?.with_dry_run(r.dry_run);
         let req = MasterRequest { project: path.project, to_identity: r.to, to_session: r.to_session, expect_epoch: r.expect_epoch };
         let password = Secret::new(r.password);
         match caller.origin {

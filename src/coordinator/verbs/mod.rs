@@ -2,7 +2,9 @@
 //! is [`for_each_verb`](crate::for_each_verb).
 
 pub mod admin;
+pub mod history;
 pub mod master;
+pub mod pause;
 pub mod work;
 
 /// Calls `$m!(Verb)` for every verb, in the order of the route table: the one list the
@@ -38,5 +40,10 @@ macro_rules! for_each_verb {
         $m!($crate::coordinator::verbs::work::EndFocus);
         $m!($crate::coordinator::verbs::master::AddOperator);
         $m!($crate::coordinator::verbs::admin::Audit);
+        $m!($crate::coordinator::verbs::history::MasterHistory);
+        $m!($crate::coordinator::verbs::history::AuditExport);
+        $m!($crate::coordinator::verbs::pause::Pause);
+        $m!($crate::coordinator::verbs::pause::Resume);
+        $m!($crate::coordinator::verbs::pause::ShowPause);
     };
 }

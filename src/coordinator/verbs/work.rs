@@ -76,7 +76,10 @@ verb! {
     /// Take a task: open a claim, or take a released one (`claim take`).
     TakeClaim = "claim.take" as "takeClaim": Post "/v1/projects/{project}/channels/{channel}/claims/{task}/take", auth Seat, write true;
     (TaskPath, TakeReq) -> ClaimOutcome;
-    apply |c, path, r, caller| { c.take(&r.into_request(path.project, path.channel, path.task), caller.bearer.as_ref()) }
+    apply |c, path, r, caller| {
+        let c = c.with_reason(r.reason.clone())?;
+        c.take(&r.into_request(path.project, path.channel, path.task), caller.bearer.as_ref())
+    }
     const RATE: Rate = Rate::SeatInBody;
     fn names(r: &TakeReq) -> Vec<(&'static str, &str)> {
         vec![("seat", &r.seat), ("deputy", r.deputy.as_deref().unwrap_or("-"))]
@@ -98,7 +101,10 @@ verb! {
     /// The owner opens the task again, or closes it with `done` (`claim release`).
     ReleaseClaim = "claim.release" as "releaseClaim": Post "/v1/projects/{project}/channels/{channel}/claims/{task}/release", auth Seat, write true;
     (TaskPath, ReleaseReq) -> ClaimRow;
-    apply |c, path, r, caller| { c.release_claim(&r.into_request(path.project, path.channel, path.task), caller.bearer.as_ref()) }
+    apply |c, path, r, caller| {
+        let c = c.with_reason(r.reason.clone())?;
+        c.release_claim(&r.into_request(path.project, path.channel, path.task), caller.bearer.as_ref())
+    }
     const RATE: Rate = Rate::SeatInBody;
     fn names(r: &ReleaseReq) -> Vec<(&'static str, &str)> {
         vec![("seat", &r.seat)]

@@ -108,18 +108,29 @@ fn seal_waits_for_a_claim_aware_candidate_to_leave() {
     fx.assert_sealed_ok(&out);
 }
 
-#[test]
-fn seal_gives_up_on_a_candidate_that_never_leaves_and_keeps_everything() {
-    let fx = Fx::active();
-    let (cand, _) = candidate_in_gap(&fx, None);
+/// Runs `transition` (a seal or a takeover) with a candidate in the gap that never leaves:
+/// it must wait out its bounded link loop, then fail with `ClaimRetained`. Returns the
+/// candidate's bytes, for the caller's check of what was kept.
+fn gives_up_on_a_candidate_that_never_leaves<T: std::fmt::Debug>(
+    fx: &Fx,
+    transition: impl FnOnce(&Fx) -> Result<T, LockError>,
+) -> Vec<u8> {
+    let (cand, _) = candidate_in_gap(fx, None);
     let started = Instant::now();
-    let e = fx.seal().unwrap_err();
+    let e = transition(fx).unwrap_err();
     let took = started.elapsed();
     // The wait is bounded (19 sleeps of 50 ms per link loop); the upper bound only guards
     // against a hang, since this machine may be loaded.
     assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(60), "{took:?}");
     assert_unavailable(&e, Unavailable::ClaimRetained);
     assert!(e.to_string().contains("did not release the claimed primary path"), "{e}");
+    cand
+}
+
+#[test]
+fn seal_gives_up_on_a_candidate_that_never_leaves_and_keeps_everything() {
+    let fx = Fx::active();
+    let cand = gives_up_on_a_candidate_that_never_leaves(&fx, Fx::seal);
     let a = fx.active_raw();
     assert_eq!(fx.snap(), snap_of(&[(&fx.l(), &cand), (&fx.claim(), &a), (&fx.handoff(), &a)]));
 }
@@ -138,15 +149,7 @@ fn takeover_waits_for_a_claim_aware_candidate_to_leave() {
 fn takeover_gives_up_on_a_candidate_that_never_leaves_and_keeps_everything() {
     let (fx, sealed) = Fx::sealed();
     let seen = record_claim(&fx, |_, _| Ok(()));
-    let (cand, _) = candidate_in_gap(&fx, None);
-    let started = Instant::now();
-    let e = fx.takeover().unwrap_err();
-    let took = started.elapsed();
-    // The wait is bounded (19 sleeps of 50 ms per link loop); the upper bound only guards
-    // against a hang, since this machine may be loaded.
-    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(60), "{took:?}");
-    assert_unavailable(&e, Unavailable::ClaimRetained);
-    assert!(e.to_string().contains("did not release the claimed primary path"), "{e}");
+    let cand = gives_up_on_a_candidate_that_never_leaves(&fx, Fx::takeover);
     let claim = seen.borrow().clone().unwrap();
     let retired = fx.retired_for(&new_owner_of(&claim));
     assert_eq!(fx.snap(), snap_of(&[(&fx.l(), &cand), (&fx.claim(), &claim), (&retired, &sealed)]));

@@ -71,6 +71,8 @@ namespace_keys! {
     ready => "ready",
     inbox_trims => "inbox_trims",
     due_projects => "due_projects",
+    /// `{ns}:pauses`: hash, project → its pause record's JSON (issue 30).
+    pauses => "pauses",
 }
 
 impl Keys {

@@ -1,7 +1,8 @@
 //! The server store: Redis is authoritative and written first; Postgres keeps
-//! `controller_status`, `projects`, operators, the append-only audit log and seed 002's work
-//! claims (`channels`, `claims`, `claim_history`, `focus_leases`), written second and never
-//! allowed to roll Redis back (seed 000 §Dual-plane state).
+//! `controller_status`, `projects`, operators, the append-only audit log, seed 002's work
+//! claims (`channels`, `claims`, `claim_history`, `focus_leases`) and projects' pauses
+//! (`project_pauses`, issue 30), written second and never allowed to roll Redis back (seed
+//! 000 §Dual-plane state).
 //!
 //! # Redis (one namespace `ns`; every key carries the hash tag `{ns}`, so one Lua script may
 //! touch all of them even on a cluster)
@@ -30,6 +31,8 @@
 //! * `{ns}:p:<project>:focus` — hash: seat → [`FocusLease`](crate::claim::work_claims::FocusLease)
 //!   JSON; `{ns}:p:<project>:focus_version` — hash: seat → how many times it was written (the
 //!   Postgres write's order guard)
+//! * `{ns}:pauses` — hash: project → [`ProjectPause`](crate::claim::work_claims::ProjectPause)
+//!   JSON, the latest pause (resumed or not), carrying its own compare-and-set `version`
 //!
 //! Names inside keys escape `%` and `:`, so no project or identity can collide with another.
 //!
@@ -40,7 +43,7 @@
 //! connections), `connect.rs` (URLs, TLS, Sentinel), `replies.rs` and `errors.rs` (reading
 //! replies, mapping failures), `pg.rs` (the Postgres schema, statements and queued
 //! writes), `writer.rs` (the queue's drain and the background writer), `restore.rs`,
-//! `masters.rs`, `work.rs` (seed 002's claims) and `retention.rs`.
+//! `masters.rs`, `work.rs` (seed 002's claims), `pause.rs` (projects' pauses) and `retention.rs`.
 //!
 //! # A commit
 //!
@@ -79,12 +82,13 @@ use std::time::{Duration, Instant};
 
 use redis::{Script, Value};
 
+use crate::claim::engine::MASTER_CHANGE;
 use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Change, Event, Millis, OperatorRecord, Snapshot};
 use crate::claim::requests::{self, KeptAnswer};
 use crate::claim::retention::{Cutoffs, Pruned, Sizes, check_cursor};
-use crate::claim::stores::codec::{from_json, to_json};
-use crate::claim::stores::{Backlog, Commit, Store};
+use crate::claim::stores::codec::{from_json, to_i64, to_json};
+use crate::claim::stores::{AuditPage, Backlog, Commit, Store};
 use errors::{lock, pg_err, to_u64};
 use keys::Keys;
 use pool::RedisPool;
@@ -98,6 +102,7 @@ mod connect;
 mod errors;
 mod keys;
 mod masters;
+mod pause;
 mod pg;
 mod pool;
 mod replies;
@@ -444,6 +449,26 @@ impl RedisPgStore {
     }
 }
 
+/// The columns [`audit_row`] reads, in its order (then `id` for a page).
+const AUDIT_COLUMNS: &str = "at, project, verb, actor, target, result, epoch, detail::text, reason";
+
+/// An audit row from Postgres ([`AUDIT_COLUMNS`]).
+fn audit_row(r: &postgres::Row) -> Result<AuditEntry, ClaimError> {
+    let detail: String = r.try_get(7).map_err(pg_err)?;
+    Ok(AuditEntry {
+        at: r.try_get(0).map_err(pg_err)?,
+        project: r.try_get(1).map_err(pg_err)?,
+        verb: r.try_get(2).map_err(pg_err)?,
+        actor: r.try_get(3).map_err(pg_err)?,
+        target: r.try_get(4).map_err(pg_err)?,
+        result: r.try_get(5).map_err(pg_err)?,
+        epoch: r.try_get::<_, Option<i64>>(6).map_err(pg_err)?.map(|e| to_u64("epoch", e)).transpose()?,
+        detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::String(detail)),
+        request: None,
+        reason: r.try_get(8).map_err(pg_err)?,
+    })
+}
+
 impl Store for RedisPgStore {
     fn snapshot(&self, project: &str) -> Result<Snapshot, ClaimError> {
         let (snap, ready) = self.inner.read_snapshot(project)?;
@@ -543,36 +568,52 @@ impl Store for RedisPgStore {
         let mut rows = pg.run(|conn| {
             conn.client
                 .query(
-                    &pg.sql(
-                        "SELECT at, project, verb, actor, target, result, epoch, detail::text FROM @.audit
-                         WHERE $1::text IS NULL OR project = $1 ORDER BY id DESC LIMIT $2",
-                    ),
+                    &pg.sql(&format!(
+                        "SELECT {AUDIT_COLUMNS} FROM @.audit WHERE $1::text IS NULL OR project = $1 ORDER BY id DESC LIMIT $2"
+                    )),
                     &[&project, &limit],
                 )
                 .map_err(pg_err)?
                 .iter()
-                .map(|r| {
-                    let detail: String = r.try_get(7).map_err(pg_err)?;
-                    Ok(AuditEntry {
-                        at: r.try_get(0).map_err(pg_err)?,
-                        project: r.try_get(1).map_err(pg_err)?,
-                        verb: r.try_get(2).map_err(pg_err)?,
-                        actor: r.try_get(3).map_err(pg_err)?,
-                        target: r.try_get(4).map_err(pg_err)?,
-                        result: r.try_get(5).map_err(pg_err)?,
-                        epoch: r
-                            .try_get::<_, Option<i64>>(6)
-                            .map_err(pg_err)?
-                            .map(|e| to_u64("epoch", e))
-                            .transpose()?,
-                        detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::String(detail)),
-                        request: None,
-                    })
-                })
+                .map(audit_row)
                 .collect::<Result<Vec<_>, ClaimError>>()
         })?;
         rows.reverse();
         Ok(rows)
+    }
+
+    fn audit_page(&self, page: &AuditPage<'_>) -> Result<Vec<(u64, AuditEntry)>, ClaimError> {
+        if !self.inner.degraded.load(Ordering::SeqCst) {
+            // As `audit_log`: rows still queued are read once they reach Postgres.
+            let _ = self.inner.drain_written_so_far(AUDIT_READ_WAIT);
+        }
+        let pg = &self.inner.pg;
+        let order = if page.newest_first { "DESC" } else { "ASC" };
+        let sql = pg.sql(&format!(
+            "SELECT {AUDIT_COLUMNS}, id FROM @.audit
+             WHERE ($1::text IS NULL OR project = $1) AND at >= $2 AND id > $3
+               AND (NOT $4 OR detail->'{MASTER_CHANGE}' IS NOT NULL)
+             ORDER BY id {order} LIMIT $5"
+        ));
+        let (after, limit) = (to_i64(page.after), i64::try_from(page.limit).unwrap_or(i64::MAX));
+        pg.run(|conn| {
+            conn.client
+                .query(&sql, &[&page.project, &page.since, &after, &page.master_changes, &limit])
+                .map_err(pg_err)?
+                .iter()
+                .map(|r| Ok((to_u64("cursor", r.try_get::<_, i64>(9).map_err(pg_err)?)?, audit_row(r)?)))
+                .collect()
+        })
+    }
+
+    fn audit_cursor(&self, cursor: u64) -> Result<(bool, Option<u64>), ClaimError> {
+        let pg = &self.inner.pg;
+        let sql = pg.sql("SELECT EXISTS (SELECT 1 FROM @.audit WHERE id = $1), (SELECT min(id) FROM @.audit)");
+        pg.run(|conn| {
+            let r = conn.client.query_one(&sql, &[&to_i64(cursor)]).map_err(pg_err)?;
+            let oldest: Option<i64> = r.try_get(1).map_err(pg_err)?;
+            Ok((r.try_get(0).map_err(pg_err)?, oldest.map(|o| to_u64("cursor", o)).transpose()?))
+        })
     }
 
     fn operator(&self, operator_id: &str) -> Result<Option<OperatorRecord>, ClaimError> {

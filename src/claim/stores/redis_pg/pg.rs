@@ -12,7 +12,7 @@ use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Controller, EnrolledIdentity, MasterRef, Millis};
 use crate::claim::requests::{self, RequestRecord};
 use crate::claim::stores::codec::{from_json, to_i64};
-use crate::claim::work_claims::{Channel, ClaimRow, ClaimStep, FocusLease};
+use crate::claim::work_claims::{Channel, ClaimRow, ClaimStep, FocusLease, ProjectPause};
 
 /// Postgres schema migrations, in order; `@.` stands for the quoted schema. Migration `i`
 /// is recorded as version `i + 1` in `schema_migrations`. Append only.
@@ -163,6 +163,20 @@ CREATE TABLE @.requests (
 );
 CREATE INDEX requests_expiry ON @.requests (expires_at);
 "#,
+    // Issue 30: the caller's `--reason` on each audit row (NULL on rows written before).
+    // ALTER is not an UPDATE: the append-only triggers do not fire.
+    r#"
+ALTER TABLE @.audit ADD COLUMN reason TEXT;
+"#,
+    // Issue 30: each project's latest maintenance pause (resumed or not); `body` is the JSON
+    // Redis holds, restored from here when Redis starts empty.
+    r#"
+CREATE TABLE @.project_pauses (
+    project TEXT PRIMARY KEY,
+    version BIGINT NOT NULL,
+    body    JSON NOT NULL
+);
+"#,
 ];
 
 /// The verb whose answer Postgres keeps (see the last migration).
@@ -243,18 +257,18 @@ impl Pg {
                    key_issued_at = excluded.key_issued_at",
             )?,
             insert_audit: prepare(
-                "INSERT INTO @.audit (op_id, at, project, verb, actor, target, result, epoch, detail)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::json)
+                "INSERT INTO @.audit (op_id, at, project, verb, actor, target, result, epoch, detail, reason)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::json, $10)
                  ON CONFLICT (op_id) DO NOTHING",
             )?,
             // A drain's audit rows in one statement, in queue order (the log reads by id).
             // Issue 20: one INSERT per row held the writer to 1,300-1,700 entries/s.
             insert_audits: prepare(
-                "INSERT INTO @.audit (op_id, at, project, verb, actor, target, result, epoch, detail)
-                 SELECT o, a, p, v, ac, t, r, e, d::json
+                "INSERT INTO @.audit (op_id, at, project, verb, actor, target, result, epoch, detail, reason)
+                 SELECT o, a, p, v, ac, t, r, e, d::json, w
                  FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[],
-                             $7::text[], $8::bigint[], $9::text[])
-                      WITH ORDINALITY AS u(o, a, p, v, ac, t, r, e, d, n)
+                             $7::text[], $8::bigint[], $9::text[], $10::text[])
+                      WITH ORDINALITY AS u(o, a, p, v, ac, t, r, e, d, w, n)
                  ORDER BY n
                  ON CONFLICT (op_id) DO NOTHING",
             )?,
@@ -382,7 +396,7 @@ pub(super) fn insert_audit(
     let epoch = a.epoch.map(to_i64);
     tx.execute(
         &st.insert_audit,
-        &[&op_id, &a.at, &a.project, &a.verb, &a.actor, &a.target, &a.result, &epoch, &a.detail.to_string()],
+        &[&op_id, &a.at, &a.project, &a.verb, &a.actor, &a.target, &a.result, &epoch, &a.detail.to_string(), &a.reason],
     )?;
     Ok(())
 }
@@ -502,6 +516,7 @@ pub(super) fn insert_audits(
     let target: Vec<Option<&str>> = rows.iter().map(|(_, a)| a.target.as_deref()).collect();
     let epoch: Vec<Option<i64>> = rows.iter().map(|(_, a)| a.epoch.map(to_i64)).collect();
     let detail: Vec<String> = rows.iter().map(|(_, a)| a.detail.to_string()).collect();
+    let reason: Vec<Option<&str>> = rows.iter().map(|(_, a)| a.reason.as_deref()).collect();
     tx.execute(
         &st.insert_audits,
         &[
@@ -514,6 +529,7 @@ pub(super) fn insert_audits(
             &col(|a| &a.result),
             &epoch,
             &detail,
+            &reason,
         ],
     )?;
     Ok(())
@@ -625,6 +641,8 @@ pub(super) enum Payload {
     Channel { channel: Channel, json: String },
     /// A seat's focus lease, with the seat's write counter.
     Focus { lease: FocusLease, json: String, version: u64 },
+    /// A project's pause record (its own version orders the writes).
+    Pause { pause: ProjectPause, json: String },
 }
 
 fn field<'a>(f: &'a HashMap<String, String>, k: &str) -> Result<&'a String, ClaimError> {
@@ -646,6 +664,9 @@ impl Payload {
         }
         if let Some(json) = f.get("channel") {
             return Ok(Some(Payload::Channel { channel: from_json(json)?, json: json.clone() }));
+        }
+        if let Some(json) = f.get("pause") {
+            return Ok(Some(Payload::Pause { pause: from_json(json)?, json: json.clone() }));
         }
         if let Some(json) = f.get("focus") {
             return Ok(Some(Payload::Focus {
@@ -707,6 +728,9 @@ impl Payload {
                     &[&l.project, &l.seat, &to_i64(*version), &l.started_at, &l.until, &l.ended_at, json],
                 )?;
             }
+            Payload::Pause { pause: p, json } => {
+                tx.execute(&st.upsert_pause, &[&p.project, &to_i64(p.version), json])?;
+            }
         }
         Ok(())
     }
@@ -718,6 +742,7 @@ pub(super) struct WorkStatements {
     insert_step: postgres::Statement,
     insert_channel: postgres::Statement,
     upsert_focus: postgres::Statement,
+    upsert_pause: postgres::Statement,
 }
 
 impl WorkStatements {
@@ -752,6 +777,12 @@ impl WorkStatements {
                    version = excluded.version, started_at = excluded.started_at, until_at = excluded.until_at,
                    ended_at = excluded.ended_at, body = excluded.body
                  WHERE f.version < excluded.version",
+            )?,
+            // Version-guarded like a claim: a replayed or reordered entry never moves it back.
+            upsert_pause: prepare(
+                "INSERT INTO @.project_pauses AS p (project, version, body) VALUES ($1, $2, $3::text::json)
+                 ON CONFLICT (project) DO UPDATE SET version = excluded.version, body = excluded.body
+                 WHERE p.version < excluded.version",
             )?,
         })
     }

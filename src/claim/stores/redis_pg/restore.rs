@@ -13,6 +13,22 @@ use crate::claim::error::ClaimError;
 use crate::claim::model::{Controller, EnrolledIdentity, MasterRef, MasterSlot, Snapshot};
 use crate::claim::stores::codec::{from_json, json_err, to_json};
 
+/// Runs `sql`, whose first column is the project and the rest one `T` (read by `decode`),
+/// and groups the records by project in the query's order: the controllers and the
+/// enrolled identities restore the same way.
+fn grouped_by_project<T>(
+    tx: &mut postgres::Transaction<'_>,
+    sql: &str,
+    decode: impl Fn(&postgres::Row) -> Result<T, postgres::Error>,
+) -> Result<HashMap<String, Vec<T>>, ClaimError> {
+    let mut grouped: HashMap<String, Vec<T>> = HashMap::new();
+    for r in tx.query(sql, &[]).map_err(pg_err)? {
+        let project: String = r.try_get(0).map_err(pg_err)?;
+        grouped.entry(project).or_default().push(decode(&r).map_err(pg_err)?);
+    }
+    Ok(grouped)
+}
+
 impl Inner {
     pub(super) fn ready(&self) -> Result<bool, ClaimError> {
         let key = self.keys.ready();
@@ -21,7 +37,7 @@ impl Inner {
 
     pub(super) fn restore_from_postgres(&self) -> Result<usize, ClaimError> {
         type Head = (String, i64, i64, Option<String>, Option<String>, i64);
-        let (heads, rows, identities, work) = self.pg.run(|conn| {
+        let (heads, mut by_project, mut enrolled, work) = self.pg.run(|conn| {
             // One snapshot of Postgres: heads, rows and work claims from the same moment.
             let mut tx = conn
                 .client
@@ -45,49 +61,27 @@ impl Inner {
                 })
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(pg_err)?;
-            let rows = tx
-                .query(
-                    &self.pg.sql(
-                        "SELECT project, session_id, identity, surface, machine_id, token_hash, is_master,
-                                registered_at, last_heartbeat
-                         FROM @.controller_status ORDER BY project, session_id",
-                    ),
-                    &[],
-                )
-                .map_err(pg_err)?
-                .iter()
-                .map(|r| -> Result<(String, Controller), postgres::Error> {
-                    Ok((r.try_get(0)?, record_from_row!(Controller, r.try_get, 1)))
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(pg_err)?;
-            let identities = tx
-                .query(
-                    &self.pg.sql(
-                        "SELECT project, identity, key_hash, enrolled_at, key_issued_at
-                         FROM @.identities ORDER BY project, identity",
-                    ),
-                    &[],
-                )
-                .map_err(pg_err)?
-                .iter()
-                .map(|r| -> Result<(String, EnrolledIdentity), postgres::Error> {
-                    Ok((r.try_get(0)?, record_from_row!(EnrolledIdentity, r.try_get, 1)))
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(pg_err)?;
+            let rows = grouped_by_project(
+                &mut tx,
+                &self.pg.sql(
+                    "SELECT project, session_id, identity, surface, machine_id, token_hash, is_master,
+                            registered_at, last_heartbeat
+                     FROM @.controller_status ORDER BY project, session_id",
+                ),
+                |r| Ok(record_from_row!(Controller, r.try_get, 1)),
+            )?;
+            let identities = grouped_by_project(
+                &mut tx,
+                &self.pg.sql(
+                    "SELECT project, identity, key_hash, enrolled_at, key_issued_at
+                     FROM @.identities ORDER BY project, identity",
+                ),
+                |r| Ok(record_from_row!(EnrolledIdentity, r.try_get, 1)),
+            )?;
             let work = self.read_work(&mut tx)?;
             tx.commit().map_err(pg_err)?;
             Ok((heads, rows, identities, work))
         })?;
-        let mut by_project: HashMap<String, Vec<Controller>> = HashMap::new();
-        for (p, c) in rows {
-            by_project.entry(p).or_default().push(c);
-        }
-        let mut enrolled: HashMap<String, Vec<EnrolledIdentity>> = HashMap::new();
-        for (p, i) in identities {
-            enrolled.entry(p).or_default().push(i);
-        }
         let mut restored = 0;
         let mut last_cursor = work.last_cursor;
         for (project, version, epoch, msid, mident, cursor) in heads {

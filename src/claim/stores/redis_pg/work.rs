@@ -26,7 +26,7 @@ use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Millis};
 use crate::claim::requests;
 use crate::claim::stores::codec::json_err;
-use crate::claim::stores::{ClaimWrite, Commit, SeatProof, WorkStore, seat_unproven};
+use crate::claim::stores::{ClaimWrite, Commit, FocusWrite, WorkStore, seat_unproven};
 use crate::claim::stores::{from_json as parse, to_i64, to_json};
 use crate::claim::work_claims::{Channel, ClaimRow, ClaimStep, FocusLease};
 
@@ -57,6 +57,23 @@ local function seat_unproven(ctl, seat, proof)
 end
 "#;
 
+/// The version of the JSON record stored in field `field` of hash `hash`: '0' when there is
+/// none, nil when its text holds no version. Read from the text rather than decoded (see
+/// [`CLAIM_LUA`]): `"version":` followed by digits only occurs as the record's own key.
+const STORED_VERSION_LUA: &str = r#"
+local function stored_version(hash, field)
+  local stored = redis.call('HGET', hash, field)
+  if not stored then return '0' end
+  return string.match(stored, '"version":(%d+)')
+end
+"#;
+
+/// A compare-and-set script on a record's JSON version, with [`STORED_VERSION_LUA`]'s
+/// function.
+pub(super) fn with_stored_version(body: &str) -> String {
+    [STORED_VERSION_LUA, body].concat()
+}
+
 /// A write script with [`PROOF_LUA`]'s function.
 fn with_proof(body: &str) -> String {
     [PROOF_LUA, body].concat()
@@ -82,12 +99,8 @@ fn with_proof(body: &str) -> String {
 /// Every check runs before the first write: Redis does not roll a script back.
 const CLAIM_LUA: &str = r#"
 if redis.call('EXISTS', KEYS[1]) == 0 then return 'lost' end
-local stored = redis.call('HGET', KEYS[4], ARGV[2])
-local current = '0'
-if stored then
-  current = string.match(stored, '"version":(%d+)')
-  if not current then return redis.error_reply('claim row ' .. ARGV[2] .. ' in ' .. KEYS[4] .. ' has no version') end
-end
+local current = stored_version(KEYS[4], ARGV[2])
+if not current then return redis.error_reply('claim row ' .. ARGV[2] .. ' in ' .. KEYS[4] .. ' has no version') end
 if current ~= ARGV[1] then return 'conflict' end
 if seat_unproven(KEYS[#KEYS - 3], ARGV[#ARGV - 7], ARGV[#ARGV - 6]) then return 'unproven' end
 if request_seen() then return 'replayed' end
@@ -222,7 +235,7 @@ pub(super) struct Scripts {
 impl Scripts {
     pub(super) fn new() -> Scripts {
         Scripts {
-            claim: Piped::new(with_request(&with_queue(&with_inbox(&with_proof(CLAIM_LUA))))),
+            claim: Piped::new(with_request(&with_queue(&with_inbox(&with_proof(&with_stored_version(CLAIM_LUA)))))),
             channel: Script::new(&with_request(&with_queue(CHANNEL_LUA))),
             focus: Script::new(&with_request(&with_queue(&with_proof(FOCUS_LUA)))),
             restore_claim: Piped::new(RESTORE_CLAIM_LUA.to_string()),
@@ -251,7 +264,7 @@ fn split_member(member: &str) -> Result<(String, String), ClaimError> {
 }
 
 /// A JSON value from a reply; None for a missing one.
-fn from_json<T: DeserializeOwned>(what: &str, v: &Value) -> Result<Option<T>, ClaimError> {
+pub(super) fn from_json<T: DeserializeOwned>(what: &str, v: &Value) -> Result<Option<T>, ClaimError> {
     match v {
         Value::Nil => Ok(None),
         v => {
@@ -262,7 +275,7 @@ fn from_json<T: DeserializeOwned>(what: &str, v: &Value) -> Result<Option<T>, Cl
 }
 
 /// An array reply of JSON values.
-fn json_list<T: DeserializeOwned>(what: &str, v: &Value) -> Result<Vec<T>, ClaimError> {
+pub(super) fn json_list<T: DeserializeOwned>(what: &str, v: &Value) -> Result<Vec<T>, ClaimError> {
     as_array(what, v)?.iter().map(|x| from_json(what, x)?.ok_or_else(|| bad_reply(what, x))).collect()
 }
 
@@ -272,7 +285,7 @@ fn text_list(what: &str, v: &Value) -> Result<Vec<String>, ClaimError> {
 }
 
 /// The only reply of a one-command read.
-fn only(what: &str, replies: Vec<Value>) -> Result<Value, ClaimError> {
+pub(super) fn only(what: &str, replies: Vec<Value>) -> Result<Value, ClaimError> {
     match <[Value; 1]>::try_from(replies) {
         Ok([v]) => Ok(v),
         Err(replies) => Err(bad_reply(what, &Value::Array(replies))),
@@ -280,7 +293,7 @@ fn only(what: &str, replies: Vec<Value>) -> Result<Value, ClaimError> {
 }
 
 /// How a write script answered.
-enum Reply {
+pub(super) enum Reply {
     Ok,
     Conflict,
     Exists,
@@ -317,6 +330,8 @@ pub(super) struct Restore {
     claims: Vec<(ClaimRow, Vec<String>)>,
     /// Every focus lease, with its JSON and its write counter.
     focus: Vec<(FocusLease, String, u64)>,
+    /// (project, JSON) of every project's pause record (issue 30).
+    pauses: Vec<(String, String)>,
     /// The last event cursor a claim write's doorbells used, as Postgres saw it.
     pub(super) last_cursor: u64,
 }
@@ -335,6 +350,10 @@ impl Inner {
         let channels = query("SELECT project, channel, body::text FROM @.channels ORDER BY project, channel", &[])?
             .iter()
             .map(|r| Ok((text(r, 0)?, text(r, 1)?, text(r, 2)?)))
+            .collect::<Result<Vec<_>, ClaimError>>()?;
+        let pauses = query("SELECT project, body::text FROM @.project_pauses ORDER BY project", &[])?
+            .iter()
+            .map(|r| Ok((text(r, 0)?, text(r, 1)?)))
             .collect::<Result<Vec<_>, ClaimError>>()?;
         let focus = query("SELECT version, body::text FROM @.focus_leases ORDER BY project, seat", &[])?
             .iter()
@@ -372,7 +391,7 @@ impl Inner {
                 (row, steps.unwrap_or_default())
             })
             .collect();
-        Ok(Restore { channels, claims, focus, last_cursor: to_u64("cursor", last_cursor)? })
+        Ok(Restore { channels, claims, focus, pauses, last_cursor: to_u64("cursor", last_cursor)? })
     }
 
     /// The rows Redis does not hold (one HKEYS per channel).
@@ -400,10 +419,15 @@ impl Inner {
     /// overwrite newer state.
     pub(super) fn restore_work(&self, work: Restore) -> Result<(), ClaimError> {
         let k = &self.keys;
-        for chunk in work.channels.chunks(PIPELINE_CHUNK) {
+        // Channels and pauses: one hash field each, set only where Redis lacks it.
+        let fields: Vec<(String, &String, &String)> = (work.channels.iter())
+            .map(|(project, channel, json)| (k.channels(project), channel, json))
+            .chain(work.pauses.iter().map(|(project, json)| (k.pauses(), project, json)))
+            .collect();
+        for chunk in fields.chunks(PIPELINE_CHUNK) {
             let mut p = redis::pipe();
-            for (project, channel, json) in chunk {
-                p.cmd("HSETNX").arg(k.channels(project)).arg(channel).arg(json).ignore();
+            for (key, field, json) in chunk {
+                p.cmd("HSETNX").arg(key).arg(field.as_str()).arg(json.as_str()).ignore();
             }
             self.redis.run_idempotent(|c| p.query::<()>(c))?;
         }
@@ -490,7 +514,7 @@ impl Inner {
     /// round trip. When Redis lost the namespace, restores and reads again, as a snapshot
     /// does: an empty read must never pass for the truth (a take would decide a live claim
     /// was free).
-    fn read_ready(&self, build: impl Fn(&mut redis::Pipeline)) -> Result<Vec<Value>, ClaimError> {
+    pub(super) fn read_ready(&self, build: impl Fn(&mut redis::Pipeline)) -> Result<Vec<Value>, ClaimError> {
         let ready_key = self.keys.ready();
         let read = || -> Result<(bool, Vec<Value>), ClaimError> {
             let mut p = redis::pipe();
@@ -515,7 +539,7 @@ impl Inner {
     /// Runs a write script that answers `lost` when the ready marker is gone: then restores
     /// and runs it once more (a second loss answers `Unavailable`). `invoke` is never
     /// retried on a lost reply: the script may have run.
-    fn write_or_restore(
+    pub(super) fn write_or_restore(
         &self,
         what: &str,
         invoke: impl Fn() -> Result<Value, ClaimError>,
@@ -799,13 +823,8 @@ impl WorkStore for RedisPgStore {
         Ok(leases)
     }
 
-    fn put_focus(
-        &self,
-        lease: &FocusLease,
-        replaces: Option<Millis>,
-        audit: &AuditEntry,
-        proof: Option<&SeatProof>,
-    ) -> Result<Commit, ClaimError> {
+    fn put_focus(&self, write: FocusWrite<'_>) -> Result<Commit, ClaimError> {
+        let FocusWrite { lease, replaces, audit, proof } = write;
         let inner = &self.inner;
         let k = &inner.keys;
         let op = uuid::Uuid::new_v4().to_string();

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params};
 
-use super::{Commit, Decide, Store, events_at, json_err, to_i64};
+use super::{AuditPage, Commit, Decide, Store, events_at, json_err, to_i64};
+use crate::claim::engine::MASTER_CHANGE;
 use crate::claim::error::ClaimError;
 use crate::claim::model::{
     AuditEntry, Change, Event, MasterRef, MasterSlot, Millis, NewEvent, OperatorRecord, Snapshot,
@@ -20,6 +21,7 @@ use crate::claim::model::{
 use crate::claim::requests::{self, KeptAnswer, RequestRecord};
 use crate::claim::retention::{Cutoffs, PRUNE_BATCH, Pruned, Sizes, check_cursor};
 
+mod pause;
 mod work;
 
 /// How long a verb waits for another process's write transaction before answering
@@ -154,6 +156,19 @@ CREATE TABLE requests (
 );
 CREATE INDEX requests_expiry ON requests (expires_at);
 "#,
+    // Issue 30: the caller's `--reason` on each audit row (NULL on rows written before).
+    r#"
+ALTER TABLE audit ADD COLUMN reason TEXT;
+"#,
+    // Issue 30: each project's latest maintenance pause (resumed or not), with its own
+    // compare-and-set version (`pause.rs`).
+    r#"
+CREATE TABLE pauses (
+    project TEXT PRIMARY KEY,
+    version INTEGER NOT NULL,
+    body    TEXT NOT NULL
+);
+"#,
 ];
 
 /// The embedded store.
@@ -194,14 +209,22 @@ fn create_private_file(path: &Path) -> Result<(), ClaimError> {
     // The store holds password and token hashes: an existing file others can read is
     // refused rather than silently used (or silently changed).
     use std::os::unix::fs::PermissionsExt;
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o077 != 0 {
-        return Err(ClaimError::InvalidArgument(format!(
+    match private_mode_problem(path, meta.permissions().mode()) {
+        Some(problem) => Err(ClaimError::InvalidArgument(problem)),
+        None => Ok(()),
+    }
+}
+
+/// Why a store file with this `mode` is refused (others may read or write it), or `None`.
+/// `writerctl doctor` judges the file with the same rule.
+pub fn private_mode_problem(path: &Path, mode: u32) -> Option<String> {
+    let mode = mode & 0o777;
+    (mode & 0o077 != 0).then(|| {
+        format!(
             "store {} has mode {mode:04o}: others may read its password and token hashes (chmod 600 it)",
             path.display()
-        )));
-    }
-    Ok(())
+        )
+    })
 }
 
 impl SqliteStore {
@@ -366,7 +389,8 @@ fn insert_audit(tx: &Connection, a: &AuditEntry) -> Result<(), ClaimError> {
         keep_request(tx, r, a.at)?;
     }
     tx.prepare_cached(
-        "INSERT INTO audit (at, project, verb, actor, target, result, epoch, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "INSERT INTO audit (at, project, verb, actor, target, result, epoch, detail, reason)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )
     .and_then(|mut s| {
         s.execute(params![
@@ -377,7 +401,8 @@ fn insert_audit(tx: &Connection, a: &AuditEntry) -> Result<(), ClaimError> {
             a.target,
             a.result,
             a.epoch.map(|e| e as i64),
-            a.detail.to_string()
+            a.detail.to_string(),
+            a.reason
         ])
     })
     .map_err(db_err)?;
@@ -505,6 +530,9 @@ fn apply(
     Ok(new_version)
 }
 
+/// The columns [`audit_row`] reads, in its order (then `id` for a page).
+const AUDIT_COLUMNS: &str = "at, project, verb, actor, target, result, epoch, detail, reason";
+
 fn audit_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AuditEntry> {
     let detail: String = r.get(7)?;
     Ok(AuditEntry {
@@ -517,6 +545,7 @@ fn audit_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AuditEntry> {
         epoch: r.get::<_, Option<i64>>(6)?.map(|e| e as u64),
         detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::String(detail)),
         request: None,
+        reason: r.get(8)?,
     })
 }
 
@@ -596,10 +625,9 @@ impl Store for SqliteStore {
     fn audit_log(&self, project: Option<&str>, limit: usize) -> Result<Vec<AuditEntry>, ClaimError> {
         let conn = self.lock();
         let mut stmt = conn
-            .prepare_cached(
-                "SELECT at, project, verb, actor, target, result, epoch, detail FROM audit
-                 WHERE ?1 IS NULL OR project = ?1 ORDER BY id DESC LIMIT ?2",
-            )
+            .prepare_cached(&format!(
+                "SELECT {AUDIT_COLUMNS} FROM audit WHERE ?1 IS NULL OR project = ?1 ORDER BY id DESC LIMIT ?2"
+            ))
             .map_err(db_err)?;
         let mut rows = stmt
             .query_map(params![project, limit as i64], audit_row)
@@ -608,6 +636,37 @@ impl Store for SqliteStore {
             .map_err(db_err)?;
         rows.reverse();
         Ok(rows)
+    }
+
+    fn audit_page(&self, page: &AuditPage<'_>) -> Result<Vec<(u64, AuditEntry)>, ClaimError> {
+        let conn = self.lock();
+        let order = if page.newest_first { "DESC" } else { "ASC" };
+        let mut stmt = conn
+            .prepare_cached(&format!(
+                "SELECT {AUDIT_COLUMNS}, id FROM audit
+                 WHERE (?1 IS NULL OR project = ?1) AND at >= ?2 AND id > ?3
+                   AND (?4 = 0 OR json_extract(detail, '$.{MASTER_CHANGE}') IS NOT NULL)
+                 ORDER BY id {order} LIMIT ?5"
+            ))
+            .map_err(db_err)?;
+        let after = to_i64(page.after);
+        let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
+        stmt.query_map(params![page.project, page.since, after, page.master_changes, limit], |r| {
+            Ok((r.get::<_, i64>(9)?.max(0) as u64, audit_row(r)?))
+        })
+        .map_err(db_err)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(db_err)
+    }
+
+    fn audit_cursor(&self, cursor: u64) -> Result<(bool, Option<u64>), ClaimError> {
+        self.lock()
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM audit WHERE id = ?1), (SELECT MIN(id) FROM audit)",
+                [to_i64(cursor)],
+                |r| Ok((r.get::<_, bool>(0)?, r.get::<_, Option<i64>>(1)?.map(|i| i.max(0) as u64))),
+            )
+            .map_err(db_err)
     }
 
     fn operator(&self, operator_id: &str) -> Result<Option<OperatorRecord>, ClaimError> {

@@ -17,6 +17,7 @@ fn audit(project: &str) -> AuditEntry {
         epoch: None,
         request: None,
         detail: serde_json::json!({}),
+        reason: None,
     }
 }
 
@@ -132,14 +133,25 @@ impl WorkStore for CasOnly {
     fn focus_leases(&self, p: &str) -> Result<Vec<FocusLease>, ClaimError> {
         self.inner.focus_leases(p)
     }
-    fn put_focus(
+    fn put_focus(&self, w: crate::claim::stores::FocusWrite<'_>) -> Result<Commit, ClaimError> {
+        self.inner.put_focus(w)
+    }
+}
+
+impl crate::claim::stores::PauseStore for CasOnly {
+    fn pause(&self, p: &str) -> Result<Option<crate::claim::work_claims::ProjectPause>, ClaimError> {
+        self.inner.pause(p)
+    }
+    fn pauses(&self) -> Result<Vec<crate::claim::work_claims::ProjectPause>, ClaimError> {
+        self.inner.pauses()
+    }
+    fn put_pause(
         &self,
-        l: &FocusLease,
-        r: Option<Millis>,
+        p: &crate::claim::work_claims::ProjectPause,
+        v: u64,
         a: &AuditEntry,
-        p: Option<&crate::claim::stores::SeatProof>,
     ) -> Result<Commit, ClaimError> {
-        self.inner.put_focus(l, r, a, p)
+        self.inner.put_pause(p, v, a)
     }
 }
 
@@ -162,6 +174,12 @@ impl Store for CasOnly {
     }
     fn audit_log(&self, p: Option<&str>, l: usize) -> Result<Vec<AuditEntry>, ClaimError> {
         self.inner.audit_log(p, l)
+    }
+    fn audit_page(&self, p: &crate::claim::stores::AuditPage<'_>) -> Result<Vec<(u64, AuditEntry)>, ClaimError> {
+        self.inner.audit_page(p)
+    }
+    fn audit_cursor(&self, c: u64) -> Result<(bool, Option<u64>), ClaimError> {
+        self.inner.audit_cursor(c)
     }
     fn projects_without_master(&self) -> Result<u64, ClaimError> {
         self.inner.projects_without_master()

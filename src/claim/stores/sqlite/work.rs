@@ -12,7 +12,7 @@ use super::{SqliteStore, db_err, insert_audit, insert_event};
 use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Millis};
 use crate::claim::secret::token_hash_matches;
-use crate::claim::stores::{ClaimWrite, Commit, SeatProof, WorkStore, seat_unproven};
+use crate::claim::stores::{ClaimWrite, Commit, FocusWrite, SeatProof, WorkStore, seat_unproven};
 use crate::claim::stores::{from_json as parse, to_i64, to_json as body};
 use crate::claim::work_claims::{Channel, ClaimRow, ClaimStep, FocusLease};
 
@@ -154,13 +154,8 @@ impl WorkStore for SqliteStore {
         parse_all(stmt.query_map([project], |r| r.get(0)).and_then(|rows| rows.collect()))
     }
 
-    fn put_focus(
-        &self,
-        lease: &FocusLease,
-        replaces: Option<Millis>,
-        audit: &AuditEntry,
-        proof: Option<&SeatProof>,
-    ) -> Result<Commit, ClaimError> {
+    fn put_focus(&self, write: FocusWrite<'_>) -> Result<Commit, ClaimError> {
+        let FocusWrite { lease, replaces, audit, proof } = write;
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
         if let Some(p) = proof {

@@ -1,0 +1,267 @@
+//! `writerctl doctor` over a runtime directory: the lock directory's filesystem, who may
+//! change R, R/tmp and the lock directory, and every lock that needs an operator.
+//!
+//! # Calling sequence
+//!
+//! ```text
+//! let checks = diagnose::diagnose(R, &SystemProbe);   // Vec<Check>, never an error
+//! ```
+//!
+//! # Guarantees
+//!
+//! Read-only, like `status`: nothing is created (not even a missing lock directory), no
+//! probe file is written (the hard-link probe [`super::filesystem::refuses_hard_links`]
+//! is never run here), no lock is taken, no transcript is hashed. Every verdict comes from
+//! the rule the engine itself applies — [`super::filesystem::judge`] for the filesystem,
+//! [`super::trust::require_trusted_on`] for the directories, [`super::status::status_all`]
+//! and its `next_step` for the locks — so doctor cannot pass what a command would refuse.
+//! A check that cannot be made (a directory that cannot be read) fails with the engine's
+//! own error message and hint.
+
+use std::path::Path;
+
+use super::error::LockError;
+use super::filesystem::{Family, Filesystem, allowed_types, judge, of_nearest_existing};
+use super::identity::ProcessProbe;
+use super::liveness::{LiveReason, Liveness};
+use super::paths::LOCK_SUBDIR;
+use super::site::check_runtime_dir;
+use super::status::{LivenessView, LockState, SessionStatus, status_all};
+use super::sys::{Kind, is_enoent, lstat_path, stat_path};
+use super::trust::{TRUSTED_GROUPS_ENV, require_trusted_on, trusted_groups};
+use crate::doctor::{Check, Verdict};
+
+/// Every lock-directory check for runtime directory `runtime_dir`, in a fixed order:
+/// `runtime_dir`, `filesystem`, `ownership.*`, `locks`, then one `lock.<session id>` per
+/// lock that needs an operator.
+pub fn diagnose(runtime_dir: &Path, probe: &dyn ProcessProbe) -> Vec<Check> {
+    if let Err(e) = check_runtime_dir(runtime_dir) {
+        return vec![from_error("runtime_dir", &e)];
+    }
+    let mut checks = vec![Check::ok("runtime_dir", format!("{} is a directory", runtime_dir.display()))];
+    let lock_dir = runtime_dir.join(LOCK_SUBDIR);
+    let fs = of_nearest_existing(&lock_dir);
+    checks.push(match &fs {
+        Ok(Some((judged, fs))) => filesystem_check(&lock_dir, judged, fs, &allowed_types()),
+        Ok(None) => {
+            Check::with("filesystem", Verdict::Fail, "no ancestor of the lock directory opens", "check the path")
+        }
+        Err(e) => from_error("filesystem", e),
+    });
+    // A filesystem that sets owners and modes at mount time: the trust hint names mount
+    // options instead of chmod (the rule `open_lock_dir` applies).
+    let keeps_modes = !matches!(&fs, Ok(Some((_, f))) if !f.authoritative_lookups());
+    checks.push(directory_check(
+        "ownership.runtime_tmp",
+        "runtime tmp directory",
+        &runtime_dir.join("tmp"),
+        true,
+        keeps_modes,
+    ));
+    checks.push(directory_check("ownership.lock_dir", "lock directory", &lock_dir, false, keeps_modes));
+    match status_all(runtime_dir, probe) {
+        Ok(sessions) => {
+            checks.push(summary(&sessions));
+            checks.extend(sessions.iter().filter_map(lock_check));
+        }
+        Err(e) => checks.push(from_error("locks", &e)),
+    }
+    checks
+}
+
+/// A check that failed with the engine's error: its message, and its hint.
+pub fn from_error(name: &str, e: &LockError) -> Check {
+    Check {
+        name: name.into(),
+        verdict: Verdict::Fail,
+        detail: format!("{e} ({})", e.code()),
+        hint: e.hint().or_else(|| Some("fix what the message names, then run `writerctl doctor` again".into())),
+    }
+}
+
+/// What the network-filesystem rules decide for the lock directory's filesystem: refused
+/// (`fail`: every lock-file command would answer filesystem_unsupported), refused but
+/// allowed by `WRITERCTL_ALLOW_FILESYSTEM` (`warn`), or accepted with a caveat the
+/// protocol pays for (`warn`: a filesystem whose locks are not arbitrated for every mount
+/// cannot prove a holder gone by its holder lock, so stale locks stay fenced).
+fn filesystem_check(lock_dir: &Path, judged: &Path, fs: &Filesystem, allowed: &[String]) -> Check {
+    let mut detail = lock_dir.display().to_string();
+    if judged != lock_dir {
+        // Not created yet: its nearest existing ancestor is where it would be.
+        detail.push_str(&format!(" (not created yet; judged at {})", judged.display()));
+    }
+    detail.push_str(&format!(": type {}", fs.fs_type));
+    if let Some(m) = &fs.mount_point {
+        detail.push_str(&format!(", mounted at {}", m.display()));
+    }
+    if !fs.options.is_empty() {
+        detail.push_str(&format!(", options {}", fs.options.join(",")));
+    }
+    if let Err(e) = judge(fs, lock_dir, &[]) {
+        if judge(fs, lock_dir, allowed).is_ok() {
+            return Check::with(
+                "filesystem",
+                Verdict::Warn,
+                format!("{detail}; refused by default ({e}), but allowed by {}", super::filesystem::ALLOW_ENV),
+                "every defence stays on (uncached reads, proven absence); move the runtime directory to a local disk or a supported network filesystem when you can",
+            );
+        }
+        return from_error("filesystem", &e).with_detail_prefix(&detail);
+    }
+    if fs.family == Family::Local {
+        return Check::ok("filesystem", format!("{detail}: local, lookups authoritative"));
+    }
+    if !fs.locks_arbitrated() {
+        return Check::with(
+            "filesystem",
+            Verdict::Warn,
+            format!("{detail}: a network or FUSE filesystem whose locks are not proven shared between mounts"),
+            "holder locks cannot prove a writer gone here, so a crashed writer's lock stays fenced until `writerctl recover`; prefer NFS with local_lock=none, CephFS or a local disk",
+        );
+    }
+    Check::ok(
+        "filesystem",
+        format!(
+            "{detail}: a network filesystem the protocol supports (every defence on: uncached reads, proven absence)"
+        ),
+    )
+}
+
+/// Who may change `path` ([`super::trust`]'s rule, the one every lock-file command applies
+/// before it writes). `follow`: R/tmp may be a symlink the operator made; the lock
+/// directory must not be one. A missing directory is fine: it is created 0700 on the first
+/// acquisition (writerctl never creates R itself).
+fn directory_check(name: &str, what: &'static str, path: &Path, follow: bool, keeps_modes: bool) -> Check {
+    let meta = if follow { stat_path(path) } else { lstat_path(path) };
+    let meta = match meta {
+        Ok(m) => m,
+        Err(e) if is_enoent(&e) => {
+            return Check::ok(
+                name,
+                format!("{} does not exist yet (the first acquire creates it, mode 0700)", path.display()),
+            );
+        }
+        Err(e) => return from_error(name, &LockError::io(format!("stat {}", path.display()), e)),
+    };
+    if meta.kind != Kind::Directory {
+        return Check::with(
+            name,
+            Verdict::Fail,
+            format!("{} is a {}, not a directory", path.display(), meta.kind.describe()),
+            "make it a real directory (not a symlink) owned by the writer's user",
+        );
+    }
+    match require_trusted_on(what, path, &meta, keeps_modes) {
+        Ok(()) => {
+            let mut detail = format!(
+                "{} owned by uid {}, group {}, mode {:04o}",
+                path.display(),
+                meta.uid,
+                meta.gid,
+                meta.mode & 0o7777
+            );
+            if trusted_groups().contains(meta.gid) && meta.mode & 0o020 != 0 {
+                detail.push_str(&format!(" (group-writable: group {} is trusted by {TRUSTED_GROUPS_ENV})", meta.gid));
+            }
+            Check::ok(name, detail)
+        }
+        Err(e) => from_error(name, &e),
+    }
+}
+
+/// One line for every lock: how many in each state.
+fn summary(sessions: &[SessionStatus]) -> Check {
+    let count = |f: &dyn Fn(&SessionStatus) -> bool| sessions.iter().filter(|s| f(s)).count();
+    let active = count(&|s| s.state == LockState::Active);
+    let stale = count(&|s| s.state == LockState::Active && s.live == Some(false));
+    let fenced = count(&fenced);
+    let sealed = count(&|s| s.state == LockState::Sealed);
+    let transition = count(&|s| s.state == LockState::InTransition);
+    let malformed = count(&|s| s.state == LockState::Malformed);
+    Check::ok(
+        "locks",
+        format!(
+            "{} lock(s): {active} active ({stale} stale, {fenced} fenced), {sealed} sealed, {transition} in transition, {malformed} malformed",
+            sessions.len()
+        ),
+    )
+}
+
+/// Whether an active lock is fenced: live for a reason other than a process that answers
+/// or a holder lock that is held (another host, boot or pid namespace, an identity that
+/// cannot be judged, a holder lock that cannot be probed). Such a record is never
+/// reclaimed and only an operator can end it — the case `status`'s next step sends to
+/// `writerctl recover`. A qwen-code managed (schema 3) record is its managed writer's.
+fn fenced(s: &SessionStatus) -> bool {
+    let answers = |l: &LivenessView| {
+        l.code == Liveness::Live(LiveReason::Running).code()
+            || l.code == Liveness::Live(LiveReason::HolderLockHeld).code()
+    };
+    s.state == LockState::Active
+        && s.live == Some(true)
+        && !s.managed_schema
+        && s.liveness.as_ref().is_some_and(|l| !answers(l))
+}
+
+/// The check for one lock that needs an operator (`None` for a healthy one: held by a
+/// running writer, sealed, or missing without residue). The hint is `status`'s next step.
+fn lock_check(s: &SessionStatus) -> Option<Check> {
+    let name = format!("lock.{}", s.session_id);
+    let (verdict, what) = match s.state {
+        LockState::Active if s.live == Some(false) => (Verdict::Warn, "stale".to_string()),
+        LockState::Active if fenced(s) => (Verdict::Fail, "fenced".to_string()),
+        LockState::InTransition => (Verdict::Fail, "in transition".to_string()),
+        LockState::Malformed => (Verdict::Fail, "malformed".to_string()),
+        LockState::Missing if !s.side_files.is_empty() => (Verdict::Warn, "residue".to_string()),
+        _ => return None,
+    };
+    let mut detail = format!("{what}: {}", s.lock_path.display());
+    if let Some(o) = &s.owner {
+        detail.push_str(&format!(", pid {} on host {}, epoch {}", o.pid, o.hostname, o.epoch));
+    }
+    if let Some(l) = &s.liveness {
+        detail.push_str(&format!(" ({})", l.description));
+    }
+    if let Some(p) = &s.problem {
+        detail.push_str(&format!("; {p}"));
+    }
+    Some(Check { name, verdict, detail, hint: Some(s.next_step.clone()) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fs(fs_type: &str, family: Family, options: &[&str]) -> Filesystem {
+        Filesystem {
+            fs_type: fs_type.into(),
+            magic: 0,
+            options: options.iter().map(|o| o.to_string()).collect(),
+            mount_point: Some("/mnt".into()),
+            family,
+        }
+    }
+
+    #[test]
+    fn the_filesystem_verdict_is_the_engines_judgement() {
+        let dir = Path::new("/mnt/r/tmp/session-writer-locks");
+        let check = |f: &Filesystem, allow: &[&str]| {
+            let allow: Vec<String> = allow.iter().map(|a| a.to_string()).collect();
+            filesystem_check(dir, dir, f, &allow)
+        };
+        assert_eq!(check(&fs("ext4", Family::Local, &[]), &[]).verdict, Verdict::Ok);
+        // NFS mounted soft: refused (what every lock-file command answers), unless allowed.
+        let soft = fs("nfs4", Family::Nfs, &["rw", "soft", "local_lock=none"]);
+        let c = check(&soft, &[]);
+        assert_eq!(c.verdict, Verdict::Fail, "{c:?}");
+        assert!(c.detail.contains("filesystem_unsupported") && c.detail.contains("options rw,soft"), "{c:?}");
+        assert!(c.hint.unwrap().contains("WRITERCTL_ALLOW_FILESYSTEM=nfs4"));
+        assert_eq!(check(&soft, &["nfs4"]).verdict, Verdict::Warn);
+        // No hard links: no setting helps.
+        assert_eq!(check(&fs("vfat", Family::NoHardLinks, &[]), &["vfat"]).verdict, Verdict::Fail);
+        // Supported NFS: ok; with client-local locks (allowed), a warning about fenced crashes.
+        assert_eq!(check(&fs("nfs4", Family::Nfs, &["hard", "local_lock=none"]), &[]).verdict, Verdict::Ok);
+        let c = check(&fs("nfs4", Family::Nfs, &["hard", "local_lock=all"]), &["nfs4"]);
+        assert_eq!(c.verdict, Verdict::Warn, "{c:?}");
+    }
+}

@@ -1,0 +1,332 @@
+//! Issue 30 on the coordinator: `--reason`, `master history`, `audit export` and `--dry-run`
+//! on `master handoff|claim`, through the engine on both stores (SQLite and Redis +
+//! Postgres, each in a namespace of its own) and through the real binary, embedded and over
+//! HTTP. Also the migrations: an old SQLite file and an old Postgres schema open and gain
+//! the audit `reason` column.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::master::{Co, PASSWORD, PROJECT, err_doc, ok_doc};
+use crate::services::Ns;
+use writerctl::claim::ClaimError;
+use writerctl::claim::clock::ManualClock;
+use writerctl::claim::engine::{Coordinator, Credentials, DEFAULT_FRESHNESS, MasterRequest};
+use writerctl::claim::masters::ControllerKey;
+use writerctl::claim::model::AuditEntry;
+use writerctl::claim::secret::Secret;
+use writerctl::claim::stores::Store;
+use writerctl::claim::stores::sqlite::SqliteStore;
+
+const T0: i64 = 1_700_000_000_000;
+
+fn key(identity: &str) -> ControllerKey {
+    ControllerKey { identity: identity.into(), surface: "cli".into(), machine_id: "m".into() }
+}
+
+fn req(to: &str, epoch: u64) -> MasterRequest {
+    MasterRequest { project: "p".into(), to_identity: to.into(), to_session: None, expect_epoch: epoch }
+}
+
+fn coordinator(store: Arc<dyn Store>) -> Coordinator {
+    Coordinator::new(store, Arc::new(ManualClock::at(T0)), DEFAULT_FRESHNESS).with_open_registration(true)
+}
+
+/// The engine on one store: every change of master in the history with verb, actor and
+/// reason; a dry run that changes nothing and refuses as the real verb does; an export
+/// that pages in order and refuses a cursor it does not hold. Then `reopen` (a restart:
+/// a new store value on the same file or namespace) still sees the history.
+fn check_history_on(store: Arc<dyn Store>, reopen: impl FnOnce() -> Arc<dyn Store>) {
+    let c = coordinator(store);
+    c.add_operator("ops", &Secret::new(PASSWORD.into())).unwrap();
+    let a = c.register("p", &key("alice"), Credentials::default()).unwrap();
+    let b = c.register("p", &key("bob"), Credentials::default()).unwrap();
+
+    // A dry-run claim leaves the epoch unchanged, and refuses as the real claim would.
+    let dry = c.with_dry_run(true).with_reason(Some("drill".into())).unwrap();
+    let plan = dry.claim(&req("bob", 1), "ops", &Secret::new(PASSWORD.into())).unwrap();
+    assert!(plan.dry_run && plan.changed && plan.epoch == 2, "{plan:?}");
+    assert_eq!(c.status("p").unwrap().slot.epoch, 1, "a dry-run claim leaves the epoch unchanged");
+    assert!(matches!(
+        dry.claim(&req("bob", 1), "ops", &Secret::new("wrong".into())),
+        Err(ClaimError::InvalidOperatorCredentials { .. })
+    ));
+    assert!(matches!(
+        dry.claim(&req("bob", 0), "ops", &Secret::new(PASSWORD.into())),
+        Err(ClaimError::StaleMaster { .. })
+    ));
+    let plan = dry.handoff(&req("bob", 1), &a.controller.session_id, &a.token).unwrap();
+    assert_eq!((plan.dry_run, plan.epoch, plan.new_master.identity.as_str()), (true, 2, "bob"));
+    assert!(matches!(
+        dry.handoff(&req("alice", 1), &b.controller.session_id, &b.token),
+        Err(ClaimError::NotMaster { .. })
+    ));
+    assert_eq!(c.status("p").unwrap().slot.epoch, 1);
+    assert!(c.store().inbox("p", "alice", 0, 10).unwrap().is_empty(), "a dry run rings nobody");
+
+    // The real verbs, with reasons.
+    c.with_reason(Some("deploy 4.2".into()))
+        .unwrap()
+        .handoff(&req("bob", 1), &a.controller.session_id, &a.token)
+        .unwrap();
+    c.with_reason(Some("bob's host is down".into()))
+        .unwrap()
+        .claim(&req("alice", 2), "ops", &Secret::new(PASSWORD.into()))
+        .unwrap();
+    c.deregister("p", &a.controller.session_id, &a.token).unwrap();
+    let expect = json!([
+        {"epoch": 1, "from": null, "to": "alice", "verb": "session.register", "reason": null},
+        {"epoch": 2, "from": "alice", "to": "bob", "verb": "master.handoff", "reason": "deploy 4.2"},
+        {"epoch": 3, "from": "bob", "to": "alice", "verb": "master.claim", "reason": "bob's host is down"},
+        {"epoch": 4, "from": "alice", "to": null, "verb": "session.deregister", "reason": null},
+    ]);
+    let summary = |c: &Coordinator| -> Value {
+        c.master_history("p", 100)
+            .unwrap()
+            .iter()
+            .map(|m| {
+                json!({"epoch": m.epoch, "from": m.from.as_ref().map(|r| &r.identity), "to": m.to.as_ref().map(|r| &r.identity),
+                       "verb": m.verb, "reason": m.reason})
+            })
+            .collect()
+    };
+    assert_eq!(summary(&c), expect);
+
+    // The reason is on the audit rows, and the export pages through every row in order.
+    let audit = c.audit_log(Some("p"), 1000).unwrap();
+    assert!(audit.iter().any(|r| r.verb == "master.handoff" && r.reason.as_deref() == Some("deploy 4.2")));
+    let mut cursor = None;
+    let mut exported = Vec::new();
+    loop {
+        let page = c.audit_export(Some("p"), 0, cursor, 2).unwrap();
+        exported.extend(page.rows.iter().map(|(at, r)| (*at, r.verb.clone())));
+        cursor = page.rows.last().map(|r| r.0).or(cursor);
+        if page.rows.len() < 2 {
+            break;
+        }
+    }
+    assert_eq!(
+        exported.iter().map(|e| e.1.clone()).collect::<Vec<_>>(),
+        audit.iter().map(|r| r.verb.clone()).collect::<Vec<_>>()
+    );
+    assert!(exported.windows(2).all(|w| w[0].0 < w[1].0), "cursors grow: {exported:?}");
+    let last = exported.last().unwrap().0;
+    assert!(c.audit_export(Some("p"), 0, Some(last), 10).unwrap().rows.is_empty(), "nothing after the end");
+    match c.audit_export(None, 0, Some(last + 1_000_000), 10) {
+        Err(ClaimError::AuditCursorUnknown { oldest: Some(_), .. }) => {}
+        other => panic!("{other:?}"),
+    }
+
+    // A restart: the history is read back from what was stored.
+    assert_eq!(summary(&coordinator(reopen())), expect);
+}
+
+#[test]
+fn history_reason_export_and_dry_run_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.sqlite");
+    let store = Arc::new(SqliteStore::open(&path).unwrap());
+    check_history_on(store, || Arc::new(SqliteStore::open(&path).unwrap()));
+}
+
+#[test]
+fn history_reason_export_and_dry_run_on_redis_pg() {
+    let Some(ns) = Ns::new("history_reason_export_and_dry_run_on_redis_pg") else { return };
+    check_history_on(ns.store(), || ns.store());
+}
+
+/// An AuditEntry queued by a writerctl without `reason` (the durable retry queue's
+/// serialized form) still decodes.
+#[test]
+fn an_audit_entry_queued_before_reasons_still_decodes() {
+    let old = r#"{"at":1,"project":"p","verb":"v","actor":"a","target":null,"result":"ok","epoch":2,"detail":{}}"#;
+    let e: AuditEntry = serde_json::from_str(old).unwrap();
+    assert_eq!((e.reason, e.epoch), (None, Some(2)));
+}
+
+/// An SQLite file from before the `reason` column opens, migrates, keeps its rows (reason
+/// NULL) and records reasons from then on.
+#[test]
+fn an_old_sqlite_store_gains_the_reason_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.sqlite");
+    drop(SqliteStore::open(&path).unwrap());
+    {
+        // Back to the schema before issue 30, with a row written then.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        conn.execute_batch(&format!(
+            "ALTER TABLE audit DROP COLUMN reason; PRAGMA user_version = {};
+             INSERT INTO audit (at, project, verb, actor, target, result, epoch, detail)
+             VALUES (1, 'p', 'old.verb', 'local', NULL, 'ok', NULL, '{{}}');",
+            v - 1
+        ))
+        .unwrap();
+        let cols: Vec<String> = conn
+            .prepare("SELECT name FROM pragma_table_info('audit')")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(!cols.contains(&"reason".to_string()), "{cols:?}");
+    }
+    let c = coordinator(Arc::new(SqliteStore::open(&path).unwrap()));
+    c.register("p", &key("alice"), Credentials::default()).unwrap();
+    let b = c.register("p", &key("bob"), Credentials::default()).unwrap();
+    c.with_reason(Some("after the upgrade".into()))
+        .unwrap()
+        .deregister("p", &b.controller.session_id, &b.token)
+        .unwrap();
+    let rows = c.audit_log(None, 10).unwrap();
+    assert_eq!((rows[0].verb.as_str(), rows[0].reason.as_deref()), ("old.verb", None));
+    assert_eq!(rows.last().unwrap().reason.as_deref(), Some("after the upgrade"));
+}
+
+/// A Postgres schema from before the `reason` column opens, migrates and records reasons.
+#[test]
+fn an_old_postgres_schema_gains_the_reason_column() {
+    let Some(ns) = Ns::new("an_old_postgres_schema_gains_the_reason_column") else { return };
+    let c = coordinator(ns.store());
+    c.register("p", &key("alice"), Credentials::default()).unwrap();
+    assert_eq!(c.audit_log(None, 10).unwrap().len(), 1, "the schema exists");
+    let schema = &ns.name;
+    ns.pg()
+        .batch_execute(&format!(
+            "ALTER TABLE \"{schema}\".audit DROP COLUMN reason;
+             DELETE FROM \"{schema}\".schema_migrations
+              WHERE version = (SELECT max(version) FROM \"{schema}\".schema_migrations);"
+        ))
+        .unwrap();
+    let c = coordinator(ns.store());
+    let b = c.register("p", &key("bob"), Credentials::default()).unwrap();
+    c.with_reason(Some("after the upgrade".into()))
+        .unwrap()
+        .deregister("p", &b.controller.session_id, &b.token)
+        .unwrap();
+    let rows = c.audit_log(Some("p"), 10).unwrap();
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert_eq!(rows[0].reason, None, "the old row");
+    assert_eq!(rows[2].reason.as_deref(), Some("after the upgrade"));
+    let has: bool = ns
+        .pg()
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'audit' AND column_name = 'reason')",
+            &[schema],
+        )
+        .unwrap()
+        .get(0);
+    assert!(has);
+}
+
+// ---------------------------------------------------------------------------------------
+// the binary, embedded and over HTTP
+// ---------------------------------------------------------------------------------------
+
+/// The CLI end to end on `co`: dry runs (epoch unchanged; a wrong password exits 6, a
+/// stale --expect-epoch 3, as the real claim would), reasons, `master history --json`,
+/// `audit export` as JSON lines and CSV with the resume cursor, an unknown cursor.
+fn check_cli(co: &Co) {
+    co.add_operator("ops", PASSWORD);
+    let alice = co.reg("alice");
+    let bob = co.register("bob", "cli", "m2");
+    let epoch = co.epoch();
+
+    let plan = ok_doc(&co.claim("bob", "ops", PASSWORD, &["--dry-run", "--yes"]));
+    assert_eq!(
+        plan,
+        json!({"dry_run": true, "project": PROJECT, "previous_master": {"identity": "alice", "session_id": alice.sid},
+               "new_master": {"identity": "bob", "session_id": bob.sid}, "new_epoch": epoch + 1,
+               "preempted": [{"identity": "alice", "session_id": alice.sid}], "changed": true})
+    );
+    assert_eq!(co.epoch(), epoch, "a dry-run claim leaves the epoch unchanged");
+    err_doc(&co.claim("bob", "ops", "wrong password", &["--dry-run"]), 6, "invalid_operator_credentials");
+    let stale = (epoch - 1).to_string();
+    err_doc(&co.claim("bob", "ops", PASSWORD, &["--dry-run", "--expect-epoch", &stale]), 3, "stale_master");
+    let plan = ok_doc(&co.handoff(&alice, "bob", &["--dry-run"]));
+    assert_eq!((plan["dry_run"].clone(), plan["new_epoch"].clone()), (json!(true), json!(epoch + 1)));
+    err_doc(&co.handoff(&bob, "alice", &["--dry-run"]), 3, "not_master");
+    assert_eq!(co.epoch(), epoch);
+    assert!(co.events("alice").is_empty(), "a dry run rings nobody");
+    err_doc(&co.claim("bob", "ops", PASSWORD, &["--reason", "two\nlines", "--yes"]), 2, "invalid_argument");
+
+    let real = ok_doc(&co.handoff(&alice, "bob", &["--reason", "deploy 4.2", "--yes"]));
+    assert_eq!(real["epoch"], json!(epoch + 1));
+    ok_doc(&co.claim("alice", "ops", PASSWORD, &["--reason", "bob's host, \"down\"", "--yes"]));
+
+    let h = co.ok(&["master", "history", "--project", PROJECT]);
+    let changes = h["changes"].as_array().unwrap();
+    let last: Vec<Value> = changes[changes.len() - 2..]
+        .iter()
+        .map(|c| {
+            let mut c = c.clone();
+            assert!(c["at"].as_str().is_some_and(|t| t.ends_with('Z')), "{c}");
+            c.as_object_mut().unwrap().remove("at");
+            c
+        })
+        .collect();
+    assert_eq!(
+        last,
+        [
+            json!({"epoch": epoch + 1, "from": {"identity": "alice", "session_id": alice.sid},
+                   "to": {"identity": "bob", "session_id": bob.sid}, "verb": "master.handoff",
+                   "actor": format!("session:{}", alice.sid), "reason": "deploy 4.2"}),
+            json!({"epoch": epoch + 2, "from": {"identity": "bob", "session_id": bob.sid},
+                   "to": {"identity": "alice", "session_id": alice.sid}, "verb": "master.claim",
+                   "actor": "operator:ops", "reason": "bob's host, \"down\""}),
+        ]
+    );
+    assert_eq!(changes[0]["from"], Value::Null, "the first master came from an empty slot");
+    let audit = co.audit(Some(PROJECT));
+    assert!(audit.iter().any(|r| r["reason"] == "deploy 4.2"), "{audit:?}");
+
+    // audit export: JSON lines, each with its cursor; the resume line on stderr.
+    let since = "2000-01-01T00:00:00Z";
+    let r = co.run(&["audit", "export", "--project", PROJECT, "--since", since]);
+    r.assert_ok();
+    let rows: Vec<Value> = r.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), audit.len(), "every row of the project");
+    assert!(rows.iter().all(|r| r["cursor"].as_u64().is_some()));
+    let last_cursor = rows.last().unwrap()["cursor"].as_u64().unwrap();
+    assert!(r.stderr.contains(&format!("writerctl: next --cursor {last_cursor}")), "{}", r.stderr);
+    // Resuming gives only what was written since.
+    ok_doc(&co.claim("bob", "ops", PASSWORD, &["--yes", "--reason", "resume test"]));
+    let r = co.run(&["audit", "export", "--project", PROJECT, "--since", since, "--cursor", &last_cursor.to_string()]);
+    r.assert_ok();
+    let more: Vec<Value> = r.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(more.len(), 1, "{more:?}");
+    assert_eq!((more[0]["verb"].as_str(), more[0]["reason"].as_str()), (Some("master.claim"), Some("resume test")));
+
+    // CSV: a header row, a cursor column, quoting of the comma and the quotes.
+    let r = co.run(&["audit", "export", "--project", PROJECT, "--since", since, "--format", "csv"]);
+    r.assert_ok();
+    let mut lines = r.stdout.split("\r\n");
+    assert_eq!(lines.next(), Some("cursor,at,project,verb,actor,target,result,epoch,reason,detail"));
+    assert!(r.stdout.contains(",\"bob's host, \"\"down\"\"\","), "{}", r.stdout);
+    assert_eq!(r.stdout.split("\r\n").filter(|l| !l.is_empty()).count(), rows.len() + 2);
+
+    // A cursor the log does not hold names the oldest one held.
+    let e = err_doc(
+        &co.run(&["audit", "export", "--since", since, "--cursor", "999999999", "--json"]),
+        4,
+        "audit_cursor_unknown",
+    );
+    assert!(e["oldest_cursor"].as_u64().is_some(), "{e}");
+}
+
+#[test]
+fn cli_dry_run_history_and_export_embedded() {
+    check_cli(&Co::new());
+}
+
+#[test]
+fn cli_dry_run_history_and_export_over_http_sqlite() {
+    check_cli(&Co::http_sqlite());
+}
+
+#[test]
+fn cli_dry_run_history_and_export_over_http_redis_pg() {
+    let Some(co) = Co::http_redis_pg("cli_dry_run_history_and_export_over_http_redis_pg") else { return };
+    check_cli(&co);
+}
