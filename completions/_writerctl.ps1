@@ -50,6 +50,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('focus', 'focus', [CompletionResultType]::ParameterValue, 'Work claims: a focus lease keeps a heads-down seat''s claims from TTL release')
             [CompletionResult]::new('steward', 'steward', [CompletionResultType]::ParameterValue, 'Work claims: the steward''s report of old claims without a TTL')
             [CompletionResult]::new('coordinator', 'coordinator', [CompletionResultType]::ParameterValue, 'Coordinator: run the HTTP server (`coordinator serve`)')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'List the lock-file handoffs of a runtime directory (acquire, reclaim, seal, takeover, release, recover, give back), with epoch, host, pid, pod and reason')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Diagnose a runtime directory and a coordinator in one read-only pass: every check ok, warn or fail, with a hint')
             [CompletionResult]::new('pause', 'pause', [CompletionResultType]::ParameterValue, 'Pause a project: no TTL release and no deputy handoff until `resume` (or --until)')
             [CompletionResult]::new('resume', 'resume', [CompletionResultType]::ParameterValue, 'End a project''s pause: the next sweep releases what is due')
@@ -66,6 +67,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--process-kind', '--process-kind', [CompletionResultType]::ParameterName, 'process_kind recorded in the lock')
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Write the owner token to this new file (created 0600; never overwritten) instead of printing it')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to SECONDS (fractions allowed) while a live holder or a transition in progress refuses the session, retrying with a jittered back-off, as `flock -w` does. On timeout the last refusal is returned with its own code. Refusals that waiting cannot clear (a stale holder under --managed, a malformed record, a changed transcript) are returned at once')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why (recorded in the lock-file history, never in the lock record): one line, at most 512 bytes, no control characters')
             [CompletionResult]::new('--statefulset-identity', '--statefulset-identity', [CompletionResultType]::ParameterName, 'Trust the StatefulSet rule: a lock written by a pod of this pod''s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed once its holder lock proves the old pod''s processes gone — never on the WRITERCTL_POD_* variables alone (only a StatefulSet''s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]')
             [CompletionResult]::new('--managed', '--managed', [CompletionResultType]::ParameterName, 'Managed mode (qwen''s reclaimPolicy `never` + takeoverPolicy `certified`): a stale lock is reclaimed only under a pod rule proven by evidence — the lock of this container of this pod (or, with --statefulset-identity, of this StatefulSet pod''s predecessor) whose holder lock the kernel has released; never on the WRITERCTL_POD_* variables alone, never by pid. With the gate on, take over a sealed one')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
@@ -84,6 +86,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--transcript-key', '--transcript-key', [CompletionResultType]::ParameterName, 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]')
             [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID must be one path component)')
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read the owner token from this file (a regular file, not a symlink, FIFO or device) [default: env WRITERCTL_OWNER_TOKEN]')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why (recorded in the lock-file history, never in the lock record): one line, at most 512 bytes, no control characters')
             [CompletionResult]::new('--statefulset-identity', '--statefulset-identity', [CompletionResultType]::ParameterName, 'Trust the StatefulSet rule: a lock written by a pod of this pod''s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed once its holder lock proves the old pod''s processes gone — never on the WRITERCTL_POD_* variables alone (only a StatefulSet''s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Make every check the release makes (the directory''s filesystem and trust, and that the lock is exactly the active record this token owns) and print the record that would be removed, changing nothing. Exits with the code the release would give (3 session_not_owner for a wrong token, ...). With --json: {"dry_run":true,...}')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
@@ -104,6 +107,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read the owner token from this file (a regular file, not a symlink, FIFO or device) [default: env WRITERCTL_OWNER_TOKEN]. Without a token, ask the `writerctl run` supervising this session to drain its writer and seal (the Kubernetes preStop path), and wait for the result')
             [CompletionResult]::new('--control-socket', '--control-socket', [CompletionResultType]::ParameterName, 'The supervisor''s control socket [default: derived from the runtime directory and session, as `writerctl run` derives it]')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Seconds to wait for a supervisor to finish draining and sealing [default: 3600]. Only without a token (the supervisor path)')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why (recorded in the lock-file history, never in the lock record): one line, at most 512 bytes, no control characters')
             [CompletionResult]::new('--statefulset-identity', '--statefulset-identity', [CompletionResultType]::ParameterName, 'Trust the StatefulSet rule: a lock written by a pod of this pod''s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed once its holder lock proves the old pod''s processes gone — never on the WRITERCTL_POD_* variables alone (only a StatefulSet''s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -124,6 +128,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--process-kind', '--process-kind', [CompletionResultType]::ParameterName, 'process_kind recorded in the lock')
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Write the owner token to this new file (created 0600; never overwritten) instead of printing it')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to SECONDS (fractions allowed) while a live holder or a transition in progress refuses the session, retrying with a jittered back-off, as `flock -w` does. On timeout the last refusal is returned with its own code. Refusals that waiting cannot clear (a stale holder under --managed, a malformed record, a changed transcript) are returned at once')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why (recorded in the lock-file history, never in the lock record): one line, at most 512 bytes, no control characters')
             [CompletionResult]::new('--statefulset-identity', '--statefulset-identity', [CompletionResultType]::ParameterName, 'Trust the StatefulSet rule: a lock written by a pod of this pod''s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed once its holder lock proves the old pod''s processes gone — never on the WRITERCTL_POD_* variables alone (only a StatefulSet''s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Make every check the takeover makes (gate, --pid, the token file''s destination, the directory''s filesystem and trust, the claim, the lock''s state and liveness, the sealed proof against the transcript) and print the plan — who loses the session, the new epoch, the record that would be replaced and the one that would be written — changing nothing. Exits with the code the takeover would give (4 for a changed transcript, 3 for a live holder, ...). With --json: {"dry_run":true,...}')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
@@ -148,6 +153,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--control-socket', '--control-socket', [CompletionResultType]::ParameterName, 'The local control socket preStop `writerctl seal` talks to [default: derived from the runtime directory and session, under $XDG_RUNTIME_DIR/writerctl or /tmp/writerctl-UID]')
             [CompletionResult]::new('--pid-namespace', '--pid-namespace', [CompletionResultType]::ParameterName, 'Put the writer in a pid namespace of its own, so that if run dies (even by SIGKILL) every process the writer started dies with it — setuid and file-capability binaries, double forks and setsid included. auto: where the kernel allows it (root: a new pid namespace; otherwise inside a user namespace mapping your own uid/gid), else the shared namespace, said in the log; require: refuse to start the writer without one (exit 2, invalid_argument); off: never. The writer sees WRITERCTL_PID_NAMESPACE=own or shared')
             [CompletionResult]::new('--process-kind', '--process-kind', [CompletionResultType]::ParameterName, 'process_kind recorded in the lock')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why (recorded in the lock-file history, never in the lock record): one line, at most 512 bytes, no control characters')
             [CompletionResult]::new('--statefulset-identity', '--statefulset-identity', [CompletionResultType]::ParameterName, 'Trust the StatefulSet rule: a lock written by a pod of this pod''s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed once its holder lock proves the old pod''s processes gone — never on the WRITERCTL_POD_* variables alone (only a StatefulSet''s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -216,6 +222,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]')
             [CompletionResult]::new('--transcript-key', '--transcript-key', [CompletionResultType]::ParameterName, 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]')
             [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID must be one path component)')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why (recorded in the lock-file history, never in the lock record): one line, at most 512 bytes, no control characters')
             [CompletionResult]::new('--statefulset-identity', '--statefulset-identity', [CompletionResultType]::ParameterName, 'Trust the StatefulSet rule: a lock written by a pod of this pod''s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed once its holder lock proves the old pod''s processes gone — never on the WRITERCTL_POD_* variables alone (only a StatefulSet''s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]')
             [CompletionResult]::new('--writers-fenced', '--writers-fenced', [CompletionResultType]::ParameterName, 'State that every writer that can reach this storage (processes, containers, other hosts) is stopped or fenced')
             [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Carry the plan out (with --writers-fenced)')
@@ -1104,6 +1111,24 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         'writerctl;coordinator;help;help' {
             break
         }
+        'writerctl;history' {
+            [CompletionResult]::new('--runtime-dir', '--runtime-dir', [CompletionResultType]::ParameterName, 'Runtime directory R [env: WRITERCTL_RUNTIME_DIR, then QWEN_RUNTIME_DIR]')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does)')
+            [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]')
+            [CompletionResult]::new('--transcript-key', '--transcript-key', [CompletionResultType]::ParameterName, 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]')
+            [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID must be one path component)')
+            [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'Only events at or after this time (RFC 3339, e.g. 2026-12-01T09:00:00Z)')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'The newest N events (after --session and --since)')
+            [CompletionResult]::new('--statefulset-identity', '--statefulset-identity', [CompletionResultType]::ParameterName, 'Trust the StatefulSet rule: a lock written by a pod of this pod''s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed once its holder lock proves the old pod''s processes gone — never on the WRITERCTL_POD_* variables alone (only a StatefulSet''s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'writerctl;doctor' {
             [CompletionResult]::new('--runtime-dir', '--runtime-dir', [CompletionResultType]::ParameterName, 'Runtime directory R [env: WRITERCTL_RUNTIME_DIR, then QWEN_RUNTIME_DIR]; without one, only the coordinator is checked')
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH of an embedded store; without one, only the runtime directory is checked. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file')
@@ -1171,6 +1196,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('focus', 'focus', [CompletionResultType]::ParameterValue, 'Work claims: a focus lease keeps a heads-down seat''s claims from TTL release')
             [CompletionResult]::new('steward', 'steward', [CompletionResultType]::ParameterValue, 'Work claims: the steward''s report of old claims without a TTL')
             [CompletionResult]::new('coordinator', 'coordinator', [CompletionResultType]::ParameterValue, 'Coordinator: run the HTTP server (`coordinator serve`)')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'List the lock-file handoffs of a runtime directory (acquire, reclaim, seal, takeover, release, recover, give back), with epoch, host, pid, pod and reason')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Diagnose a runtime directory and a coordinator in one read-only pass: every check ok, warn or fail, with a hint')
             [CompletionResult]::new('pause', 'pause', [CompletionResultType]::ParameterValue, 'Pause a project: no TTL release and no deputy handoff until `resume` (or --until)')
             [CompletionResult]::new('resume', 'resume', [CompletionResultType]::ParameterValue, 'End a project''s pause: the next sweep releases what is due')
@@ -1353,6 +1379,9 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             break
         }
         'writerctl;help;coordinator;serve' {
+            break
+        }
+        'writerctl;help;history' {
             break
         }
         'writerctl;help;doctor' {

@@ -88,6 +88,7 @@ pub enum Command {
     /// Coordinator: run the HTTP server (`coordinator serve`).
     #[command(subcommand)]
     Coordinator(crate::commands::serve::CoordinatorCmd),
+    History(crate::commands::history::HistoryArgs),
     Doctor(crate::commands::doctor::DoctorArgs),
     Pause(crate::commands::pause::PauseArgs),
     Resume(crate::commands::pause::ResumeArgs),

@@ -52,6 +52,7 @@ fn main() -> ExitCode {
         Command::Verify(a) => commands::verify::run(a, out),
         Command::Status(a) => commands::status::run(a, out),
         Command::Recover(a) => commands::recover::run(a, out),
+        Command::History(a) => commands::history::run(a, out),
         Command::Run(a) => commands::run::run_cmd(a, out, settings),
         Command::ExecWriter(a) => commands::run::exec_writer(a),
         Command::Completions(a) => commands::docs::completions(a, out, &cli::command()),

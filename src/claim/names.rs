@@ -48,24 +48,17 @@ pub fn validate_name(what: &str, value: &str) -> Result<(), ClaimError> {
 
 /// Longest accepted `--reason` (issue 30), in bytes: a sentence or two for the audit log,
 /// not a document; every audit row, export and history line carries it.
-pub const MAX_REASON: usize = 512;
+pub const MAX_REASON: usize = crate::lockfile::history::MAX_REASON_BYTES;
 
 /// Refuses a `--reason` that is empty (or only spaces), longer than [`MAX_REASON`] bytes, or
 /// holds a control character: a reason is printed in tables, CSV and terminals, where a
 /// newline or an escape sequence would forge or hide lines of someone else's row.
+/// One rule with the lock-file commands' `--reason` ([`crate::lockfile::history::reason_problem`]).
 pub fn validate_reason(reason: &str) -> Result<(), ClaimError> {
-    if reason.trim().is_empty() {
-        return Err(ClaimError::InvalidArgument("reason must not be empty".into()));
+    match crate::lockfile::history::reason_problem(reason) {
+        Some(problem) => Err(ClaimError::InvalidArgument(problem)),
+        None => Ok(()),
     }
-    if reason.len() > MAX_REASON {
-        return Err(ClaimError::InvalidArgument(format!("reason is longer than {MAX_REASON} bytes")));
-    }
-    if reason.chars().any(char::is_control) {
-        return Err(ClaimError::InvalidArgument(
-            "reason contains a control character (a newline, tab or escape)".into(),
-        ));
-    }
-    Ok(())
 }
 
 /// The form two names share when a person would read them as the same (issue 28 point 6):

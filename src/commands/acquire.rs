@@ -11,6 +11,8 @@ use writerctl::lockfile::wait::acquire_waiting;
 use writerctl::lockfile::{AcquireOptions, DirMode, Lease, LockError, ReclaimPolicy, open_site};
 
 use super::args::SessionArgs;
+use super::history::note;
+use writerctl::lockfile::history::HistoryEvent;
 use super::output::{Output, clean, hash_progress, log_event};
 use super::session::{TokenFile, resolve, transcript_key};
 use writerctl::config::Settings;
@@ -29,7 +31,7 @@ use writerctl::lockfile::transcript::ProofOptions;
 /// tree keeps): reclaimed only once the kernel has released it.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  writerctl acquire --runtime-dir ~/.qwen --session \"$SID\" --token-file owner.token\n  writerctl acquire --session \"$SID\" --managed --pid \"$WRITER_PID\" --json\n  writerctl acquire --session \"$SID\" --wait 30 --token-file owner.token   # like flock -w 30"
+    after_help = "Examples:\n  writerctl acquire --runtime-dir ~/.qwen --session \"$SID\" --token-file owner.token\n  writerctl acquire --session \"$SID\" --managed --pid \"$WRITER_PID\" --json\n  writerctl acquire --session \"$SID\" --wait 30 --token-file owner.token   # like flock -w 30\n  writerctl acquire --session \"$SID\" --token-file owner.token --reason \"manual repair, ticket OPS-7\""
 )]
 pub struct AcquireArgs {
     #[command(flatten)]
@@ -78,6 +80,9 @@ pub struct HolderArgs {
     /// transcript) are returned at once.
     #[arg(long, value_name = "SECONDS", default_value = "0", value_parser = super::parse_seconds)]
     pub wait: std::time::Duration,
+
+    #[command(flatten)]
+    pub reason: super::history::ReasonArgs,
 }
 
 #[derive(Serialize)]
@@ -165,6 +170,7 @@ pub fn take(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
     }
     let transcript =
         TranscriptRef { runtime_dir: r.runtime_dir.clone(), key: transcript_key(&args.session, &r.session_id)? };
+    let reason = args.holder.reason.parse()?;
     if args.dry_run {
         return dry_run(&args, &r, pid, transcript, out, settings);
     }
@@ -191,6 +197,8 @@ pub fn take(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
             return Err(e.into());
         }
     };
+    // The acquisition stands from here (a give-back below is a step of its own).
+    note(&site.dir, &HistoryEvent::of_lease(&r.session_id, &lease, reason.as_ref()));
     if !lease.durable {
         out.note("warning: the lock directory could not be fsynced; the takeover may not survive a crash");
     }
@@ -204,7 +212,10 @@ pub fn take(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
             f.discard();
         }
         let outcome = match give_back(&site, &lease, Some(&transcript)) {
-            Ok(done) => done.describe().to_owned(),
+            Ok(done) => {
+                note(&site.dir, &HistoryEvent::of_give_back(&r.session_id, &lease, done, reason.as_ref()));
+                done.describe().to_owned()
+            }
             Err(e) => format!(
                 "giving the lock back failed too ({e}); it stays active with no owner token: see `writerctl status`"
             ),

@@ -122,6 +122,7 @@ pub const COMMANDS: &[(&str, &[&[C]])] = &[
     ("focus show", &[EDGE, COORD, NAMED]),
     ("steward report", &[EDGE, COORD, NAMED]),
     ("coordinator serve", &[EDGE, COORD]),
+    ("history", &[EDGE, &[C::RuntimeDirMissing, C::SessionWriterUnavailable]]),
     ("doctor", &[EDGE, &[C::DoctorFoundFailures]]),
     ("pause", &[EDGE, COORD, AUTH]),
     ("resume", &[EDGE, COORD, AUTH]),

@@ -8,6 +8,7 @@ pub mod codes;
 pub mod controller;
 pub mod coord;
 pub mod docs;
+pub mod history;
 pub mod doctor;
 pub mod identity;
 pub mod inbox;

@@ -6,6 +6,7 @@ use serde::Serialize;
 use writerctl::lockfile::LockError;
 use writerctl::lockfile::acquire::{TranscriptRef, check_runtime_dir, open_lock_dir};
 use writerctl::lockfile::error::Unavailable;
+use writerctl::lockfile::history::HistoryEvent;
 use writerctl::lockfile::identity::LocalDomain;
 use writerctl::lockfile::paths::{LOCK_SUBDIR, SideKind};
 use writerctl::lockfile::primitives::Inspection;
@@ -32,7 +33,7 @@ use super::session::{resolve, runtime_dir};
 /// primary, a running owner and a stale active record (plain acquire reclaims it) are left alone.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  writerctl recover --session \"$SID\"                          # dry run: the plan\n  writerctl recover --session \"$SID\" --writers-fenced --yes   # carry it out (moves, never deletes)"
+    after_help = "Examples:\n  writerctl recover --session \"$SID\"                          # dry run: the plan\n  writerctl recover --session \"$SID\" --writers-fenced --yes   # carry it out (moves, never deletes)\n  writerctl recover --session \"$SID\" --writers-fenced --yes --reason \"node lost, fenced by OPS-42\""
 )]
 pub struct RecoverArgs {
     #[command(flatten)]
@@ -46,6 +47,9 @@ pub struct RecoverArgs {
     /// Carry the plan out (with --writers-fenced).
     #[arg(long)]
     pub yes: bool,
+
+    #[command(flatten)]
+    pub reason: super::history::ReasonArgs,
 }
 
 #[derive(Serialize)]
@@ -125,9 +129,23 @@ fn describe(a: &Action) -> (&'static str, &str, &str) {
     }
 }
 
+/// What a recovery did, in words, for the history line (file names redacted as in the plan).
+fn summary(done: &[Done], folder: &str) -> String {
+    let count = |verb: &str, ok: bool| {
+        done.iter().filter(|d| describe(&d.action).0 == verb && d.result.starts_with("ok") == ok).count()
+    };
+    let failed = count("restore", false) + count("move aside", false);
+    format!(
+        "{} predecessor(s) restored, {} file(s) moved aside into {folder}, {failed} failed",
+        count("restore", true),
+        count("move aside", true)
+    )
+}
+
 /// Runs `recover`.
 pub fn run(args: RecoverArgs, out: Output) -> Result<()> {
     let act = args.writers_fenced && args.yes;
+    let reason = args.reason.parse()?;
     let mut results = Vec::new();
     for (session_id, site, transcript, scanned) in targets(&args)? {
         let Some(site) = site else {
@@ -140,7 +158,12 @@ pub fn run(args: RecoverArgs, out: Output) -> Result<()> {
             None => plan(&site, transcript.as_ref(), &SystemProbe)?,
         };
         let (done, folder): (Vec<Done>, Option<String>) = if act && p.blocked.is_none() {
-            execute(&site, &p)?
+            let (done, folder) = execute(&site, &p)?;
+            if let Some(f) = &folder {
+                let event = HistoryEvent::of_recover(&site.session_id, summary(&done, f), reason.as_ref());
+                super::history::note(&site.dir, &event);
+            }
+            (done, folder)
         } else {
             (p.actions.iter().map(|a| Done { action: a.clone(), result: "planned".into() }).collect(), None)
         };

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
+use writerctl::lockfile::history::HistoryEvent;
 use writerctl::lockfile::release::plan_release;
 use writerctl::lockfile::status::OwnerView;
 use writerctl::lockfile::{DirMode, open_site, release};
@@ -20,7 +21,7 @@ use super::session::{read_token, resolve};
 /// is left untouched.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  writerctl release --session \"$SID\" --token-file owner.token\n  writerctl release --session \"$SID\" --token-file owner.token --dry-run --json   # check only"
+    after_help = "Examples:\n  writerctl release --session \"$SID\" --token-file owner.token\n  writerctl release --session \"$SID\" --token-file owner.token --dry-run --json   # check only\n  writerctl release --session \"$SID\" --token-file owner.token --reason \"session closed by operator\""
 )]
 pub struct ReleaseArgs {
     #[command(flatten)]
@@ -31,6 +32,8 @@ pub struct ReleaseArgs {
     #[arg(long, value_name = "F")]
     pub token_file: Option<PathBuf>,
 
+    #[command(flatten)]
+    pub reason: super::history::ReasonArgs,
     /// Make every check the release makes (the directory's filesystem and trust, and that
     /// the lock is exactly the active record this token owns) and print the record that
     /// would be removed, changing nothing. Exits with the code the release would give (3
@@ -63,6 +66,7 @@ struct ReleaseJson<'a> {
 pub fn run(args: ReleaseArgs, out: Output) -> Result<()> {
     let r = resolve(&args.session)?;
     let token = read_token(args.token_file.as_deref())?;
+    let reason = args.reason.parse()?;
     let site = open_site(&r.runtime_dir, r.paths.clone(), &r.session_id, DirMode::Existing)?;
     if args.dry_run {
         let record = plan_release(&site, &token)?;
@@ -88,6 +92,7 @@ pub fn run(args: ReleaseArgs, out: Output) -> Result<()> {
         return Ok(());
     }
     let outcome = release(&site, &token)?;
+    super::history::note(&site.dir, &HistoryEvent::of_release(&r.session_id, &outcome.record, reason.as_ref()));
     let lock_path = site.lock_path().display().to_string();
     if out.json {
         out.json(&ReleaseJson {

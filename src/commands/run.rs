@@ -9,6 +9,10 @@ use clap::Args;
 use serde::Serialize;
 use writerctl::config::Settings;
 use writerctl::lockfile::acquire::TranscriptRef;
+use writerctl::lockfile::acquire::open_lock_dir;
+use writerctl::lockfile::history::{HistoryEvent, Reason};
+use writerctl::lockfile::record::LockRecord;
+use writerctl::lockfile::sys::Dir;
 use writerctl::lockfile::{DirMode, open_site};
 use writerctl::supervisor::control::{default_socket, prepare_dir};
 use writerctl::supervisor::pidns;
@@ -37,7 +41,7 @@ use super::session::{resolve, transcript_key};
 /// child_exit_code on success).
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Exit rule (what CMD's exit allows):\n  stop requested + CMD exits 0      seal (gate on) or release (gate off); exit 0\n  CMD exits 0 on its own            release (a normal close, never a seal); exit 0\n  CMD exits non-zero / dies of any signal (incl. an unhandled SIGTERM)\n                                    keep the active lock; exit 1, writer_crashed\n  CMD still running after --grace   killed; keep the active lock; exit 1, drain_timeout\n  a process CMD left survives SIGKILL, or cannot be proven gone\n                                    keep the active lock, stay (killing again) until\n                                    none is left; exit 1, drain_timeout\n  the lock lost, moved, or unverifiable past --max-unverified\n                                    stop CMD; nothing handed off; exit 3, session_not_owner\n  a descriptor of the transcript open for writing outside CMD's tree\n                                    no seal; keep the active lock; exit 75\n\nExamples:\n  writerctl run --session \"$SID\" --grace 30 -- my-writer --serve\n  WRITERCTL_SESSION_WRITER_LEASE=1 writerctl run --session \"$SID\" --wait 60 -- my-writer"
+    after_help = "Exit rule (what CMD's exit allows):\n  stop requested + CMD exits 0      seal (gate on) or release (gate off); exit 0\n  CMD exits 0 on its own            release (a normal close, never a seal); exit 0\n  CMD exits non-zero / dies of any signal (incl. an unhandled SIGTERM)\n                                    keep the active lock; exit 1, writer_crashed\n  CMD still running after --grace   killed; keep the active lock; exit 1, drain_timeout\n  a process CMD left survives SIGKILL, or cannot be proven gone\n                                    keep the active lock, stay (killing again) until\n                                    none is left; exit 1, drain_timeout\n  the lock lost, moved, or unverifiable past --max-unverified\n                                    stop CMD; nothing handed off; exit 3, session_not_owner\n  a descriptor of the transcript open for writing outside CMD's tree\n                                    no seal; keep the active lock; exit 75\n\nExamples:\n  writerctl run --session \"$SID\" --grace 30 -- my-writer --serve\n  WRITERCTL_SESSION_WRITER_LEASE=1 writerctl run --session \"$SID\" --wait 60 -- my-writer\n  writerctl run --session \"$SID\" --reason \"deploy v2.3 (rollout 41)\" -- my-writer"
 )]
 pub struct RunArgs {
     #[command(flatten)]
@@ -87,6 +91,12 @@ pub struct RunArgs {
     #[command(flatten)]
     pub kind: super::args::ProcessKindArgs,
 
+    /// Recorded in the lock-file history with every step this run takes (acquire or
+    /// takeover, seal or release, give back); a preStop `writerctl seal --reason` gives
+    /// its seal its own.
+    #[command(flatten)]
+    pub reason: super::history::ReasonArgs,
+
     /// The writer command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -128,6 +138,7 @@ fn log(session: &str, e: Event) {
         Event::ChildStarted(pid) => log_event("writer_started", &[s, ("writer_pid", pid.to_string())]),
         Event::Stopping(StopCause::Signal(sig)) => log_event("stopping", &[s, ("signal", sig.to_string())]),
         Event::Stopping(StopCause::PreStop) => log_event("stopping", &[s, ("cause", "prestop".into())]),
+        Event::PreStopReason(r) => log_event("prestop_reason", &[s, ("reason", r.to_owned())]),
         Event::Killed => log_event("writer_killed", &[s]),
         Event::LockLost(e) => log_event("lock_lost", &[s, ("reason", e.to_string())]),
         Event::DescendantsStopped { count, killed } => {
@@ -147,6 +158,7 @@ fn log(session: &str, e: Event) {
             ],
         ),
         Event::Released => log_event("released", &[s]),
+        Event::GaveBack(_, done) => log_event("gave_back", &[s, ("outcome", done.describe().into())]),
         Event::Survivors(n) => log_event(
             "survivors",
             &[
@@ -156,6 +168,26 @@ fn log(session: &str, e: Event) {
             ],
         ),
     }
+}
+
+/// Records a step the supervisor reports in the lock-file history, once it has happened.
+/// `held` keeps the acquired record for the release line (the supervisor reports a release
+/// without it).
+fn record_step(dir: &Dir, session: &str, e: &Event, reason: Option<&Reason>, held: &mut Option<LockRecord>) {
+    let event = match e {
+        Event::Acquired(lease) => {
+            *held = Some(lease.record.clone());
+            HistoryEvent::of_lease(session, lease, reason)
+        }
+        Event::Sealed(out) => HistoryEvent::of_seal(session, out, reason),
+        Event::Released => match held.as_ref() {
+            Some(record) => HistoryEvent::of_release(session, record, reason),
+            None => return,
+        },
+        Event::GaveBack(lease, done) => HistoryEvent::of_give_back(session, lease, *done, reason),
+        _ => return,
+    };
+    super::history::note(dir, &event);
 }
 
 /// Arguments of the hidden launcher `run` starts writers through.
@@ -273,7 +305,11 @@ pub fn run_cmd(args: RunArgs, out: Output, settings: Settings) -> Result<()> {
     check_command(&args.command)?;
     let socket = args.control_socket.clone().unwrap_or_else(|| default_socket(&r.paths.lock_path()));
     prepare_dir(&socket)?;
+    let reason = args.reason.parse()?;
     let site = open_site(&r.runtime_dir, r.paths.clone(), &r.session_id, DirMode::Create)?;
+    // The history is written through a descriptor of its own: the site moves into the
+    // supervisor, which never records anything itself.
+    let history_dir = open_lock_dir(&r.paths.dir)?;
     let session = r.session_id.clone();
     let cfg = RunConfig {
         site,
@@ -290,7 +326,21 @@ pub fn run_cmd(args: RunArgs, out: Output, settings: Settings) -> Result<()> {
         launcher: std::env::current_exe().ok(),
         pid_namespace: pidns::Mode::parse(&args.pid_namespace).expect("clap checks the value"),
     };
-    let outcome = run(cfg, &mut |e| log(&session, e));
+    let mut held: Option<LockRecord> = None;
+    let mut prestop: Option<Reason> = None;
+    let outcome = run(cfg, &mut |e| {
+        if let Event::PreStopReason(r) = e {
+            // The client validated it; one that does not pass here is not recorded.
+            prestop = Reason::parse(r).ok();
+        }
+        // A seal asked for by `writerctl seal --reason` is recorded with that reason.
+        let reason = match e {
+            Event::Sealed(_) => prestop.as_ref().or(reason.as_ref()),
+            _ => reason.as_ref(),
+        };
+        record_step(&history_dir, &session, &e, reason, &mut held);
+        log(&session, e)
+    });
     if let Some(err) = outcome.error {
         return Err(err.into());
     }

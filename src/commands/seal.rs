@@ -9,6 +9,7 @@ use clap::Args;
 use serde::Serialize;
 use writerctl::config::Settings;
 use writerctl::error::ErrorCode;
+use writerctl::lockfile::history::HistoryEvent;
 use writerctl::lockfile::record::TranscriptProof;
 use writerctl::lockfile::seal::seal;
 use writerctl::lockfile::transcript::ProofOptions;
@@ -31,7 +32,7 @@ use super::session::{Resolved, read_token, resolve, transcript_key};
 /// Needs experimental.session_writer_lease.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  writerctl seal --session \"$SID\" --token-file owner.token --json\n  writerctl seal --session \"$SID\"        # preStop: asks the local `writerctl run`"
+    after_help = "Examples:\n  writerctl seal --session \"$SID\" --token-file owner.token --json\n  writerctl seal --session \"$SID\" --token-file owner.token --reason \"maintenance window\"\n  writerctl seal --session \"$SID\"        # preStop: asks the local `writerctl run`"
 )]
 pub struct SealArgs {
     #[command(flatten)]
@@ -53,6 +54,11 @@ pub struct SealArgs {
     /// Only without a token (the supervisor path).
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<u64>,
+
+    /// Without a token, the supervisor records the seal with this reason (an older
+    /// supervisor ignores it and records its own).
+    #[command(flatten)]
+    pub reason: super::history::ReasonArgs,
 }
 
 #[derive(Serialize)]
@@ -80,7 +86,9 @@ pub fn run(args: SealArgs, out: Output, settings: Settings) -> Result<()> {
     match route(&request, &r.paths.lock_path()) {
         Ok(SealRoute::Direct) => seal_directly(&args, &r, out),
         Ok(SealRoute::Supervisor { sockets, timeout }) => {
-            match ask_supervisor(&sockets, timeout, &r.runtime_dir, &r.paths, &r.session_id) {
+            let reason = args.reason.parse()?;
+            let reason = reason.as_ref().map(|r| r.as_str());
+            match ask_supervisor(&sockets, timeout, &r.runtime_dir, &r.paths, &r.session_id, reason) {
                 Ok(answer) => print_answer(out, &r.session_id, answer),
                 Err(AskError::Control(e)) => Err(e.into()),
                 Err(AskError::Lock(e)) => Err(e.into()),
@@ -110,9 +118,11 @@ pub fn run(args: SealArgs, out: Output, settings: Settings) -> Result<()> {
 fn seal_directly(args: &SealArgs, r: &Resolved, out: Output) -> Result<()> {
     let key = transcript_key(&args.session, &r.session_id)?;
     let token = read_token(args.token_file.as_deref())?;
+    let reason = args.reason.parse()?;
     let site = open_site(&r.runtime_dir, r.paths.clone(), &r.session_id, DirMode::Existing)?;
     let progress = hash_progress(out);
     let sealed = seal(&site, &r.runtime_dir, &key, &token, ProofOptions::default(), &mut |d, t| progress(d, t))?;
+    super::history::note(&site.dir, &HistoryEvent::of_seal(&r.session_id, &sealed, reason.as_ref()));
     log_event(
         "seal",
         &[

@@ -19,7 +19,7 @@ use super::output::Output;
 /// An active lock (live or stale) is a conflict. Needs experimental.session_writer_lease.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  writerctl takeover --session \"$SID\" --dry-run --json             # the plan; nothing changes\n  writerctl takeover --session \"$SID\" --token-file owner.token --json\n  writerctl takeover --session \"$SID\" --wait 60 --token-file owner.token   # until the old writer seals"
+    after_help = "Examples:\n  writerctl takeover --session \"$SID\" --dry-run --json             # the plan; nothing changes\n  writerctl takeover --session \"$SID\" --token-file owner.token --json\n  writerctl takeover --session \"$SID\" --wait 60 --token-file owner.token   # until the old writer seals\n  writerctl takeover --session \"$SID\" --token-file owner.token --reason \"failover after node drain\""
 )]
 pub struct TakeoverArgs {
     #[command(flatten)]

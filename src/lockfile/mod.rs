@@ -42,6 +42,7 @@ pub mod exclusive;
 pub mod failpoint;
 pub mod filesystem;
 pub mod give_back;
+pub mod history;
 pub mod holder_lock;
 pub mod identity;
 pub mod liveness;

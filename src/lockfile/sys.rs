@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{self as rfs, AtFlags, CWD, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
+pub mod history_log;
 mod small_file;
 mod transcript_io;
 pub use small_file::{SmallFileError, read_small_regular};

@@ -32,6 +32,10 @@ pub struct Request {
     pub op: String,
     /// The session the client means; must match the supervisor's.
     pub session: String,
+    /// `seal --reason`: recorded with the seal in the lock-file history (absent from older
+    /// clients; an older supervisor ignores it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// An error carried over the socket.
@@ -281,7 +285,12 @@ impl TakeBounded for UnixStream {
 
 /// Client side: asks the supervisor at `socket` to drain and seal `session`, waiting up to
 /// `timeout` for the answer.
-pub fn request_seal(socket: &Path, session: &str, timeout: Duration) -> Result<Reply, ControlError> {
+pub fn request_seal(
+    socket: &Path,
+    session: &str,
+    reason: Option<&str>,
+    timeout: Duration,
+) -> Result<Reply, ControlError> {
     let io_err = |e| ControlError::Io { path: socket.to_path_buf(), source: e };
     if let Some(dir) = socket.parent()
         && dir.exists()
@@ -298,7 +307,7 @@ pub fn request_seal(socket: &Path, session: &str, timeout: Duration) -> Result<R
     if !peer_is_us(&stream) {
         return Err(io_err(io::Error::other("the listening process runs as another user")));
     }
-    let mut line = serde_json::to_vec(&Request { op: "seal".into(), session: session.into() })
+    let mut line = serde_json::to_vec(&Request { op: "seal".into(), session: session.into(), reason: reason.map(str::to_owned) })
         .map_err(io::Error::other)
         .map_err(io_err)?;
     line.push(b'\n');

@@ -121,6 +121,9 @@ pub enum Event<'a> {
     ChildStarted(u32),
     /// Which pid namespace the writer got (and, when shared, why).
     PidNamespace(&'a pidns::Report),
+    /// The preStop seal request that stops the writer gave this `--reason` (for the
+    /// lock-file history; reported just before [`Event::Stopping`]).
+    PreStopReason(&'a str),
     /// A stop began; the signal was forwarded to the writer's process group.
     Stopping(StopCause),
     /// The writer ignored the stop past the grace period and was killed.
@@ -148,6 +151,9 @@ pub enum Event<'a> {
     Sealed(&'a SealOutcome),
     /// Released.
     Released,
+    /// The writer never started, and the lease was given back
+    /// ([`crate::lockfile::give_back`]).
+    GaveBack(&'a Lease, GaveBack),
 }
 
 /// What happened to the lock in the end.
@@ -190,7 +196,8 @@ pub struct RunOutcome {
 enum Msg {
     Signal(i32),
     Child(ExitStatus),
-    Control(UnixStream),
+    /// A preStop seal request, with its `--reason`.
+    Control(UnixStream, Option<String>),
 }
 
 /// What the writer's exit allows the supervisor to do with the lock.
@@ -282,7 +289,7 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
 
     let bound = match control::bind(&cfg.control_socket) {
         Ok(b) => Arc::new(b),
-        Err(e) => return give_back(cfg, &lease, e.into()),
+        Err(e) => return give_back(cfg, &lease, e.into(), log),
     };
     log(Event::Listening(&cfg.control_socket));
     spawn_control_thread(bound.clone(), cfg.site.session_id.clone(), tx.clone());
@@ -291,7 +298,7 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
         Ok(c) => c,
         Err(e) => {
             bound.unbind();
-            return give_back(cfg, &lease, e);
+            return give_back(cfg, &lease, e, log);
         }
     };
     if let Some(report) = &report {
@@ -301,7 +308,7 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
         // The launcher exits at once without starting the writer.
         let _ = child.wait();
         bound.unbind();
-        return give_back(cfg, &lease, RunError::PidNamespaceRefused(why.clone()));
+        return give_back(cfg, &lease, RunError::PidNamespaceRefused(why.clone()), log);
     }
     let pgid = child.id();
     log(Event::ChildStarted(pgid));
@@ -323,8 +330,12 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
 /// could not be delivered does ([`crate::lockfile::give_back`]): a seal taken over is put
 /// back byte for byte (never left open to anyone), a lock that replaced nothing is
 /// released; then report the original failure.
-fn give_back(cfg: &RunConfig, lease: &Lease, error: RunError) -> RunOutcome {
-    let handoff = match crate::lockfile::give_back::give_back(&cfg.site, lease, Some(&cfg.transcript)) {
+fn give_back(cfg: &RunConfig, lease: &Lease, error: RunError, log: &mut dyn FnMut(Event)) -> RunOutcome {
+    let done = crate::lockfile::give_back::give_back(&cfg.site, lease, Some(&cfg.transcript));
+    if let Ok(done) = &done {
+        log(Event::GaveBack(lease, *done));
+    }
+    let handoff = match done {
         Ok(GaveBack::Released) => Handoff::Released,
         // The crashed writer's record is back (issue 27): active, as the run found it.
         Ok(GaveBack::PredecessorRestored) => Handoff::Kept,
@@ -547,7 +558,7 @@ fn spawn_control_thread(bound: Arc<control::Bound>, session: String, tx: Sender<
             }
             match control::read_request(&stream) {
                 Ok(req) if req.op == "seal" && req.session == session => {
-                    if tx.send(Msg::Control(stream)).is_err() {
+                    if tx.send(Msg::Control(stream, req.reason)).is_err() {
                         break;
                     }
                 }
@@ -678,7 +689,7 @@ fn wait_and_hand_off(
                     pid_namespace: None,
                 };
             }
-            (Msg::Control(stream), State::HandedOff { reply, .. }) => {
+            (Msg::Control(stream, _), State::HandedOff { reply, .. }) => {
                 let _ = control::write_reply(&stream, reply);
             }
             (Msg::Signal(sig), st) => {
@@ -690,11 +701,14 @@ fn wait_and_hand_off(
                     *st = State::Stopping { deadline: Instant::now() + cfg.grace };
                 }
             }
-            (Msg::Control(stream), st) => {
+            (Msg::Control(stream, reason), st) => {
                 waiting_clients.push(stream);
                 if matches!(st, State::Running) {
                     forward_stop(pgid, SIGTERM);
                     forwarded = Some(SIGTERM);
+                    if let Some(r) = &reason {
+                        log(Event::PreStopReason(r));
+                    }
                     log(Event::Stopping(StopCause::PreStop));
                     *st = State::Stopping { deadline: Instant::now() + cfg.grace };
                 }
@@ -801,7 +815,7 @@ fn stop_after_loss(
                 log(Event::ChildExited(status));
                 child = Some(status);
             }
-            Ok(Msg::Control(stream)) => waiting.push(stream),
+            Ok(Msg::Control(stream, _)) => waiting.push(stream),
             Ok(Msg::Signal(_)) => {}
             Err(_) => {
                 signal_group(pgid, rustix::process::Signal::KILL.as_raw());
@@ -877,7 +891,7 @@ fn drain_timeout(
                 child = Some(status);
                 break;
             }
-            Msg::Control(stream) => waiting.push(stream),
+            Msg::Control(stream, _) => waiting.push(stream),
             Msg::Signal(_) => {}
         }
     }

@@ -141,9 +141,10 @@ pub fn ask_supervisor(
     runtime_dir: &Path,
     paths: &LockPaths,
     session_id: &str,
+    reason: Option<&str>,
 ) -> Result<SealAnswer, AskError> {
     for socket in sockets {
-        match request_seal(socket, session_id, timeout) {
+        match request_seal(socket, session_id, reason, timeout) {
             Ok(reply) => return answer_of(reply),
             Err(ControlError::NoSupervisor(_)) => continue,
             Err(e) => return Err(AskError::Control(e)),

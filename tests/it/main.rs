@@ -21,6 +21,7 @@ mod flags;
 mod fsmount;
 mod grafana;
 mod handoff;
+mod history;
 mod hostile;
 mod identity;
 mod master;
