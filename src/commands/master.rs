@@ -1,6 +1,7 @@
 //! `writerctl master status|handoff|claim` (seed 000).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
@@ -13,12 +14,26 @@ use writerctl::claim::model::MasterRef;
 use super::ExitStatus;
 use super::coord::{CoordArgs, PasswordArgs, WriteArgs, age, confirm, interactive, rfc3339, session_token};
 use super::output::Output;
+use super::watch::{exit_on_signal, print_json_state, print_text_state, say, seconds};
+use writerctl::error::ErrorCode;
 
 /// The master slot: show it, hand it off, or claim it for a named target.
 #[derive(Debug, Subcommand)]
 pub enum MasterCmd {
     /// Show the master, its epoch, and every controller with its freshness.
-    #[command(after_help = "Examples:\n  writerctl master status --project web")]
+    ///
+    /// With --watch it keeps running: the status now, then again each time it changes
+    /// (another master, another epoch, a controller registered, gone, or turned stale; a
+    /// heartbeat alone changes nothing shown), until SIGINT or SIGTERM (exit 0). A server
+    /// pushes each change (a long poll it holds open; it reads the project once per change
+    /// for all its watchers); the embedded store has no server, so it is read again every
+    /// --interval. With --json, one JSON document per line (the one `master status --json`
+    /// prints) with an "at" time. When the server cannot be reached, stderr says so
+    /// ("lost the coordinator at URL ...; retrying") and says when it is back; the watch
+    /// retries with a growing pause (up to 4 s) and never exits on its own.
+    #[command(
+        after_help = "Examples:\n  writerctl master status --project web\n  writerctl master status --project web --watch --coordinator https://coord:7878\n  writerctl master status --project web --watch --json | jq -c '{at, master}'"
+    )]
     Status(StatusArgs),
     /// Cooperative transfer: the current master hands mastership to a named identity.
     ///
@@ -44,6 +59,13 @@ pub struct StatusArgs {
     /// Project id.
     #[arg(long, value_name = "P")]
     pub project: String,
+    /// Keep running and print the status again each time it changes (see above).
+    #[arg(long)]
+    pub watch: bool,
+    /// With --watch on the embedded store: read it again this often [default: 2]. A
+    /// server pushes changes and needs no interval.
+    #[arg(long, value_name = "SECONDS", requires = "watch", value_parser = super::parse_seconds_positive)]
+    pub interval: Option<Duration>,
 }
 
 /// Target and epoch, shared by handoff and claim.
@@ -99,6 +121,7 @@ pub struct ClaimArgs {
 /// Runs a `master` subcommand.
 pub fn run(cmd: MasterCmd, out: Output) -> Result<()> {
     match cmd {
+        MasterCmd::Status(a) if a.watch => watch(&a, out),
         MasterCmd::Status(a) => {
             let st = a.coord.open()?.status(&a.project)?;
             print_status(&a.project, &st, out)
@@ -173,36 +196,107 @@ fn describe(m: &MasterRef) -> String {
     format!("{} ({})", m.identity, m.session_id)
 }
 
-fn print_status(project: &str, st: &Status, out: Output) -> Result<()> {
-    if out.json {
-        let master = match &st.slot.master {
-            Some(m) => json!({"identity": m.identity, "session_id": m.session_id, "epoch": st.slot.epoch}),
-            None => json!({"identity": null, "session_id": null, "epoch": st.slot.epoch}),
-        };
-        let controllers: Vec<_> = st
-            .controllers
-            .iter()
-            .map(|v| {
-                let c = &v.controller;
-                json!({
-                    "session_id": c.session_id, "identity": c.identity, "surface": c.surface,
-                    "machine_id": c.machine_id, "is_master": c.is_master, "fresh": v.fresh,
-                    "last_heartbeat": rfc3339(c.last_heartbeat), "registered_at": rfc3339(c.registered_at),
-                })
+/// How long one `master status --watch` request asks the server to wait for a change (the
+/// server caps it at 30 s; the request is then simply made again).
+const WATCH_WAIT: Duration = Duration::from_secs(25);
+/// How often `master status --watch` reads the embedded store.
+const WATCH_INTERVAL: Duration = Duration::from_secs(2);
+/// The pause before the first retry of a lost coordinator, doubled up to [`RETRY_MAX`].
+const RETRY_FIRST: Duration = Duration::from_millis(250);
+const RETRY_MAX: Duration = Duration::from_secs(4);
+
+/// `master status --watch`: the status now, then each time its version changes, until
+/// SIGINT/SIGTERM. Against a server each request is a long poll answered when the state
+/// differs from the version last shown; against the embedded store, a read every interval.
+fn watch(a: &StatusArgs, out: Output) -> Result<()> {
+    let c = a.coord.open()?;
+    let target = a.coord.target()?;
+    let name = super::coord::coordinator_name(&target);
+    let remote = matches!(target, super::coord::Target::Http(_));
+    let interval = a.interval.unwrap_or(WATCH_INTERVAL);
+    if remote {
+        say(&format!("watching project {} at {name} (pushed by the coordinator)", a.project));
+    } else {
+        say(&format!(
+            "watching project {} in {name} (polling every {}: the embedded store has no server to push changes)",
+            a.project,
+            seconds(interval)
+        ));
+    }
+    exit_on_signal()?;
+    let mut shown: Option<String> = None;
+    let mut retry: Option<Duration> = None;
+    loop {
+        // After a loss the first request must not wait: its answer is what says the
+        // coordinator is back (a long poll would answer only at the next change).
+        let wait = if remote && retry.is_none() { WATCH_WAIT } else { Duration::ZERO };
+        match c.watch_master(&a.project, shown.as_deref(), wait) {
+            Ok(w) => {
+                if retry.take().is_some() {
+                    say(&format!("coordinator at {name} is back"));
+                }
+                if shown.as_deref() != Some(w.version.as_str()) {
+                    let st: Status = w.status.into();
+                    if out.json {
+                        print_json_state(&status_json(&a.project, &st))?;
+                    } else {
+                        print_text_state(&status_text(&a.project, &st))?;
+                    }
+                    shown = Some(w.version);
+                }
+                if !remote {
+                    std::thread::sleep(interval);
+                }
+            }
+            Err(e) if e.code() == ErrorCode::CoordinatorUnavailable => {
+                let pause = match retry {
+                    None => {
+                        say(&format!("lost the coordinator at {name} ({e}); retrying"));
+                        RETRY_FIRST
+                    }
+                    Some(p) => (p * 2).min(RETRY_MAX),
+                };
+                retry = Some(pause);
+                std::thread::sleep(pause);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// `master status --json`'s document.
+fn status_json(project: &str, st: &Status) -> serde_json::Value {
+    let master = match &st.slot.master {
+        Some(m) => json!({"identity": m.identity, "session_id": m.session_id, "epoch": st.slot.epoch}),
+        None => json!({"identity": null, "session_id": null, "epoch": st.slot.epoch}),
+    };
+    let controllers: Vec<_> = st
+        .controllers
+        .iter()
+        .map(|v| {
+            let c = &v.controller;
+            json!({
+                "session_id": c.session_id, "identity": c.identity, "surface": c.surface,
+                "machine_id": c.machine_id, "is_master": c.is_master, "fresh": v.fresh,
+                "last_heartbeat": rfc3339(c.last_heartbeat), "registered_at": rfc3339(c.registered_at),
             })
-            .collect();
-        out.json(&json!({
-            "project": project, "master": master, "controllers": controllers,
-            "freshness_seconds": st.freshness.as_secs(), "read_at": rfc3339(st.now),
-        }))?;
-        return Ok(());
-    }
-    match &st.slot.master {
-        Some(m) => out.line(&format!("project {project}: master {} epoch {}", describe(m), st.slot.epoch))?,
-        None => out.line(&format!("project {project}: no master (epoch {})", st.slot.epoch))?,
-    }
+        })
+        .collect();
+    json!({
+        "project": project, "master": master, "controllers": controllers,
+        "freshness_seconds": st.freshness.as_secs(), "read_at": rfc3339(st.now),
+    })
+}
+
+/// `master status`'s text report.
+fn status_text(project: &str, st: &Status) -> String {
+    let mut text = match &st.slot.master {
+        Some(m) => format!("project {project}: master {} epoch {}", describe(m), st.slot.epoch),
+        None => format!("project {project}: no master (epoch {})", st.slot.epoch),
+    };
     if st.controllers.is_empty() {
-        return Ok(out.line("no controllers registered")?);
+        text.push_str("\nno controllers registered");
+        return text;
     }
     let mut table =
         super::output::table(&["session", "identity", "surface", "machine", "master", "fresh", "last heartbeat"]);
@@ -218,8 +312,15 @@ fn print_status(project: &str, st: &Status, out: Output) -> Result<()> {
             age(st.now, c.last_heartbeat),
         ]);
     }
-    out.line(&table.to_string())?;
-    Ok(out.line(&format!("(fresh: a heartbeat within {} s)", st.freshness.as_secs()))?)
+    text.push_str(&format!("\n{table}\n(fresh: a heartbeat within {} s)", st.freshness.as_secs()));
+    text
+}
+
+fn print_status(project: &str, st: &Status, out: Output) -> Result<()> {
+    if out.json {
+        return Ok(out.json(&status_json(project, st))?);
+    }
+    Ok(out.line(&status_text(project, st))?)
 }
 
 fn print_outcome(project: &str, o: &MasterOutcome, by_operator: Option<&str>, out: Output) -> Result<()> {

@@ -38,5 +38,6 @@ macro_rules! for_each_verb {
         $m!($crate::coordinator::verbs::work::EndFocus);
         $m!($crate::coordinator::verbs::master::AddOperator);
         $m!($crate::coordinator::verbs::admin::Audit);
+        $m!($crate::coordinator::verbs::master::Watch);
     };
 }
