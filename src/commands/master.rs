@@ -209,10 +209,16 @@ const RETRY_MAX: Duration = Duration::from_secs(4);
 /// SIGINT/SIGTERM. Against a server each request is a long poll answered when the state
 /// differs from the version last shown; against the embedded store, a read every interval.
 fn watch(a: &StatusArgs, out: Output) -> Result<()> {
-    let c = a.coord.open()?;
     let target = a.coord.target()?;
     let name = super::coord::coordinator_name(&target);
     let remote = matches!(target, super::coord::Target::Http(_));
+    if remote && a.interval.is_some() {
+        return Err(super::usage(
+            "--interval applies to the embedded store: a server pushes each change",
+            "leave --interval out with --coordinator http(s)://...",
+        ));
+    }
+    let c = a.coord.open()?;
     let interval = a.interval.unwrap_or(WATCH_INTERVAL);
     if remote {
         say(&format!("watching project {} at {name} (pushed by the coordinator)", a.project));

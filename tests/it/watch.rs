@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::master::{Co, PROJECT, s};
-use crate::support::{BIN, TestEnv};
+use crate::support::{BIN, LiveHolder, TestEnv};
 
 /// How long a watcher may take to show a change before the test fails.
 const BOUND: Duration = Duration::from_secs(10);
@@ -160,6 +160,26 @@ fn status_watch_sees_another_process_acquire_and_seal_then_ends_on_sigterm() {
     assert_eq!(w.stop("TERM"), 0);
 }
 
+/// A holder that dies changes no file: inotify says nothing, and only the periodic read
+/// (`--interval`) shows the lock turn stale.
+#[test]
+fn status_watch_shows_a_holder_that_died_without_touching_the_directory() {
+    let env = TestEnv::new();
+    let holder = LiveHolder::start();
+    env.acquire_for("d1", holder.pid());
+    let w = watch_session(&env, "d1", &["--interval", "0.2"]);
+    w.stderr_shows("(inotify; read again every 0.2s for holder liveness)");
+    let (doc, _) = w.until("the live holder", |d| session_state(d) == "active");
+    assert_eq!(doc["live"], true, "{doc}");
+    let names = env.lock_dir_names();
+    holder.stop();
+    let (doc, waited) = w.until("the dead holder", |d| d["live"] == false);
+    assert_eq!(session_state(&doc), "active", "{doc}");
+    assert_eq!(env.lock_dir_names(), names, "the directory changed: this test would not prove the periodic read");
+    eprintln!("status --watch showed the holder's death {waited:?} after it was killed");
+    assert_eq!(w.stop("TERM"), 0);
+}
+
 #[test]
 fn status_watch_polls_when_asked_and_sees_every_session_of_the_directory() {
     let env = TestEnv::new();
@@ -195,12 +215,16 @@ fn status_watch_prints_only_changes() {
 }
 
 #[test]
-fn status_watch_refuses_prometheus_and_interval_without_watch() {
+fn watches_refuse_flags_they_would_ignore() {
     let env = TestEnv::new();
     let r = env.run(&["status", "--watch", "--format", "prometheus", "--json"]);
     r.assert_error(2, "usage");
     let r = env.run(&["status", "--interval", "1", "--json"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
+    // A server pushes changes: an interval would be silently ignored.
+    let args = ["master", "status", "--project", "p", "--watch", "--interval", "1", "--json"];
+    let r = env.run_raw(&[&args[..], &["--coordinator", "http://127.0.0.1:9"]].concat());
+    r.assert_error(2, "usage");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -235,6 +259,24 @@ fn master_watch_is_pushed_a_handoff_by_the_server_and_ends_on_sigint() {
     assert_eq!(doc["master"]["epoch"], first["master"]["epoch"].as_u64().unwrap() + 1);
     eprintln!("master status --watch got the handoff {waited:?} after it was started (the handoff took {returned:?})");
     assert_eq!(w.stop("INT"), 0);
+}
+
+/// A write through another replica pokes nobody here: the replica's shared re-check
+/// (every 2 s) finds it. Two servers over one SQLite store; the watcher's server is the
+/// one started with --freshness-seconds 31 (see `Co::url_for`).
+#[test]
+fn master_watch_sees_a_handoff_made_through_another_replica() {
+    let co = Co::http_sqlite();
+    let alice = co.reg("alice");
+    co.reg("bob");
+    let w = watch_master(&co, &["--freshness-seconds", "31"]);
+    let (first, _) = w.until("alice as master", |d| master_identity(d) == "alice");
+    assert_eq!(first["freshness_seconds"], 31, "the watcher is not on the second replica");
+    let started = Instant::now();
+    assert_eq!(co.handoff(&alice, "bob", &["--yes"]).code, 0);
+    w.until("bob as master", |d| master_identity(d) == "bob");
+    eprintln!("master status --watch on another replica got the handoff {:?} after it was started", started.elapsed());
+    assert_eq!(w.stop("TERM"), 0);
 }
 
 #[test]
