@@ -45,9 +45,7 @@ struct Row {
 /// `/proc/PID/status` field `key` (first number).
 fn proc_status(pid: u32, key: &str) -> u64 {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    text.lines()
-        .find_map(|l| l.strip_prefix(key)?.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
+    text.lines().find_map(|l| l.strip_prefix(key)?.split_whitespace().next()?.parse().ok()).unwrap_or(0)
 }
 
 /// User + system CPU time of `pid` so far.
@@ -77,9 +75,8 @@ fn version(url: &str) -> String {
 /// One watcher: sends the long poll, then waits for the first byte of its answer.
 async fn hold(addr: String, after: String) -> Option<Instant> {
     let mut sock = tokio::net::TcpStream::connect(&addr).await.ok()?;
-    let req = format!(
-        "GET /v1/projects/{PROJECT}/master/watch?after={after}&wait_ms=30000 HTTP/1.1\r\nHost: {addr}\r\n\r\n"
-    );
+    let req =
+        format!("GET /v1/projects/{PROJECT}/master/watch?after={after}&wait_ms=30000 HTTP/1.1\r\nHost: {addr}\r\n\r\n");
     sock.write_all(req.as_bytes()).await.ok()?;
     let mut buf = [0u8; 1];
     match sock.read(&mut buf).await {
@@ -164,7 +161,18 @@ fn main() {
     );
     println!(
         "{:>6} {:>6} {:>8} {:>14} {:>14} {:>12} {:>14} | vs N=1: {:>7} {:>7} {:>7} {:>7} {:>7}",
-        "N", "held", "threads", "RSS growth KiB", "CPU idle ms", "reads/s", "all told ms", "threads", "RSS", "CPU", "reads", "told"
+        "N",
+        "held",
+        "threads",
+        "RSS growth KiB",
+        "CPU idle ms",
+        "reads/s",
+        "all told ms",
+        "threads",
+        "RSS",
+        "CPU",
+        "reads",
+        "told"
     );
     for r in &rows {
         println!(

@@ -10,8 +10,8 @@ use serde::Serialize;
 use writerctl::error::ErrorCode;
 use writerctl::lockfile::metrics::{LockDirMetrics, publish_atomically};
 use writerctl::lockfile::paths::{LOCK_SUBDIR, SideKind};
-use writerctl::lockfile::watch::{ChangeFeed, ChangeSource};
 use writerctl::lockfile::status::{LockState, SessionStatus};
+use writerctl::lockfile::watch::{ChangeFeed, ChangeSource};
 use writerctl::lockfile::{LockPaths, SystemProbe, status_all, status_one};
 
 use super::Coded;
@@ -236,11 +236,12 @@ fn watch(args: &StatusArgs, rt: &Path, one: bool, out: Output) -> Result<()> {
     let feed = ChangeFeed::open(&dirs, args.poll)?;
     let watched = dirs[0].display().to_string();
     match feed.source() {
-        ChangeSource::Inotify => say(&format!(
-            "watching {watched} (inotify; read again every {} for holder liveness)",
-            seconds(interval)
-        )),
-        ChangeSource::Polling { why } => say(&format!("watching {watched} (polling every {}: {why})", seconds(interval))),
+        ChangeSource::Inotify => {
+            say(&format!("watching {watched} (inotify; read again every {} for holder liveness)", seconds(interval)))
+        }
+        ChangeSource::Polling { why } => {
+            say(&format!("watching {watched} (polling every {}: {why})", seconds(interval)))
+        }
     }
     exit_on_signal()?;
     let mut last: Option<Shown> = None;
@@ -289,7 +290,8 @@ fn report(args: &StatusArgs, rt: &Path, one: bool, out: Output) -> Result<Shown>
     }
     let r = super::session::resolve(&args.session)?;
     let paths: LockPaths = r.paths;
-    let transcript = TranscriptRef { runtime_dir: rt.to_path_buf(), key: transcript_key(&args.session, &r.session_id)? };
+    let transcript =
+        TranscriptRef { runtime_dir: rt.to_path_buf(), key: transcript_key(&args.session, &r.session_id)? };
     let s = status_one(rt, &paths, &r.session_id, Some(&transcript), &SystemProbe)?;
     if out.json {
         return Ok(Shown::Json(serde_json::to_value(&s)?));

@@ -110,7 +110,10 @@ pub trait CoordinatorApi {
     /// `wait` lets a server hold the request open until it does (pushed by its watch
     /// registry); the embedded store answers at once.
     fn watch_master(&self, project_id: &str, after: Option<&str>, wait: Duration) -> Result<WatchResp, ClaimError> {
-        let q = WatchQuery { after: after.map(str::to_string), wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX) };
+        let q = WatchQuery {
+            after: after.map(str::to_string),
+            wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+        };
         self.endpoint().call::<master::Watch>(project(project_id), q, None)
     }
     /// Resolves a target without changing anything.

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use super::counters::Metrics;
 use super::watchers::{RECHECK, Versioned, Watchers};
-use crate::coordinator::wire::{StatusResp, WatchResp};
 use crate::claim::Coordinator;
 use crate::claim::refusals::REFUSAL_INTERVAL;
 use crate::claim::retention::Retention;
 use crate::coordinator::budget::{Argon2Budget, MAX_WAITING, SeatRates, argon2_permits};
 use crate::coordinator::limits::{ConnGate, SourceSlots};
+use crate::coordinator::wire::{StatusResp, WatchResp};
 
 /// Largest request body accepted.
 pub const MAX_BODY: usize = 64 * 1024;

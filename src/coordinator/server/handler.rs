@@ -264,11 +264,14 @@ async fn handle<V: Verb>(
         }
         Gate::LongPoll => long_poll::<V>(app.clone(), path, uri, headers).await,
         Gate::OperatorVerification => verify_operator::<V>(app.clone(), path, uri, headers, body).await,
-        Gate::Pushed => pushed::<V>(app.clone(), project.clone(), uri).await,
+        Gate::Pushed => pushed(app.clone(), project.clone(), uri).await,
     };
     // A write this server answered may have changed what `master status --watch` shows:
     // the project's watch checker (if any) reads it again now (see `watchers`).
-    if V::WRITE && response.status().is_success() && let Some(p) = project {
+    if V::WRITE
+        && response.status().is_success()
+        && let Some(p) = project
+    {
         app.watchers.poke(&p);
     }
     response
@@ -283,7 +286,7 @@ fn project_of<V: Verb>(path: &V::Path) -> Option<String> {
 /// its own) until the state's version differs from the query's `after`, or its `wait_ms`
 /// (capped at [`MAX_LONG_POLL`]) ends; answers the state then. Not counted in the verb
 /// metrics: its time is the caller's wait (`writerctl_master_watchers` counts them).
-async fn pushed<V: Verb>(app: Shared, project: Option<String>, uri: Uri) -> Response {
+async fn pushed(app: Shared, project: Option<String>, uri: Uri) -> Response {
     let Some(project) = project else {
         return error_response(&ClaimError::InvalidArgument("a watch needs a project".into()));
     };
@@ -296,7 +299,10 @@ async fn pushed<V: Verb>(app: Shared, project: Option<String>, uri: Uri) -> Resp
     match app.watchers.next_reading(&mut rx, query.after.as_deref(), wait).await {
         Some(Ok(state)) => (StatusCode::OK, axum::Json(state)).into_response(),
         Some(Err(e)) => error_response(&e),
-        None => error_response(&ClaimError::Unavailable(format!("the status of project {project} was not read within {} s", wait.as_secs()))),
+        None => error_response(&ClaimError::Unavailable(format!(
+            "the status of project {project} was not read within {} s",
+            super::watchers::FIRST_READ.as_secs()
+        ))),
     }
 }
 

@@ -39,6 +39,10 @@ use crate::claim::ClaimError;
 /// watcher learns of another replica's write or of a controller that went stale.
 pub const RECHECK: Duration = Duration::from_secs(2);
 
+/// The longest a watcher waits for a newly watched project's first read (a status read
+/// takes milliseconds; a store that does not answer is reported after this).
+pub const FIRST_READ: Duration = Duration::from_secs(10);
+
 /// A reading a watcher can compare with what it saw.
 pub trait Versioned: Clone + Send + Sync + 'static {
     /// A fingerprint of what a watcher shows: equal versions, nothing to show.
@@ -121,8 +125,8 @@ impl<T: Versioned> Watchers<T> {
     }
 
     /// Waits until `rx` holds a reading whose version differs from `after`, `wait` passed,
-    /// or the server shuts down; returns the reading then (`None`: the first read has not
-    /// finished by then).
+    /// or the server shuts down; returns the reading then (`None`: the project's first read
+    /// did not finish within [`FIRST_READ`]).
     pub async fn next_reading(
         &self,
         rx: &mut watch::Receiver<Option<Reading<T>>>,
@@ -135,6 +139,17 @@ impl<T: Versioned> Watchers<T> {
             None => false,
         };
         let mut closing = self.closing.subscribe();
+        // A project watched for the first time has no reading until its checker's first
+        // read: an answer needs one, whatever `wait` says (a request with no wait, as a
+        // client sends to see whether the server is back, still gets the state).
+        let first = tokio::select! {
+            r = rx.wait_for(Option::is_some) => r.is_ok(),
+            () = tokio::time::sleep(FIRST_READ) => false,
+            _ = closing.wait_for(|c| *c) => false,
+        };
+        if !first {
+            return rx.borrow().clone();
+        }
         let got = tokio::select! {
             r = rx.wait_for(news) => r.ok().map(|r| r.clone()),
             () = tokio::time::sleep(wait) => None,
@@ -241,9 +256,8 @@ mod tests {
         let mut waiters = Vec::new();
         for _ in 0..100 {
             let (mut rx, w) = (w.subscribe("p"), w.clone());
-            waiters.push(tokio::spawn(async move {
-                w.next_reading(&mut rx, Some("1"), Duration::from_secs(3000)).await
-            }));
+            waiters
+                .push(tokio::spawn(async move { w.next_reading(&mut rx, Some("1"), Duration::from_secs(3000)).await }));
         }
         // Let the checker's first read (version 1) land: nobody is answered by it.
         while w.reads() == 0 {
@@ -301,5 +315,13 @@ mod tests {
         let got = waiter.await.unwrap().unwrap().unwrap();
         assert_eq!(got, V("1".into()), "a closing server answers the state as it is");
         assert!(before.elapsed() < Duration::from_secs(3000), "the waiter sat out its whole wait");
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_request_that_does_not_wait_still_gets_the_first_reading() {
+        let (w, _state) = counting(Duration::from_secs(3600));
+        let mut rx = w.subscribe("p");
+        let got = w.next_reading(&mut rx, None, Duration::ZERO).await;
+        assert_eq!(got.unwrap().unwrap(), V("1".into()));
     }
 }
