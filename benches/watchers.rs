@@ -1,14 +1,17 @@
 //! What `master status --watch` costs a server per watcher (issue 30: "no more than one
 //! idle connection per watcher, measured with 1,000 watchers").
 //!
-//! For N = 1, 100 and 1000 a fresh `writerctl coordinator serve` (the release binary, over
+//! For N = 1, 100 and 1000 a fresh `writerctl coordinator serve` (the binary Cargo built for the bench: release under `cargo bench`, over
 //! an SQLite store, `--open-registration`) gets N long polls on
 //! `GET /v1/projects/P/master/watch?after=V&wait_ms=30000` — what N `master status --watch`
 //! processes hold open between two changes — from this process, one socket each. Then,
 //! measured on the server process (`/proc/PID`):
 //!
-//! * threads, and RSS growth over the server before the watchers came;
-//! * CPU time (user + system) over an idle window of [`IDLE`];
+//! * threads, and RSS growth over the server before the watchers came, next to the
+//!   reference: the growth for N plain idle connections (half a request head each, held
+//!   by the server) on another fresh server — "one idle connection per watcher" is a ratio
+//!   near 1;
+//! * CPU time over an idle window of [`IDLE`] (every thread's schedstat);
 //! * store reads per second over that window (`writerctl_master_watch_reads_total`: the
 //!   shared per-project re-check; a design reading per watcher would show N times more);
 //! * one change (a controller registers and becomes master): the time until every one of
@@ -37,6 +40,7 @@ struct Row {
     held: f64,
     threads: u64,
     rss_growth_kib: u64,
+    idle_conn_kib: u64,
     cpu_idle_ms: f64,
     reads_per_s: f64,
     all_told: Duration,
@@ -48,17 +52,71 @@ fn proc_status(pid: u32, key: &str) -> u64 {
     text.lines().find_map(|l| l.strip_prefix(key)?.split_whitespace().next()?.parse().ok()).unwrap_or(0)
 }
 
-/// User + system CPU time of `pid` so far.
+/// CPU time `pid`'s threads have run so far (`/proc/PID/task/*/schedstat`, nanoseconds:
+/// `/proc/PID/stat`'s 10 ms ticks cannot tell an idle second from a busy millisecond).
+/// Only threads alive now are counted: the caller checks the thread count did not change.
 fn cpu_time(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name (which may hold spaces) end at the last ')'.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<u64> = rest.split_whitespace().map(|x| x.parse().unwrap_or(0)).collect();
-    // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after ')'.
-    let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
-    // /proc reports them in USER_HZ, which the kernel ABI fixes at 100 on every Linux
-    // architecture we run on (whatever CONFIG_HZ is).
-    Duration::from_secs_f64(ticks as f64 / 100.0)
+    let tasks =
+        std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.flatten().collect::<Vec<_>>()).unwrap_or_default();
+    let ns: u64 = tasks
+        .iter()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    Duration::from_nanos(ns)
+}
+
+/// The server under test: `coordinator serve` over a fresh SQLite store, with room for `n`
+/// connections from this one address.
+fn server(dir: &std::path::Path, n: usize) -> (std::process::Child, String) {
+    let conns = (n + 64).to_string();
+    live::start_server(&[
+        "--store".into(),
+        format!("sqlite:{}", dir.join("c.sqlite").display()),
+        "--open-registration".into(),
+        "--max-connections".into(),
+        conns.clone(),
+        "--max-connections-per-source".into(),
+        conns,
+        // The reference's idle connections send half a request head; keep them past the
+        // measurement (the default closes them after 10 s).
+        "--header-timeout-seconds".into(),
+        "120".into(),
+    ])
+}
+
+/// The reference: the server's RSS growth for `n` plain idle connections (each has sent
+/// half a request head, so the server holds it and waits) — what "one idle connection per
+/// watcher" costs.
+fn idle_connections_kib(rt: &tokio::runtime::Runtime, n: usize) -> u64 {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, url) = server(dir.path(), n);
+    let pid = child.id();
+    let _ = version(&url);
+    let before = proc_status(pid, "VmRSS:");
+    let addr = url.trim_start_matches("http://").to_string();
+    let held: Vec<tokio::net::TcpStream> = rt.block_on(async {
+        let mut socks = Vec::with_capacity(n);
+        for _ in 0..n {
+            let mut s = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+            s.write_all(format!("GET /v1/projects/{PROJECT}/master HTTP/1.1\r\nHost: {addr}\r\n").as_bytes())
+                .await
+                .expect("half a head");
+            socks.push(s);
+        }
+        socks
+    });
+    let started = Instant::now();
+    // The scrape's own connection counts too.
+    while live::metrics(&url).get("writerctl_connections_open").copied().unwrap_or(0.0) < n as f64 {
+        assert!(started.elapsed() < Duration::from_secs(60), "the server never held {n} idle connections");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let grown = proc_status(pid, "VmRSS:").saturating_sub(before);
+    drop(held);
+    live::stop_server(child);
+    grown
 }
 
 /// The watch answer's version now.
@@ -87,17 +145,7 @@ async fn hold(addr: String, after: String) -> Option<Instant> {
 
 fn measure(rt: &tokio::runtime::Runtime, n: usize) -> Row {
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("c.sqlite");
-    let conns = (n + 64).to_string();
-    let (child, url) = live::start_server(&[
-        "--store".into(),
-        format!("sqlite:{}", store.display()),
-        "--open-registration".into(),
-        "--max-connections".into(),
-        conns.clone(),
-        "--max-connections-per-source".into(),
-        conns,
-    ]);
+    let (child, url) = server(dir.path(), n);
     let pid = child.id();
     let after = version(&url);
     let rss_before = proc_status(pid, "VmRSS:");
@@ -116,6 +164,7 @@ fn measure(rt: &tokio::runtime::Runtime, n: usize) -> Row {
     let (cpu0, reads0) = (cpu_time(pid), metric("writerctl_master_watch_reads_total"));
     std::thread::sleep(IDLE);
     let (cpu1, reads1) = (cpu_time(pid), metric("writerctl_master_watch_reads_total"));
+    assert_eq!(proc_status(pid, "Threads:"), threads, "threads came or went: the CPU time would be short");
     // The change: the first controller registers and becomes master.
     let changed = Instant::now();
     let body = serde_json::json!({"identity": "alice", "surface": "cli", "machine_id": "m1"});
@@ -136,6 +185,7 @@ fn measure(rt: &tokio::runtime::Runtime, n: usize) -> Row {
         held,
         threads,
         rss_growth_kib,
+        idle_conn_kib: idle_connections_kib(rt, n),
         cpu_idle_ms: (cpu1 - cpu0).as_secs_f64() * 1e3,
         reads_per_s: (reads1 - reads0) / IDLE.as_secs_f64(),
         all_told,
@@ -154,20 +204,23 @@ fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let rows: Vec<Row> = SIZES.iter().map(|&n| measure(&rt, n)).collect();
     let base = &rows[0];
+    let build = if cfg!(debug_assertions) { "debug" } else { "release" };
     println!(
-        "master status --watch: the server's cost per idle watcher (release binary, SQLite store, idle window {} s, open files {:?})",
+        "master status --watch: the server's cost per idle watcher ({build} build, SQLite store, idle window {} s, open files {:?})",
         IDLE.as_secs(),
         limit.soft
     );
     println!(
-        "{:>6} {:>6} {:>8} {:>14} {:>14} {:>12} {:>14} | vs N=1: {:>7} {:>7} {:>7} {:>7} {:>7}",
+        "{:>5} {:>5} {:>7} {:>9} {:>9} {:>8} {:>10} {:>9} {:>9} | vs N=1: {:>7} {:>6} {:>6} {:>6} {:>6}",
         "N",
         "held",
         "threads",
-        "RSS growth KiB",
-        "CPU idle ms",
+        "RSS KiB",
+        "idle KiB",
+        "RSS/idle",
+        "CPU ms",
         "reads/s",
-        "all told ms",
+        "told ms",
         "threads",
         "RSS",
         "CPU",
@@ -176,11 +229,13 @@ fn main() {
     );
     for r in &rows {
         println!(
-            "{:>6} {:>6} {:>8} {:>14} {:>14.1} {:>12.2} {:>14.1} | {:>15} {:>7} {:>7} {:>7} {:>7}",
+            "{:>5} {:>5} {:>7} {:>9} {:>9} {:>8} {:>10.2} {:>9.2} {:>9.1} | {:>15} {:>6} {:>6} {:>6} {:>6}",
             r.n,
             r.held,
             r.threads,
             r.rss_growth_kib,
+            r.idle_conn_kib,
+            ratio(r.rss_growth_kib as f64, r.idle_conn_kib as f64),
             r.cpu_idle_ms,
             r.reads_per_s,
             r.all_told.as_secs_f64() * 1e3,
@@ -191,11 +246,15 @@ fn main() {
             ratio(r.all_told.as_secs_f64(), base.all_told.as_secs_f64()),
         );
     }
+    println!(
+        "(RSS KiB: the server's growth with N watchers held; idle KiB: with N plain idle connections, the reference;\n CPU ms: the server's CPU time over the idle window; reads/s: its store reads for watchers; told ms: one change until all N had it)"
+    );
     let big = rows.last().unwrap();
     println!(
-        "per watcher at N={}: {:.1} KiB RSS, {:.3} ms CPU per idle second, {:.4} store reads/s (threads {} vs {} at N=1)",
+        "per watcher at N={}: {:.1} KiB RSS (an idle connection: {:.1} KiB), {:.4} ms CPU per idle second, {:.5} store reads/s; threads {} (N=1: {})",
         big.n,
         big.rss_growth_kib as f64 / big.n as f64,
+        big.idle_conn_kib as f64 / big.n as f64,
         big.cpu_idle_ms / IDLE.as_secs_f64() / big.n as f64,
         big.reads_per_s / big.n as f64,
         big.threads,
