@@ -12,7 +12,8 @@
 //!
 //! P's checker (one task per watched project, whatever the number of watchers):
 //!   loop { read P's status once (blocking pool); publish it if its version changed;
-//!          wait for a poke or RECHECK; stop when P has no watcher left }
+//!          wait for a poke or RECHECK, and at least MIN_GAP since the read;
+//!          stop when P has no watcher left }
 //!
 //! a write verb on P answered by this server ──► Watchers::poke(P) ──► the checker reads now
 //! ```
@@ -38,6 +39,11 @@ use crate::claim::ClaimError;
 /// How often a watched project is read although nothing poked it: the bound on how late a
 /// watcher learns of another replica's write or of a controller that went stale.
 pub const RECHECK: Duration = Duration::from_secs(2);
+
+/// The least time between two reads of one project: writes that poke faster (a thousand
+/// controllers' heartbeats) are coalesced into one read per gap, so the store reads for
+/// watchers stay at most 1/gap per project whatever the write rate.
+pub const MIN_GAP: Duration = Duration::from_millis(200);
 
 /// The longest a watcher waits for a newly watched project's first read (a status read
 /// takes milliseconds; a store that does not answer is reported after this).
@@ -173,11 +179,13 @@ impl<T: Versioned> Watchers<T> {
     }
 }
 
-/// A project's checker: one read per poke or [`Watchers::recheck`], published when its
-/// version (or error) changed; ends when the project has no watcher (or the server is gone).
+/// A project's checker: one read per poke (at most one per [`MIN_GAP`]) or
+/// [`Watchers::recheck`], published when its version (or error) changed; ends when the
+/// project has no watcher (or the server is gone).
 async fn check<T: Versioned>(registry: std::sync::Weak<Watchers<T>>, project: String, p: Arc<Project<T>>) {
     loop {
         let Some(w) = registry.upgrade() else { return };
+        let read_at = tokio::time::Instant::now();
         let (read, name) = (w.read.clone(), project.clone());
         let reading = match tokio::task::spawn_blocking(move || read(&name)).await {
             Ok(r) => r,
@@ -201,6 +209,7 @@ async fn check<T: Versioned>(registry: std::sync::Weak<Watchers<T>>, project: St
             () = p.poke.notified() => {}
             () = tokio::time::sleep(recheck) => {}
         }
+        tokio::time::sleep_until(read_at + MIN_GAP).await;
         let Some(w) = registry.upgrade() else { return };
         if w.retire_if_unwatched(&project, &p) {
             return;
@@ -323,5 +332,24 @@ mod tests {
         let mut rx = w.subscribe("p");
         let got = w.next_reading(&mut rx, None, Duration::ZERO).await;
         assert_eq!(got.unwrap().unwrap(), V("1".into()));
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_burst_of_writes_costs_one_read_per_gap() {
+        let (w, state) = counting(Duration::from_secs(3600));
+        let mut rx = w.subscribe("p");
+        let _ = w.next_reading(&mut rx, None, Duration::from_secs(5)).await;
+        let started = tokio::time::Instant::now();
+        // 1,000 pokes over one second (a heartbeat each millisecond).
+        for i in 0..1000 {
+            state.store(10 + i, Ordering::SeqCst);
+            w.poke("p");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let elapsed = started.elapsed();
+        let got = w.next_reading(&mut rx, Some("0"), Duration::from_secs(5)).await.unwrap().unwrap();
+        assert!(got.0.parse::<u64>().unwrap() >= 10, "the burst was not read at all");
+        let most = 2 + (elapsed.as_millis() / MIN_GAP.as_millis()) as u64;
+        assert!(w.reads() <= most, "{} reads for 1,000 pokes in {elapsed:?} (at most {most})", w.reads());
     }
 }
