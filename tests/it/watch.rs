@@ -274,10 +274,21 @@ fn master_watch_is_pushed_a_handoff_by_the_server_and_ends_on_sigint() {
 /// one started with --freshness-seconds 31 (see `Co::url_for`).
 #[test]
 fn master_watch_sees_a_handoff_made_through_another_replica() {
-    let co = Co::http_sqlite();
+    sees_another_replicas_handoff(&Co::http_sqlite());
+}
+
+/// The same over Redis + Postgres, the store replicas share in production.
+#[test]
+fn master_watch_sees_another_replicas_handoff_over_redis_pg() {
+    if let Some(co) = Co::http_redis_pg("watch_replica") {
+        sees_another_replicas_handoff(&co);
+    }
+}
+
+fn sees_another_replicas_handoff(co: &Co) {
     let alice = co.reg("alice");
     co.reg("bob");
-    let w = watch_master(&co, &["--freshness-seconds", "31"]);
+    let w = watch_master(co, &["--freshness-seconds", "31"]);
     let (first, _) = w.until("alice as master", |d| master_identity(d) == "alice");
     assert_eq!(first["freshness_seconds"], 31, "the watcher is not on the second replica");
     let started = Instant::now();
