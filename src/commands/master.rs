@@ -209,6 +209,7 @@ const RETRY_MAX: Duration = Duration::from_secs(4);
 /// SIGINT/SIGTERM. Against a server each request is a long poll answered when the state
 /// differs from the version last shown; against the embedded store, a read every interval.
 fn watch(a: &StatusArgs, out: Output) -> Result<()> {
+    exit_on_signal()?;
     let target = a.coord.target()?;
     let name = super::coord::coordinator_name(&target);
     let remote = matches!(target, super::coord::Target::Http(_));
@@ -229,7 +230,6 @@ fn watch(a: &StatusArgs, out: Output) -> Result<()> {
             seconds(interval)
         ));
     }
-    exit_on_signal()?;
     let mut shown: Option<String> = None;
     let mut retry: Option<Duration> = None;
     loop {

@@ -220,6 +220,7 @@ const SETTLE_MAX: Duration = Duration::from_millis(250);
 /// what notices a holder that died (its record does not change, only the liveness verdict
 /// does) — without it a dead holder would be shown as live until something else changed.
 fn watch(args: &StatusArgs, rt: &Path, one: bool, out: Output) -> Result<()> {
+    exit_on_signal()?;
     let interval = args.interval.unwrap_or(WATCH_INTERVAL);
     let mut dirs = Vec::new();
     if one {
@@ -243,7 +244,6 @@ fn watch(args: &StatusArgs, rt: &Path, one: bool, out: Output) -> Result<()> {
             say(&format!("watching {watched} (polling every {}: {why})", seconds(interval)))
         }
     }
-    exit_on_signal()?;
     let mut last: Option<Shown> = None;
     loop {
         let shown = report(args, rt, one, out)?;
