@@ -317,8 +317,18 @@ fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// A server process killed and reaped on drop, so a failing test leaves none behind.
+struct Served(Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `coordinator serve` on `port` over the SQLite `store`; returns once it listens.
-fn serve_on(home: &Path, store: &Path, port: u16) -> Child {
+fn serve_on(home: &Path, store: &Path, port: u16) -> Served {
     let mut c = Command::new(BIN);
     c.env_clear()
         .env("HOME", home)
@@ -330,11 +340,11 @@ fn serve_on(home: &Path, store: &Path, port: u16) -> Child {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    let mut child = c.spawn().unwrap();
+    let mut served = Served(c.spawn().unwrap());
     let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    BufReader::new(served.0.stdout.take().unwrap()).read_line(&mut first).unwrap();
     assert!(first.contains("listening"), "the server did not start: {first:?}");
-    child
+    served
 }
 
 #[test]
@@ -343,19 +353,16 @@ fn master_watch_says_when_the_server_is_lost_and_when_it_is_back() {
     let store = env.tmp.path().join("c.sqlite");
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
-    let mut server = serve_on(env.tmp.path(), &store, port);
+    let server = serve_on(env.tmp.path(), &store, port);
     let mut c = env.cmd();
     c.args(["master", "status", "--project", "w", "--watch", "--json", "--coordinator", &url]);
     let w = Watcher::spawn(c);
     w.until("the empty project", |d| d["master"]["identity"].is_null());
-    server.kill().unwrap();
-    server.wait().unwrap();
+    drop(server);
     let err = w.stderr_shows(&format!("writerctl: lost the coordinator at {url} ("));
     assert!(err.contains("); retrying"), "{err}");
-    let mut server = serve_on(env.tmp.path(), &store, port);
+    let _server = serve_on(env.tmp.path(), &store, port);
     // The watch retries with a pause growing to 4 s: bound that, plus a loaded machine.
     w.stderr_shows_within(&format!("writerctl: coordinator at {url} is back"), 3 * BOUND);
     assert_eq!(w.stop("TERM"), 0);
-    server.kill().unwrap();
-    let _ = server.wait();
 }
