@@ -85,16 +85,36 @@ fn server(dir: &std::path::Path, n: usize) -> (std::process::Child, String) {
     ])
 }
 
+/// A fresh server under test, with its state before anything is held.
+struct Fresh {
+    _dir: tempfile::TempDir,
+    child: std::process::Child,
+    url: String,
+    pid: u32,
+    /// host:port, for raw sockets.
+    addr: String,
+    /// The watch answer's version now (the project is empty).
+    version: String,
+    rss_before: u64,
+}
+
+impl Fresh {
+    fn start(n: usize) -> Fresh {
+        let dir = tempfile::tempdir().unwrap();
+        let (child, url) = server(dir.path(), n);
+        let pid = child.id();
+        let version = version(&url);
+        let rss_before = proc_status(pid, "VmRSS:");
+        let addr = url.trim_start_matches("http://").to_string();
+        Fresh { _dir: dir, child, url, pid, addr, version, rss_before }
+    }
+}
+
 /// The reference: the server's RSS growth for `n` plain idle connections (each has sent
 /// half a request head, so the server holds it and waits) — what "one idle connection per
 /// watcher" costs.
 fn idle_connections_kib(rt: &tokio::runtime::Runtime, n: usize) -> u64 {
-    let dir = tempfile::tempdir().unwrap();
-    let (child, url) = server(dir.path(), n);
-    let pid = child.id();
-    let _ = version(&url);
-    let before = proc_status(pid, "VmRSS:");
-    let addr = url.trim_start_matches("http://").to_string();
+    let Fresh { _dir, child, url, pid, addr, rss_before: before, .. } = Fresh::start(n);
     let held: Vec<tokio::net::TcpStream> = rt.block_on(async {
         let mut socks = Vec::with_capacity(n);
         for _ in 0..n {
@@ -144,12 +164,7 @@ async fn hold(addr: String, after: String) -> Option<Instant> {
 }
 
 fn measure(rt: &tokio::runtime::Runtime, n: usize) -> Row {
-    let dir = tempfile::tempdir().unwrap();
-    let (child, url) = server(dir.path(), n);
-    let pid = child.id();
-    let after = version(&url);
-    let rss_before = proc_status(pid, "VmRSS:");
-    let addr = url.trim_start_matches("http://").to_string();
+    let Fresh { _dir, child, url, pid, addr, version: after, rss_before } = Fresh::start(n);
     let watchers: Vec<_> = (0..n).map(|_| rt.spawn(hold(addr.clone(), after.clone()))).collect();
     // Every long poll is held when the server counts them all.
     let started = Instant::now();
