@@ -3031,7 +3031,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__master__subcmd__status)
-            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --watch --interval --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3046,6 +3046,10 @@ _writerctl() {
                     return 0
                     ;;
                 --project)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3605,7 +3609,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__status)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --format --output --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --format --output --watch --interval --poll --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3636,6 +3640,10 @@ _writerctl() {
                     return 0
                     ;;
                 --output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

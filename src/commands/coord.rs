@@ -137,7 +137,7 @@ struct Asked {
 }
 
 /// How errors name `target`: the server's URL without any user info, or the store's file.
-fn coordinator_name(target: &Target) -> String {
+pub fn coordinator_name(target: &Target) -> String {
     match target {
         Target::Sqlite(p) => format!("the embedded store at {}", p.display()),
         Target::Http(url) => match url.split_once("://") {

@@ -1,6 +1,7 @@
 //! `writerctl master status|handoff|claim|history` (seed 000, issue 30).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
@@ -10,17 +11,30 @@ use writerctl::claim::engine::{MasterChange, MasterRequest, Status};
 use writerctl::claim::masters::MasterOutcome;
 use writerctl::claim::model::MasterRef;
 use writerctl::coordinator::api::MasterOptions;
-use writerctl::claim::work_claims::Paused;
 
 use super::ExitStatus;
 use super::coord::{CoordArgs, PasswordArgs, WriteArgs, age, confirm, interactive, rfc3339, session_token};
 use super::output::Output;
+use super::watch::{exit_on_signal, print_json_state, print_text_state, say, seconds};
+use writerctl::error::ErrorCode;
 
 /// The master slot: show it, hand it off, or claim it for a named target.
 #[derive(Debug, Subcommand)]
 pub enum MasterCmd {
     /// Show the master, its epoch, and every controller with its freshness.
-    #[command(after_help = "Examples:\n  writerctl master status --project web")]
+    ///
+    /// With --watch it keeps running: the status now, then again each time it changes
+    /// (another master, another epoch, a controller registered, gone, or turned stale; a
+    /// heartbeat alone changes nothing shown), until SIGINT or SIGTERM (exit 0). A server
+    /// pushes each change (a long poll it holds open; it reads the project once per change
+    /// for all its watchers); the embedded store has no server, so it is read again every
+    /// --interval. With --json, one JSON document per line (the one `master status --json`
+    /// prints) with an "at" time. When the server cannot be reached, stderr says so
+    /// ("lost the coordinator at URL ...; retrying") and says when it is back; the watch
+    /// retries with a growing pause (up to 4 s) and never exits on its own.
+    #[command(
+        after_help = "Examples:\n  writerctl master status --project web\n  writerctl master status --project web --watch --coordinator https://coord:7878\n  writerctl master status --project web --watch --json | jq -c '{at, master}'"
+    )]
     Status(StatusArgs),
     /// Cooperative transfer: the current master hands mastership to a named identity.
     ///
@@ -65,6 +79,13 @@ pub struct StatusArgs {
     /// Project id.
     #[arg(long, value_name = "P")]
     pub project: String,
+    /// Keep running and print the status again each time it changes (see above).
+    #[arg(long)]
+    pub watch: bool,
+    /// With --watch on the embedded store: read it again this often [default: 2]. A
+    /// server pushes changes and needs no interval.
+    #[arg(long, value_name = "SECONDS", requires = "watch", value_parser = super::parse_seconds_positive)]
+    pub interval: Option<Duration>,
 }
 
 /// Target and epoch, shared by handoff and claim.
@@ -146,11 +167,10 @@ pub struct ClaimArgs {
 /// Runs a `master` subcommand.
 pub fn run(cmd: MasterCmd, out: Output) -> Result<()> {
     match cmd {
+        MasterCmd::Status(a) if a.watch => watch(&a, out),
         MasterCmd::Status(a) => {
-            let c = a.coord.open()?;
-            let st = c.status(&a.project)?;
-            let paused = c.pause_state(&a.project)?.paused;
-            print_status(&a.project, &st, paused.as_ref(), out)
+            let st = a.coord.open()?.status(&a.project)?;
+            print_status(&a.project, &st, out)
         }
         MasterCmd::Handoff(a) => {
             let token = session_token(a.token_file.as_deref())?;
@@ -198,7 +218,7 @@ fn prepare(c: &dyn CoordinatorApi, t: &TargetArgs, out: Output, verb: &str) -> R
         expect_epoch,
     };
     if let (true, Some(st)) = (ask, status) {
-        print_status(&t.project, &st, c.pause_state(&t.project)?.paused.as_ref(), out)?;
+        print_status(&t.project, &st, out)?;
         let target = c.preview_target(&t.project, &t.to, t.to_session.as_deref())?;
         let from = st.slot.master.as_ref().map_or("nobody".to_string(), describe);
         let to = target.reference();
@@ -227,40 +247,118 @@ fn describe(m: &MasterRef) -> String {
     format!("{} ({})", m.identity, m.session_id)
 }
 
-fn print_status(project: &str, st: &Status, paused: Option<&Paused>, out: Output) -> Result<()> {
-    if out.json {
-        let master = match &st.slot.master {
-            Some(m) => json!({"identity": m.identity, "session_id": m.session_id, "epoch": st.slot.epoch}),
-            None => json!({"identity": null, "session_id": null, "epoch": st.slot.epoch}),
-        };
-        let controllers: Vec<_> = st
-            .controllers
-            .iter()
-            .map(|v| {
-                let c = &v.controller;
-                json!({
-                    "session_id": c.session_id, "identity": c.identity, "surface": c.surface,
-                    "machine_id": c.machine_id, "is_master": c.is_master, "fresh": v.fresh,
-                    "last_heartbeat": rfc3339(c.last_heartbeat), "registered_at": rfc3339(c.registered_at),
-                })
+/// How long one `master status --watch` request asks the server to wait for a change (the
+/// server caps it at 30 s; the request is then simply made again).
+const WATCH_WAIT: Duration = Duration::from_secs(25);
+/// How often `master status --watch` reads the embedded store.
+const WATCH_INTERVAL: Duration = Duration::from_secs(2);
+/// The pause before the first retry of a lost coordinator, doubled up to [`RETRY_MAX`].
+const RETRY_FIRST: Duration = Duration::from_millis(250);
+const RETRY_MAX: Duration = Duration::from_secs(4);
+
+/// `master status --watch`: the status now, then each time its version changes, until
+/// SIGINT/SIGTERM. Against a server each request is a long poll answered when the state
+/// differs from the version last shown; against the embedded store, a read every interval.
+fn watch(a: &StatusArgs, out: Output) -> Result<()> {
+    exit_on_signal()?;
+    let target = a.coord.target()?;
+    let name = super::coord::coordinator_name(&target);
+    let remote = matches!(target, super::coord::Target::Http(_));
+    if remote && a.interval.is_some() {
+        return Err(super::usage(
+            "--interval applies to the embedded store: a server pushes each change",
+            "leave --interval out with --coordinator http(s)://...",
+        ));
+    }
+    let c = a.coord.open()?;
+    let interval = a.interval.unwrap_or(WATCH_INTERVAL);
+    if remote {
+        say(&format!("watching project {} at {name} (pushed by the coordinator)", a.project));
+    } else {
+        say(&format!(
+            "watching project {} in {name} (polling every {}: the embedded store has no server to push changes)",
+            a.project,
+            seconds(interval)
+        ));
+    }
+    let mut shown: Option<String> = None;
+    let mut retry: Option<Duration> = None;
+    loop {
+        // After a loss the first request must not wait: its answer is what says the
+        // coordinator is back (a long poll would answer only at the next change).
+        let wait = if remote && retry.is_none() { WATCH_WAIT } else { Duration::ZERO };
+        match c.watch_master(&a.project, shown.as_deref(), wait) {
+            Ok(w) => {
+                if retry.take().is_some() {
+                    say(&format!("coordinator at {name} is back"));
+                }
+                if shown.as_deref() != Some(w.version.as_str()) {
+                    let st: Status = w.status.into();
+                    if out.json {
+                        print_json_state(&status_json(&a.project, &st))?;
+                    } else {
+                        print_text_state(&status_text(&a.project, &st))?;
+                    }
+                    shown = Some(w.version);
+                }
+                if !remote {
+                    std::thread::sleep(interval);
+                }
+            }
+            Err(e) if e.code() == ErrorCode::CoordinatorUnavailable => {
+                let pause = match retry {
+                    None => {
+                        say(&format!("lost the coordinator at {name} ({e}); retrying"));
+                        RETRY_FIRST
+                    }
+                    Some(p) => (p * 2).min(RETRY_MAX),
+                };
+                retry = Some(pause);
+                std::thread::sleep(pause);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// `master status --json`'s document.
+fn status_json(project: &str, st: &Status) -> serde_json::Value {
+    let master = match &st.slot.master {
+        Some(m) => json!({"identity": m.identity, "session_id": m.session_id, "epoch": st.slot.epoch}),
+        None => json!({"identity": null, "session_id": null, "epoch": st.slot.epoch}),
+    };
+    let controllers: Vec<_> = st
+        .controllers
+        .iter()
+        .map(|v| {
+            let c = &v.controller;
+            json!({
+                "session_id": c.session_id, "identity": c.identity, "surface": c.surface,
+                "machine_id": c.machine_id, "is_master": c.is_master, "fresh": v.fresh,
+                "last_heartbeat": rfc3339(c.last_heartbeat), "registered_at": rfc3339(c.registered_at),
             })
-            .collect();
-        out.json(&json!({
-            "project": project, "master": master, "controllers": controllers,
-            "freshness_seconds": st.freshness.as_secs(), "read_at": rfc3339(st.now),
-            "paused": super::pause::paused_json(paused),
-        }))?;
-        return Ok(());
-    }
-    if let Some(p) = paused {
-        out.line(&super::pause::paused_line(project, p))?;
-    }
-    match &st.slot.master {
-        Some(m) => out.line(&format!("project {project}: master {} epoch {}", describe(m), st.slot.epoch))?,
-        None => out.line(&format!("project {project}: no master (epoch {})", st.slot.epoch))?,
-    }
+        })
+        .collect();
+    json!({
+        "project": project, "master": master, "controllers": controllers,
+        "freshness_seconds": st.freshness.as_secs(), "read_at": rfc3339(st.now),
+        "paused": super::pause::paused_json(st.paused.as_ref()),
+    })
+}
+
+/// `master status`'s text report.
+fn status_text(project: &str, st: &Status) -> String {
+    let mut text = match &st.paused {
+        Some(p) => format!("{}\n", super::pause::paused_line(project, p)),
+        None => String::new(),
+    };
+    text.push_str(&match &st.slot.master {
+        Some(m) => format!("project {project}: master {} epoch {}", describe(m), st.slot.epoch),
+        None => format!("project {project}: no master (epoch {})", st.slot.epoch),
+    });
     if st.controllers.is_empty() {
-        return Ok(out.line("no controllers registered")?);
+        text.push_str("\nno controllers registered");
+        return text;
     }
     let mut table =
         super::output::table(&["session", "identity", "surface", "machine", "master", "fresh", "last heartbeat"]);
@@ -276,8 +374,15 @@ fn print_status(project: &str, st: &Status, paused: Option<&Paused>, out: Output
             age(st.now, c.last_heartbeat),
         ]);
     }
-    out.line(&table.to_string())?;
-    Ok(out.line(&format!("(fresh: a heartbeat within {} s)", st.freshness.as_secs()))?)
+    text.push_str(&format!("\n{table}\n(fresh: a heartbeat within {} s)", st.freshness.as_secs()));
+    text
+}
+
+fn print_status(project: &str, st: &Status, out: Output) -> Result<()> {
+    if out.json {
+        return Ok(out.json(&status_json(project, st))?);
+    }
+    Ok(out.line(&status_text(project, st))?)
 }
 
 fn print_outcome(project: &str, o: &MasterOutcome, by_operator: Option<&str>, out: Output) -> Result<()> {

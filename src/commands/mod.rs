@@ -26,6 +26,7 @@ pub mod session;
 pub mod status;
 pub mod takeover;
 pub mod verify;
+pub mod watch;
 pub mod work;
 
 /// A command that already printed its report and only needs a non-zero exit status.

@@ -2,21 +2,23 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
 use writerctl::error::ErrorCode;
 use writerctl::lockfile::metrics::{LockDirMetrics, publish_atomically};
-use writerctl::lockfile::paths::SideKind;
+use writerctl::lockfile::paths::{LOCK_SUBDIR, SideKind};
 use writerctl::lockfile::status::{LockState, SessionStatus};
+use writerctl::lockfile::watch::{ChangeFeed, ChangeSource};
 use writerctl::lockfile::{LockPaths, SystemProbe, status_all, status_one};
 
 use super::Coded;
 use super::args::SessionArgs;
 use super::output::{Output, clean};
 use super::session::{runtime_dir, transcript_key};
+use super::watch::{exit_on_signal, print_json_state, print_text_state, say, seconds};
 use writerctl::lockfile::acquire::TranscriptRef;
 
 /// Show what is on disk for one session, or for every session under the runtime
@@ -41,7 +43,7 @@ use writerctl::lockfile::acquire::TranscriptRef;
 /// collector.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  writerctl status                      # every session under the runtime directory\n  writerctl status --session \"$SID\" --json\n  writerctl status --format prometheus --output /var/lib/prometheus/node-exporter/writerctl.prom"
+    after_help = "Examples:\n  writerctl status                      # every session under the runtime directory\n  writerctl status --session \"$SID\" --json\n  writerctl status --format prometheus --output /var/lib/prometheus/node-exporter/writerctl.prom\n  writerctl status --watch                   # a new report each time a lock changes; Ctrl-C ends it\n  writerctl status --session \"$SID\" --watch --json | jq -c '{at, state, live}'"
 )]
 pub struct StatusArgs {
     #[command(flatten)]
@@ -55,6 +57,25 @@ pub struct StatusArgs {
     /// instead of stdout; F's directory must exist.
     #[arg(long, value_name = "F")]
     pub output: Option<PathBuf>,
+
+    /// Keep running: print the state now, then again each time it changes, until SIGINT
+    /// or SIGTERM (exit 0). With --json, one JSON document per line (the one `status --json`
+    /// prints) with an "at" time. Changes are seen through inotify on a local filesystem
+    /// and by reading again every --interval on a network filesystem (NFS, CephFS, SMB,
+    /// FUSE: inotify there sees only this host's changes); stderr says which, once.
+    #[arg(long)]
+    pub watch: bool,
+
+    /// With --watch: read the state again at least this often [default: 2]. On a network
+    /// filesystem this is the polling interval; under inotify it is how soon a holder that
+    /// died (which changes no file) is shown as stale.
+    #[arg(long, value_name = "SECONDS", requires = "watch", value_parser = super::parse_seconds_positive)]
+    pub interval: Option<Duration>,
+
+    /// With --watch: poll at --interval even on a local filesystem (a directory other hosts
+    /// change behind the kernel's back, e.g. a block device two hosts mount).
+    #[arg(long, requires = "watch")]
+    pub poll: bool,
 }
 
 /// What `status` prints.
@@ -138,8 +159,31 @@ fn run_prometheus(args: &StatusArgs, rt: &Path, one: bool, out: Output) -> Resul
     Ok(())
 }
 
+/// What one read of the state shows: the JSON document (`--json`) or the text report.
+#[derive(Debug, PartialEq)]
+enum Shown {
+    Json(serde_json::Value),
+    Text(String),
+}
+
+impl Shown {
+    fn print(&self, out: Output) -> Result<()> {
+        match self {
+            Shown::Json(v) => out.json(v)?,
+            Shown::Text(t) => out.line(t)?,
+        }
+        Ok(())
+    }
+}
+
 /// Runs `status`.
 pub fn run(args: StatusArgs, out: Output) -> Result<()> {
+    if args.watch && args.format == StatusFormat::Prometheus {
+        return Err(super::usage(
+            "--watch prints status reports, not Prometheus counts",
+            "for a textfile collector, run `writerctl status --format prometheus --output F` from a timer",
+        ));
+    }
     check_format(&args, out)?;
     let rt = runtime_dir(&args.session)?;
     let one = args.session.session.is_some() || args.session.lock.is_some();
@@ -154,15 +198,79 @@ pub fn run(args: StatusArgs, out: Output) -> Result<()> {
     if args.format == StatusFormat::Prometheus {
         return run_prometheus(&args, &rt, one, out);
     }
+    if args.watch {
+        return watch(&args, &rt, one, out);
+    }
+    report(&args, &rt, one, out)?.print(out)
+}
+
+/// How often `status --watch` reads the state again without being told of a change.
+const WATCH_INTERVAL: Duration = Duration::from_secs(2);
+/// After a wake, how long the directory must stay quiet before it is read (a handoff is
+/// several renames and links in a few milliseconds: shown once, as it ends), and the most
+/// a stream of changes may delay a read.
+const SETTLE: Duration = Duration::from_millis(20);
+const SETTLE_MAX: Duration = Duration::from_millis(250);
+
+/// `status --watch`: the state now, then each time it changes, until SIGINT/SIGTERM.
+///
+/// Change detection is [`ChangeFeed`]'s (inotify on a local filesystem, nothing on a
+/// network one). Either way the state is also read every `--interval`: on a network
+/// filesystem that is the polling that sees other hosts' changes, and under inotify it is
+/// what notices a holder that died (its record does not change, only the liveness verdict
+/// does) — without it a dead holder would be shown as live until something else changed.
+fn watch(args: &StatusArgs, rt: &Path, one: bool, out: Output) -> Result<()> {
+    exit_on_signal()?;
+    let interval = args.interval.unwrap_or(WATCH_INTERVAL);
+    let mut dirs = Vec::new();
+    if one {
+        let r = super::session::resolve(&args.session)?;
+        dirs.push(r.paths.dir.clone());
+        // A sealed record's proof is checked against the transcript: its directory too.
+        let key = transcript_key(&args.session, &r.session_id)?;
+        if let Some(parent) = rt.join(key.as_str()).parent() {
+            dirs.push(parent.to_path_buf());
+        }
+    } else {
+        dirs.push(rt.join(LOCK_SUBDIR));
+    }
+    let feed = ChangeFeed::open(&dirs, args.poll)?;
+    let watched = dirs[0].display().to_string();
+    match feed.source() {
+        ChangeSource::Inotify => {
+            say(&format!("watching {watched} (inotify; read again every {} for holder liveness)", seconds(interval)))
+        }
+        ChangeSource::Polling { why } => {
+            say(&format!("watching {watched} (polling every {}: {why})", seconds(interval)))
+        }
+    }
+    let mut last: Option<Shown> = None;
+    loop {
+        let shown = report(args, rt, one, out)?;
+        if last.as_ref() != Some(&shown) {
+            match &shown {
+                Shown::Json(v) => print_json_state(v)?,
+                Shown::Text(t) => print_text_state(t)?,
+            }
+            last = Some(shown);
+        }
+        if feed.wait(interval) {
+            let settle_until = Instant::now() + SETTLE_MAX;
+            while Instant::now() < settle_until && feed.wait(SETTLE) {}
+        }
+    }
+}
+
+/// One read of the state, as `status` shows it.
+fn report(args: &StatusArgs, rt: &Path, one: bool, out: Output) -> Result<Shown> {
     if !one {
-        let all = status_all(&rt, &SystemProbe)?;
+        let all = status_all(rt, &SystemProbe)?;
         if out.json {
-            out.json(&AllJson { runtime_dir: rt.display().to_string(), sessions: &all })?;
-            return Ok(());
+            let doc = AllJson { runtime_dir: rt.display().to_string(), sessions: &all };
+            return Ok(Shown::Json(serde_json::to_value(&doc)?));
         }
         if all.is_empty() {
-            out.line(&format!("no session locks under {}", rt.display()))?;
-            return Ok(());
+            return Ok(Shown::Text(format!("no session locks under {}", rt.display())));
         }
         let mut table = super::output::table(&["session", "state", "holder", "why", "side files"]);
         for s in &all {
@@ -176,17 +284,17 @@ pub fn run(args: StatusArgs, out: Output) -> Result<()> {
             let cells = [s.session_id.clone(), state_word(s), holder_word(s), why, s.side_files.len().to_string()];
             table.add_row(cells.iter().map(|c| clean(c).into_owned()).collect::<Vec<_>>());
         }
-        out.line(&table.to_string())?;
-        out.line("run `writerctl status --session ID` for details and the next safe step")?;
-        return Ok(());
+        return Ok(Shown::Text(format!(
+            "{table}\nrun `writerctl status --session ID` for details and the next safe step"
+        )));
     }
     let r = super::session::resolve(&args.session)?;
     let paths: LockPaths = r.paths;
-    let transcript = TranscriptRef { runtime_dir: rt.clone(), key: transcript_key(&args.session, &r.session_id)? };
-    let s = status_one(&rt, &paths, &r.session_id, Some(&transcript), &SystemProbe)?;
+    let transcript =
+        TranscriptRef { runtime_dir: rt.to_path_buf(), key: transcript_key(&args.session, &r.session_id)? };
+    let s = status_one(rt, &paths, &r.session_id, Some(&transcript), &SystemProbe)?;
     if out.json {
-        out.json(&s)?;
-        return Ok(());
+        return Ok(Shown::Json(serde_json::to_value(&s)?));
     }
     let mut lines = vec![
         format!("session:   {}", s.session_id),
@@ -243,6 +351,5 @@ pub fn run(args: StatusArgs, out: Output) -> Result<()> {
     // Each entry is one line of our layout; a CR, LF or ESC inside a field (a hostname from
     // the record, a side-file name) is escaped so it cannot forge another line (issue 22).
     let lines: Vec<String> = lines.iter().map(|l| clean(l).into_owned()).collect();
-    out.line(&lines.join("\n"))?;
-    Ok(())
+    Ok(Shown::Text(lines.join("\n")))
 }

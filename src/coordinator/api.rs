@@ -115,6 +115,16 @@ pub trait CoordinatorApi {
     fn status(&self, project_id: &str) -> Result<Status, ClaimError> {
         Ok(self.endpoint().call::<master::Status>(project(project_id), NoBody {}, None)?.into())
     }
+    /// `master status --watch`: the status with its version, once it differs from `after`.
+    /// `wait` lets a server hold the request open until it does (pushed by its watch
+    /// registry); the embedded store answers at once.
+    fn watch_master(&self, project_id: &str, after: Option<&str>, wait: Duration) -> Result<WatchResp, ClaimError> {
+        let q = WatchQuery {
+            after: after.map(str::to_string),
+            wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+        };
+        self.endpoint().call::<master::Watch>(project(project_id), q, None)
+    }
     /// Resolves a target without changing anything.
     fn preview_target(
         &self,

@@ -23,6 +23,7 @@ mod metrics;
 mod openapi;
 mod probes;
 mod routes;
+mod watchers;
 
 pub use self::app::{
     CLAIMS_PER_SOURCE, CLAIMS_WAITING_PER_SOURCE, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, MAX_BODY,

@@ -67,6 +67,10 @@ pub enum Gate {
     OperatorVerification,
     /// `inbox`: the read is repeated until an event arrives or the requested wait ends.
     LongPoll,
+    /// `master.watch`: answered from the server's per-project watch registry
+    /// (`server::watchers`: one read per project and change, shared by every watcher)
+    /// once the state differs from the caller's, or when [`Verb::hold_open`] ends.
+    Pushed,
 }
 
 /// Whose per-seat write rate (issue 28 point 4) a request spends, checked before its body

@@ -169,6 +169,9 @@ pub struct StatusResp {
     /// When the server read it (ms).
     #[schema(value_type = i64)]
     pub now: Millis,
+    /// The project's pause, when one holds (`pause`/`resume`).
+    #[serde(default)]
+    pub paused: Option<crate::claim::work_claims::Paused>,
 }
 
 impl From<&Status> for StatusResp {
@@ -183,6 +186,7 @@ impl From<&Status> for StatusResp {
                 .collect(),
             freshness_ms: u64::try_from(s.freshness.as_millis()).unwrap_or(u64::MAX),
             now: s.now,
+            paused: s.paused.clone(),
         }
     }
 }
@@ -198,6 +202,7 @@ impl From<StatusResp> for Status {
                 .collect(),
             freshness: std::time::Duration::from_millis(s.freshness_ms),
             now: s.now,
+            paused: s.paused,
         }
     }
 }
@@ -696,4 +701,49 @@ pub struct ExportRow {
 pub struct ExportResp {
     /// Rows in cursor order.
     pub rows: Vec<ExportRow>,
+}
+
+/// `GET /v1/projects/{project}/master/watch` (`master status --watch`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct WatchQuery {
+    /// The `version` of the last state the caller saw: the answer waits for another one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    /// Hold the request open this long for a change (capped at 30 s); then the state is
+    /// answered as it is (the same version: ask again).
+    #[serde(default)]
+    pub wait_ms: u64,
+}
+
+/// The master status as `master status --watch` shows it, with its version.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct WatchResp {
+    /// A fingerprint of everything the status shows except the read time and the
+    /// controllers' heartbeat times (a heartbeat changes nothing a watcher shows; a
+    /// controller turning stale does, through `fresh`).
+    pub version: String,
+    /// The status.
+    pub status: StatusResp,
+}
+
+impl WatchResp {
+    /// `status` with its version.
+    pub fn of(status: StatusResp) -> WatchResp {
+        use sha2::Digest as _;
+        let mut shown = serde_json::to_value(&status).unwrap_or_default();
+        if let Some(map) = shown.as_object_mut() {
+            map.remove("now");
+        }
+        if let Some(list) = shown.get_mut("controllers").and_then(|c| c.as_array_mut()) {
+            for c in list {
+                if let Some(row) = c.get_mut("controller").and_then(|r| r.as_object_mut()) {
+                    row.remove("last_heartbeat");
+                }
+            }
+        }
+        let digest = sha2::Sha256::digest(shown.to_string().as_bytes());
+        let version = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
+        WatchResp { version, status }
+    }
 }

@@ -62,6 +62,7 @@ pub mod transition;
 pub mod trust;
 pub mod verify;
 pub mod wait;
+pub mod watch;
 
 pub use acquire::{AcquireOptions, Lease, ReclaimPolicy, acquire};
 pub use error::LockError;

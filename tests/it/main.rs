@@ -52,6 +52,7 @@ mod staged;
 mod store_bounds;
 mod supervisor_death;
 mod trusted_groups;
+mod watch;
 mod work;
 mod work_store;
 

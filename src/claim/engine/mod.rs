@@ -142,6 +142,9 @@ pub struct Status {
     pub freshness: Duration,
     /// When it was read.
     pub now: Millis,
+    /// The project's maintenance pause, when one holds now (issue 30): part of the status so
+    /// `master status` and its watchers see a pause or resume as a change.
+    pub paused: Option<crate::claim::work_claims::Paused>,
 }
 
 /// A master verb's request.
@@ -645,7 +648,8 @@ impl Coordinator {
         let f = self.freshness_ms();
         let controllers =
             snap.controllers.into_iter().map(|c| ControllerView { fresh: c.is_fresh(now, f), controller: c }).collect();
-        Ok(Status { slot: snap.slot, controllers, freshness: self.freshness, now })
+        let paused = self.paused_at(project, now)?;
+        Ok(Status { slot: snap.slot, controllers, freshness: self.freshness, now, paused })
     }
 
     /// Resolves a target without changing anything (for the confirmation prompt).

@@ -7,11 +7,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::counters::Metrics;
+use super::watchers::{RECHECK, Versioned, Watchers};
 use crate::claim::Coordinator;
 use crate::claim::refusals::REFUSAL_INTERVAL;
 use crate::claim::retention::Retention;
 use crate::coordinator::budget::{Argon2Budget, MAX_WAITING, SeatRates, argon2_permits};
 use crate::coordinator::limits::{ConnGate, SourceSlots};
+use crate::coordinator::wire::{StatusResp, WatchResp};
 
 /// Largest request body accepted.
 pub const MAX_BODY: usize = 64 * 1024;
@@ -100,6 +102,8 @@ pub(super) struct App {
     pub(super) probe: Arc<tokio::sync::Mutex<()>>,
     /// How long a request body may take to arrive (see [`body_guard`](super::guard::body_guard)).
     pub(super) body_timeout: Duration,
+    /// `master status --watch`: what each watched project's watchers wait for.
+    pub(super) watchers: Arc<Watchers<WatchResp>>,
 }
 
 /// How many `master claim` requests of one source address run at once.
@@ -120,6 +124,7 @@ pub(super) fn new_app(
     connections: Option<Arc<ConnGate>>,
     body_timeout: Duration,
 ) -> Shared {
+    let coordinator_for_watch = coordinator.with_request(None);
     let app = Arc::new(App {
         body_timeout,
         coord: coordinator,
@@ -131,9 +136,17 @@ pub(super) fn new_app(
         connections,
         claims_refused_per_source: std::sync::atomic::AtomicU64::new(0),
         probe: Arc::new(tokio::sync::Mutex::new(())),
+        watchers: master_watchers(&coordinator_for_watch),
     });
     flush_refusals_periodically(&app);
     app
+}
+
+/// The registry `master status --watch` waits on, reading a project's status through
+/// `coordinator` (see [`Watchers`]).
+fn master_watchers(coordinator: &Coordinator) -> Arc<Watchers<WatchResp>> {
+    let c = coordinator.with_request(None);
+    Watchers::new(Arc::new(move |project: &str| Ok(WatchResp::of(StatusResp::from(&c.status(project)?)))), RECHECK)
 }
 
 /// Writes the summary rows of closed refusal windows every [`REFUSAL_INTERVAL`], so a
@@ -164,5 +177,11 @@ impl App {
         let mut m = self.metrics.lock().unwrap_or_else(|p| p.into_inner());
         *m.verbs.entry((verb.to_string(), result.to_string())).or_default() += 1;
         m.latency.entry(verb.to_string()).or_default().observe(elapsed);
+    }
+}
+
+impl Versioned for WatchResp {
+    fn version(&self) -> &str {
+        &self.version
     }
 }

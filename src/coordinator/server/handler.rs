@@ -256,13 +256,53 @@ async fn handle<V: Verb>(
     {
         return error_response(&e);
     }
-    match V::GATE {
+    let project = project_of::<V>(&path);
+    let response = match V::GATE {
         Gate::None => {
-            let result = execute(app, V::NAME, move |a| run_verb::<V>(a, &headers, path, &uri, &body)).await;
+            let result = execute(app.clone(), V::NAME, move |a| run_verb::<V>(a, &headers, path, &uri, &body)).await;
             respond(ok_status::<V>(), result)
         }
-        Gate::LongPoll => long_poll::<V>(app, path, uri, headers).await,
-        Gate::OperatorVerification => verify_operator::<V>(app, path, uri, headers, body).await,
+        Gate::LongPoll => long_poll::<V>(app.clone(), path, uri, headers).await,
+        Gate::OperatorVerification => verify_operator::<V>(app.clone(), path, uri, headers, body).await,
+        Gate::Pushed => pushed(app.clone(), project.clone(), uri).await,
+    };
+    // A write this server answered may have changed what `master status --watch` shows:
+    // the project's watch checker (if any) reads it again now (see `watchers`).
+    if V::WRITE
+        && response.status().is_success()
+        && let Some(p) = project
+    {
+        app.watchers.poke(&p);
+    }
+    response
+}
+
+/// The `{project}` of a verb's path, if it has one.
+fn project_of<V: Verb>(path: &V::Path) -> Option<String> {
+    serde_json::to_value(path).ok()?.get("project")?.as_str().map(str::to_string)
+}
+
+/// [`Gate::Pushed`]: waits on the project's watch registry (no thread, no store read of
+/// its own) until the state's version differs from the query's `after`, or its `wait_ms`
+/// (capped at [`MAX_LONG_POLL`]) ends; answers the state then. Not counted in the verb
+/// metrics: its time is the caller's wait (`writerctl_master_watchers` counts them).
+async fn pushed(app: Shared, project: Option<String>, uri: Uri) -> Response {
+    let Some(project) = project else {
+        return error_response(&ClaimError::InvalidArgument("a watch needs a project".into()));
+    };
+    let query = match Query::<crate::coordinator::wire::WatchQuery>::try_from_uri(&uri) {
+        Ok(Query(q)) => q,
+        Err(e) => return error_response(&ClaimError::InvalidArgument(format!("query: {}", e.body_text()))),
+    };
+    let wait = Duration::from_millis(query.wait_ms).min(MAX_LONG_POLL);
+    let mut rx = app.watchers.subscribe(&project);
+    match app.watchers.next_reading(&mut rx, query.after.as_deref(), wait).await {
+        Some(Ok(state)) => (StatusCode::OK, axum::Json(state)).into_response(),
+        Some(Err(e)) => error_response(&e),
+        None => error_response(&ClaimError::Unavailable(format!(
+            "the status of project {project} was not read within {} s",
+            super::watchers::FIRST_READ.as_secs()
+        ))),
     }
 }
 

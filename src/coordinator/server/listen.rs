@@ -111,9 +111,13 @@ pub async fn serve(
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stop_tx = Arc::new(stop_tx);
     let stop_on_signal = stop_tx.clone();
+    let watchers = state.watchers.clone();
     tokio::spawn(async move {
         shutdown.await;
         stop_on_signal.send_replace(true);
+        // Long polls of `master status --watch` answer now instead of holding the
+        // graceful shutdown for their whole wait.
+        watchers.close();
         h2.graceful_shutdown(Some(Duration::from_secs(10)));
         p2.graceful_shutdown(Some(Duration::from_secs(1)));
     });

@@ -199,6 +199,24 @@ fn push_budget_metrics(out: &mut String, app: &App, m: &Metrics) {
             "Open refusal-audit windows (per source, project, verb and code; bounded).",
             app.coord.refusals().windows() as u64,
         ),
+        (
+            "writerctl_master_watchers",
+            "gauge",
+            "master status --watch requests held open now (each an idle connection).",
+            app.watchers.watching(),
+        ),
+        (
+            "writerctl_master_watched_projects",
+            "gauge",
+            "Projects with a master status --watch checker now (one shared store read per change or recheck each).",
+            app.watchers.projects() as u64,
+        ),
+        (
+            "writerctl_master_watch_reads_total",
+            "counter",
+            "Store reads made for master status --watch: one per watched project and change or recheck, whatever the number of watchers.",
+            app.watchers.reads(),
+        ),
     ] {
         out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {n}\n"));
     }

@@ -9,8 +9,8 @@ use crate::coordinator::verb::{Origin, Rate, answers, json_input, query_input, v
 use crate::coordinator::wire::*;
 
 json_input!(RegisterReq, HandoffReq, ClaimReq, OperatorReq);
-query_input!(TargetQuery);
-answers!(RegisterResp, ControllerOut, DeregisterResp, StatusResp, MasterOutcome, OperatorResp);
+query_input!(TargetQuery, WatchQuery);
+answers!(RegisterResp, ControllerOut, DeregisterResp, StatusResp, MasterOutcome, OperatorResp, WatchResp);
 
 verb! {
     /// Register a controller (`session register`), proven by the identity's key or the row's current token.
@@ -120,5 +120,20 @@ verb! {
     }
     fn admin_scope(_path: &NoPath, r: &OperatorReq) -> (String, Option<String>) {
         (String::new(), Some(format!("operator:{}", r.operator_id)))
+    }
+}
+
+verb! {
+    /// The master status once it differs from the version the caller saw, pushed by the server (a long poll; `master status --watch`).
+    Watch = "master.watch" as "watch": Get "/v1/projects/{project}/master/watch", auth None, write false;
+    (ProjectPath, WatchQuery) -> WatchResp;
+    // In-process (the embedded store) there is nobody to wait for: the state now.
+    apply |c, path, _, _| { Ok(WatchResp::of(StatusResp::from(&c.status(&path.project)?))) }
+    const GATE: crate::coordinator::verb::Gate = crate::coordinator::verb::Gate::Pushed;
+    fn hold_open(q: &WatchQuery) -> Duration {
+        Duration::from_millis(q.wait_ms)
+    }
+    fn client_timeout(q: &WatchQuery) -> Duration {
+        crate::coordinator::client::REQUEST_TIMEOUT + Duration::from_millis(q.wait_ms)
     }
 }

@@ -45,5 +45,6 @@ macro_rules! for_each_verb {
         $m!($crate::coordinator::verbs::pause::Pause);
         $m!($crate::coordinator::verbs::pause::Resume);
         $m!($crate::coordinator::verbs::pause::ShowPause);
+        $m!($crate::coordinator::verbs::master::Watch);
     };
 }
