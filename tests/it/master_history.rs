@@ -153,14 +153,15 @@ fn an_old_sqlite_store_gains_the_reason_column() {
     let path = dir.path().join("c.sqlite");
     drop(SqliteStore::open(&path).unwrap());
     {
-        // Back to the schema before issue 30, with a row written then.
+        // Back to the schema before issue 30 (its two migrations: the audit `reason`
+        // column, then the `pauses` table), with a row written then.
         let conn = rusqlite::Connection::open(&path).unwrap();
         let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
         conn.execute_batch(&format!(
-            "ALTER TABLE audit DROP COLUMN reason; PRAGMA user_version = {};
+            "DROP TABLE pauses; ALTER TABLE audit DROP COLUMN reason; PRAGMA user_version = {};
              INSERT INTO audit (at, project, verb, actor, target, result, epoch, detail)
              VALUES (1, 'p', 'old.verb', 'local', NULL, 'ok', NULL, '{{}}');",
-            v - 1
+            v - 2
         ))
         .unwrap();
         let cols: Vec<String> = conn
@@ -192,11 +193,14 @@ fn an_old_postgres_schema_gains_the_reason_column() {
     c.register("p", &key("alice"), Credentials::default()).unwrap();
     assert_eq!(c.audit_log(None, 10).unwrap().len(), 1, "the schema exists");
     let schema = &ns.name;
+    // Back to the schema before issue 30: its two migrations (the audit `reason` column,
+    // then the `project_pauses` table) undone.
     ns.pg()
         .batch_execute(&format!(
-            "ALTER TABLE \"{schema}\".audit DROP COLUMN reason;
+            "DROP TABLE \"{schema}\".project_pauses;
+             ALTER TABLE \"{schema}\".audit DROP COLUMN reason;
              DELETE FROM \"{schema}\".schema_migrations
-              WHERE version = (SELECT max(version) FROM \"{schema}\".schema_migrations);"
+              WHERE version >= (SELECT max(version) - 1 FROM \"{schema}\".schema_migrations);"
         ))
         .unwrap();
     let c = coordinator(ns.store());
