@@ -49,6 +49,9 @@ _writerctl() {
             writerctl,help)
                 cmd="writerctl__subcmd__help"
                 ;;
+            writerctl,history)
+                cmd="writerctl__subcmd__history"
+                ;;
             writerctl,identity)
                 cmd="writerctl__subcmd__identity"
                 ;;
@@ -246,6 +249,9 @@ _writerctl() {
                 ;;
             writerctl__subcmd__help,help)
                 cmd="writerctl__subcmd__help__subcmd__help"
+                ;;
+            writerctl__subcmd__help,history)
+                cmd="writerctl__subcmd__help__subcmd__history"
                 ;;
             writerctl__subcmd__help,identity)
                 cmd="writerctl__subcmd__help__subcmd__identity"
@@ -491,7 +497,7 @@ _writerctl() {
 
     case "${cmd}" in
         writerctl)
-            opts="-v -h -V --json --verbose --help --version acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator doctor pause resume help"
+            opts="-v -h -V --json --verbose --help --version acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator history doctor pause resume help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -553,7 +559,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__acquire)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --managed --pid --process-kind --token-file --wait --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --managed --pid --process-kind --token-file --wait --reason --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -592,6 +598,10 @@ _writerctl() {
                     return 0
                     ;;
                 --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1757,7 +1767,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__help)
-            opts="acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator doctor pause resume help"
+            opts="acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator history doctor pause resume help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2121,6 +2131,20 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__help__subcmd__history)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -2519,6 +2543,48 @@ _writerctl() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__history)
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --since --limit --json --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --runtime-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --session)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lock)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --transcript-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --project-root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -3185,7 +3251,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__recover)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --writers-fenced --yes --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --writers-fenced --yes --reason --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3211,6 +3277,10 @@ _writerctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -3219,7 +3289,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__release)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --token-file --dry-run --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --token-file --reason --dry-run --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3246,6 +3316,10 @@ _writerctl() {
                     return 0
                     ;;
                 --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3287,7 +3361,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__run)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --grace --wait --check-interval --max-unverified --control-socket --pid-namespace --process-kind --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --grace --wait --check-interval --max-unverified --control-socket --pid-namespace --process-kind --reason --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3341,6 +3415,10 @@ _writerctl() {
                     COMPREPLY=($(compgen -W "interactive acp daemon unknown" -- "${cur}"))
                     return 0
                     ;;
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -3349,7 +3427,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__seal)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --token-file --control-socket --timeout --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --token-file --control-socket --timeout --reason --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3384,6 +3462,10 @@ _writerctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3745,7 +3827,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__takeover)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --pid --process-kind --token-file --wait --dry-run --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --pid --process-kind --token-file --wait --reason --dry-run --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3784,6 +3866,10 @@ _writerctl() {
                     return 0
                     ;;
                 --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
