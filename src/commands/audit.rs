@@ -82,7 +82,7 @@ pub struct ExportArgs {
     #[arg(long, value_name = "P")]
     pub project: Option<String>,
     /// Only rows written at or after this time (RFC 3339).
-    #[arg(long, value_name = "RFC3339", value_parser = super::work::parse_time)]
+    #[arg(long, value_name = "RFC3339", value_parser = super::coord::parse_time)]
     pub since: Millis,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]

@@ -510,6 +510,13 @@ pub fn confirm(question: &str) -> Result<bool> {
     Ok(matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
 }
 
+/// An RFC 3339 time as milliseconds since the epoch (the coordinator judges its range).
+pub fn parse_time(s: &str) -> Result<Millis, String> {
+    let t = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
+        .map_err(|e| format!("{s:?} is not an RFC 3339 time (e.g. 2026-12-01T09:00:00Z): {e}"))?;
+    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).map_err(|_| format!("{s:?} is out of range"))
+}
+
 /// RFC 3339 UTC with exactly three fractional digits (fixed width: sorts as text).
 pub fn rfc3339(ms: Millis) -> String {
     const FORMAT: &[time::format_description::BorrowedFormatItem<'_>] =

@@ -41,7 +41,7 @@ pub struct HistoryArgs {
     pub session: SessionArgs,
 
     /// Only events at or after this time (RFC 3339, e.g. 2026-12-01T09:00:00Z).
-    #[arg(long, value_name = "RFC3339", value_parser = super::work::parse_time)]
+    #[arg(long, value_name = "RFC3339", value_parser = super::coord::parse_time)]
     pub since: Option<i64>,
 
     /// The newest N events (after --session and --since).

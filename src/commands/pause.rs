@@ -41,7 +41,7 @@ pub struct PauseArgs {
     #[arg(long, value_name = "TEXT")]
     pub reason: String,
     /// End the pause by itself at this moment (RFC 3339, in the future) [default: at `resume`].
-    #[arg(long, value_name = "RFC3339", value_parser = super::work::parse_time)]
+    #[arg(long, value_name = "RFC3339", value_parser = super::coord::parse_time)]
     pub until: Option<Millis>,
 }
 

@@ -10,7 +10,7 @@ use writerctl::coordinator::verb::Verb;
 use writerctl::coordinator::verbs::work as verbs;
 use writerctl::coordinator::wire::{ReleaseReq, TakeReq, TaskPath, TouchReq};
 
-use super::coord::{CoordArgs, RequestArgs, SeatTokenArgs, rfc3339};
+use super::coord::{CoordArgs, RequestArgs, SeatTokenArgs, parse_time, rfc3339};
 use super::output::{Output, table};
 use super::pause::{held_back_json, paused_json, paused_line};
 
@@ -314,13 +314,6 @@ pub struct StewardArgs {
     /// Judge by this moment instead of now (RFC 3339).
     #[arg(long, value_name = "RFC3339", value_parser = parse_time)]
     pub as_of: Option<Millis>,
-}
-
-/// An RFC 3339 time as milliseconds since the epoch (the coordinator judges its range).
-pub(super) fn parse_time(s: &str) -> Result<Millis, String> {
-    let t = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
-        .map_err(|e| format!("{s:?} is not an RFC 3339 time (e.g. 2026-12-01T09:00:00Z): {e}"))?;
-    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).map_err(|_| format!("{s:?} is out of range"))
 }
 
 /// A number of minutes from 1 to a week (the coordinator's own bounds, said up front).

@@ -313,8 +313,8 @@ fn decide<'a>(site: &LockSite, opts: &'a AcquireOptions, probe: &dyn ProcessProb
 
 /// What an acquisition or takeover would do now (`--dry-run`), decided by the very checks
 /// the real one makes before it writes — the options, the transition claim, §5.2's table
-/// ([`decide`]) and, for a takeover, the sealed proof against the transcript
-/// ([`check_seal`]) — with nothing written, moved or removed. Races the real command
+/// (`decide`) and, for a takeover, the sealed proof against the transcript
+/// (`check_seal`) — with nothing written, moved or removed. Races the real command
 /// re-checks under its claim (a record replaced meanwhile) cannot be foreseen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Plan {

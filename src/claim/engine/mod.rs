@@ -275,7 +275,7 @@ impl Coordinator {
 
     /// This coordinator planning instead of acting (`--dry-run`, issue 30): a verb run
     /// through it makes every check the real verb makes, on the same decision function
-    /// ([`Coordinator::run_audited`] decides, and only the real run commits), and changes
+    /// (`Coordinator::run_audited` decides, and only the real run commits), and changes
     /// nothing: no epoch, no event, no kept answer, no audit row of a change. A refusal is
     /// audited like the real refusal (marked `dry_run`), and a wrong operator password
     /// counts towards its back-off as it would: a dry run is no free guess.
@@ -853,7 +853,7 @@ fn with_master_change(
     Some(detail)
 }
 
-/// The audit detail key of a change of master (see [`with_master_change`]).
+/// The audit detail key of a change of master (see `with_master_change`).
 pub const MASTER_CHANGE: &str = "master_change";
 
 fn outcome_detail(out: &MasterOutcome, by_operator: Option<&str>) -> serde_json::Value {
