@@ -109,7 +109,7 @@ fn state_word(s: &SessionStatus) -> String {
 
 fn holder_word(s: &SessionStatus) -> String {
     match &s.owner {
-        Some(o) => format!("pid {} on {}", o.pid, o.hostname),
+        Some(o) => format!("pid {} on {}", o.holder.pid, o.holder.hostname),
         None => "-".into(),
     }
 }
@@ -304,17 +304,17 @@ fn report(args: &StatusArgs, rt: &Path, one: bool, out: Output) -> Result<Shown>
     if let Some(o) = &s.owner {
         lines.push(format!(
             "holder:    pid {} on host {} ({}, schema {}, acquired {})",
-            o.pid, o.hostname, o.process_kind, o.schema_version, o.acquired_at
+            o.holder.pid, o.holder.hostname, o.holder.process_kind, o.schema_version, o.holder.acquired_at
         ));
         // Not a fencing token: it starts again at 1 after a release or a recovery.
-        lines.push(format!("epoch:     {} (replacements since the lock was last created)", o.epoch));
-        if let Some(h) = &o.holder_lock {
+        lines.push(format!("epoch:     {} (replacements since the lock was last created)", o.holder.epoch));
+        if let Some(h) = &o.holder.holder_lock {
             lines.push(format!("evidence:  holder lock {h} (kept by the holder's process tree)"));
         }
-        if let Some(p) = &o.pod {
+        if let Some(p) = &o.holder.pod {
             lines.push(format!("pod:       {}/{} (uid {}), container {}", p.namespace, p.name, p.uid, p.container));
         }
-        if let Some(f) = &o.recovered_from {
+        if let Some(f) = &o.holder.recovered_from {
             lines.push(format!(
                 "recovered: by the {} rule from pid {} of pod {} (uid {}), container {}, acquired {}",
                 f.rule, f.pid, f.pod_name, f.pod_uid, f.container, f.acquired_at
@@ -336,7 +336,11 @@ fn report(args: &StatusArgs, rt: &Path, one: bool, out: Output) -> Result<Shown>
         }
     }
     if let Some(c) = &s.claim {
-        let who = c.owner.as_ref().map(|o| format!(" held by pid {} on {}", o.pid, o.hostname)).unwrap_or_default();
+        let who = c
+            .owner
+            .as_ref()
+            .map(|o| format!(" held by pid {} on {}", o.holder.pid, o.holder.hostname))
+            .unwrap_or_default();
         lines.push(format!("claim:     {} ({}){who}", s.lock_path.display().to_string() + ".claim", c.file_type));
     }
     if let Some(p) = &s.problem {

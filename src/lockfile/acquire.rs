@@ -547,7 +547,7 @@ fn reclaim(
     transcript: Option<&TranscriptRef>,
     probe: &dyn ProcessProbe,
 ) -> Result<Lease, LockError> {
-    let guard = take_reclaim_guard(site, owner, record, &existing.owner.owner_id, probe)?;
+    let guard = take_reclaim_guard(site, owner, record, &existing.owner_id, probe)?;
     let mut progress = ReclaimProgress::default();
     let result = reclaim_under_guard(site, owner, record, existing, transcript, probe, &mut progress);
     let ReclaimProgress { stale_aside, installed } = progress;
@@ -591,7 +591,7 @@ fn take_reclaim_guard(
         match inspect_record(&site.dir, &guard, &site.session_id, &site.local, probe) {
             Inspection::Missing => continue,
             Inspection::Active(g, l) if !l.is_live() => {
-                guard = site.paths.reclaim_guard_chained(stale_owner, &g.owner.owner_id);
+                guard = site.paths.reclaim_guard_chained(stale_owner, &g.owner_id);
             }
             Inspection::Error(e) => return Err(LockError::io("read reclaim guard", e)),
             _ => return Err(LockError::unavailable(Unavailable::GuardHeld)),
@@ -691,7 +691,7 @@ fn take_over(
     // Steps 1 and 2, shared with `--dry-run` ([`plan`]).
     let proof = check_seal(c, t_ref, sealed)?;
     let seal = sealed.seal().expect("a sealed inspection carries a seal");
-    let retired = site.paths.sealed_retired(&sealed.owner.owner_id, owner.expose());
+    let retired = site.paths.sealed_retired(&sealed.owner_id, owner.expose());
     require_absent(&site.dir, &retired, "takeover retired record")?;
     let claim = site.paths.claim();
     let t = Transition {
@@ -766,7 +766,7 @@ fn take_over(
 /// The record at `name` must still be the stale record `existing` (same owner id, still stale).
 fn still_stale(site: &LockSite, name: &str, existing: &LockRecord, probe: &dyn ProcessProbe) -> Result<(), LockError> {
     match inspect_record(&site.dir, name, &site.session_id, &site.local, probe) {
-        Inspection::Active(r, l) if r.owner.owner_id == existing.owner.owner_id && !l.is_live() => Ok(()),
+        Inspection::Active(r, l) if r.owner_id == existing.owner_id && !l.is_live() => Ok(()),
         Inspection::Active(r, l) if l.is_live() => Err(conflict(site, &r, false)),
         // §5.4 steps 4 and 6: conflict only for a live record, unavailable otherwise.
         _ => Err(LockError::unavailable(Unavailable::ReclaimRaced)),

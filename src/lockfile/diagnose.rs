@@ -217,7 +217,7 @@ fn lock_check(s: &SessionStatus) -> Option<Check> {
     };
     let mut detail = format!("{what}: {}", s.lock_path.display());
     if let Some(o) = &s.owner {
-        detail.push_str(&format!(", pid {} on host {}, epoch {}", o.pid, o.hostname, o.epoch));
+        detail.push_str(&format!(", pid {} on host {}, epoch {}", o.holder.pid, o.holder.hostname, o.holder.epoch));
     }
     if let Some(l) = &s.liveness {
         detail.push_str(&format!(" ({})", l.description));

@@ -103,7 +103,7 @@ fn restore_predecessor(site: &LockSite, lease: &Lease, predecessor: &LockRecord)
     }
     release(site, &lease.owner)?;
     let lock = &site.paths.lock_name;
-    match install(&site.dir, lock, &predecessor.raw, &predecessor.owner.owner_id) {
+    match install(&site.dir, lock, &predecessor.raw, &predecessor.owner_id) {
         Ok(Some(_)) => {
             // Restored already: a failed fsync must not turn into an error that says the
             // active lock was kept. After a crash the record may be missing, which leaves

@@ -337,8 +337,6 @@ mod tests {
 
     fn owner() -> OwnerFields {
         OwnerFields {
-            session_id: "s".into(),
-            owner_id: "o".into(),
             pid: 42,
             process_start_identity: Some(format!("linux:{BOOT}:555")),
             pid_namespace_id: Some(100),

@@ -182,8 +182,6 @@ mod tests {
 
     fn record(p: Option<PodIdentity>, ns: u64) -> OwnerFields {
         OwnerFields {
-            session_id: "s".into(),
-            owner_id: "o".into(),
             pid: 7,
             process_start_identity: Some("linux:b:100".into()),
             pid_namespace_id: Some(ns),

@@ -198,7 +198,7 @@ pub fn remove_owned(dir: &Dir, name: &str, owner_id: &str) -> Result<(), RemoveE
         ReadRegular::Error(e) => return Err(RemoveError::Io(e)),
     };
     match parse_record(&bytes) {
-        Ok(r) if r.is_active() && r.owner.owner_id == owner_id => {}
+        Ok(r) if r.is_active() && r.owner_id == owner_id => {}
         _ => return Err(RemoveError::Lost),
     }
     match dir.unlink(os(name)) {
@@ -326,7 +326,7 @@ fn classify_read(
         ReadRegular::Error(e) => return Read::Done(Inspection::Error(e)),
     };
     Read::Done(match parse_record(&bytes) {
-        Ok(r) if r.owner.session_id != session_id => Inspection::OtherSession(r),
+        Ok(r) if r.session_id != session_id => Inspection::OtherSession(r),
         Ok(r) if r.is_active() => {
             let l = decide(&r.owner, local, probe, dir);
             Inspection::Active(r, l)

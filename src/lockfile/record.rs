@@ -184,13 +184,11 @@ pub enum RecordState {
     Sealed(SealInfo),
 }
 
-/// The owner diagnostics every record carries.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The owner diagnostics every record carries: what it says about its holder, without the
+/// secret owner id (that is [`LockRecord::owner_id`]), so they can be shown as they are
+/// (`status`, the dry runs) and judged without access to the secret (liveness).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OwnerFields {
-    /// `session_id`.
-    pub session_id: String,
-    /// `owner_id` — secret; never printed.
-    pub owner_id: String,
     /// `pid` (values beyond `u64` saturate; any pid above `i32::MAX` is treated as alive).
     pub pid: u64,
     /// `process_start_identity`, if present.
@@ -235,6 +233,10 @@ pub struct LockRecord {
     pub schema: Schema,
     /// Active or sealed.
     pub state: RecordState,
+    /// `session_id`.
+    pub session_id: String,
+    /// `owner_id` — secret; never printed.
+    pub owner_id: String,
     /// Owner diagnostics.
     pub owner: OwnerFields,
 }
@@ -400,8 +402,6 @@ pub fn parse_record(raw: &[u8]) -> Result<LockRecord, Malformed> {
     // pid rule because its value is odd (see `OwnerFields::holder_lock`).
     let holder_lock = m.get(HOLDER_LOCK_KEY).map(|v| v.as_str().unwrap_or_default().to_owned());
     let owner = OwnerFields {
-        session_id,
-        owner_id,
         pid,
         process_start_identity,
         pid_namespace_id,
@@ -436,7 +436,7 @@ pub fn parse_record(raw: &[u8]) -> Result<LockRecord, Malformed> {
         }
         _ => return Err(bad("`schema_version` must be the number 1, 2 or 3")),
     };
-    Ok(LockRecord { raw: raw.to_vec(), schema, state, owner })
+    Ok(LockRecord { raw: raw.to_vec(), schema, state, session_id, owner_id, owner })
 }
 
 fn parse_state(m: &Map<String, Value>, state: Option<&Value>, managed: bool) -> Result<RecordState, Malformed> {

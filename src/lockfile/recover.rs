@@ -257,11 +257,9 @@ fn pairs_with_claim(
 ) -> bool {
     let Some(claim) = claim else { return false };
     match (kind, inspect_record(&site.dir, name, &site.session_id, &site.local, probe)) {
-        (SideKind::Handoff, Inspection::Active(r, _)) => {
-            r.raw == claim.raw && name == site.paths.handoff(&r.owner.owner_id)
-        }
+        (SideKind::Handoff, Inspection::Active(r, _)) => r.raw == claim.raw && name == site.paths.handoff(&r.owner_id),
         (SideKind::SealedRetired, Inspection::Sealed(r)) => {
-            name == site.paths.sealed_retired(&r.owner.owner_id, &claim.owner.owner_id)
+            name == site.paths.sealed_retired(&r.owner_id, &claim.owner_id)
         }
         _ => false,
     }

@@ -56,7 +56,7 @@ pub fn plan_release(site: &LockSite, token: &OwnerToken) -> Result<LockRecord, L
 }
 
 fn owned_by(site: &LockSite, token: &OwnerToken) -> Result<(LockRecord, FileMeta), LockError> {
-    read_owned_retrying(site, |r| r.owner.owner_id == token.expose())
+    read_owned_retrying(site, |r| r.owner_id == token.expose())
 }
 
 /// [`read_owned`] with qwen's ownership precheck retry (§5.5 step 3): only `unavailable`
@@ -111,7 +111,7 @@ pub fn read_owned(site: &LockSite, is_ours: impl Fn(&LockRecord) -> bool) -> Res
         return Err(not_owner("the lock was replaced while it was read"));
     }
     let record = parse_record(&bytes).map_err(|m| not_owner(&format!("the lock holds no valid record ({m})")))?;
-    if record.owner.session_id != site.session_id {
+    if record.session_id != site.session_id {
         return Err(not_owner("the record belongs to another session"));
     }
     if !record.is_active() {

@@ -151,7 +151,7 @@ fn seal_as(
     proof_opts: ProofOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<SealOutcome, LockError> {
-    let (active, active_meta) = read_owned_retrying(site, |r| r.owner.owner_id == token.expose())?;
+    let (active, active_meta) = read_owned_retrying(site, |r| r.owner_id == token.expose())?;
     if let Schema::V3 { .. } = active.schema {
         return Err(LockError::unavailable(Unavailable::ManagedSealNeedsCommitProof));
     }
@@ -273,7 +273,7 @@ fn seal_under_claim(
     check_claim(&site.dir, &site.paths.claim())?;
     let active = owned.record;
     // An install whose outcome is unclear may have linked our claim: cleanup must look.
-    match install(&site.dir, &site.paths.claim(), &active.raw, &active.owner.owner_id) {
+    match install(&site.dir, &site.paths.claim(), &active.raw, &active.owner_id) {
         Ok(Some(_)) => {}
         Ok(None) => return Err(LockError::unavailable(Unavailable::ClaimPresent)),
         Err(e) => {

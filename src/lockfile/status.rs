@@ -16,7 +16,7 @@ use super::paths::{
     Entry, LOCK_SUBDIR, LockPaths, SideKind, decode_uri_component, owner_of, redact_side_file_name, side_kind_of,
 };
 use super::primitives::{Inspection, inspect_record, inspect_records_read};
-use super::record::{LockRecord, Schema, TranscriptProof, parse_record};
+use super::record::{LockRecord, OwnerFields, Schema, TranscriptProof, parse_record};
 use super::site::{TranscriptRef, check_runtime_dir, open_lock_dir};
 use super::sys::{Dir, ReadRegular, is_enoent};
 use super::transcript::{ProofOptions, read_proof};
@@ -45,33 +45,11 @@ pub struct OwnerView {
     /// `format_version` for schema 3.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub format_version: Option<u64>,
-    /// Recorded pid.
-    pub pid: u64,
-    /// Recorded hostname.
-    pub hostname: String,
-    /// `process_kind`.
-    pub process_kind: String,
-    /// `acquired_at`.
-    pub acquired_at: String,
-    /// `process_start_identity`, if any.
-    pub process_start_identity: Option<String>,
-    /// `pid_namespace_id`, if any.
-    pub pid_namespace_id: Option<u64>,
-    /// `qwen_version`.
-    pub qwen_version: Option<String>,
-    /// `writer` (records written by writerctl).
-    pub writer: Option<String>,
-    /// writerctl's epoch (`writerctl_epoch`; 0 when the record has none): replacements since
-    /// the lock was last created, not a fencing token across release or recovery.
-    pub epoch: u64,
-    /// The writer's pod (`writerctl_pod`), when it ran in one.
-    pub pod: Option<super::record::PodIdentity>,
-    /// What this record replaced under a pod proof rule (`writerctl_recovered_from`).
-    pub recovered_from: Option<super::record::RecoveredFrom>,
+    /// What the record says about its holder, flattened into the view.
+    #[serde(flatten)]
+    pub holder: OwnerFields,
     /// The rule that allowed the last reclaim (`recovered_from.rule`), for scripts.
     pub rule: Option<String>,
-    /// The holder-lock file whose kernel lock judges this holder (`writerctl_holder_lock`).
-    pub holder_lock: Option<String>,
 }
 
 impl OwnerView {
@@ -83,19 +61,8 @@ impl OwnerView {
                 Schema::V3 { format_version } => Some(format_version),
                 _ => None,
             },
-            pid: r.owner.pid,
-            hostname: r.owner.hostname.clone(),
-            process_kind: r.owner.process_kind.clone(),
-            acquired_at: r.owner.acquired_at.clone(),
-            process_start_identity: r.owner.process_start_identity.clone(),
-            pid_namespace_id: r.owner.pid_namespace_id,
-            qwen_version: r.owner.qwen_version.clone(),
-            writer: r.owner.writer.clone(),
-            epoch: r.owner.epoch,
-            pod: r.owner.pod.clone(),
-            recovered_from: r.owner.recovered_from.clone(),
+            holder: r.owner.clone(),
             rule: r.owner.recovered_from.as_ref().map(|f| f.rule.clone()),
-            holder_lock: r.owner.holder_lock.clone(),
         }
     }
 }
@@ -320,7 +287,7 @@ fn entries_matching(
             _ => None,
         };
         let (recorded_session, recorded_owner) = match record {
-            Some(r) => (Some(r.owner.session_id), Some(r.owner.owner_id)),
+            Some(r) => (Some(r.session_id), Some(r.owner_id)),
             None => (None, None),
         };
         (Entry { name, recorded_session, recorded_owner }, read)

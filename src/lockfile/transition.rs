@@ -131,7 +131,7 @@ impl Transition<'_> {
         match read {
             ReadRegular::Regular(bytes, _) if bytes == source_raw => AtPrimary::Source,
             ReadRegular::Regular(bytes, _) => match parse_record(&bytes) {
-                Ok(r) if r.schema == Schema::V2 && r.is_active() && r.owner.session_id == self.site.session_id => {
+                Ok(r) if r.schema == Schema::V2 && r.is_active() && r.session_id == self.site.session_id => {
                     AtPrimary::Candidate
                 }
                 _ => AtPrimary::Other,

@@ -194,7 +194,7 @@ fn wait_for_handoff(
             }
             (LockState::Missing, _) if saw_live_holder => return Some(Ok(SealAnswer::Stopped("released".into()))),
             (LockState::Active, Some("running")) | (LockState::InTransition, _)
-                if st.owner.as_ref().is_some_and(|o| is_writerctl_process(o.pid)) =>
+                if st.owner.as_ref().is_some_and(|o| is_writerctl_process(o.holder.pid)) =>
             {
                 saw_live_holder = true;
             }

@@ -31,7 +31,7 @@ fn check_record(raw: &[u8], r: &LockRecord) {
     assert_eq!(r.raw, raw);
     assert!(!raw.starts_with(&[0xEF, 0xBB, 0xBF]));
     let o = &r.owner;
-    assert!(!o.session_id.is_empty() && !o.owner_id.is_empty() && !o.hostname.is_empty());
+    assert!(!r.session_id.is_empty() && !r.owner_id.is_empty() && !o.hostname.is_empty());
     assert!(o.pid > 0);
     assert!(PROCESS_KINDS.contains(&o.process_kind.as_str()));
     assert!(parse_timestamp(&o.acquired_at).is_some());

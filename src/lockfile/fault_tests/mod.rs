@@ -120,7 +120,7 @@ impl Ctx {
     /// The owner id of the record in the claim (the takeover's new owner).
     fn claim_owner(&self) -> io::Result<String> {
         let raw = std::fs::read(self.claim())?;
-        Ok(parse_record(&raw).map_err(|m| io::Error::other(m.0))?.owner.owner_id)
+        Ok(parse_record(&raw).map_err(|m| io::Error::other(m.0))?.owner_id)
     }
 }
 
@@ -210,7 +210,12 @@ impl Fx {
         assert_eq!(self.snap(), self.only_l(&out.record.raw), "a seal leaves only the sealed L");
         let rec = parse_record(&out.record.raw).unwrap();
         assert!(!rec.is_active());
-        assert_eq!(rec.owner, self.lease.record.owner, "the sealed record keeps the owner diagnostics");
+        let active = &self.lease.record;
+        assert_eq!(
+            (&rec.session_id, &rec.owner_id, &rec.owner),
+            (&active.session_id, &active.owner_id, &active.owner),
+            "the sealed record keeps the session, the owner and its diagnostics"
+        );
         let proof = &rec.seal().unwrap().transcript;
         let now = std::fs::read(&self.ctx.transcript).unwrap();
         assert_eq!(proof.relative_path, "chats/s.jsonl");
@@ -296,7 +301,7 @@ fn schema3_active(session: &str) -> Vec<u8> {
     m.insert("format_version".into(), 1.into());
     let raw = serde_json::to_vec(&m).unwrap();
     let rec = parse_record(&raw).unwrap();
-    assert!(rec.is_active() && rec.owner.session_id == session);
+    assert!(rec.is_active() && rec.session_id == session);
     raw
 }
 
@@ -312,7 +317,7 @@ fn record_claim(fx: &Fx, then: impl Fn(&Ctx, &str) -> io::Result<()> + 'static) 
 }
 
 fn new_owner_of(raw: &[u8]) -> String {
-    parse_record(raw).unwrap().owner.owner_id
+    parse_record(raw).unwrap().owner_id
 }
 
 mod certify;
