@@ -229,7 +229,14 @@ fn acquire_naming(
             Decision::Missing => continue,
             Decision::Reclaim { existing, recovered } => {
                 let record = successor(existing.owner.epoch, recovered)?;
-                let lease = reclaim(site, &owner, &record, &existing, opts.transcript.as_ref(), probe)?;
+                let lease = reclaim(Reclaim {
+                    site,
+                    owner: &owner,
+                    record: &record,
+                    existing: &existing,
+                    transcript: opts.transcript.as_ref(),
+                    probe,
+                })?;
                 // The predecessor's record is gone; its holder lock, if it named one, was
                 // free (that is what made it stale), so its file is residue now.
                 if let Some(name) = &existing.owner.holder_lock {
@@ -538,18 +545,24 @@ fn verify_lock_identity(site: &LockSite, record: &LockRecord, linked: &FileMeta)
     Ok(meta)
 }
 
-/// Stale-owner reclaim (§5.4). `existing` is the stale record we observed at `L`.
-fn reclaim(
-    site: &LockSite,
-    owner: &OwnerToken,
-    record: &LockRecord,
-    existing: &LockRecord,
-    transcript: Option<&TranscriptRef>,
-    probe: &dyn ProcessProbe,
-) -> Result<Lease, LockError> {
+/// One stale-owner reclaim (§5.4): our new `record` replacing `existing`, the stale record
+/// we observed at `L`.
+#[derive(Clone, Copy)]
+struct Reclaim<'a> {
+    site: &'a LockSite,
+    owner: &'a OwnerToken,
+    record: &'a LockRecord,
+    existing: &'a LockRecord,
+    transcript: Option<&'a TranscriptRef>,
+    probe: &'a dyn ProcessProbe,
+}
+
+/// Stale-owner reclaim (§5.4): under a guard, and undone as far as it got on failure.
+fn reclaim(r: Reclaim<'_>) -> Result<Lease, LockError> {
+    let Reclaim { site, owner, record, existing, probe, .. } = r;
     let guard = take_reclaim_guard(site, owner, record, &existing.owner_id, probe)?;
     let mut progress = ReclaimProgress::default();
-    let result = reclaim_under_guard(site, owner, record, existing, transcript, probe, &mut progress);
+    let result = reclaim_under_guard(r, &mut progress);
     let ReclaimProgress { stale_aside, installed } = progress;
     if result.is_err() {
         if let Some(stale) = &stale_aside {
@@ -609,15 +622,8 @@ struct ReclaimProgress {
     installed: bool,
 }
 
-fn reclaim_under_guard(
-    site: &LockSite,
-    owner: &OwnerToken,
-    record: &LockRecord,
-    existing: &LockRecord,
-    transcript: Option<&TranscriptRef>,
-    probe: &dyn ProcessProbe,
-    progress: &mut ReclaimProgress,
-) -> Result<Lease, LockError> {
+fn reclaim_under_guard(r: Reclaim<'_>, progress: &mut ReclaimProgress) -> Result<Lease, LockError> {
+    let Reclaim { site, owner, record, existing, transcript, probe } = r;
     let stale_aside = &mut progress.stale_aside;
     let installed = &mut progress.installed;
     let lock = site.paths.lock_name.as_str();
