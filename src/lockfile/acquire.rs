@@ -712,16 +712,7 @@ fn take_over(
     let mut claim_installed = false;
     let result = (|| -> Result<FileMeta, LockError> {
         // Step 3: the claim holds our new active record; after the link, L shares its inode.
-        // An install whose outcome is unclear may have linked our claim: cleanup must look.
-        let linked = match install(&site.dir, &claim, &record.raw, owner.expose()) {
-            Ok(Some(linked)) => linked,
-            Ok(None) => return Err(LockError::unavailable(Unavailable::ClaimPresent)),
-            Err(e) => {
-                claim_installed = true;
-                return Err(e);
-            }
-        };
-        claim_installed = true;
+        let linked = t.install_claim(owner.expose(), &mut claim_installed)?;
         crate::failpoint!("takeover.after_claim");
         // Step 4: inside the claim, the primary must still be exactly the sealed record.
         match inspect_record(&site.dir, &site.paths.lock_name, &site.session_id, &site.local, probe) {

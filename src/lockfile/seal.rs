@@ -272,16 +272,7 @@ fn seal_under_claim(
     require_absent(&site.dir, ret, "handoff record")?;
     check_claim(&site.dir, &site.paths.claim())?;
     let active = owned.record;
-    // An install whose outcome is unclear may have linked our claim: cleanup must look.
-    match install(&site.dir, &site.paths.claim(), &active.raw, &active.owner_id) {
-        Ok(Some(_)) => {}
-        Ok(None) => return Err(LockError::unavailable(Unavailable::ClaimPresent)),
-        Err(e) => {
-            *claim_installed = true;
-            return Err(e);
-        }
-    }
-    *claim_installed = true;
+    t.install_claim(&active.owner_id, claim_installed)?;
     crate::failpoint!("seal.after_claim");
     recheck_owner(site, owned)?;
     proof.revalidate()?;

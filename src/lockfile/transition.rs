@@ -30,10 +30,10 @@ use std::ffi::OsStr;
 use std::thread::sleep;
 
 use super::error::{LockError, Unavailable};
-use super::primitives::{ExactState, MALFORMED_RETRY_DELAY, RemoveError, inspect_exact, remove_exact};
+use super::primitives::{ExactState, MALFORMED_RETRY_DELAY, RemoveError, inspect_exact, install, remove_exact};
 use super::record::{Schema, parse_record};
 use super::site::LockSite;
-use super::sys::{ReadRegular, is_enoent};
+use super::sys::{FileMeta, ReadRegular, is_enoent};
 
 /// Candidate observations before a transition gives up (50 ms apart).
 ///
@@ -114,6 +114,23 @@ impl Transition<'_> {
 
     fn claim(&self) -> String {
         self.site.paths.claim()
+    }
+
+    /// Installs our claim (`claim_raw`, whose owner id is `owner_id`) at `L.claim`; another
+    /// claim there is unavailable. An install whose outcome is unclear may have linked our
+    /// claim, so `claim_installed` is set on an error too: the cleanup must look.
+    pub fn install_claim(&self, owner_id: &str, claim_installed: &mut bool) -> Result<FileMeta, LockError> {
+        match install(&self.site.dir, &self.claim(), self.claim_raw, owner_id) {
+            Ok(Some(linked)) => {
+                *claim_installed = true;
+                Ok(linked)
+            }
+            Ok(None) => Err(LockError::unavailable(Unavailable::ClaimPresent)),
+            Err(e) => {
+                *claim_installed = true;
+                Err(e)
+            }
+        }
     }
 
     fn claim_is_exact(&self) -> bool {
