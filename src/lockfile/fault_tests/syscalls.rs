@@ -5,35 +5,112 @@
 
 use super::*;
 
-/// The seal fails with the error of failpoint `fp` and leaves exactly the active L.
-fn seal_fails_back_to_active(fx: &Fx, fp: &str) {
-    let e = fx.seal().unwrap_err();
-    assert_failpoint_error(&e, fp);
-    assert_eq!(fx.snap(), fx.only_l(&fx.active_raw()), "{fp}: exact active L, no claim/candidate/handoff");
+/// The transition under test: a seal of a fresh active lock, or a certified takeover of a
+/// fresh seal. Most faults must end the same way in both.
+#[derive(Clone, Copy)]
+enum Op {
+    Seal,
+    Takeover,
 }
 
-/// The takeover fails with the error of failpoint `fp` and leaves exactly the seal.
-fn takeover_fails_back_to_seal(fx: &Fx, sealed: &[u8], fp: &str) {
-    let e = fx.takeover().unwrap_err();
-    assert_failpoint_error(&e, fp);
-    assert_eq!(fx.snap(), fx.only_l(sealed), "{fp}: exact sealed L, no claim/retired");
-}
+impl Op {
+    /// A fresh fixture and the exact `L` a failed run must leave.
+    fn fixture(self) -> (Fx, Vec<u8>) {
+        match self {
+            Op::Seal => {
+                let fx = Fx::active();
+                let active = fx.active_raw();
+                (fx, active)
+            }
+            Op::Takeover => Fx::sealed(),
+        }
+    }
 
-/// Arms failpoint `fp` with `arm` on a fresh active lock; the seal fails back to it and a
-/// retry then seals.
-fn seal_fails_back_then_retries(arm: fn(&'static str), fp: &'static str) {
-    let fx = Fx::active();
-    arm(fp);
-    seal_fails_back_to_active(&fx, fp);
-    fx.retry_seal_succeeds();
-}
+    /// The failpoint right after the claim is installed.
+    fn after_claim(self) -> &'static str {
+        match self {
+            Op::Seal => "seal.after_claim",
+            Op::Takeover => "takeover.after_claim",
+        }
+    }
 
-/// The takeover variant of [`seal_fails_back_then_retries`], on a fresh seal.
-fn takeover_fails_back_then_retries(arm: fn(&'static str), fp: &'static str) {
-    let (fx, sealed) = Fx::sealed();
-    arm(fp);
-    takeover_fails_back_to_seal(&fx, &sealed, fp);
-    fx.retry_takeover_succeeds();
+    /// The failpoint right after the transition committed.
+    fn after_transition(self) -> &'static str {
+        match self {
+            Op::Seal => "seal.after_transition",
+            Op::Takeover => "takeover.after_transition",
+        }
+    }
+
+    /// Arms one of the operation's syscalls, by the step `what` it serves, to fail `when`
+    /// relative to its effect. The claim's own link and unlink are the same in both; the
+    /// rest is armed inside the claim, so nothing earlier can consume it (for a takeover,
+    /// the retired name is only known once the claim names the new owner).
+    fn arm(self, fx: &Fx, what: &str, when: When) {
+        match (self, what) {
+            (_, "claim install") => inject_syscall("link", ".claim", when, eio(), 1),
+            (_, "claim unlink") => inject_syscall("unlink", ".claim", when, eio(), 1),
+            (Op::Seal, "transition rename") => inject_syscall("rename", &fx.handoff(), when, eio(), 1),
+            (Op::Seal, "link into L") => set_hook("seal.after_claim", move || {
+                inject_syscall("link", ".lock", when, eio(), 1);
+                Ok(())
+            }),
+            (Op::Takeover, "transition rename") => {
+                let paths = fx.site.paths.clone();
+                let sealed_owner = fx.lease.owner.expose().to_owned();
+                record_claim(fx, move |_, new_owner| {
+                    inject_syscall("rename", &paths.sealed_retired(&sealed_owner, new_owner), when, eio(), 1);
+                    Ok(())
+                });
+            }
+            (Op::Takeover, "link into L") => {
+                record_claim(fx, move |_, _| {
+                    inject_syscall("link", ".lock", when, eio(), 1);
+                    Ok(())
+                });
+            }
+            _ => unreachable!("unknown step {what}"),
+        }
+    }
+
+    /// Runs the operation and returns its error.
+    fn fails(self, fx: &Fx) -> LockError {
+        match self {
+            Op::Seal => fx.seal().unwrap_err(),
+            Op::Takeover => fx.takeover().unwrap_err(),
+        }
+    }
+
+    /// Runs the operation, which must succeed (`context` names the fault it survived).
+    fn succeeds(self, fx: &Fx, context: &str) {
+        match self {
+            Op::Seal => fx.assert_sealed_ok(&fx.seal().unwrap_or_else(|e| panic!("{context}: {e:?}"))),
+            Op::Takeover => fx.assert_took_over(&fx.takeover().unwrap_or_else(|e| panic!("{context}: {e:?}"))),
+        }
+    }
+
+    fn retry_succeeds(self, fx: &Fx) {
+        match self {
+            Op::Seal => fx.retry_seal_succeeds(),
+            Op::Takeover => fx.retry_takeover_succeeds(),
+        }
+    }
+
+    /// The operation fails with the error of failpoint `fp` and leaves exactly `start` at L
+    /// (no claim, candidate, handoff or retired record).
+    fn fails_back(self, fx: &Fx, start: &[u8], fp: &str) {
+        assert_failpoint_error(&self.fails(fx), fp);
+        assert_eq!(fx.snap(), fx.only_l(start), "{fp}: exactly the L it started from");
+    }
+
+    /// Arms failpoint `fp` with `arm` on a fresh fixture; the operation fails back to it and
+    /// a retry then succeeds.
+    fn fails_back_then_retries(self, arm: fn(&'static str), fp: &'static str) {
+        let (fx, start) = self.fixture();
+        arm(fp);
+        self.fails_back(&fx, &start, fp);
+        self.retry_succeeds(&fx);
+    }
 }
 
 /// Fails failpoint `fp` (a rollback point) after arming the rollback's unlink of L to fail.
@@ -44,57 +121,12 @@ fn failing_rollback_unlink(fp: &'static str, when: When) {
     });
 }
 
-/// Arms the claim's own install link or unlink, the same in a seal and a takeover.
-fn arm_claim_syscall(what: &str, when: When) {
-    match what {
-        "claim install" => inject_syscall("link", ".claim", when, eio(), 1),
-        "claim unlink" => inject_syscall("unlink", ".claim", when, eio(), 1),
-        _ => unreachable!("unknown step {what}"),
-    }
-}
-
-/// Arms one syscall of a seal, by the step `what` it serves, to fail `when` relative to
-/// its effect.
-fn arm_seal_syscall(fx: &Fx, what: &str, when: When) {
-    match what {
-        "transition rename" => inject_syscall("rename", &fx.handoff(), when, eio(), 1),
-        // Armed inside the claim so nothing earlier can consume it.
-        "link into L" => set_hook("seal.after_claim", move || {
-            inject_syscall("link", ".lock", when, eio(), 1);
-            Ok(())
-        }),
-        _ => arm_claim_syscall(what, when),
-    }
-}
-
-/// The takeover variant of [`arm_seal_syscall`]; the retired name is only known once the
-/// claim names the new owner, so the rename and the link are armed from the claim.
-fn arm_takeover_syscall(fx: &Fx, what: &str, when: When) {
-    match what {
-        "transition rename" => {
-            let paths = fx.site.paths.clone();
-            let sealed_owner = fx.lease.owner.expose().to_owned();
-            record_claim(fx, move |_, new_owner| {
-                inject_syscall("rename", &paths.sealed_retired(&sealed_owner, new_owner), when, eio(), 1);
-                Ok(())
-            });
-        }
-        "link into L" => {
-            record_claim(fx, move |_, _| {
-                inject_syscall("link", ".lock", when, eio(), 1);
-                Ok(())
-            });
-        }
-        _ => arm_claim_syscall(what, when),
-    }
-}
-
 // ───────────────────────── 1. an Err returned at each failpoint ─────────────────────────
 
 #[test]
 fn seal_error_before_the_primary_moves_keeps_the_exact_active_lock_and_drops_the_claim() {
     for fp in ["seal.after_claim", "transition.before_rename"] {
-        seal_fails_back_then_retries(failing_hook, fp);
+        Op::Seal.fails_back_then_retries(failing_hook, fp);
     }
 }
 
@@ -102,12 +134,12 @@ fn seal_error_before_the_primary_moves_keeps_the_exact_active_lock_and_drops_the
 fn seal_error_after_the_rename_restores_the_exact_active_lock() {
     // The primary path is in its gap (L missing): the failure goes through the same restore
     // as a failed link (§5.7 step 3), so the exact predecessor is back and the claim gone.
-    seal_fails_back_then_retries(failing_hook, "transition.after_rename");
+    Op::Seal.fails_back_then_retries(failing_hook, "transition.after_rename");
 }
 
 #[test]
 fn seal_error_before_the_link_restores_the_predecessor_when_the_restore_link_works() {
-    seal_fails_back_then_retries(failing_once, "transition.before_link");
+    Op::Seal.fails_back_then_retries(failing_once, "transition.before_link");
 }
 
 #[test]
@@ -123,14 +155,14 @@ fn seal_error_before_every_link_retains_the_claim_when_the_restore_fails_too() {
 #[test]
 fn seal_error_after_commit_rolls_back_to_the_exact_active_lock() {
     for fp in ["transition.after_link", "seal.after_transition"] {
-        seal_fails_back_then_retries(failing_hook, fp);
+        Op::Seal.fails_back_then_retries(failing_hook, fp);
     }
 }
 
 #[test]
 fn takeover_error_before_the_primary_moves_keeps_the_exact_seal_and_drops_the_claim() {
     for fp in ["takeover.after_claim", "transition.before_rename"] {
-        takeover_fails_back_then_retries(failing_hook, fp);
+        Op::Takeover.fails_back_then_retries(failing_hook, fp);
     }
 }
 
@@ -138,12 +170,12 @@ fn takeover_error_before_the_primary_moves_keeps_the_exact_seal_and_drops_the_cl
 fn takeover_error_after_the_rename_restores_the_seal() {
     let (fx, sealed) = Fx::sealed();
     failing_hook("transition.after_rename");
-    takeover_fails_back_to_seal(&fx, &sealed, "transition.after_rename");
+    Op::Takeover.fails_back(&fx, &sealed, "transition.after_rename");
 }
 
 #[test]
 fn takeover_error_before_the_link_restores_the_seal_when_the_restore_link_works() {
-    takeover_fails_back_then_retries(failing_once, "transition.before_link");
+    Op::Takeover.fails_back_then_retries(failing_once, "transition.before_link");
 }
 
 #[test]
@@ -161,84 +193,83 @@ fn takeover_error_before_every_link_retains_the_claim_when_the_restore_fails_too
 #[test]
 fn takeover_error_after_commit_rolls_back_to_the_exact_seal() {
     for fp in ["transition.after_link", "takeover.after_transition"] {
-        takeover_fails_back_then_retries(failing_hook, fp);
+        Op::Takeover.fails_back_then_retries(failing_hook, fp);
     }
 }
 
 // ───────────────────── 2. link / rename / unlink failing AFTER effect ─────────────────────
 
-#[test]
-fn seal_reconciles_every_error_after_effect_by_exact_bytes() {
-    // (op, which target) — each one must still end in a clean, successful seal.
-    let cases: [(&str, &str); 4] = [
-        ("link", "claim install"),
-        ("rename", "transition rename"),
-        ("link", "link into L"),
-        ("unlink", "claim unlink"),
-    ];
-    for (op, what) in cases {
-        let fx = Fx::active();
-        arm_seal_syscall(&fx, what, When::After);
-        let out = fx.seal().unwrap_or_else(|e| panic!("{op} of the {what} failing after effect: {e:?}"));
-        fx.assert_sealed_ok(&out);
+/// Each of the operation's syscalls failing after its effect must still end in a clean,
+/// successful run.
+fn reconciles_every_error_after_effect_by_exact_bytes(op: Op) {
+    for what in ["claim install", "transition rename", "link into L", "claim unlink"] {
+        let (fx, _) = op.fixture();
+        op.arm(&fx, what, When::After);
+        op.succeeds(&fx, &format!("{what} failing after effect"));
         clear_hooks();
     }
+}
+
+/// The claim unlink of a failure cleanup, then the rollback's unlink of the committed L,
+/// each failing after its effect: the operation still fails back to exactly where it began.
+fn failure_cleanup_reconciles_claim_and_rollback_unlinks_failing_after_effect(op: Op) {
+    let (fx, start) = op.fixture();
+    failing_hook(op.after_claim());
+    op.arm(&fx, "claim unlink", When::After);
+    op.fails_back(&fx, &start, op.after_claim());
+    clear_hooks();
+
+    let (fx, start) = op.fixture();
+    failing_rollback_unlink(op.after_transition(), When::After);
+    op.fails_back(&fx, &start, op.after_transition());
+    op.retry_succeeds(&fx);
+}
+
+#[test]
+fn seal_reconciles_every_error_after_effect_by_exact_bytes() {
+    reconciles_every_error_after_effect_by_exact_bytes(Op::Seal);
 }
 
 #[test]
 fn seal_failure_cleanup_reconciles_claim_and_rollback_unlinks_failing_after_effect() {
-    // The claim unlink of a failure cleanup.
-    let fx = Fx::active();
-    failing_hook("seal.after_claim");
-    arm_seal_syscall(&fx, "claim unlink", When::After);
-    seal_fails_back_to_active(&fx, "seal.after_claim");
-    clear_hooks();
-
-    // The rollback's unlink of the committed sealed L.
-    let fx = Fx::active();
-    failing_rollback_unlink("seal.after_transition", When::After);
-    seal_fails_back_to_active(&fx, "seal.after_transition");
-    fx.retry_seal_succeeds();
+    failure_cleanup_reconciles_claim_and_rollback_unlinks_failing_after_effect(Op::Seal);
 }
 
 #[test]
 fn takeover_reconciles_every_error_after_effect_by_exact_bytes() {
-    for what in ["claim install", "transition rename", "link into L", "claim unlink"] {
-        let (fx, _) = Fx::sealed();
-        arm_takeover_syscall(&fx, what, When::After);
-        let lease = fx.takeover().unwrap_or_else(|e| panic!("{what} failing after effect: {e:?}"));
-        fx.assert_took_over(&lease);
-        clear_hooks();
-    }
+    reconciles_every_error_after_effect_by_exact_bytes(Op::Takeover);
 }
 
 #[test]
 fn takeover_failure_cleanup_reconciles_claim_and_rollback_unlinks_failing_after_effect() {
-    let (fx, sealed) = Fx::sealed();
-    failing_hook("takeover.after_claim");
-    arm_takeover_syscall(&fx, "claim unlink", When::After);
-    takeover_fails_back_to_seal(&fx, &sealed, "takeover.after_claim");
-    clear_hooks();
-
-    let (fx, sealed) = Fx::sealed();
-    failing_rollback_unlink("takeover.after_transition", When::After);
-    takeover_fails_back_to_seal(&fx, &sealed, "takeover.after_transition");
-    fx.retry_takeover_succeeds();
+    failure_cleanup_reconciles_claim_and_rollback_unlinks_failing_after_effect(Op::Takeover);
 }
 
 // ───────────────────── 3. link / rename / unlink failing BEFORE effect ─────────────────────
 
+/// Each of the operation's syscalls failing before its effect leaves exactly the `L` it
+/// began with, and a retry succeeds.
+fn syscalls_failing_before_effect_leave_the_exact_lock(op: Op) {
+    for what in ["claim install", "transition rename", "link into L"] {
+        let (fx, start) = op.fixture();
+        // For "link into L", the restore link (the next ".lock" link) works.
+        op.arm(&fx, what, When::Before);
+        assert_unavailable(&op.fails(&fx), Unavailable::Io);
+        assert_eq!(fx.snap(), fx.only_l(&start), "{what} failing before effect");
+        op.retry_succeeds(&fx);
+    }
+}
+
+/// The rollback's unlink of the committed `L` fails once: retried, and `L` restored.
+fn rollback_whose_unlink_fails_once_retries_and_restores(op: Op) {
+    let (fx, start) = op.fixture();
+    failing_rollback_unlink(op.after_transition(), When::Before);
+    op.fails_back(&fx, &start, op.after_transition());
+}
+
 #[test]
 fn seal_syscalls_failing_before_effect_leave_the_exact_active_lock() {
-    for what in ["claim install", "transition rename", "link into L"] {
-        let fx = Fx::active();
-        // For "link into L", the restore link (the next ".lock" link) works.
-        arm_seal_syscall(&fx, what, When::Before);
-        let e = fx.seal().unwrap_err();
-        assert_unavailable(&e, Unavailable::Io);
-        assert_eq!(fx.snap(), fx.only_l(&fx.active_raw()), "{what} failing before effect");
-        fx.retry_seal_succeeds();
-    }
+    syscalls_failing_before_effect_leave_the_exact_lock(Op::Seal);
 }
 
 #[test]
@@ -258,7 +289,7 @@ fn seal_whose_link_and_restore_link_both_fail_retains_the_claim() {
 fn seal_failure_cleanup_whose_claim_unlink_fails_keeps_the_claim_and_the_active_lock() {
     let fx = Fx::active();
     failing_hook("seal.after_claim");
-    arm_seal_syscall(&fx, "claim unlink", When::Before);
+    Op::Seal.arm(&fx, "claim unlink", When::Before);
     let e = fx.seal().unwrap_err();
     assert!(matches!(e, LockError::Unavailable { .. }), "{e:?}");
     let a = fx.active_raw();
@@ -267,9 +298,7 @@ fn seal_failure_cleanup_whose_claim_unlink_fails_keeps_the_claim_and_the_active_
 
 #[test]
 fn seal_rollback_whose_unlink_fails_once_retries_and_restores() {
-    let fx = Fx::active();
-    failing_rollback_unlink("seal.after_transition", When::Before);
-    seal_fails_back_to_active(&fx, "seal.after_transition");
+    rollback_whose_unlink_fails_once_retries_and_restores(Op::Seal);
 }
 
 /// QWEN_FORMAT §5.6 step 13 (used by §5.10 step 14): a claim that cannot be unlinked is
@@ -296,14 +325,7 @@ fn seal_whose_success_path_claim_unlink_fails_must_not_report_success_with_a_res
 
 #[test]
 fn takeover_syscalls_failing_before_effect_leave_the_exact_seal() {
-    for what in ["claim install", "transition rename", "link into L"] {
-        let (fx, sealed) = Fx::sealed();
-        arm_takeover_syscall(&fx, what, When::Before);
-        let e = fx.takeover().unwrap_err();
-        assert_unavailable(&e, Unavailable::Io);
-        assert_eq!(fx.snap(), fx.only_l(&sealed), "{what} failing before effect");
-        fx.retry_takeover_succeeds();
-    }
+    syscalls_failing_before_effect_leave_the_exact_lock(Op::Takeover);
 }
 
 #[test]
@@ -319,9 +341,7 @@ fn takeover_failure_cleanup_whose_claim_unlink_fails_keeps_the_claim_and_the_sea
 
 #[test]
 fn takeover_rollback_whose_unlink_fails_once_retries_and_restores() {
-    let (fx, sealed) = Fx::sealed();
-    failing_rollback_unlink("takeover.after_transition", When::Before);
-    takeover_fails_back_to_seal(&fx, &sealed, "takeover.after_transition");
+    rollback_whose_unlink_fails_once_retries_and_restores(Op::Takeover);
 }
 
 /// See the seal variant: a takeover that reports success must leave no claim behind.
