@@ -22,3 +22,4 @@ pub mod doctor;
 pub mod error;
 pub mod lockfile;
 pub mod supervisor;
+pub(crate) mod tls;

@@ -15,12 +15,13 @@
 //! presence, type and mode are judged by the rule the store applies when it opens it.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::client::{HttpCoordinator, cleartext_remote_host};
 use crate::claim::ClaimError;
 use crate::doctor::{Check, Verdict};
+use crate::tls::{self, CertCheck};
 
 /// Above this clock offset to the coordinator, warn: RFC 3339 times the CLI computes
 /// (`--as-of`, `--until`) and the times shown beside the server's drift apart, and the
@@ -257,22 +258,15 @@ fn peer_certificate_validity(url: &str) -> Result<(SystemTime, SystemTime), Stri
     sock.set_read_timeout(Some(Duration::from_secs(5))).map_err(|e| e.to_string())?;
     sock.set_write_timeout(Some(Duration::from_secs(5))).map_err(|e| e.to_string())?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let seen = Arc::new(Mutex::new(None));
-    let verifier = Arc::new(ReadOnly { seen: seen.clone(), provider: provider.clone() });
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .dangerous()
-        .with_custom_certificate_verifier(verifier)
-        .with_no_client_auth();
+    let config = tls::client_config(provider, CertCheck::Nothing).map_err(|e| e.to_string())?;
     let name = rustls::pki_types::ServerName::try_from(host).map_err(|e| e.to_string())?;
     let mut conn = rustls::ClientConnection::new(Arc::new(config), name).map_err(|e| e.to_string())?;
     while conn.is_handshaking() {
         conn.complete_io(&mut sock).map_err(|e| format!("TLS handshake with {at}: {e}"))?;
     }
+    let der = conn.peer_certificates().and_then(|chain| chain.first()).ok_or("no certificate presented")?.to_vec();
     conn.send_close_notify();
     let _ = conn.complete_io(&mut sock);
-    let der = seen.lock().map_err(|_| "poisoned".to_string())?.take().ok_or("no certificate presented")?;
     validity_of(&der)
 }
 
@@ -282,52 +276,6 @@ fn validity_of(der: &[u8]) -> Result<(SystemTime, SystemTime), String> {
     let cert = x509_cert::Certificate::from_der(der).map_err(|e| format!("not an X.509 certificate: {e}"))?;
     let v = &cert.tbs_certificate.validity;
     Ok((v.not_before.to_system_time(), v.not_after.to_system_time()))
-}
-
-/// A verifier that keeps the end-entity certificate and accepts it, checking only the
-/// handshake signatures (see [`peer_certificate_validity`] for why this is safe here).
-#[derive(Debug)]
-struct ReadOnly {
-    seen: Arc<Mutex<Option<Vec<u8>>>>,
-    provider: Arc<rustls::crypto::CryptoProvider>,
-}
-
-impl rustls::client::danger::ServerCertVerifier for ReadOnly {
-    fn verify_server_cert(
-        &self,
-        end_entity: &rustls::pki_types::CertificateDer<'_>,
-        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
-        _server_name: &rustls::pki_types::ServerName<'_>,
-        _ocsp: &[u8],
-        _now: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        if let Ok(mut s) = self.seen.lock() {
-            *s = Some(end_entity.to_vec());
-        }
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls::pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls::pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.provider.signature_verification_algorithms.supported_schemes()
-    }
 }
 
 /// The embedded store at `path`: present, a regular file, and private (the rule

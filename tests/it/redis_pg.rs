@@ -21,7 +21,7 @@ use writerctl::claim::masters::ControllerKey;
 use writerctl::claim::model::{AuditEntry, Change, Controller, Snapshot};
 use writerctl::claim::secret::Secret;
 use writerctl::claim::stores::redis_pg::RedisPgStore;
-use writerctl::claim::stores::{Commit, Store};
+use writerctl::claim::stores::{Commit, ProjectWrite, Store};
 
 const PASSWORD: &str = "correct horse battery staple";
 const T0: i64 = 1_700_000_000_000;
@@ -355,7 +355,8 @@ fn cold_restore_from_postgres_keeps_epoch_and_version() {
         request: None,
         reason: None,
     };
-    assert_eq!(store.commit("web", before.version, &change, Some(&audit)).unwrap(), Commit::Conflict);
+    let write = ProjectWrite { project: "web", expected_version: before.version, change: &change, audit: Some(&audit) };
+    assert_eq!(store.commit(write).unwrap(), Commit::Conflict);
     assert_eq!(store.snapshot("web").unwrap(), bumped(before.clone()));
     // Through the engine the same happens inside the CAS loop.
     ns.wipe_redis();

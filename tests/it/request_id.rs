@@ -17,7 +17,7 @@ use writerctl::claim::ClaimError;
 use writerctl::claim::clock::Clock;
 use writerctl::claim::model::{AuditEntry, Change, Controller};
 use writerctl::claim::requests::{KeptAnswer, RequestRecord};
-use writerctl::claim::stores::{Commit, Store};
+use writerctl::claim::stores::{Commit, ProjectWrite, Store};
 
 use crate::master::{Co, Ctl, PROJECT, err_doc, ok_doc, s};
 use crate::serve::Deployment;
@@ -213,10 +213,13 @@ fn one_write_per_kept_request(store: &dyn Store, check_expiry: bool) {
     };
     let change = |sid: &str| Change { upsert: vec![row(sid)], ..Change::default() };
     assert_eq!(store.recall_request("session.register", "k1", at).unwrap(), None);
-    assert_eq!(store.commit("p", 0, &change("a"), Some(&audit("a"))).unwrap(), Commit::Done(1));
+    let commit = |expected_version, sid: &str| {
+        store.commit(ProjectWrite { project: "p", expected_version, change: &change(sid), audit: Some(&audit(sid)) })
+    };
+    assert_eq!(commit(0, "a").unwrap(), Commit::Done(1));
     let kept = KeptAnswer { fingerprint: "f1".into(), answer: "[1]".into() };
     assert_eq!(store.recall_request("session.register", "k1", at).unwrap(), Some(kept));
-    match store.commit("p", 1, &change("b"), Some(&audit("b"))) {
+    match commit(1, "b") {
         Err(ClaimError::Unavailable(m)) => assert!(m.contains("same id"), "{m}"),
         other => panic!("a second write under a kept request: {other:?}"),
     }

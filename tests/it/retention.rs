@@ -24,7 +24,7 @@ use writerctl::claim::model::{AuditEntry, Change, Millis, NewEvent};
 use writerctl::claim::retention::Cutoffs;
 use writerctl::claim::secret::Secret;
 use writerctl::claim::stores::redis_pg::RedisPgStore;
-use writerctl::claim::stores::{Commit, Store};
+use writerctl::claim::stores::{Commit, ProjectWrite, Store};
 use writerctl::claim::work_claims::{TakeRequest, TouchRequest};
 
 const T0: Millis = 1_800_000_000_000;
@@ -56,7 +56,9 @@ fn push(store: &Arc<dyn Store>, recipient: &str, at: Millis) {
     };
     let change = Change { events: vec![event], ..Change::default() };
     let version = store.snapshot(P).unwrap().version;
-    assert!(matches!(store.commit(P, version, &change, Some(&audit("test.event", at))).unwrap(), Commit::Done(_)));
+    let audit = audit("test.event", at);
+    let write = ProjectWrite { project: P, expected_version: version, change: &change, audit: Some(&audit) };
+    assert!(matches!(store.commit(write).unwrap(), Commit::Done(_)));
 }
 
 fn cutoffs(inbox_before: Option<Millis>, inbox_keep: Option<u64>) -> Cutoffs {

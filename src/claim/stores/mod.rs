@@ -42,17 +42,6 @@ use super::requests::KeptAnswer;
 use super::retention::{Cutoffs, Pruned, Sizes};
 use super::work_claims::{Channel, ClaimRow, ClaimStep, FocusLease, ProjectPause};
 
-/// When a change's inbox events happened: its audit row's time. A change without an audit
-/// row (a routine heartbeat) must carry no events; one that does is refused as a bug rather
-/// than stamped with a time no clock gave.
-pub(crate) fn events_at(change: &Change, audit: Option<&AuditEntry>) -> Result<Millis, ClaimError> {
-    match audit {
-        Some(a) => Ok(a.at),
-        None if change.events.is_empty() => Ok(0),
-        None => Err(ClaimError::Store("a change with inbox events needs its audit row".into())),
-    }
-}
-
 /// A verb's decision: from a snapshot to the change and its audit row (None: a change not
 /// worth a row of its own, such as a routine heartbeat).
 pub type Decide<'a> = dyn FnMut(&Snapshot) -> Result<(Change, Option<AuditEntry>), ClaimError> + 'a;
@@ -182,6 +171,34 @@ pub enum Commit {
     Done(u64),
     /// The project moved on since the snapshot; nothing was written.
     Conflict,
+}
+
+/// One project-state write ([`Store::commit`]): `change` and its audit row, written
+/// atomically only if the project is still at `expected_version`, like a [`ClaimWrite`].
+#[derive(Debug, Clone, Copy)]
+pub struct ProjectWrite<'a> {
+    /// The project.
+    pub project: &'a str,
+    /// The version the change was decided from (compare-and-set).
+    pub expected_version: u64,
+    /// The change.
+    pub change: &'a Change,
+    /// Its audit row (None: a change not worth a row of its own, such as a routine
+    /// heartbeat).
+    pub audit: Option<&'a AuditEntry>,
+}
+
+impl ProjectWrite<'_> {
+    /// When the change's inbox events happened: its audit row's time. A change without an
+    /// audit row (a routine heartbeat) must carry no events; one that does is refused as a
+    /// bug rather than stamped with a time no clock gave.
+    pub(crate) fn events_at(&self) -> Result<Millis, ClaimError> {
+        match self.audit {
+            Some(a) => Ok(a.at),
+            None if self.change.events.is_empty() => Ok(0),
+            None => Err(ClaimError::Store("a change with inbox events needs its audit row".into())),
+        }
+    }
 }
 
 /// How many times [`Store::transact`]'s default loop re-decides before giving up.
@@ -319,15 +336,9 @@ pub trait Store: WorkStore + PauseStore + Send + Sync {
     /// The project's current state (an unknown project reads as empty at version 0).
     fn snapshot(&self, project: &str) -> Result<Snapshot, ClaimError>;
 
-    /// Writes `change` and `audit` (if any) atomically if the project is still at
-    /// `expected_version`.
-    fn commit(
-        &self,
-        project: &str,
-        expected_version: u64,
-        change: &Change,
-        audit: Option<&AuditEntry>,
-    ) -> Result<Commit, ClaimError>;
+    /// Writes the change and its audit row (if any) atomically if the project is still at
+    /// the write's expected version.
+    fn commit(&self, write: ProjectWrite<'_>) -> Result<Commit, ClaimError>;
 
     /// Reads, decides and commits one verb. `decide` returns the change and its audit row;
     /// it may run more than once (after a conflict) and must not have side effects beyond
@@ -336,7 +347,9 @@ pub trait Store: WorkStore + PauseStore + Send + Sync {
         for _ in 0..MAX_CAS_ATTEMPTS {
             let snap = self.snapshot(project)?;
             let (change, audit) = decide(&snap)?;
-            if let Commit::Done(v) = self.commit(project, snap.version, &change, audit.as_ref())? {
+            let write =
+                ProjectWrite { project, expected_version: snap.version, change: &change, audit: audit.as_ref() };
+            if let Commit::Done(v) = self.commit(write)? {
                 return Ok(v);
             }
         }

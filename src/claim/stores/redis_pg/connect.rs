@@ -36,15 +36,14 @@ use std::time::Duration;
 
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use redis::{ConnectionAddr, TlsCertificates, TlsMode};
+use rustls::RootCertStore;
 use rustls::client::WebPkiServerVerifier;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::WebPkiSupportedAlgorithms;
+use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 use super::errors::{lock, pg_err, redis_err};
 use crate::claim::error::ClaimError;
+use crate::tls::{self, CertCheck};
 
 /// Connect, read and write timeout for both services: a dead service answers
 /// `coordinator_unavailable` fast instead of hanging a verb.
@@ -433,75 +432,21 @@ fn rustls_connector(
             Some(roots)
         }
     };
-    let inner = roots
-        .map(|r| WebPkiServerVerifier::builder_with_provider(Arc::new(r), provider.clone()).build())
-        .transpose()
-        .map_err(|e| ClaimError::InvalidArgument(format!("postgres TLS roots: {e}")))?;
-    let verifier = PgVerifier {
-        inner,
-        check_name: mode == SslMode::VerifyFull,
-        algorithms: provider.signature_verification_algorithms,
-    };
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| ClaimError::InvalidArgument(format!("postgres TLS: {e}")))?
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(verifier))
-        .with_no_client_auth();
-    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
-}
-
-/// libpq's three levels of checking a server certificate, on rustls's WebPKI verifier.
-#[derive(Debug)]
-struct PgVerifier {
-    /// Chain (and name) verification; None for `require` without a root file.
-    inner: Option<Arc<WebPkiServerVerifier>>,
-    /// `verify-full`: the certificate must name the host.
-    check_name: bool,
-    algorithms: WebPkiSupportedAlgorithms,
-}
-
-impl ServerCertVerifier for PgVerifier {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        let Some(inner) = &self.inner else { return Ok(ServerCertVerified::assertion()) };
-        match inner.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
-            // WebPKI checks the chain before the name: a name error means the chain held,
-            // which is all verify-ca asks.
-            Err(rustls::Error::InvalidCertificate(
-                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) if !self.check_name => Ok(ServerCertVerified::assertion()),
-            other => other,
+    let check = match roots {
+        None => CertCheck::Nothing,
+        Some(r) => {
+            let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(r), provider.clone())
+                .build()
+                .map_err(|e| ClaimError::InvalidArgument(format!("postgres TLS roots: {e}")))?;
+            match mode {
+                SslMode::VerifyFull => CertCheck::ChainAndName(webpki),
+                _ => CertCheck::Chain(webpki),
+            }
         }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.algorithms.supported_schemes()
-    }
+    };
+    let config =
+        tls::client_config(provider, check).map_err(|e| ClaimError::InvalidArgument(format!("postgres TLS: {e}")))?;
+    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
 }
 
 /// Why a connection failed on TLS itself (the server declined it, or its certificate

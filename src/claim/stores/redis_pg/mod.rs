@@ -84,11 +84,11 @@ use redis::{Script, Value};
 
 use crate::claim::engine::MASTER_CHANGE;
 use crate::claim::error::ClaimError;
-use crate::claim::model::{AuditEntry, Change, Event, Millis, OperatorRecord, Snapshot};
+use crate::claim::model::{AuditEntry, Event, Millis, OperatorRecord, Snapshot};
 use crate::claim::requests::{self, KeptAnswer};
 use crate::claim::retention::{Cutoffs, Pruned, Sizes, check_cursor};
 use crate::claim::stores::codec::{from_json, to_i64, to_json};
-use crate::claim::stores::{AuditPage, Backlog, Commit, Store};
+use crate::claim::stores::{AuditPage, Backlog, Commit, ProjectWrite, Store};
 use errors::{lock, pg_err, to_u64};
 use keys::Keys;
 use pool::RedisPool;
@@ -481,13 +481,8 @@ impl Store for RedisPgStore {
         Ok(self.inner.read_snapshot(project)?.0)
     }
 
-    fn commit(
-        &self,
-        project: &str,
-        expected_version: u64,
-        change: &Change,
-        audit: Option<&AuditEntry>,
-    ) -> Result<Commit, ClaimError> {
+    fn commit(&self, write: ProjectWrite<'_>) -> Result<Commit, ClaimError> {
+        let ProjectWrite { project, expected_version, change, audit } = write;
         let k = &self.inner.keys;
         let op = uuid::Uuid::new_v4().to_string();
         let mut inv = self.inner.commit.prepare_invoke();
@@ -498,7 +493,7 @@ impl Store for RedisPgStore {
             None => (k.request("-"), String::new(), 0),
         };
         inv.key(k.inbox_trims()).key(k.queue_bytes()).key(request_key);
-        inv.arg(expected_version).arg(&op).arg(project).arg(super::events_at(change, audit)?);
+        inv.arg(expected_version).arg(&op).arg(project).arg(write.events_at()?);
         inv.arg(audit.map(to_json).transpose()?.unwrap_or_default());
         change_args(&mut inv, change)?;
         let (max_rows, max_bytes) = self.inner.bounds();

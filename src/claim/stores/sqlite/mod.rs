@@ -12,12 +12,10 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params};
 
-use super::{AuditPage, Commit, Decide, Store, events_at, json_err, to_i64};
+use super::{AuditPage, Commit, Decide, ProjectWrite, Store, json_err, to_i64};
 use crate::claim::engine::MASTER_CHANGE;
 use crate::claim::error::ClaimError;
-use crate::claim::model::{
-    AuditEntry, Change, Event, MasterRef, MasterSlot, Millis, NewEvent, OperatorRecord, Snapshot,
-};
+use crate::claim::model::{AuditEntry, Event, MasterRef, MasterSlot, Millis, NewEvent, OperatorRecord, Snapshot};
 use crate::claim::requests::{self, KeptAnswer, RequestRecord};
 use crate::claim::retention::{Cutoffs, PRUNE_BATCH, Pruned, Sizes, check_cursor};
 
@@ -445,16 +443,10 @@ fn insert_event(tx: &Connection, project: &str, e: &NewEvent, at: Millis, keep: 
     Ok(())
 }
 
-/// Writes `change` at `version` (already checked by the caller, inside its transaction).
-fn apply(
-    tx: &Transaction<'_>,
-    project: &str,
-    version: u64,
-    change: &Change,
-    audit: Option<&AuditEntry>,
-    inbox_keep: u64,
-) -> Result<u64, ClaimError> {
-    let at = events_at(change, audit)?;
+/// Writes `write` (its version already checked by the caller, inside its transaction).
+fn apply(tx: &Transaction<'_>, write: ProjectWrite<'_>, inbox_keep: u64) -> Result<u64, ClaimError> {
+    let ProjectWrite { project, expected_version: version, change, audit } = write;
+    let at = write.events_at()?;
     let mut new_version = version;
     if !change.is_empty() {
         new_version = version + 1;
@@ -559,19 +551,13 @@ impl Store for SqliteStore {
         Ok(snap)
     }
 
-    fn commit(
-        &self,
-        project: &str,
-        expected_version: u64,
-        change: &Change,
-        audit: Option<&AuditEntry>,
-    ) -> Result<Commit, ClaimError> {
+    fn commit(&self, write: ProjectWrite<'_>) -> Result<Commit, ClaimError> {
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
-        if load(&tx, project)?.version != expected_version {
+        if load(&tx, write.project)?.version != write.expected_version {
             return Ok(Commit::Conflict);
         }
-        let v = apply(&tx, project, expected_version, change, audit, self.inbox_keep())?;
+        let v = apply(&tx, write, self.inbox_keep())?;
         tx.commit().map_err(db_err)?;
         Ok(Commit::Done(v))
     }
@@ -581,7 +567,8 @@ impl Store for SqliteStore {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
         let snap = load(&tx, project)?;
         let (change, audit) = decide(&snap)?;
-        let v = apply(&tx, project, snap.version, &change, audit.as_ref(), self.inbox_keep())?;
+        let write = ProjectWrite { project, expected_version: snap.version, change: &change, audit: audit.as_ref() };
+        let v = apply(&tx, write, self.inbox_keep())?;
         tx.commit().map_err(db_err)?;
         Ok(v)
     }

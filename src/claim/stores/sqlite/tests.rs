@@ -1,7 +1,7 @@
 //! The embedded store's unit tests.
 
 use super::*;
-use crate::claim::model::{Controller, MasterRef};
+use crate::claim::model::{Change, Controller, MasterRef};
 use crate::claim::stores::{ClaimWrite, WorkStore};
 use crate::claim::work_claims::{Channel, ClaimRow, ClaimStep, FocusLease};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -69,7 +69,8 @@ fn a_newer_schema_is_refused_and_reopening_is_idempotent() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("c.sqlite");
     let s = SqliteStore::open(&p).unwrap();
-    s.commit("p", 0, &Change { upsert: vec![row("a")], ..Change::default() }, Some(&audit("p"))).unwrap();
+    let change = Change { upsert: vec![row("a")], ..Change::default() };
+    s.commit(ProjectWrite { project: "p", expected_version: 0, change: &change, audit: Some(&audit("p")) }).unwrap();
     drop(s);
     let s = SqliteStore::open(&p).unwrap();
     assert_eq!(s.snapshot("p").unwrap().controllers.len(), 1, "reopening keeps the data");
@@ -87,12 +88,15 @@ fn commit_is_a_compare_and_set_on_the_version() {
     let s = SqliteStore::open(&d.path().join("c.sqlite")).unwrap();
     let slot = MasterSlot { master: Some(MasterRef { identity: "id-a".into(), session_id: "a".into() }), epoch: 1 };
     let c = Change { upsert: vec![row("a")], slot: Some(slot.clone()), ..Change::default() };
-    assert_eq!(s.commit("p", 0, &c, Some(&audit("p"))).unwrap(), Commit::Done(1));
-    assert_eq!(s.commit("p", 0, &c, Some(&audit("p"))).unwrap(), Commit::Conflict);
+    let a = audit("p");
+    let write = ProjectWrite { project: "p", expected_version: 0, change: &c, audit: Some(&a) };
+    assert_eq!(s.commit(write).unwrap(), Commit::Done(1));
+    assert_eq!(s.commit(write).unwrap(), Commit::Conflict);
     let snap = s.snapshot("p").unwrap();
     assert_eq!((snap.version, snap.slot), (1, slot));
     // An empty change audits without bumping the version.
-    assert_eq!(s.commit("p", 1, &Change::default(), Some(&audit("p"))).unwrap(), Commit::Done(1));
+    let empty = Change::default();
+    assert_eq!(s.commit(ProjectWrite { expected_version: 1, change: &empty, ..write }).unwrap(), Commit::Done(1));
     assert_eq!(s.audit_log(Some("p"), 10).unwrap().len(), 2, "the conflicting commit wrote no audit row");
     assert_eq!(s.snapshot("other").unwrap().version, 0, "projects are separate");
 }
@@ -159,12 +163,15 @@ impl Store for CasOnly {
     fn snapshot(&self, project: &str) -> Result<Snapshot, ClaimError> {
         self.inner.snapshot(project)
     }
-    fn commit(&self, project: &str, v: u64, change: &Change, a: Option<&AuditEntry>) -> Result<Commit, ClaimError> {
+    fn commit(&self, write: ProjectWrite<'_>) -> Result<Commit, ClaimError> {
         if self.interfere.fetch_add(1, Ordering::SeqCst) == 0 {
             let other = Change { upsert: vec![row("intruder")], ..Change::default() };
-            assert_eq!(self.inner.commit(project, v, &other, a)?, Commit::Done(v + 1));
+            assert_eq!(
+                self.inner.commit(ProjectWrite { change: &other, ..write })?,
+                Commit::Done(write.expected_version + 1)
+            );
         }
-        self.inner.commit(project, v, change, a)
+        self.inner.commit(write)
     }
     fn append_audit(&self, e: &AuditEntry) -> Result<(), ClaimError> {
         self.inner.append_audit(e)
