@@ -19,9 +19,6 @@ use super::output::Output;
 /// Shows the coordinator's audit log, oldest first: every verb with who ran it, what it
 /// targeted, its result (ok or the error code) and the master epoch. Never a secret.
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  writerctl audit --project web --limit 20\n  writerctl audit prune --older-than-days 90"
-)]
 pub struct AuditArgs {
     /// `audit prune`; without it, show the log.
     #[command(subcommand)]
@@ -44,9 +41,6 @@ pub enum AuditCmd {
     /// inboxes too. A server prunes by itself
     /// (`coordinator serve --audit-retention-days`), so an http(s) --coordinator is refused.
     /// Run it from cron (daily is plenty); the prune leaves one `retention.prune` audit row.
-    #[command(
-        after_help = "Examples:\n  writerctl audit prune --older-than-days 90\n  writerctl audit prune --older-than-days 90 --inbox-older-than-days 7 --inbox-max-events 1000 --json"
-    )]
     Prune(PruneArgs),
     /// Every audit row written since a time, oldest first, as JSON lines or CSV, streamed
     /// page by page (the log is never read whole), with a cursor to resume from.
@@ -58,9 +52,6 @@ pub enum AuditCmd {
     /// never handed out is refused with audit_cursor_unknown, naming the oldest cursor
     /// held: rows may have been lost, so nothing is skipped silently. Over HTTP it needs
     /// the admin token, like `audit`.
-    #[command(
-        after_help = "Examples:\n  writerctl audit export --since 2026-12-01T00:00:00Z > audit.jsonl\n  writerctl audit export --project web --since 2026-12-01T00:00:00Z --format csv > web.csv\n  writerctl audit export --since 2026-12-01T00:00:00Z --cursor 4211 >> audit.jsonl"
-    )]
     Export(ExportArgs),
 }
 

@@ -28,19 +28,10 @@ pub enum SessionCmd {
     /// existing one (TR39 skeleton, case folded) is refused with `name_confusable` (2). If
     /// the token file cannot be written after the registration applied: `answer_not_delivered`
     /// (75), with the request id and the command that recovers the token.
-    #[command(
-        after_help = "Examples:\n  writerctl session register --project web --identity alice --identity-key-file alice.key --token-file alice.tok\n  WRITERCTL_IDENTITY_KEY=... writerctl session register --project web --identity bob --machine host-b --json\n  writerctl session register --project web --identity alice --previous-token-file alice.tok --token-file alice.tok.new"
-    )]
     Register(RegisterArgs),
     /// Renew a session's heartbeat (targets must be fresh to receive mastership).
-    #[command(
-        after_help = "Examples:\n  writerctl session heartbeat --project web --session SID --token-file alice.tok"
-    )]
     Heartbeat(SessionRefArgs),
     /// Remove a session's row; a master that leaves empties the master slot.
-    #[command(
-        after_help = "Examples:\n  writerctl session deregister --project web --session SID --token-file alice.tok"
-    )]
     Deregister(SessionRefArgs),
 }
 

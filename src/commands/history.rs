@@ -31,9 +31,6 @@ use super::session::runtime_dir;
 /// line that is not an event is skipped and counted (skipped_lines), never an error. A
 /// history directory or file others could write is skipped with a warning, never followed.
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  writerctl history --runtime-dir ~/.qwen\n  writerctl history --session \"$SID\" --since 2026-12-01T00:00:00Z --json\n  writerctl history --limit 20                         # the 20 newest events\n  writerctl takeover --session \"$SID\" --reason \"node drain, ticket OPS-123\" --token-file t\n  writerctl history --session \"$SID\" --limit 1 --json   # who took it over, and why"
-)]
 pub struct HistoryArgs {
     /// --session keeps one session's events; --lock reads the history beside that lock's
     /// directory (a lock kept outside R) instead of the one beside R/tmp/session-writer-locks.
@@ -112,12 +109,18 @@ pub fn run(args: HistoryArgs, out: Output) -> Result<()> {
     };
     let query = Query {
         session: args.session.session.clone(),
-        since: args.since.and_then(|ms| time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok()),
+        since: args
+            .since
+            .and_then(|ms| time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok()),
         limit: Some(usize::try_from(args.limit).unwrap_or(usize::MAX)),
     };
     let found = read(&lock_dir, &query);
     if out.json {
-        out.json(&HistoryJson { events: &found.events, skipped_lines: found.skipped_lines, warnings: &found.warnings })?;
+        out.json(&HistoryJson {
+            events: &found.events,
+            skipped_lines: found.skipped_lines,
+            warnings: &found.warnings,
+        })?;
         return Ok(());
     }
     for w in &found.warnings {

@@ -16,9 +16,6 @@ use super::output::Output;
 /// keeps waiting for new events and prints each as it arrives (with --json: one JSON object
 /// per line). Reading needs a session token of a controller registered as that identity.
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  writerctl inbox --project web --identity alice --token-file alice.tok\n  writerctl inbox --project web --identity alice --token-file alice.tok --after 12 --follow --json"
-)]
 pub struct InboxArgs {
     #[command(flatten)]
     pub coord: CoordArgs,

@@ -32,9 +32,6 @@ pub enum MasterCmd {
     /// prints) with an "at" time. When the server cannot be reached, stderr says so
     /// ("lost the coordinator at URL ...; retrying") and says when it is back; the watch
     /// retries with a growing pause (up to 4 s) and never exits on its own.
-    #[command(
-        after_help = "Examples:\n  writerctl master status --project web\n  writerctl master status --project web --watch --coordinator https://coord:7878\n  writerctl master status --project web --watch --json | jq -c '{at, master}'"
-    )]
     Status(StatusArgs),
     /// Cooperative transfer: the current master hands mastership to a named identity.
     ///
@@ -43,9 +40,6 @@ pub enum MasterCmd {
     ///
     /// --dry-run makes every check the real handoff makes (token, epoch, not_master, target)
     /// and changes nothing: it prints the plan and exits as the real command would.
-    #[command(
-        after_help = "Examples:\n  writerctl master handoff --project web --session SID --token-file alice.tok --to bob\n  writerctl master handoff --project web --session SID --to bob --to-session SID2 --expect-epoch 4 --yes\n  writerctl master handoff --project web --session SID --to bob --reason \"deploy of 4.2\" --yes\n  writerctl master handoff --project web --session SID --to bob --dry-run --json"
-    )]
     Handoff(HandoffArgs),
     /// Operator-authorized preempt: promote the named target (never the caller), proving
     /// authority with an operator id and password.
@@ -53,9 +47,6 @@ pub enum MasterCmd {
     /// --dry-run verifies the password (a wrong one counts towards the back-off, as on a
     /// real claim), the epoch and the target, changes nothing, and prints who would lose
     /// mastership, the new epoch and what would be preempted.
-    #[command(
-        after_help = "Examples:\n  writerctl master claim --project web --to bob --operator ops --password-file ops.pw --yes\n  WRITERCTL_OPERATOR_PASSWORD=... writerctl master claim --project web --to bob --operator ops --json\n  writerctl master claim --project web --to bob --operator ops --password-file ops.pw --dry-run\n  writerctl master claim --project web --to bob --operator ops --password-file ops.pw --reason \"alice's host is down\" --yes"
-    )]
     Claim(ClaimArgs),
     /// Every change of master of a project, oldest first: when, the epoch after it, from
     /// and to (identity and session), the verb, who ran it and the reason given.
@@ -65,9 +56,6 @@ pub enum MasterCmd {
     /// (`coordinator serve --audit-retention-days`). `from` or `to` is null when the slot
     /// was empty before (the first registration) or is emptied (the master deregistered or
     /// its identity was removed).
-    #[command(
-        after_help = "Examples:\n  writerctl master history --project web\n  writerctl master history --project web --limit 10 --json"
-    )]
     History(HistoryArgs),
 }
 

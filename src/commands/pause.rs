@@ -31,9 +31,6 @@ use super::output::Output;
 ///
 /// JSON: {"project","paused":{"reason","since","until"},"replaced":null|{"reason","since","until"}}
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  writerctl pause --project web --reason 'db migration, CHG-1234'\n  writerctl pause --project web --reason 'provider outage' --until 2026-12-01T09:00:00Z --json\n  WRITERCTL_ADMIN_TOKEN=... writerctl pause --coordinator https://coord:7070 --project web --reason 'release freeze'"
-)]
 pub struct PauseArgs {
     #[command(flatten)]
     pub at: ProjectWrite,
@@ -53,9 +50,6 @@ pub struct PauseArgs {
 ///
 /// JSON: {"project","was_paused","previous":null|{"reason","since","until"},"resumed_at"}
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  writerctl resume --project web\n  writerctl resume --project web --json && writerctl claim sweep --project web --json"
-)]
 pub struct ResumeArgs {
     #[command(flatten)]
     pub at: ProjectWrite,

@@ -20,9 +20,6 @@ use super::session::{read_token, resolve};
 /// Removes the lock only if it is exactly the active record your token owns; anything else
 /// is left untouched.
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  writerctl release --session \"$SID\" --token-file owner.token\n  writerctl release --session \"$SID\" --token-file owner.token --dry-run --json   # check only\n  writerctl release --session \"$SID\" --token-file owner.token --reason \"session closed by operator\""
-)]
 pub struct ReleaseArgs {
     #[command(flatten)]
     pub session: SessionArgs,

@@ -31,9 +31,6 @@ use super::session::{Resolved, read_token, resolve, transcript_key};
 /// existence, length and SHA-256, in one claimed transition. On any failure the active lock stays.
 /// Needs experimental.session_writer_lease.
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  writerctl seal --session \"$SID\" --token-file owner.token --json\n  writerctl seal --session \"$SID\" --token-file owner.token --reason \"maintenance window\"\n  writerctl seal --session \"$SID\"        # preStop: asks the local `writerctl run`"
-)]
 pub struct SealArgs {
     #[command(flatten)]
     pub session: SessionArgs,

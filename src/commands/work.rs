@@ -19,12 +19,8 @@ use super::pause::{held_back_json, paused_json, paused_line};
 pub enum ChannelCmd {
     /// Create a channel. Its steward gets a doorbell on every release and reads the SLA
     /// report; its TTL floor raises shorter claim TTLs. Never overwritten.
-    #[command(
-        after_help = "Examples:\n  writerctl channel create --project web --channel merges --steward carol --sla-minutes 60\n  writerctl channel create --project web --channel triage --steward carol --ttl-floor-minutes 10 --json"
-    )]
     Create(ChannelCreateArgs),
     /// Show a channel.
-    #[command(after_help = "Examples:\n  writerctl channel show --project web --channel merges --json")]
     Show(ChannelArgs),
 }
 
@@ -67,40 +63,25 @@ pub enum ClaimCmd {
     /// With --ttl-minutes N, the coordinator releases the claim after N minutes without a
     /// write by its owner: to the deputy if one is named, otherwise to open. A claim with a
     /// TTL or a deputy needs --next-step (what the next hands should do).
-    #[command(
-        after_help = "Examples:\n  writerctl claim take --project web --channel merges --task PR-42 --seat alice --token-file alice.tok\n  writerctl claim take --project web --channel merges --task PR-42 --seat alice --token-file alice.tok \\\n      --deputy bob --ttl-minutes 20 --next-step 'rebase on main, then merge' --json\n  writerctl claim take --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --reason 'bob is out today'"
-    )]
     Take(TakeArgs),
     /// The owner's write: resets the TTL clock; may change deputy, TTL and next step.
     ///
     /// With --expect-version N the write is refused (version_conflict) if the claim is no
     /// longer at the version you read; without it, it applies to whatever the claim is at
     /// while the seat still owns it.
-    #[command(
-        after_help = "Examples:\n  writerctl claim touch --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --expect-version 3\n  WRITERCTL_SESSION_TOKEN=... writerctl claim touch --project web --channel merges --task PR-42 --seat alice --next-step 'CI green; merge'"
-    )]
     Touch(TouchArgs),
     /// The owner opens the task again (or, with --done, closes it). Rings the deputy and
     /// the steward.
-    #[command(
-        after_help = "Examples:\n  writerctl claim release --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --next-step 'needs review'\n  writerctl claim release --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --done --json\n  writerctl claim release --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --reason 'blocked on infra'"
-    )]
     Release(ReleaseArgs),
     /// Show one claim.
-    #[command(after_help = "Examples:\n  writerctl claim show --project web --channel merges --task PR-42 --json")]
     Show(TaskArgs),
     /// Every step of one claim, oldest first (takes, touches, releases, TTL releases).
-    #[command(after_help = "Examples:\n  writerctl claim history --project web --channel merges --task PR-42")]
     History(TaskArgs),
     /// Every claim in a channel.
-    #[command(after_help = "Examples:\n  writerctl claim list --project web --channel merges --json")]
     List(ChannelArgs),
     /// Release every claim whose TTL ran out (a server sweeps on its own; with the
     /// embedded store, run this from cron). --dry-run previews; --as-of previews a moment
     /// (a future --as-of needs --dry-run).
-    #[command(
-        after_help = "Examples:\n  writerctl claim sweep --project web\n  writerctl claim sweep --project web --as-of 2026-12-01T09:00:00Z --dry-run --json\n  * * * * * writerctl claim sweep --project web --json   # crontab, embedded store"
-    )]
     Sweep(SweepArgs),
 }
 
@@ -245,15 +226,10 @@ pub struct SweepArgs {
 #[derive(Debug, Subcommand)]
 pub enum FocusCmd {
     /// Start (or restart) a focus lease of N minutes, capped at 240.
-    #[command(
-        after_help = "Examples:\n  writerctl focus start --project web --seat alice --minutes 90 --token-file alice.tok"
-    )]
     Start(FocusStartArgs),
     /// End the seat's focus lease now; its claims' TTLs count from now.
-    #[command(after_help = "Examples:\n  writerctl focus end --project web --seat alice --token-file alice.tok")]
     End(FocusEndArgs),
     /// Show the seat's focus lease, if it holds one.
-    #[command(after_help = "Examples:\n  writerctl focus show --project web --seat alice --json")]
     Show(SeatArgs),
 }
 
@@ -300,9 +276,6 @@ pub struct FocusEndArgs {
 pub enum StewardCmd {
     /// Live claims older than the channel's SLA that carry no TTL: the ones that would
     /// freeze the fleet if their owner went dark.
-    #[command(
-        after_help = "Examples:\n  writerctl steward report --project web --channel merges\n  writerctl steward report --project web --channel merges --as-of 2026-12-01T09:00:00Z --json"
-    )]
     Report(StewardArgs),
 }
 
