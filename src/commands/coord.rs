@@ -401,6 +401,16 @@ impl SeatTokenArgs {
     }
 }
 
+/// A claim write's `--reason` (`claim take`, `claim release`). The coordinator checks it
+/// (`claim::names::validate_reason`, the lock-file history's rule) and refuses a bad one with
+/// `invalid_argument`, so it is not checked here.
+#[derive(Debug, Clone, Args)]
+pub struct AuditReasonArgs {
+    /// Why, recorded on the audit row (at most 512 bytes, no control characters).
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+}
+
 /// A secret from `file` (which must be readable), else from `env` when set and non-empty. A
 /// file that should hold a machine-made secret (a session token, an identity key) and holds
 /// something else is refused as such (issue 29: a garbage token file was sent, and answered

@@ -10,7 +10,7 @@ use writerctl::coordinator::verb::Verb;
 use writerctl::coordinator::verbs::work as verbs;
 use writerctl::coordinator::wire::{ReleaseReq, TakeReq, TaskPath, TouchReq};
 
-use super::coord::{CoordArgs, RequestArgs, SeatTokenArgs, parse_time, rfc3339};
+use super::coord::{AuditReasonArgs, CoordArgs, RequestArgs, SeatTokenArgs, parse_time, rfc3339};
 use super::output::{Output, table};
 use super::pause::{held_back_json, paused_json, paused_line};
 
@@ -140,9 +140,8 @@ pub struct TakeArgs {
     pub next_step: Option<String>,
     #[command(flatten)]
     pub token: SeatTokenArgs,
-    /// Why, recorded on the audit row (at most 512 bytes, no control characters).
-    #[arg(long, value_name = "TEXT")]
-    pub reason: Option<String>,
+    #[command(flatten)]
+    pub reason: AuditReasonArgs,
 }
 
 /// The owner of a claim writing to it, with the version it read.
@@ -201,9 +200,8 @@ pub struct ReleaseArgs {
     /// What whoever takes it next should do.
     #[arg(long, value_name = "TEXT")]
     pub next_step: Option<String>,
-    /// Why, recorded on the audit row (at most 512 bytes, no control characters).
-    #[arg(long, value_name = "TEXT")]
-    pub reason: Option<String>,
+    #[command(flatten)]
+    pub reason: AuditReasonArgs,
 }
 
 /// `claim sweep`.
@@ -419,7 +417,7 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
                 deputy: a.deputy,
                 ttl_minutes: a.ttl_minutes,
                 next_step: a.next_step,
-                reason: a.reason,
+                reason: a.reason.reason,
             };
             let o = a.task.call::<verbs::TakeClaim>(body, &a.token)?;
             print_outcome(out, &o)
@@ -444,7 +442,7 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
                 expect_version: w.expect_version,
                 done: a.done,
                 next_step: a.next_step,
-                reason: a.reason,
+                reason: a.reason.reason,
             };
             let row = w.write::<verbs::ReleaseClaim>(body)?;
             print_claim(out, &row)
