@@ -45,6 +45,16 @@ pub struct CoordArgs {
     pub allow_insecure_http: bool,
 }
 
+/// A project at a coordinator: what most coordinator commands address first.
+#[derive(Debug, Clone, Args)]
+pub struct ProjectArgs {
+    #[command(flatten)]
+    pub coord: CoordArgs,
+    /// Project id.
+    #[arg(long, value_name = "P")]
+    pub project: String,
+}
+
 /// A write verb's coordinator and request id, flattened in that order.
 #[derive(Debug, Args)]
 pub struct WriteArgs {

@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use writerctl::claim::engine::IssuedKey;
 
-use super::coord::{CoordArgs, RequestArgs, rfc3339};
+use super::coord::{ProjectArgs, RequestArgs, rfc3339};
 use super::output::Output;
 use super::session::TokenFile;
 
@@ -33,16 +33,6 @@ pub enum IdentityCmd {
     /// master among them leaves the master slot empty (as a deregistering master does);
     /// claims it holds follow their TTL, deputy and steward.
     Remove(RemoveArgs),
-}
-
-/// A project.
-#[derive(Debug, Args)]
-pub struct ProjectArgs {
-    #[command(flatten)]
-    pub coord: CoordArgs,
-    /// Project id.
-    #[arg(long, value_name = "P")]
-    pub project: String,
 }
 
 /// An identity in a project.

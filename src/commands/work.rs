@@ -10,7 +10,7 @@ use writerctl::coordinator::verb::Verb;
 use writerctl::coordinator::verbs::work as verbs;
 use writerctl::coordinator::wire::{ReleaseReq, TakeReq, TaskPath, TouchReq};
 
-use super::coord::{AuditReasonArgs, CoordArgs, RequestArgs, SeatTokenArgs, parse_time, rfc3339};
+use super::coord::{AuditReasonArgs, ProjectArgs, RequestArgs, SeatTokenArgs, parse_time, rfc3339};
 use super::output::{Output, table};
 use super::pause::{held_back_json, paused_json, paused_line};
 
@@ -28,10 +28,7 @@ pub enum ChannelCmd {
 #[derive(Debug, Args)]
 pub struct ChannelArgs {
     #[command(flatten)]
-    pub coord: CoordArgs,
-    /// Project id.
-    #[arg(long, value_name = "P")]
-    pub project: String,
+    pub at: ProjectArgs,
     /// Channel name.
     #[arg(long, value_name = "C")]
     pub channel: String,
@@ -98,7 +95,7 @@ pub struct TaskArgs {
 impl TaskArgs {
     /// The task's address in a verb's path.
     fn path(&self) -> TaskPath {
-        TaskPath { project: self.at.project.clone(), channel: self.at.channel.clone(), task: self.task.clone() }
+        TaskPath { project: self.at.at.project.clone(), channel: self.at.channel.clone(), task: self.task.clone() }
     }
 }
 
@@ -116,7 +113,7 @@ impl TaskWriteArgs {
     /// is read first: a missing one fails before the coordinator is opened.
     fn call<V: Verb<Path = TaskPath>>(&self, body: V::Input, token: &SeatTokenArgs) -> Result<V::Answer> {
         let token = token.token()?;
-        let c = self.at.at.coord.open_write(&self.request)?;
+        let c = self.at.at.at.coord.open_write(&self.request)?;
         Ok(c.endpoint().call::<V>(self.at.path(), body, token.as_ref())?)
     }
 }
@@ -208,10 +205,7 @@ pub struct ReleaseArgs {
 #[derive(Debug, Args)]
 pub struct SweepArgs {
     #[command(flatten)]
-    pub coord: CoordArgs,
-    /// Project id.
-    #[arg(long, value_name = "P")]
-    pub project: String,
+    pub at: ProjectArgs,
     /// Judge by this moment instead of now (RFC 3339).
     #[arg(long, value_name = "RFC3339", value_parser = parse_time)]
     pub as_of: Option<Millis>,
@@ -235,10 +229,7 @@ pub enum FocusCmd {
 #[derive(Debug, Args)]
 pub struct SeatArgs {
     #[command(flatten)]
-    pub coord: CoordArgs,
-    /// Project id.
-    #[arg(long, value_name = "P")]
-    pub project: String,
+    pub at: ProjectArgs,
     /// The seat.
     #[arg(long, value_name = "IDENTITY")]
     pub seat: String,
@@ -387,11 +378,12 @@ fn print_outcome(out: Output, o: &ClaimOutcome) -> Result<()> {
 pub fn run_channel(cmd: ChannelCmd, out: Output) -> Result<()> {
     let (ch, created) = match cmd {
         ChannelCmd::Create(a) => {
-            let c = a.at.coord.open_write(&a.request)?;
-            let ch = c.create_channel(&a.at.project, &a.at.channel, &a.steward, a.sla_minutes, a.ttl_floor_minutes)?;
+            let c = a.at.at.coord.open_write(&a.request)?;
+            let ch =
+                c.create_channel(&a.at.at.project, &a.at.channel, &a.steward, a.sla_minutes, a.ttl_floor_minutes)?;
             (ch, true)
         }
-        ChannelCmd::Show(a) => (a.coord.open()?.show_channel(&a.project, &a.channel)?, false),
+        ChannelCmd::Show(a) => (a.at.coord.open()?.show_channel(&a.at.project, &a.channel)?, false),
     };
     if out.json {
         return Ok(out.json(&channel_json(&ch))?);
@@ -448,11 +440,11 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
             print_claim(out, &row)
         }
         ClaimCmd::Show(a) => {
-            let row = a.at.coord.open()?.show_claim(&a.at.project, &a.at.channel, &a.task)?;
+            let row = a.at.at.coord.open()?.show_claim(&a.at.at.project, &a.at.channel, &a.task)?;
             print_claim(out, &row)
         }
         ClaimCmd::History(a) => {
-            let steps = a.at.coord.open()?.claim_history(&a.at.project, &a.at.channel, &a.task)?;
+            let steps = a.at.at.coord.open()?.claim_history(&a.at.at.project, &a.at.channel, &a.task)?;
             if out.json {
                 let list: Vec<Value> = steps.iter().map(step_json).collect();
                 return Ok(out.json(&json!({"history": list}))?);
@@ -474,15 +466,15 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
             Ok(out.line(&t.to_string())?)
         }
         ClaimCmd::List(a) => {
-            let c = a.coord.open()?;
-            let rows = c.list_claims(&a.project, &a.channel)?;
-            let paused = c.pause_state(&a.project)?.paused;
+            let c = a.at.coord.open()?;
+            let rows = c.list_claims(&a.at.project, &a.channel)?;
+            let paused = c.pause_state(&a.at.project)?.paused;
             if out.json {
                 let list: Vec<Value> = rows.iter().map(claim_json).collect();
                 return Ok(out.json(&json!({"claims": list, "paused": paused_json(paused.as_ref())}))?);
             }
             if let Some(p) = &paused {
-                out.line(&paused_line(&a.project, p))?;
+                out.line(&paused_line(&a.at.project, p))?;
             }
             if rows.is_empty() {
                 return Ok(out.line(&format!("no claims in channel {}", a.channel))?);
@@ -502,7 +494,7 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
             Ok(out.line(&t.to_string())?)
         }
         ClaimCmd::Sweep(a) => {
-            let report = a.coord.open()?.sweep(&a.project, a.as_of, a.dry_run)?;
+            let report = a.at.coord.open()?.sweep(&a.at.project, a.as_of, a.dry_run)?;
             print_sweep(out, &report)
         }
     }
@@ -554,8 +546,8 @@ pub fn run_focus(cmd: FocusCmd, out: Output) -> Result<()> {
     match cmd {
         FocusCmd::Start(a) => {
             let token = a.token.token()?;
-            let o = a.seat.coord.open_write(&a.request)?.focus_start(
-                &a.seat.project,
+            let o = a.seat.at.coord.open_write(&a.request)?.focus_start(
+                &a.seat.at.project,
                 &a.seat.seat,
                 a.minutes,
                 token.as_ref(),
@@ -576,7 +568,8 @@ pub fn run_focus(cmd: FocusCmd, out: Output) -> Result<()> {
         }
         FocusCmd::End(a) => {
             let token = a.token.token()?;
-            let l = a.seat.coord.open_write(&a.request)?.focus_end(&a.seat.project, &a.seat.seat, token.as_ref())?;
+            let l =
+                a.seat.at.coord.open_write(&a.request)?.focus_end(&a.seat.at.project, &a.seat.seat, token.as_ref())?;
             if out.json {
                 Ok(out.json(&lease_json(&l))?)
             } else {
@@ -584,7 +577,7 @@ pub fn run_focus(cmd: FocusCmd, out: Output) -> Result<()> {
             }
         }
         FocusCmd::Show(a) => {
-            let l = a.coord.open()?.focus_show(&a.project, &a.seat)?;
+            let l = a.at.coord.open()?.focus_show(&a.at.project, &a.seat)?;
             match (out.json, l) {
                 (true, l) => Ok(out.json(&json!({"focus": l.as_ref().map(lease_json)}))?),
                 (false, Some(l)) => Ok(out.line(&format!("{} is focused until {}", l.seat, rfc3339(l.until)))?),
@@ -597,7 +590,7 @@ pub fn run_focus(cmd: FocusCmd, out: Output) -> Result<()> {
 /// Runs a `steward` subcommand.
 pub fn run_steward(cmd: StewardCmd, out: Output) -> Result<()> {
     let StewardCmd::Report(a) = cmd;
-    let r = a.at.coord.open()?.steward_report(&a.at.project, &a.at.channel, a.as_of)?;
+    let r = a.at.at.coord.open()?.steward_report(&a.at.at.project, &a.at.channel, a.as_of)?;
     if out.json {
         let list: Vec<Value> = r
             .overdue
