@@ -64,6 +64,17 @@ pub struct WriteArgs {
     pub request: RequestArgs,
 }
 
+/// A write to a project: the coordinator, the request id and the project, flattened in
+/// that order (`session register`, `heartbeat` and `deregister`, `pause`, `resume`).
+#[derive(Debug, Args)]
+pub struct ProjectWriteArgs {
+    #[command(flatten)]
+    pub write: WriteArgs,
+    /// Project id.
+    #[arg(long, value_name = "P")]
+    pub project: String,
+}
+
 impl WriteArgs {
     /// The coordinator, opened for a write under this request id.
     pub fn open(&self) -> Result<Box<dyn CoordinatorApi>> {
