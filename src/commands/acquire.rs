@@ -79,7 +79,7 @@ pub struct HolderArgs {
     pub wait: std::time::Duration,
 
     #[command(flatten)]
-    pub reason: super::history::ReasonArgs,
+    pub reason: super::args::ReasonArgs,
 }
 
 #[derive(Serialize)]

@@ -8,7 +8,7 @@ use clap::Args;
 use serde::Serialize;
 use writerctl::lockfile::LockError;
 use writerctl::lockfile::acquire::check_runtime_dir;
-use writerctl::lockfile::history::{HistoryEvent, Query, Reason, read, record};
+use writerctl::lockfile::history::{HistoryEvent, Query, read, record};
 use writerctl::lockfile::paths::LOCK_SUBDIR;
 use writerctl::lockfile::sys::Dir;
 
@@ -53,23 +53,6 @@ struct HistoryJson<'a> {
     skipped_lines: usize,
     /// Generations or directories not read, and why.
     warnings: &'a [String],
-}
-
-/// The lock-file commands' `--reason TEXT`.
-#[derive(Debug, Clone, Args)]
-pub struct ReasonArgs {
-    /// Why (recorded in the lock-file history, never in the lock record): one line, at
-    /// most 512 bytes, no control characters.
-    #[arg(long, value_name = "TEXT")]
-    pub reason: Option<String>,
-}
-
-impl ReasonArgs {
-    /// The validated reason (`invalid_argument`, exit 2, when it breaks a rule). Called
-    /// before anything changes.
-    pub fn parse(&self) -> Result<Option<Reason>, LockError> {
-        self.reason.as_deref().map(Reason::parse).transpose()
-    }
 }
 
 /// Records `event` in the history of the lock directory `dir`, after the step it describes

@@ -46,7 +46,7 @@ pub struct RecoverArgs {
     pub yes: bool,
 
     #[command(flatten)]
-    pub reason: super::history::ReasonArgs,
+    pub reason: super::args::ReasonArgs,
 }
 
 #[derive(Serialize)]

@@ -30,7 +30,7 @@ pub struct ReleaseArgs {
     pub token_file: Option<PathBuf>,
 
     #[command(flatten)]
-    pub reason: super::history::ReasonArgs,
+    pub reason: super::args::ReasonArgs,
     /// Make every check the release makes (the directory's filesystem and trust, and that
     /// the lock is exactly the active record this token owns) and print the record that
     /// would be removed, changing nothing. Exits with the code the release would give (3

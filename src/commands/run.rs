@@ -95,7 +95,7 @@ pub struct RunArgs {
     /// takeover, seal or release, give back); a preStop `writerctl seal --reason` gives
     /// its seal its own.
     #[command(flatten)]
-    pub reason: super::history::ReasonArgs,
+    pub reason: super::args::ReasonArgs,
 
     /// The writer command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]

@@ -55,7 +55,7 @@ pub struct SealArgs {
     /// Without a token, the supervisor records the seal with this reason (an older
     /// supervisor ignores it and records its own).
     #[command(flatten)]
-    pub reason: super::history::ReasonArgs,
+    pub reason: super::args::ReasonArgs,
 }
 
 #[derive(Serialize)]
