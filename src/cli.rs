@@ -8,7 +8,7 @@
 
 use clap::{CommandFactory, Parser, Subcommand};
 
-use crate::commands::codes;
+use crate::commands::{codes, examples};
 
 /// Hands a session transcript from one writer to the next without ever having two writers.
 ///
@@ -20,13 +20,7 @@ use crate::commands::codes;
 /// The coordinator commands (session, master, operator, inbox, audit) elect one master per
 /// project with a fencing epoch; without --coordinator they use an embedded SQLite store.
 #[derive(Debug, Parser)]
-#[command(
-    name = "writerctl",
-    version,
-    propagate_version = true,
-    max_term_width = 100,
-    after_help = "Examples:\n  writerctl status --runtime-dir ~/.qwen\n  writerctl run --session \"$SID\" -- my-writer\n  writerctl master status --project web\n\nEvery subcommand has --help with examples, and a man page (man writerctl-<subcommand>)."
-)]
+#[command(name = "writerctl", version, propagate_version = true, max_term_width = 100)]
 pub struct Cli {
     /// Print one JSON document on stdout (errors as {"error":{"code","message","hint"}}).
     #[arg(long, global = true)]
@@ -94,18 +88,26 @@ pub enum Command {
     Resume(crate::commands::pause::ResumeArgs),
 }
 
-/// The full command tree: the derive's, with each command's error codes
-/// ([`codes::COMMANDS`]) after its examples in the long `--help` (and so in the man pages'
-/// source and the CLI reference).
+/// The full command tree: the derive's, with each command's examples
+/// ([`examples::EXAMPLES`]) after its help, and its error codes ([`codes::COMMANDS`]) after
+/// the examples in the long `--help` (and so in the man pages' source and the CLI reference).
 pub fn command() -> clap::Command {
-    with_error_codes(Cli::command(), "")
+    with_examples_and_error_codes(Cli::command(), "")
 }
 
-fn with_error_codes(mut cmd: clap::Command, path: &str) -> clap::Command {
+fn with_examples_and_error_codes(mut cmd: clap::Command, path: &str) -> clap::Command {
     let names: Vec<String> = cmd.get_subcommands().map(|s| s.get_name().to_string()).collect();
     for name in names {
         let sub_path = if path.is_empty() { name.clone() } else { format!("{path} {name}") };
-        cmd = cmd.mut_subcommand(&name, |sub| with_error_codes(sub, &sub_path));
+        cmd = cmd.mut_subcommand(&name, |sub| with_examples_and_error_codes(sub, &sub_path));
+    }
+    if let Some(examples) = examples::help_section(path) {
+        // What a command's struct says after its help (run's exit rule) comes first.
+        let after = match cmd.get_after_help() {
+            Some(before) => format!("{before}\n\n{examples}"),
+            None => examples,
+        };
+        cmd = cmd.after_help(after);
     }
     if let Some(codes) = codes::declared(path) {
         let examples = cmd.get_after_help().map(|h| format!("{h}\n\n")).unwrap_or_default();
@@ -129,13 +131,14 @@ pub fn command_path(matches: &clap::ArgMatches) -> String {
 mod tests {
     use super::*;
 
-    /// Every runnable command (a leaf, hidden ones included), as its path.
-    fn leaves(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
+    /// Every runnable command (a leaf, hidden ones included), as its path, and whether it is
+    /// hidden.
+    fn leaves(cmd: &clap::Command, path: &str, out: &mut Vec<(String, bool)>) {
         for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
             let p = if path.is_empty() { sub.get_name().to_string() } else { format!("{path} {}", sub.get_name()) };
             // `audit` runs on its own and has `audit prune` below it.
             if !sub.has_subcommands() || !sub.is_subcommand_required_set() {
-                out.push(p.clone());
+                out.push((p.clone(), sub.is_hide_set()));
             }
             leaves(sub, &p, out);
         }
@@ -145,11 +148,38 @@ mod tests {
     fn the_error_code_table_names_exactly_the_commands() {
         let mut all = Vec::new();
         leaves(&Cli::command(), "", &mut all);
+        let all: Vec<String> = all.into_iter().map(|(p, _)| p).collect();
         let table: Vec<String> = codes::COMMANDS.iter().map(|(p, _)| p.to_string()).collect();
         let (mut a, mut t) = (all.clone(), table.clone());
         a.sort();
         t.sort();
         assert_eq!(a, t, "src/commands/codes.rs must list every command, and only commands");
+    }
+
+    #[test]
+    fn the_example_table_names_exactly_the_visible_commands() {
+        let mut all = Vec::new();
+        leaves(&Cli::command(), "", &mut all);
+        // `writerctl` itself has examples; hidden commands need none.
+        let mut visible: Vec<String> = all.into_iter().filter(|(_, hidden)| !hidden).map(|(p, _)| p).collect();
+        visible.push(String::new());
+        let mut table: Vec<String> = examples::EXAMPLES.iter().map(|(p, _)| p.to_string()).collect();
+        visible.sort();
+        table.sort();
+        assert_eq!(visible, table, "src/commands/examples.rs must list every visible command, and only those");
+        assert!(examples::EXAMPLES.iter().all(|(_, lines)| !lines.is_empty()), "a command without examples");
+    }
+
+    #[test]
+    fn long_help_shows_the_examples_then_the_error_codes() {
+        let mut cmd = command();
+        let claim = cmd.find_subcommand_mut("master").unwrap().find_subcommand_mut("claim").unwrap();
+        let long = claim.render_long_help().to_string();
+        let (examples, codes) =
+            (long.find("Examples:\n  writerctl master claim").unwrap(), long.find("Error codes").unwrap());
+        assert!(examples < codes, "{long}");
+        let short = claim.render_help().to_string();
+        assert!(short.contains("Examples:\n  writerctl master claim") && !short.contains("Error codes"), "{short}");
     }
 
     #[test]

@@ -12,13 +12,13 @@ use writerctl::lockfile::{AcquireOptions, DirMode, Lease, LockError, ReclaimPoli
 
 use super::args::SessionArgs;
 use super::history::note;
-use writerctl::lockfile::history::HistoryEvent;
 use super::output::{Output, clean, hash_progress, log_event};
 use super::session::{TokenFile, resolve, transcript_key};
 use writerctl::config::Settings;
 use writerctl::lockfile::acquire::{Certified, Plan, Predecessor, TranscriptRef};
 use writerctl::lockfile::error::Unavailable;
 use writerctl::lockfile::give_back::give_back;
+use writerctl::lockfile::history::HistoryEvent;
 use writerctl::lockfile::status::OwnerView;
 use writerctl::lockfile::transcript::ProofOptions;
 
@@ -30,9 +30,6 @@ use writerctl::lockfile::transcript::ProofOptions;
 /// `writerctl run` is judged by its holder lock instead (a kernel lock its writer's process
 /// tree keeps): reclaimed only once the kernel has released it.
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  writerctl acquire --runtime-dir ~/.qwen --session \"$SID\" --token-file owner.token\n  writerctl acquire --session \"$SID\" --managed --pid \"$WRITER_PID\" --json\n  writerctl acquire --session \"$SID\" --wait 30 --token-file owner.token   # like flock -w 30\n  writerctl acquire --session \"$SID\" --token-file owner.token --reason \"manual repair, ticket OPS-7\""
-)]
 pub struct AcquireArgs {
     #[command(flatten)]
     pub session: SessionArgs,
@@ -82,7 +79,7 @@ pub struct HolderArgs {
     pub wait: std::time::Duration,
 
     #[command(flatten)]
-    pub reason: super::history::ReasonArgs,
+    pub reason: super::args::ReasonArgs,
 }
 
 #[derive(Serialize)]

@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use writerctl::lockfile::LockError;
+use writerctl::lockfile::history::Reason;
 
 /// `--process-kind`, shared by every command that writes a new active record.
 #[derive(Debug, Clone, Args)]
@@ -46,4 +48,23 @@ pub struct SessionArgs {
     /// it) [env: WRITERCTL_STATEFULSET_IDENTITY=1].
     #[arg(long)]
     pub statefulset_identity: bool,
+}
+
+/// The lock-file commands' `--reason TEXT`. Checked by [`ReasonArgs::parse`], not by a clap
+/// value parser: a bad reason is `invalid_argument`, as the coordinator answers for its own
+/// `--reason`, where clap would answer `usage`.
+#[derive(Debug, Clone, Args)]
+pub struct ReasonArgs {
+    /// Why (recorded in the lock-file history, never in the lock record): one line, at
+    /// most 512 bytes, no control characters.
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+}
+
+impl ReasonArgs {
+    /// The validated reason (`invalid_argument`, exit 2, when it breaks a rule). Called
+    /// before anything changes.
+    pub fn parse(&self) -> Result<Option<Reason>, LockError> {
+        self.reason.as_deref().map(Reason::parse).transpose()
+    }
 }

@@ -19,18 +19,12 @@ use super::output::Output;
 /// Shows the coordinator's audit log, oldest first: every verb with who ran it, what it
 /// targeted, its result (ok or the error code) and the master epoch. Never a secret.
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  writerctl audit --project web --limit 20\n  writerctl audit prune --older-than-days 90"
-)]
 pub struct AuditArgs {
     /// `audit prune`; without it, show the log.
     #[command(subcommand)]
     pub cmd: Option<AuditCmd>,
     #[command(flatten)]
-    pub coord: CoordArgs,
-    /// Only this project [default: every project, and operator administration].
-    #[arg(long, value_name = "P")]
-    pub project: Option<String>,
+    pub scope: AuditScopeArgs,
     /// The newest N rows.
     #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub limit: u64,
@@ -44,9 +38,6 @@ pub enum AuditCmd {
     /// inboxes too. A server prunes by itself
     /// (`coordinator serve --audit-retention-days`), so an http(s) --coordinator is refused.
     /// Run it from cron (daily is plenty); the prune leaves one `retention.prune` audit row.
-    #[command(
-        after_help = "Examples:\n  writerctl audit prune --older-than-days 90\n  writerctl audit prune --older-than-days 90 --inbox-older-than-days 7 --inbox-max-events 1000 --json"
-    )]
     Prune(PruneArgs),
     /// Every audit row written since a time, oldest first, as JSON lines or CSV, streamed
     /// page by page (the log is never read whole), with a cursor to resume from.
@@ -58,10 +49,18 @@ pub enum AuditCmd {
     /// never handed out is refused with audit_cursor_unknown, naming the oldest cursor
     /// held: rows may have been lost, so nothing is skipped silently. Over HTTP it needs
     /// the admin token, like `audit`.
-    #[command(
-        after_help = "Examples:\n  writerctl audit export --since 2026-12-01T00:00:00Z > audit.jsonl\n  writerctl audit export --project web --since 2026-12-01T00:00:00Z --format csv > web.csv\n  writerctl audit export --since 2026-12-01T00:00:00Z --cursor 4211 >> audit.jsonl"
-    )]
     Export(ExportArgs),
+}
+
+/// Which audit rows `audit` and `audit export` read: the coordinator's, of every project or
+/// of one.
+#[derive(Debug, Args)]
+pub struct AuditScopeArgs {
+    #[command(flatten)]
+    pub coord: CoordArgs,
+    /// Only this project [default: every project, and operator administration].
+    #[arg(long, value_name = "P")]
+    pub project: Option<String>,
 }
 
 /// `audit export`'s output format.
@@ -77,10 +76,7 @@ pub enum ExportFormat {
 #[derive(Debug, Args)]
 pub struct ExportArgs {
     #[command(flatten)]
-    pub coord: CoordArgs,
-    /// Only this project [default: every project, and operator administration].
-    #[arg(long, value_name = "P")]
-    pub project: Option<String>,
+    pub scope: AuditScopeArgs,
     /// Only rows written at or after this time (RFC 3339).
     #[arg(long, value_name = "RFC3339", value_parser = super::coord::parse_time)]
     pub since: Millis,
@@ -211,14 +207,15 @@ fn write_row(w: &mut impl Write, format: ExportFormat, cursor: u64, r: &AuditEnt
 /// Runs `audit export`: page after page until a short one, each written and flushed before
 /// the next is read; then the resume cursor on stderr.
 fn export(a: ExportArgs) -> Result<()> {
-    let c = a.coord.open()?;
+    let c = a.scope.coord.open()?;
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
     if a.format == ExportFormat::Csv {
         stdout.write_all(csv_record(CSV_COLUMNS).as_bytes())?;
     }
     let mut cursor = a.cursor;
     loop {
-        let query = ExportQuery { project: a.project.clone(), since: a.since, after: cursor, limit: Some(EXPORT_PAGE) };
+        let query =
+            ExportQuery { project: a.scope.project.clone(), since: a.since, after: cursor, limit: Some(EXPORT_PAGE) };
         let page = c.audit_export(query)?;
         for (at, row) in &page.rows {
             write_row(&mut stdout, a.format, *at, row)?;
@@ -245,7 +242,8 @@ pub fn run(a: AuditArgs, out: Output) -> Result<()> {
         Some(AuditCmd::Export(e)) => return export(e),
         None => {}
     }
-    let rows = a.coord.open()?.audit_log(a.project.as_deref(), usize::try_from(a.limit).unwrap_or(usize::MAX))?;
+    let rows =
+        a.scope.coord.open()?.audit_log(a.scope.project.as_deref(), usize::try_from(a.limit).unwrap_or(usize::MAX))?;
     if out.json {
         let list: Vec<_> = rows.iter().map(row_json).collect();
         out.json(&json!({"entries": list}))?;

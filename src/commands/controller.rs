@@ -10,7 +10,7 @@ use writerctl::claim::engine::Credentials;
 use writerctl::claim::masters::ControllerKey;
 use writerctl::claim::secret::{Secret, is_machine_secret};
 
-use super::coord::{WriteArgs, optional_secret, read_secret_file, rfc3339, session_token};
+use super::coord::{ProjectWriteArgs, optional_secret, read_secret_file, rfc3339, session_token};
 use super::output::Output;
 use super::session::TokenFile;
 
@@ -28,19 +28,10 @@ pub enum SessionCmd {
     /// existing one (TR39 skeleton, case folded) is refused with `name_confusable` (2). If
     /// the token file cannot be written after the registration applied: `answer_not_delivered`
     /// (75), with the request id and the command that recovers the token.
-    #[command(
-        after_help = "Examples:\n  writerctl session register --project web --identity alice --identity-key-file alice.key --token-file alice.tok\n  WRITERCTL_IDENTITY_KEY=... writerctl session register --project web --identity bob --machine host-b --json\n  writerctl session register --project web --identity alice --previous-token-file alice.tok --token-file alice.tok.new"
-    )]
     Register(RegisterArgs),
     /// Renew a session's heartbeat (targets must be fresh to receive mastership).
-    #[command(
-        after_help = "Examples:\n  writerctl session heartbeat --project web --session SID --token-file alice.tok"
-    )]
     Heartbeat(SessionRefArgs),
     /// Remove a session's row; a master that leaves empties the master slot.
-    #[command(
-        after_help = "Examples:\n  writerctl session deregister --project web --session SID --token-file alice.tok"
-    )]
     Deregister(SessionRefArgs),
 }
 
@@ -48,10 +39,7 @@ pub enum SessionCmd {
 #[derive(Debug, Args)]
 pub struct RegisterArgs {
     #[command(flatten)]
-    pub write: WriteArgs,
-    /// Project id.
-    #[arg(long, value_name = "P")]
-    pub project: String,
+    pub at: ProjectWriteArgs,
     /// Controller identity (who it is).
     #[arg(long, value_name = "I")]
     pub identity: String,
@@ -81,10 +69,7 @@ pub struct RegisterArgs {
 #[derive(Debug, Args)]
 pub struct SessionRefArgs {
     #[command(flatten)]
-    pub write: WriteArgs,
-    /// Project id.
-    #[arg(long, value_name = "P")]
-    pub project: String,
+    pub at: ProjectWriteArgs,
     /// The session id `register` printed.
     #[arg(long, value_name = "SID")]
     pub session: String,
@@ -154,7 +139,7 @@ pub fn run(cmd: SessionCmd, out: Output) -> Result<()> {
         SessionCmd::Register(a) => register(a, out),
         SessionCmd::Heartbeat(a) => {
             let token = session_token(a.token_file.as_deref())?;
-            let row = a.write.open()?.heartbeat(&a.project, &a.session, &token)?;
+            let row = a.at.write.open()?.heartbeat(&a.at.project, &a.session, &token)?;
             if out.json {
                 out.json(&serde_json::json!({
                     "session_id": row.session_id, "is_master": row.is_master, "last_heartbeat": rfc3339(row.last_heartbeat)
@@ -166,7 +151,7 @@ pub fn run(cmd: SessionCmd, out: Output) -> Result<()> {
         }
         SessionCmd::Deregister(a) => {
             let token = session_token(a.token_file.as_deref())?;
-            let (was_master, epoch) = a.write.open()?.deregister(&a.project, &a.session, &token)?;
+            let (was_master, epoch) = a.at.write.open()?.deregister(&a.at.project, &a.session, &token)?;
             if out.json {
                 out.json(&serde_json::json!({
                     "session_id": a.session, "deregistered": true, "was_master": was_master, "epoch": epoch
@@ -177,7 +162,7 @@ pub fn run(cmd: SessionCmd, out: Output) -> Result<()> {
                     out.note(&format!(
                         "it was master: project {} has no master now (epoch {epoch}); the next controller to register \
                          becomes master, or an operator can `writerctl master claim`",
-                        a.project
+                        a.at.project
                     ));
                 }
             }
@@ -210,16 +195,17 @@ fn register(a: RegisterArgs, out: Output) -> Result<()> {
     };
     let identity_key = optional_secret(a.identity_key_file.as_deref(), "WRITERCTL_IDENTITY_KEY", "identity key")?;
     let credentials = Credentials { identity_key: identity_key.as_ref(), token: previous.as_ref() };
-    let (request, request_id) = a.write.request.pinned()?;
-    let reg = match a.write.coord.open_write(&request).and_then(|c| Ok(c.register(&a.project, &key, credentials)?)) {
-        Ok(r) => r,
-        Err(e) => {
-            if let Some(t) = token_out.take() {
-                t.discard();
+    let (request, request_id) = a.at.write.request.pinned()?;
+    let reg =
+        match a.at.write.coord.open_write(&request).and_then(|c| Ok(c.register(&a.at.project, &key, credentials)?)) {
+            Ok(r) => r,
+            Err(e) => {
+                if let Some(t) = token_out.take() {
+                    t.discard();
+                }
+                return Err(e);
             }
-            return Err(e);
-        }
-    };
+        };
     if let (Some(mut t), Some(dest)) = (token_out, &a.token_file) {
         if let Err(e) = t.write(reg.token.expose()) {
             let path = t.path().to_path_buf();
@@ -256,7 +242,7 @@ fn register(a: RegisterArgs, out: Output) -> Result<()> {
             token: a.token_file.is_none().then(|| reg.token.expose()),
             is_master: c.is_master,
             epoch: reg.epoch,
-            project: &a.project,
+            project: &a.at.project,
             identity: &c.identity,
             surface: &c.surface,
             machine_id: &c.machine_id,
@@ -269,7 +255,7 @@ fn register(a: RegisterArgs, out: Output) -> Result<()> {
             None => out.line(&format!("token {}", reg.token.expose()))?,
         }
         if c.is_master {
-            out.note(&format!("{} is master of project {} (epoch {})", c.identity, a.project, reg.epoch));
+            out.note(&format!("{} is master of project {} (epoch {})", c.identity, a.at.project, reg.epoch));
         }
     }
     Ok(())

@@ -45,6 +45,16 @@ pub struct CoordArgs {
     pub allow_insecure_http: bool,
 }
 
+/// A project at a coordinator: what most coordinator commands address first.
+#[derive(Debug, Clone, Args)]
+pub struct ProjectArgs {
+    #[command(flatten)]
+    pub coord: CoordArgs,
+    /// Project id.
+    #[arg(long, value_name = "P")]
+    pub project: String,
+}
+
 /// A write verb's coordinator and request id, flattened in that order.
 #[derive(Debug, Args)]
 pub struct WriteArgs {
@@ -52,6 +62,17 @@ pub struct WriteArgs {
     pub coord: CoordArgs,
     #[command(flatten)]
     pub request: RequestArgs,
+}
+
+/// A write to a project: the coordinator, the request id and the project, flattened in
+/// that order (`session register`, `heartbeat` and `deregister`, `pause`, `resume`).
+#[derive(Debug, Args)]
+pub struct ProjectWriteArgs {
+    #[command(flatten)]
+    pub write: WriteArgs,
+    /// Project id.
+    #[arg(long, value_name = "P")]
+    pub project: String,
 }
 
 impl WriteArgs {
@@ -399,6 +420,16 @@ impl SeatTokenArgs {
     pub fn token(&self) -> Result<Option<Secret>> {
         optional_secret(self.token_file.as_deref(), "WRITERCTL_SESSION_TOKEN", "session token")
     }
+}
+
+/// A claim write's `--reason` (`claim take`, `claim release`). The coordinator checks it
+/// (`claim::names::validate_reason`, the lock-file history's rule) and refuses a bad one with
+/// `invalid_argument`, so it is not checked here.
+#[derive(Debug, Clone, Args)]
+pub struct AuditReasonArgs {
+    /// Why, recorded on the audit row (at most 512 bytes, no control characters).
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
 }
 
 /// A secret from `file` (which must be readable), else from `env` when set and non-empty. A

@@ -20,9 +20,6 @@ use super::output::Output;
 
 /// Print a shell completion script (bash, zsh, fish, powershell).
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  writerctl completions bash > /etc/bash_completion.d/writerctl\n  writerctl completions zsh > \"${fpath[1]}/_writerctl\""
-)]
 pub struct CompletionsArgs {
     /// The shell.
     #[arg(value_enum)]

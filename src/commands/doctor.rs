@@ -34,9 +34,6 @@ use super::{Coded, ExitStatus};
 /// it can run as a probe or a cron alert. With --json: {"verdict","checks":[{"name",
 /// "verdict","detail","hint"}]}.
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  writerctl doctor --runtime-dir ~/.qwen\n  writerctl doctor --runtime-dir /data/qwen --coordinator https://coord.example:7700 --json\n  writerctl doctor --json | jq -r '.checks[] | select(.verdict != \"ok\") | \"\\(.name): \\(.detail)\"'\n  */5 * * * *  writerctl doctor --runtime-dir /data/qwen --json > /var/lib/writerctl/doctor.json || alert"
-)]
 pub struct DoctorArgs {
     /// Runtime directory R [env: WRITERCTL_RUNTIME_DIR, then QWEN_RUNTIME_DIR]; without
     /// one, only the coordinator is checked.

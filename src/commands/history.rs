@@ -8,7 +8,7 @@ use clap::Args;
 use serde::Serialize;
 use writerctl::lockfile::LockError;
 use writerctl::lockfile::acquire::check_runtime_dir;
-use writerctl::lockfile::history::{HistoryEvent, Query, Reason, read, record};
+use writerctl::lockfile::history::{HistoryEvent, Query, read, record};
 use writerctl::lockfile::paths::LOCK_SUBDIR;
 use writerctl::lockfile::sys::Dir;
 
@@ -31,9 +31,6 @@ use super::session::runtime_dir;
 /// line that is not an event is skipped and counted (skipped_lines), never an error. A
 /// history directory or file others could write is skipped with a warning, never followed.
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  writerctl history --runtime-dir ~/.qwen\n  writerctl history --session \"$SID\" --since 2026-12-01T00:00:00Z --json\n  writerctl history --limit 20                         # the 20 newest events\n  writerctl takeover --session \"$SID\" --reason \"node drain, ticket OPS-123\" --token-file t\n  writerctl history --session \"$SID\" --limit 1 --json   # who took it over, and why"
-)]
 pub struct HistoryArgs {
     /// --session keeps one session's events; --lock reads the history beside that lock's
     /// directory (a lock kept outside R) instead of the one beside R/tmp/session-writer-locks.
@@ -56,23 +53,6 @@ struct HistoryJson<'a> {
     skipped_lines: usize,
     /// Generations or directories not read, and why.
     warnings: &'a [String],
-}
-
-/// The lock-file commands' `--reason TEXT`.
-#[derive(Debug, Clone, Args)]
-pub struct ReasonArgs {
-    /// Why (recorded in the lock-file history, never in the lock record): one line, at
-    /// most 512 bytes, no control characters.
-    #[arg(long, value_name = "TEXT")]
-    pub reason: Option<String>,
-}
-
-impl ReasonArgs {
-    /// The validated reason (`invalid_argument`, exit 2, when it breaks a rule). Called
-    /// before anything changes.
-    pub fn parse(&self) -> Result<Option<Reason>, LockError> {
-        self.reason.as_deref().map(Reason::parse).transpose()
-    }
 }
 
 /// Records `event` in the history of the lock directory `dir`, after the step it describes
@@ -112,12 +92,18 @@ pub fn run(args: HistoryArgs, out: Output) -> Result<()> {
     };
     let query = Query {
         session: args.session.session.clone(),
-        since: args.since.and_then(|ms| time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok()),
+        since: args
+            .since
+            .and_then(|ms| time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok()),
         limit: Some(usize::try_from(args.limit).unwrap_or(usize::MAX)),
     };
     let found = read(&lock_dir, &query);
     if out.json {
-        out.json(&HistoryJson { events: &found.events, skipped_lines: found.skipped_lines, warnings: &found.warnings })?;
+        out.json(&HistoryJson {
+            events: &found.events,
+            skipped_lines: found.skipped_lines,
+            warnings: &found.warnings,
+        })?;
         return Ok(());
     }
     for w in &found.warnings {

@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use writerctl::claim::engine::IssuedKey;
 
-use super::coord::{CoordArgs, RequestArgs, rfc3339};
+use super::coord::{ProjectArgs, RequestArgs, rfc3339};
 use super::output::Output;
 use super::session::TokenFile;
 
@@ -23,32 +23,16 @@ pub enum IdentityCmd {
     /// created (audited as `invalidated_open_sessions`). A key file not written after the
     /// enrollment applied: `answer_not_delivered` (75), with the request id and the command
     /// that recovers the key.
-    #[command(
-        after_help = "Examples:\n  writerctl identity add --project web alice --key-file alice.key\n  writerctl identity add --project web bob --json"
-    )]
     Add(KeyArgs),
     /// List the identities enrolled in a project (names and times; never keys).
-    #[command(after_help = "Examples:\n  writerctl identity list --project web --json")]
     List(ProjectArgs),
     /// Issue a new key for an enrolled identity; the old key is refused at once. Sessions
     /// already registered keep their tokens.
-    #[command(after_help = "Examples:\n  writerctl identity rotate --project web alice --key-file alice.key.new")]
     Rotate(KeyArgs),
     /// Remove an identity: its key is refused and its sessions deregistered at once. A
     /// master among them leaves the master slot empty (as a deregistering master does);
     /// claims it holds follow their TTL, deputy and steward.
-    #[command(after_help = "Examples:\n  writerctl identity remove --project web alice --json")]
     Remove(RemoveArgs),
-}
-
-/// A project.
-#[derive(Debug, Args)]
-pub struct ProjectArgs {
-    #[command(flatten)]
-    pub coord: CoordArgs,
-    /// Project id.
-    #[arg(long, value_name = "P")]
-    pub project: String,
 }
 
 /// An identity in a project.

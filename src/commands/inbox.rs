@@ -7,7 +7,7 @@ use clap::Args;
 use serde_json::json;
 use writerctl::claim::model::Event;
 
-use super::coord::{CoordArgs, SeatTokenArgs, rfc3339};
+use super::coord::{ProjectArgs, SeatTokenArgs, rfc3339};
 use super::output::Output;
 
 /// Coordinator: read an identity's inbox (MasterPreempted, ClaimReleased), by cursor or --follow.
@@ -16,15 +16,9 @@ use super::output::Output;
 /// keeps waiting for new events and prints each as it arrives (with --json: one JSON object
 /// per line). Reading needs a session token of a controller registered as that identity.
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  writerctl inbox --project web --identity alice --token-file alice.tok\n  writerctl inbox --project web --identity alice --token-file alice.tok --after 12 --follow --json"
-)]
 pub struct InboxArgs {
     #[command(flatten)]
-    pub coord: CoordArgs,
-    /// Project id.
-    #[arg(long, value_name = "P")]
-    pub project: String,
+    pub at: ProjectArgs,
     /// Whose inbox.
     #[arg(long, value_name = "I")]
     pub identity: String,
@@ -90,11 +84,11 @@ fn event_line(e: &Event) -> String {
 
 /// Runs `inbox`.
 pub fn run(a: InboxArgs, out: Output) -> Result<()> {
-    let c = a.coord.open()?;
+    let c = a.at.coord.open()?;
     let token = a.token.token()?;
     let limit = usize::try_from(a.limit).unwrap_or(usize::MAX);
     if !a.follow {
-        let events = c.inbox(&a.project, &a.identity, a.after, limit, Duration::ZERO, token.as_ref())?;
+        let events = c.inbox(&a.at.project, &a.identity, a.after, limit, Duration::ZERO, token.as_ref())?;
         let next = events.last().map_or(a.after, |e| e.cursor);
         if out.json {
             let list: Vec<_> = events.iter().map(event_json).collect();
@@ -112,14 +106,14 @@ pub fn run(a: InboxArgs, out: Output) -> Result<()> {
     let mut after = a.after;
     // A server holds the request open until an event arrives (long poll); the embedded
     // store is polled.
-    let remote = a.coord.is_remote();
+    let remote = a.at.coord.is_remote();
     loop {
         let wait = match deadline {
             _ if !remote => Duration::ZERO,
             Some(d) => d.saturating_duration_since(Instant::now()).min(LONG_POLL),
             None => LONG_POLL,
         };
-        let got = c.inbox(&a.project, &a.identity, after, limit, wait, token.as_ref())?;
+        let got = c.inbox(&a.at.project, &a.identity, after, limit, wait, token.as_ref())?;
         let empty = got.is_empty();
         for e in got {
             if out.json {

@@ -13,7 +13,7 @@ use writerctl::claim::model::MasterRef;
 use writerctl::coordinator::api::MasterOptions;
 
 use super::ExitStatus;
-use super::coord::{CoordArgs, PasswordArgs, WriteArgs, age, confirm, interactive, rfc3339, session_token};
+use super::coord::{PasswordArgs, ProjectArgs, WriteArgs, age, confirm, interactive, rfc3339, session_token};
 use super::output::Output;
 use super::watch::{exit_on_signal, print_json_state, print_text_state, say, seconds};
 use writerctl::error::ErrorCode;
@@ -32,9 +32,6 @@ pub enum MasterCmd {
     /// prints) with an "at" time. When the server cannot be reached, stderr says so
     /// ("lost the coordinator at URL ...; retrying") and says when it is back; the watch
     /// retries with a growing pause (up to 4 s) and never exits on its own.
-    #[command(
-        after_help = "Examples:\n  writerctl master status --project web\n  writerctl master status --project web --watch --coordinator https://coord:7878\n  writerctl master status --project web --watch --json | jq -c '{at, master}'"
-    )]
     Status(StatusArgs),
     /// Cooperative transfer: the current master hands mastership to a named identity.
     ///
@@ -43,9 +40,6 @@ pub enum MasterCmd {
     ///
     /// --dry-run makes every check the real handoff makes (token, epoch, not_master, target)
     /// and changes nothing: it prints the plan and exits as the real command would.
-    #[command(
-        after_help = "Examples:\n  writerctl master handoff --project web --session SID --token-file alice.tok --to bob\n  writerctl master handoff --project web --session SID --to bob --to-session SID2 --expect-epoch 4 --yes\n  writerctl master handoff --project web --session SID --to bob --reason \"deploy of 4.2\" --yes\n  writerctl master handoff --project web --session SID --to bob --dry-run --json"
-    )]
     Handoff(HandoffArgs),
     /// Operator-authorized preempt: promote the named target (never the caller), proving
     /// authority with an operator id and password.
@@ -53,9 +47,6 @@ pub enum MasterCmd {
     /// --dry-run verifies the password (a wrong one counts towards the back-off, as on a
     /// real claim), the epoch and the target, changes nothing, and prints who would lose
     /// mastership, the new epoch and what would be preempted.
-    #[command(
-        after_help = "Examples:\n  writerctl master claim --project web --to bob --operator ops --password-file ops.pw --yes\n  WRITERCTL_OPERATOR_PASSWORD=... writerctl master claim --project web --to bob --operator ops --json\n  writerctl master claim --project web --to bob --operator ops --password-file ops.pw --dry-run\n  writerctl master claim --project web --to bob --operator ops --password-file ops.pw --reason \"alice's host is down\" --yes"
-    )]
     Claim(ClaimArgs),
     /// Every change of master of a project, oldest first: when, the epoch after it, from
     /// and to (identity and session), the verb, who ran it and the reason given.
@@ -65,9 +56,6 @@ pub enum MasterCmd {
     /// (`coordinator serve --audit-retention-days`). `from` or `to` is null when the slot
     /// was empty before (the first registration) or is emptied (the master deregistered or
     /// its identity was removed).
-    #[command(
-        after_help = "Examples:\n  writerctl master history --project web\n  writerctl master history --project web --limit 10 --json"
-    )]
     History(HistoryArgs),
 }
 
@@ -75,10 +63,7 @@ pub enum MasterCmd {
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     #[command(flatten)]
-    pub coord: CoordArgs,
-    /// Project id.
-    #[arg(long, value_name = "P")]
-    pub project: String,
+    pub at: ProjectArgs,
     /// Keep running and print the status again each time it changes (see above).
     #[arg(long)]
     pub watch: bool,
@@ -126,10 +111,7 @@ impl TargetArgs {
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
     #[command(flatten)]
-    pub coord: CoordArgs,
-    /// Project id.
-    #[arg(long, value_name = "P")]
-    pub project: String,
+    pub at: ProjectArgs,
     /// The newest N changes.
     #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub limit: u64,
@@ -169,8 +151,8 @@ pub fn run(cmd: MasterCmd, out: Output) -> Result<()> {
     match cmd {
         MasterCmd::Status(a) if a.watch => watch(&a, out),
         MasterCmd::Status(a) => {
-            let st = a.coord.open()?.status(&a.project)?;
-            print_status(&a.project, &st, out)
+            let st = a.at.coord.open()?.status(&a.at.project)?;
+            print_status(&a.at.project, &st, out)
         }
         MasterCmd::Handoff(a) => {
             let token = session_token(a.token_file.as_deref())?;
@@ -187,8 +169,9 @@ pub fn run(cmd: MasterCmd, out: Output) -> Result<()> {
             print_outcome(&a.target.project, &outcome, Some(&a.operator), out)
         }
         MasterCmd::History(a) => {
-            let changes = a.coord.open()?.master_history(&a.project, usize::try_from(a.limit).unwrap_or(usize::MAX))?;
-            print_history(&a.project, &changes, out)
+            let changes =
+                a.at.coord.open()?.master_history(&a.at.project, usize::try_from(a.limit).unwrap_or(usize::MAX))?;
+            print_history(&a.at.project, &changes, out)
         }
     }
 }
@@ -261,7 +244,7 @@ const RETRY_MAX: Duration = Duration::from_secs(4);
 /// differs from the version last shown; against the embedded store, a read every interval.
 fn watch(a: &StatusArgs, out: Output) -> Result<()> {
     exit_on_signal()?;
-    let target = a.coord.target()?;
+    let target = a.at.coord.target()?;
     let name = super::coord::coordinator_name(&target);
     let remote = matches!(target, super::coord::Target::Http(_));
     if remote && a.interval.is_some() {
@@ -270,14 +253,14 @@ fn watch(a: &StatusArgs, out: Output) -> Result<()> {
             "leave --interval out with --coordinator http(s)://...",
         ));
     }
-    let c = a.coord.open()?;
+    let c = a.at.coord.open()?;
     let interval = a.interval.unwrap_or(WATCH_INTERVAL);
     if remote {
-        say(&format!("watching project {} at {name} (pushed by the coordinator)", a.project));
+        say(&format!("watching project {} at {name} (pushed by the coordinator)", a.at.project));
     } else {
         say(&format!(
             "watching project {} in {name} (polling every {}: the embedded store has no server to push changes)",
-            a.project,
+            a.at.project,
             seconds(interval)
         ));
     }
@@ -287,7 +270,7 @@ fn watch(a: &StatusArgs, out: Output) -> Result<()> {
         // After a loss the first request must not wait: its answer is what says the
         // coordinator is back (a long poll would answer only at the next change).
         let wait = if remote && retry.is_none() { WATCH_WAIT } else { Duration::ZERO };
-        match c.watch_master(&a.project, shown.as_deref(), wait) {
+        match c.watch_master(&a.at.project, shown.as_deref(), wait) {
             Ok(w) => {
                 if retry.take().is_some() {
                     say(&format!("coordinator at {name} is back"));
@@ -295,9 +278,9 @@ fn watch(a: &StatusArgs, out: Output) -> Result<()> {
                 if shown.as_deref() != Some(w.version.as_str()) {
                     let st: Status = w.status.into();
                     if out.json {
-                        print_json_state(&status_json(&a.project, &st))?;
+                        print_json_state(&status_json(&a.at.project, &st))?;
                     } else {
-                        print_text_state(&status_text(&a.project, &st))?;
+                        print_text_state(&status_text(&a.at.project, &st))?;
                     }
                     shown = Some(w.version);
                 }

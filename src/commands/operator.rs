@@ -12,9 +12,6 @@ pub enum OperatorCmd {
     /// Add an operator. The password comes from --password-file, --password-stdin,
     /// WRITERCTL_OPERATOR_PASSWORD, or a no-echo prompt (asked twice); never from argv.
     /// An existing operator is never overwritten.
-    #[command(
-        after_help = "Examples:\n  writerctl operator add ops                      # prompts twice on a terminal\n  printf '%s\\n' \"$PW\" | writerctl operator add ops --password-stdin --json"
-    )]
     Add(AddArgs),
 }
 

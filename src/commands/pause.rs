@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use writerctl::claim::model::Millis;
 use writerctl::claim::work_claims::{HeldBack, Paused};
 
-use super::coord::{CoordArgs, RequestArgs, rfc3339};
+use super::coord::{ProjectWriteArgs, rfc3339};
 use super::output::Output;
 
 /// Pause a project: no TTL release and no deputy handoff until `resume` (or --until).
@@ -31,12 +31,9 @@ use super::output::Output;
 ///
 /// JSON: {"project","paused":{"reason","since","until"},"replaced":null|{"reason","since","until"}}
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  writerctl pause --project web --reason 'db migration, CHG-1234'\n  writerctl pause --project web --reason 'provider outage' --until 2026-12-01T09:00:00Z --json\n  WRITERCTL_ADMIN_TOKEN=... writerctl pause --coordinator https://coord:7070 --project web --reason 'release freeze'"
-)]
 pub struct PauseArgs {
     #[command(flatten)]
-    pub at: ProjectWrite,
+    pub at: ProjectWriteArgs,
     /// Why the project is paused (shown in `master status` and audited).
     #[arg(long, value_name = "TEXT")]
     pub reason: String,
@@ -53,24 +50,9 @@ pub struct PauseArgs {
 ///
 /// JSON: {"project","was_paused","previous":null|{"reason","since","until"},"resumed_at"}
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  writerctl resume --project web\n  writerctl resume --project web --json && writerctl claim sweep --project web --json"
-)]
 pub struct ResumeArgs {
     #[command(flatten)]
-    pub at: ProjectWrite,
-}
-
-/// What `pause` and `resume` both name: the coordinator, the request id and the project.
-#[derive(Debug, Args)]
-pub struct ProjectWrite {
-    #[command(flatten)]
-    pub coord: CoordArgs,
-    #[command(flatten)]
-    pub request: RequestArgs,
-    /// Project id.
-    #[arg(long, value_name = "P")]
-    pub project: String,
+    pub at: ProjectWriteArgs,
 }
 
 /// A pause as CLI.md's `"paused"` spells it: null, or {"reason","since","until"}.
@@ -100,7 +82,7 @@ pub fn held_back_json(held: &[HeldBack]) -> Value {
 
 /// Runs `pause`.
 pub fn run_pause(a: PauseArgs, out: Output) -> Result<()> {
-    let o = a.at.coord.open_write(&a.at.request)?.pause_project(&a.at.project, &a.reason, a.until)?;
+    let o = a.at.write.open()?.pause_project(&a.at.project, &a.reason, a.until)?;
     if out.json {
         return Ok(out.json(&json!({"project": o.project, "paused": paused_json(Some(&o.paused)),
                                    "replaced": paused_json(o.replaced.as_ref())}))?);
@@ -114,7 +96,7 @@ pub fn run_pause(a: PauseArgs, out: Output) -> Result<()> {
 
 /// Runs `resume`.
 pub fn run_resume(a: ResumeArgs, out: Output) -> Result<()> {
-    let o = a.at.coord.open_write(&a.at.request)?.resume_project(&a.at.project)?;
+    let o = a.at.write.open()?.resume_project(&a.at.project)?;
     if out.json {
         return Ok(out.json(&json!({"project": o.project, "was_paused": o.was_paused,
                                    "previous": paused_json(o.previous.as_ref()),

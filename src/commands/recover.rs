@@ -32,9 +32,6 @@ use super::session::{resolve, runtime_dir};
 /// never deleting — and appends an audit line per action to writerctl-recovery.log there. A sealed
 /// primary, a running owner and a stale active record (plain acquire reclaims it) are left alone.
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  writerctl recover --session \"$SID\"                          # dry run: the plan\n  writerctl recover --session \"$SID\" --writers-fenced --yes   # carry it out (moves, never deletes)\n  writerctl recover --session \"$SID\" --writers-fenced --yes --reason \"node lost, fenced by OPS-42\""
-)]
 pub struct RecoverArgs {
     #[command(flatten)]
     pub session: SessionArgs,
@@ -49,7 +46,7 @@ pub struct RecoverArgs {
     pub yes: bool,
 
     #[command(flatten)]
-    pub reason: super::history::ReasonArgs,
+    pub reason: super::args::ReasonArgs,
 }
 
 #[derive(Serialize)]

@@ -20,9 +20,6 @@ use super::session::{read_token, resolve};
 /// Removes the lock only if it is exactly the active record your token owns; anything else
 /// is left untouched.
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  writerctl release --session \"$SID\" --token-file owner.token\n  writerctl release --session \"$SID\" --token-file owner.token --dry-run --json   # check only\n  writerctl release --session \"$SID\" --token-file owner.token --reason \"session closed by operator\""
-)]
 pub struct ReleaseArgs {
     #[command(flatten)]
     pub session: SessionArgs,
@@ -33,7 +30,7 @@ pub struct ReleaseArgs {
     pub token_file: Option<PathBuf>,
 
     #[command(flatten)]
-    pub reason: super::history::ReasonArgs,
+    pub reason: super::args::ReasonArgs,
     /// Make every check the release makes (the directory's filesystem and trust, and that
     /// the lock is exactly the active record this token owns) and print the record that
     /// would be removed, changing nothing. Exits with the code the release would give (3

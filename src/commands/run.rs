@@ -41,7 +41,7 @@ use super::session::{resolve, transcript_key};
 /// child_exit_code on success).
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Exit rule (what CMD's exit allows):\n  stop requested + CMD exits 0      seal (gate on) or release (gate off); exit 0\n  CMD exits 0 on its own            release (a normal close, never a seal); exit 0\n  CMD exits non-zero / dies of any signal (incl. an unhandled SIGTERM)\n                                    keep the active lock; exit 1, writer_crashed\n  CMD still running after --grace   killed; keep the active lock; exit 1, drain_timeout\n  a process CMD left survives SIGKILL, or cannot be proven gone\n                                    keep the active lock, stay (killing again) until\n                                    none is left; exit 1, drain_timeout\n  the lock lost, moved, or unverifiable past --max-unverified\n                                    stop CMD; nothing handed off; exit 3, session_not_owner\n  a descriptor of the transcript open for writing outside CMD's tree\n                                    no seal; keep the active lock; exit 75\n\nExamples:\n  writerctl run --session \"$SID\" --grace 30 -- my-writer --serve\n  WRITERCTL_SESSION_WRITER_LEASE=1 writerctl run --session \"$SID\" --wait 60 -- my-writer\n  writerctl run --session \"$SID\" --reason \"deploy v2.3 (rollout 41)\" -- my-writer"
+    after_help = "Exit rule (what CMD's exit allows):\n  stop requested + CMD exits 0      seal (gate on) or release (gate off); exit 0\n  CMD exits 0 on its own            release (a normal close, never a seal); exit 0\n  CMD exits non-zero / dies of any signal (incl. an unhandled SIGTERM)\n                                    keep the active lock; exit 1, writer_crashed\n  CMD still running after --grace   killed; keep the active lock; exit 1, drain_timeout\n  a process CMD left survives SIGKILL, or cannot be proven gone\n                                    keep the active lock, stay (killing again) until\n                                    none is left; exit 1, drain_timeout\n  the lock lost, moved, or unverifiable past --max-unverified\n                                    stop CMD; nothing handed off; exit 3, session_not_owner\n  a descriptor of the transcript open for writing outside CMD's tree\n                                    no seal; keep the active lock; exit 75"
 )]
 pub struct RunArgs {
     #[command(flatten)]
@@ -95,7 +95,7 @@ pub struct RunArgs {
     /// takeover, seal or release, give back); a preStop `writerctl seal --reason` gives
     /// its seal its own.
     #[command(flatten)]
-    pub reason: super::history::ReasonArgs,
+    pub reason: super::args::ReasonArgs,
 
     /// The writer command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]

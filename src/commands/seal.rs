@@ -31,9 +31,6 @@ use super::session::{Resolved, read_token, resolve, transcript_key};
 /// existence, length and SHA-256, in one claimed transition. On any failure the active lock stays.
 /// Needs experimental.session_writer_lease.
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  writerctl seal --session \"$SID\" --token-file owner.token --json\n  writerctl seal --session \"$SID\" --token-file owner.token --reason \"maintenance window\"\n  writerctl seal --session \"$SID\"        # preStop: asks the local `writerctl run`"
-)]
 pub struct SealArgs {
     #[command(flatten)]
     pub session: SessionArgs,
@@ -58,7 +55,7 @@ pub struct SealArgs {
     /// Without a token, the supervisor records the seal with this reason (an older
     /// supervisor ignores it and records its own).
     #[command(flatten)]
-    pub reason: super::history::ReasonArgs,
+    pub reason: super::args::ReasonArgs,
 }
 
 #[derive(Serialize)]

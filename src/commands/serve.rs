@@ -72,9 +72,6 @@ pub enum CoordinatorCmd {
     /// beyond the newest --inbox-max-events per inbox, and operator-attempt rows idle for a
     /// day. Routine heartbeats write no audit row (a return from stale does); they are
     /// counted on /metrics, with the audit, inbox and queue sizes.
-    #[command(
-        after_help = "Examples:\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis redis://127.0.0.1:6379 --postgres postgres://writerctl@db/writerctl --admin-token-file /run/secrets/admin --tls-cert cert.pem --tls-key key.pem\n  writerctl coordinator serve --listen 0.0.0.0:7700 --redis rediss+sentinel://s1:26379,s2:26379,s3:26379/mymaster --redis-ca-file /etc/writerctl/redis-ca.pem --redis-min-replicas 1 --postgres 'postgres://writerctl@db1,db2/writerctl?target_session_attrs=read-write&sslmode=verify-full&sslrootcert=/etc/writerctl/pg-ca.pem'\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite --sweep-interval-seconds 10\n  writerctl coordinator serve --listen 0.0.0.0:7700 --store sqlite:/var/lib/writerctl/c.sqlite --max-connections 4096 --header-timeout-seconds 5\n  writerctl coordinator serve --listen 0.0.0.0:7700 --store sqlite:/var/lib/writerctl/c.sqlite --max-connections-per-source 32 --body-timeout-seconds 5 --probe-listen 0.0.0.0:7701\n  writerctl coordinator serve --listen 127.0.0.1:7700 --store sqlite:/var/lib/writerctl/c.sqlite --audit-retention-days 365 --inbox-retention-days 14 --inbox-max-events 5000"
-    )]
     Serve(ServeArgs),
 }
 

@@ -42,9 +42,6 @@ use writerctl::lockfile::acquire::TranscriptRef;
 /// a session or owner id. --output F writes them atomically for node_exporter's textfile
 /// collector.
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  writerctl status                      # every session under the runtime directory\n  writerctl status --session \"$SID\" --json\n  writerctl status --format prometheus --output /var/lib/prometheus/node-exporter/writerctl.prom\n  writerctl status --watch                   # a new report each time a lock changes; Ctrl-C ends it\n  writerctl status --session \"$SID\" --watch --json | jq -c '{at, state, live}'"
-)]
 pub struct StatusArgs {
     #[command(flatten)]
     pub session: SessionArgs,

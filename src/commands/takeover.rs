@@ -18,9 +18,6 @@ use super::output::Output;
 /// session_not_sealed and changes nothing (use `writerctl acquire --managed` to start a session).
 /// An active lock (live or stale) is a conflict. Needs experimental.session_writer_lease.
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  writerctl takeover --session \"$SID\" --dry-run --json             # the plan; nothing changes\n  writerctl takeover --session \"$SID\" --token-file owner.token --json\n  writerctl takeover --session \"$SID\" --wait 60 --token-file owner.token   # until the old writer seals\n  writerctl takeover --session \"$SID\" --token-file owner.token --reason \"failover after node drain\""
-)]
 pub struct TakeoverArgs {
     #[command(flatten)]
     pub session: SessionArgs,

@@ -18,9 +18,6 @@ use super::session::{resolve, transcript_key};
 /// (session_transcript_changed) when they do not; 3 (session_not_sealed) when the lock is
 /// not sealed.
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  writerctl verify --session \"$SID\" || echo \"the transcript changed since it was sealed\""
-)]
 pub struct VerifyArgs {
     #[command(flatten)]
     pub session: SessionArgs,

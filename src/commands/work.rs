@@ -10,7 +10,7 @@ use writerctl::coordinator::verb::Verb;
 use writerctl::coordinator::verbs::work as verbs;
 use writerctl::coordinator::wire::{ReleaseReq, TakeReq, TaskPath, TouchReq};
 
-use super::coord::{CoordArgs, RequestArgs, SeatTokenArgs, parse_time, rfc3339};
+use super::coord::{AuditReasonArgs, ProjectArgs, RequestArgs, SeatTokenArgs, parse_time, rfc3339};
 use super::output::{Output, table};
 use super::pause::{held_back_json, paused_json, paused_line};
 
@@ -19,12 +19,8 @@ use super::pause::{held_back_json, paused_json, paused_line};
 pub enum ChannelCmd {
     /// Create a channel. Its steward gets a doorbell on every release and reads the SLA
     /// report; its TTL floor raises shorter claim TTLs. Never overwritten.
-    #[command(
-        after_help = "Examples:\n  writerctl channel create --project web --channel merges --steward carol --sla-minutes 60\n  writerctl channel create --project web --channel triage --steward carol --ttl-floor-minutes 10 --json"
-    )]
     Create(ChannelCreateArgs),
     /// Show a channel.
-    #[command(after_help = "Examples:\n  writerctl channel show --project web --channel merges --json")]
     Show(ChannelArgs),
 }
 
@@ -32,10 +28,7 @@ pub enum ChannelCmd {
 #[derive(Debug, Args)]
 pub struct ChannelArgs {
     #[command(flatten)]
-    pub coord: CoordArgs,
-    /// Project id.
-    #[arg(long, value_name = "P")]
-    pub project: String,
+    pub at: ProjectArgs,
     /// Channel name.
     #[arg(long, value_name = "C")]
     pub channel: String,
@@ -67,40 +60,25 @@ pub enum ClaimCmd {
     /// With --ttl-minutes N, the coordinator releases the claim after N minutes without a
     /// write by its owner: to the deputy if one is named, otherwise to open. A claim with a
     /// TTL or a deputy needs --next-step (what the next hands should do).
-    #[command(
-        after_help = "Examples:\n  writerctl claim take --project web --channel merges --task PR-42 --seat alice --token-file alice.tok\n  writerctl claim take --project web --channel merges --task PR-42 --seat alice --token-file alice.tok \\\n      --deputy bob --ttl-minutes 20 --next-step 'rebase on main, then merge' --json\n  writerctl claim take --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --reason 'bob is out today'"
-    )]
     Take(TakeArgs),
     /// The owner's write: resets the TTL clock; may change deputy, TTL and next step.
     ///
     /// With --expect-version N the write is refused (version_conflict) if the claim is no
     /// longer at the version you read; without it, it applies to whatever the claim is at
     /// while the seat still owns it.
-    #[command(
-        after_help = "Examples:\n  writerctl claim touch --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --expect-version 3\n  WRITERCTL_SESSION_TOKEN=... writerctl claim touch --project web --channel merges --task PR-42 --seat alice --next-step 'CI green; merge'"
-    )]
     Touch(TouchArgs),
     /// The owner opens the task again (or, with --done, closes it). Rings the deputy and
     /// the steward.
-    #[command(
-        after_help = "Examples:\n  writerctl claim release --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --next-step 'needs review'\n  writerctl claim release --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --done --json\n  writerctl claim release --project web --channel merges --task PR-42 --seat alice --token-file alice.tok --reason 'blocked on infra'"
-    )]
     Release(ReleaseArgs),
     /// Show one claim.
-    #[command(after_help = "Examples:\n  writerctl claim show --project web --channel merges --task PR-42 --json")]
     Show(TaskArgs),
     /// Every step of one claim, oldest first (takes, touches, releases, TTL releases).
-    #[command(after_help = "Examples:\n  writerctl claim history --project web --channel merges --task PR-42")]
     History(TaskArgs),
     /// Every claim in a channel.
-    #[command(after_help = "Examples:\n  writerctl claim list --project web --channel merges --json")]
     List(ChannelArgs),
     /// Release every claim whose TTL ran out (a server sweeps on its own; with the
     /// embedded store, run this from cron). --dry-run previews; --as-of previews a moment
     /// (a future --as-of needs --dry-run).
-    #[command(
-        after_help = "Examples:\n  writerctl claim sweep --project web\n  writerctl claim sweep --project web --as-of 2026-12-01T09:00:00Z --dry-run --json\n  * * * * * writerctl claim sweep --project web --json   # crontab, embedded store"
-    )]
     Sweep(SweepArgs),
 }
 
@@ -117,7 +95,7 @@ pub struct TaskArgs {
 impl TaskArgs {
     /// The task's address in a verb's path.
     fn path(&self) -> TaskPath {
-        TaskPath { project: self.at.project.clone(), channel: self.at.channel.clone(), task: self.task.clone() }
+        TaskPath { project: self.at.at.project.clone(), channel: self.at.channel.clone(), task: self.task.clone() }
     }
 }
 
@@ -135,7 +113,7 @@ impl TaskWriteArgs {
     /// is read first: a missing one fails before the coordinator is opened.
     fn call<V: Verb<Path = TaskPath>>(&self, body: V::Input, token: &SeatTokenArgs) -> Result<V::Answer> {
         let token = token.token()?;
-        let c = self.at.at.coord.open_write(&self.request)?;
+        let c = self.at.at.at.coord.open_write(&self.request)?;
         Ok(c.endpoint().call::<V>(self.at.path(), body, token.as_ref())?)
     }
 }
@@ -159,9 +137,8 @@ pub struct TakeArgs {
     pub next_step: Option<String>,
     #[command(flatten)]
     pub token: SeatTokenArgs,
-    /// Why, recorded on the audit row (at most 512 bytes, no control characters).
-    #[arg(long, value_name = "TEXT")]
-    pub reason: Option<String>,
+    #[command(flatten)]
+    pub reason: AuditReasonArgs,
 }
 
 /// The owner of a claim writing to it, with the version it read.
@@ -220,19 +197,15 @@ pub struct ReleaseArgs {
     /// What whoever takes it next should do.
     #[arg(long, value_name = "TEXT")]
     pub next_step: Option<String>,
-    /// Why, recorded on the audit row (at most 512 bytes, no control characters).
-    #[arg(long, value_name = "TEXT")]
-    pub reason: Option<String>,
+    #[command(flatten)]
+    pub reason: AuditReasonArgs,
 }
 
 /// `claim sweep`.
 #[derive(Debug, Args)]
 pub struct SweepArgs {
     #[command(flatten)]
-    pub coord: CoordArgs,
-    /// Project id.
-    #[arg(long, value_name = "P")]
-    pub project: String,
+    pub at: ProjectArgs,
     /// Judge by this moment instead of now (RFC 3339).
     #[arg(long, value_name = "RFC3339", value_parser = parse_time)]
     pub as_of: Option<Millis>,
@@ -245,15 +218,10 @@ pub struct SweepArgs {
 #[derive(Debug, Subcommand)]
 pub enum FocusCmd {
     /// Start (or restart) a focus lease of N minutes, capped at 240.
-    #[command(
-        after_help = "Examples:\n  writerctl focus start --project web --seat alice --minutes 90 --token-file alice.tok"
-    )]
     Start(FocusStartArgs),
     /// End the seat's focus lease now; its claims' TTLs count from now.
-    #[command(after_help = "Examples:\n  writerctl focus end --project web --seat alice --token-file alice.tok")]
     End(FocusEndArgs),
     /// Show the seat's focus lease, if it holds one.
-    #[command(after_help = "Examples:\n  writerctl focus show --project web --seat alice --json")]
     Show(SeatArgs),
 }
 
@@ -261,10 +229,7 @@ pub enum FocusCmd {
 #[derive(Debug, Args)]
 pub struct SeatArgs {
     #[command(flatten)]
-    pub coord: CoordArgs,
-    /// Project id.
-    #[arg(long, value_name = "P")]
-    pub project: String,
+    pub at: ProjectArgs,
     /// The seat.
     #[arg(long, value_name = "IDENTITY")]
     pub seat: String,
@@ -300,9 +265,6 @@ pub struct FocusEndArgs {
 pub enum StewardCmd {
     /// Live claims older than the channel's SLA that carry no TTL: the ones that would
     /// freeze the fleet if their owner went dark.
-    #[command(
-        after_help = "Examples:\n  writerctl steward report --project web --channel merges\n  writerctl steward report --project web --channel merges --as-of 2026-12-01T09:00:00Z --json"
-    )]
     Report(StewardArgs),
 }
 
@@ -416,11 +378,12 @@ fn print_outcome(out: Output, o: &ClaimOutcome) -> Result<()> {
 pub fn run_channel(cmd: ChannelCmd, out: Output) -> Result<()> {
     let (ch, created) = match cmd {
         ChannelCmd::Create(a) => {
-            let c = a.at.coord.open_write(&a.request)?;
-            let ch = c.create_channel(&a.at.project, &a.at.channel, &a.steward, a.sla_minutes, a.ttl_floor_minutes)?;
+            let c = a.at.at.coord.open_write(&a.request)?;
+            let ch =
+                c.create_channel(&a.at.at.project, &a.at.channel, &a.steward, a.sla_minutes, a.ttl_floor_minutes)?;
             (ch, true)
         }
-        ChannelCmd::Show(a) => (a.coord.open()?.show_channel(&a.project, &a.channel)?, false),
+        ChannelCmd::Show(a) => (a.at.coord.open()?.show_channel(&a.at.project, &a.channel)?, false),
     };
     if out.json {
         return Ok(out.json(&channel_json(&ch))?);
@@ -446,7 +409,7 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
                 deputy: a.deputy,
                 ttl_minutes: a.ttl_minutes,
                 next_step: a.next_step,
-                reason: a.reason,
+                reason: a.reason.reason,
             };
             let o = a.task.call::<verbs::TakeClaim>(body, &a.token)?;
             print_outcome(out, &o)
@@ -471,17 +434,17 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
                 expect_version: w.expect_version,
                 done: a.done,
                 next_step: a.next_step,
-                reason: a.reason,
+                reason: a.reason.reason,
             };
             let row = w.write::<verbs::ReleaseClaim>(body)?;
             print_claim(out, &row)
         }
         ClaimCmd::Show(a) => {
-            let row = a.at.coord.open()?.show_claim(&a.at.project, &a.at.channel, &a.task)?;
+            let row = a.at.at.coord.open()?.show_claim(&a.at.at.project, &a.at.channel, &a.task)?;
             print_claim(out, &row)
         }
         ClaimCmd::History(a) => {
-            let steps = a.at.coord.open()?.claim_history(&a.at.project, &a.at.channel, &a.task)?;
+            let steps = a.at.at.coord.open()?.claim_history(&a.at.at.project, &a.at.channel, &a.task)?;
             if out.json {
                 let list: Vec<Value> = steps.iter().map(step_json).collect();
                 return Ok(out.json(&json!({"history": list}))?);
@@ -503,15 +466,15 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
             Ok(out.line(&t.to_string())?)
         }
         ClaimCmd::List(a) => {
-            let c = a.coord.open()?;
-            let rows = c.list_claims(&a.project, &a.channel)?;
-            let paused = c.pause_state(&a.project)?.paused;
+            let c = a.at.coord.open()?;
+            let rows = c.list_claims(&a.at.project, &a.channel)?;
+            let paused = c.pause_state(&a.at.project)?.paused;
             if out.json {
                 let list: Vec<Value> = rows.iter().map(claim_json).collect();
                 return Ok(out.json(&json!({"claims": list, "paused": paused_json(paused.as_ref())}))?);
             }
             if let Some(p) = &paused {
-                out.line(&paused_line(&a.project, p))?;
+                out.line(&paused_line(&a.at.project, p))?;
             }
             if rows.is_empty() {
                 return Ok(out.line(&format!("no claims in channel {}", a.channel))?);
@@ -531,7 +494,7 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
             Ok(out.line(&t.to_string())?)
         }
         ClaimCmd::Sweep(a) => {
-            let report = a.coord.open()?.sweep(&a.project, a.as_of, a.dry_run)?;
+            let report = a.at.coord.open()?.sweep(&a.at.project, a.as_of, a.dry_run)?;
             print_sweep(out, &report)
         }
     }
@@ -583,8 +546,8 @@ pub fn run_focus(cmd: FocusCmd, out: Output) -> Result<()> {
     match cmd {
         FocusCmd::Start(a) => {
             let token = a.token.token()?;
-            let o = a.seat.coord.open_write(&a.request)?.focus_start(
-                &a.seat.project,
+            let o = a.seat.at.coord.open_write(&a.request)?.focus_start(
+                &a.seat.at.project,
                 &a.seat.seat,
                 a.minutes,
                 token.as_ref(),
@@ -605,7 +568,8 @@ pub fn run_focus(cmd: FocusCmd, out: Output) -> Result<()> {
         }
         FocusCmd::End(a) => {
             let token = a.token.token()?;
-            let l = a.seat.coord.open_write(&a.request)?.focus_end(&a.seat.project, &a.seat.seat, token.as_ref())?;
+            let l =
+                a.seat.at.coord.open_write(&a.request)?.focus_end(&a.seat.at.project, &a.seat.seat, token.as_ref())?;
             if out.json {
                 Ok(out.json(&lease_json(&l))?)
             } else {
@@ -613,7 +577,7 @@ pub fn run_focus(cmd: FocusCmd, out: Output) -> Result<()> {
             }
         }
         FocusCmd::Show(a) => {
-            let l = a.coord.open()?.focus_show(&a.project, &a.seat)?;
+            let l = a.at.coord.open()?.focus_show(&a.at.project, &a.seat)?;
             match (out.json, l) {
                 (true, l) => Ok(out.json(&json!({"focus": l.as_ref().map(lease_json)}))?),
                 (false, Some(l)) => Ok(out.line(&format!("{} is focused until {}", l.seat, rfc3339(l.until)))?),
@@ -626,7 +590,7 @@ pub fn run_focus(cmd: FocusCmd, out: Output) -> Result<()> {
 /// Runs a `steward` subcommand.
 pub fn run_steward(cmd: StewardCmd, out: Output) -> Result<()> {
     let StewardCmd::Report(a) = cmd;
-    let r = a.at.coord.open()?.steward_report(&a.at.project, &a.at.channel, a.as_of)?;
+    let r = a.at.at.coord.open()?.steward_report(&a.at.at.project, &a.at.channel, a.as_of)?;
     if out.json {
         let list: Vec<Value> = r
             .overdue
