@@ -363,11 +363,22 @@ fn coordinator_metrics() -> Result<String> {
     text
 }
 
-/// A private scratch directory (removed by the caller).
+/// A private scratch directory (removed by the caller). One per call, not per process: the
+/// unit tests render references on parallel threads of one process, and two stores opening
+/// one `metrics.sqlite` at once failed with "disk I/O error". `create_dir` (not `_all`)
+/// never reuses a directory someone else made first.
 fn tempfile_dir() -> Result<PathBuf> {
-    let dir = std::env::temp_dir().join(format!("writerctl-generate-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
-    Ok(dir)
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    loop {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("writerctl-generate-{}-{n}", std::process::id()));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            // A leftover of a killed run whose pid this process reused: take the next name.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("create {}", dir.display())),
+        }
+    }
 }
 
 fn metrics() -> Result<String> {
