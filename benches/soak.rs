@@ -35,7 +35,7 @@ use writerctl::claim::api::CoordinatorApi;
 use writerctl::claim::engine::{Credentials, MasterRequest};
 use writerctl::claim::masters::ControllerKey;
 use writerctl::claim::secret::Secret;
-use writerctl::claim::work_claims::{ClaimOutcome, TakeRequest};
+use writerctl::claim::work_claims::{ClaimOutcome, TakeRequest, TaskAddress};
 use writerctl::coordinator::client::HttpCoordinator;
 
 use live::{Backing, metrics, pct, start_server, stop_server};
@@ -75,9 +75,7 @@ fn register(c: &HttpCoordinator, project: &str, identity: &str) -> Seat {
 fn take_claim(c: &HttpCoordinator, seat: &Seat, task: &str, deputy: &str) -> Result<ClaimOutcome, ClaimError> {
     c.take(
         &TakeRequest {
-            project: seat.project.clone(),
-            channel: CHANNEL.into(),
-            task: task.into(),
+            address: TaskAddress::new(seat.project.clone(), CHANNEL, task),
             seat: seat.identity.clone(),
             deputy: Some(deputy.into()),
             ttl_minutes: Some(20),

@@ -24,7 +24,7 @@ use writerctl::claim::model::{AuditEntry, Millis};
 use writerctl::claim::stores::redis_pg::RedisPgStore;
 use writerctl::claim::stores::sqlite::SqliteStore;
 use writerctl::claim::stores::{ClaimWrite, Store};
-use writerctl::claim::work_claims::{self as work, TakeRequest};
+use writerctl::claim::work_claims::{self as work, TakeRequest, TaskAddress};
 
 const T0: Millis = 1_800_000_000_000;
 const M: Millis = 60_000;
@@ -45,9 +45,7 @@ fn load(store: &Arc<dyn Store>, n: usize, due: usize) {
     let mut batch = Vec::with_capacity(5000);
     for i in 0..n {
         let req = TakeRequest {
-            project: P.into(),
-            channel: CH.into(),
-            task: format!("task-{i:06}"),
+            address: TaskAddress::new(P, CH, format!("task-{i:06}")),
             seat: format!("seat{}", i % 64),
             deputy: (i % 2 == 0).then(|| format!("seat{}", (i + 1) % 64)),
             ttl_minutes: Some(if i < due { 5 } else { 600 }),

@@ -505,7 +505,7 @@ fn print_sweep(out: Output, r: &SweepReport) -> Result<()> {
         .released
         .iter()
         .map(|a| {
-            json!({"channel": a.channel, "task": a.task, "from": a.from, "to": a.to,
+            json!({"channel": a.address.channel, "task": a.address.task, "from": a.from, "to": a.to,
                    "status": if a.to.is_some() { "claimed" } else { "released" },
                    "version": a.version, "due_at": rfc3339(a.due_at)})
         })
@@ -520,7 +520,7 @@ fn print_sweep(out: Output, r: &SweepReport) -> Result<()> {
     out.line(&format!("sweep as of {}: {verb} {} claim(s)", rfc3339(r.as_of), r.released.len()))?;
     for a in &r.released {
         let to = a.to.as_deref().map_or("open".to_string(), |d| format!("deputy {d}"));
-        out.line(&format!("  {}/{}: {} -> {to} (v{})", a.channel, a.task, a.from, a.version))?;
+        out.line(&format!("  {}/{}: {} -> {to} (v{})", a.address.channel, a.address.task, a.from, a.version))?;
     }
     if r.deferred_by_focus > 0 {
         out.line(&format!("  {} due claim(s) kept: their owner holds a focus lease", r.deferred_by_focus))?;

@@ -254,17 +254,17 @@ pub trait CoordinatorApi {
     }
     /// `claim take`; `token` proves the seat.
     fn take(&self, req: &TakeRequest, token: Option<&Secret>) -> Result<ClaimOutcome, ClaimError> {
-        let at = task_at(&req.project, &req.channel, &req.task);
+        let at = TaskPath::from(&req.address);
         self.endpoint().call::<work::TakeClaim>(at, TakeReq::of(req), token)
     }
     /// `claim touch`; `token` proves the seat.
     fn touch(&self, req: &TouchRequest, token: Option<&Secret>) -> Result<ClaimOutcome, ClaimError> {
-        let at = task_at(&req.project, &req.channel, &req.task);
+        let at = TaskPath::from(&req.address);
         self.endpoint().call::<work::TouchClaim>(at, TouchReq::of(req), token)
     }
     /// `claim release`; `token` proves the seat.
     fn release_claim(&self, req: &ReleaseRequest, token: Option<&Secret>) -> Result<ClaimRow, ClaimError> {
-        let at = task_at(&req.project, &req.channel, &req.task);
+        let at = TaskPath::from(&req.address);
         self.endpoint().call::<work::ReleaseClaim>(at, ReleaseReq::of(req), token)
     }
     /// `claim show`.

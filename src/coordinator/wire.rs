@@ -8,7 +8,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::claim::ClaimError;
 use crate::claim::engine::{ControllerView, Status};
 use crate::claim::model::{AuditEntry, Controller, Event, MasterRef, MasterSlot, Millis};
-use crate::claim::work_claims::{ReleaseRequest, TakeRequest, TouchRequest};
+use crate::claim::work_claims::{ReleaseRequest, TakeRequest, TaskAddress, TouchRequest};
 
 /// The header a write verb's request id travels in (`--request-id`; see
 /// [`crate::claim::requests`]). Optional: a write without it is not kept for retries.
@@ -322,12 +322,10 @@ impl TakeReq {
         }
     }
 
-    /// The engine's request, with the names the path carried.
-    pub fn into_request(self, project: String, channel: String, task: String) -> TakeRequest {
+    /// The engine's request, for the task the path names.
+    pub fn into_request(self, address: TaskAddress) -> TakeRequest {
         TakeRequest {
-            project,
-            channel,
-            task,
+            address,
             seat: self.seat,
             deputy: self.deputy,
             ttl_minutes: self.ttl_minutes,
@@ -400,15 +398,13 @@ impl TouchReq {
         }
     }
 
-    /// The engine's request, with the names the path carried; `invalid_argument` when a
-    /// value and its clear flag are both set.
-    pub fn into_request(self, project: String, channel: String, task: String) -> Result<TouchRequest, ClaimError> {
+    /// The engine's request, for the task the path names; `invalid_argument` when a value
+    /// and its clear flag are both set.
+    pub fn into_request(self, address: TaskAddress) -> Result<TouchRequest, ClaimError> {
         Ok(TouchRequest {
             deputy: join("deputy", "clear_deputy", self.deputy, self.clear_deputy)?,
             ttl_minutes: join("ttl_minutes", "clear_ttl", self.ttl_minutes, self.clear_ttl)?,
-            project,
-            channel,
-            task,
+            address,
             seat: self.seat,
             expect_version: self.expect_version,
             next_step: self.next_step,
@@ -447,12 +443,10 @@ impl ReleaseReq {
         }
     }
 
-    /// The engine's request, with the names the path carried.
-    pub fn into_request(self, project: String, channel: String, task: String) -> ReleaseRequest {
+    /// The engine's request, for the task the path names.
+    pub fn into_request(self, address: TaskAddress) -> ReleaseRequest {
         ReleaseRequest {
-            project,
-            channel,
-            task,
+            address,
             seat: self.seat,
             expect_version: self.expect_version,
             done: self.done,
@@ -581,6 +575,18 @@ pub struct TaskPath {
     /// The task.
     #[param(min_length = 1, max_length = 256)]
     pub task: String,
+}
+
+impl From<TaskPath> for TaskAddress {
+    fn from(p: TaskPath) -> TaskAddress {
+        TaskAddress { project: p.project, channel: p.channel, task: p.task }
+    }
+}
+
+impl From<&TaskAddress> for TaskPath {
+    fn from(a: &TaskAddress) -> TaskPath {
+        TaskPath { project: a.project.clone(), channel: a.channel.clone(), task: a.task.clone() }
+    }
 }
 
 /// `{project}` and a `{seat}`.

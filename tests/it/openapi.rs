@@ -151,9 +151,7 @@ fn the_engine_types_serialize_as_their_schemas_say() {
                 as_of: 1,
                 dry_run: true,
                 released: vec![SweepAction {
-                    project: "p".into(),
-                    channel: "c".into(),
-                    task: "t".into(),
+                    address: TaskAddress::new("p", "c", "t"),
                     from: "a".into(),
                     to: Some("b".into()),
                     version: 2,

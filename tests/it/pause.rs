@@ -25,7 +25,9 @@ use writerctl::claim::secret::Secret;
 use writerctl::claim::stores::Store;
 use writerctl::claim::stores::redis_pg::RedisPgStore;
 use writerctl::claim::stores::sqlite::SqliteStore;
-use writerctl::claim::work_claims::{ClaimRow, ClaimStatus, HELD_BY_PAUSE, ReleaseRequest, SweepReport, TakeRequest};
+use writerctl::claim::work_claims::{
+    ClaimRow, ClaimStatus, HELD_BY_PAUSE, ReleaseRequest, SweepReport, TakeRequest, TaskAddress,
+};
 use writerctl::error::ErrorCode;
 
 use crate::master::{Co, PROJECT, err_doc, exec, keys, s, set};
@@ -108,9 +110,7 @@ impl Backend {
     /// `seat` takes `task` with a 5-minute TTL (and `deputy`), proven by `token`.
     fn take(&self, task: &str, seat: &str, token: &Secret, deputy: Option<&str>) -> ClaimRow {
         let req = TakeRequest {
-            project: P.into(),
-            channel: CH.into(),
-            task: task.into(),
+            address: TaskAddress::new(P, CH, task),
             seat: seat.into(),
             deputy: deputy.map(Into::into),
             ttl_minutes: Some(5),
@@ -144,7 +144,7 @@ fn held(r: &SweepReport) -> Vec<(String, String, Option<String>)> {
 
 /// (task, to) of what a sweep released.
 fn released(r: &SweepReport) -> Vec<(String, Option<String>)> {
-    r.released.iter().map(|a| (a.task.clone(), a.to.clone())).collect()
+    r.released.iter().map(|a| (a.address.task.clone(), a.to.clone())).collect()
 }
 
 fn t(task: &str, owner: &str, to: Option<&str>) -> (String, String, Option<String>) {
@@ -192,9 +192,7 @@ fn a_paused_project_holds_a_due_ttl_release_through_a_sweep_and_releases_it_afte
         // A person's move still works while paused.
         let c = b.show("c");
         let req = ReleaseRequest {
-            project: P.into(),
-            channel: CH.into(),
-            task: "c".into(),
+            address: TaskAddress::new(P, CH, "c"),
             seat: "dave".into(),
             expect_version: Some(c.version),
             done: false,

@@ -21,7 +21,7 @@ use writerctl::claim::requests::RequestId;
 use writerctl::claim::retention::Retention;
 use writerctl::claim::secret::Secret;
 use writerctl::claim::stores::sqlite::SqliteStore;
-use writerctl::claim::work_claims::TakeRequest;
+use writerctl::claim::work_claims::{TakeRequest, TaskAddress};
 use writerctl::error::ErrorCode;
 
 use crate::master::{Co, PROJECT, err_doc, ok_doc, s};
@@ -81,9 +81,7 @@ fn refused<T: std::fmt::Debug>(r: Result<T, ClaimError>, code: ErrorCode) -> Cla
 
 fn take_req(seat: &str, task: &str, next_step: Option<&str>) -> TakeRequest {
     TakeRequest {
-        project: P.into(),
-        channel: "c".into(),
-        task: task.into(),
+        address: TaskAddress::new(P, "c", task),
         seat: seat.into(),
         deputy: None,
         ttl_minutes: None,
@@ -351,7 +349,7 @@ fn take_racing_remove(c: &Coordinator, other: Coordinator, project: &str) {
         }
         Ok(())
     });
-    let req = TakeRequest { project: project.into(), ..take_req("alice", "t", None) };
+    let req = TakeRequest { address: TaskAddress::new(project, "c", "t"), ..take_req("alice", "t", None) };
     let result = c.take(&req, Some(&alice.token));
     assert!(removed.get(), "the removal ran between the proof and the write");
     refused(result, ErrorCode::Unauthorized);

@@ -25,7 +25,7 @@ use writerctl::claim::retention::Cutoffs;
 use writerctl::claim::secret::Secret;
 use writerctl::claim::stores::redis_pg::RedisPgStore;
 use writerctl::claim::stores::{Commit, ProjectWrite, Store};
-use writerctl::claim::work_claims::{TakeRequest, TouchRequest};
+use writerctl::claim::work_claims::{TakeRequest, TaskAddress, TouchRequest};
 
 const T0: Millis = 1_800_000_000_000;
 const DAY: Millis = 24 * 3600 * 1000;
@@ -200,9 +200,7 @@ fn routine_heartbeats_write_no_audit_row_on_both_stores() {
 /// The one place these tests take a claim (seat proof changes are made here).
 fn take_as(c: &Coordinator, seat: &str, task: &str) {
     let req = TakeRequest {
-        project: P.into(),
-        channel: "ch".into(),
-        task: task.into(),
+        address: TaskAddress::new(P, "ch", task),
         seat: seat.into(),
         deputy: None,
         ttl_minutes: None,
@@ -222,9 +220,7 @@ fn seat_token(c: &Coordinator, seat: &str) -> Secret {
 /// The one place these tests touch a claim.
 fn touch_as(c: &Coordinator, seat: &str, task: &str) {
     let req = TouchRequest {
-        project: P.into(),
-        channel: "ch".into(),
-        task: task.into(),
+        address: TaskAddress::new(P, "ch", task),
         seat: seat.into(),
         expect_version: None,
         deputy: None,

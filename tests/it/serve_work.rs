@@ -29,7 +29,7 @@ use writerctl::claim::stores::Store;
 use writerctl::claim::stores::sqlite::SqliteStore;
 use writerctl::claim::work_claims::{
     CLAIM_RELEASED, ClaimOutcome, ClaimRow, ClaimStatus, FocusLease, MAX_FOCUS_MINUTES, ReleaseRequest, TakeRequest,
-    TouchRequest,
+    TaskAddress, TouchRequest,
 };
 use writerctl::coordinator::client::HttpCoordinator;
 use writerctl::coordinator::wire::TouchReq;
@@ -93,9 +93,7 @@ fn post_as(co: &Co, url: &str, body: Value) -> (u16, String, String) {
 
 fn take_req(channel: &str, task: &str, seat: &str) -> TakeRequest {
     TakeRequest {
-        project: PROJECT.into(),
-        channel: channel.into(),
-        task: task.into(),
+        address: TaskAddress::new(PROJECT, channel, task),
         seat: seat.into(),
         deputy: None,
         ttl_minutes: None,
@@ -105,9 +103,7 @@ fn take_req(channel: &str, task: &str, seat: &str) -> TakeRequest {
 
 fn touch_req(channel: &str, task: &str, seat: &str, expect_version: u64) -> TouchRequest {
     TouchRequest {
-        project: PROJECT.into(),
-        channel: channel.into(),
-        task: task.into(),
+        address: TaskAddress::new(PROJECT, channel, task),
         seat: seat.into(),
         expect_version: Some(expect_version),
         deputy: None,
@@ -118,9 +114,7 @@ fn touch_req(channel: &str, task: &str, seat: &str, expect_version: u64) -> Touc
 
 fn release_req(channel: &str, task: &str, seat: &str, expect_version: u64) -> ReleaseRequest {
     ReleaseRequest {
-        project: PROJECT.into(),
-        channel: channel.into(),
-        task: task.into(),
+        address: TaskAddress::new(PROJECT, channel, task),
         seat: seat.into(),
         expect_version: Some(expect_version),
         done: false,
@@ -475,12 +469,12 @@ fn touch_body_round_trips_every_option_option() {
         for ttl in &ttls {
             let req = TouchRequest { deputy: deputy.clone(), ttl_minutes: *ttl, ..touch_req("c", "t", "a", 3) };
             let wire: TouchReq = serde_json::from_str(&serde_json::to_string(&TouchReq::of(&req)).unwrap()).unwrap();
-            assert_eq!(wire.into_request(PROJECT.into(), "c".into(), "t".into()).unwrap(), req);
+            assert_eq!(wire.into_request(TaskAddress::new(PROJECT, "c", "t")).unwrap(), req);
         }
     }
     let both: TouchReq =
         serde_json::from_value(json!({"seat": "a", "expect_version": 1, "deputy": "b", "clear_deputy": true})).unwrap();
-    let e = both.into_request(PROJECT.into(), "c".into(), "t".into()).unwrap_err();
+    let e = both.into_request(TaskAddress::new(PROJECT, "c", "t")).unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidArgument);
     // The flags default to false.
     let bare: TouchReq = serde_json::from_value(json!({"seat": "a", "expect_version": 1})).unwrap();

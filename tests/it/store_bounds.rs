@@ -22,7 +22,7 @@ use writerctl::claim::model::{AuditEntry, Millis, NewEvent};
 use writerctl::claim::stores::redis_pg::{HISTORY_KEEP, QueueBounds, RedisPgStore};
 use writerctl::claim::stores::sqlite::SqliteStore;
 use writerctl::claim::stores::{ClaimWrite, Commit, Store, WorkStore};
-use writerctl::claim::work_claims::{self as work, ClaimRow, TakeRequest, TouchRequest};
+use writerctl::claim::work_claims::{self as work, ClaimRow, TakeRequest, TaskAddress, TouchRequest};
 
 const T0: Millis = 1_800_000_000_000;
 
@@ -142,9 +142,7 @@ fn a_write_verb_past_the_bound_is_refused_and_writes_nothing() {
     assert_eq!(xlen(&ns, "pgq"), 5, "nothing queued");
 
     let take = TakeRequest {
-        project: "web".into(),
-        channel: "ops".into(),
-        task: "t1".into(),
+        address: TaskAddress::new("web", "ops", "t1"),
         seat: "alice".into(),
         deputy: None,
         ttl_minutes: None,
@@ -181,9 +179,7 @@ fn a_write_verb_past_the_bound_is_refused_and_writes_nothing() {
 
 fn touched(row: &ClaimRow, ch: &work::Channel, now: Millis) -> ClaimRow {
     let req = TouchRequest {
-        project: row.project.clone(),
-        channel: row.channel.clone(),
-        task: row.task.clone(),
+        address: TaskAddress::of(&row),
         seat: row.owner.clone().unwrap(),
         expect_version: Some(row.version),
         deputy: None,
@@ -203,9 +199,7 @@ fn history_in_redis_is_bounded_and_claim_history_answers_in_full() {
     let ch = work::new_channel("web", "ops", "alice", Some(30), Some(1), T0).unwrap();
     store.insert_channel(&ch, &refusal(0)).unwrap();
     let take = TakeRequest {
-        project: "web".into(),
-        channel: "ops".into(),
-        task: "t1".into(),
+        address: TaskAddress::new("web", "ops", "t1"),
         seat: "alice".into(),
         deputy: None,
         ttl_minutes: None,
@@ -392,9 +386,7 @@ fn the_inbox_bound_is_enforced_on_write() {
         let ch = work::new_channel("web", "ops", "alice", Some(30), Some(1), T0).unwrap();
         store.insert_channel(&ch, &refusal(0)).unwrap();
         let take = TakeRequest {
-            project: "web".into(),
-            channel: "ops".into(),
-            task: "t1".into(),
+            address: TaskAddress::new("web", "ops", "t1"),
             seat: "alice".into(),
             deputy: None,
             ttl_minutes: None,

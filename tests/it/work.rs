@@ -23,7 +23,7 @@ use writerctl::claim::stores::Store;
 use writerctl::claim::stores::sqlite::SqliteStore;
 use writerctl::claim::work_claims::{
     CLAIM_RELEASED, ClaimOutcome, ClaimRow, ClaimStatus, FocusLease, FocusOutcome, MAX_FOCUS_MINUTES, ReleaseRequest,
-    TakeRequest, TouchRequest,
+    TakeRequest, TaskAddress, TouchRequest,
 };
 use writerctl::error::ErrorCode;
 
@@ -170,9 +170,7 @@ impl Backend {
 
 fn take_req(task: &str, seat: &str, deputy: Option<&str>, ttl: Option<u32>, step: Option<&str>) -> TakeRequest {
     TakeRequest {
-        project: P.into(),
-        channel: CH.into(),
-        task: task.into(),
+        address: TaskAddress::new(P, CH, task),
         seat: seat.into(),
         deputy: deputy.map(Into::into),
         ttl_minutes: ttl,
@@ -182,9 +180,7 @@ fn take_req(task: &str, seat: &str, deputy: Option<&str>, ttl: Option<u32>, step
 
 fn touch_req(task: &str, seat: &str, version: u64) -> TouchRequest {
     TouchRequest {
-        project: P.into(),
-        channel: CH.into(),
-        task: task.into(),
+        address: TaskAddress::new(P, CH, task),
         seat: seat.into(),
         expect_version: Some(version),
         deputy: None,
@@ -195,9 +191,7 @@ fn touch_req(task: &str, seat: &str, version: u64) -> TouchRequest {
 
 fn release_req(task: &str, seat: &str, version: u64, done: bool) -> ReleaseRequest {
     ReleaseRequest {
-        project: P.into(),
-        channel: CH.into(),
-        task: task.into(),
+        address: TaskAddress::new(P, CH, task),
         seat: seat.into(),
         expect_version: Some(version),
         done,
@@ -219,7 +213,10 @@ fn channel_create_sets_steward_sla_and_floor_and_never_overwrites() {
         assert_eq!(code(b.coord.create_channel(P, "x", STEWARD, Some(0), None, "test")), ErrorCode::InvalidArgument);
         assert_eq!(code(b.coord.show_channel(P, "nope")), ErrorCode::NotFound);
         assert_eq!(
-            code(b.take_r(&TakeRequest { channel: "nope".into(), ..take_req("t", "a", None, None, None) })),
+            code(b.take_r(&TakeRequest {
+                address: TaskAddress::new(P, "nope", "t"),
+                ..take_req("t", "a", None, None, None)
+            })),
             ErrorCode::NotFound
         );
     }
@@ -322,7 +319,10 @@ fn a_ttl_below_the_channel_floor_is_raised_and_reported() {
         let out = b.touch_r(&req).unwrap();
         assert_eq!((out.claim.ttl_minutes, out.ttl_raised_from), (Some(5), Some(3)));
         b.coord.create_channel(P, "slow", STEWARD, None, Some(30), "test").unwrap();
-        let out = b.take_r(&TakeRequest { channel: "slow".into(), ..take_req("u", "a", None, Some(10), Some("x")) });
+        let out = b.take_r(&TakeRequest {
+            address: TaskAddress::new(P, "slow", "u"),
+            ..take_req("u", "a", None, Some(10), Some("x"))
+        });
         assert_eq!(out.unwrap().claim.ttl_minutes, Some(30), "{}: the floor is per channel", b.name);
         assert_eq!(code(b.take_r(&take_req("v", "a", None, Some(0), Some("x")))), ErrorCode::InvalidArgument);
     }
@@ -403,8 +403,11 @@ fn only_owner_writes_reset_the_ttl_clock() {
         // Alice is dave's deputy on u, which runs out at T0 + 12: its doorbell reaches her
         // before t is due.
         b.advance(3);
-        b.take_r(&TakeRequest { channel: "other".into(), ..take_req("u", "dave", Some("alice"), Some(5), Some("x")) })
-            .unwrap();
+        b.take_r(&TakeRequest {
+            address: TaskAddress::new(P, "other", "u"),
+            ..take_req("u", "dave", Some("alice"), Some(5), Some("x"))
+        })
+        .unwrap();
         // Reads, refused writes by others, sweeps and doorbells never move t's clock.
         b.advance(2);
         b.show("t");
@@ -415,7 +418,7 @@ fn only_owner_writes_reset_the_ttl_clock() {
         assert!(b.sweep().released.is_empty());
         b.advance(3); // T0 + 12
         let report = b.sweep();
-        assert_eq!(report.released.iter().map(|a| a.task.as_str()).collect::<Vec<_>>(), ["u"], "{}", b.name);
+        assert_eq!(report.released.iter().map(|a| a.address.task.as_str()).collect::<Vec<_>>(), ["u"], "{}", b.name);
         assert_eq!(b.inbox("alice").len(), 1, "{}: alice was rung", b.name);
         assert_eq!(b.show("t").due_at(), Some(T0 + 14 * M), "{}: t's clock did not move", b.name);
         b.advance(1);
@@ -423,7 +426,7 @@ fn only_owner_writes_reset_the_ttl_clock() {
         b.advance(1);
         assert_eq!(b.show("t").last_owner_touch, Some(T0 + 4 * M));
         let report = b.sweep();
-        assert_eq!(report.released.iter().map(|a| a.task.as_str()).collect::<Vec<_>>(), ["t"], "{}", b.name);
+        assert_eq!(report.released.iter().map(|a| a.address.task.as_str()).collect::<Vec<_>>(), ["t"], "{}", b.name);
     }
 }
 
@@ -485,7 +488,7 @@ fn a_focus_lease_suppresses_ttl_release_while_it_lasts() {
         b.focus_start_r("bob", 60).unwrap();
         b.advance(5);
         let report = b.sweep();
-        assert_eq!(report.released.iter().map(|a| a.task.as_str()).collect::<Vec<_>>(), ["u"], "{}", b.name);
+        assert_eq!(report.released.iter().map(|a| a.address.task.as_str()).collect::<Vec<_>>(), ["u"], "{}", b.name);
     }
 }
 
@@ -531,7 +534,7 @@ fn a_dry_run_sweep_previews_as_of_a_moment_and_writes_nothing() {
         let preview = b.coord.sweep(P, Some(T0 + 15 * M), true).unwrap();
         assert!(preview.dry_run);
         let what: Vec<(String, Option<String>)> =
-            preview.released.iter().map(|a| (a.task.clone(), a.to.clone())).collect();
+            preview.released.iter().map(|a| (a.address.task.clone(), a.to.clone())).collect();
         assert_eq!(what, [("t".to_string(), Some("bob".to_string()))], "{}", b.name);
         assert_eq!(b.show("t").version, 1, "{}: nothing written", b.name);
         assert!(b.inbox(STEWARD).is_empty());
@@ -990,7 +993,7 @@ fn two_sweepers_at_once_release_each_claim_once() {
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
         let mut released: Vec<String> =
-            reports.iter().flat_map(|r| r.released.iter().map(|a| a.task.clone())).collect();
+            reports.iter().flat_map(|r| r.released.iter().map(|a| a.address.task.clone())).collect();
         released.sort();
         let before = released.len();
         released.dedup();

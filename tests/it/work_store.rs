@@ -19,7 +19,7 @@ use writerctl::claim::stores::redis_pg::{EPOCH_RESTORE_GAP, RedisPgStore};
 use writerctl::claim::stores::sqlite::SqliteStore;
 use writerctl::claim::stores::{ClaimWrite, Commit, FocusWrite, Store, WorkStore};
 use writerctl::claim::work_claims::{
-    self as work, Channel, ClaimRow, ClaimStatus, ClaimStep, FocusLease, TakeRequest, TouchRequest,
+    self as work, Channel, ClaimRow, ClaimStatus, ClaimStep, FocusLease, TakeRequest, TaskAddress, TouchRequest,
 };
 
 const T0: Millis = 1_800_000_000_000;
@@ -95,9 +95,7 @@ fn taken(
     now: Millis,
 ) -> ClaimRow {
     let req = TakeRequest {
-        project: project.into(),
-        channel: CH.into(),
-        task: task.into(),
+        address: TaskAddress::new(project, CH, task),
         seat: seat.into(),
         deputy: None,
         ttl_minutes: ttl,
@@ -109,9 +107,7 @@ fn taken(
 /// The owner's touch of `row` at `now`.
 fn touched(row: &ClaimRow, now: Millis) -> ClaimRow {
     let req = TouchRequest {
-        project: row.project.clone(),
-        channel: row.channel.clone(),
-        task: row.task.clone(),
+        address: TaskAddress::of(&row),
         seat: row.owner.clone().unwrap(),
         expect_version: Some(row.version),
         deputy: None,
@@ -124,9 +120,7 @@ fn touched(row: &ClaimRow, now: Millis) -> ClaimRow {
 /// The owner's release of `row` at `now`.
 fn released(row: &ClaimRow, now: Millis) -> ClaimRow {
     let req = work::ReleaseRequest {
-        project: row.project.clone(),
-        channel: row.channel.clone(),
-        task: row.task.clone(),
+        address: TaskAddress::of(&row),
         seat: row.owner.clone().unwrap(),
         expect_version: Some(row.version),
         done: false,

@@ -177,14 +177,12 @@ mod tests {
     /// `claim take|release --reason` lands on the claim write's own audit row.
     #[test]
     fn a_claim_write_records_its_reason() {
-        use crate::claim::work_claims::{ReleaseRequest, TakeRequest};
+        use crate::claim::work_claims::{ReleaseRequest, TakeRequest, TaskAddress};
         let (_d, _clock, c) = coordinator();
         let a = c.register("p", &key("alice"), Credentials::default()).unwrap();
         c.create_channel("p", "merges", "alice", None, None, "local").unwrap();
         let take = TakeRequest {
-            project: "p".into(),
-            channel: "merges".into(),
-            task: "PR-1".into(),
+            address: TaskAddress::new("p", "merges", "PR-1"),
             seat: "alice".into(),
             deputy: None,
             ttl_minutes: None,
@@ -192,9 +190,7 @@ mod tests {
         };
         c.with_reason(Some("on call".into())).unwrap().take(&take, Some(&a.token)).unwrap();
         let release = ReleaseRequest {
-            project: "p".into(),
-            channel: "merges".into(),
-            task: "PR-1".into(),
+            address: TaskAddress::new("p", "merges", "PR-1"),
             seat: "alice".into(),
             expect_version: None,
             done: false,

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::clock::Clock;
 use super::error::ClaimError;
-use super::masters::{self, ControllerKey, MasterOutcome, RegisterProof, Target};
+use super::masters::{self, ControllerKey, MasterOutcome, RegisterProof, Target, Transfer};
 use super::model::{AuditEntry, Change, Controller, Event, MasterSlot, Millis, OperatorRecord, Snapshot};
 use super::names;
 use super::refusals::RefusalLimiter;
@@ -364,6 +364,16 @@ impl Coordinator {
         i64::try_from(self.freshness.as_millis()).unwrap_or(i64::MAX)
     }
 
+    /// What `req` asks of the snapshot a master verb reads at `now`.
+    fn transfer<'a>(&self, req: &'a MasterRequest, now: Millis) -> Transfer<'a> {
+        Transfer {
+            target: Target { identity: &req.to_identity, session_id: req.to_session.as_deref() },
+            expect_epoch: req.expect_epoch,
+            now,
+            freshness_ms: self.freshness_ms(),
+        }
+    }
+
     fn audit(&self, project: &str, verb: &str, actor: String, target: Option<String>) -> AuditEntry {
         AuditEntry {
             at: self.clock.now(),
@@ -669,8 +679,6 @@ impl Coordinator {
         names::validate_name("session id", caller)?;
         let hash = secret::token_hash(token);
         let base = self.audit(&req.project, "master.handoff", format!("session:{caller}"), Some(target_text(req)));
-        let target = Target { identity: &req.to_identity, session_id: req.to_session.as_deref() };
-        let f = self.freshness_ms();
         let pending = self.pending(&base, &json!({"request": request_input(req), "token": hash}), &[token])?;
         let unauthorized = || ClaimError::Unauthorized { project: req.project.clone(), session_id: caller.to_string() };
         let check = Recheck::proven_by(
@@ -679,7 +687,7 @@ impl Coordinator {
         );
         self.run(base, pending, check, |snap, now| {
             let snap = &*masters::visible(snap, self.open_registration);
-            let (change, mut out) = masters::handoff(snap, caller, &hash, &target, req.expect_epoch, now, f)?;
+            let (change, mut out) = masters::handoff(snap, caller, &hash, &self.transfer(req, now))?;
             out.dry_run = self.dry_run;
             let detail = outcome_detail(&out, None);
             Ok((change, out.clone(), out.epoch, detail))
@@ -718,8 +726,6 @@ impl Coordinator {
             self.audit_failure(base, &e, None);
             return Err(e);
         }
-        let target = Target { identity: &req.to_identity, session_id: req.to_session.as_deref() };
-        let f = self.freshness_ms();
         // The password is checked above on every attempt, a retry included, and never
         // enters the fingerprint or a seal key (a fast digest of it would be a way to guess
         // it): the answer holds no secret and is kept unsealed.
@@ -727,7 +733,7 @@ impl Coordinator {
         let check = Recheck::authorized(|| ClaimError::InvalidOperatorCredentials { next_delay_ms: 0 });
         self.run(base, pending, check, |snap, now| {
             let snap = &*masters::visible(snap, self.open_registration);
-            let (change, mut out) = masters::claim(snap, operator_id, &target, req.expect_epoch, now, f)?;
+            let (change, mut out) = masters::claim(snap, operator_id, &self.transfer(req, now))?;
             out.dry_run = self.dry_run;
             let detail = outcome_detail(&out, Some(operator_id));
             Ok((change, out.clone(), out.epoch, detail))

@@ -16,7 +16,7 @@ use crate::claim::secret::Secret;
 use crate::claim::stores::{ClaimWrite, Commit, FocusWrite, MAX_CAS_ATTEMPTS, SeatProof};
 use crate::claim::work_claims::{
     self, COORDINATOR_ACTOR, Channel, ClaimOutcome, ClaimRow, ClaimStatus, ClaimStep, FocusLease, FocusOutcome,
-    ReleaseRequest, StewardReport, SweepAction, SweepReport, TakeRequest, TouchRequest,
+    ReleaseRequest, StewardReport, SweepAction, SweepReport, TakeRequest, TaskAddress, TouchRequest,
 };
 
 /// How many due claims one sweep reads at most; the rest wait for the next sweep.
@@ -56,9 +56,7 @@ fn validate_step(step: Option<&str>) -> Result<(), ClaimError> {
 /// What every owner write (take, touch, release) names, validated in this order before the
 /// seat proves itself.
 struct OwnerNames<'a> {
-    project: &'a str,
-    channel: &'a str,
-    task: &'a str,
+    address: &'a TaskAddress,
     seat: &'a str,
     deputy: Option<&'a str>,
     next_step: Option<&'a str>,
@@ -77,14 +75,7 @@ macro_rules! owner_write {
         impl OwnerWrite for $request {
             fn names(&self) -> OwnerNames<'_> {
                 let $r = self;
-                OwnerNames {
-                    project: &$r.project,
-                    channel: &$r.channel,
-                    task: &$r.task,
-                    seat: &$r.seat,
-                    deputy: $deputy,
-                    next_step: $r.next_step.as_deref(),
-                }
+                OwnerNames { address: &$r.address, seat: &$r.seat, deputy: $deputy, next_step: $r.next_step.as_deref() }
             }
         }
     };
@@ -128,7 +119,8 @@ impl Coordinator {
         verb: &str,
         mut decide: impl FnMut(Option<&ClaimRow>, &Channel, Millis) -> Result<Decision<T>, ClaimError>,
     ) -> Result<T, ClaimError> {
-        let OwnerNames { project, channel, task, seat, deputy, next_step } = input.names();
+        let OwnerNames { address, seat, deputy, next_step } = input.names();
+        let TaskAddress { project, channel, task } = address;
         validate_claim_names(project, channel, task)?;
         validate_name("seat", seat)?;
         validate_optional("deputy", deputy)?;
@@ -221,7 +213,7 @@ impl Coordinator {
     /// `claim touch`: the owner's write; resets the TTL clock.
     pub fn touch(&self, req: &TouchRequest, token: Option<&Secret>) -> Result<ClaimOutcome, ClaimError> {
         self.write_claim(req, token, "claim.touch", |existing, ch, now| {
-            let row = existing.ok_or_else(|| not_found(&req.channel, &req.task))?;
+            let row = existing.ok_or_else(|| not_found(&req.address.channel, &req.address.task))?;
             let out = work_claims::touch(row, ch, req, now)?;
             Ok(Decision { row: out.claim.clone(), action: "touch", events: Vec::new(), value: out })
         })
@@ -231,7 +223,7 @@ impl Coordinator {
     /// deputy and the steward.
     pub fn release_claim(&self, req: &ReleaseRequest, token: Option<&Secret>) -> Result<ClaimRow, ClaimError> {
         self.write_claim(req, token, "claim.release", |existing, ch, now| {
-            let row = existing.ok_or_else(|| not_found(&req.channel, &req.task))?;
+            let row = existing.ok_or_else(|| not_found(&req.address.channel, &req.address.task))?;
             let after = work_claims::release(row, req, now)?;
             let events = work_claims::doorbells(row, &after, Some(&ch.steward), "owner", Some(&req.seat));
             let action = if req.done { "done" } else { "release" };
@@ -411,9 +403,7 @@ impl Coordinator {
                 continue;
             };
             let action = SweepAction {
-                project: project.into(),
-                channel: row.channel.clone(),
-                task: row.task.clone(),
+                address: TaskAddress::new(project, &row.channel, &row.task),
                 from: row.owner.clone().unwrap_or_default(),
                 to: after.owner.clone(),
                 version: after.version,

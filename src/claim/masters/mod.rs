@@ -263,6 +263,28 @@ pub struct Target<'a> {
     pub session_id: Option<&'a str>,
 }
 
+/// What `master handoff` and `master claim` both ask of a snapshot: mastership for
+/// `target`, if the project is still at `expect_epoch`, with the target's rows judged fresh
+/// or stale at `now`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transfer<'a> {
+    /// Who is to become master.
+    pub target: Target<'a>,
+    /// The epoch the caller saw (else `stale_master`).
+    pub expect_epoch: u64,
+    /// The moment the rows' heartbeats are judged by.
+    pub now: Millis,
+    /// How recent a heartbeat must be for a row to count as fresh.
+    pub freshness_ms: i64,
+}
+
+impl Transfer<'_> {
+    /// The target's row, by the six steps.
+    fn resolve<'s>(&self, snap: &'s Snapshot) -> Result<&'s Controller, ClaimError> {
+        resolve_target(snap, self.target.identity, self.target.session_id, self.now, self.freshness_ms)
+    }
+}
+
 /// Why mastership moved, with the operator on the preempt path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reason<'a> {
@@ -282,17 +304,14 @@ pub fn handoff(
     snap: &Snapshot,
     caller: &str,
     caller_token_hash: &str,
-    target: &Target<'_>,
-    expect_epoch: u64,
-    now: Millis,
-    freshness_ms: i64,
+    transfer: &Transfer<'_>,
 ) -> Result<(Change, MasterOutcome), ClaimError> {
     let me = authenticate(snap, caller, caller_token_hash)?;
-    check_epoch(snap, expect_epoch)?;
+    check_epoch(snap, transfer.expect_epoch)?;
     if snap.slot.master.as_ref().is_none_or(|m| m.session_id != me.session_id) {
         return Err(ClaimError::NotMaster { project: snap.project.clone(), session_id: caller.to_string() });
     }
-    let to = resolve_target(snap, target.identity, target.session_id, now, freshness_ms)?;
+    let to = transfer.resolve(snap)?;
     Ok(promote(snap, to, Reason::Handoff))
 }
 
@@ -302,13 +321,10 @@ pub fn handoff(
 pub fn claim(
     snap: &Snapshot,
     by_operator: &str,
-    target: &Target<'_>,
-    expect_epoch: u64,
-    now: Millis,
-    freshness_ms: i64,
+    transfer: &Transfer<'_>,
 ) -> Result<(Change, MasterOutcome), ClaimError> {
-    check_epoch(snap, expect_epoch)?;
-    let to = resolve_target(snap, target.identity, target.session_id, now, freshness_ms)?;
+    check_epoch(snap, transfer.expect_epoch)?;
+    let to = transfer.resolve(snap)?;
     Ok(promote(snap, to, Reason::Preempt { by_operator }))
 }
 
@@ -420,8 +436,8 @@ mod tests {
         }
     }
 
-    fn t<'a>(identity: &'a str, sid: Option<&'a str>) -> Target<'a> {
-        Target { identity, session_id: sid }
+    fn t<'a>(identity: &'a str, sid: Option<&'a str>, expect_epoch: u64) -> Transfer<'a> {
+        Transfer { target: Target { identity, session_id: sid }, expect_epoch, now: NOW, freshness_ms: F }
     }
 
     #[test]
@@ -447,7 +463,7 @@ mod tests {
     #[test]
     fn handoff_promotes_target_and_signals_previous_master() {
         let s = snap();
-        let (change, out) = handoff(&s, "m", "h-m", &t("bob", None), 3, NOW, F).unwrap();
+        let (change, out) = handoff(&s, "m", "h-m", &t("bob", None, 3)).unwrap();
         assert_eq!(out.epoch, 4);
         assert!(out.changed);
         assert_eq!(out.new_master.session_id, "b1");
@@ -465,36 +481,36 @@ mod tests {
     #[test]
     fn handoff_errors_in_order() {
         let s = snap();
-        assert!(matches!(handoff(&s, "m", "h-x", &t("bob", None), 3, NOW, F), Err(ClaimError::Unauthorized { .. })));
+        assert!(matches!(handoff(&s, "m", "h-x", &t("bob", None, 3)), Err(ClaimError::Unauthorized { .. })));
         assert!(matches!(
-            handoff(&s, "m", "h-m", &t("bob", None), 2, NOW, F),
+            handoff(&s, "m", "h-m", &t("bob", None, 2)),
             Err(ClaimError::StaleMaster { expected: 2, actual: 3 })
         ));
         // A non-master with a stale epoch learns the epoch moved first: that is the CAS loser.
-        assert!(matches!(handoff(&s, "b1", "h-b1", &t("carol", None), 2, NOW, F), Err(ClaimError::StaleMaster { .. })));
-        assert!(matches!(handoff(&s, "b1", "h-b1", &t("carol", None), 3, NOW, F), Err(ClaimError::NotMaster { .. })));
-        assert!(matches!(handoff(&s, "m", "h-m", &t("dave", None), 3, NOW, F), Err(ClaimError::TargetStale { .. })));
+        assert!(matches!(handoff(&s, "b1", "h-b1", &t("carol", None, 2)), Err(ClaimError::StaleMaster { .. })));
+        assert!(matches!(handoff(&s, "b1", "h-b1", &t("carol", None, 3)), Err(ClaimError::NotMaster { .. })));
+        assert!(matches!(handoff(&s, "m", "h-m", &t("dave", None, 3)), Err(ClaimError::TargetStale { .. })));
     }
 
     #[test]
     fn claim_clears_every_flag_and_names_the_operator() {
         let mut s = snap();
         s.controllers[0].is_master = true; // a stray flag left by an old writer
-        let (change, out) = claim(&s, "ops", &t("carol", Some("c2")), 3, NOW, F).unwrap();
+        let (change, out) = claim(&s, "ops", &t("carol", Some("c2"), 3)).unwrap();
         assert_eq!(out.new_master.session_id, "c2");
         let pre: Vec<&str> = out.preempted.iter().map(|p| p.session_id.as_str()).collect();
         assert_eq!(pre, ["m", "b1"]);
         assert!(change.upsert.iter().all(|c| c.is_master == (c.session_id == "c2")));
         assert_eq!(change.events[0].payload["reason"], "preempt");
         assert_eq!(change.events[0].payload["by_operator"], "ops");
-        assert!(matches!(claim(&s, "ops", &t("carol", None), 3, NOW, F), Err(ClaimError::TargetAmbiguous { .. })));
-        assert!(matches!(claim(&s, "ops", &t("carol", Some("c1")), 4, NOW, F), Err(ClaimError::StaleMaster { .. })));
+        assert!(matches!(claim(&s, "ops", &t("carol", None, 3)), Err(ClaimError::TargetAmbiguous { .. })));
+        assert!(matches!(claim(&s, "ops", &t("carol", Some("c1"), 4)), Err(ClaimError::StaleMaster { .. })));
     }
 
     #[test]
     fn claiming_the_current_master_changes_nothing() {
         let s = snap();
-        let (change, out) = claim(&s, "ops", &t("alice", None), 3, NOW, F).unwrap();
+        let (change, out) = claim(&s, "ops", &t("alice", None, 3)).unwrap();
         assert!(change.is_empty());
         assert!(!out.changed);
         assert_eq!(out.epoch, 3);
@@ -506,7 +522,7 @@ mod tests {
         let mut s = snap();
         s.slot.master = None;
         s.controllers.iter_mut().for_each(|c| c.is_master = false);
-        let (change, out) = claim(&s, "ops", &t("bob", None), 3, NOW, F).unwrap();
+        let (change, out) = claim(&s, "ops", &t("bob", None, 3)).unwrap();
         assert!(change.events.is_empty());
         assert_eq!(out.previous_master, None);
         assert_eq!(out.epoch, 4);

@@ -25,11 +25,9 @@ use shapes::MINUTE_MS;
 pub use shapes::{
     CLAIM_RELEASED, COORDINATOR_ACTOR, Channel, ClaimOutcome, ClaimRow, ClaimStatus, ClaimStep, DEFAULT_SLA_MINUTES,
     DEFAULT_TTL_FLOOR_MINUTES, FocusLease, FocusOutcome, MAX_AS_OF, MAX_FOCUS_MINUTES, MAX_MINUTES, MAX_NEXT_STEP,
-    ReleaseRequest, StewardItem, StewardReport, SweepAction, SweepReport, TakeRequest, TouchRequest,
+    ReleaseRequest, StewardItem, StewardReport, SweepAction, SweepReport, TakeRequest, TaskAddress, TouchRequest,
 };
-pub use shapes::{
-    HELD_BY_PAUSE, HeldBack, PauseOutcome, PauseState, Paused, ProjectPause, ResumeOutcome,
-};
+pub use shapes::{HELD_BY_PAUSE, HeldBack, PauseOutcome, PauseState, Paused, ProjectPause, ResumeOutcome};
 
 /// Refuses a next step that is too long or carries control characters other than newlines.
 pub fn validate_next_step(step: &str) -> Result<(), ClaimError> {
@@ -127,9 +125,9 @@ pub fn take(
     }
     let (ttl_minutes, ttl_raised_from) = floored(req.ttl_minutes, channel)?;
     let claim = ClaimRow {
-        project: req.project.clone(),
-        channel: req.channel.clone(),
-        task: req.task.clone(),
+        project: req.address.project.clone(),
+        channel: req.address.channel.clone(),
+        task: req.address.task.clone(),
         owner: Some(req.seat.clone()),
         status: ClaimStatus::Claimed,
         version: existing.map_or(0, |r| r.version) + 1,
@@ -325,9 +323,7 @@ mod tests {
 
     fn take_req(seat: &str, deputy: Option<&str>, ttl: Option<u32>, step: Option<&str>) -> TakeRequest {
         TakeRequest {
-            project: "p".into(),
-            channel: "c".into(),
-            task: "t".into(),
+            address: TaskAddress::new("p", "c", "t"),
             seat: seat.into(),
             deputy: deputy.map(Into::into),
             ttl_minutes: ttl,
@@ -337,6 +333,29 @@ mod tests {
 
     fn taken(deputy: Option<&str>, ttl: Option<u32>) -> ClaimRow {
         take(None, &channel(), &take_req("a", deputy, ttl, Some("merge it")), 0).unwrap().claim
+    }
+
+    /// A kept answer's fingerprint is a digest of the request's JSON, and a sweep's actions
+    /// travel as JSON: the flattened address leaves both as they were, keys and order.
+    #[test]
+    fn the_address_reads_at_the_top_level_of_the_json() {
+        let req = take_req("a", Some("b"), Some(10), Some("x"));
+        let text = serde_json::to_string(&req).unwrap();
+        let expected =
+            r#"{"project":"p","channel":"c","task":"t","seat":"a","deputy":"b","ttl_minutes":10,"next_step":"x"}"#;
+        assert_eq!(text, expected);
+        assert_eq!(serde_json::from_str::<TakeRequest>(&text).unwrap(), req);
+        let action = SweepAction {
+            address: TaskAddress::new("p", "c", "t"),
+            from: "a".into(),
+            to: None,
+            version: 3,
+            due_at: 60_000,
+        };
+        let text = serde_json::to_string(&action).unwrap();
+        let expected = r#"{"project":"p","channel":"c","task":"t","from":"a","to":null,"version":3,"due_at":60000}"#;
+        assert_eq!(text, expected);
+        assert_eq!(serde_json::from_str::<SweepAction>(&text).unwrap(), action);
     }
 
     #[test]
@@ -366,9 +385,7 @@ mod tests {
         let e = take(Some(&row), &channel(), &take_req("b", None, None, None), 1).unwrap_err();
         assert!(matches!(e, ClaimError::ClaimTaken { .. }));
         let req = ReleaseRequest {
-            project: "p".into(),
-            channel: "c".into(),
-            task: "t".into(),
+            address: TaskAddress::new("p", "c", "t"),
             seat: "a".into(),
             expect_version: Some(1),
             done: false,
@@ -392,9 +409,7 @@ mod tests {
     fn owner_writes_check_the_version_then_the_owner() {
         let row = taken(None, Some(10));
         let mut req = TouchRequest {
-            project: "p".into(),
-            channel: "c".into(),
-            task: "t".into(),
+            address: TaskAddress::new("p", "c", "t"),
             seat: "a".into(),
             expect_version: Some(7),
             deputy: None,

@@ -177,15 +177,37 @@ impl FocusLease {
     }
 }
 
-/// `claim take`.
+/// Where a task is: what every request about one task names. The requests flatten it, so
+/// their JSON reads `project`, `channel` and `task` at the top level: a kept answer's
+/// fingerprint is a digest of that JSON, and a retry must match it across versions.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TakeRequest {
+pub struct TaskAddress {
     /// The project.
     pub project: String,
     /// The channel.
     pub channel: String,
     /// The task.
     pub task: String,
+}
+
+impl TaskAddress {
+    /// `task` in `project`'s `channel`.
+    pub fn new(project: impl Into<String>, channel: impl Into<String>, task: impl Into<String>) -> TaskAddress {
+        TaskAddress { project: project.into(), channel: channel.into(), task: task.into() }
+    }
+
+    /// Where `row` is.
+    pub fn of(row: &ClaimRow) -> TaskAddress {
+        TaskAddress::new(&row.project, &row.channel, &row.task)
+    }
+}
+
+/// `claim take`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TakeRequest {
+    /// Which task.
+    #[serde(flatten)]
+    pub address: TaskAddress,
     /// The seat taking it.
     pub seat: String,
     /// Its deputy, if any.
@@ -199,12 +221,9 @@ pub struct TakeRequest {
 /// `claim touch`: an owner write. Fields left None keep their value.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TouchRequest {
-    /// The project.
-    pub project: String,
-    /// The channel.
-    pub channel: String,
-    /// The task.
-    pub task: String,
+    /// Which task.
+    #[serde(flatten)]
+    pub address: TaskAddress,
     /// The seat (must be the owner).
     pub seat: String,
     /// The version the seat read (compare-and-set); None: whatever the claim is at.
@@ -220,12 +239,9 @@ pub struct TouchRequest {
 /// `claim release`: the owner opens the task again, or marks it done.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReleaseRequest {
-    /// The project.
-    pub project: String,
-    /// The channel.
-    pub channel: String,
-    /// The task.
-    pub task: String,
+    /// Which task.
+    #[serde(flatten)]
+    pub address: TaskAddress,
     /// The seat (must be the owner).
     pub seat: String,
     /// The version the seat read (compare-and-set); None: whatever the claim is at.
@@ -249,12 +265,9 @@ pub struct ClaimOutcome {
 /// One release a sweep made (or, dry, would make).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SweepAction {
-    /// The project.
-    pub project: String,
-    /// The channel.
-    pub channel: String,
-    /// The task.
-    pub task: String,
+    /// Which task.
+    #[serde(flatten)]
+    pub address: TaskAddress,
     /// The owner it was taken from.
     pub from: String,
     /// The deputy it went to; None when it was opened.

@@ -63,8 +63,8 @@ impl App {
                                 tracing::debug!(
                                     sweeper = true,
                                     project,
-                                    channel = %act.channel,
-                                    task = %act.task,
+                                    channel = %act.address.channel,
+                                    task = %act.address.task,
                                     from = %act.from,
                                     to = act.to.as_deref().unwrap_or(""),
                                     version = act.version,

@@ -78,7 +78,7 @@ verb! {
     (TaskPath, TakeReq) -> ClaimOutcome;
     apply |c, path, r, caller| {
         let c = c.with_reason(r.reason.clone())?;
-        c.take(&r.into_request(path.project, path.channel, path.task), caller.bearer.as_ref())
+        c.take(&r.into_request(path.into()), caller.bearer.as_ref())
     }
     const RATE: Rate = Rate::SeatInBody;
     fn names(r: &TakeReq) -> Vec<(&'static str, &str)> {
@@ -90,7 +90,7 @@ verb! {
     /// The owner's write: resets the TTL clock; may change deputy, TTL and next step (`claim touch`).
     TouchClaim = "claim.touch" as "touchClaim": Post "/v1/projects/{project}/channels/{channel}/claims/{task}/touch", auth Seat, write true;
     (TaskPath, TouchReq) -> ClaimOutcome;
-    apply |c, path, r, caller| { c.touch(&r.into_request(path.project, path.channel, path.task)?, caller.bearer.as_ref()) }
+    apply |c, path, r, caller| { c.touch(&r.into_request(path.into())?, caller.bearer.as_ref()) }
     const RATE: Rate = Rate::SeatInBody;
     fn names(r: &TouchReq) -> Vec<(&'static str, &str)> {
         vec![("seat", &r.seat), ("deputy", r.deputy.as_deref().unwrap_or("-"))]
@@ -103,7 +103,7 @@ verb! {
     (TaskPath, ReleaseReq) -> ClaimRow;
     apply |c, path, r, caller| {
         let c = c.with_reason(r.reason.clone())?;
-        c.release_claim(&r.into_request(path.project, path.channel, path.task), caller.bearer.as_ref())
+        c.release_claim(&r.into_request(path.into()), caller.bearer.as_ref())
     }
     const RATE: Rate = Rate::SeatInBody;
     fn names(r: &ReleaseReq) -> Vec<(&'static str, &str)> {
