@@ -356,7 +356,8 @@ pub fn record(dir: &Dir, event: &HistoryEvent) -> Result<(), HistoryError> {
 
 fn record_at(lock_dir: &Path, event: &HistoryEvent, rotate_at: u64) -> Result<(), HistoryError> {
     let fail = |reason: String| HistoryError { path: history_dir(lock_dir).display().to_string(), reason };
-    let hdir = open_history(lock_dir, true).map_err(fail)?.ok_or_else(|| fail("its parent directory is gone".into()))?;
+    let hdir =
+        open_history(lock_dir, true).map_err(fail)?.ok_or_else(|| fail("its parent directory is gone".into()))?;
     let mut line = serde_json::to_vec(event).map_err(|e| fail(e.to_string()))?;
     line.push(b'\n');
     history_log::append_rotating(&hdir, &line, rotate_at, &judge_file).map_err(|e| fail(e.to_string()))?;

@@ -307,9 +307,10 @@ pub fn request_seal(
     if !peer_is_us(&stream) {
         return Err(io_err(io::Error::other("the listening process runs as another user")));
     }
-    let mut line = serde_json::to_vec(&Request { op: "seal".into(), session: session.into(), reason: reason.map(str::to_owned) })
-        .map_err(io::Error::other)
-        .map_err(io_err)?;
+    let mut line =
+        serde_json::to_vec(&Request { op: "seal".into(), session: session.into(), reason: reason.map(str::to_owned) })
+            .map_err(io::Error::other)
+            .map_err(io_err)?;
     line.push(b'\n');
     stream.write_all(&line).map_err(io_err)?;
     stream.set_read_timeout(Some(timeout)).map_err(io_err)?;

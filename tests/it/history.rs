@@ -84,7 +84,8 @@ fn a_handoff_with_reasons_is_listed_with_epoch_host_pid_and_reason() {
     let (a, b) = (LiveHolder::start(), LiveHolder::start());
     let (t1, t2) = (token(&env, "t1"), token(&env, "t2"));
     let (pa, pb) = (a.pid().to_string(), b.pid().to_string());
-    gated(&env, &["acquire", "--session", "s", "--pid", &pa, "--token-file", &t1, "--reason", "first start"]).assert_ok();
+    gated(&env, &["acquire", "--session", "s", "--pid", &pa, "--token-file", &t1, "--reason", "first start"])
+        .assert_ok();
     gated(&env, &["seal", "--session", "s", "--token-file", &t1, "--reason", "node drain"]).assert_ok();
     gated(&env, &["takeover", "--session", "s", "--pid", &pb, "--token-file", &t2, "--reason", "failover, OPS-12"])
         .assert_ok();
@@ -113,8 +114,21 @@ fn a_handoff_with_reasons_is_listed_with_epoch_host_pid_and_reason() {
     let prev = h.events[2].previous.as_ref().expect("a takeover names what it replaced");
     assert_eq!((prev.host.as_str(), prev.pid, prev.epoch), (host.as_str(), pa, 1));
     // The reason is in the history only: never in a lock record qwen-code reads.
-    gated(&env, &["acquire", "--session", "s", "--pid", &pa.to_string(), "--token-file", &token(&env, "t3"), "--reason", "marker-7"])
-        .assert_ok();
+    gated(
+        &env,
+        &[
+            "acquire",
+            "--session",
+            "s",
+            "--pid",
+            &pa.to_string(),
+            "--token-file",
+            &token(&env, "t3"),
+            "--reason",
+            "marker-7",
+        ],
+    )
+    .assert_ok();
     let record = std::fs::read_to_string(env.lock("s")).unwrap();
     assert!(!record.contains("marker-7") && !record.contains("reason"), "{record}");
     // The human table says the same.
@@ -149,7 +163,11 @@ fn a_history_survives_a_crash_mid_seal_and_still_lists_what_happened() {
     std::fs::write(&log, bytes).unwrap();
 
     let h = history(&env, &[]);
-    assert_eq!(h.events.iter().map(|e| e.event.as_str()).collect::<Vec<_>>(), ["acquire"], "no seal line: it never happened");
+    assert_eq!(
+        h.events.iter().map(|e| e.event.as_str()).collect::<Vec<_>>(),
+        ["acquire"],
+        "no seal line: it never happened"
+    );
     assert_eq!(h.skipped_lines, 1, "the torn line is skipped and counted");
     let r = env.run(&["history"]);
     r.assert_ok();
@@ -157,15 +175,22 @@ fn a_history_survives_a_crash_mid_seal_and_still_lists_what_happened() {
 
     // The writer is gone; the operator fences and recovers, then a plain acquire reclaims.
     holder.stop();
-    let r = gated(&env, &["recover", "--session", "s", "--writers-fenced", "--yes", "--json", "--reason", "crash at 03:12"]);
+    let r = gated(
+        &env,
+        &["recover", "--session", "s", "--writers-fenced", "--yes", "--json", "--reason", "crash at 03:12"],
+    );
     r.assert_ok();
     let t2 = token(&env, "t2");
     let me = std::process::id().to_string();
-    gated(&env, &["acquire", "--session", "s", "--pid", &me, "--token-file", &t2, "--reason", "back in service"]).assert_ok();
+    gated(&env, &["acquire", "--session", "s", "--pid", &me, "--token-file", &t2, "--reason", "back in service"])
+        .assert_ok();
 
     let h = history(&env, &[]);
     let got: Vec<(&str, Option<&str>)> = h.events.iter().map(|e| (e.event.as_str(), e.reason.as_deref())).collect();
-    assert_eq!(got, [("acquire", Some("start")), ("recover", Some("crash at 03:12")), ("reclaim", Some("back in service"))]);
+    assert_eq!(
+        got,
+        [("acquire", Some("start")), ("recover", Some("crash at 03:12")), ("reclaim", Some("back in service"))]
+    );
     let recover = &h.events[1];
     assert!(recover.detail.as_deref().is_some_and(|d| d.contains("moved aside")), "{recover:?}");
     assert_eq!(recover.epoch, None);
@@ -218,8 +243,10 @@ fn a_bad_reason_is_refused_before_anything_changes() {
         assert!(!env.lock("s").exists(), "{bad:?}: the lock was taken");
         assert!(!std::path::Path::new(&t).exists(), "{bad:?}: the token file was made");
     }
-    env.run(&["acquire", "--session", "s", "--pid", &pid, "--token-file", &t, "--reason", &"x".repeat(512)]).assert_ok();
-    env.run(&["release", "--json", "--session", "s", "--token-file", &t, "--reason", "bad\u{7}"]).assert_error(2, "invalid_argument");
+    env.run(&["acquire", "--session", "s", "--pid", &pid, "--token-file", &t, "--reason", &"x".repeat(512)])
+        .assert_ok();
+    env.run(&["release", "--json", "--session", "s", "--token-file", &t, "--reason", "bad\u{7}"])
+        .assert_error(2, "invalid_argument");
     assert!(env.lock("s").exists(), "a refused release released");
     // A preStop seal (no token) checks its reason before it asks any supervisor.
     let r = gated(&env, &["seal", "--json", "--session", "s", "--reason", "two\nlines"]);
@@ -344,8 +371,18 @@ fn concurrent_writerctl_processes_keep_every_history_line_whole() {
                 for i in 0..ROUNDS {
                     let t = token(env, &format!("{session}-{i}"));
                     let reason = format!("process {n} round {i}");
-                    env.run(&["acquire", "--session", &session, "--pid", &pid, "--token-file", &t, "--reason", &reason])
-                        .assert_ok();
+                    env.run(&[
+                        "acquire",
+                        "--session",
+                        &session,
+                        "--pid",
+                        &pid,
+                        "--token-file",
+                        &t,
+                        "--reason",
+                        &reason,
+                    ])
+                    .assert_ok();
                     env.run(&["release", "--session", &session, "--token-file", &t, "--reason", &reason]).assert_ok();
                 }
             });
@@ -363,7 +400,9 @@ fn concurrent_writerctl_processes_keep_every_history_line_whole() {
             .collect();
         // Each process's own lines stay in its order.
         let want: Vec<(&str, String)> = (0..ROUNDS)
-            .flat_map(|i| [("acquire", format!("process {n} round {i}")), ("release", format!("process {n} round {i}"))])
+            .flat_map(|i| {
+                [("acquire", format!("process {n} round {i}")), ("release", format!("process {n} round {i}"))]
+            })
             .collect();
         assert_eq!(mine, want.iter().map(|(e, r)| (*e, r.as_str())).collect::<Vec<_>>());
     }

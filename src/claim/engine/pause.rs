@@ -27,7 +27,8 @@ impl Coordinator {
         validate_name("project", project)?;
         // The reason goes on the audit row's own column too, where `audit` and
         // `audit export` show every verb's --reason.
-        let audit = AuditEntry { reason: Some(reason.to_string()), ..self.audit(project, "project.pause", actor.into(), None) };
+        let audit =
+            AuditEntry { reason: Some(reason.to_string()), ..self.audit(project, "project.pause", actor.into(), None) };
         self.write_pause(audit, &json!([reason, until]), |existing, now| {
             let (record, replaced) = work_claims::pause::pause(existing, project, reason, until, actor, now)?;
             let out = PauseOutcome { project: project.into(), paused: record.view(), replaced };

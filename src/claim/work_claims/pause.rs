@@ -9,9 +9,9 @@
 //! pause cannot freeze work that someone is actively moving.
 
 use super::shapes::{HELD_BY_PAUSE, HeldBack, MAX_AS_OF, Paused, ProjectPause};
-use crate::claim::names::validate_reason;
 use crate::claim::clock::Millis;
 use crate::claim::error::ClaimError;
+use crate::claim::names::validate_reason;
 use crate::claim::work_claims::ClaimRow;
 
 /// Refuses an `until` that is not after `now` (a pause that ended before it began would

@@ -179,7 +179,8 @@ pub fn append_rotating(
         }
         match lstat_at(dir, OsStr::new(CURRENT)) {
             Ok(now) if now.same_identity(&meta) => {
-                rfs::renameat(dir, CURRENT, dir, PREVIOUS).map_err(|e| AppendError::Io("rotate the history log", errno_io(e)))?;
+                rfs::renameat(dir, CURRENT, dir, PREVIOUS)
+                    .map_err(|e| AppendError::Io("rotate the history log", errno_io(e)))?;
                 rotated = true;
             }
             // Rotated (or removed) by someone else since our open: just reopen.
@@ -230,8 +231,12 @@ pub fn read_generation(
     cap: u64,
     check: &dyn Fn(&FileMeta) -> Result<(), String>,
 ) -> Result<Option<(Vec<u8>, bool)>, AppendError> {
-    let fd = match rfs::openat(dir, name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC, Mode::empty())
-    {
+    let fd = match rfs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
         Ok(fd) => fd,
         Err(Errno::NOENT) => return Ok(None),
         Err(Errno::LOOP) => return Err(AppendError::Untrusted(format!("{name} is a symlink; it is never followed"))),
@@ -351,8 +356,14 @@ mod tests {
         let e = append_rotating(&h, b"x\n", 1 << 20, &ok).unwrap_err();
         assert!(matches!(e, AppendError::Untrusted(ref w) if w.contains("2 link")), "{e}");
         std::fs::remove_file(hd.join(CURRENT)).unwrap();
-        rustix::fs::mknodat(rustix::fs::CWD, hd.join(CURRENT), rustix::fs::FileType::Fifo, Mode::from_raw_mode(0o600), 0)
-            .unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            hd.join(CURRENT),
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
         assert!(append_rotating(&h, b"x\n", 1 << 20, &ok).is_err());
         assert_eq!(std::fs::read(&victim).unwrap(), b"{}", "the lock record is untouched");
         // Reading refuses them the same way.
