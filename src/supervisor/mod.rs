@@ -311,6 +311,8 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
         return give_back(cfg, &lease, RunError::PidNamespaceRefused(why.clone()), log);
     }
     let pgid = child.id();
+    // The writer runs under the lease: a reclaimed predecessor's holder file is residue now.
+    crate::lockfile::acquire::settle(&cfg.site, &lease);
     log(Event::ChildStarted(pgid));
     // Never `Child::wait`: the reaper thread owns every wait, including orphans.
     drop(child);
@@ -491,6 +493,16 @@ fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<Started, RunError> {
         // Named for writers that close inherited descriptors: this one must stay open.
         cmd.env("WRITERCTL_HOLDER_LOCK_FD", fd.as_raw_fd().to_string());
     }
+    // Issue 38 item 4: the transcript's own lock goes to the writer's tree too, so no other
+    // session can take the transcript while any process of that tree lives.
+    let transcript_lock = match lease.transcript_lock.as_ref().map(|t| t.inheritable_dup()).transpose() {
+        Ok(fd) => fd.flatten(),
+        Err(source) => return Err(RunError::Spawn { command: "the transcript lock (dup)".into(), source }),
+    };
+    if let Some(fd) = &transcript_lock {
+        use std::os::fd::AsRawFd;
+        cmd.env("WRITERCTL_TRANSCRIPT_LOCK_FD", fd.as_raw_fd().to_string());
+    }
     cmd.env("WRITERCTL_RUNTIME_DIR", &cfg.transcript.runtime_dir)
         .env("WRITERCTL_SESSION", &cfg.site.session_id)
         .env("WRITERCTL_LOCK", cfg.site.lock_path())
@@ -513,6 +525,7 @@ fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<Started, RunError> {
     }
     let child = cmd.spawn().map_err(spawn_err);
     drop(inherited);
+    drop(transcript_lock);
     let child = child?;
     let (report, exits) = match report_pipe {
         Some((r, w)) => {
@@ -936,6 +949,7 @@ fn hand_off(cfg: &RunConfig, lease: &Lease, seal_it: bool, log: &mut dyn FnMut(E
         )
         .map_err(RunError::HandoffFailed)?;
         log(Event::Sealed(&out));
+        release_transcript_lock(lease);
         Ok(Handoff::Sealed {
             sealed_at: out.sealed_at,
             transcript: out.proof,
@@ -943,7 +957,17 @@ fn hand_off(cfg: &RunConfig, lease: &Lease, seal_it: bool, log: &mut dyn FnMut(E
         })
     } else {
         release(&cfg.site, &lease.owner).map_err(RunError::HandoffFailed)?;
+        release_transcript_lock(lease);
         log(Event::Released);
         Ok(Handoff::Released)
+    }
+}
+
+/// The session is handed off: the next writer must be able to take the transcript's lock,
+/// even while this supervisor stays (after a preStop, until the pod's SIGTERM). The writer's
+/// tree, which held the other copies, is gone (the drain proved it).
+fn release_transcript_lock(lease: &Lease) {
+    if let Some(t) = &lease.transcript_lock {
+        t.release();
     }
 }

@@ -8,6 +8,7 @@ mod throwaway;
 
 mod abuse_net;
 mod acquire_release;
+mod arbiter;
 mod book;
 mod budget;
 mod codes;
