@@ -24,6 +24,7 @@ mod grafana;
 mod handoff;
 mod history;
 mod hostile;
+mod hung_lockdir;
 mod identity;
 mod master;
 mod master_history;
