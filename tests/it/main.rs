@@ -51,6 +51,7 @@ mod soak;
 mod staged;
 mod store_bounds;
 mod supervisor_death;
+mod torn_tail;
 mod trusted_groups;
 mod watch;
 mod work;
