@@ -31,6 +31,11 @@ use super::session::{resolve, runtime_dir};
 /// guard and temp file (and a malformed or fenced primary) into a dated folder beside the locks —
 /// never deleting — and appends an audit line per action to writerctl-recovery.log there. A sealed
 /// primary, a running owner and a stale active record (plain acquire reclaims it) are left alone.
+///
+/// A transcript that ends in an incomplete line (a writer killed mid-append) is repaired when no
+/// lock holder can write it: its incomplete line is kept in a side file beside it
+/// (<name>.torn-<UTC time>-<pid>, mode 0600, fsynced), then it is truncated at its last complete
+/// line — refused if the kernel says something still has it open for writing.
 #[derive(Debug, Args)]
 pub struct RecoverArgs {
     #[command(flatten)]
@@ -123,6 +128,7 @@ fn describe(a: &Action) -> (&'static str, &str, &str) {
         Action::Restore { file, reason, .. } => ("restore", file, reason),
         Action::MoveAside { file, reason, .. } => ("move aside", file, reason),
         Action::Keep { file, reason } => ("keep", file, reason),
+        Action::RepairTail { file, reason, .. } => ("repair tail", file, reason),
     }
 }
 
@@ -131,12 +137,19 @@ fn summary(done: &[Done], folder: &str) -> String {
     let count = |verb: &str, ok: bool| {
         done.iter().filter(|d| describe(&d.action).0 == verb && d.result.starts_with("ok") == ok).count()
     };
-    let failed = count("restore", false) + count("move aside", false);
-    format!(
-        "{} predecessor(s) restored, {} file(s) moved aside into {folder}, {failed} failed",
+    let failed = count("restore", false) + count("move aside", false) + count("repair tail", false);
+    let mut said = format!(
+        "{} predecessor(s) restored, {} file(s) moved aside into {folder}",
         count("restore", true),
         count("move aside", true)
-    )
+    );
+    // A tail repair says where the cut bytes went (issue 38).
+    for d in done.iter().filter(|d| d.result.starts_with("ok")) {
+        if let Action::RepairTail { file, complete_bytes, side_file, .. } = &d.action {
+            said.push_str(&format!(", {file} truncated at byte {complete_bytes} (cut bytes kept in {side_file})"));
+        }
+    }
+    format!("{said}, {failed} failed")
 }
 
 /// Runs `recover`.

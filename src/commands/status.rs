@@ -345,6 +345,17 @@ fn report(args: &StatusArgs, rt: &Path, one: bool, out: Output) -> Result<Shown>
         let label = if f.kind == SideKind::HolderLock { "side file:" } else { "residue:  " };
         lines.push(format!("{label} {} — {}", f.name, f.meaning));
     }
+    if let Some(t) = &s.transcript_tail {
+        if t.state != "clean" {
+            lines.push(format!(
+                "transcript: {} — ends in an incomplete line at byte {} (last complete line ends at byte {})",
+                t.state, t.length, t.complete_bytes
+            ));
+        }
+        for f in &t.kept_cut_files {
+            lines.push(format!("cut bytes: {f} — cut bytes kept by recover (the transcript's incomplete last line)"));
+        }
+    }
     lines.push(format!("next step: {}", s.next_step));
     // Each entry is one line of our layout; a CR, LF or ESC inside a field (a hostname from
     // the record, a side-file name) is escaped so it cannot forge another line (issue 22).

@@ -11,7 +11,8 @@
 //!
 //! Read-only, like `status`: nothing is created (not even a missing lock directory), no
 //! probe file is written (the hard-link probe [`super::filesystem::refuses_hard_links`]
-//! is never run here), no lock is taken, no transcript is hashed. Every verdict comes from
+//! is never run here), no lock is taken, no transcript is hashed (only the last bytes of
+//! each transcript under `R/chats` are read, to find a torn tail). Every verdict comes from
 //! the rule the engine itself applies — [`super::filesystem::judge`] for the filesystem,
 //! [`super::trust::require_trusted_on`] for the directories, [`super::status::status_all`]
 //! and its `next_step` for the locks — so doctor cannot pass what a command would refuse.
@@ -24,10 +25,11 @@ use super::error::LockError;
 use super::filesystem::{Family, Filesystem, allowed_types, judge, of_nearest_existing};
 use super::identity::ProcessProbe;
 use super::liveness::{LiveReason, Liveness};
-use super::paths::LOCK_SUBDIR;
+use super::paths::{LOCK_SUBDIR, decode_uri_component};
 use super::site::check_runtime_dir;
-use super::status::{LivenessView, LockState, SessionStatus, status_all};
+use super::status::{LivenessView, LockState, SessionStatus, repair_would_be_planned, status_all};
 use super::sys::{Kind, is_enoent, lstat_path, stat_path};
+use super::transcript::{Tail, TranscriptKey, tail_of};
 use super::trust::{TRUSTED_GROUPS_ENV, require_trusted_on, trusted_groups};
 use crate::doctor::{Check, Verdict};
 
@@ -63,6 +65,7 @@ pub fn diagnose(runtime_dir: &Path, probe: &dyn ProcessProbe) -> Vec<Check> {
         Ok(sessions) => {
             checks.push(summary(&sessions));
             checks.extend(sessions.iter().filter_map(lock_check));
+            checks.extend(torn_tail_checks(runtime_dir, &sessions));
         }
         Err(e) => checks.push(from_error("locks", &e)),
     }
@@ -248,6 +251,44 @@ fn lock_check(s: &SessionStatus) -> Option<Check> {
         detail.push_str(&format!("; {p}"));
     }
     Some(Check { name, verdict, detail, hint: Some(s.next_step.clone()) })
+}
+
+/// Issue 38, reproduction 7: one `transcript.<session id>` check (fail) per transcript
+/// under `R/chats` (writerctl's default layout) that ends in an incomplete line where
+/// `recover` would repair it — no lock, a stale one, or a fenced one. A session whose lock
+/// a live writer holds (it may be mid-append), that is sealed (its proof decides) or in
+/// transition is left to its lock check. The hint is the repair command; every later
+/// `acquire` and `run` is refused until it runs, so this is not a warning.
+///
+/// Cost: one listing of `R/chats` and, per transcript, an open, an `fstat` and a one-byte
+/// read — the backwards search for the last newline runs only for a torn one.
+fn torn_tail_checks(runtime_dir: &Path, sessions: &[SessionStatus]) -> Vec<Check> {
+    let Ok(listing) = std::fs::read_dir(runtime_dir.join("chats")) else { return Vec::new() };
+    let mut names: Vec<String> =
+        listing.filter_map(|e| e.ok()?.file_name().into_string().ok()).filter(|n| n.ends_with(".jsonl")).collect();
+    names.sort();
+    let mut checks = Vec::new();
+    for name in names {
+        let Some(session_id) = decode_uri_component(name.trim_end_matches(".jsonl")) else { continue };
+        let Ok(key) = TranscriptKey::parse(&format!("chats/{name}")) else { continue };
+        let Ok(Tail::Torn { complete, length }) = tail_of(runtime_dir, &key) else { continue };
+        let status = sessions.iter().find(|s| s.session_id == session_id);
+        if status.is_some_and(|s| !repair_would_be_planned(s)) {
+            continue;
+        }
+        checks.push(Check::with(
+            format!("transcript.{session_id}"),
+            Verdict::Fail,
+            format!(
+                "torn: {} ends in an incomplete line at byte {length} (last complete line ends at byte {complete}); `acquire` and `run` refuse it",
+                key.as_str()
+            ),
+            format!(
+                "once no writer can reach it, `writerctl recover --session {session_id} --writers-fenced --yes` keeps the incomplete line in a side file beside the transcript and truncates it at byte {complete}"
+            ),
+        ));
+    }
+    checks
 }
 
 #[cfg(test)]

@@ -167,6 +167,57 @@ fn environment_hint(e: &io::Error) -> &'static str {
     }
 }
 
+/// What a [`LockError::TranscriptChanged`] found.
+///
+/// Why two kinds (issue 38, reproduction 7): a transcript that differs from a sealed proof
+/// and one that merely ends mid-line (a writer killed while appending, no seal anywhere)
+/// share the code `session_transcript_changed`, but not the story or the way out. The
+/// second says where the line breaks off and names the repair, instead of a seal that does
+/// not exist.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TranscriptChange {
+    /// Against a proof or an earlier read: what differs, in words (never the path).
+    Described(String),
+    /// The transcript ends in an incomplete line; no seal is involved.
+    Torn {
+        /// Where the last complete line ends (the offset just past the last `\n`).
+        complete: u64,
+        /// The transcript's length.
+        length: u64,
+    },
+}
+
+impl From<&str> for TranscriptChange {
+    fn from(s: &str) -> TranscriptChange {
+        TranscriptChange::Described(s.to_owned())
+    }
+}
+
+impl From<String> for TranscriptChange {
+    fn from(s: String) -> TranscriptChange {
+        TranscriptChange::Described(s)
+    }
+}
+
+impl std::fmt::Display for TranscriptChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TranscriptChange::Described(s) => f.write_str(s),
+            TranscriptChange::Torn { complete, length } => write!(
+                f,
+                "the transcript ends in an incomplete line at byte {length} (last complete line ends at byte {complete})"
+            ),
+        }
+    }
+}
+
+fn transcript_changed_message(reason: &TranscriptChange) -> String {
+    match reason {
+        TranscriptChange::Described(_) => format!("session transcript changed: {reason}"),
+        TranscriptChange::Torn { .. } => format!("session transcript is torn: {reason}"),
+    }
+}
+
 /// An error of the lock-file engine.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
@@ -220,10 +271,10 @@ pub enum LockError {
         reason: String,
     },
     /// The transcript no longer matches (changed, appended, truncated, replaced, re-linked).
-    #[error("session transcript changed: {reason}")]
+    #[error("{}", transcript_changed_message(.reason))]
     TranscriptChanged {
         /// What differs (never the transcript path).
-        reason: String,
+        reason: TranscriptChange,
     },
     /// The transcript path is unsafe: a symlink, not a regular file, outside R.
     #[error("session transcript path is unsafe: {reason}")]
@@ -426,6 +477,9 @@ impl LockError {
             LockError::RuntimeDirMissing(_) => {
                 "create it, or point --runtime-dir / WRITERCTL_RUNTIME_DIR / QWEN_RUNTIME_DIR at the right directory".into()
             }
+            LockError::TranscriptChanged { reason: TranscriptChange::Torn { complete, .. } } => format!(
+                "a writer stopped in the middle of a line; this is not a seal. Once no writer can reach the transcript, `writerctl recover --session ID --writers-fenced --yes` keeps the incomplete line in a side file beside the transcript and truncates it at byte {complete}; `writerctl status --session ID` shows both offsets"
+            ),
             LockError::TranscriptChanged { .. } => {
                 "the sealed proof no longer matches the transcript; nothing was changed. Something appended to or replaced the transcript after the seal: fence every writer, decide which transcript is authoritative, then `writerctl recover`".into()
             }

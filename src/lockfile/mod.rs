@@ -62,6 +62,7 @@ pub mod seal;
 pub mod site;
 pub mod status;
 pub mod sys;
+pub mod tail_repair;
 pub mod transcript;
 pub mod transcript_lock;
 pub mod transition;

@@ -30,6 +30,7 @@ use super::site::{LockSite, TranscriptRef, sync_error};
 use super::status::entries_of_lock;
 use super::sys::ReadRegular;
 use super::sys::{self, Kind};
+use super::tail_repair::{self, TornTail};
 use super::transcript::{ProofOptions, read_proof};
 
 /// Name of the audit log in the lock directory.
@@ -65,6 +66,26 @@ pub enum Action {
     Keep {
         /// Name for output.
         file: String,
+        /// Why.
+        reason: String,
+    },
+    /// Keep the transcript's incomplete last line in a side file beside it, then truncate
+    /// the transcript at its last complete line (issue 38: a torn tail has a path back).
+    RepairTail {
+        /// The torn transcript as planned (not serialized).
+        #[serde(skip)]
+        torn: TornTail,
+        /// The side file's name in the transcript's directory (not serialized).
+        #[serde(skip)]
+        side_name: String,
+        /// The transcript's key beneath the runtime directory.
+        file: String,
+        /// Where its last complete line ends: its length after the repair.
+        complete_bytes: u64,
+        /// How many bytes move into the side file.
+        cut_bytes: u64,
+        /// The side file, as a key beneath the runtime directory.
+        side_file: String,
         /// Why.
         reason: String,
     },
@@ -214,6 +235,7 @@ pub fn plan_from(
         };
         actions.push(action);
     }
+    actions.extend(plan_tail_repair(site, transcript, &actions, blocked.is_some(), probe));
     Ok(Plan { session_id: site.session_id.clone(), actions, blocked })
 }
 
@@ -279,6 +301,99 @@ impl PrimaryAction {
             }
         }
     }
+}
+
+/// Whether the primary lock leaves the transcript to no writer, for a tail repair
+/// (issue 38).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TailGate {
+    /// No record, or a stale one: nothing recorded can still write the transcript.
+    Free,
+    /// A fenced active record: free only if this plan moves it aside.
+    IfMovedAside,
+    /// Something may write the transcript, or a record decides what it must hold.
+    Closed(&'static str),
+}
+
+impl TailGate {
+    fn of(primary: &Inspection) -> TailGate {
+        match primary {
+            Inspection::Missing => TailGate::Free,
+            Inspection::Active(_, Liveness::Stale(_)) => TailGate::Free,
+            Inspection::Active(_, Liveness::Live(LiveReason::Running)) => {
+                TailGate::Closed("a running owner holds the lock and may be in the middle of an append")
+            }
+            Inspection::Active(_, Liveness::Live(LiveReason::HolderLockHeld)) => TailGate::Closed(
+                "the lock's holder lock is held: a process of its tree may be in the middle of an append",
+            ),
+            Inspection::Active(..) => TailGate::IfMovedAside,
+            Inspection::Sealed(_) => {
+                TailGate::Closed("the lock is sealed: its proof, not a repair, decides what the transcript must hold")
+            }
+            _ => TailGate::Closed(
+                "the lock holds no record that says who writes the transcript; run recover again once it is moved aside",
+            ),
+        }
+    }
+}
+
+/// The tail repair of this session's transcript, if it is torn (issue 38, reproduction 7:
+/// a writer killed mid-line left every later acquire refused and nothing planned).
+///
+/// Planned only when nothing recorded can still write the transcript: the primary is
+/// missing (and no crashed transition's predecessor is being restored), stale, or a fenced
+/// record this plan moves aside — never beside a running owner, a held holder lock, a
+/// sealed record (its proof covers the bytes) or a blocked plan. Otherwise a `keep` line
+/// says why. The repair itself asks the kernel again, right before it cuts
+/// ([`tail_repair::repair`]). A transcript that cannot be read plans nothing: acquisition
+/// reports it as it is.
+///
+/// The primary is inspected again here, and only for a torn transcript: the plan above
+/// consumed its inspection, and a clean transcript (every session, nearly always) costs a
+/// directory scan nothing more than its tail check. Should the record have changed in
+/// between, this judges the newer one; the repair re-checks everything before it cuts.
+fn plan_tail_repair(
+    site: &LockSite,
+    transcript: Option<&TranscriptRef>,
+    actions: &[Action],
+    blocked: bool,
+    probe: &dyn ProcessProbe,
+) -> Option<Action> {
+    let t = transcript?;
+    let torn = tail_repair::find(&t.runtime_dir, &t.key).ok()??;
+    let gate = TailGate::of(&inspect_record(&site.dir, &site.paths.lock_name, &site.session_id, &site.local, probe));
+    let lock = site.paths.lock_name.as_str();
+    let moves_primary = actions.iter().any(|a| matches!(a, Action::MoveAside { name, .. } if name == lock));
+    let restores = actions.iter().any(|a| matches!(a, Action::Restore { .. }));
+    let why_not = match gate {
+        _ if blocked => Some("the plan is blocked (see above)"),
+        TailGate::Closed(why) => Some(why),
+        TailGate::IfMovedAside if !moves_primary => Some("the lock's active record stays in place"),
+        _ if restores => Some("a crashed transition's record is restored first; run recover again after it"),
+        _ => None,
+    };
+    let (complete, length) = (torn.complete, torn.length);
+    let found = format!(
+        "the transcript ends in an incomplete line at byte {length} (last complete line ends at byte {complete})"
+    );
+    let file = t.key.as_str().to_owned();
+    if let Some(why) = why_not {
+        return Some(Action::Keep { file, reason: format!("{found}; not repaired: {why}") });
+    }
+    let side_name = tail_repair::side_file_name(&t.key, OffsetDateTime::now_utc(), sys::own_pid());
+    let side_file = tail_repair::side_file_key(&t.key, &side_name);
+    let cut_bytes = torn.cut_bytes();
+    Some(Action::RepairTail {
+        reason: format!(
+            "{found}; no writer is recorded: keep the {cut_bytes} cut byte(s) in {side_file}, then truncate the transcript at byte {complete}"
+        ),
+        torn,
+        side_name,
+        file,
+        complete_bytes: complete,
+        cut_bytes,
+        side_file,
+    })
 }
 
 /// The record held by `L.claim`, if it is a valid active record.
@@ -377,6 +492,10 @@ pub fn execute(site: &LockSite, plan: &Plan) -> Result<(Vec<Done>, Option<String
                     Err(e) => format!("failed: {e}"),
                 }
             }
+            Action::RepairTail { torn, side_name, .. } => match tail_repair::repair(torn, side_name) {
+                Ok(_) => "ok".into(),
+                Err(e) => format!("failed: {e}"),
+            },
         };
         if result.starts_with("failed") {
             failed = true;
@@ -450,9 +569,17 @@ fn audit(
         Action::Restore { file, .. } => ("restore", file),
         Action::MoveAside { file, .. } => ("move_aside", file),
         Action::Keep { file, .. } => ("keep", file),
+        Action::RepairTail { file, .. } => ("repair_tail", file),
+    };
+    // A tail repair's line names where the cut bytes went, and the cut.
+    let repair = match action {
+        Action::RepairTail { side_file, complete_bytes, cut_bytes, .. } => {
+            format!(" side_file={side_file:?} complete_bytes={complete_bytes} cut_bytes={cut_bytes}")
+        }
+        _ => String::new(),
     };
     let line = format!(
-        "{} pid={} session={:?} action={verb} file={file:?} folder={folder:?} result={result:?}",
+        "{} pid={} session={:?} action={verb} file={file:?}{repair} folder={folder:?} result={result:?}",
         format_timestamp(OffsetDateTime::now_utc()),
         sys::own_pid(),
         site.session_id
@@ -516,5 +643,106 @@ mod tests {
         assert!(moved_out(&site, &site.paths.claim(), &dest).starts_with("failed: the file is still"));
         std::fs::remove_file(site.paths.dir.join(site.paths.claim())).unwrap();
         assert!(moved_out(&site, &site.paths.claim(), &dest).starts_with("failed: the moved file is not"));
+    }
+
+    struct Gone;
+    impl ProcessProbe for Gone {
+        fn signal0(&self, _: u64) -> sys::Signal0 {
+            sys::Signal0::NoSuchProcess
+        }
+        fn start_identity(&self, _: u64) -> Option<String> {
+            None
+        }
+    }
+
+    const TORN: &[u8] = b"{\"a\":1}\n{\"to";
+
+    fn torn_site() -> (tempfile::TempDir, LockSite, TranscriptRef) {
+        let t = tempfile::tempdir().unwrap();
+        let site = open_site(t.path(), LockPaths::for_session(t.path(), "s"), "s", DirMode::Create).unwrap();
+        std::fs::create_dir_all(t.path().join("chats")).unwrap();
+        std::fs::write(t.path().join("chats/s.jsonl"), TORN).unwrap();
+        let tr = TranscriptRef {
+            runtime_dir: t.path().to_path_buf(),
+            key: crate::lockfile::transcript::TranscriptKey::default_for("s").unwrap(),
+        };
+        (t, site, tr)
+    }
+
+    fn repairs(p: &Plan) -> Vec<&Action> {
+        p.actions.iter().filter(|a| matches!(a, Action::RepairTail { .. })).collect()
+    }
+
+    /// Issue 38, reproduction 7: `recover` planned nothing for a torn transcript and exited
+    /// 0, leaving every later acquire refused.
+    #[test]
+    fn a_torn_tail_with_no_recorded_writer_is_planned_and_repaired_with_its_bytes_kept() {
+        let (t, site, tr) = torn_site();
+        let p = plan(&site, Some(&tr), &SystemProbe).unwrap();
+        assert!(p.changes_anything() && p.blocked.is_none(), "{p:?}");
+        let planned = repairs(&p);
+        assert_eq!(planned.len(), 1, "{p:?}");
+        let json = serde_json::to_value(planned[0]).unwrap();
+        assert_eq!(json["action"], "repair_tail");
+        assert_eq!(
+            (json["file"].as_str(), json["complete_bytes"].as_u64(), json["cut_bytes"].as_u64()),
+            (Some("chats/s.jsonl"), Some(8), Some(4))
+        );
+        let side_file = json["side_file"].as_str().unwrap().to_owned();
+        assert!(side_file.starts_with("chats/s.jsonl.torn-"), "{side_file}");
+        assert!(json["reason"].as_str().unwrap().contains("last complete line ends at byte 8"), "{json}");
+        let (done, _) = execute(&site, &p).unwrap();
+        let result: Vec<&str> = done.iter().map(|d| d.result.as_str()).collect();
+        assert_eq!(result, vec!["ok"], "{done:?}");
+        assert_eq!(std::fs::read(t.path().join("chats/s.jsonl")).unwrap(), &TORN[..8]);
+        assert_eq!(std::fs::read(t.path().join(&side_file)).unwrap(), &TORN[8..]);
+        let log = std::fs::read_to_string(site.paths.dir.join(AUDIT_LOG)).unwrap();
+        assert!(
+            log.contains("action=repair_tail")
+                && log.contains(&format!("side_file={side_file:?}"))
+                && log.contains("result=\"ok\""),
+            "{log}"
+        );
+        // Repaired: nothing more to plan.
+        assert!(repairs(&plan(&site, Some(&tr), &SystemProbe).unwrap()).is_empty());
+    }
+
+    #[test]
+    fn a_torn_tail_beside_a_running_owner_is_kept_and_beside_a_stale_one_is_repaired() {
+        let (t, site, tr) = torn_site();
+        let opts = crate::lockfile::AcquireOptions {
+            holder: crate::lockfile::identity::holder(sys::own_pid()),
+            process_kind: "unknown".into(),
+            reclaim: crate::lockfile::ReclaimPolicy::Local,
+            transcript: None,
+            certified: None,
+            holder_lock: false,
+        };
+        crate::lockfile::acquire(&site, &opts, &SystemProbe).unwrap();
+        // This process runs and holds the lock: it may be in the middle of an append.
+        let p = plan(&site, Some(&tr), &SystemProbe).unwrap();
+        assert!(p.blocked.is_some() && repairs(&p).is_empty(), "{p:?}");
+        let kept = p.actions.iter().find(|a| matches!(a, Action::Keep { file, .. } if file == "chats/s.jsonl"));
+        let Some(Action::Keep { reason, .. }) = kept else { panic!("no keep line for the transcript: {p:?}") };
+        assert!(reason.contains("incomplete line at byte 12") && reason.contains("not repaired"), "{reason}");
+        // The same record, its holder gone: stale, so nothing recorded can write.
+        let p = plan(&site, Some(&tr), &Gone).unwrap();
+        assert!(p.blocked.is_none() && repairs(&p).len() == 1, "{p:?}");
+        execute(&site, &p).unwrap();
+        assert_eq!(std::fs::read(t.path().join("chats/s.jsonl")).unwrap(), &TORN[..8]);
+        assert!(site.lock_path().exists(), "the stale record stays for plain acquire to reclaim");
+    }
+
+    #[test]
+    fn a_writer_that_opened_the_transcript_after_the_plan_stops_the_repair() {
+        let (t, site, tr) = torn_site();
+        let p = plan(&site, Some(&tr), &SystemProbe).unwrap();
+        let writer = std::fs::OpenOptions::new().append(true).open(t.path().join("chats/s.jsonl")).unwrap();
+        let (done, _) = execute(&site, &p).unwrap();
+        assert!(done[0].result.starts_with("failed: another open file description can still write"), "{done:?}");
+        assert_eq!(std::fs::read(t.path().join("chats/s.jsonl")).unwrap(), TORN, "not cut");
+        let log = std::fs::read_to_string(site.paths.dir.join(AUDIT_LOG)).unwrap();
+        assert!(log.contains("action=repair_tail") && log.contains("result=\"failed"), "{log}");
+        drop(writer);
     }
 }

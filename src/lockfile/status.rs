@@ -20,7 +20,8 @@ use super::primitives::{Inspection, inspect_record, inspect_records_read};
 use super::record::{LockRecord, OwnerFields, Schema, TranscriptProof, parse_record};
 use super::site::{TranscriptRef, check_runtime_dir, open_lock_dir};
 use super::sys::{Dir, ReadRegular, is_enoent};
-use super::transcript::{ProofOptions, read_proof};
+use super::tail_repair::kept_cut_files;
+use super::transcript::{ProofOptions, Tail, open_tail, read_proof};
 
 /// The coarse state of a session's lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -151,6 +152,25 @@ pub struct SessionStatus {
     pub problem: Option<String>,
     /// The next safe step, in words.
     pub next_step: String,
+    /// How the session's transcript ends (`None` when not looked at: the status of every
+    /// session reads no transcript).
+    pub transcript_tail: Option<TailView>,
+}
+
+/// How a transcript ends (issue 38): where its last complete line ends, and the cut bytes
+/// an earlier repair kept beside it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TailView {
+    /// `clean` (absent, empty, or ending in a newline) or `torn`.
+    pub state: &'static str,
+    /// Where the last complete line ends (the offset just past the last newline); equal to
+    /// `length` when clean.
+    pub complete_bytes: u64,
+    /// The transcript's length (0 when absent).
+    pub length: u64,
+    /// Side files beside the transcript holding cut bytes `recover` kept (keys beneath the
+    /// runtime directory).
+    pub kept_cut_files: Vec<String>,
 }
 
 /// Status of every session under `runtime_dir` (sorted by lock file name), plus sessions that
@@ -360,6 +380,9 @@ pub fn status_one(
             "there is no lock directory ({}): nothing was ever locked under this runtime directory. If a writer should be running, check that --runtime-dir (or WRITERCTL_RUNTIME_DIR / QWEN_RUNTIME_DIR) names its runtime directory; otherwise `writerctl acquire` or `writerctl run` creates it",
             paths.dir.display()
         );
+        if let Some(t) = transcript {
+            judge_tail(&mut st, t);
+        }
         return Ok(st);
     };
     let side = entries_of_lock(&dir, &paths.lock_name)?;
@@ -403,7 +426,50 @@ pub fn status_one(
         let caller = super::trust::caller_uid();
         st.problem = identity.and_then(|id| super::trust::transcript_exposure(id.mode, id.uid, caller));
     }
+    if let Some(t) = transcript {
+        judge_tail(&mut st, t);
+    }
     Ok(st)
+}
+
+/// Issue 38, reproduction 7: a transcript that ends mid-line is named with its offsets, and
+/// where `recover` would repair it (nothing recorded can still write it), the next step is
+/// that repair instead of an acquire that would be refused. A transcript that cannot be
+/// read is left to the commands that read it (they say why); status still reports the lock.
+fn judge_tail(st: &mut SessionStatus, t: &TranscriptRef) {
+    let Ok(opened) = open_tail(&t.runtime_dir, &t.key) else { return };
+    let (tail, length) = opened.map_or((Tail::Clean, 0), |o| (o.tail, o.fingerprint.size));
+    let complete = match tail {
+        Tail::Torn { complete, .. } => complete,
+        Tail::Clean => length,
+    };
+    let kept = kept_cut_files(&t.runtime_dir, &t.key).unwrap_or_default();
+    st.transcript_tail =
+        Some(TailView { state: tail.as_str(), complete_bytes: complete, length, kept_cut_files: kept });
+    if let Tail::Torn { complete, length } = tail
+        && repair_would_be_planned(st)
+    {
+        st.next_step = format!(
+            "the transcript ends in an incomplete line at byte {length} (last complete line ends at byte {complete}): `writerctl acquire` and `run` refuse it until it is repaired. Once no writer can reach it, `writerctl recover --session {} --writers-fenced --yes` keeps the incomplete line in a side file beside the transcript and truncates it at byte {complete}",
+            st.session_id
+        );
+    }
+}
+
+/// Whether `recover` would plan a tail repair for this lock ([`super::recover`]'s gate):
+/// no lock, a stale one, or a fenced one it moves aside — never a live owner's, a sealed
+/// one, or one in transition or malformed.
+pub fn repair_would_be_planned(st: &SessionStatus) -> bool {
+    let answers = |l: &LivenessView| {
+        [LiveReason::Running, LiveReason::HolderLockHeld, LiveReason::TranscriptOpenForWriting]
+            .iter()
+            .any(|r| l.code == Liveness::Live(*r).code())
+    };
+    match st.state {
+        LockState::Missing => true,
+        LockState::Active => st.live == Some(false) || !st.liveness.as_ref().is_some_and(answers),
+        _ => false,
+    }
 }
 
 /// Opens a lock directory if it exists (`None` when it does not).
@@ -429,6 +495,7 @@ fn classify_missing_dir(paths: &LockPaths, session_id: &str) -> SessionStatus {
         side_files: Vec::new(),
         problem: None,
         next_step: "no writer holds this session; `writerctl acquire` can take it".into(),
+        transcript_tail: None,
     }
 }
 

@@ -16,7 +16,7 @@ use std::path::{Component, Path};
 
 use sha2::{Digest, Sha256};
 
-use super::error::{LockError, Unavailable};
+use super::error::{LockError, TranscriptChange, Unavailable};
 use super::paths::{encode_uri_component, sanitize_cwd};
 use super::record::{SealInfo, SealedIdentity, TranscriptProof};
 use super::sys::{self, Beneath, Fingerprint, Kind, ReadMode};
@@ -156,7 +156,7 @@ fn is_racy(fp: &Fingerprint, started: std::time::SystemTime) -> bool {
 }
 
 fn changed(why: impl Into<String>) -> LockError {
-    LockError::TranscriptChanged { reason: why.into() }
+    LockError::TranscriptChanged { reason: TranscriptChange::Described(why.into()) }
 }
 
 /// Proof-read options.
@@ -254,7 +254,11 @@ pub fn read_proof(
 pub fn check_shape(runtime_dir: &Path, key: &TranscriptKey) -> Result<(), LockError> {
     match tail_of(runtime_dir, key)? {
         Tail::Clean => Ok(()),
-        Tail::Torn => Err(changed("the transcript does not end with a newline (an incomplete last line)")),
+        // Issue 38, reproduction 7: no seal is involved here, so the error says where the
+        // line breaks off (and its hint names the repair), not that a proof stopped matching.
+        Tail::Torn { complete, length } => {
+            Err(LockError::TranscriptChanged { reason: TranscriptChange::Torn { complete, length } })
+        }
     }
 }
 
@@ -265,7 +269,13 @@ pub enum Tail {
     /// Nothing to repair.
     Clean,
     /// The last line is incomplete.
-    Torn,
+    Torn {
+        /// Where the last complete line ends: the offset just past the last `\n` (0 when
+        /// the file holds no `\n` at all). The bytes before it are whole lines.
+        complete: u64,
+        /// The file's length: bytes `complete..length` are the incomplete line.
+        length: u64,
+    },
 }
 
 impl Tail {
@@ -273,7 +283,7 @@ impl Tail {
     pub fn as_str(self) -> &'static str {
         match self {
             Tail::Clean => "clean",
-            Tail::Torn => "torn",
+            Tail::Torn { .. } => "torn",
         }
     }
 }
@@ -282,11 +292,38 @@ impl Tail {
 /// writer's transcript, reclaimed under a pod proof rule (issue 18 item 3), is handed to the
 /// next writer as it is — never modified — with its tail reported so the writer can repair.
 pub fn tail_of(runtime_dir: &Path, key: &TranscriptKey) -> Result<Tail, LockError> {
+    Ok(match open_tail(runtime_dir, key)? {
+        Some(opened) => opened.tail,
+        None => Tail::Clean,
+    })
+}
+
+/// A transcript opened for a look at its tail: the descriptor (read-only, beneath `R`
+/// without symlinks, on its directory's mount, in trusted directories), how it is read,
+/// its identity when opened, and how it ends.
+#[derive(Debug)]
+pub struct OpenedTail {
+    /// The runtime directory's descriptor the transcript was opened beneath.
+    pub root: OwnedFd,
+    /// The transcript, read-only.
+    pub fd: OwnedFd,
+    /// How its bytes are read (past the client cache on a network filesystem).
+    pub mode: ReadMode,
+    /// Its metadata when the tail was read.
+    pub fingerprint: Fingerprint,
+    /// How it ends.
+    pub tail: Tail,
+}
+
+/// [`check_shape`]'s checks, keeping the descriptor: `None` when the transcript is absent.
+/// `tail_repair` reads the cut bytes and re-checks the identity through this very
+/// descriptor, so what it copies and truncates is the file these checks accepted.
+pub fn open_tail(runtime_dir: &Path, key: &TranscriptKey) -> Result<Option<OpenedTail>, LockError> {
     let root = sys::open_root(runtime_dir).map_err(|e| LockError::io("open runtime directory", e))?;
     let fd = match sys::open_beneath(&root, key.as_str(), sys::transcript_read_flags(), false)
         .map_err(|e| LockError::io("open transcript", e))?
     {
-        Beneath::Absent => return Ok(Tail::Clean),
+        Beneath::Absent => return Ok(None),
         Beneath::Unsafe(why) => return Err(LockError::TranscriptUnsafe { reason: why.into() }),
         Beneath::Opened(fd) => fd,
     };
@@ -299,7 +336,48 @@ pub fn tail_of(runtime_dir: &Path, key: &TranscriptKey) -> Result<Tail, LockErro
         return Err(LockError::unavailable(Unavailable::TranscriptIdentity));
     }
     check_transcript_home(&root, runtime_dir, key, Some(&fd))?;
-    Ok(if ends_clean(&fd, mode, fp.size)? { Tail::Clean } else { Tail::Torn })
+    let tail = tail_at(&fd, mode, fp.size)?;
+    Ok(Some(OpenedTail { root, fd, mode, fingerprint: fp, tail }))
+}
+
+/// How the first `size` bytes of `fd` end.
+pub fn tail_at(fd: &OwnedFd, mode: ReadMode, size: u64) -> Result<Tail, LockError> {
+    if ends_clean(fd, mode, size)? {
+        return Ok(Tail::Clean);
+    }
+    Ok(Tail::Torn { complete: last_line_end(fd, mode, size, TAIL_CHUNK_BYTES)?, length: size })
+}
+
+/// Read size of the backwards search for the last `\n`. A torn line is usually one
+/// record's worth of JSON (a few KiB; a tool's output can make it megabytes): 64 KiB finds
+/// most in one `pread` and keeps memory fixed whatever the line's length.
+const TAIL_CHUNK_BYTES: usize = 64 << 10;
+
+/// The offset just past the last `\n` among the first `size` bytes of `fd` (0 when there
+/// is none), read backwards from `size` in `chunk`-byte reads.
+///
+/// Why backwards and bounded: a transcript is append-only and may be gigabytes; what is
+/// needed is only the incomplete line at its end. The cost is the torn line's length
+/// rounded up to one chunk, never the file's, and memory is one chunk. A read that comes
+/// back short means the file shrank under us: changed.
+fn last_line_end(fd: &OwnedFd, mode: ReadMode, size: u64, chunk: usize) -> Result<u64, LockError> {
+    let mut buf = vec![0u8; chunk.min(size.max(1) as usize)];
+    let mut scratch = None;
+    let mut end = size;
+    while end > 0 {
+        let start = end.saturating_sub(buf.len() as u64);
+        let want = (end - start) as usize;
+        let n = sys::pread_mode(fd, mode, &mut buf[..want], start, &mut scratch)
+            .map_err(|e| LockError::io("read transcript tail", e))?;
+        if n != want {
+            return Err(changed("the transcript was truncated"));
+        }
+        if let Some(i) = buf[..want].iter().rposition(|&b| b == b'\n') {
+            return Ok(start + i as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
 }
 
 /// Issue 22: the directories from `R` down to the transcript must be trusted (see
@@ -742,6 +820,68 @@ mod tests {
     fn trailing_newline_rule() {
         let (t, k) = setup(b"{\"a\":1}\n{\"b\"");
         assert!(matches!(read(&t, &k, false), Err(LockError::TranscriptChanged { .. })));
+    }
+
+    /// Issue 38: where the last complete line ends, for every shape of tail. The offset is
+    /// the length after a repair: everything before it is whole lines.
+    #[test]
+    fn a_torn_tail_names_where_the_last_complete_line_ends() {
+        let t = tempfile::tempdir().unwrap();
+        let k = TranscriptKey::parse("chats/s.jsonl").unwrap();
+        assert_eq!(tail_of(t.path(), &k).unwrap(), Tail::Clean, "absent");
+        let cases: [(&[u8], Tail); 5] = [
+            (b"", Tail::Clean),
+            (b"{\"a\":1}\n{\"b\":2}\n", Tail::Clean),
+            (b"{\"a\":1}\n{\"b\"", Tail::Torn { complete: 8, length: 12 }),
+            (b"{\"no newline at all\"", Tail::Torn { complete: 0, length: 20 }),
+            (b"\n\n{", Tail::Torn { complete: 2, length: 3 }),
+        ];
+        for (body, want) in cases {
+            let (t, k) = setup(body);
+            assert_eq!(tail_of(t.path(), &k).unwrap(), want, "{:?}", String::from_utf8_lossy(body));
+            assert_eq!(want.as_str(), if want == Tail::Clean { "clean" } else { "torn" });
+        }
+        // The refusal at acquisition says where, and is not about a seal.
+        let (t, k) = setup(b"{\"a\":1}\n{\"b\"");
+        let e = check_shape(t.path(), &k).unwrap_err();
+        assert!(
+            matches!(e, LockError::TranscriptChanged { reason: TranscriptChange::Torn { complete: 8, length: 12 } }),
+            "{e:?}"
+        );
+        assert_eq!(e.code().as_str(), "session_transcript_changed");
+        assert_eq!(
+            e.to_string(),
+            "session transcript is torn: the transcript ends in an incomplete line at byte 12 (last complete line ends at byte 8)"
+        );
+        let hint = e.hint().unwrap();
+        assert!(hint.contains("writerctl recover --session ID --writers-fenced --yes"), "{hint}");
+        assert!(!hint.contains("sealed proof") && !hint.contains("nothing was changed"), "{hint}");
+    }
+
+    /// The backwards search reads only the torn line (rounded up to a chunk), in chunks,
+    /// however long the line or the file: a line longer than one chunk, and one with no
+    /// newline before it at all, are found across chunk boundaries.
+    #[test]
+    fn the_last_newline_is_found_across_chunks() {
+        let mut body = b"{\"a\":1}\n".to_vec();
+        body.extend(std::iter::repeat_n(b'x', TAIL_CHUNK_BYTES * 2 + 5));
+        let (t, k) = setup(&body);
+        let want = Tail::Torn { complete: 8, length: body.len() as u64 };
+        assert_eq!(tail_of(t.path(), &k).unwrap(), want, "a torn line longer than one chunk");
+        let fd =
+            rustix::fs::open(t.path().join("chats/s.jsonl"), rustix::fs::OFlags::RDONLY, rustix::fs::Mode::empty())
+                .unwrap();
+        let size = body.len() as u64;
+        for chunk in [1, 2, 3, 7, 8, 9, 4096] {
+            assert_eq!(last_line_end(&fd, ReadMode::Cached, size, chunk).unwrap(), 8, "chunk {chunk}");
+            assert_eq!(last_line_end(&fd, ReadMode::Cached, 8, chunk).unwrap(), 8, "ends on the newline");
+            assert_eq!(last_line_end(&fd, ReadMode::Cached, 7, chunk).unwrap(), 0, "no newline before");
+        }
+        let no_newline = vec![b'y'; TAIL_CHUNK_BYTES + 3];
+        let (t, k) = setup(&no_newline);
+        assert_eq!(tail_of(t.path(), &k).unwrap(), Tail::Torn { complete: 0, length: no_newline.len() as u64 });
+        // A file that shrank under the search is a change, never a wrong offset.
+        assert!(matches!(last_line_end(&fd, ReadMode::Cached, size + 10, 4), Err(LockError::TranscriptChanged { .. })));
     }
 
     #[test]

@@ -53,6 +53,7 @@ mod soak;
 mod staged;
 mod store_bounds;
 mod supervisor_death;
+mod torn_tail;
 mod trusted_groups;
 mod watch;
 mod work;

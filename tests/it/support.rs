@@ -155,6 +155,8 @@ pub struct StatusJson {
     pub side_files: Vec<SideFileJson>,
     pub problem: Option<String>,
     pub next_step: String,
+    /// How the transcript ends (`status --session`; null over a whole directory).
+    pub transcript_tail: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
