@@ -200,7 +200,7 @@ pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe)
     let named = holder_lock.as_ref().map(|h| (h.name().to_owned(), h.id().encode()));
     let held = Held {
         holder_lock: named.as_ref().map(|(n, i)| (n.as_str(), i.as_str())),
-        transcript_ino: transcript_lock.as_ref().map(TranscriptLock::ino),
+        transcript_ino: transcript_lock.as_ref().and_then(TranscriptLock::held_ino),
     };
     match acquire_naming(site, opts, probe, held) {
         Ok(mut lease) => {
@@ -1164,24 +1164,21 @@ mod tests {
         let e = acquire(&s, &with_lock, &SystemProbe).unwrap_err();
         assert!(matches!(e, LockError::Conflict { .. }), "a running recorded holder stays live: {e:?}");
         // The same record, but naming a dead pid: only the free lock speaks.
-        let stage_dead = || {
+        let stage_dead = |name: String, id: Option<String>, epoch: u64| {
+            let ext = Extensions { holder_lock: Some(name), holder_lock_id: id, ..Extensions::epoch(epoch) };
             let dead = new_active_record(
                 "s",
                 &OwnerToken::generate(),
                 &dead_holder(),
                 "unknown",
                 OffsetDateTime::now_utc(),
-                &Extensions {
-                    holder_lock: Some(old_name.clone()),
-                    holder_lock_id: old_id.clone(),
-                    ..Extensions::epoch(3)
-                },
+                &ext,
             )
             .unwrap();
             let _ = std::fs::remove_file(s.lock_path());
             std::fs::write(s.lock_path(), &dead.raw).unwrap();
         };
-        stage_dead();
+        stage_dead(old_name, old_id, 3);
         // Managed, without a transcript to lease: (b) is not proven, so no reclaim.
         let managed = AcquireOptions { reclaim: ReclaimPolicy::Never, ..with_lock.clone() };
         let e = acquire(&s, &managed, &SystemProbe).unwrap_err();
@@ -1196,20 +1193,10 @@ mod tests {
         release(&s, &lease.owner).unwrap();
         // Managed with the transcript: the kernel proves both, whatever the pod labels.
         let new_lease = acquire(&s, &with_lock, &SystemProbe).unwrap();
-        let (name, id) =
-            (new_lease.holder_lock.as_ref().unwrap().name().to_owned(), new_lease.record.owner.holder_lock_id.clone());
+        let name = new_lease.holder_lock.as_ref().unwrap().name().to_owned();
+        let id = new_lease.record.owner.holder_lock_id.clone();
         drop(new_lease);
-        let dead = new_active_record(
-            "s",
-            &OwnerToken::generate(),
-            &dead_holder(),
-            "unknown",
-            OffsetDateTime::now_utc(),
-            &Extensions { holder_lock: Some(name), holder_lock_id: id, ..Extensions::epoch(7) },
-        )
-        .unwrap();
-        std::fs::remove_file(s.lock_path()).unwrap();
-        std::fs::write(s.lock_path(), &dead.raw).unwrap();
+        stage_dead(name, id, 7);
         let t_ref = TranscriptRef { runtime_dir: t.path().to_owned(), key: TranscriptKey::default_for("s").unwrap() };
         let managed = AcquireOptions { transcript: Some(t_ref), ..managed };
         let lease = acquire(&s, &managed, &SystemProbe).unwrap();

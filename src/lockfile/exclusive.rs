@@ -109,9 +109,19 @@ pub fn prove_beneath(runtime_dir: &Path, key: &str) -> Result<Exclusive, OpenFor
 }
 
 /// The kernel's answer on an open read-only descriptor.
+///
+/// `EAGAIN` is the word "a writer exists" only where the lease is the local kernel's own
+/// (`generic_setlease`): a local disk, tmpfs, or FUSE, whose inodes this kernel counts. A
+/// network filesystem answers leases from its delegations or oplocks — NFSv4 refuses with
+/// `EAGAIN` whenever the client holds no read delegation, SMB without an oplock — so there
+/// it proves nothing either way: unproven, never "a writer exists" (which would fence every
+/// seal and every new writer on such a volume).
 fn lease_verdict(fd: &std::os::fd::OwnedFd) -> Result<Exclusive, OpenForWriting> {
     match read_lease_once(fd) {
         Ok(()) => Ok(Exclusive::Proven),
+        Err(Errno::AGAIN) if !lease_is_local(fd) => Ok(Exclusive::Unproven(
+            "a network filesystem answers leases from its delegations, so the kernel's refusal proves nothing here".into(),
+        )),
         Err(Errno::AGAIN) => Err(OpenForWriting),
         Err(e) => Ok(Exclusive::Unproven(format!("no lease on this filesystem or for this user ({})", errno_name(e)))),
     }
@@ -126,6 +136,16 @@ impl Exclusive {
             Exclusive::NoTranscript => Some("no_transcript"),
             Exclusive::Unproven(_) => None,
         }
+    }
+}
+
+/// Whether this kernel arbitrates leases on `fd`'s filesystem itself (see [`lease_verdict`]).
+/// Unknown counts as local: a refusal is then taken at its word (fail closed).
+fn lease_is_local(fd: &std::os::fd::OwnedFd) -> bool {
+    use super::filesystem::Family;
+    match super::filesystem::of_fd(fd) {
+        Ok(fs) => !matches!(fs.family, Family::Nfs | Family::Smb | Family::Ceph),
+        Err(_) => true,
     }
 }
 

@@ -351,6 +351,21 @@ pub fn parse_timestamp(s: &str) -> Option<OffsetDateTime> {
     OffsetDateTime::parse(s, &Rfc3339).or_else(|_| OffsetDateTime::parse(s, &Iso8601::DEFAULT)).ok()
 }
 
+/// `YYYYMMDDTHHMMSSZ` (UTC, to the second): the stamp in the names of files `recover`
+/// makes (its folders, the side file of a cut tail).
+pub fn compact_timestamp(t: OffsetDateTime) -> String {
+    let t = t.to_offset(time::UtcOffset::UTC);
+    format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    )
+}
+
 /// `toISOString()` format: `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 pub fn format_timestamp(t: OffsetDateTime) -> String {
     let t = t.to_offset(time::UtcOffset::UTC);

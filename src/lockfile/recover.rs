@@ -247,7 +247,9 @@ pub fn plan_from(
 /// overrule what the kernel does see. `Err` is why nothing may be done.
 fn active_primary(r: &LockRecord, l: Liveness, transcript: Option<&TranscriptRef>) -> Result<PrimaryAction, String> {
     match l {
-        Liveness::Live(LiveReason::Running) => {
+        // A process that answers with this pid, even one whose start time cannot be read
+        // or compared, is treated as running (QWEN_FORMAT §3.3 rules 4 and 6).
+        Liveness::Live(LiveReason::Running | LiveReason::IdentityUnreadable | LiveReason::NoStartIdentity) => {
             return Err(format!(
                 "pid {} on this host is running and holds the lock; stop it (or let it release or seal) first",
                 r.owner.pid
@@ -466,16 +468,7 @@ pub fn execute(site: &LockSite, plan: &Plan) -> Result<(Vec<Done>, Option<String
         return Ok((plan.actions.iter().map(|a| Done { action: a.clone(), result: "kept".into() }).collect(), None));
     }
     let now = OffsetDateTime::now_utc();
-    let folder = format!(
-        "{RECOVERED_PREFIX}{:04}{:02}{:02}T{:02}{:02}{:02}Z-{}",
-        now.year(),
-        u8::from(now.month()),
-        now.day(),
-        now.hour(),
-        now.minute(),
-        now.second(),
-        sys::own_pid()
-    );
+    let folder = format!("{RECOVERED_PREFIX}{}-{}", super::record::compact_timestamp(now), sys::own_pid());
     // The audit log first: if it cannot be written, nothing moves without its line.
     let log = site.dir.open_log(OsStr::new(AUDIT_LOG)).map_err(|e| LockError::io("open the recovery audit log", e))?;
     let dest = site.dir.create_subdir(OsStr::new(&folder)).map_err(|e| LockError::io("create recovery folder", e))?;
@@ -730,7 +723,8 @@ mod tests {
         assert!(p.blocked.is_none() && repairs(&p).len() == 1, "{p:?}");
         execute(&site, &p).unwrap();
         assert_eq!(std::fs::read(t.path().join("chats/s.jsonl")).unwrap(), &TORN[..8]);
-        assert!(site.lock_path().exists(), "the stale record stays for plain acquire to reclaim");
+        // No holder lock, so no `run` could reclaim it: moved aside with the repair (issue 38).
+        assert!(!site.lock_path().exists(), "the stale record is moved aside so `run` can start");
     }
 
     #[test]

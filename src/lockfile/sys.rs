@@ -512,7 +512,8 @@ impl Dir {
     }
 }
 
-fn write_all(fd: &OwnedFd, mut rest: &[u8]) -> io::Result<()> {
+/// `write(2)` until all of `rest` is written (a short write is not an error; EINTR retries).
+pub(crate) fn write_all(fd: &OwnedFd, mut rest: &[u8]) -> io::Result<()> {
     while !rest.is_empty() {
         match rustix::io::write(fd, rest) {
             Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),

@@ -64,7 +64,6 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
-use rustix::io::Errno;
 use time::OffsetDateTime;
 
 use super::error::LockError;
@@ -177,16 +176,7 @@ pub fn find(runtime_dir: &Path, key: &TranscriptKey) -> Result<Option<TornTail>,
 /// `<transcript file name>.torn-<yyyymmddThhmmssZ>-<pid>` (the recovery folder's time
 /// format). It does not end in `.jsonl`, so nothing that lists transcripts takes it for one.
 pub fn side_file_name(key: &TranscriptKey, now: OffsetDateTime, pid: u32) -> String {
-    format!(
-        "{}{SIDE_INFIX}{:04}{:02}{:02}T{:02}{:02}{:02}Z-{pid}",
-        file_name_of(key),
-        now.year(),
-        u8::from(now.month()),
-        now.day(),
-        now.hour(),
-        now.minute(),
-        now.second(),
-    )
+    format!("{}{SIDE_INFIX}{}-{pid}", file_name_of(key), super::record::compact_timestamp(now))
 }
 
 /// The side files a repair left beside the transcript at `key` (as keys beneath R, sorted):
@@ -327,20 +317,8 @@ fn copy_range(opened: &OpenedTail, side: &OwnedFd, from: u64, to: u64) -> io::Re
         if n != want {
             return Err(io::Error::other("the transcript shrank while its tail was copied"));
         }
-        write_all(side, &buf[..n])?;
+        sys::write_all(side, &buf[..n])?;
         at += n as u64;
-    }
-    Ok(())
-}
-
-fn write_all(fd: &OwnedFd, mut rest: &[u8]) -> io::Result<()> {
-    while !rest.is_empty() {
-        match rustix::io::write(fd, rest) {
-            Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
-            Ok(n) => rest = &rest[n..],
-            Err(Errno::INTR) => continue,
-            Err(e) => return Err(e.into()),
-        }
     }
     Ok(())
 }

@@ -28,6 +28,12 @@
 //!
 //! # What it does not cover
 //!
+//! A filesystem that will not `flock` a read-only descriptor — the NFSv4 client emulates
+//! `flock` with a byte-range lock, and an exclusive one needs a writable descriptor — or has
+//! no lock manager: there the lock is not had, the record names no transcript inode, and a
+//! second session is stopped only by the read lease where it answers. A writable descriptor
+//! is not an option: every handoff asks the kernel whether one exists.
+//!
 //! A writer outside the protocol (qwen-code, a plain `qwen --resume`, any program that
 //! appends) does not take this lock; the read-lease check ([`super::exclusive`]) is what
 //! sees those, while their file is open. A filesystem whose locks are not shared between
@@ -75,9 +81,10 @@ struct Created {
 }
 
 impl TranscriptLock {
-    /// The transcript's inode number (recorded as `writerctl_transcript_ino`).
-    pub fn ino(&self) -> u64 {
-        self.ino
+    /// The transcript's inode number, while the lock is held (recorded as
+    /// `writerctl_transcript_ino`); `None` where the filesystem would not lock it.
+    pub fn held_ino(&self) -> Option<u64> {
+        self.is_held().then_some(self.ino)
     }
 
     /// A duplicate without `FD_CLOEXEC` for a child to inherit (see
@@ -143,13 +150,19 @@ pub fn lock_transcript(
 ) -> Result<TranscriptLock, LockError> {
     let (fd, created) = open_or_create(runtime_dir, key)?;
     let lock = TranscriptLock { ino: regular_ino(&fd)?, fd: Mutex::new(None), created };
-    if take(fd.as_fd())? {
-        *lock.fd.lock().unwrap_or_else(|p| p.into_inner()) = Some(fd);
-        return Ok(lock);
+    match take(fd.as_fd())? {
+        Take::Taken => {
+            *lock.fd.lock().unwrap_or_else(|p| p.into_inner()) = Some(fd);
+            Ok(lock)
+        }
+        // Not held, but still ours to undo: the acquisition goes on without it.
+        Take::Unlockable => Ok(lock),
+        Take::Busy => {
+            drop(fd);
+            lock.undo_creation();
+            Err(busy(session_id, lock_dir, lock.ino))
+        }
     }
-    drop(fd);
-    lock.undo_creation();
-    Err(busy(session_id, lock_dir, lock.ino))
 }
 
 /// Refuses when another holder keeps the lock of the transcript `key` (an absent
@@ -164,20 +177,38 @@ pub fn check_transcript_free(runtime_dir: &Path, key: &str, session_id: &str, lo
     };
     let Ok(ino) = regular_ino(&fd) else { return Ok(()) };
     // Got it: dropped again at once when `fd` closes.
-    if take(fd.as_fd())? { Ok(()) } else { Err(busy(session_id, lock_dir, ino)) }
+    match take(fd.as_fd())? {
+        Take::Taken | Take::Unlockable => Ok(()),
+        Take::Busy => Err(busy(session_id, lock_dir, ino)),
+    }
 }
 
-/// `flock(LOCK_EX|LOCK_NB)`, tried again for a moment while a probe holds it. `Ok(false)`:
-/// another open file description keeps it.
-fn take(fd: BorrowedFd<'_>) -> Result<bool, LockError> {
+/// What [`take`] got.
+enum Take {
+    Taken,
+    /// Another open file description keeps it.
+    Busy,
+    /// This filesystem will not lock a read-only descriptor (see [`take`]).
+    Unlockable,
+}
+
+/// `flock(LOCK_EX|LOCK_NB)`, tried again for a moment while a probe holds it.
+fn take(fd: BorrowedFd<'_>) -> Result<Take, LockError> {
+    use Take::Unlockable;
     for _ in 0..ATTEMPTS {
         match rfs::flock(fd, FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => return Ok(true),
+            Ok(()) => return Ok(Take::Taken),
             Err(Errno::WOULDBLOCK) => std::thread::sleep(PAUSE),
+            // The NFSv4 client emulates `flock` with a byte-range lock and refuses an
+            // exclusive one on a read-only descriptor (`EBADF`); a filesystem may have no
+            // lock manager (`ENOLCK`) or no locks (`EOPNOTSUPP`, `EINVAL`). A writable
+            // descriptor is not an option: it would count as a writer for the read lease
+            // every handoff asks for. So there the lock is not had — see the module docs.
+            Err(Errno::BADF | Errno::NOLCK | Errno::OPNOTSUPP | Errno::INVAL) => return Ok(Unlockable),
             Err(e) => return Err(LockError::io("lock the transcript", e.into())),
         }
     }
-    Ok(false)
+    Ok(Take::Busy)
 }
 
 fn regular_ino(fd: &OwnedFd) -> Result<u64, LockError> {
@@ -298,7 +329,7 @@ mod tests {
         drop(dup);
         check_transcript_free(t.path(), "chats/b.jsonl", "b", &d).unwrap();
         let again = lock_transcript(t.path(), "chats/b.jsonl", "b", &d).unwrap();
-        assert_eq!(again.ino(), held.ino());
+        assert_eq!(again.held_ino(), Some(held.ino));
     }
 
     #[test]
@@ -307,12 +338,14 @@ mod tests {
         let lock = lock_transcript(t.path(), "p/q/s.jsonl", "s", &_d).unwrap();
         assert_eq!(lock.created.dirs, 2);
         lock.undo_creation();
+        drop(lock);
         assert!(!t.path().join("p").exists(), "the file and both directories it made are gone");
         std::fs::create_dir(t.path().join("p")).unwrap();
         let lock = lock_transcript(t.path(), "p/q/s.jsonl", "s", &_d).unwrap();
         assert_eq!((lock.created.dirs, lock.created.file), (1, true));
         std::fs::write(t.path().join("p/q/s.jsonl"), b"{}\n").unwrap();
         lock.undo_creation();
+        drop(lock);
         assert!(t.path().join("p/q/s.jsonl").exists(), "a file somebody wrote to is kept");
         std::fs::write(t.path().join("p/q/s.jsonl"), b"").unwrap();
         let lock = lock_transcript(t.path(), "p/q/s.jsonl", "s", &_d).unwrap();

@@ -83,13 +83,13 @@ impl RunError {
         match self {
             RunError::Lock(e) => e.hint(),
             RunError::DrainTimeout(_) => Some(
-                "the writer may have stopped mid-append, so the lock was not sealed; `writerctl status` shows it. Fence the writer, then `writerctl recover` or a plain `writerctl acquire` (managed runs never reclaim)".into(),
+                "the writer may have stopped mid-append, so the lock was kept active, not sealed; `writerctl status` shows it. Once its tree is gone and nothing has the transcript open, the next `writerctl run` on this host takes the session by the kernel's proof and is told the transcript's tail (issue 38)".into(),
             ),
             RunError::Spawn { .. } => Some("check the command after `--`".into()),
             RunError::Interrupted(_) => None,
             RunError::Control(_) => Some("pass --control-socket PATH on a local, private directory".into()),
             RunError::WriterCrashed(_) => Some(
-                "the writer may have lost accepted work, so nothing certifies the transcript; inspect it, fence every writer, then `writerctl recover` or a plain `writerctl acquire` (managed runs never reclaim). A writer that should hand over must handle SIGTERM: drain, then exit 0".into(),
+                "the writer may have lost accepted work, so the lock was kept active and nothing certifies the transcript; the next `writerctl run` on this host takes the session by the kernel's proof once the writer's tree is gone, and is told the transcript's tail. A writer that should hand over must handle SIGTERM: drain, then exit 0".into(),
             ),
             RunError::LockLost(_) => Some(
                 "someone else changed the lock under this writer (a `writerctl recover`, an operator, another writer after a forced recovery), or its directory stopped answering (a hung network or FUSE mount: the lock was kept as it is); `writerctl status` shows who holds it now".into(),
