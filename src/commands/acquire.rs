@@ -107,16 +107,18 @@ struct AcquireJson<'a> {
     transcript_hash_passes: Option<u64>,
 }
 
-/// Logs a reclaim under a pod proof rule (issue 18 item 3): one line, never a token.
+/// Logs a reclaim the kernel proved (issues 18 and 38): one line, never a token.
 pub fn log_recovered(session_id: &str, r: &writerctl::lockfile::acquire::Recovery) {
     log_event(
         "recovered",
         &[
             ("session", session_id.to_owned()),
             ("rule", r.previous.rule.clone()),
-            ("previous_pod", r.previous.pod_name.clone()),
-            ("previous_pod_uid", r.previous.pod_uid.clone()),
-            ("previous_container", r.previous.container.clone()),
+            ("evidence", r.previous.evidence.join(",")),
+            ("pod_rule", r.previous.pod_rule.clone().unwrap_or_default()),
+            ("previous_pod", r.previous.pod_name.clone().unwrap_or_default()),
+            ("previous_pod_uid", r.previous.pod_uid.clone().unwrap_or_default()),
+            ("previous_container", r.previous.container.clone().unwrap_or_default()),
             ("previous_pid", r.previous.pid.to_string()),
             ("previous_acquired_at", r.previous.acquired_at.clone()),
             ("transcript_tail", r.tail.as_str().to_owned()),
@@ -231,6 +233,8 @@ pub fn take(args: AcquireArgs, out: Output, settings: Settings) -> Result<()> {
     }
     match deliver(&args, &r.session_id, &site.lock_path().display().to_string(), &lease, pid, out) {
         Ok(()) => {
+            // The lease is in use: a reclaimed predecessor's holder file is residue now.
+            writerctl::lockfile::acquire::settle(&site, &lease);
             // Logged once the takeover stands: an undelivered one was undone above.
             if let Some(prev) = &lease.took_over {
                 log_takeover(&r.session_id, prev);
@@ -427,13 +431,7 @@ fn deliver(
         });
     }
     let how = if let Some(rec) = &lease.recovered {
-        format!(
-            " (reclaimed under the {} rule from pid {} of pod {}; transcript tail {})",
-            rec.previous.rule,
-            rec.previous.pid,
-            rec.previous.pod_name,
-            rec.tail.as_str()
-        )
+        format!(" (reclaimed by {}; transcript tail {})", rec.previous.describe(), rec.tail.as_str())
     } else if lease.reclaimed {
         " (reclaimed from a dead holder)".to_owned()
     } else if let Some(p) = &lease.took_over {

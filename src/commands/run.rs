@@ -307,6 +307,17 @@ pub fn run_cmd(args: RunArgs, out: Output, settings: Settings) -> Result<()> {
     prepare_dir(&socket)?;
     let reason = args.reason.parse()?;
     let site = open_site(&r.runtime_dir, r.paths.clone(), &r.session_id, DirMode::Create)?;
+    // Issue 38 item 7: say at start, not at the end, that a stop will only release.
+    if !settings.session_writer_lease {
+        log_event(
+            "gate_off",
+            &[
+                ("session", r.session_id.clone()),
+                ("warning", "experimental.session_writer_lease is off: a stop releases the lock instead of sealing it (no certified handoff), and a preStop `writerctl seal` fails with feature_disabled".into()),
+                ("fix", "set WRITERCTL_SESSION_WRITER_LEASE=1 for this container, or `session_writer_lease = true` under [experimental] in the config file".into()),
+            ],
+        );
+    }
     // The history is written through a descriptor of its own: the site moves into the
     // supervisor, which never records anything itself.
     let history_dir = open_lock_dir(&r.paths.dir)?;

@@ -171,6 +171,19 @@ fn print_answer(out: Output, session: &str, answer: SealAnswer) -> Result<()> {
         SealAnswer::Sealed { sealed_at, transcript, exclusive } => {
             print_sealed(out, session, &sealed_at, &transcript, exclusive.as_deref())
         }
+        // Issue 38 item 7: a preStop seal that could only release is not a success. The
+        // writer did stop and the lock is free, but nothing certifies the transcript for the
+        // next writer, and a hook that exits 0 would hide that from everyone.
+        SealAnswer::Stopped(state) if state == "released" => Err(Coded {
+            code: ErrorCode::FeatureDisabled,
+            message: format!(
+                "session {session} was released, not sealed: its `writerctl run` supervisor runs with the feature gate off, so it stopped its writer and released the lock; no certified handoff was made"
+            ),
+            hint: Some(
+                "set WRITERCTL_SESSION_WRITER_LEASE=1 (or `session_writer_lease = true` under [experimental] in the config file) for the `writerctl run` container; it reads the gate once at start".into(),
+            ),
+        }
+        .into()),
         SealAnswer::Stopped(state) => print_state(out, session, &state),
     }
 }

@@ -312,10 +312,7 @@ fn report(args: &StatusArgs, rt: &Path, one: bool, out: Output) -> Result<Shown>
             lines.push(format!("pod:       {}/{} (uid {}), container {}", p.namespace, p.name, p.uid, p.container));
         }
         if let Some(f) = &o.holder.recovered_from {
-            lines.push(format!(
-                "recovered: by the {} rule from pid {} of pod {} (uid {}), container {}, acquired {}",
-                f.rule, f.pid, f.pod_name, f.pod_uid, f.container, f.acquired_at
-            ));
+            lines.push(format!("recovered: by {}", f.describe()));
         }
     }
     if let Some(l) = &s.liveness {

@@ -31,19 +31,23 @@
 use std::ffi::OsStr;
 use time::OffsetDateTime;
 
-use super::error::{HolderInfo, LockError, Unavailable};
+use super::error::{HolderInfo, LockError, TranscriptWriter, Unavailable};
+use super::exclusive::{Exclusive, prove_beneath};
 use super::holder_lock::{HolderLock, create_holder_lock, remove_holder_file};
 use super::identity::ProcessProbe;
-use super::liveness::ProofRule;
+use super::liveness::Liveness;
 use super::primitives::{
     Inspection, check_claim, inspect_record, install, remove_exact, remove_owned, require_absent, same_regular,
 };
-use super::record::{Extensions, Holder, LockRecord, OwnerToken, RecoveredFrom, Schema, new_active_record};
+use super::record::{
+    Extensions, Holder, KERNEL_PROOF_RULE, LockRecord, OwnerToken, RecoveredFrom, Schema, new_active_record,
+};
 use super::release::release_lease;
 use super::site::sync_error;
 pub use super::site::{DirMode, LockSite, TranscriptRef, check_runtime_dir, open_lock_dir, open_site};
 use super::sys::{self, FileMeta, ReadRegular};
 use super::transcript::{ProofOptions, ProofRead, Tail, check_shape, check_transcript_dirs, read_proof, tail_of};
+use super::transcript_lock::{TranscriptLock, check_transcript_free, lock_transcript};
 use super::transition::{Stage, Transition, release_claim};
 use std::sync::Arc;
 
@@ -146,6 +150,10 @@ pub struct Lease {
     /// The exact record a reclaim replaced (for [`super::give_back`]), if this acquisition
     /// was a reclaim.
     pub replaced: Option<LockRecord>,
+    /// The transcript's own lock, held for as long as this value lives or until released
+    /// (`None` without [`AcquireOptions::holder_lock`] or a transcript; see
+    /// [`super::transcript_lock`]).
+    pub transcript_lock: Option<TranscriptLock>,
 }
 
 /// A reclaim under a pod proof rule (issue 18 item 3): what it replaced, and how the
@@ -167,16 +175,43 @@ pub struct Recovery {
 /// left behind (`CleanupFailed`), where the file stays so that record is judged by it.
 pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe) -> Result<Lease, LockError> {
     check_options(opts)?;
-    // A filesystem that refuses the lock (no lock manager) gets a record without one: the
-    // pid rule judges it, as before issue 27, and no pod rule ever reclaims it.
-    let holder_lock = if opts.holder_lock { create_holder_lock(&site.dir, &site.paths.lock_name).ok() } else { None };
-    let name = holder_lock.as_ref().map(|h| h.name().to_owned());
-    match acquire_naming(site, opts, probe, name.as_deref()) {
+    // Issue 38 item 3: a holder that asked for a holder lock never goes on without one — a
+    // record without it could never be proven gone, and `run` would start a writer whose
+    // crash only a person could clear.
+    // Item 4: one transcript, one writer, by the kernel's lock on its inode — held for the
+    // lease by a holder that outlives this call, checked by one that does not.
+    let transcript_lock = match (&opts.transcript, opts.holder_lock) {
+        (Some(t), true) => lock_transcript(&t.runtime_dir, t.key.as_str(), &site.session_id, &site.dir).map(Some),
+        (Some(t), false) => {
+            check_transcript_free(&t.runtime_dir, t.key.as_str(), &site.session_id, &site.dir).map(|()| None)
+        }
+        (None, _) => Ok(None),
+    }
+    .map_err(|e| own_holder_conflict(site, probe).unwrap_or(e))?;
+    let holder_lock = match opts.holder_lock.then(|| take_holder_lock(site)).transpose() {
+        Ok(h) => h,
+        Err(e) => {
+            if let Some(t) = &transcript_lock {
+                t.undo_creation();
+            }
+            return Err(e);
+        }
+    };
+    let named = holder_lock.as_ref().map(|h| (h.name().to_owned(), h.id().encode()));
+    let held = Held {
+        holder_lock: named.as_ref().map(|(n, i)| (n.as_str(), i.as_str())),
+        transcript_ino: transcript_lock.as_ref().map(TranscriptLock::ino),
+    };
+    match acquire_naming(site, opts, probe, held) {
         Ok(mut lease) => {
             lease.holder_lock = holder_lock;
+            lease.transcript_lock = transcript_lock;
             Ok(lease)
         }
         Err(e) => {
+            if let Some(t) = &transcript_lock {
+                t.undo_creation();
+            }
             if let Some(h) = holder_lock {
                 let name = h.name().to_owned();
                 drop(h); // our lock is free from here on
@@ -189,26 +224,85 @@ pub fn acquire(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe)
     }
 }
 
-/// [`acquire`], with our record naming the holder lock `holder_lock`.
+/// When the transcript's lock is taken because our own session is held live, that is the
+/// refusal to report (a plain conflict with the holder named, as before issue 38).
+fn own_holder_conflict(site: &LockSite, probe: &dyn ProcessProbe) -> Option<LockError> {
+    match inspect_record(&site.dir, &site.paths.lock_name, &site.session_id, &site.local, probe) {
+        Inspection::Active(r, l) if l.is_live() => Some(conflict(site, &r, false)),
+        _ => None,
+    }
+}
+
+/// Creates our holder lock ([`create_holder_lock`]), three times at most: a creation fails
+/// when something opened its private file between create and lock — never a real holder,
+/// whose files have other names — and a fresh name is free again.
+fn take_holder_lock(site: &LockSite) -> Result<HolderLock, LockError> {
+    let mut last = None;
+    for _ in 0..3 {
+        match create_holder_lock(&site.dir, &site.paths.lock_name) {
+            Ok(h) => return Ok(h),
+            Err(e) => last = Some(e),
+        }
+    }
+    let e = last.expect("three attempts");
+    let no_locks = [rustix::io::Errno::NOLCK, rustix::io::Errno::OPNOTSUPP, rustix::io::Errno::NOSYS]
+        .iter()
+        .any(|n| e.raw_os_error() == Some(n.raw_os_error()));
+    if no_locks {
+        return Err(LockError::FilesystemUnsupported {
+            path: site.paths.dir.clone(),
+            fs_type: site.dir.filesystem().map(|f| f.fs_type).unwrap_or_else(|_| "unknown".into()),
+            lacks: format!("flock(2) locks ({e}), which hold the evidence that a writer's tree is gone"),
+            allowable: false,
+        });
+    }
+    Err(LockError::io("create the holder lock", e))
+}
+
+/// The kernel locks an acquisition holds, as its record names them.
+#[derive(Clone, Copy, Default)]
+struct Held<'a> {
+    /// The holder-lock file's name and identity.
+    holder_lock: Option<(&'a str, &'a str)>,
+    /// The inode of the transcript whose lock we hold.
+    transcript_ino: Option<u64>,
+}
+
+/// [`acquire`], with our record naming the locks in `held`.
 fn acquire_naming(
     site: &LockSite,
     opts: &AcquireOptions,
     probe: &dyn ProcessProbe,
-    holder_lock: Option<&str>,
+    held: Held<'_>,
 ) -> Result<Lease, LockError> {
     let owner = OwnerToken::generate();
     let successor = |previous: u64, recovered: Option<RecoveredFrom>| {
-        successor_record(site, opts, &owner, previous, recovered, holder_lock)
+        successor_record(site, opts, &owner, previous, recovered, held)
     };
     // Nothing is replaced when the primary is missing: epoch 0 + 1.
     let record = successor(0, None)?;
     let claim = site.paths.claim();
     let sealed_only = opts.certified.as_ref().is_some_and(|c| c.sealed_only);
+    // Issue 38 item 1 (b), asked once before anything is written: can anything still write
+    // the transcript? A refusal stops every path to a new writer — install, reclaim and
+    // takeover alike; "unproven" only matters to a reclaim (see `decide`).
+    let writers = transcript_writers(site, opts)?;
+    // A torn tail is refused before anything is changed, unless a reclaim the kernel
+    // proved hands it over as it is (see `finish_acquisition`).
+    let torn = match (&opts.transcript, sealed_only) {
+        (Some(t), false) => matches!(tail_of(&t.runtime_dir, &t.key)?, Tail::Torn { .. }),
+        _ => false,
+    };
     for _ in 0..ACQUIRE_ATTEMPTS {
         check_claim(&site.dir, &claim)?;
         crate::failpoint!("acquire.before_install");
-        let installed =
-            if sealed_only { None } else { install(&site.dir, &site.paths.lock_name, &record.raw, owner.expose())? };
+        // A torn transcript is never given to a fresh owner: nothing is installed, and a
+        // missing primary below is the refusal.
+        let installed = if sealed_only || torn {
+            None
+        } else {
+            install(&site.dir, &site.paths.lock_name, &record.raw, owner.expose())?
+        };
         if let Some(linked) = installed {
             if let Err(e) = second_claim_check(site, &claim) {
                 // A transition claimed the path after our first check: leave its gap empty.
@@ -226,11 +320,16 @@ fn acquire_naming(
                 recovered: None,
                 holder_lock: None,
                 replaced: None,
+                transcript_lock: None,
             });
         }
-        match decide(site, opts, probe)? {
+        match decide(site, opts, probe, &writers)? {
+            Decision::Missing if torn => return Err(torn_refusal(opts)),
             Decision::Missing => continue,
             Decision::Reclaim { existing, recovered } => {
+                if torn && recovered.is_none() {
+                    return Err(torn_refusal(opts));
+                }
                 let record = successor(existing.owner.epoch, recovered)?;
                 let lease = reclaim(Reclaim {
                     site,
@@ -240,11 +339,9 @@ fn acquire_naming(
                     transcript: opts.transcript.as_ref(),
                     probe,
                 })?;
-                // The predecessor's record is gone; its holder lock, if it named one, was
-                // free (that is what made it stale), so its file is residue now.
-                if let Some(name) = &existing.owner.holder_lock {
-                    remove_holder_file(&site.dir, name);
-                }
+                // The predecessor's holder-lock file stays until the caller has put the lease
+                // to use ([`settle`]): giving the lease back restores the predecessor's record,
+                // which must find the very file it names (issue 38, reproduction 4).
                 return Ok(lease);
             }
             Decision::TakeOver { sealed, certified, transcript } => {
@@ -285,7 +382,12 @@ enum Decision<'a> {
 /// record is a conflict, a managed (schema 3) one unavailable, a stale one reclaimed only
 /// under the reclaim policy (or a pod proof rule), a seal taken over only with certified
 /// takeover and its transcript; anything else is the inspection's error.
-fn decide<'a>(site: &LockSite, opts: &'a AcquireOptions, probe: &dyn ProcessProbe) -> Result<Decision<'a>, LockError> {
+fn decide<'a>(
+    site: &LockSite,
+    opts: &'a AcquireOptions,
+    probe: &dyn ProcessProbe,
+    writers: &Exclusive,
+) -> Result<Decision<'a>, LockError> {
     let sealed_only = opts.certified.as_ref().is_some_and(|c| c.sealed_only);
     match inspect_record(&site.dir, &site.paths.lock_name, &site.session_id, &site.local, probe) {
         Inspection::Missing if sealed_only => Err(LockError::NotSealed {
@@ -300,13 +402,15 @@ fn decide<'a>(site: &LockSite, opts: &'a AcquireOptions, probe: &dyn ProcessProb
             if matches!(existing.schema, Schema::V3 { .. }) {
                 return Err(LockError::unavailable(Unavailable::ManagedSchema));
             }
-            // A pod proof rule is the orchestrator's proof, not a local guess: managed
-            // acquisition, takeover and `run` may use it (issue 18).
-            let proof = liveness.proof_rule();
-            if opts.reclaim == ReclaimPolicy::Never && proof.is_none() {
+            // Issue 38 item 2: the kernel's proof — the holder's tree gone by its holder lock
+            // (a), nothing open for writing on the transcript (b) — lets managed acquisition
+            // and `run` reclaim, whatever the pod labels say. Anything less is the pid
+            // table's weak word, which only plain acquisition may act on, as qwen does.
+            let proven = liveness.holder_proven_gone() && writers.evidence().is_some();
+            if opts.reclaim == ReclaimPolicy::Never && !proven {
                 return Err(conflict(site, &existing, true));
             }
-            let recovered = proof.and_then(|rule| recovered_from(&existing, rule));
+            let recovered = proven.then(|| recovered_from(&existing, liveness, writers));
             Ok(Decision::Reclaim { existing, recovered })
         }
         // Without certified takeover a seal is a conflict, whatever its schema (§5.2).
@@ -358,7 +462,8 @@ impl Plan {
 pub fn plan(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe) -> Result<Plan, LockError> {
     check_options(opts)?;
     check_claim(&site.dir, &site.paths.claim())?;
-    match decide(site, opts, probe)? {
+    let writers = transcript_writers(site, opts)?;
+    match decide(site, opts, probe, &writers)? {
         Decision::Missing => Ok(Plan::Install),
         Decision::Reclaim { existing, recovered } => Ok(Plan::Reclaim { replaced: existing, recovered }),
         Decision::TakeOver { sealed, certified, transcript } => {
@@ -405,29 +510,66 @@ fn successor_record(
     owner: &OwnerToken,
     previous: u64,
     recovered: Option<RecoveredFrom>,
-    holder_lock: Option<&str>,
+    held: Held<'_>,
 ) -> Result<LockRecord, LockError> {
     let ext = Extensions {
         epoch: previous.saturating_add(1),
         pod: site.local.pod.as_ref().map(|p| p.identity.clone()),
         recovered_from: recovered,
-        holder_lock: holder_lock.map(str::to_owned),
+        holder_lock: held.holder_lock.map(|(name, _)| name.to_owned()),
+        holder_lock_id: held.holder_lock.map(|(_, id)| id.to_owned()),
+        transcript_ino: held.transcript_ino,
     };
     new_active_record(&site.session_id, owner, &opts.holder, &opts.process_kind, OffsetDateTime::now_utc(), &ext)
         .map_err(|m| LockError::InvalidArgument(format!("cannot build a valid record: {m}")))
 }
 
-/// What a reclaim under `rule` replaces, for `writerctl_recovered_from`.
-fn recovered_from(existing: &LockRecord, rule: ProofRule) -> Option<RecoveredFrom> {
-    let pod = existing.owner.pod.as_ref()?;
-    Some(RecoveredFrom {
-        rule: rule.as_str().into(),
-        pod_uid: pod.uid.clone(),
-        pod_name: pod.name.clone(),
-        container: pod.container.clone(),
+/// What a reclaim the kernel proved replaces, for `writerctl_recovered_from` (issue 38):
+/// the evidence by name, and the predecessor's pod with the rule its labels match, as
+/// diagnostics.
+fn recovered_from(existing: &LockRecord, liveness: Liveness, writers: &Exclusive) -> RecoveredFrom {
+    let pod = existing.owner.pod.as_ref();
+    RecoveredFrom {
+        rule: KERNEL_PROOF_RULE.into(),
+        evidence: ["holder_lock_released"].into_iter().chain(writers.evidence()).map(str::to_owned).collect(),
+        pod_rule: liveness.proof_rule().map(|r| r.as_str().to_owned()),
+        pod_uid: pod.map(|p| p.uid.clone()),
+        pod_name: pod.map(|p| p.name.clone()),
+        container: pod.map(|p| p.container.clone()),
         pid: existing.owner.pid,
         acquired_at: existing.owner.acquired_at.clone(),
+    }
+}
+
+/// Issue 38 item 1 (b): what the kernel says about open write descriptions of the
+/// transcript, before a new writer is given it. `Err` when one exists: the transcript has a
+/// writer this lock does not name, and nothing may proceed. Without a transcript (a library
+/// caller that named none) nothing is proven.
+fn transcript_writers(site: &LockSite, opts: &AcquireOptions) -> Result<Exclusive, LockError> {
+    let Some(t) = &opts.transcript else { return Ok(Exclusive::Unproven("no transcript was named".into())) };
+    prove_beneath(&t.runtime_dir, t.key.as_str()).map_err(|_| LockError::TranscriptBusy {
+        session_id: site.session_id.clone(),
+        by: TranscriptWriter::OpenForWriting,
     })
+}
+
+/// The refusal of a torn transcript to a fresh owner, made before anything was changed.
+fn torn_refusal(opts: &AcquireOptions) -> LockError {
+    match opts.transcript.as_ref().map(|t| check_shape(&t.runtime_dir, &t.key)) {
+        Some(Err(e)) => e,
+        // It was repaired meanwhile: the next attempt decides again.
+        _ => LockError::unavailable(Unavailable::ReclaimRaced),
+    }
+}
+
+/// Removes the holder-lock file of the record a reclaim replaced, once the lease is in use
+/// (the token delivered, the writer started): until then [`super::give_back`] may need to
+/// put that record back, judged by that very file. The file's lock is free — that is what
+/// let the reclaim happen — so it is residue now; a leftover is only listed by `status`.
+pub fn settle(site: &LockSite, lease: &Lease) {
+    if let Some(name) = lease.replaced.as_ref().and_then(|r| r.owner.holder_lock.as_deref()) {
+        remove_holder_file(&site.dir, name);
+    }
 }
 
 fn conflict(site: &LockSite, existing: &LockRecord, managed_refused_stale: bool) -> LockError {
@@ -678,6 +820,7 @@ fn reclaim_under_guard(r: Reclaim<'_>, progress: &mut ReclaimProgress) -> Result
         recovered,
         holder_lock: None,
         replaced: Some(existing.clone()),
+        transcript_lock: None,
     })
 }
 
@@ -746,6 +889,7 @@ fn take_over(
                 recovered: None,
                 holder_lock: None,
                 replaced: None,
+                transcript_lock: None,
                 durable,
                 owner: owner.clone(),
                 record: record.clone(),
@@ -992,7 +1136,8 @@ mod tests {
         let (with_lock, lease, name) = acquire_with_holder_lock(&s);
         assert_eq!(lease.record.owner.holder_lock.as_deref(), Some(name.as_str()));
         assert_eq!(holder_files(&s), vec![name.clone()]);
-        assert_eq!(holder_lock_state(&s.dir, &name), HolderLockState::Held);
+        let id = lease.record.owner.holder_lock_id.clone();
+        assert_eq!(holder_lock_state(&s.dir, &name, id.as_deref()), HolderLockState::Held);
         // A second acquisition is refused and cleans up its own holder file.
         let e = acquire(&s, &with_lock, &SystemProbe).unwrap_err();
         assert!(matches!(e, LockError::Conflict { .. }), "{e:?}");
@@ -1005,36 +1150,73 @@ mod tests {
 
     /// A holder whose process runs on (this test process) but whose lease was dropped
     /// without a release: the lock is free, and the pid rule still says running — live.
-    /// Once the pid is provably gone (a record naming a dead pid with a free lock), plain
-    /// acquisition reclaims, managed does not, and the predecessor's holder file goes.
+    /// Once the pid is provably gone (a record naming a dead pid with a free lock): plain
+    /// acquisition reclaims; managed acquisition only with the transcript's read lease too
+    /// (issue 38), recording the kernel's proof; the predecessor's holder file goes once the
+    /// lease is settled.
     #[test]
-    fn a_free_holder_lock_is_reclaimed_by_plain_acquire_and_its_file_removed() {
+    fn a_free_holder_lock_is_reclaimed_by_proof_and_its_file_removed_once_settled() {
         let t = tempfile::tempdir().unwrap();
         let s = site(&t);
         let (with_lock, lease, old_name) = acquire_with_holder_lock(&s);
+        let old_id = lease.record.owner.holder_lock_id.clone();
         drop(lease.holder_lock);
         let e = acquire(&s, &with_lock, &SystemProbe).unwrap_err();
         assert!(matches!(e, LockError::Conflict { .. }), "a running recorded holder stays live: {e:?}");
         // The same record, but naming a dead pid: only the free lock speaks.
+        let stage_dead = || {
+            let dead = new_active_record(
+                "s",
+                &OwnerToken::generate(),
+                &dead_holder(),
+                "unknown",
+                OffsetDateTime::now_utc(),
+                &Extensions {
+                    holder_lock: Some(old_name.clone()),
+                    holder_lock_id: old_id.clone(),
+                    ..Extensions::epoch(3)
+                },
+            )
+            .unwrap();
+            let _ = std::fs::remove_file(s.lock_path());
+            std::fs::write(s.lock_path(), &dead.raw).unwrap();
+        };
+        stage_dead();
+        // Managed, without a transcript to lease: (b) is not proven, so no reclaim.
+        let managed = AcquireOptions { reclaim: ReclaimPolicy::Never, ..with_lock.clone() };
+        let e = acquire(&s, &managed, &SystemProbe).unwrap_err();
+        assert!(matches!(e, LockError::Conflict { managed_refused_stale: true, .. }), "{e:?}");
+        let lease = acquire(&s, &with_lock, &SystemProbe).unwrap();
+        assert!(lease.reclaimed);
+        assert_eq!(lease.record.owner.epoch, 4);
+        let new_name = lease.holder_lock.as_ref().unwrap().name().to_owned();
+        assert_eq!(holder_files(&s).len(), 2, "the predecessor's file stays until the lease is settled");
+        settle(&s, &lease);
+        assert_eq!(holder_files(&s), vec![new_name], "the predecessor's holder file is gone");
+        release(&s, &lease.owner).unwrap();
+        // Managed with the transcript: the kernel proves both, whatever the pod labels.
+        let new_lease = acquire(&s, &with_lock, &SystemProbe).unwrap();
+        let (name, id) =
+            (new_lease.holder_lock.as_ref().unwrap().name().to_owned(), new_lease.record.owner.holder_lock_id.clone());
+        drop(new_lease);
         let dead = new_active_record(
             "s",
             &OwnerToken::generate(),
             &dead_holder(),
             "unknown",
             OffsetDateTime::now_utc(),
-            &Extensions { holder_lock: Some(old_name.clone()), ..Extensions::epoch(3) },
+            &Extensions { holder_lock: Some(name), holder_lock_id: id, ..Extensions::epoch(7) },
         )
         .unwrap();
         std::fs::remove_file(s.lock_path()).unwrap();
         std::fs::write(s.lock_path(), &dead.raw).unwrap();
-        let e = acquire(&s, &AcquireOptions { reclaim: ReclaimPolicy::Never, ..with_lock.clone() }, &SystemProbe)
-            .unwrap_err();
-        assert!(matches!(e, LockError::Conflict { managed_refused_stale: true, .. }), "{e:?}");
-        let lease = acquire(&s, &with_lock, &SystemProbe).unwrap();
-        assert!(lease.reclaimed);
-        assert_eq!(lease.record.owner.epoch, 4);
-        let new_name = lease.holder_lock.as_ref().unwrap().name().to_owned();
-        assert_eq!(holder_files(&s), vec![new_name], "the predecessor's holder file is gone");
+        let t_ref = TranscriptRef { runtime_dir: t.path().to_owned(), key: TranscriptKey::default_for("s").unwrap() };
+        let managed = AcquireOptions { transcript: Some(t_ref), ..managed };
+        let lease = acquire(&s, &managed, &SystemProbe).unwrap();
+        let proof = lease.recovered.as_ref().expect("a proven reclaim").previous.clone();
+        assert_eq!(proof.rule, KERNEL_PROOF_RULE);
+        assert_eq!(proof.evidence, vec!["holder_lock_released".to_string(), "read_lease".to_string()]);
+        assert_eq!(lease.record.owner.recovered_from.as_ref(), Some(&proof));
     }
 
     /// A seal replaces the record that named the holder lock: the sealed record names none

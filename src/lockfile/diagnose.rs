@@ -194,8 +194,9 @@ fn summary(sessions: &[SessionStatus]) -> Check {
 /// `writerctl recover`. A qwen-code managed (schema 3) record is its managed writer's.
 fn fenced(s: &SessionStatus) -> bool {
     let answers = |l: &LivenessView| {
-        l.code == Liveness::Live(LiveReason::Running).code()
-            || l.code == Liveness::Live(LiveReason::HolderLockHeld).code()
+        [LiveReason::Running, LiveReason::HolderLockHeld, LiveReason::TranscriptOpenForWriting]
+            .iter()
+            .any(|r| l.code == Liveness::Live(*r).code())
     };
     s.state == LockState::Active
         && s.live == Some(true)
@@ -203,12 +204,33 @@ fn fenced(s: &SessionStatus) -> bool {
         && s.liveness.as_ref().is_some_and(|l| !answers(l))
 }
 
+/// Whether the kernel proved a stale record's holder gone (its holder lock is free), which
+/// lets the next `run` reclaim it — given no open write description on the transcript,
+/// which `run` checks itself.
+fn holder_proven_gone(s: &SessionStatus) -> bool {
+    use super::liveness::{ProofRule, StaleReason};
+    let proven = [
+        Liveness::Stale(StaleReason::HolderLockReleased),
+        Liveness::Stale(StaleReason::Proven(ProofRule::ContainerRestarted)),
+        Liveness::Stale(StaleReason::Proven(ProofRule::StatefulSetPodReplaced)),
+    ];
+    s.liveness.as_ref().is_some_and(|l| proven.iter().any(|p| p.code() == l.code))
+}
+
 /// The check for one lock that needs an operator (`None` for a healthy one: held by a
 /// running writer, sealed, or missing without residue). The hint is `status`'s next step.
 fn lock_check(s: &SessionStatus) -> Option<Check> {
     let name = format!("lock.{}", s.session_id);
     let (verdict, what) = match s.state {
-        LockState::Active if s.live == Some(false) => (Verdict::Warn, "stale".to_string()),
+        // Issue 38 item 7: a stale lock the kernel cannot prove gone (no holder lock: the pid
+        // table's word) is one no `writerctl run` will ever take: a crash-looping pod, unless
+        // a person acts — a failure, with the fix as its hint.
+        LockState::Active if s.live == Some(false) && !holder_proven_gone(s) => {
+            (Verdict::Fail, "stale, but no `writerctl run` can take it without a person".to_string())
+        }
+        LockState::Active if s.live == Some(false) => {
+            (Verdict::Warn, "stale (the next `writerctl run` reclaims it by the kernel's proof)".to_string())
+        }
         LockState::Active if fenced(s) => (Verdict::Fail, "fenced".to_string()),
         LockState::InTransition => (Verdict::Fail, "in transition".to_string()),
         LockState::Malformed => (Verdict::Fail, "malformed".to_string()),

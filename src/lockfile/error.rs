@@ -39,6 +39,37 @@ impl std::fmt::Display for HolderInfo {
     }
 }
 
+/// [`LockError::NotOwner`]'s reason when no lock exists at the path.
+pub const NOT_OWNER_NO_LOCK: &str = "the lock does not exist";
+/// [`LockError::NotOwner`]'s reason when not even the lock directory exists.
+pub const NOT_OWNER_NO_LOCK_DIR: &str = "the lock does not exist (the runtime directory has no lock directory)";
+/// [`LockError::NotOwner`]'s reason when the lock is sealed.
+pub const NOT_OWNER_SEALED: &str = "the lock is sealed, not active";
+
+/// Who already writes a transcript ([`LockError::TranscriptBusy`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TranscriptWriter {
+    /// The kernel refused a read lease: some open file description can write it.
+    OpenForWriting,
+    /// Another lock holder keeps the transcript's own lock: the session it names, if its
+    /// record is in this lock directory.
+    Session(Option<String>),
+}
+
+impl std::fmt::Display for TranscriptWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TranscriptWriter::OpenForWriting => {
+                write!(f, "is open for writing elsewhere (the kernel refused a read lease on it)")
+            }
+            TranscriptWriter::Session(Some(s)) => write!(f, "is held by session {s}, whose writer is running"),
+            TranscriptWriter::Session(None) => {
+                write!(f, "is held by another writer (its lock is not in this lock directory)")
+            }
+        }
+    }
+}
+
 /// Why ownership could not be verified (`session_writer_unavailable`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Unavailable {
@@ -150,6 +181,16 @@ pub enum LockError {
         sealed: bool,
         /// True when a stale record was refused because managed mode never reclaims.
         managed_refused_stale: bool,
+    },
+    /// The transcript already has a writer that this session's lock does not name (issue
+    /// 38): an open write description the kernel reports, or another session's transcript
+    /// lock. One transcript, one writer: nothing was written.
+    #[error("session {session_id}'s transcript {by}")]
+    TranscriptBusy {
+        /// Session id.
+        session_id: String,
+        /// Who has it.
+        by: TranscriptWriter,
     },
     /// Ownership could not be verified.
     #[error("session writer unavailable: {}{}", .reason.describe(), .detail.as_ref().map(|d| format!(" ({d})")).unwrap_or_default())]
@@ -302,7 +343,7 @@ impl LockError {
     /// The stable code.
     pub fn code(&self) -> ErrorCode {
         match self {
-            LockError::Conflict { .. } => ErrorCode::SessionWriterConflict,
+            LockError::Conflict { .. } | LockError::TranscriptBusy { .. } => ErrorCode::SessionWriterConflict,
             LockError::Unavailable { .. } => ErrorCode::SessionWriterUnavailable,
             LockError::Malformed { .. } => ErrorCode::SessionLockMalformed,
             LockError::NotOwner { .. } => ErrorCode::SessionNotOwner,
@@ -323,17 +364,32 @@ impl LockError {
             LockError::Conflict { sealed: true, .. } => {
                 "the session is sealed for handoff; a certified takeover (`writerctl takeover`) can continue it".into()
             }
-            LockError::Conflict { managed_refused_stale: true, .. } => {
-                "the recorded holder is gone, but --managed reclaims only under a proof rule backed by the kernel's holder lock (container_restarted, statefulset_pod_replaced); fence every writer, then run plain `writerctl acquire` or `writerctl recover`".into()
+            LockError::Conflict { managed_refused_stale: true, session_id, .. } => format!(
+                "managed acquisition and `writerctl run` reclaim only what the kernel proves free (a released holder lock that is the file the record names, and no open write description on the transcript), and that proof cannot be had here; waiting will not change it. Fence every writer on other hosts, then run `writerctl recover --session {session_id} --writers-fenced --yes`"
+            ),
+            LockError::TranscriptBusy { by: TranscriptWriter::OpenForWriting, .. } => {
+                "a process outside the lock (a descriptor handed out of a writer's tree, a sidecar, a daemon) can still append; find it with `fuser -v <transcript>` or `lsof <transcript>` and stop it. Nothing was changed, and the next attempt proceeds by itself once it is closed".into()
             }
-            LockError::Conflict { holder, .. } => match holder.liveness {
+            LockError::TranscriptBusy { by: TranscriptWriter::Session(Some(s)), .. } => format!(
+                "one transcript has one writer: stop session {s} first (it hands over with `writerctl seal`), or give this session its own --transcript-key"
+            ),
+            LockError::TranscriptBusy { .. } => {
+                "one transcript has one writer: stop the other writer first, or give this session its own --transcript-key".into()
+            }
+            LockError::Conflict { holder, session_id, .. } => match holder.liveness {
                 Some(Liveness::Live(LiveReason::Running)) => {
                     "wait for the holder to release or seal; a conflict is not proof that it is alive (a PID can be reused)".into()
+                }
+                Some(Liveness::Live(LiveReason::TranscriptOpenForWriting)) => {
+                    "the holder's tree is gone, but a process outside it can still append to the transcript; find it with `fuser -v <transcript>` or `lsof <transcript>` and stop it, and the next attempt proceeds by itself".into()
                 }
                 Some(Liveness::Live(LiveReason::HolderLockHeld)) => {
                     "a process of the holder's tree still holds its kernel lock, so a write may be in flight: wait for that tree to exit (`writerctl status` shows when the lock is released); never recover it while it is held".into()
                 }
-                _ => "this record is fenced; it is never reclaimed automatically. Fence every possible writer, then follow `writerctl status` and `writerctl recover`".into(),
+                Some(Liveness::Live(r)) if !r.ends_by_itself() => format!(
+                    "this record is fenced: nothing here can prove its holder gone, so it is never reclaimed automatically and waiting will not change it. Fence every writer on other hosts, then run `writerctl recover --session {session_id} --writers-fenced --yes`"
+                ),
+                _ => "wait for the holder to release or seal (`writerctl status` shows what it is waiting for)".into(),
             },
             LockError::Unavailable { reason: Unavailable::ClaimPresent, .. } => {
                 "a seal or takeover is in progress or crashed mid-transition; retry shortly, and if it persists run `writerctl status` — never delete the claim unless every writer is fenced".into()
@@ -353,6 +409,16 @@ impl LockError {
             LockError::Unavailable { .. } => "retry later; retrying never authorizes a bypass. `writerctl status` shows what is on disk".into(),
             LockError::Malformed { .. } => {
                 "nothing was changed; inspect the file with `writerctl status`, and move it aside only after fencing every writer (`writerctl recover`)".into()
+            }
+            // Issue 38 item 7: a hint that fits what was found, not always "use the token".
+            LockError::NotOwner { reason, .. } if reason == NOT_OWNER_NO_LOCK => {
+                "there is no lock to release or seal: it was released already, or never taken under this path; `writerctl status` shows the session".into()
+            }
+            LockError::NotOwner { reason, .. } if reason == NOT_OWNER_NO_LOCK_DIR => {
+                "nothing was ever locked under this runtime directory: check that --runtime-dir (or WRITERCTL_RUNTIME_DIR / QWEN_RUNTIME_DIR) names the writer's, and --lock if it used one".into()
+            }
+            LockError::NotOwner { reason, .. } if reason == NOT_OWNER_SEALED => {
+                "the session is already sealed for handoff: no owner token can release or seal it again; the next writer continues it with a certified takeover (`writerctl takeover`, or `writerctl run` with the gate on)".into()
             }
             LockError::NotOwner { .. } => {
                 "use the owner token printed by `writerctl acquire` (--token-file or WRITERCTL_OWNER_TOKEN)".into()

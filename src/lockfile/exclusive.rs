@@ -24,6 +24,14 @@
 //! existed. Holding it would only make the kernel send us SIGIO (a lease break) when such an
 //! `open` happens, which nothing here would act on.
 //!
+//! # Before a new writer (issue 38)
+//!
+//! The same question guards the other side of a handoff: before an acquisition, a reclaim,
+//! a takeover or `recover` gives the transcript a new writer, [`prove_beneath`] asks it of
+//! the transcript the key names beneath the runtime directory (no symlink followed). A
+//! refusal there means a writer outside the protocol — a descriptor passed out of a crashed
+//! holder's tree, a sidecar — can still append, and no process evidence may overrule it.
+//!
 //! # Where it cannot be had
 //!
 //! NFS, FUSE and other filesystems without leases (`EINVAL`), a caller that neither owns the
@@ -78,10 +86,46 @@ pub fn prove(path: &Path) -> Result<Exclusive, OpenForWriting> {
         Err(Errno::NOENT) => return Ok(Exclusive::NoTranscript),
         Err(e) => return Ok(Exclusive::Unproven(format!("cannot open the transcript for a lease: {}", errno_name(e)))),
     };
-    match read_lease_once(&fd) {
+    lease_verdict(&fd)
+}
+
+/// [`prove`] for the transcript `key` beneath `runtime_dir`, opened the way every proof read
+/// opens it: beneath the root, no symlink in any component, `O_NONBLOCK` (a FIFO does not
+/// hang us). An unsafe path or an unreadable root is "unproven" here: the proof read that
+/// follows refuses it with its own error.
+pub fn prove_beneath(runtime_dir: &Path, key: &str) -> Result<Exclusive, OpenForWriting> {
+    use super::sys::{Beneath, open_beneath, open_root};
+    let root = match open_root(runtime_dir) {
+        Ok(r) => r,
+        Err(e) => return Ok(Exclusive::Unproven(format!("cannot open the runtime directory: {e}"))),
+    };
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY;
+    match open_beneath(&root, key, flags, false) {
+        Ok(Beneath::Opened(fd)) => lease_verdict(&fd),
+        Ok(Beneath::Absent) => Ok(Exclusive::NoTranscript),
+        Ok(Beneath::Unsafe(why)) => Ok(Exclusive::Unproven(why.into())),
+        Err(e) => Ok(Exclusive::Unproven(format!("cannot open the transcript for a lease: {e}"))),
+    }
+}
+
+/// The kernel's answer on an open read-only descriptor.
+fn lease_verdict(fd: &std::os::fd::OwnedFd) -> Result<Exclusive, OpenForWriting> {
+    match read_lease_once(fd) {
         Ok(()) => Ok(Exclusive::Proven),
         Err(Errno::AGAIN) => Err(OpenForWriting),
         Err(e) => Ok(Exclusive::Unproven(format!("no lease on this filesystem or for this user ({})", errno_name(e)))),
+    }
+}
+
+impl Exclusive {
+    /// The evidence name recorded in `writerctl_recovered_from.evidence`, when the kernel
+    /// proved that nothing can write the transcript.
+    pub fn evidence(&self) -> Option<&'static str> {
+        match self {
+            Exclusive::Proven => Some(PROVEN),
+            Exclusive::NoTranscript => Some("no_transcript"),
+            Exclusive::Unproven(_) => None,
+        }
     }
 }
 
@@ -135,6 +179,26 @@ mod tests {
         assert_eq!(prove(&p), Err(OpenForWriting));
         drop(dup);
         assert_eq!(prove(&p), Ok(Exclusive::Proven));
+    }
+
+    #[test]
+    fn beneath_the_runtime_directory_the_same_answers_and_no_symlink_is_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("chats")).unwrap();
+        let p = dir.path().join("chats/t.jsonl");
+        assert_eq!(prove_beneath(dir.path(), "chats/t.jsonl"), Ok(Exclusive::NoTranscript));
+        let w = std::fs::OpenOptions::new().create(true).append(true).open(&p).unwrap();
+        assert_eq!(prove_beneath(dir.path(), "chats/t.jsonl"), Err(OpenForWriting));
+        drop(w);
+        assert_eq!(prove_beneath(dir.path(), "chats/t.jsonl"), Ok(Exclusive::Proven));
+        assert_eq!(Exclusive::Proven.evidence(), Some("read_lease"));
+        std::os::unix::fs::symlink(dir.path().join("chats"), dir.path().join("link")).unwrap();
+        let _w = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        assert!(
+            matches!(prove_beneath(dir.path(), "link/t.jsonl"), Ok(Exclusive::Unproven(_))),
+            "a symlinked path is not judged through the link"
+        );
+        assert_eq!(Exclusive::Unproven("x".into()).evidence(), None);
     }
 
     #[test]

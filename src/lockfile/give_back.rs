@@ -9,11 +9,12 @@
 //!
 //! * a missing lock, or a stale owner's record reclaimed by a plain acquire: nothing but the
 //!   lock itself was gained, so releasing it loses nothing;
-//! * a crashed writer's record reclaimed under a pod rule (issue 27): releasing would drop
+//! * a crashed writer's record reclaimed by the kernel's proof (issues 27, 38): releasing would drop
 //!   what the next writer needs to know — that the transcript is a crashed writer's, maybe
 //!   torn mid-line — and let a plain acquire take it as if it were clean. The exact record
-//!   is put back instead (`restore_predecessor`), with its released holder-lock file, so
-//!   the same rule reclaims it again and reports the tail;
+//!   is put back instead (`restore_predecessor`), naming its released holder-lock file
+//!   (still in place: see [`super::acquire::settle`]), so the same proof reclaims it again
+//!   and reports the tail;
 //! * a sealed record taken over by a certified takeover: releasing would destroy the seal
 //!   and its proof, and the next plain `acquire --managed` would take a transcript that may
 //!   have changed since with no proof check at all. The exact sealed record is put back
@@ -33,7 +34,7 @@
 
 use super::acquire::{Lease, LockSite, TranscriptRef};
 use super::error::LockError;
-use super::holder_lock::{recreate_released_holder_file, remove_holder_file};
+use super::holder_lock::remove_holder_file;
 use super::primitives::install;
 use super::record::LockRecord;
 use super::release::release;
@@ -47,7 +48,7 @@ pub enum GaveBack {
     Released,
     /// The sealed record the takeover replaced is back at `L`, byte for byte.
     SealRestored,
-    /// The crashed writer's record a pod-rule reclaim replaced is back at `L`, byte for byte.
+    /// The crashed writer's record a proven reclaim replaced is back at `L`, byte for byte.
     PredecessorRestored,
 }
 
@@ -58,7 +59,7 @@ impl GaveBack {
             GaveBack::Released => "the lock was released again",
             GaveBack::SealRestored => "the sealed record it replaced was restored, proof unchanged",
             GaveBack::PredecessorRestored => {
-                "the crashed writer's record it replaced was restored, so the same pod rule reclaims it again"
+                "the crashed writer's record it replaced was restored, so the same proof reclaims it again"
             }
         }
     }
@@ -87,20 +88,17 @@ pub fn give_back(site: &LockSite, lease: &Lease, transcript: Option<&TranscriptR
     }
 }
 
-/// Undoes a pod-rule reclaim: puts the predecessor's released holder-lock file back (before
-/// its record, so the record never names a missing file), releases our record exactly as
-/// `release` does (rename aside, prove it ours, unlink), then links the predecessor's exact
-/// bytes back at `L`, never over a new primary.
+/// Undoes a reclaim the kernel proved: releases our record exactly as `release` does
+/// (rename aside, prove it ours, unlink), then links the predecessor's exact bytes back at
+/// `L`, never over a new primary.
 ///
 /// Why this is exact: the record is the very bytes the reclaim judged and replaced, and its
-/// holder lock says "released", as it did then (nothing can re-take that lock: its holders
-/// are gone). Between the release and the link `L` is empty for a moment; an acquirer that
-/// installs there wins, and the outcome is a plain release — what give-back did before.
+/// holder-lock file is still the very file it names — the reclaim leaves it in place until
+/// the lease is settled ([`super::acquire::settle`], issue 38) — whose lock says "released",
+/// as it did then (nothing can re-take that lock: its holders are gone). Between the release
+/// and the link `L` is empty for a moment; an acquirer that installs there wins, and the
+/// outcome is a plain release — what give-back did before.
 fn restore_predecessor(site: &LockSite, lease: &Lease, predecessor: &LockRecord) -> Result<GaveBack, LockError> {
-    if let Some(name) = &predecessor.owner.holder_lock {
-        recreate_released_holder_file(&site.dir, name)
-            .map_err(|e| LockError::io("recreate the predecessor's holder-lock file", e))?;
-    }
     release(site, &lease.owner)?;
     let lock = &site.paths.lock_name;
     match install(&site.dir, lock, &predecessor.raw, &predecessor.owner_id) {

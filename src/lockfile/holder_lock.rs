@@ -14,12 +14,26 @@
 //! # Calling sequence
 //!
 //! ```text
-//! acquire:  create_holder_lock(dir, L) ─► the new record names it (`writerctl_holder_lock`)
-//!           ─► install ─► the Lease keeps the descriptor (run: a dup inherited by the writer)
+//! acquire:  create_holder_lock(dir, L): create a private temp, lock it, link it to
+//!           L.holder.<uuid> ─► the new record names it and its identity
+//!           (`writerctl_holder_lock`, `writerctl_holder_lock_id`) ─► install ─► the Lease
+//!           keeps the descriptor (run: a dup inherited by the writer)
 //! release / seal: remove the record ─► remove_holder_file
-//! reclaim:  evidence said Released ─► replace the record ─► remove the predecessor's file
-//! readers:  holder_lock_state(dir, name) ─► Held | Released | Unverifiable(why)
+//! reclaim:  evidence said Released ─► replace the record ─► once the lease is in use
+//!           (`acquire::settle`), remove the predecessor's file
+//! readers:  holder_lock_state(dir, name, id) ─► Held | Released | Unverifiable(why)
 //! ```
+//!
+//! # Why a file of its own and not the transcript's lock (issue 38 item 3)
+//!
+//! The transcript's own inode does carry a lock now ([`super::transcript_lock`]: one
+//! transcript, one writer), and it would survive a replaced holder file. It is not the
+//! holder evidence because a reader must be able to judge a record *without* the transcript:
+//! `status` over a whole directory, `recover` for a session whose transcript key it does not
+//! know, a record whose transcript does not exist yet or was moved. The holder file sits
+//! beside the record it proves, and its identity in the record closes the gap a replaced
+//! file opened (reproduction 4). A reclaim asks both questions anyway: this lock for "is
+//! the holder's tree gone", the transcript's read lease for "can anything still write".
 //!
 //! # Why `flock(2)` and not `fcntl` locks
 //!
@@ -63,6 +77,8 @@ use super::sys::{Dir, Kind};
 
 /// The record key naming the holder lock file (qwen ignores unknown keys).
 pub const HOLDER_LOCK_KEY: &str = "writerctl_holder_lock";
+/// The record key naming which file the holder lock is ([`HolderFileId`], issue 38).
+pub const HOLDER_LOCK_ID_KEY: &str = "writerctl_holder_lock_id";
 
 /// A holder lock we created and hold: the file's name in the lock directory and the
 /// descriptor whose open file description carries the lock.
@@ -70,12 +86,18 @@ pub const HOLDER_LOCK_KEY: &str = "writerctl_holder_lock";
 pub struct HolderLock {
     name: String,
     fd: OwnedFd,
+    id: HolderFileId,
 }
 
 impl HolderLock {
     /// The file's name in the lock directory (what the record names).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The file's identity, for the record (`writerctl_holder_lock_id`).
+    pub fn id(&self) -> HolderFileId {
+        self.id
     }
 
     /// The descriptor holding the lock.
@@ -123,26 +145,91 @@ pub fn is_holder_lock_name(name: &str) -> bool {
     }
 }
 
-/// Creates `<lock_name>.holder.<uuid>` exclusively (0600, `O_NOFOLLOW`) and takes its lock.
+/// Creates `<lock_name>.holder.<uuid>` holding its lock from the moment its name exists.
 ///
 /// Why a fresh file per acquisition: the lock must be ours alone from the start, so that
 /// "free" can only ever mean "every descriptor of *our* holder's tree is closed". A new
-/// name (`O_EXCL`) is never shared with a predecessor, whose tree may still hold its own.
+/// name is never shared with a predecessor, whose tree may still hold its own.
+///
+/// Why lock first, then link (issue 38, reproduction 3): creating the final name with
+/// `O_EXCL` and locking it afterwards left a moment in which the name existed unlocked; a
+/// `status`, `recover` or `doctor` probe landing there took the lock first, and the record
+/// went out naming a lock its holder never held. Here the file is created under a private
+/// install-temp name (`<name>.<uuid>.tmp`: random, named by no record, never probed), locked,
+/// and only then hard-linked to its final name, so no reader can ever open the final name
+/// unlocked; the temp name is removed again (one link: what the probe requires).
+///
+/// The identity returned with it ([`HolderLock::id`]) is taken after the link and unlink,
+/// and goes into the record: a file removed and recreated under the same name (a backup
+/// tool, an operator) is another file, whose free lock proves nothing about our tree
+/// (reproduction 4).
+///
 /// No directory fsync here: the acquisition's own fsync after installing the record covers
 /// this entry too, and after a power loss the boot id changes, which voids the evidence.
 pub fn create_holder_lock(dir: &Dir, lock_name: &str) -> std::io::Result<HolderLock> {
     let name = format!("{lock_name}.holder.{}", uuid::Uuid::new_v4());
+    let private = super::paths::install_temp(&name, &uuid::Uuid::new_v4().to_string());
     let fd = rfs::openat(
         dir,
-        OsStr::new(&name),
+        OsStr::new(&private),
         OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::from_raw_mode(0o600),
     )?;
-    if let Err(e) = rfs::flock(&fd, FlockOperation::NonBlockingLockExclusive) {
-        let _ = dir.unlink(OsStr::new(&name));
-        return Err(e.into());
+    let published = rfs::flock(&fd, FlockOperation::NonBlockingLockExclusive)
+        .map_err(std::io::Error::from)
+        .and_then(|()| dir.link(OsStr::new(&private), OsStr::new(&name)));
+    let _ = dir.unlink(OsStr::new(&private));
+    published?;
+    // Still two links (the temp unlink failed) would make every probe answer "not a plain
+    // file": give up rather than hand out evidence nobody can read.
+    let id = match rfs::fstat(&fd) {
+        Ok(st) if st.st_nlink == 1 => HolderFileId::of(&st),
+        Ok(_) => {
+            let _ = dir.unlink(OsStr::new(&name));
+            return Err(std::io::Error::other("the holder-lock file kept its private install name"));
+        }
+        Err(e) => {
+            let _ = dir.unlink(OsStr::new(&name));
+            return Err(e.into());
+        }
+    };
+    Ok(HolderLock { name, fd, id })
+}
+
+/// Which file a holder-lock name must be for its lock to count: inode number and change
+/// time (seconds and nanoseconds), recorded as `"<ino>:<sec>.<nsec>"` in
+/// `writerctl_holder_lock_id`.
+///
+/// Why the change time too: a filesystem may give a recreated file the inode number the
+/// removed one had (ext4 does), and the change time of a new inode is the moment it was
+/// made. Nothing writerctl does to a published holder file changes it (the lock and the
+/// probes' opens do not); a hard link by a backup tool does — which also fails closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HolderFileId {
+    ino: u64,
+    ctime: (i64, u64),
+}
+
+impl HolderFileId {
+    fn of(st: &rfs::Stat) -> HolderFileId {
+        HolderFileId { ino: st.st_ino, ctime: (st.st_ctime, st.st_ctime_nsec as u64) }
     }
-    Ok(HolderLock { name, fd })
+
+    /// The recorded form.
+    pub fn encode(&self) -> String {
+        format!("{}:{}.{:09}", self.ino, self.ctime.0, self.ctime.1)
+    }
+
+    /// Parses the recorded form; `None` for anything else.
+    pub fn decode(s: &str) -> Option<HolderFileId> {
+        let (ino, rest) = s.split_once(':')?;
+        let (sec, nsec) = rest.split_once('.')?;
+        let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'-');
+        if !digits(ino) || !digits(sec) || !digits(nsec) || nsec.len() != 9 {
+            return None;
+        }
+        Some(HolderFileId { ino: ino.parse().ok()?, ctime: (sec.parse().ok()?, nsec.parse().ok()?) })
+    }
 }
 
 /// Removes a holder-lock file the caller no longer needs (after the record naming it was
@@ -150,25 +237,6 @@ pub fn create_holder_lock(dir: &Dir, lock_name: &str) -> std::io::Result<HolderL
 pub fn remove_holder_file(dir: &Dir, name: &str) {
     if is_holder_lock_name(name) {
         let _ = dir.unlink(OsStr::new(name));
-    }
-}
-
-/// Puts back the holder-lock file `name` of a record whose lock was proven released (a
-/// predecessor that [`super::give_back`] restores): an empty, unlocked file — exactly the
-/// evidence there was when the reclaim judged it ("released"). An existing file is left as
-/// it is.
-pub fn recreate_released_holder_file(dir: &Dir, name: &str) -> std::io::Result<()> {
-    if !is_holder_lock_name(name) {
-        return Err(std::io::Error::other("not a holder-lock file name"));
-    }
-    match rfs::openat(
-        dir,
-        OsStr::new(name),
-        OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o600),
-    ) {
-        Ok(_) | Err(Errno::EXIST) => Ok(()),
-        Err(e) => Err(e.into()),
     }
 }
 
@@ -188,16 +256,19 @@ pub fn lock_evidence_supported(dir: &Dir) -> Result<(), String> {
 }
 
 /// Probes the holder lock `name` in `dir` without waiting: open it (`O_RDWR|O_NOFOLLOW|
-/// O_NONBLOCK`), require a regular file with one link, try the lock.
+/// O_NONBLOCK`), require a regular file with one link that is the very file the record
+/// names (`id`, see [`HolderFileId`]), try the lock.
 ///
 /// * another open file description holds it (`EWOULDBLOCK`) → [`HolderLockState::Held`];
 /// * we got it → [`HolderLockState::Released`] (dropped again at once by closing);
-/// * anything else → [`HolderLockState::Unverifiable`].
+/// * anything else → [`HolderLockState::Unverifiable`]: a record without an identity
+///   (older writerctl) or with one that does not match ([`Unverifiable::Replaced`]) says
+///   nothing about its holder's tree, whatever the lock.
 ///
 /// Taking the lock for a moment is harmless: a holder never locks again (its lock is taken
-/// once, at creation), and a concurrent prober that meets ours answers Held — fail closed.
-/// Validity (same boot) is the caller's to check.
-pub fn holder_lock_state(dir: &Dir, name: &str) -> HolderLockState {
+/// once, before its name exists), and a concurrent prober that meets ours answers Held —
+/// fail closed. Validity (same boot) is the caller's to check.
+pub fn holder_lock_state(dir: &Dir, name: &str, id: Option<&str>) -> HolderLockState {
     use HolderLockState::Unverifiable as No;
     if !is_holder_lock_name(name) {
         return No(Unverifiable::BadName);
@@ -205,6 +276,7 @@ pub fn holder_lock_state(dir: &Dir, name: &str) -> HolderLockState {
     if lock_evidence_supported(dir).is_err() {
         return No(Unverifiable::LocksNotArbitrated);
     }
+    let Some(expected) = id.and_then(HolderFileId::decode) else { return No(Unverifiable::NoIdentity) };
     let fd = match rfs::openat(
         dir,
         OsStr::new(name),
@@ -217,15 +289,42 @@ pub fn holder_lock_state(dir: &Dir, name: &str) -> HolderLockState {
         Err(_) => return No(Unverifiable::OpenFailed),
     };
     match rfs::fstat(&fd) {
-        Ok(st) if Kind::of_mode(st.st_mode) == Kind::Regular && st.st_nlink == 1 => {}
+        Ok(st) if Kind::of_mode(st.st_mode) == Kind::Regular && st.st_nlink == 1 => {
+            if expected != HolderFileId::of(&st) {
+                return No(Unverifiable::Replaced);
+            }
+        }
         Ok(_) => return No(Unverifiable::NotPlainFile),
         Err(_) => return No(Unverifiable::OpenFailed),
     }
-    match rfs::flock(&fd, FlockOperation::NonBlockingLockExclusive) {
-        // Closing `fd` (end of scope) drops our lock.
+    probe_lock(&fd)
+}
+
+/// The lock itself, on a descriptor already proven to be the recorded file: free (we got it
+/// and drop it at once by closing) or held by another open file description.
+fn probe_lock(fd: &OwnedFd) -> HolderLockState {
+    match rfs::flock(fd, FlockOperation::NonBlockingLockExclusive) {
         Ok(()) => HolderLockState::Released,
         Err(Errno::WOULDBLOCK) => HolderLockState::Held,
-        Err(_) => No(Unverifiable::LockFailed),
+        Err(_) => HolderLockState::Unverifiable(Unverifiable::LockFailed),
+    }
+}
+
+/// A holder-lock file that no record names (residue, or a holder between publishing its
+/// file and installing its record): is some open file description still holding it? Any
+/// answer but "free" counts as held. No identity to check: nothing claims this file.
+pub fn residue_is_free(dir: &Dir, name: &str) -> bool {
+    if !is_holder_lock_name(name) || lock_evidence_supported(dir).is_err() {
+        return false;
+    }
+    match rfs::openat(
+        dir,
+        OsStr::new(name),
+        OFlags::RDWR | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => probe_lock(&fd) == HolderLockState::Released,
+        Err(_) => false,
     }
 }
 
@@ -241,39 +340,115 @@ mod tests {
         f
     }
 
+    /// A file staged by hand and its recorded identity.
+    fn staged(t: &tempfile::TempDir, name: &str) -> String {
+        std::fs::write(t.path().join(name), b"").unwrap();
+        HolderFileId::of(&rfs::stat(t.path().join(name)).unwrap()).encode()
+    }
+
     #[test]
     fn a_lock_held_through_another_open_file_description_is_held_and_free_once_closed() {
         let (t, d) = scratch_dir();
         let name = format!("s.lock.holder.{}", uuid::Uuid::new_v4());
-        std::fs::write(t.path().join(&name), b"").unwrap();
+        let id = staged(&t, &name);
         let other = held_by_another_description(&t, &name);
-        assert_eq!(holder_lock_state(&d, &name), HolderLockState::Held);
-        assert_eq!(holder_lock_state(&d, &name), HolderLockState::Held, "probing does not disturb it");
+        assert_eq!(holder_lock_state(&d, &name, Some(&id)), HolderLockState::Held);
+        assert_eq!(holder_lock_state(&d, &name, Some(&id)), HolderLockState::Held, "probing does not disturb it");
+        assert!(!residue_is_free(&d, &name));
         drop(other);
-        assert_eq!(holder_lock_state(&d, &name), HolderLockState::Released);
-        assert_eq!(holder_lock_state(&d, &name), HolderLockState::Released, "the probe let go again");
+        assert_eq!(holder_lock_state(&d, &name, Some(&id)), HolderLockState::Released);
+        assert_eq!(holder_lock_state(&d, &name, Some(&id)), HolderLockState::Released, "the probe let go again");
+        assert!(residue_is_free(&d, &name));
     }
 
     #[test]
     fn our_own_holder_lock_is_held_until_every_duplicate_is_closed() {
-        let (_t, d) = scratch_dir();
+        let (t, d) = scratch_dir();
         let lock = create_holder_lock(&d, "s.lock").unwrap();
         assert!(is_holder_lock_name(lock.name()));
-        assert_eq!(holder_lock_state(&d, lock.name()), HolderLockState::Held);
+        let id = lock.id().encode();
+        assert_eq!(HolderFileId::decode(&id), Some(lock.id()));
+        assert_eq!(holder_lock_state(&d, lock.name(), Some(&id)), HolderLockState::Held);
         let name = lock.name().to_owned();
         let dup = lock.inheritable_dup().unwrap();
         let flags = rustix::io::fcntl_getfd(&dup).unwrap();
         assert!(!flags.contains(rustix::io::FdFlags::CLOEXEC), "a child must inherit the duplicate");
         drop(lock);
-        assert_eq!(holder_lock_state(&d, &name), HolderLockState::Held, "the duplicate shares the lock");
+        assert_eq!(holder_lock_state(&d, &name, Some(&id)), HolderLockState::Held, "the duplicate shares the lock");
         drop(dup);
-        assert_eq!(holder_lock_state(&d, &name), HolderLockState::Released);
+        assert_eq!(holder_lock_state(&d, &name, Some(&id)), HolderLockState::Released);
+        let left: Vec<_> = std::fs::read_dir(t.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, vec![std::ffi::OsString::from(&name)], "no private install name is left behind");
         remove_holder_file(&d, &name);
-        assert_eq!(holder_lock_state(&d, &name), HolderLockState::Unverifiable(Unverifiable::Missing));
-        recreate_released_holder_file(&d, &name).unwrap();
-        assert_eq!(holder_lock_state(&d, &name), HolderLockState::Released);
-        recreate_released_holder_file(&d, &name).unwrap();
-        assert!(recreate_released_holder_file(&d, "s.lock.holder.x").is_err());
+        assert_eq!(holder_lock_state(&d, &name, Some(&id)), HolderLockState::Unverifiable(Unverifiable::Missing));
+    }
+
+    #[test]
+    fn the_published_name_is_never_unlocked_even_for_a_prober_racing_its_creation() {
+        // Issue 38, reproduction 3: a probe between `O_EXCL` and `flock` took the lock first
+        // and the record went out without one. Probe every name as it appears, from another
+        // thread, while holder locks are created: each creation must still hold its lock.
+        let (t, d) = scratch_dir();
+        let dir = t.path().to_owned();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let prober = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let d = crate::lockfile::sys::Dir::open(&dir).unwrap();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+                        let n = e.file_name().to_string_lossy().into_owned();
+                        // What a residue probe does: open and try the lock, on any name.
+                        if let Ok(fd) = rfs::openat(&d, OsStr::new(&n), OFlags::RDWR | OFlags::CLOEXEC, Mode::empty()) {
+                            let _ = rfs::flock(&fd, FlockOperation::NonBlockingLockExclusive);
+                        }
+                    }
+                }
+            })
+        };
+        let mut created = 0;
+        for _ in 0..300 {
+            match create_holder_lock(&d, "s.lock") {
+                Ok(lock) => {
+                    created += 1;
+                    let id = lock.id().encode();
+                    // Another open file description (the prober's, or ours now) must find it held.
+                    let fd = rfs::openat(&d, OsStr::new(lock.name()), OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())
+                        .unwrap();
+                    assert_eq!(probe_lock(&fd), HolderLockState::Held, "a published holder lock was not ours");
+                    drop(fd);
+                    assert!(matches!(holder_lock_state(&d, lock.name(), Some(&id)), HolderLockState::Held));
+                    remove_holder_file(&d, lock.name());
+                }
+                // The prober held the private file's lock at the moment we took it: refused,
+                // never published unlocked.
+                Err(_) => {}
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        prober.join().unwrap();
+        assert!(created > 0);
+    }
+
+    #[test]
+    fn a_replaced_file_a_missing_or_odd_identity_is_unverifiable_never_released() {
+        // Issue 38, reproduction 4: removed and recreated under the same name, a free lock on
+        // the new file says nothing about the recorded holder's tree.
+        let (t, d) = scratch_dir();
+        let lock = create_holder_lock(&d, "s.lock").unwrap();
+        let (name, id) = (lock.name().to_owned(), lock.id().encode());
+        std::fs::remove_file(t.path().join(&name)).unwrap();
+        std::fs::write(t.path().join(&name), b"").unwrap();
+        assert_eq!(holder_lock_state(&d, &name, Some(&id)), HolderLockState::Unverifiable(Unverifiable::Replaced));
+        drop(lock);
+        assert_eq!(holder_lock_state(&d, &name, Some(&id)), HolderLockState::Unverifiable(Unverifiable::Replaced));
+        for odd in [None, Some(""), Some("12"), Some("x:1.000000000"), Some("1:2.3")] {
+            assert_eq!(
+                holder_lock_state(&d, &name, odd),
+                HolderLockState::Unverifiable(Unverifiable::NoIdentity),
+                "{odd:?}"
+            );
+        }
     }
 
     #[test]
@@ -281,20 +456,22 @@ mod tests {
         let (t, d) = scratch_dir();
         let id = uuid::Uuid::new_v4();
         let target = t.path().join("target");
-        std::fs::write(&target, b"").unwrap();
+        let rec = staged(&t, "target");
         let sym = format!("s.lock.holder.{id}");
         std::os::unix::fs::symlink(&target, t.path().join(&sym)).unwrap();
-        assert_eq!(holder_lock_state(&d, &sym), HolderLockState::Unverifiable(Unverifiable::NotPlainFile));
+        let probe = |n: &str| holder_lock_state(&d, n, Some(&rec));
+        assert_eq!(probe(&sym), HolderLockState::Unverifiable(Unverifiable::NotPlainFile));
         let hard = format!("h.lock.holder.{id}");
         std::fs::hard_link(&target, t.path().join(&hard)).unwrap();
-        assert_eq!(holder_lock_state(&d, &hard), HolderLockState::Unverifiable(Unverifiable::NotPlainFile));
+        assert_eq!(probe(&hard), HolderLockState::Unverifiable(Unverifiable::NotPlainFile));
         let fifo = format!("f.lock.holder.{id}");
         rfs::mknodat(&d, OsStr::new(&fifo), rfs::FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
-        assert_eq!(holder_lock_state(&d, &fifo), HolderLockState::Unverifiable(Unverifiable::NotPlainFile));
+        assert_eq!(probe(&fifo), HolderLockState::Unverifiable(Unverifiable::NotPlainFile));
         let missing = format!("m.lock.holder.{id}");
-        assert_eq!(holder_lock_state(&d, &missing), HolderLockState::Unverifiable(Unverifiable::Missing));
+        assert_eq!(probe(&missing), HolderLockState::Unverifiable(Unverifiable::Missing));
         for bad in ["target", "s.lock.holder.x", "../s.lock.holder.0", &format!("a/s.lock.holder.{id}")] {
-            assert_eq!(holder_lock_state(&d, bad), HolderLockState::Unverifiable(Unverifiable::BadName), "{bad}");
+            assert_eq!(probe(bad), HolderLockState::Unverifiable(Unverifiable::BadName), "{bad}");
+            assert!(!residue_is_free(&d, bad));
         }
     }
 

@@ -145,10 +145,11 @@ pub trait ProcessProbe {
     fn signal0(&self, pid: u64) -> Signal0;
     /// The current start identity of `pid`, if readable.
     fn start_identity(&self, pid: u64) -> Option<String>;
-    /// The kernel's answer for the holder-lock file `name` in the lock directory `dir`
-    /// (see [`super::holder_lock`]). The default asks the kernel; tests answer for it.
-    fn holder_lock(&self, dir: &Dir, name: &str) -> HolderLockState {
-        holder_lock_state(dir, name)
+    /// The kernel's answer for the holder-lock file `name` in the lock directory `dir`,
+    /// which must be the file `id` (see [`super::holder_lock`]). The default asks the
+    /// kernel; tests answer for it.
+    fn holder_lock(&self, dir: &Dir, name: &str, id: Option<&str>) -> HolderLockState {
+        holder_lock_state(dir, name, id)
     }
 }
 
@@ -242,14 +243,19 @@ fn decide_by_holder_lock(
     if !same_boot {
         return Liveness::Live(LiveReason::HolderLockUnverifiable(Unverifiable::OtherKernel));
     }
-    match probe.holder_lock(dir, name) {
+    match probe.holder_lock(dir, name, owner.holder_lock_id.as_deref()) {
         // A recorded process that runs in our namespace is the more precise answer (and the
         // one `recover` refuses to touch); otherwise the tree's lock is.
         HolderLockState::Held => match qwen_table(owner, local, probe) {
             running @ Liveness::Live(LiveReason::Running) => running,
             _ => Liveness::Live(LiveReason::HolderLockHeld),
         },
-        HolderLockState::Unverifiable(why) => Liveness::Live(LiveReason::HolderLockUnverifiable(why)),
+        // No verdict from the lock: a recorded process that runs in our namespace is still
+        // said to run (issue 38, reproduction 2: `recover` must never move it aside).
+        HolderLockState::Unverifiable(why) => match qwen_table(owner, local, probe) {
+            running @ Liveness::Live(LiveReason::Running) => running,
+            _ => Liveness::Live(LiveReason::HolderLockUnverifiable(why)),
+        },
         HolderLockState::Released => {
             if let Liveness::Live(reason) = qwen_table(owner, local, probe)
                 && !reason.pid_unjudgeable()
@@ -322,7 +328,7 @@ mod tests {
         fn start_identity(&self, _: u64) -> Option<String> {
             self.identity.map(str::to_owned)
         }
-        fn holder_lock(&self, _: &Dir, _: &str) -> HolderLockState {
+        fn holder_lock(&self, _: &Dir, _: &str, _: Option<&str>) -> HolderLockState {
             self.lock
         }
     }
@@ -349,6 +355,8 @@ mod tests {
             pod: None,
             recovered_from: None,
             holder_lock: None,
+            holder_lock_id: None,
+            transcript_ino: None,
         }
     }
 

@@ -45,6 +45,13 @@ pub enum Unverifiable {
     OpenFailed,
     /// The lock call itself failed (no lock manager: `ENOLCK`, I/O).
     LockFailed,
+    /// The file at the name is not the one the record names (removed and recreated): its
+    /// lock says nothing about the recorded holder (issue 38, reproduction 4).
+    Replaced,
+    /// The record does not say which file its holder lock is (`writerctl_holder_lock_id`
+    /// missing or unreadable: written by an older writerctl), so a free lock at that name
+    /// could be anyone's.
+    NoIdentity,
 }
 
 impl Unverifiable {
@@ -62,6 +69,12 @@ impl Unverifiable {
             }
             Unverifiable::OpenFailed => "its holder-lock file cannot be opened here (permissions or I/O)",
             Unverifiable::LockFailed => "the filesystem refused the lock probe (no lock manager, or I/O)",
+            Unverifiable::Replaced => {
+                "its holder-lock file was replaced (removed and recreated): not the file the record names"
+            }
+            Unverifiable::NoIdentity => {
+                "the record does not name its holder-lock file's identity (written by an older writerctl)"
+            }
         }
     }
 }
@@ -99,12 +112,31 @@ pub enum LiveReason {
     /// The pod labels match a proof rule, but the record names no holder lock: labels are
     /// no proof (issue 27).
     PodRuleNeedsEvidence(ProofRule),
+    /// The kernel refused a read lease on the transcript: some open file description
+    /// anywhere on this kernel can still write it — a descriptor handed outside the holder's
+    /// tree, a sidecar, a daemon (issue 38, reproduction 1). Whatever the holder evidence
+    /// says, nothing may give the transcript a new writer until it is closed.
+    TranscriptOpenForWriting,
 }
 
 impl LiveReason {
     /// True for the reasons that only say the pid cannot be judged from here (another host,
     /// boot or pid namespace, an identity or domain that cannot be read) — not that a
     /// process answers.
+    /// True when the reason is something alive that will end by itself — a running process,
+    /// a held holder lock, an open write description — so waiting can free the session.
+    /// False when only a person can (evidence that is missing, another host or boot).
+    pub fn ends_by_itself(self) -> bool {
+        matches!(
+            self,
+            LiveReason::Running
+                | LiveReason::NoStartIdentity
+                | LiveReason::IdentityUnreadable
+                | LiveReason::HolderLockHeld
+                | LiveReason::TranscriptOpenForWriting
+        )
+    }
+
     pub(super) fn pid_unjudgeable(self) -> bool {
         matches!(
             self,
@@ -127,12 +159,12 @@ pub enum StaleReason {
     /// Rule 5: the pid now belongs to a different process.
     PidReused,
     /// The record's holder lock is free: every process of the holder's tree closed it, in
-    /// whatever pid namespace it ran (issue 27). Plain acquisition reclaims it; managed
-    /// acquisition only when a pod rule gives it its meaning ([`StaleReason::Proven`]).
+    /// whatever pid namespace it ran (issue 27). With no open write description on the
+    /// transcript, plain and managed acquisition both reclaim it (issue 38).
     HolderLockReleased,
-    /// A pod rule says the lock is this container's or this StatefulSet pod's predecessor's,
-    /// and its holder lock proves that predecessor's tree gone (see [`super::pod`]):
-    /// reclaimable even in managed mode.
+    /// As [`StaleReason::HolderLockReleased`], and the pod labels say whose lock it was: this
+    /// container's or this StatefulSet pod's predecessor's (see [`super::pod`]). The labels
+    /// are a diagnostic; the released lock is the proof.
     Proven(ProofRule),
 }
 
@@ -151,7 +183,15 @@ impl Liveness {
         matches!(self, Liveness::Live(_))
     }
 
-    /// The orchestrator rule that proves the holder gone, if one does.
+    /// True when the kernel proved the holder's whole tree gone: its holder lock — the very
+    /// file the record names — is free (issue 38 item 1 (a)). Together with a granted read
+    /// lease on the transcript (item 1 (b)) this is the proof every reclaim, managed or
+    /// plain, may rest on; the pod labels only name whose lock it was.
+    pub fn holder_proven_gone(self) -> bool {
+        matches!(self, Liveness::Stale(StaleReason::HolderLockReleased | StaleReason::Proven(_)))
+    }
+
+    /// The pod rule the labels give a proven-gone holder (a diagnostic since issue 38).
     pub fn proof_rule(self) -> Option<ProofRule> {
         match self {
             Liveness::Stale(StaleReason::Proven(r)) => Some(r),
@@ -177,6 +217,7 @@ impl Liveness {
                 LiveReason::HolderLockHeld => "holder_lock_held",
                 LiveReason::HolderLockUnverifiable(_) => "holder_lock_unverifiable",
                 LiveReason::PodRuleNeedsEvidence(_) => "pod_rule_needs_evidence",
+                LiveReason::TranscriptOpenForWriting => "transcript_open_for_writing",
             },
             Liveness::Stale(StaleReason::ProcessGone) => "process_gone",
             Liveness::Stale(StaleReason::PidReused) => "pid_reused",
@@ -233,7 +274,16 @@ impl Liveness {
                     Unverifiable::LockFailed => {
                         "the record names a holder lock, but the filesystem refused the lock probe (no lock manager, or I/O); fenced"
                     }
+                    Unverifiable::Replaced => {
+                        "the record names a holder lock, but the file at that name was replaced (removed and recreated), so its free lock proves nothing; fenced"
+                    }
+                    Unverifiable::NoIdentity => {
+                        "the record names a holder lock but not which file it is (an older writerctl wrote it), so a free lock at that name proves nothing; fenced"
+                    }
                 },
+                LiveReason::TranscriptOpenForWriting => {
+                    "alive: the kernel refused a read lease on the transcript, so some open file description can still write it (maybe a process outside the holder's tree); fenced until it is closed"
+                }
                 LiveReason::PodRuleNeedsEvidence(ProofRule::ContainerRestarted) => {
                     "the pod labels say this container restarted, but the record names no holder lock (written by `writerctl acquire`, qwen-code or an older writerctl): labels are no proof that the old holder is gone; fenced"
                 }
@@ -244,13 +294,13 @@ impl Liveness {
             Liveness::Stale(StaleReason::ProcessGone) => "gone (no such process)",
             Liveness::Stale(StaleReason::PidReused) => "gone (pid reused by another process; a PID can be reused)",
             Liveness::Stale(StaleReason::HolderLockReleased) => {
-                "gone: every process of the holder's tree closed its holder lock (the kernel released it)"
+                "gone: every process of the holder's tree closed its holder lock (the kernel released it); reclaimable, also by managed runs, once no open file description can write the transcript"
             }
             Liveness::Stale(StaleReason::Proven(ProofRule::ContainerRestarted)) => {
-                "gone: the same container of this pod restarted, and the old tree's holder lock is released; reclaimable, also by managed runs"
+                "gone: the same container of this pod restarted, and the old tree's holder lock is released; reclaimable, also by managed runs, once no open file description can write the transcript"
             }
             Liveness::Stale(StaleReason::Proven(ProofRule::StatefulSetPodReplaced)) => {
-                "gone: this StatefulSet pod was replaced, and the old pod's holder lock is released; reclaimable, also by managed runs"
+                "gone: this StatefulSet pod was replaced, and the old pod's holder lock is released; reclaimable, also by managed runs, once no open file description can write the transcript"
             }
         }
     }

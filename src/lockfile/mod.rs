@@ -22,11 +22,16 @@
 //!   is never torn and never replaces anything.
 //! * Nothing removes a record whose exact bytes it has not verified; a record written by
 //!   someone else is never rewritten.
+//! * The transcript is the arbiter (issue 38): nothing gives it a new writer — install,
+//!   reclaim, takeover, `recover` — while the kernel says an open file description can still
+//!   write it ([`exclusive::prove_beneath`]), and one transcript has one holder at a time,
+//!   whatever session or lock path names it ([`transcript_lock`]).
 //! * An active record is reclaimed only when its holder is provably dead: by the kernel's
-//!   holder lock ([`holder_lock`]) for a record that names one — from any pid namespace of
-//!   the same boot — or by pid in our boot and pid namespace (QWEN_FORMAT §3.3) for one that
-//!   does not. Managed mode reclaims only under a pod rule proven by a released holder lock,
-//!   never on pod labels alone. Sealed, schema-3, malformed and foreign records are never
+//!   holder lock ([`holder_lock`]) — the very file the record names — for a record that
+//!   names one, from any pid namespace of the same boot, or by pid in our boot and pid
+//!   namespace (QWEN_FORMAT §3.3) for one that does not. Managed mode (and `run`) reclaims
+//!   only on the kernel's full proof — holder lock free and no writer on the transcript —
+//!   never on pid or pod labels. Sealed, schema-3, malformed and foreign records are never
 //!   reclaimed.
 //! * Every install and removal that matters is followed by a directory fsync.
 //!
@@ -58,6 +63,7 @@ pub mod site;
 pub mod status;
 pub mod sys;
 pub mod transcript;
+pub mod transcript_lock;
 pub mod transition;
 pub mod trust;
 pub mod verify;

@@ -194,6 +194,8 @@ mod tests {
             pod: p,
             recovered_from: None,
             holder_lock: None,
+            holder_lock_id: None,
+            transcript_ino: None,
         }
     }
 

@@ -5,7 +5,8 @@
 //! proved by comparing bytes, never by re-serializing: writerctl compares its own records
 //! against the bytes it wrote and never rewrites a record someone else wrote.
 
-use super::holder_lock::HOLDER_LOCK_KEY;
+use super::holder_lock::{HOLDER_LOCK_ID_KEY, HOLDER_LOCK_KEY};
+use super::transcript_lock::TRANSCRIPT_INO_KEY;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
@@ -139,22 +140,67 @@ pub struct PodIdentity {
     pub container: String,
 }
 
-/// What a reclaim under a proof rule replaced (`writerctl_recovered_from`).
+/// What a reclaim proven by the kernel replaced (`writerctl_recovered_from`).
+///
+/// Issue 38: the proof is the kernel's (`rule` [`KERNEL_PROOF_RULE`], `evidence` naming what
+/// it granted); the previous holder's pod, when it ran in one, and the pod rule its labels
+/// match (`pod_rule`) are kept as diagnostics. Records written before issue 38 carry a pod
+/// rule's name in `rule` and no `evidence`; they still read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecoveredFrom {
-    /// The rule that proved the previous holder gone.
+    /// What proved the previous holder gone: `kernel_proof` (issue 38), or the pod rule of
+    /// an older record (`container_restarted`, `statefulset_pod_replaced`).
     pub rule: String,
-    /// The previous holder's pod UID.
-    pub pod_uid: String,
+    /// The evidence the kernel gave, by stable name: `holder_lock_released` (the recorded
+    /// holder file's lock was free) and `read_lease` or `no_transcript` (no open file
+    /// description could write the transcript).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<String>,
+    /// The pod rule the labels match (`container_restarted`, `statefulset_pod_replaced`),
+    /// a diagnostic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_rule: Option<String>,
+    /// The previous holder's pod UID, when it ran in a pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_uid: Option<String>,
     /// The previous holder's pod name.
-    pub pod_name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_name: Option<String>,
     /// The previous holder's container.
-    pub container: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
     /// The previous holder's pid.
     pub pid: u64,
     /// The previous record's `acquired_at`.
     pub acquired_at: String,
 }
+
+impl RecoveredFrom {
+    /// One phrase for operators: the rule and its evidence, then the previous holder, e.g.
+    /// "kernel_proof (holder_lock_released, read_lease) from pid 7 of pod w-0 (uid …),
+    /// container writer (labels: container_restarted), acquired 2026-…".
+    pub fn describe(&self) -> String {
+        let mut s = self.rule.clone();
+        if !self.evidence.is_empty() {
+            s.push_str(&format!(" ({})", self.evidence.join(", ")));
+        }
+        s.push_str(&format!(" from pid {}", self.pid));
+        if let (Some(name), Some(uid)) = (&self.pod_name, &self.pod_uid) {
+            s.push_str(&format!(" of pod {name} (uid {uid})"));
+        }
+        if let Some(c) = &self.container {
+            s.push_str(&format!(", container {c}"));
+        }
+        if let Some(r) = &self.pod_rule {
+            s.push_str(&format!(" (labels: {r})"));
+        }
+        s.push_str(&format!(", acquired {}", self.acquired_at));
+        s
+    }
+}
+
+/// [`RecoveredFrom::rule`] of a reclaim the kernel proved (issue 38).
+pub const KERNEL_PROOF_RULE: &str = "kernel_proof";
 
 /// Facts only a sealed record carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -222,6 +268,14 @@ pub struct OwnerFields {
     /// it is not a valid name or not a string (then `""`): a record that claims a holder
     /// lock is judged by it, and an unusable one only leaves the record fenced.
     pub holder_lock: Option<String>,
+    /// writerctl's `writerctl_holder_lock_id`: which file the holder lock is (see
+    /// [`super::holder_lock::HolderFileId`]); absent in records of older writerctl, whose
+    /// holder lock then proves nothing (issue 38, reproduction 4).
+    pub holder_lock_id: Option<String>,
+    /// writerctl's `writerctl_transcript_ino`: the inode of the transcript whose lock the
+    /// holder keeps (see [`super::transcript_lock`]); names the holding session when another
+    /// is refused.
+    pub transcript_ino: Option<u64>,
 }
 
 /// A valid lock record with the exact bytes it came from.
@@ -401,6 +455,9 @@ pub fn parse_record(raw: &[u8]) -> Result<LockRecord, Malformed> {
     // Not lenient like the others: a record naming a holder lock must never fall back to the
     // pid rule because its value is odd (see `OwnerFields::holder_lock`).
     let holder_lock = m.get(HOLDER_LOCK_KEY).map(|v| v.as_str().unwrap_or_default().to_owned());
+    // Lenient: an odd value is as if absent, which leaves the holder lock unverifiable.
+    let holder_lock_id = m.get(HOLDER_LOCK_ID_KEY).and_then(Value::as_str).map(str::to_owned);
+    let transcript_ino = m.get(TRANSCRIPT_INO_KEY).and_then(Value::as_u64);
     let owner = OwnerFields {
         pid,
         process_start_identity,
@@ -414,6 +471,8 @@ pub fn parse_record(raw: &[u8]) -> Result<LockRecord, Malformed> {
         pod,
         recovered_from,
         holder_lock,
+        holder_lock_id,
+        transcript_ino,
     };
 
     let schema_version = m.get("schema_version").and_then(integer);
@@ -523,6 +582,10 @@ struct ActiveRecordV2<'a> {
     writerctl_recovered_from: Option<&'a RecoveredFrom>,
     #[serde(skip_serializing_if = "Option::is_none")]
     writerctl_holder_lock: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    writerctl_holder_lock_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    writerctl_transcript_ino: Option<u64>,
 }
 
 /// writerctl's extra keys of a new active record.
@@ -536,6 +599,10 @@ pub struct Extensions {
     pub recovered_from: Option<RecoveredFrom>,
     /// `writerctl_holder_lock`: the holder-lock file name.
     pub holder_lock: Option<String>,
+    /// `writerctl_holder_lock_id`: the holder-lock file's identity.
+    pub holder_lock_id: Option<String>,
+    /// `writerctl_transcript_ino`: the transcript whose lock the holder keeps.
+    pub transcript_ino: Option<u64>,
 }
 
 impl Extensions {
@@ -574,6 +641,8 @@ pub fn new_active_record(
         writerctl_pod: ext.pod.as_ref(),
         writerctl_recovered_from: ext.recovered_from.as_ref(),
         writerctl_holder_lock: ext.holder_lock.as_deref(),
+        writerctl_holder_lock_id: ext.holder_lock_id.as_deref(),
+        writerctl_transcript_ino: ext.transcript_ino,
     };
     let raw = serde_json::to_vec(&rec).map_err(|e| bad(e.to_string()))?;
     // Round-trip through the validator: we never install a record qwen would reject.
@@ -834,19 +903,28 @@ mod tests {
         }
     }
 
-    /// Issue 27: `writerctl_holder_lock` comes last, and any value — even one that is not a
-    /// string — is kept, so a record that claims a holder lock is never judged by pid alone.
+    /// Issue 27: `writerctl_holder_lock` comes last (then its identity, issue 38), and any
+    /// value — even one that is not a string — is kept, so a record that claims a holder
+    /// lock is never judged by pid alone.
     #[test]
     fn the_holder_lock_key_is_written_last_and_read_as_written() {
         let holder = full_holder();
         let owner = OwnerToken::generate();
         let t = OffsetDateTime::now_utc();
         let name = "s.lock.holder.0b6f7c2e-4f1e-4a5e-9d8e-1c2b3a4d5e6f";
-        let ext = Extensions { holder_lock: Some(name.into()), ..Extensions::epoch(2) };
+        let id = "42:1700000000.000000001";
+        let ext =
+            Extensions { holder_lock: Some(name.into()), holder_lock_id: Some(id.into()), ..Extensions::epoch(2) };
         let r = new_active_record("s", &owner, &holder, "unknown", t, &ext).unwrap();
         let text = String::from_utf8(r.raw.clone()).unwrap();
-        assert!(text.ends_with(&format!(r#","writerctl_epoch":2,"writerctl_holder_lock":"{name}"}}"#)), "{text}");
+        assert!(
+            text.ends_with(&format!(
+                r#","writerctl_epoch":2,"writerctl_holder_lock":"{name}","writerctl_holder_lock_id":"{id}"}}"#
+            )),
+            "{text}"
+        );
         assert_eq!(r.owner.holder_lock.as_deref(), Some(name));
+        assert_eq!(r.owner.holder_lock_id.as_deref(), Some(id));
         assert_eq!(parse_record(V2.as_bytes()).unwrap().owner.holder_lock, None);
         for v in [Value::from(5), Value::Null, Value::from("../x")] {
             let raw = with(V2, |m| {

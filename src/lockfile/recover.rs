@@ -6,9 +6,11 @@
 //! restores the predecessor of a crashed transition by `link` (never over an existing
 //! primary), and appends one audit line per action to `writerctl-recovery.log`.
 //!
-//! What it never does: touch a sealed primary (a valid handoff), a running local owner, or
-//! an active record that plain acquisition can reclaim; pick between several predecessors;
-//! touch a file that does not follow qwen's side-file naming.
+//! What it never does: touch a sealed primary (a valid handoff); move an active owner that
+//! the kernel here sees — a recorded process that runs, a held holder lock, a transcript
+//! open for writing (issue 38) — whatever `--writers-fenced` says; move one the kernel
+//! proves reclaimable (the next `run` takes it); pick between several predecessors; touch a
+//! file that does not follow qwen's side-file naming.
 
 use std::ffi::OsStr;
 
@@ -16,7 +18,8 @@ use serde::Serialize;
 use time::OffsetDateTime;
 
 use super::error::LockError;
-use super::holder_lock::{HolderLockState, holder_lock_state};
+use super::exclusive::prove_beneath;
+use super::holder_lock::residue_is_free;
 use super::identity::ProcessProbe;
 use super::liveness::{LiveReason, Liveness};
 use super::paths::{SideKind, redact_side_file_name};
@@ -124,30 +127,10 @@ pub fn plan_from(
     };
     match primary {
         Inspection::Missing => {}
-        Inspection::Active(r, Liveness::Live(LiveReason::Running)) => {
-            blocked = Some(format!(
-                "pid {} on this host is running and holds the lock; stop it (or let it release or seal) first",
-                r.owner.pid
-            ));
-        }
-        // Issue 27: the kernel still holds the record's holder lock for some process of the
-        // holder's tree — a write may be in flight whatever `--writers-fenced` states. The
-        // kernel's word outranks the operator's.
-        Inspection::Active(r, Liveness::Live(LiveReason::HolderLockHeld)) => {
-            blocked = Some(format!(
-                "the holder lock of pid {} is still held by a process of its tree (the kernel says so); stop that tree first",
-                r.owner.pid
-            ));
-        }
-        Inspection::Active(_, Liveness::Stale(_)) => actions.push(Action::Keep {
-            file: lock.clone(),
-            reason: "stale active record: plain `writerctl acquire` reclaims it safely".into(),
-        }),
-        Inspection::Active(_, l) => actions.push(Action::MoveAside {
-            name: lock.clone(),
-            file: lock.clone(),
-            reason: format!("fenced active record ({}); every writer is stated to be fenced", l.describe()),
-        }),
+        Inspection::Active(r, l) => match active_primary(&r, l, transcript) {
+            Ok(action) => actions.push(action.into_action(&lock)),
+            Err(why) => blocked = Some(why),
+        },
         Inspection::Sealed(r) => actions.push(match sealed_mismatch(&r, transcript) {
             Some(why) => Action::MoveAside {
                 name: lock.clone(),
@@ -215,7 +198,7 @@ pub fn plan_from(
             SideKind::HolderLock if primary_holder_lock.as_deref() == Some(name.as_str()) => {
                 Action::Keep { file, reason: "the holder lock the active record names: its evidence".into() }
             }
-            SideKind::HolderLock if holder_lock_state(&site.dir, name) != HolderLockState::Released => {
+            SideKind::HolderLock if !residue_is_free(&site.dir, name) => {
                 blocked.get_or_insert_with(|| {
                     "a holder-lock file is still locked (or cannot be probed): a process of some writer's tree may be alive".into()
                 });
@@ -232,6 +215,70 @@ pub fn plan_from(
         actions.push(action);
     }
     Ok(Plan { session_id: site.session_id.clone(), actions, blocked })
+}
+
+/// What `recover` does with an active primary, by the rule every transition to a new
+/// writer follows (issue 38 item 1): never move an owner that this kernel sees — a
+/// recorded process that runs, a holder lock that is held, a transcript open for writing —
+/// whatever `--writers-fenced` says. That flag is the operator's word about *other hosts*
+/// (and other kernels), the only thing the kernel here cannot see; it is not a licence to
+/// overrule what the kernel does see. `Err` is why nothing may be done.
+fn active_primary(r: &LockRecord, l: Liveness, transcript: Option<&TranscriptRef>) -> Result<PrimaryAction, String> {
+    match l {
+        Liveness::Live(LiveReason::Running) => {
+            return Err(format!(
+                "pid {} on this host is running and holds the lock; stop it (or let it release or seal) first",
+                r.owner.pid
+            ));
+        }
+        // Issue 27: the kernel still holds the record's holder lock for some process of the
+        // holder's tree — a write may be in flight whatever `--writers-fenced` states.
+        Liveness::Live(LiveReason::HolderLockHeld) => {
+            return Err(format!(
+                "the holder lock of pid {} is still held by a process of its tree (the kernel says so); stop that tree first",
+                r.owner.pid
+            ));
+        }
+        _ => {}
+    }
+    let Some(t) = transcript else {
+        return Err("this session's transcript is not known here, so nothing proves that no process can still write it; run recover with --session (and --transcript-key or --project-root)".into());
+    };
+    let writers = prove_beneath(&t.runtime_dir, t.key.as_str()).map_err(|_| {
+        "the transcript is open for writing on this host (the kernel refused a read lease): some process can still append, so the owner is not moved; find it with `fuser -v` or `lsof` on the transcript and stop it first".to_string()
+    })?;
+    Ok(match l {
+        // The kernel proves the holder's tree gone and nothing writing: the next `run` or
+        // `acquire` reclaims it by that proof and reports the tail — no person needed.
+        l if l.holder_proven_gone() && writers.evidence().is_some() => PrimaryAction::Keep(
+            "the kernel proves the holder's tree gone and nothing has the transcript open for writing: the next `writerctl run` or `acquire` reclaims it (no person needed)".into(),
+        ),
+        Liveness::Stale(_) => PrimaryAction::MoveAside(format!(
+            "stale active record ({}), which `writerctl run` may not reclaim without the kernel's full proof; moved aside so `run` can start",
+            l.describe()
+        )),
+        _ => PrimaryAction::MoveAside(format!(
+            "fenced active record ({}); the kernel here sees no writer, and every writer elsewhere is stated to be fenced",
+            l.describe()
+        )),
+    })
+}
+
+/// [`active_primary`]'s decision for the primary.
+enum PrimaryAction {
+    Keep(String),
+    MoveAside(String),
+}
+
+impl PrimaryAction {
+    fn into_action(self, lock: &str) -> Action {
+        match self {
+            PrimaryAction::Keep(reason) => Action::Keep { file: lock.to_owned(), reason },
+            PrimaryAction::MoveAside(reason) => {
+                Action::MoveAside { name: lock.to_owned(), file: lock.to_owned(), reason }
+            }
+        }
+    }
 }
 
 /// The record held by `L.claim`, if it is a valid active record.

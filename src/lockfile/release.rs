@@ -90,7 +90,7 @@ pub fn read_owned(site: &LockSite, is_ours: impl Fn(&LockRecord) -> bool) -> Res
     let not_owner = |reason: &str| LockError::NotOwner { path: path.clone(), reason: reason.into() };
     let (bytes, meta) = match site.dir.read_regular(OsStr::new(name)) {
         ReadRegular::Regular(b, m) => (b, m),
-        ReadRegular::Missing => return Err(not_owner("the lock does not exist")),
+        ReadRegular::Missing => return Err(not_owner(super::error::NOT_OWNER_NO_LOCK)),
         // §5.3 step 4: anything but our exact active record at L means ownership is lost.
         ReadRegular::NotRegular(k) => {
             return Err(not_owner(&format!("the lock path is not a regular file (found a {})", k.describe())));
@@ -115,7 +115,7 @@ pub fn read_owned(site: &LockSite, is_ours: impl Fn(&LockRecord) -> bool) -> Res
         return Err(not_owner("the record belongs to another session"));
     }
     if !record.is_active() {
-        return Err(not_owner("the lock is sealed, not active"));
+        return Err(not_owner(super::error::NOT_OWNER_SEALED));
     }
     if !is_ours(&record) {
         return Err(not_owner("the lock is held by a different owner"));

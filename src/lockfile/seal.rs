@@ -26,7 +26,7 @@ use time::OffsetDateTime;
 
 use super::error::{HolderInfo, LockError, Unavailable};
 use super::exclusive::{EXCLUSIVE_KEY, Exclusive};
-use super::holder_lock::{HOLDER_LOCK_KEY, remove_holder_file};
+use super::holder_lock::{HOLDER_LOCK_ID_KEY, HOLDER_LOCK_KEY, remove_holder_file};
 use super::primitives::{check_claim, install, remove_exact, require_absent};
 use super::record::{
     IDENTITY_KEY, LockRecord, OwnerToken, Schema, SealedIdentity, TranscriptProof, format_timestamp, parse_record,
@@ -75,6 +75,8 @@ pub fn sealed_record(
     map.shift_remove(IDENTITY_KEY);
     // A seal's holder is judged by nothing: the holder lock dies with the active record.
     map.shift_remove(HOLDER_LOCK_KEY);
+    map.shift_remove(HOLDER_LOCK_ID_KEY);
+    map.shift_remove(super::transcript_lock::TRANSCRIPT_INO_KEY);
     map.shift_remove(EXCLUSIVE_KEY);
     map.insert("sealed_at".into(), Value::from(sealed_at));
     map.insert("transcript".into(), serde_json::to_value(proof).expect("proof serializes"));

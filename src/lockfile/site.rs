@@ -119,7 +119,10 @@ pub fn open_site(runtime_dir: &Path, paths: LockPaths, session_id: &str, mode: D
         // Without a lock directory there is no lock: for release that is "not the owner",
         // not a transient failure worth retrying.
         Err(LockError::Unavailable { source: Some(e), .. }) if mode == DirMode::Existing && is_enoent(&e) => {
-            return Err(LockError::NotOwner { path: paths.lock_path(), reason: "the lock does not exist".into() });
+            return Err(LockError::NotOwner {
+                path: paths.lock_path(),
+                reason: super::error::NOT_OWNER_NO_LOCK_DIR.into(),
+            });
         }
         other => other?,
     };

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::error::LockError;
-use super::holder_lock::{HolderLockState, holder_lock_state};
+use super::exclusive::prove_beneath;
+use super::holder_lock::residue_is_free;
 use super::identity::{LocalDomain, ProcessProbe};
 use super::liveness::{LiveReason, Liveness, StaleReason};
 use super::paths::{
@@ -352,7 +353,14 @@ pub fn status_one(
     check_runtime_dir(runtime_dir)?;
     let local = LocalDomain::current();
     let Some(dir) = open_existing(&paths.dir)? else {
-        return Ok(classify_missing_dir(paths, session_id));
+        // Issue 38 item 7: say that there is no lock directory at all — the commonest
+        // cause is a runtime directory that is not the writer's.
+        let mut st = classify_missing_dir(paths, session_id);
+        st.next_step = format!(
+            "there is no lock directory ({}): nothing was ever locked under this runtime directory. If a writer should be running, check that --runtime-dir (or WRITERCTL_RUNTIME_DIR / QWEN_RUNTIME_DIR) names its runtime directory; otherwise `writerctl acquire` or `writerctl run` creates it",
+            paths.dir.display()
+        );
+        return Ok(st);
     };
     let side = entries_of_lock(&dir, &paths.lock_name)?;
     let primary = inspect_record(&dir, &paths.lock_name, session_id, &local, probe);
@@ -373,6 +381,22 @@ pub fn status_one(
         proof.mismatch = result.err().map(|e| e.to_string());
         if proof.matches == Some(false) && !st.managed_schema {
             st.next_step = "sealed, but the proof no longer matches the transcript: a takeover will fail closed (session_transcript_changed). Something wrote to the transcript after the seal; fence every writer, decide which transcript is authoritative, then `writerctl recover`".into();
+        }
+    }
+    if let (Some(t), Some(owner), Some(false)) = (transcript, st.owner.as_ref(), st.live) {
+        // Issue 38 item 1 (b): a holder proven gone by its lock or pid is not the end of it —
+        // an open write description elsewhere still writes. Say so instead of "reclaimable".
+        if prove_beneath(&t.runtime_dir, t.key.as_str()).is_err() {
+            let l = Liveness::Live(LiveReason::TranscriptOpenForWriting);
+            st.live = Some(true);
+            st.liveness = Some(LivenessView { code: l.code(), description: l.describe() });
+            st.next_step = active_next_step(session_id, &owner.holder, l, st.managed_schema);
+        }
+    }
+    if let (Some(t), LockState::Missing) = (transcript, st.state) {
+        if prove_beneath(&t.runtime_dir, t.key.as_str()).is_err() {
+            st.problem = Some("the transcript is open for writing, though no lock names a writer".into());
+            st.next_step = "no lock holds this session, but some process can still write its transcript (the kernel refused a read lease): `acquire` and `run` refuse until it is closed. Find it with `fuser -v` or `lsof` on the transcript and stop it".into();
         }
     }
     if st.problem.is_none() {
@@ -446,7 +470,7 @@ fn classify(
             st.live = Some(l.is_live());
             st.liveness = Some(LivenessView { code: l.code(), description: l.describe() });
             st.managed_schema = matches!(r.schema, Schema::V3 { .. });
-            st.next_step = active_next_step(&r, l, st.managed_schema);
+            st.next_step = active_next_step(session_id, &r.owner, l, st.managed_schema);
         }
         Inspection::Sealed(r) => {
             st.state = LockState::Sealed;
@@ -521,48 +545,47 @@ fn holder_file_meaning(dir: &Dir, name: &str, named_by_primary: bool) -> &'stati
     if named_by_primary {
         return "holder lock of the active record: its kernel lock says whether the holder's process tree lives (see liveness)";
     }
-    match holder_lock_state(dir, name) {
-        HolderLockState::Held => {
-            "holder lock held by a live process tree, though the primary does not name it (a reclaim guard or transition claim may); a process of that tree may still write"
-        }
-        HolderLockState::Released => {
-            "residue: a holder lock whose kernel lock is free and that the primary does not name; `writerctl recover` may move it aside"
-        }
-        HolderLockState::Unverifiable(_) => "holder lock whose kernel lock cannot be probed here; inspect it by hand",
+    if residue_is_free(dir, name) {
+        "residue: a holder lock whose kernel lock is free and that the primary does not name; `writerctl recover` may move it aside"
+    } else {
+        "holder lock held by a live process tree (or that cannot be probed here), though the primary does not name it (a holder about to install its record, a reclaim guard, a record moved aside); a process of that tree may still write"
     }
 }
 
-fn active_next_step(r: &LockRecord, l: Liveness, managed: bool) -> String {
+fn active_next_step(session_id: &str, r: &OwnerFields, l: Liveness, managed: bool) -> String {
     if managed {
         return "held by a qwen-code managed writer (schema 3); writerctl never reclaims or takes it over. Let its managed writer release or seal it".into();
     }
+    let recover = format!("`writerctl recover --session {session_id} --writers-fenced --yes`");
     match l {
         Liveness::Live(LiveReason::Running) => format!(
             "held by pid {} on host {} (running); wait for it to release or seal. A conflict is not proof that it is alive: a PID can be reused",
-            r.owner.pid, r.owner.hostname
+            r.pid, r.hostname
         ),
         Liveness::Live(LiveReason::HolderLockHeld) => format!(
-            "held: pid {} on host {} may be gone, but a process of its tree still holds the holder lock, so a write may be in flight. Nothing reclaims it while the lock is held; wait for that tree to exit (find it with `fuser` on the holder-lock file), or stop it",
-            r.owner.pid, r.owner.hostname
+            "held: pid {} on host {} may be gone, but a process of its tree still holds the holder lock, so a write may be in flight. Nothing reclaims it while the lock is held; wait for that tree to exit (find it with `fuser` on the holder-lock file), or stop it. The next `writerctl run` then takes over by itself",
+            r.pid, r.hostname
         ),
+        Liveness::Live(LiveReason::TranscriptOpenForWriting) => format!(
+            "held: pid {}'s tree may be gone, but some process can still write the transcript (the kernel refused a read lease): find it with `fuser -v` or `lsof` on the transcript and stop it. Nothing reclaims it until then; afterwards the next `writerctl run` takes over by itself",
+            r.pid
+        ),
+        Liveness::Live(reason) if reason.ends_by_itself() => {
+            format!("held by pid {} on host {} ({}); wait for it to release or seal", r.pid, r.hostname, l.describe())
+        }
         Liveness::Live(_) => format!(
-            "held by pid {} on host {}, fenced ({}). Nothing reclaims it automatically: fence every possible writer, then run `writerctl recover`",
-            r.owner.pid,
-            r.owner.hostname,
+            "held by pid {} on host {}, fenced ({}). Nothing here can prove it gone, so no `run` will take it without a person: fence every writer on other hosts, then run {recover}",
+            r.pid,
+            r.hostname,
             l.describe()
         ),
-        Liveness::Stale(StaleReason::Proven(rule)) => format!(
-            "the holder (pid {}) is proven gone by the {} rule and its released holder lock: `run`, `acquire` (also --managed) and `takeover` reclaim it and report the transcript's tail",
-            r.owner.pid,
-            rule.as_str()
-        ),
-        Liveness::Stale(StaleReason::HolderLockReleased) => format!(
-            "every process of the holder's tree (pid {}) is gone: its holder lock is released. Plain `writerctl acquire` reclaims it (`--managed` only under a pod rule)",
-            r.owner.pid
+        Liveness::Stale(StaleReason::HolderLockReleased | StaleReason::Proven(_)) => format!(
+            "the holder's tree (pid {}) is gone: its holder lock is released. Once nothing has the transcript open for writing, `writerctl run` and `acquire` (also --managed) reclaim it by the kernel's proof and report the transcript's tail",
+            r.pid
         ),
         Liveness::Stale(_) => format!(
-            "the holder (pid {} on this host) is gone; plain `writerctl acquire` reclaims it (`--managed` never does)",
-            r.owner.pid
+            "the holder (pid {} on this host) is gone by the pid table; plain `writerctl acquire` reclaims it, but `run` and --managed cannot (the record names no holder lock): {recover} moves it aside so `run` can start",
+            r.pid
         ),
     }
 }

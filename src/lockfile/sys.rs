@@ -478,6 +478,14 @@ impl Dir {
         self.check_identity()
     }
 
+    /// A second handle on the same open directory (`F_DUPFD_CLOEXEC`: no lookup, no I/O on
+    /// the filesystem), for a thread that must own one: `run`'s lock checks run on a worker
+    /// that may block forever on a hung mount, so it cannot borrow the supervisor's.
+    pub fn try_clone(&self) -> io::Result<Dir> {
+        let fd = rustix::io::fcntl_dupfd_cloexec(&self.fd, 0).map_err(errno_io)?;
+        Ok(Dir { fd, path: self.path.clone(), meta: self.meta, authoritative: self.authoritative })
+    }
+
     /// Read-only: whether the path still names the directory we hold (`Changed` when it was
     /// moved, removed or replaced). `run` checks it between lock checks (issue 27 item 3):
     /// records read through the held descriptor cannot see a directory moved away.

@@ -10,9 +10,14 @@
 //! ```
 //!
 //! What waiting may clear is decided by [`LockError::may_clear_by_waiting`]: a live owner may
-//! seal or release, a transition finishes by itself. A stale owner under managed mode, a seal
-//! this caller may not take over, a malformed record or a changed transcript never change by
-//! waiting, so they are returned at once.
+//! seal or release, a holder's tree or a stray write descriptor may close, a transition
+//! finishes by itself. A refusal that only a person can clear ([`LockError::needs_person`]:
+//! the kernel cannot prove the old holder gone — another host or boot, missing or
+//! unverifiable evidence, a record without a holder lock that managed acquisition may not
+//! reclaim) is returned at once, once, with the command that clears it in its hint (issue 38
+//! item 2): a pod waiting out `--wait` for it would only hide the answer. A seal this caller
+//! may not take over, a malformed record or a changed transcript never change by waiting
+//! either.
 //!
 //! The back-off starts at 50 ms and doubles up to 1 s, each pause drawn uniformly from its
 //! upper half, so a fleet of waiters does not retry in lockstep; the last pause is cut to end
@@ -23,6 +28,7 @@ use std::time::{Duration, Instant};
 use super::acquire::{AcquireOptions, Lease, LockSite, acquire};
 use super::error::{LockError, Unavailable};
 use super::identity::ProcessProbe;
+use super::liveness::Liveness;
 
 /// The first pause.
 const FIRST_PAUSE: Duration = Duration::from_millis(50);
@@ -31,11 +37,28 @@ const MAX_PAUSE: Duration = Duration::from_secs(1);
 
 impl LockError {
     /// True when the condition may clear by itself while the caller waits: a live owner
-    /// (it may seal or release) or a transition in progress (it finishes by itself).
+    /// (it may seal or release), a holder's tree or a write descriptor that is still open
+    /// (it closes when they exit), or a transition in progress (it finishes by itself).
     pub fn may_clear_by_waiting(&self) -> bool {
         match self {
-            LockError::Conflict { sealed, managed_refused_stale, .. } => !sealed && !managed_refused_stale,
+            LockError::Conflict { sealed: false, managed_refused_stale: false, holder, .. } => {
+                !matches!(holder.liveness, Some(Liveness::Live(r)) if !r.ends_by_itself())
+            }
+            LockError::TranscriptBusy { .. } => true,
             LockError::Unavailable { reason: Unavailable::ClaimPresent, .. } => true,
+            _ => false,
+        }
+    }
+
+    /// True when only a person can clear the refusal: an active record nothing here can
+    /// prove gone (another host or boot, missing or unverifiable evidence, a record without
+    /// a holder lock that managed acquisition may not reclaim). The hint names the command.
+    pub fn needs_person(&self) -> bool {
+        match self {
+            LockError::Conflict { sealed: false, managed_refused_stale: true, .. } => true,
+            LockError::Conflict { sealed: false, holder, .. } => {
+                matches!(holder.liveness, Some(Liveness::Live(r)) if !r.ends_by_itself())
+            }
             _ => false,
         }
     }

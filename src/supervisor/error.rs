@@ -92,7 +92,7 @@ impl RunError {
                 "the writer may have lost accepted work, so nothing certifies the transcript; inspect it, fence every writer, then `writerctl recover` or a plain `writerctl acquire` (managed runs never reclaim). A writer that should hand over must handle SIGTERM: drain, then exit 0".into(),
             ),
             RunError::LockLost(_) => Some(
-                "someone else changed the lock under this writer (a `writerctl recover`, an operator, another writer after a forced recovery); `writerctl status` shows who holds it now".into(),
+                "someone else changed the lock under this writer (a `writerctl recover`, an operator, another writer after a forced recovery), or its directory stopped answering (a hung network or FUSE mount: the lock was kept as it is); `writerctl status` shows who holds it now".into(),
             ),
             RunError::DescendantsLeft(_) => Some(
                 "a process of the writer's tree may still write to the transcript; find it (ps, the pod's cgroup), stop it, then `writerctl recover` or a plain `writerctl acquire`".into(),

@@ -7,12 +7,18 @@
 //!          --wait retries while a live owner or a transition holds the session)
 //!       ─► spawn the writer in its own process group, with the lock coordinates in its env,
 //!          under an init of its own pid namespace where the kernel allows it ([`pidns`])
-//!       ─► wait for: the writer exiting │ SIGTERM/SIGINT/SIGHUP │ a preStop seal request
-//!          (every --check-interval, running or draining: is the lock still ours? [`watch`])
+//!       ─► wait for: the writer exiting │ SIGTERM/SIGINT/SIGHUP │ a preStop seal request │
+//!          a lock check's answer (every --check-interval, running or draining: is the lock
+//!          still ours? asked on a thread of its own (`checker`); this loop only reads its
+//!          clock [`watch::Clock`]). No "held" for --max-unverified — checks failing, or one
+//!          stuck on a hung lock directory — is a lost lock: SIGTERM, the rest of --grace,
+//!          SIGKILL, descendants drained, the lock KEPT untouched ─► exit 3
 //!       ─► stop admission: forward the signal (SIGTERM for preStop) to the writer's group
 //!       ─► wait up to --grace for the writer to exit on its own
 //!       ─► stop every descendant still alive (the group, and any that left it), prove none is left
 //!          (survivors of SIGKILL are waited out, the lock kept: never exit mid-write)
+//!       ─► the lock still ours? a check started after the drain must say "held" before
+//!          the clock runs out (else: lost, kept untouched ─► exit 3)
 //!       ─► before a seal: no open file description may still write the transcript
 //!          ([`crate::lockfile::exclusive`]; refused → kept, exit 75)
 //!       ─► by the exit rule (see [`after_exit`]):
@@ -28,8 +34,15 @@
 //! that arrives during acquisition stops the run before the writer is started, with the
 //! session handed off again.
 //!
+//! Nothing on the wait, stop and exit paths touches the lock directory: signal forwarding,
+//! the grace kill, the descendant drain (`/proc` and `waitid`), the control socket (on local
+//! disk) and the exit never wait on it, so a hung network or FUSE mount cannot hold them up.
+//! The only exception is the handoff itself, reached only right after a check said "held";
+//! a check stuck in the kernel is left behind, never joined.
+//!
 //! Nothing here prints: progress is reported through [`Event`]s.
 
+mod checker;
 pub mod control;
 pub mod descendants;
 pub mod error;
@@ -198,6 +211,11 @@ enum Msg {
     Child(ExitStatus),
     /// A preStop seal request, with its `--reason`.
     Control(UnixStream, Option<String>),
+    /// A lock check answered (from [`checker`]): the moment it started, and what it found.
+    Checked {
+        started: Instant,
+        check: watch::Check,
+    },
 }
 
 /// What the writer's exit allows the supervisor to do with the lock.
@@ -311,6 +329,8 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
         return give_back(cfg, &lease, RunError::PidNamespaceRefused(why.clone()), log);
     }
     let pgid = child.id();
+    // The writer runs under the lease: a reclaimed predecessor's holder file is residue now.
+    crate::lockfile::acquire::settle(&cfg.site, &lease);
     log(Event::ChildStarted(pgid));
     // Never `Child::wait`: the reaper thread owns every wait, including orphans.
     drop(child);
@@ -320,7 +340,7 @@ fn supervise(cfg: &RunConfig, tx: &Sender<Msg>, rx: &Receiver<Msg>, log: &mut dy
         spawn_exit_reader(exits, tx.clone(), delivered.clone());
     }
     spawn_reaper(pgid, tx.clone(), delivered);
-    let mut outcome = wait_and_hand_off(cfg, &lease, Writer { pgid, exempt }, rx, &bound, log);
+    let mut outcome = wait_and_hand_off(cfg, &lease, Writer { pgid, exempt }, tx, rx, &bound, log);
     bound.unbind();
     outcome.pid_namespace = report;
     outcome
@@ -491,6 +511,16 @@ fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<Started, RunError> {
         // Named for writers that close inherited descriptors: this one must stay open.
         cmd.env("WRITERCTL_HOLDER_LOCK_FD", fd.as_raw_fd().to_string());
     }
+    // Issue 38 item 4: the transcript's own lock goes to the writer's tree too, so no other
+    // session can take the transcript while any process of that tree lives.
+    let transcript_lock = match lease.transcript_lock.as_ref().map(|t| t.inheritable_dup()).transpose() {
+        Ok(fd) => fd.flatten(),
+        Err(source) => return Err(RunError::Spawn { command: "the transcript lock (dup)".into(), source }),
+    };
+    if let Some(fd) = &transcript_lock {
+        use std::os::fd::AsRawFd;
+        cmd.env("WRITERCTL_TRANSCRIPT_LOCK_FD", fd.as_raw_fd().to_string());
+    }
     cmd.env("WRITERCTL_RUNTIME_DIR", &cfg.transcript.runtime_dir)
         .env("WRITERCTL_SESSION", &cfg.site.session_id)
         .env("WRITERCTL_LOCK", cfg.site.lock_path())
@@ -513,6 +543,7 @@ fn spawn_writer(cfg: &RunConfig, lease: &Lease) -> Result<Started, RunError> {
     }
     let child = cmd.spawn().map_err(spawn_err);
     drop(inherited);
+    drop(transcript_lock);
     let child = child?;
     let (report, exits) = match report_pipe {
         Some((r, w)) => {
@@ -626,59 +657,68 @@ fn wait_and_hand_off(
     cfg: &RunConfig,
     lease: &Lease,
     writer: Writer,
+    tx: &Sender<Msg>,
     rx: &Receiver<Msg>,
     bound: &control::Bound,
     log: &mut dyn FnMut(Event),
 ) -> RunOutcome {
     let pgid = writer.pgid;
-    let mut watch = watch::Watch::new(cfg.max_unverified);
-    let lost =
-        |watch: &mut watch::Watch| watch.observe(watch::check(&cfg.site, lease), Instant::now(), &cfg.site.lock_path());
+    let lock_path = cfg.site.lock_path();
+    let mut watchdog = checker::Watchdog::start(cfg, lease, tx);
     let mut state = State::Running;
     let mut forwarded: Option<i32> = None;
     let mut signalled = false;
     let mut waiting_clients: Vec<UnixStream> = Vec::new();
     loop {
-        let msg = match &state {
-            // The lock is checked while the writer drains too: lost mid-drain, nothing may be
-            // sealed or released.
-            State::Stopping { deadline } => {
-                let deadline = *deadline;
-                match rx.recv_timeout(deadline.saturating_duration_since(Instant::now()).min(cfg.check_interval)) {
-                    Ok(m) => m,
-                    Err(RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
-                        return drain_timeout(cfg, writer, rx, &mut waiting_clients, log);
-                    }
-                    Err(RecvTimeoutError::Timeout) => {
-                        if let Some(e) = lost(&mut watch) {
-                            bound.unbind();
-                            return stop_after_loss(cfg, writer, rx, e, deadline, &mut waiting_clients, log);
-                        }
-                        continue;
-                    }
-                    Err(RecvTimeoutError::Disconnected) => {
-                        return failed(RunError::DrainTimeout(cfg.grace), Handoff::Kept);
-                    }
+        let now = Instant::now();
+        // The watchdog runs while the writer runs and while it drains (lost mid-drain: nothing
+        // may be sealed or released), from the clock alone: a check stuck in the kernel on a
+        // hung lock directory counts against the lock without ever holding up this loop.
+        let wake = match &state {
+            State::HandedOff { .. } => None,
+            State::Running | State::Stopping { .. } => {
+                let stopping = match &state {
+                    State::Stopping { deadline } => Some(*deadline),
+                    _ => None,
+                };
+                if let Some(deadline) = stopping
+                    && now >= deadline
+                {
+                    return drain_timeout(cfg, writer, rx, &mut waiting_clients, log);
                 }
+                if let Some(e) = watchdog.tick(now, &lock_path) {
+                    bound.unbind();
+                    let deadline = stopping.unwrap_or(now + cfg.grace);
+                    return stop_after_loss(cfg, writer, rx, e, deadline, &mut waiting_clients, log);
+                }
+                let wake = watchdog.clock.next_wake();
+                Some(stopping.map_or(wake, |d| d.min(wake)))
             }
-            State::Running => match rx.recv_timeout(cfg.check_interval) {
+        };
+        let msg = match wake {
+            Some(wake) => match rx.recv_timeout(wake.saturating_duration_since(now)) {
                 Ok(m) => m,
-                Err(RecvTimeoutError::Timeout) => {
-                    if let Some(e) = lost(&mut watch) {
-                        bound.unbind();
-                        let deadline = Instant::now() + cfg.grace;
-                        return stop_after_loss(cfg, writer, rx, e, deadline, &mut waiting_clients, log);
-                    }
-                    continue;
-                }
+                Err(RecvTimeoutError::Timeout) => continue,
                 Err(RecvTimeoutError::Disconnected) => return failed(RunError::DrainTimeout(cfg.grace), Handoff::Kept),
             },
-            State::HandedOff { .. } => match rx.recv() {
+            None => match rx.recv() {
                 Ok(m) => m,
                 Err(_) => return failed(RunError::DrainTimeout(cfg.grace), Handoff::Kept),
             },
         };
         match (msg, &mut state) {
+            // Handed off: what the lock does now is the next owner's business.
+            (Msg::Checked { .. }, State::HandedOff { .. }) => {}
+            (Msg::Checked { started, check }, st) => {
+                if let Some(e) = watchdog.clock.answered(started, check, Instant::now(), &lock_path) {
+                    bound.unbind();
+                    let deadline = match st {
+                        State::Stopping { deadline } => *deadline,
+                        _ => Instant::now() + cfg.grace,
+                    };
+                    return stop_after_loss(cfg, writer, rx, e, deadline, &mut waiting_clients, log);
+                }
+            }
             (Msg::Signal(sig), State::HandedOff { handoff, child, .. }) => {
                 log(Event::Stopping(StopCause::Signal(sig)));
                 return RunOutcome {
@@ -737,8 +777,15 @@ fn wait_and_hand_off(
                     reply_all(&mut waiting_clients, &error_reply(&wire(&e)));
                     return RunOutcome { child: Some(status), ..failed(e, Handoff::Kept) };
                 }
-                // The drain took time: the lock must still be ours before it is handed off.
-                if let Some(e) = lost(&mut watch) {
+                // The drain took time: the lock must still be ours before it is handed off — by a
+                // check that started after the drain, waited for no longer than the clock allows
+                // (a hung lock directory is a lock lost, never a seal or release that blocks).
+                let verified = watchdog.verify_since(Instant::now(), rx, &lock_path, &mut |m| match m {
+                    Msg::Signal(_) => signalled = true,
+                    Msg::Control(stream, _) => waiting_clients.push(stream),
+                    Msg::Child(_) | Msg::Checked { .. } => {}
+                });
+                if let Err(e) = verified {
                     log(Event::LockLost(&e));
                     let e = RunError::LockLost(e);
                     reply_all(&mut waiting_clients, &error_reply(&wire(&e)));
@@ -816,7 +863,8 @@ fn stop_after_loss(
                 child = Some(status);
             }
             Ok(Msg::Control(stream, _)) => waiting.push(stream),
-            Ok(Msg::Signal(_)) => {}
+            // The writer already has its SIGTERM; a late lock check changes nothing.
+            Ok(Msg::Signal(_)) | Ok(Msg::Checked { .. }) => {}
             Err(_) => {
                 signal_group(pgid, rustix::process::Signal::KILL.as_raw());
                 log(Event::Killed);
@@ -892,7 +940,7 @@ fn drain_timeout(
                 break;
             }
             Msg::Control(stream, _) => waiting.push(stream),
-            Msg::Signal(_) => {}
+            Msg::Signal(_) | Msg::Checked { .. } => {}
         }
     }
     let error = RunError::DrainTimeout(cfg.grace);
@@ -936,6 +984,7 @@ fn hand_off(cfg: &RunConfig, lease: &Lease, seal_it: bool, log: &mut dyn FnMut(E
         )
         .map_err(RunError::HandoffFailed)?;
         log(Event::Sealed(&out));
+        release_transcript_lock(lease);
         Ok(Handoff::Sealed {
             sealed_at: out.sealed_at,
             transcript: out.proof,
@@ -943,7 +992,17 @@ fn hand_off(cfg: &RunConfig, lease: &Lease, seal_it: bool, log: &mut dyn FnMut(E
         })
     } else {
         release(&cfg.site, &lease.owner).map_err(RunError::HandoffFailed)?;
+        release_transcript_lock(lease);
         log(Event::Released);
         Ok(Handoff::Released)
+    }
+}
+
+/// The session is handed off: the next writer must be able to take the transcript's lock,
+/// even while this supervisor stays (after a preStop, until the pod's SIGTERM). The writer's
+/// tree, which held the other copies, is gone (the drain proved it).
+fn release_transcript_lock(lease: &Lease) {
+    if let Some(t) = &lease.transcript_lock {
+        t.release();
     }
 }

@@ -116,7 +116,8 @@ fn sigkill_the_holder_then_plain_acquire_reclaims_and_managed_refuses() {
     let managed = env.run(&["acquire", "--json", "--managed", "--session", "s"]);
     managed.assert_error(3, "session_writer_conflict");
     let e: ErrorDoc = managed.json();
-    assert!(e.error.hint.unwrap().contains("--managed reclaims only under a proof rule"));
+    // Issue 38: no holder lock, so no kernel proof: the hint names the one command.
+    assert!(e.error.hint.unwrap().contains("writerctl recover --session s --writers-fenced --yes"));
     assert_eq!(std::fs::read(env.lock("s")).unwrap(), held, "managed mode changed nothing");
     assert_eq!(env.lock_dir_names(), vec!["s.lock"]);
 

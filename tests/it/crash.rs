@@ -911,6 +911,17 @@ fn run_writer_ending(e: &WriterEnding) -> Vec<String> {
     if lock != e.lock {
         v.push(format!("[run: {}] the lock is {lock}, want {}", e.name, e.lock));
     }
+    // Issue 38: a kept lock is never a dead end. The writer's tree is gone, nothing has the
+    // transcript open: the next `run` gets the session by the kernel's proof, no person.
+    if lock == "active" {
+        let mut next = env.cmd();
+        next.arg("run").arg("--runtime-dir").arg(env.runtime()).args(["--session", S, "--json", "--", "true"]);
+        next.env(GATE.0, GATE.1);
+        match run_bounded(next, LIMIT) {
+            Some(r) if r.code == 0 && !env.lock(S).exists() => {}
+            other => v.push(format!("[run: {}] the next run could not get back in: {other:?}", e.name)),
+        }
+    }
     if lock == "sealed" {
         match cli_bounded(&env, &["verify", "--json", "--session", S], &[], LIMIT) {
             Some(r) if r.code == 0 => {}
@@ -926,7 +937,8 @@ fn run_writer_ending(e: &WriterEnding) -> Vec<String> {
 
 /// Every way a supervised writer can end × the lock it must leave: a requested stop
 /// answered by exit 0 seals, exit 0 on its own releases, anything else keeps the active
-/// lock, and nothing the writer started can write after a seal.
+/// lock — which the next `run` takes by the kernel's proof (issue 38) — and nothing the
+/// writer started can write after a seal.
 #[test]
 fn crash_matrix_every_writer_ending_under_run() {
     let violations: Vec<String> = std::thread::scope(|s| {

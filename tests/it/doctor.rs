@@ -112,14 +112,39 @@ fn a_fenced_lock_fails_exits_1_and_is_named_with_its_next_step() {
 }
 
 #[test]
-fn stale_locks_and_residue_warn_but_exit_0_while_a_transition_fails() {
+fn a_stale_lock_run_reclaims_warns_one_it_never_can_and_a_transition_fail() {
     let env = TestEnv::new();
-    stage(&env.lock("stale-one"), qwen_active_dead("stale-one", OWNER).as_bytes());
+    // Gone, with a free holder lock that is the file the record names: the next `run`
+    // reclaims it by the kernel's proof — a warning.
+    std::fs::create_dir_all(env.lock_dir()).unwrap();
+    let holder = env.lock_dir().join("stale-proven.lock.holder.0b6f7c2e-4f1e-4a5e-9d8e-1c2b3a4d5e6f");
+    std::fs::write(&holder, b"").unwrap();
+    let rec = qwen_active_dead("stale-proven", OWNER).replacen(
+        '}',
+        &format!(
+            r#","writerctl_holder_lock":"{}","writerctl_holder_lock_id":"{}"}}"#,
+            holder.file_name().unwrap().to_str().unwrap(),
+            holder_file_id(&holder)
+        ),
+        1,
+    );
+    stage(&env.lock("stale-proven"), rec.as_bytes());
     let (r, rep) = doctor(&env, &[], &[]);
     assert_eq!((r.code, rep.verdict.as_str()), (0, "warn"), "{rep:#?}");
+    let c = rep.check("lock.stale-proven");
+    assert!(c.verdict == "warn" && c.detail.starts_with("stale (the next `writerctl run` reclaims"), "{c:?}");
+
+    // Gone by the pid table only (no holder lock): plain acquire could reclaim it, `run`
+    // never will — a crash loop unless a person acts (issue 38): a failure, with the fix.
+    stage(&env.lock("stale-one"), qwen_active_dead("stale-one", OWNER).as_bytes());
+    let (r, rep) = doctor(&env, &[], &[]);
+    assert_eq!((r.code, rep.verdict.as_str()), (1, "fail"), "{rep:#?}");
     let c = rep.check("lock.stale-one");
-    assert!(c.verdict == "warn" && c.detail.starts_with("stale: "), "{c:?}");
-    assert!(c.hint.as_deref().unwrap().contains("acquire"), "{c:?}");
+    assert!(c.verdict == "fail" && c.detail.starts_with("stale, but no `writerctl run`"), "{c:?}");
+    assert!(
+        c.hint.as_deref().unwrap().contains("writerctl recover --session stale-one --writers-fenced --yes"),
+        "{c:?}"
+    );
 
     // A crashed takeover's claim: every acquire answers unavailable until an operator acts.
     let claim = env.lock_dir().join("stuck.lock.claim");
@@ -129,7 +154,7 @@ fn stale_locks_and_residue_warn_but_exit_0_while_a_transition_fails() {
     let c = rep.check("lock.stuck");
     assert!(c.verdict == "fail" && c.detail.starts_with("in transition"), "{c:?}");
     assert!(c.hint.as_deref().unwrap().contains("recover"), "{c:?}");
-    assert_eq!(rep.check("lock.stale-one").verdict, "warn");
+    assert_eq!(rep.check("lock.stale-proven").verdict, "warn");
 }
 
 #[test]

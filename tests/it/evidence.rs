@@ -101,7 +101,8 @@ fn a_writer_in_another_pid_namespace_with_the_same_pod_variables_is_never_reclai
     );
     r.assert_ok();
     let j: Value = serde_json::from_str(&r.stdout).unwrap();
-    assert_eq!(j["recovered_from"]["rule"], "container_restarted", "{}", r.stdout);
+    assert_eq!(j["recovered_from"]["rule"], "kernel_proof", "{}", r.stdout);
+    assert_eq!(j["recovered_from"]["pod_rule"], "container_restarted", "{}", r.stdout);
     // `acquire` keeps no holder lock (writerctl exits at once); the predecessor's file went
     // with the record it belonged to.
     assert!(!lock_obj(&env).contains_key("writerctl_holder_lock"));
@@ -240,8 +241,9 @@ fn a_pod_rule_reclaim_that_cannot_deliver_its_token_restores_the_crashed_writers
     let r = cli(&env, &["acquire", "--managed", "--json", "--session", S, "--token-file", tf.to_str().unwrap()], &vars);
     r.assert_ok();
     let j: Value = serde_json::from_str(&r.stdout).unwrap();
+    // Issue 38: the kernel's proof; the label rule stays as a diagnostic.
     assert_eq!(
-        (j["recovered_from"]["rule"].as_str(), j["transcript_tail"].as_str()),
-        (Some("container_restarted"), Some("torn"))
+        (j["recovered_from"]["rule"].as_str(), j["recovered_from"]["pod_rule"].as_str(), j["transcript_tail"].as_str()),
+        (Some("kernel_proof"), Some("container_restarted"), Some("torn"))
     );
 }

@@ -8,6 +8,7 @@ mod throwaway;
 
 mod abuse_net;
 mod acquire_release;
+mod arbiter;
 mod book;
 mod budget;
 mod codes;
@@ -23,6 +24,7 @@ mod grafana;
 mod handoff;
 mod history;
 mod hostile;
+mod hung_lockdir;
 mod identity;
 mod master;
 mod master_history;

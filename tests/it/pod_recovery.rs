@@ -66,9 +66,19 @@ pub(crate) fn stage_pod_record_with(
 ) -> Option<std::fs::File> {
     let l = local();
     let holder_name = format!("{S}.lock.holder.{}", uuid::Uuid::new_v4());
+    // The holder file exists before the record names it, with its identity recorded (issue
+    // 38), as `run` makes it.
+    let path = env.lock_dir().join(&holder_name);
+    let file = (evidence != Evidence::None).then(|| {
+        std::fs::create_dir_all(env.lock_dir()).unwrap();
+        std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path).unwrap()
+    });
     let holder_key = match evidence {
         Evidence::None => String::new(),
-        _ => format!(r#","writerctl_holder_lock":"{holder_name}""#),
+        _ => format!(
+            r#","writerctl_holder_lock":"{holder_name}","writerctl_holder_lock_id":"{}""#,
+            holder_file_id(&path)
+        ),
     };
     let rec = qwen_active(S, "0b6f7c2e-4f1e-4a5e-9d8e-1c2b3a4d5e6f", 7, Some(&format!("linux:{}:100", l.boot_id)), Some(l.pid_ns + 1), &l.hostname)
         .replacen(
@@ -79,11 +89,7 @@ pub(crate) fn stage_pod_record_with(
             1,
         );
     stage(&env.lock(S), rec.as_bytes());
-    if evidence == Evidence::None {
-        return None;
-    }
-    let path = env.lock_dir().join(&holder_name);
-    let f = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(path).unwrap();
+    let Some(f) = file else { return None };
     if evidence == Evidence::Held {
         rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
         return Some(f);
@@ -117,15 +123,22 @@ fn the_same_container_of_the_same_pod_reclaims_even_in_managed_mode() {
     r.assert_ok();
     let j: Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(j["epoch"], 5, "{}", r.stdout);
-    assert_eq!(j["recovered_from"]["rule"], "container_restarted");
+    // Issue 38: the kernel's proof is the rule; the labels name whose lock it was.
+    assert_eq!(j["recovered_from"]["rule"], "kernel_proof");
+    assert_eq!(j["recovered_from"]["pod_rule"], "container_restarted");
+    assert_eq!(j["recovered_from"]["evidence"], serde_json::json!(["holder_lock_released", "no_transcript"]));
     assert_eq!(j["recovered_from"]["pid"], 7);
     assert_eq!(j["transcript_tail"], "clean");
-    assert!(r.stderr.contains("event=recovered") && r.stderr.contains(r#"rule="container_restarted""#), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("event=recovered") && r.stderr.contains(r#"pod_rule="container_restarted""#),
+        "{}",
+        r.stderr
+    );
     let rec = lock_obj(&env);
     assert_eq!(rec["writerctl_pod"]["uid"], UID);
-    assert_eq!(rec["writerctl_recovered_from"]["rule"], "container_restarted");
+    assert_eq!(rec["writerctl_recovered_from"]["rule"], "kernel_proof");
     let st: Value = serde_json::from_str(&cli(&env, &["status", "--json", "--session", S], &[]).stdout).unwrap();
-    assert_eq!(st["owner"]["rule"], "container_restarted");
+    assert_eq!(st["owner"]["rule"], "kernel_proof");
     assert_eq!(st["owner"]["recovered_from"]["pod_name"], "w-abc");
     assert!(
         holder_files(&env).is_empty(),
@@ -182,21 +195,26 @@ fn another_container_or_another_pod_stays_fenced() {
     }
 }
 
+/// Issue 38: a replaced StatefulSet pod reclaims by the kernel's proof, with or without
+/// the opt-in; the opt-in only lets the labels name the rule (a diagnostic).
 #[test]
-fn a_replaced_statefulset_pod_reclaims_only_with_the_opt_in() {
-    for how in ["flag", "env"] {
+fn a_replaced_statefulset_pod_reclaims_by_proof_and_the_opt_in_names_the_rule() {
+    for how in ["flag", "env", "no opt-in"] {
         let env = TestEnv::new();
         stage_pod_record_with(&env, UID, "w-0", "writer", Evidence::Released);
         let mut vars = pod_env(NEW_UID, "w-0", "writer");
         let mut args = vec!["acquire", "--managed", "--json", "--session", S];
         match how {
             "flag" => args.push("--statefulset-identity"),
-            _ => vars.push(("WRITERCTL_STATEFULSET_IDENTITY", "1".into())),
+            "env" => vars.push(("WRITERCTL_STATEFULSET_IDENTITY", "1".into())),
+            _ => {}
         }
         let r = cli(&env, &args, &vars);
         r.assert_ok();
         let j: Value = serde_json::from_str(&r.stdout).unwrap();
-        assert_eq!(j["recovered_from"]["rule"], "statefulset_pod_replaced", "{how}");
+        assert_eq!(j["recovered_from"]["rule"], "kernel_proof", "{how}");
+        let named = (how != "no opt-in").then_some("statefulset_pod_replaced");
+        assert_eq!(j["recovered_from"]["pod_rule"].as_str(), named, "{how}");
         assert_eq!(j["recovered_from"]["pod_uid"], UID);
         assert_eq!(lock_obj(&env)["writerctl_pod"]["uid"], NEW_UID);
     }

@@ -614,8 +614,10 @@ fn sealed_primary_is_kept_and_every_kind_of_residue_beside_it_moved() {
     assert_eq!(st.side_files.iter().map(|f| f.kind.as_str()).collect::<Vec<_>>(), vec!["unknown"]);
 }
 
+/// Issue 38: a stale primary that names no holder lock (plain `acquire`, qwen-code) is one
+/// no `run` can reclaim: recover moves it aside with the residue, and the session is free.
 #[test]
-fn stale_active_primary_is_kept_for_plain_acquire_and_residue_beside_it_moved() {
+fn stale_active_primary_without_holder_evidence_is_moved_aside_with_the_residue() {
     let env = TestEnv::new();
     let primary = (lock(S), qwen_active_dead(S, O).into_bytes());
     let claim = (side(S, "claim"), qwen_active_dead(S, N).into_bytes());
@@ -629,25 +631,25 @@ fn stale_active_primary_is_kept_for_plain_acquire_and_residue_beside_it_moved() 
     assert_actions(
         &j,
         &[
-            ("keep", lock(S), "kept"),
+            ("move_aside", lock(S), "ok"),
             ("keep", side(S, "README"), "kept"),
             ("move_aside", side(S, "claim"), "ok"),
             ("move_aside", shown_candidate(S), "ok"),
         ],
     );
-    let want = expect([primary, unknown.clone()].into_iter().chain(moved(&folder, &vec![claim, candidate])));
+    let want = expect([unknown.clone()].into_iter().chain(moved(&folder, &vec![primary, claim, candidate])));
     assert_tree_and_log(&env, &want, &audit_of(&j));
     let after = tree(&env.lock_dir());
 
     let r = acquire(&env, S);
     let a: AcquireJson = r.assert_ok().json();
-    assert!(a.reclaimed, "{}", r.stdout);
+    assert!(!a.reclaimed, "the session was free: {}", r.stdout);
     assert_own_lock(&env, S, &a);
     let now = tree(&env.lock_dir());
     assert_eq!(subtree(&now, &folder), subtree(&after, &folder));
     assert_eq!(now.get(&unknown.0), Some(&TreeNode::File(unknown.1)));
     assert_eq!(now.get(LOG), after.get(LOG));
-    assert_eq!(now.len(), after.len(), "{:#?}", now.keys().collect::<Vec<_>>());
+    assert_eq!(now.len(), after.len() + 1, "our new lock, nothing else: {:#?}", now.keys().collect::<Vec<_>>());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -901,19 +903,23 @@ fn a_second_run_finds_nothing_to_do_and_creates_no_folder() {
     stage_all(&env, &crashed_seal(S));
     let first = recover_one(&env, S, FENCED);
     let folder = acted(&first);
+    // The restored predecessor's holder is gone by the pid table only (no holder lock): no
+    // `run` could ever reclaim it, so the next recovery moves it aside (issue 38); after
+    // that there is nothing left to do.
+    let second = recover_one(&env, S, FENCED);
+    acted(&second);
+    assert_actions(&second, &[("move_aside", lock(S), "ok")]);
     let after = tree(&env.lock_dir());
-    assert_eq!(after.keys().filter(|k| k.starts_with(FOLDER_PREFIX) && !k.contains('/')).count(), 1);
+    assert_eq!(after.keys().filter(|k| k.starts_with(FOLDER_PREFIX) && !k.contains('/')).count(), 2);
 
     for flags in [&[][..], FENCED] {
         let j = recover_one(&env, S, flags);
         assert_eq!(j.dry_run, flags.is_empty());
         assert_eq!((j.blocked.as_deref(), j.folder.as_deref()), (None, None), "{j:#?}");
-        let result = if flags.is_empty() { "planned" } else { "kept" };
-        assert_actions(&j, &[("keep", lock(S), result)]);
+        assert_actions(&j, &[]);
         assert_eq!(tree(&env.lock_dir()), after, "flags {flags:?}: the second run changed something");
         let all = recover_all(&env, flags);
-        assert_eq!(all.sessions.len(), 1, "the recovery folder or log became a session: {all:#?}");
-        assert_eq!(all.sessions[0].folder, None);
+        assert!(all.sessions.is_empty(), "the recovery folder or log became a session: {all:#?}");
         assert_eq!(tree(&env.lock_dir()), after);
     }
     assert!(tree(&env.lock_dir()).contains_key(&format!("{folder}/{}", side(S, "claim"))));

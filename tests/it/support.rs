@@ -91,6 +91,10 @@ pub struct AcquireJson {
     pub epoch: u64,
     /// Complete SHA-256 passes over the transcript, after a certified takeover.
     pub transcript_hash_passes: Option<u64>,
+    /// What a reclaim the kernel proved replaced (issue 38).
+    pub recovered_from: Option<serde_json::Value>,
+    /// `clean` or `torn`, after such a reclaim.
+    pub transcript_tail: Option<String>,
 }
 
 /// `previous` of a certified takeover.
@@ -172,6 +176,10 @@ pub struct OwnerJson {
     pub rule: Option<String>,
     /// The holder-lock file (`writerctl_holder_lock`), for locks taken by `run`.
     pub holder_lock: Option<String>,
+    /// Which file that is (`writerctl_holder_lock_id`, issue 38).
+    pub holder_lock_id: Option<String>,
+    /// The transcript whose lock the holder keeps (`writerctl_transcript_ino`, issue 38).
+    pub transcript_ino: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -372,6 +380,14 @@ pub fn qwen_sealed(session: &str, owner: &str) -> String {
         body.trim_end_matches('}'),
         "a".repeat(64)
     )
+}
+
+/// The `writerctl_holder_lock_id` a record written now would carry for the file at `path`
+/// (issue 38: inode and change time), as the engine encodes it.
+pub fn holder_file_id(path: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(path).unwrap();
+    format!("{}:{}.{:09}", m.ino(), m.ctime(), m.ctime_nsec())
 }
 
 /// Writes `bytes` at `path`.
