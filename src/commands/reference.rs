@@ -252,6 +252,11 @@ const ENVIRONMENT: &[(&str, &str, &str)] = &[
         "the descriptor of the lock's holder lock, which the writer's process tree must keep open",
     ),
     (
+        "WRITERCTL_TRANSCRIPT_LOCK_FD",
+        "set by run for its writer",
+        "the descriptor carrying the lock on the transcript's own inode (one transcript, one writer), which the writer's process tree must keep open; absent where the filesystem will not lock it",
+    ),
+    (
         "WRITERCTL_SESSION_TOKEN",
         "coordinator verbs",
         "a controller session's token when --token-file (or --previous-token-file) is absent",

@@ -647,7 +647,7 @@ fn active_next_step(session_id: &str, r: &OwnerFields, l: Liveness, managed: boo
             l.describe()
         ),
         Liveness::Stale(StaleReason::HolderLockReleased | StaleReason::Proven(_)) => format!(
-            "the holder's tree (pid {}) is gone: its holder lock is released. Once nothing has the transcript open for writing, `writerctl run` and `acquire` (also --managed) reclaim it by the kernel's proof and report the transcript's tail",
+            "the holder's tree (pid {}) is gone: its holder lock is released. Once nothing has the transcript open for writing, the next `run` or `acquire` (also --managed) reclaims it by the kernel's proof and reports the transcript's tail",
             r.pid
         ),
         Liveness::Stale(_) => format!(
