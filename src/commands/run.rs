@@ -65,9 +65,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECONDS", default_value = "2", value_parser = super::parse_seconds_positive)]
     pub check_interval: Duration,
 
-    /// Seconds the lock may stay unverifiable (I/O errors on every check, e.g. a network
-    /// volume gone away) before the writer is stopped as if the lock were lost
-    /// (event=lock_lost with the reason; exit 3, session_not_owner).
+    /// Seconds the lock may stay unverifiable (every check failing, or one that does not
+    /// answer at all: a network or FUSE volume gone away) before the writer is stopped as if
+    /// the lock were lost, measured by a clock that never waits on the disk (event=lock_lost
+    /// with the reason; the lock is kept as it is; exit 3, session_not_owner).
     #[arg(long, value_name = "SECONDS", env = "WRITERCTL_MAX_UNVERIFIED", default_value = "30",
           value_parser = super::parse_seconds_positive)]
     pub max_unverified: Duration,

@@ -228,6 +228,12 @@ impl HistoryEvent {
         }
         let mut e = HistoryEvent::new(session_id, EventKind::Reclaim, Some(&lease.record), reason);
         e.rule = Some(reclaim_rule(lease));
+        // Issue 38: what the kernel proved, beside the rule it proved.
+        e.detail = lease
+            .recovered
+            .as_ref()
+            .filter(|r| !r.previous.evidence.is_empty())
+            .map(|r| format!("evidence: {}", r.previous.evidence.join(", ")));
         e.previous = lease.replaced.as_ref().map(|r| Previous {
             host: r.owner.hostname.clone(),
             pid: r.owner.pid,

@@ -146,7 +146,14 @@ fn a_writer_killed_mid_line_is_named_repaired_with_its_bytes_kept_and_the_sessio
         check["hint"].as_str().unwrap().contains(&format!("writerctl recover --session {S} --writers-fenced --yes"))
     );
 
-    // acquire refuses, exit 4 with the same code, and speaks of the tail, not of a seal.
+    // The crashed run's lock is proven free by the kernel (issue 38): acquire takes it and is
+    // told the tail is torn — no dead end. Released again, the session has no lock, and a
+    // fresh acquire refuses the torn transcript: exit 4, speaking of the tail, not of a seal.
+    let tok0 = env.tmp.path().join("t0.token");
+    let taken = cli(&env, &["acquire", "--json", "--session", S, "--token-file", tok0.to_str().unwrap()]);
+    taken.assert_ok();
+    assert_eq!(json(&taken)["transcript_tail"], "torn", "{}", taken.stdout);
+    cli(&env, &["release", "--json", "--session", S, "--token-file", tok0.to_str().unwrap()]).assert_ok();
     let a = cli(&env, &["acquire", "--json", "--session", S]);
     a.assert_error(4, "session_transcript_changed");
     let err = json(&a);
