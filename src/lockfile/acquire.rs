@@ -553,6 +553,19 @@ fn transcript_writers(site: &LockSite, opts: &AcquireOptions) -> Result<Exclusiv
     })
 }
 
+/// [`transcript_writers`] for a step that only needs the refusal: `Err` when the kernel says
+/// an open file description can write the transcript; anything else (no transcript named,
+/// no lease here) lets the step go on, as the first question decided.
+fn no_writer_now(site: &LockSite, transcript: Option<&TranscriptRef>) -> Result<(), LockError> {
+    match transcript {
+        Some(t) => prove_beneath(&t.runtime_dir, t.key.as_str()).map(|_| ()).map_err(|_| LockError::TranscriptBusy {
+            session_id: site.session_id.clone(),
+            by: TranscriptWriter::OpenForWriting,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// The refusal of a torn transcript to a fresh owner, made before anything was changed.
 fn torn_refusal(opts: &AcquireOptions) -> LockError {
     match opts.transcript.as_ref().map(|t| check_shape(&t.runtime_dir, &t.key)) {
@@ -616,6 +629,10 @@ fn finish_acquisition(
     transcript: Option<&TranscriptRef>,
 ) -> Result<(FileMeta, Tail), LockError> {
     let verified = verify_lock_identity(site, record, linked).and_then(|meta| {
+        // Once more with our record in place (the model's LEASE=3): a writer that handed its
+        // descriptor out and released after our first question left the path empty for us;
+        // the kernel still sees that descriptor, and our lock is given back below.
+        no_writer_now(site, transcript)?;
         let tail = match transcript {
             Some(t) if record.owner.recovered_from.is_some() => tail_of(&t.runtime_dir, &t.key)?,
             Some(t) => {
@@ -775,6 +792,9 @@ fn reclaim_under_guard(r: Reclaim<'_>, progress: &mut ReclaimProgress) -> Result
     let stale = site.paths.stale(sys::own_pid(), &uuid::Uuid::new_v4().to_string());
     check_claim(&site.dir, &site.paths.claim())?;
     still_stale(site, lock, existing, probe)?;
+    // Ask the kernel again, beside the judgement it completes (the model's LEASE=2): a
+    // writer may have handed its descriptor out and exited since the first question.
+    no_writer_now(site, transcript)?;
     crate::failpoint!("reclaim.before_rename");
     site.dir.rename(OsStr::new(lock), OsStr::new(&stale)).map_err(|e| LockError::io("move stale lock aside", e))?;
     *stale_aside = Some(stale.clone());

@@ -120,7 +120,8 @@ fn lease_verdict(fd: &std::os::fd::OwnedFd) -> Result<Exclusive, OpenForWriting>
     match read_lease_once(fd) {
         Ok(()) => Ok(Exclusive::Proven),
         Err(Errno::AGAIN) if !lease_is_local(fd) => Ok(Exclusive::Unproven(
-            "a network filesystem answers leases from its delegations, so the kernel's refusal proves nothing here".into(),
+            "a network filesystem answers leases from its delegations, so the kernel's refusal proves nothing here"
+                .into(),
         )),
         Err(Errno::AGAIN) => Err(OpenForWriting),
         Err(e) => Ok(Exclusive::Unproven(format!("no lease on this filesystem or for this user ({})", errno_name(e)))),

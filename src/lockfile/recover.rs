@@ -32,6 +32,7 @@ use super::sys::ReadRegular;
 use super::sys::{self, Kind};
 use super::tail_repair::{self, TornTail};
 use super::transcript::{ProofOptions, read_proof};
+use super::transcript_lock::check_transcript_free;
 
 /// Name of the audit log in the lock directory.
 pub const AUDIT_LOG: &str = "writerctl-recovery.log";
@@ -148,7 +149,7 @@ pub fn plan_from(
     };
     match primary {
         Inspection::Missing => {}
-        Inspection::Active(r, l) => match active_primary(&r, l, transcript) {
+        Inspection::Active(r, l) => match active_primary(&r, l, transcript, &site.dir) {
             Ok(action) => actions.push(action.into_action(&lock)),
             Err(why) => blocked = Some(why),
         },
@@ -245,7 +246,12 @@ pub fn plan_from(
 /// whatever `--writers-fenced` says. That flag is the operator's word about *other hosts*
 /// (and other kernels), the only thing the kernel here cannot see; it is not a licence to
 /// overrule what the kernel does see. `Err` is why nothing may be done.
-fn active_primary(r: &LockRecord, l: Liveness, transcript: Option<&TranscriptRef>) -> Result<PrimaryAction, String> {
+fn active_primary(
+    r: &LockRecord,
+    l: Liveness,
+    transcript: Option<&TranscriptRef>,
+    dir: &super::sys::Dir,
+) -> Result<PrimaryAction, String> {
     match l {
         // A process that answers with this pid, even one whose start time cannot be read
         // or compared, is treated as running (QWEN_FORMAT §3.3 rules 4 and 6).
@@ -271,6 +277,14 @@ fn active_primary(r: &LockRecord, l: Liveness, transcript: Option<&TranscriptRef
     let writers = prove_beneath(&t.runtime_dir, t.key.as_str()).map_err(|_| {
         "the transcript is open for writing on this host (the kernel refused a read lease): some process can still append, so the owner is not moved; find it with `fuser -v` or `lsof` on the transcript and stop it first".to_string()
     })?;
+    // The transcript's own lock is held by a live writer's tree (the model's RECOVER=1: a
+    // replaced holder file and a writer between appends, from another pid namespace, pass
+    // both checks above). Any holder of it may still append.
+    if let Err(e) = check_transcript_free(&t.runtime_dir, t.key.as_str(), &r.session_id, dir) {
+        return Err(format!(
+            "{e}: a live writer's tree still holds the transcript's lock, so the owner is not moved; stop it first"
+        ));
+    }
     Ok(match l {
         // The kernel proves the holder's tree gone and nothing writing: the next `run` or
         // `acquire` reclaims it by that proof and reports the tail — no person needed.

@@ -349,7 +349,11 @@ fn a_pod_killed_past_its_grace_is_taken_over_by_the_next_pod_by_proof() {
     assert!(log.contains("kernel_proof"), "the evidence is logged: {log}");
     let history = cli(&env, &["history", "--json", "--session", S], &[]);
     assert!(history.stdout.contains("\"reclaim\""), "{}", history.stdout);
-    assert!(history.stdout.contains("kernel_proof") && history.stdout.contains("evidence: holder_lock_released"), "{}", history.stdout);
+    assert!(
+        history.stdout.contains("kernel_proof") && history.stdout.contains("evidence: holder_lock_released"),
+        "{}",
+        history.stdout
+    );
 }
 
 #[test]
