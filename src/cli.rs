@@ -6,7 +6,10 @@
 //! when its type has none to give (subcommand groups): clap applies the variant's doc after
 //! the struct's, so a variant doc would hide the struct's long text.
 
-use clap::{CommandFactory, Parser, Subcommand};
+use std::cell::Cell;
+use std::ffi::OsString;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::commands::{codes, examples};
 
@@ -35,57 +38,154 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// writerctl's subcommands.
+/// writerctl's subcommands (each wrapped in [`Lazy`], which changes nothing but when clap
+/// builds it).
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    Acquire(crate::commands::acquire::AcquireArgs),
-    Release(crate::commands::release::ReleaseArgs),
-    Seal(crate::commands::seal::SealArgs),
-    Takeover(crate::commands::takeover::TakeoverArgs),
-    Run(crate::commands::run::RunArgs),
-    Completions(crate::commands::docs::CompletionsArgs),
+    Acquire(Lazy<crate::commands::acquire::AcquireArgs>),
+    Release(Lazy<crate::commands::release::ReleaseArgs>),
+    Seal(Lazy<crate::commands::seal::SealArgs>),
+    Takeover(Lazy<crate::commands::takeover::TakeoverArgs>),
+    Run(Lazy<crate::commands::run::RunArgs>),
+    Completions(Lazy<crate::commands::docs::CompletionsArgs>),
     /// Internal: regenerate man/ and completions/.
     #[command(name = "__generate", hide = true)]
-    Generate(crate::commands::docs::GenerateArgs),
+    Generate(Lazy<crate::commands::docs::GenerateArgs>),
     /// Internal: the launcher `run` starts writers through.
     #[command(name = "__exec-writer", hide = true)]
-    ExecWriter(crate::commands::run::ExecWriterArgs),
-    Verify(crate::commands::verify::VerifyArgs),
-    Recover(crate::commands::recover::RecoverArgs),
-    Status(crate::commands::status::StatusArgs),
+    ExecWriter(Lazy<crate::commands::run::ExecWriterArgs>),
+    Verify(Lazy<crate::commands::verify::VerifyArgs>),
+    Recover(Lazy<crate::commands::recover::RecoverArgs>),
+    Status(Lazy<crate::commands::status::StatusArgs>),
     /// Coordinator: register, heartbeat and deregister controller sessions.
     #[command(subcommand)]
-    Session(crate::commands::controller::SessionCmd),
+    Session(Lazy<crate::commands::controller::SessionCmd>),
     /// Coordinator: show the master, hand it off, or claim it for a named target.
     #[command(subcommand)]
-    Master(crate::commands::master::MasterCmd),
+    Master(Lazy<crate::commands::master::MasterCmd>),
     /// Coordinator: operator credentials for `master claim`.
     #[command(subcommand)]
-    Operator(crate::commands::operator::OperatorCmd),
+    Operator(Lazy<crate::commands::operator::OperatorCmd>),
     /// Coordinator: enroll identities (each gets a key `session register` proves it with).
     #[command(subcommand)]
-    Identity(crate::commands::identity::IdentityCmd),
-    Inbox(crate::commands::inbox::InboxArgs),
-    Audit(crate::commands::audit::AuditArgs),
+    Identity(Lazy<crate::commands::identity::IdentityCmd>),
+    Inbox(Lazy<crate::commands::inbox::InboxArgs>),
+    Audit(Lazy<crate::commands::audit::AuditArgs>),
     /// Work claims: create a channel (steward, SLA, TTL floor).
     #[command(subcommand)]
-    Channel(crate::commands::work::ChannelCmd),
+    Channel(Lazy<crate::commands::work::ChannelCmd>),
     /// Work claims: take, touch, release, show, list and sweep claims (deputy, TTL, next step).
     #[command(subcommand)]
-    Claim(crate::commands::work::ClaimCmd),
+    Claim(Lazy<crate::commands::work::ClaimCmd>),
     /// Work claims: a focus lease keeps a heads-down seat's claims from TTL release.
     #[command(subcommand)]
-    Focus(crate::commands::work::FocusCmd),
+    Focus(Lazy<crate::commands::work::FocusCmd>),
     /// Work claims: the steward's report of old claims without a TTL.
     #[command(subcommand)]
-    Steward(crate::commands::work::StewardCmd),
+    Steward(Lazy<crate::commands::work::StewardCmd>),
     /// Coordinator: run the HTTP server (`coordinator serve`).
     #[command(subcommand)]
-    Coordinator(crate::commands::serve::CoordinatorCmd),
-    History(crate::commands::history::HistoryArgs),
-    Doctor(crate::commands::doctor::DoctorArgs),
-    Pause(crate::commands::pause::PauseArgs),
-    Resume(crate::commands::pause::ResumeArgs),
+    Coordinator(Lazy<crate::commands::serve::CoordinatorCmd>),
+    History(Lazy<crate::commands::history::HistoryArgs>),
+    Doctor(Lazy<crate::commands::doctor::DoctorArgs>),
+    Pause(Lazy<crate::commands::pause::PauseArgs>),
+    Resume(Lazy<crate::commands::pause::ResumeArgs>),
+}
+
+/// Parses `argv` into the command to run and its path (`"master claim"`).
+///
+/// Why not just `command().try_get_matches_from`: building the whole tree (every command's
+/// arguments, their help text copied onto the heap, the examples and error codes) made
+/// 3.2 MiB of writerctl's pages resident before parsing began — the kernel maps a
+/// touched page's 64 KiB neighbourhood of the binary — and 0.6 MiB of heap, most of a
+/// `seal`'s or `takeover`'s peak RSS budget (issue 14: 8 MiB; issue 38 measured 9.3–9.8).
+/// So the first parse builds each subcommand only when clap enters it ([`Lazy`]: clap's own
+/// `Command::defer`), from the same definitions, so with the same result (1.2 MiB, and
+/// about 1 MiB less at the peak). Anything it does not accept — `--help`, `--version`, a
+/// usage error, an unknown command — is parsed again with the full [`command`], so every
+/// message and help page is exactly the full tree's.
+pub fn parse(argv: &[OsString]) -> Result<(Cli, String), clap::Error> {
+    let lean = {
+        let _lazy = LazyScope::enter();
+        Cli::command()
+    };
+    if let Ok(m) = lean.try_get_matches_from(argv)
+        && let Ok(cli) = Cli::from_arg_matches(&m)
+    {
+        return Ok((cli, command_path(&m)));
+    }
+    let m = command().try_get_matches_from(argv)?;
+    Ok((Cli::from_arg_matches(&m)?, command_path(&m)))
+}
+
+thread_local! {
+    /// Whether [`Lazy`] defers (only while [`parse`] builds its lean tree).
+    static DEFER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Defers [`Lazy`] subcommands on this thread until dropped.
+struct LazyScope;
+
+impl LazyScope {
+    fn enter() -> LazyScope {
+        DEFER.with(|d| d.set(true));
+        LazyScope
+    }
+}
+
+impl Drop for LazyScope {
+    fn drop(&mut self) {
+        DEFER.with(|d| d.set(false));
+    }
+}
+
+/// A subcommand whose arguments (or nested subcommands) clap builds only when it enters it,
+/// inside [`parse`]'s lean tree; everywhere else (help, man pages, completions, the CLI
+/// reference, tests) it is built at once, exactly as `T` alone. Parsing is `T`'s.
+#[derive(Debug)]
+pub struct Lazy<T>(pub T);
+
+fn defer() -> bool {
+    DEFER.with(Cell::get)
+}
+
+impl<T: FromArgMatches> FromArgMatches for Lazy<T> {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches(m).map(Lazy)
+    }
+    fn from_arg_matches_mut(m: &mut clap::ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches_mut(m).map(Lazy)
+    }
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches(m)
+    }
+    fn update_from_arg_matches_mut(&mut self, m: &mut clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches_mut(m)
+    }
+}
+
+impl<T: clap::Args> clap::Args for Lazy<T> {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        if defer() { cmd.defer(T::augment_args) } else { T::augment_args(cmd) }
+    }
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        if defer() { cmd.defer(T::augment_args_for_update) } else { T::augment_args_for_update(cmd) }
+    }
+    fn group_id() -> Option<clap::Id> {
+        T::group_id()
+    }
+}
+
+impl<T: Subcommand> Subcommand for Lazy<T> {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        if defer() { cmd.defer(T::augment_subcommands) } else { T::augment_subcommands(cmd) }
+    }
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        if defer() { cmd.defer(T::augment_subcommands_for_update) } else { T::augment_subcommands_for_update(cmd) }
+    }
+    fn has_subcommand(name: &str) -> bool {
+        T::has_subcommand(name)
+    }
 }
 
 /// The full command tree: the derive's, with each command's examples
@@ -180,6 +280,38 @@ mod tests {
         assert!(examples < codes, "{long}");
         let short = claim.render_help().to_string();
         assert!(short.contains("Examples:\n  writerctl master claim") && !short.contains("Error codes"), "{short}");
+    }
+
+    /// The lean tree [`parse`] builds first names every command but builds none of them;
+    /// the full tree builds all.
+    #[test]
+    fn the_lean_tree_builds_no_subcommand_until_entered() {
+        let lean = {
+            let _lazy = LazyScope::enter();
+            Cli::command()
+        };
+        let full = Cli::command();
+        assert!(!defer(), "the scope ends with the lean tree");
+        let names = |c: &clap::Command| c.get_subcommands().map(|s| s.get_name().to_owned()).collect::<Vec<_>>();
+        assert_eq!(names(&lean), names(&full));
+        let takeover = |c: &clap::Command| c.find_subcommand("takeover").unwrap().get_arguments().count();
+        let master = |c: &clap::Command| c.find_subcommand("master").unwrap().get_subcommands().count();
+        assert_eq!((takeover(&lean), master(&lean)), (0, 0));
+        assert!(takeover(&full) > 3 && master(&full) > 1);
+    }
+
+    /// What the lean tree does not accept is answered by the full tree: `--help` shows the
+    /// examples and error codes, a usage error is the full tree's.
+    #[test]
+    fn help_and_usage_errors_come_from_the_full_tree() {
+        let argv = |s: &str| s.split(' ').map(OsString::from).collect::<Vec<_>>();
+        let help = parse(&argv("writerctl takeover --help")).unwrap_err();
+        assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
+        let text = help.to_string();
+        assert!(text.contains("Examples:\n  writerctl takeover") && text.contains("Error codes"), "{text}");
+        let bad = parse(&argv("writerctl takeover --no-such-flag")).unwrap_err();
+        let full = command().try_get_matches_from(argv("writerctl takeover --no-such-flag")).unwrap_err();
+        assert_eq!((bad.kind(), bad.to_string()), (full.kind(), full.to_string()));
     }
 
     #[test]

@@ -6,20 +6,18 @@ mod commands;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use clap::FromArgMatches;
 use serde_json::json;
 use writerctl::error::ErrorCode;
 use writerctl::lockfile::LockError;
 
-use cli::{Cli, Command};
+use cli::{Command, Lazy};
 use commands::output::Output;
 
 fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let json = argv.iter().any(|a| a == "--json");
-    let parsed = cli::command().try_get_matches_from(&argv).and_then(|m| Ok((Cli::from_arg_matches(&m)?, m)));
-    let (cli, path) = match parsed {
-        Ok((c, m)) => (c, cli::command_path(&m)),
+    let (cli, path) = match cli::parse(&argv) {
+        Ok(parsed) => parsed,
         Err(e) => {
             use clap::error::ErrorKind;
             if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
@@ -45,32 +43,32 @@ fn main() -> ExitCode {
     };
     writerctl::lockfile::trust::set_trusted_groups(settings.trusted_groups.clone());
     let result = match cli.command {
-        Command::Acquire(a) => commands::acquire::run(a, out, settings),
-        Command::Release(a) => commands::release::run(a, out),
-        Command::Seal(a) => commands::seal::run(a, out, settings),
-        Command::Takeover(a) => commands::takeover::run(a, out, settings),
-        Command::Verify(a) => commands::verify::run(a, out),
-        Command::Status(a) => commands::status::run(a, out),
-        Command::Recover(a) => commands::recover::run(a, out),
-        Command::History(a) => commands::history::run(a, out),
-        Command::Run(a) => commands::run::run_cmd(a, out, settings),
-        Command::ExecWriter(a) => commands::run::exec_writer(a),
-        Command::Completions(a) => commands::docs::completions(a, out, &cli::command()),
-        Command::Generate(a) => commands::docs::generate(a, &cli::command()),
-        Command::Session(c) => commands::controller::run(c, out),
-        Command::Master(c) => commands::master::run(c, out),
-        Command::Operator(c) => commands::operator::run(c, out),
-        Command::Identity(c) => commands::identity::run(c, out),
-        Command::Inbox(a) => commands::inbox::run(a, out),
-        Command::Audit(a) => commands::audit::run(a, out),
-        Command::Coordinator(c) => commands::serve::run(c, out),
-        Command::Channel(c) => commands::work::run_channel(c, out),
-        Command::Claim(c) => commands::work::run_claim(c, out),
-        Command::Focus(c) => commands::work::run_focus(c, out),
-        Command::Steward(c) => commands::work::run_steward(c, out),
-        Command::Doctor(a) => commands::doctor::run(a, out),
-        Command::Pause(a) => commands::pause::run_pause(a, out),
-        Command::Resume(a) => commands::pause::run_resume(a, out),
+        Command::Acquire(Lazy(a)) => commands::acquire::run(a, out, settings),
+        Command::Release(Lazy(a)) => commands::release::run(a, out),
+        Command::Seal(Lazy(a)) => commands::seal::run(a, out, settings),
+        Command::Takeover(Lazy(a)) => commands::takeover::run(a, out, settings),
+        Command::Verify(Lazy(a)) => commands::verify::run(a, out),
+        Command::Status(Lazy(a)) => commands::status::run(a, out),
+        Command::Recover(Lazy(a)) => commands::recover::run(a, out),
+        Command::History(Lazy(a)) => commands::history::run(a, out),
+        Command::Run(Lazy(a)) => commands::run::run_cmd(a, out, settings),
+        Command::ExecWriter(Lazy(a)) => commands::run::exec_writer(a),
+        Command::Completions(Lazy(a)) => commands::docs::completions(a, out, &cli::command()),
+        Command::Generate(Lazy(a)) => commands::docs::generate(a, &cli::command()),
+        Command::Session(Lazy(c)) => commands::controller::run(c, out),
+        Command::Master(Lazy(c)) => commands::master::run(c, out),
+        Command::Operator(Lazy(c)) => commands::operator::run(c, out),
+        Command::Identity(Lazy(c)) => commands::identity::run(c, out),
+        Command::Inbox(Lazy(a)) => commands::inbox::run(a, out),
+        Command::Audit(Lazy(a)) => commands::audit::run(a, out),
+        Command::Coordinator(Lazy(c)) => commands::serve::run(c, out),
+        Command::Channel(Lazy(c)) => commands::work::run_channel(c, out),
+        Command::Claim(Lazy(c)) => commands::work::run_claim(c, out),
+        Command::Focus(Lazy(c)) => commands::work::run_focus(c, out),
+        Command::Steward(Lazy(c)) => commands::work::run_steward(c, out),
+        Command::Doctor(Lazy(a)) => commands::doctor::run(a, out),
+        Command::Pause(Lazy(a)) => commands::pause::run_pause(a, out),
+        Command::Resume(Lazy(a)) => commands::pause::run_resume(a, out),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

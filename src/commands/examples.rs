@@ -400,8 +400,15 @@ mod tests {
                 let argvs = writerctl_commands(line);
                 assert!(!argvs.is_empty(), "`{path}`: no writerctl command in example: {line}");
                 for argv in argvs {
-                    if let Err(e) = crate::cli::command().try_get_matches_from(&argv) {
-                        failures.push(format!("`{path}`: {line}\n{e}"));
+                    match crate::cli::command().try_get_matches_from(&argv) {
+                        Err(e) => failures.push(format!("`{path}`: {line}\n{e}")),
+                        // The lean first parse (`cli::parse`) must give exactly what the full tree gives.
+                        Ok(m) => {
+                            use clap::FromArgMatches;
+                            let full = (crate::cli::Cli::from_arg_matches(&m).unwrap(), crate::cli::command_path(&m));
+                            let lean = crate::cli::parse(&argv.iter().map(Into::into).collect::<Vec<_>>()).unwrap();
+                            assert_eq!(format!("{lean:?}"), format!("{full:?}"), "`{path}`: {line}");
+                        }
                     }
                 }
             }

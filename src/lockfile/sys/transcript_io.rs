@@ -215,6 +215,12 @@ pub const DIRECT_ALIGN: usize = 4096;
 
 /// A zeroed buffer of `len` bytes whose start is aligned to [`DIRECT_ALIGN`], without
 /// `unsafe`: an over-allocated vector and the offset of its first aligned byte.
+///
+/// Two users: `O_DIRECT` bounce reads, which the filesystem may refuse unaligned, and the
+/// proof read's hash buffer on every filesystem, because a page-cache copy into a buffer
+/// that starts a few bytes past a page boundary runs 3x slower (4K aliasing; see
+/// `transcript::hash_buffer`). The slack page costs address space, not memory: a large
+/// zeroed vector is a fresh mapping whose untouched pages are never resident.
 pub struct AlignedBuf {
     raw: Vec<u8>,
     start: usize,
