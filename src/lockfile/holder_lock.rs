@@ -212,7 +212,7 @@ pub struct HolderFileId {
 
 impl HolderFileId {
     fn of(st: &rfs::Stat) -> HolderFileId {
-        HolderFileId { ino: st.st_ino, ctime: (st.st_ctime, st.st_ctime_nsec as u64) }
+        HolderFileId { ino: st.st_ino, ctime: (st.st_ctime, st.st_ctime_nsec) }
     }
 
     /// The recorded form.
@@ -408,21 +408,18 @@ mod tests {
         };
         let mut created = 0;
         for _ in 0..300 {
-            match create_holder_lock(&d, "s.lock") {
-                Ok(lock) => {
-                    created += 1;
-                    let id = lock.id().encode();
-                    // Another open file description (the prober's, or ours now) must find it held.
-                    let fd = rfs::openat(&d, OsStr::new(lock.name()), OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())
-                        .unwrap();
-                    assert_eq!(probe_lock(&fd), HolderLockState::Held, "a published holder lock was not ours");
-                    drop(fd);
-                    assert!(matches!(holder_lock_state(&d, lock.name(), Some(&id)), HolderLockState::Held));
-                    remove_holder_file(&d, lock.name());
-                }
-                // The prober held the private file's lock at the moment we took it: refused,
-                // never published unlocked.
-                Err(_) => {}
+            // An Err: the prober held the private file's lock at the moment we took it —
+            // refused, never published unlocked.
+            if let Ok(lock) = create_holder_lock(&d, "s.lock") {
+                created += 1;
+                let id = lock.id().encode();
+                // Another open file description (the prober's, or ours now) must find it held.
+                let fd =
+                    rfs::openat(&d, OsStr::new(lock.name()), OFlags::RDWR | OFlags::CLOEXEC, Mode::empty()).unwrap();
+                assert_eq!(probe_lock(&fd), HolderLockState::Held, "a published holder lock was not ours");
+                drop(fd);
+                assert!(matches!(holder_lock_state(&d, lock.name(), Some(&id)), HolderLockState::Held));
+                remove_holder_file(&d, lock.name());
             }
         }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);

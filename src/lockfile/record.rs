@@ -6,7 +6,6 @@
 //! against the bytes it wrote and never rewrites a record someone else wrote.
 
 use super::holder_lock::{HOLDER_LOCK_ID_KEY, HOLDER_LOCK_KEY};
-use super::transcript_lock::TRANSCRIPT_INO_KEY;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
@@ -198,6 +197,10 @@ impl RecoveredFrom {
         s
     }
 }
+
+/// The record key naming the inode of the transcript whose lock the holder keeps (see
+/// [`super::transcript_lock`]).
+pub const TRANSCRIPT_INO_KEY: &str = "writerctl_transcript_ino";
 
 /// [`RecoveredFrom::rule`] of a reclaim the kernel proved (issue 38).
 pub const KERNEL_PROOF_RULE: &str = "kernel_proof";

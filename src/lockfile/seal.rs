@@ -76,7 +76,7 @@ pub fn sealed_record(
     // A seal's holder is judged by nothing: the holder lock dies with the active record.
     map.shift_remove(HOLDER_LOCK_KEY);
     map.shift_remove(HOLDER_LOCK_ID_KEY);
-    map.shift_remove(super::transcript_lock::TRANSCRIPT_INO_KEY);
+    map.shift_remove(super::record::TRANSCRIPT_INO_KEY);
     map.shift_remove(EXCLUSIVE_KEY);
     map.insert("sealed_at".into(), Value::from(sealed_at));
     map.insert("transcript".into(), serde_json::to_value(proof).expect("proof serializes"));

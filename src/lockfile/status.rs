@@ -416,11 +416,11 @@ pub fn status_one(
             st.next_step = active_next_step(session_id, &owner.holder, l, st.managed_schema);
         }
     }
-    if let (Some(t), LockState::Missing) = (transcript, st.state) {
-        if prove_beneath(&t.runtime_dir, t.key.as_str()).is_err() {
-            st.problem = Some("the transcript is open for writing, though no lock names a writer".into());
-            st.next_step = "no lock holds this session, but some process can still write its transcript (the kernel refused a read lease): `acquire` and `run` refuse until it is closed. Find it with `fuser -v` or `lsof` on the transcript and stop it".into();
-        }
+    if let (Some(t), LockState::Missing) = (transcript, st.state)
+        && prove_beneath(&t.runtime_dir, t.key.as_str()).is_err()
+    {
+        st.problem = Some("the transcript is open for writing, though no lock names a writer".into());
+        st.next_step = "no lock holds this session, but some process can still write its transcript (the kernel refused a read lease): `acquire` and `run` refuse until it is closed. Find it with `fuser -v` or `lsof` on the transcript and stop it".into();
     }
     if st.problem.is_none() {
         let caller = super::trust::caller_uid();

@@ -52,8 +52,9 @@ use super::error::{LockError, TranscriptWriter};
 use super::record::parse_record;
 use super::sys::{Beneath, Dir, Kind, ReadRegular, open_beneath, open_root};
 
-/// The record key naming the inode of the transcript whose lock the holder keeps.
-pub const TRANSCRIPT_INO_KEY: &str = "writerctl_transcript_ino";
+/// The record key naming the inode of the transcript whose lock the holder keeps (it belongs
+/// to the record format, [`super::record`]).
+pub use super::record::TRANSCRIPT_INO_KEY;
 
 /// How often a busy transcript lock is tried again before it counts as held: a concurrent
 /// [`check_transcript_free`] holds it for the length of one `flock` call.
@@ -193,8 +194,16 @@ enum Take {
 }
 
 /// `flock(LOCK_EX|LOCK_NB)`, tried again for a moment while a probe holds it.
+///
+/// Only where the filesystem arbitrates locks for every mount (the holder lock's rule,
+/// [`super::holder_lock::lock_evidence_supported`]): on FUSE each mount keeps its own lock
+/// table — or forwards locks to a daemon that may serve them in the same thread as the
+/// writer's appends — so a lock there proves nothing across mounts and may stall writes.
 fn take(fd: BorrowedFd<'_>) -> Result<Take, LockError> {
     use Take::Unlockable;
+    if !super::filesystem::of_fd(fd).is_ok_and(|f| f.locks_arbitrated()) {
+        return Ok(Unlockable);
+    }
     for _ in 0..ATTEMPTS {
         match rfs::flock(fd, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => return Ok(Take::Taken),
