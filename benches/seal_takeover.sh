@@ -14,6 +14,13 @@
 # around it with nanosecond clocks, the peak RSS from its %M.
 # The file is read from the page cache in every measurement (a warm-up read comes first),
 # so the ratio compares hashing and protocol overhead, not the disk.
+#
+# Peak RSS is mostly writerctl's own code pages, and the kernel maps them in 64 KiB
+# neighbourhoods (or whole large folios) around each page touched, so it depends on how the
+# functions a command runs are laid out: release builds pack them together from
+# scripts/hot_functions.txt (build.rs). The last line says how much of that list the binary
+# still has packed; when the list goes stale (a toolchain or dependency upgrade renames
+# functions), the RSS creeps back up: regenerate it with scripts/hot_functions.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZE_MIB="${1:-1024}"
@@ -45,11 +52,15 @@ cat "$T" > /dev/null
 
 ROUNDS="$ROUNDS" cargo bench --quiet --bench hash_buffer -- "$T"
 echo
+# `cargo bench` also builds the bench profile's writerctl into $W; this puts the release
+# build back (nothing is compiled). The two differ in layout: the bench profile's function
+# names are not the ones scripts/hot_functions.txt lists.
+cargo build --release --quiet
 
 now() { date +%s.%N; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # timed OUT_FILE CMD...: runs CMD under /usr/bin/time with stdout to OUT_FILE; prints
-# "<wall seconds> <user+system CPU seconds> <peak RSS KiB>".
+# "<wall seconds> <user+system CPU seconds> <peak RSS KiB> <system CPU seconds>".
 timed() {
   local out="$1"; shift
   local s e u
@@ -57,12 +68,15 @@ timed() {
   u=$( { /usr/bin/time -f "%U %S %M" "$@" > "$out"; } 2>&1 | tail -1)
   e=$(now)
   set -- $u
-  echo "$(echo "$e - $s" | bc -l) $(echo "$1 + $2" | bc -l) $3"
+  echo "$(echo "$e - $s" | bc -l) $(echo "$1 + $2" | bc -l) $3 $2"
 }
 field() { awk -v f="$1" '{print $f}'; }
 med() { printf '%s\n' "$@" | field 1 | median; }
 medcpu() { printf '%s\n' "$@" | field 2 | median; }
 maxrss() { printf '%s\n' "$@" | field 3 | sort -g | tail -1; }
+# System time is the kernel's share (the page-cache copies, above all): issue 38's takeover
+# regression showed there first (0.5 s against the seal's 0.1 s for the same reads).
+medsys() { printf '%s\n' "$@" | field 4 | median; }
 
 openssl_runs=(); seal_runs=(); takeover_runs=(); passes=()
 for i in $(seq "$ROUNDS"); do
@@ -77,18 +91,32 @@ for i in $(seq "$ROUNDS"); do
   passes+=("$(jq -r '.transcript_hash_passes' "$R/takeover.json")")
 done
 
-o=$(med "${openssl_runs[@]}"); oc=$(medcpu "${openssl_runs[@]}"); orss=$(maxrss "${openssl_runs[@]}")
-s=$(med "${seal_runs[@]}"); sc=$(medcpu "${seal_runs[@]}"); srss=$(maxrss "${seal_runs[@]}")
-t=$(med "${takeover_runs[@]}"); tc=$(medcpu "${takeover_runs[@]}"); trss=$(maxrss "${takeover_runs[@]}")
+o=$(med "${openssl_runs[@]}"); oc=$(medcpu "${openssl_runs[@]}"); orss=$(maxrss "${openssl_runs[@]}"); os=$(medsys "${openssl_runs[@]}")
+s=$(med "${seal_runs[@]}"); sc=$(medcpu "${seal_runs[@]}"); srss=$(maxrss "${seal_runs[@]}"); ss=$(medsys "${seal_runs[@]}")
+t=$(med "${takeover_runs[@]}"); tc=$(medcpu "${takeover_runs[@]}"); trss=$(maxrss "${takeover_runs[@]}"); ts=$(medsys "${takeover_runs[@]}")
 second=$(printf '%s\n' "${passes[@]}" | awk '$1 > 1 {n++} END {print n+0}')
 sha_ni=$(grep -qw sha_ni /proc/cpuinfo && echo yes || echo no)
 echo "seal/takeover bench: ${SIZE_MIB} MiB transcript, ${ROUNDS} alternated rounds (median), CPU sha_ni: $sha_ni, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "  (wall time is the target; user+system CPU time is shown beside it because other processes' turns inflate wall time on a shared machine)"
-printf '  openssl dgst -sha256:  wall %6.3f s             CPU %5.2f s             peak RSS %5d KiB\n' "$o" "$oc" "$orss"
-printf '  writerctl seal:        wall %6.3f s  %.3fx       CPU %5.2f s  %.3fx       peak RSS %5d KiB\n' "$s" "$(echo "$s / $o" | bc -l)" "$sc" "$(echo "$sc / $oc" | bc -l)" "$srss"
-printf '  writerctl takeover:    wall %6.3f s  %.3fx       CPU %5.2f s  %.3fx       peak RSS %5d KiB\n' "$t" "$(echo "$t / $o" | bc -l)" "$tc" "$(echo "$tc / $oc" | bc -l)" "$trss"
+printf '  openssl dgst -sha256:  wall %6.3f s             CPU %5.2f s (sys %4.2f)             peak RSS %5d KiB\n' "$o" "$oc" "$os" "$orss"
+printf '  writerctl seal:        wall %6.3f s  %.3fx       CPU %5.2f s (sys %4.2f)  %.3fx       peak RSS %5d KiB\n' "$s" "$(echo "$s / $o" | bc -l)" "$sc" "$ss" "$(echo "$sc / $oc" | bc -l)" "$srss"
+printf '  writerctl takeover:    wall %6.3f s  %.3fx       CPU %5.2f s (sys %4.2f)  %.3fx       peak RSS %5d KiB\n' "$t" "$(echo "$t / $o" | bc -l)" "$tc" "$ts" "$(echo "$tc / $oc" | bc -l)" "$trss"
 echo "  targets: ratio <= 0.95x openssl, peak RSS <= 8192 KiB"
 echo "  takeover hash passes per run: ${passes[*]} (a second pass, forced by the racily-clean rule, in $second of $ROUNDS)"
+python3 - "$W" scripts/hot_functions.txt <<'PY'
+import subprocess, sys
+binary, listed = sys.argv[1], [l.strip() for l in open(sys.argv[2]) if l.strip()]
+text = []
+for line in subprocess.run(["nm", "-n", "--defined-only", binary], capture_output=True, text=True).stdout.splitlines():
+    parts = line.split()
+    if len(parts) == 3 and parts[1] in "tTwW":
+        text.append(parts[2])
+present = set(listed) & set(text)
+first = set(text[: len(present)])
+packed = len(present & first)
+print(f"  link order: {len(present)} of the {len(listed)} functions in scripts/hot_functions.txt exist in this binary, "
+      f"{packed} packed at the start of .text{'' if packed else ' (not applied: not a release build linked by rust-lld?)'}")
+PY
 
 # Issue 21 item 4: seal fsyncs the transcript through its kept-open descriptor before the
 # sealed record exists. In the rounds above the transcript is clean (written back long
