@@ -30,30 +30,31 @@
 //! newcomer's own source, at the global cap one of any source, in both cases the first in
 //! this order:
 //!
-//! 1. connections that never completed a request and carry no accepted credential, waiting
-//!    on their client (no complete head yet, or a body still arriving): an idle or
-//!    trickling flood, from one address or from thousands;
-//! 2. unauthenticated connections that completed a request and wait for the next one
-//!    (idle keep-alive);
-//! 3. unauthenticated long-polls held open (`master status --watch`): evicting one answers
+//! 1. unauthenticated connections waiting on their client: no complete head yet (a new
+//!    connection, or idle keep-alive after an answer), or a body still arriving; the one
+//!    waiting longest first. An idle or trickling flood, from one address or from
+//!    thousands, is evicted here, oldest first, so it evicts itself: a real client's new
+//!    connection sends its head at once and is the newest waiter;
+//! 2. unauthenticated long-polls held open (`master status --watch`): evicting one answers
 //!    it at once with the state as it is, and its client simply polls again;
-//! 4. TLS handshakes in progress (the client has sent its hello): a real handshake lasts
-//!    milliseconds, so evicting them only after every idle connection of every source
+//! 3. TLS handshakes in progress (the client has sent its hello): a real handshake lasts
+//!    milliseconds, so evicting them only after every waiting connection of every source
 //!    keeps a flood from cutting them; they have their own deadline
 //!    ([`TLS_HANDSHAKE_TIMEOUT`]) and count against their source's cap;
-//! 5. connections on which a request carried a credential the server accepted (a session or
+//! 4. connections on which a request carried a credential the server accepted (a session or
 //!    seat token, the admin token, a correct operator password: "proven"), waiting for
-//!    their next request;
-//! 6. proven long-polls held open (an inbox poll with its session token).
+//!    their next request, the one waiting longest first;
+//! 5. proven long-polls held open (an inbox poll with its session token).
 //!
 //! Within a class, a connection the server saw waiting goes before one it has not yet read
 //! from (its head may be in the socket buffer), then the one waiting longest first; and a
 //! candidate with unread bytes in its socket (about to be served) is skipped. The source's
 //! size plays no part: the rule used to evict from the source holding the most
 //! connections, which a flood from 1,500 single-connection addresses turned against an
-//! 8-client host. Now such a flood only ever evicts its own connections (class 1) while the
-//! host's connections are busy, idle after an answer (class 2, behind every flood
-//! connection) or proven (class 5).
+//! 8-client host. What a flood can still take is an unauthenticated client's keep-alive
+//! connection idle for longer than the flood's own connections have waited (its client
+//! opens a new one, as the CLI does for every command anyway); a client that authenticates
+//! is evicted only after every unauthenticated connection and held watch.
 //!
 //! [`SourceSlots`] (per source address, how many `master claim` verifications run at once
 //! and how many may wait) lives in `budget`, with the rest of what admits verifications.
@@ -172,9 +173,6 @@ pub struct ConnState {
     /// known waiters keeps a fast reconnect flood from evicting a probe before its head is
     /// read.
     seen_waiting: AtomicBool,
-    /// An answer was flushed on this connection: it completed a request (an idle
-    /// keep-alive client, not a connection that never sent anything).
-    answered: AtomicBool,
     /// A request on this connection carried a credential the server accepted: evicted last
     /// (issue 39 point 3; see [`ConnState::prove`]).
     proven: AtomicBool,
@@ -197,7 +195,6 @@ impl ConnState {
             phase: Mutex::new((Phase::Head, Instant::now())),
             evicted: AtomicBool::new(false),
             seen_waiting: AtomicBool::new(false),
-            answered: AtomicBool::new(false),
             proven: AtomicBool::new(false),
             tls_pending: AtomicBool::new(tls),
             read_waker: Mutex::new(None),
@@ -265,12 +262,11 @@ impl ConnState {
         let waiting = matches!(phase, Phase::Head | Phase::Body);
         let class = match phase {
             Phase::Busy | Phase::Answered => return None,
-            _ if waiting && proven => 4,
-            _ if waiting && self.answered.load(Ordering::Relaxed) => 1,
+            _ if waiting && proven => 3,
             _ if waiting => 0,
-            Phase::Held if proven => 5,
-            Phase::Held => 2,
-            _ => 3, // Phase::Handshake
+            Phase::Held if proven => 4,
+            Phase::Held => 1,
+            _ => 2, // Phase::Handshake
         };
         let unseen = waiting && !self.seen_waiting.load(Ordering::Relaxed);
         Some((class, unseen, since))
@@ -810,9 +806,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
         this.unflushed = false;
         let state = &this.slot.state;
         if state.phase() == Phase::Answered {
-            // The answer is out: the connection waits on its client again (idle keep-alive),
-            // having completed a request.
-            state.answered.store(true, Ordering::Relaxed);
+            // The answer is out: the connection waits on its client again (idle keep-alive).
             state.set_phase(Phase::Head);
             if state.is_evicted() {
                 cx.waker().wake_by_ref();
@@ -1119,26 +1113,32 @@ mod tests {
     }
 
     /// Issue 39 point 3, scaled down: at the global cap, a flood of single-connection
-    /// addresses that never send anything evicts only its own connections, never those of
-    /// a host with several clients that are busy or idle after an answer (on main the
-    /// source holding the most connections lost one: the host).
+    /// addresses that never send anything evicts only its own connections (the oldest
+    /// first), never those of a host whose clients are busy, idle between requests, or
+    /// proven. On main the source holding the most connections lost one: the host.
     #[test]
     fn a_distributed_flood_evicts_itself_not_a_host_with_many_clients() {
         let gate = Arc::new(ConnGate::with_per_source(12, 12));
         let host: Vec<ConnSlot> = (1..=4).map(|port| gate.try_enter(peer("10.0.0.1", port)).unwrap()).collect();
-        // Two of the host's clients were answered and wait for their next request, one with
-        // a session token the server accepted; two are busy.
-        host[0].state().answered.store(true, Ordering::Relaxed);
-        host[1].state().answered.store(true, Ordering::Relaxed);
+        // One client authenticated (a heartbeat with its session token), two are busy.
         host[1].state().prove();
         host[2].state().set_phase(Phase::Busy);
         host[3].state().set_phase(Phase::Busy);
-        for s in &host[..2] {
-            s.state().seen_waiting.store(true, Ordering::Relaxed);
-        }
+        // A request by the host's first two clients: answered, then idle (seen waiting).
+        let request = |slots: &[ConnSlot]| {
+            for s in slots {
+                s.state().set_phase(Phase::Busy);
+                s.state().set_phase(Phase::Head);
+                s.state().seen_waiting.store(true, Ordering::Relaxed);
+            }
+        };
         let mut flood: Vec<(u16, ConnSlot)> = Vec::new();
         let mut evicted = Vec::new();
         for i in 0..200u16 {
+            if i % 4 == 0 {
+                request(&host[..2]);
+            }
+            std::thread::sleep(Duration::from_micros(100));
             let ip = format!("10.1.{}.{}", i / 250, i % 250 + 1);
             let slot = gate.try_enter(peer(&ip, 1)).expect("a flood connection evicts another");
             slot.state().seen_waiting.store(true, Ordering::Relaxed);
@@ -1149,12 +1149,19 @@ mod tests {
         }
         assert!(host.iter().all(|s| !s.state().is_evicted()), "the host lost a connection to the flood");
         assert_eq!(gate.evicted(), 200 - 8, "every newcomer past the cap evicted one flood connection");
-        // The oldest flood connections went first.
-        assert_eq!(evicted, (0..192).collect::<Vec<u16>>());
+        assert_eq!(evicted, (0..192).collect::<Vec<u16>>(), "the oldest flood connections went first");
+        // Without requests the idle client ages; the proven one still outlasts the flood.
+        for i in 200..220u16 {
+            let slot = gate.try_enter(peer(&format!("10.2.0.{}", i - 199), 1)).unwrap();
+            slot.state().seen_waiting.store(true, Ordering::Relaxed);
+            flood.push((i, slot));
+            flood.retain(|(_, s)| !s.state().is_evicted());
+        }
+        assert!(host[0].state().is_evicted() && !host[1].state().is_evicted());
     }
 
-    /// The eviction order of the module documentation, class by class: a connection that
-    /// never completed a request, an idle unauthenticated one, a held unauthenticated
+    /// The eviction order of the module documentation, class by class: unauthenticated
+    /// connections waiting on their client (the oldest first), a held unauthenticated
     /// long-poll, a TLS handshake in progress, an idle proven one, a held proven long-poll;
     /// a busy one never.
     #[test]
@@ -1164,20 +1171,19 @@ mod tests {
         held_proven.state().prove();
         let _h1 = gate.hold_long_poll(held_proven.state()).unwrap();
         let proven = gate.try_enter(peer("10.0.0.5", 1)).unwrap();
-        proven.state().answered.store(true, Ordering::Relaxed);
         proven.state().prove();
         let handshake = gate.try_enter_with(peer("10.0.0.4", 1), None, true).unwrap();
         handshake.state().set_phase(Phase::Handshake);
         let held = gate.try_enter(peer("10.0.0.3", 1)).unwrap();
         let _h2 = gate.hold_long_poll(held.state()).unwrap();
         let idle = gate.try_enter(peer("10.0.0.2", 1)).unwrap();
-        idle.state().answered.store(true, Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(2));
         let new = gate.try_enter(peer("10.0.0.1", 1)).unwrap();
         let busy = gate.try_enter(peer("10.0.0.9", 1)).unwrap();
         busy.state().set_phase(Phase::Busy);
         let busy2 = gate.try_enter(peer("10.0.0.9", 2)).unwrap();
         busy2.state().set_phase(Phase::Busy);
-        let order = [&new, &idle, &held, &handshake, &proven, &held_proven];
+        let order = [&idle, &new, &held, &handshake, &proven, &held_proven];
         let mut newcomers = Vec::new();
         for (i, expected) in order.iter().enumerate() {
             let newcomer = gate.try_enter(peer("10.0.1.1", i as u16 + 1)).expect("one is evictable");
@@ -1202,7 +1208,6 @@ mod tests {
         handshake.state().set_phase(Phase::Handshake);
         std::thread::sleep(Duration::from_millis(5));
         let idle = gate.try_enter(peer("10.0.0.2", 1)).unwrap();
-        idle.state().answered.store(true, Ordering::Relaxed);
         idle.state().seen_waiting.store(true, Ordering::Relaxed);
         let other = gate.try_enter(peer("10.0.0.3", 1)).unwrap();
         other.state().set_phase(Phase::Busy);

@@ -27,7 +27,7 @@ use crate::master::{Co, ok_doc};
 use crate::serve::{Deployment, http_error_code, http_get, metric};
 
 /// A server over SQLite with `args` on its command line.
-fn server(args: &[&str]) -> Co {
+pub(crate) fn server(args: &[&str]) -> Co {
     let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     Co::http(move |home, store| {
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -36,7 +36,7 @@ fn server(args: &[&str]) -> Co {
 }
 
 /// The server's `host:port`.
-fn addr(co: &Co) -> SocketAddr {
+pub(crate) fn addr(co: &Co) -> SocketAddr {
     co.url().strip_prefix("http://").unwrap().parse().unwrap()
 }
 
