@@ -305,3 +305,90 @@ fn a_distributed_idle_flood_does_not_evict_a_host_with_many_clients() {
     assert!(failures.is_empty(), "the host's clients were cut off: {failures:#?}");
     assert!(metric(&m, "writerctl_connections_evicted_total").unwrap() >= 1.0, "the flood evicted nothing: {m}");
 }
+
+/// Issue 39 point 3, TLS: a handshake in progress (its client hello sent, the server's
+/// answer read, the client's last flight not yet sent) is evicted only after the waiting
+/// connections of every source. Here 16 idle connections from other addresses (plain TCP to
+/// the TLS port, sending nothing) keep a cap of 8 full, each evicted one reconnecting: the
+/// flood evicts its own connections while the handshake stays open. On main handshakes
+/// counted as waiting, and this one, the oldest, was the first victim.
+#[test]
+fn a_tls_handshake_in_progress_is_not_the_first_victim() {
+    use rcgen::{CertificateParams, KeyPair};
+    let co = crate::master::Co::http(|home, store| {
+        let params = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+        let key = KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        let (cert_file, key_file) = (home.join("cert.pem"), home.join("key.pem"));
+        std::fs::write(&cert_file, cert.pem()).unwrap();
+        std::fs::write(&key_file, key.serialize_pem()).unwrap();
+        crate::serve::Deployment::sqlite(home, store).server_args(&[
+            "--max-connections",
+            "8",
+            "--tls-cert",
+            cert_file.to_str().unwrap(),
+            "--tls-key",
+            key_file.to_str().unwrap(),
+        ])
+    });
+    let to: SocketAddr = co.url().strip_prefix("https://").unwrap().parse().unwrap();
+    // The client hello of a real TLS client (it never gets to verify anything).
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
+    let mut client = rustls::ClientConnection::new(Arc::new(config), "localhost".try_into().unwrap()).unwrap();
+    let mut hello = Vec::new();
+    client.write_tls(&mut hello).unwrap();
+    let started = Instant::now();
+    let mut handshake = try_connect_from(IpAddr::V4(Ipv4Addr::LOCALHOST), to).unwrap();
+    handshake.write_all(&hello).unwrap();
+    // The server's flight (ServerHello ...) arrives: it has read the hello and now waits.
+    handshake.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut buf = [0u8; 16 * 1024];
+    assert!(handshake.read(&mut buf).unwrap() > 0, "the server did not answer the client hello");
+    let stop = Arc::new(AtomicBool::new(false));
+    let evicted = Arc::new(AtomicU64::new(0));
+    let flood: Vec<_> = (1..=16u8)
+        .map(|a| {
+            let (stop, evicted) = (stop.clone(), evicted.clone());
+            thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let Ok(mut c) = try_connect_from(IpAddr::V4(Ipv4Addr::new(127, 0, 3, a)), to) else {
+                        thread::sleep(Duration::from_millis(50));
+                        continue;
+                    };
+                    c.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+                    let mut b = [0u8; 64];
+                    while !stop.load(Ordering::Relaxed) {
+                        match c.read(&mut b) {
+                            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                            _ => {
+                                evicted.fetch_add(1, Ordering::Relaxed);
+                                break;
+                            }
+                        }
+                    }
+                    thread::sleep(Duration::from_millis(50));
+                }
+            })
+        })
+        .collect();
+    while evicted.load(Ordering::Relaxed) < 20 {
+        assert!(started.elapsed() < Duration::from_secs(60), "the flood was never evicted");
+        thread::sleep(Duration::from_millis(20));
+    }
+    // Still open: a read finds nothing to read yet (not an end of stream or a reset).
+    handshake.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+    let open = matches!(handshake.read(&mut buf), Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut));
+    let elapsed = started.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    for t in flood {
+        t.join().unwrap();
+    }
+    // The handshake's own deadline (5 s) is not what this checks: the flood must have
+    // evicted its 20 connections before it.
+    assert!(elapsed < Duration::from_millis(4500), "inconclusive: the flood took {elapsed:?} on this machine");
+    assert!(open, "the handshake in progress was cut while the flood's idle connections were there");
+}
