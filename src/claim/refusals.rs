@@ -277,7 +277,7 @@ impl RefusalLimiter {
     /// [`SOURCES_NAMED`] largest counts one row each, the others summed in one
     /// `source:many` row. Windows that counted nothing write nothing.
     fn summaries(&self, closed: Vec<(Key, Window)>, now: Millis) -> Vec<AuditEntry> {
-        let mut groups: HashMap<(String, String), Vec<(Option<IpAddr>, Window)>> = HashMap::new();
+        let mut groups: HashMap<(String, String), Vec<Closed>> = HashMap::new();
         for (key, w) in closed.into_iter().filter(|(_, w)| w.counted > 0) {
             groups.entry((key.verb, key.code)).or_default().push((key.source, w));
         }
@@ -327,8 +327,11 @@ impl RefusalLimiter {
     }
 }
 
+/// A closed window and its source (None: many sources).
+type Closed = (Option<IpAddr>, Window);
+
 /// Many closed windows as one: counts summed, the first projects kept.
-fn merge(windows: Vec<(Option<IpAddr>, Window)>) -> Window {
+fn merge(windows: Vec<Closed>) -> Window {
     let mut out = Window::new(windows.iter().map(|(_, w)| w.opened_at).min().unwrap_or_default());
     for (_, w) in windows {
         out.counted += w.counted;
