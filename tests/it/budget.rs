@@ -217,3 +217,41 @@ fn a_correct_claim_goes_ahead_of_a_flood_from_many_sources() {
     assert!(body.contains("writerctl_verb_queue_seconds_bucket{verb=\"master.claim\",le=\"+Inf\"}"), "{body}");
     assert!(metric(&body, "writerctl_argon2_permits").unwrap() >= 1.0, "{body}");
 }
+
+/// Issue 39 point 3: names are checked by the server before anything else sees them. On
+/// main a refused admin request with a 30 KB project and a 60 KB identity wrote a 90 KB
+/// audit row (2,000 of them: +236 MB of SQLite), and one source varying the project name
+/// wrote a row per name. Now an oversized or malformed name is `invalid_argument` (400)
+/// with no row at all, and wrong-token admin requests over 300 distinct projects write at
+/// most one window's rows and a summary naming a few of the projects.
+#[test]
+fn names_are_checked_at_the_edge_and_cannot_multiply_audit_rows() {
+    let co = Co::http_sqlite();
+    co.reg("alice");
+    let to = addr(&co);
+    let big_project = "p".repeat(30_000);
+    let big_identity = "i".repeat(60_000);
+    let cases = [
+        (format!("/v1/projects/{big_project}/identities"), json!({"identity": "ok"}), "project"),
+        (format!("/v1/projects/{PROJECT}/identities"), json!({"identity": big_identity}), "identity"),
+        (format!("/v1/projects/{PROJECT}/identities"), json!({"identity": "ali\u{200b}ce"}), "identity"),
+    ];
+    for (i, (path, body, what)) in cases.iter().enumerate() {
+        let (status, _, doc) = post_from(ip(20 + i as u8), to, path, Some("wrong-admin-token"), body);
+        assert_eq!((status, doc["error"]["code"].as_str()), (400, Some("invalid_argument")), "{what}: {doc}");
+        assert!(doc["error"]["message"].as_str().unwrap().starts_with(what), "{doc}");
+    }
+    for i in 0..300 {
+        let path = format!("/v1/projects/p{i}/identities");
+        let (status, _, doc) = post_from(ip(30), to, &path, Some("wrong-admin-token"), &json!({"identity": "x"}));
+        assert_eq!((status, doc["error"]["code"].as_str()), (401, Some("unauthorized")), "{doc}");
+    }
+    let audit = co.audit(None);
+    let oversized = audit.iter().filter(|a| a.to_string().len() > 4_096).count();
+    assert_eq!(oversized, 0, "no audit row carries a request-sized string");
+    let (rows, refusals) = accounted(&audit, "identity.add", "unauthorized");
+    assert_eq!(refusals, 300, "every refusal is a row or in a summary's count");
+    assert!(rows <= 10, "{rows} audit rows for 300 refusals over 300 project names");
+    let summary = audit.iter().find(|a| a["verb"] == "identity.add" && a["detail"]["summary"] == true).unwrap();
+    assert!(summary["detail"]["projects"].as_array().unwrap().len() <= 4, "{summary}");
+}

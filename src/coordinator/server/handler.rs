@@ -19,7 +19,7 @@ use crate::claim::requests::RequestId;
 use crate::claim::secret::{self, Secret};
 use crate::claim::{ClaimError, Coordinator};
 use crate::coordinator::limits::source_key;
-use crate::coordinator::verb::{Auth, Caller, Gate, Input, Method, Origin, Rate, Verb};
+use crate::coordinator::verb::{Auth, Caller, Gate, Input, Method, Origin, Rate, Verb, check_names};
 use crate::coordinator::wire::REQUEST_ID_HEADER;
 use crate::error::ErrorCode;
 
@@ -238,8 +238,8 @@ fn rate_key<V: Verb>(path: &V::Path, body: &[u8]) -> Option<(String, String)> {
     Some((field("project"), seat))
 }
 
-/// Every verb's handler: the seat's rate ([`Rate`]), then the verb on the
-/// blocking pool ([`run_verb`]), counted in the metrics, through its [`Gate`].
+/// Every verb's handler: its names ([`check_names`]), the seat's rate ([`Rate`]), then the
+/// verb on the blocking pool ([`run_verb`]), counted in the metrics, through its [`Gate`].
 async fn handle<V: Verb>(
     State(app): State<Shared>,
     params: RawPathParams,
@@ -251,6 +251,13 @@ async fn handle<V: Verb>(
         Ok(p) => p,
         Err(e) => return error_response(&e),
     };
+    // Issue 39 point 3: every name is checked here, before the rate buckets, the audit log,
+    // the refusal windows, the watch registry or the store see it (the verb parses its
+    // input again where it runs; a body is at most 64 KiB).
+    if let Err(e) = input_of::<V>(&uri, &body).and_then(|input| check_names::<V>(&path, &input)) {
+        app.observe(V::NAME, e.code().as_str(), Duration::ZERO);
+        return error_response(&e);
+    }
     if let Some((project, seat)) = rate_key::<V>(&path, &body)
         && let Err(e) = app.seat_rate(&headers, &project, &seat, V::NAME)
     {
