@@ -99,8 +99,11 @@ impl App {
     /// through the per-source limiter (a row and a count per interval at most).
     fn seat_rate(&self, headers: &HeaderMap, project: &str, seat: &str, verb: &str) -> Result<(), ClaimError> {
         let credential = bearer_opt(headers).map(|t| secret::token_hash(&t)).unwrap_or_default();
-        let key = format!("{project}\u{0}{seat}\u{0}{}", credential.get(..16).unwrap_or(&credential));
-        let Err(wait) = self.seat_rates.take(&key, Instant::now()) else { return Ok(()) };
+        // Issue 39 point 1: the bucket map holds up to 65,536 keys, so a key is a fixed 128
+        // bits of digest, not the names (up to 2 x 256 bytes each: ~40 MiB at the cap).
+        let key = secret::token_hash(&Secret::new(format!("{project}\u{0}{seat}\u{0}{credential}")));
+        let key = &key[..32];
+        let Err(wait) = self.seat_rates.take(key, Instant::now()) else { return Ok(()) };
         let e = ClaimError::RateLimited {
             what: format!("seat {seat}"),
             retry_after_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1),
