@@ -206,8 +206,10 @@ pub fn hash_password(password: &Secret) -> Result<String, ClaimError> {
     random_bytes(&mut salt)?;
     let mut out = [0u8; argon2::Params::DEFAULT_OUTPUT_LEN];
     let argon2 = argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params.clone());
-    with_hashing_memory(|memory| argon2.hash_password_into_with_memory(password.expose().as_bytes(), &salt, &mut out, memory))
-        .map_err(|e| ClaimError::Store(format!("argon2: {e}")))?;
+    with_hashing_memory(|memory| {
+        argon2.hash_password_into_with_memory(password.expose().as_bytes(), &salt, &mut out, memory)
+    })
+    .map_err(|e| ClaimError::Store(format!("argon2: {e}")))?;
     let phc = argon2::PasswordHash {
         algorithm: argon2::ARGON2ID_IDENT,
         version: Some(argon2::Version::V0x13.into()),

@@ -129,7 +129,10 @@ impl MemoryBudget {
                 c.file.display()
             ),
             BudgetSource::Default => {
-                format!("the default {} MiB: no --memory-budget and no cgroup memory limit", DEFAULT_MEMORY_BUDGET / MIB)
+                format!(
+                    "the default {} MiB: no --memory-budget and no cgroup memory limit",
+                    DEFAULT_MEMORY_BUDGET / MIB
+                )
             }
         }
     }
@@ -181,7 +184,8 @@ pub fn cgroup_limit(root: &Path, proc_self_cgroup: &str) -> Option<CgroupLimit> 
             wanted(controllers).then(|| path.to_string())
         })
     };
-    let v2 = path_of(&|c| c.is_empty()).and_then(|p| smallest(&root.join(rel(&p)), root, "memory.max", parse_memory_max));
+    let v2 =
+        path_of(&|c| c.is_empty()).and_then(|p| smallest(&root.join(rel(&p)), root, "memory.max", parse_memory_max));
     let v1 = || {
         let base = root.join("memory");
         let p = path_of(&|c| c.split(',').any(|c| c == "memory"))?;
@@ -219,7 +223,8 @@ fn smallest(dir: &Path, top: &Path, file: &str, parse: fn(&str) -> Option<u64>) 
 /// This process's resident set in bytes (`VmRSS` of `/proc/self/status`, in KiB there).
 pub fn resident_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let kib: u64 = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    let kib: u64 =
+        status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?.trim().strip_suffix("kB")?.trim().parse().ok()?;
     Some(kib * 1024)
 }
 
@@ -358,7 +363,11 @@ mod tests {
         assert_eq!((flag.bytes, &flag.source), (100 * MIB, &BudgetSource::Flag));
         let derived = MemoryBudget::derive(None, Some(limit.clone()));
         assert_eq!(derived.bytes, 256 * MIB * 4 / 5);
-        assert!(derived.describe().contains("80% of the cgroup v2 memory limit of 268435456 bytes"), "{}", derived.describe());
+        assert!(
+            derived.describe().contains("80% of the cgroup v2 memory limit of 268435456 bytes"),
+            "{}",
+            derived.describe()
+        );
         let default = MemoryBudget::derive(None, None);
         assert_eq!((default.bytes, &default.source), (DEFAULT_MEMORY_BUDGET, &BudgetSource::Default));
         assert_eq!(derived.hashing_bytes(), derived.bytes / 2);

@@ -66,7 +66,11 @@ fn forty_wrong_password_claims_at_once_do_not_grow_the_server() {
                 let guess = json!({"to": "bob", "expect_epoch": 1, "operator": format!("stranger-{n}"),
                                    "password": "a wrong guess"});
                 let (status, _, doc) = post_from(from, to, &path, None, &guess);
-                assert_eq!((status, doc["error"]["code"].as_str()), (401, Some("invalid_operator_credentials")), "{doc}");
+                assert_eq!(
+                    (status, doc["error"]["code"].as_str()),
+                    (401, Some("invalid_operator_credentials")),
+                    "{doc}"
+                );
                 status
             })
         })
@@ -78,6 +82,11 @@ fn forty_wrong_password_claims_at_once_do_not_grow_the_server() {
     let peak = proc_status_bytes(pid, "VmHWM");
     let (_, _, m) = http_get(&format!("{}/metrics", co.url()));
     let permits = metric(&m, "writerctl_argon2_permits").unwrap();
+    eprintln!(
+        "40 wrong-password claims: peak resident {} MiB (before: {} MiB; {permits} permits of 19 MiB)",
+        peak / MIB,
+        before / MIB
+    );
     assert_eq!(metric(&m, "writerctl_argon2_memory_bytes"), Some(permits * 19.0 * MIB as f64), "{m}");
     assert!(metric(&m, "writerctl_argon2_admitted_total{tier=\"0\"}").unwrap() >= 1.0, "{m}");
     assert!(
@@ -123,6 +132,11 @@ fn oversized_heads_are_refused_and_do_not_grow_the_server() {
     let answered: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
     assert!(answered > 0, "no 431 among 300 oversized heads");
     let grown = proc_status_bytes(pid, "VmHWM").saturating_sub(before);
+    eprintln!(
+        "300 heads of 200 KB: {answered} answered 431; peak resident {} MiB -> {} MiB",
+        before / MIB,
+        (before + grown) / MIB
+    );
     assert!(grown < 24 * MIB, "the peak resident set grew by {} MiB", grown / MIB);
     let (status, _, _) = http_get(&format!("{}/livez", co.url()));
     assert_eq!(status, 200);

@@ -404,8 +404,8 @@ async fn verify_operator<V: Verb>(app: Shared, path: V::Path, uri: Uri, headers:
     // The permit goes with the verb onto its thread and lends it its argon2 memory (issue
     // 39 point 1); it is given back when the verb ends there, also when the client hung
     // up meanwhile, so no more computations run at once than there are buffers.
-    let result = execute(app.clone(), V::NAME, move |a| verifying.lend(|| run_verb::<V>(a, &headers, path, &uri, &body)))
-        .await;
+    let result =
+        execute(app.clone(), V::NAME, move |a| verifying.lend(|| run_verb::<V>(a, &headers, path, &uri, &body))).await;
     if let Err(ClaimError::InvalidOperatorCredentials { next_delay_ms }) = &result {
         app.verifications.note_refused(key, operator.as_deref(), Instant::now());
         let hold = app.coord.real_duration(Duration::from_millis(*next_delay_ms));
