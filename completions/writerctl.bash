@@ -1437,7 +1437,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__coordinator__subcmd__serve)
-            opts="-v -h -V --listen --store --redis --postgres --redis-ca-file --redis-min-replicas --audit-queue-max-rows --audit-queue-max-bytes --namespace --admin-token-file --tls-cert --tls-key --freshness-seconds --sweep-interval-seconds --time-scale --open-registration --audit-retention-days --inbox-retention-days --inbox-max-events --retention-interval-seconds --log-format --max-connections --header-timeout-seconds --max-connections-per-source --body-timeout-seconds --probe-listen --json --verbose --help --version"
+            opts="-v -h -V --listen --store --redis --postgres --redis-ca-file --redis-min-replicas --audit-queue-max-rows --audit-queue-max-bytes --namespace --admin-token-file --tls-cert --tls-key --freshness-seconds --sweep-interval-seconds --time-scale --open-registration --audit-retention-days --inbox-retention-days --inbox-max-events --retention-interval-seconds --log-format --max-connections --header-timeout-seconds --max-connections-per-source --body-timeout-seconds --probe-listen --memory-budget --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1540,6 +1540,10 @@ _writerctl() {
                     return 0
                     ;;
                 --probe-listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --memory-budget)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -19,6 +19,7 @@ use writerctl::claim::stores::sqlite::SqliteStore;
 use writerctl::coordinator::limits::{
     DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_CONNECTIONS_PER_SOURCE, connection_cap, raise_nofile_limit,
 };
+use writerctl::coordinator::memory::{self, MemoryBudget};
 use writerctl::coordinator::server::{
     DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, ServeError, ServeOptions, serve,
 };
@@ -211,6 +212,15 @@ pub struct ServeArgs {
     /// flood of the main port can delay them. Other paths answer 404.
     #[arg(long, value_name = "ADDR")]
     pub probe_listen: Option<SocketAddr>,
+    /// Memory the server keeps under: bytes, or with Ki, Mi, Gi or Ti (e.g. 200Mi); at
+    /// least 64Mi. Without it: 80% of the memory limit of the server's cgroup (a Kubernetes
+    /// memory limit, a systemd MemoryMax=), else 512Mi. Half of it sizes the password
+    /// hashing memory (19 MiB per argon2 permit, allocated at start, at most one permit per
+    /// core); while the resident set is above 90% of it, requests are refused at once with
+    /// 503 `coordinator_unavailable` (/livez and /readyz still answer). The budget and how it
+    /// was decided are logged at start and shown on /metrics.
+    #[arg(long, value_name = "BYTES", value_parser = memory::parse_size)]
+    pub memory_budget: Option<u64>,
 }
 
 /// Runs a `coordinator` subcommand.
@@ -309,6 +319,7 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
         max_connections_per_source: usize::try_from(a.max_connections_per_source).unwrap_or(usize::MAX),
         body_timeout: Duration::from_secs(a.body_timeout_seconds),
         probe_listen: a.probe_listen,
+        memory_budget: MemoryBudget::detect(a.memory_budget),
     };
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the runtime")?;

@@ -1,7 +1,8 @@
 //! What a flood from many addresses may cost `coordinator serve` (issue 28 point 4):
 //!
 //! * [`Argon2Budget`]: the operator password verifications (argon2, 19 MiB and 20-50 ms of
-//!   one core each) that run at once, sized to the cores, with fair shares. Before this, one
+//!   one core each) that run at once, sized to the cores and the memory budget, each permit
+//!   owning its 19 MiB of argon2 memory from the start (issue 39 point 1), with fair shares. Before this, one
 //!   FIFO semaphore of 8 served every source in arrival order: 450 source addresses, each
 //!   within its own per-source bound, together queued ahead of a correct `master claim`,
 //!   which went from 0.04 s to 20 s. Now a waiting verification is served by tier, then
@@ -29,6 +30,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 use super::limits::source_key;
+use crate::claim::secret::{HASHING_MEMORY_BYTES, HashingMemory, lend_hashing_memory};
 
 /// How long a refused attempt marks its source and operator id as suspect.
 pub const REFUSAL_MEMORY: Duration = Duration::from_secs(600);
@@ -39,10 +41,18 @@ pub const MAX_WAITING: usize = 4096;
 /// Service tiers (see the module doc).
 const TIERS: usize = 3;
 
-/// Verifications that run at once: one per core (argon2 is CPU-bound; more at once only
-/// makes each slower), at least one.
-pub fn argon2_permits() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+/// Verifications that run at once, given `hashing_bytes` of the memory budget for them
+/// (issue 39 point 1: sized from the configured memory, not only from the node's cores):
+/// one per core (argon2 is CPU-bound; more at once only makes each slower), no more than
+/// that memory holds at [`HASHING_MEMORY_BYTES`] each, and at least one.
+pub fn argon2_permits(hashing_bytes: u64) -> usize {
+    permits_for(hashing_bytes, std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// [`argon2_permits`] for a given core count.
+fn permits_for(hashing_bytes: u64, cores: usize) -> usize {
+    let fit = usize::try_from(hashing_bytes / HASHING_MEMORY_BYTES).unwrap_or(usize::MAX);
+    cores.min(fit).max(1)
 }
 
 /// What the recent-refusal memory is keyed by.
@@ -80,23 +90,47 @@ pub struct Argon2Budget {
     admitted: [AtomicU64; TIERS],
     /// Verifications refused because [`MAX_WAITING`] were waiting.
     refused_full: AtomicU64,
+    /// The argon2 memory of the permits not held now: one [`HashingMemory`] per permit,
+    /// allocated (and written) once in [`Argon2Budget::new`], lent by each
+    /// [`Argon2Permit`] and given back when it drops (issue 39 point 1: hashing memory is
+    /// fixed at start, whatever arrives).
+    memory: Mutex<Vec<HashingMemory>>,
 }
 
 /// Why no permit: too many waiting already.
 #[derive(Debug, PartialEq, Eq)]
 pub struct BudgetFull;
 
-/// A running verification's permit; given back (to the next waiter by tier and round
-/// robin) on drop.
+/// A running verification's permit, with the argon2 memory it lends
+/// ([`Argon2Permit::lend`]); both given back (to the next waiter by tier and round robin)
+/// on drop.
 #[derive(Debug)]
 pub struct Argon2Permit {
     budget: Arc<Argon2Budget>,
     /// The tier it was admitted in.
     pub tier: usize,
+    /// One of the budget's buffers (None only if one was lost to a panic: then the
+    /// verification allocates its own, see [`lend_hashing_memory`]).
+    memory: Option<HashingMemory>,
+}
+
+impl Argon2Permit {
+    /// Runs `f` (a verb, on the thread that runs it) with this permit's argon2 memory lent
+    /// to that thread, so the password verification inside computes into it.
+    pub fn lend<R>(&mut self, f: impl FnOnce() -> R) -> R {
+        match &mut self.memory {
+            Some(m) => lend_hashing_memory(m, f),
+            None => f(),
+        }
+    }
 }
 
 impl Drop for Argon2Permit {
     fn drop(&mut self) {
+        // The memory goes back before the permit, so the next permit finds it.
+        if let Some(m) = self.memory.take() {
+            self.budget.memory.lock().unwrap_or_else(|p| p.into_inner()).push(m);
+        }
         let mut st = self.budget.lock();
         st.in_use -= 1;
         self.budget.hand_on(&mut st);
@@ -113,15 +147,30 @@ struct Queued {
 }
 
 impl Argon2Budget {
-    /// `permits` verifications at once, at most `max_waiting` waiting.
+    /// `permits` verifications at once, at most `max_waiting` waiting; allocates (and
+    /// writes) the argon2 memory of every permit now, [`HASHING_MEMORY_BYTES`] each.
     pub fn new(permits: usize, max_waiting: usize) -> Argon2Budget {
+        let permits = permits.max(1);
         Argon2Budget {
-            permits: permits.max(1),
+            permits,
             max_waiting,
             state: Mutex::default(),
             admitted: Default::default(),
             refused_full: AtomicU64::new(0),
+            memory: Mutex::new((0..permits).map(|_| HashingMemory::new()).collect()),
         }
+    }
+
+    /// The permit for a place counted in `in_use`, with one of the free buffers (there is
+    /// one per permit, and every permit gives its own back before its place).
+    fn permit(self: &Arc<Argon2Budget>, tier: usize) -> Argon2Permit {
+        let memory = self.memory.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        Argon2Permit { budget: self.clone(), tier, memory }
+    }
+
+    /// Bytes of argon2 memory the permits own (allocated at start).
+    pub fn memory_bytes(&self) -> u64 {
+        self.permits as u64 * HASHING_MEMORY_BYTES
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -197,7 +246,7 @@ impl Argon2Budget {
         if st.in_use < self.permits && st.waiting == 0 {
             st.in_use += 1;
             self.admitted[tier].fetch_add(1, Ordering::Relaxed);
-            return Ok(Ok(Argon2Permit { budget: self.clone(), tier }));
+            return Ok(Ok(self.permit(tier)));
         }
         if st.waiting >= self.max_waiting {
             self.refused_full.fetch_add(1, Ordering::Relaxed);
@@ -260,7 +309,7 @@ impl Queued {
     async fn wait(mut self) -> Result<Argon2Permit, BudgetFull> {
         match (&mut self.woken).await {
             // The permit counted for this place now belongs to the Argon2Permit.
-            Ok(()) => Ok(Argon2Permit { budget: self.budget.clone(), tier: self.tier }),
+            Ok(()) => Ok(self.budget.permit(self.tier)),
             // The sender is only dropped by hand_on after a failed send, never here.
             Err(_) => Err(BudgetFull),
         }
@@ -541,6 +590,54 @@ mod tests {
             assert_eq!(next.await.unwrap(), Ok(0));
             assert_eq!((b.in_use(), b.waiting()), (0, 0));
         });
+    }
+
+    /// Issue 39 point 1: permits come from the memory budget's hashing share as well as the
+    /// cores, never fewer than one.
+    #[test]
+    fn permits_follow_the_memory_budget_and_the_cores() {
+        let mib = 1024 * 1024;
+        assert_eq!(permits_for(0, 8), 1, "at least one");
+        assert_eq!(permits_for(HASHING_MEMORY_BYTES - 1, 8), 1);
+        assert_eq!(permits_for(2 * HASHING_MEMORY_BYTES, 8), 2);
+        assert_eq!(permits_for(128 * mib, 8), 6, "128 MiB holds six of 19 MiB");
+        assert_eq!(permits_for(128 * mib, 2), 2, "no more than the cores");
+        assert_eq!(permits_for(u64::MAX, 4), 4);
+    }
+
+    /// Issue 39 point 1: the budget owns one argon2 buffer per permit from the start; a
+    /// permit lends its buffer to the verb's thread and gives it back, so the buffers never
+    /// grow in number, whatever is admitted.
+    #[test]
+    fn each_permit_lends_one_of_the_buffers_allocated_at_start() {
+        use crate::claim::secret::{Secret, hash_password, verify_password};
+        let b = Arc::new(Argon2Budget::new(2, 8));
+        let free = |b: &Argon2Budget| b.memory.lock().unwrap().len();
+        assert_eq!((free(&b), b.memory_bytes()), (2, 2 * HASHING_MEMORY_BYTES));
+        let now = Instant::now();
+        let mut p1 = permit(b.try_enter(ip(1), None, now));
+        let p2 = permit(b.try_enter(ip(2), None, now));
+        assert_eq!(free(&b), 0);
+        let mut q = queued(b.try_enter(ip(3), None, now));
+        let pw = Secret::new("pw".into());
+        let h = hash_password(&pw).unwrap();
+        let ok = p1.lend(|| {
+            assert_eq!(format!("{:?}", p2.memory), "Some(HashingMemory(19456 blocks))");
+            verify_password(&h, &pw)
+        });
+        assert!(ok);
+        assert_eq!(format!("{:?}", p1.memory), "Some(HashingMemory(19456 blocks))", "given back whole");
+        drop(p1);
+        assert!(q.check());
+        assert_eq!(free(&b), 1, "the waiter's permit takes the buffer when it becomes one");
+        drop(q);
+        drop(p2);
+        assert_eq!((free(&b), b.in_use()), (2, 0));
+        for _ in 0..5 {
+            let mut p = b.try_enter(ip(4), None, now).ok().and_then(Result::ok).unwrap();
+            assert!(p.lend(|| verify_password(&h, &pw)));
+        }
+        assert_eq!(free(&b), 2, "no buffer is made after the start");
     }
 
     /// Issue 28 point 4: one seat's writes past the burst are refused with the time until

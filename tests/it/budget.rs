@@ -25,12 +25,12 @@ use crate::master::{Co, PASSWORD, PROJECT, ok_doc};
 use crate::serve::{http_get, metric};
 
 /// The server's `host:port`.
-fn addr(co: &Co) -> SocketAddr {
+pub(crate) fn addr(co: &Co) -> SocketAddr {
     co.url().strip_prefix("http://").unwrap().parse().unwrap()
 }
 
 /// A TCP connection to `to` from the loopback address `from`.
-fn connect_from(from: IpAddr, to: SocketAddr) -> TcpStream {
+pub(crate) fn connect_from(from: IpAddr, to: SocketAddr) -> TcpStream {
     use rustix::net::{AddressFamily, SocketType, bind, connect, ipproto, socket};
     let fd = socket(AddressFamily::INET, SocketType::STREAM, Some(ipproto::TCP)).unwrap();
     bind(&fd, &SocketAddr::new(from, 0)).unwrap();
@@ -41,7 +41,13 @@ fn connect_from(from: IpAddr, to: SocketAddr) -> TcpStream {
 /// One POST on a fresh connection from `from` with a bearer token: (status, head, JSON body).
 /// Each also claims another source in the header the server uses internally for the peer
 /// address, which the server must ignore (the summaries name the real address).
-fn post_from(from: IpAddr, to: SocketAddr, path: &str, token: Option<&str>, body: &Value) -> (u16, String, Value) {
+pub(crate) fn post_from(
+    from: IpAddr,
+    to: SocketAddr,
+    path: &str,
+    token: Option<&str>,
+    body: &Value,
+) -> (u16, String, Value) {
     let mut c = connect_from(from, to);
     c.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
     let body = body.to_string();

@@ -145,6 +145,11 @@ impl Server {
         }
     }
 
+    /// The process id (while it runs).
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Everything the server wrote to stderr so far.
     pub(crate) fn stderr(&self) -> String {
         String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
@@ -340,6 +345,14 @@ impl Deployment {
             .or_insert_with(|| Server::start(&self.home, &self.args(freshness), &self.server_env))
             .url
             .clone()
+    }
+
+    /// The process id of the (first) server with this freshness threshold (started now if
+    /// it is not running).
+    pub(crate) fn pid(&self, freshness: u64) -> u32 {
+        self.replica(freshness, 0);
+        let servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
+        servers[&(freshness, 0)].pid().expect("a running server")
     }
 
     /// The URL of the (first) server with this freshness threshold.

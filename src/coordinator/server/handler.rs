@@ -373,8 +373,9 @@ async fn long_poll<V: Verb>(app: Shared, path: V::Path, uri: Uri, headers: Heade
 ///    order behind at most [`CLAIMS_WAITING_PER_SOURCE`](super::app::CLAIMS_WAITING_PER_SOURCE); a full queue answers
 ///    `coordinator_unavailable` at once): one address's guesses never queue in front of
 ///    another's.
-/// 2. An argon2 permit from the budget ([`Argon2Budget`](crate::coordinator::budget::Argon2Budget): one per core; issue 28 point 4),
-///    held only for the verb. Waiters are served by tier, then round robin per source: a
+/// 2. An argon2 permit from the budget ([`Argon2Budget`](crate::coordinator::budget::Argon2Budget): one per core within the
+///    memory budget; issue 28 point 4), held only for the verb, whose password hash it
+///    computes into the permit's own memory (issue 39 point 1). Waiters are served by tier, then round robin per source: a
 ///    source and operator id with no refused attempt recently go first, sources that were
 ///    refused last, so a flood from many addresses does not queue ahead of the operator.
 ///    The time spent in steps 1 and 2 is `writerctl_verb_queue_seconds{verb="master.claim"}`.
@@ -404,14 +405,17 @@ async fn verify_operator<V: Verb>(app: Shared, path: V::Path, uri: Uri, headers:
     let operator = V::Input::read(&body).ok().and_then(|i| V::operator(&i));
     let key = source_key(source);
     let budget = app.verifications.clone();
-    let verifying = match tokio::time::timeout(VERIFICATION_QUEUE_LIMIT, budget.acquire(key, operator.as_deref())).await
-    {
-        Ok(Ok(permit)) => permit,
-        _ => return unavailable(&app, "too many operator verifications in flight".into()),
-    };
+    let mut verifying =
+        match tokio::time::timeout(VERIFICATION_QUEUE_LIMIT, budget.acquire(key, operator.as_deref())).await {
+            Ok(Ok(permit)) => permit,
+            _ => return unavailable(&app, "too many operator verifications in flight".into()),
+        };
     app.observe_queue(V::NAME, arrived.elapsed());
-    let result = execute(app.clone(), V::NAME, move |a| run_verb::<V>(a, &headers, path, &uri, &body)).await;
-    drop(verifying);
+    // The permit goes with the verb onto its thread and lends it its argon2 memory (issue
+    // 39 point 1); it is given back when the verb ends there, also when the client hung
+    // up meanwhile, so no more computations run at once than there are buffers.
+    let result =
+        execute(app.clone(), V::NAME, move |a| verifying.lend(|| run_verb::<V>(a, &headers, path, &uri, &body))).await;
     if let Err(ClaimError::InvalidOperatorCredentials { next_delay_ms }) = &result {
         app.verifications.note_refused(key, operator.as_deref(), Instant::now());
         let hold = app.coord.real_duration(Duration::from_millis(*next_delay_ms));

@@ -1,5 +1,5 @@
 //! `/metrics` (Prometheus text): verbs by result and latency, the queue before a verb, the
-//! argon2 budget, connections, the background sweeper and pruner, and the store's sizes.
+//! argon2 budget, the memory budget, connections, the background sweeper and pruner, and the store's sizes.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -153,8 +153,33 @@ fn push_budget_metrics(out: &mut String, app: &App, m: &Metrics) {
         (
             "writerctl_argon2_permits",
             "gauge",
-            "Operator password verifications that may run at once (one per core).",
+            "Operator password verifications that may run at once (one per core, as many as half the memory budget holds).",
             b.permits() as u64,
+        ),
+        (
+            "writerctl_argon2_memory_bytes",
+            "gauge",
+            "argon2 memory the permits own, allocated at start (19 MiB per permit).",
+            b.memory_bytes(),
+        ),
+        (
+            "writerctl_memory_budget_bytes",
+            "gauge",
+            "The memory budget (--memory-budget, or 80% of the cgroup memory limit, or 512 MiB).",
+            app.memory.budget().bytes,
+        ),
+        (
+            "writerctl_memory_refuse_above_bytes",
+            "gauge",
+            "Resident size above which requests are refused (90% of the budget).",
+            app.memory.budget().high_water(),
+        ),
+        ("writerctl_resident_memory_bytes", "gauge", "Resident set size of the server process.", app.memory.resident()),
+        (
+            "writerctl_memory_refused_total",
+            "counter",
+            "Requests refused with coordinator_unavailable because the resident set was above the high-water mark.",
+            app.memory.refused(),
         ),
         ("writerctl_argon2_permits_in_use", "gauge", "Operator password verifications running now.", b.in_use() as u64),
         (
