@@ -129,7 +129,9 @@ pub struct ServeArgs {
     pub namespace: String,
     /// File holding the admin token that authorizes administrative calls over HTTP
     /// (`operator add`, `identity add|list|rotate|remove`, `channel create`, `audit`;
-    /// clients set WRITERCTL_ADMIN_TOKEN); without it those calls are refused.
+    /// clients set WRITERCTL_ADMIN_TOKEN); without it those calls are refused. The file
+    /// must be 0600 (0640 if root owns it) and hold 64 random hex digits, as `writerctl
+    /// coordinator admin-token new --out F` writes them; anything else is refused (exit 2).
     #[arg(long, value_name = "F")]
     pub admin_token_file: Option<PathBuf>,
     /// PEM certificate chain for TLS (with --tls-key).
