@@ -49,7 +49,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('claim', 'claim', [CompletionResultType]::ParameterValue, 'Work claims: take, touch, release, show, list and sweep claims (deputy, TTL, next step)')
             [CompletionResult]::new('focus', 'focus', [CompletionResultType]::ParameterValue, 'Work claims: a focus lease keeps a heads-down seat''s claims from TTL release')
             [CompletionResult]::new('steward', 'steward', [CompletionResultType]::ParameterValue, 'Work claims: the steward''s report of old claims without a TTL')
-            [CompletionResult]::new('coordinator', 'coordinator', [CompletionResultType]::ParameterValue, 'Coordinator: run the HTTP server (`coordinator serve`)')
+            [CompletionResult]::new('coordinator', 'coordinator', [CompletionResultType]::ParameterValue, 'Coordinator: run the HTTP server (`coordinator serve`), make its admin token (`coordinator admin-token new`)')
             [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'List the lock-file handoffs of a runtime directory (acquire, reclaim, seal, takeover, release, recover, give back), with epoch, host, pid, pod and reason')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Diagnose a runtime directory and a coordinator in one read-only pass: every check ok, warn or fail, with a hint')
             [CompletionResult]::new('pause', 'pause', [CompletionResultType]::ParameterValue, 'Pause a project: no TTL release and no deputy handoff until `resume` (or --until)')
@@ -1066,6 +1066,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve the coordinator verbs over HTTP (JSON API /v1, /livez, /readyz, /healthz, /metrics, /openapi.json) until SIGTERM or SIGINT, then finish in-flight requests')
+            [CompletionResult]::new('admin-token', 'admin-token', [CompletionResultType]::ParameterValue, 'Make the admin token `serve --admin-token-file` accepts (64 random hex digits)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -1079,7 +1080,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--audit-queue-max-rows', '--audit-queue-max-rows', [CompletionResultType]::ParameterName, 'Bound on the Redis queue of writes waiting for Postgres, in entries (default 100000; 0: none). When a Postgres outage fills it, failed verbs'' audit rows are dropped and counted, write verbs are refused with coordinator_unavailable (nothing written), and routine heartbeats skip their Postgres write; writerctl_audit_queue_* on /metrics')
             [CompletionResult]::new('--audit-queue-max-bytes', '--audit-queue-max-bytes', [CompletionResultType]::ParameterName, 'Bound on the same queue in bytes of entry data (default 67108864, 64 MiB; 0: none), exceeded by at most one entry')
             [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'Redis key prefix and Postgres schema for this deployment')
-            [CompletionResult]::new('--admin-token-file', '--admin-token-file', [CompletionResultType]::ParameterName, 'File holding the admin token that authorizes administrative calls over HTTP (`operator add`, `identity add|list|rotate|remove`, `channel create`, `audit`; clients set WRITERCTL_ADMIN_TOKEN); without it those calls are refused')
+            [CompletionResult]::new('--admin-token-file', '--admin-token-file', [CompletionResultType]::ParameterName, 'File holding the admin token that authorizes administrative calls over HTTP (`operator add`, `identity add|list|rotate|remove`, `channel create`, `audit`; clients set WRITERCTL_ADMIN_TOKEN); without it those calls are refused. The file must be 0600 (0640 if root owns it) and hold 64 random hex digits, as `writerctl coordinator admin-token new --out F` writes them; anything else is refused (exit 2)')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM certificate chain for TLS (with --tls-key)')
             [CompletionResult]::new('--tls-key', '--tls-key', [CompletionResultType]::ParameterName, 'PEM private key for TLS (with --tls-cert)')
             [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution, in seconds')
@@ -1106,12 +1107,54 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'writerctl;coordinator;admin-token' {
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('new', 'new', [CompletionResultType]::ParameterValue, 'Make a new admin token: 256 random bits from the kernel as 64 hex digits, shown once (stdout, or a new --out F, 0600, never overwritten)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'writerctl;coordinator;admin-token;new' {
+            [CompletionResult]::new('--out', '--out', [CompletionResultType]::ParameterName, 'Write the token to this new file (0600, never overwritten, fsynced) instead of printing it')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;coordinator;admin-token;help' {
+            [CompletionResult]::new('new', 'new', [CompletionResultType]::ParameterValue, 'Make a new admin token: 256 random bits from the kernel as 64 hex digits, shown once (stdout, or a new --out F, 0600, never overwritten)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'writerctl;coordinator;admin-token;help;new' {
+            break
+        }
+        'writerctl;coordinator;admin-token;help;help' {
+            break
+        }
         'writerctl;coordinator;help' {
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve the coordinator verbs over HTTP (JSON API /v1, /livez, /readyz, /healthz, /metrics, /openapi.json) until SIGTERM or SIGINT, then finish in-flight requests')
+            [CompletionResult]::new('admin-token', 'admin-token', [CompletionResultType]::ParameterValue, 'Make the admin token `serve --admin-token-file` accepts (64 random hex digits)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
         'writerctl;coordinator;help;serve' {
+            break
+        }
+        'writerctl;coordinator;help;admin-token' {
+            [CompletionResult]::new('new', 'new', [CompletionResultType]::ParameterValue, 'Make a new admin token: 256 random bits from the kernel as 64 hex digits, shown once (stdout, or a new --out F, 0600, never overwritten)')
+            break
+        }
+        'writerctl;coordinator;help;admin-token;new' {
             break
         }
         'writerctl;coordinator;help;help' {
@@ -1201,7 +1244,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('claim', 'claim', [CompletionResultType]::ParameterValue, 'Work claims: take, touch, release, show, list and sweep claims (deputy, TTL, next step)')
             [CompletionResult]::new('focus', 'focus', [CompletionResultType]::ParameterValue, 'Work claims: a focus lease keeps a heads-down seat''s claims from TTL release')
             [CompletionResult]::new('steward', 'steward', [CompletionResultType]::ParameterValue, 'Work claims: the steward''s report of old claims without a TTL')
-            [CompletionResult]::new('coordinator', 'coordinator', [CompletionResultType]::ParameterValue, 'Coordinator: run the HTTP server (`coordinator serve`)')
+            [CompletionResult]::new('coordinator', 'coordinator', [CompletionResultType]::ParameterValue, 'Coordinator: run the HTTP server (`coordinator serve`), make its admin token (`coordinator admin-token new`)')
             [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'List the lock-file handoffs of a runtime directory (acquire, reclaim, seal, takeover, release, recover, give back), with epoch, host, pid, pod and reason')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Diagnose a runtime directory and a coordinator in one read-only pass: every check ok, warn or fail, with a hint')
             [CompletionResult]::new('pause', 'pause', [CompletionResultType]::ParameterValue, 'Pause a project: no TTL release and no deputy handoff until `resume` (or --until)')
@@ -1382,9 +1425,17 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;help;coordinator' {
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve the coordinator verbs over HTTP (JSON API /v1, /livez, /readyz, /healthz, /metrics, /openapi.json) until SIGTERM or SIGINT, then finish in-flight requests')
+            [CompletionResult]::new('admin-token', 'admin-token', [CompletionResultType]::ParameterValue, 'Make the admin token `serve --admin-token-file` accepts (64 random hex digits)')
             break
         }
         'writerctl;help;coordinator;serve' {
+            break
+        }
+        'writerctl;help;coordinator;admin-token' {
+            [CompletionResult]::new('new', 'new', [CompletionResultType]::ParameterValue, 'Make a new admin token: 256 random bits from the kernel as 64 hex digits, shown once (stdout, or a new --out F, 0600, never overwritten)')
+            break
+        }
+        'writerctl;help;coordinator;admin-token;new' {
             break
         }
         'writerctl;help;history' {

@@ -72,6 +72,76 @@ pub fn new_identity_key() -> Result<Secret, ClaimError> {
     random_secret()
 }
 
+/// A new admin token (`writerctl coordinator admin-token new`): 256 random bits as 64
+/// lowercase hex digits, the one form [`check_admin_token`] accepts. Drawn again in the
+/// (about 1 in 10^12) case that a random draw looks like a typed pattern, so what this
+/// makes is always accepted.
+pub fn new_admin_token() -> Result<Secret, ClaimError> {
+    loop {
+        let token = random_secret()?;
+        if check_admin_token(token.expose()).is_ok() {
+            return Ok(token);
+        }
+    }
+}
+
+/// Fewest distinct hex digits an admin token may use (case folded). 64 random digits use
+/// fewer than 10 of the 16 with probability about 1.2 * 10^-12.
+pub const ADMIN_TOKEN_MIN_DISTINCT: usize = 10;
+/// Most times one hex digit may appear in an admin token. In 64 random digits (4 of each
+/// expected) any digit appears 25 times or more with probability under 10^-12.
+pub const ADMIN_TOKEN_MAX_REPEAT: usize = 24;
+
+/// Whether `token` (trimmed, as the server reads it) may be the coordinator's admin token:
+/// Ok, or `invalid_argument` saying what is wrong without quoting it (issue 39 point 8).
+///
+/// Why a rule about form: the admin token is the only coordinator credential a person may
+/// choose, and kept answers of identity verbs (which hold identity keys) are sealed under
+/// a fast HKDF of it ([`crate::claim::requests`]). A fast KDF is only as strong as its
+/// input: `serve` accepted any 32 bytes, and a store copy plus 4,117 guesses opened a
+/// token of words (`correct horse battery staple 2024`) and the key it sealed. A random
+/// 256-bit token makes every guess list useless, so the token must be what a generator
+/// writes: exactly 64 hex digits (`coordinator admin-token new`, `openssl rand -hex 32`),
+/// 256 bits. No rule can prove a string random; this one refuses every other form
+/// (words, passphrases, base64, shorter or longer strings) and the hex a person types by
+/// hand: fewer than [`ADMIN_TOKEN_MIN_DISTINCT`] distinct digits (`0000…`, `deadbeef…`),
+/// one digit more than [`ADMIN_TOKEN_MAX_REPEAT`] times, or a block of at most 32 digits
+/// repeated (`0123456789abcdef` four times). A generated token fails it with probability
+/// about 10^-12, and [`new_admin_token`] draws again then.
+pub fn check_admin_token(token: &str) -> Result<(), ClaimError> {
+    let refuse = |why: String| Err(ClaimError::InvalidArgument(format!("the admin token {why}")));
+    if !is_machine_secret(token) {
+        return refuse(format!(
+            "is not 64 hex digits ({} characters{}): it must be 256 random bits as a generator writes them",
+            token.chars().count(),
+            if token.bytes().all(|b| b.is_ascii_hexdigit()) { "" } else { ", not all hex digits" }
+        ));
+    }
+    let digits: Vec<u8> = token.bytes().map(|b| b.to_ascii_lowercase()).collect();
+    let mut counts = [0usize; 256];
+    for d in &digits {
+        counts[usize::from(*d)] += 1;
+    }
+    let distinct = counts.iter().filter(|c| **c > 0).count();
+    if distinct < ADMIN_TOKEN_MIN_DISTINCT {
+        return refuse(format!(
+            "uses only {distinct} distinct hex digits (random ones use {ADMIN_TOKEN_MIN_DISTINCT} or more): it was \
+             not made by a generator"
+        ));
+    }
+    let most = counts.iter().copied().max().unwrap_or(0);
+    if most > ADMIN_TOKEN_MAX_REPEAT {
+        return refuse(format!(
+            "repeats one hex digit {most} times (random ones, at most {ADMIN_TOKEN_MAX_REPEAT}): it was not made by a \
+             generator"
+        ));
+    }
+    if let Some(period) = (1..=digits.len() / 2).find(|p| digits.iter().zip(&digits[*p..]).all(|(a, b)| a == b)) {
+        return refuse(format!("repeats a block of {period} hex digits: it was not made by a generator"));
+    }
+    Ok(())
+}
+
 /// A new session id (a random v4 UUID; not a secret).
 pub fn new_session_id() -> String {
     uuid::Uuid::new_v4().to_string()
@@ -292,6 +362,38 @@ mod tests {
         assert!(token_hash_matches(&token_hash(&a), &token_hash(&a)));
         assert!(!token_hash_matches(&token_hash(&a), &token_hash(&b)));
         assert!(!format!("{a:?}").contains(a.expose()));
+    }
+
+    /// Issue 39 point 8: the admin token rule accepts what a generator makes (ours, and
+    /// `openssl rand -hex 32`'s form in either case) and refuses words, short or long
+    /// strings and hand-typed hex, saying why without quoting the token.
+    #[test]
+    fn admin_tokens_must_be_generated() {
+        for _ in 0..2_000 {
+            let t = new_admin_token().unwrap();
+            assert!(is_machine_secret(t.expose()) && t.expose().bytes().all(|b| !b.is_ascii_uppercase()));
+            check_admin_token(t.expose()).unwrap();
+            check_admin_token(&t.expose().to_ascii_uppercase()).unwrap();
+        }
+        check_admin_token("46abee2df95634e1cd705469e97f9f520ed9a3a2237a925a5d7bb6694e78fdfa").unwrap();
+        let refused = [
+            ("correct horse battery staple 2024", "not 64 hex digits (33 characters, not all hex digits)"),
+            ("0123456789abcdef0123456789abcdef", "not 64 hex digits (32 characters)"),
+            (&"ab".repeat(33), "not 64 hex digits (66 characters)"),
+            ("RzH4dIuC0lYgWQ0q6y3jJ8mX2p9s7kV1bN5aE4tL6oA=", "not all hex digits"),
+            (&"0".repeat(64), "only 1 distinct"),
+            (&"deadbeef".repeat(8), "only 5 distinct"),
+            (&"0123456789".repeat(7)[..64], "repeats a block of 10"),
+            (&"0123456789abcde".repeat(5)[..64], "repeats a block of 15"),
+            (&format!("{}{}", "0".repeat(48), "0123456789abcdef"), "repeats one hex digit 49 times"),
+            (&"0123456789abcdef".repeat(4), "repeats a block of 16"),
+            (&"46abee2df95634e1cd705469e97f9f52".repeat(2), "repeats a block of 32"),
+        ];
+        for (token, says) in refused {
+            let Err(ClaimError::InvalidArgument(m)) = check_admin_token(token) else { panic!("accepted {token:?}") };
+            assert!(m.contains(says), "{token:?}: {m}");
+            assert!(!m.contains(token), "the message quotes the token: {m}");
+        }
     }
 
     #[test]

@@ -375,12 +375,13 @@ async fn long_poll<V: Verb>(app: Shared, path: V::Path, uri: Uri, headers: Heade
 ///    another's.
 /// 2. An argon2 permit from the budget ([`Argon2Budget`](crate::coordinator::budget::Argon2Budget): one per core within the
 ///    memory budget; issue 28 point 4), held only for the verb, whose password hash it
-///    computes into the permit's own memory (issue 39 point 1). Waiters are served by tier, then round robin per source: a
-///    source and operator id with no refused attempt recently go first, sources that were
-///    refused last, so a flood from many addresses does not queue ahead of the operator.
+///    computes into the permit's own memory (issue 39 point 1). Waiters are served by tier,
+///    then round robin per source: an operator id whose last attempt from this source
+///    succeeded first, clean sources next, sources that were refused last, so a flood from
+///    any number of addresses does not queue ahead of the operator (issue 39 point 7).
 ///    The time spent in steps 1 and 2 is `writerctl_verb_queue_seconds{verb="master.claim"}`.
 /// 3. The password is verified at once; a correct one is answered at once, whatever
-///    failures came before it.
+///    failures came before it, and proves the (source, operator id) pair.
 /// 4. A refused one marks its source and operator id as recently refused, and is held back
 ///    by the operator id's back-off, outside every shared slot and on no thread. The
 ///    source's slot stays taken until the hold-back ends, even if the client hangs up:
@@ -416,6 +417,13 @@ async fn verify_operator<V: Verb>(app: Shared, path: V::Path, uri: Uri, headers:
     // up meanwhile, so no more computations run at once than there are buffers.
     let result =
         execute(app.clone(), V::NAME, move |a| verifying.lend(|| run_verb::<V>(a, &headers, path, &uri, &body))).await;
+    // Issue 39 point 7: a correct password proves this (source, operator id) pair, which
+    // puts its next claim ahead of every address that has proven nothing.
+    if result.is_ok()
+        && let Some(o) = operator.as_deref()
+    {
+        app.verifications.note_success(key, o, Instant::now());
+    }
     if let Err(ClaimError::InvalidOperatorCredentials { next_delay_ms }) = &result {
         app.verifications.note_refused(key, operator.as_deref(), Instant::now());
         let hold = app.coord.real_duration(Duration::from_millis(*next_delay_ms));

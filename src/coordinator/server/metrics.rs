@@ -197,8 +197,14 @@ fn push_budget_metrics(out: &mut String, app: &App, m: &Metrics) {
         (
             "writerctl_argon2_suspects",
             "gauge",
-            "Source addresses and operator ids remembered as recently refused (bounded).",
+            "Source addresses remembered as recently refused (bounded).",
             b.remembered() as u64,
+        ),
+        (
+            "writerctl_argon2_proven",
+            "gauge",
+            "(source address, operator id) pairs whose last master claim succeeded: their next claim is in tier 0 (bounded).",
+            b.proven() as u64,
         ),
         (
             "writerctl_rate_limited_total",
@@ -245,7 +251,7 @@ fn push_budget_metrics(out: &mut String, app: &App, m: &Metrics) {
     ] {
         out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {n}\n"));
     }
-    out.push_str("# HELP writerctl_argon2_admitted_total Verifications admitted, by tier (0: clean source and operator id, 1: clean source, operator id under attack, 2: source refused recently).\n");
+    out.push_str("# HELP writerctl_argon2_admitted_total Verifications admitted, by tier (0: an operator id whose last claim from this source succeeded, 1: a source not refused recently, 2: a source refused recently).\n");
     out.push_str("# TYPE writerctl_argon2_admitted_total counter\n");
     for tier in 0..3 {
         out.push_str(&format!("writerctl_argon2_admitted_total{{tier=\"{tier}\"}} {}\n", b.admitted(tier)));
