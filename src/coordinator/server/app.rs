@@ -104,6 +104,10 @@ pub(super) struct App {
     pub(super) body_timeout: Duration,
     /// `master status --watch`: what each watched project's watchers wait for.
     pub(super) watchers: Arc<Watchers<WatchResp>>,
+    /// Reads of the audit log in flight, per source and in all (issue 39 point 6).
+    pub(super) reads: super::reads::ReadGate,
+    /// What `/metrics` last read of the store, and when it is out of date (issue 39 point 6).
+    pub(super) store_series: super::metrics::StoreSeries,
 }
 
 /// How many `master claim` requests of one source address run at once.
@@ -137,6 +141,8 @@ pub(super) fn new_app(
         claims_refused_per_source: std::sync::atomic::AtomicU64::new(0),
         probe: Arc::new(tokio::sync::Mutex::new(())),
         watchers: master_watchers(&coordinator_for_watch),
+        reads: super::reads::ReadGate::default(),
+        store_series: super::metrics::StoreSeries::default(),
     });
     flush_refusals_periodically(&app);
     app

@@ -82,7 +82,6 @@ use std::time::{Duration, Instant};
 
 use redis::{Script, Value};
 
-use crate::claim::engine::MASTER_CHANGE;
 use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Event, Millis, OperatorRecord, Snapshot};
 use crate::claim::requests::{self, KeptAnswer};
@@ -450,7 +449,7 @@ impl RedisPgStore {
 }
 
 /// The columns [`audit_row`] reads, in its order (then `id` for a page).
-const AUDIT_COLUMNS: &str = "at, project, verb, actor, target, result, epoch, detail::text, reason";
+pub(super) const AUDIT_COLUMNS: &str = "at, project, verb, actor, target, result, epoch, detail::text, reason";
 
 /// An audit row from Postgres ([`AUDIT_COLUMNS`]).
 fn audit_row(r: &postgres::Row) -> Result<AuditEntry, ClaimError> {
@@ -560,44 +559,47 @@ impl Store for RedisPgStore {
         }
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let pg = &self.inner.pg;
+        // One statement per shape (issue 39 point 6), as in SQLite: each has an index that
+        // serves it newest first, whatever plan the server keeps for a prepared statement.
         let mut rows = pg.run(|conn| {
-            conn.client
-                .query(
+            match project {
+                Some(p) => conn.client.query(
                     &pg.sql(&format!(
-                        "SELECT {AUDIT_COLUMNS} FROM @.audit WHERE $1::text IS NULL OR project = $1 ORDER BY id DESC LIMIT $2"
+                        "SELECT {AUDIT_COLUMNS} FROM @.audit WHERE project = $1 ORDER BY id DESC LIMIT $2"
                     )),
-                    &[&project, &limit],
-                )
-                .map_err(pg_err)?
-                .iter()
-                .map(audit_row)
-                .collect::<Result<Vec<_>, ClaimError>>()
+                    &[&p, &limit],
+                ),
+                None => conn
+                    .client
+                    .query(&pg.sql(&format!("SELECT {AUDIT_COLUMNS} FROM @.audit ORDER BY id DESC LIMIT $1")), &[&limit]),
+            }
+            .map_err(pg_err)?
+            .iter()
+            .map(audit_row)
+            .collect::<Result<Vec<_>, ClaimError>>()
         })?;
         rows.reverse();
         Ok(rows)
     }
 
     fn audit_page(&self, page: &AuditPage<'_>) -> Result<Vec<(u64, AuditEntry)>, ClaimError> {
+        let sql = pg::audit_page_sql(page)?;
         if !self.inner.degraded.load(Ordering::SeqCst) {
             // As `audit_log`: rows still queued are read once they reach Postgres.
             let _ = self.inner.drain_written_so_far(AUDIT_READ_WAIT);
         }
         let pg = &self.inner.pg;
-        let order = if page.newest_first { "DESC" } else { "ASC" };
-        let sql = pg.sql(&format!(
-            "SELECT {AUDIT_COLUMNS}, id FROM @.audit
-             WHERE ($1::text IS NULL OR project = $1) AND at >= $2 AND id > $3
-               AND (NOT $4 OR detail->'{MASTER_CHANGE}' IS NOT NULL)
-             ORDER BY id {order} LIMIT $5"
-        ));
+        let sql = pg.sql(&sql);
         let (after, limit) = (to_i64(page.after), i64::try_from(page.limit).unwrap_or(i64::MAX));
         pg.run(|conn| {
-            conn.client
-                .query(&sql, &[&page.project, &page.since, &after, &page.master_changes, &limit])
-                .map_err(pg_err)?
-                .iter()
-                .map(|r| Ok((to_u64("cursor", r.try_get::<_, i64>(9).map_err(pg_err)?)?, audit_row(r)?)))
-                .collect()
+            match page.project {
+                Some(p) => conn.client.query(&sql, &[&page.since, &after, &limit, &p]),
+                None => conn.client.query(&sql, &[&page.since, &after, &limit]),
+            }
+            .map_err(pg_err)?
+            .iter()
+            .map(|r| Ok((to_u64("cursor", r.try_get::<_, i64>(9).map_err(pg_err)?)?, audit_row(r)?)))
+            .collect()
         })
     }
 
