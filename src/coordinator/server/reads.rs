@@ -120,4 +120,104 @@ mod tests {
             gate.try_enter(ip(1)).await.expect("every place came back");
         }
     }
+
+    const MAX_ROWS_PER_CALL_FOR_TESTS: usize = crate::coordinator::verbs::history::MAX_ROWS_PER_CALL;
+
+    /// Issue 39 point 6 at the HTTP edge, on a router over an SQLite store holding 1,201
+    /// changes of master: `master history` answers at most 1000 whatever `limit` asks; a
+    /// request without a credential (or with another project's session token) gets every
+    /// key with actor and reason null and `"redacted": true`; a session token of the
+    /// project, or the admin token, gets them. `audit` and an `audit export` page are
+    /// capped the same way.
+    #[tokio::test]
+    async fn history_over_http_is_capped_and_shows_who_and_why_only_to_a_part_in_the_project() {
+        use crate::claim::clock::ManualClock;
+        use crate::claim::engine::{Coordinator, Credentials, DEFAULT_FRESHNESS, MASTER_CHANGE};
+        use crate::claim::masters::ControllerKey;
+        use crate::claim::model::AuditEntry;
+        use crate::claim::secret::{Secret, token_hash};
+        use crate::claim::stores::Store;
+        use crate::claim::stores::sqlite::SqliteStore;
+        use axum::http::{Request, StatusCode};
+        use serde_json::{Value, json};
+        use tower::ServiceExt;
+
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteStore::open(&dir.path().join("c.sqlite")).unwrap());
+        let clock = Arc::new(ManualClock::at(1_700_000_000_000));
+        let c = Coordinator::new(store.clone(), clock, DEFAULT_FRESHNESS).with_open_registration(true);
+        let key = |identity: &str| ControllerKey { identity: identity.into(), surface: "cli".into(), machine_id: "m".into() };
+        let alice = c.register("p", &key("alice"), Credentials::default()).unwrap();
+        let olga = c.register("other", &key("olga"), Credentials::default()).unwrap();
+        for epoch in 2..=1201 {
+            store
+                .append_audit(&AuditEntry {
+                    at: 1_700_000_000_000 + epoch as i64,
+                    project: "p".into(),
+                    verb: "master.claim".into(),
+                    actor: "operator:ops".into(),
+                    target: None,
+                    result: "ok".into(),
+                    epoch: Some(epoch),
+                    request: None,
+                    detail: json!({MASTER_CHANGE: {"from": null, "to": null}}),
+                    reason: Some("night shift".into()),
+                })
+                .unwrap();
+        }
+        let admin = Secret::new("an-admin-token-long-enough-to-be-one-0123456789".into());
+        let router = crate::coordinator::server::router(c, Some(token_hash(&admin)));
+        let get = |uri: String, bearer: Option<String>| {
+            let router = router.clone();
+            async move {
+                let mut req = Request::get(uri);
+                if let Some(b) = bearer {
+                    req = req.header("authorization", format!("Bearer {b}"));
+                }
+                let resp = router.oneshot(req.body(axum::body::Body::empty()).unwrap()).await.unwrap();
+                let status = resp.status();
+                let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX).await.unwrap();
+                (status, serde_json::from_slice::<Value>(&bytes).unwrap())
+            }
+        };
+        let history = "/v1/projects/p/master/history";
+
+        let (status, doc) = get(format!("{history}?limit=5000"), None).await;
+        assert_eq!(status, StatusCode::OK, "{doc}");
+        let changes = doc["changes"].as_array().unwrap();
+        assert_eq!(changes.len(), MAX_ROWS_PER_CALL_FOR_TESTS, "capped whatever limit asks");
+        assert_eq!(changes.last().unwrap()["epoch"], json!(1201), "the newest");
+        assert_eq!(doc["redacted"], json!(true));
+        for ch in changes {
+            let mut keys: Vec<&str> = ch.as_object().unwrap().keys().map(String::as_str).collect();
+            keys.sort_unstable();
+            assert_eq!(keys, ["actor", "at", "epoch", "from", "reason", "to", "verb"], "every key stays: {ch}");
+            assert_eq!((&ch["actor"], &ch["reason"]), (&Value::Null, &Value::Null), "{ch}");
+        }
+
+        for (who, bearer, in_full) in [
+            ("another project's session", olga.token.expose().to_string(), false),
+            ("a wrong token", "not-a-token".to_string(), false),
+            ("a session of the project", alice.token.expose().to_string(), true),
+            ("the admin token", admin.expose().to_string(), true),
+        ] {
+            let (status, doc) = get(format!("{history}?limit=3"), Some(bearer)).await;
+            assert_eq!(status, StatusCode::OK, "{who}: {doc}");
+            assert_eq!(doc["redacted"], json!(!in_full), "{who}: {doc}");
+            let newest = &doc["changes"][2];
+            let shown = (newest["actor"].as_str(), newest["reason"].as_str());
+            let expected = if in_full { (Some("operator:ops"), Some("night shift")) } else { (None, None) };
+            assert_eq!(shown, expected, "{who}: {doc}");
+        }
+
+        let (status, doc) = get("/v1/audit?limit=5000".into(), Some(admin.expose().to_string())).await;
+        assert_eq!(status, StatusCode::OK, "{doc}");
+        assert_eq!(doc["entries"].as_array().unwrap().len(), MAX_ROWS_PER_CALL_FOR_TESTS);
+        let (status, doc) = get("/v1/audit/export?since=0&limit=5000".into(), Some(admin.expose().to_string())).await;
+        assert_eq!(status, StatusCode::OK, "{doc}");
+        assert_eq!(doc["rows"].as_array().unwrap().len(), MAX_ROWS_PER_CALL_FOR_TESTS);
+        let (status, _) = get("/v1/audit?limit=5".into(), None).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "audit stays administrative");
+    }
+
 }

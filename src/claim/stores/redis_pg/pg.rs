@@ -192,6 +192,15 @@ CREATE INDEX audit_master_changes ON @.audit (project, id) WHERE (detail -> 'mas
 /// (see its migration).
 pub(super) const MASTER_CHANGES_ONLY: &str = "(detail -> 'master_change') IS NOT NULL";
 
+/// The statement for the newest rows of the audit log (parameters: `$1` limit, and `$2`
+/// the project when `project`): one statement per shape, each served newest first by an
+/// index (`audit_project`, the primary key) whatever plan the server keeps for it.
+pub(super) fn audit_log_sql(project: bool) -> String {
+    let columns = super::AUDIT_COLUMNS;
+    let filter = if project { "WHERE project = $2 " } else { "" };
+    format!("SELECT {columns} FROM @.audit {filter}ORDER BY id DESC LIMIT $1")
+}
+
 /// The statement for one page of the audit log (parameters: `$1` since, `$2` after, `$3`
 /// limit, and `$4` the project when there is one): one statement per shape, each served in
 /// cursor order by an index (`audit_master_changes`, `audit_project`, the primary key), so
