@@ -4,7 +4,7 @@
 //! Reads of the audit log cost what they return (issue 39 point 6): over HTTP each answers
 //! at most [`MAX_ROWS_PER_CALL`] rows whatever `limit` asks ([`rows_for`]), and each passes
 //! the server's per-source and global bound on such reads first
-//! ([`Gate::BoundedRead`](crate::coordinator::verb::Gate::BoundedRead)).
+//! ([`Gate::BoundedRead`]).
 
 use crate::coordinator::verb::{Caller, Gate, Origin, answers, query_input, verb};
 use crate::coordinator::wire::*;
