@@ -186,8 +186,10 @@ pub fn run(cmd: MasterCmd, out: Output) -> Result<()> {
         MasterCmd::History(a) => {
             // Issue 39 point 6: the server shows who and why only to a caller with a part in
             // the project, so send the best credential at hand.
-            let token = optional_secret(a.token_file.as_deref(), "WRITERCTL_SESSION_TOKEN", "session token")?
-                .or_else(|| std::env::var("WRITERCTL_ADMIN_TOKEN").ok().filter(|t| !t.trim().is_empty()).map(Secret::new));
+            let token =
+                optional_secret(a.token_file.as_deref(), "WRITERCTL_SESSION_TOKEN", "session token")?.or_else(|| {
+                    std::env::var("WRITERCTL_ADMIN_TOKEN").ok().filter(|t| !t.trim().is_empty()).map(Secret::new)
+                });
             let limit = usize::try_from(a.limit).unwrap_or(usize::MAX);
             let h = a.at.coord.open()?.master_history(&a.at.project, limit, token.as_ref())?;
             if h.redacted {

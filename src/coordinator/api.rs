@@ -183,7 +183,12 @@ pub trait CoordinatorApi {
     /// `master history`: the newest `limit` changes of master, oldest first. Over HTTP,
     /// who made each and why only with `token`, a session token of the project or the
     /// admin token (otherwise withheld, and `redacted` says so); in-process, everything.
-    fn master_history(&self, project_id: &str, limit: usize, token: Option<&Secret>) -> Result<HistoryResp, ClaimError> {
+    fn master_history(
+        &self,
+        project_id: &str,
+        limit: usize,
+        token: Option<&Secret>,
+    ) -> Result<HistoryResp, ClaimError> {
         let q = HistoryQuery { limit: Some(limit) };
         self.endpoint().call::<history::MasterHistory>(project(project_id), q, token)
     }

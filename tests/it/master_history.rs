@@ -396,7 +396,10 @@ fn check_history_visibility(co: &Co) {
     let doc = ok_doc(&crate::master::exec(with_session, None));
     assert!(doc.get("redacted").is_none(), "{doc}");
     let change = newest(&doc);
-    assert_eq!((change["actor"].as_str(), change["reason"].as_str()), (Some("operator:ops"), Some("alice's host is down")));
+    assert_eq!(
+        (change["actor"].as_str(), change["reason"].as_str()),
+        (Some("operator:ops"), Some("alice's host is down"))
+    );
 
     // The admin token the client environment carries counts too.
     let doc = co.ok(&args[..4]);
@@ -406,7 +409,8 @@ fn check_history_visibility(co: &Co) {
 #[test]
 fn history_over_http_shows_who_and_why_only_to_a_part_in_the_project() {
     check_history_visibility(&Co::http_sqlite());
-    if let Some(co) = Co::http_redis_pg("history_over_http_shows_who_and_why_only_to_a_part_in_the_project (redis_pg)") {
+    if let Some(co) = Co::http_redis_pg("history_over_http_shows_who_and_why_only_to_a_part_in_the_project (redis_pg)")
+    {
         check_history_visibility(&co);
     }
 }

@@ -112,7 +112,10 @@ impl Coordinator {
         let presented = secret::token_hash(token);
         let snap = self.store.read_snapshot(project)?;
         let snap = masters::visible(&snap, self.open_registration);
-        Ok(snap.controllers.iter().fold(false, |found, c| secret::token_hash_matches(&c.token_hash, &presented) | found))
+        Ok(snap
+            .controllers
+            .iter()
+            .fold(false, |found, c| secret::token_hash_matches(&c.token_hash, &presented) | found))
     }
 
     /// One page of `audit export`: up to `limit` rows written at or after `since`, after

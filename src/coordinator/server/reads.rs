@@ -64,7 +64,11 @@ impl ReadGate {
     pub fn new(per_source: usize, in_all: usize) -> ReadGate {
         // No waiting room: a read over the bound is refused, never queued (a queue would
         // hold a connection and a task per waiter).
-        ReadGate { per_source: Arc::new(SourceSlots::new(per_source, 0)), all: Arc::new(Semaphore::new(in_all)), refused: AtomicU64::new(0) }
+        ReadGate {
+            per_source: Arc::new(SourceSlots::new(per_source, 0)),
+            all: Arc::new(Semaphore::new(in_all)),
+            refused: AtomicU64::new(0),
+        }
     }
 
     /// A place for one read of `source`, or `coordinator_unavailable` at once when the
@@ -146,7 +150,8 @@ mod tests {
         let store = Arc::new(SqliteStore::open(&dir.path().join("c.sqlite")).unwrap());
         let clock = Arc::new(ManualClock::at(1_700_000_000_000));
         let c = Coordinator::new(store.clone(), clock, DEFAULT_FRESHNESS).with_open_registration(true);
-        let key = |identity: &str| ControllerKey { identity: identity.into(), surface: "cli".into(), machine_id: "m".into() };
+        let key =
+            |identity: &str| ControllerKey { identity: identity.into(), surface: "cli".into(), machine_id: "m".into() };
         let alice = c.register("p", &key("alice"), Credentials::default()).unwrap();
         let olga = c.register("other", &key("olga"), Credentials::default()).unwrap();
         for epoch in 2..=1201 {
@@ -219,5 +224,4 @@ mod tests {
         let (status, _) = get("/v1/audit?limit=5".into(), None).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "audit stays administrative");
     }
-
 }

@@ -214,9 +214,7 @@ pub(super) fn audit_page_sql(page: &crate::claim::stores::AuditPage<'_>) -> Resu
         (false, false) => String::new(),
         (false, true) => return Err(crate::claim::stores::master_changes_need_a_project()),
     };
-    Ok(format!(
-        "SELECT {columns}, id FROM @.audit WHERE {filter}at >= $1 AND id > $2 ORDER BY id {order} LIMIT $3"
-    ))
+    Ok(format!("SELECT {columns}, id FROM @.audit WHERE {filter}at >= $1 AND id > $2 ORDER BY id {order} LIMIT $3"))
 }
 
 /// The verb whose answer Postgres keeps (see the last migration).

@@ -638,10 +638,9 @@ fn audit_page_query(page: &AuditPage<'_>) -> Result<(String, Vec<rusqlite::types
             format!("{select} WHERE project = ?1 AND at >= ?2 AND id > ?3 ORDER BY id {order} LIMIT ?4"),
             vec![Value::Text(p.to_string()), since, after, limit],
         ),
-        (None, false) => (
-            format!("{select} WHERE id > ?2 AND at >= ?1 ORDER BY id {order} LIMIT ?3"),
-            vec![since, after, limit],
-        ),
+        (None, false) => {
+            (format!("{select} WHERE id > ?2 AND at >= ?1 ORDER BY id {order} LIMIT ?3"), vec![since, after, limit])
+        }
         (None, true) => return Err(super::master_changes_need_a_project()),
     })
 }

@@ -237,7 +237,10 @@ fn the_default_transact_redecides_after_a_conflict() {
 /// The plan SQLite makes for `sql` with `args`: one `detail` line per step.
 fn plan(conn: &Connection, sql: &str, args: &[rusqlite::types::Value]) -> Vec<String> {
     let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-    stmt.query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3)).unwrap().collect::<Result<_, _>>().unwrap()
+    stmt.query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
 }
 
 /// Issue 39 point 6: every read of the audit log (`audit`, `audit export`, `master history`,
@@ -314,14 +317,28 @@ fn the_audit_reads_walk_an_index() {
     // And the reads answer what they did before the split.
     drop(conn);
     let history = s
-        .audit_page(&AuditPage { project: Some("p"), since: 0, after: 0, limit: 100, master_changes: true, newest_first: true })
+        .audit_page(&AuditPage {
+            project: Some("p"),
+            since: 0,
+            after: 0,
+            limit: 100,
+            master_changes: true,
+            newest_first: true,
+        })
         .unwrap();
     assert_eq!(history.len(), 20, "every 10th row is a change of master, all of them in p");
     assert!(history.windows(2).all(|w| w[0].0 > w[1].0), "newest first");
     assert_eq!(s.audit_log(None, 1000).unwrap().len(), 200);
     assert_eq!(s.audit_log(Some("q"), 1000).unwrap().len(), 100);
     let export = s
-        .audit_page(&AuditPage { project: None, since: 0, after: 150, limit: 1000, master_changes: false, newest_first: false })
+        .audit_page(&AuditPage {
+            project: None,
+            since: 0,
+            after: 150,
+            limit: 1000,
+            master_changes: false,
+            newest_first: false,
+        })
         .unwrap();
     assert_eq!(export.iter().map(|r| r.0).collect::<Vec<_>>(), (151..=200).collect::<Vec<u64>>());
 }
