@@ -22,6 +22,7 @@ mod listen;
 mod metrics;
 mod openapi;
 mod probes;
+mod reads;
 mod routes;
 mod watchers;
 

@@ -71,6 +71,10 @@ pub enum Gate {
     /// (`server::watchers`: one read per project and change, shared by every watcher)
     /// once the state differs from the caller's, or when [`Verb::hold_open`] ends.
     Pushed,
+    /// A read of the audit log (`master history`, `audit`, `audit export`; issue 39 point
+    /// 6): a few in flight per source address and a few in all, more refused at once
+    /// (`coordinator_unavailable`, 503 with `Retry-After`) before the store is touched.
+    BoundedRead,
 }
 
 /// Whose per-seat write rate (issue 28 point 4) a request spends, checked before its body
@@ -95,6 +99,9 @@ pub struct Caller {
     pub bearer: Option<Secret>,
     /// In-process or over HTTP.
     pub origin: Origin,
+    /// Over HTTP: the server found `bearer` to be its admin token. In-process: false (the
+    /// origin is the authority there, see [`Caller::trusted`]).
+    pub admin: bool,
 }
 
 /// Where a verb runs from.
@@ -109,6 +116,12 @@ pub enum Origin {
 }
 
 impl Caller {
+    /// Trusted with everything a read can show: in-process (having the store file is the
+    /// authority) or with the server's admin token.
+    pub fn trusted(&self) -> bool {
+        self.origin == Origin::Local || self.admin
+    }
+
     /// The actor administrative verbs are audited as.
     pub fn actor(&self) -> &'static str {
         match self.origin {

@@ -112,6 +112,10 @@ pub(super) struct App {
     /// The memory budget, checked before each request (issue 39 point 1, see
     /// [`memory_guard`](super::guard::memory_guard)).
     pub(super) memory: MemoryGuard,
+    /// Reads of the audit log in flight, per source and in all (issue 39 point 6).
+    pub(super) reads: super::reads::ReadGate,
+    /// What `/metrics` last read of the store, and when it is out of date (issue 39 point 6).
+    pub(super) store_series: super::metrics::StoreSeries,
 }
 
 /// How many `master claim` requests of one source address run at once.
@@ -147,6 +151,8 @@ pub(super) fn new_app(
         probe: Arc::new(tokio::sync::Mutex::new(())),
         watchers: master_watchers(&coordinator_for_watch),
         memory: MemoryGuard::new(memory_budget),
+        reads: super::reads::ReadGate::default(),
+        store_series: super::metrics::StoreSeries::default(),
     });
     flush_refusals_periodically(&app);
     app

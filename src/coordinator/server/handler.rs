@@ -275,6 +275,7 @@ async fn handle<V: Verb>(
         Gate::LongPoll => long_poll::<V>(app.clone(), path, uri, headers).await,
         Gate::OperatorVerification => verify_operator::<V>(app.clone(), path, uri, headers, body).await,
         Gate::Pushed => pushed(app.clone(), project.clone(), uri).await,
+        Gate::BoundedRead => bounded_read::<V>(app.clone(), path, uri, headers, body).await,
     };
     // A write this server answered may have changed what `master status --watch` shows:
     // the project's watch checker (if any) reads it again now (see `watchers`).
@@ -284,7 +285,35 @@ async fn handle<V: Verb>(
     {
         app.watchers.poke(&p);
     }
+    // ... and what `/metrics` last read of the store is out of date (issue 39 point 6: the
+    // store's series are read again only after a credentialed change, or when they age).
+    if (V::WRITE || V::AUTH == Auth::Admin) && response.status().is_success() {
+        app.store_series.touched();
+    }
     response
+}
+
+/// [`Gate::BoundedRead`]: a place in the read bounds (`super::reads`) before anything else,
+/// or `coordinator_unavailable` at once with `Retry-After`; the place is moved into the
+/// blocking task, so it is held until the store read ends even if the client hangs up.
+async fn bounded_read<V: Verb>(app: Shared, path: V::Path, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let source = source_of(&headers).unwrap_or(IpAddr::from([0, 0, 0, 0]));
+    let slot = match app.reads.try_enter(source).await {
+        Ok(slot) => slot,
+        Err(e) => {
+            app.observe(V::NAME, e.code().as_str(), Duration::ZERO);
+            let mut resp = error_response(&e);
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from(super::reads::READ_RETRY_AFTER_SECONDS));
+            return resp;
+        }
+    };
+    let result = execute(app.clone(), V::NAME, move |a| {
+        let _slot = slot;
+        run_verb::<V>(a, &headers, path, &uri, &body)
+    })
+    .await;
+    respond(ok_status::<V>(), result)
 }
 
 /// The `{project}` of a verb's path, if it has one.
@@ -332,7 +361,9 @@ fn run_verb<V: Verb>(
         let (project, target) = V::admin_scope(&path, &input);
         app.admin_in(&project, headers, V::NAME, target)?;
     }
-    let caller = Caller { bearer: bearer_opt(headers), origin: Origin::Http };
+    // Whether the bearer is the admin token: some reads show more to it (`master history`).
+    let admin = V::AUTH == Auth::Admin || app.check_admin(headers).is_ok();
+    let caller = Caller { bearer: bearer_opt(headers), origin: Origin::Http, admin };
     let answer = V::apply(&coord, path, input, &caller)?;
     if V::WRITE {
         after_commit()?;
@@ -350,7 +381,7 @@ async fn long_poll<V: Verb>(app: Shared, path: V::Path, uri: Uri, headers: Heade
         Err(e) => return error_response(&e),
     };
     let deadline = Instant::now() + V::hold_open(&input).min(MAX_LONG_POLL);
-    let caller = Caller { bearer: bearer_opt(&headers), origin: Origin::Http };
+    let caller = Caller { bearer: bearer_opt(&headers), origin: Origin::Http, admin: false };
     let coord = Arc::new(app.coord_from(&headers));
     loop {
         let (c, p, i, who) = (coord.clone(), path.clone(), input.clone(), caller.clone());
