@@ -62,6 +62,7 @@ fn start(store: Arc<dyn Store>) -> String {
                 max_connections_per_source: writerctl::coordinator::limits::DEFAULT_MAX_CONNECTIONS_PER_SOURCE,
                 body_timeout: writerctl::coordinator::limits::DEFAULT_BODY_TIMEOUT,
                 probe_listen: None,
+                memory_budget: writerctl::coordinator::memory::MemoryBudget::fallback(),
             };
             writerctl::coordinator::server::serve(opts, std::future::pending(), move |addr, _| {
                 tx.send(format!("http://{addr}")).unwrap();

@@ -49,7 +49,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('claim', 'claim', [CompletionResultType]::ParameterValue, 'Work claims: take, touch, release, show, list and sweep claims (deputy, TTL, next step)')
             [CompletionResult]::new('focus', 'focus', [CompletionResultType]::ParameterValue, 'Work claims: a focus lease keeps a heads-down seat''s claims from TTL release')
             [CompletionResult]::new('steward', 'steward', [CompletionResultType]::ParameterValue, 'Work claims: the steward''s report of old claims without a TTL')
-            [CompletionResult]::new('coordinator', 'coordinator', [CompletionResultType]::ParameterValue, 'Coordinator: run the HTTP server (`coordinator serve`)')
+            [CompletionResult]::new('coordinator', 'coordinator', [CompletionResultType]::ParameterValue, 'Coordinator: run the HTTP server (`coordinator serve`), make its admin token (`coordinator admin-token new`)')
             [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'List the lock-file handoffs of a runtime directory (acquire, reclaim, seal, takeover, release, recover, give back), with epoch, host, pid, pod and reason')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Diagnose a runtime directory and a coordinator in one read-only pass: every check ok, warn or fail, with a hint')
             [CompletionResult]::new('pause', 'pause', [CompletionResultType]::ParameterValue, 'Pause a project: no TTL release and no deputy handoff until `resume` (or --until)')
@@ -428,7 +428,8 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH for the embedded store used in-process [default: sqlite file $XDG_STATE_HOME/writerctl/coordinator.sqlite, else ~/.local/state/writerctl/...]. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file; admin calls (operator add, audit) over HTTP read the admin token from WRITERCTL_ADMIN_TOKEN')
             [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution and `fresh`, in seconds [default: 30]. Only for the embedded store: a server judges freshness by its own `coordinator serve --freshness-seconds`, so with an http(s) --coordinator this flag is refused (exit 2) rather than silently ignored')
             [CompletionResult]::new('--project', '--project', [CompletionResultType]::ParameterName, 'Project id')
-            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'The newest N changes')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'The newest N changes (a server answers at most 1000)')
+            [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read a session token of a controller registered in the project from this file, to see who ran each change and why [default: env WRITERCTL_SESSION_TOKEN, then WRITERCTL_ADMIN_TOKEN]')
             [CompletionResult]::new('--allow-insecure-http', '--allow-insecure-http', [CompletionResultType]::ParameterName, 'Allow http:// (clear text: session tokens, the admin token and operator passwords readable on the network) to a host that is not this machine. Without it such an address is refused (exit 2); use https:// instead')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -1066,6 +1067,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve the coordinator verbs over HTTP (JSON API /v1, /livez, /readyz, /healthz, /metrics, /openapi.json) until SIGTERM or SIGINT, then finish in-flight requests')
+            [CompletionResult]::new('admin-token', 'admin-token', [CompletionResultType]::ParameterValue, 'Make the admin token `serve --admin-token-file` accepts (64 random hex digits)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -1079,7 +1081,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--audit-queue-max-rows', '--audit-queue-max-rows', [CompletionResultType]::ParameterName, 'Bound on the Redis queue of writes waiting for Postgres, in entries (default 100000; 0: none). When a Postgres outage fills it, failed verbs'' audit rows are dropped and counted, write verbs are refused with coordinator_unavailable (nothing written), and routine heartbeats skip their Postgres write; writerctl_audit_queue_* on /metrics')
             [CompletionResult]::new('--audit-queue-max-bytes', '--audit-queue-max-bytes', [CompletionResultType]::ParameterName, 'Bound on the same queue in bytes of entry data (default 67108864, 64 MiB; 0: none), exceeded by at most one entry')
             [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'Redis key prefix and Postgres schema for this deployment')
-            [CompletionResult]::new('--admin-token-file', '--admin-token-file', [CompletionResultType]::ParameterName, 'File holding the admin token that authorizes administrative calls over HTTP (`operator add`, `identity add|list|rotate|remove`, `channel create`, `audit`; clients set WRITERCTL_ADMIN_TOKEN); without it those calls are refused')
+            [CompletionResult]::new('--admin-token-file', '--admin-token-file', [CompletionResultType]::ParameterName, 'File holding the admin token that authorizes administrative calls over HTTP (`operator add`, `identity add|list|rotate|remove`, `channel create`, `audit`; clients set WRITERCTL_ADMIN_TOKEN); without it those calls are refused. The file must be 0600 (0640 if root owns it) and hold 64 random hex digits, as `writerctl coordinator admin-token new --out F` writes them; anything else is refused (exit 2)')
             [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'PEM certificate chain for TLS (with --tls-key)')
             [CompletionResult]::new('--tls-key', '--tls-key', [CompletionResultType]::ParameterName, 'PEM private key for TLS (with --tls-cert)')
             [CompletionResult]::new('--freshness-seconds', '--freshness-seconds', [CompletionResultType]::ParameterName, 'Heartbeat freshness for target resolution, in seconds')
@@ -1095,6 +1097,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--max-connections-per-source', '--max-connections-per-source', [CompletionResultType]::ParameterName, 'Open connections one source address (an IPv4 address, or an IPv6 /64) may hold, from 1 to 1000000. A new connection from a source at its cap evicts that source''s connection that has waited on its client the longest (no complete request head yet, a body still arriving, or idle keep-alive; never one being served), so a flood of idle or trickling connections evicts itself while a probe or a real client from the same address is served; only when none is evictable is it refused. The same rule applies at --max-connections, to the source holding the most. 128 is far above what one host''s CLI calls need and keeps one source to 1/8 of the default cap')
             [CompletionResult]::new('--body-timeout-seconds', '--body-timeout-seconds', [CompletionResultType]::ParameterName, 'Seconds a request body has to arrive in full after its head, from 1 to 300; a body averaging under 64 bytes/s after its first 2 s is cut off sooner. Either way it is answered 408 `coordinator_unavailable` and its connection closed (counted in writerctl_body_timeouts_total). A Content-Length over 64 KiB is refused 413 at once')
             [CompletionResult]::new('--probe-listen', '--probe-listen', [CompletionResultType]::ParameterName, 'Also listen on ADDR (plain HTTP) for GET /livez, /readyz and /metrics only, with its own cap of 16 connections: point orchestrator probes and scrapers here, so that no flood of the main port can delay them. Other paths answer 404')
+            [CompletionResult]::new('--memory-budget', '--memory-budget', [CompletionResultType]::ParameterName, 'Memory the server keeps under: bytes, or with Ki, Mi, Gi or Ti (e.g. 200Mi); at least 64Mi. Without it: 80% of the memory limit of the server''s cgroup (a Kubernetes memory limit, a systemd MemoryMax=), else 512Mi. Half of it sizes the password hashing memory (19 MiB per argon2 permit, allocated at start, at most one permit per core); while the resident set is above 90% of it, requests are refused at once with 503 `coordinator_unavailable` (/livez and /readyz still answer). The budget and how it was decided are logged at start and shown on /metrics')
             [CompletionResult]::new('--open-registration', '--open-registration', [CompletionResultType]::ParameterName, 'A lab only: identities nobody enrolled may register without a key (the first registrant in a new project becomes master). Enrolled identities still prove themselves. Warned at start and shown on /metrics (writerctl_open_registration 1)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -1105,12 +1108,54 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'writerctl;coordinator;admin-token' {
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('new', 'new', [CompletionResultType]::ParameterValue, 'Make a new admin token: 256 random bits from the kernel as 64 hex digits, shown once (stdout, or a new --out F, 0600, never overwritten)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'writerctl;coordinator;admin-token;new' {
+            [CompletionResult]::new('--out', '--out', [CompletionResultType]::ParameterName, 'Write the token to this new file (0600, never overwritten, fsynced) instead of printing it')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;coordinator;admin-token;help' {
+            [CompletionResult]::new('new', 'new', [CompletionResultType]::ParameterValue, 'Make a new admin token: 256 random bits from the kernel as 64 hex digits, shown once (stdout, or a new --out F, 0600, never overwritten)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'writerctl;coordinator;admin-token;help;new' {
+            break
+        }
+        'writerctl;coordinator;admin-token;help;help' {
+            break
+        }
         'writerctl;coordinator;help' {
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve the coordinator verbs over HTTP (JSON API /v1, /livez, /readyz, /healthz, /metrics, /openapi.json) until SIGTERM or SIGINT, then finish in-flight requests')
+            [CompletionResult]::new('admin-token', 'admin-token', [CompletionResultType]::ParameterValue, 'Make the admin token `serve --admin-token-file` accepts (64 random hex digits)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
         'writerctl;coordinator;help;serve' {
+            break
+        }
+        'writerctl;coordinator;help;admin-token' {
+            [CompletionResult]::new('new', 'new', [CompletionResultType]::ParameterValue, 'Make a new admin token: 256 random bits from the kernel as 64 hex digits, shown once (stdout, or a new --out F, 0600, never overwritten)')
+            break
+        }
+        'writerctl;coordinator;help;admin-token;new' {
             break
         }
         'writerctl;coordinator;help;help' {
@@ -1200,7 +1245,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('claim', 'claim', [CompletionResultType]::ParameterValue, 'Work claims: take, touch, release, show, list and sweep claims (deputy, TTL, next step)')
             [CompletionResult]::new('focus', 'focus', [CompletionResultType]::ParameterValue, 'Work claims: a focus lease keeps a heads-down seat''s claims from TTL release')
             [CompletionResult]::new('steward', 'steward', [CompletionResultType]::ParameterValue, 'Work claims: the steward''s report of old claims without a TTL')
-            [CompletionResult]::new('coordinator', 'coordinator', [CompletionResultType]::ParameterValue, 'Coordinator: run the HTTP server (`coordinator serve`)')
+            [CompletionResult]::new('coordinator', 'coordinator', [CompletionResultType]::ParameterValue, 'Coordinator: run the HTTP server (`coordinator serve`), make its admin token (`coordinator admin-token new`)')
             [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'List the lock-file handoffs of a runtime directory (acquire, reclaim, seal, takeover, release, recover, give back), with epoch, host, pid, pod and reason')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Diagnose a runtime directory and a coordinator in one read-only pass: every check ok, warn or fail, with a hint')
             [CompletionResult]::new('pause', 'pause', [CompletionResultType]::ParameterValue, 'Pause a project: no TTL release and no deputy handoff until `resume` (or --until)')
@@ -1381,9 +1426,17 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;help;coordinator' {
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve the coordinator verbs over HTTP (JSON API /v1, /livez, /readyz, /healthz, /metrics, /openapi.json) until SIGTERM or SIGINT, then finish in-flight requests')
+            [CompletionResult]::new('admin-token', 'admin-token', [CompletionResultType]::ParameterValue, 'Make the admin token `serve --admin-token-file` accepts (64 random hex digits)')
             break
         }
         'writerctl;help;coordinator;serve' {
+            break
+        }
+        'writerctl;help;coordinator;admin-token' {
+            [CompletionResult]::new('new', 'new', [CompletionResultType]::ParameterValue, 'Make a new admin token: 256 random bits from the kernel as 64 hex digits, shown once (stdout, or a new --out F, 0600, never overwritten)')
+            break
+        }
+        'writerctl;help;coordinator;admin-token;new' {
             break
         }
         'writerctl;help;history' {

@@ -181,17 +181,38 @@ _writerctl() {
             writerctl__subcmd__claim__subcmd__help,touch)
                 cmd="writerctl__subcmd__claim__subcmd__help__subcmd__touch"
                 ;;
+            writerctl__subcmd__coordinator,admin-token)
+                cmd="writerctl__subcmd__coordinator__subcmd__admin__subcmd__token"
+                ;;
             writerctl__subcmd__coordinator,help)
                 cmd="writerctl__subcmd__coordinator__subcmd__help"
                 ;;
             writerctl__subcmd__coordinator,serve)
                 cmd="writerctl__subcmd__coordinator__subcmd__serve"
                 ;;
+            writerctl__subcmd__coordinator__subcmd__admin__subcmd__token,help)
+                cmd="writerctl__subcmd__coordinator__subcmd__admin__subcmd__token__subcmd__help"
+                ;;
+            writerctl__subcmd__coordinator__subcmd__admin__subcmd__token,new)
+                cmd="writerctl__subcmd__coordinator__subcmd__admin__subcmd__token__subcmd__new"
+                ;;
+            writerctl__subcmd__coordinator__subcmd__admin__subcmd__token__subcmd__help,help)
+                cmd="writerctl__subcmd__coordinator__subcmd__admin__subcmd__token__subcmd__help__subcmd__help"
+                ;;
+            writerctl__subcmd__coordinator__subcmd__admin__subcmd__token__subcmd__help,new)
+                cmd="writerctl__subcmd__coordinator__subcmd__admin__subcmd__token__subcmd__help__subcmd__new"
+                ;;
+            writerctl__subcmd__coordinator__subcmd__help,admin-token)
+                cmd="writerctl__subcmd__coordinator__subcmd__help__subcmd__admin__subcmd__token"
+                ;;
             writerctl__subcmd__coordinator__subcmd__help,help)
                 cmd="writerctl__subcmd__coordinator__subcmd__help__subcmd__help"
                 ;;
             writerctl__subcmd__coordinator__subcmd__help,serve)
                 cmd="writerctl__subcmd__coordinator__subcmd__help__subcmd__serve"
+                ;;
+            writerctl__subcmd__coordinator__subcmd__help__subcmd__admin__subcmd__token,new)
+                cmd="writerctl__subcmd__coordinator__subcmd__help__subcmd__admin__subcmd__token__subcmd__new"
                 ;;
             writerctl__subcmd__focus,end)
                 cmd="writerctl__subcmd__focus__subcmd__end"
@@ -331,8 +352,14 @@ _writerctl() {
             writerctl__subcmd__help__subcmd__claim,touch)
                 cmd="writerctl__subcmd__help__subcmd__claim__subcmd__touch"
                 ;;
+            writerctl__subcmd__help__subcmd__coordinator,admin-token)
+                cmd="writerctl__subcmd__help__subcmd__coordinator__subcmd__admin__subcmd__token"
+                ;;
             writerctl__subcmd__help__subcmd__coordinator,serve)
                 cmd="writerctl__subcmd__help__subcmd__coordinator__subcmd__serve"
+                ;;
+            writerctl__subcmd__help__subcmd__coordinator__subcmd__admin__subcmd__token,new)
+                cmd="writerctl__subcmd__help__subcmd__coordinator__subcmd__admin__subcmd__token__subcmd__new"
                 ;;
             writerctl__subcmd__help__subcmd__focus,end)
                 cmd="writerctl__subcmd__help__subcmd__focus__subcmd__end"
@@ -1381,7 +1408,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__coordinator)
-            opts="-v -h -V --json --verbose --help --version serve help"
+            opts="-v -h -V --json --verbose --help --version serve admin-token help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1394,9 +1421,111 @@ _writerctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        writerctl__subcmd__coordinator__subcmd__help)
-            opts="serve help"
+        writerctl__subcmd__coordinator__subcmd__admin__subcmd__token)
+            opts="-v -h -V --json --verbose --help --version new help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__coordinator__subcmd__admin__subcmd__token__subcmd__help)
+            opts="new help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__coordinator__subcmd__admin__subcmd__token__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__coordinator__subcmd__admin__subcmd__token__subcmd__help__subcmd__new)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__coordinator__subcmd__admin__subcmd__token__subcmd__new)
+            opts="-v -h -V --out --json --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__coordinator__subcmd__help)
+            opts="serve admin-token help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__coordinator__subcmd__help__subcmd__admin__subcmd__token)
+            opts="new"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__coordinator__subcmd__help__subcmd__admin__subcmd__token__subcmd__new)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1437,7 +1566,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__coordinator__subcmd__serve)
-            opts="-v -h -V --listen --store --redis --postgres --redis-ca-file --redis-min-replicas --audit-queue-max-rows --audit-queue-max-bytes --namespace --admin-token-file --tls-cert --tls-key --freshness-seconds --sweep-interval-seconds --time-scale --open-registration --audit-retention-days --inbox-retention-days --inbox-max-events --retention-interval-seconds --log-format --max-connections --header-timeout-seconds --max-connections-per-source --body-timeout-seconds --probe-listen --json --verbose --help --version"
+            opts="-v -h -V --listen --store --redis --postgres --redis-ca-file --redis-min-replicas --audit-queue-max-rows --audit-queue-max-bytes --namespace --admin-token-file --tls-cert --tls-key --freshness-seconds --sweep-interval-seconds --time-scale --open-registration --audit-retention-days --inbox-retention-days --inbox-max-events --retention-interval-seconds --log-format --max-connections --header-timeout-seconds --max-connections-per-source --body-timeout-seconds --probe-listen --memory-budget --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1540,6 +1669,10 @@ _writerctl() {
                     return 0
                     ;;
                 --probe-listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --memory-budget)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2033,8 +2166,36 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__help__subcmd__coordinator)
-            opts="serve"
+            opts="serve admin-token"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__help__subcmd__coordinator__subcmd__admin__subcmd__token)
+            opts="new"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__help__subcmd__coordinator__subcmd__admin__subcmd__token__subcmd__new)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -3067,7 +3228,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__master__subcmd__history)
-            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --limit --json --verbose --help --version"
+            opts="-v -h -V --coordinator --freshness-seconds --allow-insecure-http --project --limit --token-file --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3086,6 +3247,10 @@ _writerctl() {
                     return 0
                     ;;
                 --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -20,7 +20,7 @@ if [ ! -x "$venv/bin/schemathesis" ]; then
 fi
 work="$(mktemp -d)"
 trap 'kill "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
-(umask 077 && head -c 32 /dev/urandom | base64 > "$work/admin.token")
+./target/debug/writerctl coordinator admin-token new --out "$work/admin.token"
 ./target/debug/writerctl coordinator serve --listen 127.0.0.1:0 --store "sqlite:$work/c.sqlite" \
     --admin-token-file "$work/admin.token" >"$work/serve.out" 2>"$work/serve.log" &
 server=$!

@@ -83,7 +83,8 @@ pub enum Command {
     /// Work claims: the steward's report of old claims without a TTL.
     #[command(subcommand)]
     Steward(Lazy<crate::commands::work::StewardCmd>),
-    /// Coordinator: run the HTTP server (`coordinator serve`).
+    /// Coordinator: run the HTTP server (`coordinator serve`), make its admin token
+    /// (`coordinator admin-token new`).
     #[command(subcommand)]
     Coordinator(Lazy<crate::commands::serve::CoordinatorCmd>),
     History(Lazy<crate::commands::history::HistoryArgs>),

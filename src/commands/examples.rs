@@ -229,6 +229,13 @@ pub const EXAMPLES: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "coordinator admin-token new",
+        &[
+            "writerctl coordinator admin-token new --out /etc/writerctl/admin-token",
+            "writerctl coordinator admin-token new --json",
+        ],
+    ),
+    (
         "history",
         &[
             "writerctl history --runtime-dir ~/.qwen",

@@ -10,10 +10,13 @@ use writerctl::claim::api::CoordinatorApi;
 use writerctl::claim::engine::{MasterChange, MasterRequest, Status};
 use writerctl::claim::masters::MasterOutcome;
 use writerctl::claim::model::MasterRef;
+use writerctl::claim::secret::Secret;
 use writerctl::coordinator::api::MasterOptions;
 
 use super::ExitStatus;
-use super::coord::{PasswordArgs, ProjectArgs, WriteArgs, age, confirm, interactive, rfc3339, session_token};
+use super::coord::{
+    PasswordArgs, ProjectArgs, WriteArgs, age, confirm, interactive, optional_secret, rfc3339, session_token,
+};
 use super::output::Output;
 use super::watch::{exit_on_signal, print_json_state, print_text_state, say, seconds};
 use writerctl::error::ErrorCode;
@@ -56,6 +59,13 @@ pub enum MasterCmd {
     /// (`coordinator serve --audit-retention-days`). `from` or `to` is null when the slot
     /// was empty before (the first registration) or is emptied (the master deregistered or
     /// its identity was removed).
+    ///
+    /// Over HTTP, who ran each change (actor) and why (reason) are shown only to a caller
+    /// that proves a part in the project: a session token of a controller registered there
+    /// (--token-file F, or WRITERCTL_SESSION_TOKEN) or the admin token
+    /// (WRITERCTL_ADMIN_TOKEN). Anyone else gets the same changes with actor and reason
+    /// null, "redacted": true in JSON, and a note on stderr. A server answers at most 1000
+    /// changes, whatever --limit asks.
     History(HistoryArgs),
 }
 
@@ -112,9 +122,14 @@ impl TargetArgs {
 pub struct HistoryArgs {
     #[command(flatten)]
     pub at: ProjectArgs,
-    /// The newest N changes.
+    /// The newest N changes (a server answers at most 1000).
     #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub limit: u64,
+    /// Read a session token of a controller registered in the project from this file, to
+    /// see who ran each change and why [default: env WRITERCTL_SESSION_TOKEN, then
+    /// WRITERCTL_ADMIN_TOKEN].
+    #[arg(long, value_name = "F")]
+    pub token_file: Option<PathBuf>,
 }
 
 /// `master handoff`.
@@ -169,9 +184,21 @@ pub fn run(cmd: MasterCmd, out: Output) -> Result<()> {
             print_outcome(&a.target.project, &outcome, Some(&a.operator), out)
         }
         MasterCmd::History(a) => {
-            let changes =
-                a.at.coord.open()?.master_history(&a.at.project, usize::try_from(a.limit).unwrap_or(usize::MAX))?;
-            print_history(&a.at.project, &changes, out)
+            // Issue 39 point 6: the server shows who and why only to a caller with a part in
+            // the project, so send the best credential at hand.
+            let token =
+                optional_secret(a.token_file.as_deref(), "WRITERCTL_SESSION_TOKEN", "session token")?.or_else(|| {
+                    std::env::var("WRITERCTL_ADMIN_TOKEN").ok().filter(|t| !t.trim().is_empty()).map(Secret::new)
+                });
+            let limit = usize::try_from(a.limit).unwrap_or(usize::MAX);
+            let h = a.at.coord.open()?.master_history(&a.at.project, limit, token.as_ref())?;
+            if h.redacted {
+                out.note(
+                    "actor and reason withheld: pass a session token of a controller registered in the project \
+                     (--token-file F or WRITERCTL_SESSION_TOKEN) or the admin token (WRITERCTL_ADMIN_TOKEN)",
+                );
+            }
+            print_history(&a.at.project, &h.changes, h.redacted, out)
         }
     }
 }
@@ -439,7 +466,8 @@ fn print_plan(project: &str, o: &MasterOutcome, out: Output) -> Result<()> {
 }
 
 /// `master history`'s answer: JSON {"changes":[...]}, or a table.
-fn print_history(project: &str, changes: &[MasterChange], out: Output) -> Result<()> {
+/// When `redacted`, actor and reason are null (JSON) or `-` (table): withheld, not absent.
+fn print_history(project: &str, changes: &[MasterChange], redacted: bool, out: Output) -> Result<()> {
     if out.json {
         let list: Vec<_> = changes
             .iter()
@@ -448,7 +476,11 @@ fn print_history(project: &str, changes: &[MasterChange], out: Output) -> Result
                        "actor": c.actor, "reason": c.reason})
             })
             .collect();
-        out.json(&json!({"changes": list}))?;
+        let mut doc = json!({"changes": list});
+        if redacted {
+            doc["redacted"] = json!(true);
+        }
+        out.json(&doc)?;
         return Ok(());
     }
     if changes.is_empty() {
@@ -463,8 +495,8 @@ fn print_history(project: &str, changes: &[MasterChange], out: Output) -> Result
             side(&c.from),
             side(&c.to),
             c.verb.clone(),
-            c.actor.clone(),
-            c.reason.clone().unwrap_or_default(),
+            c.actor.clone().unwrap_or_else(|| "-".into()),
+            if redacted { "-".into() } else { c.reason.clone().unwrap_or_default() },
         ]);
     }
     Ok(out.line(&table.to_string())?)

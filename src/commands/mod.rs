@@ -2,6 +2,7 @@
 //! happens here.
 
 pub mod acquire;
+pub mod admin_token;
 pub mod args;
 pub mod audit;
 pub mod codes;

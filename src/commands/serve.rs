@@ -19,6 +19,7 @@ use writerctl::claim::stores::sqlite::SqliteStore;
 use writerctl::coordinator::limits::{
     DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_CONNECTIONS_PER_SOURCE, connection_cap, raise_nofile_limit,
 };
+use writerctl::coordinator::memory::{self, MemoryBudget};
 use writerctl::coordinator::server::{
     DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, ServeError, ServeOptions, serve,
 };
@@ -27,6 +28,9 @@ use super::coord::{Target, parse_target};
 use super::output::Output;
 
 /// The coordinator server.
+// Parsed once per process: the size of `serve`'s arguments beside `admin-token`'s costs
+// nothing worth a Box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum CoordinatorCmd {
     /// Serve the coordinator verbs over HTTP (JSON API /v1, /livez, /readyz, /healthz,
@@ -73,6 +77,9 @@ pub enum CoordinatorCmd {
     /// day. Routine heartbeats write no audit row (a return from stale does); they are
     /// counted on /metrics, with the audit, inbox and queue sizes.
     Serve(ServeArgs),
+    /// Make the admin token `serve --admin-token-file` accepts (64 random hex digits).
+    #[command(subcommand)]
+    AdminToken(super::admin_token::AdminTokenCmd),
 }
 
 /// `coordinator serve`.
@@ -123,7 +130,9 @@ pub struct ServeArgs {
     pub namespace: String,
     /// File holding the admin token that authorizes administrative calls over HTTP
     /// (`operator add`, `identity add|list|rotate|remove`, `channel create`, `audit`;
-    /// clients set WRITERCTL_ADMIN_TOKEN); without it those calls are refused.
+    /// clients set WRITERCTL_ADMIN_TOKEN); without it those calls are refused. The file
+    /// must be 0600 (0640 if root owns it) and hold 64 random hex digits, as `writerctl
+    /// coordinator admin-token new --out F` writes them; anything else is refused (exit 2).
     #[arg(long, value_name = "F")]
     pub admin_token_file: Option<PathBuf>,
     /// PEM certificate chain for TLS (with --tls-key).
@@ -211,11 +220,23 @@ pub struct ServeArgs {
     /// flood of the main port can delay them. Other paths answer 404.
     #[arg(long, value_name = "ADDR")]
     pub probe_listen: Option<SocketAddr>,
+    /// Memory the server keeps under: bytes, or with Ki, Mi, Gi or Ti (e.g. 200Mi); at
+    /// least 64Mi. Without it: 80% of the memory limit of the server's cgroup (a Kubernetes
+    /// memory limit, a systemd MemoryMax=), else 512Mi. Half of it sizes the password
+    /// hashing memory (19 MiB per argon2 permit, allocated at start, at most one permit per
+    /// core); while the resident set is above 90% of it, requests are refused at once with
+    /// 503 `coordinator_unavailable` (/livez and /readyz still answer). The budget and how it
+    /// was decided are logged at start and shown on /metrics.
+    #[arg(long, value_name = "BYTES", value_parser = memory::parse_size)]
+    pub memory_budget: Option<u64>,
 }
 
 /// Runs a `coordinator` subcommand.
 pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
-    let CoordinatorCmd::Serve(a) = cmd;
+    let a = match cmd {
+        CoordinatorCmd::Serve(a) => a,
+        CoordinatorCmd::AdminToken(c) => return super::admin_token::run(c, out),
+    };
     // The Postgres driver logs statement parameters (token and password hashes) at debug:
     // keep it at info whatever level the operator asks for.
     let level = std::env::var("WRITERCTL_LOG").unwrap_or_else(|_| "info".into());
@@ -309,6 +330,7 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
         max_connections_per_source: usize::try_from(a.max_connections_per_source).unwrap_or(usize::MAX),
         body_timeout: Duration::from_secs(a.body_timeout_seconds),
         probe_listen: a.probe_listen,
+        memory_budget: MemoryBudget::detect(a.memory_budget),
     };
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the runtime")?;
@@ -342,18 +364,17 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
     })
 }
 
-/// Shortest accepted admin token, in bytes after trimming: 32 bytes is what
-/// `openssl rand -hex 32` halves and what a guess must cover (issue 28 point 6).
-pub const MIN_ADMIN_TOKEN: usize = 32;
-
-/// Reads `--admin-token-file`, refusing a file other users can read or change and a short
-/// token (issue 28 point 6): the admin token enrolls identities and creates operators, so
-/// a world-readable copy on a shared host, or a guessable token, hands over the whole
-/// coordinator. The mode rule is PostgreSQL's for its TLS key (and ssh's for private keys):
-/// a file owned by the server's user must be 0600 or stricter; a file owned by root may
-/// also be group-readable (0640), which is how Kubernetes (`defaultMode: 0440` with
-/// `fsGroup`) and systemd's credentials hand a secret to an unprivileged user. Both
-/// refusals are `invalid_argument` (exit 2) and say how to fix the file.
+/// Reads `--admin-token-file`, refusing a file other users can read or change and a token
+/// a generator did not make (issue 28 point 6, issue 39 point 8): the admin token enrolls
+/// identities and creates operators, and kept answers holding identity keys are sealed
+/// under it, so a world-readable copy on a shared host, or a guessable token, hands over
+/// the whole coordinator — the token even from a copy of the store alone
+/// ([`secret::check_admin_token`] says which tokens pass, and why). The mode rule is
+/// PostgreSQL's for its TLS key (and ssh's for private keys): a file owned by the server's
+/// user must be 0600 or stricter; a file owned by root may also be group-readable (0640),
+/// which is how Kubernetes (`defaultMode: 0440` with `fsGroup`) and systemd's credentials
+/// hand a secret to an unprivileged user. Both refusals are `invalid_argument` (exit 2)
+/// and say how to fix the file.
 fn read_admin_token(f: &std::path::Path) -> Result<Secret> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(f).with_context(|| format!("cannot read admin token file {}", f.display()))?;
@@ -370,15 +391,17 @@ fn read_admin_token(f: &std::path::Path) -> Result<Secret> {
     }
     let text = std::fs::read_to_string(f).with_context(|| format!("cannot read admin token file {}", f.display()))?;
     let token = Secret::new(text.trim().to_string());
-    if token.expose().len() < MIN_ADMIN_TOKEN {
-        return Err(ClaimError::InvalidArgument(format!(
-            "the admin token in {} is {} bytes; it must be at least {MIN_ADMIN_TOKEN} bytes: write a new one with \
-             `openssl rand -hex 32 > {}` (then `chmod 600 {}`)",
-            f.display(),
-            token.expose().len(),
-            f.display(),
-            f.display()
-        ))
+    if let Err(e) = secret::check_admin_token(token.expose()) {
+        return Err(super::Coded {
+            code: writerctl::error::ErrorCode::InvalidArgument,
+            message: format!("admin token file {}: {e}", f.display()),
+            hint: Some(
+                "make a random one with `writerctl coordinator admin-token new --out NEW-FILE` (64 hex digits, mode \
+                 0600), start the server with --admin-token-file NEW-FILE, and give clients the new token \
+                 (WRITERCTL_ADMIN_TOKEN)"
+                    .into(),
+            ),
+        }
         .into());
     }
     Ok(token)

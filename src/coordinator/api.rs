@@ -9,7 +9,7 @@ use super::client::HttpCoordinator;
 use super::verb::{Caller, Origin, Verb};
 use super::verbs::{admin, history, master, work};
 use super::wire::*;
-use crate::claim::engine::{Credentials, ExportPage, IssuedKey, MasterChange, MasterRequest, Registered, Status};
+use crate::claim::engine::{Credentials, ExportPage, IssuedKey, MasterRequest, Registered, Status};
 use crate::claim::identities::Removed;
 use crate::claim::masters::{ControllerKey, MasterOutcome};
 use crate::claim::model::{AuditEntry, Controller, EnrolledIdentity, Event, Millis};
@@ -88,7 +88,7 @@ impl Endpoint<'_> {
     ) -> Result<V::Answer, ClaimError> {
         match self {
             Endpoint::Embedded(c) => {
-                V::apply(c, path, input, &Caller { bearer: bearer.cloned(), origin: Origin::Local })
+                V::apply(c, path, input, &Caller { bearer: bearer.cloned(), origin: Origin::Local, admin: false })
             }
             Endpoint::Remote(h) => h.call::<V>(&path, &input, bearer),
         }
@@ -198,10 +198,17 @@ pub trait CoordinatorApi {
         };
         self.endpoint().call::<master::MasterClaim>(project(&req.project), body, None)
     }
-    /// `master history`: the newest `limit` changes of master, oldest first.
-    fn master_history(&self, project_id: &str, limit: usize) -> Result<Vec<MasterChange>, ClaimError> {
+    /// `master history`: the newest `limit` changes of master, oldest first. Over HTTP,
+    /// who made each and why only with `token`, a session token of the project or the
+    /// admin token (otherwise withheld, and `redacted` says so); in-process, everything.
+    fn master_history(
+        &self,
+        project_id: &str,
+        limit: usize,
+        token: Option<&Secret>,
+    ) -> Result<HistoryResp, ClaimError> {
         let q = HistoryQuery { limit: Some(limit) };
-        Ok(self.endpoint().call::<history::MasterHistory>(project(project_id), q, None)?.changes)
+        self.endpoint().call::<history::MasterHistory>(project(project_id), q, token)
     }
     /// One page of `audit export` (administrative).
     fn audit_export(&self, query: ExportQuery) -> Result<ExportPage, ClaimError> {

@@ -1,20 +1,30 @@
 //! What a flood from many addresses may cost `coordinator serve` (issue 28 point 4):
 //!
 //! * [`Argon2Budget`]: the operator password verifications (argon2, 19 MiB and 20-50 ms of
-//!   one core each) that run at once, sized to the cores, with fair shares. Before this, one
+//!   one core each) that run at once, sized to the cores and the memory budget, each permit
+//!   owning its 19 MiB of argon2 memory from the start (issue 39 point 1), with fair shares. Before this, one
 //!   FIFO semaphore of 8 served every source in arrival order: 450 source addresses, each
 //!   within its own per-source bound, together queued ahead of a correct `master claim`,
 //!   which went from 0.04 s to 20 s. Now a waiting verification is served by tier, then
 //!   round robin per source within its tier (FQ-CoDel's "new flows first"):
 //!
-//!   0. a source and an operator id with no refused attempt in [`REFUSAL_MEMORY`];
-//!   1. a clean source naming an operator id that others are guessing at;
+//!   0. a proven pair: an operator id whose last attempt from this source succeeded (issue
+//!      39 point 7: an address never seen earns no standing; only a record does);
+//!   1. a clean source: not refused in the last [`REFUSAL_MEMORY`], proven or not;
 //!   2. a source that was refused recently.
 //!
-//!   So a correct operator from an address that has not been guessing is served before
-//!   every queued guess of a flood whose sources have already been refused once (each
-//!   fresh address gets one clean attempt per [`REFUSAL_MEMORY`], no more). The memory of
-//!   refused sources and ids is bounded ([`REMEMBERED`]); forgetting one only promotes it.
+//!   So the operator, from an address it claimed from before, is served before every
+//!   queued guess of a flood, whatever number of fresh addresses it comes from: each fresh
+//!   address is in tier 1 until its first refusal, so before this (when tier 0 was every
+//!   clean source) 1,000 fresh addresses with two guesses each queued 2,000 verifications
+//!   in the operator's own tier and put its correct claim at 19.4 s. A proof is lost by a
+//!   refused attempt of the same pair (a typo: the pair drops to tier 1, its source is not
+//!   marked as refused, the next success proves it again), and is per replica and in memory
+//!   only: after a restart, or on another replica, the operator's first claim is in tier 1
+//!   like any clean source's (see [`Argon2Budget::note_success`] for why not in the store).
+//!   The memories of refused sources and of proven pairs are bounded ([`REMEMBERED`]
+//!   each); forgetting a refusal only promotes a source, and only a correct password adds a
+//!   proof, so a flood cannot push the operator's proof out.
 //!   Waiting is bounded too: per source by [`super::limits::SourceSlots`] before a request
 //!   gets here, in all by [`MAX_WAITING`] (past it, `coordinator_unavailable` at once).
 //! * [`SeatRates`]: a token bucket per (project, seat or session, credential) for the write
@@ -29,27 +39,30 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 use super::limits::source_key;
+use crate::claim::secret::{HASHING_MEMORY_BYTES, HashingMemory, lend_hashing_memory};
 
 /// How long a refused attempt marks its source and operator id as suspect.
 pub const REFUSAL_MEMORY: Duration = Duration::from_secs(600);
-/// Sources plus operator ids remembered as recently refused (about 100 bytes each).
+/// Sources remembered as recently refused, and (separately) proven (operator id, source)
+/// pairs remembered (about 100 bytes each).
 pub const REMEMBERED: usize = 65_536;
 /// Verifications waiting at once, over every source (each holds one request).
 pub const MAX_WAITING: usize = 4096;
 /// Service tiers (see the module doc).
 const TIERS: usize = 3;
 
-/// Verifications that run at once: one per core (argon2 is CPU-bound; more at once only
-/// makes each slower), at least one.
-pub fn argon2_permits() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+/// Verifications that run at once, given `hashing_bytes` of the memory budget for them
+/// (issue 39 point 1: sized from the configured memory, not only from the node's cores):
+/// one per core (argon2 is CPU-bound; more at once only makes each slower), no more than
+/// that memory holds at [`HASHING_MEMORY_BYTES`] each, and at least one.
+pub fn argon2_permits(hashing_bytes: u64) -> usize {
+    permits_for(hashing_bytes, std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-/// What the recent-refusal memory is keyed by.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum Suspect {
-    Source(IpAddr),
-    Operator(String),
+/// [`argon2_permits`] for a given core count.
+fn permits_for(hashing_bytes: u64, cores: usize) -> usize {
+    let fit = usize::try_from(hashing_bytes / HASHING_MEMORY_BYTES).unwrap_or(usize::MAX);
+    cores.min(fit).max(1)
 }
 
 /// One queued verification: woken with its permit.
@@ -66,8 +79,10 @@ struct State {
     order: [VecDeque<IpAddr>; TIERS],
     /// Per tier and source: its waiters, in arrival order.
     queues: [HashMap<IpAddr, VecDeque<Waiter>>; TIERS],
-    /// Recently refused sources and operator ids, with when.
-    refused: HashMap<Suspect, Instant>,
+    /// Recently refused sources, with when.
+    refused: HashMap<IpAddr, Instant>,
+    /// (source, operator id) pairs whose last attempt succeeded, with when.
+    proven: HashMap<(IpAddr, String), Instant>,
 }
 
 /// The argon2 budget (see the module doc).
@@ -80,23 +95,47 @@ pub struct Argon2Budget {
     admitted: [AtomicU64; TIERS],
     /// Verifications refused because [`MAX_WAITING`] were waiting.
     refused_full: AtomicU64,
+    /// The argon2 memory of the permits not held now: one [`HashingMemory`] per permit,
+    /// allocated (and written) once in [`Argon2Budget::new`], lent by each
+    /// [`Argon2Permit`] and given back when it drops (issue 39 point 1: hashing memory is
+    /// fixed at start, whatever arrives).
+    memory: Mutex<Vec<HashingMemory>>,
 }
 
 /// Why no permit: too many waiting already.
 #[derive(Debug, PartialEq, Eq)]
 pub struct BudgetFull;
 
-/// A running verification's permit; given back (to the next waiter by tier and round
-/// robin) on drop.
+/// A running verification's permit, with the argon2 memory it lends
+/// ([`Argon2Permit::lend`]); both given back (to the next waiter by tier and round robin)
+/// on drop.
 #[derive(Debug)]
 pub struct Argon2Permit {
     budget: Arc<Argon2Budget>,
     /// The tier it was admitted in.
     pub tier: usize,
+    /// One of the budget's buffers (None only if one was lost to a panic: then the
+    /// verification allocates its own, see [`lend_hashing_memory`]).
+    memory: Option<HashingMemory>,
+}
+
+impl Argon2Permit {
+    /// Runs `f` (a verb, on the thread that runs it) with this permit's argon2 memory lent
+    /// to that thread, so the password verification inside computes into it.
+    pub fn lend<R>(&mut self, f: impl FnOnce() -> R) -> R {
+        match &mut self.memory {
+            Some(m) => lend_hashing_memory(m, f),
+            None => f(),
+        }
+    }
 }
 
 impl Drop for Argon2Permit {
     fn drop(&mut self) {
+        // The memory goes back before the permit, so the next permit finds it.
+        if let Some(m) = self.memory.take() {
+            self.budget.memory.lock().unwrap_or_else(|p| p.into_inner()).push(m);
+        }
         let mut st = self.budget.lock();
         st.in_use -= 1;
         self.budget.hand_on(&mut st);
@@ -113,15 +152,30 @@ struct Queued {
 }
 
 impl Argon2Budget {
-    /// `permits` verifications at once, at most `max_waiting` waiting.
+    /// `permits` verifications at once, at most `max_waiting` waiting; allocates (and
+    /// writes) the argon2 memory of every permit now, [`HASHING_MEMORY_BYTES`] each.
     pub fn new(permits: usize, max_waiting: usize) -> Argon2Budget {
+        let permits = permits.max(1);
         Argon2Budget {
-            permits: permits.max(1),
+            permits,
             max_waiting,
             state: Mutex::default(),
             admitted: Default::default(),
             refused_full: AtomicU64::new(0),
+            memory: Mutex::new((0..permits).map(|_| HashingMemory::new()).collect()),
         }
+    }
+
+    /// The permit for a place counted in `in_use`, with one of the free buffers (there is
+    /// one per permit, and every permit gives its own back before its place).
+    fn permit(self: &Arc<Argon2Budget>, tier: usize) -> Argon2Permit {
+        let memory = self.memory.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        Argon2Permit { budget: self.clone(), tier, memory }
+    }
+
+    /// Bytes of argon2 memory the permits own (allocated at start).
+    pub fn memory_bytes(&self) -> u64 {
+        self.permits as u64 * HASHING_MEMORY_BYTES
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -153,20 +207,28 @@ impl Argon2Budget {
         self.refused_full.load(Ordering::Relaxed)
     }
 
-    /// Sources and operator ids remembered as refused now.
+    /// Sources remembered as refused now.
     pub fn remembered(&self) -> usize {
         self.lock().refused.len()
     }
 
-    /// The tier of a verification from `source` for `operator` at `now` (see the module doc).
+    /// (operator id, source) pairs remembered as proven now.
+    pub fn proven(&self) -> usize {
+        self.lock().proven.len()
+    }
+
+    /// The tier of a verification from `source` for `operator` at `now` (see the module
+    /// doc; issue 39 point 7). Only a proof lifts a request above the middle tier: being
+    /// unknown is worth nothing, since a flood has as many unknown addresses as it likes.
     fn tier(st: &State, source: IpAddr, operator: Option<&str>, now: Instant) -> usize {
-        let recent = |k: &Suspect| st.refused.get(k).is_some_and(|at| now.duration_since(*at) < REFUSAL_MEMORY);
-        if recent(&Suspect::Source(source)) {
-            2
-        } else if operator.is_some_and(|o| recent(&Suspect::Operator(o.to_string()))) {
-            1
-        } else {
+        if let Some(o) = operator
+            && st.proven.contains_key(&(source, o.to_string()))
+        {
             0
+        } else if st.refused.get(&source).is_some_and(|at| now.duration_since(*at) < REFUSAL_MEMORY) {
+            2
+        } else {
+            1
         }
     }
 
@@ -197,7 +259,7 @@ impl Argon2Budget {
         if st.in_use < self.permits && st.waiting == 0 {
             st.in_use += 1;
             self.admitted[tier].fetch_add(1, Ordering::Relaxed);
-            return Ok(Ok(Argon2Permit { budget: self.clone(), tier }));
+            return Ok(Ok(self.permit(tier)));
         }
         if st.waiting >= self.max_waiting {
             self.refused_full.fetch_add(1, Ordering::Relaxed);
@@ -234,25 +296,54 @@ impl Argon2Budget {
         }
     }
 
-    /// Remembers a refused attempt from `source` naming `operator` (bounded: past
-    /// [`REMEMBERED`], expired entries go, then the older half).
+    /// Remembers a refused attempt from `source` naming `operator`: the pair loses its proof
+    /// (its last attempt no longer succeeded), and the source is marked as refused unless
+    /// the pair was proven (a typo of the operator costs its first tier, not its source's
+    /// standing: its retry is in tier 1, not behind the flood in tier 2).
     pub fn note_refused(&self, source: IpAddr, operator: Option<&str>, now: Instant) {
         let mut st = self.lock();
-        if st.refused.len() + 2 > REMEMBERED {
-            st.refused.retain(|_, at| now.duration_since(*at) < REFUSAL_MEMORY);
-            if st.refused.len() + 2 > REMEMBERED {
-                let mut ages: Vec<Instant> = st.refused.values().copied().collect();
-                let mid = ages.len() / 2;
-                let (_, median, _) = ages.select_nth_unstable(mid);
-                let median = *median;
-                st.refused.retain(|_, at| *at > median);
-            }
-        }
-        st.refused.insert(Suspect::Source(source), now);
-        if let Some(o) = operator {
-            st.refused.insert(Suspect::Operator(o.to_string()), now);
+        let was_proven = operator.is_some_and(|o| st.proven.remove(&(source, o.to_string())).is_some());
+        if !was_proven {
+            remember(&mut st.refused, source, now, |at| now.duration_since(*at) < REFUSAL_MEMORY);
         }
     }
+
+    /// Remembers that `operator`'s attempt from `source` succeeded (a correct password):
+    /// the pair is proven and goes to tier 0 until a refused attempt of its own (issue 39
+    /// point 7). The source's refusals are left to expire: they concern other ids.
+    ///
+    /// Kept in memory, per replica, not in the store: keeping it there would put a store
+    /// read before every queued verification (a flood's included) and a write after every
+    /// success, and a schema change in all three backends, for a queue hint. What is lost
+    /// on a restart, or on another replica, is one claim's priority: the operator's first
+    /// claim there is in tier 1 like any clean source's, and proves the pair again.
+    pub fn note_success(&self, source: IpAddr, operator: &str, now: Instant) {
+        let mut st = self.lock();
+        // Only a correct password adds here, so nothing a flood sends can evict a proof;
+        // past the bound, the oldest proofs go.
+        remember(&mut st.proven, (source, operator.to_string()), now, |_| true);
+    }
+}
+
+/// Inserts `key` at `now` into a bounded memory: past [`REMEMBERED`], the entries `keep`
+/// refuses go, then the older half.
+fn remember<K: std::hash::Hash + Eq>(
+    map: &mut HashMap<K, Instant>,
+    key: K,
+    now: Instant,
+    keep: impl Fn(&Instant) -> bool,
+) {
+    if !map.contains_key(&key) && map.len() + 1 > REMEMBERED {
+        map.retain(|_, at| keep(at));
+        if map.len() + 1 > REMEMBERED {
+            let mut ages: Vec<Instant> = map.values().copied().collect();
+            let mid = ages.len() / 2;
+            let (_, median, _) = ages.select_nth_unstable(mid);
+            let median = *median;
+            map.retain(|_, at| *at > median);
+        }
+    }
+    map.insert(key, now);
 }
 
 impl Queued {
@@ -260,7 +351,7 @@ impl Queued {
     async fn wait(mut self) -> Result<Argon2Permit, BudgetFull> {
         match (&mut self.woken).await {
             // The permit counted for this place now belongs to the Argon2Permit.
-            Ok(()) => Ok(Argon2Permit { budget: self.budget.clone(), tier: self.tier }),
+            Ok(()) => Ok(self.budget.permit(self.tier)),
             // The sender is only dropped by hand_on after a failed send, never here.
             Err(_) => Err(BudgetFull),
         }
@@ -499,7 +590,7 @@ mod tests {
         let mut c = queued(b.try_enter(ip(4), None, now));
         assert!(matches!(b.try_enter(ip(5), None, now), Err(BudgetFull)), "the queue is bounded");
         assert_eq!(b.refused_full(), 1);
-        assert_eq!((a1.tier, a2.tier, c.tier), (0, 0, 0));
+        assert_eq!((a1.tier, a2.tier, c.tier), (1, 1, 1), "an address never seen earns no standing");
         drop(p);
         assert!(a1.check());
         // a1's permit goes back on drop (after its wake, it counts as running).
@@ -513,7 +604,85 @@ mod tests {
         assert!(permit(b.try_enter(ip(9), None, now)).tier == 2, "a refused source is suspect");
         // The memory forgets after REFUSAL_MEMORY.
         let later = now + REFUSAL_MEMORY + Duration::from_secs(1);
-        assert_eq!(permit(b.try_enter(ip(9), Some("x"), later)).tier, 0);
+        assert_eq!(permit(b.try_enter(ip(9), Some("x"), later)).tier, 1);
+    }
+
+    /// Issue 39 point 7, the measured attack: 1,000 fresh addresses with two wrong
+    /// guesses each, all queued before any of them was refused (so none is marked yet),
+    /// and the operator's correct claim from the address it claimed from before queued
+    /// last. It is served with the first permit that comes free, whatever the flood's
+    /// size: its wait is one verification, not one per flooding address. Before, a fresh
+    /// address was in the operator's own tier and the claim was served after ~1,000 of
+    /// them (19.4 s).
+    #[test]
+    fn the_operator_from_a_proven_address_goes_before_any_number_of_fresh_addresses() {
+        let now = Instant::now();
+        let operator = IpAddr::from([10, 9, 8, 7]);
+        for addresses in [1u32, 10, 1_000, 2_040] {
+            let b = Arc::new(Argon2Budget::new(2, MAX_WAITING));
+            // The operator claimed from this address before, correctly.
+            b.note_success(operator, "ops", now);
+            let running = [permit(b.try_enter(ip(1), None, now)), permit(b.try_enter(ip(2), None, now))];
+            let mut flood = Vec::new();
+            for a in 0..addresses {
+                let src = IpAddr::from(std::net::Ipv4Addr::from(0x7f01_0000 + a));
+                for guess in 0..2 {
+                    // Half name the operator's id, half unknown ids: neither earns a tier.
+                    let id = if guess == 0 { "ops".to_string() } else { format!("nobody{a}") };
+                    flood.push(queued(b.try_enter(src, Some(&id), now)));
+                }
+            }
+            assert!(flood.iter().all(|q| q.tier == 1), "fresh addresses are in the middle tier");
+            let mut claim = queued(b.try_enter(operator, Some("ops"), now));
+            assert_eq!(claim.tier, 0);
+            assert_eq!(b.waiting(), 2 * addresses as usize + 1);
+            drop(running);
+            assert!(claim.check(), "{addresses} addresses: the proven claim is served first");
+            let served: usize = flood.iter_mut().map(|q| usize::from(q.check())).sum();
+            assert_eq!(served, 1, "the second permit went to the flood, round robin");
+            assert_eq!((b.admitted(0), b.admitted(1)), (1, 3));
+        }
+    }
+
+    /// Issue 39 point 7: a proof is the pair's, and only while its last attempt
+    /// succeeded. Another id from the proven address, or the proven id from another
+    /// address, earns nothing; the operator's typo costs the pair its proof (tier 1) but
+    /// not its source's standing (tier 2 is a second refusal); a success proves it again.
+    #[test]
+    fn a_proof_is_one_pair_and_lasts_until_its_own_refusal() {
+        let b = Arc::new(Argon2Budget::new(1, 16));
+        let now = Instant::now();
+        let tier = |src: u8, id: &str| Argon2Budget::tier(&b.lock(), ip(src), Some(id), now);
+        b.note_success(ip(5), "ops", now);
+        assert_eq!((tier(5, "ops"), tier(5, "other"), tier(6, "ops")), (0, 1, 1));
+        assert_eq!(Argon2Budget::tier(&b.lock(), ip(5), None, now), 1, "no id, no pair");
+        // A stranger's refusal from another address does not touch the proof.
+        b.note_refused(ip(6), Some("ops"), now);
+        assert_eq!((tier(5, "ops"), tier(6, "ops")), (0, 2));
+        // The operator's typo: the pair drops to tier 1, its source is not marked.
+        b.note_refused(ip(5), Some("ops"), now);
+        assert_eq!((tier(5, "ops"), tier(5, "other"), b.proven(), b.remembered()), (1, 1, 0, 1));
+        // A second refusal marks the source like any other.
+        b.note_refused(ip(5), Some("ops"), now);
+        assert_eq!(tier(5, "ops"), 2);
+        // A correct password proves the pair again, ahead of the source's refusal.
+        b.note_success(ip(5), "ops", now);
+        assert_eq!((tier(5, "ops"), tier(5, "other")), (0, 2));
+    }
+
+    /// Only successes add proofs, and past [`REMEMBERED`] the oldest go: the memory is
+    /// bounded, and the newest proof survives.
+    #[test]
+    fn the_proof_memory_is_bounded() {
+        let b = Argon2Budget::new(1, 1);
+        let t0 = Instant::now();
+        for i in 0..(REMEMBERED as u32 + 10_000) {
+            let src = IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + i));
+            b.note_success(src, "ops", t0 + Duration::from_micros(u64::from(i)));
+        }
+        assert!(b.proven() <= REMEMBERED, "{}", b.proven());
+        let newest = IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + REMEMBERED as u32 + 9_999));
+        assert_eq!(Argon2Budget::tier(&b.lock(), newest, Some("ops"), t0), 0);
     }
 
     #[test]
@@ -538,9 +707,57 @@ mod tests {
             tokio::task::yield_now().await;
             assert_eq!(b.waiting(), 1);
             drop(p);
-            assert_eq!(next.await.unwrap(), Ok(0));
+            assert_eq!(next.await.unwrap(), Ok(1));
             assert_eq!((b.in_use(), b.waiting()), (0, 0));
         });
+    }
+
+    /// Issue 39 point 1: permits come from the memory budget's hashing share as well as the
+    /// cores, never fewer than one.
+    #[test]
+    fn permits_follow_the_memory_budget_and_the_cores() {
+        let mib = 1024 * 1024;
+        assert_eq!(permits_for(0, 8), 1, "at least one");
+        assert_eq!(permits_for(HASHING_MEMORY_BYTES - 1, 8), 1);
+        assert_eq!(permits_for(2 * HASHING_MEMORY_BYTES, 8), 2);
+        assert_eq!(permits_for(128 * mib, 8), 6, "128 MiB holds six of 19 MiB");
+        assert_eq!(permits_for(128 * mib, 2), 2, "no more than the cores");
+        assert_eq!(permits_for(u64::MAX, 4), 4);
+    }
+
+    /// Issue 39 point 1: the budget owns one argon2 buffer per permit from the start; a
+    /// permit lends its buffer to the verb's thread and gives it back, so the buffers never
+    /// grow in number, whatever is admitted.
+    #[test]
+    fn each_permit_lends_one_of_the_buffers_allocated_at_start() {
+        use crate::claim::secret::{Secret, hash_password, verify_password};
+        let b = Arc::new(Argon2Budget::new(2, 8));
+        let free = |b: &Argon2Budget| b.memory.lock().unwrap().len();
+        assert_eq!((free(&b), b.memory_bytes()), (2, 2 * HASHING_MEMORY_BYTES));
+        let now = Instant::now();
+        let mut p1 = permit(b.try_enter(ip(1), None, now));
+        let p2 = permit(b.try_enter(ip(2), None, now));
+        assert_eq!(free(&b), 0);
+        let mut q = queued(b.try_enter(ip(3), None, now));
+        let pw = Secret::new("pw".into());
+        let h = hash_password(&pw).unwrap();
+        let ok = p1.lend(|| {
+            assert_eq!(format!("{:?}", p2.memory), "Some(HashingMemory(19456 blocks))");
+            verify_password(&h, &pw)
+        });
+        assert!(ok);
+        assert_eq!(format!("{:?}", p1.memory), "Some(HashingMemory(19456 blocks))", "given back whole");
+        drop(p1);
+        assert!(q.check());
+        assert_eq!(free(&b), 1, "the waiter's permit takes the buffer when it becomes one");
+        drop(q);
+        drop(p2);
+        assert_eq!((free(&b), b.in_use()), (2, 0));
+        for _ in 0..5 {
+            let mut p = b.try_enter(ip(4), None, now).ok().and_then(Result::ok).unwrap();
+            assert!(p.lend(|| verify_password(&h, &pw)));
+        }
+        assert_eq!(free(&b), 2, "no buffer is made after the start");
     }
 
     /// Issue 28 point 4: one seat's writes past the burst are refused with the time until

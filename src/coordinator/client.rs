@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::transport::transport;
-use super::verb::{Auth, Method, Verb};
+use super::verb::{Auth, Method, Verb, check_names, fields};
 use super::wire::REQUEST_ID_HEADER;
 use crate::claim::ClaimError;
 use crate::claim::requests::RequestId;
@@ -156,16 +156,16 @@ impl HttpCoordinator {
     }
 
     /// Sends `V` with `bearer` as the caller's token (the admin token for
-    /// [`Auth::Admin`] verbs) and reads its answer. The path parameters and the names the
-    /// request carries are checked by the engine's rules first ([`Verb::names`]).
+    /// [`Auth::Admin`] verbs) and reads its answer. The names the request carries are
+    /// checked by the engine's rules first ([`check_names`]).
     pub fn call<V: Verb>(
         &self,
         path: &V::Path,
         input: &V::Input,
         bearer: Option<&Secret>,
     ) -> Result<V::Answer, ClaimError> {
+        check_names::<V>(path, input)?;
         let url = self.url(&fill(V::PATH, path)?);
-        V::names(input).into_iter().try_for_each(|(what, v)| crate::claim::names::validate_name(what, v))?;
         let bearer = match V::AUTH {
             Auth::Admin => Some(self.admin()?),
             _ => bearer,
@@ -215,24 +215,12 @@ impl HttpCoordinator {
     }
 }
 
-/// The fields of `v` (a struct), as JSON.
-fn fields(v: &impl Serialize) -> Result<serde_json::Map<String, serde_json::Value>, ClaimError> {
-    match serde_json::to_value(v) {
-        Ok(serde_json::Value::Object(m)) => Ok(m),
-        Ok(other) => Err(ClaimError::Store(format!("request parameters are not an object: {other}"))),
-        Err(e) => Err(ClaimError::Store(format!("request parameters: {e}"))),
-    }
-}
-
-/// `template` with each `{name}` replaced by the path parameter of that name, checked by
-/// the engine's name rules and percent-encoded.
+/// `template` with each `{name}` replaced by the path parameter of that name,
+/// percent-encoded (the names are checked first, by [`check_names`]).
 fn fill(template: &str, path: &impl Serialize) -> Result<String, ClaimError> {
     let mut out = template.to_string();
     for (name, value) in fields(path)? {
-        let value = value.as_str().unwrap_or_default().to_string();
-        let what = if name == "sid" { "session id" } else { name.as_str() };
-        crate::claim::names::validate_name(what, &value)?;
-        out = out.replace(&format!("{{{name}}}"), &enc(&value));
+        out = out.replace(&format!("{{{name}}}"), &enc(value.as_str().unwrap_or_default()));
     }
     Ok(out)
 }

@@ -8,6 +8,7 @@ pub mod budget;
 pub mod client;
 pub mod diagnose;
 pub mod limits;
+pub mod memory;
 mod schemas;
 pub mod server;
 mod transport;

@@ -112,7 +112,7 @@ engine_schema!(AuditEntry = "AuditEntry" [
 ] refers []);
 engine_schema!(MasterChange = "MasterChange" [
     "at": F::Int; "epoch": F::Count; "from": F::Ref("MasterRef"), null; "to": F::Ref("MasterRef"), null;
-    "verb": F::Str; "actor": F::Str; "reason": F::Str, null
+    "verb": F::Str; "actor": F::Str, null; "reason": F::Str, null
 ] refers [MasterRef]);
 engine_schema!(Channel = "Channel" [
     "project": F::Str; "channel": F::Str; "steward": F::Str; "sla_minutes": F::Count; "ttl_floor_minutes": F::Count;

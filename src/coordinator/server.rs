@@ -22,6 +22,7 @@ mod listen;
 mod metrics;
 mod openapi;
 mod probes;
+mod reads;
 mod routes;
 mod watchers;
 
@@ -29,7 +30,7 @@ pub use self::app::{
     CLAIMS_PER_SOURCE, CLAIMS_WAITING_PER_SOURCE, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, MAX_BODY,
     MAX_LONG_POLL, PROBE_MAX_CONNECTIONS, REQUEST_TIME_LIMIT, ServeOptions,
 };
-pub use self::listen::{LISTEN_BACKLOG, ServeError, serve};
+pub use self::listen::{LISTEN_BACKLOG, MAX_HEAD_BYTES, ServeError, serve};
 pub use self::openapi::openapi;
 pub use self::probes::READY_TIMEOUT;
 pub use self::routes::{route_table, router};

@@ -71,6 +71,10 @@ pub enum Gate {
     /// (`server::watchers`: one read per project and change, shared by every watcher)
     /// once the state differs from the caller's, or when [`Verb::hold_open`] ends.
     Pushed,
+    /// A read of the audit log (`master history`, `audit`, `audit export`; issue 39 point
+    /// 6): a few in flight per source address and a few in all, more refused at once
+    /// (`coordinator_unavailable`, 503 with `Retry-After`) before the store is touched.
+    BoundedRead,
 }
 
 /// Whose per-seat write rate (issue 28 point 4) a request spends, checked before its body
@@ -95,6 +99,9 @@ pub struct Caller {
     pub bearer: Option<Secret>,
     /// In-process or over HTTP.
     pub origin: Origin,
+    /// Over HTTP: the server found `bearer` to be its admin token. In-process: false (the
+    /// origin is the authority there, see [`Caller::trusted`]).
+    pub admin: bool,
 }
 
 /// Where a verb runs from.
@@ -109,6 +116,12 @@ pub enum Origin {
 }
 
 impl Caller {
+    /// Trusted with everything a read can show: in-process (having the store file is the
+    /// authority) or with the server's admin token.
+    pub fn trusted(&self) -> bool {
+        self.origin == Origin::Local || self.admin
+    }
+
     /// The actor administrative verbs are audited as.
     pub fn actor(&self) -> &'static str {
         match self.origin {
@@ -217,9 +230,8 @@ pub trait Verb: 'static {
         caller: &Caller,
     ) -> Result<Self::Answer, ClaimError>;
 
-    /// The names a request carries outside its path, with what each is (for messages):
-    /// the client checks them, and the path parameters, by the engine's rules before
-    /// sending, so a bad name fails as in-process instead of as an oversized request.
+    /// The names a request carries outside its path, with what each is (for messages);
+    /// [`check_names`] checks them with the path parameters.
     fn names(_input: &Self::Input) -> Vec<(&'static str, &str)> {
         Vec::new()
     }
@@ -251,6 +263,33 @@ pub trait Verb: 'static {
     fn client_timeout(_input: &Self::Input) -> Duration {
         REQUEST_TIMEOUT
     }
+}
+
+/// A request's parameters (a path or a query struct) as JSON fields.
+pub(crate) fn fields(v: &impl Serialize) -> Result<serde_json::Map<String, serde_json::Value>, ClaimError> {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::Object(m)) => Ok(m),
+        Ok(other) => Err(ClaimError::Store(format!("request parameters are not an object: {other}"))),
+        Err(e) => Err(ClaimError::Store(format!("request parameters: {e}"))),
+    }
+}
+
+/// Checks every name a request of `V` carries, its path parameters (each one a name:
+/// project, seat, session id, channel, task, identity) and [`Verb::names`], by the engine's
+/// rules ([`validate_name`](crate::claim::names::validate_name): length, control and format
+/// characters, NFC).
+///
+/// The client runs it before sending, so a bad name fails as it would in-process; the
+/// server runs it at its edge before anything else sees the request (issue 39 point 3): a
+/// 30 KB project name used to reach the audit log, the refusal windows and the watch
+/// registry of a server that trusted its clients to check.
+pub fn check_names<V: Verb>(path: &V::Path, input: &V::Input) -> Result<(), ClaimError> {
+    use crate::claim::names::validate_name;
+    for (name, value) in fields(path)? {
+        let what = if name == "sid" { "session id" } else { name.as_str() };
+        validate_name(what, value.as_str().unwrap_or_default())?;
+    }
+    V::names(input).into_iter().try_for_each(|(what, v)| validate_name(what, v))
 }
 
 /// Implements [`Input`] for JSON bodies with a schema.

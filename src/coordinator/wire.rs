@@ -636,7 +636,7 @@ pub struct InboxQuery {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct AuditQuery {
-    /// The newest N rows (default 50, at most 1000000).
+    /// The newest N rows (default 50; a server answers at most 1000, whatever is asked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<usize>,
     /// Only this project.
@@ -662,7 +662,7 @@ pub struct AsOfQuery {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct HistoryQuery {
-    /// The newest N changes (default 50, at most 10000).
+    /// The newest N changes (default 50; a server answers at most 1000, whatever is asked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<usize>,
 }
@@ -672,6 +672,10 @@ pub struct HistoryQuery {
 pub struct HistoryResp {
     /// Every change of master kept (the audit log's retention), oldest first.
     pub changes: Vec<crate::claim::engine::MasterChange>,
+    /// True when `actor` and `reason` are withheld (null): the request proved no part in
+    /// the project (a session token of a controller registered there, or the admin token).
+    #[serde(default)]
+    pub redacted: bool,
 }
 
 /// `GET /v1/audit/export`: one page.
@@ -688,7 +692,8 @@ pub struct ExportQuery {
     /// longer holds (or never held) that row.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<u64>,
-    /// At most this many rows (default 1000, at most 10000).
+    /// At most this many rows (default 1000; a server answers at most 1000, whatever is asked:
+    /// page on while a page comes back full).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<usize>,
 }

@@ -41,7 +41,7 @@ pub(crate) fn addr(co: &Co) -> SocketAddr {
 }
 
 /// Everything the server sends on `c` until it closes it (or the 30 s guard).
-fn read_all(c: &mut TcpStream) -> String {
+pub(crate) fn read_all(c: &mut TcpStream) -> String {
     c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let mut seen = Vec::new();
     let mut buf = [0u8; 4096];
@@ -60,7 +60,7 @@ fn read_all(c: &mut TcpStream) -> String {
 
 /// The status and the error code of a raw HTTP answer (the body must be the envelope).
 #[track_caller]
-fn envelope_of(raw: &str) -> (u16, String) {
+pub(crate) fn envelope_of(raw: &str) -> (u16, String) {
     let status = raw.get(9..12).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("not HTTP: {raw:?}"));
     let (head, body) = raw.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no head end: {raw:?}"));
     assert!(head.to_ascii_lowercase().contains("content-type: application/json"), "{raw}");

@@ -25,12 +25,12 @@ use crate::master::{Co, PASSWORD, PROJECT, ok_doc};
 use crate::serve::{http_get, metric};
 
 /// The server's `host:port`.
-fn addr(co: &Co) -> SocketAddr {
+pub(crate) fn addr(co: &Co) -> SocketAddr {
     co.url().strip_prefix("http://").unwrap().parse().unwrap()
 }
 
 /// A TCP connection to `to` from the loopback address `from`.
-fn connect_from(from: IpAddr, to: SocketAddr) -> TcpStream {
+pub(crate) fn connect_from(from: IpAddr, to: SocketAddr) -> TcpStream {
     use rustix::net::{AddressFamily, SocketType, bind, connect, ipproto, socket};
     let fd = socket(AddressFamily::INET, SocketType::STREAM, Some(ipproto::TCP)).unwrap();
     bind(&fd, &SocketAddr::new(from, 0)).unwrap();
@@ -41,7 +41,13 @@ fn connect_from(from: IpAddr, to: SocketAddr) -> TcpStream {
 /// One POST on a fresh connection from `from` with a bearer token: (status, head, JSON body).
 /// Each also claims another source in the header the server uses internally for the peer
 /// address, which the server must ignore (the summaries name the real address).
-fn post_from(from: IpAddr, to: SocketAddr, path: &str, token: Option<&str>, body: &Value) -> (u16, String, Value) {
+pub(crate) fn post_from(
+    from: IpAddr,
+    to: SocketAddr,
+    path: &str,
+    token: Option<&str>,
+    body: &Value,
+) -> (u16, String, Value) {
     let mut c = connect_from(from, to);
     c.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
     let body = body.to_string();
@@ -152,10 +158,11 @@ fn per_seat_writes_over_the_rate_are_rate_limited_and_write_nothing() {
 /// Issue 28 points 4 and 5: many source addresses flooding wrong passwords saturated
 /// argon2 (a correct claim went from 0.04 s to 20 s at 450 sources). Once every flooding
 /// source has been refused, each of its guesses queues in the budget's last tier; the
-/// correct claim, from an address that never guessed, is the one verification admitted in
-/// tier 0 meanwhile, so it goes ahead of every queued guess (the ordering itself is
-/// `budget::tests::a_clean_source_goes_before_a_queued_flood_of_refused_sources`), and
-/// `/metrics` shows how long it queued. Fails on main (no budget, no queue histogram).
+/// correct claim, from the address the operator claimed from before (issue 39 point 7: a
+/// dry run proves the pair here), is the one verification admitted in tier 0 meanwhile,
+/// so it goes ahead of every queued guess (the ordering itself is
+/// `budget::tests::the_operator_from_a_proven_address_goes_before_any_number_of_fresh_addresses`),
+/// and `/metrics` shows how long it queued. Fails on main (no budget, no queue histogram).
 #[test]
 fn a_correct_claim_goes_ahead_of_a_flood_from_many_sources() {
     const SOURCES: u8 = 12;
@@ -165,6 +172,13 @@ fn a_correct_claim_goes_ahead_of_a_flood_from_many_sources() {
     co.add_operator("ops", PASSWORD);
     let to = addr(&co);
     let path = format!("/v1/projects/{PROJECT}/master/claim");
+    // The operator's earlier claim from this address (a dry run: every check, nothing
+    // changed) proves the (address, ops) pair; an address never seen would be in tier 1.
+    let (_, _, unproven) = http_get(&format!("{}/metrics", co.url()));
+    assert_eq!(metric(&unproven, "writerctl_argon2_proven"), Some(0.0), "{unproven}");
+    ok_doc(&co.claim("bob", "ops", PASSWORD, &["--expect-epoch", "1", "--dry-run"]));
+    let (_, _, proven) = http_get(&format!("{}/metrics", co.url()));
+    assert_eq!(metric(&proven, "writerctl_argon2_proven"), Some(1.0), "{proven}");
     let stop = Arc::new(AtomicBool::new(false));
     // Two connections per source (its running slots), each guessing until stopped, with a
     // new unknown operator id each time (each id's back-off stays short).
@@ -209,11 +223,49 @@ fn a_correct_claim_goes_ahead_of_a_flood_from_many_sources() {
     // Every guess and the claim were admitted once, and the flood's later guesses in tier
     // 2 (how many depends on how fast this machine ran the flood: counts, not a rate).
     let (_, _, after) = http_get(&format!("{}/metrics", co.url()));
-    assert_eq!(tier(&after, 0) + tier(&after, 1) + tier(&after, 2), f64::from(refused) + 1.0, "{after}");
+    assert_eq!(tier(&after, 0) + tier(&after, 1) + tier(&after, 2), f64::from(refused) + 2.0, "{after}");
     assert!(tier(&after, 2) >= 1.0, "{after}");
     // The queue wait is on /metrics, apart from the duration histogram.
     let queued = metric(&body, "writerctl_verb_queue_seconds_count{verb=\"master.claim\"}").unwrap();
     assert!(queued >= 2.0 * f64::from(SOURCES) + 1.0, "{body}");
     assert!(body.contains("writerctl_verb_queue_seconds_bucket{verb=\"master.claim\",le=\"+Inf\"}"), "{body}");
     assert!(metric(&body, "writerctl_argon2_permits").unwrap() >= 1.0, "{body}");
+}
+
+/// Issue 39 point 3: names are checked by the server before anything else sees them. On
+/// main a refused admin request with a 30 KB project and a 60 KB identity wrote a 90 KB
+/// audit row (2,000 of them: +236 MB of SQLite), and one source varying the project name
+/// wrote a row per name. Now an oversized or malformed name is `invalid_argument` (400)
+/// with no row at all, and wrong-token admin requests over 300 distinct projects write at
+/// most one window's rows and a summary naming a few of the projects.
+#[test]
+fn names_are_checked_at_the_edge_and_cannot_multiply_audit_rows() {
+    let co = Co::http_sqlite();
+    co.reg("alice");
+    let to = addr(&co);
+    let big_project = "p".repeat(30_000);
+    let big_identity = "i".repeat(60_000);
+    let cases = [
+        (format!("/v1/projects/{big_project}/identities"), json!({"identity": "ok"}), "project"),
+        (format!("/v1/projects/{PROJECT}/identities"), json!({"identity": big_identity}), "identity"),
+        (format!("/v1/projects/{PROJECT}/identities"), json!({"identity": "ali\u{200b}ce"}), "identity"),
+    ];
+    for (i, (path, body, what)) in cases.iter().enumerate() {
+        let (status, _, doc) = post_from(ip(20 + i as u8), to, path, Some("wrong-admin-token"), body);
+        assert_eq!((status, doc["error"]["code"].as_str()), (400, Some("invalid_argument")), "{what}: {doc}");
+        assert!(doc["error"]["message"].as_str().unwrap().starts_with(what), "{doc}");
+    }
+    for i in 0..300 {
+        let path = format!("/v1/projects/p{i}/identities");
+        let (status, _, doc) = post_from(ip(30), to, &path, Some("wrong-admin-token"), &json!({"identity": "x"}));
+        assert_eq!((status, doc["error"]["code"].as_str()), (401, Some("unauthorized")), "{doc}");
+    }
+    let audit = co.audit(None);
+    let oversized = audit.iter().filter(|a| a.to_string().len() > 4_096).count();
+    assert_eq!(oversized, 0, "no audit row carries a request-sized string");
+    let (rows, refusals) = accounted(&audit, "identity.add", "unauthorized");
+    assert_eq!(refusals, 300, "every refusal is a row or in a summary's count");
+    assert!(rows <= 10, "{rows} audit rows for 300 refusals over 300 project names");
+    let summary = audit.iter().find(|a| a["verb"] == "identity.add" && a["detail"]["summary"] == true).unwrap();
+    assert!(summary["detail"]["projects"].as_array().unwrap().len() <= 4, "{summary}");
 }

@@ -91,13 +91,21 @@ fn a_missing_admin_token_is_unauthorized() {
     err_doc(&crate::master::exec(c, None), 6, "unauthorized");
 }
 
-/// Point 6: an admin token file readable by others, or short, keeps the server from
-/// starting (exit 2) with the fix in the message. Fails on main (both accepted).
+/// Point 6 (and issue 39 point 8): an admin token file readable by others, or a token a
+/// generator did not make (short, words, hand-typed hex), keeps the server from starting
+/// (exit 2) with the fix in the message. Fails on main (all but the first accepted).
 #[test]
 fn a_loose_or_short_admin_token_file_is_refused() {
     use std::os::unix::fs::PermissionsExt;
     let co = Co::new();
-    for (text, mode, says) in [("a".repeat(64), 0o644, "chmod 600"), ("b".repeat(31), 0o600, "openssl rand -hex 32")] {
+    let cases = [
+        ("a".repeat(64), 0o644, "chmod 600"),
+        ("b".repeat(31), 0o600, "admin-token new"),
+        ("correct horse battery staple 2024".into(), 0o600, "admin-token new"),
+        ("deadbeef".repeat(8), 0o600, "only 5 distinct hex digits"),
+        ("0123456789abcdef".repeat(4), 0o600, "repeats a block of 16"),
+    ];
+    for (text, mode, says) in cases {
         let f = co.file("admin.token");
         std::fs::write(&f, &text).unwrap();
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(mode)).unwrap();
@@ -116,6 +124,52 @@ fn a_loose_or_short_admin_token_file_is_refused() {
         }
         std::fs::remove_file(&f).unwrap();
     }
+}
+
+/// `writerctl coordinator admin-token new ARGS` (no coordinator: it touches none).
+fn new_token(co: &Co, args: &[&str]) -> crate::support::Run {
+    let mut c = co.base();
+    c.args(["coordinator", "admin-token", "new"]).args(args);
+    crate::master::exec(c, None)
+}
+
+/// Issue 39 point 8: `coordinator admin-token new --out F` writes a fresh token to a new
+/// 0600 file, never over an existing one, and `serve` accepts it: an admin call with it
+/// works. Without --out, --json prints it once; two tokens are never the same.
+#[test]
+fn admin_token_new_makes_a_token_serve_accepts() {
+    use std::os::unix::fs::PermissionsExt;
+    let co = Co::new();
+    let f = co.file("admin.token");
+    let made = crate::master::ok_doc(&new_token(&co, &["--out", s(&f), "--json"]));
+    assert_eq!(made, serde_json::json!({"token_file": s(&f)}));
+    assert_eq!(std::fs::metadata(&f).unwrap().permissions().mode() & 0o777, 0o600);
+    let token = std::fs::read_to_string(&f).unwrap().trim().to_string();
+    writerctl::claim::secret::check_admin_token(&token).unwrap();
+    // Never over an existing file: refused, and the file is unchanged.
+    err_doc(&new_token(&co, &["--out", s(&f), "--json"]), 2, "invalid_argument");
+    assert_eq!(std::fs::read_to_string(&f).unwrap().trim(), token);
+    // Printed once with --json, a different token each time, each accepted by the rule.
+    let printed: Vec<String> = (0..2)
+        .map(|_| {
+            let v = crate::master::ok_doc(&new_token(&co, &["--json"]));
+            v["token"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert_ne!(printed[0], printed[1]);
+    assert!(printed.iter().chain([&token]).all(|t| writerctl::claim::secret::check_admin_token(t).is_ok()));
+    // The server starts with the file, and the token authorizes an admin call.
+    let args =
+        crate::master::strings(&["--store", &format!("sqlite:{}", co.store.display()), "--admin-token-file", s(&f)]);
+    let srv = match crate::serve::Server::try_start(co.dir(), &args, &[]) {
+        crate::serve::Started::Up(srv) => srv,
+        crate::serve::Started::Failed(code, out, err) => panic!("refused its own token ({code}): {out}\n{err}"),
+    };
+    let mut c = co.base();
+    c.args(["identity", "add", "--project", PROJECT, "alice", "--json", "--coordinator", &srv.url])
+        .env("WRITERCTL_ADMIN_TOKEN", &token);
+    let v = crate::master::ok_doc(&crate::master::exec(c, None));
+    assert_eq!(v["identity"], "alice", "{v}");
 }
 
 /// `args --coordinator coordinator`, bypassing the Co's own routing.

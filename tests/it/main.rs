@@ -29,6 +29,7 @@ mod hung_lockdir;
 mod identity;
 mod master;
 mod master_history;
+mod memory_budget;
 mod metrics;
 mod netfs;
 mod newcomer;

@@ -154,14 +154,18 @@ fn an_old_sqlite_store_gains_the_reason_column() {
     drop(SqliteStore::open(&path).unwrap());
     {
         // Back to the schema before issue 30 (its two migrations: the audit `reason`
-        // column, then the `pauses` table), with a row written then.
+        // column, then the `pauses` table; and issue 39's after them, the partial index of
+        // changes of master), with a row and a change of master written then.
         let conn = rusqlite::Connection::open(&path).unwrap();
         let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
         conn.execute_batch(&format!(
-            "DROP TABLE pauses; ALTER TABLE audit DROP COLUMN reason; PRAGMA user_version = {};
+            "DROP INDEX audit_master_changes; DROP TABLE pauses; ALTER TABLE audit DROP COLUMN reason;
+             PRAGMA user_version = {};
              INSERT INTO audit (at, project, verb, actor, target, result, epoch, detail)
-             VALUES (1, 'p', 'old.verb', 'local', NULL, 'ok', NULL, '{{}}');",
-            v - 2
+             VALUES (1, 'p', 'old.verb', 'local', NULL, 'ok', NULL, '{{}}');
+             INSERT INTO audit (at, project, verb, actor, target, result, epoch, detail)
+             VALUES (2, 'p', 'old.claim', 'operator:ops', NULL, 'ok', 7, '{{\"master_change\":{{\"from\":null,\"to\":null}}}}');",
+            v - 3
         ))
         .unwrap();
         let cols: Vec<String> = conn
@@ -182,6 +186,8 @@ fn an_old_sqlite_store_gains_the_reason_column() {
         .unwrap();
     let rows = c.audit_log(None, 10).unwrap();
     assert_eq!((rows[0].verb.as_str(), rows[0].reason.as_deref()), ("old.verb", None));
+    let history = c.master_history("p", 10).unwrap();
+    assert_eq!((history[0].verb.as_str(), history[0].epoch), ("old.claim", 7), "the index holds the old changes");
     assert_eq!(rows.last().unwrap().reason.as_deref(), Some("after the upgrade"));
 }
 
@@ -194,13 +200,15 @@ fn an_old_postgres_schema_gains_the_reason_column() {
     assert_eq!(c.audit_log(None, 10).unwrap().len(), 1, "the schema exists");
     let schema = &ns.name;
     // Back to the schema before issue 30: its two migrations (the audit `reason` column,
-    // then the `project_pauses` table) undone.
+    // then the `project_pauses` table) undone, and issue 39's after them (the partial index
+    // of changes of master).
     ns.pg()
         .batch_execute(&format!(
-            "DROP TABLE \"{schema}\".project_pauses;
+            "DROP INDEX \"{schema}\".audit_master_changes;
+             DROP TABLE \"{schema}\".project_pauses;
              ALTER TABLE \"{schema}\".audit DROP COLUMN reason;
              DELETE FROM \"{schema}\".schema_migrations
-              WHERE version >= (SELECT max(version) - 1 FROM \"{schema}\".schema_migrations);"
+              WHERE version >= (SELECT max(version) - 2 FROM \"{schema}\".schema_migrations);"
         ))
         .unwrap();
     let c = coordinator(ns.store());
@@ -222,6 +230,28 @@ fn an_old_postgres_schema_gains_the_reason_column() {
         .unwrap()
         .get(0);
     assert!(has);
+}
+
+/// Issue 39 point 6 on Postgres: each read of the audit log has an index that serves it in
+/// cursor order under a generic plan (the one a prepared statement keeps, whatever its
+/// parameters): no sequential scan, no sort. The SQLite side's plan test is
+/// `the_audit_reads_walk_an_index` (a unit test of the store).
+#[test]
+fn the_postgres_audit_reads_walk_an_index() {
+    let Some(ns) = Ns::new("the_postgres_audit_reads_walk_an_index") else { return };
+    let store = ns.store();
+    coordinator(store.clone()).register("p", &key("alice"), Credentials::default()).unwrap();
+    let plans = store.audit_read_plans().unwrap();
+    assert_eq!(plans.len(), 8);
+    for (what, plan) in &plans {
+        assert!(!plan.contains("Seq Scan") && !plan.contains("Sort"), "{what}:\n{plan}");
+        let index = match what.split(" (").next().unwrap() {
+            "master history" => "audit_master_changes",
+            "audit --project" | "audit export --project" => "audit_project",
+            _ => "audit_pkey",
+        };
+        assert!(plan.contains(&format!("using {index}")), "{what} should use {index}:\n{plan}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -333,4 +363,54 @@ fn cli_dry_run_history_and_export_over_http_sqlite() {
 fn cli_dry_run_history_and_export_over_http_redis_pg() {
     let Some(co) = Co::http_redis_pg("cli_dry_run_history_and_export_over_http_redis_pg") else { return };
     check_cli(&co);
+}
+
+/// Issue 39 point 6 through the real binary over HTTP: `master history` without any
+/// credential keeps every key, with actor and reason null, `"redacted": true` and a note;
+/// with a session token of the project (`--token-file` or WRITERCTL_SESSION_TOKEN), or the
+/// admin token, the CLI sends it and shows who and why.
+fn check_history_visibility(co: &Co) {
+    co.add_operator("ops", PASSWORD);
+    let alice = co.reg("alice");
+    co.register("bob", "cli", "m2");
+    ok_doc(&co.claim("bob", "ops", PASSWORD, &["--reason", "alice's host is down", "--yes"]));
+    let args = ["master", "history", "--project", PROJECT, "--json"];
+    let newest = |doc: &Value| doc["changes"].as_array().unwrap().last().unwrap().clone();
+
+    let mut anonymous = co.command(&args);
+    anonymous.env_remove("WRITERCTL_ADMIN_TOKEN").env_remove("WRITERCTL_SESSION_TOKEN");
+    let doc = ok_doc(&crate::master::exec(anonymous, None));
+    assert_eq!(doc["redacted"], json!(true), "{doc}");
+    let change = newest(&doc);
+    assert_eq!((change["verb"].as_str(), change["to"]["identity"].as_str()), (Some("master.claim"), Some("bob")));
+    assert!(change.as_object().unwrap().contains_key("actor") && change["actor"].is_null(), "{change}");
+    assert!(change.as_object().unwrap().contains_key("reason") && change["reason"].is_null(), "{change}");
+    let mut table = co.command(&args[..4]);
+    table.env_remove("WRITERCTL_ADMIN_TOKEN").env_remove("WRITERCTL_SESSION_TOKEN");
+    let r = crate::master::exec(table, None);
+    r.assert_ok();
+    assert!(r.stderr.contains("actor and reason withheld"), "{}", r.stderr);
+
+    let mut with_session = co.command(&[&args[..], &["--token-file", crate::master::s(&alice.token_file)]].concat());
+    with_session.env_remove("WRITERCTL_ADMIN_TOKEN");
+    let doc = ok_doc(&crate::master::exec(with_session, None));
+    assert!(doc.get("redacted").is_none(), "{doc}");
+    let change = newest(&doc);
+    assert_eq!(
+        (change["actor"].as_str(), change["reason"].as_str()),
+        (Some("operator:ops"), Some("alice's host is down"))
+    );
+
+    // The admin token the client environment carries counts too.
+    let doc = co.ok(&args[..4]);
+    assert_eq!(newest(&doc)["actor"], json!("operator:ops"), "{doc}");
+}
+
+#[test]
+fn history_over_http_shows_who_and_why_only_to_a_part_in_the_project() {
+    check_history_visibility(&Co::http_sqlite());
+    if let Some(co) = Co::http_redis_pg("history_over_http_shows_who_and_why_only_to_a_part_in_the_project (redis_pg)")
+    {
+        check_history_visibility(&co);
+    }
 }

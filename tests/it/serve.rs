@@ -145,6 +145,11 @@ impl Server {
         }
     }
 
+    /// The process id (while it runs).
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Everything the server wrote to stderr so far.
     pub(crate) fn stderr(&self) -> String {
         String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
@@ -238,8 +243,9 @@ pub(crate) struct Deployment {
 
 impl Deployment {
     fn with(home: &Path, backing: Backing) -> Deployment {
-        // 32 hex digits, written with a trailing newline (the server trims it).
-        let token = uuid::Uuid::new_v4().simple().to_string();
+        // What `coordinator admin-token new` writes (64 random hex digits, issue 39 point
+        // 8), with a trailing newline (the server trims it).
+        let token = writerctl::claim::secret::new_admin_token().unwrap().expose().to_string();
         let admin_file = home.join("admin.token");
         std::fs::write(&admin_file, format!("{token}\n")).unwrap();
         // The server refuses an admin token file other users can read (issue 28 point 6).
@@ -340,6 +346,14 @@ impl Deployment {
             .or_insert_with(|| Server::start(&self.home, &self.args(freshness), &self.server_env))
             .url
             .clone()
+    }
+
+    /// The process id of the (first) server with this freshness threshold (started now if
+    /// it is not running).
+    pub(crate) fn pid(&self, freshness: u64) -> u32 {
+        self.replica(freshness, 0);
+        let servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
+        servers[&(freshness, 0)].pid().expect("a running server")
     }
 
     /// The URL of the (first) server with this freshness threshold.
@@ -950,7 +964,7 @@ fn cold_restore_after_redis_flush() {
 
 /// `operator add` and `audit` over HTTP: no token → invalid_argument (client side); a wrong
 /// token → unauthorized; the right one works; a server without --admin-token-file refuses
-/// even a token; a short admin token keeps the server from starting.
+/// even a token; an admin token a generator did not make keeps the server from starting.
 #[test]
 fn admin_token_guards_operator_add_and_audit() {
     let co = Co::http_sqlite();
@@ -1019,16 +1033,17 @@ fn admin_token_guards_operator_add_and_audit() {
         http_post(&format!("{bare_url}/v1/operators"), &[("authorization", &format!("Bearer {bare_token}"))], body);
     assert_eq!((status, http_error_code(&b).as_str()), (401, "unauthorized"));
 
-    // An admin token shorter than 32 bytes: the server refuses to start (exit 2).
+    // An admin token a generator did not make (issue 39 point 8; 32 bytes were enough
+    // before): the server refuses to start (exit 2) and names the command that makes one.
     let short = co.file("short.token");
-    std::fs::write(&short, "thirty-one-characters-long-0000\n").unwrap();
+    std::fs::write(&short, "correct horse battery staple 2024\n").unwrap();
     std::fs::set_permissions(&short, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let args = strings(&["--store", &format!("sqlite:{}", co.store.display()), "--admin-token-file", s(&short)]);
     match Server::try_start(co.dir(), &args, &[]) {
-        Started::Up(srv) => panic!("a 31-character admin token was accepted: {}", srv.url),
+        Started::Up(srv) => panic!("a passphrase admin token was accepted: {}", srv.url),
         Started::Failed(code, out, err) => {
             assert_eq!(code, 2, "stdout:\n{out}\nstderr:\n{err}");
-            assert!(err.contains("32"), "{err}");
+            assert!(err.contains("not 64 hex digits") && err.contains("admin-token new"), "{err}");
         }
     }
 }

@@ -8,13 +8,23 @@
 //! the history is exactly as complete and as durable as the audit log: it survives restarts,
 //! and it is trimmed by the same retention (`serve --audit-retention-days`). On the
 //! two-plane store it is read from Postgres after a best-effort drain, like `audit`.
+//!
+//! Who sees what (issue 39 point 6: the history listed operator ids and free-text reasons
+//! to anyone). A change's time, epoch, verb and the masters before and after are what
+//! `master status` already shows anyone (identities and session ids); who made it
+//! (`actor`: an operator id, a session, `admin`) and why (`reason`) are for a reader who
+//! proves a part in the project ([`Coordinator::reads_history_in_full`]); anyone else gets
+//! the same changes with both withheld ([`MasterChange::withheld`]). Every read is bounded
+//! by [`MAX_PAGE`] here, and over HTTP by the server's own, smaller bound.
 
 use serde::{Deserialize, Serialize};
 
 use super::{Coordinator, MASTER_CHANGE};
 use crate::claim::error::ClaimError;
+use crate::claim::masters;
 use crate::claim::model::{AuditEntry, MasterRef, Millis};
 use crate::claim::names;
+use crate::claim::secret::{self, Secret};
 use crate::claim::stores::AuditPage;
 
 /// Most rows one export page (or one history read) returns.
@@ -34,9 +44,10 @@ pub struct MasterChange {
     /// The verb that made it (`session.register`, `master.handoff`, `master.claim`,
     /// `session.deregister`, `identity.add`, `identity.remove`).
     pub verb: String,
-    /// Who ran it (`session:<id>`, `operator:<id>`, `identity:<name>`, `admin`, `local`).
-    pub actor: String,
-    /// The caller's `--reason`, if given.
+    /// Who ran it (`session:<id>`, `operator:<id>`, `identity:<name>`, `admin`, `local`);
+    /// None when withheld from the reader ([`MasterChange::withheld`]).
+    pub actor: Option<String>,
+    /// The caller's `--reason`, if given (None too when withheld from the reader).
     pub reason: Option<String>,
 }
 
@@ -51,9 +62,15 @@ impl MasterChange {
             from: side("from"),
             to: side("to"),
             verb: row.verb.clone(),
-            actor: row.actor.clone(),
+            actor: Some(row.actor.clone()),
             reason: row.reason.clone(),
         })
+    }
+
+    /// The change as a reader who proved no part in the project sees it: who made it and
+    /// why withheld (None), the rest as `master status` would show it.
+    pub fn withheld(self) -> MasterChange {
+        MasterChange { actor: None, reason: None, ..self }
     }
 }
 
@@ -80,6 +97,25 @@ impl Coordinator {
             self.store.audit_page(&page)?.iter().filter_map(|(_, row)| MasterChange::from_audit(row)).collect();
         changes.reverse();
         Ok(changes)
+    }
+
+    /// Whether `token` proves a part in `project`: it is the session token of a controller
+    /// registered there (one `--open-registration` created counts only while the server
+    /// runs with the flag, as for every other proof). Such a reader sees who made each
+    /// change of master and why ([`MasterChange::actor`], [`MasterChange::reason`]); the
+    /// admin token and the embedded store's own user are trusted by their callers, not
+    /// here. Read from the store's read connection, never behind a write (issue 39 point
+    /// 6); every row is compared, match or not, so the time taken says nothing of which.
+    pub fn reads_history_in_full(&self, project: &str, token: Option<&Secret>) -> Result<bool, ClaimError> {
+        names::validate_name("project", project)?;
+        let Some(token) = token else { return Ok(false) };
+        let presented = secret::token_hash(token);
+        let snap = self.store.read_snapshot(project)?;
+        let snap = masters::visible(&snap, self.open_registration);
+        Ok(snap
+            .controllers
+            .iter()
+            .fold(false, |found, c| secret::token_hash_matches(&c.token_hash, &presented) | found))
     }
 
     /// One page of `audit export`: up to `limit` rows written at or after `since`, after
@@ -168,10 +204,34 @@ mod tests {
             ]
         );
         assert_eq!(h[1].reason.as_deref(), Some("maintenance window"));
-        assert_eq!(h[1].actor, format!("session:{}", a.controller.session_id));
-        assert_eq!(h[2].actor, "operator:ops");
+        assert_eq!(h[1].actor, Some(format!("session:{}", a.controller.session_id)));
+        assert_eq!(h[2].actor.as_deref(), Some("operator:ops"));
         assert_eq!(c.master_history("p", 2).unwrap(), h[2..], "the newest N, oldest first");
         assert!(c.master_history("other", 10).unwrap().is_empty());
+    }
+
+    /// Issue 39 point 6: only a session token of a controller registered in the project
+    /// proves a part in it; none, a wrong one, another project's, or an open-registration
+    /// row's once the server runs without the flag, prove nothing.
+    #[test]
+    fn only_a_session_of_the_project_reads_the_history_in_full() {
+        let (_d, _clock, c) = coordinator();
+        let a = c.register("p", &key("alice"), Credentials::default()).unwrap();
+        let o = c.register("other", &key("olga"), Credentials::default()).unwrap();
+        assert!(c.reads_history_in_full("p", Some(&a.token)).unwrap());
+        assert!(!c.reads_history_in_full("p", None).unwrap());
+        assert!(!c.reads_history_in_full("p", Some(&Secret::new("not-a-token".into()))).unwrap());
+        assert!(!c.reads_history_in_full("p", Some(&o.token)).unwrap(), "another project's session");
+        assert!(!c.reads_history_in_full("nobody-here", Some(&a.token)).unwrap());
+        assert!(
+            !c.with_request(None).with_open_registration(false).reads_history_in_full("p", Some(&a.token)).unwrap(),
+            "a row open registration made proves nothing once the flag is off"
+        );
+        let full = c.master_history("p", 10).unwrap();
+        assert!(full[0].actor.is_some());
+        let withheld: Vec<_> = full.iter().cloned().map(MasterChange::withheld).collect();
+        assert!(withheld.iter().all(|m| m.actor.is_none() && m.reason.is_none()));
+        assert_eq!((withheld[0].epoch, &withheld[0].to), (full[0].epoch, &full[0].to), "the rest is kept");
     }
 
     /// `claim take|release --reason` lands on the claim write's own audit row.

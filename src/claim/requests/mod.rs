@@ -89,7 +89,11 @@ impl std::fmt::Debug for SealKey {
 /// verb, actor, id), so one credential's records under other ids never share a key.
 /// Credentials are trimmed, as [`super::secret::token_hash`] trims them. Operator passwords
 /// are never used: a fast KDF of a chosen password would let a store copy guess it offline
-/// past argon2.
+/// past argon2. For the same reason every credential used here must be random: session
+/// tokens and identity keys are 256 generated bits, and since issue 39 point 8 the admin
+/// token is too ([`super::secret::check_admin_token`]; a store copy plus 4,117 guesses had
+/// opened a passphrase admin token's seal). So HKDF suffices, with no secret of the
+/// server's own: a record the store holds opens only with a credential it never held.
 fn seal_key(record_key: &str, credentials: &[&Secret]) -> Option<SealKey> {
     if credentials.is_empty() {
         return None;
@@ -306,6 +310,45 @@ mod tests {
         // A record moved under another key does not open either (the key is authenticated).
         let moved = Pending::new(&RequestId::parse("r2").unwrap(), &audit("p", "x"), &1, &[&cred]).unwrap();
         assert_eq!(moved.open::<String>(&kept(&rec)), Err(Unopened::Credential));
+    }
+
+    /// Issue 39 point 8, the attack on a store copy: the record key and the sealed answer
+    /// are in the store, and each guess of the credential is one HKDF and one AEAD open.
+    /// Under the passphrase admin token a server used to accept, a guess list opens the
+    /// identity key; that token is exactly what serve now refuses. Under a generated token
+    /// the answer still round-trips for the caller who presents it, and the same list
+    /// (plus every refused form) opens nothing.
+    #[test]
+    fn a_store_copy_and_a_guess_list_open_only_an_answer_under_a_weak_token() {
+        use super::super::secret::{check_admin_token, new_admin_token};
+        let id = RequestId::parse("enroll-alice").unwrap();
+        let input = serde_json::json!({"identity": "alice"});
+        let key = "46abee2df95634e1cd705469e97f9f520ed9a3a2237a925a5d7bb6694e78fdfa";
+        let mut guesses: Vec<String> = ["password", "admin", "correct horse battery staple", "hunter2"]
+            .iter()
+            .flat_map(|w| [w.to_string(), format!("{w} 2024"), format!("{w}2024")])
+            .collect();
+        guesses.extend(["0".repeat(64), "deadbeef".repeat(8), "0123456789abcdef".repeat(4)]);
+        let opens = |p: &Pending, r: &RequestRecord| {
+            guesses.iter().find(|g| {
+                let k = seal_key(&p.key, &[&Secret::new(g.to_string())]).unwrap();
+                open_sealed(&k, &p.key, &r.answer).is_some()
+            })
+        };
+        let weak = Secret::new("correct horse battery staple 2024".into());
+        let w = Pending::new(&id, &audit("p", "admin"), &input, &[&weak]).unwrap();
+        let wrec = w.record(&key, 0).unwrap();
+        assert_eq!(opens(&w, &wrec).map(String::as_str), Some(weak.expose()), "the attack works on a weak token");
+        assert!(check_admin_token(weak.expose()).is_err(), "and serve refuses that token");
+        for g in &guesses {
+            assert!(check_admin_token(g).is_err(), "serve accepts the guess {g:?}");
+        }
+        let token = new_admin_token().unwrap();
+        let a = Pending::new(&id, &audit("p", "admin"), &input, &[&token]).unwrap();
+        let rec = a.record(&key, 0).unwrap();
+        assert_eq!(opens(&a, &rec), None);
+        let replay = Pending::new(&id, &audit("p", "admin"), &input, &[&token]).unwrap();
+        assert_eq!(replay.open::<String>(&kept(&rec)).unwrap(), key, "the caller with the token gets the key back");
     }
 
     /// Issue 28 point 2 ("two answers under one id leak each other"): every seal draws a

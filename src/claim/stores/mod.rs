@@ -58,10 +58,16 @@ pub struct AuditPage<'a> {
     /// At most this many rows.
     pub limit: usize,
     /// Only rows that changed the master (their detail holds
-    /// [`MASTER_CHANGE`](crate::claim::engine::MASTER_CHANGE)).
+    /// [`MASTER_CHANGE`](crate::claim::engine::MASTER_CHANGE)); only with a `project`
+    /// (no index serves them across every project: `invalid_argument` otherwise).
     pub master_changes: bool,
     /// The newest rows first (`master history --limit N`); else the oldest first.
     pub newest_first: bool,
+}
+
+/// The refusal of an [`AuditPage`] of changes of master without a project.
+pub(crate) fn master_changes_need_a_project() -> ClaimError {
+    ClaimError::InvalidArgument("the changes of master are read one project at a time".into())
 }
 
 /// How far the audit plane is behind the authoritative one (`/readyz`, `/metrics`).
@@ -373,6 +379,14 @@ pub trait Store: WorkStore + PauseStore + Send + Sync {
     fn purge_requests(&self, now: Millis) -> Result<u64, ClaimError> {
         let _ = now;
         Ok(0)
+    }
+
+    /// The project's state for a reader's proof (issue 39 point 6: `master history` shows
+    /// who and why only to a session of the project), never for a decision: a store with a
+    /// separate read connection (SQLite) reads it there, so a reader never waits behind a
+    /// write. By default, [`Store::snapshot`].
+    fn read_snapshot(&self, project: &str) -> Result<Snapshot, ClaimError> {
+        self.snapshot(project)
     }
 
     /// The newest `limit` audit rows, oldest first; all projects when `project` is None.

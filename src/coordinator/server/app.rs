@@ -13,6 +13,7 @@ use crate::claim::refusals::REFUSAL_INTERVAL;
 use crate::claim::retention::Retention;
 use crate::coordinator::budget::{Argon2Budget, MAX_WAITING, SeatRates, argon2_permits};
 use crate::coordinator::limits::{ConnGate, SourceSlots};
+use crate::coordinator::memory::{MemoryBudget, MemoryGuard};
 use crate::coordinator::wire::{StatusResp, WatchResp};
 
 /// Largest request body accepted.
@@ -68,6 +69,9 @@ pub struct ServeOptions {
     /// A second listener serving only `/livez`, `/readyz` and `/metrics`, with its own
     /// connection cap ([`PROBE_MAX_CONNECTIONS`]), for orchestrator probes.
     pub probe_listen: Option<SocketAddr>,
+    /// The memory budget: sizes the argon2 permits and the resident size past which
+    /// requests are refused (`--memory-budget`, see [`crate::coordinator::memory`]).
+    pub memory_budget: MemoryBudget,
 }
 
 /// Open connections the probe listener (`--probe-listen`) serves at once: a kubelet and a
@@ -79,7 +83,8 @@ pub(super) struct App {
     pub(super) coord: Coordinator,
     pub(super) admin_token_hash: Option<String>,
     pub(super) metrics: Mutex<Metrics>,
-    /// argon2 verifications running at once (one per core), on the blocking pool every verb
+    /// argon2 verifications running at once (one per core, as the memory budget's hashing
+    /// share allows, each with its own argon2 memory), on the blocking pool every verb
     /// shares: bounding them keeps a flood of guesses from starving heartbeats and
     /// handoffs. Held only while a password is hashed, never while an answer is held back.
     /// Waiters are served by tier and round robin per source (issue 28 point 4, see
@@ -104,6 +109,13 @@ pub(super) struct App {
     pub(super) body_timeout: Duration,
     /// `master status --watch`: what each watched project's watchers wait for.
     pub(super) watchers: Arc<Watchers<WatchResp>>,
+    /// The memory budget, checked before each request (issue 39 point 1, see
+    /// [`memory_guard`](super::guard::memory_guard)).
+    pub(super) memory: MemoryGuard,
+    /// Reads of the audit log in flight, per source and in all (issue 39 point 6).
+    pub(super) reads: super::reads::ReadGate,
+    /// What `/metrics` last read of the store, and when it is out of date (issue 39 point 6).
+    pub(super) store_series: super::metrics::StoreSeries,
 }
 
 /// How many `master claim` requests of one source address run at once.
@@ -123,6 +135,7 @@ pub(super) fn new_app(
     admin_token_hash: Option<String>,
     connections: Option<Arc<ConnGate>>,
     body_timeout: Duration,
+    memory_budget: MemoryBudget,
 ) -> Shared {
     let coordinator_for_watch = coordinator.with_request(None);
     let app = Arc::new(App {
@@ -130,13 +143,16 @@ pub(super) fn new_app(
         coord: coordinator,
         admin_token_hash,
         metrics: Mutex::new(Metrics::default()),
-        verifications: Arc::new(Argon2Budget::new(argon2_permits(), MAX_WAITING)),
+        verifications: Arc::new(Argon2Budget::new(argon2_permits(memory_budget.hashing_bytes()), MAX_WAITING)),
         seat_rates: SeatRates::default(),
         claim_sources: Arc::new(SourceSlots::new(CLAIMS_PER_SOURCE, CLAIMS_WAITING_PER_SOURCE)),
         connections,
         claims_refused_per_source: std::sync::atomic::AtomicU64::new(0),
         probe: Arc::new(tokio::sync::Mutex::new(())),
         watchers: master_watchers(&coordinator_for_watch),
+        memory: MemoryGuard::new(memory_budget),
+        reads: super::reads::ReadGate::default(),
+        store_series: super::metrics::StoreSeries::default(),
     });
     flush_refusals_periodically(&app);
     app

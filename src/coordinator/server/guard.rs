@@ -246,3 +246,90 @@ pub(super) async fn body_guard(
     set(Phase::Answered);
     resp
 }
+
+/// Refuses a request at once, before its body is read, while the resident set is above the
+/// memory budget's high-water mark (issue 39 point 1: "refusing work before it exceeds the
+/// budget"): 503 `coordinator_unavailable` in the envelope, and the connection is closed
+/// (its buffers go with it). `/livez` and `/readyz` are always served, so an orchestrator
+/// sees a live process that is shedding load rather than a dead one; the probe listener has
+/// no such guard.
+pub(super) async fn memory_guard(
+    State(app): State<Shared>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let probe = matches!(req.uri().path(), "/livez" | "/readyz");
+    if !probe && let Some(rss) = app.memory.over() {
+        const MIB: u64 = 1024 * 1024;
+        let budget = app.memory.budget();
+        return closing(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &coded(
+                ErrorCode::CoordinatorUnavailable,
+                format!(
+                    "the server is near its memory budget ({} MiB resident, refusing work above {} MiB of {} MiB)",
+                    rss / MIB,
+                    budget.high_water() / MIB,
+                    budget.bytes / MIB
+                ),
+                "retry later; if this lasts, raise --memory-budget (or the memory limit it is derived from)",
+            ),
+        );
+    }
+    next.run(req).await
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use tower::ServiceExt;
+
+    use super::super::app::new_app;
+    use super::super::routes::routes;
+    use crate::claim::Coordinator;
+    use crate::claim::clock::SystemClock;
+    use crate::claim::stores::sqlite::SqliteStore;
+    use crate::coordinator::limits::DEFAULT_BODY_TIMEOUT;
+    use crate::coordinator::memory::MemoryBudget;
+
+    /// Issue 39 point 1: with the resident set above the budget's high-water mark, every
+    /// request but `/livez` and `/readyz` is refused at once: 503 `coordinator_unavailable`
+    /// in the envelope, its connection closed, counted on `/metrics` (probe listener).
+    #[test]
+    fn over_the_memory_budget_requests_are_refused_and_probes_still_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteStore::open(&dir.path().join("c.sqlite")).unwrap());
+        let coordinator = Coordinator::new(store, Arc::new(SystemClock), Duration::from_secs(30));
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        rt.block_on(async {
+            // 1 MiB: any process is above 90% of it (the flag's floor does not apply here).
+            let app = new_app(coordinator, None, None, DEFAULT_BODY_TIMEOUT, MemoryBudget::derive(Some(1 << 20), None));
+            let router = routes(app.clone());
+            let send = |method: &str, path: &str| {
+                let req = axum::http::Request::builder()
+                    .method(method)
+                    .uri(path)
+                    .header("content-type", "application/json")
+                    .body(axum::body::Body::from("{}"))
+                    .unwrap();
+                router.clone().oneshot(req)
+            };
+            for (method, path) in [("POST", "/v1/projects/p/sessions"), ("GET", "/openapi.json"), ("GET", "/metrics")] {
+                let resp = send(method, path).await.unwrap();
+                assert_eq!(resp.status(), 503, "{method} {path}");
+                assert_eq!(resp.headers()["connection"], "close");
+                let body = axum::body::to_bytes(resp.into_body(), 1 << 16).await.unwrap();
+                let doc: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                assert_eq!(doc["error"]["code"], "coordinator_unavailable", "{doc}");
+                assert!(doc["error"]["message"].as_str().unwrap().contains("memory budget"), "{doc}");
+                assert!(doc["error"]["hint"].as_str().unwrap().contains("--memory-budget"), "{doc}");
+            }
+            for path in ["/livez", "/readyz"] {
+                assert_eq!(send("GET", path).await.unwrap().status(), 200, "{path}");
+            }
+            assert_eq!(app.memory.refused(), 3);
+        });
+    }
+}

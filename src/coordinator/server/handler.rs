@@ -19,7 +19,7 @@ use crate::claim::requests::RequestId;
 use crate::claim::secret::{self, Secret};
 use crate::claim::{ClaimError, Coordinator};
 use crate::coordinator::limits::{ConnState, HeldPoll, source_key};
-use crate::coordinator::verb::{Auth, Caller, Gate, Input, Method, Origin, Rate, Verb};
+use crate::coordinator::verb::{Auth, Caller, Gate, Input, Method, Origin, Rate, Verb, check_names};
 use crate::coordinator::wire::REQUEST_ID_HEADER;
 use crate::error::ErrorCode;
 
@@ -99,8 +99,11 @@ impl App {
     /// through the per-source limiter (a row and a count per interval at most).
     fn seat_rate(&self, headers: &HeaderMap, project: &str, seat: &str, verb: &str) -> Result<(), ClaimError> {
         let credential = bearer_opt(headers).map(|t| secret::token_hash(&t)).unwrap_or_default();
-        let key = format!("{project}\u{0}{seat}\u{0}{}", credential.get(..16).unwrap_or(&credential));
-        let Err(wait) = self.seat_rates.take(&key, Instant::now()) else { return Ok(()) };
+        // Issue 39 point 1: the bucket map holds up to 65,536 keys, so a key is a fixed 128
+        // bits of digest, not the names (up to 2 x 256 bytes each: ~40 MiB at the cap).
+        let key = secret::token_hash(&Secret::new(format!("{project}\u{0}{seat}\u{0}{credential}")));
+        let key = &key[..32];
+        let Err(wait) = self.seat_rates.take(key, Instant::now()) else { return Ok(()) };
         let e = ClaimError::RateLimited {
             what: format!("seat {seat}"),
             retry_after_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1),
@@ -238,8 +241,8 @@ fn rate_key<V: Verb>(path: &V::Path, body: &[u8]) -> Option<(String, String)> {
     Some((field("project"), seat))
 }
 
-/// Every verb's handler: the seat's rate ([`Rate`]), then the verb on the
-/// blocking pool ([`run_verb`]), counted in the metrics, through its [`Gate`].
+/// Every verb's handler: its names ([`check_names`]), the seat's rate ([`Rate`]), then the
+/// verb on the blocking pool ([`run_verb`]), counted in the metrics, through its [`Gate`].
 async fn handle<V: Verb>(
     State(app): State<Shared>,
     conn: Option<axum::Extension<Arc<ConnState>>>,
@@ -252,6 +255,13 @@ async fn handle<V: Verb>(
         Ok(p) => p,
         Err(e) => return error_response(&e),
     };
+    // Issue 39 point 3: every name is checked here, before the rate buckets, the audit log,
+    // the refusal windows, the watch registry or the store see it (the verb parses its
+    // input again where it runs; a body is at most 64 KiB).
+    if let Err(e) = input_of::<V>(&uri, &body).and_then(|input| check_names::<V>(&path, &input)) {
+        app.observe(V::NAME, e.code().as_str(), Duration::ZERO);
+        return error_response(&e);
+    }
     if let Some((project, seat)) = rate_key::<V>(&path, &body)
         && let Err(e) = app.seat_rate(&headers, &project, &seat, V::NAME)
     {
@@ -268,6 +278,7 @@ async fn handle<V: Verb>(
         Gate::LongPoll => long_poll::<V>(app.clone(), path, uri, headers, conn.clone()).await,
         Gate::OperatorVerification => verify_operator::<V>(app.clone(), path, uri, headers, body).await,
         Gate::Pushed => pushed(app.clone(), project.clone(), uri, conn.clone()).await,
+        Gate::BoundedRead => bounded_read::<V>(app.clone(), path, uri, headers, body).await,
     };
     if proves
         && response.status().is_success()
@@ -282,6 +293,11 @@ async fn handle<V: Verb>(
         && let Some(p) = project
     {
         app.watchers.poke(&p);
+    }
+    // ... and what `/metrics` last read of the store is out of date (issue 39 point 6: the
+    // store's series are read again only after a credentialed change, or when they age).
+    if (V::WRITE || V::AUTH == Auth::Admin) && response.status().is_success() {
+        app.store_series.touched();
     }
     response
 }
@@ -315,6 +331,29 @@ fn hold_long_poll(app: &App, conn: Option<&Arc<ConnState>>) -> Option<HeldPoll> 
 fn closing(mut resp: Response) -> Response {
     resp.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
     resp
+}
+
+/// [`Gate::BoundedRead`]: a place in the read bounds (`super::reads`) before anything else,
+/// or `coordinator_unavailable` at once with `Retry-After`; the place is moved into the
+/// blocking task, so it is held until the store read ends even if the client hangs up.
+async fn bounded_read<V: Verb>(app: Shared, path: V::Path, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let source = source_of(&headers).unwrap_or(IpAddr::from([0, 0, 0, 0]));
+    let slot = match app.reads.try_enter(source).await {
+        Ok(slot) => slot,
+        Err(e) => {
+            app.observe(V::NAME, e.code().as_str(), Duration::ZERO);
+            let mut resp = error_response(&e);
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from(super::reads::READ_RETRY_AFTER_SECONDS));
+            return resp;
+        }
+    };
+    let result = execute(app.clone(), V::NAME, move |a| {
+        let _slot = slot;
+        run_verb::<V>(a, &headers, path, &uri, &body)
+    })
+    .await;
+    respond(ok_status::<V>(), result)
 }
 
 /// The `{project}` of a verb's path, if it has one.
@@ -382,7 +421,9 @@ fn run_verb<V: Verb>(
         let (project, target) = V::admin_scope(&path, &input);
         app.admin_in(&project, headers, V::NAME, target)?;
     }
-    let caller = Caller { bearer: bearer_opt(headers), origin: Origin::Http };
+    // Whether the bearer is the admin token: some reads show more to it (`master history`).
+    let admin = V::AUTH == Auth::Admin || app.check_admin(headers).is_ok();
+    let caller = Caller { bearer: bearer_opt(headers), origin: Origin::Http, admin };
     let answer = V::apply(&coord, path, input, &caller)?;
     if V::WRITE {
         after_commit()?;
@@ -412,7 +453,7 @@ async fn long_poll<V: Verb>(
         Err(e) => return error_response(&e),
     };
     let deadline = Instant::now() + V::hold_open(&input).min(MAX_LONG_POLL);
-    let caller = Caller { bearer: bearer_opt(&headers), origin: Origin::Http };
+    let caller = Caller { bearer: bearer_opt(&headers), origin: Origin::Http, admin: false };
     let coord = Arc::new(app.coord_from(&headers));
     let mut held: Option<HeldPoll> = None;
     loop {
@@ -453,13 +494,15 @@ async fn long_poll<V: Verb>(
 ///    order behind at most [`CLAIMS_WAITING_PER_SOURCE`](super::app::CLAIMS_WAITING_PER_SOURCE); a full queue answers
 ///    `coordinator_unavailable` at once): one address's guesses never queue in front of
 ///    another's.
-/// 2. An argon2 permit from the budget ([`Argon2Budget`](crate::coordinator::budget::Argon2Budget): one per core; issue 28 point 4),
-///    held only for the verb. Waiters are served by tier, then round robin per source: a
-///    source and operator id with no refused attempt recently go first, sources that were
-///    refused last, so a flood from many addresses does not queue ahead of the operator.
+/// 2. An argon2 permit from the budget ([`Argon2Budget`](crate::coordinator::budget::Argon2Budget): one per core within the
+///    memory budget; issue 28 point 4), held only for the verb, whose password hash it
+///    computes into the permit's own memory (issue 39 point 1). Waiters are served by tier,
+///    then round robin per source: an operator id whose last attempt from this source
+///    succeeded first, clean sources next, sources that were refused last, so a flood from
+///    any number of addresses does not queue ahead of the operator (issue 39 point 7).
 ///    The time spent in steps 1 and 2 is `writerctl_verb_queue_seconds{verb="master.claim"}`.
 /// 3. The password is verified at once; a correct one is answered at once, whatever
-///    failures came before it.
+///    failures came before it, and proves the (source, operator id) pair.
 /// 4. A refused one marks its source and operator id as recently refused, and is held back
 ///    by the operator id's back-off, outside every shared slot and on no thread. The
 ///    source's slot stays taken until the hold-back ends, even if the client hangs up:
@@ -484,14 +527,24 @@ async fn verify_operator<V: Verb>(app: Shared, path: V::Path, uri: Uri, headers:
     let operator = V::Input::read(&body).ok().and_then(|i| V::operator(&i));
     let key = source_key(source);
     let budget = app.verifications.clone();
-    let verifying = match tokio::time::timeout(VERIFICATION_QUEUE_LIMIT, budget.acquire(key, operator.as_deref())).await
-    {
-        Ok(Ok(permit)) => permit,
-        _ => return unavailable(&app, "too many operator verifications in flight".into()),
-    };
+    let mut verifying =
+        match tokio::time::timeout(VERIFICATION_QUEUE_LIMIT, budget.acquire(key, operator.as_deref())).await {
+            Ok(Ok(permit)) => permit,
+            _ => return unavailable(&app, "too many operator verifications in flight".into()),
+        };
     app.observe_queue(V::NAME, arrived.elapsed());
-    let result = execute(app.clone(), V::NAME, move |a| run_verb::<V>(a, &headers, path, &uri, &body)).await;
-    drop(verifying);
+    // The permit goes with the verb onto its thread and lends it its argon2 memory (issue
+    // 39 point 1); it is given back when the verb ends there, also when the client hung
+    // up meanwhile, so no more computations run at once than there are buffers.
+    let result =
+        execute(app.clone(), V::NAME, move |a| verifying.lend(|| run_verb::<V>(a, &headers, path, &uri, &body))).await;
+    // Issue 39 point 7: a correct password proves this (source, operator id) pair, which
+    // puts its next claim ahead of every address that has proven nothing.
+    if result.is_ok()
+        && let Some(o) = operator.as_deref()
+    {
+        app.verifications.note_success(key, o, Instant::now());
+    }
     if let Err(ClaimError::InvalidOperatorCredentials { next_delay_ms }) = &result {
         app.verifications.note_refused(key, operator.as_deref(), Instant::now());
         let hold = app.coord.real_duration(Duration::from_millis(*next_delay_ms));

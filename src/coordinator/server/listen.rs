@@ -72,6 +72,40 @@ pub(super) fn listen_socket(addr: SocketAddr) -> std::io::Result<std::net::TcpLi
     socket.listen(LISTEN_BACKLOG)?.into_std()
 }
 
+/// hyper's per-connection read buffer cap (its `max_buf_size`; hyper's own floor is 8192),
+/// which bounds a request head: a head that does not fit is answered 431 in the envelope and
+/// its connection closed. Issue 39 point 4: hyper's default (~400 KB) let ~950 connections
+/// from 10 addresses take the server from 58 to 533 MiB. A CLI request head is well under
+/// 1 KiB (its largest field a 64-digit bearer token); 16 KiB leaves room for a proxy's
+/// headers. The number of fields stays bounded by hyper's default of 100 (parsed on the
+/// stack; setting `max_headers` would move that array to the heap for every request).
+/// The write buffer is capped at the same size; a larger answer is written as it drains.
+pub const MAX_HEAD_BYTES: usize = 16 * 1024;
+
+/// Logs the memory budget, how it was decided, and what it sizes (issue 39 point 1), and
+/// warns when `--memory-budget` is above the cgroup limit (the kernel's limit then acts
+/// first, by OOM kill).
+fn log_memory_budget(app: &Shared) {
+    let budget = app.memory.budget();
+    tracing::info!(
+        budget_bytes = budget.bytes,
+        from = %budget.describe(),
+        argon2_permits = app.verifications.permits(),
+        argon2_memory_bytes = app.verifications.memory_bytes(),
+        refuse_above_bytes = budget.high_water(),
+        resident_bytes = app.memory.resident(),
+        "memory budget"
+    );
+    if let Some(c) = budget.cgroup.as_ref().filter(|c| c.bytes < budget.bytes) {
+        tracing::warn!(
+            budget_bytes = budget.bytes,
+            cgroup_limit_bytes = c.bytes,
+            file = %c.file.display(),
+            "--memory-budget is above the cgroup memory limit: the kernel will kill the process before the budget refuses work; lower it"
+        );
+    }
+}
+
 /// Why the server could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -101,7 +135,9 @@ pub async fn serve(
     let probe_listener = opts.probe_listen.map(|a| axum_server::from_tcp(listen_socket(a)?)).transpose()?;
     let tls = opts.tls.is_some();
     let gate = Arc::new(ConnGate::with_per_source(opts.max_connections, opts.max_connections_per_source));
-    let state = new_app(opts.coordinator, opts.admin_token_hash, Some(gate.clone()), opts.body_timeout);
+    let state =
+        new_app(opts.coordinator, opts.admin_token_hash, Some(gate.clone()), opts.body_timeout, opts.memory_budget);
+    log_memory_budget(&state);
     let probe_gate = Arc::new(ConnGate::new(PROBE_MAX_CONNECTIONS));
     let probe_app = probe_routes(state.clone(), probe_gate.clone()).into_make_service_with_connect_info::<SocketAddr>();
     let app = routes(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
@@ -169,7 +205,7 @@ pub async fn serve(
                 }
             },
         );
-        server.http_builder().http1().header_read_timeout(header_timeout);
+        server.http_builder().http1().header_read_timeout(header_timeout).max_buf_size(MAX_HEAD_BYTES);
         server.handle(handle)
     };
     // The probe listener (plain HTTP, its own small cap): a flood of the main port cannot

@@ -1,5 +1,5 @@
 //! `/metrics` (Prometheus text): verbs by result and latency, the queue before a verb, the
-//! argon2 budget, connections, the background sweeper and pruner, and the store's sizes.
+//! argon2 budget, the memory budget, connections, the background sweeper and pruner, and the store's sizes.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -8,12 +8,85 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
 use super::app::{App, Shared};
 use super::counters::{BUCKETS, Histogram, Metrics, SweepAll};
 use super::probes::probe_readiness;
 use crate::claim::ClaimError;
-use crate::claim::retention::Pruned;
+use crate::claim::retention::{Pruned, Sizes};
 use crate::error::ErrorCode;
+
+/// Longest `/metrics` answers the store's series (sizes, projects without a master, paused
+/// projects) from its last read of them while nothing this replica did changed the store.
+/// A count reads every row (SQLite's `COUNT(*)`, Postgres's `count(*)`, a scan of Redis's
+/// inbox keys): `/metrics` needs no credential, so a loop of scrapes from many addresses
+/// must not become a loop of full scans (issue 39 point 6). Every credentialed change this
+/// replica answers (a write verb or an admin verb that succeeded, a prune or a sweep that
+/// changed something) makes the next scrape read again; refusals and anonymous reads do
+/// not, or they would be the way around the bound.
+pub const STORE_SERIES_MAX_AGE: Duration = Duration::from_secs(10);
+
+/// The store's series as `/metrics` last read them (see [`STORE_SERIES_MAX_AGE`]). One read
+/// at a time: scrapes that arrive while one reads wait for its answer and share it.
+#[derive(Debug, Default)]
+pub(super) struct StoreSeries {
+    /// Bumped by [`StoreSeries::touched`].
+    generation: AtomicU64,
+    last: tokio::sync::Mutex<Option<StoreReading>>,
+    /// Store reads made for `/metrics` (a test and `/metrics` itself can tell a cached
+    /// answer from a fresh one).
+    reads: AtomicU64,
+}
+
+/// One read of the store's series; an `Err` is the message of the read that failed.
+#[derive(Debug, Clone)]
+struct StoreReading {
+    generation: u64,
+    at: Instant,
+    sizes: Result<Sizes, String>,
+    without_master: Result<u64, String>,
+    paused: Result<u64, String>,
+}
+
+impl StoreSeries {
+    /// Something this replica did may have changed the store: the next scrape reads it.
+    pub(super) fn touched(&self) {
+        self.generation.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The series, read again only when the last reading is older than
+    /// [`STORE_SERIES_MAX_AGE`] or the store was touched since it began.
+    async fn get(&self, app: &Shared) -> StoreReading {
+        let mut last = self.last.lock().await;
+        let generation = self.generation.load(Ordering::Relaxed);
+        if let Some(r) = last.as_ref()
+            && r.generation == generation
+            && r.at.elapsed() < STORE_SERIES_MAX_AGE
+        {
+            return r.clone();
+        }
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        let app2 = app.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            let c = &app2.coord;
+            (
+                c.sizes().map_err(|e| format!("store sizes: {e}")),
+                c.store().projects_without_master().map_err(|e| format!("projects without a master: {e}")),
+                c.paused_projects().map_err(|e| format!("paused projects: {e}")),
+            )
+        })
+        .await;
+        let (sizes, without_master, paused) = read.unwrap_or_else(|e| {
+            let why = format!("store series: {e}");
+            (Err(why.clone()), Err(why.clone()), Err(why))
+        });
+        let reading = StoreReading { generation, at: Instant::now(), sizes, without_master, paused };
+        *last = Some(reading.clone());
+        reading
+    }
+}
 
 impl App {
     /// Logs one background sweep (info per project that released something, warn per
@@ -81,6 +154,9 @@ impl App {
                 }
             }
         }
+        if released > 0 {
+            self.store_series.touched();
+        }
         let mut m = self.metrics.lock().unwrap_or_else(|p| p.into_inner());
         *m.sweep_runs.entry(failure.map_or("ok", ErrorCode::as_str).to_string()).or_default() += 1;
         m.sweep_released += released;
@@ -95,6 +171,9 @@ impl App {
         let mut m = self.metrics.lock().unwrap_or_else(|p| p.into_inner());
         match result {
             Ok(p) => {
+                if !p.is_empty() {
+                    self.store_series.touched();
+                }
                 if p.is_empty() {
                     tracing::debug!(retention = true, elapsed_ms, "prune removed nothing");
                 } else {
@@ -153,8 +232,33 @@ fn push_budget_metrics(out: &mut String, app: &App, m: &Metrics) {
         (
             "writerctl_argon2_permits",
             "gauge",
-            "Operator password verifications that may run at once (one per core).",
+            "Operator password verifications that may run at once (one per core, as many as half the memory budget holds).",
             b.permits() as u64,
+        ),
+        (
+            "writerctl_argon2_memory_bytes",
+            "gauge",
+            "argon2 memory the permits own, allocated at start (19 MiB per permit).",
+            b.memory_bytes(),
+        ),
+        (
+            "writerctl_memory_budget_bytes",
+            "gauge",
+            "The memory budget (--memory-budget, or 80% of the cgroup memory limit, or 512 MiB).",
+            app.memory.budget().bytes,
+        ),
+        (
+            "writerctl_memory_refuse_above_bytes",
+            "gauge",
+            "Resident size above which requests are refused (90% of the budget).",
+            app.memory.budget().high_water(),
+        ),
+        ("writerctl_resident_memory_bytes", "gauge", "Resident set size of the server process.", app.memory.resident()),
+        (
+            "writerctl_memory_refused_total",
+            "counter",
+            "Requests refused with coordinator_unavailable because the resident set was above the high-water mark.",
+            app.memory.refused(),
         ),
         ("writerctl_argon2_permits_in_use", "gauge", "Operator password verifications running now.", b.in_use() as u64),
         (
@@ -172,8 +276,14 @@ fn push_budget_metrics(out: &mut String, app: &App, m: &Metrics) {
         (
             "writerctl_argon2_suspects",
             "gauge",
-            "Source addresses and operator ids remembered as recently refused (bounded).",
+            "Source addresses remembered as recently refused (bounded).",
             b.remembered() as u64,
+        ),
+        (
+            "writerctl_argon2_proven",
+            "gauge",
+            "(source address, operator id) pairs whose last master claim succeeded: their next claim is in tier 0 (bounded).",
+            b.proven() as u64,
         ),
         (
             "writerctl_rate_limited_total",
@@ -220,7 +330,7 @@ fn push_budget_metrics(out: &mut String, app: &App, m: &Metrics) {
     ] {
         out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {n}\n"));
     }
-    out.push_str("# HELP writerctl_argon2_admitted_total Verifications admitted, by tier (0: clean source and operator id, 1: clean source, operator id under attack, 2: source refused recently).\n");
+    out.push_str("# HELP writerctl_argon2_admitted_total Verifications admitted, by tier (0: an operator id whose last claim from this source succeeded, 1: a source not refused recently, 2: a source refused recently).\n");
     out.push_str("# TYPE writerctl_argon2_admitted_total counter\n");
     for tier in 0..3 {
         out.push_str(&format!("writerctl_argon2_admitted_total{{tier=\"{tier}\"}} {}\n", b.admitted(tier)));
@@ -350,10 +460,12 @@ pub(super) async fn metrics(State(app): State<Shared>) -> Response {
     ] {
         out.push_str(&format!("writerctl_retention_pruned_total{{kind=\"{kind}\"}} {n}\n"));
     }
-    let app2 = app.clone();
+    // The store's series, read at most once per STORE_SERIES_MAX_AGE unless this replica
+    // changed the store since (see there).
+    let store = app.store_series.get(&app).await;
     // The sizes that grow with use, from the shared store (every replica reports the same).
-    match tokio::task::spawn_blocking(move || app2.coord.sizes()).await {
-        Ok(Ok(z)) => {
+    match &store.sizes {
+        Ok(z) => {
             for (name, help, n) in [
                 ("writerctl_audit_rows", "Rows in the audit log (Postgres, or the SQLite file).", z.audit_rows),
                 (
@@ -367,33 +479,44 @@ pub(super) async fn metrics(State(app): State<Shared>) -> Response {
                 out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n{name} {n}\n"));
             }
         }
-        Ok(Err(e)) => failure = failure.or(Some(format!("store sizes: {e}"))),
-        Err(e) => failure = failure.or(Some(format!("store sizes: {e}"))),
+        Err(e) => failure = failure.or(Some(e.clone())),
     }
-    let app2 = app.clone();
     // A count, never a per-project series: projects are not bounded, labels must be. Left
     // out (like the queue depth) when the store cannot answer, so a scrape still succeeds.
-    match tokio::task::spawn_blocking(move || app2.coord.store().projects_without_master()).await {
-        Ok(Ok(n)) => {
+    match &store.without_master {
+        Ok(n) => {
             out.push_str(
                 "# HELP writerctl_projects_without_master Projects with registered controllers and no master.\n",
             );
             out.push_str("# TYPE writerctl_projects_without_master gauge\n");
             out.push_str(&format!("writerctl_projects_without_master {n}\n"));
         }
-        Ok(Err(e)) => failure = failure.or(Some(format!("projects without a master: {e}"))),
-        Err(e) => failure = failure.or(Some(format!("projects without a master: {e}"))),
+        Err(e) => failure = failure.or(Some(e.clone())),
     }
-    let app2 = app.clone();
     // Issue 30: paused projects, counted the same way (a project is never a label).
-    match tokio::task::spawn_blocking(move || app2.coord.paused_projects()).await {
-        Ok(Ok(n)) => {
+    match &store.paused {
+        Ok(n) => {
             out.push_str("# HELP writerctl_project_paused Projects paused now (writerctl pause): no TTL release and no deputy handoff in them until resume or their --until. A count; project names are never labels (writerctl master status --project P says which).\n");
             out.push_str("# TYPE writerctl_project_paused gauge\n");
             out.push_str(&format!("writerctl_project_paused {n}\n"));
         }
-        Ok(Err(e)) => failure = failure.or(Some(format!("paused projects: {e}"))),
-        Err(e) => failure = failure.or(Some(format!("paused projects: {e}"))),
+        Err(e) => failure = failure.or(Some(e.clone())),
+    }
+    for (name, kind, help, n) in [
+        (
+            "writerctl_store_series_reads_total",
+            "counter",
+            "Store reads /metrics made for the store's series (at most one per 10 s unless this replica changed the store).",
+            app.store_series.reads.load(Ordering::Relaxed),
+        ),
+        (
+            "writerctl_audit_reads_refused_total",
+            "counter",
+            "master history, audit and audit export requests refused at the per-source or global bound on audit-log reads in flight.",
+            app.reads.refused(),
+        ),
+    ] {
+        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {n}\n"));
     }
     let app2 = app.clone();
     if let Ok(Some(depth)) = tokio::task::spawn_blocking(move || app2.coord.store().pending_audit_writes()).await {

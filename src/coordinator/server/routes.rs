@@ -13,11 +13,12 @@ use super::app::{MAX_BODY, REQUEST_TIME_LIMIT, Shared, new_app};
 use super::{guard, handler, metrics, openapi, probes};
 use crate::claim::Coordinator;
 use crate::coordinator::limits::{ConnGate, DEFAULT_BODY_TIMEOUT};
+use crate::coordinator::memory::MemoryBudget;
 use crate::coordinator::verb::{Method, Verb};
 
 /// The router (public so tests can drive it without a socket).
 pub fn router(coordinator: Coordinator, admin_token_hash: Option<String>) -> Router {
-    routes(new_app(coordinator, admin_token_hash, None, DEFAULT_BODY_TIMEOUT))
+    routes(new_app(coordinator, admin_token_hash, None, DEFAULT_BODY_TIMEOUT, MemoryBudget::fallback()))
 }
 
 /// The routes that are not verbs: probes, metrics and the document.
@@ -67,6 +68,7 @@ pub(super) fn routes(app: Shared) -> Router {
         .fallback(guard::not_found)
         .layer(axum::middleware::from_fn(handler::peer))
         .layer(axum::middleware::from_fn_with_state((app.clone(), app.connections.clone()), guard::body_guard))
+        .layer(axum::middleware::from_fn_with_state(app.clone(), guard::memory_guard))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, REQUEST_TIME_LIMIT))
         .layer(axum::middleware::map_response(guard::envelope))

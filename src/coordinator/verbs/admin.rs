@@ -88,11 +88,14 @@ verb! {
     /// The newest audit rows, oldest first (`audit`).
     Audit = "audit.read" as "audit": Get "/v1/audit", auth Admin, write false;
     (NoPath, AuditQuery) -> AuditResp;
-    apply |c, _, q, _| {
+    apply |c, _, q, caller| {
         // The reader sees every refusal counted so far (issue 28 point 4: summary rows).
         c.flush_refusals(true);
-        Ok(AuditResp { entries: c.audit_log(q.project.as_deref(), q.limit.unwrap_or(50).clamp(1, 1_000_000))? })
+        // Over HTTP at most MAX_ROWS_PER_CALL rows, and a bounded read (issue 39 point 6).
+        let limit = super::history::rows_for(caller, q.limit, 50).clamp(1, 1_000_000);
+        Ok(AuditResp { entries: c.audit_log(q.project.as_deref(), limit)? })
     }
+    const GATE: crate::coordinator::verb::Gate = crate::coordinator::verb::Gate::BoundedRead;
     fn admin_scope(_path: &NoPath, q: &AuditQuery) -> (String, Option<String>) {
         (String::new(), q.project.clone())
     }

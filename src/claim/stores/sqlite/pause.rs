@@ -20,7 +20,8 @@ impl PauseStore for SqliteStore {
     }
 
     fn pauses(&self) -> Result<Vec<ProjectPause>, ClaimError> {
-        let conn = self.lock();
+        // Only `/metrics` reads every pause: on the read connection (issue 39 point 6).
+        let conn = self.read();
         let mut stmt = conn.prepare_cached("SELECT body FROM pauses ORDER BY project").map_err(db_err)?;
         let rows: Vec<String> = stmt.query_map([], |r| r.get(0)).and_then(|r| r.collect()).map_err(db_err)?;
         rows.iter().map(|t| parse(t)).collect()

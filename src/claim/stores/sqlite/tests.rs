@@ -233,3 +233,160 @@ fn the_default_transact_redecides_after_a_conflict() {
     let ids: Vec<String> = s.snapshot("p").unwrap().controllers.into_iter().map(|c| c.session_id).collect();
     assert_eq!(ids, ["intruder", "n1"]);
 }
+
+/// The plan SQLite makes for `sql` with `args`: one `detail` line per step.
+fn plan(conn: &Connection, sql: &str, args: &[rusqlite::types::Value]) -> Vec<String> {
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+    stmt.query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// Issue 39 point 6: every read of the audit log (`audit`, `audit export`, `master history`,
+/// the cursor check) walks an index in the order it answers and stops at its `LIMIT`: no
+/// step scans the table (or a whole index), none sorts. With `?1 IS NULL OR project = ?1`
+/// the plan was `SCAN audit`, and a history read examined the whole log. `/metrics`'s
+/// counts are the one read that must visit every row; they run on the read connection, at
+/// most once per `STORE_SERIES_MAX_AGE` (see `server::metrics`).
+#[test]
+fn the_audit_reads_walk_an_index() {
+    use rusqlite::types::Value;
+    let d = tempfile::tempdir().unwrap();
+    let s = SqliteStore::open(&d.path().join("c.sqlite")).unwrap();
+    for i in 0..200 {
+        let mut a = audit(if i % 2 == 0 { "p" } else { "q" });
+        if i % 10 == 0 {
+            a.detail = serde_json::json!({crate::claim::engine::MASTER_CHANGE: {"from": null, "to": null}});
+        }
+        s.append_audit(&a).unwrap();
+    }
+    let conn = s.read();
+    // (what, (statement, parameters), the plan step expected)
+    type Read = (String, (String, Vec<Value>), &'static str);
+    let mut reads: Vec<Read> = vec![
+        ("audit --project".into(), audit_log_query(Some("p"), 50), "USING INDEX audit_project (project=?)"),
+        ("audit".into(), audit_log_query(None, 50), "USING INTEGER PRIMARY KEY (rowid<?)"),
+        (
+            "audit cursor".into(),
+            (AUDIT_CURSOR_QUERY.into(), vec![Value::Integer(3)]),
+            "USING INTEGER PRIMARY KEY (rowid=?)",
+        ),
+    ];
+    for newest_first in [true, false] {
+        let page = |project, master_changes| AuditPage {
+            project,
+            since: 5,
+            after: 7,
+            limit: 100,
+            master_changes,
+            newest_first,
+        };
+        reads.push((
+            format!("master history (newest first: {newest_first})"),
+            audit_page_query(&page(Some("p"), true)).unwrap(),
+            "USING INDEX audit_master_changes (project=? AND id>?)",
+        ));
+        reads.push((
+            format!("audit export --project (newest first: {newest_first})"),
+            audit_page_query(&page(Some("p"), false)).unwrap(),
+            "USING INDEX audit_project (project=? AND id>?)",
+        ));
+        reads.push((
+            format!("audit export (newest first: {newest_first})"),
+            audit_page_query(&page(None, false)).unwrap(),
+            "USING INTEGER PRIMARY KEY (rowid>?)",
+        ));
+        assert_eq!(
+            audit_page_query(&page(None, true)).unwrap_err().code(),
+            crate::error::ErrorCode::InvalidArgument,
+            "no index serves the changes of master across projects: refused, never scanned"
+        );
+    }
+    for (what, (sql, args), expected) in &reads {
+        let steps = plan(&conn, sql, args);
+        assert!(
+            !steps.iter().any(|l| l.contains("TEMP B-TREE") || (l.starts_with("SCAN") && l != "SCAN CONSTANT ROW")),
+            "{what}: a scan or a sort in {steps:?}"
+        );
+        assert!(steps.iter().any(|l| l.starts_with("SEARCH audit") && l.contains(expected)), "{what}: {steps:?}");
+    }
+    // The partial index is used only while the query says exactly what its predicate says.
+    assert!(MASTER_CHANGES_ONLY.contains(&format!("'$.{}'", crate::claim::engine::MASTER_CHANGE)));
+    assert!(MIGRATIONS.iter().any(|m| m.contains(MASTER_CHANGES_ONLY)));
+    // And the reads answer what they did before the split.
+    drop(conn);
+    let history = s
+        .audit_page(&AuditPage {
+            project: Some("p"),
+            since: 0,
+            after: 0,
+            limit: 100,
+            master_changes: true,
+            newest_first: true,
+        })
+        .unwrap();
+    assert_eq!(history.len(), 20, "every 10th row is a change of master, all of them in p");
+    assert!(history.windows(2).all(|w| w[0].0 > w[1].0), "newest first");
+    assert_eq!(s.audit_log(None, 1000).unwrap().len(), 200);
+    assert_eq!(s.audit_log(Some("q"), 1000).unwrap().len(), 100);
+    let export = s
+        .audit_page(&AuditPage {
+            project: None,
+            since: 0,
+            after: 150,
+            limit: 1000,
+            master_changes: false,
+            newest_first: false,
+        })
+        .unwrap();
+    assert_eq!(export.iter().map(|r| r.0).collect::<Vec<_>>(), (151..=200).collect::<Vec<u64>>());
+}
+
+/// Issue 39 point 6: a read of the audit log, and a reader's proof, never wait for the
+/// writer. The writer connection's mutex is held, with a write transaction open on it (an
+/// uncommitted change of master), while another thread reads the history, proves a
+/// session and reads the audit log: the reads complete before the writer lets go (the
+/// receive below would otherwise never return), and see the last committed state.
+#[test]
+fn an_audit_read_never_waits_for_the_writer() {
+    use crate::claim::engine::{Coordinator, Credentials, DEFAULT_FRESHNESS};
+    use crate::claim::masters::ControllerKey;
+    use std::sync::Arc;
+    let d = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteStore::open(&d.path().join("c.sqlite")).unwrap());
+    let clock = Arc::new(crate::claim::clock::ManualClock::at(1_700_000_000_000));
+    let c = Coordinator::new(store.clone(), clock, DEFAULT_FRESHNESS).with_open_registration(true);
+    let key = ControllerKey { identity: "alice".into(), surface: "cli".into(), machine_id: "m".into() };
+    let alice = c.register("p", &key, Credentials::default()).unwrap();
+
+    let writer = store.lock();
+    writer.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let mut moved = audit("p");
+    moved.epoch = Some(2);
+    moved.detail = serde_json::json!({crate::claim::engine::MASTER_CHANGE: {"from": null, "to": null}});
+    insert_audit(&writer, &moved).unwrap();
+
+    let (tx, rx) = std::sync::mpsc::channel();
+    let token = alice.token.clone();
+    let reader = std::thread::spawn(move || {
+        let got = (
+            c.master_history("p", 10).map(|h| h.len()),
+            c.reads_history_in_full("p", Some(&token)),
+            c.audit_log(Some("p"), 10).map(|r| r.len()),
+        );
+        tx.send(got).unwrap();
+        c
+    });
+    // Not a timing assertion: a read behind the writer's mutex never returns while it is
+    // held, and the bound only turns that hang into a failure.
+    let (history, in_full, rows) =
+        rx.recv_timeout(std::time::Duration::from_secs(300)).expect("the reads waited for the writer");
+    assert_eq!(history.unwrap(), 1, "the registration; the open transaction's change is not committed");
+    assert!(in_full.unwrap(), "alice's token proves a part in p, read beside the writer");
+    assert_eq!(rows.unwrap(), 1);
+    writer.execute_batch("COMMIT").unwrap();
+    drop(writer);
+    let c = reader.join().unwrap();
+    assert_eq!(c.master_history("p", 10).unwrap().len(), 2, "committed: now read");
+}
