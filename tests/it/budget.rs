@@ -243,7 +243,9 @@ fn names_are_checked_at_the_edge_and_cannot_multiply_audit_rows() {
     let co = Co::http_sqlite();
     co.reg("alice");
     let to = addr(&co);
-    let big_project = "p".repeat(30_000);
+    // (A 30 KB name in the path no longer fits a request head of 16 KiB: 431, see
+    // `memory_budget`.)
+    let big_project = "p".repeat(10_000);
     let big_identity = "i".repeat(60_000);
     let cases = [
         (format!("/v1/projects/{big_project}/identities"), json!({"identity": "ok"}), "project"),
