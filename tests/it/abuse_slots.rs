@@ -381,7 +381,8 @@ fn a_tls_handshake_in_progress_is_not_the_first_victim() {
     }
     // Still open: a read finds nothing to read yet (not an end of stream or a reset).
     handshake.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
-    let open = matches!(handshake.read(&mut buf), Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut));
+    let open =
+        matches!(handshake.read(&mut buf), Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut));
     let elapsed = started.elapsed();
     stop.store(true, Ordering::Relaxed);
     for t in flood {
