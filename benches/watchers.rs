@@ -4,7 +4,10 @@
 //! For N = 1, 100 and 1000 a fresh `writerctl coordinator serve` (the binary Cargo built for the bench: release under `cargo bench`, over
 //! an SQLite store, `--open-registration`) gets N long polls on
 //! `GET /v1/projects/P/master/watch?after=V&wait_ms=30000` — what N `master status --watch`
-//! processes hold open between two changes — from this process, one socket each. Then,
+//! processes hold open between two changes — from this process, one socket each, spread
+//! over loopback addresses ([`LONG_POLLS_PER_SOURCE`] per address, the most one address may
+//! have held; issue 39), with `--max-connections` four times N (long-polls may hold a
+//! quarter of it). Then,
 //! measured on the server process (`/proc/PID`):
 //!
 //! * threads, and RSS growth over the server before the watchers came, next to the
@@ -28,6 +31,7 @@ mod live;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use writerctl::coordinator::limits::{LONG_POLL_SHARE, LONG_POLLS_PER_SOURCE};
 
 const PROJECT: &str = "bench";
 const SIZES: [usize; 3] = [1, 100, 1000];
@@ -67,9 +71,9 @@ fn cpu_time(pid: u32) -> Duration {
 }
 
 /// The server under test: `coordinator serve` over a fresh SQLite store, with room for `n`
-/// connections from this one address.
+/// long-polls (a quarter of its connections) and `n` connections from one address.
 fn server(dir: &std::path::Path, n: usize) -> (std::process::Child, String) {
-    let conns = (n + 64).to_string();
+    let conns = (LONG_POLL_SHARE * (n + 16)).to_string();
     live::start_server(&[
         "--store".into(),
         format!("sqlite:{}", dir.join("c.sqlite").display()),
@@ -150,9 +154,14 @@ fn version(url: &str) -> String {
     body["version"].as_str().expect("a version").to_string()
 }
 
-/// One watcher: sends the long poll, then waits for the first byte of its answer.
-async fn hold(addr: String, after: String) -> Option<Instant> {
-    let mut sock = tokio::net::TcpStream::connect(&addr).await.ok()?;
+/// One watcher, the `i`th: sends the long poll from 127.1.x.y (one address per
+/// [`LONG_POLLS_PER_SOURCE`] watchers), then waits for the first byte of its answer.
+async fn hold(addr: String, after: String, i: usize) -> Option<Instant> {
+    let source = i / LONG_POLLS_PER_SOURCE;
+    let from = std::net::Ipv4Addr::new(127, 1, (source / 250) as u8, (source % 250 + 1) as u8);
+    let socket = tokio::net::TcpSocket::new_v4().ok()?;
+    socket.bind((from, 0).into()).ok()?;
+    let mut sock = socket.connect(addr.parse().ok()?).await.ok()?;
     let req =
         format!("GET /v1/projects/{PROJECT}/master/watch?after={after}&wait_ms=30000 HTTP/1.1\r\nHost: {addr}\r\n\r\n");
     sock.write_all(req.as_bytes()).await.ok()?;
@@ -165,7 +174,7 @@ async fn hold(addr: String, after: String) -> Option<Instant> {
 
 fn measure(rt: &tokio::runtime::Runtime, n: usize) -> Row {
     let Fresh { _dir, child, url, pid, addr, version: after, rss_before } = Fresh::start(n);
-    let watchers: Vec<_> = (0..n).map(|_| rt.spawn(hold(addr.clone(), after.clone()))).collect();
+    let watchers: Vec<_> = (0..n).map(|i| rt.spawn(hold(addr.clone(), after.clone(), i))).collect();
     // Every long poll is held when the server counts them all.
     let started = Instant::now();
     let metric = |name: &str| live::metrics(&url).get(name).copied().unwrap_or(0.0);

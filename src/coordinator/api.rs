@@ -3,7 +3,7 @@
 //! ([`HttpCoordinator`]). Every method is one [`Verb`] sent through
 //! [`Endpoint::call`]: an implementation only says where its verbs run.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::client::HttpCoordinator;
 use super::verb::{Caller, Origin, Verb};
@@ -19,6 +19,21 @@ use crate::claim::work_claims::{
     TakeRequest, TouchRequest,
 };
 use crate::claim::{ClaimError, Coordinator};
+
+/// How long a long-poll waits before returning when the server answered "nothing new" in
+/// less than half the wait asked for: the server had no room to hold the request (issue 39
+/// point 2: its long-poll pool, or this address's share of it, was full) and answered at
+/// once, so polling again at once would turn `--watch` and `inbox --follow` into a busy
+/// loop against a server under load.
+pub const NOT_HELD_PAUSE: Duration = Duration::from_secs(1);
+
+/// Sleeps [`NOT_HELD_PAUSE`] when a long-poll that asked to wait `wait` came back with
+/// nothing new early (see there).
+fn pause_if_not_held(wait: Duration, started: Instant, nothing_new: bool) {
+    if nothing_new && !wait.is_zero() && started.elapsed() < wait / 2 {
+        std::thread::sleep(NOT_HELD_PAUSE);
+    }
+}
 
 fn project(p: &str) -> ProjectPath {
     ProjectPath { project: p.to_string() }
@@ -123,7 +138,10 @@ pub trait CoordinatorApi {
             after: after.map(str::to_string),
             wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
         };
-        self.endpoint().call::<master::Watch>(project(project_id), q, None)
+        let started = Instant::now();
+        let w = self.endpoint().call::<master::Watch>(project(project_id), q, None)?;
+        pause_if_not_held(wait, started, after == Some(w.version.as_str()));
+        Ok(w)
     }
     /// Resolves a target without changing anything.
     fn preview_target(
@@ -216,7 +234,10 @@ pub trait CoordinatorApi {
     ) -> Result<Vec<Event>, ClaimError> {
         let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
         let q = InboxQuery { after, limit: Some(limit), wait_ms };
-        Ok(self.endpoint().call::<admin::Inbox>(identity_at(project, identity), q, token)?.events)
+        let started = Instant::now();
+        let events = self.endpoint().call::<admin::Inbox>(identity_at(project, identity), q, token)?.events;
+        pause_if_not_held(wait, started, events.is_empty());
+        Ok(events)
     }
     /// `identity add` (administrative): the key is shown once.
     fn enroll_identity(&self, project_id: &str, identity: &str) -> Result<IssuedKey, ClaimError> {

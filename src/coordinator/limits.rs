@@ -2,22 +2,59 @@
 //! connections with a clean refusal past it, the open-file limit raised at start, and a
 //! bound on the operator password verifications one source address may have in flight.
 //!
-//! The timeouts that free a connection slot (header read, idle keep-alive) are hyper's and
-//! axum-server's; they are set in `server/listen.rs` where the server is built. This module holds
-//! the state those settings cannot express:
+//! The timeouts that free a connection slot (header read, idle keep-alive, the TLS
+//! handshake) are hyper's and axum-server's; they are set in `server/listen.rs` where the
+//! server is built. This module holds the state those settings cannot express:
 //!
 //! * [`ConnGate`]: the open connections by peer address with what each is doing
-//!   ([`Phase`]), the global and per-source caps, and how many were refused, evicted or
-//!   timed out (issue 28 point 1: a full source evicts its longest-waiting connection
-//!   rather than refusing, so a probe sharing the attacker's address is still served).
-//!   [`CappedAcceptor`] takes a slot for each accepted TCP connection before anything else
-//!   runs (before TLS), and the slot is given back when the connection's stream is dropped,
-//!   however the connection ended (answered, timed out, evicted, reset, shut down).
-//!   [`Counted`], that stream, carries out evictions and puts hyper's own error answers
-//!   into the JSON envelope.
+//!   ([`Phase`]) and what it has shown (an answer written, a credential accepted), the
+//!   global and per-source caps, and how many were refused, evicted or timed out (issue 28
+//!   point 1: a full source or a full server evicts a connection rather than refusing, so a
+//!   probe sharing the attacker's address is still served). [`CappedAcceptor`] takes a
+//!   slot for each accepted TCP connection before anything else runs (before TLS), and the
+//!   slot is given back when the connection's stream is dropped, however the connection
+//!   ended (answered, timed out, evicted, reset, shut down). [`Counted`], that stream,
+//!   carries out evictions and puts hyper's own error answers into the JSON envelope;
+//!   [`AfterHandshake`] tells the gate when a TLS handshake is over.
+//! * The long-poll pool ([`ConnGate::hold_long_poll`]): `master status --watch` and inbox
+//!   long-polls are held open only within a bounded share of the connections.
 //! * [`raise_nofile_limit`]: a server whose soft open-file limit is lower than its cap would
 //!   fail `accept` with EMFILE instead of refusing cleanly, so the soft limit is raised to
 //!   the hard limit at start and the cap is kept below it ([`connection_cap`]).
+//!
+//! # Which connection is evicted (issue 39 point 3)
+//!
+//! A newcomer past a cap evicts one open connection that is not being worked for (a
+//! connection whose request is handled or whose answer is being written is never evicted);
+//! only when there is none is it refused. At the per-source cap the victim is one of the
+//! newcomer's own source, at the global cap one of any source, in both cases the first in
+//! this order:
+//!
+//! 1. unauthenticated connections waiting on their client: no complete head yet (a new
+//!    connection, or idle keep-alive after an answer), or a body still arriving; the one
+//!    waiting longest first. An idle or trickling flood, from one address or from
+//!    thousands, is evicted here, oldest first, so it evicts itself: a real client's new
+//!    connection sends its head at once and is the newest waiter;
+//! 2. unauthenticated long-polls held open (`master status --watch`): evicting one answers
+//!    it at once with the state as it is, and its client simply polls again;
+//! 3. TLS handshakes in progress (the client has sent its hello): a real handshake lasts
+//!    milliseconds, so evicting them only after every waiting connection of every source
+//!    keeps a flood from cutting them; they have their own deadline
+//!    ([`TLS_HANDSHAKE_TIMEOUT`]) and count against their source's cap;
+//! 4. connections on which a request carried a credential the server accepted (a session or
+//!    seat token, the admin token, a correct operator password: "proven"), waiting for
+//!    their next request, the one waiting longest first;
+//! 5. proven long-polls held open (an inbox poll with its session token).
+//!
+//! Within a class, a connection the server saw waiting goes before one it has not yet read
+//! from (its head may be in the socket buffer), then the one waiting longest first; and a
+//! candidate with unread bytes in its socket (about to be served) is skipped. The source's
+//! size plays no part: the rule used to evict from the source holding the most
+//! connections, which a flood from 1,500 single-connection addresses turned against an
+//! 8-client host. What a flood can still take is an unauthenticated client's keep-alive
+//! connection idle for longer than the flood's own connections have waited (its client
+//! opens a new one, as the CLI does for every command anyway); a client that authenticates
+//! is evicted only after every unauthenticated connection and held watch.
 //!
 //! [`SourceSlots`] (per source address, how many `master claim` verifications run at once
 //! and how many may wait) lives in `budget`, with the rest of what admits verifications.
@@ -74,16 +111,39 @@ pub const MIN_BODY_RATE: u64 = 64;
 /// How long a body may arrive slower than [`MIN_BODY_RATE`] before the rate is checked.
 pub const BODY_RATE_GRACE: Duration = Duration::from_secs(2);
 
-/// What a connection is doing, for eviction: only a connection that waits on its client may
-/// be evicted (the one waiting longest first), never one the server works for.
+/// The share of `--max-connections` that held long-polls may take at once: one in
+/// [`LONG_POLL_SHARE`] (256 of the default 1024). Issue 39 point 2: held long-polls used to
+/// count as busy and never be evicted, so unauthenticated `master/watch` requests from 8
+/// addresses filled every slot and `/livez` answered 503.
+pub const LONG_POLL_SHARE: usize = 4;
+
+/// Long-polls one source address may have held at once: a controller host runs one
+/// `master status --watch` and one inbox poll per controller, so a few.
+pub const LONG_POLLS_PER_SOURCE: usize = 8;
+
+/// The longest a TLS handshake may take once its connection is accepted (or the header
+/// timeout, if shorter): a real client's handshake is a round trip or two, so 5 s leaves
+/// room for a congested link, while a stalled one gives its slot back sooner than an idle
+/// connection would. Issue 39 point 3: handshakes have their own deadline.
+pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What a connection is doing, for eviction (see the module documentation for the order):
+/// a connection the server works for is never evicted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
     /// Waiting for a request head: a new connection, or idle keep-alive after an answer.
     Head,
+    /// A TLS handshake in progress: the client's hello has arrived, the handshake has not
+    /// finished (a TLS connection that has sent nothing yet is [`Phase::Head`]).
+    Handshake,
     /// A request head arrived; its body is still arriving.
     Body,
     /// The request is complete and being handled.
     Busy,
+    /// A long-poll held open until there is news or its wait ends: the server waits, not
+    /// for its client and not at work, so it may be evicted (and then answers at once with
+    /// what it has). See [`ConnGate::hold_long_poll`].
+    Held,
     /// The answer is produced and being written; back to [`Phase::Head`] once flushed.
     Answered,
 }
@@ -113,6 +173,11 @@ pub struct ConnState {
     /// known waiters keeps a fast reconnect flood from evicting a probe before its head is
     /// read.
     seen_waiting: AtomicBool,
+    /// A request on this connection carried a credential the server accepted: evicted last
+    /// (issue 39 point 3; see [`ConnState::prove`]).
+    proven: AtomicBool,
+    /// A TLS connection whose handshake has not finished ([`AfterHandshake`] clears it).
+    tls_pending: AtomicBool,
     /// The stream's last read waker: an idle connection notices its eviction at once.
     read_waker: Mutex<Option<Waker>>,
     /// Wakes a request guard waiting for this connection's body.
@@ -122,7 +187,7 @@ pub struct ConnState {
 }
 
 impl ConnState {
-    fn new(peer: SocketAddr, socket: Option<Arc<TcpStream>>) -> ConnState {
+    fn new(peer: SocketAddr, socket: Option<Arc<TcpStream>>, tls: bool) -> ConnState {
         ConnState {
             socket,
             peer,
@@ -130,6 +195,8 @@ impl ConnState {
             phase: Mutex::new((Phase::Head, Instant::now())),
             evicted: AtomicBool::new(false),
             seen_waiting: AtomicBool::new(false),
+            proven: AtomicBool::new(false),
+            tls_pending: AtomicBool::new(tls),
             read_waker: Mutex::new(None),
             evict_notify: tokio::sync::Notify::new(),
         }
@@ -167,13 +234,42 @@ impl ConnState {
         }
     }
 
-    /// How long this connection has waited on its client, as an eviction order (smaller is
-    /// evicted first): known waiters before ones not yet looked at, then the oldest first.
-    /// None while the server works for it.
-    fn waiting_since(&self) -> Option<(bool, Instant)> {
+    /// A request on this connection carried a credential the server accepted (a session or
+    /// seat token, the admin token, a correct operator password): from now on it is evicted
+    /// only after every connection that showed none (issue 39 point 3). Set by the handler
+    /// once such a request succeeded; never cleared (the connection is the same client).
+    pub fn prove(&self) {
+        self.proven.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`ConnState::prove`] was called.
+    pub fn is_proven(&self) -> bool {
+        self.proven.load(Ordering::Relaxed)
+    }
+
+    /// The TLS handshake finished: the connection now waits for its first request head.
+    fn handshake_done(&self) {
+        self.tls_pending.store(false, Ordering::Relaxed);
+        self.set_phase(Phase::Head);
+    }
+
+    /// This connection's place in the eviction order (smaller is evicted first; see the
+    /// module documentation): its class, then known waiters before ones not yet looked at,
+    /// then the oldest first. None while the server works for it (never evicted).
+    fn eviction_key(&self) -> Option<(u8, bool, Instant)> {
         let (phase, since) = *self.phase.lock().unwrap_or_else(|p| p.into_inner());
-        let unseen = !self.seen_waiting.load(Ordering::Relaxed);
-        matches!(phase, Phase::Head | Phase::Body).then_some((unseen, since))
+        let proven = self.proven.load(Ordering::Relaxed);
+        let waiting = matches!(phase, Phase::Head | Phase::Body);
+        let class = match phase {
+            Phase::Busy | Phase::Answered => return None,
+            _ if waiting && proven => 3,
+            _ if waiting => 0,
+            Phase::Held if proven => 4,
+            Phase::Held => 1,
+            _ => 2, // Phase::Handshake
+        };
+        let unseen = waiting && !self.seen_waiting.load(Ordering::Relaxed);
+        Some((class, unseen, since))
     }
 
     /// Bytes from the client wait in the socket's receive buffer, not yet read by the
@@ -227,29 +323,17 @@ impl Registry {
         }
     }
 
-    /// The connection of `source` that has waited on its client the longest.
-    fn longest_waiting_of(&self, source: IpAddr) -> Option<Arc<ConnState>> {
-        let mut waiting: Vec<_> = self
+    /// The connection to evict for a newcomer: the first in the eviction order (see the
+    /// module documentation) among `source`'s connections, or among all when None.
+    fn victim(&self, source: Option<IpAddr>) -> Option<Arc<ConnState>> {
+        let mut candidates: Vec<_> = self
             .by_peer
             .values()
-            .filter(|c| c.source == source)
-            .filter_map(|c| c.waiting_since().map(|t| (t, c)))
+            .filter(|c| source.is_none_or(|s| c.source == s))
+            .filter_map(|c| c.eviction_key().map(|k| (k, c)))
             .collect();
-        waiting.sort_by_key(|(t, _)| *t);
-        first_without_unread_bytes(waiting)
-    }
-
-    /// At the global cap: the longest-waiting connection of the source holding the most
-    /// connections (among sources with one waiting), so a flood evicts itself first.
-    fn longest_waiting_of_busiest(&self) -> Option<Arc<ConnState>> {
-        let mut waiting: Vec<_> = self
-            .by_peer
-            .values()
-            .filter_map(|c| c.waiting_since().map(|t| (t, c)))
-            .map(|(t, c)| ((std::cmp::Reverse(self.per_source.get(&c.source).copied().unwrap_or(0)), t), c))
-            .collect();
-        waiting.sort_by_key(|(k, _)| *k);
-        first_without_unread_bytes(waiting)
+        candidates.sort_by_key(|(k, _)| *k);
+        first_without_unread_bytes(candidates)
     }
 }
 
@@ -276,6 +360,20 @@ pub struct ConnGate {
     registry: Mutex<Registry>,
     /// When the summary was last logged, and each source's events since.
     summary: Mutex<Summary>,
+    /// Long-polls held open now, in all and per source (see [`ConnGate::hold_long_poll`]).
+    held: Mutex<HeldPolls>,
+    max_held: usize,
+    held_per_source: usize,
+    /// Long-polls answered at once because the pool was full.
+    not_held: AtomicU64,
+}
+
+/// Long-polls held open now: how many in all, and per source (sources with none are
+/// forgotten, so the map is bounded by the pool's size).
+#[derive(Debug, Default)]
+struct HeldPolls {
+    total: usize,
+    per_source: HashMap<IpAddr, usize>,
 }
 
 impl ConnGate {
@@ -286,9 +384,15 @@ impl ConnGate {
 
     /// A gate admitting at most `max` connections, at most `per_source` from one source.
     pub fn with_per_source(max: usize, per_source: usize) -> ConnGate {
+        let per_source = per_source.max(1);
+        let max_held = (max / LONG_POLL_SHARE).max(1);
         ConnGate {
             max,
-            per_source: per_source.max(1),
+            per_source,
+            held: Mutex::default(),
+            max_held,
+            held_per_source: LONG_POLLS_PER_SOURCE.min(per_source).min(max_held),
+            not_held: AtomicU64::new(0),
             open: AtomicUsize::new(0),
             refused: AtomicU64::new(0),
             evicted: AtomicU64::new(0),
@@ -328,6 +432,48 @@ impl ConnGate {
         self.body_timeouts.load(Ordering::Relaxed)
     }
 
+    /// Long-polls that may be held open at once (one in [`LONG_POLL_SHARE`] of the cap).
+    pub fn max_long_polls(&self) -> usize {
+        self.max_held
+    }
+
+    /// Long-polls held open now.
+    pub fn long_polls(&self) -> usize {
+        self.held.lock().unwrap_or_else(|p| p.into_inner()).total
+    }
+
+    /// Long-polls answered at once since the start: the pool (or their source's share of
+    /// it) was full.
+    pub fn long_polls_not_held(&self) -> u64 {
+        self.not_held.load(Ordering::Relaxed)
+    }
+
+    /// A place in the long-poll pool for a request on `conn`, or None: the request must be
+    /// answered at once with what there is (its client polls again), counted.
+    ///
+    /// Issue 39 point 2: a long-poll (`master status --watch` needs no credential) held a
+    /// connection as "busy" for up to 30 s, never evicted, so 8 addresses x 128 of them
+    /// filled `--max-connections` and every other request, `/livez` included, got 503. Now
+    /// at most one connection in [`LONG_POLL_SHARE`] is held by long-polls, and at most
+    /// [`LONG_POLLS_PER_SOURCE`] per source; while held the connection is in
+    /// [`Phase::Held`], which a newcomer may evict (the poll then answers at once). So
+    /// long-polls never take the slots other requests need. A connection the gate no
+    /// longer knows (already evicted) gets no place.
+    pub fn hold_long_poll(self: &Arc<ConnGate>, conn: &Arc<ConnState>) -> Option<HeldPoll> {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let of_source = held.per_source.get(&conn.source).copied().unwrap_or(0);
+        if conn.is_evicted() || held.total >= self.max_held || of_source >= self.held_per_source {
+            drop(held);
+            self.not_held.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        held.total += 1;
+        *held.per_source.entry(conn.source).or_default() += 1;
+        drop(held);
+        conn.set_phase(Phase::Held);
+        Some(HeldPoll { gate: Some(self.clone()), conn: Some(conn.clone()) })
+    }
+
     /// The open connection from `peer`.
     pub fn conn(&self, peer: SocketAddr) -> Option<Arc<ConnState>> {
         self.registry.lock().unwrap_or_else(|p| p.into_inner()).by_peer.get(&peer).cloned()
@@ -336,26 +482,34 @@ impl ConnGate {
     /// A slot for a new connection from `peer`, or None (counted and logged as a refusal).
     ///
     /// Issue 28 point 1: an attacker and a probe may share one source address, so a full
-    /// source (or a full server) does not simply refuse the newcomer: it evicts the
-    /// connection that has waited on its client the longest (no complete head yet, a body
-    /// still arriving, or idle keep-alive), of the same source, or at the global cap of the
-    /// source holding the most connections. A real client sends its head at once and is
-    /// then busy, so it is never the longest waiter; a flood of idle or trickling
-    /// connections evicts itself. Only when nothing is evictable is the newcomer refused.
+    /// source (or a full server) does not simply refuse the newcomer: it evicts a
+    /// connection the server is not working for, of the same source at the per-source cap,
+    /// of any source at the global cap, the first in the order the module documentation
+    /// gives (issue 39 point 3: connections that never completed a request and showed no
+    /// credential first, oldest waiting first; proven ones last; never by the size of their
+    /// source). A real client sends its head at once and is then busy, so a flood of idle
+    /// or trickling connections evicts itself. Only when nothing is evictable is the
+    /// newcomer refused.
     pub fn try_enter(self: &Arc<ConnGate>, peer: SocketAddr) -> Option<ConnSlot> {
-        self.try_enter_with(peer, None)
+        self.try_enter_with(peer, None, false)
     }
 
-    /// [`ConnGate::try_enter`] for a connection whose socket eviction may look at.
-    pub fn try_enter_with(self: &Arc<ConnGate>, peer: SocketAddr, socket: Option<Arc<TcpStream>>) -> Option<ConnSlot> {
-        let state = Arc::new(ConnState::new(peer, socket));
+    /// [`ConnGate::try_enter`] for a connection whose socket eviction may look at, `tls`
+    /// when a TLS handshake comes first (see [`AfterHandshake`]).
+    pub fn try_enter_with(
+        self: &Arc<ConnGate>,
+        peer: SocketAddr,
+        socket: Option<Arc<TcpStream>>,
+        tls: bool,
+    ) -> Option<ConnSlot> {
+        let state = Arc::new(ConnState::new(peer, socket, tls));
         let source = state.source;
         let mut reg = self.registry.lock().unwrap_or_else(|p| p.into_inner());
         let full_source = reg.per_source.get(&source).copied().unwrap_or(0) >= self.per_source;
         let victim = if full_source {
-            Some(reg.longest_waiting_of(source))
+            Some(reg.victim(Some(source)))
         } else if reg.by_peer.len() >= self.max {
-            Some(reg.longest_waiting_of_busiest())
+            Some(reg.victim(None))
         } else {
             None
         };
@@ -431,6 +585,50 @@ impl Drop for ConnSlot {
     fn drop(&mut self) {
         self.gate.registry.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.state);
         self.gate.open.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A long-poll's place in the pool ([`ConnGate::hold_long_poll`]); given back on drop, when
+/// the connection is the handler's again ([`Phase::Busy`]) until its answer is written.
+#[derive(Debug)]
+pub struct HeldPoll {
+    gate: Option<Arc<ConnGate>>,
+    conn: Option<Arc<ConnState>>,
+}
+
+impl HeldPoll {
+    /// A place outside any pool: a router driven without a socket has no connections to
+    /// share (in-process tests).
+    pub fn unbounded() -> HeldPoll {
+        HeldPoll { gate: None, conn: None }
+    }
+
+    /// Resolves when the held connection is evicted (never for [`HeldPoll::unbounded`]):
+    /// the long-poll then answers at once with what it has.
+    pub async fn evicted(&self) {
+        match &self.conn {
+            Some(c) => c.evicted().await,
+            None => std::future::pending().await,
+        }
+    }
+}
+
+impl Drop for HeldPoll {
+    fn drop(&mut self) {
+        if let (Some(gate), Some(conn)) = (&self.gate, &self.conn) {
+            let mut held = gate.held.lock().unwrap_or_else(|p| p.into_inner());
+            held.total -= 1;
+            if let Some(n) = held.per_source.get_mut(&conn.source) {
+                *n -= 1;
+                if *n == 0 {
+                    held.per_source.remove(&conn.source);
+                }
+            }
+            drop(held);
+            if conn.phase() == Phase::Held {
+                conn.set_phase(Phase::Busy);
+            }
+        }
     }
 }
 
@@ -537,8 +735,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Counted<S> {
         // An evicted connection waiting for a head ends here, once whatever was written on
         // it is flushed (a body still arriving is answered by the request guard instead).
         let this = &mut *self;
+        let phase = this.slot.state.phase();
         if this.slot.state.is_evicted()
-            && this.slot.state.phase() == Phase::Head
+            && matches!(phase, Phase::Head | Phase::Handshake)
             && !this.unflushed
             && this.pending.is_empty()
         {
@@ -563,9 +762,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Counted<S> {
             }
             return Poll::Ready(Err(io::Error::new(io::ErrorKind::ConnectionAborted, "connection evicted")));
         }
+        let before = buf.filled().len();
         let r = Pin::new(&mut this.inner).poll_read(cx, buf);
         if r.is_pending() {
             this.slot.state.seen_waiting.store(true, Ordering::Relaxed);
+        } else if phase == Phase::Head
+            && buf.filled().len() > before
+            && this.slot.state.tls_pending.load(Ordering::Relaxed)
+        {
+            // The client's hello: a handshake is in progress (evicted after idle
+            // connections, see the module documentation) until `AfterHandshake` ends it.
+            this.slot.state.set_phase(Phase::Handshake);
         }
         r
     }
@@ -729,7 +936,8 @@ impl<S> axum_server::accept::Accept<TcpStream, S> for CappedAcceptor {
 
     fn accept(&self, stream: TcpStream, service: S) -> Self::Future {
         let stream = Arc::new(stream);
-        let slot = stream.peer_addr().ok().and_then(|peer| self.gate.try_enter_with(peer, Some(stream.clone())));
+        let slot =
+            stream.peer_addr().ok().and_then(|peer| self.gate.try_enter_with(peer, Some(stream.clone()), !self.plain));
         match slot {
             Some(slot) => std::future::ready(Ok((Counted::new(SharedTcp(stream), slot, self.plain), service))),
             None => {
@@ -739,6 +947,49 @@ impl<S> axum_server::accept::Accept<TcpStream, S> for CappedAcceptor {
                 std::future::ready(Err(io::Error::other("connection refused: a connection cap is reached")))
             }
         }
+    }
+}
+
+/// Wraps the TLS acceptor (which wraps [`CappedAcceptor`]): once the handshake has
+/// finished, the connection's phase goes from [`Phase::Handshake`] to waiting for its first
+/// request head (issue 39 point 3: a handshake in progress has its own place in the
+/// eviction order). The gate finds the connection by its peer address, as the request
+/// guard does.
+#[derive(Debug, Clone)]
+pub struct AfterHandshake<A> {
+    inner: A,
+    gate: Arc<ConnGate>,
+}
+
+impl<A> AfterHandshake<A> {
+    /// `inner` (a TLS acceptor over a [`CappedAcceptor`] of `gate`), telling `gate`.
+    pub fn new(inner: A, gate: Arc<ConnGate>) -> AfterHandshake<A> {
+        AfterHandshake { inner, gate }
+    }
+}
+
+impl<S, A> axum_server::accept::Accept<TcpStream, S> for AfterHandshake<A>
+where
+    A: axum_server::accept::Accept<TcpStream, S>,
+    A::Future: Send + 'static,
+{
+    type Stream = A::Stream;
+    type Service = A::Service;
+    type Future = Pin<Box<dyn std::future::Future<Output = io::Result<(A::Stream, A::Service)>> + Send>>;
+
+    fn accept(&self, stream: TcpStream, service: S) -> Self::Future {
+        let peer = stream.peer_addr().ok();
+        let gate = self.gate.clone();
+        let handshake = self.inner.accept(stream, service);
+        Box::pin(async move {
+            let done = handshake.await;
+            if done.is_ok()
+                && let Some(conn) = peer.and_then(|p| gate.conn(p))
+            {
+                conn.handshake_done();
+            }
+            done
+        })
     }
 }
 
@@ -861,17 +1112,159 @@ mod tests {
         assert!(idle.state().is_evicted() && !unread.state().is_evicted());
     }
 
-    /// At the global cap, the source holding the most connections gives one up.
+    /// Issue 39 point 3, scaled down: at the global cap, a flood of single-connection
+    /// addresses that never send anything evicts only its own connections (the oldest
+    /// first), never those of a host whose clients are busy, idle between requests, or
+    /// proven. On main the source holding the most connections lost one: the host.
     #[test]
-    fn a_full_server_evicts_from_the_busiest_source() {
-        let gate = Arc::new(ConnGate::with_per_source(3, 3));
-        let lone = gate.try_enter(peer("10.0.0.9", 1)).unwrap();
-        let f1 = gate.try_enter(peer("10.0.0.1", 1)).unwrap();
-        let f2 = gate.try_enter(peer("10.0.0.1", 2)).unwrap();
-        let _n = gate.try_enter(peer("10.0.0.7", 1)).unwrap();
-        assert!(!lone.state().is_evicted(), "the lone source is older but not the busiest");
-        assert!(f1.state().is_evicted() && !f2.state().is_evicted());
-        drop((lone, f1, f2));
+    fn a_distributed_flood_evicts_itself_not_a_host_with_many_clients() {
+        let gate = Arc::new(ConnGate::with_per_source(12, 12));
+        let host: Vec<ConnSlot> = (1..=4).map(|port| gate.try_enter(peer("10.0.0.1", port)).unwrap()).collect();
+        // One client authenticated (a heartbeat with its session token), two are busy.
+        host[1].state().prove();
+        host[2].state().set_phase(Phase::Busy);
+        host[3].state().set_phase(Phase::Busy);
+        // A request by the host's first two clients: answered, then idle (seen waiting).
+        let request = |slots: &[ConnSlot]| {
+            for s in slots {
+                s.state().set_phase(Phase::Busy);
+                s.state().set_phase(Phase::Head);
+                s.state().seen_waiting.store(true, Ordering::Relaxed);
+            }
+        };
+        let mut flood: Vec<(u16, ConnSlot)> = Vec::new();
+        let mut evicted = Vec::new();
+        for i in 0..200u16 {
+            if i % 4 == 0 {
+                request(&host[..2]);
+            }
+            std::thread::sleep(Duration::from_micros(100));
+            let ip = format!("10.1.{}.{}", i / 250, i % 250 + 1);
+            let slot = gate.try_enter(peer(&ip, 1)).expect("a flood connection evicts another");
+            slot.state().seen_waiting.store(true, Ordering::Relaxed);
+            flood.push((i, slot));
+            // Evicted connections close (and give their descriptor back).
+            evicted.extend(flood.iter().filter(|(_, s)| s.state().is_evicted()).map(|(i, _)| *i));
+            flood.retain(|(_, s)| !s.state().is_evicted());
+        }
+        assert!(host.iter().all(|s| !s.state().is_evicted()), "the host lost a connection to the flood");
+        assert_eq!(gate.evicted(), 200 - 8, "every newcomer past the cap evicted one flood connection");
+        assert_eq!(evicted, (0..192).collect::<Vec<u16>>(), "the oldest flood connections went first");
+        // Without requests the idle client ages; the proven one still outlasts the flood.
+        for i in 200..220u16 {
+            let slot = gate.try_enter(peer(&format!("10.2.0.{}", i - 199), 1)).unwrap();
+            slot.state().seen_waiting.store(true, Ordering::Relaxed);
+            flood.push((i, slot));
+            flood.retain(|(_, s)| !s.state().is_evicted());
+        }
+        assert!(host[0].state().is_evicted() && !host[1].state().is_evicted());
+    }
+
+    /// The eviction order of the module documentation, class by class: unauthenticated
+    /// connections waiting on their client (the oldest first), a held unauthenticated
+    /// long-poll, a TLS handshake in progress, an idle proven one, a held proven long-poll;
+    /// a busy one never.
+    #[test]
+    fn eviction_follows_the_documented_order() {
+        let gate = Arc::new(ConnGate::with_per_source(8, 8));
+        let held_proven = gate.try_enter(peer("10.0.0.6", 1)).unwrap();
+        held_proven.state().prove();
+        let _h1 = gate.hold_long_poll(held_proven.state()).unwrap();
+        let proven = gate.try_enter(peer("10.0.0.5", 1)).unwrap();
+        proven.state().prove();
+        let handshake = gate.try_enter_with(peer("10.0.0.4", 1), None, true).unwrap();
+        handshake.state().set_phase(Phase::Handshake);
+        let held = gate.try_enter(peer("10.0.0.3", 1)).unwrap();
+        let _h2 = gate.hold_long_poll(held.state()).unwrap();
+        let idle = gate.try_enter(peer("10.0.0.2", 1)).unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+        let new = gate.try_enter(peer("10.0.0.1", 1)).unwrap();
+        let busy = gate.try_enter(peer("10.0.0.9", 1)).unwrap();
+        busy.state().set_phase(Phase::Busy);
+        let busy2 = gate.try_enter(peer("10.0.0.9", 2)).unwrap();
+        busy2.state().set_phase(Phase::Busy);
+        let order = [&idle, &new, &held, &handshake, &proven, &held_proven];
+        let mut newcomers = Vec::new();
+        for (i, expected) in order.iter().enumerate() {
+            let newcomer = gate.try_enter(peer("10.0.1.1", i as u16 + 1)).expect("one is evictable");
+            newcomer.state().set_phase(Phase::Busy);
+            newcomers.push(newcomer);
+            for (j, c) in order.iter().enumerate() {
+                assert_eq!(c.state().is_evicted(), j <= i, "after {} evictions, class {j}", i + 1);
+            }
+            assert!(expected.state().is_evicted());
+        }
+        assert!(gate.try_enter(peer("10.0.1.2", 1)).is_none(), "only busy ones left: refused");
+        assert!(!busy.state().is_evicted());
+    }
+
+    /// Issue 39 point 3, TLS: a handshake in progress counts against its source's cap, and
+    /// at the global cap it is evicted only after the idle connections of every source.
+    #[test]
+    fn a_tls_handshake_is_not_the_first_victim() {
+        let gate = Arc::new(ConnGate::with_per_source(3, 2));
+        let handshake = gate.try_enter_with(peer("10.0.0.1", 1), None, true).unwrap();
+        // The hello arrived (as `Counted` sees it): a handshake in progress.
+        handshake.state().set_phase(Phase::Handshake);
+        std::thread::sleep(Duration::from_millis(5));
+        let idle = gate.try_enter(peer("10.0.0.2", 1)).unwrap();
+        idle.state().seen_waiting.store(true, Ordering::Relaxed);
+        let other = gate.try_enter(peer("10.0.0.3", 1)).unwrap();
+        other.state().set_phase(Phase::Busy);
+        let _n = gate.try_enter(peer("10.0.0.4", 1)).unwrap();
+        assert!(idle.state().is_evicted() && !handshake.state().is_evicted(), "the older handshake was cut first");
+        // Its source's cap counts it: a second connection fits, a third evicts within it.
+        let second = gate.try_enter_with(peer("10.0.0.1", 2), None, true).unwrap();
+        second.state().set_phase(Phase::Busy);
+        assert_eq!(gate.registry.lock().unwrap().per_source[&IpAddr::from([10, 0, 0, 1])], 2);
+        let _third = gate.try_enter(peer("10.0.0.1", 3)).expect("evicts the handshake of its own source");
+        assert!(handshake.state().is_evicted());
+        // A TLS connection that has sent nothing yet waits like any new connection, and its
+        // handshake's end makes it one waiting for its first request.
+        let quiet = gate.try_enter_with(peer("10.0.0.8", 1), None, true).unwrap();
+        assert_eq!(quiet.state().phase(), Phase::Head);
+        let c = ConnState::new(peer("10.0.0.9", 1), None, true);
+        c.set_phase(Phase::Handshake);
+        c.handshake_done();
+        assert_eq!((c.phase(), c.tls_pending.load(Ordering::Relaxed)), (Phase::Head, false));
+    }
+
+    /// Issue 39 point 2: long-polls are held within one connection in [`LONG_POLL_SHARE`]
+    /// of the cap and [`LONG_POLLS_PER_SOURCE`] per source; past either the request gets no
+    /// place (answered at once), and a place is given back on drop.
+    #[test]
+    fn long_polls_are_held_within_their_pool() {
+        let gate = Arc::new(ConnGate::with_per_source(64, 64));
+        assert_eq!(gate.max_long_polls(), 16);
+        let conns: Vec<ConnSlot> =
+            (0..20u16).map(|i| gate.try_enter(peer(&format!("10.0.0.{}", i / 10 + 1), i)).unwrap()).collect();
+        let mut held = Vec::new();
+        for c in &conns {
+            c.state().set_phase(Phase::Busy);
+            if let Some(h) = gate.hold_long_poll(c.state()) {
+                assert_eq!(c.state().phase(), Phase::Held);
+                held.push(h);
+            }
+        }
+        // Two sources of 10 each: 8 held per source, 2 each answered at once.
+        assert_eq!((held.len(), gate.long_polls(), gate.long_polls_not_held()), (16, 16, 4));
+        let more = gate.try_enter(peer("10.0.0.9", 1)).unwrap();
+        assert!(gate.hold_long_poll(more.state()).is_none(), "the pool is full");
+        drop(held.pop());
+        let kept = gate.hold_long_poll(more.state());
+        assert!(kept.is_some(), "a place was given back");
+        drop(held);
+        assert_eq!(gate.long_polls(), 1);
+        assert!(conns.iter().all(|c| c.state().phase() == Phase::Busy), "back to the handler");
+        // An evicted connection gets no place.
+        let gate = Arc::new(ConnGate::with_per_source(4, 4));
+        let a = gate.try_enter(peer("10.0.0.1", 1)).unwrap();
+        let _b = gate.try_enter(peer("10.0.0.1", 2)).unwrap();
+        let _c = gate.try_enter(peer("10.0.0.1", 3)).unwrap();
+        let _d = gate.try_enter(peer("10.0.0.1", 4)).unwrap();
+        let _e = gate.try_enter(peer("10.0.0.2", 1)).unwrap();
+        assert!(a.state().is_evicted());
+        assert!(gate.hold_long_poll(a.state()).is_none());
     }
 
     #[test]

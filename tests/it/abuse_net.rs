@@ -36,7 +36,7 @@ pub(crate) fn server(args: &[&str]) -> Co {
 }
 
 /// The server's `host:port`.
-fn addr(co: &Co) -> SocketAddr {
+pub(crate) fn addr(co: &Co) -> SocketAddr {
     co.url().strip_prefix("http://").unwrap().parse().unwrap()
 }
 

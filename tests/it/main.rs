@@ -7,6 +7,7 @@ mod support;
 mod throwaway;
 
 mod abuse_net;
+mod abuse_slots;
 mod acquire_release;
 mod arbiter;
 mod book;

@@ -42,12 +42,17 @@ fn addr(co: &Co) -> SocketAddr {
 }
 
 /// A TCP connection to `to` from the loopback address `from` (port chosen by the kernel).
-fn connect_from(from: IpAddr, to: SocketAddr) -> TcpStream {
+pub(crate) fn connect_from(from: IpAddr, to: SocketAddr) -> TcpStream {
+    try_connect_from(from, to).unwrap()
+}
+
+/// [`connect_from`], or why not (a flood's threads retry instead of failing).
+pub(crate) fn try_connect_from(from: IpAddr, to: SocketAddr) -> std::io::Result<TcpStream> {
     use rustix::net::{AddressFamily, SocketType, bind, connect, ipproto, socket};
-    let fd = socket(AddressFamily::INET, SocketType::STREAM, Some(ipproto::TCP)).unwrap();
-    bind(&fd, &SocketAddr::new(from, 0)).unwrap();
-    connect(&fd, &to).unwrap();
-    TcpStream::from(fd)
+    let fd = socket(AddressFamily::INET, SocketType::STREAM, Some(ipproto::TCP))?;
+    bind(&fd, &SocketAddr::new(from, 0))?;
+    connect(&fd, &to)?;
+    Ok(TcpStream::from(fd))
 }
 
 /// One HTTP/1.1 request on a fresh connection from `from`: (status, body as JSON).

@@ -161,10 +161,12 @@ fn closing(status: StatusCode, e: &ClaimError) -> Response {
 /// without reading the body), reads the body within the body timeout ([`read_body`]; 408
 /// past it, counted and logged per source), and tells the connection's state what it is
 /// doing (waiting on the client while the body arrives, busy while handled, answered once
-/// the handler returns) so that only connections waiting on their client are evicted.
+/// the handler returns) so that only connections waiting on their client are evicted. The
+/// connection's state goes to the handler in the request's extensions: a long-poll holds
+/// it in [`Phase::Held`], and a request whose credential was accepted marks it proven.
 pub(super) async fn body_guard(
     State((app, gate)): State<(Shared, Option<Arc<ConnGate>>)>,
-    req: axum::extract::Request,
+    mut req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
     let peer = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
@@ -191,6 +193,11 @@ pub(super) async fn body_guard(
         return too_large();
     }
     set(Phase::Body);
+    if let Some(c) = &conn {
+        // The handler marks a connection proven (issue 39 point 3) and holds long-polls in
+        // the pool (issue 39 point 2) through its state.
+        req.extensions_mut().insert(c.clone());
+    }
     let (parts, body) = req.into_parts();
     let read = read_body(body, app.body_timeout, conn.as_deref()).await;
     let bytes = match read {

@@ -18,7 +18,7 @@ use super::app::{App, MAX_LONG_POLL, Shared, VERIFICATION_QUEUE_LIMIT};
 use crate::claim::requests::RequestId;
 use crate::claim::secret::{self, Secret};
 use crate::claim::{ClaimError, Coordinator};
-use crate::coordinator::limits::source_key;
+use crate::coordinator::limits::{ConnState, HeldPoll, source_key};
 use crate::coordinator::verb::{Auth, Caller, Gate, Input, Method, Origin, Rate, Verb, check_names};
 use crate::coordinator::wire::REQUEST_ID_HEADER;
 use crate::error::ErrorCode;
@@ -245,6 +245,7 @@ fn rate_key<V: Verb>(path: &V::Path, body: &[u8]) -> Option<(String, String)> {
 /// verb on the blocking pool ([`run_verb`]), counted in the metrics, through its [`Gate`].
 async fn handle<V: Verb>(
     State(app): State<Shared>,
+    conn: Option<axum::Extension<Arc<ConnState>>>,
     params: RawPathParams,
     uri: Uri,
     headers: HeaderMap,
@@ -267,16 +268,24 @@ async fn handle<V: Verb>(
         return error_response(&e);
     }
     let project = project_of::<V>(&path);
+    let conn = conn.map(|axum::Extension(c)| c);
+    let proves = proves_connection::<V>(&headers);
     let response = match V::GATE {
         Gate::None => {
             let result = execute(app.clone(), V::NAME, move |a| run_verb::<V>(a, &headers, path, &uri, &body)).await;
             respond(ok_status::<V>(), result)
         }
-        Gate::LongPoll => long_poll::<V>(app.clone(), path, uri, headers).await,
+        Gate::LongPoll => long_poll::<V>(app.clone(), path, uri, headers, conn.clone()).await,
         Gate::OperatorVerification => verify_operator::<V>(app.clone(), path, uri, headers, body).await,
-        Gate::Pushed => pushed(app.clone(), project.clone(), uri).await,
+        Gate::Pushed => pushed(app.clone(), project.clone(), uri, conn.clone()).await,
         Gate::BoundedRead => bounded_read::<V>(app.clone(), path, uri, headers, body).await,
     };
+    if proves
+        && response.status().is_success()
+        && let Some(c) = &conn
+    {
+        c.prove();
+    }
     // A write this server answered may have changed what `master status --watch` shows:
     // the project's watch checker (if any) reads it again now (see `watchers`).
     if V::WRITE
@@ -291,6 +300,37 @@ async fn handle<V: Verb>(
         app.store_series.touched();
     }
     response
+}
+
+/// Whether a request of `V` that succeeded proves its connection (issue 39 point 3: a
+/// proven connection is evicted last): the verb takes a credential (a session or seat
+/// token or the admin token in `Authorization`, an operator password in the body) and the
+/// request was answered with success, so the engine or [`App::check_admin`] accepted it. A
+/// verb anyone may call proves nothing, whatever the request carried.
+fn proves_connection<V: Verb>(headers: &HeaderMap) -> bool {
+    match V::AUTH {
+        Auth::None => false,
+        Auth::Operator => true,
+        Auth::Session | Auth::Seat | Auth::Admin => bearer_opt(headers).is_some(),
+    }
+}
+
+/// A place in the long-poll pool for the request's connection (issue 39 point 2, see
+/// [`ConnGate::hold_long_poll`](crate::coordinator::limits::ConnGate::hold_long_poll)), or
+/// None: answer at once. A router driven without a socket has no pool to share.
+fn hold_long_poll(app: &App, conn: Option<&Arc<ConnState>>) -> Option<HeldPoll> {
+    match (&app.connections, conn) {
+        (None, _) => Some(HeldPoll::unbounded()),
+        (Some(gate), Some(c)) => gate.hold_long_poll(c),
+        // The gate no longer knows the connection (evicted before its request ran).
+        (Some(_), None) => None,
+    }
+}
+
+/// A long-poll's answer that closes its connection: it was evicted while held.
+fn closing(mut resp: Response) -> Response {
+    resp.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    resp
 }
 
 /// [`Gate::BoundedRead`]: a place in the read bounds (`super::reads`) before anything else,
@@ -325,7 +365,14 @@ fn project_of<V: Verb>(path: &V::Path) -> Option<String> {
 /// its own) until the state's version differs from the query's `after`, or its `wait_ms`
 /// (capped at [`MAX_LONG_POLL`]) ends; answers the state then. Not counted in the verb
 /// metrics: its time is the caller's wait (`writerctl_master_watchers` counts them).
-async fn pushed(app: Shared, project: Option<String>, uri: Uri) -> Response {
+///
+/// Issue 39 point 2: a watch needs no credential, so it is held only with a place in the
+/// long-poll pool and a checker to spare ([`MAX_WATCHED_PROJECTS`](super::watchers::MAX_WATCHED_PROJECTS)); otherwise, and for a
+/// request that does not wait, it is answered at once with the state now, and the client
+/// polls again (`master status --watch` pauses before it does when an answer came back
+/// unchanged early). Evicted while held, it answers at once with the state as it is and
+/// closes its connection.
+async fn pushed(app: Shared, project: Option<String>, uri: Uri, conn: Option<Arc<ConnState>>) -> Response {
     let Some(project) = project else {
         return error_response(&ClaimError::InvalidArgument("a watch needs a project".into()));
     };
@@ -334,15 +381,28 @@ async fn pushed(app: Shared, project: Option<String>, uri: Uri) -> Response {
         Err(e) => return error_response(&ClaimError::InvalidArgument(format!("query: {}", e.body_text()))),
     };
     let wait = Duration::from_millis(query.wait_ms).min(MAX_LONG_POLL);
-    let mut rx = app.watchers.subscribe(&project);
-    match app.watchers.next_reading(&mut rx, query.after.as_deref(), wait).await {
+    let held = if wait.is_zero() { None } else { hold_long_poll(&app, conn.as_ref()) };
+    let Some((held, mut rx)) = held.and_then(|h| Some((h, app.watchers.subscribe(&project)?))) else {
+        return match app.watchers.read_now(&project).await {
+            Ok(state) => (StatusCode::OK, axum::Json(state)).into_response(),
+            Err(e) => error_response(&e),
+        };
+    };
+    let got = tokio::select! {
+        r = app.watchers.next_reading(&mut rx, query.after.as_deref(), wait) => Some(r),
+        () = held.evicted() => None,
+    };
+    drop(held);
+    let evicted = got.is_none();
+    let resp = match got.unwrap_or_else(|| rx.borrow().clone()) {
         Some(Ok(state)) => (StatusCode::OK, axum::Json(state)).into_response(),
         Some(Err(e)) => error_response(&e),
         None => error_response(&ClaimError::Unavailable(format!(
             "the status of project {project} was not read within {} s",
             super::watchers::FIRST_READ.as_secs()
         ))),
-    }
+    };
+    if evicted { closing(resp) } else { resp }
 }
 
 /// The verb itself, on the blocking pool: a write runs on the coordinator carrying the
@@ -375,7 +435,19 @@ fn run_verb<V: Verb>(
 /// ([`Verb::worth_answering`]), or after [`Verb::hold_open`] (capped at
 /// [`MAX_LONG_POLL`]) with what it has. Not counted in the verb metrics: its time is
 /// mostly the caller's wait.
-async fn long_poll<V: Verb>(app: Shared, path: V::Path, uri: Uri, headers: HeaderMap) -> Response {
+///
+/// Issue 39 point 2: the first read runs before anything is held, so a request whose
+/// credential the engine refuses is answered at once and never holds a connection; one it
+/// accepts proves its connection, then waits only with a place in the long-poll pool (else
+/// it is answered at once with the empty answer, and the client polls again). Evicted
+/// while held, it answers at once with what it has and closes its connection.
+async fn long_poll<V: Verb>(
+    app: Shared,
+    path: V::Path,
+    uri: Uri,
+    headers: HeaderMap,
+    conn: Option<Arc<ConnState>>,
+) -> Response {
     let input = match input_of::<V>(&uri, &[]) {
         Ok(i) => i,
         Err(e) => return error_response(&e),
@@ -383,6 +455,7 @@ async fn long_poll<V: Verb>(app: Shared, path: V::Path, uri: Uri, headers: Heade
     let deadline = Instant::now() + V::hold_open(&input).min(MAX_LONG_POLL);
     let caller = Caller { bearer: bearer_opt(&headers), origin: Origin::Http, admin: false };
     let coord = Arc::new(app.coord_from(&headers));
+    let mut held: Option<HeldPoll> = None;
     loop {
         let (c, p, i, who) = (coord.clone(), path.clone(), input.clone(), caller.clone());
         let answer = match tokio::task::spawn_blocking(move || V::apply(&c, p, i, &who)).await {
@@ -393,7 +466,24 @@ async fn long_poll<V: Verb>(app: Shared, path: V::Path, uri: Uri, headers: Heade
         if V::worth_answering(&answer) || Instant::now() >= deadline {
             return (StatusCode::OK, axum::Json(answer)).into_response();
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        let place = match &held {
+            Some(h) => h,
+            None => {
+                if proves_connection::<V>(&headers)
+                    && let Some(c) = &conn
+                {
+                    c.prove();
+                }
+                match hold_long_poll(&app, conn.as_ref()) {
+                    Some(h) => held.insert(h),
+                    None => return (StatusCode::OK, axum::Json(answer)).into_response(),
+                }
+            }
+        };
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(100)) => {}
+            () = place.evicted() => return closing((StatusCode::OK, axum::Json(answer)).into_response()),
+        }
     }
 }
 

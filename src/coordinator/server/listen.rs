@@ -9,7 +9,7 @@ use super::app::{PROBE_MAX_CONNECTIONS, ServeOptions, Shared, new_app};
 use super::routes::{probe_routes, routes};
 use crate::claim::ClaimError;
 use crate::claim::retention::Retention;
-use crate::coordinator::limits::{CappedAcceptor, ConnGate};
+use crate::coordinator::limits::{AfterHandshake, CappedAcceptor, ConnGate, TLS_HANDSHAKE_TIMEOUT};
 
 /// One sweep of every project with a due claim, on the blocking pool.
 async fn sweep_once(app: &Shared) {
@@ -231,9 +231,14 @@ pub async fn serve(
                         let mut inner = (*config.get_inner()).clone();
                         inner.alpn_protocols = vec![b"http/1.1".to_vec()];
                         config.reload_from_config(Arc::new(inner));
-                        let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(config)
-                            .handshake_timeout(header_timeout)
-                            .acceptor(CappedAcceptor::new(gate, false));
+                        // Issue 39 point 3: a handshake has its own, shorter deadline, takes
+                        // its slot (and its source's) before it starts, and is told apart
+                        // from idle connections in the eviction order once the client's
+                        // hello arrived, until `AfterHandshake` sees it finished.
+                        let tls = axum_server::tls_rustls::RustlsAcceptor::new(config)
+                            .handshake_timeout(header_timeout.min(TLS_HANDSHAKE_TIMEOUT))
+                            .acceptor(CappedAcceptor::new(gate.clone(), false));
+                        let acceptor = AfterHandshake::new(tls, gate);
                         configure(main_listener, main_handle)
                             .acceptor(acceptor)
                             .serve(app)

@@ -397,8 +397,26 @@ pub(super) async fn metrics(State(app): State<Shared>) -> Response {
             (
                 "writerctl_connections_evicted_total",
                 "counter",
-                "Connections closed for a newer one of the same (or the busiest) source: they waited longest on their client.",
+                "Connections closed for a newer one: waiting on their client or a held long-poll, unauthenticated and never answered first (see the threat model).",
                 gate.evicted(),
+            ),
+            (
+                "writerctl_long_polls_held",
+                "gauge",
+                "Long-polls (master status --watch, inbox) held open now.",
+                gate.long_polls() as u64,
+            ),
+            (
+                "writerctl_long_polls_max",
+                "gauge",
+                "Long-polls that may be held open at once: a quarter of --max-connections (at most 8 per source).",
+                gate.max_long_polls() as u64,
+            ),
+            (
+                "writerctl_long_polls_not_held_total",
+                "counter",
+                "Long-polls answered at once with the state as it is: the long-poll pool (or their source's share) was full.",
+                gate.long_polls_not_held(),
             ),
             (
                 "writerctl_body_timeouts_total",

@@ -26,6 +26,23 @@
 //!
 //! The store is read once per project per change (or per [`RECHECK`]), not per watcher:
 //! the cost that grows with watchers is their connections and a receiver each.
+//!
+//! # Bounds (issue 39 point 2)
+//!
+//! Watching needs no credential, and a checker was started for every distinct project
+//! name asked for (6,500 checkers from 30 KB names took the server from 16 to 498 MiB).
+//! Now:
+//!
+//! * at most [`MAX_WATCHED_PROJECTS`] projects have a checker at once; a watch of another
+//!   project while that many are watched gets no receiver ([`Watchers::subscribe`] returns
+//!   None) and is answered at once with one read ([`Watchers::read_now`]), as `master
+//!   status` would be;
+//! * a checker ends as soon as its last watcher has gone (at most [`MIN_GAP`] after its
+//!   last read), so a project nobody watches, one that does not exist included, costs
+//!   nothing once its watchers are answered: reading a status writes nothing;
+//! * how many watches are held open at once is bounded by the server's long-poll pool
+//!   (`limits::ConnGate::hold_long_poll`); a watch that gets no place there is answered
+//!   at once without subscribing.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,6 +65,13 @@ pub const MIN_GAP: Duration = Duration::from_millis(200);
 /// The longest a watcher waits for a newly watched project's first read (a status read
 /// takes milliseconds; a store that does not answer is reported after this).
 pub const FIRST_READ: Duration = Duration::from_secs(10);
+
+/// The most projects with a checker at once. A checker is a task and the project's latest
+/// status; the long-poll pool holds at most a quarter of `--max-connections` watches (256
+/// by default), each on one project, so 1024 is never reached by real watchers, while a
+/// flood of distinct names (each checker lingering up to [`MIN_GAP`] after its watcher
+/// left) stops here.
+pub const MAX_WATCHED_PROJECTS: usize = 1024;
 
 /// A reading a watcher can compare with what it saw.
 pub trait Versioned: Clone + Send + Sync + 'static {
@@ -72,6 +96,8 @@ pub struct Watchers<T: Versioned> {
     projects: Mutex<HashMap<String, Arc<Project<T>>>>,
     read: Reader<T>,
     recheck: Duration,
+    /// The most projects with a checker at once ([`MAX_WATCHED_PROJECTS`]).
+    max_projects: usize,
     reads: AtomicU64,
     /// Set when the server shuts down: every waiting watcher is answered at once, so a
     /// graceful shutdown is not held up by long polls (the watchers then see the server
@@ -82,22 +108,59 @@ pub struct Watchers<T: Versioned> {
 impl<T: Versioned> Watchers<T> {
     /// A registry reading projects with `read`, re-read every `recheck` while watched.
     pub fn new(read: Reader<T>, recheck: Duration) -> Arc<Watchers<T>> {
-        let closing = watch::Sender::new(false);
-        Arc::new(Watchers { projects: Mutex::default(), read, recheck, reads: AtomicU64::new(0), closing })
+        Watchers::with_cap(read, recheck, MAX_WATCHED_PROJECTS)
     }
 
-    /// A receiver of `project`'s readings, starting its checker for the first watcher.
-    /// Needs a tokio runtime. The first reading is `None` until the checker's first read.
-    pub fn subscribe(self: &Arc<Self>, project: &str) -> watch::Receiver<Option<Reading<T>>> {
+    /// [`Watchers::new`] with at most `max_projects` projects watched at once.
+    pub fn with_cap(read: Reader<T>, recheck: Duration, max_projects: usize) -> Arc<Watchers<T>> {
+        let closing = watch::Sender::new(false);
+        Arc::new(Watchers {
+            projects: Mutex::default(),
+            read,
+            recheck,
+            max_projects,
+            reads: AtomicU64::new(0),
+            closing,
+        })
+    }
+
+    /// A receiver of `project`'s readings, starting its checker for the first watcher;
+    /// None when [`MAX_WATCHED_PROJECTS`] other projects are watched (issue 39 point 2: the
+    /// caller answers at once with [`Watchers::read_now`]). Needs a tokio runtime. The
+    /// first reading is `None` until the checker's first read.
+    pub fn subscribe(self: &Arc<Self>, project: &str) -> Option<watch::Receiver<Option<Reading<T>>>> {
         let mut projects = self.projects.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = projects.get(project) {
-            return p.latest.subscribe();
+            return Some(p.latest.subscribe());
+        }
+        if projects.len() >= self.max_projects {
+            return None;
         }
         let (latest, rx) = watch::channel(None);
         let p = Arc::new(Project { poke: Notify::new(), latest });
         projects.insert(project.to_string(), p.clone());
         tokio::spawn(check(Arc::downgrade(self), project.to_string(), p));
-        rx
+        Some(rx)
+    }
+
+    /// `project`'s state now, for a watch that is answered at once (no place in the
+    /// long-poll pool, or no checker to spare): the checker's latest reading if the project
+    /// is watched, else one read of the store (on the blocking pool, counted in
+    /// [`Watchers::reads`]), which leaves nothing behind.
+    pub async fn read_now(&self, project: &str) -> Reading<T> {
+        let latest = {
+            let projects = self.projects.lock().unwrap_or_else(|p| p.into_inner());
+            projects.get(project).and_then(|p| p.latest.borrow().clone())
+        };
+        if let Some(r) = latest {
+            return r;
+        }
+        let (read, name) = (self.read.clone(), project.to_string());
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        match tokio::task::spawn_blocking(move || read(&name)).await {
+            Ok(r) => r,
+            Err(e) => Err(ClaimError::Store(format!("watch read failed: {e}"))),
+        }
     }
 
     /// This server wrote to `project`: its checker (if watched) reads it again now.
@@ -205,9 +268,12 @@ async fn check<T: Versioned>(registry: std::sync::Weak<Watchers<T>>, project: St
         });
         let recheck = w.recheck;
         drop(w);
+        // The last watcher leaving ends the wait too: a project nobody watches keeps no
+        // checker (issue 39 point 2).
         tokio::select! {
             () = p.poke.notified() => {}
             () = tokio::time::sleep(recheck) => {}
+            () = p.latest.closed() => {}
         }
         tokio::time::sleep_until(read_at + MIN_GAP).await;
         let Some(w) = registry.upgrade() else { return };
@@ -240,7 +306,7 @@ mod tests {
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn a_waiter_wakes_on_a_poked_write_and_not_before() {
         let (w, state) = counting(Duration::from_secs(3600));
-        let mut rx = w.subscribe("p");
+        let mut rx = w.subscribe("p").unwrap();
         let first = w.next_reading(&mut rx, None, Duration::from_secs(5)).await.unwrap().unwrap();
         assert_eq!(first, V("1".into()));
         // Nothing changed: the wait runs out and answers the same version.
@@ -248,7 +314,7 @@ mod tests {
         assert_eq!(same, V("1".into()));
         let reads_before = w.reads();
         let waiter = {
-            let (mut rx, w) = (w.subscribe("p"), w.clone());
+            let (mut rx, w) = (w.subscribe("p").unwrap(), w.clone());
             tokio::spawn(async move { w.next_reading(&mut rx, Some("1"), Duration::from_secs(3000)).await })
         };
         tokio::task::yield_now().await;
@@ -264,7 +330,7 @@ mod tests {
         let (w, state) = counting(Duration::from_secs(3600));
         let mut waiters = Vec::new();
         for _ in 0..100 {
-            let (mut rx, w) = (w.subscribe("p"), w.clone());
+            let (mut rx, w) = (w.subscribe("p").unwrap(), w.clone());
             waiters
                 .push(tokio::spawn(async move { w.next_reading(&mut rx, Some("1"), Duration::from_secs(3000)).await }));
         }
@@ -284,7 +350,7 @@ mod tests {
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn a_change_nobody_pokes_is_seen_at_the_recheck() {
         let (w, state) = counting(Duration::from_secs(2));
-        let mut rx = w.subscribe("p");
+        let mut rx = w.subscribe("p").unwrap();
         let _ = w.next_reading(&mut rx, None, Duration::from_secs(5)).await;
         state.store(3, Ordering::SeqCst); // another replica's write: no poke here
         let got = w.next_reading(&mut rx, Some("1"), Duration::from_secs(30)).await.unwrap().unwrap();
@@ -294,28 +360,29 @@ mod tests {
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn the_checker_ends_when_the_last_watcher_leaves() {
         let (w, _state) = counting(Duration::from_secs(2));
-        let mut rx = w.subscribe("p");
+        let mut rx = w.subscribe("p").unwrap();
         let _ = w.next_reading(&mut rx, None, Duration::from_secs(5)).await;
         assert_eq!(w.projects(), 1);
         drop(rx);
-        // The checker notices at its next recheck, removes the project and returns.
-        tokio::time::sleep(Duration::from_secs(5)).await;
+        // The checker notices at once (at most MIN_GAP after its read), removes the project
+        // and returns.
+        tokio::time::sleep(MIN_GAP * 2).await;
         assert_eq!(w.projects(), 0, "a project nobody watches kept its checker");
         let reads = w.reads();
         tokio::time::sleep(Duration::from_secs(60)).await;
         assert_eq!(w.reads(), reads, "the checker kept reading after it was retired");
         // Watching again starts a new checker.
-        let mut rx = w.subscribe("p");
+        let mut rx = w.subscribe("p").unwrap();
         assert!(w.next_reading(&mut rx, None, Duration::from_secs(5)).await.is_some());
     }
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn closing_answers_every_waiter_at_once() {
         let (w, _state) = counting(Duration::from_secs(3600));
-        let mut rx = w.subscribe("p");
+        let mut rx = w.subscribe("p").unwrap();
         let _ = w.next_reading(&mut rx, None, Duration::from_secs(5)).await;
         let waiter = {
-            let (mut rx, w) = (w.subscribe("p"), w.clone());
+            let (mut rx, w) = (w.subscribe("p").unwrap(), w.clone());
             tokio::spawn(async move { w.next_reading(&mut rx, Some("1"), Duration::from_secs(3000)).await })
         };
         tokio::task::yield_now().await;
@@ -329,7 +396,7 @@ mod tests {
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn a_request_that_does_not_wait_still_gets_the_first_reading() {
         let (w, _state) = counting(Duration::from_secs(3600));
-        let mut rx = w.subscribe("p");
+        let mut rx = w.subscribe("p").unwrap();
         let got = w.next_reading(&mut rx, None, Duration::ZERO).await;
         assert_eq!(got.unwrap().unwrap(), V("1".into()));
     }
@@ -337,7 +404,7 @@ mod tests {
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn a_burst_of_writes_costs_one_read_per_gap() {
         let (w, state) = counting(Duration::from_secs(3600));
-        let mut rx = w.subscribe("p");
+        let mut rx = w.subscribe("p").unwrap();
         let _ = w.next_reading(&mut rx, None, Duration::from_secs(5)).await;
         let started = tokio::time::Instant::now();
         // 1,000 pokes over one second (a heartbeat each millisecond).
@@ -351,5 +418,38 @@ mod tests {
         assert!(got.0.parse::<u64>().unwrap() >= 10, "the burst was not read at all");
         let most = 2 + (elapsed.as_millis() / MIN_GAP.as_millis()) as u64;
         assert!(w.reads() <= most, "{} reads for 1,000 pokes in {elapsed:?} (at most {most})", w.reads());
+    }
+
+    /// Issue 39 point 2: distinct project names cannot start more than the cap's worth of
+    /// checkers; past it a watch gets no receiver (and is answered with one read that
+    /// leaves nothing), and a project nobody watches any more (one that does not exist
+    /// included) is gone at most MIN_GAP later, making room again.
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn watched_projects_are_bounded_and_nothing_lasts() {
+        let read: Reader<V> = Arc::new(|p: &str| Ok(V(format!("{p}:0"))));
+        let w = Watchers::with_cap(read, Duration::from_secs(3600), 8);
+        let mut held = Vec::new();
+        for i in 0..1000 {
+            match w.subscribe(&format!("p{i}")) {
+                Some(rx) => held.push(rx),
+                None => {
+                    let now = w.read_now(&format!("p{i}")).await.unwrap();
+                    assert_eq!(now, V(format!("p{i}:0")));
+                }
+            }
+            assert!(w.projects() <= 8, "{} projects watched", w.projects());
+        }
+        assert_eq!(held.len(), 8);
+        // A watched project's state is answered from its checker, without a store read.
+        while w.projects() == 8 && held[0].borrow().is_none() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let reads = w.reads();
+        assert_eq!(w.read_now("p0").await.unwrap(), V("p0:0".into()));
+        assert_eq!(w.reads(), reads);
+        drop(held);
+        tokio::time::sleep(MIN_GAP * 2).await;
+        assert_eq!(w.projects(), 0, "checkers outlived their watchers");
+        assert!(w.subscribe("q").is_some(), "room again");
     }
 }
