@@ -473,7 +473,9 @@ mod tests {
         let mut rows = 0;
         for i in 0..10_000u32 {
             let src = IpAddr::from(std::net::Ipv4Addr::from(0x7f00_0000 + i));
-            rows += usize::from(l.admit(src, &refusal(&format!("p{i}"), "master.claim", "unauthorized"), i64::from(i) / 10).audit);
+            rows += usize::from(
+                l.admit(src, &refusal(&format!("p{i}"), "master.claim", "unauthorized"), i64::from(i) / 10).audit,
+            );
         }
         assert_eq!(rows, ROWS_PER_INTERVAL as usize);
         assert!(l.windows() <= MAX_SOURCES + 1, "{}", l.windows());

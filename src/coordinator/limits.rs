@@ -30,13 +30,19 @@
 //! newcomer's own source, at the global cap one of any source, in both cases the first in
 //! this order:
 //!
-//! 1. unauthenticated connections waiting on their client: no complete head yet (a new
+//! 1. unauthenticated requests the server holds without working for them: long-polls held
+//!    open (`master status --watch`: evicting one answers it at once with the state as it
+//!    is, and its client simply polls again) and `master claim`s queued for an argon2
+//!    permit or held back after a wrong password (answered `coordinator_unavailable`, or
+//!    their refusal at once; the source's verification slot stays taken for the whole
+//!    back-off). They go first because they cost only their connection, and a flood of
+//!    them (1,000 addresses x 2 queued guesses) would otherwise keep every newcomer out,
+//!    a probe included, which as a new connection would be the oldest waiter of class 2;
+//! 2. unauthenticated connections waiting on their client: no complete head yet (a new
 //!    connection, or idle keep-alive after an answer), or a body still arriving; the one
 //!    waiting longest first. An idle or trickling flood, from one address or from
 //!    thousands, is evicted here, oldest first, so it evicts itself: a real client's new
 //!    connection sends its head at once and is the newest waiter;
-//! 2. unauthenticated long-polls held open (`master status --watch`): evicting one answers
-//!    it at once with the state as it is, and its client simply polls again;
 //! 3. TLS handshakes in progress (the client has sent its hello): a real handshake lasts
 //!    milliseconds, so evicting them only after every waiting connection of every source
 //!    keeps a flood from cutting them; they have their own deadline
@@ -263,9 +269,9 @@ impl ConnState {
         let class = match phase {
             Phase::Busy | Phase::Answered => return None,
             _ if waiting && proven => 3,
-            _ if waiting => 0,
+            _ if waiting => 1,
             Phase::Held if proven => 4,
-            Phase::Held => 1,
+            Phase::Held => 0,
             _ => 2, // Phase::Handshake
         };
         let unseen = waiting && !self.seen_waiting.load(Ordering::Relaxed);
@@ -1160,10 +1166,10 @@ mod tests {
         assert!(host[0].state().is_evicted() && !host[1].state().is_evicted());
     }
 
-    /// The eviction order of the module documentation, class by class: unauthenticated
-    /// connections waiting on their client (the oldest first), a held unauthenticated
-    /// long-poll, a TLS handshake in progress, an idle proven one, a held proven long-poll;
-    /// a busy one never.
+    /// The eviction order of the module documentation, class by class: a held
+    /// unauthenticated long-poll, unauthenticated connections waiting on their client (the
+    /// oldest first), a TLS handshake in progress, an idle proven one, a held proven
+    /// long-poll; a busy one never.
     #[test]
     fn eviction_follows_the_documented_order() {
         let gate = Arc::new(ConnGate::with_per_source(8, 8));
@@ -1183,7 +1189,7 @@ mod tests {
         busy.state().set_phase(Phase::Busy);
         let busy2 = gate.try_enter(peer("10.0.0.9", 2)).unwrap();
         busy2.state().set_phase(Phase::Busy);
-        let order = [&idle, &new, &held, &handshake, &proven, &held_proven];
+        let order = [&held, &idle, &new, &handshake, &proven, &held_proven];
         let mut newcomers = Vec::new();
         for (i, expected) in order.iter().enumerate() {
             let newcomer = gate.try_enter(peer("10.0.1.1", i as u16 + 1)).expect("one is evictable");

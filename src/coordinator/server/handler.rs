@@ -18,7 +18,7 @@ use super::app::{App, MAX_LONG_POLL, Shared, VERIFICATION_QUEUE_LIMIT};
 use crate::claim::requests::RequestId;
 use crate::claim::secret::{self, Secret};
 use crate::claim::{ClaimError, Coordinator};
-use crate::coordinator::limits::{ConnState, HeldPoll, source_key};
+use crate::coordinator::limits::{ConnState, HeldPoll, Phase, source_key};
 use crate::coordinator::verb::{Auth, Caller, Gate, Input, Method, Origin, Rate, Verb, check_names};
 use crate::coordinator::wire::REQUEST_ID_HEADER;
 use crate::error::ErrorCode;
@@ -276,7 +276,7 @@ async fn handle<V: Verb>(
             respond(ok_status::<V>(), result)
         }
         Gate::LongPoll => long_poll::<V>(app.clone(), path, uri, headers, conn.clone()).await,
-        Gate::OperatorVerification => verify_operator::<V>(app.clone(), path, uri, headers, body).await,
+        Gate::OperatorVerification => verify_operator::<V>(app.clone(), path, uri, headers, body, conn.clone()).await,
         Gate::Pushed => pushed(app.clone(), project.clone(), uri, conn.clone()).await,
         Gate::BoundedRead => bounded_read::<V>(app.clone(), path, uri, headers, body).await,
     };
@@ -505,10 +505,19 @@ async fn long_poll<V: Verb>(
 ///    failures came before it, and proves the (source, operator id) pair.
 /// 4. A refused one marks its source and operator id as recently refused, and is held back
 ///    by the operator id's back-off, outside every shared slot and on no thread. The
-///    source's slot stays taken until the hold-back ends, even if the client hangs up:
-///    otherwise a guesser could drop each slow (wrong) answer and guess again at the speed
-///    of argon2.
-async fn verify_operator<V: Verb>(app: Shared, path: V::Path, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+///    source's slot stays taken until the hold-back ends, even if the client hangs up or
+///    the connection is evicted: otherwise a guesser could drop each slow (wrong) answer
+///    and guess again at the speed of argon2.
+///
+/// While it waits in steps 1, 2 and 4 its connection is evictable ([`unless_evicted`]).
+async fn verify_operator<V: Verb>(
+    app: Shared,
+    path: V::Path,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+    conn: Option<Arc<ConnState>>,
+) -> Response {
     let arrived = Instant::now();
     let source = source_of(&headers).unwrap_or(IpAddr::from([0, 0, 0, 0]));
     let unavailable = |app: &App, why: String| {
@@ -520,18 +529,31 @@ async fn verify_operator<V: Verb>(app: Shared, path: V::Path, uri: Uri, headers:
         app.claims_refused_per_source.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         return unavailable(&app, format!("too many operator verifications from {source} are already in flight"));
     };
-    let Ok(source_slot) = tokio::time::timeout(VERIFICATION_QUEUE_LIMIT, ticket.enter()).await else {
+    let evicted = || {
+        let e = ClaimError::Unavailable("too many open connections: this one was queued for a verification".into());
+        app.observe(V::NAME, e.code().as_str(), Duration::ZERO);
+        closing(error_response(&e))
+    };
+    let conn = conn.as_deref();
+    set_phase(conn, Phase::Held);
+    let Some(entered) = unless_evicted(conn, tokio::time::timeout(VERIFICATION_QUEUE_LIMIT, ticket.enter())).await
+    else {
+        return evicted();
+    };
+    let Ok(source_slot) = entered else {
         return unavailable(&app, format!("operator verifications from {source} stayed busy"));
     };
     // The operator id only picks the tier; a body that does not parse fails in the verb.
     let operator = V::Input::read(&body).ok().and_then(|i| V::operator(&i));
     let key = source_key(source);
     let budget = app.verifications.clone();
-    let mut verifying =
-        match tokio::time::timeout(VERIFICATION_QUEUE_LIMIT, budget.acquire(key, operator.as_deref())).await {
-            Ok(Ok(permit)) => permit,
-            _ => return unavailable(&app, "too many operator verifications in flight".into()),
-        };
+    let queued = tokio::time::timeout(VERIFICATION_QUEUE_LIMIT, budget.acquire(key, operator.as_deref()));
+    let mut verifying = match unless_evicted(conn, queued).await {
+        None => return evicted(),
+        Some(Ok(Ok(permit))) => permit,
+        Some(_) => return unavailable(&app, "too many operator verifications in flight".into()),
+    };
+    set_phase(conn, Phase::Busy);
     app.observe_queue(V::NAME, arrived.elapsed());
     // The permit goes with the verb onto its thread and lends it its argon2 memory (issue
     // 39 point 1); it is given back when the verb ends there, also when the client hung
@@ -548,12 +570,38 @@ async fn verify_operator<V: Verb>(app: Shared, path: V::Path, uri: Uri, headers:
     if let Err(ClaimError::InvalidOperatorCredentials { next_delay_ms }) = &result {
         app.verifications.note_refused(key, operator.as_deref(), Instant::now());
         let hold = app.coord.real_duration(Duration::from_millis(*next_delay_ms));
-        // The hold-back keeps the source's slot on its own task, so a hang-up cannot end it.
+        // The hold-back keeps the source's slot on its own task, so neither a hang-up nor
+        // an eviction can end it.
         let held = tokio::spawn(async move {
             tokio::time::sleep(hold).await;
             drop(source_slot);
         });
-        let _ = held.await;
+        set_phase(conn, Phase::Held);
+        if unless_evicted(conn, held).await.is_none() {
+            return closing(respond(ok_status::<V>(), result));
+        }
     }
     respond(ok_status::<V>(), result)
+}
+
+/// Puts the request's connection (if the server has one) in `phase`.
+fn set_phase(conn: Option<&ConnState>, phase: Phase) {
+    if let Some(c) = conn {
+        c.set_phase(phase);
+    }
+}
+
+/// `f`, or None as soon as `conn` is evicted. Issue 39 point 2: a `master claim` queued for
+/// its source's slot or an argon2 permit, or whose wrong password is held back, costs the
+/// server nothing but its connection, so it waits in [`Phase::Held`] (evictable like an
+/// unauthenticated long-poll) instead of as busy: 1,000 addresses x 2 queued guesses would
+/// otherwise fill `--max-connections` with connections nothing could evict.
+async fn unless_evicted<T>(conn: Option<&ConnState>, f: impl std::future::Future<Output = T>) -> Option<T> {
+    match conn {
+        None => Some(f.await),
+        Some(c) => tokio::select! {
+            r = f => Some(r),
+            () = c.evicted() => None,
+        },
+    }
 }
