@@ -476,6 +476,7 @@ impl Deployment {
     }
 
     fn snapshot(&self) -> Snapshot {
+        self.backing.checkpoint();
         Snapshot { sizes: self.backing.sizes(), metrics: live::metrics(&self.plain_url()) }
     }
 }
@@ -592,7 +593,7 @@ fn heartbeats(d: &Deployment, pair: &Pair, stop: &AtomicBool) -> Latencies {
     let mut n = 0u64;
     timed_loop(stop, HANDOFF_EVERY, || {
         n += 1;
-        let r = if n % 2 == 0 { &pair.a } else { &pair.b };
+        let r = if n.is_multiple_of(2) { &pair.a } else { &pair.b };
         d.client().heartbeat(&pair.project, &r.controller.session_id, &r.token).is_ok()
     })
 }

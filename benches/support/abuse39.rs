@@ -361,7 +361,7 @@ pub(super) fn launch(
         Attack::QueueJump => {
             let addrs = 1000 * scale;
             let next = Arc::new(|i: usize, k: u64| {
-                let operator = if i % 2 == 0 { format!("ghost-{i}") } else { OPERATOR.to_string() };
+                let operator = if i.is_multiple_of(2) { format!("ghost-{i}") } else { OPERATOR.to_string() };
                 wrong_claim("abuse-oper", &operator, k)
             });
             flood_counted(rt, to, sources(2, 2), 2 * addrs, 1, tally, next);
