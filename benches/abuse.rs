@@ -1,9 +1,9 @@
-//! Abuse bench (issue 28 point 6): each attack of issue 28 run for a fixed time against a
-//! live `writerctl coordinator serve` on loopback, on the embedded SQLite store and on
-//! Redis + Postgres, while a legitimate client hands the master role back and forth and a
-//! prober asks `/livez` and `/readyz` the way a kubelet does.
+//! Abuse bench (issue 28 point 6, issue 39 point 7): each attack run against a live
+//! `writerctl coordinator serve` on loopback, on the embedded SQLite store and on Redis +
+//! Postgres, while a legitimate client hands the master role back and forth and heartbeats,
+//! an operator claims, and a prober asks `/livez` and `/readyz` the way a kubelet does.
 //!
-//! Attacks (ABUSE_ATTACKS, comma-separated; default all):
+//! Issue 28's attacks (ABUSE_ATTACKS=issue28) share one server per store:
 //!
 //! * `slow_body`: request heads with `Content-Length: 60000`, then one body byte every 2 s,
 //!   on ABUSE_CONNECTIONS connections (default 1100, past the default cap of 1024); a
@@ -24,29 +24,41 @@
 //! * `seat_flood`: one enrolled seat with a valid token, 8 connections each taking, touching
 //!   and releasing its own task as fast as it is answered, each write with a fresh request id.
 //!
-//! Every attack but `argon2` comes from 127.0.0.1, like the legitimate client and the prober.
-//! The legitimate client does one `master handoff` at a time over a fresh connection (as
-//! the CLI does), retrying a failed one every 250 ms until it succeeds; its latency is from
-//! the first attempt to the success (or to the end of the window). An operator does one
-//! correct `master claim` every 2 s on its own project (shown on the argon2 row). The
-//! prober asks `/livez` then `/readyz` every 250 ms on a fresh connection with a 1 s
-//! deadline (and on `--probe-listen` when the server has that flag).
+//! Issue 39's rows (ABUSE_ATTACKS=issue39; `support/abuse39.rs`) each get a server and store
+//! of their own, and come from many addresses in 127.0.0.0/8: `argon2_memory_{20,40,200}`
+//! (row 1), `long_polls` (2), `dist_flood` and `dist_flood_tls` (3), `big_headers` (4),
+//! `big_names_admin`, `big_names_watch`, `varying_names` (5), `history_scan` (6),
+//! `queue_jump` (7), `store_copy` (8, offline). `--scale N` (or ABUSE_SCALE) multiplies
+//! their sizes. See docs/src/reference/abuse-bench.md for what each sends.
 //!
-//! Per store: one server, a no-attack baseline of ABUSE_SECONDS, then each attack for
-//! ABUSE_SECONDS. Store growth over an attack's window: the SQLite file and WAL, or the
-//! namespace's Redis keys (with Redis `used_memory` and the longest list) and Postgres
-//! relations; audit rows from `/metrics`. A markdown table ends the run; a row that misses
-//! issue 28's targets (every probe 200 within 1 s; handoff p99 under 5x the baseline's) is
-//! flagged. The bench always exits 0: it is a measurement.
+//! Every attack but issue 28's `argon2` and issue 39's rows comes from 127.0.0.1, like the
+//! legitimate clients and the prober. The legitimate client does one `master handoff` at a
+//! time over a fresh connection (as the CLI does), retrying a failed one every 250 ms until
+//! it succeeds; its latency is from the first attempt to the success (or to the end of the
+//! window); a heartbeat client does the same with `session heartbeat`. An operator does one
+//! correct `master claim` every 2 s on its own project. The prober asks `/livez` then
+//! `/readyz` every 250 ms on a fresh connection with a 1 s deadline (and on `--probe-listen`
+//! when the server has that flag).
 //!
-//! Run: `cargo bench --bench abuse`. Env: ABUSE_SECONDS (default 60), ABUSE_STORES
-//! (`sqlite,redis`), ABUSE_ATTACKS, ABUSE_CONNECTIONS, ABUSE_SOURCES, WRITERCTL_BIN (the
-//! server binary; default the one Cargo built), WRITERCTL_TEST_REDIS_URL /
-//! WRITERCTL_TEST_POSTGRES_URL. See docs/src/reference/abuse-bench.md.
+//! Per window: the server's memory (RSS when it starts, `VmHWM` over it after resetting it
+//! through `/proc/PID/clear_refs`, RSS 3 s after it ends) and store growth (the SQLite file
+//! and WAL, or the namespace's Redis keys with Redis `used_memory` and Postgres relations;
+//! audit rows from `/metrics`), also per 10,000 refusals. A markdown table and one JSON line
+//! per row end the run; a row that misses issue 28's or issue 39's targets is flagged. The
+//! bench always exits 0: it is a measurement.
+//!
+//! Run: `cargo bench --bench abuse [-- --scale N]`. Env: ABUSE_SECONDS (default 60),
+//! ABUSE_STORES (`sqlite,redis`), ABUSE_ATTACKS (names, `issue28`, `issue39`; default all),
+//! ABUSE_SCALE, ABUSE_CONNECTIONS, ABUSE_SOURCES, ABUSE_MAX_CONNECTIONS, ABUSE_HISTORY_ROWS,
+//! ABUSE_MEMORY_BUDGET_MIB, WRITERCTL_BIN (the server binary; default the one Cargo built),
+//! WRITERCTL_TEST_REDIS_URL / WRITERCTL_TEST_POSTGRES_URL.
 #![allow(clippy::disallowed_methods)]
 
 #[path = "support/live.rs"]
 mod live;
+
+#[path = "support/abuse39.rs"]
+mod abuse39;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -72,6 +84,8 @@ const P99_RATIO_TARGET: f64 = 5.0;
 const PROBE_EVERY: Duration = Duration::from_millis(250);
 const LEGIT_RETRY: Duration = Duration::from_millis(250);
 const OPERATOR_EVERY: Duration = Duration::from_secs(2);
+/// Issue 39: the operator's correct claim completes within this whatever floods.
+const CLAIM_TARGET: Duration = Duration::from_secs(2);
 /// How often the legitimate client means to hand off (a handoff takes ~10 ms unloaded).
 const HANDOFF_EVERY: Duration = Duration::from_millis(50);
 const OPERATOR: &str = "ops";
@@ -96,13 +110,62 @@ enum Attack {
     Refusals,
     Argon2,
     SeatFlood,
+    // Issue 39's rows (`abuse39`), each against a server and store of its own.
+    /// Row 1: this many wrong-password `master claim`s for unknown operator ids, one per address.
+    Argon2Memory(usize),
+    /// Row 2: unauthenticated long-polls filling `--max-connections`.
+    LongPolls,
+    /// Row 3: single-connection idle addresses past the cap, against a legitimate 8-client host.
+    DistFlood { tls: bool },
+    /// Row 4: ~400 KB of unfinished request head per connection.
+    BigHeaders,
+    /// Row 5: refused admin requests with a 30 KB project and a 60 KB identity.
+    BigNamesAdmin,
+    /// Row 5: `watch` on many distinct 30 KB project names.
+    BigNamesWatch,
+    /// Row 5: refusals each carrying another (short, valid) project name.
+    VaryingNames,
+    /// Row 6: unauthenticated `master history` over a large audit log.
+    HistoryScan,
+    /// Row 7: fresh addresses x 2 wrong-password claims against the operator's correct one.
+    QueueJump,
+    /// Row 8: a copy of the store and a 10,000-word guess list against its sealed kept answers.
+    StoreCopy,
 }
 
 impl Attack {
-    const ALL: [Attack; 6] =
+    const ISSUE28: [Attack; 6] =
         [Attack::SlowBody, Attack::Idle, Attack::Replay, Attack::Refusals, Attack::Argon2, Attack::SeatFlood];
 
-    fn name(self) -> &'static str {
+    /// Issue 39's rows at `scale` (1: the default sizes; 10: ten times).
+    fn issue39(scale: usize) -> Vec<Attack> {
+        vec![
+            Attack::Argon2Memory(20),
+            Attack::Argon2Memory(40),
+            Attack::Argon2Memory(200 * scale),
+            Attack::LongPolls,
+            Attack::DistFlood { tls: false },
+            Attack::DistFlood { tls: true },
+            Attack::BigHeaders,
+            Attack::BigNamesAdmin,
+            Attack::BigNamesWatch,
+            Attack::VaryingNames,
+            Attack::HistoryScan,
+            Attack::QueueJump,
+            Attack::StoreCopy,
+        ]
+    }
+
+    fn name(self) -> String {
+        match self {
+            Attack::Argon2Memory(n) => format!("argon2_memory_{n}"),
+            Attack::DistFlood { tls: true } => "dist_flood_tls".into(),
+            other => other.group().into(),
+        }
+    }
+
+    /// The name ABUSE_ATTACKS selects it by (every `argon2_memory_N` is `argon2_memory`).
+    fn group(self) -> &'static str {
         match self {
             Attack::SlowBody => "slow_body",
             Attack::Idle => "idle",
@@ -110,6 +173,46 @@ impl Attack {
             Attack::Refusals => "refusals",
             Attack::Argon2 => "argon2",
             Attack::SeatFlood => "seat_flood",
+            Attack::Argon2Memory(_) => "argon2_memory",
+            Attack::LongPolls => "long_polls",
+            Attack::DistFlood { .. } => "dist_flood",
+            Attack::BigHeaders => "big_headers",
+            Attack::BigNamesAdmin => "big_names_admin",
+            Attack::BigNamesWatch => "big_names_watch",
+            Attack::VaryingNames => "varying_names",
+            Attack::HistoryScan => "history_scan",
+            Attack::QueueJump => "queue_jump",
+            Attack::StoreCopy => "store_copy",
+        }
+    }
+
+    /// Issue 39's row number, for its attacks.
+    fn issue39_row(self) -> Option<u8> {
+        Some(match self {
+            Attack::Argon2Memory(_) => 1,
+            Attack::LongPolls => 2,
+            Attack::DistFlood { .. } => 3,
+            Attack::BigHeaders => 4,
+            Attack::BigNamesAdmin | Attack::BigNamesWatch | Attack::VaryingNames => 5,
+            Attack::HistoryScan => 6,
+            Attack::QueueJump => 7,
+            Attack::StoreCopy => 8,
+            _ => return None,
+        })
+    }
+
+    /// A fixed number of requests: its window ends when all are answered (at least
+    /// [`MIN_WINDOW`], at most the window), and it is not ramped up first.
+    fn counted(self) -> bool {
+        matches!(self, Attack::Argon2Memory(_) | Attack::BigNamesAdmin | Attack::QueueJump)
+    }
+
+    fn selected_by(self, word: &str) -> bool {
+        match word {
+            "" | "all" => true,
+            "issue28" => self.issue39_row().is_none(),
+            "issue39" => self.issue39_row().is_some(),
+            w => w == self.name() || w == self.group(),
         }
     }
 }
@@ -119,6 +222,14 @@ struct Config {
     connections: usize,
     sources: usize,
     attacks: Vec<Attack>,
+    /// Issue 39's sizes multiplied by this (`--scale N` or ABUSE_SCALE; default 1).
+    scale: usize,
+    /// `--max-connections` of every server (the default 1024 times the scale).
+    max_connections: usize,
+    /// Audit rows seeded for `history_scan`.
+    history_rows: u64,
+    /// The memory a server must stay under (issue 39: the shipped manifests' 256 MiB).
+    budget_mib: f64,
 }
 
 fn env_num(name: &str, default: f64) -> f64 {
@@ -193,6 +304,27 @@ fn via_relay(url: &str, addr: SocketAddr) -> (String, SocketAddr) {
     (format!("{scheme}://{at}{addr}{tail}"), upstream)
 }
 
+/// Which store a deployment runs on.
+#[derive(Clone)]
+enum StoreSpec {
+    Sqlite,
+    RedisPg { redis: String, postgres: String },
+}
+
+/// How to start one deployment beyond the defaults.
+#[derive(Default)]
+struct DeployOpts {
+    /// `--tls-cert`/`--tls-key` with a fresh self-signed certificate.
+    tls: bool,
+    /// This admin token instead of 64 random hex digits.
+    admin_token: Option<String>,
+    /// Audit rows to seed before the attack (`history_scan`).
+    seed_audit: u64,
+    /// Through the cuttable Postgres relay (the shared Redis + Postgres server).
+    relay: bool,
+    max_connections: usize,
+}
+
 /// One server over one store, with what the attacks and the legitimate clients need.
 struct Deployment {
     store: &'static str,
@@ -202,25 +334,78 @@ struct Deployment {
     backing: Backing,
     relay: Option<PgRelay>,
     admin: Secret,
+    /// The self-signed certificate clients trust (TLS deployments).
+    ca: Option<Vec<u8>>,
+    pid: u32,
     child: Option<std::process::Child>,
     _dir: tempfile::TempDir,
 }
 
 impl Deployment {
-    fn start(store: &'static str, backing: Backing, mut args: Vec<String>, relay: Option<PgRelay>) -> Deployment {
+    /// A server on `spec` (a fresh SQLite file, or a fresh Redis + Postgres namespace).
+    fn deploy(spec: &StoreSpec, o: &DeployOpts) -> Result<Deployment, String> {
         let dir = tempfile::tempdir().unwrap();
-        let (admin_file, admin) = live::admin_token_file(dir.path());
+        match spec {
+            StoreSpec::Sqlite => {
+                let path = dir.path().join("abuse.sqlite");
+                if o.seed_audit > 0 {
+                    abuse39::seed_sqlite_audit(&path, o.seed_audit);
+                }
+                let args = vec!["--store".into(), format!("sqlite:{}", path.display())];
+                Deployment::start("sqlite", Backing::Sqlite(path), args, None, o, dir)
+            }
+            StoreSpec::RedisPg { redis, postgres } => {
+                let ns = format!("abuse_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+                let (relay, pg_url) = if o.relay {
+                    let (_, upstream) = via_relay(postgres, SocketAddr::from(([127, 0, 0, 1], 0)));
+                    let relay = PgRelay::start(upstream);
+                    let (through, _) = via_relay(postgres, relay.addr);
+                    (Some(relay), through)
+                } else {
+                    (None, postgres.clone())
+                };
+                let args = vec!["--redis".into(), redis.clone(), "--postgres".into(), pg_url, "--namespace".into(), ns.clone()];
+                let backing = Backing::RedisPg { redis: redis.clone(), postgres: postgres.clone(), ns: ns.clone() };
+                let d = Deployment::start("redis+pg", backing, args, relay, o, dir);
+                if d.is_err() {
+                    live::drop_namespace(redis, postgres, &ns);
+                }
+                let d = d?;
+                if o.seed_audit > 0 {
+                    abuse39::seed_pg_audit(postgres, &ns, o.seed_audit);
+                }
+                Ok(d)
+            }
+        }
+    }
+
+    fn start(
+        store: &'static str,
+        backing: Backing,
+        mut args: Vec<String>,
+        relay: Option<PgRelay>,
+        o: &DeployOpts,
+        dir: tempfile::TempDir,
+    ) -> Result<Deployment, String> {
+        let (admin_file, admin) = match &o.admin_token {
+            Some(t) => (live::write_admin_token(dir.path(), t), t.clone()),
+            None => live::admin_token_file(dir.path()),
+        };
         args.extend(["--admin-token-file".into(), admin_file.display().to_string()]);
-        // The legitimate controllers never heartbeat; their rows must stay fresh.
+        // The legitimate controllers' rows must stay fresh whatever their heartbeats do.
         args.extend(["--freshness-seconds".into(), "86400".into()]);
+        if o.max_connections != live::DEFAULT_MAX_CONNECTIONS {
+            args.extend(["--max-connections".into(), o.max_connections.to_string()]);
+        }
         let probe_addr = live::serve_help().contains("--probe-listen").then(|| {
             let a = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
             args.extend(["--probe-listen".into(), a.to_string()]);
             a
         });
-        let (child, url) = live::start_server(&args);
-        let addr = url.strip_prefix("http://").unwrap().parse().unwrap();
-        Deployment {
+        let ca = o.tls.then(|| abuse39::self_signed(dir.path(), &mut args));
+        let (child, url) = live::try_start_server(&args)?;
+        let addr = url.split_once("://").unwrap().1.parse().unwrap();
+        Ok(Deployment {
             store,
             url,
             addr,
@@ -228,19 +413,39 @@ impl Deployment {
             backing,
             relay,
             admin: Secret::new(admin),
+            ca,
+            pid: child.id(),
             child: Some(child),
             _dir: dir,
-        }
+        })
+    }
+
+    /// A client of the main port (a new one is a new connection, as each CLI command is).
+    fn client(&self) -> HttpCoordinator {
+        HttpCoordinator::new(&self.url, self.ca.as_deref(), None).unwrap()
     }
 
     fn admin_client(&self) -> HttpCoordinator {
-        HttpCoordinator::new(&self.url, None, Some(self.admin.clone())).unwrap()
+        HttpCoordinator::new(&self.url, self.ca.as_deref(), Some(self.admin.clone())).unwrap()
+    }
+
+    /// Plain HTTP for `/readyz` and `/metrics`: the probe port when there is one.
+    fn plain_url(&self) -> String {
+        match self.probe_addr {
+            Some(a) => format!("http://{a}"),
+            None => self.url.clone(),
+        }
+    }
+
+    /// The server's memory now.
+    fn mem(&self) -> Option<live::Mem> {
+        live::proc_mem(self.pid)
     }
 
     /// An enrolled identity in `project`, registered (with `id` as its request id when given).
     fn seat(&self, project: &str, identity: &str, id: Option<RequestId>) -> (Registered, Secret) {
         let key = self.admin_client().enroll_identity(project, identity).unwrap().key;
-        let c = HttpCoordinator::new(&self.url, None, None).unwrap().with_request(id);
+        let c = self.client().with_request(id);
         let row = ControllerKey { identity: identity.into(), surface: "abuse".into(), machine_id: "bench".into() };
         let r = c
             .register(project, &row, Credentials { identity_key: Some(&key), ..Credentials::default() })
@@ -252,7 +457,7 @@ impl Deployment {
     fn settle(&self) -> Duration {
         let t = Instant::now();
         while t.elapsed() < Duration::from_secs(60) {
-            let ok = ureq::get(&format!("{}/readyz", self.url))
+            let ok = ureq::get(&format!("{}/readyz", self.plain_url()))
                 .config()
                 .http_status_as_error(false)
                 .timeout_global(Some(Duration::from_secs(2)))
@@ -271,7 +476,8 @@ impl Deployment {
     }
 
     fn snapshot(&self) -> Snapshot {
-        Snapshot { sizes: self.backing.sizes(), metrics: live::metrics(&self.url) }
+        self.backing.checkpoint();
+        Snapshot { sizes: self.backing.sizes(), metrics: live::metrics(&self.plain_url()) }
     }
 }
 
@@ -374,24 +580,33 @@ fn timed_loop(stop: &AtomicBool, every: Duration, mut op: impl FnMut() -> bool) 
 
 /// The legitimate client: a handoff every [`HANDOFF_EVERY`], each on a fresh connection (a
 /// new client per call, as each CLI command is), one at a time.
-fn handoffs(url: &str, pair: &Pair, stop: &AtomicBool) -> Latencies {
+fn handoffs(d: &Deployment, pair: &Pair, stop: &AtomicBool) -> Latencies {
     timed_loop(stop, HANDOFF_EVERY, || {
-        let Ok(c) = HttpCoordinator::new(url, None, None) else { return false };
-        let Some((from, to, epoch)) = pair.state(&c) else { return false };
-        let c = HttpCoordinator::new(url, None, None).unwrap();
-        c.handoff(&request(&pair.project, to, epoch), &from.controller.session_id, &from.token).is_ok()
+        let Some((from, to, epoch)) = pair.state(&d.client()) else { return false };
+        d.client().handoff(&request(&pair.project, to, epoch), &from.controller.session_id, &from.token).is_ok()
+    })
+}
+
+/// A legitimate controller's heartbeats (issue 39's second latency), every
+/// [`HANDOFF_EVERY`] on a fresh connection, the pair's two sessions in turn.
+fn heartbeats(d: &Deployment, pair: &Pair, stop: &AtomicBool) -> Latencies {
+    let mut n = 0u64;
+    timed_loop(stop, HANDOFF_EVERY, || {
+        n += 1;
+        let r = if n.is_multiple_of(2) { &pair.a } else { &pair.b };
+        d.client().heartbeat(&pair.project, &r.controller.session_id, &r.token).is_ok()
     })
 }
 
 /// The operator: a correct `master claim` every [`OPERATOR_EVERY`] on its own project.
-fn operator_claims(url: &str, pair: &Pair, stop: &AtomicBool) -> Latencies {
-    let password = Secret::new(PASSWORD.into());
-    timed_loop(stop, OPERATOR_EVERY, || {
-        let c = HttpCoordinator::new(url, None, None).unwrap();
-        let Some((_, to, epoch)) = pair.state(&c) else { return false };
-        let c = HttpCoordinator::new(url, None, None).unwrap();
-        c.claim(&request(&pair.project, to, epoch), OPERATOR, &password).is_ok()
-    })
+fn operator_claims(d: &Deployment, pair: &Pair, stop: &AtomicBool) -> Latencies {
+    timed_loop(stop, OPERATOR_EVERY, || operator_claim(d, pair))
+}
+
+/// One correct `master claim` by the operator (from 127.0.0.1).
+fn operator_claim(d: &Deployment, pair: &Pair) -> bool {
+    let Some((_, to, epoch)) = pair.state(&d.client()) else { return false };
+    d.client().claim(&request(&pair.project, to, epoch), OPERATOR, &Secret::new(PASSWORD.into())).is_ok()
 }
 
 #[derive(Default, Clone)]
@@ -400,6 +615,9 @@ struct Probes {
     not_200: u64,
     no_answer: u64,
     worst: Duration,
+    /// `/livez` alone: asked, and not answered 200 within [`PROBE_DEADLINE`].
+    livez_total: u64,
+    livez_failed: u64,
 }
 
 impl Probes {
@@ -428,17 +646,48 @@ fn probe_once(addr: SocketAddr, path: &str) -> Option<u16> {
     std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
 }
 
-/// `/livez` then `/readyz` on `addr` every [`PROBE_EVERY`] until `stop`.
-fn prober(addr: SocketAddr, stop: &AtomicBool) -> Probes {
+/// Where a prober asks: a plain HTTP port, or a TLS main port (through the library's client).
+enum ProbeAt {
+    Plain(SocketAddr),
+    Tls(String, Vec<u8>),
+}
+
+impl ProbeAt {
+    fn main_port(d: &Deployment) -> ProbeAt {
+        match &d.ca {
+            Some(ca) => ProbeAt::Tls(d.url.clone(), ca.clone()),
+            None => ProbeAt::Plain(d.addr),
+        }
+    }
+
+    fn once(&self, path: &str) -> Option<u16> {
+        match self {
+            ProbeAt::Plain(addr) => probe_once(*addr, path),
+            ProbeAt::Tls(url, ca) => {
+                let t = Instant::now();
+                let status = HttpCoordinator::new(url, Some(ca), None).ok()?.probe(path).ok()?.status;
+                (t.elapsed() <= PROBE_DEADLINE).then_some(status)
+            }
+        }
+    }
+}
+
+/// `/livez` then `/readyz` every [`PROBE_EVERY`] until `stop`.
+fn prober(at: ProbeAt, stop: &AtomicBool) -> Probes {
     let mut p = Probes::default();
     while !stop.load(Ordering::SeqCst) {
         let round = Instant::now();
         for path in ["/livez", "/readyz"] {
             let t = Instant::now();
-            match probe_once(addr, path) {
+            let status = at.once(path);
+            match status {
                 Some(200) => p.ok += 1,
                 Some(_) => p.not_200 += 1,
                 None => p.no_answer += 1,
+            }
+            if path == "/livez" {
+                p.livez_total += 1;
+                p.livez_failed += u64::from(status != Some(200));
             }
             p.worst = p.worst.max(t.elapsed());
         }
@@ -466,10 +715,30 @@ struct Tally {
     tokens: AtomicU64,
     /// Connections launched so far (each waits its turn: see [`Tally::stagger`]).
     launched: AtomicU64,
+    /// Answers 400 and above (refusals: what store growth per 10,000 refusals divides by).
+    refused: AtomicU64,
+    rate_limited_429: AtomicU64,
+    /// A counted attack's connections that sent all theirs, and when the last one did
+    /// (milliseconds after launch).
+    finished: AtomicU64,
+    done_ms: AtomicU64,
+    done: AtomicBool,
+    /// Set when the window ends: threads an attack started of its own stop.
+    stop: AtomicBool,
+    /// Every answer's status, counted (a fixed server answers 413/414/431/429/503 where
+    /// today's answers 401/400: the bench takes any and shows which).
+    statuses: Mutex<BTreeMap<u16, u64>>,
 }
 
 impl Tally {
     fn answer(&self, status: u16) {
+        *self.statuses.lock().unwrap().entry(status).or_default() += 1;
+        if status >= 400 {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+        }
+        if status == 429 {
+            self.rate_limited_429.fetch_add(1, Ordering::Relaxed);
+        }
         let c = match status {
             200..=299 => &self.ok,
             503 => &self.refused_503,
@@ -582,6 +851,8 @@ fn flood(
             let mut n = 0u64;
             loop {
                 let Some(s) = connect(from, to, &tally).await else { continue };
+                let open = tally.open.fetch_add(1, Ordering::Relaxed) + 1;
+                tally.max_open.fetch_max(open, Ordering::Relaxed);
                 let mut conn = BufReader::new(s);
                 loop {
                     n += 1;
@@ -602,38 +873,114 @@ fn flood(
                         }
                     }
                 }
+                tally.open.fetch_sub(1, Ordering::Relaxed);
             }
         });
     }
 }
 
-/// Connections that hold a slot: `trickle` sends a request head with a large
-/// Content-Length and then a body byte every [`SLOW_BYTE_EVERY`]; otherwise nothing is
-/// sent. Reopened [`RECONNECT_AFTER`] after the server answers or closes.
-fn hold(rt: &tokio::runtime::Runtime, to: SocketAddr, conns: usize, trickle: bool, tally: &Arc<Tally>) {
-    for _ in 0..conns {
-        let tally = tally.clone();
+/// Where connection `i` of an attack comes from (None: 127.0.0.1).
+type SourceOf = Arc<dyn Fn(usize) -> Option<IpAddr> + Send + Sync>;
+
+/// A counted flood: `conns` connections, connection `i` from `from(i)`, each sending
+/// `per_conn` requests `next(i, n)` one after the other (reconnecting when one breaks),
+/// then closing; the tally is `done` when every connection has finished.
+fn flood_counted(
+    rt: &tokio::runtime::Runtime,
+    to: SocketAddr,
+    from: SourceOf,
+    conns: usize,
+    per_conn: u64,
+    tally: &Arc<Tally>,
+    next: Arc<dyn Fn(usize, u64) -> Vec<u8> + Send + Sync>,
+) {
+    let launched = Instant::now();
+    for i in 0..conns {
+        let (tally, next, from) = (tally.clone(), next.clone(), from.clone());
+        rt.spawn(async move {
+            tally.stagger().await;
+            let mut n = 0u64;
+            while n < per_conn {
+                let Some(s) = connect(from(i), to, &tally).await else { continue };
+                let mut conn = BufReader::new(s);
+                while n < per_conn {
+                    n += 1;
+                    match exchange(&mut conn, &next(i, n)).await {
+                        Some((status, _, close)) => {
+                            tally.answer(status);
+                            if close {
+                                break;
+                            }
+                        }
+                        None => {
+                            tally.closed.fetch_add(1, Ordering::Relaxed);
+                            break;
+                        }
+                    }
+                }
+            }
+            if tally.finished.fetch_add(1, Ordering::SeqCst) + 1 == conns as u64 {
+                tally.done_ms.store(launched.elapsed().as_millis() as u64, Ordering::SeqCst);
+                tally.done.store(true, Ordering::SeqCst);
+            }
+        });
+    }
+}
+
+/// What a connection that holds a slot sends.
+#[derive(Clone)]
+enum HoldKind {
+    /// Nothing.
+    Idle,
+    /// A request head with a large Content-Length, then a body byte every [`SLOW_BYTE_EVERY`].
+    Trickle,
+    /// These bytes (an unfinished request head), then nothing.
+    Prefix(Arc<Vec<u8>>),
+}
+
+/// `conns` connections that hold a slot, connection `i` from `from(i)`, each sending what
+/// `kind` says; reopened `reconnect` after the server answers or closes.
+fn hold(
+    rt: &tokio::runtime::Runtime,
+    to: SocketAddr,
+    conns: usize,
+    kind: HoldKind,
+    from: SourceOf,
+    reconnect: Duration,
+    tally: &Arc<Tally>,
+) {
+    for i in 0..conns {
+        let (tally, kind, from) = (tally.clone(), kind.clone(), from.clone());
         rt.spawn(async move {
             tally.stagger().await;
             loop {
-                let Some(mut s) = connect(None, to, &tally).await else { continue };
+                let Some(mut s) = connect(from(i), to, &tally).await else { continue };
                 let open = tally.open.fetch_add(1, Ordering::Relaxed) + 1;
                 tally.max_open.fetch_max(open, Ordering::Relaxed);
-                if trickle {
-                    let head = format!(
-                        "POST /v1/projects/slow/sessions HTTP/1.1\r\nhost: bench\r\ncontent-type: application/json\r\ncontent-length: {SLOW_LENGTH}\r\n\r\n"
-                    );
-                    let _ = s.write_all(head.as_bytes()).await;
-                }
+                let trickle = matches!(kind, HoldKind::Trickle);
+                let sent = match &kind {
+                    HoldKind::Idle => true,
+                    HoldKind::Trickle => {
+                        let head = format!(
+                            "POST /v1/projects/slow/sessions HTTP/1.1\r\nhost: bench\r\ncontent-type: application/json\r\ncontent-length: {SLOW_LENGTH}\r\n\r\n"
+                        );
+                        s.write_all(head.as_bytes()).await.is_ok()
+                    }
+                    HoldKind::Prefix(bytes) => s.write_all(bytes).await.is_ok(),
+                };
                 let mut buf = [0u8; 256];
                 let mut tick = tokio::time::interval(SLOW_BYTE_EVERY);
                 tick.tick().await;
-                let answered = loop {
-                    tokio::select! {
-                        r = s.read(&mut buf) => break matches!(r, Ok(n) if n > 0).then(|| buf.get(9..12).and_then(|b| std::str::from_utf8(b).ok()?.parse::<u16>().ok())).flatten(),
-                        _ = tick.tick(), if trickle => {
-                            if s.write_all(b" ").await.is_err() {
-                                break None;
+                let answered = if !sent {
+                    None
+                } else {
+                    loop {
+                        tokio::select! {
+                            r = s.read(&mut buf) => break matches!(r, Ok(n) if n > 0).then(|| buf.get(9..12).and_then(|b| std::str::from_utf8(b).ok()?.parse::<u16>().ok())).flatten(),
+                            _ = tick.tick(), if trickle => {
+                                if s.write_all(b" ").await.is_err() {
+                                    break None;
+                                }
                             }
                         }
                     }
@@ -646,7 +993,7 @@ fn hold(rt: &tokio::runtime::Runtime, to: SocketAddr, conns: usize, trickle: boo
                     }
                 }
                 drop(s);
-                tokio::time::sleep(RECONNECT_AFTER).await;
+                tokio::time::sleep(reconnect).await;
             }
         });
     }
@@ -657,8 +1004,43 @@ fn fresh(prefix: &str) -> String {
     format!("{prefix}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
 }
 
+/// What an attack did, as a sentence for the table and as fields for its JSON line.
+#[derive(Default)]
+struct Note {
+    text: String,
+    json: serde_json::Map<String, serde_json::Value>,
+}
+
 /// Sets up and starts `attack` on `rt`; returns a function that describes what it did.
 fn launch(
+    attack: Attack,
+    d: &Deployment,
+    cfg: &Config,
+    rt: &tokio::runtime::Runtime,
+    tally: &Arc<Tally>,
+) -> Box<dyn Fn() -> Note> {
+    if attack.issue39_row().is_some() {
+        let f = abuse39::launch(attack, d, cfg, rt, tally);
+        let t = tally.clone();
+        return Box::new(move || {
+            let mut note = f();
+            let statuses = t.statuses.lock().unwrap().clone();
+            if !statuses.is_empty() {
+                let list: Vec<String> = statuses.iter().map(|(s, n)| format!("{s}: {n}")).collect();
+                note.text.push_str(&format!("; statuses {}", list.join(", ")));
+                let map: serde_json::Map<String, serde_json::Value> =
+                    statuses.iter().map(|(s, n)| (s.to_string(), (*n).into())).collect();
+                note.json.insert("attack_statuses".into(), map.into());
+            }
+            note
+        });
+    }
+    let f = launch28(attack, d, cfg, rt, tally);
+    Box::new(move || Note { text: f(), json: serde_json::Map::new() })
+}
+
+/// [`launch`] for issue 28's attacks.
+fn launch28(
     attack: Attack,
     d: &Deployment,
     cfg: &Config,
@@ -678,7 +1060,8 @@ fn launch(
     };
     match attack {
         Attack::SlowBody | Attack::Idle => {
-            hold(rt, to, cfg.connections, attack == Attack::SlowBody, tally);
+            let kind = if attack == Attack::SlowBody { HoldKind::Trickle } else { HoldKind::Idle };
+            hold(rt, to, cfg.connections, kind, Arc::new(|_| None), RECONNECT_AFTER, tally);
             let t = tally.clone();
             Box::new(move || {
                 format!(
@@ -763,6 +1146,16 @@ fn launch(
             }
             Box::new(answers)
         }
+        Attack::Argon2Memory(_)
+        | Attack::LongPolls
+        | Attack::DistFlood { .. }
+        | Attack::BigHeaders
+        | Attack::BigNamesAdmin
+        | Attack::BigNamesWatch
+        | Attack::VaryingNames
+        | Attack::HistoryScan
+        | Attack::QueueJump
+        | Attack::StoreCopy => unreachable!("issue 39's attacks are launched by abuse39::launch"),
         Attack::SeatFlood => {
             let project = fresh("abuse-seat");
             let (r, _) = d.seat(&project, "seat", None);
@@ -804,16 +1197,25 @@ fn launch(
 struct Window {
     handoff: Vec<Duration>,
     handoff_failures: u64,
+    heartbeat: Vec<Duration>,
+    heartbeat_failures: u64,
     claim: Vec<Duration>,
     probes: Probes,
     probe_port: Option<Probes>,
     before: Snapshot,
     after: Snapshot,
-    attack_note: String,
+    note: Note,
     /// Replay answers that carried a session token (issue 28 point 2: should be none).
     tokens: u64,
+    /// Attack answers 400 and above.
+    refusals: u64,
     /// From the attack's launch to the after-snapshot (what store growth is divided by).
     elapsed: Duration,
+    /// The server's RSS when the window began, its high-water mark over the window (VmHWM
+    /// reset at the start when the kernel allows), and its RSS [`AFTER_IDLE`] after the end.
+    mem_before: Option<live::Mem>,
+    mem_after: Option<live::Mem>,
+    hwm_reset: bool,
 }
 
 struct Clients {
@@ -821,65 +1223,112 @@ struct Clients {
     oper: Pair,
 }
 
+impl Clients {
+    /// The operator and the two pairs; the operator's first correct claim is made here, so
+    /// its address has a record of success before any attack (issue 39 point 5).
+    fn new(d: &Deployment) -> Clients {
+        d.admin_client().add_operator(OPERATOR, &Secret::new(PASSWORD.into())).unwrap();
+        let c = Clients { legit: Pair::new(d, "abuse-legit", "alice", "bob"), oper: Pair::new(d, "abuse-oper", "a", "b") };
+        operator_claim(d, &c.oper);
+        c
+    }
+}
+
+/// How long after a window the server's RSS is read again ("RSS after the attack").
+const AFTER_IDLE: Duration = Duration::from_secs(3);
+/// The shortest window of a counted attack (enough for two operator claims).
+const MIN_WINDOW: Duration = Duration::from_secs(5);
+
 fn run_window(d: &Deployment, clients: &Clients, cfg: &Config, attack: Option<Attack>) -> Window {
     let before = d.snapshot();
     let stop = AtomicBool::new(false);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let tally = Arc::new(Tally::default());
+    let hwm_reset = live::reset_hwm(d.pid);
+    let mem_before = d.mem();
     let started = Instant::now();
     let note = attack.map(|a| launch(a, d, cfg, &rt, &tally));
     if let Some(a) = attack {
         ramp_up(a, &tally, cfg);
     }
+    let counted = attack.is_some_and(Attack::counted);
     let stop = &stop;
-    let (legit, claims, probes, probe_port) = std::thread::scope(|s| {
-        let legit = s.spawn(|| handoffs(&d.url, &clients.legit, stop));
-        let claims = s.spawn(|| operator_claims(&d.url, &clients.oper, stop));
-        let probes = s.spawn(|| prober(d.addr, stop));
-        let probe_port = d.probe_addr.map(|a| s.spawn(move || prober(a, stop)));
-        std::thread::sleep(window(cfg));
+    let (legit, beats, claims, probes, probe_port) = std::thread::scope(|s| {
+        let legit = s.spawn(|| handoffs(d, &clients.legit, stop));
+        let beats = s.spawn(|| heartbeats(d, &clients.legit, stop));
+        let claims = s.spawn(|| operator_claims(d, &clients.oper, stop));
+        let probes = s.spawn(|| prober(ProbeAt::main_port(d), stop));
+        let probe_port = d.probe_addr.map(|a| s.spawn(move || prober(ProbeAt::Plain(a), stop)));
+        let t = Instant::now();
+        while t.elapsed() < window(cfg) && !(counted && tally.done.load(Ordering::SeqCst) && t.elapsed() >= MIN_WINDOW) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
         stop.store(true, Ordering::SeqCst);
-        (legit.join().unwrap(), claims.join().unwrap(), probes.join().unwrap(), probe_port.map(|p| p.join().unwrap()))
+        (
+            legit.join().unwrap(),
+            beats.join().unwrap(),
+            claims.join().unwrap(),
+            probes.join().unwrap(),
+            probe_port.map(|p| p.join().unwrap()),
+        )
     });
-    let attack_note = note.map(|n| n()).unwrap_or_default();
+    tally.stop.store(true, Ordering::SeqCst);
+    let note = note.map(|n| n()).unwrap_or_default();
     // Every attacking socket closes with the runtime.
     rt.shutdown_background();
+    let elapsed = started.elapsed();
+    std::thread::sleep(AFTER_IDLE);
+    let mem_after = d.mem();
     let after = d.snapshot();
-    let (mut handoff, mut claim) = (legit.lat, claims.lat);
+    let (mut handoff, mut heartbeat, mut claim) = (legit.lat, beats.lat, claims.lat);
     handoff.sort();
+    heartbeat.sort();
     claim.sort();
     Window {
         handoff,
         handoff_failures: legit.failures,
+        heartbeat,
+        heartbeat_failures: beats.failures,
         claim,
         probes,
         probe_port,
         before,
         after,
-        attack_note,
+        note,
         tokens: Tally::get(&tally.tokens),
-        elapsed: started.elapsed(),
+        refusals: Tally::get(&tally.refused),
+        elapsed,
+        mem_before,
+        mem_after,
+        hwm_reset,
     }
 }
 
 /// Lets an attack reach full strength before the window is measured: connection holders
 /// until they hold as many connections as they open (or the server's cap, or no more are
-/// let in), request floods for a second.
+/// let in), request floods for a second; counted attacks are measured from their launch.
 fn ramp_up(attack: Attack, tally: &Tally, cfg: &Config) {
-    match attack {
-        Attack::SlowBody | Attack::Idle => {
-            // A server with a per-source cap never lets them all in: stop when the count
-            // has not grown for 2 s.
-            let full = cfg.connections.min(live::DEFAULT_MAX_CONNECTIONS) as u64;
-            let (mut seen, mut grew) = (0, Instant::now());
-            while Tally::get(&tally.max_open) < full && grew.elapsed() < Duration::from_secs(2) {
-                if Tally::get(&tally.max_open) > seen {
-                    (seen, grew) = (Tally::get(&tally.max_open), Instant::now());
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
+    let holders = match attack {
+        Attack::SlowBody | Attack::Idle => Some(cfg.connections),
+        Attack::LongPolls | Attack::DistFlood { .. } | Attack::BigHeaders => Some(abuse39::connections(attack, cfg)),
+        _ => None,
+    };
+    if attack.counted() {
+        return;
+    }
+    let Some(conns) = holders else {
+        std::thread::sleep(Duration::from_secs(1) + STAGGER * Tally::get(&tally.launched) as u32);
+        return;
+    };
+    // A server with a per-source cap never lets them all in: stop when the count has not
+    // grown for 2 s.
+    let full = conns.min(cfg.max_connections) as u64;
+    let (mut seen, mut grew) = (0, Instant::now());
+    while Tally::get(&tally.max_open) < full && grew.elapsed() < Duration::from_secs(2) {
+        if Tally::get(&tally.max_open) > seen {
+            (seen, grew) = (Tally::get(&tally.max_open), Instant::now());
         }
-        _ => std::thread::sleep(Duration::from_secs(1) + STAGGER * Tally::get(&tally.launched) as u32),
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -889,6 +1338,11 @@ fn ramp_up(attack: Attack, tally: &Tally, cfg: &Config) {
 
 fn mib(bytes: i64) -> String {
     format!("{:+.2} MiB", bytes as f64 / (1 << 20) as f64)
+}
+
+/// Audit rows added over a window (from `/metrics`), when both snapshots had them.
+fn audit_rows(w: &Window) -> Option<f64> {
+    Some(w.after.metric("writerctl_audit_rows")? - w.before.metric("writerctl_audit_rows")?)
 }
 
 /// Store growth over a window, one line.
@@ -913,8 +1367,9 @@ fn growth(w: &Window) -> String {
         }
     }
     s.push_str(&format!(
-        "; audit rows {}, history {}, attempts {}",
+        "; audit rows {} ({}/10 s), history {}, attempts {}",
         d("writerctl_audit_rows"),
+        audit_rows(w).map_or("?".into(), |n| format!("{:.0}", n / secs * 10.0)),
         d("writerctl_claim_history_steps"),
         d("writerctl_operator_attempt_rows")
     ));
@@ -924,98 +1379,244 @@ fn growth(w: &Window) -> String {
     s
 }
 
+/// p50 and p99 (or max) of a sorted latency list, in ms.
+#[derive(Clone, Copy, Default)]
+struct Lat {
+    p50: f64,
+    p99: f64,
+    max: f64,
+    n: usize,
+}
+
+impl Lat {
+    fn of(sorted: &[Duration]) -> Lat {
+        Lat { p50: live::pct(sorted, 0.5), p99: live::pct(sorted, 0.99), max: live::pct(sorted, 1.0), n: sorted.len() }
+    }
+}
+
 struct Row {
     attack: String,
     store: &'static str,
-    base_p50: f64,
-    base_p99: f64,
-    p50: f64,
-    p99: f64,
+    /// False for the store-copy row: no live window, only its own figures.
+    live: bool,
+    base_handoff: Lat,
+    handoff: Lat,
+    base_heartbeat: Lat,
+    heartbeat: Lat,
+    base_claim: Lat,
+    claim: Lat,
     probes: Probes,
     probe_port: Option<Probes>,
+    /// RSS before, VmHWM over the window, RSS after (MiB), and whether VmHWM was reset.
+    mem: Option<(f64, f64, f64, bool)>,
+    growth_bytes: i64,
+    /// The baseline window's store growth per second (the legitimate clients' own writes),
+    /// taken off before growth is divided by refusals.
+    base_growth_per_s: f64,
     growth: String,
+    refusals: u64,
+    audit_rows: Option<f64>,
+    secs: f64,
     notes: String,
+    json: serde_json::Map<String, serde_json::Value>,
     tokens: u64,
+    /// Set by rows judged on something else than the live targets (the store copy).
+    verdict: Option<Vec<&'static str>>,
 }
 
 impl Row {
     fn ratio(&self) -> f64 {
-        self.p99 / self.base_p99.max(1e-3)
+        self.handoff.p99 / self.base_handoff.p99.max(1e-3)
     }
 
-    fn missed(&self) -> Vec<&'static str> {
+    fn heartbeat_ratio(&self) -> f64 {
+        self.heartbeat.p99 / self.base_heartbeat.p99.max(1e-3)
+    }
+
+    /// Store growth net of the legitimate clients' (the baseline's rate over this window),
+    /// per 10,000 refusals, in bytes (None under 100 refusals: too few to scale).
+    fn per_10k(&self) -> Option<f64> {
+        let net = (self.growth_bytes as f64 - self.base_growth_per_s * self.secs).max(0.0);
+        (self.refusals >= 100).then(|| net * 10_000.0 / self.refusals as f64)
+    }
+
+    fn missed(&self, cfg: &Config) -> Vec<&'static str> {
+        if let Some(v) = &self.verdict {
+            return v.clone();
+        }
         let mut m = Vec::new();
         let probes_ok = |p: &Probes| p.ok == p.total() && p.worst <= PROBE_DEADLINE;
+        if self.probes.livez_failed > 0 {
+            m.push("livez");
+        }
         if !probes_ok(&self.probes) || self.probe_port.as_ref().is_some_and(|p| !probes_ok(p)) {
             m.push("probes");
         }
         if self.ratio() >= P99_RATIO_TARGET {
             m.push("p99");
         }
+        if self.heartbeat_ratio() >= P99_RATIO_TARGET {
+            m.push("heartbeat p99");
+        }
+        if self.claim.max >= CLAIM_TARGET.as_secs_f64() * 1e3 || self.claim.n == 0 {
+            m.push("claim 2 s");
+        }
+        if self.mem.is_some_and(|(_, hwm, _, _)| hwm >= cfg.budget_mib) {
+            m.push("memory");
+        }
+        if self.per_10k().is_some_and(|b| b >= 1e6) {
+            m.push("store/10k");
+        }
         if self.tokens > 0 {
             m.push("replay token");
         }
         m
     }
+
+    fn json_line(&self, cfg: &Config) -> serde_json::Value {
+        let lat = |l: &Lat| serde_json::json!({"p50_ms": round1(l.p50), "p99_ms": round1(l.p99), "max_ms": round1(l.max), "n": l.n});
+        let mut v = serde_json::json!({
+            "bench": "abuse",
+            "row": self.attack,
+            "store": self.store,
+            "scale": cfg.scale,
+            "window_s": round1(self.secs),
+            "targets_missed": self.missed(cfg),
+            "notes": self.notes,
+        });
+        if self.live {
+            let o = v.as_object_mut().unwrap();
+            o.insert("livez_failed".into(), self.probes.livez_failed.into());
+            o.insert("livez_total".into(), self.probes.livez_total.into());
+            o.insert("probes_ok".into(), self.probes.ok.into());
+            o.insert("probes_total".into(), self.probes.total().into());
+            o.insert("probe_worst_ms".into(), round1(self.probes.worst.as_secs_f64() * 1e3).into());
+            if let Some(p) = &self.probe_port {
+                o.insert("probe_port_ok".into(), p.ok.into());
+                o.insert("probe_port_total".into(), p.total().into());
+            }
+            o.insert("heartbeat_base".into(), lat(&self.base_heartbeat));
+            o.insert("heartbeat".into(), lat(&self.heartbeat));
+            o.insert("handoff_base".into(), lat(&self.base_handoff));
+            o.insert("handoff".into(), lat(&self.handoff));
+            o.insert("operator_claim_base".into(), lat(&self.base_claim));
+            o.insert("operator_claim".into(), lat(&self.claim));
+            if let Some((before, hwm, after, reset)) = self.mem {
+                o.insert("rss_before_mib".into(), round1(before).into());
+                o.insert("vmhwm_mib".into(), round1(hwm).into());
+                o.insert("rss_after_mib".into(), round1(after).into());
+                o.insert("vmhwm_since".into(), (if reset { "window" } else { "server start" }).into());
+            }
+            o.insert("store_growth_bytes".into(), self.growth_bytes.into());
+            o.insert("refusals".into(), self.refusals.into());
+            o.insert("store_growth_per_10k_refusals_bytes".into(), self.per_10k().map(|b| b.round()).into());
+            o.insert("audit_rows".into(), self.audit_rows.into());
+            o.insert(
+                "audit_rows_per_10s".into(),
+                self.audit_rows.map(|n| (n / self.secs.max(1e-3) * 10.0).round()).into(),
+            );
+        }
+        v.as_object_mut().unwrap().extend(self.json.clone());
+        v
+    }
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
 }
 
 fn row(attack: &str, store: &'static str, base: &Window, w: &Window) -> Row {
-    let mut notes = w.attack_note.clone();
+    let mut notes = w.note.text.clone();
     if w.handoff_failures > 0 {
         notes.push_str(&format!("; handoff attempts failed {}", w.handoff_failures));
     }
-    notes.push_str(&format!(
-        "; correct master claim p50 {:.0}/{:.0} ms, max {:.0}/{:.0} ms",
-        live::pct(&base.claim, 0.5),
-        live::pct(&w.claim, 0.5),
-        live::pct(&base.claim, 1.0),
-        live::pct(&w.claim, 1.0)
-    ));
+    if w.heartbeat_failures > 0 {
+        notes.push_str(&format!("; heartbeat attempts failed {}", w.heartbeat_failures));
+    }
+    let mem = match (w.mem_before, w.mem_after) {
+        (Some(b), Some(a)) => Some((b.rss_mib(), a.hwm_mib(), a.rss_mib(), w.hwm_reset)),
+        _ => None,
+    };
     Row {
         attack: attack.into(),
         store,
-        base_p50: live::pct(&base.handoff, 0.5),
-        base_p99: live::pct(&base.handoff, 0.99),
-        p50: live::pct(&w.handoff, 0.5),
-        p99: live::pct(&w.handoff, 0.99),
+        live: true,
+        base_handoff: Lat::of(&base.handoff),
+        handoff: Lat::of(&w.handoff),
+        base_heartbeat: Lat::of(&base.heartbeat),
+        heartbeat: Lat::of(&w.heartbeat),
+        base_claim: Lat::of(&base.claim),
+        claim: Lat::of(&w.claim),
         probes: w.probes.clone(),
         probe_port: w.probe_port.clone(),
+        mem,
+        growth_bytes: w.after.sizes.bytes() - w.before.sizes.bytes(),
+        base_growth_per_s: (base.after.sizes.bytes() - base.before.sizes.bytes()) as f64
+            / base.elapsed.as_secs_f64().max(1e-3),
         growth: growth(w),
+        refusals: w.refusals,
+        audit_rows: audit_rows(w),
+        secs: w.elapsed.as_secs_f64(),
         tokens: w.tokens,
         notes: notes.trim_start_matches("; ").to_string(),
+        json: w.note.json.clone(),
+        verdict: None,
     }
 }
 
-fn print_row(r: &Row) {
-    let missed = r.missed();
+fn print_row(r: &Row, cfg: &Config) {
+    let missed = r.missed(cfg);
+    let targets = if missed.is_empty() { "met".to_string() } else { format!("**MISSED: {}**", missed.join(", ")) };
+    if !r.live {
+        println!("| {} | {} | - | - | - | - | - | - | - | - | {} | {} |", r.attack, r.store, targets, r.notes);
+        return;
+    }
+    let l2 = |b: &Lat, a: &Lat| format!("{:.1}/{:.1} → {:.1}/{:.1}", b.p50, b.p99, a.p50, a.p99);
+    let mem = r.mem.map_or("?".into(), |(b, h, a, reset)| {
+        format!("{b:.0} / {h:.0}{} / {a:.0}", if reset { "" } else { " (since start)" })
+    });
     println!(
-        "| {} | {} | {:.1} / {:.1} | {:.1} / {:.1} | {:.1}x | {}{} | {} | {} | {} |",
+        "| {} | {} | {}/{} | {} | {} ({:.1}x) | {:.0}/{:.0} → {:.0}/{:.0} | {}{} | {} | {} | {} | {} | {} |",
         r.attack,
         r.store,
-        r.base_p50,
-        r.p50,
-        r.base_p99,
-        r.p99,
+        r.probes.livez_failed,
+        r.probes.livez_total,
+        l2(&r.base_heartbeat, &r.heartbeat),
+        l2(&r.base_handoff, &r.handoff),
         r.ratio(),
+        r.base_claim.p50,
+        r.base_claim.max,
+        r.claim.p50,
+        r.claim.max,
         r.probes.cell(),
         r.probe_port.as_ref().map_or(String::new(), |p| format!(" (probe port {})", p.cell())),
+        mem,
         r.growth,
-        if missed.is_empty() { "met".to_string() } else { format!("**MISSED: {}**", missed.join(", ")) },
+        r.per_10k().map_or(format!("- ({} refusals)", r.refusals), |b| format!("{} ({} refusals)", mib(b as i64), r.refusals)),
+        targets,
         r.notes
     );
 }
 
+fn print_header() {
+    println!(
+        "| attack | store | /livez failed/sent (main port) | heartbeat p50/p99 ms, base → attack | handoff p50/p99 ms, base → attack (p99 ratio) | correct master claim p50/max ms, base → attack | probes ok/total, worst ms | server RSS MiB before / VmHWM / after | store growth | growth per 10k refusals | targets | notes |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+}
+
 fn print_table(rows: &[Row], cfg: &Config) {
     println!(
-        "\nabuse bench: {} s per window, handoff latencies in ms (baseline / under attack), probes 200 within 1 s / sent, worst ms\n",
-        cfg.seconds
+        "\nabuse bench: {} s per window, scale {}, memory budget {} MiB; latencies in ms (baseline → under attack)\n",
+        cfg.seconds, cfg.scale, cfg.budget_mib
     );
-    println!(
-        "| attack | store | legit p50 base/attack | p99 base/attack | ratio | probes ok/total, worst ms | store growth | targets | notes |"
-    );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    print_header();
     for r in rows {
-        print_row(r);
+        print_row(r, cfg);
+    }
+    println!();
+    for r in rows {
+        println!("{}", r.json_line(cfg));
     }
 }
 
@@ -1023,45 +1624,91 @@ fn print_table(rows: &[Row], cfg: &Config) {
 // per store
 // ---------------------------------------------------------------------------------------
 
-fn bench_store(d: &Deployment, cfg: &Config, rows: &mut Vec<Row>) {
-    let admin = d.admin_client();
-    admin.add_operator(OPERATOR, &Secret::new(PASSWORD.into())).unwrap();
-    let clients =
-        Clients { legit: Pair::new(d, "abuse-legit", "alice", "bob"), oper: Pair::new(d, "abuse-oper", "a", "b") };
+fn bench_store(spec: &StoreSpec, cfg: &Config, rows: &mut Vec<Row>) {
+    let opts = |relay| DeployOpts { relay, max_connections: cfg.max_connections, ..DeployOpts::default() };
+    let d = match Deployment::deploy(spec, &opts(true)) {
+        Ok(d) => d,
+        Err(e) => {
+            println!("\n== server did not start: {e} ==");
+            return;
+        }
+    };
+    let clients = Clients::new(&d);
     println!("\n== {}: {} (probe port: {}) ==", d.store, d.url, d.probe_addr.map_or("none".into(), |a| a.to_string()));
-    let base = run_window(d, &clients, cfg, None);
+    let base = run_window(&d, &clients, cfg, None);
     println!(
-        "baseline: {} handoffs, p50 {:.1} ms, p99 {:.1} ms; probes {}",
+        "baseline: {} handoffs, p50 {:.1} ms, p99 {:.1} ms; {} heartbeats, p50 {:.1} ms, p99 {:.1} ms; probes {}; RSS {:.1} MiB, VmHWM {:.1} MiB",
         base.handoff.len(),
         live::pct(&base.handoff, 0.5),
         live::pct(&base.handoff, 0.99),
-        base.probes.cell()
+        base.heartbeat.len(),
+        live::pct(&base.heartbeat, 0.5),
+        live::pct(&base.heartbeat, 0.99),
+        base.probes.cell(),
+        base.mem_after.map_or(0.0, |m| m.rss_mib()),
+        base.mem_after.map_or(0.0, |m| m.hwm_mib()),
     );
-    let mut report = |name: &str, base: &Window, w: &Window| {
-        let r = row(name, d.store, base, w);
-        print_row(&r);
+    let store = d.store;
+    let report = |rows: &mut Vec<Row>, name: &str, base: &Window, w: &Window| {
+        let r = row(name, store, base, w);
+        print_header();
+        print_row(&r, cfg);
         rows.push(r);
     };
-    for &attack in &cfg.attacks {
+    report(rows, "none (baseline)", &base, &base);
+    for &attack in cfg.attacks.iter().filter(|a| a.issue39_row().is_none()) {
         let settled = d.settle();
         println!("-- {} (settled in {:.1} s)", attack.name(), settled.as_secs_f64());
-        let w = run_window(d, &clients, cfg, Some(attack));
-        report(attack.name(), &base, &w);
+        let w = run_window(&d, &clients, cfg, Some(attack));
+        report(rows, &attack.name(), &base, &w);
         if attack == Attack::Refusals
             && let Some(relay) = &d.relay
         {
             // The same flood while Postgres is unreachable: the retry queue in Redis grows.
             d.settle();
             relay.cut();
-            let base_down = run_window(d, &clients, cfg, None);
-            report("none (Postgres down)", &base, &base_down);
-            let w = run_window(d, &clients, cfg, Some(attack));
-            report("refusals (Postgres down)", &base_down, &w);
+            let base_down = run_window(&d, &clients, cfg, None);
+            report(rows, "none (Postgres down)", &base, &base_down);
+            let w = run_window(&d, &clients, cfg, Some(attack));
+            report(rows, "refusals (Postgres down)", &base_down, &w);
             relay.restore();
             let t = Instant::now();
             d.settle();
             println!("   Postgres back: queue drained in {:.1} s", t.elapsed().as_secs_f64());
         }
+    }
+    drop(d);
+    // Issue 39's rows: each on a server and store of its own, so that its memory and store
+    // figures are its own (an allocator keeps what an earlier attack made it take).
+    for &attack in cfg.attacks.iter().filter(|a| a.issue39_row().is_some()) {
+        println!("-- {} (issue 39 row {}): a fresh server", attack.name(), attack.issue39_row().unwrap());
+        if attack == Attack::StoreCopy {
+            let r = abuse39::store_copy(spec, cfg);
+            print_header();
+            print_row(&r, cfg);
+            rows.push(r);
+            continue;
+        }
+        let o = DeployOpts {
+            tls: attack == Attack::DistFlood { tls: true },
+            seed_audit: if attack == Attack::HistoryScan { cfg.history_rows } else { 0 },
+            ..opts(false)
+        };
+        let t = Instant::now();
+        let d = match Deployment::deploy(spec, &o) {
+            Ok(d) => d,
+            Err(e) => {
+                println!("   server did not start: {e}");
+                continue;
+            }
+        };
+        if o.seed_audit > 0 {
+            println!("   {} audit rows seeded and the server started in {:.1} s", o.seed_audit, t.elapsed().as_secs_f64());
+        }
+        let clients = Clients::new(&d);
+        d.settle();
+        let w = run_window(&d, &clients, cfg, Some(attack));
+        report(rows, &attack.name(), &base, &w);
     }
 }
 
@@ -1079,50 +1726,47 @@ fn main() {
         return;
     }
     raise_nofile();
+    let args: Vec<String> = std::env::args().collect();
+    let scale = args
+        .iter()
+        .position(|a| a == "--scale")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| env_num("ABUSE_SCALE", 1.0) as usize)
+        .max(1);
     let wanted = std::env::var("ABUSE_ATTACKS").unwrap_or_default();
+    let words: Vec<&str> = wanted.split(',').map(str::trim).collect();
     let cfg = Config {
         seconds: env_num("ABUSE_SECONDS", 60.0),
         connections: env_num("ABUSE_CONNECTIONS", 1100.0) as usize,
         sources: env_num("ABUSE_SOURCES", 450.0) as usize,
-        attacks: Attack::ALL
+        attacks: Attack::ISSUE28
             .into_iter()
-            .filter(|a| wanted.is_empty() || wanted.split(',').any(|w| w.trim() == a.name()))
+            .chain(Attack::issue39(scale))
+            .filter(|a| words.iter().any(|w| a.selected_by(w)))
             .collect(),
+        scale,
+        max_connections: env_num("ABUSE_MAX_CONNECTIONS", (live::DEFAULT_MAX_CONNECTIONS * scale) as f64) as usize,
+        history_rows: env_num("ABUSE_HISTORY_ROWS", 1e6 * scale as f64) as u64,
+        budget_mib: env_num("ABUSE_MEMORY_BUDGET_MIB", 256.0),
     };
     let stores = std::env::var("ABUSE_STORES").unwrap_or_else(|_| "sqlite,redis".into());
     println!(
-        "abuse bench: server {}, {} s per window, attacks {:?}, stores {stores}",
+        "abuse bench: server {}, {} s per window, scale {}, attacks {:?}, stores {stores}",
         live::writerctl_bin().display(),
         cfg.seconds,
+        cfg.scale,
         cfg.attacks.iter().map(|a| a.name()).collect::<Vec<_>>()
     );
     let mut rows = Vec::new();
     for store in stores.split(',').map(str::trim) {
         match store {
-            "sqlite" => {
-                let dir = tempfile::tempdir().unwrap();
-                let path = dir.path().join("abuse.sqlite");
-                let args = vec!["--store".into(), format!("sqlite:{}", path.display())];
-                let d = Deployment::start("sqlite", Backing::Sqlite(path), args, None);
-                bench_store(&d, &cfg, &mut rows);
-            }
+            "sqlite" => bench_store(&StoreSpec::Sqlite, &cfg, &mut rows),
             "redis" | "redis_pg" => {
-                let Some((redis, postgres, ns)) = live::services_or_skip("redis", "abuse") else { continue };
-                let relay_url = |addr| via_relay(&postgres, addr);
-                let (_, upstream) = relay_url(SocketAddr::from(([127, 0, 0, 1], 0)));
-                let relay = PgRelay::start(upstream);
-                let (through_relay, _) = relay_url(relay.addr);
-                let args = vec![
-                    "--redis".into(),
-                    redis.clone(),
-                    "--postgres".into(),
-                    through_relay,
-                    "--namespace".into(),
-                    ns.clone(),
-                ];
-                let backing = Backing::RedisPg { redis, postgres, ns };
-                let d = Deployment::start("redis+pg", backing, args, Some(relay));
-                bench_store(&d, &cfg, &mut rows);
+                let Ok((redis, postgres)) = live::services().map_err(|why| println!("\n== redis: skipped ({why}) ==")) else {
+                    continue;
+                };
+                bench_store(&StoreSpec::RedisPg { redis, postgres }, &cfg, &mut rows);
             }
             other => println!("unknown store {other:?} in ABUSE_STORES (sqlite, redis)"),
         }
