@@ -116,7 +116,9 @@ enum Attack {
     /// Row 2: unauthenticated long-polls filling `--max-connections`.
     LongPolls,
     /// Row 3: single-connection idle addresses past the cap, against a legitimate 8-client host.
-    DistFlood { tls: bool },
+    DistFlood {
+        tls: bool,
+    },
     /// Row 4: ~400 KB of unfinished request head per connection.
     BigHeaders,
     /// Row 5: refused admin requests with a 30 KB project and a 60 KB identity.
@@ -364,7 +366,14 @@ impl Deployment {
                 } else {
                     (None, postgres.clone())
                 };
-                let args = vec!["--redis".into(), redis.clone(), "--postgres".into(), pg_url, "--namespace".into(), ns.clone()];
+                let args = vec![
+                    "--redis".into(),
+                    redis.clone(),
+                    "--postgres".into(),
+                    pg_url,
+                    "--namespace".into(),
+                    ns.clone(),
+                ];
                 let backing = Backing::RedisPg { redis: redis.clone(), postgres: postgres.clone(), ns: ns.clone() };
                 let d = Deployment::start("redis+pg", backing, args, relay, o, dir);
                 if d.is_err() {
@@ -1228,7 +1237,8 @@ impl Clients {
     /// its address has a record of success before any attack (issue 39 point 5).
     fn new(d: &Deployment) -> Clients {
         d.admin_client().add_operator(OPERATOR, &Secret::new(PASSWORD.into())).unwrap();
-        let c = Clients { legit: Pair::new(d, "abuse-legit", "alice", "bob"), oper: Pair::new(d, "abuse-oper", "a", "b") };
+        let c =
+            Clients { legit: Pair::new(d, "abuse-legit", "alice", "bob"), oper: Pair::new(d, "abuse-oper", "a", "b") };
         operator_claim(d, &c.oper);
         c
     }
@@ -1260,7 +1270,8 @@ fn run_window(d: &Deployment, clients: &Clients, cfg: &Config, attack: Option<At
         let probes = s.spawn(|| prober(ProbeAt::main_port(d), stop));
         let probe_port = d.probe_addr.map(|a| s.spawn(move || prober(ProbeAt::Plain(a), stop)));
         let t = Instant::now();
-        while t.elapsed() < window(cfg) && !(counted && tally.done.load(Ordering::SeqCst) && t.elapsed() >= MIN_WINDOW) {
+        while t.elapsed() < window(cfg) && !(counted && tally.done.load(Ordering::SeqCst) && t.elapsed() >= MIN_WINDOW)
+        {
             std::thread::sleep(Duration::from_millis(100));
         }
         stop.store(true, Ordering::SeqCst);
@@ -1592,7 +1603,11 @@ fn print_row(r: &Row, cfg: &Config) {
         r.probe_port.as_ref().map_or(String::new(), |p| format!(" (probe port {})", p.cell())),
         mem,
         r.growth,
-        r.per_10k().map_or(format!("- ({} refusals)", r.refusals), |b| format!("{} ({} refusals)", mib(b as i64), r.refusals)),
+        r.per_10k().map_or(format!("- ({} refusals)", r.refusals), |b| format!(
+            "{} ({} refusals)",
+            mib(b as i64),
+            r.refusals
+        )),
         targets,
         r.notes
     );
@@ -1703,7 +1718,11 @@ fn bench_store(spec: &StoreSpec, cfg: &Config, rows: &mut Vec<Row>) {
             }
         };
         if o.seed_audit > 0 {
-            println!("   {} audit rows seeded and the server started in {:.1} s", o.seed_audit, t.elapsed().as_secs_f64());
+            println!(
+                "   {} audit rows seeded and the server started in {:.1} s",
+                o.seed_audit,
+                t.elapsed().as_secs_f64()
+            );
         }
         let clients = Clients::new(&d);
         d.settle();
@@ -1763,7 +1782,8 @@ fn main() {
         match store {
             "sqlite" => bench_store(&StoreSpec::Sqlite, &cfg, &mut rows),
             "redis" | "redis_pg" => {
-                let Ok((redis, postgres)) = live::services().map_err(|why| println!("\n== redis: skipped ({why}) ==")) else {
+                let Ok((redis, postgres)) = live::services().map_err(|why| println!("\n== redis: skipped ({why}) =="))
+                else {
                     continue;
                 };
                 bench_store(&StoreSpec::RedisPg { redis, postgres }, &cfg, &mut rows);

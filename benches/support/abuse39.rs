@@ -469,15 +469,126 @@ pub(super) fn seed_pg_audit(postgres: &str, ns: &str, n: u64) {
 
 /// Common words the guess list is made of.
 const WORDS: &[&str] = &[
-    "the", "be", "to", "of", "and", "a", "in", "that", "have", "it", "for", "not", "on", "with", "he", "as", "you",
-    "do", "at", "this", "but", "his", "by", "from", "they", "we", "say", "her", "she", "or", "an", "will", "my",
-    "one", "all", "would", "there", "their", "what", "so", "up", "out", "if", "about", "who", "get", "which", "go",
-    "me", "when", "make", "can", "like", "time", "no", "just", "him", "know", "take", "people", "into", "year",
-    "your", "good", "some", "could", "them", "see", "other", "than", "then", "now", "look", "only", "come", "its",
-    "over", "think", "also", "back", "after", "use", "two", "how", "our", "work", "first", "well", "way", "even",
-    "new", "want", "because", "any", "these", "give", "day", "most", "us", "password", "admin", "secret", "token",
-    "letmein", "welcome", "dragon", "monkey", "sunshine", "master", "shadow", "correct", "horse", "battery",
-    "staple", "writer", "coordinator", "kubernetes", "cluster", "production", "staging",
+    "the",
+    "be",
+    "to",
+    "of",
+    "and",
+    "a",
+    "in",
+    "that",
+    "have",
+    "it",
+    "for",
+    "not",
+    "on",
+    "with",
+    "he",
+    "as",
+    "you",
+    "do",
+    "at",
+    "this",
+    "but",
+    "his",
+    "by",
+    "from",
+    "they",
+    "we",
+    "say",
+    "her",
+    "she",
+    "or",
+    "an",
+    "will",
+    "my",
+    "one",
+    "all",
+    "would",
+    "there",
+    "their",
+    "what",
+    "so",
+    "up",
+    "out",
+    "if",
+    "about",
+    "who",
+    "get",
+    "which",
+    "go",
+    "me",
+    "when",
+    "make",
+    "can",
+    "like",
+    "time",
+    "no",
+    "just",
+    "him",
+    "know",
+    "take",
+    "people",
+    "into",
+    "year",
+    "your",
+    "good",
+    "some",
+    "could",
+    "them",
+    "see",
+    "other",
+    "than",
+    "then",
+    "now",
+    "look",
+    "only",
+    "come",
+    "its",
+    "over",
+    "think",
+    "also",
+    "back",
+    "after",
+    "use",
+    "two",
+    "how",
+    "our",
+    "work",
+    "first",
+    "well",
+    "way",
+    "even",
+    "new",
+    "want",
+    "because",
+    "any",
+    "these",
+    "give",
+    "day",
+    "most",
+    "us",
+    "password",
+    "admin",
+    "secret",
+    "token",
+    "letmein",
+    "welcome",
+    "dragon",
+    "monkey",
+    "sunshine",
+    "master",
+    "shadow",
+    "correct",
+    "horse",
+    "battery",
+    "staple",
+    "writer",
+    "coordinator",
+    "kubernetes",
+    "cluster",
+    "production",
+    "staging",
 ];
 
 /// `n` guesses: common words alone, capitalised, with years, in pairs and in fours (the
@@ -573,7 +684,9 @@ fn copied_answers(d: &Deployment, copy_dir: &std::path::Path) -> Vec<(String, St
             for k in keys {
                 let text: Option<String> = redis::cmd("GET").arg(&k).query(&mut r).ok();
                 let kept = text.and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
-                if let (Some((_, key)), Some(answer)) = (k.rsplit_once(":req:"), kept.and_then(|v| v["answer"].as_str().map(String::from))) {
+                if let (Some((_, key)), Some(answer)) =
+                    (k.rsplit_once(":req:"), kept.and_then(|v| v["answer"].as_str().map(String::from)))
+                {
                     out.push((key.to_string(), answer));
                 }
             }
@@ -618,10 +731,8 @@ pub(super) fn store_copy(spec: &StoreSpec, cfg: &Config) -> Row {
     let copy_dir = tempfile::tempdir().unwrap();
     let answers = copied_answers(&d, copy_dir.path());
     drop(d);
-    let sealed: Vec<(String, Vec<u8>)> = answers
-        .iter()
-        .filter_map(|(k, a)| Some((k.clone(), unhex(a.strip_prefix("xchacha20poly1305:")?)?)))
-        .collect();
+    let sealed: Vec<(String, Vec<u8>)> =
+        answers.iter().filter_map(|(k, a)| Some((k.clone(), unhex(a.strip_prefix("xchacha20poly1305:")?)?))).collect();
     let other_forms: Vec<String> = answers
         .iter()
         .filter(|(_, a)| !a.starts_with("xchacha20poly1305:"))
@@ -659,7 +770,11 @@ pub(super) fn store_copy(spec: &StoreSpec, cfg: &Config) -> Row {
     }
     let notes = format!(
         "admin token {WEAK_TOKEN:?} {}; copy holds {} kept answers, {} sealed (v1 form){}; {} guesses x {} sealed = {tries} tries in {:.2} s ({:.0}/s): opened {} answers, recovered admin token {}, identity keys {keys}/3, session tokens {tokens}/1",
-        if weak_accepted { "accepted by serve".to_string() } else { format!("refused by serve ({})", why.lines().next().unwrap_or("")) },
+        if weak_accepted {
+            "accepted by serve".to_string()
+        } else {
+            format!("refused by serve ({})", why.lines().next().unwrap_or(""))
+        },
         answers.len(),
         sealed.len(),
         if other_forms.is_empty() { String::new() } else { format!(", other forms {other_forms:?}") },

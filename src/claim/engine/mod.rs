@@ -756,7 +756,8 @@ impl Coordinator {
         if secret::verify_password(stored, password) && record.is_some() {
             return self.store.attempt_succeeded(operator_id);
         }
-        let failures = self.store.record_failure(operator_id, self.clock.now())?;
+        let counted_as = if record.is_some() { operator_id.to_string() } else { unknown_operator_key(operator_id) };
+        let failures = self.store.record_failure(&counted_as, self.clock.now())?;
         let hold = secret::failure_delay(failures);
         Err(ClaimError::InvalidOperatorCredentials {
             next_delay_ms: u64::try_from(hold.as_millis()).unwrap_or(u64::MAX),
@@ -833,6 +834,22 @@ impl Coordinator {
 /// A master verb's request as its fingerprint input (see [`super::requests`]). Without the
 /// expected epoch: the CLI fills it from a status read when `--expect-epoch` is absent, and
 /// a retry's read sees the epoch the first attempt moved, so it would never match.
+/// Unknown operator ids that share one failure count (issue 39 point 3).
+pub const UNKNOWN_OPERATOR_BUCKETS: u8 = 255;
+
+/// The failure count a wrong attempt for an operator id that does not exist goes to: one
+/// of [`UNKNOWN_OPERATOR_BUCKETS`] keys by a digest of the id, never the id itself. Every
+/// distinct unknown id used to get a row of its own in the attempts table, so guesses
+/// carrying fresh ids grew the store by a row each (10,000 refusals: ~3 MB on Postgres).
+/// Sharing keeps the timing an unknown id shows (its back-off doubles as it is retried,
+/// like a real id's) and bounds the rows. The key holds a control character, which no
+/// real operator id may ([`names::validate_name`]), so it cannot be anyone's count.
+fn unknown_operator_key(operator_id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let bucket = Sha256::digest(operator_id.as_bytes())[0] % UNKNOWN_OPERATOR_BUCKETS;
+    format!("\u{1}unknown operator {bucket}")
+}
+
 fn request_input(req: &MasterRequest) -> serde_json::Value {
     json!([req.project, req.to_identity, req.to_session])
 }
@@ -895,6 +912,37 @@ mod tests {
 
     pub(super) fn key(identity: &str, machine: &str) -> ControllerKey {
         ControllerKey { identity: identity.into(), surface: "cli".into(), machine_id: machine.into() }
+    }
+
+    /// Issue 39 point 3: wrong attempts naming operator ids that do not exist are counted
+    /// in a bounded number of shared keys, never one row per id, and no shared key can be a
+    /// real operator's.
+    #[test]
+    fn unknown_operator_ids_share_a_bounded_number_of_failure_counts() {
+        let keys: std::collections::BTreeSet<String> =
+            (0..10_000).map(|i| unknown_operator_key(&format!("guess-{i}"))).collect();
+        assert!(keys.len() <= usize::from(UNKNOWN_OPERATOR_BUCKETS), "{}", keys.len());
+        assert!(keys.iter().all(|k| names::validate_name("operator id", k).is_err()));
+        let (d, _clock, c) = coordinator();
+        c.add_operator("ops", &Secret::new("right".into())).unwrap();
+        let a = c.register("p", &key("alice", "h1"), Credentials::default()).unwrap();
+        let req =
+            MasterRequest { project: "p".into(), to_identity: "alice".into(), to_session: None, expect_epoch: a.epoch };
+        for id in ["nobody-1", "nobody-2", "nobody-3"] {
+            assert!(matches!(
+                c.claim(&req, id, &Secret::new("x".into())),
+                Err(ClaimError::InvalidOperatorCredentials { .. })
+            ));
+        }
+        let db = rusqlite::Connection::open(d.path().join("c.sqlite")).unwrap();
+        let ids: Vec<String> = db
+            .prepare("SELECT operator_id FROM operator_attempts")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert!(ids.iter().all(|i| i.starts_with('\u{1}')), "{ids:?}");
     }
 
     #[test]
