@@ -62,6 +62,12 @@
 //! opens a new one, as the CLI does for every command anyway); a client that authenticates
 //! is evicted only after every unauthenticated connection and held watch.
 //!
+//! A source whose unproven connection was evicted at the global cap is penalised for
+//! [`EVICTION_PENALTY`] (doubling with each eviction, at most [`EVICTION_PENALTY_MAX`]): its
+//! new connections may evict only its own, and are refused when it has none. Without this,
+//! 1,500 single-connection addresses evicted one another round and round, and under TLS
+//! each new connection cost the server a handshake.
+//!
 //! [`SourceSlots`] (per source address, how many `master claim` verifications run at once
 //! and how many may wait) lives in `budget`, with the rest of what admits verifications.
 
@@ -96,6 +102,23 @@ const SUMMARY_SOURCES: usize = 64;
 /// Evicted connections that may still be closing (they hold a descriptor until their task
 /// runs) on top of `--max-connections`; kept well within [`RESERVED_FDS`].
 const EVICTION_MARGIN: usize = 32;
+
+/// How long a source whose connection was evicted at the global cap waits before a new
+/// connection of it may evict another source's again (it may still evict its own, else it
+/// is refused): the first time; it doubles with each further
+/// eviction up to [`EVICTION_PENALTY_MAX`], and is forgotten after a quiet
+/// [`EVICTION_PENALTY_MEMORY`]. Issue 39 point 3: 1,500 addresses whose idle connections
+/// are evicted reconnect at once, and under TLS each reconnect is a handshake the server
+/// computes (~2,000 a second in the abuse bench, a core's worth); refusing a penalised
+/// source at accept costs nothing.
+pub const EVICTION_PENALTY: Duration = Duration::from_secs(1);
+/// The longest penalty.
+pub const EVICTION_PENALTY_MAX: Duration = Duration::from_secs(32);
+/// How long a penalised source is remembered after its penalty ends.
+pub const EVICTION_PENALTY_MEMORY: Duration = Duration::from_secs(60);
+/// Sources remembered as penalised at most (about 40 bytes each); past it, expired ones
+/// are forgotten, and a new one is not remembered (it is only not penalised).
+const PENALISED_SOURCES: usize = 65_536;
 
 /// Default `--max-connections-per-source`: a source address (IPv4, or IPv6 /64) holds at
 /// most this many open connections. A controller host runs a handful of CLI calls at once,
@@ -302,9 +325,34 @@ impl ConnState {
 struct Registry {
     by_peer: HashMap<SocketAddr, Arc<ConnState>>,
     per_source: HashMap<IpAddr, usize>,
+    /// Sources evicted at the global cap: until when they may not evict, and how often.
+    penalised: HashMap<IpAddr, (Instant, u32)>,
 }
 
 impl Registry {
+    /// Whether `source` may not evict anyone at the global cap at `now` (see
+    /// [`EVICTION_PENALTY`]).
+    fn penalised(&self, source: IpAddr, now: Instant) -> bool {
+        self.penalised.get(&source).is_some_and(|(until, _)| now < *until)
+    }
+
+    /// `source` lost a connection at the global cap at `now`: its penalty starts, twice as
+    /// long as its last one if that ended less than [`EVICTION_PENALTY_MEMORY`] ago.
+    fn penalise(&mut self, source: IpAddr, now: Instant) {
+        if self.penalised.len() >= PENALISED_SOURCES && !self.penalised.contains_key(&source) {
+            self.penalised.retain(|_, (until, _)| now < *until + EVICTION_PENALTY_MEMORY);
+            if self.penalised.len() >= PENALISED_SOURCES {
+                return;
+            }
+        }
+        let strikes = match self.penalised.get(&source) {
+            Some((until, n)) if now < *until + EVICTION_PENALTY_MEMORY => n.saturating_add(1),
+            _ => 1,
+        };
+        let penalty = EVICTION_PENALTY.saturating_mul(1 << (strikes - 1).min(16)).min(EVICTION_PENALTY_MAX);
+        self.penalised.insert(source, (now + penalty, strikes));
+    }
+
     fn insert(&mut self, c: Arc<ConnState>) {
         *self.per_source.entry(c.source).or_default() += 1;
         if let Some(old) = self.by_peer.insert(c.peer, c) {
@@ -512,10 +560,18 @@ impl ConnGate {
         let source = state.source;
         let mut reg = self.registry.lock().unwrap_or_else(|p| p.into_inner());
         let full_source = reg.per_source.get(&source).copied().unwrap_or(0) >= self.per_source;
+        let full_server = !full_source && reg.by_peer.len() >= self.max;
+        let now = Instant::now();
         let victim = if full_source {
             Some(reg.victim(Some(source)))
-        } else if reg.by_peer.len() >= self.max {
+        } else if full_server && !reg.penalised(source, now) {
             Some(reg.victim(None))
+        } else if full_server {
+            // A source evicted at the cap a moment ago evicts only its own connections (a
+            // probe sharing an address with a flood is still served, issue 28 point 1); a
+            // source with none left, like each of 1,500 single-connection addresses, is
+            // refused.
+            Some(reg.victim(Some(source)))
         } else {
             None
         };
@@ -531,6 +587,11 @@ impl ConnGate {
         if let Some(v) = &victim {
             reg.remove(v);
             v.evict();
+            // A proven connection's source is a client that showed a credential: it is not
+            // penalised (it was last in the order anyway).
+            if full_server && !v.proven.load(Ordering::Relaxed) {
+                reg.penalise(v.source, now);
+            }
         }
         reg.insert(state.clone());
         self.open.fetch_add(1, Ordering::AcqRel);
@@ -1164,6 +1225,52 @@ mod tests {
             flood.retain(|(_, s)| !s.state().is_evicted());
         }
         assert!(host[0].state().is_evicted() && !host[1].state().is_evicted());
+    }
+
+    /// Issue 39 point 3: a source whose connection was evicted at the global cap cannot
+    /// come straight back and evict someone else (under TLS every such reconnect is a
+    /// handshake the server computes); its penalty doubles with each eviction, a proven
+    /// connection's source is never penalised, and the per-source cap is unaffected.
+    #[test]
+    fn a_source_evicted_at_the_cap_is_refused_for_its_penalty() {
+        let gate = Arc::new(ConnGate::with_per_source(2, 2));
+        let a = gate.try_enter(peer("10.0.0.1", 1)).unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+        let b = gate.try_enter(peer("10.0.0.2", 1)).unwrap();
+        let c = gate.try_enter(peer("10.0.0.3", 1)).expect("evicts the oldest waiter");
+        assert!(a.state().is_evicted() && !b.state().is_evicted());
+        drop(a);
+        assert!(gate.try_enter(peer("10.0.0.1", 2)).is_none(), "the evicted source is refused at the cap");
+        assert!(!b.state().is_evicted() && !c.state().is_evicted());
+        // A penalised source that still holds a waiting connection evicts its own.
+        c.state().set_phase(Phase::Busy);
+        gate.registry.lock().unwrap().penalise("10.0.0.2".parse().unwrap(), Instant::now());
+        let b2 = gate.try_enter(peer("10.0.0.2", 2)).expect("evicts its own waiting connection");
+        assert!(b.state().is_evicted() && !c.state().is_evicted());
+        drop(b);
+        let b = b2;
+        c.state().set_phase(Phase::Head);
+        // A proven connection evicted at the cap leaves no penalty on its source.
+        b.state().prove();
+        c.state().set_phase(Phase::Busy);
+        let d = gate.try_enter(peer("10.0.0.4", 1)).expect("evicts the proven idle one");
+        assert!(b.state().is_evicted());
+        drop(b);
+        d.state().set_phase(Phase::Busy);
+        let mut reg = Registry::default();
+        let t = Instant::now();
+        let src: IpAddr = "10.0.0.9".parse().unwrap();
+        reg.penalise(src, t);
+        assert!(reg.penalised(src, t) && !reg.penalised(src, t + EVICTION_PENALTY));
+        reg.penalise(src, t + EVICTION_PENALTY);
+        assert!(reg.penalised(src, t + EVICTION_PENALTY * 2), "the second penalty is twice as long");
+        let later = t + EVICTION_PENALTY * 3 + EVICTION_PENALTY_MEMORY;
+        reg.penalise(src, later);
+        assert!(!reg.penalised(src, later + EVICTION_PENALTY), "forgotten after a quiet minute: 1 s again");
+        let gate2 = Arc::new(ConnGate::with_per_source(100, 1));
+        let _x = gate2.try_enter(peer("10.0.0.5", 1)).unwrap();
+        assert!(gate2.try_enter(peer("10.0.0.5", 2)).is_some(), "a full source still evicts its own");
+        assert!(gate2.try_enter(peer("10.0.0.5", 3)).is_some(), "and is not penalised for it");
     }
 
     /// The eviction order of the module documentation, class by class: a held
