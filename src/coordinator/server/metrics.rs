@@ -397,7 +397,7 @@ pub(super) async fn metrics(State(app): State<Shared>) -> Response {
             (
                 "writerctl_connections_evicted_total",
                 "counter",
-                "Connections closed for a newer one: waiting on their client or a held long-poll, unauthenticated and never answered first (see the threat model).",
+                "Connections closed for a newer one: unauthenticated requests held without work first, then unauthenticated connections waiting on their client, oldest first (see the threat model).",
                 gate.evicted(),
             ),
             (
@@ -415,7 +415,7 @@ pub(super) async fn metrics(State(app): State<Shared>) -> Response {
             (
                 "writerctl_long_polls_not_held_total",
                 "counter",
-                "Long-polls answered at once with the state as it is: the long-poll pool (or their source's share) was full.",
+                "Long-polls not held: the long-poll pool (or their source's share) was full; answered with the state as it is after at most 1 s.",
                 gate.long_polls_not_held(),
             ),
             (
