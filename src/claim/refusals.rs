@@ -56,14 +56,14 @@ pub const AUDITED_PER_WINDOW: u32 = 8;
 /// Refusal rows of their own the whole process writes per interval; past it, every
 /// refusal is counted into a summary (issue 39 point 3: 10,000 addresses must not buy
 /// 10,000 rows).
-pub const ROWS_PER_INTERVAL: u32 = 64;
+pub const ROWS_PER_INTERVAL: u32 = 16;
 /// Windows with their own source address; more are aggregated (see the module doc).
 pub const MAX_SOURCES: usize = 4096;
 /// Projects a window names in its summary; refusals naming others are only counted.
 pub const PROJECTS_NAMED: usize = 4;
 /// Sources per (verb, code) given a summary row of their own when windows close together;
 /// the rest share one `source:many` row.
-pub const SOURCES_NAMED: usize = 16;
+pub const SOURCES_NAMED: usize = 8;
 /// The actor of a summary row for the aggregated sources.
 pub const MANY_SOURCES: &str = "many";
 
