@@ -115,7 +115,7 @@ pub(super) struct App {
     /// Reads of the audit log in flight, per source and in all (issue 39 point 6).
     pub(super) reads: super::reads::ReadGate,
     /// What `/metrics` last read of the store, and when it is out of date (issue 39 point 6).
-    pub(super) store_series: super::metrics::StoreSeries,
+    pub(super) store_series: super::counters::StoreSeries,
 }
 
 /// How many `master claim` requests of one source address run at once.
@@ -152,7 +152,7 @@ pub(super) fn new_app(
         watchers: master_watchers(&coordinator_for_watch),
         memory: MemoryGuard::new(memory_budget),
         reads: super::reads::ReadGate::default(),
-        store_series: super::metrics::StoreSeries::default(),
+        store_series: super::counters::StoreSeries::default(),
     });
     flush_refusals_periodically(&app);
     app

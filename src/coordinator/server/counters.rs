@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::claim::ClaimError;
-use crate::claim::retention::Pruned;
+use crate::claim::retention::{Pruned, Sizes};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 #[derive(Default, Clone)]
 pub(super) struct Metrics {
@@ -49,5 +51,68 @@ impl Histogram {
         }
         self.count += 1;
         self.sum += s;
+    }
+}
+
+/// Longest `/metrics` answers the store's series (sizes, projects without a master, paused
+/// projects) from its last read of them while nothing this replica did changed the store.
+/// A count reads every row (SQLite's `COUNT(*)`, Postgres's `count(*)`, a scan of Redis's
+/// inbox keys): `/metrics` needs no credential, so a loop of scrapes from many addresses
+/// must not become a loop of full scans (issue 39 point 6). Every credentialed change this
+/// replica answers (a write verb or an admin verb that succeeded, a prune or a sweep that
+/// changed something) makes the next scrape read again; refusals and anonymous reads do
+/// not, or they would be the way around the bound.
+pub const STORE_SERIES_MAX_AGE: Duration = Duration::from_secs(10);
+
+/// The store's series as `/metrics` last read them (see [`STORE_SERIES_MAX_AGE`]). One read
+/// at a time: scrapes that arrive while one reads wait for its answer and share it.
+#[derive(Debug, Default)]
+pub(super) struct StoreSeries {
+    /// Bumped by [`StoreSeries::touched`].
+    generation: AtomicU64,
+    last: tokio::sync::Mutex<Option<StoreReading>>,
+    /// Store reads made for `/metrics` (a test and `/metrics` itself can tell a cached
+    /// answer from a fresh one).
+    pub(super) reads: AtomicU64,
+}
+
+/// One read of the store's series; an `Err` is the message of the read that failed.
+#[derive(Debug, Clone)]
+pub(super) struct StoreReading {
+    generation: u64,
+    at: Instant,
+    pub(super) sizes: Result<Sizes, String>,
+    pub(super) without_master: Result<u64, String>,
+    pub(super) paused: Result<u64, String>,
+}
+
+impl StoreSeries {
+    /// Something this replica did may have changed the store: the next scrape reads it.
+    pub(super) fn touched(&self) {
+        self.generation.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The series, read again (by `read`, on the blocking pool) only when the last reading
+    /// is older than [`STORE_SERIES_MAX_AGE`] or the store was touched since it began.
+    pub(super) async fn get<F>(&self, read: F) -> StoreReading
+    where
+        F: FnOnce() -> (Result<Sizes, String>, Result<u64, String>, Result<u64, String>) + Send + 'static,
+    {
+        let mut last = self.last.lock().await;
+        let generation = self.generation.load(Ordering::Relaxed);
+        if let Some(r) = last.as_ref()
+            && r.generation == generation
+            && r.at.elapsed() < STORE_SERIES_MAX_AGE
+        {
+            return r.clone();
+        }
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        let (sizes, without_master, paused) = tokio::task::spawn_blocking(read).await.unwrap_or_else(|e| {
+            let why = format!("store series: {e}");
+            (Err(why.clone()), Err(why.clone()), Err(why))
+        });
+        let reading = StoreReading { generation, at: Instant::now(), sizes, without_master, paused };
+        *last = Some(reading.clone());
+        reading
     }
 }

@@ -8,85 +8,14 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::sync::atomic::Ordering;
 
 use super::app::{App, Shared};
 use super::counters::{BUCKETS, Histogram, Metrics, SweepAll};
 use super::probes::probe_readiness;
 use crate::claim::ClaimError;
-use crate::claim::retention::{Pruned, Sizes};
+use crate::claim::retention::Pruned;
 use crate::error::ErrorCode;
-
-/// Longest `/metrics` answers the store's series (sizes, projects without a master, paused
-/// projects) from its last read of them while nothing this replica did changed the store.
-/// A count reads every row (SQLite's `COUNT(*)`, Postgres's `count(*)`, a scan of Redis's
-/// inbox keys): `/metrics` needs no credential, so a loop of scrapes from many addresses
-/// must not become a loop of full scans (issue 39 point 6). Every credentialed change this
-/// replica answers (a write verb or an admin verb that succeeded, a prune or a sweep that
-/// changed something) makes the next scrape read again; refusals and anonymous reads do
-/// not, or they would be the way around the bound.
-pub const STORE_SERIES_MAX_AGE: Duration = Duration::from_secs(10);
-
-/// The store's series as `/metrics` last read them (see [`STORE_SERIES_MAX_AGE`]). One read
-/// at a time: scrapes that arrive while one reads wait for its answer and share it.
-#[derive(Debug, Default)]
-pub(super) struct StoreSeries {
-    /// Bumped by [`StoreSeries::touched`].
-    generation: AtomicU64,
-    last: tokio::sync::Mutex<Option<StoreReading>>,
-    /// Store reads made for `/metrics` (a test and `/metrics` itself can tell a cached
-    /// answer from a fresh one).
-    reads: AtomicU64,
-}
-
-/// One read of the store's series; an `Err` is the message of the read that failed.
-#[derive(Debug, Clone)]
-struct StoreReading {
-    generation: u64,
-    at: Instant,
-    sizes: Result<Sizes, String>,
-    without_master: Result<u64, String>,
-    paused: Result<u64, String>,
-}
-
-impl StoreSeries {
-    /// Something this replica did may have changed the store: the next scrape reads it.
-    pub(super) fn touched(&self) {
-        self.generation.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// The series, read again only when the last reading is older than
-    /// [`STORE_SERIES_MAX_AGE`] or the store was touched since it began.
-    async fn get(&self, app: &Shared) -> StoreReading {
-        let mut last = self.last.lock().await;
-        let generation = self.generation.load(Ordering::Relaxed);
-        if let Some(r) = last.as_ref()
-            && r.generation == generation
-            && r.at.elapsed() < STORE_SERIES_MAX_AGE
-        {
-            return r.clone();
-        }
-        self.reads.fetch_add(1, Ordering::Relaxed);
-        let app2 = app.clone();
-        let read = tokio::task::spawn_blocking(move || {
-            let c = &app2.coord;
-            (
-                c.sizes().map_err(|e| format!("store sizes: {e}")),
-                c.store().projects_without_master().map_err(|e| format!("projects without a master: {e}")),
-                c.paused_projects().map_err(|e| format!("paused projects: {e}")),
-            )
-        })
-        .await;
-        let (sizes, without_master, paused) = read.unwrap_or_else(|e| {
-            let why = format!("store series: {e}");
-            (Err(why.clone()), Err(why.clone()), Err(why))
-        });
-        let reading = StoreReading { generation, at: Instant::now(), sizes, without_master, paused };
-        *last = Some(reading.clone());
-        reading
-    }
-}
 
 impl App {
     /// Logs one background sweep (info per project that released something, warn per
@@ -462,7 +391,18 @@ pub(super) async fn metrics(State(app): State<Shared>) -> Response {
     }
     // The store's series, read at most once per STORE_SERIES_MAX_AGE unless this replica
     // changed the store since (see there).
-    let store = app.store_series.get(&app).await;
+    let app2 = app.clone();
+    let store = app
+        .store_series
+        .get(move || {
+            let c = &app2.coord;
+            (
+                c.sizes().map_err(|e| format!("store sizes: {e}")),
+                c.store().projects_without_master().map_err(|e| format!("projects without a master: {e}")),
+                c.paused_projects().map_err(|e| format!("paused projects: {e}")),
+            )
+        })
+        .await;
     // The sizes that grow with use, from the shared store (every replica reports the same).
     match &store.sizes {
         Ok(z) => {
