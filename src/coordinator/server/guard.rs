@@ -152,7 +152,12 @@ async fn read_body(
 
 /// An envelope answer that closes its connection (its body may be unread).
 fn closing(status: StatusCode, e: &ClaimError) -> Response {
-    let mut resp = (status, axum::Json(e.to_json())).into_response();
+    close_after((status, axum::Json(e.to_json())).into_response())
+}
+
+/// `resp` with `Connection: close`: the connection ends once it is written (its body may
+/// be unread, or it was evicted while its request waited).
+pub(super) fn close_after(mut resp: Response) -> Response {
     resp.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
     resp
 }

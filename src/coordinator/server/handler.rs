@@ -15,6 +15,7 @@ use axum::routing::{get, post};
 use serde::Serialize;
 
 use super::app::{App, MAX_LONG_POLL, Shared, VERIFICATION_QUEUE_LIMIT};
+use super::guard::close_after;
 use crate::claim::requests::RequestId;
 use crate::claim::secret::{self, Secret};
 use crate::claim::{ClaimError, Coordinator};
@@ -348,12 +349,6 @@ async fn not_held_pause(conn: Option<&ConnState>, wait: Duration) -> bool {
     evicted
 }
 
-/// A long-poll's answer that closes its connection: it was evicted while held.
-fn closing(mut resp: Response) -> Response {
-    resp.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
-    resp
-}
-
 /// [`Gate::BoundedRead`]: a place in the read bounds (`super::reads`) before anything else,
 /// or `coordinator_unavailable` at once with `Retry-After`; the place is moved into the
 /// blocking task, so it is held until the store read ends even if the client hangs up.
@@ -409,7 +404,7 @@ async fn pushed(app: Shared, project: Option<String>, uri: Uri, conn: Option<Arc
             Ok(state) => (StatusCode::OK, axum::Json(state)).into_response(),
             Err(e) => error_response(&e),
         };
-        return if evicted { closing(resp) } else { resp };
+        return if evicted { close_after(resp) } else { resp };
     };
     let got = tokio::select! {
         r = app.watchers.next_reading(&mut rx, query.after.as_deref(), wait) => Some(r),
@@ -425,7 +420,7 @@ async fn pushed(app: Shared, project: Option<String>, uri: Uri, conn: Option<Arc
             super::watchers::FIRST_READ.as_secs()
         ))),
     };
-    if evicted { closing(resp) } else { resp }
+    if evicted { close_after(resp) } else { resp }
 }
 
 /// The verb itself, on the blocking pool: a write runs on the coordinator carrying the
@@ -503,14 +498,14 @@ async fn long_poll<V: Verb>(
                         let evicted =
                             not_held_pause(conn.as_deref(), deadline.saturating_duration_since(Instant::now())).await;
                         let resp = (StatusCode::OK, axum::Json(answer)).into_response();
-                        return if evicted { closing(resp) } else { resp };
+                        return if evicted { close_after(resp) } else { resp };
                     }
                 }
             }
         };
         tokio::select! {
             () = tokio::time::sleep(Duration::from_millis(100)) => {}
-            () = place.evicted() => return closing((StatusCode::OK, axum::Json(answer)).into_response()),
+            () = place.evicted() => return close_after((StatusCode::OK, axum::Json(answer)).into_response()),
         }
     }
 }
@@ -560,7 +555,7 @@ async fn verify_operator<V: Verb>(
     let evicted = || {
         let e = ClaimError::Unavailable("too many open connections: this one was queued for a verification".into());
         app.observe(V::NAME, e.code().as_str(), Duration::ZERO);
-        closing(error_response(&e))
+        close_after(error_response(&e))
     };
     let conn = conn.as_deref();
     set_phase(conn, Phase::Held);
@@ -606,7 +601,7 @@ async fn verify_operator<V: Verb>(
         });
         set_phase(conn, Phase::Held);
         if unless_evicted(conn, held).await.is_none() {
-            return closing(respond(ok_status::<V>(), result));
+            return close_after(respond(ok_status::<V>(), result));
         }
     }
     respond(ok_status::<V>(), result)
