@@ -231,6 +231,34 @@ fn hyper_answers_to_bad_heads_are_in_the_envelope() {
     assert_eq!(envelope_of(&raw), (431, "invalid_argument".to_string()), "{raw}");
 }
 
+/// Issue 39's bad-head flood (`big_names_watch` in the abuse bench): a source that sent more
+/// heads hyper refuses than the allowance has its next connections deferred, not refused: a
+/// request sharing its address is still answered (a second later), and another address is
+/// not deferred at all. Counted on /metrics.
+#[test]
+fn a_source_sending_malformed_heads_is_deferred_not_refused() {
+    let co = server(&[]);
+    let flooder: std::net::IpAddr = "127.0.0.77".parse().unwrap();
+    let metrics = || http_get(&format!("{}/metrics", co.url())).2;
+    for _ in 0..=writerctl::coordinator::limits::BAD_HEADS_FREE {
+        let mut c = crate::serve_hardening::connect_from(flooder, addr(&co));
+        c.write_all(b"NOT HTTP AT ALL\r\n\r\n").unwrap();
+        assert_eq!(envelope_of(&read_all(&mut c)).0, 400);
+    }
+    let body = metrics();
+    assert_eq!(metric(&body, "writerctl_connections_deferred_total"), Some(0.0), "{body}");
+    assert_eq!(
+        metric(&body, "writerctl_bad_heads_total"),
+        Some(f64::from(writerctl::coordinator::limits::BAD_HEADS_FREE + 1)),
+        "{body}"
+    );
+    let mut c = crate::serve_hardening::connect_from(flooder, addr(&co));
+    c.write_all(b"GET /livez HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").unwrap();
+    let raw = read_all(&mut c);
+    assert!(raw.starts_with("HTTP/1.1 200"), "the flooder's address is still served: {raw}");
+    assert_eq!(metric(&metrics(), "writerctl_connections_deferred_total"), Some(1.0), "only the flooder's");
+}
+
 /// Issue 28 point 1, "a listener for /livez, /readyz and /metrics that a flood cannot take":
 /// with the main port flooded past its cap, the probe listener still answers its three
 /// paths, and nothing else (404 envelope).

@@ -348,6 +348,18 @@ pub(super) async fn metrics(State(app): State<Shared>) -> Response {
                 gate.long_polls_not_held(),
             ),
             (
+                "writerctl_bad_heads_total",
+                "counter",
+                "Request heads hyper refused before routing (400, 414, 431), plain HTTP.",
+                gate.bad_heads(),
+            ),
+            (
+                "writerctl_connections_deferred_total",
+                "counter",
+                "Connections read only after a wait: their source sent more heads hyper refused than its allowance (see the threat model).",
+                gate.deferred(),
+            ),
+            (
                 "writerctl_body_timeouts_total",
                 "counter",
                 "Request bodies answered 408: not complete within --body-timeout-seconds, or too slow.",
