@@ -44,6 +44,13 @@ pub const CGROUP_SHARE_PERCENT: u64 = 80;
 pub const HASHING_SHARE_PERCENT: u64 = 50;
 /// Resident share of the budget past which requests are refused.
 pub const HIGH_WATER_PERCENT: u64 = 90;
+/// Share of the budget for open connections (see [`MemoryBudget::connections`]).
+pub const CONNECTION_SHARE_PERCENT: u64 = 40;
+/// What one open connection is reckoned to cost: hyper's read buffer (at most 16 KiB), its
+/// task, the request and its handler's future. Measured at about 34 KiB each in the abuse
+/// bench's `queue_jump` at 5x (4,900 connections holding a queued `master claim`: 168 MiB
+/// over the idle server), rounded up.
+pub const CONNECTION_MEMORY_BYTES: u64 = 48 * 1024;
 /// How old a resident-set reading may be when a request is checked against it.
 pub const RSS_RECHECK: Duration = Duration::from_millis(20);
 
@@ -116,6 +123,15 @@ impl MemoryBudget {
     /// The resident size past which requests are refused ([`HIGH_WATER_PERCENT`]).
     pub fn high_water(&self) -> u64 {
         share(self.bytes, HIGH_WATER_PERCENT)
+    }
+
+    /// The open connections that fit in [`CONNECTION_SHARE_PERCENT`] of the budget at
+    /// [`CONNECTION_MEMORY_BYTES`] each (at least 16): `--max-connections` is lowered to it.
+    /// Without this, a cap past what the budget holds turns a flood into 503s for everyone
+    /// (the high-water refusal) instead of evictions of the flood's own connections: at 10x
+    /// the abuse bench's `queue_jump` asks 10,240 connections of a 256 MiB budget.
+    pub fn connections(&self) -> usize {
+        usize::try_from(share(self.bytes, CONNECTION_SHARE_PERCENT) / CONNECTION_MEMORY_BYTES).unwrap_or(usize::MAX).max(16)
     }
 
     /// How the budget was decided, for the start log.
@@ -372,6 +388,17 @@ mod tests {
         assert_eq!((default.bytes, &default.source), (DEFAULT_MEMORY_BUDGET, &BudgetSource::Default));
         assert_eq!(derived.hashing_bytes(), derived.bytes / 2);
         assert_eq!(derived.high_water(), derived.bytes * 9 / 10);
+    }
+
+    /// The shipped manifest's 256 MiB limit (a 204.8 MiB budget) holds the default 1024
+    /// connections with room; the default budget more; a tiny one still serves some.
+    #[test]
+    fn the_connections_a_budget_holds() {
+        let manifest = MemoryBudget::derive(None, Some(CgroupLimit { version: 2, bytes: 256 * MIB, file: "x".into() }));
+        assert_eq!(manifest.connections(), 1747);
+        assert_eq!(MemoryBudget::derive(None, None).connections(), 4369);
+        assert_eq!(MemoryBudget::derive(Some(256 * MIB), None).connections(), 2184);
+        assert_eq!(MemoryBudget::derive(Some(MIB), None).connections(), 16);
     }
 
     #[test]

@@ -134,7 +134,16 @@ pub async fn serve(
     let main_listener = axum_server::from_tcp(listen_socket(opts.listen)?)?;
     let probe_listener = opts.probe_listen.map(|a| axum_server::from_tcp(listen_socket(a)?)).transpose()?;
     let tls = opts.tls.is_some();
-    let gate = Arc::new(ConnGate::with_per_source(opts.max_connections, opts.max_connections_per_source));
+    let max_connections = opts.max_connections.min(opts.memory_budget.connections());
+    if max_connections < opts.max_connections {
+        tracing::warn!(
+            requested = opts.max_connections,
+            max_connections,
+            budget_bytes = opts.memory_budget.bytes,
+            "--max-connections lowered to what the memory budget holds (40% of it at 48 KiB a connection); raise --memory-budget (or the cgroup limit) to serve more"
+        );
+    }
+    let gate = Arc::new(ConnGate::with_per_source(max_connections, opts.max_connections_per_source));
     let state =
         new_app(opts.coordinator, opts.admin_token_hash, Some(gate.clone()), opts.body_timeout, opts.memory_budget);
     log_memory_budget(&state);
