@@ -55,9 +55,11 @@ pub enum CoordinatorCmd {
     /// the claim, so it happens once.
     ///
     /// Holding up under abuse: at most --max-connections connections are open at once, and
-    /// at most --max-connections-per-source from one address; past either, the connection
-    /// that has waited on its client the longest (of that source, or of the source holding
-    /// the most) is evicted, so a flood from the address a probe shares evicts itself; when
+    /// at most --max-connections-per-source from one address; past either, a connection the
+    /// server is not working for is evicted (of that source, or of any source; held
+    /// unauthenticated requests first, then the unauthenticated connection that has waited
+    /// on its client the longest, authenticated ones last: see the threat model), so a flood
+    /// from the address a probe shares evicts itself; when
     /// nothing is evictable the newcomer gets an immediate 503 `coordinator_unavailable` on
     /// plain HTTP (closed under TLS), counted on /metrics. A connection must send a complete
     /// request head within --header-timeout-seconds of connecting or of its previous answer
@@ -69,7 +71,8 @@ pub enum CoordinatorCmd {
     /// which decays by one failure a minute), and runs 2 per source address at a time (8
     /// more wait, then are refused), so strangers cannot lock an operator out from another
     /// address. Every error answer, hyper's own 400/431/414 included (plain HTTP), is
-    /// the JSON envelope {"error":{"code","message","hint"}}.
+    /// the JSON envelope {"error":{"code","message","hint"}}; a source sending more than 16
+    /// heads hyper refuses in 10 s has its new connections read only after 1 s.
     ///
     /// Growth is bounded: every --retention-interval-seconds the server deletes audit rows
     /// and claim history steps older than --audit-retention-days, inbox events older than --inbox-retention-days or
@@ -191,7 +194,9 @@ pub struct ServeArgs {
     /// Open connections served at once, from 1 to 1000000; one more is refused at once (503
     /// on plain HTTP, closed under TLS) and counted (writerctl_connections_refused_total).
     /// Lowered below the open-file limit when that is smaller (64 descriptors are kept for
-    /// the store and the listener). 1024 is far above what the CLI's short connections need.
+    /// the store and the listener), and to what 40% of --memory-budget holds at 48 KiB a
+    /// connection (1747 under a 256 MiB cgroup limit); both logged. 1024 is far above what
+    /// the CLI's short connections need.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub max_connections: u64,
     /// Seconds a connection has to send a complete request head, from 1 to 300, counted from
@@ -204,8 +209,8 @@ pub struct ServeArgs {
     /// connection that has waited on its client the longest (no complete request head yet, a
     /// body still arriving, or idle keep-alive; never one being served), so a flood of idle
     /// or trickling connections evicts itself while a probe or a real client from the same
-    /// address is served; only when none is evictable is it refused. The same rule applies
-    /// at --max-connections, to the source holding the most. 128 is far above what one host's
+    /// address is served; only when none is evictable is it refused. At --max-connections
+    /// the same order applies to every source's connections, whatever their number. 128 is far above what one host's
     /// CLI calls need and keeps one source to 1/8 of the default cap.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS_PER_SOURCE as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub max_connections_per_source: u64,
