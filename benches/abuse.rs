@@ -50,6 +50,7 @@
 //! Run: `cargo bench --bench abuse [-- --scale N]`. Env: ABUSE_SECONDS (default 60),
 //! ABUSE_STORES (`sqlite,redis`), ABUSE_ATTACKS (names, `issue28`, `issue39`; default all),
 //! ABUSE_SCALE, ABUSE_CONNECTIONS, ABUSE_SOURCES, ABUSE_MAX_CONNECTIONS, ABUSE_HISTORY_ROWS,
+//! ABUSE_SERVER_LOG (the servers' WRITERCTL_LOG, default warn; `info` logs every verb's time),
 //! ABUSE_MEMORY_BUDGET_MIB, WRITERCTL_BIN (the server binary; default the one Cargo built),
 //! WRITERCTL_TEST_REDIS_URL / WRITERCTL_TEST_POSTGRES_URL.
 #![allow(clippy::disallowed_methods)]

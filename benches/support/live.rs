@@ -34,7 +34,8 @@ pub fn try_start_server(args: &[String]) -> Result<(Child, String), String> {
     let mut child = Command::new(&bin)
         .args(["coordinator", "serve", "--listen", "127.0.0.1:0", "--json"])
         .args(args)
-        .env("WRITERCTL_LOG", "warn")
+        // ABUSE_SERVER_LOG=info shows each verb's outcome and time (what a slow sample was).
+        .env("WRITERCTL_LOG", std::env::var("ABUSE_SERVER_LOG").unwrap_or_else(|_| "warn".into()))
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
