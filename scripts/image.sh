@@ -41,8 +41,10 @@ command -v podman >/dev/null 2>&1 || {
 
 if [ -z "$binary" ]; then
   say "cargo build --release --locked --bin writerctl"
-  cargo build --release --locked --bin writerctl
-  binary="${CARGO_TARGET_DIR:-target}/release/writerctl"
+  # The path Cargo reports (CARGO_TARGET_DIR, a configured target-dir), not a guess.
+  binary=$(cargo build --release --locked --bin writerctl --message-format=json-render-diagnostics |
+    sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)
+  [ -n "$binary" ] || { say "cargo reported no writerctl executable"; exit 1; }
 fi
 [ -x "$binary" ] || { say "$binary is not an executable file"; exit 1; }
 

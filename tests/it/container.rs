@@ -226,32 +226,39 @@ struct Block {
     drained: bool,
 }
 
-/// The transcript as blocks, asserting one writer at a time: each writer's lines are one
+/// The transcript as blocks, checking one writer at a time: each writer's lines are one
 /// contiguous run (never interleaved with another's, never coming back after another
 /// started), numbered 0, 1, 2, … without a gap, a drained line only last; epochs rise from
-/// block to block (each new writer came in through a takeover or a reclaim).
-fn one_writer_at_a_time(transcript: &str) -> Vec<Block> {
-    assert!(transcript.is_empty() || transcript.ends_with('\n'), "torn transcript tail: {transcript:?}");
+/// block to block (each new writer came in through a takeover or a reclaim). Complete lines
+/// only: a poll may land in the middle of an append.
+fn one_writer_at_a_time(transcript: &str) -> Result<Vec<Block>, String> {
+    let complete = &transcript[..transcript.rfind('\n').map_or(0, |i| i + 1)];
     let mut blocks: Vec<(Line, Block)> = Vec::new();
-    for l in transcript.lines().map(parse_line) {
+    for l in complete.lines().map(parse_line) {
+        let key = |x: &Line| (x.writer.clone(), x.pid, x.epoch);
         match blocks.last_mut() {
-            Some((first, b)) if (first.writer.as_str(), first.pid, first.epoch) == (l.writer.as_str(), l.pid, l.epoch) => {
-                assert!(!b.drained, "{} wrote after its drained line:\n{transcript}", l.writer);
-                assert_eq!(l.seq, b.lines, "a gap in {}'s lines:\n{transcript}", l.writer);
+            Some((first, b)) if key(first) == key(&l) => {
+                if b.drained {
+                    return Err(format!("{} wrote after its drained line", l.writer));
+                }
+                if l.seq != b.lines {
+                    return Err(format!("a gap in {}'s lines before seq={}", l.writer, l.seq));
+                }
                 b.lines += 1;
                 b.drained = l.drained;
             }
             _ => {
-                assert!(
-                    !blocks.iter().any(|(f, _)| (f.writer.as_str(), f.pid, f.epoch) == (l.writer.as_str(), l.pid, l.epoch)),
-                    "two writers interleaved: {} (epoch {}) wrote again after another writer:\n{transcript}",
-                    l.writer,
-                    l.epoch
-                );
-                if let Some((prev, _)) = blocks.last() {
-                    assert!(l.epoch > prev.epoch, "epoch {} after epoch {}:\n{transcript}", l.epoch, prev.epoch);
+                if blocks.iter().any(|(f, _)| key(f) == key(&l)) {
+                    return Err(format!("two writers interleaved: {} (epoch {}) wrote again after another", l.writer, l.epoch));
                 }
-                assert_eq!(l.seq, 0, "{} begins in the middle:\n{transcript}", l.writer);
+                if let Some((prev, _)) = blocks.last()
+                    && l.epoch <= prev.epoch
+                {
+                    return Err(format!("{} wrote with epoch {} after epoch {}", l.writer, l.epoch, prev.epoch));
+                }
+                if l.seq != 0 {
+                    return Err(format!("{} begins in the middle (seq={})", l.writer, l.seq));
+                }
                 let b = Block {
                     writer: l.writer.clone(),
                     epoch: l.epoch,
@@ -264,7 +271,7 @@ fn one_writer_at_a_time(transcript: &str) -> Vec<Block> {
             }
         }
     }
-    blocks.into_iter().map(|(_, b)| b).collect()
+    Ok(blocks.into_iter().map(|(_, b)| b).collect())
 }
 
 /// What one `status --json` poll saw.
@@ -452,8 +459,10 @@ impl Case {
         std::fs::read_to_string(self.data.join(format!("chats/{}.jsonl", self.session))).unwrap_or_default()
     }
 
+    /// The transcript's blocks; fails the case (with the report) the moment two writers show.
     fn blocks(&self) -> Vec<Block> {
-        one_writer_at_a_time(&self.transcript())
+        let t = self.transcript();
+        one_writer_at_a_time(&t).unwrap_or_else(|e| panic!("{e}:\n{t}\n{}", self.report()))
     }
 
     /// Everything a failure needs: each container's log, the transcript's tail, the status.
@@ -579,6 +588,7 @@ fn rollout_prestop_seal_then_stop_hands_over_to_the_waiting_container() {
     assert_eq!(case.exit_code(&b), 0, "{}", case.report());
     let blocks = case.blocks();
     assert!(blocks.iter().all(|x| x.drained), "{blocks:?}");
+    assert!(case.transcript().ends_with('\n'), "every line whole once both writers stopped\n{}", case.report());
     let seen = watch.finish();
     assert_eq!(seen.last().map(|s| (s.state.as_str(), s.epoch)), Some(("sealed", blocks[1].epoch)), "{seen:?}");
     case.assert_pid_namespace(&a, &blocks);
@@ -756,14 +766,23 @@ fn unshare_denied_by_seccomp_gives_shared_and_a_killed_container_is_still_reclai
 
 #[test]
 fn the_transcript_check_catches_two_writers() {
-    // The check the cases rely on must fail on an interleaving and on an epoch that does
-    // not rise; it passes on a clean handoff.
-    let ok = "writer=a pid=3 epoch=1 pidns=own recovered=0 seq=0\nwriter=a pid=3 epoch=1 pidns=own recovered=0 seq=1 drained\nwriter=b pid=3 epoch=2 pidns=own recovered=0 seq=0\n";
-    assert_eq!(one_writer_at_a_time(ok).len(), 2);
-    let interleaved = "writer=a pid=3 epoch=1 pidns=own recovered=0 seq=0\nwriter=b pid=3 epoch=2 pidns=own recovered=0 seq=0\nwriter=a pid=3 epoch=1 pidns=own recovered=0 seq=1\n";
-    assert!(std::panic::catch_unwind(|| one_writer_at_a_time(interleaved)).is_err());
-    let same_epoch = "writer=a pid=3 epoch=1 pidns=own recovered=0 seq=0\nwriter=b pid=4 epoch=1 pidns=own recovered=0 seq=0\n";
-    assert!(std::panic::catch_unwind(|| one_writer_at_a_time(same_epoch)).is_err());
-    let after_drain = "writer=a pid=3 epoch=1 pidns=own recovered=0 seq=0 drained\nwriter=a pid=3 epoch=1 pidns=own recovered=0 seq=1\n";
-    assert!(std::panic::catch_unwind(|| one_writer_at_a_time(after_drain)).is_err());
+    // The check the cases rely on must fail on an interleaving, an epoch that does not rise,
+    // a line after a drain and a gap; it passes on a clean handoff (and ignores a line still
+    // being appended).
+    let l = |w: &str, pid: u32, epoch: u64, seq: u64, tail: &str| {
+        format!("writer={w} pid={pid} epoch={epoch} pidns=own recovered=0 seq={seq}{tail}\n")
+    };
+    let ok = [l("a", 3, 1, 0, ""), l("a", 3, 1, 1, " drained"), l("b", 3, 2, 0, ""), "writer=b pid".into()].concat();
+    assert_eq!(one_writer_at_a_time(&ok).map(|b| b.len()), Ok(2));
+    let bad = [
+        ([l("a", 3, 1, 0, ""), l("b", 3, 2, 0, ""), l("a", 3, 1, 1, "")].concat(), "two writers interleaved"),
+        ([l("a", 3, 1, 0, ""), l("b", 4, 1, 0, "")].concat(), "after epoch 1"),
+        ([l("a", 3, 1, 0, " drained"), l("a", 3, 1, 1, "")].concat(), "after its drained line"),
+        ([l("a", 3, 1, 0, ""), l("a", 3, 1, 2, "")].concat(), "a gap"),
+        (l("b", 3, 2, 5, ""), "begins in the middle"),
+    ];
+    for (transcript, why) in bad {
+        let e = one_writer_at_a_time(&transcript).map(|b| b.len()).unwrap_err();
+        assert!(e.contains(why), "{transcript}: {e}");
+    }
 }
