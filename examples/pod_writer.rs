@@ -37,7 +37,8 @@ fn main() {
         match a.as_str() {
             "--ignore-sigterm" => ignore_sigterm = true,
             "--interval-ms" => {
-                let ms = args.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| usage("--interval-ms needs a number"));
+                let ms =
+                    args.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| usage("--interval-ms needs a number"));
                 interval = Duration::from_millis(ms);
             }
             other => usage(&format!("unknown argument {other:?}")),
@@ -71,8 +72,7 @@ fn main() {
     let mut seq: u64 = 0;
     loop {
         let draining = stop.load(Ordering::SeqCst) && !ignore_sigterm;
-        let line =
-            if draining { format!("{prefix} seq={seq} drained\n") } else { format!("{prefix} seq={seq}\n") };
+        let line = if draining { format!("{prefix} seq={seq} drained\n") } else { format!("{prefix} seq={seq}\n") };
         file.write_all(line.as_bytes()).unwrap_or_else(|e| fail(&format!("append: {e}")));
         file.sync_data().unwrap_or_else(|e| fail(&format!("fdatasync: {e}")));
         if draining {

@@ -67,7 +67,8 @@ struct Images {
 
 static IMAGES: OnceLock<Result<Images, String>> = OnceLock::new();
 
-/// The test images, built once per test run; None after a loud skip.
+/// The test images, built once per test run; None after a loud skip (no podman, not root, a
+/// runtime that cannot start a container here). A build that fails is a failure, not a skip.
 fn images(test: &str) -> Option<&'static Images> {
     match IMAGES.get_or_init(build_images) {
         Ok(i) => Some(i),
@@ -82,55 +83,51 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Err: why the cases cannot run on this machine (a skip).
 fn build_images() -> Result<Images, String> {
     let started = Instant::now();
-    match Command::new("podman").arg("--version").output() {
+    match Command::new("podman").arg("info").output() {
         Ok(o) if o.status.success() => {}
-        _ => return Err("podman is not installed (scripts/ci-deps.sh installs podman and runc)".into()),
+        Ok(o) => return Err(format!("podman info fails here: {}", text(&o).trim())),
+        Err(_) => return Err("podman is not installed (scripts/ci-deps.sh installs podman and runc)".into()),
     }
     if !rustix::process::geteuid().is_root() {
         return Err("the container tests need root (rootful podman; the shared volume is chowned to uid 65532)".into());
     }
-    let writer = pod_writer()?;
+    let writer = pod_writer();
 
     // The product image exactly as users get it, from this test's writerctl (no second
     // cargo build of writerctl).
-    let ctx = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let ctx = tempfile::tempdir().unwrap();
     let o = Command::new("bash")
         .arg(repo().join("scripts/image.sh"))
         .args(["--binary", BIN, "--tag", PRODUCT_TAG, "--context"])
         .arg(ctx.path().join("product"))
         .output()
-        .map_err(|e| format!("scripts/image.sh: {e}"))?;
-    if !o.status.success() {
-        return Err(format!("scripts/image.sh --binary {BIN} failed: {}", text(&o)));
-    }
+        .unwrap();
+    assert!(o.status.success(), "scripts/image.sh --binary {BIN} failed: {}", text(&o));
 
     // The writer layer: pod_writer and the libraries ldd names for it.
     let wctx = ctx.path().join("writer");
     let rootfs = wctx.join("rootfs");
-    std::fs::create_dir_all(rootfs.join("usr/local/bin")).map_err(|e| e.to_string())?;
-    std::fs::copy(&writer, rootfs.join("usr/local/bin/pod_writer")).map_err(|e| e.to_string())?;
-    for lib in ldd(&writer)? {
+    std::fs::create_dir_all(rootfs.join("usr/local/bin")).unwrap();
+    std::fs::copy(&writer, rootfs.join("usr/local/bin/pod_writer")).unwrap();
+    for lib in ldd(&writer) {
         let dest = rootfs.join(lib.strip_prefix("/").unwrap());
-        std::fs::create_dir_all(dest.parent().unwrap()).map_err(|e| e.to_string())?;
-        std::fs::copy(&lib, &dest).map_err(|e| format!("copy {}: {e}", lib.display()))?;
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::copy(&lib, &dest).unwrap_or_else(|e| panic!("copy {}: {e}", lib.display()));
     }
     std::fs::write(wctx.join("Containerfile"), format!("FROM {PRODUCT_TAG}\nCOPY rootfs/ /\n")).unwrap();
     let o = Command::new("podman")
         .args(["build", "--quiet", "--pull=never", "-t", WRITER_TAG])
         .arg(&wctx)
         .output()
-        .map_err(|e| e.to_string())?;
-    if !o.status.success() {
-        return Err(format!("podman build of the writer image failed: {}", text(&o)));
-    }
+        .unwrap();
+    assert!(o.status.success(), "podman build of the writer image failed: {}", text(&o));
     // The runtime must actually start a container here (a sandbox without the settings
     // scripts/ci-deps.sh writes fails at this point, not in the middle of a case).
-    let o = Command::new("podman")
-        .args(["run", "--rm", "--network", "none", WRITER_TAG, "--version"])
-        .output()
-        .map_err(|e| e.to_string())?;
+    let o =
+        Command::new("podman").args(["run", "--rm", "--network", "none", WRITER_TAG, "--version"]).output().unwrap();
     if !o.status.success() {
         return Err(format!(
             "podman cannot run a container here ({}); scripts/ci-deps.sh writes the containers.conf a sandbox needs",
@@ -143,7 +140,7 @@ fn build_images() -> Result<Images, String> {
 
 /// `examples/pod_writer.rs`, built beside this test's writerctl (`cargo test` builds
 /// examples; `cargo test --test it` does not, so build it here, which is a no-op when fresh).
-fn pod_writer() -> Result<PathBuf, String> {
+fn pod_writer() -> PathBuf {
     let profile_dir = Path::new(BIN).parent().unwrap();
     let target_dir = profile_dir.parent().unwrap();
     let mut c = Command::new(option_env!("CARGO").unwrap_or("cargo"));
@@ -151,20 +148,16 @@ fn pod_writer() -> Result<PathBuf, String> {
     if profile_dir.file_name().is_some_and(|n| n == "release") {
         c.arg("--release");
     }
-    let o = c.output().map_err(|e| format!("cargo build --example pod_writer: {e}"))?;
-    if !o.status.success() {
-        return Err(format!("cargo build --example pod_writer failed: {}", text(&o)));
-    }
+    let o = c.output().unwrap_or_else(|e| panic!("cargo build --example pod_writer: {e}"));
+    assert!(o.status.success(), "cargo build --example pod_writer failed: {}", text(&o));
     let path = profile_dir.join("examples/pod_writer");
-    if !path.is_file() {
-        return Err(format!("{} is missing after cargo build --example pod_writer", path.display()));
-    }
-    Ok(path)
+    assert!(path.is_file(), "{} is missing after cargo build --example pod_writer", path.display());
+    path
 }
 
 /// The files the dynamic loader maps for `bin` (as scripts/image.sh stages them).
-fn ldd(bin: &Path) -> Result<Vec<PathBuf>, String> {
-    let o = Command::new("ldd").arg(bin).output().map_err(|e| format!("ldd: {e}"))?;
+fn ldd(bin: &Path) -> Vec<PathBuf> {
+    let o = Command::new("ldd").arg(bin).output().unwrap_or_else(|e| panic!("ldd: {e}"));
     let out = String::from_utf8_lossy(&o.stdout);
     let mut libs = Vec::new();
     for line in out.lines() {
@@ -172,14 +165,12 @@ fn ldd(bin: &Path) -> Result<Vec<PathBuf>, String> {
             Some((_, rest)) => rest.trim().split(' ').next().unwrap_or(""),
             None => line.trim().split(' ').next().unwrap_or(""),
         };
-        if line.contains("not found") {
-            return Err(format!("ldd {}: {line}", bin.display()));
-        }
+        assert!(!line.contains("not found"), "ldd {}: {line}", bin.display());
         if path.starts_with('/') {
             libs.push(PathBuf::from(path));
         }
     }
-    Ok(libs)
+    libs
 }
 
 fn text(o: &Output) -> String {
@@ -249,7 +240,10 @@ fn one_writer_at_a_time(transcript: &str) -> Result<Vec<Block>, String> {
             }
             _ => {
                 if blocks.iter().any(|(f, _)| key(f) == key(&l)) {
-                    return Err(format!("two writers interleaved: {} (epoch {}) wrote again after another", l.writer, l.epoch));
+                    return Err(format!(
+                        "two writers interleaved: {} (epoch {}) wrote again after another",
+                        l.writer, l.epoch
+                    ));
                 }
                 if let Some((prev, _)) = blocks.last()
                     && l.epoch <= prev.epoch
@@ -309,8 +303,9 @@ impl Watch {
     }
 
     /// Stops polling; asserts that no poll saw an older epoch after a newer one, nor two
-    /// owners (hosts) for one epoch: one writer at every moment, as status shows it.
-    fn finish(mut self) -> Vec<Seen> {
+    /// owners (hosts) for one epoch: one writer at every moment, as status shows it — and
+    /// that the polls saw `owners` owners one after the other (so they did read the lock).
+    fn finish(mut self, owners: usize) -> Vec<Seen> {
         self.stop.store(true, Ordering::SeqCst);
         self.thread.take().unwrap().join().unwrap();
         let seen = self.seen.lock().unwrap().clone();
@@ -323,6 +318,9 @@ impl Watch {
                 assert_eq!(w[1].host, w[0].host, "two owners of epoch {}: {seen:#?}", w[0].epoch);
             }
         }
+        let mut epochs: Vec<u64> = seen.iter().filter(|s| s.state != "missing").map(|s| s.epoch).collect();
+        epochs.dedup();
+        assert_eq!(epochs.len(), owners, "status polls saw these owners: {seen:#?}");
         seen
     }
 }
@@ -426,9 +424,8 @@ impl Case {
         let pid = self.podman(&["inspect", "--format", "{{.State.Pid}}", name]).trim().to_owned();
         let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
             .unwrap_or_else(|e| panic!("/proc/{pid}/status of {name}: {e}\n{}", self.report()));
-        let field = |k: &str| {
-            status.lines().find_map(|l| l.strip_prefix(k)).map(|v| v.trim().to_owned()).unwrap_or_default()
-        };
+        let field =
+            |k: &str| status.lines().find_map(|l| l.strip_prefix(k)).map(|v| v.trim().to_owned()).unwrap_or_default();
         assert!(field("Uid:").split_whitespace().all(|u| u == UID.to_string()), "{name}: {status}");
         assert_eq!(field("CapEff:"), "0000000000000000", "{name}: {status}");
         assert_eq!(field("CapBnd:"), "0000000000000000", "{name}: {status}");
@@ -562,7 +559,17 @@ fn rollout_prestop_seal_then_stop_hands_over_to_the_waiting_container() {
 
     // preStop: exec form, no shell, no token: asks A's supervisor over the control socket in
     // A's tmpfs; returns once the seal is on disk.
-    let sealed = case.podman(&["exec", &a, "/usr/local/bin/writerctl", "seal", "--session", &case.session, "--json", "--timeout", "30"]);
+    let sealed = case.podman(&[
+        "exec",
+        &a,
+        "/usr/local/bin/writerctl",
+        "seal",
+        "--session",
+        &case.session,
+        "--json",
+        "--timeout",
+        "30",
+    ]);
     let sealed: Value = serde_json::from_str(&sealed).unwrap();
     assert_eq!(sealed["state"], "sealed", "{sealed}");
     // A's writer drained before the seal; B may already be writing (it takes the seal over
@@ -589,7 +596,7 @@ fn rollout_prestop_seal_then_stop_hands_over_to_the_waiting_container() {
     let blocks = case.blocks();
     assert!(blocks.iter().all(|x| x.drained), "{blocks:?}");
     assert!(case.transcript().ends_with('\n'), "every line whole once both writers stopped\n{}", case.report());
-    let seen = watch.finish();
+    let seen = watch.finish(2);
     assert_eq!(seen.last().map(|s| (s.state.as_str(), s.epoch)), Some(("sealed", blocks[1].epoch)), "{seen:?}");
     case.assert_pid_namespace(&a, &blocks);
     case.assert_pid_namespace(&b, &blocks);
@@ -644,7 +651,7 @@ fn writer_ignoring_sigterm_is_killed_by_podman_stop_and_only_then_does_the_next_
     assert_eq!((blocks[1].writer.as_str(), blocks[1].epoch), (b.as_str(), blocks[0].epoch + 1), "{blocks:?}");
     assert!(blocks[1].recovered, "B got in by the kernel's proof (a reclaim): {blocks:?}");
     assert!(case.logs(&b).contains("event=recovered"), "{}", case.report());
-    watch.finish();
+    watch.finish(2);
     case.assert_pid_namespace(&a, &blocks);
     case.assert_pid_namespace(&b, &blocks);
 }
@@ -673,7 +680,7 @@ fn sigkilled_container_is_reclaimed_by_proof_by_the_waiting_one() {
     assert_eq!((blocks[1].writer.as_str(), blocks[1].epoch), (b.as_str(), blocks[0].epoch + 1), "{blocks:?}");
     assert!(blocks[1].recovered && !blocks[0].drained, "{blocks:?}");
     assert!(case.logs(&b).contains("event=recovered"), "{}", case.report());
-    watch.finish();
+    watch.finish(2);
     case.assert_pid_namespace(&a, &blocks);
     case.assert_pid_namespace(&b, &blocks);
 }
@@ -691,14 +698,16 @@ fn restarted_container_seals_on_the_way_down_and_takes_its_seal_over() {
     let a = case.start("a", &["--wait", "30", "--grace", "10"], &[]);
     case.until_lines("a", 10);
     case.podman(&["restart", "--time", "10", &a]);
-    case.until(&format!("{a} writes again after its restart"), || case.blocks().len() == 2 && case.blocks()[1].lines >= 10);
+    case.until(&format!("{a} writes again after its restart"), || {
+        case.blocks().len() == 2 && case.blocks()[1].lines >= 10
+    });
     let blocks = case.blocks();
     assert_eq!(blocks.len(), 2, "{blocks:?}");
     assert!(blocks[0].drained, "the first run drained before the seal: {blocks:?}");
     assert_eq!((blocks[1].writer.as_str(), blocks[1].epoch), (a.as_str(), blocks[0].epoch + 1), "{blocks:?}");
     assert!(!blocks[1].recovered, "a takeover of its own seal, not a reclaim: {blocks:?}");
     assert!(case.logs(&a).contains("event=takeover"), "{}", case.report());
-    watch.finish();
+    watch.finish(2);
     case.assert_pid_namespace(&a, &blocks);
 }
 
@@ -727,7 +736,9 @@ fn unshare_denied_profile(dir: &Path) -> PathBuf {
         removed |= names.len() != before;
     }
     assert!(removed, "podman's profile {path} no longer allows unshare unconditionally: revisit this case");
-    rules.push(serde_json::json!({"names": ["unshare"], "action": "SCMP_ACT_ALLOW", "includes": {"caps": ["CAP_SYS_ADMIN"]}}));
+    rules.push(
+        serde_json::json!({"names": ["unshare"], "action": "SCMP_ACT_ALLOW", "includes": {"caps": ["CAP_SYS_ADMIN"]}}),
+    );
     rules.push(serde_json::json!({"names": ["unshare"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1, "excludes": {"caps": ["CAP_SYS_ADMIN"]}}));
     let out = dir.join("seccomp-unshare-denied.json");
     std::fs::write(&out, serde_json::to_vec(&profile).unwrap()).unwrap();
@@ -742,7 +753,8 @@ fn unshare_denied_profile(dir: &Path) -> PathBuf {
 #[test]
 fn unshare_denied_by_seccomp_gives_shared_and_a_killed_container_is_still_reclaimed() {
     let test = "noshare";
-    let Some(images) = images("unshare_denied_by_seccomp_gives_shared_and_a_killed_container_is_still_reclaimed") else {
+    let Some(images) = images("unshare_denied_by_seccomp_gives_shared_and_a_killed_container_is_still_reclaimed")
+    else {
         return;
     };
     let mut case = Case::new(test, images);
@@ -750,7 +762,11 @@ fn unshare_denied_by_seccomp_gives_shared_and_a_killed_container_is_still_reclai
     let watch = Watch::start(&case.data, &case.session);
     let a = case.start("a", &[], &[]);
     case.until_lines("a", 10);
-    assert!(case.logs(&a).contains("unshare(CLONE_NEWUSER|CLONE_NEWPID): Operation not permitted"), "{}", case.report());
+    assert!(
+        case.logs(&a).contains("unshare(CLONE_NEWUSER|CLONE_NEWPID): Operation not permitted"),
+        "{}",
+        case.report()
+    );
     let b = case.start("b", &["--wait", "60"], &[]);
     case.until(&format!("{b} waits for the session"), || case.logs(&b).contains("event=waiting"));
     case.podman(&["kill", "--signal", "KILL", &a]);
@@ -759,7 +775,7 @@ fn unshare_denied_by_seccomp_gives_shared_and_a_killed_container_is_still_reclai
     assert_eq!(blocks.len(), 2, "{blocks:?}");
     assert_eq!((blocks[1].writer.as_str(), blocks[1].epoch), (b.as_str(), blocks[0].epoch + 1), "{blocks:?}");
     assert!(blocks[1].recovered, "{blocks:?}");
-    watch.finish();
+    watch.finish(2);
     case.assert_pid_namespace(&a, &blocks);
     case.assert_pid_namespace(&b, &blocks);
 }
