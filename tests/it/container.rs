@@ -17,7 +17,10 @@
 //!   "same node, SIGKILLed past its grace" row);
 //! * a SIGKILLed container (`podman kill`): B reclaims by proof;
 //! * a restarted container (`podman restart`): it seals on the way down and takes its own
-//!   seal over on the way up.
+//!   seal over on the way up;
+//! * podman's profile amended to allow `unshare` only with `CAP_SYS_ADMIN`, as Docker's and
+//!   containerd's defaults do: `shared`, and a `podman kill`ed container is still reclaimed
+//!   by proof (`run` is the container's PID 1).
 //!
 //! One writer at every moment is asserted twice: the transcript (each writer appends
 //! `writer=… pid=… epoch=… seq=n`, one durable line every 20 ms) is a run of blocks, one per
@@ -96,6 +99,9 @@ fn build_images() -> Result<Images, String> {
     }
     let writer = pod_writer();
     let built_writer = started.elapsed();
+    // The previous run's images, unless a container still uses them: a rebuilt binary would
+    // otherwise leave them behind untagged, ~80 MB a run.
+    let _ = Command::new("podman").args(["rmi", WRITER_TAG, PRODUCT_TAG]).output();
 
     // The product image exactly as users get it, from this test's writerctl (no second
     // cargo build of writerctl).
