@@ -18,6 +18,8 @@
 #   nfs-ganesha(-vfs), nfs-common tests/it/netfs.rs's real NFS run; only where this kernel has
 #                                 an NFS client (otherwise that test skips with the reason and
 #                                 installing the server would only cost time)
+#   podman, runc                  tests/it/container.rs (the image under a real OCI runtime)
+#                                 and scripts/image.sh; configured in the block at the end
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
@@ -69,4 +71,30 @@ fi
 # The book's builder, pinned: a newer mdBook may change the HTML ids the link test
 # (tests/it/book.rs) reproduces.
 have mdbook || cargo install mdbook --locked --version 0.5.4
+
+# --- podman: the container image and its end-to-end test --------------------------------
+# Used by scripts/image.sh (builds deploy/container/Containerfile) and tests/it/container.rs
+# (two containers of that image on one volume). Debian's podman, with runc as its runtime.
+# A sandboxed CI machine needs two settings in containers.conf, written only when the file
+# does not exist yet (an administrator's own file is left alone; add them there):
+#   default_ulimits = []   podman sets RLIMIT_NOFILE for every container by default, which
+#                          needs CAP_SYS_RESOURCE above the current hard limit; the sandbox
+#                          lacks it ("error setting rlimit type 7: operation not permitted")
+#   runtime = "runc"       crun refuses the sandbox's hybrid cgroup v1/v2 layout
+# No image is pulled: the test and the script build FROM scratch.
+need podman podman
+need runc runc
+if [ ! -e /etc/containers/containers.conf ]; then
+  $sudo mkdir -p /etc/containers
+  printf '%s\n' \
+    '# Written by writerctl'"'"'s scripts/ci-deps.sh for scripts/image.sh and tests/it/container.rs.' \
+    '[containers]' \
+    '# No RLIMIT_NOFILE of podman'"'"'s own: raising it needs CAP_SYS_RESOURCE, which a sandbox may lack.' \
+    'default_ulimits = []' \
+    '[engine]' \
+    '# crun refuses hybrid cgroup v1/v2 hosts; runc runs there.' \
+    'runtime = "runc"' | $sudo tee /etc/containers/containers.conf >/dev/null
+  echo "ci-deps: wrote /etc/containers/containers.conf (default_ulimits = [], runtime = \"runc\")"
+fi
+
 echo "ci-deps: test tools present"

@@ -3,7 +3,8 @@
 # cargo, so that no test skips:
 #
 #   every tool scripts/ci-deps.sh installs   promtool, systemd-analyze, curl, mandoc, spin,
-#                                            bindfs/fuse3, exfat, setcap, an NFS server
+#                                            bindfs/fuse3, exfat, setcap, an NFS server,
+#                                            podman + runc (tests/it/container.rs)
 #   Redis at 127.0.0.1:6379                  the coordinator's Redis + Postgres store tests
 #   PostgreSQL at 127.0.0.1:5432, user       (tests/it/redis_pg.rs, services.rs, serve.rs,
 #   postgres, trust auth, database test      store_bounds.rs, work_store.rs, ...)
@@ -59,7 +60,7 @@ as_postgres() { # as_postgres COMMAND...: run as the postgres system user
 
 # --- the tools ---------------------------------------------------------------------------
 if [ "$check_only" -eq 1 ]; then
-  for t in promtool systemd-analyze curl mandoc spin bindfs setcap; do
+  for t in promtool systemd-analyze curl mandoc spin bindfs setcap podman runc; do
     if command -v "$t" >/dev/null 2>&1 || [ -x "/usr/sbin/$t" ] || [ -x "/sbin/$t" ]; then
       say "tool $t: present"
     else

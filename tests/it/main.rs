@@ -13,6 +13,7 @@ mod arbiter;
 mod book;
 mod budget;
 mod codes;
+mod container;
 mod crash;
 mod deploy;
 mod doctor;
