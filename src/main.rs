@@ -97,11 +97,8 @@ fn classify_lock(cause: &(dyn std::error::Error + 'static)) -> Option<(ErrorCode
     if let Some(re) = cause.downcast_ref::<writerctl::supervisor::RunError>() {
         return Some((re.code(), re.hint()));
     }
-    if cause.downcast_ref::<writerctl::supervisor::control::ControlError>().is_some() {
-        return Some((
-            ErrorCode::InvalidArgument,
-            Some("pass --control-socket PATH in a private (0700) directory owned by you".into()),
-        ));
+    if let Some(ce) = cause.downcast_ref::<writerctl::supervisor::control::ControlError>() {
+        return Some((ErrorCode::InvalidArgument, Some(ce.hint())));
     }
     if let Some(pe) = cause.downcast_ref::<writerctl::lockfile::metrics::PublishError>() {
         return Some((pe.code(), pe.hint()));

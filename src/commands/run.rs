@@ -14,7 +14,7 @@ use writerctl::lockfile::history::{HistoryEvent, Reason};
 use writerctl::lockfile::record::LockRecord;
 use writerctl::lockfile::sys::Dir;
 use writerctl::lockfile::{DirMode, open_site};
-use writerctl::supervisor::control::{default_socket, prepare_dir};
+use writerctl::supervisor::control::{check_bindable, default_socket};
 use writerctl::supervisor::pidns;
 use writerctl::supervisor::{Event, Handoff, RunConfig, StopCause, check_command, run};
 
@@ -305,7 +305,9 @@ pub fn run_cmd(args: RunArgs, out: Output, settings: Settings) -> Result<()> {
     // Everything that can fail without touching the lock fails before it is taken.
     check_command(&args.command)?;
     let socket = args.control_socket.clone().unwrap_or_else(|| default_socket(&r.paths.lock_path()));
-    prepare_dir(&socket)?;
+    // Issue 40: prove the socket can be bound (a read-only root filesystem, a name too
+    // long), not only that its directory is there, before the lock is taken.
+    check_bindable(&socket)?;
     let reason = args.reason.parse()?;
     let site = open_site(&r.runtime_dir, r.paths.clone(), &r.session_id, DirMode::Create)?;
     // Issue 38 item 7: say at start, not at the end, that a stop will only release.
