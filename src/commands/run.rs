@@ -40,6 +40,7 @@ use super::session::{resolve, transcript_key};
 /// exit is writerctl's own documented code, and CMD's status is in the message (and in --json's
 /// child_exit_code on success).
 #[derive(Debug, Args)]
+#[command(mut_arg("session", super::args::session_from_env))]
 #[command(
     after_help = "Exit rule (what CMD's exit allows):\n  stop requested + CMD exits 0      seal (gate on) or release (gate off); exit 0\n  CMD exits 0 on its own            release (a normal close, never a seal); exit 0\n  CMD exits non-zero / dies of any signal (incl. an unhandled SIGTERM)\n                                    keep the active lock; exit 1, writer_crashed\n  CMD still running after --grace   killed; keep the active lock; exit 1, drain_timeout\n  a process CMD left survives SIGKILL, or cannot be proven gone\n                                    keep the active lock, stay (killing again) until\n                                    none is left; exit 1, drain_timeout\n  the lock lost, moved, or unverifiable past --max-unverified\n                                    stop CMD; nothing handed off; exit 3, session_not_owner\n  a descriptor of the transcript open for writing outside CMD's tree\n                                    no seal; keep the active lock; exit 75"
 )]

@@ -1893,3 +1893,54 @@ fn a_control_socket_that_cannot_be_bound_fails_run_before_the_lock_is_taken() {
     ok.assert_ok();
     assert!(marker.exists(), "the writer did not run: {}", ok.stderr);
 }
+
+/// Issue 40: the manifests' exec-form preStop hook, `["writerctl", "seal", "--timeout",
+/// "100"]`: no shell to expand `$SESSION_ID`, no flag naming the session or R. `run` and
+/// `seal` both read WRITERCTL_SESSION, WRITERCTL_RUNTIME_DIR and XDG_RUNTIME_DIR from the
+/// container's environment, and meet at the same control socket.
+#[test]
+fn an_exec_form_prestop_seal_finds_its_session_in_the_environment() {
+    const S: &str = "run-session-from-env";
+    let env = TestEnv::new();
+    let xdg = env.tmp.path().join("xdg");
+    std::fs::DirBuilder::new().mode(0o700).create(&xdg).unwrap();
+    let pod = |c: &mut Command| {
+        c.env("WRITERCTL_SESSION", S).env("WRITERCTL_RUNTIME_DIR", env.runtime()).env("XDG_RUNTIME_DIR", &xdg);
+        c.env(GATE, "1");
+    };
+    let script = r#"exec 2>>"$T_ERR"; trap 'exit 0' TERM; echo "$WRITERCTL_SESSION" >"$T_READY.tmp"; mv "$T_READY.tmp" "$T_READY"; while :; do sleep 0.05; done"#;
+    let ready = env.tmp.path().join("ready");
+    let mut c = env.cmd();
+    c.args(["run", "--", "bash", "-c", script, "writer"]).env("T_READY", &ready);
+    c.env("T_ERR", env.tmp.path().join("writer.err"));
+    pod(&mut c);
+    let mut p = Proc::spawn(c, "run (session from the environment)");
+    p.wait_event("writer_started");
+    wait_until("the writer to be ready", || ready.exists());
+    assert_eq!(std::fs::read_to_string(&ready).unwrap().trim(), S);
+    let mut c = env.cmd();
+    c.args(["seal", "--timeout", "100", "--json"]);
+    pod(&mut c);
+    let sr = Proc::spawn(c, "seal (exec-form preStop)").finish();
+    sr.assert_ok();
+    let sj: SealJson = sr.json();
+    assert_eq!((sj.session_id.as_str(), sj.state.as_str()), (S, "sealed"));
+    let run_pid = p.pid();
+    p.signal(Signal::TERM);
+    p.finish().assert_ok();
+    assert_sealed_matching(&env, S, run_pid);
+    // Without the variable (and no --session), seal names both ways to give it.
+    let mut c = env.cmd();
+    c.args(["seal", "--json"]).env("WRITERCTL_RUNTIME_DIR", env.runtime()).env("XDG_RUNTIME_DIR", &xdg).env(GATE, "1");
+    let r = Proc::spawn(c, "seal (no session anywhere)").finish();
+    r.assert_error(2, "invalid_argument");
+    let doc: ErrorDoc = r.json();
+    assert!(doc.error.message.contains("--session") && doc.error.message.contains("WRITERCTL_SESSION"), "{}", doc.error.message);
+    // `status` reads only the flag: a WRITERCTL_SESSION naming another session does not
+    // narrow "every session under R".
+    let mut c = env.cmd();
+    c.args(["status"]).env("WRITERCTL_SESSION", "some-other-session").env("WRITERCTL_RUNTIME_DIR", env.runtime());
+    let st = Proc::spawn(c, "status (every session)").finish();
+    st.assert_ok();
+    assert!(st.stdout.contains(S) && !st.stdout.contains("some-other-session"), "{}", st.stdout);
+}
