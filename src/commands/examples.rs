@@ -250,6 +250,7 @@ pub const EXAMPLES: &[(&str, &[&str])] = &[
         &[
             "writerctl doctor --runtime-dir ~/.qwen",
             "writerctl doctor --runtime-dir /data/qwen --coordinator https://coord.example:7700 --json",
+            "writerctl doctor --storage --runtime-dir /data/qwen   # a Kubernetes initContainer: the volume only",
             "writerctl doctor --json | jq -r '.checks[] | select(.verdict != \"ok\") | \"\\(.name): \\(.detail)\"'",
             "*/5 * * * *  writerctl doctor --runtime-dir /data/qwen --json > /var/lib/writerctl/doctor.json || alert",
         ],
