@@ -54,6 +54,7 @@ fn main() -> ExitCode {
         Command::Run(Lazy(a)) => commands::run::run_cmd(a, out, settings),
         Command::ExecWriter(Lazy(a)) => commands::run::exec_writer(a),
         Command::Completions(Lazy(a)) => commands::docs::completions(a, out, &cli::command()),
+        Command::Man(Lazy(a)) => commands::docs::man(a, out, &cli::command()),
         Command::Generate(Lazy(a)) => commands::docs::generate(a, &cli::command()),
         Command::Session(Lazy(c)) => commands::controller::run(c, out),
         Command::Master(Lazy(c)) => commands::master::run(c, out),
