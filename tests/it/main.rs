@@ -37,6 +37,7 @@ mod openapi;
 mod pause;
 mod planes;
 mod pod_recovery;
+mod pod_security;
 mod proptest_records;
 mod race;
 mod recover;
