@@ -225,7 +225,7 @@ pub fn man(args: ManArgs, out: Output, root: &clap::Command) -> Result<()> {
     let name = page_name(&args.command);
     let Some((_, roff)) = pages.iter().find(|(rel, _)| rel.file_stem().is_some_and(|s| s == name.as_str())) else {
         return Err(super::usage(
-            &format!("no man page for `{}`", name.replace('-', " ")),
+            format!("no man page for `writerctl {}`", args.command.join(" ")),
             "name a command as typed after `writerctl` (`writerctl man run`, `writerctl man master claim`); `writerctl --help` lists them",
         ));
     };
