@@ -27,6 +27,7 @@ mod history;
 mod hostile;
 mod hung_lockdir;
 mod identity;
+mod man;
 mod master;
 mod master_history;
 mod memory_budget;
