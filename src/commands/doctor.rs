@@ -43,8 +43,8 @@ pub struct DoctorArgs {
 
     /// Check only the storage a writer needs, for a Kubernetes initContainer: the runtime
     /// directory, its filesystem, who may change R/tmp and the lock directory, and — the one
-    /// write doctor makes — a probe file created, hard-linked and removed where the first
-    /// lock would be made, as this user (a volume whose driver ignored fsGroup, a read-only
+    /// write doctor makes — a probe file created, hard-linked and removed beside the lock
+    /// directory (in R/tmp), as this user (a volume whose driver ignored fsGroup, a read-only
     /// mount, an SMB share without hard links fail here, not later in a crash loop). Lock
     /// states are left out: a lock still held by the pod being replaced is a rollout, not a
     /// fault.

@@ -57,8 +57,8 @@ pub fn diagnose(runtime_dir: &Path, probe: &dyn ProcessProbe) -> Vec<Check> {
 
 /// `doctor --storage` (issue 40: a Kubernetes initContainer): only what the volume decides
 /// — `runtime_dir`, `filesystem`, `ownership.*` — and `storage.link`: one probe file
-/// created, hard-linked and removed where the first lock would be made (the lock directory,
-/// or its nearest existing ancestor), as the user the writer runs as. The one write doctor
+/// created, hard-linked and removed beside the lock directory (in R/tmp, or in R before the
+/// first acquire), as the user the writer runs as. The one write doctor
 /// makes, and only here: it finds what no read can (a volume this user cannot write
 /// because its driver ignored `fsGroup`, a read-only mount, an SMB share such as Azure
 /// Files without hard links) before `run` does, in a crash loop.
@@ -102,11 +102,15 @@ fn storage_checks(runtime_dir: &Path) -> Result<Vec<Check>, Check> {
     Ok(checks)
 }
 
-/// `storage.link`: [`link_probe`] where the first lock would be made.
+/// `storage.link`: [`link_probe`] beside the lock directory — in `R/tmp`, or in R before
+/// the first acquire made it — never inside it: every scan of the lock directory (`status`,
+/// `recover`, a supervisor's checks) reads each name there, and during a rollout another
+/// Pod's writer is using it. Same filesystem, same owner rules, unless an operator mounted
+/// something at the lock directory itself (the `filesystem` check judges that one).
 fn link_check(runtime_dir: &Path) -> Check {
     const NAME: &str = "storage.link";
     let lock_dir = runtime_dir.join(LOCK_SUBDIR);
-    let at = [lock_dir.clone(), runtime_dir.join("tmp"), runtime_dir.to_path_buf()]
+    let at = [runtime_dir.join("tmp"), runtime_dir.to_path_buf()]
         .into_iter()
         .find(|d| stat_path(d).is_ok_and(|m| m.kind == Kind::Directory))
         .unwrap_or_else(|| runtime_dir.to_path_buf());
