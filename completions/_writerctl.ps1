@@ -34,6 +34,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('takeover', 'takeover', [CompletionResultType]::ParameterValue, 'Take over a sealed session after validating its proof (needs experimental.session_writer_lease)')
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Supervise a writer so that every stop (SIGTERM, preStop) hands its session over')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script (bash, zsh, fish, powershell)')
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Show a command''s man page, rendered from the same definitions as --help: no installed page needed')
             [CompletionResult]::new('__generate', '__generate', [CompletionResultType]::ParameterValue, 'Internal: regenerate man/ and completions/')
             [CompletionResult]::new('__exec-writer', '__exec-writer', [CompletionResultType]::ParameterValue, 'Internal: the launcher `run` starts writers through')
             [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check a sealed lock''s proof against the transcript; change nothing')
@@ -59,7 +60,6 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;acquire' {
             [CompletionResult]::new('--runtime-dir', '--runtime-dir', [CompletionResultType]::ParameterName, 'Runtime directory R [env: WRITERCTL_RUNTIME_DIR, then QWEN_RUNTIME_DIR]')
-            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does)')
             [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]')
             [CompletionResult]::new('--transcript-key', '--transcript-key', [CompletionResultType]::ParameterName, 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]')
             [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID must be one path component)')
@@ -68,6 +68,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Write the owner token to this new file (created 0600; never overwritten) instead of printing it')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to SECONDS (fractions allowed) while a live holder or a transition in progress refuses the session, retrying with a jittered back-off, as `flock -w` does. On timeout the last refusal is returned with its own code. Refusals that waiting cannot clear (a stale holder under --managed, a malformed record, a changed transcript) are returned at once')
             [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why (recorded in the lock-file history, never in the lock record): one line, at most 512 bytes, no control characters')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does). The commands that address exactly one session also read it from WRITERCTL_SESSION (which `run` exports to its writer); status, history and recover read only the flag, since without it they cover every session')
             [CompletionResult]::new('--statefulset-identity', '--statefulset-identity', [CompletionResultType]::ParameterName, 'Trust the StatefulSet rule: a lock written by a pod of this pod''s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed once its holder lock proves the old pod''s processes gone — never on the WRITERCTL_POD_* variables alone (only a StatefulSet''s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]')
             [CompletionResult]::new('--managed', '--managed', [CompletionResultType]::ParameterName, 'Managed mode (qwen''s reclaimPolicy `never` + takeoverPolicy `certified`): a stale lock is reclaimed only under a pod rule proven by evidence — the lock of this container of this pod (or, with --statefulset-identity, of this StatefulSet pod''s predecessor) whose holder lock the kernel has released; never on the WRITERCTL_POD_* variables alone, never by pid. With the gate on, take over a sealed one')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
@@ -81,12 +82,12 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;release' {
             [CompletionResult]::new('--runtime-dir', '--runtime-dir', [CompletionResultType]::ParameterName, 'Runtime directory R [env: WRITERCTL_RUNTIME_DIR, then QWEN_RUNTIME_DIR]')
-            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does)')
             [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]')
             [CompletionResult]::new('--transcript-key', '--transcript-key', [CompletionResultType]::ParameterName, 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]')
             [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID must be one path component)')
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read the owner token from this file (a regular file, not a symlink, FIFO or device) [default: env WRITERCTL_OWNER_TOKEN]')
             [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why (recorded in the lock-file history, never in the lock record): one line, at most 512 bytes, no control characters')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does). The commands that address exactly one session also read it from WRITERCTL_SESSION (which `run` exports to its writer); status, history and recover read only the flag, since without it they cover every session')
             [CompletionResult]::new('--statefulset-identity', '--statefulset-identity', [CompletionResultType]::ParameterName, 'Trust the StatefulSet rule: a lock written by a pod of this pod''s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed once its holder lock proves the old pod''s processes gone — never on the WRITERCTL_POD_* variables alone (only a StatefulSet''s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Make every check the release makes (the directory''s filesystem and trust, and that the lock is exactly the active record this token owns) and print the record that would be removed, changing nothing. Exits with the code the release would give (3 session_not_owner for a wrong token, ...). With --json: {"dry_run":true,...}')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
@@ -100,7 +101,6 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;seal' {
             [CompletionResult]::new('--runtime-dir', '--runtime-dir', [CompletionResultType]::ParameterName, 'Runtime directory R [env: WRITERCTL_RUNTIME_DIR, then QWEN_RUNTIME_DIR]')
-            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does)')
             [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]')
             [CompletionResult]::new('--transcript-key', '--transcript-key', [CompletionResultType]::ParameterName, 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]')
             [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID must be one path component)')
@@ -108,6 +108,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--control-socket', '--control-socket', [CompletionResultType]::ParameterName, 'The supervisor''s control socket [default: derived from the runtime directory and session, as `writerctl run` derives it]')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Seconds to wait for a supervisor to finish draining and sealing [default: 3600]. Only without a token (the supervisor path)')
             [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why (recorded in the lock-file history, never in the lock record): one line, at most 512 bytes, no control characters')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does). The commands that address exactly one session also read it from WRITERCTL_SESSION (which `run` exports to its writer); status, history and recover read only the flag, since without it they cover every session')
             [CompletionResult]::new('--statefulset-identity', '--statefulset-identity', [CompletionResultType]::ParameterName, 'Trust the StatefulSet rule: a lock written by a pod of this pod''s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed once its holder lock proves the old pod''s processes gone — never on the WRITERCTL_POD_* variables alone (only a StatefulSet''s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -120,7 +121,6 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;takeover' {
             [CompletionResult]::new('--runtime-dir', '--runtime-dir', [CompletionResultType]::ParameterName, 'Runtime directory R [env: WRITERCTL_RUNTIME_DIR, then QWEN_RUNTIME_DIR]')
-            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does)')
             [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]')
             [CompletionResult]::new('--transcript-key', '--transcript-key', [CompletionResultType]::ParameterName, 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]')
             [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID must be one path component)')
@@ -129,6 +129,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Write the owner token to this new file (created 0600; never overwritten) instead of printing it')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to SECONDS (fractions allowed) while a live holder or a transition in progress refuses the session, retrying with a jittered back-off, as `flock -w` does. On timeout the last refusal is returned with its own code. Refusals that waiting cannot clear (a stale holder under --managed, a malformed record, a changed transcript) are returned at once')
             [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why (recorded in the lock-file history, never in the lock record): one line, at most 512 bytes, no control characters')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does). The commands that address exactly one session also read it from WRITERCTL_SESSION (which `run` exports to its writer); status, history and recover read only the flag, since without it they cover every session')
             [CompletionResult]::new('--statefulset-identity', '--statefulset-identity', [CompletionResultType]::ParameterName, 'Trust the StatefulSet rule: a lock written by a pod of this pod''s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed once its holder lock proves the old pod''s processes gone — never on the WRITERCTL_POD_* variables alone (only a StatefulSet''s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Make every check the takeover makes (gate, --pid, the token file''s destination, the directory''s filesystem and trust, the claim, the lock''s state and liveness, the sealed proof against the transcript) and print the plan — who loses the session, the new epoch, the record that would be replaced and the one that would be written — changing nothing. Exits with the code the takeover would give (4 for a changed transcript, 3 for a live holder, ...). With --json: {"dry_run":true,...}')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
@@ -142,7 +143,6 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;run' {
             [CompletionResult]::new('--runtime-dir', '--runtime-dir', [CompletionResultType]::ParameterName, 'Runtime directory R [env: WRITERCTL_RUNTIME_DIR, then QWEN_RUNTIME_DIR]')
-            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does)')
             [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]')
             [CompletionResult]::new('--transcript-key', '--transcript-key', [CompletionResultType]::ParameterName, 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]')
             [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID must be one path component)')
@@ -154,6 +154,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('--pid-namespace', '--pid-namespace', [CompletionResultType]::ParameterName, 'Put the writer in a pid namespace of its own, so that if run dies (even by SIGKILL) every process the writer started dies with it — setuid and file-capability binaries, double forks and setsid included. auto: where the kernel allows it (root: a new pid namespace; otherwise inside a user namespace mapping your own uid/gid), else the shared namespace, said in the log; require: refuse to start the writer without one (exit 2, invalid_argument); off: never. The writer sees WRITERCTL_PID_NAMESPACE=own or shared')
             [CompletionResult]::new('--process-kind', '--process-kind', [CompletionResultType]::ParameterName, 'process_kind recorded in the lock')
             [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why (recorded in the lock-file history, never in the lock record): one line, at most 512 bytes, no control characters')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does). The commands that address exactly one session also read it from WRITERCTL_SESSION (which `run` exports to its writer); status, history and recover read only the flag, since without it they cover every session')
             [CompletionResult]::new('--statefulset-identity', '--statefulset-identity', [CompletionResultType]::ParameterName, 'Trust the StatefulSet rule: a lock written by a pod of this pod''s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed once its holder lock proves the old pod''s processes gone — never on the WRITERCTL_POD_* variables alone (only a StatefulSet''s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -165,6 +166,18 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             break
         }
         'writerctl;completions' {
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'writerctl;man' {
+            [CompletionResult]::new('--out-dir', '--out-dir', [CompletionResultType]::ParameterName, 'Write every page into DIR (created if missing) instead of showing one, e.g. ~/.local/share/man/man1')
+            [CompletionResult]::new('--roff', '--roff', [CompletionResultType]::ParameterName, 'Print the roff source even on a terminal')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -202,10 +215,10 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;verify' {
             [CompletionResult]::new('--runtime-dir', '--runtime-dir', [CompletionResultType]::ParameterName, 'Runtime directory R [env: WRITERCTL_RUNTIME_DIR, then QWEN_RUNTIME_DIR]')
-            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does)')
             [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]')
             [CompletionResult]::new('--transcript-key', '--transcript-key', [CompletionResultType]::ParameterName, 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]')
             [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID must be one path component)')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does). The commands that address exactly one session also read it from WRITERCTL_SESSION (which `run` exports to its writer); status, history and recover read only the flag, since without it they cover every session')
             [CompletionResult]::new('--statefulset-identity', '--statefulset-identity', [CompletionResultType]::ParameterName, 'Trust the StatefulSet rule: a lock written by a pod of this pod''s name and namespace with another pod UID was written by a replaced pod, which may be reclaimed once its holder lock proves the old pod''s processes gone — never on the WRITERCTL_POD_* variables alone (only a StatefulSet''s manifest should set this; a force delete voids it) [env: WRITERCTL_STATEFULSET_IDENTITY=1]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -218,7 +231,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;recover' {
             [CompletionResult]::new('--runtime-dir', '--runtime-dir', [CompletionResultType]::ParameterName, 'Runtime directory R [env: WRITERCTL_RUNTIME_DIR, then QWEN_RUNTIME_DIR]')
-            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does)')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does). The commands that address exactly one session also read it from WRITERCTL_SESSION (which `run` exports to its writer); status, history and recover read only the flag, since without it they cover every session')
             [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]')
             [CompletionResult]::new('--transcript-key', '--transcript-key', [CompletionResultType]::ParameterName, 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]')
             [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID must be one path component)')
@@ -237,7 +250,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;status' {
             [CompletionResult]::new('--runtime-dir', '--runtime-dir', [CompletionResultType]::ParameterName, 'Runtime directory R [env: WRITERCTL_RUNTIME_DIR, then QWEN_RUNTIME_DIR]')
-            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does)')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does). The commands that address exactly one session also read it from WRITERCTL_SESSION (which `run` exports to its writer); status, history and recover read only the flag, since without it they cover every session')
             [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]')
             [CompletionResult]::new('--transcript-key', '--transcript-key', [CompletionResultType]::ParameterName, 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]')
             [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID must be one path component)')
@@ -1163,7 +1176,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         }
         'writerctl;history' {
             [CompletionResult]::new('--runtime-dir', '--runtime-dir', [CompletionResultType]::ParameterName, 'Runtime directory R [env: WRITERCTL_RUNTIME_DIR, then QWEN_RUNTIME_DIR]')
-            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does)')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session id (any non-empty string; the lock file name encodes it as qwen-code does). The commands that address exactly one session also read it from WRITERCTL_SESSION (which `run` exports to its writer); status, history and recover read only the flag, since without it they cover every session')
             [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'Lock path override [default: R/tmp/session-writer-locks/<encoded ID>.lock]')
             [CompletionResult]::new('--transcript-key', '--transcript-key', [CompletionResultType]::ParameterName, 'Transcript path relative to R [default: chats/<encoded ID>.jsonl]')
             [CompletionResult]::new('--project-root', '--project-root', [CompletionResultType]::ParameterName, 'Use qwen-code''s transcript key projects/<sanitized DIR>/chats/<ID>.jsonl: DIR sanitized per UTF-16 code unit as qwen does, the raw ID as the file name (so the ID must be one path component)')
@@ -1182,6 +1195,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
         'writerctl;doctor' {
             [CompletionResult]::new('--runtime-dir', '--runtime-dir', [CompletionResultType]::ParameterName, 'Runtime directory R [env: WRITERCTL_RUNTIME_DIR, then QWEN_RUNTIME_DIR]; without one, only the coordinator is checked')
             [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH of an embedded store; without one, only the runtime directory is checked. For https with a private CA set WRITERCTL_COORDINATOR_CA=PEM-file')
+            [CompletionResult]::new('--storage', '--storage', [CompletionResultType]::ParameterName, 'Check only the storage a writer needs, for a Kubernetes initContainer: the runtime directory, its filesystem, who may change R/tmp and the lock directory, and — the one write doctor makes — a probe file created, hard-linked and removed beside the lock directory (in R/tmp), as this user (a volume whose driver ignored fsGroup, a read-only mount, an SMB share without hard links fail here, not later in a crash loop). Lock states are left out: a lock still held by the pod being replaced is a rollout, not a fault')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout (errors as {"error":{"code","message","hint"}})')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Add causes to error messages (never an owner id)')
@@ -1230,6 +1244,7 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             [CompletionResult]::new('takeover', 'takeover', [CompletionResultType]::ParameterValue, 'Take over a sealed session after validating its proof (needs experimental.session_writer_lease)')
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Supervise a writer so that every stop (SIGTERM, preStop) hands its session over')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script (bash, zsh, fish, powershell)')
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Show a command''s man page, rendered from the same definitions as --help: no installed page needed')
             [CompletionResult]::new('__generate', '__generate', [CompletionResultType]::ParameterValue, 'Internal: regenerate man/ and completions/')
             [CompletionResult]::new('__exec-writer', '__exec-writer', [CompletionResultType]::ParameterValue, 'Internal: the launcher `run` starts writers through')
             [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check a sealed lock''s proof against the transcript; change nothing')
@@ -1269,6 +1284,9 @@ Register-ArgumentCompleter -Native -CommandName 'writerctl' -ScriptBlock {
             break
         }
         'writerctl;help;completions' {
+            break
+        }
+        'writerctl;help;man' {
             break
         }
         'writerctl;help;__generate' {

@@ -58,6 +58,9 @@ _writerctl() {
             writerctl,inbox)
                 cmd="writerctl__subcmd__inbox"
                 ;;
+            writerctl,man)
+                cmd="writerctl__subcmd__man"
+                ;;
             writerctl,master)
                 cmd="writerctl__subcmd__master"
                 ;;
@@ -279,6 +282,9 @@ _writerctl() {
                 ;;
             writerctl__subcmd__help,inbox)
                 cmd="writerctl__subcmd__help__subcmd__inbox"
+                ;;
+            writerctl__subcmd__help,man)
+                cmd="writerctl__subcmd__help__subcmd__man"
                 ;;
             writerctl__subcmd__help,master)
                 cmd="writerctl__subcmd__help__subcmd__master"
@@ -524,7 +530,7 @@ _writerctl() {
 
     case "${cmd}" in
         writerctl)
-            opts="-v -h -V --json --verbose --help --version acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator history doctor pause resume help"
+            opts="-v -h -V --json --verbose --help --version acquire release seal takeover run completions man __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator history doctor pause resume help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -586,17 +592,13 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__acquire)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --managed --pid --process-kind --token-file --wait --reason --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --lock --transcript-key --project-root --statefulset-identity --managed --pid --process-kind --token-file --wait --reason --session --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --runtime-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --session)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -629,6 +631,10 @@ _writerctl() {
                     return 0
                     ;;
                 --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --session)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1684,7 +1690,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__doctor)
-            opts="-v -h -V --runtime-dir --coordinator --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --storage --coordinator --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1900,7 +1906,7 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__help)
-            opts="acquire release seal takeover run completions __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator history doctor pause resume help"
+            opts="acquire release seal takeover run completions man __generate __exec-writer verify recover status session master operator identity inbox audit channel claim focus steward coordinator history doctor pause resume help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2390,6 +2396,20 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__help__subcmd__inbox)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        writerctl__subcmd__help__subcmd__man)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -3021,6 +3041,24 @@ _writerctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        writerctl__subcmd__man)
+            opts="-v -h -V --roff --out-dir --json --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --out-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         writerctl__subcmd__master)
             opts="-v -h -V --json --verbose --help --version status handoff claim history help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -3454,17 +3492,13 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__release)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --token-file --reason --dry-run --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --lock --transcript-key --project-root --statefulset-identity --token-file --reason --dry-run --session --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --runtime-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --session)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3485,6 +3519,10 @@ _writerctl() {
                     return 0
                     ;;
                 --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --session)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3526,17 +3564,13 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__run)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --grace --wait --check-interval --max-unverified --control-socket --pid-namespace --process-kind --reason --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --lock --transcript-key --project-root --statefulset-identity --grace --wait --check-interval --max-unverified --control-socket --pid-namespace --process-kind --reason --session --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --runtime-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --session)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3584,6 +3618,10 @@ _writerctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --session)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -3592,17 +3630,13 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__seal)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --token-file --control-socket --timeout --reason --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --lock --transcript-key --project-root --statefulset-identity --token-file --control-socket --timeout --reason --session --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --runtime-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --session)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3631,6 +3665,10 @@ _writerctl() {
                     return 0
                     ;;
                 --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --session)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3992,17 +4030,13 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__takeover)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --pid --process-kind --token-file --wait --reason --dry-run --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --lock --transcript-key --project-root --statefulset-identity --pid --process-kind --token-file --wait --reason --dry-run --session --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --runtime-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --session)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -4038,6 +4072,10 @@ _writerctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --session)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -4046,17 +4084,13 @@ _writerctl() {
             return 0
             ;;
         writerctl__subcmd__verify)
-            opts="-v -h -V --runtime-dir --session --lock --transcript-key --project-root --statefulset-identity --json --verbose --help --version"
+            opts="-v -h -V --runtime-dir --lock --transcript-key --project-root --statefulset-identity --session --json --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --runtime-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --session)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -4069,6 +4103,10 @@ _writerctl() {
                     return 0
                     ;;
                 --project-root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --session)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

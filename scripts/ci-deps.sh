@@ -14,6 +14,7 @@
 #   bindfs, fuse3                 tests/it/netfs.rs: two "hosts" with their own client caches
 #   exfat-fuse, exfatprogs        tests/it/netfs.rs: a filesystem without hard links
 #   setcap (libcap2-bin)          tests that give the supervisor's helper a file capability
+#   kubernetes-validate (pip)     tests/it/deploy.rs: deploy/kubernetes/ against Kubernetes schemas
 #   mdbook (cargo install)        .ci/run's `mdbook build docs` (the book under docs/)
 #   nfs-ganesha(-vfs), nfs-common tests/it/netfs.rs's real NFS run; only where this kernel has
 #                                 an NFS client (otherwise that test skips with the reason and
@@ -68,6 +69,18 @@ if grep -qw -e nfs -e nfs4 /proc/filesystems 2>/dev/null || { have modprobe && $
   need ganesha.nfsd nfs-ganesha nfs-ganesha-vfs
   need mount.nfs nfs-common
 fi
+# --- Kubernetes manifests (issue 40) -------------------------------------------------------
+# kubernetes-validate (PyPI) checks deploy/kubernetes/*.yaml against the OpenAPI schemas of a
+# Kubernetes release, which it ships (no cluster, no network at test time):
+# tests/it/deploy.rs `manifests_validate_against_the_schemas_of_kubernetes`. Pinned: 1.37.0
+# ships the schemas of Kubernetes 1.37, the release the test names. (The Pod Security
+# "restricted" check is Rust, tests/it/pod_security.rs: nothing to install.)
+if ! have kubernetes-validate; then
+  python3 -m pip install --quiet 'kubernetes-validate==1.37.0' 2>/dev/null ||
+    python3 -m pip install --quiet --break-system-packages 'kubernetes-validate==1.37.0' ||
+    { install python3-pip && python3 -m pip install --quiet --break-system-packages 'kubernetes-validate==1.37.0'; }
+fi
+# ------------------------------------------------------------------------------------------
 # The book's builder, pinned: a newer mdBook may change the HTML ids the link test
 # (tests/it/book.rs) reproduces.
 have mdbook || cargo install mdbook --locked --version 0.5.4

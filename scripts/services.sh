@@ -60,7 +60,7 @@ as_postgres() { # as_postgres COMMAND...: run as the postgres system user
 
 # --- the tools ---------------------------------------------------------------------------
 if [ "$check_only" -eq 1 ]; then
-  for t in promtool systemd-analyze curl mandoc spin bindfs setcap podman runc; do
+  for t in promtool systemd-analyze curl mandoc spin bindfs setcap podman runc kubernetes-validate; do
     if command -v "$t" >/dev/null 2>&1 || [ -x "/usr/sbin/$t" ] || [ -x "/sbin/$t" ]; then
       say "tool $t: present"
     else

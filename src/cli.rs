@@ -48,6 +48,7 @@ pub enum Command {
     Takeover(Lazy<crate::commands::takeover::TakeoverArgs>),
     Run(Lazy<crate::commands::run::RunArgs>),
     Completions(Lazy<crate::commands::docs::CompletionsArgs>),
+    Man(Lazy<crate::commands::docs::ManArgs>),
     /// Internal: regenerate man/ and completions/.
     #[command(name = "__generate", hide = true)]
     Generate(Lazy<crate::commands::docs::GenerateArgs>),

@@ -54,6 +54,7 @@ fn main() -> ExitCode {
         Command::Run(Lazy(a)) => commands::run::run_cmd(a, out, settings),
         Command::ExecWriter(Lazy(a)) => commands::run::exec_writer(a),
         Command::Completions(Lazy(a)) => commands::docs::completions(a, out, &cli::command()),
+        Command::Man(Lazy(a)) => commands::docs::man(a, out, &cli::command()),
         Command::Generate(Lazy(a)) => commands::docs::generate(a, &cli::command()),
         Command::Session(Lazy(c)) => commands::controller::run(c, out),
         Command::Master(Lazy(c)) => commands::master::run(c, out),
@@ -97,11 +98,8 @@ fn classify_lock(cause: &(dyn std::error::Error + 'static)) -> Option<(ErrorCode
     if let Some(re) = cause.downcast_ref::<writerctl::supervisor::RunError>() {
         return Some((re.code(), re.hint()));
     }
-    if cause.downcast_ref::<writerctl::supervisor::control::ControlError>().is_some() {
-        return Some((
-            ErrorCode::InvalidArgument,
-            Some("pass --control-socket PATH in a private (0700) directory owned by you".into()),
-        ));
+    if let Some(ce) = cause.downcast_ref::<writerctl::supervisor::control::ControlError>() {
+        return Some((ErrorCode::InvalidArgument, Some(ce.hint())));
     }
     if let Some(pe) = cause.downcast_ref::<writerctl::lockfile::metrics::PublishError>() {
         return Some((pe.code(), pe.hint()));

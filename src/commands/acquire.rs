@@ -30,6 +30,7 @@ use writerctl::lockfile::transcript::ProofOptions;
 /// `writerctl run` is judged by its holder lock instead (a kernel lock its writer's process
 /// tree keeps): reclaimed only once the kernel has released it.
 #[derive(Debug, Args)]
+#[command(mut_arg("session", super::args::session_from_env))]
 pub struct AcquireArgs {
     #[command(flatten)]
     pub session: SessionArgs,

@@ -16,6 +16,20 @@ pub struct ProcessKindArgs {
     pub process_kind: String,
 }
 
+/// The environment variable a command that addresses exactly one session reads `--session`
+/// from (issue 40: an exec-form preStop hook, `["writerctl", "seal"]`, has no shell to
+/// expand `$SESSION_ID`). `run` exports it to its writer, so a writer's own `writerctl seal`
+/// or `release` needs no flag either.
+pub const SESSION_ENV: &str = "WRITERCTL_SESSION";
+
+/// Gives `--session` its environment variable ([`SESSION_ENV`]); applied by `acquire`,
+/// `release`, `seal`, `takeover`, `verify` and `run` (`#[command(mut_arg(..))]`), not by
+/// the commands where no `--session` means every session, which a variable set in a pod's
+/// environment must not silently narrow.
+pub fn session_from_env(arg: clap::Arg) -> clap::Arg {
+    arg.env(SESSION_ENV)
+}
+
 /// How a lock-file command addresses one session.
 #[derive(Debug, Clone, Args)]
 pub struct SessionArgs {
@@ -24,6 +38,9 @@ pub struct SessionArgs {
     pub runtime_dir: Option<PathBuf>,
 
     /// Session id (any non-empty string; the lock file name encodes it as qwen-code does).
+    /// The commands that address exactly one session also read it from WRITERCTL_SESSION
+    /// (which `run` exports to its writer); status, history and recover read only the flag,
+    /// since without it they cover every session.
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
 

@@ -87,6 +87,7 @@ pub const COMMANDS: &[(&str, &[&[C]])] = &[
     ("takeover", &[EDGE, LOCK, GATE]),
     ("run", &[EDGE, LOCK, SUPERVISOR]),
     ("completions", &[EDGE]),
+    ("man", &[EDGE]),
     ("__generate", &[EDGE]),
     ("__exec-writer", &[EDGE]),
     ("verify", &[EDGE, LOCK_SITE, SEAL_PROOF]),
@@ -201,9 +202,9 @@ mod tests {
     fn every_command_can_fail_and_every_code_is_declared_somewhere() {
         for (path, _) in COMMANDS {
             let codes = declared(path).unwrap();
-            // `completions` and `coordinator admin-token new` touch no lock and no store:
-            // they fail only as any command can (a bad argument, an I/O error).
-            let local_only = ["completions", "coordinator admin-token new"].contains(path);
+            // `completions`, `man` and `coordinator admin-token new` touch no lock and no
+            // store: they fail only as any command can (a bad argument, an I/O error).
+            let local_only = ["completions", "man", "coordinator admin-token new"].contains(path);
             assert!(codes.len() > EDGE.len() || path.starts_with("__") || local_only, "{path}");
             assert!(codes.iter().all(|c| C::ALL.contains(c)));
         }

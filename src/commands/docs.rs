@@ -26,6 +26,33 @@ pub struct CompletionsArgs {
     pub shell: Shell,
 }
 
+/// Show a command's man page, rendered from the same definitions as --help: no installed
+/// page needed.
+///
+/// `writerctl man run` shows what `man writerctl-run` would, on a machine where writerctl
+/// came from `cargo install` (which installs no man pages). On a terminal the page goes
+/// through `man -l -` when man is installed (its pager and formatting); otherwise, or with
+/// --roff, the roff source is printed, to pipe into `man -l -` or `mandoc -a`, or to save.
+/// --out-dir DIR writes every page (writerctl.1, writerctl-run.1, ...) into DIR, so that
+/// `man writerctl-run` works once DIR is a man1 directory on the MANPATH. With --json:
+/// {"page","roff"}, or {"written":[paths]} with --out-dir.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page to show, as typed after `writerctl` (`run`, `master claim`);
+    /// none: writerctl(1), the overview.
+    #[arg(value_name = "COMMAND")]
+    pub command: Vec<String>,
+
+    /// Print the roff source even on a terminal.
+    #[arg(long, conflicts_with = "out_dir")]
+    pub roff: bool,
+
+    /// Write every page into DIR (created if missing) instead of showing one, e.g.
+    /// ~/.local/share/man/man1.
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    pub out_dir: Option<PathBuf>,
+}
+
 /// Arguments of the hidden generator.
 #[derive(Debug, Args)]
 pub struct GenerateArgs {
@@ -112,6 +139,12 @@ fn lockfile_environment_section(command: &str) -> String {
         ));
         vars.push(("WRITERCTL_MAX_UNVERIFIED=SECONDS", "as --max-unverified"));
     }
+    if command == "run" || command == "seal" {
+        vars.push((
+            "XDG_RUNTIME_DIR",
+            "the control socket's directory is $XDG_RUNTIME_DIR/writerctl when set, else /tmp/writerctl-UID; with a read-only root filesystem (Kubernetes) set it to an emptyDir. run proves it can bind its socket there before it takes the lock",
+        ));
+    }
     let mut s = String::from(".SH ENVIRONMENT\n");
     for (name, meaning) in vars {
         s.push_str(&format!(".TP\n\\fB{}\\fR\n{}\n", roff_escape(name), roff_escape(meaning)));
@@ -147,14 +180,87 @@ fn man_page(cmd: clap::Command, extra: &str) -> Result<Vec<u8>> {
 /// Every generated file, relative to the repository root, with its contents. `root` is the
 /// whole command tree (`cli::command()`).
 pub fn render_all(root: &clap::Command) -> Result<Vec<(PathBuf, Vec<u8>)>> {
-    let mut files = Vec::new();
-    files.push((PathBuf::from("man/writerctl.1"), man_page(root.clone(), &exit_status_section(ErrorCode::ALL))?));
-    sub_pages(root, "writerctl", "", &mut files)?;
+    let mut files = man_pages(root)?;
     for (shell, file) in SHELLS {
         files.push((PathBuf::from(format!("completions/{file}")), completion(shell, root)));
     }
     files.extend(super::reference::render(root)?);
     Ok(files)
+}
+
+/// Every man page, as `man/NAME.1` with its contents: writerctl(1) and one page per
+/// visible subcommand. `__generate` writes them to man/; `writerctl man` shows one.
+fn man_pages(root: &clap::Command) -> Result<Vec<(PathBuf, Vec<u8>)>> {
+    let mut files = Vec::new();
+    files.push((PathBuf::from("man/writerctl.1"), man_page(root.clone(), &exit_status_section(ErrorCode::ALL))?));
+    sub_pages(root, "writerctl", "", &mut files)?;
+    Ok(files)
+}
+
+/// The page name of the command typed as `words` after `writerctl` (`["master", "claim"]`
+/// → `writerctl-master-claim`).
+fn page_name(words: &[String]) -> String {
+    std::iter::once("writerctl").chain(words.iter().map(String::as_str)).collect::<Vec<_>>().join("-")
+}
+
+/// `writerctl man [COMMAND]...`.
+pub fn man(args: ManArgs, out: Output, root: &clap::Command) -> Result<()> {
+    use std::io::{IsTerminal, Write};
+    let pages = man_pages(root)?;
+    if let Some(dir) = &args.out_dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+        let mut written = Vec::new();
+        for (rel, bytes) in &pages {
+            let path = dir.join(rel.file_name().expect("man/NAME.1"));
+            std::fs::write(&path, bytes).with_context(|| format!("write {}", path.display()))?;
+            written.push(path.display().to_string());
+        }
+        if out.json {
+            out.json(&serde_json::json!({ "written": written }))?;
+        } else {
+            out.line(&format!("wrote {} pages to {}", written.len(), dir.display()))?;
+        }
+        return Ok(());
+    }
+    let name = page_name(&args.command);
+    let Some((_, roff)) = pages.iter().find(|(rel, _)| rel.file_stem().is_some_and(|s| s == name.as_str())) else {
+        return Err(super::usage(
+            format!("no man page for `writerctl {}`", args.command.join(" ")),
+            "name a command as typed after `writerctl` (`writerctl man run`, `writerctl man master claim`); `writerctl --help` lists them",
+        ));
+    };
+    if out.json {
+        let roff = String::from_utf8(roff.clone()).context("man page is not UTF-8")?;
+        out.json(&serde_json::json!({ "page": name, "roff": roff }))?;
+        return Ok(());
+    }
+    if !args.roff && std::io::stdout().is_terminal() && show_with_man(roff)? {
+        return Ok(());
+    }
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(roff)?;
+    Ok(())
+}
+
+/// Shows `roff` through `man -l -` (formatting and pager); false when man is not installed.
+fn show_with_man(roff: &[u8]) -> Result<bool> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = match Command::new("man").args(["-l", "-"]).stdin(Stdio::piped()).spawn() {
+        Ok(c) => c,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e).context("start `man -l -`"),
+    };
+    // A pager quit before the end closes the pipe: not an error.
+    let mut stdin = child.stdin.take().expect("piped");
+    match stdin.write_all(roff) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e).context("write to `man -l -`"),
+        _ => {}
+    }
+    drop(stdin);
+    let status = child.wait().context("wait for `man -l -`")?;
+    anyhow::ensure!(status.success(), "`man -l -` failed ({status})");
+    Ok(true)
 }
 
 /// One page per visible subcommand, recursively: `writerctl-master.1` and

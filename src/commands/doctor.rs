@@ -29,7 +29,8 @@ use super::{Coded, ExitStatus};
 /// registration is on (warn). For the embedded store (sqlite:PATH) the file's presence,
 /// type and mode are checked instead.
 ///
-/// Changes nothing: no file is created, no lock taken, no credential sent. Exits 0 when no
+/// Changes nothing (--storage excepted: one probe file, removed at once): no file is
+/// created, no lock taken, no credential sent. Exits 0 when no
 /// check failed (warnings alone exit 0) and 1 (code doctor_found_failures) when one did, so
 /// it can run as a probe or a cron alert. With --json: {"verdict","checks":[{"name",
 /// "verdict","detail","hint"}]}.
@@ -39,6 +40,16 @@ pub struct DoctorArgs {
     /// one, only the coordinator is checked.
     #[arg(long, value_name = "DIR")]
     pub runtime_dir: Option<PathBuf>,
+
+    /// Check only the storage a writer needs, for a Kubernetes initContainer: the runtime
+    /// directory, its filesystem, who may change R/tmp and the lock directory, and — the one
+    /// write doctor makes — a probe file created, hard-linked and removed beside the lock
+    /// directory (in R/tmp), as this user (a volume whose driver ignored fsGroup, a read-only
+    /// mount, an SMB share without hard links fail here, not later in a crash loop). Lock
+    /// states are left out: a lock still held by the pod being replaced is a rollout, not a
+    /// fault.
+    #[arg(long)]
+    pub storage: bool,
 
     /// http(s)://HOST:PORT of a `writerctl coordinator serve`, or sqlite:PATH of an
     /// embedded store; without one, only the runtime directory is checked. For https with a
@@ -56,9 +67,17 @@ pub fn run(args: DoctorArgs, out: Output) -> Result<()> {
             "pass --runtime-dir DIR (or set WRITERCTL_RUNTIME_DIR) and/or --coordinator URL (or WRITERCTL_COORDINATOR)",
         ));
     }
+    if args.storage && runtime_dir.is_none() {
+        return Err(super::usage(
+            "--storage checks a runtime directory, and none was named",
+            "pass --runtime-dir DIR or set WRITERCTL_RUNTIME_DIR (as the writer's container does)",
+        ));
+    }
     let mut checks = Vec::new();
-    if let Some(r) = &runtime_dir {
-        checks.extend(writerctl::lockfile::diagnose::diagnose(r, &SystemProbe));
+    match &runtime_dir {
+        Some(r) if args.storage => checks.extend(writerctl::lockfile::diagnose::diagnose_storage(r)),
+        Some(r) => checks.extend(writerctl::lockfile::diagnose::diagnose(r, &SystemProbe)),
+        None => {}
     }
     match args.coordinator.as_deref().map(|u| parse_target(Some(u))).transpose()? {
         Some(Target::Http(url)) => {

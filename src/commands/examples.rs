@@ -65,6 +65,14 @@ pub const EXAMPLES: &[(&str, &[&str])] = &[
             "writerctl completions zsh > \"${fpath[1]}/_writerctl\"",
         ],
     ),
+    (
+        "man",
+        &[
+            "writerctl man run                    # what `man writerctl-run` shows, without installed pages",
+            "writerctl man master claim --roff > writerctl-master-claim.1",
+            "writerctl man --out-dir ~/.local/share/man/man1 && man writerctl-run",
+        ],
+    ),
     ("verify", &["writerctl verify --session \"$SID\" || echo \"the transcript changed since it was sealed\""]),
     (
         "recover",
@@ -250,6 +258,7 @@ pub const EXAMPLES: &[(&str, &[&str])] = &[
         &[
             "writerctl doctor --runtime-dir ~/.qwen",
             "writerctl doctor --runtime-dir /data/qwen --coordinator https://coord.example:7700 --json",
+            "writerctl doctor --storage --runtime-dir /data/qwen   # a Kubernetes initContainer: the volume only",
             "writerctl doctor --json | jq -r '.checks[] | select(.verdict != \"ok\") | \"\\(.name): \\(.detail)\"'",
             "*/5 * * * *  writerctl doctor --runtime-dir /data/qwen --json > /var/lib/writerctl/doctor.json || alert",
         ],
@@ -272,7 +281,7 @@ pub const EXAMPLES: &[(&str, &[&str])] = &[
 ];
 
 /// Where to read on, under the top-level examples.
-const READ_ON: &str = "Every subcommand has --help with examples, and a man page (man writerctl-<subcommand>).";
+const READ_ON: &str = "Every subcommand has --help with examples, and a man page: writerctl man <subcommand> (man writerctl-<subcommand> where the pages are installed: writerctl man --out-dir DIR).";
 
 /// The "Examples:" block of `path`'s `--help` (e.g. `"master claim"`); None for a path the
 /// table does not list (a group such as `master`, or a hidden command).

@@ -228,7 +228,12 @@ const ENVIRONMENT: &[(&str, &str, &str)] = &[
         "lock-file commands",
         "G[,G] (config key trusted_groups): group names or ids whose group-writable lock, R/tmp and transcript directories are trusted (Kubernetes fsGroup); without it nothing changes",
     ),
-    ("WRITERCTL_SESSION", "set by run for its writer", "the session id"),
+    ("WRITERCTL_SESSION", "set by run for its writer", "the session id (commands read it as --session: above)"),
+    (
+        "XDG_RUNTIME_DIR",
+        "run, seal",
+        "the control socket lives in $XDG_RUNTIME_DIR/writerctl/ when set, else /tmp/writerctl-<uid>/ (on Kubernetes with a read-only root filesystem: an emptyDir)",
+    ),
     ("WRITERCTL_LOCK", "set by run for its writer", "the lock path"),
     ("WRITERCTL_TRANSCRIPT", "set by run for its writer", "the transcript path"),
     (

@@ -20,6 +20,7 @@ use super::session::{read_token, resolve};
 /// Removes the lock only if it is exactly the active record your token owns; anything else
 /// is left untouched.
 #[derive(Debug, Args)]
+#[command(mut_arg("session", super::args::session_from_env))]
 pub struct ReleaseArgs {
     #[command(flatten)]
     pub session: SessionArgs,

@@ -14,7 +14,7 @@ use writerctl::lockfile::history::{HistoryEvent, Reason};
 use writerctl::lockfile::record::LockRecord;
 use writerctl::lockfile::sys::Dir;
 use writerctl::lockfile::{DirMode, open_site};
-use writerctl::supervisor::control::{default_socket, prepare_dir};
+use writerctl::supervisor::control::{check_bindable, default_socket};
 use writerctl::supervisor::pidns;
 use writerctl::supervisor::{Event, Handoff, RunConfig, StopCause, check_command, run};
 
@@ -40,6 +40,7 @@ use super::session::{resolve, transcript_key};
 /// exit is writerctl's own documented code, and CMD's status is in the message (and in --json's
 /// child_exit_code on success).
 #[derive(Debug, Args)]
+#[command(mut_arg("session", super::args::session_from_env))]
 #[command(
     after_help = "Exit rule (what CMD's exit allows):\n  stop requested + CMD exits 0      seal (gate on) or release (gate off); exit 0\n  CMD exits 0 on its own            release (a normal close, never a seal); exit 0\n  CMD exits non-zero / dies of any signal (incl. an unhandled SIGTERM)\n                                    keep the active lock; exit 1, writer_crashed\n  CMD still running after --grace   killed; keep the active lock; exit 1, drain_timeout\n  a process CMD left survives SIGKILL, or cannot be proven gone\n                                    keep the active lock, stay (killing again) until\n                                    none is left; exit 1, drain_timeout\n  the lock lost, moved, or unverifiable past --max-unverified\n                                    stop CMD; nothing handed off; exit 3, session_not_owner\n  a descriptor of the transcript open for writing outside CMD's tree\n                                    no seal; keep the active lock; exit 75"
 )]
@@ -305,7 +306,9 @@ pub fn run_cmd(args: RunArgs, out: Output, settings: Settings) -> Result<()> {
     // Everything that can fail without touching the lock fails before it is taken.
     check_command(&args.command)?;
     let socket = args.control_socket.clone().unwrap_or_else(|| default_socket(&r.paths.lock_path()));
-    prepare_dir(&socket)?;
+    // Issue 40: prove the socket can be bound (a read-only root filesystem, a name too
+    // long), not only that its directory is there, before the lock is taken.
+    check_bindable(&socket)?;
     let reason = args.reason.parse()?;
     let site = open_site(&r.runtime_dir, r.paths.clone(), &r.session_id, DirMode::Create)?;
     // Issue 38 item 7: say at start, not at the end, that a stop will only release.

@@ -31,6 +31,7 @@ use super::session::{Resolved, read_token, resolve, transcript_key};
 /// existence, length and SHA-256, in one claimed transition. On any failure the active lock stays.
 /// Needs experimental.session_writer_lease.
 #[derive(Debug, Args)]
+#[command(mut_arg("session", super::args::session_from_env))]
 pub struct SealArgs {
     #[command(flatten)]
     pub session: SessionArgs,

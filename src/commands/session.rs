@@ -81,7 +81,7 @@ pub fn resolve(args: &SessionArgs) -> Result<Resolved> {
         Some(_) => return Err(LockError::InvalidArgument("--session must not be empty".into()).into()),
         None => {
             return Err(
-                LockError::InvalidArgument("missing --session ID (the session whose lock to use)".into()).into()
+                LockError::InvalidArgument("missing --session ID (the session whose lock to use; acquire, release, seal, takeover, verify and run also read WRITERCTL_SESSION)".into()).into()
             );
         }
     };

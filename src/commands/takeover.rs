@@ -18,6 +18,7 @@ use super::output::Output;
 /// session_not_sealed and changes nothing (use `writerctl acquire --managed` to start a session).
 /// An active lock (live or stale) is a conflict. Needs experimental.session_writer_lease.
 #[derive(Debug, Args)]
+#[command(mut_arg("session", super::args::session_from_env))]
 pub struct TakeoverArgs {
     #[command(flatten)]
     pub session: SessionArgs,

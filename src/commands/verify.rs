@@ -18,6 +18,7 @@ use super::session::{resolve, transcript_key};
 /// (session_transcript_changed) when they do not; 3 (session_not_sealed) when the lock is
 /// not sealed.
 #[derive(Debug, Args)]
+#[command(mut_arg("session", super::args::session_from_env))]
 pub struct VerifyArgs {
     #[command(flatten)]
     pub session: SessionArgs,

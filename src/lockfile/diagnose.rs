@@ -5,13 +5,14 @@
 //!
 //! ```text
 //! let checks = diagnose::diagnose(R, &SystemProbe);   // Vec<Check>, never an error
+//! let checks = diagnose::diagnose_storage(R);         // the volume only, with one probe file
 //! ```
 //!
 //! # Guarantees
 //!
 //! Read-only, like `status`: nothing is created (not even a missing lock directory), no
-//! probe file is written (the hard-link probe [`super::filesystem::refuses_hard_links`]
-//! is never run here), no lock is taken, no transcript is hashed (only the last bytes of
+//! probe file is written (the hard-link probe [`super::filesystem::link_probe`] runs only
+//! in [`diagnose_storage`], `doctor --storage`, which asks for it), no lock is taken, no transcript is hashed (only the last bytes of
 //! each transcript under `R/chats` are read, to find a torn tail). Every verdict comes from
 //! the rule the engine itself applies — [`super::filesystem::judge`] for the filesystem,
 //! [`super::trust::require_trusted_on`] for the directories, [`super::status::status_all`]
@@ -22,7 +23,9 @@
 use std::path::Path;
 
 use super::error::LockError;
-use super::filesystem::{Family, Filesystem, allowed_types, judge, of_nearest_existing};
+use super::filesystem::{
+    Family, Filesystem, LinkProbe, allowed_types, judge, link_probe, no_hard_links, of_nearest_existing, unsupported,
+};
 use super::identity::ProcessProbe;
 use super::liveness::{LiveReason, Liveness};
 use super::paths::{LOCK_SUBDIR, decode_uri_component};
@@ -37,9 +40,44 @@ use crate::doctor::{Check, Verdict};
 /// `runtime_dir`, `filesystem`, `ownership.*`, `locks`, then one `lock.<session id>` per
 /// lock that needs an operator.
 pub fn diagnose(runtime_dir: &Path, probe: &dyn ProcessProbe) -> Vec<Check> {
-    if let Err(e) = check_runtime_dir(runtime_dir) {
-        return vec![from_error("runtime_dir", &e)];
+    let mut checks = match storage_checks(runtime_dir) {
+        Ok(checks) => checks,
+        Err(failed) => return vec![failed],
+    };
+    match status_all(runtime_dir, probe) {
+        Ok(sessions) => {
+            checks.push(summary(&sessions));
+            checks.extend(sessions.iter().filter_map(lock_check));
+            checks.extend(torn_tail_checks(runtime_dir, &sessions));
+        }
+        Err(e) => checks.push(from_error("locks", &e)),
     }
+    checks
+}
+
+/// `doctor --storage` (issue 40: a Kubernetes initContainer): only what the volume decides
+/// — `runtime_dir`, `filesystem`, `ownership.*` — and `storage.link`: one probe file
+/// created, hard-linked and removed beside the lock directory (in R/tmp, or in R before the
+/// first acquire), as the user the writer runs as. The one write doctor
+/// makes, and only here: it finds what no read can (a volume this user cannot write
+/// because its driver ignored `fsGroup`, a read-only mount, an SMB share such as Azure
+/// Files without hard links) before `run` does, in a crash loop.
+///
+/// Lock states are left out on purpose: during a rollout the pod being replaced still holds
+/// its session, which is the handoff working, not a fault to stop the new pod for.
+pub fn diagnose_storage(runtime_dir: &Path) -> Vec<Check> {
+    let mut checks = match storage_checks(runtime_dir) {
+        Ok(checks) => checks,
+        Err(failed) => return vec![failed],
+    };
+    checks.push(link_check(runtime_dir));
+    checks
+}
+
+/// The storage checks every doctor run makes; the one failed check when R itself is not a
+/// directory.
+fn storage_checks(runtime_dir: &Path) -> Result<Vec<Check>, Check> {
+    check_runtime_dir(runtime_dir).map_err(|e| from_error("runtime_dir", &e))?;
     let mut checks = vec![Check::ok("runtime_dir", format!("{} is a directory", runtime_dir.display()))];
     let lock_dir = runtime_dir.join(LOCK_SUBDIR);
     let fs = of_nearest_existing(&lock_dir);
@@ -61,15 +99,49 @@ pub fn diagnose(runtime_dir: &Path, probe: &dyn ProcessProbe) -> Vec<Check> {
         keeps_modes,
     ));
     checks.push(directory_check("ownership.lock_dir", "lock directory", &lock_dir, false, keeps_modes));
-    match status_all(runtime_dir, probe) {
-        Ok(sessions) => {
-            checks.push(summary(&sessions));
-            checks.extend(sessions.iter().filter_map(lock_check));
-            checks.extend(torn_tail_checks(runtime_dir, &sessions));
+    Ok(checks)
+}
+
+/// `storage.link`: [`link_probe`] beside the lock directory — in `R/tmp`, or in R before
+/// the first acquire made it — never inside it: every scan of the lock directory (`status`,
+/// `recover`, a supervisor's checks) reads each name there, and during a rollout another
+/// Pod's writer is using it. Same filesystem, same owner rules, unless an operator mounted
+/// something at the lock directory itself (the `filesystem` check judges that one).
+fn link_check(runtime_dir: &Path) -> Check {
+    const NAME: &str = "storage.link";
+    let lock_dir = runtime_dir.join(LOCK_SUBDIR);
+    let at = [runtime_dir.join("tmp"), runtime_dir.to_path_buf()]
+        .into_iter()
+        .find(|d| stat_path(d).is_ok_and(|m| m.kind == Kind::Directory))
+        .unwrap_or_else(|| runtime_dir.to_path_buf());
+    let who = format!(
+        "uid {}, gid {}",
+        rustix::process::geteuid().as_raw(),
+        rustix::process::getegid().as_raw()
+    );
+    match link_probe(&at) {
+        LinkProbe::Works => Check::ok(NAME, format!("created, hard-linked and removed a probe file in {} as {who}", at.display())),
+        LinkProbe::CannotCreate(e) => Check::with(
+            NAME,
+            Verdict::Fail,
+            format!("cannot create a file in {} as {who}: {e}", at.display()),
+            "the writer's user must be able to create files in the runtime directory. Kubernetes: give the pod securityContext.fsGroup (and WRITERCTL_TRUSTED_GROUPS the same number); an RWX volume whose driver ignores fsGroup (many NFS CSI drivers, static NFS volumes) needs its export directory owned by the pod's runAsUser; a read-only mount cannot carry locks",
+        ),
+        LinkProbe::NoHardLinks(e) => {
+            let why = format!("link(2) answered {e} in {}", at.display());
+            let err = match of_nearest_existing(&at) {
+                Ok(Some((_, fs))) => unsupported(&fs, &lock_dir, no_hard_links(&why)),
+                _ => LockError::InvalidArgument(format!("no hard links: {why}")),
+            };
+            from_error(NAME, &err)
         }
-        Err(e) => checks.push(from_error("locks", &e)),
+        LinkProbe::LinkFailed(e) => Check::with(
+            NAME,
+            Verdict::Fail,
+            format!("created a probe file in {} as {who}, but link(2) failed: {e}", at.display()),
+            "every lock is installed by link(2); fix what the error names (a quota, the volume's permissions) and run `writerctl doctor --storage` again",
+        ),
     }
-    checks
 }
 
 /// A check that failed with the engine's error: its message, and its hint.

@@ -366,34 +366,63 @@ pub fn is_silly_rename(name: &[u8]) -> bool {
     false
 }
 
-/// Does `link(2)` fail in directory `dir` the way a filesystem without hard links fails
-/// (`EPERM`, `EOPNOTSUPP`, `EMLINK`)? The errno when it does.
+/// What one create-and-link probe in a directory found ([`link_probe`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkProbe {
+    /// A file was created, hard-linked and both names removed.
+    Works,
+    /// No file could be created there (read-only, no permission: the errno).
+    CannotCreate(rustix::io::Errno),
+    /// The file was created but `link(2)` failed the way a filesystem without hard links
+    /// fails (`EPERM`, `EOPNOTSUPP`, `EMLINK`).
+    NoHardLinks(rustix::io::Errno),
+    /// `link(2)` failed otherwise.
+    LinkFailed(rustix::io::Errno),
+}
+
+/// Creates a fresh `O_EXCL` file with a random name in `dir`, links it to a second name,
+/// and removes both: whether the protocol's one indispensable call, `link(2)`, works there
+/// for this user. Nothing is left behind whatever the outcome (a crash between the calls
+/// leaves a `.writerctl-link-probe.*` file, which nothing reads).
 ///
 /// Why a probe (issue 27): a FUSE filesystem (exfat-fuse shows as `fuseblk`, with nothing in
-/// mountinfo saying it is exFAT), an SMB share without unix extensions and an unknown type
-/// give no other sign, and finding out at the first install used to leave the lock
-/// directory behind and tell an orchestrator to retry forever. The probe creates a fresh
-/// `O_EXCL` file with a random name beside the path, links it, and removes both: nothing is
-/// left, and a probe that cannot even create its file (read-only, no permission) says
-/// nothing — the real operation reports that error itself.
-pub fn refuses_hard_links(dir: &Path) -> Option<rustix::io::Errno> {
+/// mountinfo saying it is exFAT), an SMB share without unix extensions (Azure Files over
+/// SMB) and an unknown type give no other sign, and finding out at the first install used
+/// to leave the lock directory behind and tell an orchestrator to retry forever.
+pub fn link_probe(dir: &Path) -> LinkProbe {
     use rustix::io::Errno;
-    let d =
-        rfs::open(dir, rfs::OFlags::RDONLY | rfs::OFlags::DIRECTORY | rfs::OFlags::CLOEXEC, rfs::Mode::empty()).ok()?;
+    let d = match rfs::open(dir, rfs::OFlags::RDONLY | rfs::OFlags::DIRECTORY | rfs::OFlags::CLOEXEC, rfs::Mode::empty()) {
+        Ok(d) => d,
+        Err(e) => return LinkProbe::CannotCreate(e),
+    };
     let name = format!(".writerctl-link-probe.{}", uuid::Uuid::new_v4());
     let linked = format!("{name}.link");
     let flags =
         rfs::OFlags::WRONLY | rfs::OFlags::CREATE | rfs::OFlags::EXCL | rfs::OFlags::NOFOLLOW | rfs::OFlags::CLOEXEC;
-    drop(rfs::openat(&d, &name, flags, rfs::Mode::from_raw_mode(0o600)).ok()?);
+    match rfs::openat(&d, &name, flags, rfs::Mode::from_raw_mode(0o600)) {
+        Ok(f) => drop(f),
+        Err(e) => return LinkProbe::CannotCreate(e),
+    }
     let result = rfs::linkat(&d, &name, &d, &linked, AtFlags::empty());
     let _ = rfs::unlinkat(&d, &name, AtFlags::empty());
     match result {
         Ok(()) => {
             let _ = rfs::unlinkat(&d, &linked, AtFlags::empty());
-            None
+            LinkProbe::Works
         }
-        Err(e @ (Errno::PERM | Errno::OPNOTSUPP | Errno::MLINK)) => Some(e),
-        Err(_) => None,
+        Err(e @ (Errno::PERM | Errno::OPNOTSUPP | Errno::MLINK)) => LinkProbe::NoHardLinks(e),
+        Err(e) => LinkProbe::LinkFailed(e),
+    }
+}
+
+/// Does `link(2)` fail in directory `dir` the way a filesystem without hard links fails
+/// (`EPERM`, `EOPNOTSUPP`, `EMLINK`)? The errno when it does ([`link_probe`]). A probe that
+/// cannot even create its file (read-only, no permission) says nothing here: the real
+/// operation reports that error itself.
+pub fn refuses_hard_links(dir: &Path) -> Option<rustix::io::Errno> {
+    match link_probe(dir) {
+        LinkProbe::NoHardLinks(e) => Some(e),
+        LinkProbe::Works | LinkProbe::CannotCreate(_) | LinkProbe::LinkFailed(_) => None,
     }
 }
 

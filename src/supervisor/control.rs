@@ -81,6 +81,16 @@ pub enum ControlError {
     /// The socket directory is not ours or not private.
     #[error("control socket directory {} is not a private directory owned by this user", .0.display())]
     UnsafeDirectory(PathBuf),
+    /// The socket cannot be created there (a read-only filesystem, a name too long, a
+    /// file of another kind in the way).
+    #[error("cannot make a control socket at {}: {source}", .path.display())]
+    CannotBind {
+        /// Socket path.
+        path: PathBuf,
+        /// Cause.
+        #[source]
+        source: io::Error,
+    },
     /// I/O or protocol failure.
     #[error("control socket {}: {source}", .path.display())]
     Io {
@@ -90,6 +100,27 @@ pub enum ControlError {
         #[source]
         source: io::Error,
     },
+}
+
+impl ControlError {
+    /// What to do next: for `run`, where its socket can go; for `seal`, how to find the
+    /// supervisor.
+    pub fn hint(&self) -> String {
+        match self {
+            ControlError::NoSupervisor(_) => {
+                "start the writer under `writerctl run`, or seal with its owner token (--token-file F or WRITERCTL_OWNER_TOKEN); a supervisor started with another XDG_RUNTIME_DIR or --control-socket is found only with the same one".into()
+            }
+            ControlError::CannotBind { .. } => {
+                "the control socket needs a writable local directory: set XDG_RUNTIME_DIR to one (Kubernetes with readOnlyRootFilesystem: an emptyDir, e.g. mounted at /run/writerctl, and XDG_RUNTIME_DIR=/run/writerctl for the container, so preStop `writerctl seal` finds it too), or pass --control-socket PATH; nothing was taken".into()
+            }
+            ControlError::Io { .. } => {
+                "the supervisor's control socket did not answer as expected; `writerctl status` shows the session's state".into()
+            }
+            ControlError::UnsafeDirectory(_) => {
+                "the socket directory must be a real directory owned by you with mode 0700: remove it (it is recreated), or pass --control-socket PATH in a private directory".into()
+            }
+        }
+    }
 }
 
 fn our_uid() -> u32 {
@@ -132,6 +163,63 @@ pub fn prepare_dir(socket: &Path) -> Result<(), ControlError> {
     open_private_dir(socket.parent().unwrap_or(Path::new("."))).map(drop)
 }
 
+/// Proves that [`bind`] can make the control socket at `socket`, without taking its name:
+/// `run` calls this before it takes the lock (issue 40).
+///
+/// Why a probe and not only [`prepare_dir`]: a directory that already exists passes the
+/// directory checks (`mkdir` answers `EEXIST` before `EROFS` on a read-only root
+/// filesystem, e.g. an image that ships `/tmp/writerctl-<uid>`), and only `bind(2)` itself
+/// says whether a socket can be created in it. Finding that out after the lock was taken
+/// meant taking a session, handing it straight back and exiting — in a crash loop, once per
+/// restart. So: open the directory as [`bind`] will (same checks, same descriptor path),
+/// refuse a file of another kind at the socket's name (it will not go away by itself), and
+/// bind a socket of our own under a random name beside it, then remove it.
+///
+/// Why not bind the real name now and keep it: a second `run` of the same session on the
+/// same host (a handoff on one machine) waits for the first, which still listens on that
+/// name until it hands off; the real bind has to wait for the lock.
+pub fn check_bindable(socket: &Path) -> Result<(), ControlError> {
+    let dir = open_private_dir(socket.parent().unwrap_or(Path::new(".")))?;
+    let name = socket_file_name(socket)?;
+    inside(&dir, socket, &name)?;
+    if let Ok(st) = rfs::statat(&dir, &name, AtFlags::SYMLINK_NOFOLLOW)
+        && rfs::FileType::from_raw_mode(st.st_mode) != rfs::FileType::Socket
+    {
+        return Err(ControlError::CannotBind {
+            path: socket.to_path_buf(),
+            source: io::Error::other("a file that is not a socket is in the way"),
+        });
+    }
+    let probe = format!(".probe-{}.sock", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let listener = UnixListener::bind(via_fd(&dir, OsStr::new(&probe)))
+        .map_err(|source| ControlError::CannotBind { path: socket.to_path_buf(), source })?;
+    drop(listener);
+    let _ = rfs::unlinkat(&dir, probe.as_str(), AtFlags::empty());
+    Ok(())
+}
+
+/// The socket's file name.
+fn socket_file_name(socket: &Path) -> Result<std::ffi::OsString, ControlError> {
+    socket.file_name().map(OsStr::to_os_string).ok_or_else(|| ControlError::CannotBind {
+        path: socket.to_path_buf(),
+        source: io::Error::other("no socket file name"),
+    })
+}
+
+/// The path through `dir`'s descriptor at which `name` is bound, if it fits `sun_path`.
+fn inside(dir: &OwnedFd, socket: &Path, name: &OsStr) -> Result<PathBuf, ControlError> {
+    let via = via_fd(dir, name);
+    if via.as_os_str().len() >= 108 || !Path::new("/proc/self/fd").is_dir() {
+        return Err(ControlError::CannotBind {
+            path: socket.to_path_buf(),
+            source: io::Error::other(
+                "binding inside the socket directory needs /proc/self/fd and a file name of at most 80 bytes",
+            ),
+        });
+    }
+    Ok(via)
+}
+
 /// Opens the socket directory `dir` as a descriptor, creating it (0700) when missing, and
 /// checks *that descriptor*: a real directory (`O_NOFOLLOW`), owned by us, no group or other
 /// access.
@@ -146,7 +234,9 @@ pub fn prepare_dir(socket: &Path) -> Result<(), ControlError> {
 /// given; missing parents are created (0700), as before.
 fn open_private_dir(dir: &Path) -> Result<OwnedFd, ControlError> {
     let unsafe_dir = || ControlError::UnsafeDirectory(dir.to_path_buf());
-    let io_err = |e: Errno| ControlError::Io { path: dir.to_path_buf(), source: io::Error::from(e) };
+    // Every failure here is one of making the socket's place: reported with the hint that
+    // says where a socket can go.
+    let io_err = |e: Errno| ControlError::CannotBind { path: dir.to_path_buf(), source: io::Error::from(e) };
     let (parent, name) = match (dir.parent(), dir.file_name()) {
         (Some(p), Some(n)) => (if p.as_os_str().is_empty() { Path::new(".") } else { p }, n),
         _ => return Err(unsafe_dir()),
@@ -203,11 +293,8 @@ pub fn bind(socket: &Path) -> Result<Bound, ControlError> {
     let dir = open_private_dir(socket.parent().unwrap_or(Path::new(".")))?;
     let io_err = |e: io::Error| ControlError::Io { path: socket.to_path_buf(), source: e };
     let errno = |e: Errno| io_err(io::Error::from(e));
-    let name = socket.file_name().ok_or_else(|| io_err(io::Error::other("no socket file name")))?.to_os_string();
-    let via = via_fd(&dir, &name);
-    if via.as_os_str().len() >= 108 || !Path::new("/proc/self/fd").is_dir() {
-        return Err(io_err(io::Error::other("binding inside the socket directory needs /proc/self/fd")));
-    }
+    let name = socket_file_name(socket)?;
+    let via = inside(&dir, socket, &name)?;
     match rfs::statat(&dir, &name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) => {
             if rfs::FileType::from_raw_mode(st.st_mode) != rfs::FileType::Socket {
@@ -222,7 +309,8 @@ pub fn bind(socket: &Path) -> Result<Bound, ControlError> {
         Err(Errno::NOENT) => {}
         Err(e) => return Err(errno(e)),
     }
-    let listener = UnixListener::bind(&via).map_err(io_err)?;
+    let listener =
+        UnixListener::bind(&via).map_err(|source| ControlError::CannotBind { path: socket.to_path_buf(), source })?;
     // `fchmodat` relative to our private directory: only we (and root) can put a name in
     // it, so the name is the socket just bound, never a symlink someone planted.
     rfs::chmodat(&dir, &name, Mode::from_raw_mode(0o600), AtFlags::empty()).map_err(errno)?;
@@ -346,6 +434,28 @@ mod tests {
         // And a symlink at the directory's own name is never used.
         assert!(matches!(bind(&socket), Err(ControlError::UnsafeDirectory(_))));
         assert!(matches!(prepare_dir(&socket), Err(ControlError::UnsafeDirectory(_))));
+    }
+
+    #[test]
+    fn check_bindable_proves_a_bind_without_taking_the_name_and_leaves_nothing_behind() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("writerctl");
+        let socket = dir.join("x.sock");
+        check_bindable(&socket).unwrap();
+        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "the probe socket was left behind");
+        // A supervisor of this session already listening is no reason to refuse: a second
+        // `run` on this host waits for the lock, and binds once the first has handed off.
+        let first = bind(&socket).unwrap();
+        check_bindable(&socket).unwrap();
+        first.unbind();
+        // A file of another kind at the socket's name never goes away by itself: refused.
+        std::fs::write(&socket, b"").unwrap();
+        assert!(matches!(check_bindable(&socket), Err(ControlError::CannotBind { .. })));
+        std::fs::remove_file(&socket).unwrap();
+        // A name too long for sun_path (reached through /proc/self/fd/N/).
+        assert!(matches!(check_bindable(&dir.join("x".repeat(100))), Err(ControlError::CannotBind { .. })));
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
     }
 
     #[test]

@@ -87,7 +87,7 @@ impl RunError {
             ),
             RunError::Spawn { .. } => Some("check the command after `--`".into()),
             RunError::Interrupted(_) => None,
-            RunError::Control(_) => Some("pass --control-socket PATH on a local, private directory".into()),
+            RunError::Control(e) => Some(e.hint()),
             RunError::WriterCrashed(_) => Some(
                 "the writer may have lost accepted work, so the lock was kept active and nothing certifies the transcript; the next `writerctl run` on this host takes the session by the kernel's proof once the writer's tree is gone, and is told the transcript's tail. A writer that should hand over must handle SIGTERM: drain, then exit 0".into(),
             ),

@@ -293,3 +293,60 @@ fn the_embedded_store_file_is_checked_for_presence_and_mode() {
     let (r, rep) = doctor(&env, &["--coordinator", &target], &[]);
     assert_eq!((r.code, rep.verdict.as_str()), (0, "ok"), "{rep:#?}");
 }
+
+/// `doctor --json --storage --runtime-dir R` plus `vars`: the Kubernetes initContainer's
+/// command. It writes one probe file and removes it: the names under R stay as they were.
+fn doctor_storage(env: &TestEnv, runtime: &Path, vars: &[(&str, &str)]) -> (Run, Report) {
+    let before: Vec<String> = tree(runtime).into_keys().collect();
+    let mut c = env.cmd();
+    c.args(["doctor", "--json", "--storage", "--runtime-dir"]).arg(runtime).envs(vars.iter().copied());
+    let r = run_bounded(c, std::time::Duration::from_secs(60)).expect("doctor --storage hangs");
+    assert_eq!(tree(runtime).into_keys().collect::<Vec<_>>(), before, "doctor --storage left something behind");
+    let report: Report = r.json();
+    (r, report)
+}
+
+/// Issue 40: `doctor --storage` checks what the volume decides — and proves a file can be
+/// created and hard-linked beside the lock directory — but not lock states: a lock that
+/// another Pod holds (the one a rollout replaces) must not fail the new Pod's initContainer.
+#[test]
+fn doctor_storage_checks_the_volume_only_and_proves_it_can_link() {
+    let env = TestEnv::new();
+    // Before the first acquire the probe runs in R itself.
+    let (r, rep) = doctor_storage(&env, &env.runtime(), &[]);
+    assert_eq!((r.code, rep.verdict.as_str()), (0, "ok"), "{rep:#?}");
+    assert_eq!(rep.names(), ["runtime_dir", "filesystem", "ownership.runtime_tmp", "ownership.lock_dir", "storage.link"]);
+    let link = rep.check("storage.link");
+    assert!(link.detail.contains("hard-linked") && link.detail.contains(env.runtime().to_str().unwrap()), "{link:?}");
+    // A lock held on another host: the full doctor fails it, the storage check does not look.
+    stage(&env.lock("held-elsewhere"), foreign_host_record("held-elsewhere").as_bytes());
+    let (full, _) = doctor(&env, &[], &[]);
+    assert_eq!(full.code, 1);
+    let (r, rep) = doctor_storage(&env, &env.runtime(), &[]);
+    assert_eq!((r.code, rep.verdict.as_str()), (0, "ok"), "{rep:#?}");
+    // Beside the lock directory, never inside it (scans there read every name).
+    let link = &rep.check("storage.link").detail;
+    assert!(link.contains(&format!("in {}/tmp as", env.runtime().display())), "{link}");
+    // --storage needs a runtime directory.
+    let mut c = env.cmd();
+    c.args(["doctor", "--json", "--storage"]);
+    run_bounded(c, std::time::Duration::from_secs(30)).unwrap().assert_error(2, "usage");
+}
+
+/// Issue 40: a volume without hard links (an SMB share without unix extensions such as
+/// Azure Files over SMB; here exFAT, with its FUSE type allowed so that only the probe can
+/// tell) fails `doctor --storage` with the reason, exit 1, before any `run` could crash-loop.
+#[test]
+fn doctor_storage_fails_a_volume_without_hard_links() {
+    let test = "doctor_storage_fails_a_volume_without_hard_links";
+    let Some(fs) = crate::fsmount::NoHardLinks::mount(test, "") else { return };
+    let env = TestEnv::new();
+    let r_dir = fs.dir().join("runtime");
+    std::fs::create_dir(&r_dir).unwrap();
+    let fs_type = fs.fs_type();
+    let (r, rep) = doctor_storage(&env, &r_dir, &[("WRITERCTL_ALLOW_FILESYSTEM", fs_type.as_str())]);
+    assert_eq!((r.code, rep.verdict.as_str()), (1, "fail"), "{rep:#?}");
+    let link = rep.check("storage.link");
+    assert_eq!(link.verdict, "fail", "{link:?}");
+    assert!(link.detail.contains("hard links") && link.detail.contains("filesystem_unsupported"), "{link:?}");
+}

@@ -1810,3 +1810,137 @@ while :; do sleep 0.05; done"#
     assert_eq!(std::fs::read(env.lock(S)).unwrap(), lock_before, "the active lock is kept, byte for byte");
     assert!(!names_without_waiting(&events(&r.stderr)).contains(&"seal"), "{}", r.stderr);
 }
+
+// ---------------------------------------------------------------------------------------
+// issue 40: a control socket that cannot be made, found before the lock is taken
+// ---------------------------------------------------------------------------------------
+
+/// A tmpfs at `dir`, unmounted (lazily) on drop.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    /// Mounts a tmpfs at `dir` holding `writerctl/` (0700, ours) and remounts it read-only:
+    /// an image's read-only root filesystem that ships the socket directory. None (after a
+    /// loud skip) where this process may not mount.
+    fn read_only_with_socket_dir(test: &str, dir: &Path) -> Option<Tmpfs> {
+        std::fs::create_dir_all(dir).unwrap();
+        let mount = |args: &[&str]| Command::new("mount").args(args).arg(dir).output();
+        match mount(&["-t", "tmpfs", "-o", "mode=0700,size=1m", "tmpfs"]) {
+            Ok(o) if o.status.success() => {}
+            Ok(o) => {
+                crate::services::skip(test, &format!("cannot mount a tmpfs (root needed): {}", String::from_utf8_lossy(&o.stderr).trim()));
+                return None;
+            }
+            Err(e) => {
+                crate::services::skip(test, &format!("cannot run mount: {e}"));
+                return None;
+            }
+        }
+        let t = Tmpfs(dir.to_path_buf());
+        std::fs::DirBuilder::new().mode(0o700).create(dir.join("writerctl")).unwrap();
+        let o = mount(&["-o", "remount,ro"]).unwrap();
+        assert!(o.status.success(), "remount ro: {}", String::from_utf8_lossy(&o.stderr));
+        Some(t)
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// Issue 40: with a read-only root filesystem the socket directory may already exist
+/// (`mkdir` answers EEXIST before EROFS), so only binding finds out that no socket can be
+/// made there. `run` must find out before it takes the session — not take over a seal, fail
+/// to bind, hand the session back and exit, once per container restart — and say where a
+/// socket can go.
+#[test]
+fn a_control_socket_that_cannot_be_bound_fails_run_before_the_lock_is_taken() {
+    const S: &str = "run-read-only-socket-dir";
+    let test = "a_control_socket_that_cannot_be_bound_fails_run_before_the_lock_is_taken";
+    let env = TestEnv::new();
+    let xdg = env.tmp.path().join("xdg");
+    let Some(_ro) = Tmpfs::read_only_with_socket_dir(test, &xdg) else { return };
+    let t = transcript_path(&env, S);
+    std::fs::create_dir_all(t.parent().unwrap()).unwrap();
+    std::fs::write(&t, b"{\"writer\":0,\"seq\":0}\n").unwrap();
+    stage_qwen_seal(&env, S, "0c0c0c0c-0000-4000-8000-000000000040");
+    let before = tree(&env.runtime());
+    let marker = env.tmp.path().join("writer-ran");
+    let run = |xdg: &Path| {
+        let mut c = env.cmd();
+        c.arg("run").arg("--runtime-dir").arg(env.runtime()).args(["--session", S, "--json"]).env(GATE, "1");
+        c.env("XDG_RUNTIME_DIR", xdg).env("T_MARK", &marker);
+        c.args(["--", "bash", "-c", r#": >"$T_MARK""#]);
+        Proc::spawn(c, "run (read-only socket directory)").finish()
+    };
+    let r = run(&xdg);
+    r.assert_error(2, "invalid_argument");
+    let doc: ErrorDoc = r.json();
+    let dir = xdg.join("writerctl");
+    assert!(doc.error.message.contains(dir.to_str().unwrap()), "{}", doc.error.message);
+    assert!(doc.error.message.contains("Read-only file system"), "{}", doc.error.message);
+    let hint = doc.error.hint.unwrap_or_default();
+    assert!(hint.contains("XDG_RUNTIME_DIR") && hint.contains("emptyDir") && hint.contains("nothing was taken"), "{hint}");
+    assert!(!marker.exists(), "the writer ran");
+    // Nothing under R changed: no takeover, no give-back, no history line.
+    assert_eq!(tree(&env.runtime()), before, "run touched the session before checking its socket");
+    // The same run with a writable socket directory takes the session over.
+    let writable = env.tmp.path().join("xdg-rw");
+    std::fs::DirBuilder::new().mode(0o700).create(&writable).unwrap();
+    let ok = run(&writable);
+    ok.assert_ok();
+    assert!(marker.exists(), "the writer did not run: {}", ok.stderr);
+}
+
+/// Issue 40: the manifests' exec-form preStop hook, `["writerctl", "seal", "--timeout",
+/// "100"]`: no shell to expand `$SESSION_ID`, no flag naming the session or R. `run` and
+/// `seal` both read WRITERCTL_SESSION, WRITERCTL_RUNTIME_DIR and XDG_RUNTIME_DIR from the
+/// container's environment, and meet at the same control socket.
+#[test]
+fn an_exec_form_prestop_seal_finds_its_session_in_the_environment() {
+    const S: &str = "run-session-from-env";
+    let env = TestEnv::new();
+    let xdg = env.tmp.path().join("xdg");
+    std::fs::DirBuilder::new().mode(0o700).create(&xdg).unwrap();
+    let pod = |c: &mut Command| {
+        c.env("WRITERCTL_SESSION", S).env("WRITERCTL_RUNTIME_DIR", env.runtime()).env("XDG_RUNTIME_DIR", &xdg);
+        c.env(GATE, "1");
+    };
+    let script = r#"exec 2>>"$T_ERR"; trap 'exit 0' TERM; echo "$WRITERCTL_SESSION" >"$T_READY.tmp"; mv "$T_READY.tmp" "$T_READY"; while :; do sleep 0.05; done"#;
+    let ready = env.tmp.path().join("ready");
+    let mut c = env.cmd();
+    c.args(["run", "--", "bash", "-c", script, "writer"]).env("T_READY", &ready);
+    c.env("T_ERR", env.tmp.path().join("writer.err"));
+    pod(&mut c);
+    let mut p = Proc::spawn(c, "run (session from the environment)");
+    p.wait_event("writer_started");
+    wait_until("the writer to be ready", || ready.exists());
+    assert_eq!(std::fs::read_to_string(&ready).unwrap().trim(), S);
+    let mut c = env.cmd();
+    c.args(["seal", "--timeout", "100", "--json"]);
+    pod(&mut c);
+    let sr = Proc::spawn(c, "seal (exec-form preStop)").finish();
+    sr.assert_ok();
+    let sj: SealJson = sr.json();
+    assert_eq!((sj.session_id.as_str(), sj.state.as_str()), (S, "sealed"));
+    let run_pid = p.pid();
+    p.signal(Signal::TERM);
+    p.finish().assert_ok();
+    assert_sealed_matching(&env, S, run_pid);
+    // Without the variable (and no --session), seal names both ways to give it.
+    let mut c = env.cmd();
+    c.args(["seal", "--json"]).env("WRITERCTL_RUNTIME_DIR", env.runtime()).env("XDG_RUNTIME_DIR", &xdg).env(GATE, "1");
+    let r = Proc::spawn(c, "seal (no session anywhere)").finish();
+    r.assert_error(2, "invalid_argument");
+    let doc: ErrorDoc = r.json();
+    assert!(doc.error.message.contains("--session") && doc.error.message.contains("WRITERCTL_SESSION"), "{}", doc.error.message);
+    // `status` reads only the flag: a WRITERCTL_SESSION naming another session does not
+    // narrow "every session under R".
+    let mut c = env.cmd();
+    c.args(["status"]).env("WRITERCTL_SESSION", "some-other-session").env("WRITERCTL_RUNTIME_DIR", env.runtime());
+    let st = Proc::spawn(c, "status (every session)").finish();
+    st.assert_ok();
+    assert!(st.stdout.contains(S) && !st.stdout.contains("some-other-session"), "{}", st.stdout);
+}
