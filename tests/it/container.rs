@@ -18,6 +18,11 @@
 //! * a SIGKILLed container (`podman kill`): B reclaims by proof;
 //! * a restarted container (`podman restart`): it seals on the way down and takes its own
 //!   seal over on the way up;
+//! * a wedged writer (`podman pause`), as docs/src/howto/stuck-session.md's "When the new Pod
+//!   only waits" describes it: its commands run verbatim with `podman exec` in a toolbox
+//!   container (deploy/kubernetes/writer-toolbox.yaml: `writerctl status --watch`, read-only
+//!   root) and in the waiting container; `recover --writers-fenced --yes` moves nothing while
+//!   the old tree lives; once it is killed, the waiting one gets in by proof;
 //! * podman's profile amended to allow `unshare` only with `CAP_SYS_ADMIN`, as Docker's and
 //!   containerd's defaults do: `shared`, and a `podman kill`ed container is still reclaimed
 //!   by proof (`run` is the container's PID 1).
@@ -460,6 +465,31 @@ impl Case {
         name
     }
 
+    /// Starts the toolbox of deploy/kubernetes/writer-toolbox.yaml: the writer's image, user
+    /// and volume, `writerctl status --watch` as its command, a read-only root and no tmpfs
+    /// (the manifest mounts none: nothing it runs writes outside the volume).
+    fn start_toolbox(&self) -> String {
+        let name = self.name("toolbox");
+        self.started.lock().unwrap().push(name.clone());
+        let mut c = Command::new("podman");
+        c.args(["run", "--detach", "--name", &name, "--hostname", &name, "--network", "none"]);
+        c.args(["--user", &format!("{UID}:{UID}"), "--cap-drop=ALL", "--security-opt", "no-new-privileges"]);
+        c.args(["--read-only", "--read-only-tmpfs=false"]);
+        c.arg("--volume").arg(format!("{}:/data", self.data.display()));
+        c.args(["--env", "WRITERCTL_RUNTIME_DIR=/data"]);
+        c.args([self.images.writer_tag, "status", "--watch"]);
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "podman run {name}: {}", text(&o));
+        self.assert_restricted(&name);
+        self.until(&format!("{name} watches"), || self.logs(&name).contains("watching"));
+        name
+    }
+
+    /// `podman exec NAME ARGS` (`kubectl exec POD -- ARGS`), whatever its exit status.
+    fn exec(&self, name: &str, args: &[&str]) -> Output {
+        Command::new("podman").args(["exec", name]).args(args).output().unwrap()
+    }
+
     /// The container's PID 1 (`writerctl run`) really runs as the restricted pod does:
     /// uid 65532, no effective capability, no_new_privs, a seccomp filter (mode 2).
     fn assert_restricted(&self, name: &str) {
@@ -822,6 +852,112 @@ fn unshare_denied_by_seccomp_gives_shared_and_a_killed_container_is_still_reclai
     assert_eq!(blocks.len(), 2, "{blocks:?}");
     assert_eq!((blocks[1].writer.as_str(), blocks[1].epoch), (b.as_str(), blocks[0].epoch + 1), "{blocks:?}");
     assert!(blocks[1].recovered, "{blocks:?}");
+    watch.finish(2);
+    case.assert_pid_namespace(&a, &blocks);
+    case.assert_pid_namespace(&b, &blocks);
+}
+
+/// docs/src/howto/stuck-session.md, "When the new Pod only waits", through the toolbox of
+/// deploy/kubernetes/writer-toolbox.yaml: a wedged old writer (`podman pause A`: frozen, its
+/// tree alive, its holder lock held) on the same node as the new one. B's `run --wait` keeps
+/// waiting and never starts a writer; the how-to's commands, run verbatim with `podman exec`
+/// in the toolbox (the writer's image, user and volume, running `writerctl status --watch`,
+/// a read-only root and nothing else) and in the waiting B itself, say why (the kernel still
+/// holds A's holder lock); `recover`, even with `--writers-fenced --yes`, moves nothing while
+/// the kernel sees the old tree (the how-to's warning, which only another node's record may
+/// need); once the old processes are gone (`podman kill A`), B gets in by itself, by the
+/// kernel's proof — one writer at every moment.
+#[test]
+fn stuck_session_howto_wedged_writer_the_toolbox_shows_why_and_the_next_gets_in_once_it_is_gone() {
+    let test = "wedged";
+    let Some(images) =
+        images("stuck_session_howto_wedged_writer_the_toolbox_shows_why_and_the_next_gets_in_once_it_is_gone")
+    else {
+        return;
+    };
+    let case = Case::new(test, images);
+    let s = case.session.clone();
+    let watch = Watch::start(&case.data, &s);
+    let a = case.start("a", &[], &[]);
+    case.until_lines("a", 10);
+    let toolbox = case.start_toolbox();
+    let b = case.start("b", &["--wait", "60"], &[]);
+    case.until(&format!("{b} waits for the session"), || case.logs(&b).contains("event=waiting"));
+
+    // Wedged: every process of A frozen, nothing exits, no descriptor closes.
+    case.podman(&["pause", &a]);
+    let frozen = case.transcript().len();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(case.transcript().len(), frozen, "A's writer wrote while paused\n{}", case.report());
+    assert!(case.running(&b), "B's run --wait waits on, it does not fail\n{}", case.report());
+    assert!(!case.logs(&b).contains("event=writer_started"), "B started while A's tree lived\n{}", case.report());
+
+    // A new Pod whose `--wait` runs out meanwhile exits 3 (the kubelet restarts it): the
+    // conflict names the held holder lock, and its hint says to wait — never `recover`.
+    let c = case.start("c", &["--wait", "2"], &[]);
+    case.until(&format!("{c} gives up"), || !case.running(&c));
+    let c_log = case.logs(&c);
+    eprintln!("--- podman logs {c} (run --wait 2)\n{c_log}");
+    assert_eq!(case.exit_code(&c), 3, "{}", case.report());
+    assert!(c_log.contains("session_writer_conflict") && c_log.contains("never recover"), "{c_log}");
+    assert!(!c_log.contains("--writers-fenced"), "{c_log}");
+
+    // The how-to's status, from the toolbox (step 1) and from the waiting Pod itself.
+    for (into, what) in [(&toolbox, "the toolbox"), (&b, "the waiting writer")] {
+        let o = case.exec(into, &["writerctl", "status", "--session", &s]);
+        let out = text(&o);
+        eprintln!("--- podman exec {what} writerctl status --session {s}\n{out}");
+        assert!(o.status.success(), "status in {what}: {out}\n{}", case.report());
+        assert!(out.contains("holder_lock_held") && out.contains(&a), "status in {what} names A and why: {out}");
+    }
+    let o = case.exec(&toolbox, &["writerctl", "status", "--session", &s, "--json"]);
+    let st: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+    assert_eq!((st["state"].as_str(), st["owner"]["hostname"].as_str()), (Some("active"), Some(a.as_str())), "{st}");
+    assert_eq!(st["liveness"]["code"], "holder_lock_held", "{st}");
+    let toolbox_log = case.logs(&toolbox);
+    assert!(toolbox_log.contains(&a), "the toolbox's status --watch shows A: {toolbox_log}");
+
+    // Step 3 by mistake: the plan, then `--writers-fenced --yes`. The kernel sees A's tree,
+    // so nothing is moved, whatever the flag states.
+    let lock_dir = case.data.join("tmp/session-writer-locks");
+    let names = || {
+        let mut v: Vec<String> =
+            std::fs::read_dir(&lock_dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into()).collect();
+        v.sort();
+        v
+    };
+    let before = names();
+    let plan = case.exec(&toolbox, &["writerctl", "recover", "--session", &s]);
+    eprintln!("--- podman exec toolbox writerctl recover --session {s}\n{}", text(&plan));
+    assert!(plan.status.success() && text(&plan).contains("blocked: the holder lock"), "{}", text(&plan));
+    let forced = case.exec(&toolbox, &["writerctl", "recover", "--session", &s, "--writers-fenced", "--yes"]);
+    eprintln!("--- podman exec toolbox writerctl recover --session {s} --writers-fenced --yes\n{}", text(&forced));
+    assert_eq!(forced.status.code(), Some(3), "recover moved or claimed to move a live tree's lock: {}", text(&forced));
+    assert!(text(&forced).contains("still held"), "{}", text(&forced));
+    // Nothing moved aside (the recovered-files directory would appear beside the locks).
+    assert_eq!(names(), before, "recover changed the lock directory while A's tree lives");
+    let st: Value =
+        serde_json::from_slice(&case.exec(&toolbox, &["writerctl", "status", "--session", &s, "--json"]).stdout)
+            .unwrap();
+    assert_eq!((st["state"].as_str(), st["owner"]["hostname"].as_str()), (Some("active"), Some(a.as_str())), "{st}");
+    assert!(!case.logs(&b).contains("event=writer_started"), "B started after recover\n{}", case.report());
+
+    // "It gets in by itself once the old processes are gone."
+    case.podman(&["kill", "--signal", "KILL", &a]);
+    case.until(&format!("{a} is gone"), || !case.running(&a));
+    case.until_lines("b", 10);
+    let blocks = case.blocks();
+    assert_eq!(blocks.len(), 2, "{blocks:?}");
+    assert_eq!((blocks[1].writer.as_str(), blocks[1].epoch), (b.as_str(), blocks[0].epoch + 1), "{blocks:?}");
+    assert!(blocks[1].recovered && !blocks[0].drained, "B got in by the kernel's proof: {blocks:?}");
+    assert!(case.logs(&b).contains("event=recovered"), "{}", case.report());
+    let o = case.exec(&toolbox, &["writerctl", "status", "--session", &s, "--json"]);
+    let st: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+    assert_eq!((st["state"].as_str(), st["owner"]["hostname"].as_str()), (Some("active"), Some(b.as_str())), "{st}");
+    case.until("the toolbox's status --watch shows B", || case.logs(&toolbox).contains(&b));
+    let o = case.exec(&toolbox, &["writerctl", "history", "--session", &s, "--limit", "3"]);
+    eprintln!("--- podman exec toolbox writerctl history --session {s} --limit 3\n{}", text(&o));
+    assert!(o.status.success(), "{}", text(&o));
     watch.finish(2);
     case.assert_pid_namespace(&a, &blocks);
     case.assert_pid_namespace(&b, &blocks);
