@@ -415,7 +415,9 @@ fn the_writer_manifests_set_the_pod_identity() {
             let next = &text[at..text[at..].find("\n            - name:").map_or(text.len(), |n| at + n + 1)];
             assert!(next.contains(&format!("fieldPath: {field}")), "{file}: {var} must come from {field}");
         }
-        let container = text.split("        - name: ").nth(1).and_then(|t| t.lines().next()).unwrap().trim();
+        // The writer container: the first under `containers:` (an initContainer comes first).
+        let containers = text.split("\n      containers:\n").nth(1).unwrap_or_else(|| panic!("{file}: no containers"));
+        let container = containers.split("        - name: ").nth(1).and_then(|t| t.lines().next()).unwrap().trim();
         assert!(
             text.contains(&format!("- name: WRITERCTL_CONTAINER_NAME\n              value: {container}")),
             "{file}: WRITERCTL_CONTAINER_NAME must be the container's name `{container}`"
