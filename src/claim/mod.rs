@@ -37,7 +37,6 @@
 //!
 //! [`Millis`]: clock::Millis
 
-pub mod api;
 pub mod clock;
 pub mod engine;
 pub mod error;
@@ -50,6 +49,7 @@ pub mod requests;
 pub mod retention;
 pub mod secret;
 pub mod stores;
+pub mod verb_names;
 pub mod work_claims;
 
 pub use engine::Coordinator;

@@ -9,7 +9,9 @@ use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use writerctl::claim::model::{AuditEntry, Millis};
 use writerctl::claim::retention::Retention;
-use writerctl::coordinator::wire::ExportQuery;
+use writerctl::coordinator::verbs::admin::Audit;
+use writerctl::coordinator::verbs::history::AuditExport;
+use writerctl::coordinator::wire::{AuditQuery, ExportQuery, NoPath};
 
 use super::coord::{CoordArgs, DEFAULT_FRESHNESS_SECONDS, Target, open_sqlite, rfc3339};
 use super::output::Output;
@@ -216,12 +218,12 @@ fn export(a: ExportArgs) -> Result<()> {
     loop {
         let query =
             ExportQuery { project: a.scope.project.clone(), since: a.since, after: cursor, limit: Some(EXPORT_PAGE) };
-        let page = c.audit_export(query)?;
-        for (at, row) in &page.rows {
-            write_row(&mut stdout, a.format, *at, row)?;
+        let page = c.call::<AuditExport>(NoPath {}, query, None)?;
+        for r in &page.rows {
+            write_row(&mut stdout, a.format, r.cursor, &r.entry)?;
         }
         stdout.flush()?;
-        cursor = page.rows.last().map(|(c, _)| *c).or(cursor);
+        cursor = page.rows.last().map(|r| r.cursor).or(cursor);
         if page.rows.len() < EXPORT_PAGE {
             break;
         }
@@ -242,8 +244,9 @@ pub fn run(a: AuditArgs, out: Output) -> Result<()> {
         Some(AuditCmd::Export(e)) => return export(e),
         None => {}
     }
-    let rows =
-        a.scope.coord.open()?.audit_log(a.scope.project.as_deref(), usize::try_from(a.limit).unwrap_or(usize::MAX))?;
+    let q =
+        AuditQuery { limit: Some(usize::try_from(a.limit).unwrap_or(usize::MAX)), project: a.scope.project.clone() };
+    let rows = a.scope.coord.open()?.call::<Audit>(NoPath {}, q, None)?.entries;
     if out.json {
         let list: Vec<_> = rows.iter().map(row_json).collect();
         out.json(&json!({"entries": list}))?;

@@ -1,12 +1,18 @@
-//! Which error codes each command can return: one table, built from the engines' sets.
+//! Which error codes each command can return: one table, built from the engines' sets and,
+//! for coordinator commands, from the definitions of the verbs they run.
 //!
 //! A script matching on `error.code` needs to know which codes one command can give it, not
 //! the whole registry. The lists below are shown in each command's long `--help`, its man
 //! page's EXIT STATUS and the generated CLI reference. They are kept true from two sides:
 //! unit tests check every set against the `code()` functions it stands for, and the binary's
 //! error exit (`main.rs`) aborts a debug build when a command fails with a code it does not
-//! declare, so every integration test that provokes an error checks its command's list.
+//! declare, so every integration test that provokes an error checks its command's list. A
+//! coordinator command's codes are its verbs' ([`VERBS`]): a code a verb starts to give is
+//! declared once, on the verb (`Verb::ERRORS`), and reaches the command, its man page and the
+//! OpenAPI document together.
 
+use writerctl::coordinator::verb::errors;
+use writerctl::coordinator::verbs::{admin, history, master, pause, work};
 use writerctl::error::ErrorCode as C;
 
 /// Every command: a command line clap or the command refuses (`usage`), a config file that
@@ -51,32 +57,13 @@ const SUPERVISOR: &[C] =
 /// `status --output` (`PublishError::code()`, src/lockfile/metrics.rs).
 const PUBLISH: &[C] = &[C::InvalidArgument, C::Internal];
 
-/// Every coordinator verb: the server or its store unreachable or busy, a store failure
-/// (`internal`), an argument the engine refuses.
-const COORD: &[C] = &[C::CoordinatorUnavailable, C::Internal, C::InvalidArgument];
+/// What any coordinator request meets on its way, for commands that run no verb of their
+/// own (`audit prune` on the store file, `coordinator serve`).
+const COORD: &[C] = writerctl::coordinator::verb::COMMON_ERRORS;
 
-/// A verb proven by a session token or the admin token.
-const AUTH: &[C] = &[C::Unauthorized];
-
-/// A seat's write verb, counted by the server's per-seat rate (`seat_rate` in server.rs).
-const SEAT_RATE: &[C] = &[C::RateLimited];
-
-/// A verb whose answer is a secret (a session token, an identity key): a replayed request id
-/// may find it not kept, and the CLI may fail to write it out after the write applied.
-const SECRET_ANSWER: &[C] = &[C::AnswerNotKept, C::AnswerNotDelivered];
-
-/// A new name a person could mistake for an existing one (TR39 skeleton).
-const NEW_NAME: &[C] = &[C::NameConfusable];
-
-/// Resolving a handoff or claim target against the master slot (`claim::masters`).
-const TARGET: &[C] = &[C::TargetNotRegistered, C::TargetStale, C::TargetAmbiguous, C::StaleMaster];
-
-/// A work-claim write (`claim::engine::work`): take, touch and release share its checks.
-const CLAIM_WRITE: &[C] = &[C::ClaimTaken, C::VersionConflict, C::NextStepRequired, C::NotClaimOwner, C::NotFound];
-
-/// A read or write of something named that may not exist (a channel, a claim, an identity,
-/// a focus lease).
-const NAMED: &[C] = &[C::NotFound];
+/// The secret a verb answered (a session token, an identity key) could not be written out
+/// by the CLI after the write applied.
+const NOT_DELIVERED: &[C] = &[C::AnswerNotDelivered];
 
 /// Every command path (as typed after `writerctl`) with the sets its code can come from.
 /// Hidden commands are listed too: the exit check covers them.
@@ -93,48 +80,90 @@ pub const COMMANDS: &[(&str, &[&[C]])] = &[
     ("verify", &[EDGE, LOCK_SITE, SEAL_PROOF]),
     ("recover", &[EDGE, LOCK]),
     ("status", &[EDGE, LOCK_SITE, PUBLISH]),
-    ("session register", &[EDGE, COORD, AUTH, NEW_NAME, SECRET_ANSWER]),
-    ("session heartbeat", &[EDGE, COORD, AUTH, SEAT_RATE]),
-    ("session deregister", &[EDGE, COORD, AUTH]),
-    ("master status", &[EDGE, COORD]),
-    ("master handoff", &[EDGE, COORD, AUTH, TARGET, &[C::NotMaster]]),
-    ("master claim", &[EDGE, COORD, TARGET, SEAT_RATE, &[C::InvalidOperatorCredentials]]),
-    ("master history", &[EDGE, COORD]),
-    ("operator add", &[EDGE, COORD, AUTH, &[C::OperatorExists]]),
-    ("identity add", &[EDGE, COORD, AUTH, NEW_NAME, SECRET_ANSWER, &[C::IdentityExists]]),
-    ("identity list", &[EDGE, COORD, AUTH]),
-    ("identity rotate", &[EDGE, COORD, AUTH, NAMED, SECRET_ANSWER]),
-    ("identity remove", &[EDGE, COORD, AUTH, NAMED]),
-    ("inbox", &[EDGE, COORD, AUTH, &[C::InboxCursorTrimmed]]),
-    ("audit", &[EDGE, COORD, AUTH]),
+    ("session register", &[EDGE, NOT_DELIVERED]),
+    ("session heartbeat", &[EDGE]),
+    ("session deregister", &[EDGE]),
+    ("master status", &[EDGE]),
+    ("master handoff", &[EDGE]),
+    ("master claim", &[EDGE]),
+    ("master history", &[EDGE]),
+    ("operator add", &[EDGE]),
+    ("identity add", &[EDGE, NOT_DELIVERED]),
+    ("identity list", &[EDGE]),
+    ("identity rotate", &[EDGE, NOT_DELIVERED]),
+    ("identity remove", &[EDGE]),
+    ("inbox", &[EDGE]),
+    ("audit", &[EDGE]),
     ("audit prune", &[EDGE, COORD]),
-    ("audit export", &[EDGE, COORD, AUTH, &[C::AuditCursorUnknown]]),
-    ("channel create", &[EDGE, COORD, AUTH, NEW_NAME, &[C::ChannelExists]]),
-    ("channel show", &[EDGE, COORD, NAMED]),
-    ("claim take", &[EDGE, COORD, AUTH, SEAT_RATE, CLAIM_WRITE]),
-    ("claim touch", &[EDGE, COORD, AUTH, SEAT_RATE, CLAIM_WRITE]),
-    ("claim release", &[EDGE, COORD, AUTH, SEAT_RATE, CLAIM_WRITE]),
-    ("claim show", &[EDGE, COORD, NAMED]),
-    ("claim history", &[EDGE, COORD, NAMED]),
-    ("claim list", &[EDGE, COORD, NAMED]),
-    ("claim sweep", &[EDGE, COORD, NAMED]),
-    ("focus start", &[EDGE, COORD, AUTH, SEAT_RATE, NAMED]),
-    ("focus end", &[EDGE, COORD, AUTH, SEAT_RATE, NAMED]),
-    ("focus show", &[EDGE, COORD, NAMED]),
-    ("steward report", &[EDGE, COORD, NAMED]),
+    ("audit export", &[EDGE]),
+    ("channel create", &[EDGE]),
+    ("channel show", &[EDGE]),
+    ("claim take", &[EDGE]),
+    ("claim touch", &[EDGE]),
+    ("claim release", &[EDGE]),
+    ("claim show", &[EDGE]),
+    ("claim history", &[EDGE]),
+    ("claim list", &[EDGE]),
+    ("claim sweep", &[EDGE]),
+    ("focus start", &[EDGE]),
+    ("focus end", &[EDGE]),
+    ("focus show", &[EDGE]),
+    ("steward report", &[EDGE]),
     ("coordinator serve", &[EDGE, COORD]),
     ("coordinator admin-token new", &[EDGE]),
     ("history", &[EDGE, &[C::RuntimeDirMissing, C::SessionWriterUnavailable]]),
     ("doctor", &[EDGE, &[C::DoctorFoundFailures]]),
-    ("pause", &[EDGE, COORD, AUTH]),
-    ("resume", &[EDGE, COORD, AUTH]),
+    ("pause", &[EDGE]),
+    ("resume", &[EDGE]),
 ];
 
-/// The codes `path` (e.g. `"master claim"`) can return, in registry order; None for a path
-/// that is not a command (a group such as `master`, or a typo).
+/// A verb's error list, derived from its definition ([`errors`]).
+type VerbCodes = fn() -> Vec<C>;
+
+/// The coordinator verbs each coordinator command runs: its codes are theirs, as each verb
+/// declares them (`Verb::ERRORS`, with what its authorization and rate imply), plus the
+/// command's own in [`COMMANDS`].
+pub const VERBS: &[(&str, &[VerbCodes])] = &[
+    ("session register", &[errors::<master::Register>]),
+    ("session heartbeat", &[errors::<master::Heartbeat>]),
+    ("session deregister", &[errors::<master::Deregister>]),
+    ("master status", &[errors::<master::Status>, errors::<master::Watch>]),
+    ("master handoff", &[errors::<master::Handoff>, errors::<master::Status>, errors::<master::Target>]),
+    ("master claim", &[errors::<master::MasterClaim>, errors::<master::Status>, errors::<master::Target>]),
+    ("master history", &[errors::<history::MasterHistory>]),
+    ("operator add", &[errors::<master::AddOperator>]),
+    ("identity add", &[errors::<admin::AddIdentity>]),
+    ("identity list", &[errors::<admin::ListIdentities>]),
+    ("identity rotate", &[errors::<admin::RotateIdentity>]),
+    ("identity remove", &[errors::<admin::RemoveIdentity>]),
+    ("inbox", &[errors::<admin::Inbox>]),
+    ("audit", &[errors::<admin::Audit>]),
+    ("audit export", &[errors::<history::AuditExport>]),
+    ("channel create", &[errors::<work::CreateChannel>]),
+    ("channel show", &[errors::<work::ShowChannel>]),
+    ("claim take", &[errors::<work::TakeClaim>]),
+    ("claim touch", &[errors::<work::TouchClaim>]),
+    ("claim release", &[errors::<work::ReleaseClaim>]),
+    ("claim show", &[errors::<work::ShowClaim>]),
+    ("claim history", &[errors::<work::ClaimHistory>]),
+    ("claim list", &[errors::<work::ListClaims>, errors::<pause::ShowPause>]),
+    ("claim sweep", &[errors::<work::Sweep>]),
+    ("focus start", &[errors::<work::StartFocus>]),
+    ("focus end", &[errors::<work::EndFocus>]),
+    ("focus show", &[errors::<work::ShowFocus>]),
+    ("steward report", &[errors::<work::Steward>]),
+    ("pause", &[errors::<pause::Pause>]),
+    ("resume", &[errors::<pause::Resume>]),
+];
+
+/// The codes `path` (e.g. `"master claim"`) can return, in registry order: its own sets in
+/// [`COMMANDS`] and its verbs' in [`VERBS`]. None for a path that is not a command (a group
+/// such as `master`, or a typo).
 pub fn declared(path: &str) -> Option<Vec<C>> {
     let (_, sets) = COMMANDS.iter().find(|(p, _)| *p == path)?;
-    Some(C::ALL.iter().copied().filter(|c| sets.iter().any(|s| s.contains(c))).collect())
+    let verbs: Vec<C> =
+        VERBS.iter().filter(|(p, _)| *p == path).flat_map(|(_, v)| v.iter().flat_map(|f| f())).collect();
+    Some(C::ALL.iter().copied().filter(|c| sets.iter().any(|s| s.contains(c)) || verbs.contains(c)).collect())
 }
 
 /// Refuses, in debug builds, an error code `path` does not declare: a list that is missing
@@ -191,8 +220,7 @@ mod tests {
             assert!(PUBLISH.contains(&c), "PUBLISH lacks {c}, which PublishError gives");
         }
         // Every ClaimError code is declared by some coordinator verb.
-        let coordinator: Vec<C> =
-            COMMANDS.iter().filter(|(_, sets)| sets.contains(&COORD)).flat_map(|(p, _)| declared(p).unwrap()).collect();
+        let coordinator: Vec<C> = VERBS.iter().flat_map(|(p, _)| declared(p).unwrap()).collect();
         for c in codes_in_code_fn("claim/error.rs") {
             assert!(coordinator.contains(&c), "no coordinator command declares {c}, which ClaimError gives");
         }
@@ -210,6 +238,13 @@ mod tests {
         }
         for c in C::ALL {
             assert!(COMMANDS.iter().any(|(p, _)| declared(p).unwrap().contains(c)), "no command declares {c}");
+        }
+    }
+
+    #[test]
+    fn every_command_with_verbs_is_a_command() {
+        for (path, _) in VERBS {
+            assert!(COMMANDS.iter().any(|(p, _)| p == path), "{path} runs verbs but is not in COMMANDS");
         }
     }
 

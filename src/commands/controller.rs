@@ -6,9 +6,10 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use serde::Serialize;
 use writerctl::claim::ClaimError;
-use writerctl::claim::engine::Credentials;
-use writerctl::claim::masters::ControllerKey;
+use writerctl::claim::masters::RegisterRequest;
 use writerctl::claim::secret::{Secret, is_machine_secret};
+use writerctl::coordinator::verbs::master::{Deregister, Heartbeat, Register};
+use writerctl::coordinator::wire::{NoBody, ProjectPath, SessionPath};
 
 use super::coord::{ProjectWriteArgs, optional_secret, read_secret_file, rfc3339, session_token};
 use super::output::Output;
@@ -139,7 +140,8 @@ pub fn run(cmd: SessionCmd, out: Output) -> Result<()> {
         SessionCmd::Register(a) => register(a, out),
         SessionCmd::Heartbeat(a) => {
             let token = session_token(a.token_file.as_deref())?;
-            let row = a.at.write.open()?.heartbeat(&a.at.project, &a.session, &token)?;
+            let at = SessionPath::of(&a.at.project, &a.session);
+            let row = a.at.write.open()?.call::<Heartbeat>(at, NoBody {}, Some(&token))?;
             if out.json {
                 out.json(&serde_json::json!({
                     "session_id": row.session_id, "is_master": row.is_master, "last_heartbeat": rfc3339(row.last_heartbeat)
@@ -151,7 +153,9 @@ pub fn run(cmd: SessionCmd, out: Output) -> Result<()> {
         }
         SessionCmd::Deregister(a) => {
             let token = session_token(a.token_file.as_deref())?;
-            let (was_master, epoch) = a.at.write.open()?.deregister(&a.at.project, &a.session, &token)?;
+            let at = SessionPath::of(&a.at.project, &a.session);
+            let gone = a.at.write.open()?.call::<Deregister>(at, NoBody {}, Some(&token))?;
+            let (was_master, epoch) = (gone.was_master, gone.epoch);
             if out.json {
                 out.json(&serde_json::json!({
                     "session_id": a.session, "deregistered": true, "was_master": was_master, "epoch": epoch
@@ -172,11 +176,6 @@ pub fn run(cmd: SessionCmd, out: Output) -> Result<()> {
 }
 
 fn register(a: RegisterArgs, out: Output) -> Result<()> {
-    let key = ControllerKey {
-        identity: a.identity.clone(),
-        surface: a.surface.clone(),
-        machine_id: a.machine.clone().unwrap_or_else(default_machine_id),
-    };
     // The token file is reserved (a new file, 0600) before the verb: a path we cannot write
     // must fail before a row exists (or an existing row's token is rotated) whose token
     // nobody could then read. An existing --token-file is this controller's own from before
@@ -194,20 +193,26 @@ fn register(a: RegisterArgs, out: Output) -> Result<()> {
         None => optional_secret(a.previous_token_file.as_deref(), "WRITERCTL_SESSION_TOKEN", "session token")?,
     };
     let identity_key = optional_secret(a.identity_key_file.as_deref(), "WRITERCTL_IDENTITY_KEY", "identity key")?;
-    let credentials = Credentials { identity_key: identity_key.as_ref(), token: previous.as_ref() };
+    let body = RegisterRequest {
+        identity: a.identity.clone(),
+        surface: a.surface.clone(),
+        machine_id: a.machine.clone().unwrap_or_else(default_machine_id),
+        previous_token: previous.map(|t| t.expose().trim().to_string()),
+        identity_key: identity_key.map(|k| k.expose().trim().to_string()),
+    };
     let (request, request_id) = a.at.write.request.pinned()?;
-    let reg =
-        match a.at.write.coord.open_write(&request).and_then(|c| Ok(c.register(&a.at.project, &key, credentials)?)) {
-            Ok(r) => r,
-            Err(e) => {
-                if let Some(t) = token_out.take() {
-                    t.discard();
-                }
-                return Err(e);
+    let at = ProjectPath::of(&a.at.project);
+    let reg = match a.at.write.coord.open_write(&request).and_then(|c| Ok(c.call::<Register>(at, body, None)?)) {
+        Ok(r) => r,
+        Err(e) => {
+            if let Some(t) = token_out.take() {
+                t.discard();
             }
-        };
+            return Err(e);
+        }
+    };
     if let (Some(mut t), Some(dest)) = (token_out, &a.token_file) {
-        if let Err(e) = t.write(reg.token.expose()) {
+        if let Err(e) = t.write(&reg.token) {
             let path = t.path().to_path_buf();
             t.discard();
             // A re-registration read the old token from the file: the retry must present it
@@ -239,7 +244,7 @@ fn register(a: RegisterArgs, out: Output) -> Result<()> {
     if out.json {
         out.json(&RegisterJson {
             session_id: &c.session_id,
-            token: a.token_file.is_none().then(|| reg.token.expose()),
+            token: a.token_file.is_none().then_some(reg.token.as_str()),
             is_master: c.is_master,
             epoch: reg.epoch,
             project: &a.at.project,
@@ -252,7 +257,7 @@ fn register(a: RegisterArgs, out: Output) -> Result<()> {
         out.line(&format!("session_id {}", c.session_id))?;
         match &a.token_file {
             Some(f) => out.note(&format!("token written to {}", f.display())),
-            None => out.line(&format!("token {}", reg.token.expose()))?,
+            None => out.line(&format!("token {}", reg.token))?,
         }
         if c.is_master {
             out.note(&format!("{} is master of project {} (epoch {})", c.identity, a.at.project, reg.epoch));

@@ -11,12 +11,13 @@ use anyhow::{Context, Result};
 use clap::Args;
 use writerctl::claim::ClaimError;
 use writerctl::claim::Coordinator;
-use writerctl::claim::api::CoordinatorApi;
 use writerctl::claim::clock::SystemClock;
+use writerctl::claim::engine::RequestCtx;
 use writerctl::claim::model::Millis;
 use writerctl::claim::requests::RequestId;
 use writerctl::claim::secret::{Secret, is_machine_secret};
 use writerctl::claim::stores::sqlite::SqliteStore;
+use writerctl::coordinator::api::Endpoint;
 use writerctl::coordinator::client::{HttpCoordinator, cleartext_remote_host, is_http_url};
 use writerctl::error::ErrorCode;
 
@@ -77,7 +78,7 @@ pub struct ProjectWriteArgs {
 
 impl WriteArgs {
     /// The coordinator, opened for a write under this request id.
-    pub fn open(&self) -> Result<Box<dyn CoordinatorApi>> {
+    pub fn open(&self) -> Result<Endpoint> {
         self.coord.open_write(&self.request)
     }
 }
@@ -247,12 +248,12 @@ pub fn open_sqlite(path: &Path, freshness_seconds: u64) -> Result<Coordinator> {
 
 impl CoordArgs {
     /// Opens the coordinator these flags name: in-process, or a client for a server.
-    pub fn open(&self) -> Result<Box<dyn CoordinatorApi>> {
+    pub fn open(&self) -> Result<Endpoint> {
         self.open_with(None)
     }
 
     /// [`CoordArgs::open`] for a write verb: every write it runs carries the request id.
-    pub fn open_write(&self, request: &RequestArgs) -> Result<Box<dyn CoordinatorApi>> {
+    pub fn open_write(&self, request: &RequestArgs) -> Result<Endpoint> {
         self.open_with(Some(request.id()?))
     }
 
@@ -280,11 +281,12 @@ impl CoordArgs {
         Ok(target)
     }
 
-    fn open_with(&self, request: Option<RequestId>) -> Result<Box<dyn CoordinatorApi>> {
+    fn open_with(&self, request: Option<RequestId>) -> Result<Endpoint> {
         match self.target()? {
-            Target::Sqlite(path) => Ok(Box::new(
-                open_sqlite(&path, self.freshness_seconds.unwrap_or(DEFAULT_FRESHNESS_SECONDS))?.with_request(request),
-            )),
+            Target::Sqlite(path) => {
+                let c = open_sqlite(&path, self.freshness_seconds.unwrap_or(DEFAULT_FRESHNESS_SECONDS))?;
+                Ok(Endpoint::Embedded(c.for_request(RequestCtx { id: request, ..RequestCtx::default() })))
+            }
             Target::Http(url) => {
                 // Why refuse: the wire protocol carries no freshness, so the server's
                 // threshold decides. Accepting the flag would let a script that asked for
@@ -312,7 +314,7 @@ impl CoordArgs {
                 }
                 let ca = coordinator_ca()?;
                 let admin = std::env::var("WRITERCTL_ADMIN_TOKEN").ok().map(Secret::new);
-                Ok(Box::new(HttpCoordinator::new(&url, ca.as_deref(), admin)?.with_request(request)))
+                Ok(Endpoint::Remote(HttpCoordinator::new(&url, ca.as_deref(), admin)?.with_request(request)))
             }
         }
     }

@@ -6,6 +6,9 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use writerctl::claim::engine::IssuedKey;
+use writerctl::coordinator::api::Endpoint;
+use writerctl::coordinator::verbs::admin::{AddIdentity, ListIdentities, RemoveIdentity, RotateIdentity};
+use writerctl::coordinator::wire::{IdentityPath, IdentityReq, NoBody, ProjectPath};
 
 use super::coord::{ProjectArgs, RequestArgs, rfc3339};
 use super::output::Output;
@@ -69,10 +72,20 @@ pub struct RemoveArgs {
 /// Runs an `identity` subcommand.
 pub fn run(cmd: IdentityCmd, out: Output) -> Result<()> {
     match cmd {
-        IdentityCmd::Add(a) => issue(a, out, |c, p, i| c.enroll_identity(p, i), "enrolled"),
-        IdentityCmd::Rotate(a) => issue(a, out, |c, p, i| c.rotate_identity(p, i), "given a new key"),
+        IdentityCmd::Add(a) => issue(
+            a,
+            out,
+            |c, p, i| c.call::<AddIdentity>(ProjectPath::of(p), IdentityReq { identity: i.to_string() }, None),
+            "enrolled",
+        ),
+        IdentityCmd::Rotate(a) => issue(
+            a,
+            out,
+            |c, p, i| c.call::<RotateIdentity>(IdentityPath::of(p, i), NoBody {}, None),
+            "given a new key",
+        ),
         IdentityCmd::List(a) => {
-            let list = a.coord.open()?.identities(&a.project)?;
+            let list = a.coord.open()?.call::<ListIdentities>(ProjectPath::of(&a.project), NoBody {}, None)?.identities;
             if out.json {
                 let rows: Vec<_> = list
                     .iter()
@@ -98,7 +111,8 @@ pub fn run(cmd: IdentityCmd, out: Output) -> Result<()> {
         }
         IdentityCmd::Remove(a) => {
             let (a, request) = (a.who, a.request);
-            let r = a.at.coord.open_write(&request)?.remove_identity(&a.at.project, &a.identity)?;
+            let at = IdentityPath::of(&a.at.project, &a.identity);
+            let r = a.at.coord.open_write(&request)?.call::<RemoveIdentity>(at, NoBody {}, None)?;
             if out.json {
                 return Ok(out.json(&serde_json::json!({
                     "project": a.at.project, "identity": r.identity, "removed": true,
@@ -128,10 +142,10 @@ fn issue(
     a: KeyArgs,
     out: Output,
     verb: impl FnOnce(
-        &dyn writerctl::claim::api::CoordinatorApi,
+        &Endpoint,
         &str,
         &str,
-    ) -> Result<IssuedKey, writerctl::claim::ClaimError>,
+    ) -> Result<writerctl::coordinator::wire::IssuedKeyResp, writerctl::claim::ClaimError>,
     done: &str,
 ) -> Result<()> {
     // Created (empty, 0600, never over an existing file) before the verb: a key nobody can
@@ -145,9 +159,8 @@ fn issue(
     };
     let project = &a.who.at.project;
     let (request, request_id) = a.request.pinned()?;
-    let issued = match a.who.at.coord.open_write(&request).and_then(|c| Ok(verb(c.as_ref(), project, &a.who.identity)?))
-    {
-        Ok(k) => k,
+    let issued = match a.who.at.coord.open_write(&request).and_then(|c| Ok(verb(&c, project, &a.who.identity)?)) {
+        Ok(k) => IssuedKey::from(k),
         Err(e) => {
             if let Some(f) = key_out.take() {
                 f.discard();

@@ -6,6 +6,8 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 use writerctl::claim::model::Event;
+use writerctl::coordinator::verbs::admin::Inbox;
+use writerctl::coordinator::wire::{IdentityPath, InboxQuery};
 
 use super::coord::{ProjectArgs, SeatTokenArgs, rfc3339};
 use super::output::Output;
@@ -88,7 +90,8 @@ pub fn run(a: InboxArgs, out: Output) -> Result<()> {
     let token = a.token.token()?;
     let limit = usize::try_from(a.limit).unwrap_or(usize::MAX);
     if !a.follow {
-        let events = c.inbox(&a.at.project, &a.identity, a.after, limit, Duration::ZERO, token.as_ref())?;
+        let q = InboxQuery { after: a.after, limit: Some(limit), wait_ms: 0 };
+        let events = c.call::<Inbox>(IdentityPath::of(&a.at.project, &a.identity), q, token.as_ref())?.events;
         let next = events.last().map_or(a.after, |e| e.cursor);
         if out.json {
             let list: Vec<_> = events.iter().map(event_json).collect();
@@ -113,7 +116,8 @@ pub fn run(a: InboxArgs, out: Output) -> Result<()> {
             Some(d) => d.saturating_duration_since(Instant::now()).min(LONG_POLL),
             None => LONG_POLL,
         };
-        let got = c.inbox(&a.at.project, &a.identity, after, limit, wait, token.as_ref())?;
+        let q = InboxQuery { after, limit: Some(limit), wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX) };
+        let got = c.call::<Inbox>(IdentityPath::of(&a.at.project, &a.identity), q, token.as_ref())?.events;
         let empty = got.is_empty();
         for e in got {
             if out.json {

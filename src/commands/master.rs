@@ -6,12 +6,14 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use serde_json::json;
-use writerctl::claim::api::CoordinatorApi;
-use writerctl::claim::engine::{MasterChange, MasterRequest, Status};
-use writerctl::claim::masters::MasterOutcome;
-use writerctl::claim::model::MasterRef;
+use writerctl::claim::engine::{MasterChange, Status};
+use writerctl::claim::masters::{HandoffRequest, MasterClaimRequest, MasterOutcome};
+use writerctl::claim::model::{Controller, MasterRef};
 use writerctl::claim::secret::Secret;
-use writerctl::coordinator::api::MasterOptions;
+use writerctl::coordinator::api::Endpoint;
+use writerctl::coordinator::verbs::history::MasterHistory;
+use writerctl::coordinator::verbs::master::{Handoff, MasterClaim, Target, Watch};
+use writerctl::coordinator::wire::{HistoryQuery, NoBody, ProjectPath, TargetQuery, WatchQuery};
 
 use super::ExitStatus;
 use super::coord::{
@@ -111,12 +113,6 @@ pub struct TargetArgs {
     pub dry_run: bool,
 }
 
-impl TargetArgs {
-    fn options(&self) -> MasterOptions {
-        MasterOptions { reason: self.reason.clone(), dry_run: self.dry_run }
-    }
-}
-
 /// `master history`.
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
@@ -166,22 +162,41 @@ pub fn run(cmd: MasterCmd, out: Output) -> Result<()> {
     match cmd {
         MasterCmd::Status(a) if a.watch => watch(&a, out),
         MasterCmd::Status(a) => {
-            let st = a.at.coord.open()?.status(&a.at.project)?;
+            let st = status(&a.at.coord.open()?, &a.at.project)?;
             print_status(&a.at.project, &st, out)
         }
         MasterCmd::Handoff(a) => {
             let token = session_token(a.token_file.as_deref())?;
             let c = a.write.open()?;
-            let Some(req) = prepare(c.as_ref(), &a.target, out, "Hand master")? else { return aborted(out) };
-            let outcome = c.handoff_with(&req, &a.session, &token, &a.target.options())?;
-            print_outcome(&a.target.project, &outcome, None, out)
+            let Some(expect_epoch) = prepare(&c, &a.target, out, "Hand master")? else { return aborted(out) };
+            let t = &a.target;
+            let req = HandoffRequest {
+                session_id: a.session.clone(),
+                to: t.to.clone(),
+                to_session: t.to_session.clone(),
+                expect_epoch,
+                reason: t.reason.clone(),
+                dry_run: t.dry_run,
+            };
+            let outcome = c.call::<Handoff>(ProjectPath::of(&t.project), req, Some(&token))?;
+            print_outcome(&t.project, &outcome, None, out)
         }
         MasterCmd::Claim(a) => {
             let c = a.write.open()?;
-            let Some(req) = prepare(c.as_ref(), &a.target, out, "Preempt master")? else { return aborted(out) };
+            let Some(expect_epoch) = prepare(&c, &a.target, out, "Preempt master")? else { return aborted(out) };
             let password = a.password.read(&format!("Password for operator {}: ", a.operator), false, out.json)?;
-            let outcome = c.claim_with(&req, &a.operator, &password, &a.target.options())?;
-            print_outcome(&a.target.project, &outcome, Some(&a.operator), out)
+            let t = &a.target;
+            let req = MasterClaimRequest {
+                to: t.to.clone(),
+                to_session: t.to_session.clone(),
+                expect_epoch,
+                operator: a.operator.clone(),
+                password: password.expose().to_string(),
+                reason: t.reason.clone(),
+                dry_run: t.dry_run,
+            };
+            let outcome = c.call::<MasterClaim>(ProjectPath::of(&t.project), req, None)?;
+            print_outcome(&t.project, &outcome, Some(&a.operator), out)
         }
         MasterCmd::History(a) => {
             // Issue 39 point 6: the server shows who and why only to a caller with a part in
@@ -191,7 +206,8 @@ pub fn run(cmd: MasterCmd, out: Output) -> Result<()> {
                     std::env::var("WRITERCTL_ADMIN_TOKEN").ok().filter(|t| !t.trim().is_empty()).map(Secret::new)
                 });
             let limit = usize::try_from(a.limit).unwrap_or(usize::MAX);
-            let h = a.at.coord.open()?.master_history(&a.at.project, limit, token.as_ref())?;
+            let q = HistoryQuery { limit: Some(limit) };
+            let h = a.at.coord.open()?.call::<MasterHistory>(ProjectPath::of(&a.at.project), q, token.as_ref())?;
             if h.redacted {
                 out.note(
                     "actor and reason withheld: pass a session token of a controller registered in the project \
@@ -208,28 +224,28 @@ fn aborted(out: Output) -> Result<()> {
     Err(ExitStatus(1).into())
 }
 
-/// Fills the expected epoch from a status read (Patroni's switchover: the decision is
-/// made against what the operator saw), and on a terminal shows topology and target and
-/// asks. None when the operator declines.
-fn prepare(c: &dyn CoordinatorApi, t: &TargetArgs, out: Output, verb: &str) -> Result<Option<MasterRequest>> {
+/// `master status` through `c`.
+fn status(c: &Endpoint, project: &str) -> Result<Status> {
+    Ok(c.call::<writerctl::coordinator::verbs::master::Status>(ProjectPath::of(project), NoBody {}, None)?.into())
+}
+
+/// The expected epoch, filled from a status read (Patroni's switchover: the decision is
+/// made against what the operator saw), after showing topology and target on a terminal
+/// and asking. None when the operator declines.
+fn prepare(c: &Endpoint, t: &TargetArgs, out: Output, verb: &str) -> Result<Option<u64>> {
     // A dry run changes nothing: nothing to confirm.
     let ask = !t.yes && !t.dry_run && !out.json && interactive();
     let (expect_epoch, status) = match (t.expect_epoch, ask) {
         (Some(e), false) => (e, None),
         _ => {
-            let st = c.status(&t.project)?;
+            let st = status(c, &t.project)?;
             (t.expect_epoch.unwrap_or(st.slot.epoch), Some(st))
         }
     };
-    let req = MasterRequest {
-        project: t.project.clone(),
-        to_identity: t.to.clone(),
-        to_session: t.to_session.clone(),
-        expect_epoch,
-    };
     if let (true, Some(st)) = (ask, status) {
         print_status(&t.project, &st, out)?;
-        let target = c.preview_target(&t.project, &t.to, t.to_session.as_deref())?;
+        let q = TargetQuery { to: t.to.clone(), to_session: t.to_session.clone() };
+        let target: Controller = c.call::<Target>(ProjectPath::of(&t.project), q, None)?.into();
         let from = st.slot.master.as_ref().map_or("nobody".to_string(), describe);
         let to = target.reference();
         let question = if st.slot.master.as_ref() == Some(&to) {
@@ -250,7 +266,7 @@ fn prepare(c: &dyn CoordinatorApi, t: &TargetArgs, out: Output, verb: &str) -> R
             return Ok(None);
         }
     }
-    Ok(Some(req))
+    Ok(Some(expect_epoch))
 }
 
 fn describe(m: &MasterRef) -> String {
@@ -297,7 +313,8 @@ fn watch(a: &StatusArgs, out: Output) -> Result<()> {
         // After a loss the first request must not wait: its answer is what says the
         // coordinator is back (a long poll would answer only at the next change).
         let wait = if remote && retry.is_none() { WATCH_WAIT } else { Duration::ZERO };
-        match c.watch_master(&a.at.project, shown.as_deref(), wait) {
+        let q = WatchQuery { after: shown.clone(), wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX) };
+        match c.call::<Watch>(ProjectPath::of(&a.at.project), q, None) {
             Ok(w) => {
                 if retry.take().is_some() {
                     say(&format!("coordinator at {name} is back"));

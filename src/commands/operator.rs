@@ -2,6 +2,9 @@
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
+use writerctl::claim::masters::OperatorRequest;
+use writerctl::coordinator::verbs::master::AddOperator;
+use writerctl::coordinator::wire::NoPath;
 
 use super::coord::{CoordArgs, PasswordArgs, RequestArgs};
 use super::output::Output;
@@ -34,7 +37,8 @@ pub fn run(cmd: OperatorCmd, out: Output) -> Result<()> {
     let OperatorCmd::Add(a) = cmd;
     let c = a.coord.open_write(&a.request)?;
     let pw = a.password.read(&format!("New password for operator {}: ", a.operator_id), true, out.json)?;
-    c.add_operator(&a.operator_id, &pw)?;
+    let body = OperatorRequest { operator_id: a.operator_id.clone(), password: pw.expose().to_string() };
+    c.call::<AddOperator>(NoPath {}, body, None)?;
     if out.json {
         out.json(&serde_json::json!({"operator_id": a.operator_id, "created": true}))?;
     } else {

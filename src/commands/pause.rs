@@ -6,7 +6,9 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::{Value, json};
 use writerctl::claim::model::Millis;
-use writerctl::claim::work_claims::{HeldBack, Paused};
+use writerctl::claim::work_claims::{HeldBack, PauseRequest, Paused};
+use writerctl::coordinator::verbs::pause::{Pause, Resume};
+use writerctl::coordinator::wire::{NoBody, ProjectPath};
 
 use super::coord::{ProjectWriteArgs, rfc3339};
 use super::output::Output;
@@ -82,7 +84,8 @@ pub fn held_back_json(held: &[HeldBack]) -> Value {
 
 /// Runs `pause`.
 pub fn run_pause(a: PauseArgs, out: Output) -> Result<()> {
-    let o = a.at.write.open()?.pause_project(&a.at.project, &a.reason, a.until)?;
+    let body = PauseRequest { reason: a.reason.clone(), until: a.until };
+    let o = a.at.write.open()?.call::<Pause>(ProjectPath::of(&a.at.project), body, None)?;
     if out.json {
         return Ok(out.json(&json!({"project": o.project, "paused": paused_json(Some(&o.paused)),
                                    "replaced": paused_json(o.replaced.as_ref())}))?);
@@ -96,7 +99,7 @@ pub fn run_pause(a: PauseArgs, out: Output) -> Result<()> {
 
 /// Runs `resume`.
 pub fn run_resume(a: ResumeArgs, out: Output) -> Result<()> {
-    let o = a.at.write.open()?.resume_project(&a.at.project)?;
+    let o = a.at.write.open()?.call::<Resume>(ProjectPath::of(&a.at.project), NoBody {}, None)?;
     if out.json {
         return Ok(out.json(&json!({"project": o.project, "was_paused": o.was_paused,
                                    "previous": paused_json(o.previous.as_ref()),

@@ -8,7 +8,10 @@ use writerctl::claim::model::Millis;
 use writerctl::claim::work_claims::{Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, SweepReport};
 use writerctl::coordinator::verb::Verb;
 use writerctl::coordinator::verbs::work as verbs;
-use writerctl::coordinator::wire::{ReleaseReq, TakeReq, TaskPath, TouchReq};
+use writerctl::coordinator::wire::{
+    AsOfQuery, ChannelPath, ChannelRequest, FocusRequest, NoBody, ProjectPath, ReleaseRequest, SeatPath, SweepRequest,
+    TakeRequest, TaskPath, TouchRequest,
+};
 
 use super::coord::{AuditReasonArgs, ProjectArgs, RequestArgs, SeatTokenArgs, parse_time, rfc3339};
 use super::output::{Output, table};
@@ -114,7 +117,7 @@ impl TaskWriteArgs {
     fn call<V: Verb<Path = TaskPath>>(&self, body: V::Input, token: &SeatTokenArgs) -> Result<V::Answer> {
         let token = token.token()?;
         let c = self.at.at.at.coord.open_write(&self.request)?;
-        Ok(c.endpoint().call::<V>(self.at.path(), body, token.as_ref())?)
+        Ok(c.call::<V>(self.at.path(), body, token.as_ref())?)
     }
 }
 
@@ -379,11 +382,18 @@ pub fn run_channel(cmd: ChannelCmd, out: Output) -> Result<()> {
     let (ch, created) = match cmd {
         ChannelCmd::Create(a) => {
             let c = a.at.at.coord.open_write(&a.request)?;
-            let ch =
-                c.create_channel(&a.at.at.project, &a.at.channel, &a.steward, a.sla_minutes, a.ttl_floor_minutes)?;
-            (ch, true)
+            let body = ChannelRequest {
+                channel: a.at.channel.clone(),
+                steward: a.steward.clone(),
+                sla_minutes: a.sla_minutes,
+                ttl_floor_minutes: a.ttl_floor_minutes,
+            };
+            (c.call::<verbs::CreateChannel>(ProjectPath::of(&a.at.at.project), body, None)?, true)
         }
-        ChannelCmd::Show(a) => (a.at.coord.open()?.show_channel(&a.at.project, &a.channel)?, false),
+        ChannelCmd::Show(a) => {
+            let at = ChannelPath::of(&a.at.project, &a.channel);
+            (a.at.coord.open()?.call::<verbs::ShowChannel>(at, NoBody {}, None)?, false)
+        }
     };
     if out.json {
         return Ok(out.json(&channel_json(&ch))?);
@@ -404,7 +414,7 @@ pub fn run_channel(cmd: ChannelCmd, out: Output) -> Result<()> {
 pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
     match cmd {
         ClaimCmd::Take(a) => {
-            let body = TakeReq {
+            let body = TakeRequest {
                 seat: a.seat,
                 deputy: a.deputy,
                 ttl_minutes: a.ttl_minutes,
@@ -416,7 +426,7 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
         }
         ClaimCmd::Touch(a) => {
             let w = &a.owner;
-            let body = TouchReq {
+            let body = TouchRequest {
                 seat: w.seat.clone(),
                 expect_version: w.expect_version,
                 deputy: a.deputy,
@@ -429,7 +439,7 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
         }
         ClaimCmd::Release(a) => {
             let w = &a.owner;
-            let body = ReleaseReq {
+            let body = ReleaseRequest {
                 seat: w.seat.clone(),
                 expect_version: w.expect_version,
                 done: a.done,
@@ -440,11 +450,11 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
             print_claim(out, &row)
         }
         ClaimCmd::Show(a) => {
-            let row = a.at.at.coord.open()?.show_claim(&a.at.at.project, &a.at.channel, &a.task)?;
+            let row = a.at.at.coord.open()?.call::<verbs::ShowClaim>(a.path(), NoBody {}, None)?;
             print_claim(out, &row)
         }
         ClaimCmd::History(a) => {
-            let steps = a.at.at.coord.open()?.claim_history(&a.at.at.project, &a.at.channel, &a.task)?;
+            let steps = a.at.at.coord.open()?.call::<verbs::ClaimHistory>(a.path(), NoBody {}, None)?;
             if out.json {
                 let list: Vec<Value> = steps.iter().map(step_json).collect();
                 return Ok(out.json(&json!({"history": list}))?);
@@ -467,8 +477,9 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
         }
         ClaimCmd::List(a) => {
             let c = a.at.coord.open()?;
-            let rows = c.list_claims(&a.at.project, &a.channel)?;
-            let paused = c.pause_state(&a.at.project)?.paused;
+            let rows = c.call::<verbs::ListClaims>(ChannelPath::of(&a.at.project, &a.channel), NoBody {}, None)?;
+            let at = ProjectPath::of(&a.at.project);
+            let paused = c.call::<writerctl::coordinator::verbs::pause::ShowPause>(at, NoBody {}, None)?.paused;
             if out.json {
                 let list: Vec<Value> = rows.iter().map(claim_json).collect();
                 return Ok(out.json(&json!({"claims": list, "paused": paused_json(paused.as_ref())}))?);
@@ -494,7 +505,8 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
             Ok(out.line(&t.to_string())?)
         }
         ClaimCmd::Sweep(a) => {
-            let report = a.at.coord.open()?.sweep(&a.at.project, a.as_of, a.dry_run)?;
+            let body = SweepRequest { as_of: a.as_of, dry_run: a.dry_run };
+            let report = a.at.coord.open()?.call::<verbs::Sweep>(ProjectPath::of(&a.at.project), body, None)?;
             print_sweep(out, &report)
         }
     }
@@ -546,12 +558,9 @@ pub fn run_focus(cmd: FocusCmd, out: Output) -> Result<()> {
     match cmd {
         FocusCmd::Start(a) => {
             let token = a.token.token()?;
-            let o = a.seat.at.coord.open_write(&a.request)?.focus_start(
-                &a.seat.at.project,
-                &a.seat.seat,
-                a.minutes,
-                token.as_ref(),
-            )?;
+            let at = SeatPath::of(&a.seat.at.project, &a.seat.seat);
+            let body = FocusRequest { minutes: a.minutes };
+            let o = a.seat.at.coord.open_write(&a.request)?.call::<verbs::StartFocus>(at, body, token.as_ref())?;
             if out.json {
                 let mut v = lease_json(&o.lease);
                 v["capped_from"] = json!(o.capped_from);
@@ -568,8 +577,8 @@ pub fn run_focus(cmd: FocusCmd, out: Output) -> Result<()> {
         }
         FocusCmd::End(a) => {
             let token = a.token.token()?;
-            let l =
-                a.seat.at.coord.open_write(&a.request)?.focus_end(&a.seat.at.project, &a.seat.seat, token.as_ref())?;
+            let at = SeatPath::of(&a.seat.at.project, &a.seat.seat);
+            let l = a.seat.at.coord.open_write(&a.request)?.call::<verbs::EndFocus>(at, NoBody {}, token.as_ref())?;
             if out.json {
                 Ok(out.json(&lease_json(&l))?)
             } else {
@@ -577,7 +586,8 @@ pub fn run_focus(cmd: FocusCmd, out: Output) -> Result<()> {
             }
         }
         FocusCmd::Show(a) => {
-            let l = a.at.coord.open()?.focus_show(&a.at.project, &a.seat)?;
+            let l =
+                a.at.coord.open()?.call::<verbs::ShowFocus>(SeatPath::of(&a.at.project, &a.seat), NoBody {}, None)?;
             match (out.json, l) {
                 (true, l) => Ok(out.json(&json!({"focus": l.as_ref().map(lease_json)}))?),
                 (false, Some(l)) => Ok(out.line(&format!("{} is focused until {}", l.seat, rfc3339(l.until)))?),
@@ -590,7 +600,8 @@ pub fn run_focus(cmd: FocusCmd, out: Output) -> Result<()> {
 /// Runs a `steward` subcommand.
 pub fn run_steward(cmd: StewardCmd, out: Output) -> Result<()> {
     let StewardCmd::Report(a) = cmd;
-    let r = a.at.at.coord.open()?.steward_report(&a.at.at.project, &a.at.channel, a.as_of)?;
+    let at = ChannelPath::of(&a.at.at.project, &a.at.channel);
+    let r = a.at.at.coord.open()?.call::<verbs::Steward>(at, AsOfQuery { as_of: a.as_of }, None)?;
     if out.json {
         let list: Vec<Value> = r
             .overdue

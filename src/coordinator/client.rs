@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::transport::transport;
-use super::verb::{Auth, Method, Verb, check_names, fields};
+use super::verb::{Auth, Method, Verb, check_names};
 use super::wire::REQUEST_ID_HEADER;
 use crate::claim::ClaimError;
 use crate::claim::requests::RequestId;
@@ -223,6 +223,15 @@ fn fill(template: &str, path: &impl Serialize) -> Result<String, ClaimError> {
         out = out.replace(&format!("{{{name}}}"), &enc(value.as_str().unwrap_or_default()));
     }
     Ok(out)
+}
+
+/// A request's parameters (a path or a query struct) as JSON fields, in declaration order.
+fn fields(v: &impl Serialize) -> Result<serde_json::Map<String, serde_json::Value>, ClaimError> {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::Object(m)) => Ok(m),
+        Ok(other) => Err(ClaimError::Store(format!("request parameters are not an object: {other}"))),
+        Err(e) => Err(ClaimError::Store(format!("request parameters: {e}"))),
+    }
 }
 
 /// A query's fields as `key=value` pairs; absent (null) ones are left out.

@@ -427,7 +427,10 @@ impl Registry {
     /// forgotten first, and a new one is not remembered when none is.
     fn note_bad_head(&mut self, source: IpAddr, now: Instant) {
         if self.bad_heads.len() >= PENALISED_SOURCES && !self.bad_heads.contains_key(&source) {
-            self.bad_heads.retain(|_, b| { let b = b.at(now); b.now > 0 || b.before > 0 });
+            self.bad_heads.retain(|_, b| {
+                let b = b.at(now);
+                b.now > 0 || b.before > 0
+            });
             if self.bad_heads.len() >= PENALISED_SOURCES {
                 return;
             }
@@ -486,11 +489,8 @@ impl Registry {
             Some(s) => self.per_source.get(&s).map(|l| l.iter().collect()).unwrap_or_default(),
             None => self.by_peer.values().collect(),
         };
-        let mut order: std::collections::BinaryHeap<_> = pool
-            .iter()
-            .enumerate()
-            .filter_map(|(i, c)| c.eviction_key().map(|k| std::cmp::Reverse((k, i))))
-            .collect();
+        let mut order: std::collections::BinaryHeap<_> =
+            pool.iter().enumerate().filter_map(|(i, c)| c.eviction_key().map(|k| std::cmp::Reverse((k, i)))).collect();
         while let Some(std::cmp::Reverse((_, i))) = order.pop() {
             if !pool[i].has_unread_bytes() {
                 return Some(pool[i].clone());

@@ -131,7 +131,9 @@ impl MemoryBudget {
     /// (the high-water refusal) instead of evictions of the flood's own connections: at 10x
     /// the abuse bench's `queue_jump` asks 10,240 connections of a 256 MiB budget.
     pub fn connections(&self) -> usize {
-        usize::try_from(share(self.bytes, CONNECTION_SHARE_PERCENT) / CONNECTION_MEMORY_BYTES).unwrap_or(usize::MAX).max(16)
+        usize::try_from(share(self.bytes, CONNECTION_SHARE_PERCENT) / CONNECTION_MEMORY_BYTES)
+            .unwrap_or(usize::MAX)
+            .max(16)
     }
 
     /// How the budget was decided, for the start log.

@@ -147,11 +147,25 @@ mod tests {
         for (path, ops) in doc["paths"].as_object().unwrap() {
             for (method, op) in ops.as_object().unwrap() {
                 if path.starts_with("/v1/") {
-                    for status in ["400", "401", "404", "405", "413", "503"] {
+                    // What any request meets (a bad name or body, a wrong method, a body too
+                    // large, a busy store); 401 where a token is taken; each verb's own
+                    // codes' statuses beside (`Verb::ERRORS`).
+                    for status in ["400", "405", "413", "500", "503"] {
                         assert!(op["responses"].get(status).is_some(), "{method} {path}: {status}");
+                    }
+                    if op.get("security").is_some() {
+                        assert!(op["responses"].get("401").is_some(), "{method} {path}: 401");
                     }
                 }
             }
         }
+        let statuses = |path: &str, method: &str| -> Vec<String> {
+            doc["paths"][path][method]["responses"].as_object().unwrap().keys().cloned().collect()
+        };
+        // A read anyone may make names no credential, conflict or rate; a master claim does.
+        let status = statuses("/v1/projects/{project}/master", "get");
+        assert_eq!(status, ["200", "400", "405", "408", "413", "431", "500", "503"], "{status:?}");
+        let claim = statuses("/v1/projects/{project}/master/claim", "post");
+        assert!(["401", "404", "409", "429"].iter().all(|s| claim.contains(&s.to_string())), "{claim:?}");
     }
 }

@@ -9,8 +9,11 @@
 //!   handler (`server::handler`), the special cases being declared here as hooks
 //!   ([`Gate`], [`Rate`], [`Verb::admin_scope`]) rather than forks of it;
 //! * the client sends any verb with one generic call (`HttpCoordinator::call`);
-//! * the CLI calls `api::Endpoint::call`, which runs [`Verb::apply`] in-process for the
-//!   embedded store and the client for a server, so both run the same conversions;
+//! * the CLI calls [`Endpoint::call`](super::api::Endpoint::call), which runs [`Verb::apply`]
+//!   in-process for the embedded store and the client for a server, so both run the same
+//!   conversions;
+//! * the CLI's per-command error lists, the man pages' EXIT STATUS and the OpenAPI
+//!   operations' error statuses are built from each verb's [`Verb::ERRORS`] ([`errors`]);
 //! * the OpenAPI document (`server::openapi`) is built from the same list and types.
 
 use std::time::Duration;
@@ -21,8 +24,10 @@ use utoipa::openapi::path::Parameter;
 use utoipa::openapi::schema::Schema;
 use utoipa::openapi::{RefOr, Required};
 
+use super::wire::Scope;
 use crate::claim::secret::Secret;
 use crate::claim::{ClaimError, Coordinator};
+use crate::error::ErrorCode;
 
 /// The HTTP method of a verb's route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,26 +127,9 @@ impl Caller {
         self.origin == Origin::Local || self.admin
     }
 
-    /// The actor administrative verbs are audited as.
-    pub fn actor(&self) -> &'static str {
-        match self.origin {
-            Origin::Local => "local",
-            Origin::Http => "admin",
-        }
-    }
-
     /// The session token a [`Auth::Session`] verb needs.
     pub fn session_token(&self) -> Result<&Secret, ClaimError> {
         self.bearer.as_ref().ok_or(ClaimError::MissingToken)
-    }
-
-    /// Runs `f` on the coordinator an identity verb runs on: over HTTP its kept answer is
-    /// sealed under the admin token the caller presented.
-    pub fn as_admin<T>(&self, c: &Coordinator, f: impl FnOnce(&Coordinator) -> T) -> T {
-        match self.origin {
-            Origin::Local => f(c),
-            Origin::Http => f(&c.with_admin_credential(self.bearer.clone())),
-        }
     }
 }
 
@@ -167,13 +155,14 @@ pub trait Answer: Serialize + DeserializeOwned + Send + 'static {
     fn schema(components: &mut Components) -> RefOr<Schema>;
 }
 
-/// The path parameters of a verb's route, by name.
-pub trait PathParams: Serialize + DeserializeOwned + Clone + Send + 'static {
+/// The path parameters of a verb's route, by name, and what the edge reads from them
+/// ([`Scope`]).
+pub trait PathParams: Scope + Serialize + DeserializeOwned + Clone + Send + 'static {
     /// OpenAPI: the path parameters.
     fn parameters() -> Vec<Parameter>;
 }
 
-impl<T: utoipa::IntoParams + Serialize + DeserializeOwned + Clone + Send + 'static> PathParams for T {
+impl<T: utoipa::IntoParams + Scope + Serialize + DeserializeOwned + Clone + Send + 'static> PathParams for T {
     fn parameters() -> Vec<Parameter> {
         T::into_params(|| Some(utoipa::openapi::path::ParameterIn::Path))
     }
@@ -214,6 +203,12 @@ pub trait Verb: 'static {
     const CREATED: bool = false;
     /// Whose write rate a request spends ([`Rate`]).
     const RATE: Rate = Rate::None;
+    /// Every error code the verb itself can answer, beyond what any request can meet on its
+    /// way (`coordinator_unavailable`, `internal`, `invalid_argument`: [`COMMON_ERRORS`]) and
+    /// what its [`Auth`] and [`Rate`] imply ([`errors`]). The CLI's per-command error list,
+    /// the man page's EXIT STATUS and the OpenAPI operation's error statuses derive from it;
+    /// a debug build aborts when a command fails with a code its verbs do not declare.
+    const ERRORS: &'static [ErrorCode];
 
     /// The path parameters.
     type Path: PathParams;
@@ -248,9 +243,21 @@ pub trait Verb: 'static {
         Duration::ZERO
     }
 
-    /// [`Gate::LongPoll`]: whether `answer` is sent before the wait ends.
-    fn worth_answering(_answer: &Self::Answer) -> bool {
+    /// [`Gate::LongPoll`]: whether `answer` to `input` is sent before the wait ends (has
+    /// something new); the client also pauses after an early answer that has not.
+    fn worth_answering(_input: &Self::Input, _answer: &Self::Answer) -> bool {
         true
+    }
+
+    /// [`Gate::Pushed`]: the version of the state the caller last saw (the answer waits for
+    /// another one).
+    fn seen_version(_input: &Self::Input) -> Option<&str> {
+        None
+    }
+
+    /// [`Rate::SeatInBody`]: the seat the body names.
+    fn body_seat(_input: &Self::Input) -> Option<&str> {
+        None
     }
 
     /// [`Gate::OperatorVerification`]: the operator id the request names (its tier in the
@@ -265,13 +272,23 @@ pub trait Verb: 'static {
     }
 }
 
-/// A request's parameters (a path or a query struct) as JSON fields.
-pub(crate) fn fields(v: &impl Serialize) -> Result<serde_json::Map<String, serde_json::Value>, ClaimError> {
-    match serde_json::to_value(v) {
-        Ok(serde_json::Value::Object(m)) => Ok(m),
-        Ok(other) => Err(ClaimError::Store(format!("request parameters are not an object: {other}"))),
-        Err(e) => Err(ClaimError::Store(format!("request parameters: {e}"))),
-    }
+/// What any request can meet on its way, whatever the verb: the server or its store
+/// unreachable or busy, a store failure, a request the edge refuses (a bad name, body or
+/// query).
+pub const COMMON_ERRORS: &[ErrorCode] =
+    &[ErrorCode::CoordinatorUnavailable, ErrorCode::Internal, ErrorCode::InvalidArgument];
+
+/// Every code a request of `V` can be answered with: [`COMMON_ERRORS`], `unauthorized`
+/// for a verb that takes a token, `rate_limited` for one a seat's rate bounds, and
+/// [`Verb::ERRORS`], in the registry's order.
+pub fn errors<V: Verb>() -> Vec<ErrorCode> {
+    let auth: &[ErrorCode] = match V::AUTH {
+        Auth::Session | Auth::Seat | Auth::Admin => &[ErrorCode::Unauthorized],
+        Auth::None | Auth::Operator => &[],
+    };
+    let rate: &[ErrorCode] = if V::RATE == Rate::None { &[] } else { &[ErrorCode::RateLimited] };
+    let sets = [COMMON_ERRORS, auth, rate, V::ERRORS];
+    ErrorCode::ALL.iter().copied().filter(|c| sets.iter().any(|s| s.contains(c))).collect()
 }
 
 /// Checks every name a request of `V` carries, its path parameters (each one a name:
@@ -285,11 +302,7 @@ pub(crate) fn fields(v: &impl Serialize) -> Result<serde_json::Map<String, serde
 /// registry of a server that trusted its clients to check.
 pub fn check_names<V: Verb>(path: &V::Path, input: &V::Input) -> Result<(), ClaimError> {
     use crate::claim::names::validate_name;
-    for (name, value) in fields(path)? {
-        let what = if name == "sid" { "session id" } else { name.as_str() };
-        validate_name(what, value.as_str().unwrap_or_default())?;
-    }
-    V::names(input).into_iter().try_for_each(|(what, v)| validate_name(what, v))
+    path.names().into_iter().chain(V::names(input)).try_for_each(|(what, v)| validate_name(what, v))
 }
 
 /// Implements [`Input`] for JSON bodies with a schema.
@@ -342,13 +355,15 @@ macro_rules! answers {
     )*};
 }
 
-/// Declares a verb: its type, route, authorization, write flag, types and
-/// [`Verb::apply`], with the hooks it overrides (`const GATE`, `fn names`, ...).
+/// Declares a verb: its type, route, authorization, write flag, types, its own error codes
+/// ([`Verb::ERRORS`], by `ErrorCode` variant) and [`Verb::apply`], with the hooks it
+/// overrides (`const GATE`, `fn names`, ...).
 macro_rules! verb {
     (
         $(#[doc = $doc:literal])*
-        $name:ident = $verb:literal as $op:literal: $method:ident $path:literal, auth $auth:ident, write $write:literal;
+        $name:ident = $verb:expr, as $op:literal: $method:ident $path:literal, auth $auth:ident, write $write:literal;
         ($p:ty, $i:ty) -> $a:ty;
+        errors [$($err:ident),* $(,)?];
         apply |$c:pat_param, $pp:pat_param, $ip:pat_param, $caller:pat_param| $body:block
         $(const $k:ident: $kt:ty = $kv:expr;)*
         $(fn $f:ident $args:tt -> $ret:ty $fb:block)*
@@ -365,6 +380,7 @@ macro_rules! verb {
             const PATH: &'static str = $path;
             const AUTH: $crate::coordinator::verb::Auth = $crate::coordinator::verb::Auth::$auth;
             const WRITE: bool = $write;
+            const ERRORS: &'static [$crate::error::ErrorCode] = &[$($crate::error::ErrorCode::$err),*];
             $(const $k: $kt = $kv;)*
             type Path = $p;
             type Input = $i;

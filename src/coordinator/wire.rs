@@ -5,31 +5,17 @@
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::claim::ClaimError;
 use crate::claim::engine::{ControllerView, Status};
 use crate::claim::model::{AuditEntry, Controller, Event, MasterRef, MasterSlot, Millis};
-use crate::claim::work_claims::{ReleaseRequest, TakeRequest, TaskAddress, TouchRequest};
+use crate::claim::work_claims::TaskAddress;
+
+/// The master verbs' requests are the domain's own (one definition: the engine reads what
+/// travels); see [`crate::claim::masters::requests`].
+pub use crate::claim::masters::requests::{HandoffRequest, MasterClaimRequest, OperatorRequest, RegisterRequest};
 
 /// The header a write verb's request id travels in (`--request-id`; see
 /// [`crate::claim::requests`]). Optional: a write without it is not kept for retries.
 pub const REQUEST_ID_HEADER: &str = "idempotency-key";
-
-/// `POST /v1/projects/{project}/sessions`.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct RegisterReq {
-    /// Identity.
-    pub identity: String,
-    /// Surface.
-    pub surface: String,
-    /// Machine id.
-    pub machine_id: String,
-    /// The row's current token, when re-registering a row (a restart).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub previous_token: Option<String>,
-    /// The identity's key (`identity add`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub identity_key: Option<String>,
-}
 
 /// `POST /v1/projects/{project}/identities`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -207,55 +193,6 @@ impl From<StatusResp> for Status {
     }
 }
 
-/// `POST /v1/projects/{project}/master/handoff` (caller's token in `Authorization`).
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct HandoffReq {
-    /// The caller's session id.
-    pub session_id: String,
-    /// Target identity.
-    pub to: String,
-    /// Exact target row.
-    pub to_session: Option<String>,
-    /// The epoch the caller decided from.
-    pub expect_epoch: u64,
-    /// Why, recorded on the audit row (`--reason`; at most 512 bytes, no control characters).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Plan only (`--dry-run`): every check, nothing changed; the answer says `dry_run`.
-    #[serde(default)]
-    pub dry_run: bool,
-}
-
-/// `POST /v1/projects/{project}/master/claim`.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct ClaimReq {
-    /// Target identity.
-    pub to: String,
-    /// Exact target row.
-    pub to_session: Option<String>,
-    /// The epoch the caller decided from.
-    pub expect_epoch: u64,
-    /// Operator id.
-    pub operator: String,
-    /// Operator password (use TLS beyond localhost).
-    pub password: String,
-    /// Why, recorded on the audit row (`--reason`; at most 512 bytes, no control characters).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Plan only (`--dry-run`): every check, nothing changed; the answer says `dry_run`.
-    #[serde(default)]
-    pub dry_run: bool,
-}
-
-/// `POST /v1/operators` (admin token in `Authorization`).
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct OperatorReq {
-    /// Operator id.
-    pub operator_id: String,
-    /// Password.
-    pub password: String,
-}
-
 /// `GET /v1/projects/{project}/inbox/{identity}`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct InboxResp {
@@ -273,206 +210,13 @@ pub struct AuditResp {
 // ---------------------------------------------------------------------------------------
 // work claims (seed 002): the answers are the engine's own types (`Channel`, `ClaimRow`,
 // `ClaimOutcome`, `ClaimStep`, `SweepReport`, `FocusOutcome`, `FocusLease`,
-// `StewardReport`); the requests carry what the path does not.
+// `StewardReport`), and so are the requests, which carry what the path does not
+// ([`crate::claim::work_claims::requests`]).
 // ---------------------------------------------------------------------------------------
 
-/// `POST /v1/projects/{project}/channels`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct ChannelReq {
-    /// The channel name.
-    pub channel: String,
-    /// The identity that receives release doorbells and reads the SLA report.
-    pub steward: String,
-    /// The SLA (default [`crate::claim::work_claims::DEFAULT_SLA_MINUTES`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sla_minutes: Option<u32>,
-    /// The TTL floor (default [`crate::claim::work_claims::DEFAULT_TTL_FLOOR_MINUTES`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_floor_minutes: Option<u32>,
-}
-
-/// `POST /v1/projects/{project}/channels/{channel}/claims/{task}/take`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct TakeReq {
-    /// The seat taking it.
-    pub seat: String,
-    /// Its deputy.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deputy: Option<String>,
-    /// Its TTL.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_minutes: Option<u32>,
-    /// Its next step.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_step: Option<String>,
-    /// Why, recorded on the audit row (`--reason`; at most 512 bytes, no control characters).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-}
-
-impl TakeReq {
-    /// The request body of `req`.
-    pub fn of(req: &TakeRequest) -> TakeReq {
-        TakeReq {
-            seat: req.seat.clone(),
-            deputy: req.deputy.clone(),
-            ttl_minutes: req.ttl_minutes,
-            next_step: req.next_step.clone(),
-            reason: None,
-        }
-    }
-
-    /// The engine's request, for the task the path names.
-    pub fn into_request(self, address: TaskAddress) -> TakeRequest {
-        TakeRequest {
-            address,
-            seat: self.seat,
-            deputy: self.deputy,
-            ttl_minutes: self.ttl_minutes,
-            next_step: self.next_step,
-        }
-    }
-}
-
-/// `POST /v1/projects/{project}/channels/{channel}/claims/{task}/touch`.
-///
-/// [`TouchRequest`]'s `Option<Option<..>>` ("keep", "remove", "set") does not survive JSON
-/// (`null` and absent read the same), so removing travels as its own flag: `clear_deputy`
-/// removes the deputy, `clear_ttl` the TTL; a value and its clear flag together are refused.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct TouchReq {
-    /// The seat (must be the owner).
-    pub seat: String,
-    /// The version the seat read; absent: not checked.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expect_version: Option<u64>,
-    /// A new deputy.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deputy: Option<String>,
-    /// Remove the deputy.
-    #[serde(default)]
-    pub clear_deputy: bool,
-    /// A new TTL.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_minutes: Option<u32>,
-    /// Remove the TTL.
-    #[serde(default)]
-    pub clear_ttl: bool,
-    /// A new next step.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_step: Option<String>,
-}
-
-/// `Some(None)` (remove) becomes the clear flag; `Some(Some(v))` the value.
-fn split<T: Clone>(v: &Option<Option<T>>) -> (Option<T>, bool) {
-    match v {
-        None => (None, false),
-        Some(None) => (None, true),
-        Some(Some(x)) => (Some(x.clone()), false),
-    }
-}
-
-/// The flag back into `Option<Option<..>>`; both set is a contradiction.
-fn join<T>(what: &str, flag: &str, value: Option<T>, clear: bool) -> Result<Option<Option<T>>, ClaimError> {
-    match (value, clear) {
-        (Some(_), true) => Err(ClaimError::InvalidArgument(format!("{what} and {flag} contradict each other"))),
-        (Some(v), false) => Ok(Some(Some(v))),
-        (None, true) => Ok(Some(None)),
-        (None, false) => Ok(None),
-    }
-}
-
-impl TouchReq {
-    /// The request body of `req`.
-    pub fn of(req: &TouchRequest) -> TouchReq {
-        let (deputy, clear_deputy) = split(&req.deputy);
-        let (ttl_minutes, clear_ttl) = split(&req.ttl_minutes);
-        TouchReq {
-            seat: req.seat.clone(),
-            expect_version: req.expect_version,
-            deputy,
-            clear_deputy,
-            ttl_minutes,
-            clear_ttl,
-            next_step: req.next_step.clone(),
-        }
-    }
-
-    /// The engine's request, for the task the path names; `invalid_argument` when a value
-    /// and its clear flag are both set.
-    pub fn into_request(self, address: TaskAddress) -> Result<TouchRequest, ClaimError> {
-        Ok(TouchRequest {
-            deputy: join("deputy", "clear_deputy", self.deputy, self.clear_deputy)?,
-            ttl_minutes: join("ttl_minutes", "clear_ttl", self.ttl_minutes, self.clear_ttl)?,
-            address,
-            seat: self.seat,
-            expect_version: self.expect_version,
-            next_step: self.next_step,
-        })
-    }
-}
-
-/// `POST /v1/projects/{project}/channels/{channel}/claims/{task}/release`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct ReleaseReq {
-    /// The seat (must be the owner).
-    pub seat: String,
-    /// The version the seat read; absent: not checked.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expect_version: Option<u64>,
-    /// Done instead of released.
-    #[serde(default)]
-    pub done: bool,
-    /// A last next step for whoever takes it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_step: Option<String>,
-    /// Why, recorded on the audit row (`--reason`; at most 512 bytes, no control characters).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-}
-
-impl ReleaseReq {
-    /// The request body of `req`.
-    pub fn of(req: &ReleaseRequest) -> ReleaseReq {
-        ReleaseReq {
-            seat: req.seat.clone(),
-            expect_version: req.expect_version,
-            done: req.done,
-            next_step: req.next_step.clone(),
-            reason: None,
-        }
-    }
-
-    /// The engine's request, for the task the path names.
-    pub fn into_request(self, address: TaskAddress) -> ReleaseRequest {
-        ReleaseRequest {
-            address,
-            seat: self.seat,
-            expect_version: self.expect_version,
-            done: self.done,
-            next_step: self.next_step,
-        }
-    }
-}
-
-/// `POST /v1/projects/{project}/sweep`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct SweepReq {
-    /// The time to judge by (ms since the epoch); the server's clock when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<i64>)]
-    pub as_of: Option<Millis>,
-    /// Report without writing.
-    #[serde(default)]
-    pub dry_run: bool,
-}
-
-/// `POST /v1/projects/{project}/focus/{seat}/start`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct FocusStartReq {
-    /// The lease's length in minutes (capped server-side).
-    pub minutes: u32,
-}
+pub use crate::claim::work_claims::requests::{
+    ChannelRequest, FocusRequest, PauseRequest, ReleaseRequest, SweepRequest, TakeRequest, TouchRequest,
+};
 
 /// The answer to `operator add` (`POST /v1/operators`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -599,6 +343,127 @@ pub struct SeatPath {
     /// The seat.
     #[param(min_length = 1, max_length = 256)]
     pub seat: String,
+}
+
+/// What the server's edge reads from a verb's path parameters, typed: the project a request
+/// is about (its watchers, its audit rows), the seat or session whose write rate it spends,
+/// and every name it carries, checked before anything else sees them.
+pub trait Scope {
+    /// The `{project}`, if the route has one.
+    fn project(&self) -> Option<&str> {
+        None
+    }
+    /// The `{seat}`, if the route has one.
+    fn seat(&self) -> Option<&str> {
+        None
+    }
+    /// The `{sid}`, if the route has one.
+    fn session(&self) -> Option<&str> {
+        None
+    }
+    /// Every parameter, each a name, with what it is (for messages).
+    fn names(&self) -> Vec<(&'static str, &str)>;
+}
+
+impl Scope for NoPath {
+    fn names(&self) -> Vec<(&'static str, &str)> {
+        Vec::new()
+    }
+}
+
+impl Scope for ProjectPath {
+    fn project(&self) -> Option<&str> {
+        Some(&self.project)
+    }
+    fn names(&self) -> Vec<(&'static str, &str)> {
+        vec![("project", &self.project)]
+    }
+}
+
+impl Scope for SessionPath {
+    fn project(&self) -> Option<&str> {
+        Some(&self.project)
+    }
+    fn session(&self) -> Option<&str> {
+        Some(&self.sid)
+    }
+    fn names(&self) -> Vec<(&'static str, &str)> {
+        vec![("project", &self.project), ("session id", &self.sid)]
+    }
+}
+
+impl Scope for IdentityPath {
+    fn project(&self) -> Option<&str> {
+        Some(&self.project)
+    }
+    fn names(&self) -> Vec<(&'static str, &str)> {
+        vec![("project", &self.project), ("identity", &self.identity)]
+    }
+}
+
+impl Scope for ChannelPath {
+    fn project(&self) -> Option<&str> {
+        Some(&self.project)
+    }
+    fn names(&self) -> Vec<(&'static str, &str)> {
+        vec![("project", &self.project), ("channel", &self.channel)]
+    }
+}
+
+impl Scope for TaskPath {
+    fn project(&self) -> Option<&str> {
+        Some(&self.project)
+    }
+    fn names(&self) -> Vec<(&'static str, &str)> {
+        vec![("project", &self.project), ("channel", &self.channel), ("task", &self.task)]
+    }
+}
+
+impl Scope for SeatPath {
+    fn project(&self) -> Option<&str> {
+        Some(&self.project)
+    }
+    fn seat(&self) -> Option<&str> {
+        Some(&self.seat)
+    }
+    fn names(&self) -> Vec<(&'static str, &str)> {
+        vec![("project", &self.project), ("seat", &self.seat)]
+    }
+}
+
+impl ProjectPath {
+    /// The path of `project`.
+    pub fn of(project: &str) -> ProjectPath {
+        ProjectPath { project: project.to_string() }
+    }
+}
+
+impl SessionPath {
+    /// The path of session `sid` in `project`.
+    pub fn of(project: &str, sid: &str) -> SessionPath {
+        SessionPath { project: project.to_string(), sid: sid.to_string() }
+    }
+}
+
+impl IdentityPath {
+    /// The path of `identity` in `project`.
+    pub fn of(project: &str, identity: &str) -> IdentityPath {
+        IdentityPath { project: project.to_string(), identity: identity.to_string() }
+    }
+}
+
+impl ChannelPath {
+    /// The path of `channel` in `project`.
+    pub fn of(project: &str, channel: &str) -> ChannelPath {
+        ChannelPath { project: project.to_string(), channel: channel.to_string() }
+    }
+}
+
+impl SeatPath {
+    /// The path of `seat` in `project`.
+    pub fn of(project: &str, seat: &str) -> SeatPath {
+        SeatPath { project: project.to_string(), seat: seat.to_string() }
+    }
 }
 
 /// A POST verb without a body: whatever is sent is ignored (the client sends `{}`).

@@ -154,9 +154,9 @@ impl Coordinator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claim::engine::tests::coordinator;
-    use crate::claim::engine::{Credentials, MasterRequest};
-    use crate::claim::masters::ControllerKey;
+    use crate::claim::engine::RequestCtx;
+    use crate::claim::engine::tests::{coordinator, master_claim, operator};
+    use crate::claim::masters::{ControllerKey, HandoffRequest, RegisterRequest};
     use crate::claim::retention::Retention;
     use crate::claim::secret::Secret;
 
@@ -164,8 +164,8 @@ mod tests {
         crate::claim::engine::tests::key(identity, "m")
     }
 
-    fn req(to: &str, epoch: u64) -> MasterRequest {
-        MasterRequest { project: "p".into(), to_identity: to.into(), to_session: None, expect_epoch: epoch }
+    fn req(to: &str, epoch: u64) -> crate::claim::masters::MasterClaimRequest {
+        master_claim(to, epoch, "ops", "pw")
     }
 
     /// Every verb that moves the epoch leaves one history entry, with its reason; verbs that
@@ -173,14 +173,20 @@ mod tests {
     #[test]
     fn every_change_of_master_is_in_the_history_with_its_reason() {
         let (_d, _clock, c) = coordinator();
-        c.add_operator("ops", &Secret::new("pw".into())).unwrap();
-        let a = c.register("p", &key("alice"), Credentials::default()).unwrap();
-        let b = c.register("p", &key("bob"), Credentials::default()).unwrap();
+        c.add_operator(&operator("ops", "pw")).unwrap();
+        let a = c.register("p", &RegisterRequest::of(&key("alice"), None, None)).unwrap();
+        let b = c.register("p", &RegisterRequest::of(&key("bob"), None, None)).unwrap();
         c.heartbeat("p", &b.controller.session_id, &b.token).unwrap();
-        let why = c.with_reason(Some("maintenance window".into())).unwrap();
-        why.handoff(&req("bob", 1), &a.controller.session_id, &a.token).unwrap();
-        c.claim(&req("alice", 2), "ops", &Secret::new("pw".into())).unwrap();
-        c.claim(&req("alice", 3), "ops", &Secret::new("pw".into())).unwrap(); // already master
+        let why = HandoffRequest {
+            session_id: a.controller.session_id.clone(),
+            to: "bob".into(),
+            expect_epoch: 1,
+            reason: Some("maintenance window".into()),
+            ..HandoffRequest::default()
+        };
+        c.handoff("p", &why, &a.token).unwrap();
+        c.master_claim("p", &req("alice", 2)).unwrap();
+        c.master_claim("p", &req("alice", 3)).unwrap(); // already master
         c.deregister("p", &a.controller.session_id, &a.token).unwrap();
         let h = c.master_history("p", 100).unwrap();
         let seen: Vec<(u64, &str, Option<&str>, Option<&str>)> = h
@@ -216,15 +222,18 @@ mod tests {
     #[test]
     fn only_a_session_of_the_project_reads_the_history_in_full() {
         let (_d, _clock, c) = coordinator();
-        let a = c.register("p", &key("alice"), Credentials::default()).unwrap();
-        let o = c.register("other", &key("olga"), Credentials::default()).unwrap();
+        let a = c.register("p", &RegisterRequest::of(&key("alice"), None, None)).unwrap();
+        let o = c.register("other", &RegisterRequest::of(&key("olga"), None, None)).unwrap();
         assert!(c.reads_history_in_full("p", Some(&a.token)).unwrap());
         assert!(!c.reads_history_in_full("p", None).unwrap());
         assert!(!c.reads_history_in_full("p", Some(&Secret::new("not-a-token".into()))).unwrap());
         assert!(!c.reads_history_in_full("p", Some(&o.token)).unwrap(), "another project's session");
         assert!(!c.reads_history_in_full("nobody-here", Some(&a.token)).unwrap());
         assert!(
-            !c.with_request(None).with_open_registration(false).reads_history_in_full("p", Some(&a.token)).unwrap(),
+            !c.for_request(RequestCtx::default())
+                .with_open_registration(false)
+                .reads_history_in_full("p", Some(&a.token))
+                .unwrap(),
             "a row open registration made proves nothing once the flag is off"
         );
         let full = c.master_history("p", 10).unwrap();
@@ -237,26 +246,17 @@ mod tests {
     /// `claim take|release --reason` lands on the claim write's own audit row.
     #[test]
     fn a_claim_write_records_its_reason() {
-        use crate::claim::work_claims::{ReleaseRequest, TakeRequest, TaskAddress};
+        use crate::claim::work_claims::{ChannelRequest, ReleaseRequest, TakeRequest, TaskAddress};
         let (_d, _clock, c) = coordinator();
-        let a = c.register("p", &key("alice"), Credentials::default()).unwrap();
-        c.create_channel("p", "merges", "alice", None, None, "local").unwrap();
-        let take = TakeRequest {
-            address: TaskAddress::new("p", "merges", "PR-1"),
-            seat: "alice".into(),
-            deputy: None,
-            ttl_minutes: None,
-            next_step: None,
-        };
-        c.with_reason(Some("on call".into())).unwrap().take(&take, Some(&a.token)).unwrap();
-        let release = ReleaseRequest {
-            address: TaskAddress::new("p", "merges", "PR-1"),
-            seat: "alice".into(),
-            expect_version: None,
-            done: false,
-            next_step: None,
-        };
-        c.with_reason(Some("handing back".into())).unwrap().release_claim(&release, Some(&a.token)).unwrap();
+        let a = c.register("p", &RegisterRequest::of(&key("alice"), None, None)).unwrap();
+        let channel = ChannelRequest { channel: "merges".into(), steward: "alice".into(), ..ChannelRequest::default() };
+        c.create_channel("p", &channel).unwrap();
+        let at = TaskAddress::new("p", "merges", "PR-1");
+        let take = TakeRequest { seat: "alice".into(), reason: Some("on call".into()), ..TakeRequest::default() };
+        c.take(&at, &take, Some(&a.token)).unwrap();
+        let release =
+            ReleaseRequest { seat: "alice".into(), reason: Some("handing back".into()), ..ReleaseRequest::default() };
+        c.release_claim(&at, &release, Some(&a.token)).unwrap();
         let rows: Vec<(String, Option<String>)> = c
             .audit_log(Some("p"), 10)
             .unwrap()
@@ -278,11 +278,15 @@ mod tests {
         let (_d, _clock, c) = coordinator();
         for bad in ["", "a\nb", &"x".repeat(513)] {
             assert_eq!(
-                c.with_reason(Some(bad.to_string())).err().map(|e| e.code()),
+                RequestCtx::default().planned(Some(bad.to_string()), false).err().map(|e| e.code()),
                 Some(crate::error::ErrorCode::InvalidArgument)
             );
         }
-        assert!(c.with_reason(None).is_ok());
+        assert!(RequestCtx::default().planned(None, false).is_ok());
+        let bad = master_claim("bob", 0, "ops", "pw");
+        let refused =
+            c.master_claim("p", &crate::claim::masters::MasterClaimRequest { reason: Some("a\nb".into()), ..bad });
+        assert_eq!(refused.err().map(|e| e.code()), Some(crate::error::ErrorCode::InvalidArgument));
     }
 
     /// A dry run decides on the same path as the real verb and writes nothing; its refusals
@@ -290,12 +294,16 @@ mod tests {
     #[test]
     fn a_dry_run_claim_plans_and_changes_nothing() {
         let (_d, _clock, c) = coordinator();
-        c.add_operator("ops", &Secret::new("pw".into())).unwrap();
-        c.register("p", &key("alice"), Credentials::default()).unwrap();
-        c.register("p", &key("bob"), Credentials::default()).unwrap();
+        c.add_operator(&operator("ops", "pw")).unwrap();
+        c.register("p", &RegisterRequest::of(&key("alice"), None, None)).unwrap();
+        c.register("p", &RegisterRequest::of(&key("bob"), None, None)).unwrap();
         let rows_before = c.audit_log(None, 1000).unwrap().len();
-        let dry = c.with_dry_run(true);
-        let plan = dry.claim(&req("bob", 1), "ops", &Secret::new("pw".into())).unwrap();
+        let dry = |to: &str, epoch: u64, password: &str| {
+            let req =
+                crate::claim::masters::MasterClaimRequest { dry_run: true, ..master_claim(to, epoch, "ops", password) };
+            c.master_claim("p", &req)
+        };
+        let plan = dry("bob", 1, "pw").unwrap();
         assert!(plan.dry_run && plan.changed);
         assert_eq!((plan.epoch, plan.new_master.identity.as_str()), (2, "bob"));
         assert_eq!(plan.previous_master.as_ref().map(|m| m.identity.as_str()), Some("alice"));
@@ -303,18 +311,12 @@ mod tests {
         assert_eq!((st.slot.epoch, st.slot.master.unwrap().identity.as_str()), (1, "alice"), "epoch unchanged");
         assert_eq!(c.audit_log(None, 1000).unwrap().len(), rows_before, "no audit row of a change");
         assert!(c.store().inbox("p", "alice", 0, 10).unwrap().is_empty(), "no MasterPreempted");
-        assert!(matches!(
-            dry.claim(&req("bob", 0), "ops", &Secret::new("pw".into())),
-            Err(ClaimError::StaleMaster { expected: 0, actual: 1 })
-        ));
-        assert!(matches!(
-            dry.claim(&req("bob", 1), "ops", &Secret::new("nope".into())),
-            Err(ClaimError::InvalidOperatorCredentials { .. })
-        ));
+        assert!(matches!(dry("bob", 0, "pw"), Err(ClaimError::StaleMaster { expected: 0, actual: 1 })));
+        assert!(matches!(dry("bob", 1, "nope"), Err(ClaimError::InvalidOperatorCredentials { .. })));
         let refusals = c.audit_log(None, 1000).unwrap();
         assert!(refusals[rows_before..].iter().all(|r| r.result != "ok" && r.detail["dry_run"] == true));
         // The real claim does what the plan said.
-        let real = c.claim(&req("bob", 1), "ops", &Secret::new("pw".into())).unwrap();
+        let real = c.master_claim("p", &req("bob", 1)).unwrap();
         assert_eq!(
             (real.epoch, real.new_master, real.preempted, real.dry_run),
             (plan.epoch, plan.new_master, plan.preempted, false)
@@ -325,7 +327,7 @@ mod tests {
     fn an_export_pages_with_cursors_and_refuses_one_it_does_not_hold() {
         let (_d, clock, c) = coordinator();
         for i in 0..5 {
-            c.register("p", &key(&format!("s{i}")), Credentials::default()).unwrap();
+            c.register("p", &RegisterRequest::of(&key(&format!("s{i}")), None, None)).unwrap();
             clock.advance(1000);
         }
         let since = c.now() - 3000; // the last three registrations

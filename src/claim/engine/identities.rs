@@ -1,9 +1,10 @@
 //! The identity verbs (`identity add|rotate|remove|list`) and the seat proof every work
 //! verb runs: the engine half of [`crate::claim::identities`].
 
+use crate::claim::verb_names;
 use serde_json::json;
 
-use super::{Coordinator, Recheck, invalidated_detail};
+use super::{Coordinator, Decision, Recheck, invalidated_detail};
 use crate::claim::error::ClaimError;
 use crate::claim::identities::{self, Removed};
 use crate::claim::masters;
@@ -52,20 +53,19 @@ impl Coordinator {
     }
 
     /// `identity add`: enrolls `identity` in `project` and returns its key, shown once.
-    pub fn enroll_identity(&self, project: &str, identity: &str, actor: &str) -> Result<IssuedKey, ClaimError> {
-        self.issue_key(project, identity, actor, "identity.add", identities::enroll)
+    pub fn enroll_identity(&self, project: &str, identity: &str) -> Result<IssuedKey, ClaimError> {
+        self.issue_key(project, identity, verb_names::IDENTITY_ADD, identities::enroll)
     }
 
     /// `identity rotate`: a new key for an enrolled identity; the old one is refused at once.
-    pub fn rotate_identity(&self, project: &str, identity: &str, actor: &str) -> Result<IssuedKey, ClaimError> {
-        self.issue_key(project, identity, actor, "identity.rotate", identities::rotate_key)
+    pub fn rotate_identity(&self, project: &str, identity: &str) -> Result<IssuedKey, ClaimError> {
+        self.issue_key(project, identity, verb_names::IDENTITY_ROTATE, identities::rotate_key)
     }
 
     fn issue_key(
         &self,
         project: &str,
         identity: &str,
-        actor: &str,
         verb: &str,
         decide: IssueDecision,
     ) -> Result<IssuedKey, ClaimError> {
@@ -73,14 +73,14 @@ impl Coordinator {
         validate_name("identity", identity)?;
         let key = secret::new_identity_key()?;
         let hash = secret::token_hash(&key);
-        let base = self.audit(project, verb, actor.to_string(), Some(format!("identity:{identity}")));
+        let base = self.audit(project, verb, self.ctx.actor.as_str().to_string(), Some(format!("identity:{identity}")));
         let input = json!({"identity": identity});
         // As for a registration's token: a retry after a lost reply gets the key that was
         // issued (its hash is what the store checks), kept sealed under the admin token the
         // request presented; in-process (no credential) the key is not kept.
         let pending = self.pending(&base, &input, &self.admin_credentials())?;
         let kept_key = pending.as_ref().is_some_and(Pending::can_keep_secrets).then(|| key.expose().to_string());
-        let request_id = self.request.as_ref().map(|r| r.to_string()).unwrap_or_default();
+        let request_id = self.ctx.id.as_ref().map(|r| r.to_string()).unwrap_or_default();
         // A replay answers the key only while it is still the identity's enrolled key: a
         // key rotated again, or an identity removed, is never handed out (issue 28 point 2).
         let check = Recheck::authorized(|| ClaimError::AdminRequired).holding(
@@ -105,22 +105,24 @@ impl Coordinator {
             let epoch = change.slot.as_ref().map_or(snap.slot.epoch, |s| s.epoch);
             let mut detail = json!({});
             invalidated_detail(&mut detail, &change);
-            Ok((change, (row, kept_key.clone()), epoch, detail))
+            Ok(Decision::audited(change, (row, kept_key.clone()), epoch, detail))
         })?;
         Ok(IssuedKey { identity: row, key: kept.map_or(key, Secret::new) })
     }
 
     /// `identity remove`: refuses its key from now on and deregisters its sessions.
-    pub fn remove_identity(&self, project: &str, identity: &str, actor: &str) -> Result<Removed, ClaimError> {
+    pub fn remove_identity(&self, project: &str, identity: &str) -> Result<Removed, ClaimError> {
+        let actor = self.ctx.actor.as_str();
         validate_name("project", project)?;
         validate_name("identity", identity)?;
-        let base = self.audit(project, "identity.remove", actor.to_string(), Some(format!("identity:{identity}")));
+        let base =
+            self.audit(project, verb_names::IDENTITY_REMOVE, actor.to_string(), Some(format!("identity:{identity}")));
         let pending = self.pending(&base, &json!({"identity": identity}), &self.admin_credentials())?;
         let check = Recheck::authorized(|| ClaimError::AdminRequired);
         self.run(base, pending, check, |snap, _| {
             let (change, removed) = identities::remove_identity(snap, identity)?;
             let detail = json!({"sessions": removed.sessions, "was_master": removed.was_master});
-            Ok((change, removed.clone(), removed.epoch, detail))
+            Ok(Decision::audited(change, removed.clone(), removed.epoch, detail))
         })
     }
 

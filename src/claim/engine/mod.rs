@@ -4,6 +4,7 @@
 //! Why one file of over 1,000 lines: the code is under 900; the rest is its unit tests, which
 //! stay beside the private functions they pin.
 
+use crate::claim::verb_names;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +15,10 @@ use serde_json::json;
 
 use super::clock::Clock;
 use super::error::ClaimError;
-use super::masters::{self, ControllerKey, MasterOutcome, RegisterProof, Target, Transfer};
+use super::masters::{
+    self, ControllerKey, HandoffRequest, Judged, MasterClaimRequest, MasterOutcome, MasterTarget, OperatorRequest,
+    RegisterProof, RegisterRequest,
+};
 use super::model::{AuditEntry, Change, Controller, Event, MasterSlot, Millis, OperatorRecord, Snapshot};
 use super::names;
 use super::refusals::RefusalLimiter;
@@ -41,24 +45,97 @@ pub struct Coordinator {
     clock: Arc<dyn Clock>,
     freshness: Duration,
     open_registration: bool,
-    /// The request id every write verb run through this value carries (see
-    /// [`Coordinator::with_request`]).
-    request: Option<RequestId>,
-    /// The address the request came from (see [`Coordinator::with_source`]); None in-process.
-    source: Option<IpAddr>,
     /// Refusal audit rows per source and interval, shared by every value made from one
     /// [`Coordinator::new`] (issue 28 point 4).
     refusals: Arc<RefusalLimiter>,
+    /// The request every verb run through this value serves (see [`RequestCtx`]).
+    ctx: RequestCtx,
+}
+
+/// Who acts on the audit rows of an administrative verb.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Actor {
+    /// The CLI on the embedded store: having the store file is the authority.
+    #[default]
+    Local,
+    /// A server, after it checked the admin token.
+    Admin,
+}
+
+impl Actor {
+    /// The actor as the audit log names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Actor::Local => "local",
+            Actor::Admin => "admin",
+        }
+    }
+}
+
+/// One request as the engine sees it beyond its arguments: built once at the edge (the
+/// server's handler for each HTTP request, the CLI's endpoint for each command) and bound
+/// to the coordinator with [`Coordinator::for_request`], so no verb has to thread it and no
+/// verb can forget a part of it.
+#[derive(Debug, Clone, Default)]
+pub struct RequestCtx {
+    /// The request id (`Idempotency-Key`, `--request-id`): a write verb's answer is kept
+    /// with its write under it, and a verb run again with the same id returns that answer
+    /// instead of acting twice (see [`super::requests`]).
+    pub id: Option<RequestId>,
+    /// The address the request came from; None in-process. Its refusals are audited through
+    /// the shared [`RefusalLimiter`] (the first per source, project, verb and code per
+    /// interval, then a count), so a flood of refusals writes a bounded number of rows.
+    pub source: Option<IpAddr>,
     /// The admin token the caller presented (a server's admin verbs, after the server
     /// checked it): the credential an administrative answer holding a key is sealed under
-    /// (see [`super::requests`]). None in-process.
-    admin: Option<Secret>,
-    /// The caller's `--reason` (issue 30), recorded on every audit row this value writes
-    /// (see [`Coordinator::with_reason`]).
-    reason: Option<String>,
-    /// Plan only (`--dry-run`, see [`Coordinator::with_dry_run`]): decide on a snapshot,
-    /// commit nothing.
-    dry_run: bool,
+    /// (see [`super::requests`]), so a replay needs it again and a copy of the store (which
+    /// holds at most its digest) cannot open it. None in-process.
+    pub admin: Option<Secret>,
+    /// The caller's `--reason` (issue 30), recorded on every audit row the request writes,
+    /// the verb's own and a refusal's ("who took this over at 03:12 and why").
+    pub reason: Option<String>,
+    /// Plan only (`--dry-run`, issue 30): a verb makes every check the real verb makes, on
+    /// the same decision function ([`Coordinator::run`] decides, and only the real
+    /// run commits), and changes nothing: no epoch, no event, no kept answer, no audit row
+    /// of a change. A refusal is audited like the real refusal (marked `dry_run`), and a
+    /// wrong operator password counts towards its back-off as it would: a dry run is no
+    /// free guess.
+    pub dry_run: bool,
+    /// Who administrative verbs are audited as.
+    pub actor: Actor,
+}
+
+impl RequestCtx {
+    /// This context with the caller's `--reason` and `--dry-run`, as a master or work verb's
+    /// request carries them. `invalid_argument` for a reason [`names::validate_reason`]
+    /// refuses.
+    pub fn planned(self, reason: Option<String>, dry_run: bool) -> Result<RequestCtx, ClaimError> {
+        if let Some(r) = &reason {
+            names::validate_reason(r)?;
+        }
+        Ok(RequestCtx { reason, dry_run, ..self })
+    }
+}
+
+/// What a verb's decision commits, named: the change to write, the answer to give (and
+/// keep under the request id), the epoch the audit row records, and the row's detail
+/// (None for a success not worth a row; failures always are).
+pub struct Decision<T> {
+    /// What the transaction writes.
+    pub change: Change,
+    /// The verb's answer.
+    pub answer: T,
+    /// The master epoch after the change, for the audit row.
+    pub epoch: u64,
+    /// The audit row's detail; None: no row for this success.
+    pub audit: Option<serde_json::Value>,
+}
+
+impl<T> Decision<T> {
+    /// A decision whose success is audited with `detail`.
+    fn audited(change: Change, answer: T, epoch: u64, detail: serde_json::Value) -> Decision<T> {
+        Decision { change, answer, epoch, audit: Some(detail) }
+    }
 }
 
 /// A replay's proof of the caller against one snapshot.
@@ -107,7 +184,7 @@ impl<'a, T> Recheck<'a, T> {
 /// What `session register` presents to prove its identity (issue 19): the identity's key,
 /// and/or the current token of the row it re-registers (a restart).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Credentials<'a> {
+struct Credentials<'a> {
     /// The identity key `identity add` issued.
     pub identity_key: Option<&'a Secret>,
     /// The current session token of the row being re-registered.
@@ -150,19 +227,6 @@ pub struct Status {
     pub paused: Option<crate::claim::work_claims::Paused>,
 }
 
-/// A master verb's request.
-#[derive(Debug, Clone)]
-pub struct MasterRequest {
-    /// The project.
-    pub project: String,
-    /// The target identity.
-    pub to_identity: String,
-    /// The exact target row, if named.
-    pub to_session: Option<String>,
-    /// The epoch the caller decided from.
-    pub expect_epoch: u64,
-}
-
 /// Names, in a verb's audit detail, the sessions its change deregistered as open
 /// registration's (issue 28 point 3: an enrollment, or a registration on a coordinator
 /// started without --open-registration, ends them visibly).
@@ -187,10 +251,10 @@ pub fn validate_cursor(after: u64) -> Result<(), ClaimError> {
 }
 
 /// Validates a master verb's names (every one of them ends up in the audit log).
-fn validate_request(req: &MasterRequest) -> Result<(), ClaimError> {
-    names::validate_name("project", &req.project)?;
-    names::validate_name("identity", &req.to_identity)?;
-    if let Some(sid) = &req.to_session {
+fn validate_target(project: &str, req: &impl MasterTarget) -> Result<(), ClaimError> {
+    names::validate_name("project", project)?;
+    names::validate_name("identity", req.to())?;
+    if let Some(sid) = req.to_session() {
         names::validate_name("session id", sid)?;
     }
     Ok(())
@@ -204,20 +268,9 @@ impl Coordinator {
             clock,
             freshness,
             open_registration: false,
-            request: None,
-            source: None,
             refusals: Arc::default(),
-            admin: None,
-            reason: None,
-            dry_run: false,
+            ctx: RequestCtx::default(),
         }
-    }
-
-    /// This coordinator for a request from `source`: its refusals are audited through the
-    /// shared [`RefusalLimiter`] (the first per source, project, verb and code per interval,
-    /// then a count), so a flood of refusals writes a bounded number of rows.
-    pub fn with_source(&self, source: IpAddr) -> Coordinator {
-        Coordinator { source: Some(source), ..self.with_request(self.request.clone()) }
     }
 
     /// The refusal limiter (its counters are on `/metrics`).
@@ -247,50 +300,22 @@ impl Coordinator {
         self.open_registration
     }
 
-    /// This coordinator with `id` on every write verb it runs: the verb's answer is kept
-    /// with its write, and a verb run again with the same id returns that answer instead of
-    /// acting twice (see [`super::requests`]). One value per request: a server makes one for
-    /// each HTTP request that names an id, the CLI one per command.
-    pub fn with_request(&self, id: Option<RequestId>) -> Coordinator {
+    /// This coordinator serving `ctx` (see [`RequestCtx`]): one value per request, made by
+    /// the edge that received it.
+    pub fn for_request(&self, ctx: RequestCtx) -> Coordinator {
         Coordinator {
             store: self.store.clone(),
             clock: self.clock.clone(),
             freshness: self.freshness,
             open_registration: self.open_registration,
-            request: id,
-            source: self.source,
             refusals: self.refusals.clone(),
-            admin: self.admin.clone(),
-            reason: self.reason.clone(),
-            dry_run: self.dry_run,
+            ctx,
         }
     }
 
-    /// This coordinator with the caller's `--reason` on every audit row it writes, the
-    /// verb's own and a refusal's (issue 30: "who took this over at 03:12 and why").
-    /// `invalid_argument` for a reason [`names::validate_reason`] refuses.
-    pub fn with_reason(&self, reason: Option<String>) -> Result<Coordinator, ClaimError> {
-        if let Some(r) = &reason {
-            names::validate_reason(r)?;
-        }
-        Ok(Coordinator { reason, ..self.with_request(self.request.clone()) })
-    }
-
-    /// This coordinator planning instead of acting (`--dry-run`, issue 30): a verb run
-    /// through it makes every check the real verb makes, on the same decision function
-    /// (`Coordinator::run_audited` decides, and only the real run commits), and changes
-    /// nothing: no epoch, no event, no kept answer, no audit row of a change. A refusal is
-    /// audited like the real refusal (marked `dry_run`), and a wrong operator password
-    /// counts towards its back-off as it would: a dry run is no free guess.
-    pub fn with_dry_run(&self, dry_run: bool) -> Coordinator {
-        Coordinator { dry_run, ..self.with_request(self.request.clone()) }
-    }
-
-    /// This coordinator with the admin token the caller presented (already checked by the
-    /// server): an administrative verb's kept answer is sealed under it, so a replay needs
-    /// it again and a copy of the store (which holds at most its digest) cannot open it.
-    pub fn with_admin_credential(&self, token: Option<Secret>) -> Coordinator {
-        Coordinator { admin: token, ..self.with_request(self.request.clone()) }
+    /// The request this value serves.
+    pub fn request_ctx(&self) -> &RequestCtx {
+        &self.ctx
     }
 
     /// The verb `audit` describes, with `input` and the `credentials` it presented, as a
@@ -301,12 +326,12 @@ impl Coordinator {
         input: &impl Serialize,
         credentials: &[&Secret],
     ) -> Result<Option<Pending>, ClaimError> {
-        self.request.as_ref().map(|id| Pending::new(id, audit, input, credentials)).transpose()
+        self.ctx.id.as_ref().map(|id| Pending::new(id, audit, input, credentials)).transpose()
     }
 
     /// The admin credential as a credential list (empty in-process).
     fn admin_credentials(&self) -> Vec<&Secret> {
-        self.admin.iter().collect()
+        self.ctx.admin.iter().collect()
     }
 
     /// The record kept for `pending`, unopened (see [`Recheck`] for what opens it).
@@ -367,14 +392,9 @@ impl Coordinator {
         i64::try_from(self.freshness.as_millis()).unwrap_or(i64::MAX)
     }
 
-    /// What `req` asks of the snapshot a master verb reads at `now`.
-    fn transfer<'a>(&self, req: &'a MasterRequest, now: Millis) -> Transfer<'a> {
-        Transfer {
-            target: Target { identity: &req.to_identity, session_id: req.to_session.as_deref() },
-            expect_epoch: req.expect_epoch,
-            now,
-            freshness_ms: self.freshness_ms(),
-        }
+    /// How the decisions judge heartbeats at `now`.
+    fn judged(&self, now: Millis) -> Judged {
+        Judged { now, freshness_ms: self.freshness_ms() }
     }
 
     fn audit(&self, project: &str, verb: &str, actor: String, target: Option<String>) -> AuditEntry {
@@ -388,7 +408,7 @@ impl Coordinator {
             epoch: None,
             detail: json!({}),
             request: None,
-            reason: self.reason.clone(),
+            reason: self.ctx.reason.clone(),
         }
     }
 
@@ -405,12 +425,12 @@ impl Coordinator {
         entry.result = err.code().as_str().to_string();
         entry.epoch = epoch;
         entry.detail = err.details().unwrap_or_else(|| json!({}));
-        if self.dry_run {
+        if self.ctx.dry_run {
             entry.detail["dry_run"] = json!(true);
         }
         // A credential refusal from the network is rate-limited per source: a flood costs
         // a row and a count per interval, not a row per request (issue 28 point 4).
-        if let Some(source) = self.source.filter(|_| super::refusals::limited(err.code())) {
+        if let Some(source) = self.ctx.source.filter(|_| super::refusals::limited(err.code())) {
             let admitted = self.refusals.admit(source, &entry, self.clock.now());
             for row in &admitted.summaries {
                 let _ = self.store.append_audit(row);
@@ -425,29 +445,20 @@ impl Coordinator {
     /// Runs `decide` in one store transaction; audits failures with the epoch it saw. With
     /// a request id (`pending`), a kept answer is returned instead once `check` passed
     /// ([`Coordinator::answer_replay`]), and the new answer is kept with the write.
+    ///
+    /// A success is audited only when its [`Decision::audit`] says so (failures always
+    /// are). A request id's answer rides on the audit row, so a success without one (a
+    /// routine heartbeat, which changes nothing a retry could repeat harmfully) keeps no
+    /// answer.
     fn run<T: Serialize + DeserializeOwned>(
         &self,
         base: AuditEntry,
         pending: Option<Pending>,
         check: Recheck<'_, T>,
-        mut decide: impl FnMut(&Snapshot, Millis) -> Result<(Change, T, u64, serde_json::Value), ClaimError>,
+        mut decide: impl FnMut(&Snapshot, Millis) -> Result<Decision<T>, ClaimError>,
     ) -> Result<T, ClaimError> {
-        self.run_audited(base, pending, check, |snap, now| decide(snap, now).map(|(c, v, e, d)| (c, v, e, Some(d))))
-    }
-
-    /// [`Coordinator::run`] for a verb whose success is audited only sometimes: `decide`
-    /// returns the audit detail, or None for a success not worth a row (failures always are).
-    /// A request id's answer rides on the audit row, so a success without one (a routine
-    /// heartbeat, which changes nothing a retry could repeat harmfully) keeps no answer.
-    fn run_audited<T: Serialize + DeserializeOwned>(
-        &self,
-        base: AuditEntry,
-        pending: Option<Pending>,
-        check: Recheck<'_, T>,
-        mut decide: impl FnMut(&Snapshot, Millis) -> Result<(Change, T, u64, Option<serde_json::Value>), ClaimError>,
-    ) -> Result<T, ClaimError> {
-        if self.dry_run {
-            return self.plan(base, |snap, now| decide(snap, now).map(|(_, value, _, _)| value));
+        if self.ctx.dry_run {
+            return self.plan(base, |snap, now| decide(snap, now).map(|d| d.answer));
         }
         if let (Some(p), Some(kept)) = (pending.as_ref(), self.recall(pending.as_ref())?) {
             return self.answer_replay(&base, p, &kept, &check);
@@ -458,13 +469,13 @@ impl Coordinator {
         let result = self.store.transact(&project, &mut |snap| {
             seen_epoch = Some(snap.slot.epoch);
             let now = self.clock.now();
-            let (change, value, epoch, detail) = decide(snap, now)?;
-            let detail = with_master_change(detail, snap, &change);
+            let Decision { change, answer, epoch, audit } = decide(snap, now)?;
+            let detail = with_master_change(audit, snap, &change);
             let mut audit = detail.map(|detail| AuditEntry { at: now, epoch: Some(epoch), detail, ..base.clone() });
             if let Some(a) = audit.as_mut() {
-                a.request = pending.as_ref().map(|p| p.record(&value, now)).transpose()?;
+                a.request = pending.as_ref().map(|p| p.record(&answer, now)).transpose()?;
             }
-            out = Some(value);
+            out = Some(answer);
             Ok((change, audit))
         });
         match result {
@@ -493,12 +504,11 @@ impl Coordinator {
     }
 
     /// `session register`: UPSERT on (project, identity, surface, machine_id).
-    pub fn register(
-        &self,
-        project: &str,
-        key: &ControllerKey,
-        credentials: Credentials<'_>,
-    ) -> Result<Registered, ClaimError> {
+    pub fn register(&self, project: &str, req: &RegisterRequest) -> Result<Registered, ClaimError> {
+        let key = &req.key();
+        let identity_key = req.identity_key.clone().map(Secret::new);
+        let previous_token = req.previous_token.clone().map(Secret::new);
+        let credentials = Credentials { identity_key: identity_key.as_ref(), token: previous_token.as_ref() };
         names::validate_name("project", project)?;
         names::validate_name("identity", &key.identity)?;
         names::validate_name("surface", &key.surface)?;
@@ -514,7 +524,7 @@ impl Coordinator {
             open: self.open_registration,
         };
         let f = self.freshness_ms();
-        let base = self.audit(project, "session.register", format!("identity:{}", key.identity), None);
+        let base = self.audit(project, verb_names::SESSION_REGISTER, format!("identity:{}", key.identity), None);
         // The credentials are part of the request: a retry must present them again to be
         // answered (as digests; the key and token themselves are never kept).
         let input = json!({"key": key, "identity_key": key_hash, "previous_token": token_hash});
@@ -534,7 +544,7 @@ impl Coordinator {
                 let mut detail = json!({"session_id": row.session_id, "surface": row.surface, "machine_id": row.machine_id,
                                 "is_master": row.is_master});
                 invalidated_detail(&mut detail, &change);
-                Ok((change, (row, epoch, kept_token.clone()), epoch, detail))
+                Ok(Decision::audited(change, (row, epoch, kept_token.clone()), epoch, detail))
             })?;
         // A replay's answer always holds its token (the recheck refuses one without); a fresh
         // answer holds it only when it was kept, and this call made it either way.
@@ -574,12 +584,12 @@ impl Coordinator {
             };
             if proven { Ok(()) } else { Err(unproven()) }
         };
-        let request_id = self.request.as_ref().map(|r| r.to_string()).unwrap_or_default();
+        let request_id = self.ctx.id.as_ref().map(|r| r.to_string()).unwrap_or_default();
         Recheck::proven_by(authorize, unproven).holding(
             move |snap: &Snapshot, (row, _, token): &(Controller, u64, Option<String>)| {
                 let not_kept = |reason: &str| ClaimError::AnswerNotKept {
                     request_id: request_id.clone(),
-                    verb: "session.register".into(),
+                    verb: verb_names::SESSION_REGISTER.into(),
                     reason: reason.into(),
                 };
                 if token.is_none() {
@@ -611,7 +621,7 @@ impl Coordinator {
         names::validate_name("session id", session_id)?;
         let hash = secret::token_hash(token);
         let f = self.freshness_ms();
-        let base = self.audit(project, "session.heartbeat", format!("session:{session_id}"), None);
+        let base = self.audit(project, verb_names::SESSION_HEARTBEAT, format!("session:{session_id}"), None);
         let pending = self.pending(&base, &json!({"token": hash}), &[token])?;
         let unauthorized =
             || ClaimError::Unauthorized { project: project.to_string(), session_id: session_id.to_string() };
@@ -621,14 +631,14 @@ impl Coordinator {
             },
             unauthorized,
         );
-        self.run_audited(base, pending, check, |snap, now| {
+        self.run(base, pending, check, |snap, now| {
             let previous = snap.controller(session_id).map(|c| c.last_heartbeat);
             let (change, row) =
                 masters::heartbeat(&masters::visible(snap, self.open_registration), session_id, &hash, now)?;
             let detail = previous
                 .filter(|&p| now.saturating_sub(p) > f)
                 .map(|p| json!({"back_after_stale_ms": now.saturating_sub(p), "last_heartbeat": p}));
-            Ok((change, row, snap.slot.epoch, detail))
+            Ok(Decision { change, answer: row, epoch: snap.slot.epoch, audit: detail })
         })
     }
 
@@ -637,7 +647,7 @@ impl Coordinator {
         names::validate_name("project", project)?;
         names::validate_name("session id", session_id)?;
         let hash = secret::token_hash(token);
-        let base = self.audit(project, "session.deregister", format!("session:{session_id}"), None);
+        let base = self.audit(project, verb_names::SESSION_DEREGISTER, format!("session:{session_id}"), None);
         let pending = self.pending(&base, &json!({"token": hash}), &[token])?;
         // The session is gone after the first attempt, so no current state proves the token:
         // the sealed record does (only the token it was sealed under opens it).
@@ -649,7 +659,7 @@ impl Coordinator {
             let (change, was_master) =
                 masters::deregister(&masters::visible(snap, self.open_registration), session_id, &hash)?;
             let epoch = change.slot.as_ref().map_or(snap.slot.epoch, |s| s.epoch);
-            Ok((change, (was_master, epoch), epoch, json!({"was_master": was_master})))
+            Ok(Decision::audited(change, (was_master, epoch), epoch, json!({"was_master": was_master})))
         })
     }
 
@@ -677,69 +687,65 @@ impl Coordinator {
     }
 
     /// `master handoff`: the caller, authenticated by its session token, must be master.
-    pub fn handoff(&self, req: &MasterRequest, caller: &str, token: &Secret) -> Result<MasterOutcome, ClaimError> {
-        validate_request(req)?;
+    pub fn handoff(&self, project: &str, req: &HandoffRequest, token: &Secret) -> Result<MasterOutcome, ClaimError> {
+        let c = self.for_request(self.ctx.clone().planned(req.reason.clone(), req.dry_run)?);
+        validate_target(project, req)?;
+        let caller = req.session_id.as_str();
         names::validate_name("session id", caller)?;
         let hash = secret::token_hash(token);
-        let base = self.audit(&req.project, "master.handoff", format!("session:{caller}"), Some(target_text(req)));
-        let pending = self.pending(&base, &json!({"request": request_input(req), "token": hash}), &[token])?;
-        let unauthorized = || ClaimError::Unauthorized { project: req.project.clone(), session_id: caller.to_string() };
+        let base = c.audit(project, verb_names::MASTER_HANDOFF, format!("session:{caller}"), Some(target_text(req)));
+        let pending = c.pending(&base, &json!({"request": request_input(project, req), "token": hash}), &[token])?;
+        let unauthorized = || ClaimError::Unauthorized { project: project.to_string(), session_id: caller.to_string() };
         let check = Recheck::proven_by(
-            |snap| masters::authenticate(&masters::visible(snap, self.open_registration), caller, &hash).map(|_| ()),
+            |snap| masters::authenticate(&masters::visible(snap, c.open_registration), caller, &hash).map(|_| ()),
             unauthorized,
         );
-        self.run(base, pending, check, |snap, now| {
-            let snap = &*masters::visible(snap, self.open_registration);
-            let (change, mut out) = masters::handoff(snap, caller, &hash, &self.transfer(req, now))?;
-            out.dry_run = self.dry_run;
+        c.run(base, pending, check, |snap, now| {
+            let snap = &*masters::visible(snap, c.open_registration);
+            let (change, mut out) = masters::handoff(snap, &hash, req, c.judged(now))?;
+            out.dry_run = c.ctx.dry_run;
             let detail = outcome_detail(&out, None);
-            Ok((change, out.clone(), out.epoch, detail))
+            Ok(Decision::audited(change, out.clone(), out.epoch, detail))
         })
     }
 
     /// `master claim`: operator-authorized preempt of the named target. A refusal for bad
     /// credentials is held back by the operator id's back-off ([`secret::failure_delay`]) on
     /// this thread before it returns; a server holds it back itself instead
-    /// ([`Coordinator::claim_unheld`]).
-    pub fn claim(
-        &self,
-        req: &MasterRequest,
-        operator_id: &str,
-        password: &Secret,
-    ) -> Result<MasterOutcome, ClaimError> {
-        let result = self.claim_unheld(req, operator_id, password);
+    /// ([`Coordinator::master_claim_unheld`]).
+    pub fn master_claim(&self, project: &str, req: &MasterClaimRequest) -> Result<MasterOutcome, ClaimError> {
+        let result = self.master_claim_unheld(project, req);
         if let Err(ClaimError::InvalidOperatorCredentials { next_delay_ms }) = &result {
             self.clock.sleep(Duration::from_millis(*next_delay_ms));
         }
         result
     }
 
-    /// [`Coordinator::claim`] without the hold-back: a bad-credentials refusal returns at once
-    /// and says (`next_delay_ms`) how long the caller must hold it back before answering.
-    pub fn claim_unheld(
-        &self,
-        req: &MasterRequest,
-        operator_id: &str,
-        password: &Secret,
-    ) -> Result<MasterOutcome, ClaimError> {
-        validate_request(req)?;
+    /// [`Coordinator::master_claim`] without the hold-back: a bad-credentials refusal
+    /// returns at once and says (`next_delay_ms`) how long the caller must hold it back
+    /// before answering.
+    pub fn master_claim_unheld(&self, project: &str, req: &MasterClaimRequest) -> Result<MasterOutcome, ClaimError> {
+        let c = self.for_request(self.ctx.clone().planned(req.reason.clone(), req.dry_run)?);
+        validate_target(project, req)?;
+        let operator_id = req.operator.as_str();
         names::validate_name("operator id", operator_id)?;
-        let base = self.audit(&req.project, "master.claim", format!("operator:{operator_id}"), Some(target_text(req)));
-        if let Err(e) = self.verify_operator(operator_id, password) {
-            self.audit_failure(base, &e, None);
+        let base =
+            c.audit(project, verb_names::MASTER_CLAIM, format!("operator:{operator_id}"), Some(target_text(req)));
+        if let Err(e) = c.verify_operator(operator_id, &Secret::new(req.password.clone())) {
+            c.audit_failure(base, &e, None);
             return Err(e);
         }
         // The password is checked above on every attempt, a retry included, and never
         // enters the fingerprint or a seal key (a fast digest of it would be a way to guess
         // it): the answer holds no secret and is kept unsealed.
-        let pending = self.pending(&base, &request_input(req), &[])?;
+        let pending = c.pending(&base, &request_input(project, req), &[])?;
         let check = Recheck::authorized(|| ClaimError::InvalidOperatorCredentials { next_delay_ms: 0 });
-        self.run(base, pending, check, |snap, now| {
-            let snap = &*masters::visible(snap, self.open_registration);
-            let (change, mut out) = masters::claim(snap, operator_id, &self.transfer(req, now))?;
-            out.dry_run = self.dry_run;
+        c.run(base, pending, check, |snap, now| {
+            let snap = &*masters::visible(snap, c.open_registration);
+            let (change, mut out) = masters::master_claim(snap, req, c.judged(now))?;
+            out.dry_run = c.ctx.dry_run;
             let detail = outcome_detail(&out, Some(operator_id));
-            Ok((change, out.clone(), out.epoch, detail))
+            Ok(Decision::audited(change, out.clone(), out.epoch, detail))
         })
     }
 
@@ -770,18 +776,16 @@ impl Coordinator {
         self.clock.real_duration(d)
     }
 
-    /// `operator add`: stores an argon2id hash; an existing id is never overwritten.
-    pub fn add_operator(&self, operator_id: &str, password: &Secret) -> Result<(), ClaimError> {
-        self.add_operator_as(operator_id, password, "local")
-    }
-
-    /// `operator add` on behalf of `actor` (`local` in-process, `admin` over HTTP).
-    pub fn add_operator_as(&self, operator_id: &str, password: &Secret, actor: &str) -> Result<(), ClaimError> {
+    /// `operator add`: stores an argon2id hash; an existing id is never overwritten. Audited
+    /// as the request's [`Actor`].
+    pub fn add_operator(&self, req: &OperatorRequest) -> Result<(), ClaimError> {
+        let (operator_id, actor) = (req.operator_id.as_str(), self.ctx.actor.as_str());
+        let password = &Secret::new(req.password.clone());
         names::validate_name("operator id", operator_id)?;
         let password_hash = secret::hash_password(password)?;
         let now = self.clock.now();
         let rec = OperatorRecord { operator_id: operator_id.to_string(), password_hash, created_at: now };
-        let mut audit = self.audit("", "operator.add", actor.into(), Some(format!("operator:{operator_id}")));
+        let mut audit = self.audit("", verb_names::OPERATOR_ADD, actor.into(), Some(format!("operator:{operator_id}")));
         // The password stays out of the fingerprint (see `claim`): a retry is the same
         // operator id from the same actor.
         let pending = self.pending(&audit, &operator_id, &self.admin_credentials())?;
@@ -814,7 +818,7 @@ impl Coordinator {
         validate_cursor(after)?;
         let act = || format!("reading the inbox of {identity}");
         if let Err(e) = self.prove_identity(project, identity, token, act) {
-            self.audit_refusal(project, "inbox.read", "anonymous", Some(identity.to_string()), &e);
+            self.audit_refusal(project, verb_names::INBOX_READ, "anonymous", Some(identity.to_string()), &e);
             return Err(e);
         }
         self.store.inbox(project, identity, after, limit)
@@ -831,9 +835,6 @@ impl Coordinator {
     }
 }
 
-/// A master verb's request as its fingerprint input (see [`super::requests`]). Without the
-/// expected epoch: the CLI fills it from a status read when `--expect-epoch` is absent, and
-/// a retry's read sees the epoch the first attempt moved, so it would never match.
 /// Unknown operator ids that share one failure count (issue 39 point 3).
 pub const UNKNOWN_OPERATOR_BUCKETS: u8 = 255;
 
@@ -850,20 +851,24 @@ fn unknown_operator_key(operator_id: &str) -> String {
     format!("\u{1}unknown operator {bucket}")
 }
 
-fn request_input(req: &MasterRequest) -> serde_json::Value {
-    json!([req.project, req.to_identity, req.to_session])
+/// A master verb's request as its fingerprint input (see [`super::requests`]). Without the
+/// expected epoch: the CLI fills it from a status read when `--expect-epoch` is absent, and
+/// a retry's read sees the epoch the first attempt moved, so it would never match.
+fn request_input(project: &str, req: &impl MasterTarget) -> serde_json::Value {
+    json!([project, req.to(), req.to_session()])
 }
 
-fn target_text(req: &MasterRequest) -> String {
-    match &req.to_session {
-        Some(s) => format!("{} ({s})", req.to_identity),
-        None => req.to_identity.clone(),
+/// The target as the audit row names it.
+fn target_text(req: &impl MasterTarget) -> String {
+    match req.to_session() {
+        Some(s) => format!("{} ({s})", req.to()),
+        None => req.to().to_string(),
     }
 }
 
 /// Marks a change of master in its audit row's detail (`master_change: {from, to}`, each a
 /// `{identity, session_id}` or null): the record `master history` reads (issue 30). Done
-/// here, for every verb [`Coordinator::run_audited`] commits, rather than in each verb, so
+/// here, for every verb [`Coordinator::run`] commits, rather than in each verb, so
 /// no path that moves the epoch (register into an empty slot, handoff, claim, deregister,
 /// identity add or remove ending a master's session, a closed coordinator cleaning up open
 /// rows) can leave it out; the row is then written even for a verb that audits only some
@@ -914,6 +919,22 @@ mod tests {
         ControllerKey { identity: identity.into(), surface: "cli".into(), machine_id: machine.into() }
     }
 
+    /// `operator add` of `id` with `password`.
+    pub(super) fn operator(id: &str, password: &str) -> OperatorRequest {
+        OperatorRequest { operator_id: id.into(), password: password.into() }
+    }
+
+    /// A master claim of `to` from `expect_epoch`, by operator `id` with `password`.
+    pub(super) fn master_claim(to: &str, expect_epoch: u64, id: &str, password: &str) -> MasterClaimRequest {
+        MasterClaimRequest {
+            to: to.into(),
+            expect_epoch,
+            operator: id.into(),
+            password: password.into(),
+            ..MasterClaimRequest::default()
+        }
+    }
+
     /// Issue 39 point 3: wrong attempts naming operator ids that do not exist are counted
     /// in a bounded number of shared keys, never one row per id, and no shared key can be a
     /// real operator's.
@@ -924,13 +945,11 @@ mod tests {
         assert!(keys.len() <= usize::from(UNKNOWN_OPERATOR_BUCKETS), "{}", keys.len());
         assert!(keys.iter().all(|k| names::validate_name("operator id", k).is_err()));
         let (d, _clock, c) = coordinator();
-        c.add_operator("ops", &Secret::new("right".into())).unwrap();
-        let a = c.register("p", &key("alice", "h1"), Credentials::default()).unwrap();
-        let req =
-            MasterRequest { project: "p".into(), to_identity: "alice".into(), to_session: None, expect_epoch: a.epoch };
+        c.add_operator(&operator("ops", "right")).unwrap();
+        let a = c.register("p", &RegisterRequest::of(&key("alice", "h1"), None, None)).unwrap();
         for id in ["nobody-1", "nobody-2", "nobody-3"] {
             assert!(matches!(
-                c.claim(&req, id, &Secret::new("x".into())),
+                c.master_claim("p", &master_claim("alice", a.epoch, id, "x")),
                 Err(ClaimError::InvalidOperatorCredentials { .. })
             ));
         }
@@ -948,13 +967,11 @@ mod tests {
     #[test]
     fn failed_passwords_earn_a_growing_delay_and_success_resets_it() {
         let (_d, clock, c) = coordinator();
-        c.add_operator("ops", &Secret::new("right".into())).unwrap();
-        let a = c.register("p", &key("alice", "h1"), Credentials::default()).unwrap();
-        c.register("p", &key("bob", "h1"), Credentials::default()).unwrap();
-        let req =
-            MasterRequest { project: "p".into(), to_identity: "bob".into(), to_session: None, expect_epoch: a.epoch };
+        c.add_operator(&operator("ops", "right")).unwrap();
+        let a = c.register("p", &RegisterRequest::of(&key("alice", "h1"), None, None)).unwrap();
+        c.register("p", &RegisterRequest::of(&key("bob", "h1"), None, None)).unwrap();
         for expected_next in [250, 500, 1000] {
-            match c.claim(&req, "ops", &Secret::new("wrong".into())) {
+            match c.master_claim("p", &master_claim("bob", a.epoch, "ops", "wrong")) {
                 Err(ClaimError::InvalidOperatorCredentials { next_delay_ms }) => {
                     assert_eq!(next_delay_ms, expected_next)
                 }
@@ -963,14 +980,14 @@ mod tests {
         }
         let slept: Vec<u128> = clock.sleeps().iter().map(|d| d.as_millis()).collect();
         assert_eq!(slept, [250, 500, 1000], "each refusal is held back by the back-off it earned");
-        c.claim(&req, "ops", &Secret::new("right".into())).unwrap();
+        c.master_claim("p", &master_claim("bob", a.epoch, "ops", "right")).unwrap();
         assert_eq!(clock.sleeps().len(), 3, "the right password is not held back by earlier failures");
         let now = c.now();
         assert_eq!(c.store().record_failure("ops", now).unwrap(), 1, "success reset the count");
         c.store().attempt_succeeded("ops").unwrap();
         // An unknown operator is refused the same way, with the same growing delay.
         for expected_next in [250, 500] {
-            match c.claim(&req, "nobody", &Secret::new("right".into())) {
+            match c.master_claim("p", &master_claim("bob", a.epoch, "nobody", "right")) {
                 Err(ClaimError::InvalidOperatorCredentials { next_delay_ms }) => {
                     assert_eq!(next_delay_ms, expected_next)
                 }
@@ -993,11 +1010,11 @@ mod tests {
     #[test]
     fn parallel_guesses_are_each_held_back_longer_instead_of_all_the_same() {
         let (_d, clock, c) = coordinator();
-        c.add_operator("ops", &Secret::new("right".into())).unwrap();
-        let req = MasterRequest { project: "p".into(), to_identity: "bob".into(), to_session: None, expect_epoch: 0 };
+        c.add_operator(&operator("ops", "right")).unwrap();
+        let req = master_claim("bob", 0, "ops", "wrong");
         std::thread::scope(|s| {
             for _ in 0..4 {
-                s.spawn(|| assert!(c.claim(&req, "ops", &Secret::new("wrong".into())).is_err()));
+                s.spawn(|| assert!(c.master_claim("p", &req).is_err()));
             }
         });
         let mut slept: Vec<u128> = clock.sleeps().iter().map(|d| d.as_millis()).collect();
@@ -1008,23 +1025,28 @@ mod tests {
     #[test]
     fn freshness_follows_the_clock() {
         let (_d, clock, c) = coordinator();
-        let a = c.register("p", &key("alice", "h1"), Credentials::default()).unwrap();
-        c.register("p", &key("bob", "h1"), Credentials::default()).unwrap();
+        let a = c.register("p", &RegisterRequest::of(&key("alice", "h1"), None, None)).unwrap();
+        c.register("p", &RegisterRequest::of(&key("bob", "h1"), None, None)).unwrap();
         clock.advance(30_001);
         c.heartbeat("p", &a.controller.session_id, &a.token).unwrap();
         let st = c.status("p").unwrap();
         let fresh: Vec<(String, bool)> =
             st.controllers.iter().map(|v| (v.controller.identity.clone(), v.fresh)).collect();
         assert!(fresh.contains(&("alice".into(), true)) && fresh.contains(&("bob".into(), false)));
-        let req = MasterRequest { project: "p".into(), to_identity: "bob".into(), to_session: None, expect_epoch: 1 };
-        assert!(matches!(c.handoff(&req, &a.controller.session_id, &a.token), Err(ClaimError::TargetStale { .. })));
+        let req = HandoffRequest {
+            session_id: a.controller.session_id.clone(),
+            to: "bob".into(),
+            expect_epoch: 1,
+            ..HandoffRequest::default()
+        };
+        assert!(matches!(c.handoff("p", &req, &a.token), Err(ClaimError::TargetStale { .. })));
     }
 
     #[test]
     fn operators_are_never_overwritten() {
         let (_d, _clock, c) = coordinator();
-        c.add_operator("ops", &Secret::new("one".into())).unwrap();
-        assert_eq!(c.add_operator("ops", &Secret::new("two".into())), Err(ClaimError::OperatorExists("ops".into())));
+        c.add_operator(&operator("ops", "one")).unwrap();
+        assert_eq!(c.add_operator(&operator("ops", "two")), Err(ClaimError::OperatorExists("ops".into())));
         assert!(secret::verify_password(
             &c.store().operator("ops").unwrap().unwrap().password_hash,
             &Secret::new("one".into())

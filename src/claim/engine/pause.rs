@@ -4,6 +4,7 @@
 //! [`work_claims::pause`], writes by compare-and-set on the record's version and audits the
 //! outcome, success or not. The sweep reads the record (see `work.rs`).
 
+use crate::claim::verb_names;
 use serde_json::json;
 
 use super::Coordinator;
@@ -11,24 +12,22 @@ use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Millis};
 use crate::claim::names::validate_name;
 use crate::claim::stores::{Commit, MAX_CAS_ATTEMPTS};
-use crate::claim::work_claims::{self, PauseOutcome, PauseState, Paused, ResumeOutcome};
+use crate::claim::work_claims::{self, PauseOutcome, PauseRequest, PauseState, Paused, ResumeOutcome};
 
 impl Coordinator {
     /// `pause`: from now (until `until`, or until `resume`) no TTL release and no deputy
     /// handoff in `project`. A paused project's reason and `until` are replaced (the answer
     /// names the pause it replaced).
-    pub fn pause_project(
-        &self,
-        project: &str,
-        reason: &str,
-        until: Option<Millis>,
-        actor: &str,
-    ) -> Result<PauseOutcome, ClaimError> {
+    pub fn pause_project(&self, project: &str, req: &PauseRequest) -> Result<PauseOutcome, ClaimError> {
+        let actor = self.ctx.actor.as_str();
+        let (reason, until) = (req.reason.as_str(), req.until);
         validate_name("project", project)?;
         // The reason goes on the audit row's own column too, where `audit` and
         // `audit export` show every verb's --reason.
-        let audit =
-            AuditEntry { reason: Some(reason.to_string()), ..self.audit(project, "project.pause", actor.into(), None) };
+        let audit = AuditEntry {
+            reason: Some(reason.to_string()),
+            ..self.audit(project, verb_names::PROJECT_PAUSE, actor.into(), None)
+        };
         self.write_pause(audit, &json!([reason, until]), |existing, now| {
             let (record, replaced) = work_claims::pause::pause(existing, project, reason, until, actor, now)?;
             let out = PauseOutcome { project: project.into(), paused: record.view(), replaced };
@@ -40,9 +39,10 @@ impl Coordinator {
     /// `resume`: ends the project's pause now; the next sweep releases what is due. A
     /// project that is not paused answers `was_paused: false`, writes no record (only its
     /// audit row) and changes nothing.
-    pub fn resume_project(&self, project: &str, actor: &str) -> Result<ResumeOutcome, ClaimError> {
+    pub fn resume_project(&self, project: &str) -> Result<ResumeOutcome, ClaimError> {
+        let actor = self.ctx.actor.as_str();
         validate_name("project", project)?;
-        let audit = self.audit(project, "project.resume", actor.into(), None);
+        let audit = self.audit(project, verb_names::PROJECT_RESUME, actor.into(), None);
         self.write_pause(audit, &json!([]), |existing, now| {
             let record = work_claims::pause::resume(existing, actor, now);
             let previous = record.as_ref().map(|r| r.view());
@@ -121,10 +121,16 @@ mod tests {
 
     use super::*;
     use crate::claim::clock::ManualClock;
+    use crate::claim::engine::RequestCtx;
     use crate::claim::requests::RequestId;
     use crate::claim::stores::sqlite::SqliteStore;
 
     const T: Millis = 1_700_000_000_000;
+
+    /// A pause for `reason`, until `until`.
+    fn pause(reason: &str, until: Option<Millis>) -> PauseRequest {
+        PauseRequest { reason: reason.into(), until }
+    }
 
     fn coordinator() -> (tempfile::TempDir, Arc<ManualClock>, Coordinator) {
         let dir = tempfile::tempdir().unwrap();
@@ -142,14 +148,15 @@ mod tests {
     #[test]
     fn a_retried_pause_returns_the_first_answer_and_acts_once() {
         let (_d, clock, c) = coordinator();
-        let once = c.with_request(Some(RequestId::parse("window-1").unwrap()));
-        let first = once.pause_project("p", "db migration", None, "local").unwrap();
+        let once =
+            c.for_request(RequestCtx { id: Some(RequestId::parse("window-1").unwrap()), ..RequestCtx::default() });
+        let first = once.pause_project("p", &pause("db migration", None)).unwrap();
         clock.advance(1_000);
-        let again = once.pause_project("p", "db migration", None, "local").unwrap();
+        let again = once.pause_project("p", &pause("db migration", None)).unwrap();
         assert_eq!(again, first, "the kept answer, not a second pause replacing the first");
         assert_eq!(c.store().pause("p").unwrap().unwrap().version, 1, "written once");
         // The same id with another request is refused, and nothing changes.
-        let other = once.pause_project("p", "another reason", None, "local").unwrap_err();
+        let other = once.pause_project("p", &pause("another reason", None)).unwrap_err();
         assert_eq!(other.code(), crate::error::ErrorCode::InvalidArgument, "{other}");
         assert_eq!(c.store().pause("p").unwrap().unwrap().reason, "db migration");
     }
@@ -157,7 +164,7 @@ mod tests {
     #[test]
     fn a_pause_decided_from_a_stale_read_conflicts_and_writes_nothing() {
         let (_d, _clock, c) = coordinator();
-        c.pause_project("p", "first", None, "local").unwrap();
+        c.pause_project("p", &pause("first", None)).unwrap();
         let stored = c.store().pause("p").unwrap().unwrap();
         // A second writer that read "no pause" (version 0) loses: nothing of it is written,
         // not even its audit row.
@@ -172,13 +179,13 @@ mod tests {
     fn resume_ends_the_pause_and_counts_follow_the_clock() {
         let (_d, clock, c) = coordinator();
         assert_eq!(c.paused_projects().unwrap(), 0);
-        c.pause_project("p", "window", Some(T + 60_000), "local").unwrap();
-        c.pause_project("q", "incident", None, "local").unwrap();
+        c.pause_project("p", &pause("window", Some(T + 60_000))).unwrap();
+        c.pause_project("q", &pause("incident", None)).unwrap();
         assert_eq!(c.paused_projects().unwrap(), 2);
         clock.advance(60_000);
         assert_eq!(c.paused_projects().unwrap(), 1, "p's window ended by itself");
         assert_eq!(c.pause_state("p").unwrap().paused, None);
-        let res = c.resume_project("q", "local").unwrap();
+        let res = c.resume_project("q").unwrap();
         assert!(res.was_paused);
         assert_eq!(c.paused_projects().unwrap(), 0);
         let stored = c.store().pause("q").unwrap().unwrap();
@@ -187,7 +194,7 @@ mod tests {
             (Some(T + 60_000), Some("local"), 2)
         );
         // Resuming again writes no record, only its audit row.
-        assert!(!c.resume_project("q", "local").unwrap().was_paused);
+        assert!(!c.resume_project("q").unwrap().was_paused);
         assert_eq!(c.store().pause("q").unwrap().unwrap().version, 2);
         assert_eq!(c.store().audit_log(Some("q"), 100).unwrap().len(), 3);
     }

@@ -47,8 +47,9 @@ mod tests {
 
     use super::*;
     use crate::claim::clock::{Clock, ManualClock};
-    use crate::claim::engine::{Credentials, DEFAULT_FRESHNESS};
+    use crate::claim::engine::DEFAULT_FRESHNESS;
     use crate::claim::masters::ControllerKey;
+    use crate::claim::masters::RegisterRequest;
     use crate::claim::stores::sqlite::SqliteStore;
 
     const DAY: i64 = 24 * 3600 * 1000;
@@ -63,7 +64,7 @@ mod tests {
         let store = Arc::new(SqliteStore::open(&dir.path().join("c.sqlite")).unwrap());
         let clock = Arc::new(ManualClock::at(1_700_000_000_000));
         let c = Coordinator::new(store, clock.clone(), DEFAULT_FRESHNESS).with_open_registration(true);
-        let a = c.register("p", &key("alice"), Credentials::default()).unwrap();
+        let a = c.register("p", &RegisterRequest::of(&key("alice"), None, None)).unwrap();
         let sid = a.controller.session_id.clone();
         for _ in 0..5 {
             clock.advance(10_000);
@@ -86,9 +87,9 @@ mod tests {
         let store = Arc::new(SqliteStore::open(&dir.path().join("c.sqlite")).unwrap());
         let clock = Arc::new(ManualClock::at(100 * DAY));
         let c = Coordinator::new(store, clock.clone(), DEFAULT_FRESHNESS).with_open_registration(true);
-        c.register("p", &key("alice"), Credentials::default()).unwrap();
+        c.register("p", &RegisterRequest::of(&key("alice"), None, None)).unwrap();
         clock.advance(5 * DAY);
-        c.register("p", &key("bob"), Credentials::default()).unwrap();
+        c.register("p", &RegisterRequest::of(&key("bob"), None, None)).unwrap();
         let policy = Retention::from_flags(3, 0, 0);
         let pruned = c.prune(&policy, "test").unwrap();
         assert_eq!(pruned.audit_rows, 1);

@@ -1,6 +1,7 @@
 //! Seed 002's verbs on the coordinator: read the claim, decide with [`crate::claim::work_claims`],
 //! write by compare-and-set on the claim's version, audit every outcome.
 
+use crate::claim::verb_names;
 use std::collections::HashMap;
 
 use serde::Serialize;
@@ -15,8 +16,9 @@ use crate::claim::secret;
 use crate::claim::secret::Secret;
 use crate::claim::stores::{ClaimWrite, Commit, FocusWrite, MAX_CAS_ATTEMPTS, SeatProof};
 use crate::claim::work_claims::{
-    self, COORDINATOR_ACTOR, Channel, ClaimOutcome, ClaimRow, ClaimStatus, ClaimStep, FocusLease, FocusOutcome,
-    ReleaseRequest, StewardReport, SweepAction, SweepReport, TakeRequest, TaskAddress, TouchRequest,
+    self, Addressed, COORDINATOR_ACTOR, Channel, ChannelRequest, ClaimOutcome, ClaimRow, ClaimStatus, ClaimStep,
+    FocusLease, FocusOutcome, FocusRequest, ReleaseRequest, StewardReport, SweepAction, SweepReport, SweepRequest,
+    TakeRequest, TaskAddress, TouchRequest,
 };
 
 /// How many due claims one sweep reads at most; the rest wait for the next sweep.
@@ -28,7 +30,7 @@ pub const SWEEP_BATCH: usize = 2_000;
 pub type SweepAll = Vec<(String, Result<SweepReport, ClaimError>)>;
 
 /// What an owner verb decided: the new row, the history action, its doorbells, its result.
-struct Decision<T> {
+struct OwnerDecision<T> {
     row: ClaimRow,
     action: &'static str,
     events: Vec<NewEvent>,
@@ -53,37 +55,47 @@ fn validate_step(step: Option<&str>) -> Result<(), ClaimError> {
     step.map_or(Ok(()), work_claims::validate_next_step)
 }
 
-/// What every owner write (take, touch, release) names, validated in this order before the
-/// seat proves itself.
+/// What every owner write (take, touch, release) names beside its address, validated in
+/// this order before the seat proves itself.
 struct OwnerNames<'a> {
-    address: &'a TaskAddress,
     seat: &'a str,
     deputy: Option<&'a str>,
     next_step: Option<&'a str>,
 }
 
-/// A request [`Coordinator::write_claim`] runs: its names, and itself as the input a kept
-/// answer is fingerprinted from.
+/// A request [`Coordinator::write_claim`] runs: its names, its `--reason`, and itself (with
+/// its address, [`Addressed`]) as the input a kept answer is fingerprinted from.
 trait OwnerWrite: Serialize {
     fn names(&self) -> OwnerNames<'_>;
+    fn reason(&self) -> Option<&String>;
 }
 
-/// Implements [`OwnerWrite`] for a request with the common fields; `$deputy` reads its
-/// deputy (release names none, touch may clear it).
-macro_rules! owner_write {
-    ($request:ty, |$r:ident| $deputy:expr) => {
-        impl OwnerWrite for $request {
-            fn names(&self) -> OwnerNames<'_> {
-                let $r = self;
-                OwnerNames { address: &$r.address, seat: &$r.seat, deputy: $deputy, next_step: $r.next_step.as_deref() }
-            }
-        }
-    };
+impl OwnerWrite for TakeRequest {
+    fn names(&self) -> OwnerNames<'_> {
+        OwnerNames { seat: &self.seat, deputy: self.deputy.as_deref(), next_step: self.next_step.as_deref() }
+    }
+    fn reason(&self) -> Option<&String> {
+        self.reason.as_ref()
+    }
 }
 
-owner_write!(TakeRequest, |r| r.deputy.as_deref());
-owner_write!(TouchRequest, |r| r.deputy.as_ref().and_then(|d| d.as_deref()));
-owner_write!(ReleaseRequest, |_r| None);
+impl OwnerWrite for TouchRequest {
+    fn names(&self) -> OwnerNames<'_> {
+        OwnerNames { seat: &self.seat, deputy: self.deputy.as_deref(), next_step: self.next_step.as_deref() }
+    }
+    fn reason(&self) -> Option<&String> {
+        None
+    }
+}
+
+impl OwnerWrite for ReleaseRequest {
+    fn names(&self) -> OwnerNames<'_> {
+        OwnerNames { seat: &self.seat, deputy: None, next_step: self.next_step.as_deref() }
+    }
+    fn reason(&self) -> Option<&String> {
+        self.reason.as_ref()
+    }
+}
 
 fn claim_detail(row: &ClaimRow) -> serde_json::Value {
     json!({
@@ -114,37 +126,40 @@ impl Coordinator {
     /// `identity remove` or a deregistration racing this write can never overtake.
     fn write_claim<T: Serialize + DeserializeOwned>(
         &self,
+        address: &TaskAddress,
         input: &impl OwnerWrite,
         token: Option<&Secret>,
         verb: &str,
-        mut decide: impl FnMut(Option<&ClaimRow>, &Channel, Millis) -> Result<Decision<T>, ClaimError>,
+        mut decide: impl FnMut(Option<&ClaimRow>, &Channel, Millis) -> Result<OwnerDecision<T>, ClaimError>,
     ) -> Result<T, ClaimError> {
-        let OwnerNames { address, seat, deputy, next_step } = input.names();
+        let this = self.for_request(self.ctx.clone().planned(input.reason().cloned(), false)?);
+        let OwnerNames { seat, deputy, next_step } = input.names();
         let TaskAddress { project, channel, task } = address;
         validate_claim_names(project, channel, task)?;
         validate_name("seat", seat)?;
         validate_optional("deputy", deputy)?;
         validate_step(next_step)?;
-        let base = self.audit(project, verb, seat_actor(seat), Some(format!("{channel}/{task}")));
+        let base = this.audit(project, verb, seat_actor(seat), Some(format!("{channel}/{task}")));
         // The seat proves itself before anything else, a kept answer included: a request id
         // never stands in for the seat's token.
-        if let Err(e) = self.prove_identity(project, seat, token, || format!("{verb} by {seat}")) {
-            self.audit_failure(base, &e, None);
+        if let Err(e) = this.prove_identity(project, seat, token, || format!("{verb} by {seat}")) {
+            this.audit_failure(base, &e, None);
             return Err(e);
         }
         // A kept answer opens only with the token it was sealed under: another session of
         // the same seat proves the seat but not this request (issue 28 point 2).
-        let pending = self.pending(&base, input, &token.into_iter().collect::<Vec<_>>())?;
+        let fingerprint = Addressed { address, request: input };
+        let pending = this.pending(&base, &fingerprint, &token.into_iter().collect::<Vec<_>>())?;
         let refuse = || unproven(project, seat, verb);
-        if let Some(answer) = self.replay_after_proof(&base, pending.as_ref(), refuse)? {
+        if let Some(answer) = this.replay_after_proof(&base, pending.as_ref(), refuse)? {
             return Ok(answer);
         }
         let proof = seat_proof(seat, token);
         let mut attempt = || -> Result<T, ClaimError> {
-            let ch = self.channel_or_not_found(project, channel)?;
+            let ch = this.channel_or_not_found(project, channel)?;
             for _ in 0..MAX_CAS_ATTEMPTS {
-                let existing = self.store.claim(project, channel, task)?;
-                let now = self.clock.now();
+                let existing = this.store.claim(project, channel, task)?;
+                let now = this.clock.now();
                 let d = decide(existing.as_ref(), &ch, now)?;
                 let mut audit = base.clone();
                 audit.at = now;
@@ -170,23 +185,18 @@ impl Coordinator {
             Err(ClaimError::Unavailable(format!("claim {channel}/{task} kept changing ({MAX_CAS_ATTEMPTS} attempts)")))
         };
         let result = attempt();
-        result.inspect_err(|e| self.audit_failure(base.clone(), e, None))
+        result.inspect_err(|e| this.audit_failure(base.clone(), e, None))
     }
 
     /// `channel create`: a steward and the channel's clocks. Never overwritten.
-    pub fn create_channel(
-        &self,
-        project: &str,
-        channel: &str,
-        steward: &str,
-        sla_minutes: Option<u32>,
-        ttl_floor_minutes: Option<u32>,
-        actor: &str,
-    ) -> Result<Channel, ClaimError> {
+    pub fn create_channel(&self, project: &str, req: &ChannelRequest) -> Result<Channel, ClaimError> {
+        let actor = self.ctx.actor.as_str();
+        let ChannelRequest { channel, steward, sla_minutes, ttl_floor_minutes } = req;
+        let (sla_minutes, ttl_floor_minutes) = (*sla_minutes, *ttl_floor_minutes);
         validate_name("project", project)?;
         validate_name("channel", channel)?;
         validate_name("steward", steward)?;
-        let mut audit = self.audit(project, "channel.create", actor.into(), Some(channel.into()));
+        let mut audit = self.audit(project, verb_names::CHANNEL_CREATE, actor.into(), Some(channel.into()));
         let input = json!([steward, sla_minutes, ttl_floor_minutes]);
         let pending = self.pending(&audit, &input, &self.admin_credentials())?;
         if let Some(answer) = self.replay_after_proof(&audit, pending.as_ref(), || ClaimError::AdminRequired)? {
@@ -203,31 +213,46 @@ impl Coordinator {
     }
 
     /// `claim take`.
-    pub fn take(&self, req: &TakeRequest, token: Option<&Secret>) -> Result<ClaimOutcome, ClaimError> {
-        self.write_claim(req, token, "claim.take", |existing, ch, now| {
-            let out = work_claims::take(existing, ch, req, now)?;
-            Ok(Decision { row: out.claim.clone(), action: "take", events: Vec::new(), value: out })
+    pub fn take(
+        &self,
+        at: &TaskAddress,
+        req: &TakeRequest,
+        token: Option<&Secret>,
+    ) -> Result<ClaimOutcome, ClaimError> {
+        self.write_claim(at, req, token, verb_names::CLAIM_TAKE, |existing, ch, now| {
+            let out = work_claims::take(existing, ch, at, req, now)?;
+            Ok(OwnerDecision { row: out.claim.clone(), action: "take", events: Vec::new(), value: out })
         })
     }
 
     /// `claim touch`: the owner's write; resets the TTL clock.
-    pub fn touch(&self, req: &TouchRequest, token: Option<&Secret>) -> Result<ClaimOutcome, ClaimError> {
-        self.write_claim(req, token, "claim.touch", |existing, ch, now| {
-            let row = existing.ok_or_else(|| not_found(&req.address.channel, &req.address.task))?;
+    pub fn touch(
+        &self,
+        at: &TaskAddress,
+        req: &TouchRequest,
+        token: Option<&Secret>,
+    ) -> Result<ClaimOutcome, ClaimError> {
+        self.write_claim(at, req, token, verb_names::CLAIM_TOUCH, |existing, ch, now| {
+            let row = existing.ok_or_else(|| not_found(&at.channel, &at.task))?;
             let out = work_claims::touch(row, ch, req, now)?;
-            Ok(Decision { row: out.claim.clone(), action: "touch", events: Vec::new(), value: out })
+            Ok(OwnerDecision { row: out.claim.clone(), action: "touch", events: Vec::new(), value: out })
         })
     }
 
     /// `claim release`: the owner opens the task again (or, `done`, closes it); rings the
     /// deputy and the steward.
-    pub fn release_claim(&self, req: &ReleaseRequest, token: Option<&Secret>) -> Result<ClaimRow, ClaimError> {
-        self.write_claim(req, token, "claim.release", |existing, ch, now| {
-            let row = existing.ok_or_else(|| not_found(&req.address.channel, &req.address.task))?;
+    pub fn release_claim(
+        &self,
+        at: &TaskAddress,
+        req: &ReleaseRequest,
+        token: Option<&Secret>,
+    ) -> Result<ClaimRow, ClaimError> {
+        self.write_claim(at, req, token, verb_names::CLAIM_RELEASE, |existing, ch, now| {
+            let row = existing.ok_or_else(|| not_found(&at.channel, &at.task))?;
             let after = work_claims::release(row, req, now)?;
             let events = work_claims::doorbells(row, &after, Some(&ch.steward), "owner", Some(&req.seat));
             let action = if req.done { "done" } else { "release" };
-            Ok(Decision { row: after.clone(), action, events, value: after })
+            Ok(OwnerDecision { row: after.clone(), action, events, value: after })
         })
     }
 
@@ -267,19 +292,20 @@ impl Coordinator {
         &self,
         project: &str,
         seat: &str,
-        minutes: u32,
+        req: &FocusRequest,
         token: Option<&Secret>,
     ) -> Result<FocusOutcome, ClaimError> {
+        let minutes = req.minutes;
         validate_name("project", project)?;
         validate_name("seat", seat)?;
-        let mut audit = self.audit(project, "focus.start", seat_actor(seat), Some(seat.into()));
+        let mut audit = self.audit(project, verb_names::FOCUS_START, seat_actor(seat), Some(seat.into()));
         let proven = self.prove_identity(project, seat, token, || format!("focus.start by {seat}"));
         if let Err(e) = proven {
             self.audit_failure(audit, &e, None);
             return Err(e);
         }
         let pending = self.pending(&audit, &minutes, &token.into_iter().collect::<Vec<_>>())?;
-        let refuse = || unproven(project, seat, "focus.start");
+        let refuse = || unproven(project, seat, verb_names::FOCUS_START);
         if let Some(answer) = self.replay_after_proof(&audit, pending.as_ref(), refuse)? {
             return Ok(answer);
         }
@@ -294,7 +320,7 @@ impl Coordinator {
                 audit: &audit,
                 proof: proof.as_ref(),
             });
-            written.map(|_| out).map_err(|e| reword_unproven(e, project, seat, "focus.start"))
+            written.map(|_| out).map_err(|e| reword_unproven(e, project, seat, verb_names::FOCUS_START))
         });
         result.inspect_err(|e| self.audit_failure(audit.clone(), e, None))
     }
@@ -303,13 +329,13 @@ impl Coordinator {
     pub fn focus_end(&self, project: &str, seat: &str, token: Option<&Secret>) -> Result<FocusLease, ClaimError> {
         validate_name("project", project)?;
         validate_name("seat", seat)?;
-        let mut audit = self.audit(project, "focus.end", seat_actor(seat), Some(seat.into()));
+        let mut audit = self.audit(project, verb_names::FOCUS_END, seat_actor(seat), Some(seat.into()));
         if let Err(e) = self.prove_identity(project, seat, token, || format!("focus.end by {seat}")) {
             self.audit_failure(audit, &e, None);
             return Err(e);
         }
         let pending = self.pending(&audit, &(), &token.into_iter().collect::<Vec<_>>())?;
-        let refuse = || unproven(project, seat, "focus.end");
+        let refuse = || unproven(project, seat, verb_names::FOCUS_END);
         if let Some(answer) = self.replay_after_proof(&audit, pending.as_ref(), refuse)? {
             return Ok(answer);
         }
@@ -333,7 +359,9 @@ impl Coordinator {
                     audit: &audit,
                     proof: proof.as_ref(),
                 });
-                if let Commit::Done(_) = written.map_err(|e| reword_unproven(e, project, seat, "focus.end"))? {
+                if let Commit::Done(_) =
+                    written.map_err(|e| reword_unproven(e, project, seat, verb_names::FOCUS_END))?
+                {
                     return Ok(ended);
                 }
             }
@@ -371,7 +399,8 @@ impl Coordinator {
     /// nothing; `as_of` without `dry_run` is refused. A sweep is the coordinator's own write:
     /// it never counts as an owner touch, and an owner write that lands between the sweep's
     /// read and its write wins (the sweep's compare-and-set fails and the claim is kept).
-    pub fn sweep(&self, project: &str, as_of: Option<Millis>, dry_run: bool) -> Result<SweepReport, ClaimError> {
+    pub fn sweep(&self, project: &str, req: &SweepRequest) -> Result<SweepReport, ClaimError> {
+        let SweepRequest { as_of, dry_run } = *req;
         validate_name("project", project)?;
         work_claims::check_as_of(as_of)?;
         let now = self.clock.now();
@@ -454,7 +483,12 @@ impl Coordinator {
     /// per project, failures included, so one bad project never stops the others.
     pub fn sweep_all(&self) -> Result<SweepAll, ClaimError> {
         let now = self.clock.now();
-        Ok(self.store.projects_with_due(now)?.into_iter().map(|p| (p.clone(), self.sweep(&p, None, false))).collect())
+        Ok(self
+            .store
+            .projects_with_due(now)?
+            .into_iter()
+            .map(|p| (p.clone(), self.sweep(&p, &SweepRequest::default())))
+            .collect())
     }
 }
 

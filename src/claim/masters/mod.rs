@@ -9,7 +9,11 @@ use std::borrow::Cow;
 
 use super::model::{Change, Controller, MasterRef, MasterSlot, Millis, NewEvent, OPEN_SESSION_PREFIX, Snapshot};
 use super::names;
-use super::secret::token_hash_matches;
+use super::secret::{Secret, token_hash_matches};
+
+pub mod requests;
+
+pub use requests::{HandoffRequest, MasterClaimRequest, MasterTarget, OperatorRequest, RegisterRequest};
 
 /// The seed's signal kind; reused, never `MasterChanged` (seed 000 §Signal contract).
 pub const MASTER_PREEMPTED: &str = "MasterPreempted";
@@ -23,6 +27,29 @@ pub struct ControllerKey {
     pub surface: String,
     /// Its machine.
     pub machine_id: String,
+}
+
+impl RegisterRequest {
+    /// A registration of `key`, proven by the identity's key and/or the row's current token
+    /// (a restart).
+    pub fn of(key: &ControllerKey, identity_key: Option<&Secret>, previous_token: Option<&Secret>) -> RegisterRequest {
+        RegisterRequest {
+            identity: key.identity.clone(),
+            surface: key.surface.clone(),
+            machine_id: key.machine_id.clone(),
+            previous_token: previous_token.map(|t| t.expose().to_string()),
+            identity_key: identity_key.map(|k| k.expose().to_string()),
+        }
+    }
+
+    /// The controller's natural key.
+    pub fn key(&self) -> ControllerKey {
+        ControllerKey {
+            identity: self.identity.clone(),
+            surface: self.surface.clone(),
+            machine_id: self.machine_id.clone(),
+        }
+    }
 }
 
 /// What a master verb decided.
@@ -254,35 +281,22 @@ pub fn check_epoch(snap: &Snapshot, expect_epoch: u64) -> Result<(), ClaimError>
     }
 }
 
-/// Who a verb names as target.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target<'a> {
-    /// The identity.
-    pub identity: &'a str,
-    /// The exact row, if named (step 1).
-    pub session_id: Option<&'a str>,
-}
-
-/// What `master handoff` and `master claim` both ask of a snapshot: mastership for
-/// `target`, if the project is still at `expect_epoch`, with the target's rows judged fresh
-/// or stale at `now`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Transfer<'a> {
-    /// Who is to become master.
-    pub target: Target<'a>,
-    /// The epoch the caller saw (else `stale_master`).
-    pub expect_epoch: u64,
+/// The moment a decision judges heartbeats by: a row is fresh when its last heartbeat is
+/// within `freshness_ms` of `now`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Judged {
     /// The moment the rows' heartbeats are judged by.
     pub now: Millis,
     /// How recent a heartbeat must be for a row to count as fresh.
     pub freshness_ms: i64,
 }
 
-impl Transfer<'_> {
-    /// The target's row, by the six steps.
-    fn resolve<'s>(&self, snap: &'s Snapshot) -> Result<&'s Controller, ClaimError> {
-        resolve_target(snap, self.target.identity, self.target.session_id, self.now, self.freshness_ms)
-    }
+/// What `master handoff` and `master claim` both ask of a snapshot: mastership for the
+/// request's target, if the project is still at the epoch it saw, with the target's rows
+/// judged fresh or stale `at`.
+fn transfer<'s>(snap: &'s Snapshot, req: &impl MasterTarget, at: Judged) -> Result<&'s Controller, ClaimError> {
+    check_epoch(snap, req.expect_epoch())?;
+    resolve_target(snap, req.to(), req.to_session(), at.now, at.freshness_ms)
 }
 
 /// Why mastership moved, with the operator on the preempt path.
@@ -302,30 +316,29 @@ pub enum Reason<'a> {
 /// be master (`not_master`), and the target resolves by the six steps.
 pub fn handoff(
     snap: &Snapshot,
-    caller: &str,
     caller_token_hash: &str,
-    transfer: &Transfer<'_>,
+    req: &HandoffRequest,
+    at: Judged,
 ) -> Result<(Change, MasterOutcome), ClaimError> {
-    let me = authenticate(snap, caller, caller_token_hash)?;
-    check_epoch(snap, transfer.expect_epoch)?;
+    let me = authenticate(snap, &req.session_id, caller_token_hash)?;
+    check_epoch(snap, req.expect_epoch)?;
     if snap.slot.master.as_ref().is_none_or(|m| m.session_id != me.session_id) {
-        return Err(ClaimError::NotMaster { project: snap.project.clone(), session_id: caller.to_string() });
+        return Err(ClaimError::NotMaster { project: snap.project.clone(), session_id: req.session_id.clone() });
     }
-    let to = transfer.resolve(snap)?;
+    let to = transfer(snap, req, at)?;
     Ok(promote(snap, to, Reason::Handoff))
 }
 
 /// `master claim` (seed 000 §prism_master_claim) after the operator's credentials checked
 /// out: epoch, then target; every row loses mastership and the named target, never the
 /// caller, gains it.
-pub fn claim(
+pub fn master_claim(
     snap: &Snapshot,
-    by_operator: &str,
-    transfer: &Transfer<'_>,
+    req: &MasterClaimRequest,
+    at: Judged,
 ) -> Result<(Change, MasterOutcome), ClaimError> {
-    check_epoch(snap, transfer.expect_epoch)?;
-    let to = transfer.resolve(snap)?;
-    Ok(promote(snap, to, Reason::Preempt { by_operator }))
+    let to = transfer(snap, req, at)?;
+    Ok(promote(snap, to, Reason::Preempt { by_operator: &req.operator }))
 }
 
 /// Moves the slot to `to` (epoch + 1), rewrites every row's flag, and addresses
@@ -436,8 +449,31 @@ mod tests {
         }
     }
 
-    fn t<'a>(identity: &'a str, sid: Option<&'a str>, expect_epoch: u64) -> Transfer<'a> {
-        Transfer { target: Target { identity, session_id: sid }, expect_epoch, now: NOW, freshness_ms: F }
+    const AT: Judged = Judged { now: NOW, freshness_ms: F };
+
+    /// A handoff by `caller` to `identity` (row `sid`) from `expect_epoch`.
+    fn ho(caller: &str, identity: &str, sid: Option<&str>, expect_epoch: u64) -> HandoffRequest {
+        HandoffRequest {
+            session_id: caller.into(),
+            to: identity.into(),
+            to_session: sid.map(str::to_string),
+            expect_epoch,
+            reason: None,
+            dry_run: false,
+        }
+    }
+
+    /// A master claim by operator `ops` for `identity` (row `sid`) from `expect_epoch`.
+    fn mc(identity: &str, sid: Option<&str>, expect_epoch: u64) -> MasterClaimRequest {
+        MasterClaimRequest {
+            to: identity.into(),
+            to_session: sid.map(str::to_string),
+            expect_epoch,
+            operator: "ops".into(),
+            password: String::new(),
+            reason: None,
+            dry_run: false,
+        }
     }
 
     #[test]
@@ -463,7 +499,7 @@ mod tests {
     #[test]
     fn handoff_promotes_target_and_signals_previous_master() {
         let s = snap();
-        let (change, out) = handoff(&s, "m", "h-m", &t("bob", None, 3)).unwrap();
+        let (change, out) = handoff(&s, "h-m", &ho("m", "bob", None, 3), AT).unwrap();
         assert_eq!(out.epoch, 4);
         assert!(out.changed);
         assert_eq!(out.new_master.session_id, "b1");
@@ -481,36 +517,36 @@ mod tests {
     #[test]
     fn handoff_errors_in_order() {
         let s = snap();
-        assert!(matches!(handoff(&s, "m", "h-x", &t("bob", None, 3)), Err(ClaimError::Unauthorized { .. })));
+        assert!(matches!(handoff(&s, "h-x", &ho("m", "bob", None, 3), AT), Err(ClaimError::Unauthorized { .. })));
         assert!(matches!(
-            handoff(&s, "m", "h-m", &t("bob", None, 2)),
+            handoff(&s, "h-m", &ho("m", "bob", None, 2), AT),
             Err(ClaimError::StaleMaster { expected: 2, actual: 3 })
         ));
         // A non-master with a stale epoch learns the epoch moved first: that is the CAS loser.
-        assert!(matches!(handoff(&s, "b1", "h-b1", &t("carol", None, 2)), Err(ClaimError::StaleMaster { .. })));
-        assert!(matches!(handoff(&s, "b1", "h-b1", &t("carol", None, 3)), Err(ClaimError::NotMaster { .. })));
-        assert!(matches!(handoff(&s, "m", "h-m", &t("dave", None, 3)), Err(ClaimError::TargetStale { .. })));
+        assert!(matches!(handoff(&s, "h-b1", &ho("b1", "carol", None, 2), AT), Err(ClaimError::StaleMaster { .. })));
+        assert!(matches!(handoff(&s, "h-b1", &ho("b1", "carol", None, 3), AT), Err(ClaimError::NotMaster { .. })));
+        assert!(matches!(handoff(&s, "h-m", &ho("m", "dave", None, 3), AT), Err(ClaimError::TargetStale { .. })));
     }
 
     #[test]
     fn claim_clears_every_flag_and_names_the_operator() {
         let mut s = snap();
         s.controllers[0].is_master = true; // a stray flag left by an old writer
-        let (change, out) = claim(&s, "ops", &t("carol", Some("c2"), 3)).unwrap();
+        let (change, out) = master_claim(&s, &mc("carol", Some("c2"), 3), AT).unwrap();
         assert_eq!(out.new_master.session_id, "c2");
         let pre: Vec<&str> = out.preempted.iter().map(|p| p.session_id.as_str()).collect();
         assert_eq!(pre, ["m", "b1"]);
         assert!(change.upsert.iter().all(|c| c.is_master == (c.session_id == "c2")));
         assert_eq!(change.events[0].payload["reason"], "preempt");
         assert_eq!(change.events[0].payload["by_operator"], "ops");
-        assert!(matches!(claim(&s, "ops", &t("carol", None, 3)), Err(ClaimError::TargetAmbiguous { .. })));
-        assert!(matches!(claim(&s, "ops", &t("carol", Some("c1"), 4)), Err(ClaimError::StaleMaster { .. })));
+        assert!(matches!(master_claim(&s, &mc("carol", None, 3), AT), Err(ClaimError::TargetAmbiguous { .. })));
+        assert!(matches!(master_claim(&s, &mc("carol", Some("c1"), 4), AT), Err(ClaimError::StaleMaster { .. })));
     }
 
     #[test]
     fn claiming_the_current_master_changes_nothing() {
         let s = snap();
-        let (change, out) = claim(&s, "ops", &t("alice", None, 3)).unwrap();
+        let (change, out) = master_claim(&s, &mc("alice", None, 3), AT).unwrap();
         assert!(change.is_empty());
         assert!(!out.changed);
         assert_eq!(out.epoch, 3);
@@ -522,7 +558,7 @@ mod tests {
         let mut s = snap();
         s.slot.master = None;
         s.controllers.iter_mut().for_each(|c| c.is_master = false);
-        let (change, out) = claim(&s, "ops", &t("bob", None, 3)).unwrap();
+        let (change, out) = master_claim(&s, &mc("bob", None, 3), AT).unwrap();
         assert!(change.events.is_empty());
         assert_eq!(out.previous_master, None);
         assert_eq!(out.epoch, 4);

@@ -19,13 +19,17 @@ use super::error::ClaimError;
 use super::model::{Millis, NewEvent};
 
 pub mod pause;
+pub mod requests;
 mod shapes;
 
+pub use requests::{
+    Addressed, ChannelRequest, FocusRequest, PauseRequest, ReleaseRequest, SweepRequest, TakeRequest, TouchRequest,
+};
 use shapes::MINUTE_MS;
 pub use shapes::{
     CLAIM_RELEASED, COORDINATOR_ACTOR, Channel, ClaimOutcome, ClaimRow, ClaimStatus, ClaimStep, DEFAULT_SLA_MINUTES,
     DEFAULT_TTL_FLOOR_MINUTES, FocusLease, FocusOutcome, MAX_AS_OF, MAX_FOCUS_MINUTES, MAX_MINUTES, MAX_NEXT_STEP,
-    ReleaseRequest, StewardItem, StewardReport, SweepAction, SweepReport, TakeRequest, TaskAddress, TouchRequest,
+    StewardItem, StewardReport, SweepAction, SweepReport, TaskAddress,
 };
 pub use shapes::{HELD_BY_PAUSE, HeldBack, PauseOutcome, PauseState, Paused, ProjectPause, ResumeOutcome};
 
@@ -109,6 +113,7 @@ fn check_deputy(seat: &str, deputy: Option<&str>) -> Result<(), ClaimError> {
 pub fn take(
     existing: Option<&ClaimRow>,
     channel: &Channel,
+    at: &TaskAddress,
     req: &TakeRequest,
     now: Millis,
 ) -> Result<ClaimOutcome, ClaimError> {
@@ -125,9 +130,9 @@ pub fn take(
     }
     let (ttl_minutes, ttl_raised_from) = floored(req.ttl_minutes, channel)?;
     let claim = ClaimRow {
-        project: req.address.project.clone(),
-        channel: req.address.channel.clone(),
-        task: req.address.task.clone(),
+        project: at.project.clone(),
+        channel: at.channel.clone(),
+        task: at.task.clone(),
         owner: Some(req.seat.clone()),
         status: ClaimStatus::Claimed,
         version: existing.map_or(0, |r| r.version) + 1,
@@ -169,14 +174,15 @@ fn owned<'a>(row: &'a ClaimRow, seat: &str, expect_version: Option<u64>) -> Resu
 /// `claim touch`: the owner's write; resets the TTL clock and may change the deputy, the
 /// TTL and the next step.
 pub fn touch(row: &ClaimRow, channel: &Channel, req: &TouchRequest, now: Millis) -> Result<ClaimOutcome, ClaimError> {
+    let (deputy, ttl) = (req.deputy_change()?, req.ttl_change()?);
     let row = owned(row, &req.seat, req.expect_version)?;
     let mut claim = row.clone();
-    if let Some(deputy) = &req.deputy {
+    if let Some(deputy) = deputy {
         check_deputy(&req.seat, deputy.as_deref())?;
-        claim.deputy = deputy.clone();
+        claim.deputy = deputy;
     }
     let mut ttl_raised_from = None;
-    if let Some(ttl) = req.ttl_minutes {
+    if let Some(ttl) = ttl {
         (claim.ttl_minutes, ttl_raised_from) = floored(ttl, channel)?;
     }
     if let Some(step) = &req.next_step {
@@ -323,16 +329,20 @@ mod tests {
 
     fn take_req(seat: &str, deputy: Option<&str>, ttl: Option<u32>, step: Option<&str>) -> TakeRequest {
         TakeRequest {
-            address: TaskAddress::new("p", "c", "t"),
             seat: seat.into(),
             deputy: deputy.map(Into::into),
             ttl_minutes: ttl,
             next_step: step.map(Into::into),
+            reason: None,
         }
     }
 
+    fn at() -> TaskAddress {
+        TaskAddress::new("p", "c", "t")
+    }
+
     fn taken(deputy: Option<&str>, ttl: Option<u32>) -> ClaimRow {
-        take(None, &channel(), &take_req("a", deputy, ttl, Some("merge it")), 0).unwrap().claim
+        take(None, &channel(), &at(), &take_req("a", deputy, ttl, Some("merge it")), 0).unwrap().claim
     }
 
     /// A kept answer's fingerprint is a digest of the request's JSON, and a sweep's actions
@@ -340,11 +350,10 @@ mod tests {
     #[test]
     fn the_address_reads_at_the_top_level_of_the_json() {
         let req = take_req("a", Some("b"), Some(10), Some("x"));
-        let text = serde_json::to_string(&req).unwrap();
+        let text = serde_json::to_string(&Addressed { address: &at(), request: &req }).unwrap();
         let expected =
             r#"{"project":"p","channel":"c","task":"t","seat":"a","deputy":"b","ttl_minutes":10,"next_step":"x"}"#;
         assert_eq!(text, expected);
-        assert_eq!(serde_json::from_str::<TakeRequest>(&text).unwrap(), req);
         let action = SweepAction {
             address: TaskAddress::new("p", "c", "t"),
             from: "a".into(),
@@ -363,44 +372,39 @@ mod tests {
         let ch = channel();
         for (deputy, ttl) in [(Some("b"), None), (None, Some(10)), (Some("b"), Some(10))] {
             for step in [None, Some(""), Some("  ")] {
-                let e = take(None, &ch, &take_req("a", deputy, ttl, step), 0).unwrap_err();
+                let e = take(None, &ch, &at(), &take_req("a", deputy, ttl, step), 0).unwrap_err();
                 assert!(matches!(e, ClaimError::NextStepRequired { .. }), "{e:?}");
             }
         }
-        assert!(take(None, &ch, &take_req("a", None, None, None), 0).is_ok());
+        assert!(take(None, &ch, &at(), &take_req("a", None, None, None), 0).is_ok());
     }
 
     #[test]
     fn a_ttl_below_the_floor_is_raised_and_reported() {
-        let out = take(None, &channel(), &take_req("a", None, Some(2), Some("x")), 0).unwrap();
+        let out = take(None, &channel(), &at(), &take_req("a", None, Some(2), Some("x")), 0).unwrap();
         assert_eq!((out.claim.ttl_minutes, out.ttl_raised_from), (Some(5), Some(2)));
-        let out = take(None, &channel(), &take_req("a", None, Some(7), Some("x")), 0).unwrap();
+        let out = take(None, &channel(), &at(), &take_req("a", None, Some(7), Some("x")), 0).unwrap();
         assert_eq!((out.claim.ttl_minutes, out.ttl_raised_from), (Some(7), None));
-        assert!(take(None, &channel(), &take_req("a", None, Some(0), Some("x")), 0).is_err());
+        assert!(take(None, &channel(), &at(), &take_req("a", None, Some(0), Some("x")), 0).is_err());
     }
 
     #[test]
     fn a_live_or_done_claim_cannot_be_taken_and_a_released_one_can() {
         let row = taken(None, None);
-        let e = take(Some(&row), &channel(), &take_req("b", None, None, None), 1).unwrap_err();
+        let e = take(Some(&row), &channel(), &at(), &take_req("b", None, None, None), 1).unwrap_err();
         assert!(matches!(e, ClaimError::ClaimTaken { .. }));
-        let req = ReleaseRequest {
-            address: TaskAddress::new("p", "c", "t"),
-            seat: "a".into(),
-            expect_version: Some(1),
-            done: false,
-            next_step: None,
-        };
+        let req =
+            ReleaseRequest { seat: "a".into(), expect_version: Some(1), done: false, next_step: None, reason: None };
         let open = release(&row, &req, 2).unwrap();
         assert_eq!((open.status, open.owner.as_deref(), open.version), (ClaimStatus::Released, None, 2));
-        let again = take(Some(&open), &channel(), &take_req("b", None, None, None), 3).unwrap().claim;
+        let again = take(Some(&open), &channel(), &at(), &take_req("b", None, None, None), 3).unwrap().claim;
         assert_eq!(
             (again.owner.as_deref(), again.version, again.next_step.as_deref()),
             (Some("b"), 3, Some("merge it"))
         );
         let done = release(&row, &ReleaseRequest { done: true, ..req }, 2).unwrap();
         assert!(matches!(
-            take(Some(&done), &channel(), &take_req("b", None, None, None), 3),
+            take(Some(&done), &channel(), &at(), &take_req("b", None, None, None), 3),
             Err(ClaimError::ClaimTaken { .. })
         ));
     }
@@ -409,11 +413,12 @@ mod tests {
     fn owner_writes_check_the_version_then_the_owner() {
         let row = taken(None, Some(10));
         let mut req = TouchRequest {
-            address: TaskAddress::new("p", "c", "t"),
             seat: "a".into(),
             expect_version: Some(7),
             deputy: None,
+            clear_deputy: false,
             ttl_minutes: None,
+            clear_ttl: false,
             next_step: None,
         };
         assert!(matches!(touch(&row, &channel(), &req, 5 * M), Err(ClaimError::VersionConflict { .. })));

@@ -202,56 +202,6 @@ impl TaskAddress {
     }
 }
 
-/// `claim take`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TakeRequest {
-    /// Which task.
-    #[serde(flatten)]
-    pub address: TaskAddress,
-    /// The seat taking it.
-    pub seat: String,
-    /// Its deputy, if any.
-    pub deputy: Option<String>,
-    /// Its TTL, if any.
-    pub ttl_minutes: Option<u32>,
-    /// Its next step.
-    pub next_step: Option<String>,
-}
-
-/// `claim touch`: an owner write. Fields left None keep their value.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TouchRequest {
-    /// Which task.
-    #[serde(flatten)]
-    pub address: TaskAddress,
-    /// The seat (must be the owner).
-    pub seat: String,
-    /// The version the seat read (compare-and-set); None: whatever the claim is at.
-    pub expect_version: Option<u64>,
-    /// A new deputy; `Some(None)` removes it.
-    pub deputy: Option<Option<String>>,
-    /// A new TTL; `Some(None)` removes it.
-    pub ttl_minutes: Option<Option<u32>>,
-    /// A new next step.
-    pub next_step: Option<String>,
-}
-
-/// `claim release`: the owner opens the task again, or marks it done.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReleaseRequest {
-    /// Which task.
-    #[serde(flatten)]
-    pub address: TaskAddress,
-    /// The seat (must be the owner).
-    pub seat: String,
-    /// The version the seat read (compare-and-set); None: whatever the claim is at.
-    pub expect_version: Option<u64>,
-    /// Done instead of released.
-    pub done: bool,
-    /// A last next step for whoever takes it.
-    pub next_step: Option<String>,
-}
-
 /// A claim write's result: the row, and the TTL the seat asked for when the channel's
 /// floor raised it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

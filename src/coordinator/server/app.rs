@@ -9,12 +9,15 @@ use std::time::Duration;
 use super::counters::Metrics;
 use super::watchers::{RECHECK, Versioned, Watchers};
 use crate::claim::Coordinator;
+use crate::claim::engine::RequestCtx;
 use crate::claim::refusals::REFUSAL_INTERVAL;
 use crate::claim::retention::Retention;
 use crate::coordinator::budget::{Argon2Budget, MAX_WAITING, SeatRates, argon2_permits};
 use crate::coordinator::limits::{ConnGate, SourceSlots};
 use crate::coordinator::memory::{MemoryBudget, MemoryGuard};
-use crate::coordinator::wire::{StatusResp, WatchResp};
+use crate::coordinator::verb::{Caller, Origin, Verb};
+use crate::coordinator::verbs::master::Watch;
+use crate::coordinator::wire::{ProjectPath, WatchQuery, WatchResp};
 
 /// Largest request body accepted.
 pub const MAX_BODY: usize = 64 * 1024;
@@ -137,7 +140,7 @@ pub(super) fn new_app(
     body_timeout: Duration,
     memory_budget: MemoryBudget,
 ) -> Shared {
-    let coordinator_for_watch = coordinator.with_request(None);
+    let watchers = master_watchers(&coordinator);
     let app = Arc::new(App {
         body_timeout,
         coord: coordinator,
@@ -149,7 +152,7 @@ pub(super) fn new_app(
         connections,
         claims_refused_per_source: std::sync::atomic::AtomicU64::new(0),
         probe: Arc::new(tokio::sync::Mutex::new(())),
-        watchers: master_watchers(&coordinator_for_watch),
+        watchers,
         memory: MemoryGuard::new(memory_budget),
         reads: super::reads::ReadGate::default(),
         store_series: super::counters::StoreSeries::default(),
@@ -158,11 +161,16 @@ pub(super) fn new_app(
     app
 }
 
-/// The registry `master status --watch` waits on, reading a project's status through
-/// `coordinator` (see [`Watchers`]).
+/// The registry `master status --watch` waits on (see [`Watchers`]): each reading is the
+/// `master.watch` verb itself ([`Watch`]) run on `coordinator` for the project, so what a
+/// pushed answer holds is what the verb answers in-process.
 fn master_watchers(coordinator: &Coordinator) -> Arc<Watchers<WatchResp>> {
-    let c = coordinator.with_request(None);
-    Watchers::new(Arc::new(move |project: &str| Ok(WatchResp::of(StatusResp::from(&c.status(project)?)))), RECHECK)
+    let c = coordinator.for_request(RequestCtx::default());
+    let caller = Caller { bearer: None, origin: Origin::Http, admin: false };
+    Watchers::new(
+        Arc::new(move |project: &str| Watch::apply(&c, ProjectPath::of(project), WatchQuery::default(), &caller)),
+        RECHECK,
+    )
 }
 
 /// Writes the summary rows of closed refusal windows every [`REFUSAL_INTERVAL`], so a

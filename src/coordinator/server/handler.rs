@@ -16,12 +16,13 @@ use serde::Serialize;
 
 use super::app::{App, MAX_LONG_POLL, Shared, VERIFICATION_QUEUE_LIMIT};
 use super::guard::close_after;
+use crate::claim::engine::{Actor, RequestCtx};
 use crate::claim::requests::RequestId;
 use crate::claim::secret::{self, Secret};
 use crate::claim::{ClaimError, Coordinator};
 use crate::coordinator::limits::{ConnState, HeldPoll, Phase, source_key};
 use crate::coordinator::verb::{Auth, Caller, Gate, Input, Method, Origin, Rate, Verb, check_names};
-use crate::coordinator::wire::REQUEST_ID_HEADER;
+use crate::coordinator::wire::{REQUEST_ID_HEADER, Scope};
 use crate::error::ErrorCode;
 
 /// The HTTP status for an error code: 4xx for the caller's mistakes, 409 for conflicts,
@@ -85,12 +86,15 @@ pub(super) fn source_of(headers: &HeaderMap) -> Option<IpAddr> {
 }
 
 impl App {
-    /// The coordinator for a request from `headers`' source (see [`peer`]).
+    /// The coordinator for a request from `headers`' source (see [`peer`]) that carries
+    /// nothing else (a refusal before the verb, a long poll's reads).
     fn coord_from(&self, headers: &HeaderMap) -> Coordinator {
-        match source_of(headers) {
-            Some(ip) => self.coord.with_source(ip),
-            None => self.coord.with_request(None),
-        }
+        self.serving(RequestCtx { source: source_of(headers), actor: Actor::Admin, ..RequestCtx::default() })
+    }
+
+    /// The coordinator bound to `ctx`.
+    fn serving(&self, ctx: RequestCtx) -> Coordinator {
+        self.coord.for_request(ctx)
     }
 
     /// Takes a token of the seat's write bucket (issue 28 point 4: one seat grew Redis by
@@ -110,7 +114,8 @@ impl App {
             retry_after_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1),
         };
         let source = source_of(headers).unwrap_or(IpAddr::from([0, 0, 0, 0]));
-        self.coord.with_source(source).audit_refusal(project, verb, &format!("seat:{seat}"), None, &e);
+        let coord = self.serving(RequestCtx { source: Some(source), ..RequestCtx::default() });
+        coord.audit_refusal(project, verb, &format!("seat:{seat}"), None, &e);
         self.observe(verb, e.code().as_str(), Duration::ZERO);
         Err(e)
     }
@@ -142,16 +147,19 @@ impl App {
     }
 }
 
-/// The coordinator for one write verb: carrying the request id the caller sent, if any.
-fn coordinator_for(app: &App, headers: &HeaderMap) -> Result<Coordinator, ClaimError> {
-    let id = match headers.get(REQUEST_ID_HEADER) {
+/// The request `V` serves, as the engine sees it (see [`RequestCtx`]): its source, the
+/// request id the caller sent with a write (`Idempotency-Key`), and for an administrative
+/// verb the admin token (already checked), which its kept answer is sealed under.
+fn request_ctx<V: Verb>(headers: &HeaderMap) -> Result<RequestCtx, ClaimError> {
+    let id = match headers.get(REQUEST_ID_HEADER).filter(|_| V::WRITE) {
         None => None,
         Some(v) => Some(RequestId::parse(
             v.to_str()
                 .map_err(|_| ClaimError::InvalidArgument(format!("the {REQUEST_ID_HEADER} header is not ASCII")))?,
         )?),
     };
-    Ok(app.coord_from(headers).with_request(id))
+    let admin = if V::AUTH == Auth::Admin { bearer_opt(headers) } else { None };
+    Ok(RequestCtx { id, source: source_of(headers), admin, actor: Actor::Admin, ..RequestCtx::default() })
 }
 
 /// Failpoint `serve.after_commit`: a write verb has committed and its reply is not sent
@@ -222,28 +230,20 @@ fn input_of<V: Verb>(uri: &Uri, body: &[u8]) -> Result<V::Input, ClaimError> {
     }
 }
 
-/// The project and seat whose write rate a request of `V` spends (see [`Rate`]).
-fn rate_key<V: Verb>(path: &V::Path, body: &[u8]) -> Option<(String, String)> {
-    let fields = serde_json::to_value(path).unwrap_or_default();
-    let field = |k: &str| fields.get(k).and_then(|v| v.as_str()).unwrap_or_default().to_string();
-    let seat = match V::RATE {
-        Rate::None => return None,
-        Rate::Session => format!("session:{}", field("sid")),
-        Rate::SeatInPath => field("seat"),
-        Rate::SeatInBody => {
-            #[derive(serde::Deserialize)]
-            struct Seat {
-                #[serde(default)]
-                seat: String,
-            }
-            serde_json::from_slice::<Seat>(body).map(|s| s.seat).unwrap_or_default()
-        }
-    };
-    Some((field("project"), seat))
+/// The seat whose write rate a request of `V` spends (see [`Rate`]), by its path's and
+/// body's own fields.
+fn rate_seat<V: Verb>(path: &V::Path, input: &V::Input) -> Option<String> {
+    match V::RATE {
+        Rate::None => None,
+        Rate::Session => Some(format!("session:{}", path.session().unwrap_or_default())),
+        Rate::SeatInPath => Some(path.seat().unwrap_or_default().to_string()),
+        Rate::SeatInBody => Some(V::body_seat(input).unwrap_or_default().to_string()),
+    }
 }
 
-/// Every verb's handler: its names ([`check_names`]), the seat's rate ([`Rate`]), then the
-/// verb on the blocking pool ([`run_verb`]), counted in the metrics, through its [`Gate`].
+/// Every verb's handler: its path and input read once and their names checked
+/// ([`check_names`]), the seat's rate ([`Rate`]), then the verb on the blocking pool
+/// ([`run_verb`]), counted in the metrics, through its [`Gate`].
 async fn handle<V: Verb>(
     State(app): State<Shared>,
     conn: Option<axum::Extension<Arc<ConnState>>>,
@@ -252,34 +252,36 @@ async fn handle<V: Verb>(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let path = match path_of::<V>(&params) {
-        Ok(p) => p,
-        Err(e) => return error_response(&e),
-    };
     // Issue 39 point 3: every name is checked here, before the rate buckets, the audit log,
-    // the refusal windows, the watch registry or the store see it (the verb parses its
-    // input again where it runs; a body is at most 64 KiB).
-    if let Err(e) = input_of::<V>(&uri, &body).and_then(|input| check_names::<V>(&path, &input)) {
-        app.observe(V::NAME, e.code().as_str(), Duration::ZERO);
-        return error_response(&e);
-    }
-    if let Some((project, seat)) = rate_key::<V>(&path, &body)
-        && let Err(e) = app.seat_rate(&headers, &project, &seat, V::NAME)
+    // the refusal windows, the watch registry or the store see it.
+    let read = path_of::<V>(&params).and_then(|path| {
+        let input = input_of::<V>(&uri, &body)?;
+        check_names::<V>(&path, &input).map(|()| (path, input))
+    });
+    let (path, input) = match read {
+        Ok(r) => r,
+        Err(e) => {
+            app.observe(V::NAME, e.code().as_str(), Duration::ZERO);
+            return error_response(&e);
+        }
+    };
+    let project = path.project().map(str::to_string);
+    if let Some(seat) = rate_seat::<V>(&path, &input)
+        && let Err(e) = app.seat_rate(&headers, project.as_deref().unwrap_or_default(), &seat, V::NAME)
     {
         return error_response(&e);
     }
-    let project = project_of::<V>(&path);
     let conn = conn.map(|axum::Extension(c)| c);
     let proves = proves_connection::<V>(&headers);
     let response = match V::GATE {
         Gate::None => {
-            let result = execute(app.clone(), V::NAME, move |a| run_verb::<V>(a, &headers, path, &uri, &body)).await;
+            let result = execute(app.clone(), V::NAME, move |a| run_verb::<V>(a, &headers, path, input)).await;
             respond(ok_status::<V>(), result)
         }
-        Gate::LongPoll => long_poll::<V>(app.clone(), path, uri, headers, conn.clone()).await,
-        Gate::OperatorVerification => verify_operator::<V>(app.clone(), path, uri, headers, body, conn.clone()).await,
-        Gate::Pushed => pushed(app.clone(), project.clone(), uri, conn.clone()).await,
-        Gate::BoundedRead => bounded_read::<V>(app.clone(), path, uri, headers, body).await,
+        Gate::LongPoll => long_poll::<V>(app.clone(), path, input, headers, conn.clone()).await,
+        Gate::OperatorVerification => verify_operator::<V>(app.clone(), path, input, headers, conn.clone()).await,
+        Gate::Pushed => pushed::<V>(app.clone(), project.clone(), input, conn.clone()).await,
+        Gate::BoundedRead => bounded_read::<V>(app.clone(), path, input, headers).await,
     };
     if proves
         && response.status().is_success()
@@ -352,7 +354,7 @@ async fn not_held_pause(conn: Option<&ConnState>, wait: Duration) -> bool {
 /// [`Gate::BoundedRead`]: a place in the read bounds (`super::reads`) before anything else,
 /// or `coordinator_unavailable` at once with `Retry-After`; the place is moved into the
 /// blocking task, so it is held until the store read ends even if the client hangs up.
-async fn bounded_read<V: Verb>(app: Shared, path: V::Path, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+async fn bounded_read<V: Verb>(app: Shared, path: V::Path, input: V::Input, headers: HeaderMap) -> Response {
     let source = source_of(&headers).unwrap_or(IpAddr::from([0, 0, 0, 0]));
     let slot = match app.reads.try_enter(source).await {
         Ok(slot) => slot,
@@ -366,15 +368,10 @@ async fn bounded_read<V: Verb>(app: Shared, path: V::Path, uri: Uri, headers: He
     };
     let result = execute(app.clone(), V::NAME, move |a| {
         let _slot = slot;
-        run_verb::<V>(a, &headers, path, &uri, &body)
+        run_verb::<V>(a, &headers, path, input)
     })
     .await;
     respond(ok_status::<V>(), result)
-}
-
-/// The `{project}` of a verb's path, if it has one.
-fn project_of<V: Verb>(path: &V::Path) -> Option<String> {
-    serde_json::to_value(path).ok()?.get("project")?.as_str().map(str::to_string)
 }
 
 /// [`Gate::Pushed`]: waits on the project's watch registry (no thread, no store read of
@@ -388,15 +385,16 @@ fn project_of<V: Verb>(path: &V::Path) -> Option<String> {
 /// polls again (`master status --watch` pauses before it does when an answer came back
 /// unchanged early). Evicted while held, it answers at once with the state as it is and
 /// closes its connection.
-async fn pushed(app: Shared, project: Option<String>, uri: Uri, conn: Option<Arc<ConnState>>) -> Response {
+async fn pushed<V: Verb>(
+    app: Shared,
+    project: Option<String>,
+    input: V::Input,
+    conn: Option<Arc<ConnState>>,
+) -> Response {
     let Some(project) = project else {
         return error_response(&ClaimError::InvalidArgument("a watch needs a project".into()));
     };
-    let query = match Query::<crate::coordinator::wire::WatchQuery>::try_from_uri(&uri) {
-        Ok(Query(q)) => q,
-        Err(e) => return error_response(&ClaimError::InvalidArgument(format!("query: {}", e.body_text()))),
-    };
-    let wait = Duration::from_millis(query.wait_ms).min(MAX_LONG_POLL);
+    let wait = V::hold_open(&input).min(MAX_LONG_POLL);
     let held = if wait.is_zero() { None } else { hold_long_poll(&app, conn.as_ref()) };
     let Some((held, mut rx)) = held.and_then(|h| Some((h, app.watchers.subscribe(&project)?))) else {
         let evicted = not_held_pause(conn.as_deref(), wait).await;
@@ -407,7 +405,7 @@ async fn pushed(app: Shared, project: Option<String>, uri: Uri, conn: Option<Arc
         return if evicted { close_after(resp) } else { resp };
     };
     let got = tokio::select! {
-        r = app.watchers.next_reading(&mut rx, query.after.as_deref(), wait) => Some(r),
+        r = app.watchers.next_reading(&mut rx, V::seen_version(&input), wait) => Some(r),
         () = held.evicted() => None,
     };
     drop(held);
@@ -423,18 +421,11 @@ async fn pushed(app: Shared, project: Option<String>, uri: Uri, conn: Option<Arc
     if evicted { close_after(resp) } else { resp }
 }
 
-/// The verb itself, on the blocking pool: a write runs on the coordinator carrying the
-/// request's id; its input is read, an admin token checked (a refusal audited), the
-/// engine called, and a write's reply passes the `serve.after_commit` failpoint.
-fn run_verb<V: Verb>(
-    app: &App,
-    headers: &HeaderMap,
-    path: V::Path,
-    uri: &Uri,
-    body: &[u8],
-) -> Result<V::Answer, ClaimError> {
-    let coord = if V::WRITE { coordinator_for(app, headers)? } else { app.coord.with_request(None) };
-    let input = input_of::<V>(uri, body)?;
+/// The verb itself, on the blocking pool: the coordinator bound to the request
+/// ([`request_ctx`]), an admin token checked (a refusal audited), the engine called, and a
+/// write's reply passes the `serve.after_commit` failpoint.
+fn run_verb<V: Verb>(app: &App, headers: &HeaderMap, path: V::Path, input: V::Input) -> Result<V::Answer, ClaimError> {
+    let coord = app.serving(request_ctx::<V>(headers)?);
     if V::AUTH == Auth::Admin {
         let (project, target) = V::admin_scope(&path, &input);
         app.admin_in(&project, headers, V::NAME, target)?;
@@ -462,14 +453,10 @@ fn run_verb<V: Verb>(
 async fn long_poll<V: Verb>(
     app: Shared,
     path: V::Path,
-    uri: Uri,
+    input: V::Input,
     headers: HeaderMap,
     conn: Option<Arc<ConnState>>,
 ) -> Response {
-    let input = match input_of::<V>(&uri, &[]) {
-        Ok(i) => i,
-        Err(e) => return error_response(&e),
-    };
     let deadline = Instant::now() + V::hold_open(&input).min(MAX_LONG_POLL);
     let caller = Caller { bearer: bearer_opt(&headers), origin: Origin::Http, admin: false };
     let coord = Arc::new(app.coord_from(&headers));
@@ -481,7 +468,7 @@ async fn long_poll<V: Verb>(
             Ok(Err(e)) => return error_response(&e),
             Err(e) => return error_response(&ClaimError::Store(e.to_string())),
         };
-        if V::worth_answering(&answer) || Instant::now() >= deadline {
+        if V::worth_answering(&input, &answer) || Instant::now() >= deadline {
             return (StatusCode::OK, axum::Json(answer)).into_response();
         }
         let place = match &held {
@@ -536,9 +523,8 @@ async fn long_poll<V: Verb>(
 async fn verify_operator<V: Verb>(
     app: Shared,
     path: V::Path,
-    uri: Uri,
+    input: V::Input,
     headers: HeaderMap,
-    body: Bytes,
     conn: Option<Arc<ConnState>>,
 ) -> Response {
     let arrived = Instant::now();
@@ -566,8 +552,8 @@ async fn verify_operator<V: Verb>(
     let Ok(source_slot) = entered else {
         return unavailable(&app, format!("operator verifications from {source} stayed busy"));
     };
-    // The operator id only picks the tier; a body that does not parse fails in the verb.
-    let operator = V::Input::read(&body).ok().and_then(|i| V::operator(&i));
+    // The operator id picks the tier.
+    let operator = V::operator(&input);
     let key = source_key(source);
     let budget = app.verifications.clone();
     let queued = tokio::time::timeout(VERIFICATION_QUEUE_LIMIT, budget.acquire(key, operator.as_deref()));
@@ -582,7 +568,7 @@ async fn verify_operator<V: Verb>(
     // 39 point 1); it is given back when the verb ends there, also when the client hung
     // up meanwhile, so no more computations run at once than there are buffers.
     let result =
-        execute(app.clone(), V::NAME, move |a| verifying.lend(|| run_verb::<V>(a, &headers, path, &uri, &body))).await;
+        execute(app.clone(), V::NAME, move |a| verifying.lend(|| run_verb::<V>(a, &headers, path, input))).await;
     // Issue 39 point 7: a correct password proves this (source, operator id) pair, which
     // puts its next claim ahead of every address that has proven nothing.
     if result.is_ok()

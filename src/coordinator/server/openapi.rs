@@ -14,7 +14,7 @@ use utoipa::openapi::{
     ResponseBuilder, ResponsesBuilder,
 };
 
-use crate::coordinator::verb::{Answer, Auth, Components, Input, Method, PathParams, Verb};
+use crate::coordinator::verb::{Answer, Auth, Components, Input, Method, PathParams, Verb, errors};
 use crate::error::ErrorCode;
 
 /// What every error answer is, for the document's description.
@@ -28,8 +28,19 @@ wrote faster than the per-seat rate; nothing was written; Retry-After says when 
 (the store is busy or unreachable, too many verifications from one address, the request time limit, or the \
 connection cap: retry later), 500 internal.";
 
-/// The statuses every operation may answer with the error envelope.
-const ERROR_STATUSES: [&str; 12] = ["400", "401", "404", "405", "408", "409", "413", "422", "429", "431", "500", "503"];
+/// The statuses any operation may answer with the error envelope before its verb runs,
+/// whatever the verb: a wrong method, a request too slow, a body or head too large.
+const EDGE_STATUSES: [u16; 4] = [405, 408, 413, 431];
+
+/// The error statuses of `V`'s operation: the edge's ([`EDGE_STATUSES`]) and those of every
+/// code the verb can answer ([`errors`]), in order.
+fn error_statuses<V: Verb>() -> Vec<String> {
+    let mut statuses: Vec<u16> = errors::<V>().into_iter().map(|c| super::handler::http_status(c).as_u16()).collect();
+    statuses.extend(EDGE_STATUSES);
+    statuses.sort_unstable();
+    statuses.dedup();
+    statuses.into_iter().map(|s| s.to_string()).collect()
+}
 
 pub(super) async fn openapi_doc() -> Response {
     (StatusCode::OK, axum::Json(openapi())).into_response()
@@ -97,7 +108,7 @@ fn operation<V: Verb>(components: &mut Components) -> PathItem {
             .description("ok")
             .content("application/json", json_content(V::Answer::schema(components))),
     );
-    for status in ERROR_STATUSES {
+    for status in error_statuses::<V>() {
         responses = responses.response(
             status,
             ResponseBuilder::new()

@@ -136,8 +136,9 @@ mod tests {
     #[tokio::test]
     async fn history_over_http_is_capped_and_shows_who_and_why_only_to_a_part_in_the_project() {
         use crate::claim::clock::ManualClock;
-        use crate::claim::engine::{Coordinator, Credentials, DEFAULT_FRESHNESS, MASTER_CHANGE};
+        use crate::claim::engine::{Coordinator, DEFAULT_FRESHNESS, MASTER_CHANGE};
         use crate::claim::masters::ControllerKey;
+        use crate::claim::masters::RegisterRequest;
         use crate::claim::model::AuditEntry;
         use crate::claim::secret::{Secret, token_hash};
         use crate::claim::stores::Store;
@@ -152,8 +153,8 @@ mod tests {
         let c = Coordinator::new(store.clone(), clock, DEFAULT_FRESHNESS).with_open_registration(true);
         let key =
             |identity: &str| ControllerKey { identity: identity.into(), surface: "cli".into(), machine_id: "m".into() };
-        let alice = c.register("p", &key("alice"), Credentials::default()).unwrap();
-        let olga = c.register("other", &key("olga"), Credentials::default()).unwrap();
+        let alice = c.register("p", &RegisterRequest::of(&key("alice"), None, None)).unwrap();
+        let olga = c.register("other", &RegisterRequest::of(&key("olga"), None, None)).unwrap();
         for epoch in 2..=1201 {
             store
                 .append_audit(&AuditEntry {

@@ -1,5 +1,6 @@
 //! Identities, inboxes and the audit log.
 
+use crate::claim::verb_names;
 use crate::coordinator::verb::{answers, json_input, query_input, verb};
 use crate::coordinator::wire::*;
 
@@ -14,8 +15,9 @@ fn scope(project: &str, identity: &str) -> (String, Option<String>) {
 
 verb! {
     /// Inbox events after a cursor, for a holder of one of the identity's session tokens (a long poll over HTTP).
-    Inbox = "inbox.read" as "inbox": Get "/v1/projects/{project}/inbox/{identity}", auth Seat, write false;
+    Inbox = verb_names::INBOX_READ, as "inbox": Get "/v1/projects/{project}/inbox/{identity}", auth Seat, write false;
     (IdentityPath, InboxQuery) -> InboxResp;
+    errors [InboxCursorTrimmed];
     apply |c, path, q, caller| {
         let limit = q.limit.unwrap_or(1000).clamp(1, 100_000);
         Ok(InboxResp { events: c.inbox(&path.project, &path.identity, q.after, limit, caller.bearer.as_ref())? })
@@ -24,7 +26,7 @@ verb! {
     fn hold_open(q: &InboxQuery) -> std::time::Duration {
         std::time::Duration::from_millis(q.wait_ms)
     }
-    fn worth_answering(r: &InboxResp) -> bool {
+    fn worth_answering(_q: &InboxQuery, r: &InboxResp) -> bool {
         !r.events.is_empty()
     }
     fn client_timeout(q: &InboxQuery) -> std::time::Duration {
@@ -34,10 +36,11 @@ verb! {
 
 verb! {
     /// Enroll an identity and issue its key, shown in this answer only (`identity add`).
-    AddIdentity = "identity.add" as "addIdentity": Post "/v1/projects/{project}/identities", auth Admin, write true;
+    AddIdentity = verb_names::IDENTITY_ADD, as "addIdentity": Post "/v1/projects/{project}/identities", auth Admin, write true;
     (ProjectPath, IdentityReq) -> IssuedKeyResp;
-    apply |c, path, r, caller| {
-        let k = caller.as_admin(c, |c| c.enroll_identity(&path.project, &r.identity, caller.actor()))?;
+    errors [NameConfusable, AnswerNotKept, IdentityExists];
+    apply |c, path, r, _| {
+        let k = c.enroll_identity(&path.project, &r.identity)?;
         Ok(IssuedKeyResp::from(&k))
     }
     const CREATED: bool = true;
@@ -51,8 +54,9 @@ verb! {
 
 verb! {
     /// The identities enrolled in a project: names and times, never keys (`identity list`).
-    ListIdentities = "identity.list" as "listIdentities": Get "/v1/projects/{project}/identities", auth Admin, write false;
+    ListIdentities = verb_names::IDENTITY_LIST, as "listIdentities": Get "/v1/projects/{project}/identities", auth Admin, write false;
     (ProjectPath, NoBody) -> IdentitiesResp;
+    errors [];
     apply |c, path, _, _| {
         Ok(IdentitiesResp { identities: c.identities(&path.project)?.iter().map(IdentityOut::from).collect() })
     }
@@ -63,10 +67,11 @@ verb! {
 
 verb! {
     /// Issue a new key for an enrolled identity; the old key is refused at once (`identity rotate`).
-    RotateIdentity = "identity.rotate" as "rotateIdentity": Post "/v1/projects/{project}/identities/{identity}/rotate", auth Admin, write true;
+    RotateIdentity = verb_names::IDENTITY_ROTATE, as "rotateIdentity": Post "/v1/projects/{project}/identities/{identity}/rotate", auth Admin, write true;
     (IdentityPath, NoBody) -> IssuedKeyResp;
-    apply |c, path, _, caller| {
-        let k = caller.as_admin(c, |c| c.rotate_identity(&path.project, &path.identity, caller.actor()))?;
+    errors [NotFound, AnswerNotKept];
+    apply |c, path, _, _| {
+        let k = c.rotate_identity(&path.project, &path.identity)?;
         Ok(IssuedKeyResp::from(&k))
     }
     fn admin_scope(path: &IdentityPath, _b: &NoBody) -> (String, Option<String>) {
@@ -76,9 +81,10 @@ verb! {
 
 verb! {
     /// Remove an identity: its key is refused and its sessions deregistered (`identity remove`).
-    RemoveIdentity = "identity.remove" as "removeIdentity": Post "/v1/projects/{project}/identities/{identity}/remove", auth Admin, write true;
+    RemoveIdentity = verb_names::IDENTITY_REMOVE, as "removeIdentity": Post "/v1/projects/{project}/identities/{identity}/remove", auth Admin, write true;
     (IdentityPath, NoBody) -> crate::claim::identities::Removed;
-    apply |c, path, _, caller| { caller.as_admin(c, |c| c.remove_identity(&path.project, &path.identity, caller.actor())) }
+    errors [NotFound];
+    apply |c, path, _, _| { c.remove_identity(&path.project, &path.identity) }
     fn admin_scope(path: &IdentityPath, _b: &NoBody) -> (String, Option<String>) {
         scope(&path.project, &path.identity)
     }
@@ -86,8 +92,9 @@ verb! {
 
 verb! {
     /// The newest audit rows, oldest first (`audit`).
-    Audit = "audit.read" as "audit": Get "/v1/audit", auth Admin, write false;
+    Audit = verb_names::AUDIT_READ, as "audit": Get "/v1/audit", auth Admin, write false;
     (NoPath, AuditQuery) -> AuditResp;
+    errors [];
     apply |c, _, q, caller| {
         // The reader sees every refusal counted so far (issue 28 point 4: summary rows).
         c.flush_refusals(true);

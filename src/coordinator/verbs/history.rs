@@ -6,6 +6,7 @@
 //! the server's per-source and global bound on such reads first
 //! ([`Gate::BoundedRead`]).
 
+use crate::claim::verb_names;
 use crate::coordinator::verb::{Caller, Gate, Origin, answers, query_input, verb};
 use crate::coordinator::wire::*;
 
@@ -34,8 +35,9 @@ pub fn rows_for(caller: &Caller, asked: Option<usize>, default: usize) -> usize 
 
 verb! {
     /// Every change of master of a project, oldest first, with verb, actor and reason (`master history`); actor and reason only for a session token of the project or the admin token.
-    MasterHistory = "master.history" as "masterHistory": Get "/v1/projects/{project}/master/history", auth None, write false;
+    MasterHistory = verb_names::MASTER_HISTORY, as "masterHistory": Get "/v1/projects/{project}/master/history", auth None, write false;
     (ProjectPath, HistoryQuery) -> HistoryResp;
+    errors [];
     apply |c, path, q, caller| {
         // The same visibility as `master status` for anyone; who and why only for a reader
         // who proves a part in the project (issue 39 point 6).
@@ -49,8 +51,9 @@ verb! {
 
 verb! {
     /// One page of audit rows since a time, after a cursor, in order (`audit export`).
-    AuditExport = "audit.export" as "auditExport": Get "/v1/audit/export", auth Admin, write false;
+    AuditExport = verb_names::AUDIT_EXPORT, as "auditExport": Get "/v1/audit/export", auth Admin, write false;
     (NoPath, ExportQuery) -> ExportResp;
+    errors [AuditCursorUnknown];
     apply |c, _, q, caller| {
         // The reader sees every refusal counted so far, as `audit` does.
         c.flush_refusals(true);

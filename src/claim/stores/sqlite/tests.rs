@@ -350,15 +350,16 @@ fn the_audit_reads_walk_an_index() {
 /// receive below would otherwise never return), and see the last committed state.
 #[test]
 fn an_audit_read_never_waits_for_the_writer() {
-    use crate::claim::engine::{Coordinator, Credentials, DEFAULT_FRESHNESS};
+    use crate::claim::engine::{Coordinator, DEFAULT_FRESHNESS};
     use crate::claim::masters::ControllerKey;
+    use crate::claim::masters::RegisterRequest;
     use std::sync::Arc;
     let d = tempfile::tempdir().unwrap();
     let store = Arc::new(SqliteStore::open(&d.path().join("c.sqlite")).unwrap());
     let clock = Arc::new(crate::claim::clock::ManualClock::at(1_700_000_000_000));
     let c = Coordinator::new(store.clone(), clock, DEFAULT_FRESHNESS).with_open_registration(true);
     let key = ControllerKey { identity: "alice".into(), surface: "cli".into(), machine_id: "m".into() };
-    let alice = c.register("p", &key, Credentials::default()).unwrap();
+    let alice = c.register("p", &RegisterRequest::of(&key, None, None)).unwrap();
 
     let writer = store.lock();
     writer.execute_batch("BEGIN IMMEDIATE").unwrap();
