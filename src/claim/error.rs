@@ -596,3 +596,82 @@ impl ClaimError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    /// What a caller sees of an error: code, text, hint, details and the JSON document.
+    fn seen(e: &ClaimError) -> (ErrorCode, String, Option<String>, Option<serde_json::Value>, String) {
+        (e.code(), e.to_string(), e.hint(), e.details(), e.to_json().to_string())
+    }
+
+    /// Issue 41 point 5: the typed forms read exactly as the untyped ones did, byte for byte.
+    #[test]
+    fn typed_errors_read_as_the_untyped_ones_did() {
+        let json_err = serde_json::from_str::<u64>("nope").unwrap_err();
+        let io_err = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "no access");
+        let cases = [
+            (
+                ClaimError::InvalidArgument("--ttl-minutes must be at least 1".into()),
+                ClaimError::invalid("--ttl-minutes", "--ttl-minutes must be at least 1"),
+                r#"{"error":{"code":"invalid_argument","message":"--ttl-minutes must be at least 1","hint":null}}"#,
+            ),
+            (
+                ClaimError::InvalidArgument(r#"request id "a b" must be 1 to 128 of [A-Za-z0-9._:-]"#.into()),
+                ClaimError::invalid("request id", r#"request id "a b" must be 1 to 128 of [A-Za-z0-9._:-]"#),
+                r#"{"error":{"code":"invalid_argument","message":"request id \"a b\" must be 1 to 128 of [A-Za-z0-9._:-]","hint":null}}"#,
+            ),
+            (
+                ClaimError::Store("redis: an empty reply to a read".into()),
+                ClaimError::store("redis: an empty reply to a read"),
+                r#"{"error":{"code":"internal","message":"coordinator store failed: redis: an empty reply to a read","hint":null}}"#,
+            ),
+            (
+                ClaimError::Store(format!("stored JSON: {json_err}")),
+                ClaimError::store_because("stored JSON", serde_json::from_str::<u64>("nope").unwrap_err()),
+                r#"{"error":{"code":"internal","message":"coordinator store failed: stored JSON: expected ident at line 1 column 2","hint":null}}"#,
+            ),
+            (
+                ClaimError::Store(io_err.to_string()),
+                StoreError::new(io_err.to_string()).with_source(io_err).into(),
+                r#"{"error":{"code":"internal","message":"coordinator store failed: no access","hint":null}}"#,
+            ),
+        ];
+        for (untyped, typed, json) in cases {
+            assert_eq!(seen(&typed), seen(&untyped));
+            assert_eq!(typed.to_json().to_string(), json);
+            assert_eq!(typed.code(), untyped.code());
+        }
+    }
+
+    #[test]
+    fn an_invalid_argument_names_its_field() {
+        let e = ClaimError::invalid("--until", "--until must be before the year 10000, not 1 ms");
+        assert!(matches!(&e, ClaimError::Invalid(a) if a.field == "--until"), "{e:?}");
+        assert_eq!(e.to_string(), "--until must be before the year 10000, not 1 ms");
+        assert!(e.source().is_none());
+        let owned = ClaimError::invalid(String::from("session id"), "session id contains a control character");
+        assert!(matches!(&owned, ClaimError::Invalid(a) if a.field == "session id"));
+    }
+
+    /// The cause is reachable from the `ClaimError` itself, as its own type, through
+    /// clones too; the message is what it was before the cause was kept.
+    #[test]
+    fn a_store_error_keeps_its_cause() {
+        let e = crate::claim::stores::codec::from_json::<u64>("nope").unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Internal);
+        assert_eq!(e.to_string(), "coordinator store failed: stored JSON: expected ident at line 1 column 2");
+        let cause = e.source().expect("the JSON error is kept");
+        assert_eq!(cause.to_string(), "expected ident at line 1 column 2");
+        assert!(cause.is::<serde_json::Error>());
+        let copy = e.clone();
+        assert!(copy.source().is_some_and(|c| c.is::<serde_json::Error>()));
+        assert_eq!(copy, e);
+        // Equal when they say the same, whatever their causes.
+        assert_eq!(ClaimError::store("stored JSON: expected ident at line 1 column 2"), e);
+        assert!(ClaimError::store("an invariant broke").source().is_none());
+    }
+}

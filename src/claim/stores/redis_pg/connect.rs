@@ -335,7 +335,8 @@ pub(super) fn split_ssl_params(url: &str) -> Result<(String, Option<String>, Opt
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
             let v = || {
-                percent_decode(v).map_err(|e| ClaimError::invalid("postgres address", format!("postgres address: {k}: {e}")))
+                percent_decode(v)
+                    .map_err(|e| ClaimError::invalid("postgres address", format!("postgres address: {k}: {e}")))
             };
             match k {
                 "sslmode" => mode = Some(v()?),
@@ -367,15 +368,19 @@ pub(super) fn postgres_target(url: &str) -> Result<PgTarget, ClaimError> {
         Some("verify-ca") => SslMode::VerifyCa,
         Some("verify-full") => SslMode::VerifyFull,
         Some(m @ ("allow" | "prefer")) => {
-            return Err(ClaimError::invalid("postgres address", format!(
-                "postgres address: sslmode={m} falls back to clear text when the server declines TLS; \
+            return Err(ClaimError::invalid(
+                "postgres address",
+                format!(
+                    "postgres address: sslmode={m} falls back to clear text when the server declines TLS; \
                  use sslmode=verify-full (or verify-ca, require), or sslmode=disable on a trusted network"
-            )));
+                ),
+            ));
         }
         Some(m) => {
-            return Err(ClaimError::invalid("postgres address", format!(
-                "postgres address: sslmode={m:?} is not one of disable, require, verify-ca, verify-full"
-            )));
+            return Err(ClaimError::invalid(
+                "postgres address",
+                format!("postgres address: sslmode={m:?} is not one of disable, require, verify-ca, verify-full"),
+            ));
         }
     };
     if mode == SslMode::Disable && root.is_some() {
@@ -413,14 +418,23 @@ fn rustls_connector(
             let mut roots = RootCertStore::empty();
             for cert in CertificateDer::pem_slice_iter(&pem) {
                 let cert = cert.map_err(|e| {
-                    ClaimError::invalid("sslrootcert", format!("sslrootcert {}: not a PEM certificate: {e}", f.display()))
+                    ClaimError::invalid(
+                        "sslrootcert",
+                        format!("sslrootcert {}: not a PEM certificate: {e}", f.display()),
+                    )
                 })?;
                 roots.add(cert).map_err(|e| {
-                    ClaimError::invalid("sslrootcert", format!("sslrootcert {}: unusable certificate: {e}", f.display()))
+                    ClaimError::invalid(
+                        "sslrootcert",
+                        format!("sslrootcert {}: unusable certificate: {e}", f.display()),
+                    )
                 })?;
             }
             if roots.is_empty() {
-                return Err(ClaimError::invalid("sslrootcert", format!("sslrootcert {}: no certificate in it", f.display())));
+                return Err(ClaimError::invalid(
+                    "sslrootcert",
+                    format!("sslrootcert {}: no certificate in it", f.display()),
+                ));
             }
             Some(roots)
         }
@@ -449,9 +463,8 @@ fn rustls_connector(
             }
         }
     };
-    let config =
-        tls::client_config(provider, check)
-            .map_err(|e| ClaimError::invalid("postgres address", format!("postgres TLS: {e}")))?;
+    let config = tls::client_config(provider, check)
+        .map_err(|e| ClaimError::invalid("postgres address", format!("postgres TLS: {e}")))?;
     Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
 }
 

@@ -877,7 +877,10 @@ mod tests {
             assert!(validate_namespace(ok).is_ok(), "{ok}");
         }
         for bad in ["", "Upper", "dash-ed", "sp ace", "pg_catalog", "quo\"te", &"x".repeat(41)] {
-            assert!(matches!(validate_namespace(bad), Err(ClaimError::Invalid(a)) if a.field == "namespace"), "{bad:?}");
+            assert!(
+                matches!(validate_namespace(bad), Err(ClaimError::Invalid(a)) if a.field == "namespace"),
+                "{bad:?}"
+            );
         }
     }
 
