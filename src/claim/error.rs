@@ -1,4 +1,9 @@
 //! The coordinator's typed errors, each with one stable [`ErrorCode`].
+//!
+//! A store failure keeps the error that caused it ([`StoreError`], returned by
+//! [`source`](std::error::Error::source)); an invalid argument names its field
+//! ([`InvalidArgument`]). Neither changes what a caller reads: the code, message, hint and
+//! details of every error are the ones scripts already match on.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -260,8 +265,9 @@ pub enum ClaimError {
 /// can tell which input to fix without parsing the message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvalidArgument {
-    /// The field, flag or argument at fault, as the caller named it: `--ttl-minutes`,
-    /// `request id`, `postgres address`, `identity`.
+    /// The field, flag or argument at fault, by the name the caller knows it by: the flag
+    /// when the message names one (`--ttl-minutes`, `--redis-ca-file`), else the noun the
+    /// message opens with (`request id`, `postgres address`, `identity`).
     pub field: Cow<'static, str>,
     /// The whole message the caller reads (it usually names the field itself).
     pub message: String,
@@ -279,7 +285,8 @@ impl fmt::Display for InvalidArgument {
 ///
 /// The message is rendered once, when the error is built, so what the caller reads stays
 /// exactly what it was before the cause was kept. The cause sits behind an `Arc`, not a
-/// `Box`, because [`ClaimError`] is `Clone` (kept answers and relayed errors are copied).
+/// `Box`, because [`ClaimError`] is `Clone`: a watch's latest answer, error included, is
+/// handed to every request waiting on it (`coordinator::server::watchers`).
 #[derive(Debug, Clone)]
 pub struct StoreError {
     message: String,

@@ -65,7 +65,7 @@ pub(super) fn pg_rejects_entry(e: &postgres::Error) -> bool {
 }
 
 pub(super) fn to_u64(what: &str, v: i64) -> Result<u64, ClaimError> {
-    u64::try_from(v).map_err(|_| ClaimError::store(format!("stored {what} {v} is negative")))
+    u64::try_from(v).map_err(|e| StoreError::new(format!("stored {what} {v} is negative")).with_source(e).into())
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

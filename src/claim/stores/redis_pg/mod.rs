@@ -82,7 +82,7 @@ use std::time::{Duration, Instant};
 
 use redis::{Script, Value};
 
-use crate::claim::error::ClaimError;
+use crate::claim::error::{ClaimError, StoreError};
 use crate::claim::model::{AuditEntry, Event, Millis, OperatorRecord, Snapshot};
 use crate::claim::requests::{self, KeptAnswer};
 use crate::claim::retention::{Cutoffs, Pruned, Sizes, check_cursor};
@@ -857,7 +857,9 @@ impl Store for RedisPgStore {
                 let get = |k: &str| f.get(k).ok_or_else(|| ClaimError::store(format!("inbox entry {id} without {k}")));
                 Ok(Event {
                     cursor: parse_u64("cursor", cursor)?,
-                    at: get("at")?.parse().map_err(|_| ClaimError::store(format!("inbox entry {id}: bad time")))?,
+                    at: get("at")?
+                        .parse()
+                        .map_err(|e| StoreError::new(format!("inbox entry {id}: bad time")).with_source(e))?,
                     recipient_session: f.get("session").cloned(),
                     kind: get("kind")?.clone(),
                     payload: from_json(get("payload")?)?,
