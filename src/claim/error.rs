@@ -1,4 +1,13 @@
 //! The coordinator's typed errors, each with one stable [`ErrorCode`].
+//!
+//! A store failure keeps the error that caused it ([`StoreError`], returned by
+//! [`source`](std::error::Error::source)); an invalid argument names its field
+//! ([`InvalidArgument`]). Neither changes what a caller reads: the code, message, hint and
+//! details of every error are the ones scripts already match on.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
 
 use super::work_claims::ClaimStatus;
 use crate::error::ErrorCode;
@@ -193,13 +202,27 @@ pub enum ClaimError {
         /// The oldest cursor the log still holds, if it holds any.
         oldest: Option<u64>,
     },
-    /// A bad argument (empty identity, bad store address, ...).
+    /// A bad argument (empty identity, bad store address, ...), naming the field or flag.
+    /// Built with [`ClaimError::invalid`].
+    #[error("{0}")]
+    Invalid(InvalidArgument),
+    /// Transitional, untyped form of [`ClaimError::Invalid`]: the same code and text, but no
+    /// field name. Kept only while the engine, the verbs and the commands still build it
+    /// (issue 41 point 5); new code calls [`ClaimError::invalid`].
     #[error("{0}")]
     InvalidArgument(String),
     /// The store cannot be reached or stayed busy; retry later.
     #[error("coordinator store unavailable: {0}")]
     Unavailable(String),
-    /// The store failed in a way retrying will not fix (corrupt file, newer schema).
+    /// The store failed in a way retrying will not fix (corrupt file, newer schema). Its
+    /// [`source`](std::error::Error::source) is the error that caused it, when there is one.
+    /// Built with [`ClaimError::store`] or [`ClaimError::store_because`].
+    #[error(transparent)]
+    StoreFailed(StoreError),
+    /// Transitional, untyped form of [`ClaimError::StoreFailed`]: the same code and text, but
+    /// the cause is lost. Kept only while the engine, the verbs and the commands still build
+    /// it (issue 41 point 5); new code calls [`ClaimError::store`] or
+    /// [`ClaimError::store_because`].
     #[error("coordinator store failed: {0}")]
     Store(String),
     /// A seat's (or session's) writes came faster than the server's per-seat rate (issue
@@ -238,6 +261,103 @@ pub enum ClaimError {
     },
 }
 
+/// A bad argument, with the field (or flag, or argument) it is about as data, so a caller
+/// can tell which input to fix without parsing the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidArgument {
+    /// The field, flag or argument at fault, by the name the caller knows it by: the flag
+    /// when the message names one (`--ttl-minutes`, `--redis-ca-file`), else the noun the
+    /// message opens with (`request id`, `postgres address`, `identity`).
+    pub field: Cow<'static, str>,
+    /// The whole message the caller reads (it usually names the field itself).
+    pub message: String,
+}
+
+impl fmt::Display for InvalidArgument {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// A store failure retrying will not fix, and the error that caused it when there is one
+/// (a Redis, Postgres, SQLite, I/O or JSON error), returned by
+/// [`source`](std::error::Error::source) so a caller can walk the chain or downcast it.
+///
+/// The message is rendered once, when the error is built, so what the caller reads stays
+/// exactly what it was before the cause was kept. The cause sits behind an `Arc`, not a
+/// `Box`, because [`ClaimError`] is `Clone`: a watch's latest answer, error included, is
+/// handed to every request waiting on it (`coordinator::server::watchers`).
+#[derive(Debug, Clone)]
+pub struct StoreError {
+    message: String,
+    source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl StoreError {
+    /// A failure the store noticed itself (a reply of the wrong shape, a broken invariant):
+    /// there is no underlying error to keep.
+    pub fn new(message: impl Into<String>) -> StoreError {
+        StoreError { message: message.into(), source: None }
+    }
+
+    /// A failure caused by `source`, said as "`context`: `source`".
+    pub fn because<E>(context: impl fmt::Display, source: E) -> StoreError
+    where
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        StoreError { message: format!("{context}: {source}"), source: Some(Arc::new(source)) }
+    }
+
+    /// Keeps `source` as the cause of a failure whose message is already written (for a
+    /// message that is not "context: source", e.g. one that quotes only part of it).
+    pub fn with_source<E>(mut self, source: E) -> StoreError
+    where
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        self.source = Some(Arc::new(source));
+        self
+    }
+
+    /// What went wrong, without the "coordinator store failed" prefix.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "coordinator store failed: {}", self.message)
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl From<StoreError> for ClaimError {
+    fn from(e: StoreError) -> ClaimError {
+        ClaimError::StoreFailed(e)
+    }
+}
+
+impl From<InvalidArgument> for ClaimError {
+    fn from(e: InvalidArgument) -> ClaimError {
+        ClaimError::Invalid(e)
+    }
+}
+
+/// Two store errors are equal when they say the same thing: an error's cause has no
+/// equality of its own, and tests compare what a caller would read.
+impl PartialEq for StoreError {
+    fn eq(&self, other: &StoreError) -> bool {
+        self.message == other.message
+    }
+}
+
+impl Eq for StoreError {}
+
 /// "; the oldest cursor still held is N" (or that none is).
 fn oldest_held(oldest: &Option<u64>) -> String {
     match oldest {
@@ -262,6 +382,26 @@ fn held(owner: &Option<String>, status: &ClaimStatus) -> String {
 }
 
 impl ClaimError {
+    /// An invalid argument: `field` names the field, flag or argument at fault, `message`
+    /// is the whole text the caller reads.
+    pub fn invalid(field: impl Into<Cow<'static, str>>, message: impl Into<String>) -> ClaimError {
+        ClaimError::Invalid(InvalidArgument { field: field.into(), message: message.into() })
+    }
+
+    /// A store failure with no underlying error to keep (see [`StoreError::new`]).
+    pub fn store(message: impl Into<String>) -> ClaimError {
+        ClaimError::StoreFailed(StoreError::new(message))
+    }
+
+    /// A store failure caused by `source`, said as "`context`: `source`"; `source` stays
+    /// reachable through [`std::error::Error::source`].
+    pub fn store_because<E>(context: impl fmt::Display, source: E) -> ClaimError
+    where
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        ClaimError::StoreFailed(StoreError::because(context, source))
+    }
+
     /// The `{"error":{...}}` document the CLI prints and the server answers with.
     pub fn to_json(&self) -> serde_json::Value {
         let mut body =
@@ -315,10 +455,10 @@ impl ClaimError {
             ClaimError::ChannelExists(_) => ErrorCode::ChannelExists,
             ClaimError::InboxCursorTrimmed { .. } => ErrorCode::InboxCursorTrimmed,
             ClaimError::AuditCursorUnknown { .. } => ErrorCode::AuditCursorUnknown,
-            ClaimError::InvalidArgument(_) => ErrorCode::InvalidArgument,
+            ClaimError::Invalid(_) | ClaimError::InvalidArgument(_) => ErrorCode::InvalidArgument,
             ClaimError::NameConfusable { .. } => ErrorCode::NameConfusable,
             ClaimError::Unavailable(_) => ErrorCode::CoordinatorUnavailable,
-            ClaimError::Store(_) => ErrorCode::Internal,
+            ClaimError::StoreFailed(_) | ClaimError::Store(_) => ErrorCode::Internal,
             ClaimError::RateLimited { .. } => ErrorCode::RateLimited,
             ClaimError::AnswerNotKept { .. } => ErrorCode::AnswerNotKept,
             ClaimError::Remote { code, .. } => *code,
@@ -421,7 +561,10 @@ impl ClaimError {
                  --request-id and the identity's key"
                     .into()
             }
-            ClaimError::InvalidArgument(_) | ClaimError::Store(_) => return None,
+            ClaimError::Invalid(_)
+            | ClaimError::InvalidArgument(_)
+            | ClaimError::StoreFailed(_)
+            | ClaimError::Store(_) => return None,
             ClaimError::Remote { hint, .. } => return hint.clone(),
         })
     }
@@ -458,5 +601,84 @@ impl ClaimError {
             ClaimError::Remote { details, .. } => details.clone(),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    /// What a caller sees of an error: code, text, hint, details and the JSON document.
+    fn seen(e: &ClaimError) -> (ErrorCode, String, Option<String>, Option<serde_json::Value>, String) {
+        (e.code(), e.to_string(), e.hint(), e.details(), e.to_json().to_string())
+    }
+
+    /// Issue 41 point 5: the typed forms read exactly as the untyped ones did, byte for byte.
+    #[test]
+    fn typed_errors_read_as_the_untyped_ones_did() {
+        let json_err = serde_json::from_str::<u64>("nope").unwrap_err();
+        let io_err = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "no access");
+        let cases = [
+            (
+                ClaimError::InvalidArgument("--ttl-minutes must be at least 1".into()),
+                ClaimError::invalid("--ttl-minutes", "--ttl-minutes must be at least 1"),
+                r#"{"error":{"code":"invalid_argument","message":"--ttl-minutes must be at least 1","hint":null}}"#,
+            ),
+            (
+                ClaimError::InvalidArgument(r#"request id "a b" must be 1 to 128 of [A-Za-z0-9._:-]"#.into()),
+                ClaimError::invalid("request id", r#"request id "a b" must be 1 to 128 of [A-Za-z0-9._:-]"#),
+                r#"{"error":{"code":"invalid_argument","message":"request id \"a b\" must be 1 to 128 of [A-Za-z0-9._:-]","hint":null}}"#,
+            ),
+            (
+                ClaimError::Store("redis: an empty reply to a read".into()),
+                ClaimError::store("redis: an empty reply to a read"),
+                r#"{"error":{"code":"internal","message":"coordinator store failed: redis: an empty reply to a read","hint":null}}"#,
+            ),
+            (
+                ClaimError::Store(format!("stored JSON: {json_err}")),
+                ClaimError::store_because("stored JSON", serde_json::from_str::<u64>("nope").unwrap_err()),
+                r#"{"error":{"code":"internal","message":"coordinator store failed: stored JSON: expected ident at line 1 column 2","hint":null}}"#,
+            ),
+            (
+                ClaimError::Store(io_err.to_string()),
+                StoreError::new(io_err.to_string()).with_source(io_err).into(),
+                r#"{"error":{"code":"internal","message":"coordinator store failed: no access","hint":null}}"#,
+            ),
+        ];
+        for (untyped, typed, json) in cases {
+            assert_eq!(seen(&typed), seen(&untyped));
+            assert_eq!(typed.to_json().to_string(), json);
+            assert_eq!(typed.code(), untyped.code());
+        }
+    }
+
+    #[test]
+    fn an_invalid_argument_names_its_field() {
+        let e = ClaimError::invalid("--until", "--until must be before the year 10000, not 1 ms");
+        assert!(matches!(&e, ClaimError::Invalid(a) if a.field == "--until"), "{e:?}");
+        assert_eq!(e.to_string(), "--until must be before the year 10000, not 1 ms");
+        assert!(e.source().is_none());
+        let owned = ClaimError::invalid(String::from("session id"), "session id contains a control character");
+        assert!(matches!(&owned, ClaimError::Invalid(a) if a.field == "session id"));
+    }
+
+    /// The cause is reachable from the `ClaimError` itself, as its own type, through
+    /// clones too; the message is what it was before the cause was kept.
+    #[test]
+    fn a_store_error_keeps_its_cause() {
+        let e = crate::claim::stores::codec::from_json::<u64>("nope").unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Internal);
+        assert_eq!(e.to_string(), "coordinator store failed: stored JSON: expected ident at line 1 column 2");
+        let cause = e.source().expect("the JSON error is kept");
+        assert_eq!(cause.to_string(), "expected ident at line 1 column 2");
+        assert!(cause.is::<serde_json::Error>());
+        let copy = e.clone();
+        assert!(copy.source().is_some_and(|c| c.is::<serde_json::Error>()));
+        assert_eq!(copy, e);
+        // Equal when they say the same, whatever their causes.
+        assert_eq!(ClaimError::store("stored JSON: expected ident at line 1 column 2"), e);
+        assert!(ClaimError::store("an invariant broke").source().is_none());
     }
 }

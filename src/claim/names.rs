@@ -23,25 +23,32 @@ pub fn validate_name(what: &str, value: &str) -> Result<(), ClaimError> {
     use unicode_normalization::is_nfc;
     use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
     if value.is_empty() || value.trim() != value {
-        return Err(ClaimError::InvalidArgument(format!("{what} must be non-empty without surrounding spaces")));
+        return Err(ClaimError::invalid(
+            what.to_string(),
+            format!("{what} must be non-empty without surrounding spaces"),
+        ));
     }
     if value.len() > MAX_NAME {
-        return Err(ClaimError::InvalidArgument(format!("{what} is longer than {MAX_NAME} bytes")));
+        return Err(ClaimError::invalid(what.to_string(), format!("{what} is longer than {MAX_NAME} bytes")));
     }
     if value.chars().any(char::is_control) {
-        return Err(ClaimError::InvalidArgument(format!("{what} contains a control character")));
+        return Err(ClaimError::invalid(what.to_string(), format!("{what} contains a control character")));
     }
     if let Some(c) = value.chars().find(|c| c.general_category() == GeneralCategory::Format) {
-        return Err(ClaimError::InvalidArgument(format!(
-            "{what} contains the invisible format character U+{:04X} (bidi controls and zero-width characters \
+        return Err(ClaimError::invalid(
+            what.to_string(),
+            format!(
+                "{what} contains the invisible format character U+{:04X} (bidi controls and zero-width characters \
              make names look alike)",
-            u32::from(c)
-        )));
+                u32::from(c)
+            ),
+        ));
     }
     if !is_nfc(value) {
-        return Err(ClaimError::InvalidArgument(format!(
-            "{what} is not in Unicode NFC (composed) form; send the composed spelling"
-        )));
+        return Err(ClaimError::invalid(
+            what.to_string(),
+            format!("{what} is not in Unicode NFC (composed) form; send the composed spelling"),
+        ));
     }
     Ok(())
 }
@@ -56,7 +63,7 @@ pub const MAX_REASON: usize = crate::lockfile::history::MAX_REASON_BYTES;
 /// One rule with the lock-file commands' `--reason` ([`crate::lockfile::history::reason_problem`]).
 pub fn validate_reason(reason: &str) -> Result<(), ClaimError> {
     match crate::lockfile::history::reason_problem(reason) {
-        Some(problem) => Err(ClaimError::InvalidArgument(problem)),
+        Some(problem) => Err(ClaimError::invalid("--reason", problem)),
         None => Ok(()),
     }
 }
@@ -82,9 +89,10 @@ pub fn validate_single_script(what: &str, value: &str) -> Result<(), ClaimError>
     if value.is_single_script() {
         Ok(())
     } else {
-        Err(ClaimError::InvalidArgument(format!(
-            "{what} {value:?} mixes scripts (e.g. Latin with Cyrillic or Greek letters); use one script"
-        )))
+        Err(ClaimError::invalid(
+            what.to_string(),
+            format!("{what} {value:?} mixes scripts (e.g. Latin with Cyrillic or Greek letters); use one script"),
+        ))
     }
 }
 
@@ -119,7 +127,8 @@ mod tests {
     fn names_are_validated() {
         assert!(validate_name("x", "ok name").is_ok());
         for bad in ["", " lead", "trail ", "a\nb", &"x".repeat(MAX_NAME + 1)] {
-            assert!(validate_name("x", bad).is_err(), "{bad:?}");
+            let e = validate_name("x", bad).unwrap_err();
+            assert!(matches!(&e, ClaimError::Invalid(a) if a.field == "x"), "{bad:?}: {e:?}");
         }
     }
 

@@ -37,7 +37,7 @@ pub(crate) fn random_bytes(buf: &mut [u8]) -> Result<(), ClaimError> {
     let mut filled = 0;
     while filled < buf.len() {
         filled += rustix::rand::getrandom(&mut buf[filled..], rustix::rand::GetRandomFlags::empty())
-            .map_err(|e| ClaimError::Store(format!("getrandom: {e}")))?;
+            .map_err(|e| ClaimError::store_because("getrandom", e))?;
     }
     Ok(())
 }
@@ -109,7 +109,7 @@ pub const ADMIN_TOKEN_MAX_REPEAT: usize = 24;
 /// repeated (`0123456789abcdef` four times). A generated token fails it with probability
 /// about 10^-12, and [`new_admin_token`] draws again then.
 pub fn check_admin_token(token: &str) -> Result<(), ClaimError> {
-    let refuse = |why: String| Err(ClaimError::InvalidArgument(format!("the admin token {why}")));
+    let refuse = |why: String| Err(ClaimError::invalid("admin token", format!("the admin token {why}")));
     if !is_machine_secret(token) {
         return refuse(format!(
             "is not 64 hex digits ({} characters{}): it must be 256 random bits as a generator writes them",
@@ -269,7 +269,7 @@ fn with_hashing_memory<R>(f: impl FnOnce(&mut [argon2::Block]) -> R) -> R {
 pub fn hash_password(password: &Secret) -> Result<String, ClaimError> {
     use argon2::password_hash::phc::{Output, ParamsString, Salt};
     if password.expose().is_empty() {
-        return Err(ClaimError::InvalidArgument("the password is empty".into()));
+        return Err(ClaimError::invalid("password", "the password is empty"));
     }
     let params = our_params();
     let mut salt = [0u8; argon2::RECOMMENDED_SALT_LEN];
@@ -279,13 +279,13 @@ pub fn hash_password(password: &Secret) -> Result<String, ClaimError> {
     with_hashing_memory(|memory| {
         argon2.hash_password_into_with_memory(password.expose().as_bytes(), &salt, &mut out, memory)
     })
-    .map_err(|e| ClaimError::Store(format!("argon2: {e}")))?;
+    .map_err(|e| ClaimError::store_because("argon2", e))?;
     let phc = argon2::PasswordHash {
         algorithm: argon2::ARGON2ID_IDENT,
         version: Some(argon2::Version::V0x13.into()),
-        params: ParamsString::try_from(&params).map_err(|e| ClaimError::Store(format!("argon2: {e}")))?,
-        salt: Some(Salt::new(&salt).map_err(|e| ClaimError::Store(format!("argon2: {e}")))?),
-        hash: Some(Output::new(&out).map_err(|e| ClaimError::Store(format!("argon2: {e}")))?),
+        params: ParamsString::try_from(&params).map_err(|e| ClaimError::store_because("argon2", e))?,
+        salt: Some(Salt::new(&salt).map_err(|e| ClaimError::store_because("argon2", e))?),
+        hash: Some(Output::new(&out).map_err(|e| ClaimError::store_because("argon2", e))?),
     };
     Ok(phc.to_string())
 }
@@ -390,7 +390,8 @@ mod tests {
             (&"46abee2df95634e1cd705469e97f9f52".repeat(2), "repeats a block of 32"),
         ];
         for (token, says) in refused {
-            let Err(ClaimError::InvalidArgument(m)) = check_admin_token(token) else { panic!("accepted {token:?}") };
+            let Err(ClaimError::Invalid(a)) = check_admin_token(token) else { panic!("accepted {token:?}") };
+            let m = a.message;
             assert!(m.contains(says), "{token:?}: {m}");
             assert!(!m.contains(token), "the message quotes the token: {m}");
         }

@@ -11,6 +11,7 @@ use super::transport::transport;
 use super::verb::{Auth, Method, Verb, check_names};
 use super::wire::REQUEST_ID_HEADER;
 use crate::claim::ClaimError;
+use crate::claim::error::StoreError;
 use crate::claim::requests::RequestId;
 use crate::claim::secret::Secret;
 use crate::error::ErrorCode;
@@ -77,7 +78,7 @@ impl HttpCoordinator {
     pub fn new(base: &str, ca_pem: Option<&[u8]>, admin_token: Option<Secret>) -> Result<HttpCoordinator, ClaimError> {
         let base = base.trim_end_matches('/').to_string();
         if !is_http_url(&base) {
-            return Err(ClaimError::InvalidArgument(format!("{base}: expected http(s)://HOST:PORT")));
+            return Err(ClaimError::invalid("coordinator address", format!("{base}: expected http(s)://HOST:PORT")));
         }
         let mut config = ureq::Agent::config_builder()
             .http_status_as_error(false)
@@ -91,7 +92,7 @@ impl HttpCoordinator {
                 })
                 .collect();
             if certs.is_empty() {
-                return Err(ClaimError::InvalidArgument("the CA file holds no PEM certificate".into()));
+                return Err(ClaimError::invalid("coordinator CA", "the CA file holds no PEM certificate"));
             }
             let tls = ureq::tls::TlsConfig::builder().root_certs(ureq::tls::RootCerts::new_with_certs(&certs)).build();
             config = config.tls_config(tls);
@@ -143,15 +144,15 @@ impl HttpCoordinator {
             resp.body_mut().with_config().limit(16 << 20).read_to_string().map_err(|e| transport(e, &self.base))?;
         if status.is_success() {
             return serde_json::from_str(&text)
-                .map_err(|e| ClaimError::Store(format!("{}: unexpected answer ({e})", self.base)));
+                .map_err(|e| StoreError::new(format!("{}: unexpected answer ({e})", self.base)).with_source(e).into());
         }
         let doc: serde_json::Value = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
         if status == ureq::http::StatusCode::PAYLOAD_TOO_LARGE {
-            return Err(ClaimError::InvalidArgument(format!("{}: the request is too large", self.base)));
+            return Err(ClaimError::invalid("request body", format!("{}: the request is too large", self.base)));
         }
         Err(ClaimError::from_json(&doc).unwrap_or_else(|| {
             let msg = format!("{}: HTTP {status} without a writerctl error", self.base);
-            if status.is_server_error() { ClaimError::Unavailable(msg) } else { ClaimError::Store(msg) }
+            if status.is_server_error() { ClaimError::Unavailable(msg) } else { ClaimError::store(msg) }
         }))
     }
 

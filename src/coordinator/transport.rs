@@ -124,8 +124,10 @@ pub(crate) fn host(address: &str) -> &str {
 pub(crate) fn transport(e: ureq::Error, base: &str) -> ClaimError {
     let Some(k) = kind(&e) else {
         return match e {
-            ureq::Error::BadUri(_) | ureq::Error::Http(_) => ClaimError::InvalidArgument(format!("{base}: {e}")),
-            other => ClaimError::Store(format!("{base}: {other}")),
+            ureq::Error::BadUri(_) | ureq::Error::Http(_) => {
+                ClaimError::invalid("coordinator address", format!("{base}: {e}"))
+            }
+            other => ClaimError::store_because(base, other),
         };
     };
     if k.never_sent() {

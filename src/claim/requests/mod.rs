@@ -56,7 +56,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 
-use super::error::ClaimError;
+use super::error::{ClaimError, StoreError};
 use super::model::{AuditEntry, Millis};
 use super::secret::Secret;
 
@@ -124,7 +124,7 @@ fn seal(key: &SealKey, record_key: &str, plain: &[u8]) -> Result<String, ClaimEr
     let cipher = XChaCha20Poly1305::new(&key.0.into());
     let sealed = cipher
         .encrypt(&XNonce::from(nonce), Payload { msg: plain, aad: record_key.as_bytes() })
-        .map_err(|_| ClaimError::Store("sealing a kept answer failed".into()))?;
+        .map_err(|e| StoreError::new("sealing a kept answer failed").with_source(e))?;
     Ok(format!("{SEALED_PREFIX}{}{}", super::secret::hex(&nonce), super::secret::hex(&sealed)))
 }
 
@@ -181,7 +181,7 @@ impl Pending {
         credentials: &[&Secret],
     ) -> Result<Pending, ClaimError> {
         let scope = serde_json::json!([audit.project, audit.verb, audit.actor, id.as_str()]);
-        let input = serde_json::to_vec(request).map_err(|e| ClaimError::Store(format!("request fingerprint: {e}")))?;
+        let input = serde_json::to_vec(request).map_err(|e| ClaimError::store_because("request fingerprint", e))?;
         let key = sha256_hex(scope.to_string().as_bytes());
         Ok(Pending {
             id: id.clone(),
@@ -218,21 +218,24 @@ impl Pending {
             kept.answer.clone()
         };
         if kept.fingerprint != self.fingerprint {
-            return Err(Unopened::Different(Box::new(ClaimError::InvalidArgument(format!(
-                "request id {} was already used for a different {} request; a retry must repeat the request \
+            return Err(Unopened::Different(Box::new(ClaimError::invalid(
+                "request id",
+                format!(
+                    "request id {} was already used for a different {} request; a retry must repeat the request \
                  exactly, a new request needs a new id",
-                self.id, self.verb
-            )))));
+                    self.id, self.verb
+                ),
+            ))));
         }
         serde_json::from_str(&text)
-            .map_err(|e| Unopened::Different(Box::new(ClaimError::Store(format!("kept answer: {e}")))))
+            .map_err(|e| Unopened::Different(Box::new(ClaimError::store_because("kept answer", e))))
     }
 
     /// The record to keep with the verb's write: sealed when the request presented a
     /// credential, plain JSON otherwise (then the verb must have left its secrets out).
     pub(crate) fn record(&self, answer: &impl Serialize, now: Millis) -> Result<RequestRecord, ClaimError> {
         let ttl = i64::try_from(REQUEST_TTL.as_millis()).unwrap_or(i64::MAX);
-        let text = serde_json::to_string(answer).map_err(|e| ClaimError::Store(format!("kept answer: {e}")))?;
+        let text = serde_json::to_string(answer).map_err(|e| ClaimError::store_because("kept answer", e))?;
         let answer = match &self.seal {
             Some(key) => seal(key, &self.key, text.as_bytes())?,
             None => text,
@@ -264,7 +267,7 @@ mod tests {
             assert!(RequestId::parse(ok).is_ok(), "{ok}");
         }
         for bad in ["", "sp ace", "slash/", "é", &"x".repeat(MAX_REQUEST_ID + 1)] {
-            assert!(matches!(RequestId::parse(bad), Err(ClaimError::InvalidArgument(_))), "{bad:?}");
+            assert!(matches!(RequestId::parse(bad), Err(ClaimError::Invalid(a)) if a.field == "request id"), "{bad:?}");
         }
         assert_ne!(RequestId::generate(), RequestId::generate());
     }
@@ -382,7 +385,7 @@ mod tests {
         let same_cred_other_request = Pending::new(&id, &audit("p", "x"), &2, &[&cred]).unwrap();
         assert!(matches!(
             same_cred_other_request.open::<String>(&kept(&rec)),
-            Err(Unopened::Different(e)) if matches!(*e, ClaimError::InvalidArgument(_))
+            Err(Unopened::Different(e)) if matches!(*e, ClaimError::Invalid(_))
         ));
         let stranger = Pending::new(&id, &audit("p", "x"), &2, &[&Secret::new("2f".repeat(32))]).unwrap();
         assert_eq!(stranger.open::<String>(&kept(&rec)), Err(Unopened::Credential));

@@ -30,9 +30,10 @@ impl RequestId {
         if ok {
             Ok(RequestId(s.to_string()))
         } else {
-            Err(ClaimError::InvalidArgument(format!(
-                "request id {s:?} must be 1 to {MAX_REQUEST_ID} of [A-Za-z0-9._:-]"
-            )))
+            Err(ClaimError::invalid(
+                "request id",
+                format!("request id {s:?} must be 1 to {MAX_REQUEST_ID} of [A-Za-z0-9._:-]"),
+            ))
         }
     }
 

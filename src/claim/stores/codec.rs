@@ -6,7 +6,7 @@ use crate::claim::error::ClaimError;
 
 /// JSON that a store wrote and cannot read back: the store is damaged, not the caller.
 pub(crate) fn json_err(e: serde_json::Error) -> ClaimError {
-    ClaimError::Store(format!("stored JSON: {e}"))
+    ClaimError::store_because("stored JSON", e)
 }
 
 /// A record as the JSON text a store keeps.

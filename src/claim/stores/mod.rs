@@ -67,7 +67,7 @@ pub struct AuditPage<'a> {
 
 /// The refusal of an [`AuditPage`] of changes of master without a project.
 pub(crate) fn master_changes_need_a_project() -> ClaimError {
-    ClaimError::InvalidArgument("the changes of master are read one project at a time".into())
+    ClaimError::invalid("project", "the changes of master are read one project at a time")
 }
 
 /// How far the audit plane is behind the authoritative one (`/readyz`, `/metrics`).
@@ -202,7 +202,7 @@ impl ProjectWrite<'_> {
         match self.audit {
             Some(a) => Ok(a.at),
             None if self.change.events.is_empty() => Ok(0),
-            None => Err(ClaimError::Store("a change with inbox events needs its audit row".into())),
+            None => Err(ClaimError::store("a change with inbox events needs its audit row")),
         }
     }
 }

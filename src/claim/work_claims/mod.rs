@@ -36,10 +36,10 @@ pub use shapes::{HELD_BY_PAUSE, HeldBack, PauseOutcome, PauseState, Paused, Proj
 /// Refuses a next step that is too long or carries control characters other than newlines.
 pub fn validate_next_step(step: &str) -> Result<(), ClaimError> {
     if step.len() > MAX_NEXT_STEP {
-        return Err(ClaimError::InvalidArgument(format!("--next-step is longer than {MAX_NEXT_STEP} bytes")));
+        return Err(ClaimError::invalid("--next-step", format!("--next-step is longer than {MAX_NEXT_STEP} bytes")));
     }
     if step.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
-        return Err(ClaimError::InvalidArgument("--next-step contains a control character".into()));
+        return Err(ClaimError::invalid("--next-step", "--next-step contains a control character"));
     }
     Ok(())
 }
@@ -47,9 +47,10 @@ pub fn validate_next_step(step: &str) -> Result<(), ClaimError> {
 /// Refuses a moment before 1970 or after 9999 to judge a sweep or a report by.
 pub fn check_as_of(as_of: Option<Millis>) -> Result<(), ClaimError> {
     match as_of {
-        Some(t) if !(0..=MAX_AS_OF).contains(&t) => Err(ClaimError::InvalidArgument(format!(
-            "as_of must be between 1970 and 9999 (milliseconds 0 to {MAX_AS_OF}), not {t}"
-        ))),
+        Some(t) if !(0..=MAX_AS_OF).contains(&t) => Err(ClaimError::invalid(
+            "as_of",
+            format!("as_of must be between 1970 and 9999 (milliseconds 0 to {MAX_AS_OF}), not {t}"),
+        )),
         _ => Ok(()),
     }
 }
@@ -67,7 +68,7 @@ pub fn new_channel(
     let floor = ttl_floor_minutes.unwrap_or(DEFAULT_TTL_FLOOR_MINUTES);
     for (what, v) in [("--sla-minutes", sla), ("--ttl-floor-minutes", floor)] {
         if v == 0 || v > MAX_MINUTES {
-            return Err(ClaimError::InvalidArgument(format!("{what} must be between 1 and {MAX_MINUTES}, not {v}")));
+            return Err(ClaimError::invalid(what, format!("{what} must be between 1 and {MAX_MINUTES}, not {v}")));
         }
     }
     Ok(Channel {
@@ -84,9 +85,9 @@ pub fn new_channel(
 fn floored(ttl: Option<u32>, channel: &Channel) -> Result<(Option<u32>, Option<u32>), ClaimError> {
     match ttl {
         None => Ok((None, None)),
-        Some(0) => Err(ClaimError::InvalidArgument("--ttl-minutes must be at least 1".into())),
+        Some(0) => Err(ClaimError::invalid("--ttl-minutes", "--ttl-minutes must be at least 1")),
         Some(n) if n > MAX_MINUTES => {
-            Err(ClaimError::InvalidArgument(format!("--ttl-minutes must be at most {MAX_MINUTES}, not {n}")))
+            Err(ClaimError::invalid("--ttl-minutes", format!("--ttl-minutes must be at most {MAX_MINUTES}, not {n}")))
         }
         Some(n) if n < channel.ttl_floor_minutes => Ok((Some(channel.ttl_floor_minutes), Some(n))),
         Some(n) => Ok((Some(n), None)),
@@ -104,7 +105,7 @@ fn require_next_step(row: &ClaimRow) -> Result<(), ClaimError> {
 
 fn check_deputy(seat: &str, deputy: Option<&str>) -> Result<(), ClaimError> {
     if deputy == Some(seat) {
-        return Err(ClaimError::InvalidArgument(format!("{seat} cannot be its own deputy")));
+        return Err(ClaimError::invalid("--deputy", format!("{seat} cannot be its own deputy")));
     }
     Ok(())
 }
@@ -287,7 +288,7 @@ pub fn doorbells(
 /// `focus start`: a lease of `minutes`, capped at [`MAX_FOCUS_MINUTES`].
 pub fn focus_lease(project: &str, seat: &str, minutes: u32, now: Millis) -> Result<FocusOutcome, ClaimError> {
     if minutes == 0 {
-        return Err(ClaimError::InvalidArgument("--minutes must be at least 1".into()));
+        return Err(ClaimError::invalid("--minutes", "--minutes must be at least 1"));
     }
     let granted = minutes.min(MAX_FOCUS_MINUTES);
     Ok(FocusOutcome {

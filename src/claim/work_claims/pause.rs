@@ -18,12 +18,15 @@ use crate::claim::work_claims::ClaimRow;
 /// hold nothing back and say the opposite) or beyond 9999.
 fn validate_until(until: Option<Millis>, now: Millis) -> Result<(), ClaimError> {
     match until {
-        Some(u) if u <= now => Err(ClaimError::InvalidArgument(format!(
-            "--until is not in the future (it is {} ms before now); a pause must end after it begins",
-            now.saturating_sub(u)
-        ))),
+        Some(u) if u <= now => Err(ClaimError::invalid(
+            "--until",
+            format!(
+                "--until is not in the future (it is {} ms before now); a pause must end after it begins",
+                now.saturating_sub(u)
+            ),
+        )),
         Some(u) if u > MAX_AS_OF => {
-            Err(ClaimError::InvalidArgument(format!("--until must be before the year 10000, not {u} ms")))
+            Err(ClaimError::invalid("--until", format!("--until must be before the year 10000, not {u} ms")))
         }
         _ => Ok(()),
     }

@@ -77,7 +77,7 @@ pub(super) async fn envelope(resp: Response) -> Response {
             said(s.canonical_reason().unwrap_or("bad request")),
             "GET /openapi.json describes each endpoint's parameters",
         ),
-        _ => ClaimError::Store(said("internal error")),
+        _ => ClaimError::store(said("internal error")),
     };
     let mut out = (status, axum::Json(e.to_json())).into_response();
     if let Some(allow) = parts.headers.get(header::ALLOW) {

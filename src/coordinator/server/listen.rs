@@ -17,7 +17,7 @@ async fn sweep_once(app: &Shared) {
     let app2 = app.clone();
     let result = match tokio::task::spawn_blocking(move || app2.coord.sweep_all()).await {
         Ok(r) => r,
-        Err(e) => Err(ClaimError::Store(format!("sweep task failed: {e}"))),
+        Err(e) => Err(ClaimError::store_because("sweep task failed", e)),
     };
     app.record_sweep(&result, started.elapsed());
 }
@@ -50,7 +50,7 @@ async fn prune_once(app: &Shared, policy: Retention) {
     let app2 = app.clone();
     let result = match tokio::task::spawn_blocking(move || app2.coord.prune(&policy, "coordinator")).await {
         Ok(r) => r,
-        Err(e) => Err(ClaimError::Store(format!("prune task failed: {e}"))),
+        Err(e) => Err(ClaimError::store_because("prune task failed", e)),
     };
     app.record_prune(&result, started.elapsed());
 }

@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 use super::app::Shared;
 use super::handler::error_response;
 use crate::claim::ClaimError;
+use crate::claim::error::StoreError;
 use crate::claim::stores::Backlog;
 use std::time::Duration;
 
@@ -32,7 +33,7 @@ pub(super) async fn probe_readiness(app: &Shared) -> Result<Backlog, ClaimError>
             app2.coord.store().readiness()
         })
         .await
-        .map_err(|e| ClaimError::Store(format!("readiness probe failed: {e}")))?
+        .map_err(|e| ClaimError::store_because("readiness probe failed", e))?
     };
     match tokio::time::timeout(READY_TIMEOUT, probe).await {
         Ok(r) => r,
@@ -76,6 +77,6 @@ pub(super) async fn healthz(State(app): State<Shared>) -> Response {
     match tokio::task::spawn_blocking(move || app2.coord.store().health()).await {
         Ok(Ok(())) => (StatusCode::OK, axum::Json(serde_json::json!({"ok": true}))).into_response(),
         Ok(Err(e)) => error_response(&e),
-        Err(e) => error_response(&ClaimError::Store(e.to_string())),
+        Err(e) => error_response(&StoreError::new(e.to_string()).with_source(e).into()),
     }
 }

@@ -159,7 +159,7 @@ impl<T: Versioned> Watchers<T> {
         self.reads.fetch_add(1, Ordering::Relaxed);
         match tokio::task::spawn_blocking(move || read(&name)).await {
             Ok(r) => r,
-            Err(e) => Err(ClaimError::Store(format!("watch read failed: {e}"))),
+            Err(e) => Err(ClaimError::store_because("watch read failed", e)),
         }
     }
 
@@ -252,7 +252,7 @@ async fn check<T: Versioned>(registry: std::sync::Weak<Watchers<T>>, project: St
         let (read, name) = (w.read.clone(), project.clone());
         let reading = match tokio::task::spawn_blocking(move || read(&name)).await {
             Ok(r) => r,
-            Err(e) => Err(ClaimError::Store(format!("watch read failed: {e}"))),
+            Err(e) => Err(ClaimError::store_because("watch read failed", e)),
         };
         w.reads.fetch_add(1, Ordering::Relaxed);
         p.latest.send_if_modified(|latest| {

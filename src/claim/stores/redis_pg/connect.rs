@@ -42,7 +42,7 @@ use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
 use super::errors::{lock, pg_err, redis_err};
-use crate::claim::error::ClaimError;
+use crate::claim::error::{ClaimError, StoreError};
 use crate::tls::{self, CertCheck};
 
 /// Connect, read and write timeout for both services: a dead service answers
@@ -98,11 +98,11 @@ fn install_crypto_provider() {
 }
 
 fn bad_redis_url(url_kind: &str, why: impl std::fmt::Display) -> ClaimError {
-    ClaimError::InvalidArgument(format!("redis address ({url_kind}): {why}"))
+    ClaimError::invalid("redis address", format!("redis address ({url_kind}): {why}"))
 }
 
-fn read_pem(what: &str, path: &Path) -> Result<Vec<u8>, ClaimError> {
-    std::fs::read(path).map_err(|e| ClaimError::InvalidArgument(format!("cannot read {what} {}: {e}", path.display())))
+fn read_pem(what: &'static str, path: &Path) -> Result<Vec<u8>, ClaimError> {
+    std::fs::read(path).map_err(|e| ClaimError::invalid(what, format!("cannot read {what} {}: {e}", path.display())))
 }
 
 /// Decodes `%XX` escapes (credentials in a URL).
@@ -219,8 +219,9 @@ pub(super) fn redis_source(url: &str, opts: &ConnectOptions) -> Result<RedisSour
                 None => redis::Client::open(url),
                 Some(c) if url.starts_with("rediss://") => redis::Client::build_with_tls(url, c),
                 Some(_) => {
-                    return Err(ClaimError::InvalidArgument(
-                        "--redis-ca-file needs a TLS address (rediss:// or rediss+sentinel://)".into(),
+                    return Err(ClaimError::invalid(
+                        "--redis-ca-file",
+                        "--redis-ca-file needs a TLS address (rediss:// or rediss+sentinel://)",
                     ));
                 }
             };
@@ -231,8 +232,9 @@ pub(super) fn redis_source(url: &str, opts: &ConnectOptions) -> Result<RedisSour
 
 fn sentinel_source(u: SentinelUrl, certs: Option<TlsCertificates>) -> Result<RedisSource, ClaimError> {
     if certs.is_some() && !u.tls {
-        return Err(ClaimError::InvalidArgument(
-            "--redis-ca-file needs a TLS address (rediss:// or rediss+sentinel://)".into(),
+        return Err(ClaimError::invalid(
+            "--redis-ca-file",
+            "--redis-ca-file needs a TLS address (rediss:// or rediss+sentinel://)",
         ));
     }
     let addrs = u.sentinels.iter().map(|(host, port)| {
@@ -332,8 +334,10 @@ pub(super) fn split_ssl_params(url: &str) -> Result<(String, Option<String>, Opt
         let mut kept = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            let v =
-                || percent_decode(v).map_err(|e| ClaimError::InvalidArgument(format!("postgres address: {k}: {e}")));
+            let v = || {
+                percent_decode(v)
+                    .map_err(|e| ClaimError::invalid("postgres address", format!("postgres address: {k}: {e}")))
+            };
             match k {
                 "sslmode" => mode = Some(v()?),
                 "sslrootcert" => root = Some(v()?),
@@ -364,24 +368,29 @@ pub(super) fn postgres_target(url: &str) -> Result<PgTarget, ClaimError> {
         Some("verify-ca") => SslMode::VerifyCa,
         Some("verify-full") => SslMode::VerifyFull,
         Some(m @ ("allow" | "prefer")) => {
-            return Err(ClaimError::InvalidArgument(format!(
-                "postgres address: sslmode={m} falls back to clear text when the server declines TLS; \
+            return Err(ClaimError::invalid(
+                "postgres address",
+                format!(
+                    "postgres address: sslmode={m} falls back to clear text when the server declines TLS; \
                  use sslmode=verify-full (or verify-ca, require), or sslmode=disable on a trusted network"
-            )));
+                ),
+            ));
         }
         Some(m) => {
-            return Err(ClaimError::InvalidArgument(format!(
-                "postgres address: sslmode={m:?} is not one of disable, require, verify-ca, verify-full"
-            )));
+            return Err(ClaimError::invalid(
+                "postgres address",
+                format!("postgres address: sslmode={m:?} is not one of disable, require, verify-ca, verify-full"),
+            ));
         }
     };
     if mode == SslMode::Disable && root.is_some() {
-        return Err(ClaimError::InvalidArgument(
-            "postgres address: sslrootcert without sslmode=verify-full|verify-ca|require would not be used".into(),
+        return Err(ClaimError::invalid(
+            "postgres address",
+            "postgres address: sslrootcert without sslmode=verify-full|verify-ca|require would not be used",
         ));
     }
     let mut config: postgres::Config =
-        rest.parse().map_err(|e| ClaimError::InvalidArgument(format!("postgres address: {e}")))?;
+        rest.parse().map_err(|e| ClaimError::invalid("postgres address", format!("postgres address: {e}")))?;
     let tls = match mode {
         SslMode::Disable => {
             config.ssl_mode(postgres::config::SslMode::Disable);
@@ -409,14 +418,23 @@ fn rustls_connector(
             let mut roots = RootCertStore::empty();
             for cert in CertificateDer::pem_slice_iter(&pem) {
                 let cert = cert.map_err(|e| {
-                    ClaimError::InvalidArgument(format!("sslrootcert {}: not a PEM certificate: {e}", f.display()))
+                    ClaimError::invalid(
+                        "sslrootcert",
+                        format!("sslrootcert {}: not a PEM certificate: {e}", f.display()),
+                    )
                 })?;
                 roots.add(cert).map_err(|e| {
-                    ClaimError::InvalidArgument(format!("sslrootcert {}: unusable certificate: {e}", f.display()))
+                    ClaimError::invalid(
+                        "sslrootcert",
+                        format!("sslrootcert {}: unusable certificate: {e}", f.display()),
+                    )
                 })?;
             }
             if roots.is_empty() {
-                return Err(ClaimError::InvalidArgument(format!("sslrootcert {}: no certificate in it", f.display())));
+                return Err(ClaimError::invalid(
+                    "sslrootcert",
+                    format!("sslrootcert {}: no certificate in it", f.display()),
+                ));
             }
             Some(roots)
         }
@@ -425,8 +443,9 @@ fn rustls_connector(
             let mut roots = RootCertStore::empty();
             roots.add_parsable_certificates(found.certs);
             if roots.is_empty() {
-                return Err(ClaimError::InvalidArgument(
-                    "postgres address: no system CA certificates to verify the server with; set sslrootcert=F".into(),
+                return Err(ClaimError::invalid(
+                    "postgres address",
+                    "postgres address: no system CA certificates to verify the server with; set sslrootcert=F",
                 ));
             }
             Some(roots)
@@ -437,15 +456,15 @@ fn rustls_connector(
         Some(r) => {
             let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(r), provider.clone())
                 .build()
-                .map_err(|e| ClaimError::InvalidArgument(format!("postgres TLS roots: {e}")))?;
+                .map_err(|e| ClaimError::invalid("postgres address", format!("postgres TLS roots: {e}")))?;
             match mode {
                 SslMode::VerifyFull => CertCheck::ChainAndName(webpki),
                 _ => CertCheck::Chain(webpki),
             }
         }
     };
-    let config =
-        tls::client_config(provider, check).map_err(|e| ClaimError::InvalidArgument(format!("postgres TLS: {e}")))?;
+    let config = tls::client_config(provider, check)
+        .map_err(|e| ClaimError::invalid("postgres address", format!("postgres TLS: {e}")))?;
     Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
 }
 
@@ -482,7 +501,7 @@ impl PgTarget {
         };
         result.map_err(|e| match (self.mode, tls_refusal(&e)) {
             (SslMode::Disable, _) | (_, None) => pg_err(e),
-            (mode, Some(why)) => ClaimError::Store(format!(
+            (mode, Some(why)) => StoreError::new(format!(
                 "postgres: TLS failed ({why}) with sslmode={}; fix the server or the URL (sslrootcert=F for a \
                  private CA): writerctl never falls back to clear text",
                 match mode {
@@ -490,7 +509,9 @@ impl PgTarget {
                     SslMode::VerifyCa => "verify-ca",
                     _ => "verify-full",
                 }
-            )),
+            ))
+            .with_source(e)
+            .into(),
         })
     }
 }
@@ -527,7 +548,7 @@ mod tests {
             "redis+sentinel://h:1/m/0/extra",
             "redis+sentinel://,h:1/m",
         ] {
-            assert!(matches!(parse_sentinel_url(bad), Some(Err(ClaimError::InvalidArgument(_)))), "{bad}");
+            assert!(matches!(parse_sentinel_url(bad), Some(Err(ClaimError::Invalid(_)))), "{bad}");
         }
     }
 
@@ -547,7 +568,7 @@ mod tests {
     fn postgres_modes_that_could_downgrade_are_refused() {
         for m in ["prefer", "allow", "bogus"] {
             let e = postgres_target(&format!("postgres://u@h/d?sslmode={m}")).unwrap_err();
-            assert!(matches!(e, ClaimError::InvalidArgument(_)), "{m}: {e}");
+            assert!(matches!(e, ClaimError::Invalid(_)), "{m}: {e}");
         }
         let e = postgres_target("postgres://u@h/d?sslrootcert=/x.pem").unwrap_err();
         assert!(e.to_string().contains("sslrootcert"), "{e}");

@@ -5,7 +5,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use redis::{ErrorKind, RedisError, ServerErrorKind};
 
-use crate::claim::error::ClaimError;
+use crate::claim::error::{ClaimError, StoreError};
 
 pub(super) fn redis_err(e: RedisError) -> ClaimError {
     let transient = e.is_io_error()
@@ -24,7 +24,7 @@ pub(super) fn redis_err(e: RedisError) -> ClaimError {
         )
         // A script of someone else's running too long.
         || e.code() == Some("BUSY");
-    if transient { ClaimError::Unavailable(format!("redis: {e}")) } else { ClaimError::Store(format!("redis: {e}")) }
+    if transient { ClaimError::Unavailable(format!("redis: {e}")) } else { ClaimError::store_because("redis", e) }
 }
 
 /// Whether a Redis error means the connection itself is suspect (drop it, and its siblings).
@@ -46,7 +46,7 @@ pub(super) fn pg_err(e: postgres::Error) -> ClaimError {
         // deadlock), 55P03 lock not available: retrying later can succeed.
         let transient = ["08", "53", "57", "58", "40"].iter().any(|c| code.starts_with(c)) || code == "55P03";
         let msg = format!("postgres: {} ({code})", db.message());
-        return if transient { ClaimError::Unavailable(msg) } else { ClaimError::Store(msg) };
+        return if transient { ClaimError::Unavailable(msg) } else { StoreError::new(msg).with_source(e).into() };
     }
     // Connect, I/O and closed-connection errors carry an io::Error or say so; the client's
     // own timeout has neither, only its message.
@@ -54,7 +54,7 @@ pub(super) fn pg_err(e: postgres::Error) -> ClaimError {
     if io || e.is_closed() || e.to_string().contains("timeout") {
         ClaimError::Unavailable(format!("postgres: {e}"))
     } else {
-        ClaimError::Store(format!("postgres: {e}"))
+        ClaimError::store_because("postgres", e)
     }
 }
 
@@ -65,7 +65,7 @@ pub(super) fn pg_rejects_entry(e: &postgres::Error) -> bool {
 }
 
 pub(super) fn to_u64(what: &str, v: i64) -> Result<u64, ClaimError> {
-    u64::try_from(v).map_err(|_| ClaimError::Store(format!("stored {what} {v} is negative")))
+    u64::try_from(v).map_err(|e| StoreError::new(format!("stored {what} {v} is negative")).with_source(e).into())
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -12,9 +12,10 @@ pub fn validate_namespace(ns: &str) -> Result<(), ClaimError> {
     if ok {
         Ok(())
     } else {
-        Err(ClaimError::InvalidArgument(format!(
-            "namespace {ns:?} must be 1 to 40 of [a-z0-9_] and must not start with pg_"
-        )))
+        Err(ClaimError::invalid(
+            "namespace",
+            format!("namespace {ns:?} must be 1 to 40 of [a-z0-9_] and must not start with pg_"),
+        ))
     }
 }
 

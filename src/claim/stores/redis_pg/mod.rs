@@ -82,7 +82,7 @@ use std::time::{Duration, Instant};
 
 use redis::{Script, Value};
 
-use crate::claim::error::ClaimError;
+use crate::claim::error::{ClaimError, StoreError};
 use crate::claim::model::{AuditEntry, Event, Millis, OperatorRecord, Snapshot};
 use crate::claim::requests::{self, KeptAnswer};
 use crate::claim::retention::{Cutoffs, Pruned, Sizes, check_cursor};
@@ -369,7 +369,7 @@ impl RedisPgStore {
         std::thread::Builder::new()
             .name(format!("writerctl-pgq-{namespace}"))
             .spawn(move || writer::background_writer(weak, signal))
-            .map_err(|e| ClaimError::Store(format!("cannot start the postgres writer thread: {e}")))?;
+            .map_err(|e| ClaimError::store_because("cannot start the postgres writer thread", e))?;
         if inner.degraded.load(Ordering::SeqCst) {
             inner.signal.kick();
         }
@@ -853,11 +853,13 @@ impl Store for RedisPgStore {
         stream_entries("inbox", &reply)?
             .into_iter()
             .map(|(id, f)| {
-                let cursor = id.strip_prefix("0-").ok_or_else(|| ClaimError::Store(format!("inbox entry id {id}")))?;
-                let get = |k: &str| f.get(k).ok_or_else(|| ClaimError::Store(format!("inbox entry {id} without {k}")));
+                let cursor = id.strip_prefix("0-").ok_or_else(|| ClaimError::store(format!("inbox entry id {id}")))?;
+                let get = |k: &str| f.get(k).ok_or_else(|| ClaimError::store(format!("inbox entry {id} without {k}")));
                 Ok(Event {
                     cursor: parse_u64("cursor", cursor)?,
-                    at: get("at")?.parse().map_err(|_| ClaimError::Store(format!("inbox entry {id}: bad time")))?,
+                    at: get("at")?
+                        .parse()
+                        .map_err(|e| StoreError::new(format!("inbox entry {id}: bad time")).with_source(e))?,
                     recipient_session: f.get("session").cloned(),
                     kind: get("kind")?.clone(),
                     payload: from_json(get("payload")?)?,
@@ -877,7 +879,10 @@ mod tests {
             assert!(validate_namespace(ok).is_ok(), "{ok}");
         }
         for bad in ["", "Upper", "dash-ed", "sp ace", "pg_catalog", "quo\"te", &"x".repeat(41)] {
-            assert!(matches!(validate_namespace(bad), Err(ClaimError::InvalidArgument(_))), "{bad:?}");
+            assert!(
+                matches!(validate_namespace(bad), Err(ClaimError::Invalid(a)) if a.field == "namespace"),
+                "{bad:?}"
+            );
         }
     }
 

@@ -81,7 +81,7 @@ impl PauseStore for RedisPgStore {
             Reply::Conflict => Ok(Commit::Conflict),
             Reply::Full => Err(inner.queue_full(&audit.verb)),
             Reply::Exists | Reply::Lost | Reply::Unproven => {
-                Err(ClaimError::Store("redis: unexpected reply to a pause write".into()))
+                Err(ClaimError::store("redis: unexpected reply to a pause write"))
             }
         }
     }

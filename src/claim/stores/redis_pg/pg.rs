@@ -342,7 +342,7 @@ impl Pg {
             .map_err(pg_err)?;
         let current = usize::try_from(current.unwrap_or(0)).unwrap_or(0);
         if current > MIGRATIONS.len() {
-            return Err(ClaimError::Store(format!(
+            return Err(ClaimError::store(format!(
                 "postgres schema {} is at version {current}; this writerctl knows version {} (upgrade writerctl)",
                 self.ns,
                 MIGRATIONS.len()
@@ -365,7 +365,7 @@ impl Pg {
             *guard = Some(self.open()?);
         }
         let Some(conn) = guard.as_mut() else {
-            return Err(ClaimError::Store("postgres connection vanished".into()));
+            return Err(ClaimError::store("postgres connection vanished"));
         };
         let result = f(conn);
         if matches!(result, Err(ClaimError::Unavailable(_))) {
@@ -404,7 +404,7 @@ pub(super) struct Job {
 
 impl Job {
     pub(super) fn decode(f: &HashMap<String, String>) -> Result<Job, ClaimError> {
-        let get = |k: &str| f.get(k).ok_or_else(|| ClaimError::Store(format!("queue entry without {k}")));
+        let get = |k: &str| f.get(k).ok_or_else(|| ClaimError::store(format!("queue entry without {k}")));
         let audit: Option<AuditEntry> = f.get("audit").map(|a| from_json(a)).transpose()?;
         let state = match f.get("controllers") {
             None => None,
@@ -684,7 +684,7 @@ pub(super) enum Payload {
 }
 
 fn field<'a>(f: &'a HashMap<String, String>, k: &str) -> Result<&'a String, ClaimError> {
-    f.get(k).ok_or_else(|| ClaimError::Store(format!("queue entry without {k}")))
+    f.get(k).ok_or_else(|| ClaimError::store(format!("queue entry without {k}")))
 }
 
 impl Payload {

@@ -5,10 +5,10 @@ use std::collections::HashMap;
 
 use redis::Value;
 
-use crate::claim::error::ClaimError;
+use crate::claim::error::{ClaimError, StoreError};
 
 pub(super) fn bad_reply(what: &str, v: &Value) -> ClaimError {
-    ClaimError::Store(format!("redis: unexpected reply for {what}: {v:?}"))
+    ClaimError::store(format!("redis: unexpected reply for {what}: {v:?}"))
 }
 
 pub(super) fn as_text(v: &Value) -> Option<String> {
@@ -68,5 +68,5 @@ pub(super) fn stream_entries(what: &str, v: &Value) -> Result<Vec<Entry>, ClaimE
 }
 
 pub(super) fn parse_u64(what: &str, s: &str) -> Result<u64, ClaimError> {
-    s.parse().map_err(|_| ClaimError::Store(format!("redis: {what} {s:?} is not a number")))
+    s.parse().map_err(|e| StoreError::new(format!("redis: {what} {s:?} is not a number")).with_source(e).into())
 }

@@ -260,7 +260,7 @@ fn split_member(member: &str) -> Result<(String, String), ClaimError> {
     member
         .split_once(':')
         .map(|(c, t)| (unesc(c), unesc(t)))
-        .ok_or_else(|| ClaimError::Store(format!("redis: due index member {member:?} names no task")))
+        .ok_or_else(|| ClaimError::store(format!("redis: due index member {member:?} names no task")))
 }
 
 /// A JSON value from a reply; None for a missing one.
@@ -505,7 +505,7 @@ impl Inner {
             self.redis.run_write(|c| p.query(c))?
         };
         if replies.len() != n {
-            return Err(ClaimError::Store(format!("redis: {} replies to {n} scripts", replies.len())));
+            return Err(ClaimError::store(format!("redis: {} replies to {n} scripts", replies.len())));
         }
         Ok(replies)
     }
@@ -522,7 +522,7 @@ impl Inner {
             build(&mut p);
             let mut replies: Vec<Value> = self.redis.run_idempotent(|c| p.query(c))?;
             if replies.is_empty() {
-                return Err(ClaimError::Store("redis: an empty reply to a read".into()));
+                return Err(ClaimError::store("redis: an empty reply to a read"));
             }
             let ready = replies.remove(0);
             Ok((as_int("ready marker", &ready)? == 1, replies))
@@ -623,10 +623,10 @@ impl Inner {
                     }
                     // Nothing of this write was written; the ones before it were.
                     Reply::Full => return Err(self.queue_full(&w.audit.verb)),
-                    Reply::Exists => return Err(ClaimError::Store("redis: unexpected reply to a claim write".into())),
+                    Reply::Exists => return Err(ClaimError::store("redis: unexpected reply to a claim write")),
                     Reply::Unproven => match &w.proof {
                         Some(p) => return Err(seat_unproven(&w.row.project, p)),
-                        None => return Err(ClaimError::Store("redis: a sweep write answered unproven".into())),
+                        None => return Err(ClaimError::store("redis: a sweep write answered unproven")),
                     },
                 });
             }
@@ -666,7 +666,7 @@ impl WorkStore for RedisPgStore {
             Reply::Exists => Err(ClaimError::ChannelExists(channel.channel.clone())),
             Reply::Full => Err(inner.queue_full(&audit.verb)),
             Reply::Conflict | Reply::Lost | Reply::Unproven => {
-                Err(ClaimError::Store("redis: unexpected reply to channel create".into()))
+                Err(ClaimError::store("redis: unexpected reply to channel create"))
             }
         }
     }
@@ -841,13 +841,13 @@ impl WorkStore for RedisPgStore {
         inv.arg(request).arg(request_ms);
         match inner.write_or_restore("focus", || inner.redis.run_write(|c| inv.invoke::<Value>(c)))? {
             Reply::Unproven => Err(proof.map_or_else(
-                || ClaimError::Store("redis: an unproven focus write carried no proof".into()),
+                || ClaimError::store("redis: an unproven focus write carried no proof"),
                 |p| seat_unproven(&lease.project, p),
             )),
             Reply::Ok => Ok(Commit::Done(0)),
             Reply::Conflict => Ok(Commit::Conflict),
             Reply::Full => Err(inner.queue_full(&audit.verb)),
-            _ => Err(ClaimError::Store("redis: unexpected reply to focus".into())),
+            _ => Err(ClaimError::store("redis: unexpected reply to focus")),
         }
     }
 }

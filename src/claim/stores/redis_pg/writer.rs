@@ -264,7 +264,7 @@ impl Inner {
         }
         let now_ms = match time.as_slice() {
             [s, us] => parse_u64("time", s)? * 1000 + parse_u64("time", us)? / 1000,
-            _ => return Err(ClaimError::Store(format!("redis: unexpected TIME reply {time:?}"))),
+            _ => return Err(ClaimError::store(format!("redis: unexpected TIME reply {time:?}"))),
         };
         let oldest_age_seconds = stream_entries("queue", &oldest)?
             .first()

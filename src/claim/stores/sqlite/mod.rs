@@ -23,7 +23,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params};
 
 use super::{AuditPage, Commit, Decide, ProjectWrite, Store, json_err, to_i64};
-use crate::claim::error::ClaimError;
+use crate::claim::error::{ClaimError, StoreError};
 use crate::claim::model::{AuditEntry, Event, MasterRef, MasterSlot, Millis, NewEvent, OperatorRecord, Snapshot};
 use crate::claim::requests::{self, KeptAnswer, RequestRecord};
 use crate::claim::retention::{Cutoffs, PRUNE_BATCH, Pruned, Sizes, check_cursor};
@@ -212,7 +212,7 @@ fn db_err(e: rusqlite::Error) -> ClaimError {
     match e.sqlite_error_code() {
         Some(C::DatabaseBusy | C::DatabaseLocked) => ClaimError::Unavailable(format!("the store stayed busy: {e}")),
         Some(C::CannotOpen | C::PermissionDenied | C::ReadOnly) => ClaimError::Unavailable(e.to_string()),
-        _ => ClaimError::Store(e.to_string()),
+        _ => StoreError::new(e.to_string()).with_source(e).into(),
     }
 }
 
@@ -227,16 +227,16 @@ fn create_private_file(path: &Path) -> Result<(), ClaimError> {
         .mode(0o600)
         .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
         .open(path)
-        .map_err(|e| ClaimError::InvalidArgument(format!("cannot open store {}: {e}", path.display())))?;
-    let meta = f.metadata().map_err(|e| ClaimError::Store(e.to_string()))?;
+        .map_err(|e| ClaimError::invalid("store", format!("cannot open store {}: {e}", path.display())))?;
+    let meta = f.metadata().map_err(|e| StoreError::new(e.to_string()).with_source(e))?;
     if !meta.is_file() {
-        return Err(ClaimError::InvalidArgument(format!("store {} is not a regular file", path.display())));
+        return Err(ClaimError::invalid("store", format!("store {} is not a regular file", path.display())));
     }
     // The store holds password and token hashes: an existing file others can read is
     // refused rather than silently used (or silently changed).
     use std::os::unix::fs::PermissionsExt;
     match private_mode_problem(path, meta.permissions().mode()) {
-        Some(problem) => Err(ClaimError::InvalidArgument(problem)),
+        Some(problem) => Err(ClaimError::invalid("store", problem)),
         None => Ok(()),
     }
 }
@@ -279,7 +279,7 @@ impl SqliteStore {
         conn.busy_timeout(BUSY_TIMEOUT).map_err(db_err)?;
         let mode = switch_to_wal(&conn)?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(ClaimError::Store(format!("could not switch {} to WAL (journal_mode {mode})", path.display())));
+            return Err(ClaimError::store(format!("could not switch {} to WAL (journal_mode {mode})", path.display())));
         }
         // FULL: a committed epoch survives power loss; a fencing number must never go back.
         conn.pragma_update(None, "synchronous", "FULL").map_err(db_err)?;
@@ -352,7 +352,7 @@ fn migrate(conn: &mut Connection) -> Result<(), ClaimError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
     let current: usize = tx.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0)).map_err(db_err)? as usize;
     if current > MIGRATIONS.len() {
-        return Err(ClaimError::Store(format!(
+        return Err(ClaimError::store(format!(
             "the store has schema {current}; this writerctl knows schema {} (upgrade writerctl)",
             MIGRATIONS.len()
         )));
@@ -814,7 +814,7 @@ impl Store for SqliteStore {
         // Never `as i64`: a cursor past i64::MAX would wrap negative and replay events
         // already read (the engine refuses it first; this keeps the store honest alone).
         let after_db = i64::try_from(after)
-            .map_err(|_| ClaimError::InvalidArgument(format!("inbox cursor {after} is beyond the largest cursor")))?;
+            .map_err(|_| ClaimError::invalid("after", format!("inbox cursor {after} is beyond the largest cursor")))?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let mut conn = self.lock();
         // One read transaction: the trim mark and the events come from the same state, so a

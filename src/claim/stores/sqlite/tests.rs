@@ -42,7 +42,7 @@ fn a_store_others_can_read_is_refused() {
     SqliteStore::open(&p).unwrap();
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
     match SqliteStore::open(&p) {
-        Err(ClaimError::InvalidArgument(m)) => assert!(m.contains("0644"), "{m}"),
+        Err(ClaimError::Invalid(a)) => assert!(a.field == "store" && a.message.contains("0644"), "{a:?}"),
         other => panic!("{other:?}"),
     }
     // A symlinked directory above the file is fine (a symlinked home is common).
@@ -61,7 +61,20 @@ fn the_file_is_private_and_symlinks_are_refused() {
     assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
     let link = d.path().join("link.sqlite");
     std::os::unix::fs::symlink(&p, &link).unwrap();
-    assert!(matches!(SqliteStore::open(&link), Err(ClaimError::InvalidArgument(_))));
+    assert!(matches!(SqliteStore::open(&link), Err(ClaimError::Invalid(_))));
+}
+
+#[test]
+fn a_failed_statement_keeps_the_sqlite_error_as_its_cause() {
+    use std::error::Error as _;
+    let d = tempfile::tempdir().unwrap();
+    let s = SqliteStore::open(&d.path().join("c.sqlite")).unwrap();
+    let e = db_err(s.lock().execute("SELECT * FROM no_such_table", []).unwrap_err());
+    assert_eq!(e.code(), crate::error::ErrorCode::Internal);
+    let cause = e.source().and_then(|c| c.downcast_ref::<rusqlite::Error>()).expect("the rusqlite error is kept");
+    // The message is the SQLite error's own text, as before the cause was kept.
+    assert_eq!(e.to_string(), format!("coordinator store failed: {cause}"));
+    assert!(e.to_string().contains("no such table: no_such_table"), "{e}");
 }
 
 #[test]
@@ -77,7 +90,7 @@ fn a_newer_schema_is_refused_and_reopening_is_idempotent() {
     s.lock().pragma_update(None, "user_version", 99).unwrap();
     drop(s);
     match SqliteStore::open(&p) {
-        Err(ClaimError::Store(m)) => assert!(m.contains("schema 99"), "{m}"),
+        Err(ClaimError::StoreFailed(e)) => assert!(e.message().contains("schema 99"), "{e}"),
         other => panic!("{other:?}"),
     }
 }
