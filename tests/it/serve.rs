@@ -26,11 +26,15 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::master::{
-    Co, Ctl, LIMIT, MixedRace, PASSWORD, PROJECT, Racer, assert_one_winner, assert_preempted, check_seed_01,
-    check_seed_02, check_seed_03, check_seed_04, check_seed_05, check_seed_06, check_seed_07, check_seed_08,
-    check_seed_09, check_seed_10, check_seed_11, check_seed_12, err_doc, exec, mref, ok_doc, race, s, strings,
-    trial_targets, wait_bounded,
+    Co, Ctl, LIMIT, MixedRace, PASSWORD, PROJECT, Racer, assert_one_winner, assert_preempted, err_doc, exec, mref,
+    ok_doc, race, s, strings, trial_targets, wait_bounded,
 };
+use crate::master_claim::{check_seed_07, check_seed_08};
+use crate::master_handoff::{check_seed_01, check_seed_02, check_seed_12};
+use crate::master_inbox::check_seed_10;
+use crate::master_race::check_seed_09;
+use crate::master_status::check_seed_11;
+use crate::master_target::{check_seed_03, check_seed_04, check_seed_05, check_seed_06};
 use crate::services::{Ns, Proxy, counts, postgres_addr, redis_via, skip, wait_until};
 use crate::support::{BIN, Run};
 
