@@ -1,13 +1,13 @@
 //! `inbox` (seed 000 #10): the MasterPreempted event's exact payload, the `--after` and
 //! `--limit` cursor, and `--follow` with the `--timeout` it promises to honor.
 
-use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use crate::master::{Co, LIMIT, PASSWORD, PROJECT, assert_preempted, err_doc, keys, ok_doc, s, set};
+use crate::support::Follower;
 
 /// Seed #10: MasterPreempted's payload: exact keys, `reason` on both paths, `by_operator`
 /// only on preempt.
@@ -137,7 +137,7 @@ fn inbox_cursor_and_follow() {
 
     // --follow from cursor 0: the two old events first (which proves it is running), then
     // the one a handoff produces now.
-    let mut c = co.command(&[
+    let c = co.command(&[
         "inbox",
         "--project",
         PROJECT,
@@ -150,37 +150,18 @@ fn inbox_cursor_and_follow() {
         "2",
         "--json",
     ]);
-    c.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap());
-    let mut read_line = || {
-        let mut l = String::new();
-        lines.read_line(&mut l).unwrap();
-        l
-    };
-    let l1 = read_line();
-    let l2 = read_line();
+    let follower = Follower::spawn(c);
+    let l1 = follower.line(LIMIT);
+    let l2 = follower.line(LIMIT);
     assert_eq!(serde_json::from_str::<Value>(&l1).unwrap(), evs[0], "{l1}");
     assert_eq!(serde_json::from_str::<Value>(&l2).unwrap(), evs[1], "{l2}");
     // While it runs: bob is master; make alice master and hand off again.
     ok_doc(&co.claim("alice", "ops", PASSWORD, &[]));
     ok_doc(&co.handoff(&alice, "bob", &[]));
-    let l3 = read_line();
-    let rest = {
-        let mut v = String::new();
-        lines.read_to_string(&mut v).unwrap();
-        v
-    };
-    let deadline = Instant::now() + LIMIT;
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        assert!(Instant::now() < deadline, "inbox --follow --timeout 2 did not exit");
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    assert_eq!(status.code(), Some(0));
-    assert_eq!(rest, "", "exactly three lines");
+    let l3 = follower.line(LIMIT);
+    let rest = follower.finish(LIMIT);
+    assert_eq!(rest.code, 0, "{rest:?}");
+    assert_eq!(rest.stdout, "", "exactly three lines");
     for l in [&l1, &l2, &l3] {
         assert!(l.ends_with('\n') && !l.trim_end().contains('\n'), "one compact object per line: {l:?}");
     }

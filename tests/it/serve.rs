@@ -36,7 +36,7 @@ use crate::master_race::check_seed_09;
 use crate::master_status::check_seed_11;
 use crate::master_target::{check_seed_03, check_seed_04, check_seed_05, check_seed_06};
 use crate::services::{Ns, Proxy, counts, postgres_addr, redis_via, skip, wait_until};
-use crate::support::{BIN, Run};
+use crate::support::{BIN, Follower, Run};
 
 /// How long a server may take to print its listening line (a loaded machine, a cold
 /// Postgres schema migration).
@@ -2340,7 +2340,7 @@ fn inbox_follow_long_polls() {
     let alice = co.reg("alice");
     let bob = co.reg("bob");
     ok_doc(&co.handoff(&alice, "bob", &["--expect-epoch", "1"]));
-    let mut c = co.command(&[
+    let c = co.command(&[
         "inbox",
         "--project",
         PROJECT,
@@ -2353,32 +2353,16 @@ fn inbox_follow_long_polls() {
         "6",
         "--json",
     ]);
-    c.stdout(Stdio::piped()).stderr(Stdio::null());
-    let mut child = c.spawn().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap());
-    let mut read_line = || {
-        let mut l = String::new();
-        lines.read_line(&mut l).unwrap();
-        serde_json::from_str::<Value>(&l).unwrap_or_else(|e| panic!("{e}: {l:?}"))
-    };
-    let first = read_line();
+    let follower = Follower::spawn(c);
+    let first = follower.json_line(LIMIT);
     assert_preempted(&first, &alice, &bob, 2, None);
     // While the follower waits inside the server: bob hands back, alice hands off again.
     ok_doc(&co.handoff(&bob, "alice", &["--expect-epoch", "2"]));
     ok_doc(&co.handoff(&alice, "bob", &["--expect-epoch", "3"]));
-    let second = read_line();
+    let second = follower.json_line(LIMIT);
     assert_preempted(&second, &alice, &bob, 4, None);
-    let mut rest = String::new();
-    lines.read_to_string(&mut rest).unwrap();
-    let deadline = Instant::now() + LIMIT;
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        assert!(Instant::now() < deadline, "inbox --follow --timeout 6 did not exit");
-        thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!((status.code(), rest.as_str()), (Some(0), ""));
+    let rest = follower.finish(LIMIT);
+    assert_eq!((rest.code, rest.stdout.as_str()), (0, ""), "{rest:?}");
 }
 
 /// The HTTP statuses of refusals (4xx for the caller's mistakes, 409 for conflicts) and the
