@@ -189,6 +189,11 @@ impl Co {
         self.url_for::<&str>(&[])
     }
 
+    /// The `host:port` of the server [`Co::url`] names (a deployment over plain HTTP).
+    pub(crate) fn addr(&self) -> std::net::SocketAddr {
+        self.url().strip_prefix("http://").unwrap().parse().unwrap()
+    }
+
     /// Environment every client gets (the admin token, a CA file) from the deployment.
     pub(crate) fn client_env(&self) -> Vec<(String, String)> {
         self.http.as_ref().map(|d| d.client_env()).unwrap_or_default()

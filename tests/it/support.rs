@@ -836,3 +836,51 @@ impl Drop for Follower {
         let _ = self.child.wait();
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// many sources: connections from other loopback addresses
+// ---------------------------------------------------------------------------------------
+
+/// A TCP connection to `to` from the loopback address `from` (port chosen by the kernel).
+/// On Linux every 127/8 address reaches a 127.0.0.1 listener, so a test can play as many
+/// sources as a server tells apart by address.
+pub fn connect_from(from: std::net::IpAddr, to: std::net::SocketAddr) -> std::net::TcpStream {
+    try_connect_from(from, to).unwrap()
+}
+
+/// [`connect_from`], or why not (a flood's threads retry instead of failing).
+pub fn try_connect_from(from: std::net::IpAddr, to: std::net::SocketAddr) -> std::io::Result<std::net::TcpStream> {
+    use rustix::net::{AddressFamily, SocketType, bind, connect, ipproto, socket};
+    let fd = socket(AddressFamily::INET, SocketType::STREAM, Some(ipproto::TCP))?;
+    bind(&fd, &std::net::SocketAddr::new(from, 0))?;
+    connect(&fd, &to)?;
+    Ok(std::net::TcpStream::from(fd))
+}
+
+/// One HTTP/1.1 request with a JSON `body` on a fresh connection from `from`, `headers`
+/// added to its head: (status, the answer's head in lower case, its body as JSON or Null).
+pub fn request_from(
+    from: std::net::IpAddr,
+    to: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &serde_json::Value,
+) -> (u16, String, serde_json::Value) {
+    use std::io::{Read, Write};
+    let mut c = connect_from(from, to);
+    c.set_read_timeout(Some(std::time::Duration::from_secs(120))).unwrap();
+    let body = body.to_string();
+    let extra: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nhost: {to}\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    c.write_all(head.as_bytes()).unwrap();
+    c.write_all(body.as_bytes()).unwrap();
+    let mut raw = String::new();
+    c.read_to_string(&mut raw).unwrap();
+    let status = raw.get(9..12).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("not HTTP: {raw:?}"));
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    (status, head.to_ascii_lowercase(), serde_json::from_str(body).unwrap_or(serde_json::Value::Null))
+}
