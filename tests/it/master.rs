@@ -441,6 +441,16 @@ impl Co {
         ])
     }
 
+    /// `inbox --follow --json` for `identity`, proven by its latest token file, with
+    /// `extra` (its `--timeout`): the command, for a [`crate::support::Follower`] to run.
+    pub(crate) fn inbox_follow(&self, identity: &str, extra: &[&str]) -> Command {
+        let tf = self.token_of(identity);
+        let mut a = vec!["inbox", "--project", PROJECT, "--identity", identity, "--token-file", s(&tf), "--follow"];
+        a.extend_from_slice(extra);
+        a.push("--json");
+        self.command(&a)
+    }
+
     #[track_caller]
     pub(crate) fn events(&self, identity: &str) -> Vec<Value> {
         self.inbox(identity, 0)["events"].as_array().unwrap().clone()

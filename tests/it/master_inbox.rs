@@ -137,20 +137,7 @@ fn inbox_cursor_and_follow() {
 
     // --follow from cursor 0: the two old events first (which proves it is running), then
     // the one a handoff produces now.
-    let c = co.command(&[
-        "inbox",
-        "--project",
-        PROJECT,
-        "--identity",
-        "alice",
-        "--token-file",
-        s(&co.token_of("alice")),
-        "--follow",
-        "--timeout",
-        "2",
-        "--json",
-    ]);
-    let follower = Follower::spawn(c);
+    let follower = Follower::spawn(co.inbox_follow("alice", &["--timeout", "2"]));
     let l1 = follower.line(LIMIT);
     let l2 = follower.line(LIMIT);
     assert_eq!(serde_json::from_str::<Value>(&l1).unwrap(), evs[0], "{l1}");
@@ -179,18 +166,7 @@ fn inbox_follow_refuses_a_timeout_it_would_not_honor() {
     let children: Vec<(String, Child)> = ["--timeout=-1", "--timeout=NaN"]
         .iter()
         .map(|t| {
-            let mut c = co.command(&[
-                "inbox",
-                "--project",
-                PROJECT,
-                "--identity",
-                "alice",
-                "--token-file",
-                s(&co.token_of("alice")),
-                "--follow",
-                t,
-                "--json",
-            ]);
+            let mut c = co.inbox_follow("alice", &[t]);
             c.stdout(Stdio::piped()).stderr(Stdio::piped());
             (t.to_string(), c.spawn().unwrap())
         })

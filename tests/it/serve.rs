@@ -2340,20 +2340,7 @@ fn inbox_follow_long_polls() {
     let alice = co.reg("alice");
     let bob = co.reg("bob");
     ok_doc(&co.handoff(&alice, "bob", &["--expect-epoch", "1"]));
-    let c = co.command(&[
-        "inbox",
-        "--project",
-        PROJECT,
-        "--identity",
-        "alice",
-        "--token-file",
-        s(&co.token_of("alice")),
-        "--follow",
-        "--timeout",
-        "6",
-        "--json",
-    ]);
-    let follower = Follower::spawn(c);
+    let follower = Follower::spawn(co.inbox_follow("alice", &["--timeout", "6"]));
     let first = follower.json_line(LIMIT);
     assert_preempted(&first, &alice, &bob, 2, None);
     // While the follower waits inside the server: bob hands back, alice hands off again.
