@@ -36,7 +36,7 @@ use crate::master_race::check_seed_09;
 use crate::master_status::check_seed_11;
 use crate::master_target::{check_seed_03, check_seed_04, check_seed_05, check_seed_06};
 use crate::services::{Ns, Proxy, counts, postgres_addr, redis_via, skip, wait_until};
-use crate::support::{BIN, Follower, Run};
+use crate::support::{BIN, Follower, Run, is_iso_ms};
 
 /// How long a server may take to print its listening line (a loaded machine, a cold
 /// Postgres schema migration).
@@ -2093,19 +2093,8 @@ fn normalize(text: &str, names: &[(String, String)]) -> String {
     let b = t.as_bytes();
     let mut out = String::new();
     let mut i = 0;
-    let is_ts = |w: &[u8]| {
-        w.len() == 24
-            && w.iter().enumerate().all(|(k, c)| match k {
-                4 | 7 => *c == b'-',
-                10 => *c == b'T',
-                13 | 16 => *c == b':',
-                19 => *c == b'.',
-                23 => *c == b'Z',
-                _ => c.is_ascii_digit(),
-            })
-    };
     while i < b.len() {
-        if i + 24 <= b.len() && is_ts(&b[i..i + 24]) {
+        if i + 24 <= b.len() && is_iso_ms(&b[i..i + 24]) {
             out.push_str("<time>");
             i += 24;
         } else {

@@ -628,6 +628,20 @@ pub fn meta_tree(root: &Path) -> std::collections::BTreeMap<String, MetaNode> {
     out
 }
 
+/// Whether `b` is a time as JavaScript's `toISOString` prints it, `YYYY-MM-DDTHH:MM:SS.mmmZ`
+/// (the shape qwen's records and writerctl's JSON use; it says nothing of the instant).
+pub fn is_iso_ms(b: &[u8]) -> bool {
+    b.len() == 24
+        && b.iter().enumerate().all(|(k, c)| match k {
+            4 | 7 => *c == b'-',
+            10 => *c == b'T',
+            13 | 16 => *c == b':',
+            19 => *c == b'.',
+            23 => *c == b'Z',
+            _ => c.is_ascii_digit(),
+        })
+}
+
 /// SHA-256 of `bytes` as lowercase hex (the `sha2` crate, not writerctl's hashing code).
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
