@@ -6,7 +6,6 @@
 //! printed, not asserted — benches prove speed.
 
 use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -15,6 +14,7 @@ use serde_json::Value;
 
 use crate::master::{Co, PROJECT, s};
 use crate::support::{BIN, Follower, LiveHolder, TestEnv};
+use crate::throwaway::free_port;
 
 /// How long a watcher may take to show a change before the test fails.
 const BOUND: Duration = Duration::from_secs(10);
@@ -251,11 +251,6 @@ fn master_watch_on_the_embedded_store_polls_and_says_so() {
     assert_eq!(co.handoff(&alice, "bob", &["--yes"]).code, 0);
     w.until("bob as master", |d| master_identity(d) == "bob");
     assert_eq!(w.stop("TERM"), 0);
-}
-
-/// A free loopback port (bound, then released for the server to take).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// A server process killed and reaped on drop, so a failing test leaves none behind.
