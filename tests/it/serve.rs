@@ -1,8 +1,9 @@
 //! `writerctl coordinator serve` end to end: the real server binary, driven by the real CLI
 //! over HTTP(S), over the embedded SQLite store and over Redis + Postgres.
 //!
-//! * The 12 seed acceptance tests (SPEC-082) reuse `master.rs`'s bodies on a server over
-//!   SQLite (`http_sqlite_seed_*`) and over Redis + Postgres (`http_redis_pg_seed_*`).
+//! * The 12 seed acceptance tests (SPEC-082) reuse the `check_seed_NN` bodies of the
+//!   `master_<verb>.rs` files on a server over SQLite (`http_sqlite_seed_*`) and over Redis +
+//!   Postgres (`http_redis_pg_seed_*`).
 //! * Replicas, Redis-first while Postgres is down, cold restore, admin token, TLS, graceful
 //!   shutdown, logs, `/healthz` `/metrics` `/openapi.json`, and parity with the embedded
 //!   store.
@@ -482,7 +483,7 @@ fn deployment(co: &Co) -> &Deployment {
 }
 
 // ---------------------------------------------------------------------------------------
-// 1. the seed's 12 acceptance tests over HTTP (bodies in master.rs)
+// 1. the seed's 12 acceptance tests over HTTP (bodies in the master_<verb>.rs files)
 // ---------------------------------------------------------------------------------------
 
 #[test]
