@@ -25,6 +25,7 @@ use serde_json::Value;
 
 use crate::master::{Co, ok_doc};
 use crate::serve::{Deployment, http_error_code, http_get, metric};
+use crate::support::connect_from;
 
 /// A server over SQLite with `args` on its command line.
 pub(crate) fn server(args: &[&str]) -> Co {
@@ -33,11 +34,6 @@ pub(crate) fn server(args: &[&str]) -> Co {
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         Deployment::sqlite(home, store).server_args(&refs)
     })
-}
-
-/// The server's `host:port`.
-pub(crate) fn addr(co: &Co) -> SocketAddr {
-    co.url().strip_prefix("http://").unwrap().parse().unwrap()
 }
 
 /// Everything the server sends on `c` until it closes it (or the 30 s guard).
@@ -139,7 +135,7 @@ fn probe(to: SocketAddr, path: &str) -> (u16, String) {
 /// the cap, probes from 127.0.0.1 answer 200 and a register and a heartbeat succeed; the
 /// flood's connections were evicted (counted on /metrics).
 fn check_probes_survive(co: &Co, attack: Attack, cap: usize) {
-    let to = addr(co);
+    let to = co.addr();
     let stop = Arc::new(AtomicBool::new(false));
     let (threads, opened) = flood(to, cap * 2, attack, &stop);
     // Let the flood fill the cap first.
@@ -194,11 +190,11 @@ fn probes_and_clients_are_served_through_an_idle_reconnect_flood() {
 #[test]
 fn a_slow_body_is_answered_408_at_its_deadline() {
     let co = server(&["--body-timeout-seconds", "1"]);
-    let mut c = TcpStream::connect(addr(&co)).unwrap();
+    let mut c = TcpStream::connect(co.addr()).unwrap();
     c.write_all(b"POST /v1/projects/p/sessions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{").unwrap();
     let raw = read_all(&mut c);
     assert_eq!(envelope_of(&raw), (408, "coordinator_unavailable".to_string()), "{raw}");
-    let (_, m) = probe(addr(&co), "/metrics");
+    let (_, m) = probe(co.addr(), "/metrics");
     assert_eq!(metric(&m, "writerctl_body_timeouts_total"), Some(1.0), "{m}");
 }
 
@@ -208,7 +204,7 @@ fn a_slow_body_is_answered_408_at_its_deadline() {
 #[test]
 fn an_oversized_content_length_is_refused_without_reading_the_body() {
     let co = server(&[]);
-    let mut c = TcpStream::connect(addr(&co)).unwrap();
+    let mut c = TcpStream::connect(co.addr()).unwrap();
     c.write_all(b"POST /v1/projects/p/sessions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 10000000\r\n\r\n").unwrap();
     let raw = read_all(&mut c);
     assert_eq!(envelope_of(&raw), (413, "invalid_argument".to_string()), "{raw}");
@@ -220,11 +216,11 @@ fn an_oversized_content_length_is_refused_without_reading_the_body() {
 #[test]
 fn hyper_answers_to_bad_heads_are_in_the_envelope() {
     let co = server(&[]);
-    let mut c = TcpStream::connect(addr(&co)).unwrap();
+    let mut c = TcpStream::connect(co.addr()).unwrap();
     c.write_all(b"NOT HTTP AT ALL\r\n\r\n").unwrap();
     let raw = read_all(&mut c);
     assert_eq!(envelope_of(&raw), (400, "invalid_argument".to_string()), "{raw}");
-    let mut c = TcpStream::connect(addr(&co)).unwrap();
+    let mut c = TcpStream::connect(co.addr()).unwrap();
     let fields: String = (0..150).map(|i| format!("x-field-{i}: v\r\n")).collect();
     c.write_all(format!("GET /livez HTTP/1.1\r\nhost: x\r\n{fields}\r\n").as_bytes()).unwrap();
     let raw = read_all(&mut c);
@@ -241,7 +237,7 @@ fn a_source_sending_malformed_heads_is_deferred_not_refused() {
     let flooder: std::net::IpAddr = "127.0.0.77".parse().unwrap();
     let metrics = || http_get(&format!("{}/metrics", co.url())).2;
     for _ in 0..=writerctl::coordinator::limits::BAD_HEADS_FREE {
-        let mut c = crate::serve_hardening::connect_from(flooder, addr(&co));
+        let mut c = connect_from(flooder, co.addr());
         c.write_all(b"NOT HTTP AT ALL\r\n\r\n").unwrap();
         assert_eq!(envelope_of(&read_all(&mut c)).0, 400);
     }
@@ -252,7 +248,7 @@ fn a_source_sending_malformed_heads_is_deferred_not_refused() {
         Some(f64::from(writerctl::coordinator::limits::BAD_HEADS_FREE + 1)),
         "{body}"
     );
-    let mut c = crate::serve_hardening::connect_from(flooder, addr(&co));
+    let mut c = connect_from(flooder, co.addr());
     c.write_all(b"GET /livez HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").unwrap();
     let raw = read_all(&mut c);
     assert!(raw.starts_with("HTTP/1.1 200"), "the flooder's address is still served: {raw}");
@@ -269,7 +265,7 @@ fn the_probe_listener_answers_while_the_main_port_is_flooded() {
     let listen = probe_addr.to_string();
     let co = server(&["--max-connections", "4", "--probe-listen", &listen]);
     let stop = Arc::new(AtomicBool::new(false));
-    let (threads, opened) = flood(addr(&co), 8, Attack::SlowBody, &stop);
+    let (threads, opened) = flood(co.addr(), 8, Attack::SlowBody, &stop);
     while opened.load(Ordering::Relaxed) < 8 {
         thread::sleep(Duration::from_millis(50));
     }

@@ -27,10 +27,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::abuse_net::{addr, server};
+use crate::abuse_net::server;
 use crate::master::{PROJECT, ok_doc};
 use crate::serve::{http_get, metric};
-use crate::serve_hardening::try_connect_from;
+use crate::support::try_connect_from;
 
 const CAP: usize = 64;
 /// Long-polls the server holds at once with `--max-connections 64` (a quarter).
@@ -143,7 +143,7 @@ fn scrape(to: SocketAddr) -> String {
 #[test]
 fn unauthenticated_long_polls_cannot_take_the_slots() {
     let co = server(&["--max-connections", &CAP.to_string()]);
-    let to = addr(&co);
+    let to = co.addr();
     let alice = co.reg("alice");
     let version = empty_version(to);
     let stop = Arc::new(AtomicBool::new(false));
@@ -183,7 +183,7 @@ fn unauthenticated_long_polls_cannot_take_the_slots() {
 #[test]
 fn the_watch_registry_stays_bounded_under_many_names() {
     let co = server(&["--max-connections", &CAP.to_string()]);
-    let to = addr(&co);
+    let to = co.addr();
     let version = empty_version(to);
     let stop = Arc::new(AtomicBool::new(false));
     let (threads, sent) = watch_flood(to, 8, 10, &version, 3_000, true, &stop);
@@ -257,7 +257,7 @@ fn idle_flood(to: SocketAddr, addresses: u8, stop: &Arc<AtomicBool>) -> (Vec<thr
 #[test]
 fn a_distributed_idle_flood_does_not_evict_a_host_with_many_clients() {
     let co = server(&["--max-connections", &CAP.to_string()]);
-    let to = addr(&co);
+    let to = co.addr();
     let ctls = [co.reg("alice"), co.reg("bob")];
     let stop = Arc::new(AtomicBool::new(false));
     let (flood, opened) = idle_flood(to, 120, &stop);
@@ -405,7 +405,7 @@ fn a_tls_handshake_in_progress_is_not_the_first_victim() {
 #[test]
 fn queued_wrong_password_claims_cannot_take_the_slots() {
     let co = server(&["--max-connections", &CAP.to_string()]);
-    let to = addr(&co);
+    let to = co.addr();
     let alice = co.reg("alice");
     let stop = Arc::new(AtomicBool::new(false));
     let answers: Arc<Mutex<Vec<u16>>> = Arc::default();

@@ -13,6 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::BIN;
+use crate::throwaway::free_port;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -268,11 +269,6 @@ fn runnable_script(text: &str) -> Option<String> {
     (!script.is_empty()).then_some(script)
 }
 
-/// A free loopback port (the tutorials say 7700; tests run side by side).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// Runs `script` as a reader would paste it into one shell, with `set -euo pipefail`, the
 /// binary under test first on PATH, and a private HOME, state, runtime and temp directory.
 /// Everything the script starts runs in its own process group, killed afterwards.
@@ -285,6 +281,7 @@ fn run_script(name: &str, script: &str) {
         std::fs::create_dir(d).unwrap();
         std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
     }
+    // The tutorials say 7700; tests run side by side.
     let script = script.replace("127.0.0.1:7700", &format!("127.0.0.1:{}", free_port()));
     let file = tmp.path().join("script.sh");
     std::fs::write(&file, format!("set -euo pipefail\n{script}")).unwrap();

@@ -12,8 +12,7 @@
 //! Strangers use other loopback addresses (any 127/8 address reaches a 127.0.0.1 listener
 //! on Linux): the server tells sources apart by address.
 
-use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::thread;
@@ -23,20 +22,7 @@ use serde_json::{Value, json};
 
 use crate::master::{Co, PASSWORD, PROJECT, ok_doc};
 use crate::serve::{http_get, metric};
-
-/// The server's `host:port`.
-pub(crate) fn addr(co: &Co) -> SocketAddr {
-    co.url().strip_prefix("http://").unwrap().parse().unwrap()
-}
-
-/// A TCP connection to `to` from the loopback address `from`.
-pub(crate) fn connect_from(from: IpAddr, to: SocketAddr) -> TcpStream {
-    use rustix::net::{AddressFamily, SocketType, bind, connect, ipproto, socket};
-    let fd = socket(AddressFamily::INET, SocketType::STREAM, Some(ipproto::TCP)).unwrap();
-    bind(&fd, &SocketAddr::new(from, 0)).unwrap();
-    connect(&fd, &to).unwrap();
-    TcpStream::from(fd)
-}
+use crate::support::request_from;
 
 /// One POST on a fresh connection from `from` with a bearer token: (status, head, JSON body).
 /// Each also claims another source in the header the server uses internally for the peer
@@ -48,24 +34,15 @@ pub(crate) fn post_from(
     token: Option<&str>,
     body: &Value,
 ) -> (u16, String, Value) {
-    let mut c = connect_from(from, to);
-    c.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
-    let body = body.to_string();
-    let auth = token.map_or(String::new(), |t| format!("authorization: Bearer {t}\r\n"));
-    let head = format!(
-        "POST {path} HTTP/1.1\r\nhost: {to}\r\ncontent-type: application/json\r\n{auth}x-writerctl-peer: 10.6.6.6\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-        body.len()
-    );
-    c.write_all(head.as_bytes()).unwrap();
-    c.write_all(body.as_bytes()).unwrap();
-    let mut raw = String::new();
-    c.read_to_string(&mut raw).unwrap();
-    let status = raw.get(9..12).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("not HTTP: {raw:?}"));
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-    (status, head.to_ascii_lowercase(), serde_json::from_str(body).unwrap_or(Value::Null))
+    let bearer = token.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![("x-writerctl-peer", "10.6.6.6")];
+    if let Some(b) = &bearer {
+        headers.insert(0, ("authorization", b.as_str()));
+    }
+    request_from(from, to, "POST", path, &headers, body)
 }
 
-fn ip(last: u8) -> IpAddr {
+pub(crate) fn ip(last: u8) -> IpAddr {
     IpAddr::from([127, 0, 0, last])
 }
 
@@ -85,7 +62,7 @@ fn a_refusal_flood_writes_a_bounded_number_of_audit_rows_with_its_count() {
     const N: u64 = 200;
     let co = Co::http_sqlite();
     let alice = co.reg("alice");
-    let to = addr(&co);
+    let to = co.addr();
     let path = format!("/v1/projects/{PROJECT}/sessions/{}/heartbeat", alice.sid);
     for i in 0..N {
         // A new wrong token each time: each has a rate bucket of its own, so every one of
@@ -119,7 +96,7 @@ fn per_seat_writes_over_the_rate_are_rate_limited_and_write_nothing() {
     let mut take = take.to_vec();
     take.extend(["--token-file", alice.token_file.to_str().unwrap()]);
     let v0 = co.ok(&take)["version"].as_u64().unwrap();
-    let to = addr(&co);
+    let to = co.addr();
     let path = format!("/v1/projects/{PROJECT}/channels/ch/claims/t/touch");
     // 4 x 100 touches back to back: far past a burst of 60 at 20/s unless they took 17 s.
     let answers: Vec<(u16, String, Value)> = (0..4)
@@ -170,7 +147,7 @@ fn a_correct_claim_goes_ahead_of_a_flood_from_many_sources() {
     co.reg("alice");
     let bob = co.reg("bob");
     co.add_operator("ops", PASSWORD);
-    let to = addr(&co);
+    let to = co.addr();
     let path = format!("/v1/projects/{PROJECT}/master/claim");
     // The operator's earlier claim from this address (a dry run: every check, nothing
     // changed) proves the (address, ops) pair; an address never seen would be in tier 1.
@@ -242,7 +219,7 @@ fn a_correct_claim_goes_ahead_of_a_flood_from_many_sources() {
 fn names_are_checked_at_the_edge_and_cannot_multiply_audit_rows() {
     let co = Co::http_sqlite();
     co.reg("alice");
-    let to = addr(&co);
+    let to = co.addr();
     // (A 30 KB name in the path no longer fits a request head of 16 KiB: 431, see
     // `memory_budget`.)
     let big_project = "p".repeat(10_000);

@@ -10,15 +10,16 @@
 //! * the budget, its derivation and the resident set on `/metrics`, and in the start log.
 
 use std::io::Write;
-use std::net::{IpAddr, TcpStream};
+use std::net::TcpStream;
 use std::thread;
 
 use serde_json::json;
 
 use crate::abuse_net::{envelope_of, read_all, server};
-use crate::budget::{addr, connect_from, post_from};
+use crate::budget::{ip, post_from};
 use crate::master::{Co, PROJECT};
 use crate::serve::{http_get, metric};
+use crate::support::connect_from;
 
 const MIB: u64 = 1024 * 1024;
 
@@ -31,10 +32,6 @@ fn proc_status_bytes(pid: u32, field: &str) -> u64 {
         .and_then(|v| v.trim().strip_suffix("kB")?.trim().parse().ok())
         .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"));
     kib * 1024
-}
-
-fn ip(last: u8) -> IpAddr {
-    IpAddr::from([127, 0, 0, last])
 }
 
 /// The pid of `co`'s server (started now if needed).
@@ -54,7 +51,7 @@ fn forty_wrong_password_claims_at_once_do_not_grow_the_server() {
     co.reg("alice");
     co.reg("bob");
     let pid = server_pid(&co);
-    let to = addr(&co);
+    let to = co.addr();
     let path = format!("/v1/projects/{PROJECT}/master/claim");
     let before = proc_status_bytes(pid, "VmHWM");
     let answers: Vec<u16> = (0..40u32)
@@ -107,7 +104,7 @@ fn forty_wrong_password_claims_at_once_do_not_grow_the_server() {
 fn oversized_heads_are_refused_and_do_not_grow_the_server() {
     let co = server(&[]);
     let pid = server_pid(&co);
-    let to = addr(&co);
+    let to = co.addr();
     let big = |n: usize| format!("GET /livez HTTP/1.1\r\nhost: x\r\nx-big: {}\r\n\r\n", "a".repeat(n));
     let mut c = TcpStream::connect(to).unwrap();
     // The server answers once 16 KiB are in and closes; the rest of the write may fail.

@@ -1,8 +1,9 @@
 //! `writerctl coordinator serve` end to end: the real server binary, driven by the real CLI
 //! over HTTP(S), over the embedded SQLite store and over Redis + Postgres.
 //!
-//! * The 12 seed acceptance tests (SPEC-082) reuse `master.rs`'s bodies on a server over
-//!   SQLite (`http_sqlite_seed_*`) and over Redis + Postgres (`http_redis_pg_seed_*`).
+//! * The 12 seed acceptance tests (SPEC-082) reuse the `check_seed_NN` bodies of the
+//!   `master_<verb>.rs` files on a server over SQLite (`http_sqlite_seed_*`) and over Redis +
+//!   Postgres (`http_redis_pg_seed_*`).
 //! * Replicas, Redis-first while Postgres is down, cold restore, admin token, TLS, graceful
 //!   shutdown, logs, `/healthz` `/metrics` `/openapi.json`, and parity with the embedded
 //!   store.
@@ -26,13 +27,17 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::master::{
-    Co, Ctl, LIMIT, MixedRace, PASSWORD, PROJECT, Racer, assert_one_winner, assert_preempted, check_seed_01,
-    check_seed_02, check_seed_03, check_seed_04, check_seed_05, check_seed_06, check_seed_07, check_seed_08,
-    check_seed_09, check_seed_10, check_seed_11, check_seed_12, err_doc, exec, mref, ok_doc, race, s, strings,
-    trial_targets, wait_bounded,
+    Co, Ctl, LIMIT, MixedRace, PASSWORD, PROJECT, Racer, assert_one_winner, assert_preempted, err_doc, exec, mref,
+    ok_doc, race, s, strings, trial_targets, wait_bounded,
 };
+use crate::master_claim::{check_seed_07, check_seed_08};
+use crate::master_handoff::{check_seed_01, check_seed_02, check_seed_12};
+use crate::master_inbox::check_seed_10;
+use crate::master_race::check_seed_09;
+use crate::master_status::check_seed_11;
+use crate::master_target::{check_seed_03, check_seed_04, check_seed_05, check_seed_06};
 use crate::services::{Ns, Proxy, counts, postgres_addr, redis_via, skip, wait_until};
-use crate::support::{BIN, Run};
+use crate::support::{BIN, Follower, Run, is_iso_ms};
 
 /// How long a server may take to print its listening line (a loaded machine, a cold
 /// Postgres schema migration).
@@ -478,7 +483,7 @@ fn deployment(co: &Co) -> &Deployment {
 }
 
 // ---------------------------------------------------------------------------------------
-// 1. the seed's 12 acceptance tests over HTTP (bodies in master.rs)
+// 1. the seed's 12 acceptance tests over HTTP (bodies in the master_<verb>.rs files)
 // ---------------------------------------------------------------------------------------
 
 #[test]
@@ -2089,19 +2094,8 @@ fn normalize(text: &str, names: &[(String, String)]) -> String {
     let b = t.as_bytes();
     let mut out = String::new();
     let mut i = 0;
-    let is_ts = |w: &[u8]| {
-        w.len() == 24
-            && w.iter().enumerate().all(|(k, c)| match k {
-                4 | 7 => *c == b'-',
-                10 => *c == b'T',
-                13 | 16 => *c == b':',
-                19 => *c == b'.',
-                23 => *c == b'Z',
-                _ => c.is_ascii_digit(),
-            })
-    };
     while i < b.len() {
-        if i + 24 <= b.len() && is_ts(&b[i..i + 24]) {
+        if i + 24 <= b.len() && is_iso_ms(&b[i..i + 24]) {
             out.push_str("<time>");
             i += 24;
         } else {
@@ -2336,45 +2330,16 @@ fn inbox_follow_long_polls() {
     let alice = co.reg("alice");
     let bob = co.reg("bob");
     ok_doc(&co.handoff(&alice, "bob", &["--expect-epoch", "1"]));
-    let mut c = co.command(&[
-        "inbox",
-        "--project",
-        PROJECT,
-        "--identity",
-        "alice",
-        "--token-file",
-        s(&co.token_of("alice")),
-        "--follow",
-        "--timeout",
-        "6",
-        "--json",
-    ]);
-    c.stdout(Stdio::piped()).stderr(Stdio::null());
-    let mut child = c.spawn().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap());
-    let mut read_line = || {
-        let mut l = String::new();
-        lines.read_line(&mut l).unwrap();
-        serde_json::from_str::<Value>(&l).unwrap_or_else(|e| panic!("{e}: {l:?}"))
-    };
-    let first = read_line();
+    let follower = Follower::spawn(co.inbox_follow("alice", &["--timeout", "6"]));
+    let first = follower.json_line(LIMIT);
     assert_preempted(&first, &alice, &bob, 2, None);
     // While the follower waits inside the server: bob hands back, alice hands off again.
     ok_doc(&co.handoff(&bob, "alice", &["--expect-epoch", "2"]));
     ok_doc(&co.handoff(&alice, "bob", &["--expect-epoch", "3"]));
-    let second = read_line();
+    let second = follower.json_line(LIMIT);
     assert_preempted(&second, &alice, &bob, 4, None);
-    let mut rest = String::new();
-    lines.read_to_string(&mut rest).unwrap();
-    let deadline = Instant::now() + LIMIT;
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        assert!(Instant::now() < deadline, "inbox --follow --timeout 6 did not exit");
-        thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!((status.code(), rest.as_str()), (Some(0), ""));
+    let rest = follower.finish(LIMIT);
+    assert_eq!((rest.code, rest.stdout.as_str()), (0, ""), "{rest:?}");
 }
 
 /// The HTTP statuses of refusals (4xx for the caller's mistakes, 409 for conflicts) and the

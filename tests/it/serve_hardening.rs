@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 
 use crate::master::{Co, PASSWORD, PROJECT, err_doc, mref, ok_doc, s};
 use crate::serve::{Deployment, http_error_code, http_get, metric};
+use crate::support::request_from;
 
 /// A server deployment over SQLite with `args` on its command line.
 fn sqlite_with(args: &'static [&'static str]) -> Co {
@@ -34,43 +35,6 @@ fn sqlite_with(args: &'static [&'static str]) -> Co {
 fn redis_pg_with(test: &str, args: &'static [&'static str]) -> Option<Co> {
     let ns = crate::services::Ns::new(test)?;
     Some(Co::http(move |home, _| Deployment::redis_pg(home, ns).server_args(args)))
-}
-
-/// The server's `host:port`.
-fn addr(co: &Co) -> SocketAddr {
-    co.url().strip_prefix("http://").unwrap().parse().unwrap()
-}
-
-/// A TCP connection to `to` from the loopback address `from` (port chosen by the kernel).
-pub(crate) fn connect_from(from: IpAddr, to: SocketAddr) -> TcpStream {
-    try_connect_from(from, to).unwrap()
-}
-
-/// [`connect_from`], or why not (a flood's threads retry instead of failing).
-pub(crate) fn try_connect_from(from: IpAddr, to: SocketAddr) -> std::io::Result<TcpStream> {
-    use rustix::net::{AddressFamily, SocketType, bind, connect, ipproto, socket};
-    let fd = socket(AddressFamily::INET, SocketType::STREAM, Some(ipproto::TCP))?;
-    bind(&fd, &SocketAddr::new(from, 0))?;
-    connect(&fd, &to)?;
-    Ok(TcpStream::from(fd))
-}
-
-/// One HTTP/1.1 request on a fresh connection from `from`: (status, body as JSON).
-fn request_from(from: IpAddr, to: SocketAddr, method: &str, path: &str, body: &Value) -> (u16, Value) {
-    let mut c = connect_from(from, to);
-    c.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
-    let body = body.to_string();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nhost: {to}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-        body.len()
-    );
-    c.write_all(head.as_bytes()).unwrap();
-    c.write_all(body.as_bytes()).unwrap();
-    let mut raw = String::new();
-    c.read_to_string(&mut raw).unwrap();
-    let status = raw.get(9..12).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("not HTTP: {raw:?}"));
-    let json = raw.split_once("\r\n\r\n").map_or(Value::Null, |(_, b)| serde_json::from_str(b).unwrap_or(Value::Null));
-    (status, json)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -116,7 +80,7 @@ fn hold_connection(to: SocketAddr, trickle: bool, stop: Arc<AtomicBool>) -> thre
 }
 
 fn check_connections_are_bounded(co: &Co) {
-    let to = addr(co);
+    let to = co.addr();
     let stop = Arc::new(AtomicBool::new(false));
     let mut attackers = Vec::new();
     for i in 0..IDLE + SLOW {
@@ -204,7 +168,7 @@ fn a_long_poll_outlives_the_header_timeout_and_idle_keep_alive_is_closed() {
     let alice = co.reg("alice");
     let (status, body) = get_as(&format!("{}/v1/projects/{PROJECT}/inbox/alice?wait_ms=2500", co.url()), &alice.token);
     assert_eq!((status, serde_json::from_str::<Value>(&body).unwrap()), (200, json!({"events": []})), "{body}");
-    let mut c = TcpStream::connect(addr(&co)).unwrap();
+    let mut c = TcpStream::connect(co.addr()).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     c.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n").unwrap();
     let mut seen = Vec::new();
@@ -231,7 +195,7 @@ fn check_operator_not_locked_out(co: &Co) {
     let alice = co.reg("alice");
     let bob = co.reg("bob");
     co.add_operator("ops", PASSWORD);
-    let to = addr(co);
+    let to = co.addr();
     let path = format!("/v1/projects/{PROJECT}/master/claim");
     let stop = Arc::new(AtomicBool::new(false));
     let answers: Arc<Mutex<Vec<(u16, String)>>> = Arc::default();
@@ -246,7 +210,7 @@ fn check_operator_not_locked_out(co: &Co) {
                 n += 1;
                 let op = operator.map_or_else(|| format!("stranger-{i}-{n}"), str::to_string);
                 let body = json!({"to": "bob", "expect_epoch": 1, "operator": op, "password": "guess"});
-                let (status, doc) = request_from(from, to, "POST", &path, &body);
+                let (status, _, doc) = request_from(from, to, "POST", &path, &[], &body);
                 let code = doc["error"]["code"].as_str().unwrap_or("?").to_string();
                 answers.lock().unwrap().push((status, code));
             }

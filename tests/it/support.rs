@@ -628,6 +628,20 @@ pub fn meta_tree(root: &Path) -> std::collections::BTreeMap<String, MetaNode> {
     out
 }
 
+/// Whether `b` is a time as JavaScript's `toISOString` prints it, `YYYY-MM-DDTHH:MM:SS.mmmZ`
+/// (the shape qwen's records and writerctl's JSON use; it says nothing of the instant).
+pub fn is_iso_ms(b: &[u8]) -> bool {
+    b.len() == 24
+        && b.iter().enumerate().all(|(k, c)| match k {
+            4 | 7 => *c == b'-',
+            10 => *c == b'T',
+            13 | 16 => *c == b':',
+            19 => *c == b'.',
+            23 => *c == b'Z',
+            _ => c.is_ascii_digit(),
+        })
+}
+
 /// SHA-256 of `bytes` as lowercase hex (the `sha2` crate, not writerctl's hashing code).
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
@@ -700,4 +714,187 @@ pub fn race_commands(env: &TestEnv, cmds: &[(&str, Vec<String>)], vars: &[(&str,
             (label, status.code().unwrap_or(-1), out)
         })
         .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// followers: `inbox --follow`, `status --watch`, `master status --watch`
+// ---------------------------------------------------------------------------------------
+
+/// A running command that prints a line per event (`inbox --follow`, `status --watch`),
+/// read while the test changes what it follows. Its lines arrive through a channel from a
+/// reader thread, so every wait is bounded: a follower that falls silent or never stops
+/// fails the test (with its stderr) instead of stalling the suite. Dropping it kills the
+/// process and reaps it.
+pub struct Follower {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    stderr_reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Follower {
+    /// Spawns `c` with stdout and stderr piped (stdin as `c` has it).
+    pub fn spawn(mut c: Command) -> Follower {
+        use std::io::{BufRead, Read};
+        c.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        std::thread::spawn(move || {
+            loop {
+                // Lines keep their newline: a test may check how the follower ends them.
+                let mut line = String::new();
+                match out.read_line(&mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) if tx.send(line).is_err() => return,
+                    Ok(_) => {}
+                }
+            }
+        });
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let (mut err, into) = (child.stderr.take().unwrap(), stderr.clone());
+        let stderr_reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = err.read(&mut buf) {
+                if n == 0 {
+                    return;
+                }
+                into.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Follower { child, lines, stderr, stderr_reader: Some(stderr_reader) }
+    }
+
+    /// The next stdout line, newline included, if one comes within `within` (zero: only one
+    /// already printed); `None` also once stdout has ended.
+    pub fn next_line(&self, within: std::time::Duration) -> Option<String> {
+        self.lines.recv_timeout(within).ok()
+    }
+
+    /// The next stdout line, newline included; panics, showing stderr, when none comes
+    /// within `within`.
+    #[track_caller]
+    pub fn line(&self, within: std::time::Duration) -> String {
+        self.next_line(within).unwrap_or_else(|| panic!("no line within {within:?}; stderr:\n{}", self.stderr()))
+    }
+
+    /// The next stdout line as one JSON document (see [`Follower::line`]).
+    #[track_caller]
+    pub fn json_line(&self, within: std::time::Duration) -> serde_json::Value {
+        let l = self.line(within);
+        serde_json::from_str(&l).unwrap_or_else(|e| panic!("{e}: {l:?}"))
+    }
+
+    /// What the process wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Waits until stderr contains `text`, at most `within`; returns all of stderr.
+    #[track_caller]
+    pub fn stderr_shows_within(&self, text: &str, within: std::time::Duration) -> String {
+        let started = std::time::Instant::now();
+        loop {
+            let err = self.stderr();
+            if err.contains(text) {
+                return err;
+            }
+            assert!(started.elapsed() < within, "stderr never said {text:?}:\n{err}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// Waits at most `within` for the process to stop by itself (its own `--timeout`):
+    /// its exit code (-1 for a signal), the stdout lines nobody read, and its stderr.
+    #[track_caller]
+    pub fn finish(mut self, within: std::time::Duration) -> Run {
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                break st;
+            }
+            assert!(started.elapsed() < within, "still running after {within:?}; stderr:\n{}", self.stderr());
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        // The process is gone, so both pipes reach EOF: what is left comes at once.
+        let mut stdout = String::new();
+        while let Ok(l) = self.lines.recv_timeout(within) {
+            stdout.push_str(&l);
+        }
+        if let Some(t) = self.stderr_reader.take() {
+            t.join().unwrap();
+        }
+        Run { code: status.code().unwrap_or(-1), stdout, stderr: self.stderr() }
+    }
+
+    /// Sends `signal` (`TERM`, `INT`) and returns the exit code; panics when the process
+    /// does not exit within `within` or dies of a signal.
+    #[track_caller]
+    pub fn stop(mut self, signal: &str, within: std::time::Duration) -> i32 {
+        let ok = Command::new("kill").arg(format!("-{signal}")).arg(self.child.id().to_string()).status().unwrap();
+        assert!(ok.success());
+        let started = std::time::Instant::now();
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return st.code().unwrap_or_else(|| panic!("killed by a signal: {st:?}"));
+            }
+            assert!(started.elapsed() < within, "did not exit within {within:?} of SIG{signal}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// many sources: connections from other loopback addresses
+// ---------------------------------------------------------------------------------------
+
+/// A TCP connection to `to` from the loopback address `from` (port chosen by the kernel).
+/// On Linux every 127/8 address reaches a 127.0.0.1 listener, so a test can play as many
+/// sources as a server tells apart by address.
+pub fn connect_from(from: std::net::IpAddr, to: std::net::SocketAddr) -> std::net::TcpStream {
+    try_connect_from(from, to).unwrap()
+}
+
+/// [`connect_from`], or why not (a flood's threads retry instead of failing).
+pub fn try_connect_from(from: std::net::IpAddr, to: std::net::SocketAddr) -> std::io::Result<std::net::TcpStream> {
+    use rustix::net::{AddressFamily, SocketType, bind, connect, ipproto, socket};
+    let fd = socket(AddressFamily::INET, SocketType::STREAM, Some(ipproto::TCP))?;
+    bind(&fd, &std::net::SocketAddr::new(from, 0))?;
+    connect(&fd, &to)?;
+    Ok(std::net::TcpStream::from(fd))
+}
+
+/// One HTTP/1.1 request with a JSON `body` on a fresh connection from `from`, `headers`
+/// added to its head: (status, the answer's head in lower case, its body as JSON or Null).
+pub fn request_from(
+    from: std::net::IpAddr,
+    to: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &serde_json::Value,
+) -> (u16, String, serde_json::Value) {
+    use std::io::{Read, Write};
+    let mut c = connect_from(from, to);
+    c.set_read_timeout(Some(std::time::Duration::from_secs(120))).unwrap();
+    let body = body.to_string();
+    let extra: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nhost: {to}\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    c.write_all(head.as_bytes()).unwrap();
+    c.write_all(body.as_bytes()).unwrap();
+    let mut raw = String::new();
+    c.read_to_string(&mut raw).unwrap();
+    let status = raw.get(9..12).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("not HTTP: {raw:?}"));
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    (status, head.to_ascii_lowercase(), serde_json::from_str(body).unwrap_or(serde_json::Value::Null))
 }

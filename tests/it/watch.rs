@@ -5,18 +5,16 @@
 //! Each wait for a line has a generous bound (a loaded machine); the observed latency is
 //! printed, not asserted — benches prove speed.
 
-use std::io::{BufRead, BufReader, Read};
-use std::net::TcpListener;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::master::{Co, PROJECT, s};
-use crate::support::{BIN, LiveHolder, TestEnv};
+use crate::support::{BIN, Follower, LiveHolder, TestEnv};
+use crate::throwaway::free_port;
 
 /// How long a watcher may take to show a change before the test fails.
 const BOUND: Duration = Duration::from_secs(10);
@@ -24,38 +22,13 @@ const BOUND: Duration = Duration::from_secs(10);
 const EXIT_BOUND: Duration = Duration::from_secs(10);
 const GATE: &str = "WRITERCTL_SESSION_WRITER_LEASE";
 
-/// A running `--watch` process: its stdout lines as they come, its stderr collected.
-struct Watcher {
-    child: Child,
-    lines: Receiver<String>,
-    stderr: Arc<Mutex<String>>,
-}
+/// A running `--watch` process ([`Follower`]) whose every line is a JSON document with an
+/// `at` time, waited for within [`BOUND`] and stopped within [`EXIT_BOUND`].
+struct Watcher(Follower);
 
 impl Watcher {
-    fn spawn(mut c: Command) -> Watcher {
-        c.stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = c.spawn().unwrap();
-        let (tx, lines) = channel();
-        let out = BufReader::new(child.stdout.take().unwrap());
-        std::thread::spawn(move || {
-            for line in out.lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let (mut err, into) = (child.stderr.take().unwrap(), stderr.clone());
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = err.read(&mut buf) {
-                if n == 0 {
-                    return;
-                }
-                into.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
-        Watcher { child, lines, stderr }
+    fn spawn(c: Command) -> Watcher {
+        Watcher(Follower::spawn(c))
     }
 
     /// The next JSON line satisfying `want` (earlier lines are checked for shape and
@@ -65,9 +38,10 @@ impl Watcher {
         let started = Instant::now();
         loop {
             let left = BOUND.saturating_sub(started.elapsed());
-            let line = self.lines.recv_timeout(left).unwrap_or_else(|_| {
-                panic!("no line showing {what} within {BOUND:?}; stderr:\n{}", self.stderr.lock().unwrap())
-            });
+            let line = self
+                .0
+                .next_line(left)
+                .unwrap_or_else(|| panic!("no line showing {what} within {BOUND:?}; stderr:\n{}", self.0.stderr()));
             let doc: Value =
                 serde_json::from_str(&line).unwrap_or_else(|e| panic!("not one JSON document: {e}: {line}"));
             assert!(doc["at"].as_str().is_some_and(|a| a.ends_with('Z')), "no \"at\" time: {line}");
@@ -80,46 +54,13 @@ impl Watcher {
     /// Waits until stderr contains `text`.
     #[track_caller]
     fn stderr_shows(&self, text: &str) -> String {
-        self.stderr_shows_within(text, BOUND)
-    }
-
-    /// Waits until stderr contains `text`, at most `bound`.
-    #[track_caller]
-    fn stderr_shows_within(&self, text: &str, bound: Duration) -> String {
-        let started = Instant::now();
-        loop {
-            let err = self.stderr.lock().unwrap().clone();
-            if err.contains(text) {
-                return err;
-            }
-            assert!(started.elapsed() < bound, "stderr never said {text:?}:\n{err}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        self.0.stderr_shows_within(text, BOUND)
     }
 
     /// Sends `signal` and returns the exit code (panics after [`EXIT_BOUND`]).
     #[track_caller]
-    fn stop(mut self, signal: &str) -> i32 {
-        let ok = Command::new("kill").arg(format!("-{signal}")).arg(self.child.id().to_string()).status().unwrap();
-        assert!(ok.success());
-        let started = Instant::now();
-        loop {
-            if let Some(st) = self.child.try_wait().unwrap() {
-                return st.code().unwrap_or_else(|| panic!("killed by a signal: {st:?}"));
-            }
-            if started.elapsed() > EXIT_BOUND {
-                let _ = self.child.kill();
-                panic!("the watcher did not exit within {EXIT_BOUND:?} of SIG{signal}");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Watcher {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    fn stop(self, signal: &str) -> i32 {
+        self.0.stop(signal, EXIT_BOUND)
     }
 }
 
@@ -207,7 +148,7 @@ fn status_watch_prints_only_changes() {
     w.until("the missing lock", |d| session_state(d) == "missing");
     // Read again every 0.1 s with nothing changed: nothing printed.
     std::thread::sleep(Duration::from_millis(500));
-    assert!(w.lines.try_recv().is_err(), "a state was printed again without a change");
+    assert!(w.0.next_line(Duration::ZERO).is_none(), "a state was printed again without a change");
     env.acquire_for("q1", std::process::id());
     // An acquire may be seen half-done (its install temp file), then done: every line
     // differs from the one before it.
@@ -312,11 +253,6 @@ fn master_watch_on_the_embedded_store_polls_and_says_so() {
     assert_eq!(w.stop("TERM"), 0);
 }
 
-/// A free loopback port (bound, then released for the server to take).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// A server process killed and reaped on drop, so a failing test leaves none behind.
 struct Served(Child);
 
@@ -363,6 +299,6 @@ fn master_watch_says_when_the_server_is_lost_and_when_it_is_back() {
     assert!(err.contains("); retrying"), "{err}");
     let _server = serve_on(env.tmp.path(), &store, port);
     // The watch retries with a pause growing to 4 s: bound that, plus a loaded machine.
-    w.stderr_shows_within(&format!("writerctl: coordinator at {url} is back"), 3 * BOUND);
+    w.0.stderr_shows_within(&format!("writerctl: coordinator at {url} is back"), 3 * BOUND);
     assert_eq!(w.stop("TERM"), 0);
 }
