@@ -128,7 +128,7 @@ mod tests {
         assert!(validate_name("x", "ok name").is_ok());
         for bad in ["", " lead", "trail ", "a\nb", &"x".repeat(MAX_NAME + 1)] {
             let e = validate_name("x", bad).unwrap_err();
-            assert!(matches!(&e, ClaimError::Invalid(a) if a.field == "x"), "{bad:?}: {e:?}");
+            assert!(matches!(&e, ClaimError::InvalidArgument(a) if a.field == "x"), "{bad:?}: {e:?}");
         }
     }
 

@@ -390,7 +390,7 @@ mod tests {
             (&"46abee2df95634e1cd705469e97f9f52".repeat(2), "repeats a block of 32"),
         ];
         for (token, says) in refused {
-            let Err(ClaimError::Invalid(a)) = check_admin_token(token) else { panic!("accepted {token:?}") };
+            let Err(ClaimError::InvalidArgument(a)) = check_admin_token(token) else { panic!("accepted {token:?}") };
             let m = a.message;
             assert!(m.contains(says), "{token:?}: {m}");
             assert!(!m.contains(token), "the message quotes the token: {m}");

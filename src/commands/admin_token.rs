@@ -43,7 +43,7 @@ pub fn run(cmd: AdminTokenCmd, out: Output) -> Result<()> {
     let file = match &a.out {
         Some(f) => Some(
             TokenFile::create(f)
-                .map_err(|m| ClaimError::InvalidArgument(m.replace("token file", "admin token file")))?,
+                .map_err(|m| ClaimError::invalid("--admin-token-file", m.replace("token file", "admin token file")))?,
         ),
         None => None,
     };

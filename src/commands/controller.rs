@@ -86,13 +86,16 @@ fn held_token(path: &Path) -> Result<Option<Secret>> {
     let meta = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(ClaimError::InvalidArgument(format!("token file {}: {e}", path.display())).into()),
+        Err(e) => return Err(ClaimError::invalid("--token-file", format!("token file {}: {e}", path.display())).into()),
     };
     let refuse = || {
-        ClaimError::InvalidArgument(format!(
-            "{} exists and does not hold a session token; pass a new path to --token-file (nothing was changed)",
-            path.display()
-        ))
+        ClaimError::invalid(
+            "--token-file",
+            format!(
+                "{} exists and does not hold a session token; pass a new path to --token-file (nothing was changed)",
+                path.display()
+            ),
+        )
     };
     if !meta.file_type().is_file() {
         return Err(refuse().into());
@@ -182,8 +185,10 @@ fn register(a: RegisterArgs, out: Output) -> Result<()> {
     // a restart: it is read as the row's current token and replaced by the new one.
     let (mut token_out, held) = match &a.token_file {
         Some(f) => match held_token(f)? {
-            Some(t) => (Some(TokenFile::create(&sibling(f)).map_err(ClaimError::InvalidArgument)?), Some(t)),
-            None => (Some(TokenFile::create(f).map_err(ClaimError::InvalidArgument)?), None),
+            Some(t) => {
+                (Some(TokenFile::create(&sibling(f)).map_err(|m| ClaimError::invalid("--token-file", m))?), Some(t))
+            }
+            None => (Some(TokenFile::create(f).map_err(|m| ClaimError::invalid("--token-file", m))?), None),
         },
         None => (None, None),
     };

@@ -120,8 +120,9 @@ pub fn default_store_path() -> Result<PathBuf> {
         Some(d) => PathBuf::from(d),
         None => {
             let home = std::env::var_os("HOME").filter(|v| !v.is_empty()).ok_or_else(|| {
-                ClaimError::InvalidArgument(
-                    "neither XDG_STATE_HOME nor HOME is set: pass --coordinator sqlite:PATH".into(),
+                ClaimError::invalid(
+                    "--coordinator",
+                    "neither XDG_STATE_HOME nor HOME is set: pass --coordinator sqlite:PATH",
                 )
             })?;
             PathBuf::from(home).join(".local/state")
@@ -231,9 +232,10 @@ pub fn parse_target(url: Option<&str>) -> Result<Target> {
             Some(p) if !p.is_empty() => Target::Sqlite(PathBuf::from(p.strip_prefix("//").unwrap_or(p))),
             _ if is_http_url(url) => Target::Http(url.to_string()),
             _ => {
-                return Err(ClaimError::InvalidArgument(format!(
-                    "coordinator address {url:?}: expected sqlite:PATH or http(s)://HOST:PORT"
-                ))
+                return Err(ClaimError::invalid(
+                    "--coordinator",
+                    format!("coordinator address {url:?}: expected sqlite:PATH or http(s)://HOST:PORT"),
+                )
                 .into());
             }
         },
@@ -330,10 +332,10 @@ impl CoordArgs {
 pub fn coordinator_ca() -> Result<Option<Vec<u8>>> {
     Ok(match std::env::var_os("WRITERCTL_COORDINATOR_CA") {
         Some(f) => Some(std::fs::read(&f).map_err(|e| {
-            ClaimError::InvalidArgument(format!(
-                "cannot read WRITERCTL_COORDINATOR_CA {}: {e}",
-                Path::new(&f).display()
-            ))
+            ClaimError::invalid(
+                "WRITERCTL_COORDINATOR_CA",
+                format!("cannot read WRITERCTL_COORDINATOR_CA {}: {e}", Path::new(&f).display()),
+            )
         })?),
         None => None,
     })
@@ -347,7 +349,9 @@ fn read_secret(mut r: impl Read, what: &str) -> Result<Secret> {
     let mut s = String::new();
     r.by_ref().take(MAX_SECRET + 1).read_to_string(&mut s).with_context(|| format!("cannot read the {what}"))?;
     if s.len() as u64 > MAX_SECRET {
-        return Err(ClaimError::InvalidArgument(format!("the {what} is longer than {MAX_SECRET} bytes")).into());
+        return Err(
+            ClaimError::invalid(what.to_string(), format!("the {what} is longer than {MAX_SECRET} bytes")).into()
+        );
     }
     let trimmed = s.strip_suffix('\n').map(|t| t.strip_suffix('\r').unwrap_or(t)).unwrap_or(&s);
     Ok(Secret::new(trimmed.to_string()))
@@ -356,8 +360,9 @@ fn read_secret(mut r: impl Read, what: &str) -> Result<Secret> {
 /// Opens a file a secret is read from; a missing or unreadable file is the caller's
 /// mistake (`invalid_argument`, exit 2), as for the lock-file commands' --token-file.
 fn open_secret_file(p: &Path, what: &str) -> Result<std::fs::File> {
-    std::fs::File::open(p)
-        .map_err(|e| ClaimError::InvalidArgument(format!("cannot open {what} file {}: {e}", p.display())).into())
+    std::fs::File::open(p).map_err(|e| {
+        ClaimError::invalid(what.to_string(), format!("cannot open {what} file {}: {e}", p.display())).into()
+    })
 }
 
 /// The secret in file `p`, read as it is (one trailing newline dropped), not checked.
@@ -389,8 +394,9 @@ fn check_machine_secret(s: &Secret, p: &Path, what: &str) -> Result<()> {
     } else {
         ""
     };
-    Err(ClaimError::InvalidArgument(format!(
-        "the file {} does not hold a {what}: a {what} is 64 hex digits, as {writer}; this file holds {} bytes that are not \
+    Err(ClaimError::invalid(
+        what.to_string(),
+        format!("the file {} does not hold a {what}: a {what} is 64 hex digits, as {writer}; this file holds {} bytes that are not \
          one{looks}",
         p.display(),
         t.len()
@@ -401,7 +407,7 @@ fn check_machine_secret(s: &Secret, p: &Path, what: &str) -> Result<()> {
 /// The session token: `--token-file F`, else WRITERCTL_SESSION_TOKEN (never argv).
 pub fn session_token(token_file: Option<&Path>) -> Result<Secret> {
     optional_secret(token_file, "WRITERCTL_SESSION_TOKEN", "session token")?.ok_or_else(|| {
-        ClaimError::InvalidArgument("no session token: pass --token-file F or set WRITERCTL_SESSION_TOKEN".into())
+        ClaimError::invalid("--token-file", "no session token: pass --token-file F or set WRITERCTL_SESSION_TOKEN")
             .into()
     })
 }
@@ -451,7 +457,7 @@ pub fn optional_secret(file: Option<&Path>, env: &str, what: &str) -> Result<Opt
         },
     };
     if s.expose().trim().is_empty() {
-        return Err(ClaimError::InvalidArgument(format!("the {what} is empty")).into());
+        return Err(ClaimError::invalid(what.to_string(), format!("the {what} is empty")).into());
     }
     Ok(Some(s))
 }
@@ -486,19 +492,19 @@ impl PasswordArgs {
         } else if interactive() && !json {
             let first = prompt_no_echo(prompt)?;
             if confirm && prompt_no_echo("Repeat the password: ")? != first {
-                return Err(ClaimError::InvalidArgument("the two passwords differ".into()).into());
+                return Err(ClaimError::invalid("password", "the two passwords differ").into());
             }
             first
         } else {
-            return Err(ClaimError::InvalidArgument(
+            return Err(ClaimError::invalid(
+                "--password-file",
                 "no operator password: pass --password-file F or --password-stdin, set WRITERCTL_OPERATOR_PASSWORD, \
-                 or run on a terminal to be prompted"
-                    .into(),
+                 or run on a terminal to be prompted",
             )
             .into());
         };
         if pw.expose().is_empty() {
-            return Err(ClaimError::InvalidArgument("the operator password is empty".into()).into());
+            return Err(ClaimError::invalid("password", "the operator password is empty").into());
         }
         Ok(pw)
     }

@@ -150,13 +150,13 @@ fn issue(
 ) -> Result<()> {
     // Created (empty, 0600, never over an existing file) before the verb: a key nobody can
     // read must never be issued (after a rotation the old key is already refused).
-    let mut key_out = match &a.key_file {
-        Some(f) => Some(
-            TokenFile::create(f)
-                .map_err(|m| writerctl::claim::ClaimError::InvalidArgument(m.replace("token file", "key file")))?,
-        ),
-        None => None,
-    };
+    let mut key_out =
+        match &a.key_file {
+            Some(f) => Some(TokenFile::create(f).map_err(|m| {
+                writerctl::claim::ClaimError::invalid("--key-file", m.replace("token file", "key file"))
+            })?),
+            None => None,
+        };
     let project = &a.who.at.project;
     let (request, request_id) = a.request.pinned()?;
     let issued = match a.who.at.coord.open_write(&request).and_then(|c| Ok(verb(&c, project, &a.who.identity)?)) {

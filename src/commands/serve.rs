@@ -246,7 +246,7 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
     // keep it at info whatever level the operator asks for.
     let level = std::env::var("WRITERCTL_LOG").unwrap_or_else(|_| "info".into());
     let filter = tracing_subscriber::EnvFilter::try_new(format!("{level},tokio_postgres=info,postgres=info"))
-        .map_err(|e| ClaimError::InvalidArgument(format!("WRITERCTL_LOG={level:?}: {e}")))?;
+        .map_err(|e| ClaimError::invalid("WRITERCTL_LOG", format!("WRITERCTL_LOG={level:?}: {e}")))?;
     let logs = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(filter);
     let _ = if a.log_format == "json" {
         logs.json().try_init()
@@ -274,8 +274,9 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
                 Arc::new(store)
             }
             Target::Http(_) => {
-                return Err(ClaimError::InvalidArgument(
-                    "--store takes sqlite:PATH (a server cannot store in a server)".into(),
+                return Err(ClaimError::invalid(
+                    "--store",
+                    "--store takes sqlite:PATH (a server cannot store in a server)",
                 )
                 .into());
             }
@@ -361,9 +362,9 @@ pub fn run(cmd: CoordinatorCmd, out: Output) -> Result<()> {
     drop(runtime);
     drop(keep_store);
     result.map_err(|e| match e {
-        ServeError::Tls(m) => ClaimError::InvalidArgument(format!("TLS: {m}")).into(),
+        ServeError::Tls(m) => ClaimError::invalid("--tls-cert", format!("TLS: {m}")).into(),
         ServeError::Io(io) if io.kind() == std::io::ErrorKind::AddrInUse => {
-            ClaimError::InvalidArgument(format!("--listen {}: address already in use", a.listen)).into()
+            ClaimError::invalid("--listen", format!("--listen {}: address already in use", a.listen)).into()
         }
         other => anyhow::Error::from(other),
     })
@@ -386,12 +387,15 @@ fn read_admin_token(f: &std::path::Path) -> Result<Secret> {
     let mode = meta.mode() & 0o777;
     let allowed = if meta.uid() == 0 && rustix::process::geteuid().as_raw() != 0 { 0o740 } else { 0o700 };
     if mode & !allowed != 0 {
-        return Err(ClaimError::InvalidArgument(format!(
-            "admin token file {} has mode {mode:04o}: other users can read or change it; run `chmod 600 {}` \
+        return Err(ClaimError::invalid(
+            "--admin-token-file",
+            format!(
+                "admin token file {} has mode {mode:04o}: other users can read or change it; run `chmod 600 {}` \
              (a root-owned file may be 0640)",
-            f.display(),
-            f.display()
-        ))
+                f.display(),
+                f.display()
+            ),
+        )
         .into());
     }
     let text = std::fs::read_to_string(f).with_context(|| format!("cannot read admin token file {}", f.display()))?;

@@ -230,8 +230,8 @@ fn fill(template: &str, path: &impl Serialize) -> Result<String, ClaimError> {
 fn fields(v: &impl Serialize) -> Result<serde_json::Map<String, serde_json::Value>, ClaimError> {
     match serde_json::to_value(v) {
         Ok(serde_json::Value::Object(m)) => Ok(m),
-        Ok(other) => Err(ClaimError::Store(format!("request parameters are not an object: {other}"))),
-        Err(e) => Err(ClaimError::Store(format!("request parameters: {e}"))),
+        Ok(other) => Err(ClaimError::store(format!("request parameters are not an object: {other}"))),
+        Err(e) => Err(ClaimError::store_because("request parameters", e)),
     }
 }
 

@@ -137,7 +137,7 @@ impl Caller {
 pub trait Input: Serialize + DeserializeOwned + Clone + Send + 'static {
     /// Reads the body a server received (POST verbs).
     fn read(body: &[u8]) -> Result<Self, ClaimError> {
-        serde_json::from_slice(body).map_err(|e| ClaimError::InvalidArgument(format!("request body: {e}")))
+        serde_json::from_slice(body).map_err(|e| ClaimError::invalid("request body", format!("request body: {e}")))
     }
     /// OpenAPI: the body's schema, registering what it refers to (None: no body).
     fn body_schema(_components: &mut Components) -> Option<RefOr<Schema>> {

@@ -99,7 +99,7 @@ fn redis_over_tls_with_a_private_ca() {
         &opts(Some(&ca), 0),
     )
     .unwrap_err();
-    assert!(matches!(&e, ClaimError::Invalid(a) if a.field == "--redis-ca-file"), "{e}");
+    assert!(matches!(&e, ClaimError::InvalidArgument(a) if a.field == "--redis-ca-file"), "{e}");
 }
 
 #[test]
@@ -130,14 +130,11 @@ fn postgres_over_tls_never_falls_back_to_clear_text() {
 
     assert!(connect(&url("127.0.0.1", &format!("sslmode=verify-ca&sslrootcert={root}"))).is_ok());
     let e = connect(&url("127.0.0.1", &format!("sslmode=verify-full&sslrootcert={root}"))).unwrap_err();
-    assert!(matches!(e, ClaimError::StoreFailed(_)) && e.to_string().contains("TLS"), "the name is checked: {e}");
+    assert!(matches!(e, ClaimError::Store(_)) && e.to_string().contains("TLS"), "the name is checked: {e}");
     let cause = std::error::Error::source(&e);
     assert!(cause.is_some_and(|c| c.is::<postgres::Error>()), "the driver's error is kept: {cause:?}");
     let e = connect(&url("localhost", "sslmode=verify-full")).unwrap_err();
-    assert!(
-        matches!(e, ClaimError::StoreFailed(_)) && e.to_string().contains("TLS"),
-        "system roots do not know it: {e}"
-    );
+    assert!(matches!(e, ClaimError::Store(_)) && e.to_string().contains("TLS"), "system roots do not know it: {e}");
     assert!(connect(&url("127.0.0.1", "sslmode=require")).is_ok(), "require encrypts without checking (libpq)");
 
     // The server stops offering TLS: require fails at start, and says why.
@@ -149,7 +146,7 @@ fn postgres_over_tls_never_falls_back_to_clear_text() {
         refused.is_some()
     });
     let e = refused.expect("sslmode=require against a server without TLS must fail");
-    assert!(matches!(e, ClaimError::StoreFailed(_)), "{e}");
+    assert!(matches!(e, ClaimError::Store(_)), "{e}");
     assert!(e.to_string().contains("does not accept TLS") && e.to_string().contains("clear text"), "{e}");
 }
 

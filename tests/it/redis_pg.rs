@@ -499,7 +499,7 @@ fn unreachable_services_answer_unavailable_fast() {
     for bad in ["", "Upper", "a-b", "pg_x"] {
         assert!(matches!(
             RedisPgStore::connect(DEFAULT_REDIS, DEFAULT_POSTGRES, bad),
-            Err(ClaimError::Invalid(a)) if a.field == "namespace"
+            Err(ClaimError::InvalidArgument(a)) if a.field == "namespace"
         ));
     }
     let Some(ns) = Ns::new("unreachable_services_answer_unavailable_fast") else { return };

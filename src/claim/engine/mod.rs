@@ -243,9 +243,10 @@ pub const MAX_CURSOR: u64 = i64::MAX as u64;
 /// Refuses an inbox cursor beyond [`MAX_CURSOR`], the same way on every store.
 pub fn validate_cursor(after: u64) -> Result<(), ClaimError> {
     if after > MAX_CURSOR {
-        return Err(ClaimError::InvalidArgument(format!(
-            "inbox cursor {after} is beyond the largest cursor a store holds ({MAX_CURSOR})"
-        )));
+        return Err(ClaimError::invalid(
+            "after",
+            format!("inbox cursor {after} is beyond the largest cursor a store holds ({MAX_CURSOR})"),
+        ));
     }
     Ok(())
 }
@@ -479,7 +480,7 @@ impl Coordinator {
             Ok((change, audit))
         });
         match result {
-            Ok(_) => out.ok_or_else(|| ClaimError::Store("transaction committed without a decision".into())),
+            Ok(_) => out.ok_or_else(|| ClaimError::store("transaction committed without a decision")),
             Err(e) => {
                 self.audit_failure(base, &e, seen_epoch);
                 Err(e)

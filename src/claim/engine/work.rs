@@ -408,8 +408,9 @@ impl Coordinator {
         // clock) with that moment: early releases in the future, a deputy handed a claim
         // already due in the past. --as-of is a preview only.
         if !dry_run && as_of.is_some() {
-            return Err(ClaimError::InvalidArgument(
-                "--as-of previews a sweep; add --dry-run (a real sweep judges by now)".into(),
+            return Err(ClaimError::invalid(
+                "--as-of",
+                "--as-of previews a sweep; add --dry-run (a real sweep judges by now)",
             ));
         }
         let as_of = as_of.unwrap_or(now);

@@ -793,7 +793,10 @@ mod tests {
             let e = enroll(&s, look_alike, "k".into(), NOW).unwrap_err();
             assert_eq!(e.code(), crate::error::ErrorCode::NameConfusable, "{look_alike}: {e:?}");
             let e = register(&s, &key(look_alike, "h9"), "x".into(), "h".into(), open(), NOW, F).unwrap_err();
-            assert!(matches!(&e, ClaimError::NameConfusable { .. } | ClaimError::Invalid(_)), "{look_alike}: {e:?}");
+            assert!(
+                matches!(&e, ClaimError::NameConfusable { .. } | ClaimError::InvalidArgument(_)),
+                "{look_alike}: {e:?}"
+            );
         }
         // A whole-script look-alike (Cyrillic `асе`) is single-script, and still refused.
         let with_ace = apply_enroll(&s, enroll(&s, "ace", "k".into(), NOW).unwrap().0);
@@ -802,7 +805,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(
-            matches!(enroll(&s, "p\u{430}ypal", "k".into(), NOW), Err(ClaimError::Invalid(a)) if a.field == "identity")
+            matches!(enroll(&s, "p\u{430}ypal", "k".into(), NOW), Err(ClaimError::InvalidArgument(a)) if a.field == "identity")
         );
         // Different names, the same name again, and a single non-Latin script are fine.
         assert!(enroll(&s, "erin", "k".into(), NOW).is_ok());

@@ -267,7 +267,10 @@ mod tests {
             assert!(RequestId::parse(ok).is_ok(), "{ok}");
         }
         for bad in ["", "sp ace", "slash/", "é", &"x".repeat(MAX_REQUEST_ID + 1)] {
-            assert!(matches!(RequestId::parse(bad), Err(ClaimError::Invalid(a)) if a.field == "request id"), "{bad:?}");
+            assert!(
+                matches!(RequestId::parse(bad), Err(ClaimError::InvalidArgument(a)) if a.field == "request id"),
+                "{bad:?}"
+            );
         }
         assert_ne!(RequestId::generate(), RequestId::generate());
     }
@@ -385,7 +388,7 @@ mod tests {
         let same_cred_other_request = Pending::new(&id, &audit("p", "x"), &2, &[&cred]).unwrap();
         assert!(matches!(
             same_cred_other_request.open::<String>(&kept(&rec)),
-            Err(Unopened::Different(e)) if matches!(*e, ClaimError::Invalid(_))
+            Err(Unopened::Different(e)) if matches!(*e, ClaimError::InvalidArgument(_))
         ));
         let stranger = Pending::new(&id, &audit("p", "x"), &2, &[&Secret::new("2f".repeat(32))]).unwrap();
         assert_eq!(stranger.open::<String>(&kept(&rec)), Err(Unopened::Credential));

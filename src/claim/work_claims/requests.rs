@@ -109,7 +109,9 @@ impl TouchRequest {
 /// A value and its clear flag as a change; both set is a contradiction.
 fn change<T>(what: &str, flag: &str, value: Option<T>, clear: bool) -> Result<Option<Option<T>>, ClaimError> {
     match (value, clear) {
-        (Some(_), true) => Err(ClaimError::InvalidArgument(format!("{what} and {flag} contradict each other"))),
+        (Some(_), true) => {
+            Err(ClaimError::invalid(what.to_string(), format!("{what} and {flag} contradict each other")))
+        }
         (Some(v), false) => Ok(Some(Some(v))),
         (None, true) => Ok(Some(None)),
         (None, false) => Ok(None),

@@ -153,10 +153,9 @@ impl App {
 fn request_ctx<V: Verb>(headers: &HeaderMap) -> Result<RequestCtx, ClaimError> {
     let id = match headers.get(REQUEST_ID_HEADER).filter(|_| V::WRITE) {
         None => None,
-        Some(v) => Some(RequestId::parse(
-            v.to_str()
-                .map_err(|_| ClaimError::InvalidArgument(format!("the {REQUEST_ID_HEADER} header is not ASCII")))?,
-        )?),
+        Some(v) => Some(RequestId::parse(v.to_str().map_err(|_| {
+            ClaimError::invalid(REQUEST_ID_HEADER, format!("the {REQUEST_ID_HEADER} header is not ASCII"))
+        })?)?),
     };
     let admin = if V::AUTH == Auth::Admin { bearer_opt(headers) } else { None };
     Ok(RequestCtx { id, source: source_of(headers), admin, actor: Actor::Admin, ..RequestCtx::default() })
@@ -181,7 +180,7 @@ where
     let app2 = app.clone();
     let result = match tokio::task::spawn_blocking(move || f(&app2)).await {
         Ok(r) => r,
-        Err(e) => Err(ClaimError::Store(format!("verb task failed: {e}"))),
+        Err(e) => Err(ClaimError::store_because("verb task failed", e)),
     };
     let elapsed = started.elapsed();
     let code = result.as_ref().map_or_else(|e| e.code().as_str(), |_| "ok");
@@ -217,7 +216,7 @@ fn path_of<V: Verb>(params: &RawPathParams) -> Result<V::Path, ClaimError> {
     let map: serde_json::Map<String, serde_json::Value> =
         params.iter().map(|(k, v)| (k.to_string(), serde_json::Value::String(v.to_string()))).collect();
     serde_json::from_value(serde_json::Value::Object(map))
-        .map_err(|e| ClaimError::InvalidArgument(format!("path: {e}")))
+        .map_err(|e| ClaimError::invalid("path", format!("path: {e}")))
 }
 
 /// `V`'s input: the JSON body of a POST, the query of a GET.
@@ -226,7 +225,7 @@ fn input_of<V: Verb>(uri: &Uri, body: &[u8]) -> Result<V::Input, ClaimError> {
         Method::Post => V::Input::read(body),
         Method::Get => Query::<V::Input>::try_from_uri(uri)
             .map(|Query(q)| q)
-            .map_err(|e| ClaimError::InvalidArgument(format!("query: {}", e.body_text()))),
+            .map_err(|e| ClaimError::invalid("query", format!("query: {}", e.body_text()))),
     }
 }
 
@@ -392,7 +391,7 @@ async fn pushed<V: Verb>(
     conn: Option<Arc<ConnState>>,
 ) -> Response {
     let Some(project) = project else {
-        return error_response(&ClaimError::InvalidArgument("a watch needs a project".into()));
+        return error_response(&ClaimError::invalid("project", "a watch needs a project"));
     };
     let wait = V::hold_open(&input).min(MAX_LONG_POLL);
     let held = if wait.is_zero() { None } else { hold_long_poll(&app, conn.as_ref()) };
@@ -466,7 +465,7 @@ async fn long_poll<V: Verb>(
         let answer = match tokio::task::spawn_blocking(move || V::apply(&c, p, i, &who)).await {
             Ok(Ok(a)) => a,
             Ok(Err(e)) => return error_response(&e),
-            Err(e) => return error_response(&ClaimError::Store(e.to_string())),
+            Err(e) => return error_response(&ClaimError::store_because("verb task failed", e)),
         };
         if V::worth_answering(&input, &answer) || Instant::now() >= deadline {
             return (StatusCode::OK, axum::Json(answer)).into_response();

@@ -20,7 +20,7 @@ impl crate::coordinator::verb::Input for SweepRequest {
             return Ok(SweepRequest::default());
         }
         serde_json::from_slice(body)
-            .map_err(|e| crate::claim::ClaimError::InvalidArgument(format!("request body: {e}")))
+            .map_err(|e| crate::claim::ClaimError::invalid("request body", format!("request body: {e}")))
     }
     fn body_schema(
         c: &mut crate::coordinator::verb::Components,

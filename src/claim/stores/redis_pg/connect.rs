@@ -548,7 +548,7 @@ mod tests {
             "redis+sentinel://h:1/m/0/extra",
             "redis+sentinel://,h:1/m",
         ] {
-            assert!(matches!(parse_sentinel_url(bad), Some(Err(ClaimError::Invalid(_)))), "{bad}");
+            assert!(matches!(parse_sentinel_url(bad), Some(Err(ClaimError::InvalidArgument(_)))), "{bad}");
         }
     }
 
@@ -568,7 +568,7 @@ mod tests {
     fn postgres_modes_that_could_downgrade_are_refused() {
         for m in ["prefer", "allow", "bogus"] {
             let e = postgres_target(&format!("postgres://u@h/d?sslmode={m}")).unwrap_err();
-            assert!(matches!(e, ClaimError::Invalid(_)), "{m}: {e}");
+            assert!(matches!(e, ClaimError::InvalidArgument(_)), "{m}: {e}");
         }
         let e = postgres_target("postgres://u@h/d?sslrootcert=/x.pem").unwrap_err();
         assert!(e.to_string().contains("sslrootcert"), "{e}");

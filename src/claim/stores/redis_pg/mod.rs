@@ -880,7 +880,7 @@ mod tests {
         }
         for bad in ["", "Upper", "dash-ed", "sp ace", "pg_catalog", "quo\"te", &"x".repeat(41)] {
             assert!(
-                matches!(validate_namespace(bad), Err(ClaimError::Invalid(a)) if a.field == "namespace"),
+                matches!(validate_namespace(bad), Err(ClaimError::InvalidArgument(a)) if a.field == "namespace"),
                 "{bad:?}"
             );
         }

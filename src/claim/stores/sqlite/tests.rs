@@ -42,7 +42,7 @@ fn a_store_others_can_read_is_refused() {
     SqliteStore::open(&p).unwrap();
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
     match SqliteStore::open(&p) {
-        Err(ClaimError::Invalid(a)) => assert!(a.field == "store" && a.message.contains("0644"), "{a:?}"),
+        Err(ClaimError::InvalidArgument(a)) => assert!(a.field == "store" && a.message.contains("0644"), "{a:?}"),
         other => panic!("{other:?}"),
     }
     // A symlinked directory above the file is fine (a symlinked home is common).
@@ -61,7 +61,7 @@ fn the_file_is_private_and_symlinks_are_refused() {
     assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
     let link = d.path().join("link.sqlite");
     std::os::unix::fs::symlink(&p, &link).unwrap();
-    assert!(matches!(SqliteStore::open(&link), Err(ClaimError::Invalid(_))));
+    assert!(matches!(SqliteStore::open(&link), Err(ClaimError::InvalidArgument(_))));
 }
 
 #[test]
@@ -90,7 +90,7 @@ fn a_newer_schema_is_refused_and_reopening_is_idempotent() {
     s.lock().pragma_update(None, "user_version", 99).unwrap();
     drop(s);
     match SqliteStore::open(&p) {
-        Err(ClaimError::StoreFailed(e)) => assert!(e.message().contains("schema 99"), "{e}"),
+        Err(ClaimError::Store(e)) => assert!(e.message().contains("schema 99"), "{e}"),
         other => panic!("{other:?}"),
     }
 }
