@@ -8,17 +8,20 @@
 //! ```text
 //! claim/
 //!   masters/      controllers and sessions, the master slot: register, heartbeat,
-//!                 deregister, seed 000's target resolution, handoff, claim
+//!                 deregister, seed 000's target resolution, handoff, master claim;
+//!                 requests.rs: what those verbs' callers send (the wire bodies)
 //!   identities/   enrolled identities and their keys: enroll, rotate, remove, seat proof
-//!   work_claims/  seed 002: channels, claims, deputies, TTLs, focus leases, sweeps;
-//!                 pause.rs: a project's maintenance pause (issue 30)
+//!   work_claims/  seed 002: channels, work claims, deputies, TTLs, focus leases, sweeps;
+//!                 pause.rs: a project's maintenance pause (issue 30); requests.rs:
+//!                 what those verbs' callers send (the wire bodies)
 //!   requests/     request ids and kept answers, so a retried write acts once
 //!   stores/       the Store trait (mod.rs), how stores encode records (codec.rs), and
 //!     sqlite/     the embedded store (mod.rs; work.rs: work claims; pause.rs: pauses)
 //!     redis_pg/   the server store, Redis then Postgres (see its mod.rs for each file)
-//!   engine/       the Coordinator: authenticate, decide, commit by compare-and-set, audit
-//!                 (mod.rs: construction, replays, master verbs; identities.rs, work.rs,
-//!                 retain.rs, pause.rs: those verbs)
+//!   engine/       the Coordinator: authenticate, snapshot, decide, commit by compare-and-
+//!                 set, audit, keep the answer (mod.rs: its calling sequence, the request
+//!                 context, replays, master verbs; identities.rs, work.rs, retain.rs,
+//!                 pause.rs, history.rs: those verbs)
 //!   model.rs      the shared shapes: snapshot, controllers, events, audit rows
 //!   names.rs      names people read: length, control and format characters, look-alikes
 //!   error.rs      ClaimError and its stable codes
@@ -26,6 +29,7 @@
 //!   retention.rs  bounded growth: audit, inbox and attempt-row retention, store sizes
 //!   refusals.rs   refusal audit rows per source and interval: one row and a count
 //!   clock.rs      time behind a trait so tests control freshness and delays
+//!   verb_names.rs every verb's name in the audit log, metrics and logs (`master.claim`)
 //! ```
 //!
 //! Dependencies point one way (no file imports one that imports it back): `engine` →

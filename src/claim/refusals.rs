@@ -3,7 +3,7 @@
 //!
 //! Every refused verb is audited, and before this a flood of wrong tokens wrote one audit
 //! row per request (2.9 MB/s into SQLite). A refusal that carries its source address (a
-//! server request, [`super::Coordinator::with_source`]) and that a caller without
+//! server request, [`RequestCtx::source`](super::engine::RequestCtx::source)) and that a caller without
 //! credentials can provoke at will ([`limited`]: a wrong or missing token or key, a wrong
 //! operator password, a seat over its rate) now goes through a [`RefusalLimiter`] first.
 //! Refusals of proven callers (`stale_master`, `version_conflict`, ...) are decisions worth

@@ -1,7 +1,7 @@
 //! The coordinator over HTTP: `writerctl coordinator serve` ([`server`]) and the client the
 //! commands use with `--coordinator http(s)://...` ([`client`]). Both speak [`wire`], and
 //! both are derived from one definition per verb ([`verb`], the verbs in [`verbs`]);
-//! [`api::CoordinatorApi`] is the commands' view of them, in-process or remote.
+//! commands run a verb through [`api::Endpoint`], in-process or remote.
 
 pub mod api;
 pub mod budget;

@@ -1,10 +1,64 @@
-//! The coordinator engine: each verb authenticates, reads a snapshot, calls a pure decision
-//! in [`super::masters`], commits by compare-and-set, and audits the result, success or not.
+//! The coordinator engine: every verb of seeds 000 and 002 run against a [`Store`], one
+//! request at a time.
+//!
+//! # Calling sequence
+//!
+//! ```text
+//! edge: RequestCtx { id, source, admin, reason, dry_run, actor }
+//!   └─► Coordinator::for_request(ctx) ─► verb(path parts, &Request, credential)
+//!         1. authenticate   the caller's proof: a session token (`masters::authenticate`),
+//!                           a seat's token (`prove_identity`), an operator's password
+//!                           (`verify_operator`, argon2) or, over HTTP, the admin token the
+//!                           server checked before the verb ran
+//!         2. snapshot       one read of the project (`Store::transact` hands it to the
+//!                           decision; a work claim reads its row and channel)
+//!         3. decide         a pure function in `masters`, `identities` or `work_claims`:
+//!                           the snapshot and the request in, a `Decision` (change, answer,
+//!                           epoch, audit detail) or the seed's error out; no I/O, no clock
+//!         4. compare-and-set the store commits the change only if the project (or claim)
+//!                           is still at the version the snapshot saw; a lost race decides
+//!                           again on a fresh snapshot (`MAX_CAS_ATTEMPTS`)
+//!         5. audit          in the same commit: the verb's audit row (and a change of
+//!                           master marked on it, `with_master_change`); a refusal is
+//!                           audited best effort after the fact (`audit_failure`)
+//!         6. keep           with a request id, the answer rides on that audit row
+//!                           (`Pending::record`), sealed under the request's credential when
+//!                           it holds a secret
+//! ```
+//!
+//! `Coordinator::run` is steps 2 to 6 for the master and identity verbs; work-claim
+//! writes run the same steps in `work.rs` (`write_claim`). A dry run ([`RequestCtx::dry_run`])
+//! stops after step 3 on one snapshot: it commits, keeps and audits nothing but a refusal.
+//!
+//! # The replay rule
+//!
+//! A request id is a promise that the same request acts once. A verb run again with an id
+//! whose answer is kept does not decide again: it authenticates the caller against *current*
+//! state as a fresh request would (a rotated key, a deregistered session refuse it), opens
+//! the kept record with the caller's credential (only the credential it was sealed under
+//! opens it), compares the request's fingerprint (the same id with another request is
+//! refused), and checks the kept answer still holds (`Recheck`). In that order, so a caller
+//! who proves nothing gets exactly the refusal a fresh request would, whether or not the id
+//! exists (issue 28 points 2 and 5). A refusal keeps no answer: its retry decides again.
+//! Answers are kept for [`REQUEST_TTL`](super::requests::REQUEST_TTL).
+//!
+//! # A crash between the Redis write and the Postgres write
+//!
+//! On the server store Redis is authoritative and Postgres is the audit plane. Step 4's
+//! commit is one Lua script that applies the change, appends the events, writes the kept
+//! answer and enqueues the Postgres write (audit row included) on a queue in Redis, so no
+//! moment exists at which Redis holds the change without its queued audit: a crash after
+//! the script leaves the verb done and its entry queued, and whichever store on the
+//! namespace drains next (the restarted process, another replica, any store's background
+//! writer) carries it to Postgres; replaying an entry twice changes nothing (op ids, version
+//! guards). The engine does not finish anything itself: it returns once Redis committed,
+//! and a reply lost with the process is recovered by retrying with the same request id.
+//! What each store guarantees, and the test behind each guarantee, opens its module
+//! (`stores/redis_pg/mod.rs`, `stores/sqlite/mod.rs`).
 //!
 //! Why one file of over 1,000 lines: the code is under 900; the rest is its unit tests, which
 //! stay beside the private functions they pin.
 
-use crate::claim::verb_names;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -95,7 +149,7 @@ pub struct RequestCtx {
     /// the verb's own and a refusal's ("who took this over at 03:12 and why").
     pub reason: Option<String>,
     /// Plan only (`--dry-run`, issue 30): a verb makes every check the real verb makes, on
-    /// the same decision function ([`Coordinator::run`] decides, and only the real
+    /// the same decision function (`Coordinator::run` decides, and only the real
     /// run commits), and changes nothing: no epoch, no event, no kept answer, no audit row
     /// of a change. A refusal is audited like the real refusal (marked `dry_run`), and a
     /// wrong operator password counts towards its back-off as it would: a dry run is no

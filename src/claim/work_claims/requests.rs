@@ -4,7 +4,7 @@
 //! definition, so a new field is written here and where the decision uses it.
 //!
 //! The route's path names the project, channel, task or seat; the engine takes those
-//! beside the request ([`TaskAddress`](super::TaskAddress) for an owner write).
+//! beside the request ([`TaskAddress`] for an owner write).
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
