@@ -147,6 +147,10 @@ pub trait Input: Serialize + DeserializeOwned + Clone + Send + 'static {
     fn query_parameters() -> Vec<Parameter> {
         Vec::new()
     }
+    /// The seat a body names, whose write rate a [`Rate::SeatInBody`] verb spends.
+    fn seat(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// What a verb answers, with its OpenAPI schema.
@@ -232,9 +236,9 @@ pub trait Verb: 'static {
     }
 
     /// [`Auth::Admin`] verbs: the project and target a refused admin token is audited
-    /// under.
-    fn admin_scope(_path: &Self::Path, _input: &Self::Input) -> (String, Option<String>) {
-        (String::new(), None)
+    /// under (by default the path's project and [`Scope::audit_target`]).
+    fn admin_scope(path: &Self::Path, _input: &Self::Input) -> (String, Option<String>) {
+        (path.project().unwrap_or_default().to_string(), path.audit_target())
     }
 
     /// [`Gate::LongPoll`]: how long the server may hold the request open for an answer
@@ -252,11 +256,6 @@ pub trait Verb: 'static {
     /// [`Gate::Pushed`]: the version of the state the caller last saw (the answer waits for
     /// another one).
     fn seen_version(_input: &Self::Input) -> Option<&str> {
-        None
-    }
-
-    /// [`Rate::SeatInBody`]: the seat the body names.
-    fn body_seat(_input: &Self::Input) -> Option<&str> {
         None
     }
 
@@ -305,12 +304,23 @@ pub fn check_names<V: Verb>(path: &V::Path, input: &V::Input) -> Result<(), Clai
     path.names().into_iter().chain(V::names(input)).try_for_each(|(what, v)| validate_name(what, v))
 }
 
-/// Implements [`Input`] for JSON bodies with a schema.
+/// Implements [`Input`] for JSON bodies with a schema (`seat`: bodies whose `seat` field
+/// names the seat writing, see [`Input::seat`]).
 macro_rules! json_input {
     ($($t:ty),* $(,)?) => {$(
         impl $crate::coordinator::verb::Input for $t {
             fn body_schema(c: &mut $crate::coordinator::verb::Components) -> Option<utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>> {
                 Some($crate::coordinator::verb::named::<$t>(c))
+            }
+        }
+    )*};
+    (seat $($t:ty),* $(,)?) => {$(
+        impl $crate::coordinator::verb::Input for $t {
+            fn body_schema(c: &mut $crate::coordinator::verb::Components) -> Option<utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>> {
+                Some($crate::coordinator::verb::named::<$t>(c))
+            }
+            fn seat(&self) -> Option<&str> {
+                Some(&self.seat)
             }
         }
     )*};

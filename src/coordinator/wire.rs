@@ -363,6 +363,11 @@ pub trait Scope {
     }
     /// Every parameter, each a name, with what it is (for messages).
     fn names(&self) -> Vec<(&'static str, &str)>;
+    /// What an administrative verb on this path acts on, as its audit row names it (a
+    /// refused admin token is audited there too).
+    fn audit_target(&self) -> Option<String> {
+        None
+    }
 }
 
 impl Scope for NoPath {
@@ -398,6 +403,9 @@ impl Scope for IdentityPath {
     }
     fn names(&self) -> Vec<(&'static str, &str)> {
         vec![("project", &self.project), ("identity", &self.identity)]
+    }
+    fn audit_target(&self) -> Option<String> {
+        Some(format!("identity:{}", self.identity))
     }
 }
 

@@ -79,6 +79,7 @@ use super::refusals::RefusalLimiter;
 use super::requests::{KeptAnswer, Pending, RequestId, Unopened};
 use super::secret::{self, Secret};
 use super::stores::Store;
+use super::verb_names;
 
 mod history;
 mod identities;

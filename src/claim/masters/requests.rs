@@ -93,26 +93,21 @@ pub trait MasterTarget {
     fn expect_epoch(&self) -> u64;
 }
 
-impl MasterTarget for HandoffRequest {
-    fn to(&self) -> &str {
-        &self.to
-    }
-    fn to_session(&self) -> Option<&str> {
-        self.to_session.as_deref()
-    }
-    fn expect_epoch(&self) -> u64 {
-        self.expect_epoch
-    }
+/// Implements [`MasterTarget`] for requests with `to`, `to_session` and `expect_epoch`.
+macro_rules! master_target {
+    ($($t:ty),*) => {$(
+        impl MasterTarget for $t {
+            fn to(&self) -> &str {
+                &self.to
+            }
+            fn to_session(&self) -> Option<&str> {
+                self.to_session.as_deref()
+            }
+            fn expect_epoch(&self) -> u64 {
+                self.expect_epoch
+            }
+        }
+    )*};
 }
 
-impl MasterTarget for MasterClaimRequest {
-    fn to(&self) -> &str {
-        &self.to
-    }
-    fn to_session(&self) -> Option<&str> {
-        self.to_session.as_deref()
-    }
-    fn expect_epoch(&self) -> u64 {
-        self.expect_epoch
-    }
-}
+master_target!(HandoffRequest, MasterClaimRequest);

@@ -236,8 +236,17 @@ fn rate_seat<V: Verb>(path: &V::Path, input: &V::Input) -> Option<String> {
         Rate::None => None,
         Rate::Session => Some(format!("session:{}", path.session().unwrap_or_default())),
         Rate::SeatInPath => Some(path.seat().unwrap_or_default().to_string()),
-        Rate::SeatInBody => Some(V::body_seat(input).unwrap_or_default().to_string()),
+        Rate::SeatInBody => Some(input.seat().unwrap_or_default().to_string()),
     }
+}
+
+/// One request of `V` as the handler read it: its path and input parsed once and their
+/// names checked, with what the gates need of the connection.
+struct Received<V: Verb> {
+    path: V::Path,
+    input: V::Input,
+    headers: HeaderMap,
+    conn: Option<Arc<ConnState>>,
 }
 
 /// Every verb's handler: its path and input read once and their names checked
@@ -272,15 +281,16 @@ async fn handle<V: Verb>(
     }
     let conn = conn.map(|axum::Extension(c)| c);
     let proves = proves_connection::<V>(&headers);
+    let r = Received::<V> { path, input, headers, conn: conn.clone() };
     let response = match V::GATE {
         Gate::None => {
-            let result = execute(app.clone(), V::NAME, move |a| run_verb::<V>(a, &headers, path, input)).await;
+            let result = execute(app.clone(), V::NAME, move |a| run_verb::<V>(a, &r.headers, r.path, r.input)).await;
             respond(ok_status::<V>(), result)
         }
-        Gate::LongPoll => long_poll::<V>(app.clone(), path, input, headers, conn.clone()).await,
-        Gate::OperatorVerification => verify_operator::<V>(app.clone(), path, input, headers, conn.clone()).await,
-        Gate::Pushed => pushed::<V>(app.clone(), project.clone(), input, conn.clone()).await,
-        Gate::BoundedRead => bounded_read::<V>(app.clone(), path, input, headers).await,
+        Gate::LongPoll => long_poll::<V>(app.clone(), r).await,
+        Gate::OperatorVerification => verify_operator::<V>(app.clone(), r).await,
+        Gate::Pushed => pushed::<V>(app.clone(), project.clone(), r).await,
+        Gate::BoundedRead => bounded_read::<V>(app.clone(), r).await,
     };
     if proves
         && response.status().is_success()
@@ -353,7 +363,8 @@ async fn not_held_pause(conn: Option<&ConnState>, wait: Duration) -> bool {
 /// [`Gate::BoundedRead`]: a place in the read bounds (`super::reads`) before anything else,
 /// or `coordinator_unavailable` at once with `Retry-After`; the place is moved into the
 /// blocking task, so it is held until the store read ends even if the client hangs up.
-async fn bounded_read<V: Verb>(app: Shared, path: V::Path, input: V::Input, headers: HeaderMap) -> Response {
+async fn bounded_read<V: Verb>(app: Shared, r: Received<V>) -> Response {
+    let Received { path, input, headers, .. } = r;
     let source = source_of(&headers).unwrap_or(IpAddr::from([0, 0, 0, 0]));
     let slot = match app.reads.try_enter(source).await {
         Ok(slot) => slot,
@@ -384,12 +395,8 @@ async fn bounded_read<V: Verb>(app: Shared, path: V::Path, input: V::Input, head
 /// polls again (`master status --watch` pauses before it does when an answer came back
 /// unchanged early). Evicted while held, it answers at once with the state as it is and
 /// closes its connection.
-async fn pushed<V: Verb>(
-    app: Shared,
-    project: Option<String>,
-    input: V::Input,
-    conn: Option<Arc<ConnState>>,
-) -> Response {
+async fn pushed<V: Verb>(app: Shared, project: Option<String>, r: Received<V>) -> Response {
+    let Received { input, conn, .. } = r;
     let Some(project) = project else {
         return error_response(&ClaimError::invalid("project", "a watch needs a project"));
     };
@@ -449,13 +456,8 @@ fn run_verb<V: Verb>(app: &App, headers: &HeaderMap, path: V::Path, input: V::In
 /// accepts proves its connection, then waits only with a place in the long-poll pool (else
 /// it is answered at once with the empty answer, and the client polls again). Evicted
 /// while held, it answers at once with what it has and closes its connection.
-async fn long_poll<V: Verb>(
-    app: Shared,
-    path: V::Path,
-    input: V::Input,
-    headers: HeaderMap,
-    conn: Option<Arc<ConnState>>,
-) -> Response {
+async fn long_poll<V: Verb>(app: Shared, r: Received<V>) -> Response {
+    let Received { path, input, headers, conn } = r;
     let deadline = Instant::now() + V::hold_open(&input).min(MAX_LONG_POLL);
     let caller = Caller { bearer: bearer_opt(&headers), origin: Origin::Http, admin: false };
     let coord = Arc::new(app.coord_from(&headers));
@@ -519,13 +521,8 @@ async fn long_poll<V: Verb>(
 ///    and guess again at the speed of argon2.
 ///
 /// While it waits in steps 1, 2 and 4 its connection is evictable ([`unless_evicted`]).
-async fn verify_operator<V: Verb>(
-    app: Shared,
-    path: V::Path,
-    input: V::Input,
-    headers: HeaderMap,
-    conn: Option<Arc<ConnState>>,
-) -> Response {
+async fn verify_operator<V: Verb>(app: Shared, r: Received<V>) -> Response {
+    let Received { path, input, headers, conn } = r;
     let arrived = Instant::now();
     let source = source_of(&headers).unwrap_or(IpAddr::from([0, 0, 0, 0]));
     let unavailable = |app: &App, why: String| {

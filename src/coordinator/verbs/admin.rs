@@ -8,11 +8,6 @@ json_input!(IdentityReq);
 query_input!(InboxQuery, AuditQuery);
 answers!(InboxResp, IssuedKeyResp, IdentitiesResp, AuditResp, crate::claim::identities::Removed);
 
-/// Where a refused admin token for an identity verb is audited.
-fn scope(project: &str, identity: &str) -> (String, Option<String>) {
-    (project.to_string(), Some(format!("identity:{identity}")))
-}
-
 verb! {
     /// Inbox events after a cursor, for a holder of one of the identity's session tokens (a long poll over HTTP).
     Inbox = verb_names::INBOX_READ, as "inbox": Get "/v1/projects/{project}/inbox/{identity}", auth Seat, write false;
@@ -48,7 +43,7 @@ verb! {
         vec![("identity", &r.identity)]
     }
     fn admin_scope(path: &ProjectPath, r: &IdentityReq) -> (String, Option<String>) {
-        scope(&path.project, &r.identity)
+        (path.project.clone(), Some(format!("identity:{}", r.identity)))
     }
 }
 
@@ -59,9 +54,6 @@ verb! {
     errors [];
     apply |c, path, _, _| {
         Ok(IdentitiesResp { identities: c.identities(&path.project)?.iter().map(IdentityOut::from).collect() })
-    }
-    fn admin_scope(path: &ProjectPath, _q: &NoBody) -> (String, Option<String>) {
-        (path.project.clone(), None)
     }
 }
 
@@ -74,9 +66,6 @@ verb! {
         let k = c.rotate_identity(&path.project, &path.identity)?;
         Ok(IssuedKeyResp::from(&k))
     }
-    fn admin_scope(path: &IdentityPath, _b: &NoBody) -> (String, Option<String>) {
-        scope(&path.project, &path.identity)
-    }
 }
 
 verb! {
@@ -85,9 +74,6 @@ verb! {
     (IdentityPath, NoBody) -> crate::claim::identities::Removed;
     errors [NotFound];
     apply |c, path, _, _| { c.remove_identity(&path.project, &path.identity) }
-    fn admin_scope(path: &IdentityPath, _b: &NoBody) -> (String, Option<String>) {
-        scope(&path.project, &path.identity)
-    }
 }
 
 verb! {

@@ -17,9 +17,6 @@ verb! {
     (ProjectPath, PauseRequest) -> PauseOutcome;
     errors [];
     apply |c, path, r, _| { c.pause_project(&path.project, &r) }
-    fn admin_scope(path: &ProjectPath, _r: &PauseRequest) -> (String, Option<String>) {
-        (path.project.clone(), None)
-    }
 }
 
 verb! {
@@ -28,9 +25,6 @@ verb! {
     (ProjectPath, NoBody) -> ResumeOutcome;
     errors [];
     apply |c, path, _, _| { c.resume_project(&path.project) }
-    fn admin_scope(path: &ProjectPath, _b: &NoBody) -> (String, Option<String>) {
-        (path.project.clone(), None)
-    }
 }
 
 verb! {

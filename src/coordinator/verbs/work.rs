@@ -7,7 +7,8 @@ use crate::claim::work_claims::{
 use crate::coordinator::verb::{Rate, answers, json_input, query_input, verb};
 use crate::coordinator::wire::*;
 
-json_input!(ChannelRequest, TakeRequest, TouchRequest, ReleaseRequest, FocusRequest);
+json_input!(ChannelRequest, FocusRequest);
+json_input!(seat TakeRequest, TouchRequest, ReleaseRequest);
 query_input!(AsOfQuery);
 answers!(Channel, ClaimRow, ClaimOutcome, SweepReport, FocusLease, FocusOutcome, StewardReport);
 answers!(list ClaimRow, ClaimStep);
@@ -83,9 +84,6 @@ verb! {
     errors [ClaimTaken, VersionConflict, NextStepRequired, NotClaimOwner, NotFound];
     apply |c, path, r, caller| { c.take(&path.into(), &r, caller.bearer.as_ref()) }
     const RATE: Rate = Rate::SeatInBody;
-    fn body_seat(r: &TakeRequest) -> Option<&str> {
-        Some(&r.seat)
-    }
     fn names(r: &TakeRequest) -> Vec<(&'static str, &str)> {
         vec![("seat", &r.seat), ("deputy", r.deputy.as_deref().unwrap_or("-"))]
     }
@@ -98,9 +96,6 @@ verb! {
     errors [ClaimTaken, VersionConflict, NextStepRequired, NotClaimOwner, NotFound];
     apply |c, path, r, caller| { c.touch(&path.into(), &r, caller.bearer.as_ref()) }
     const RATE: Rate = Rate::SeatInBody;
-    fn body_seat(r: &TouchRequest) -> Option<&str> {
-        Some(&r.seat)
-    }
     fn names(r: &TouchRequest) -> Vec<(&'static str, &str)> {
         vec![("seat", &r.seat), ("deputy", r.deputy.as_deref().unwrap_or("-"))]
     }
@@ -113,9 +108,6 @@ verb! {
     errors [ClaimTaken, VersionConflict, NextStepRequired, NotClaimOwner, NotFound];
     apply |c, path, r, caller| { c.release_claim(&path.into(), &r, caller.bearer.as_ref()) }
     const RATE: Rate = Rate::SeatInBody;
-    fn body_seat(r: &ReleaseRequest) -> Option<&str> {
-        Some(&r.seat)
-    }
     fn names(r: &ReleaseRequest) -> Vec<(&'static str, &str)> {
         vec![("seat", &r.seat)]
     }
