@@ -58,7 +58,7 @@ pub struct AuditPage<'a> {
     /// At most this many rows.
     pub limit: usize,
     /// Only rows that changed the master (their detail holds
-    /// [`MASTER_CHANGE`](crate::claim::engine::MASTER_CHANGE)); only with a `project`
+    /// [`MASTER_CHANGE`](crate::claim::model::MASTER_CHANGE)); only with a `project`
     /// (no index serves them across every project: `invalid_argument` otherwise).
     pub master_changes: bool,
     /// The newest rows first (`master history --limit N`); else the oldest first.

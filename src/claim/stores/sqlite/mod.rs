@@ -181,7 +181,7 @@ CREATE TABLE pauses (
     // it had found enough changes. This partial index holds the changes only, so the read
     // examines what it returns. Its predicate must stay word for word the one
     // `MASTER_CHANGES_ONLY` puts in the query (`master_change` is
-    // `crate::claim::engine::MASTER_CHANGE`): SQLite uses a partial index only when the
+    // `crate::claim::model::MASTER_CHANGE`): SQLite uses a partial index only when the
     // query's WHERE clause contains the index's. The plan test fails if they drift apart.
     r#"
 CREATE INDEX audit_master_changes ON audit (project, id)
