@@ -137,7 +137,7 @@
 #define INST 0
 #define INOT 1
 #define IERR 2
-/* link_claimed_primary outcomes */
+/* link_primary_under_transition_claim outcomes */
 #define LCP_OK 0
 #define LCP_FAIL 1
 #define LCP_UNCLEAR 2
@@ -296,7 +296,7 @@ inline UNLINK_ALIAS(P) {
   atomic { assert(P == 0 || P == L); P = 0 }
 }
 
-/* an acquire's claim check (acquire.rs check_claim). On a caching host a plain lookup
+/* an acquire's claim check (acquire.rs check_transition_claim). On a caching host a plain lookup
  * may answer from a cached "no such file"; a lookup that found nothing may be cached,
  * one that found the claim replaces the cached absence. */
 inline CLAIM_CHECK(out) {
@@ -362,7 +362,7 @@ inline LINK_CLAIMED_PRIMARY(SRCP, SRCRAW, CLRAW) {
   :: true ->
      READ(C, v);
      if
-     :: v != CLRAW -> lcp = LCP_FAIL; break            /* ClaimLost */
+     :: v != CLRAW -> lcp = LCP_FAIL; break            /* TransitionClaimLost */
      :: else -> skip
      fi;
      atomic {                                          /* ghost: a link that took effect */
@@ -486,7 +486,7 @@ inline ROLLBACK(me, EXP, SRCRAW, RETP, CLRAW) {
   fi
 }
 
-/* release_claim: exact bytes only; rcl = 1 on failure */
+/* release_transition_claim: exact bytes only; rcl = 1 on failure */
 inline RELEASE_CLAIM(me, CLRAW) {
   rcl = 0;
   REMOVE_EXACT(me, C, CLRAW);
@@ -628,7 +628,7 @@ inline TAKE_OVER(me, RAW, SV, SRETP) {
         INSTALL(C, RAW, res);
         if
         :: res == INST -> claim_inst = 1
-        :: res == INOT -> err = 1; break               /* ClaimPresent */
+        :: res == INOT -> err = 1; break               /* TransitionClaimPresent */
         :: res == IERR -> claim_inst = 1; err = 1; break
         fi;
         READ(L, v);                                    /* step 4: exact sealed bytes */
@@ -721,7 +721,7 @@ inline ACQUIRE(me) {
  * LEASE=1 the lease is part of that judgement: asked after (a) was seen, when the tree is gone
  * for good and every description it handed out already exists. */
 inline RECLAIM(me, EXIST) {
-  READ(C, v);                                          /* check_claim */
+  READ(C, v);                                          /* check_transition_claim */
   if
   :: v != 0 -> skip
   :: v == 0 ->
@@ -787,7 +787,7 @@ inline SEAL(me) {
               atomic { READ(RET[idx], v);              /* require_absent(handoff) */
                 if :: v != 0 -> err = 1 :: else -> skip fi };
               if :: err -> break :: else -> skip fi;
-              READ(C, v);                              /* check_claim */
+              READ(C, v);                              /* check_transition_claim */
               if :: v != 0 -> err = 1; break :: else -> skip fi;
               INSTALL(C, r, res);
               if

@@ -1,12 +1,22 @@
 #!/usr/bin/env python3
-"""File-level `use` cycles in a Rust crate's src/ (issue 29: "no import circle").
+"""File-level `use` cycles in a Rust crate's src/ (issues 29 and 41: "no import circle").
 
 Every reference `crate::a::b::Item`, `super::Item`, `self::x::Item` (in `use` trees and in
-code, outside `#[cfg(test)] mod tests`) is resolved to the file that defines the item:
-module segments are walked down to the deepest module file, and an item that module only
-re-exports (`pub use x::Item`, `pub use x::*`) is followed to where it comes from. `pub use`
-lines themselves are facades, not edges. Prints every strongly connected component of
-more than one file; exits 1 if there is one.
+code, outside `#[cfg(test)] mod tests`) is an edge to the file that defines the item: module
+segments are walked down to the deepest module file, and an item that module only
+re-exports (`pub use x::Item`, `pub use x::*`) is followed to where it comes from.
+
+A reference that reaches its item through a re-export is also an edge to the module file the
+path names, when that file has code of its own (anything besides `mod` and `use`
+declarations and attributes): `use super::work_claims::ClaimStatus` depends on
+`work_claims/mod.rs` as well as on `work_claims/shapes.rs`, because the path goes through
+the one to reach the other. Counting only the defining file hid a five-file circle in
+`src/claim/` (issue 41). A pure facade (say a `mod.rs` of only `pub mod` and `pub use`
+lines) stays a facade: a path through it is an edge to the defining file only. `pub use`
+lines themselves are never edges.
+
+Prints every strongly connected component of more than one file; exits 1 if there is one.
+Usage: import_cycles.py [SRC_DIR]  (default: src)
 """
 import os, re, sys
 
@@ -33,6 +43,11 @@ def strip_comments(text):
     return re.sub(r"/\*.*?\*/", "", text, flags=re.S)
 
 src = {m: strip_comments(strip_tests(open(p).read())) for m, p in files.items()}
+
+# A file of nothing but `mod` and `use` declarations (and attributes) is a facade: it only
+# points elsewhere, so a path through it depends on where it points, not on it.
+DECL = re.compile(r"#!?\[[^\]]*\]|\b(pub(\([\w:\s]+\))?\s+)?(mod\s+\w+|use\s+[^;]+);", re.S)
+facade = {m for m, text in src.items() if not DECL.sub("", text).strip()}
 
 def expand(tree):
     """Expands a use tree `a::{b, c::{d, e}}` into paths."""
@@ -86,12 +101,19 @@ for mod, text in src.items():
             if a:
                 reexports.setdefault(mod, []).append((a[-1], a))
 
-def resolve(a, depth=0):
+def named(a):
+    """The deepest module file the path's own segments walk down to."""
     cur = []
-    i = 0
-    while i < len(a) and tuple(cur + [a[i]]) in files:
-        cur.append(a[i]); i += 1
-    rest = a[i:]
+    for s in a:
+        if tuple(cur + [s]) not in files:
+            break
+        cur.append(s)
+    return tuple(cur)
+
+def resolve(a, depth=0):
+    """The file that defines what the path names, following re-exports."""
+    cur = list(named(a))
+    rest = a[len(cur):]
     if rest and depth < 8:
         for name, target in reexports.get(tuple(cur), []):
             if name == rest[0] or name == "*":
@@ -115,9 +137,12 @@ for mod, text in src.items():
         a = absolute(mod, p)
         if not a:
             continue
-        t = resolve(a)
-        if t != mod and t in files and t != ():
-            edges[mod].add(t)
+        targets = {resolve(a)}
+        if named(a) not in facade:
+            targets.add(named(a))  # the path goes through it, even when it only re-exports the item
+        for t in targets:
+            if t != mod and t in files and t != ():
+                edges[mod].add(t)
 
 # Tarjan's strongly connected components.
 index, low, stack, on, sccs, n = {}, {}, [], set(), [], [0]

@@ -179,7 +179,7 @@ fn check_side_file(s: &str) {
             assert_eq!(classify_side_file(lock, s), Some(kind));
             let shown = redact_side_file_name(lock, s, kind);
             assert!(shown.starts_with(lock), "{shown:?}");
-            if matches!(kind, SideKind::Claim | SideKind::Stale | SideKind::Unknown) {
+            if matches!(kind, SideKind::TransitionClaim | SideKind::Stale | SideKind::Unknown) {
                 assert_eq!(shown, s);
             }
         }

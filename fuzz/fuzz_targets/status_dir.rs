@@ -301,7 +301,7 @@ fn inspected(name: &[u8]) -> bool {
     }
     matches!(
         side_file_owner(name),
-        Some((_, SideKind::Claim | SideKind::Handoff | SideKind::SealedRetired | SideKind::ReclaimGuard))
+        Some((_, SideKind::TransitionClaim | SideKind::Handoff | SideKind::SealedRetired | SideKind::ReclaimGuard))
     )
 }
 
@@ -425,7 +425,7 @@ fn run(data: &[u8]) {
             // (shown as the session) itself embeds the id — the `.lock`-in-an-owner-id
             // misattribution reported in fuzz/README.md.
             let redacted = matches!(owner(name), Some((lock, k))
-                if !lock.contains(o) && !matches!(k, SideKind::Unknown | SideKind::Stale | SideKind::Claim));
+                if !lock.contains(o) && !matches!(k, SideKind::Unknown | SideKind::Stale | SideKind::TransitionClaim));
             if name.contains(o) && !redacted {
                 shown_ok.push(o);
             }
@@ -445,7 +445,7 @@ fn run(data: &[u8]) {
             .iter()
             .find(|s| s.lock_path.file_name() == Some(OsStr::new(lock)))
             .unwrap_or_else(|| panic!("{name:?} belongs to {lock:?}, which status_all does not report"));
-        if kind == SideKind::Claim {
+        if kind == SideKind::TransitionClaim {
             assert!(st.claim.is_some(), "claim {name:?} not reported");
         } else {
             let shown = redact_side_file_name(lock, name, kind);

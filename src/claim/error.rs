@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-use super::work_claims::ClaimStatus;
+use super::work_claims::shapes::ClaimStatus;
 use crate::error::ErrorCode;
 
 /// Why a coordinator verb failed.

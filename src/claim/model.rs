@@ -167,8 +167,15 @@ pub struct AuditEntry {
     /// atomic step as the verb (see [`crate::claim::requests`]). Never part of the audit row
     /// itself (it may hold a new session token), so never serialized.
     #[serde(skip)]
-    pub request: Option<crate::claim::requests::RequestRecord>,
+    pub request: Option<crate::claim::requests::records::RequestRecord>,
 }
+
+/// The key under which an audit row's [`detail`](AuditEntry::detail) marks a change of
+/// master: `master_change: {from, to}`, each a `{identity, session_id}` or null (issue 30).
+/// The engine adds it to the row of every verb that moves the epoch; `master history` reads
+/// it, and both stores keep a partial index of the rows that hold it, whose predicate spells
+/// this key out in SQL.
+pub const MASTER_CHANGE: &str = "master_change";
 
 /// What a verb writes, committed atomically if the project is still at the version the
 /// decision was made from.

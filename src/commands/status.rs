@@ -329,7 +329,7 @@ fn report(args: &StatusArgs, rt: &Path, one: bool, out: Output) -> Result<Shown>
             _ => {}
         }
     }
-    if let Some(c) = &s.claim {
+    if let Some(c) = &s.transition_claim {
         let who = c
             .owner
             .as_ref()

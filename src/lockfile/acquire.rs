@@ -16,10 +16,10 @@
 //!   holder lives, is chained past once it is gone) and `L.stale.<pid>.<uuid>` (the stale
 //!   record moved aside; `L` is then missing or ours).
 //!
-//! # Why the claim is checked twice
+//! # Why the transition claim is checked twice
 //!
-//! A seal or takeover (seed 001 "Fixed claim") temporarily removes `L` while holding
-//! `L.claim`. An acquirer can pass the first check just before the claim appears and then
+//! A seal or takeover (seed 001 "Fixed claim") temporarily removes `L` while holding `L.claim`.
+//! An acquirer can pass the first check just before the transition claim appears and then
 //! install into the gap; the second check, right after the install, catches that and removes
 //! our exact record so the transition's bounded candidate wait (§5.7) can finish. Our record
 //! is schema 2 and for the same session precisely so a qwen transition recognises it as a
@@ -37,7 +37,8 @@ use super::holder_lock::{HolderLock, create_holder_lock, remove_holder_file};
 use super::identity::ProcessProbe;
 use super::liveness::Liveness;
 use super::primitives::{
-    Inspection, check_claim, inspect_record, install, remove_exact, remove_owned, require_absent, same_regular,
+    Inspection, check_transition_claim, inspect_record, install, remove_exact, remove_owned, require_absent,
+    same_regular,
 };
 use super::record::{
     Extensions, Holder, KERNEL_PROOF_RULE, LockRecord, OwnerToken, RecoveredFrom, Schema, new_active_record,
@@ -48,7 +49,7 @@ pub use super::site::{DirMode, LockSite, TranscriptRef, check_runtime_dir, open_
 use super::sys::{self, FileMeta, ReadRegular};
 use super::transcript::{ProofOptions, ProofRead, Tail, check_shape, check_transcript_dirs, read_proof, tail_of};
 use super::transcript_lock::{TranscriptLock, check_transcript_free, lock_transcript};
-use super::transition::{Stage, Transition, release_claim};
+use super::transition::{Stage, Transition, release_transition_claim};
 use std::sync::Arc;
 
 /// `ACQUIRE_ATTEMPTS`.
@@ -56,11 +57,11 @@ pub const ACQUIRE_ATTEMPTS: u32 = 8;
 /// Reclaim guard attempts (§5.4 step 1).
 pub const GUARD_ATTEMPTS: u32 = 8;
 
-/// Claim check #2 (§5.2 step 2.2.1), with the failpoint in front of it: any failure here,
-/// real or injected, leaves the primary path empty again.
-fn second_claim_check(site: &LockSite, claim: &str) -> Result<(), LockError> {
+/// Transition claim check #2 (§5.2 step 2.2.1), with the failpoint in front of it: any failure
+/// here, real or injected, leaves the primary path empty again.
+fn second_transition_claim_check(site: &LockSite, transition_claim: &str) -> Result<(), LockError> {
     crate::failpoint!("acquire.after_install");
-    check_claim(&site.dir, claim)
+    check_transition_claim(&site.dir, transition_claim)
 }
 
 /// qwen's `reclaimPolicy`.
@@ -166,8 +167,9 @@ pub struct Recovery {
     pub tail: Tail,
 }
 
-/// Ordinary acquisition (§5.2): claim check, install, claim check, verify; on an existing
-/// record, conflict / malformed / reclaim by the table in the module docs.
+/// Ordinary acquisition (§5.2): transition claim check, install, transition claim check,
+/// verify; on an existing record, conflict / malformed / reclaim by the table in the module
+/// docs.
 ///
 /// With [`AcquireOptions::holder_lock`], the holder lock is created and locked *before* any
 /// record naming it exists, so no reader can ever find such a record with a free lock while
@@ -281,7 +283,7 @@ fn acquire_naming(
     };
     // Nothing is replaced when the primary is missing: epoch 0 + 1.
     let record = successor(0, None)?;
-    let claim = site.paths.claim();
+    let transition_claim = site.paths.transition_claim();
     let sealed_only = opts.certified.as_ref().is_some_and(|c| c.sealed_only);
     // Issue 38 item 1 (b), asked once before anything is written: can anything still write
     // the transcript? A refusal stops every path to a new writer — install, reclaim and
@@ -294,7 +296,7 @@ fn acquire_naming(
         _ => false,
     };
     for _ in 0..ACQUIRE_ATTEMPTS {
-        check_claim(&site.dir, &claim)?;
+        check_transition_claim(&site.dir, &transition_claim)?;
         crate::failpoint!("acquire.before_install");
         // A torn transcript is never given to a fresh owner: nothing is installed, and a
         // missing primary below is the refusal.
@@ -304,7 +306,7 @@ fn acquire_naming(
             install(&site.dir, &site.paths.lock_name, &record.raw, owner.expose())?
         };
         if let Some(linked) = installed {
-            if let Err(e) = second_claim_check(site, &claim) {
+            if let Err(e) = second_transition_claim_check(site, &transition_claim) {
                 // A transition claimed the path after our first check: leave its gap empty.
                 let _ = remove_owned(&site.dir, &site.paths.lock_name, owner.expose());
                 return Err(e);
@@ -429,7 +431,7 @@ fn decide<'a>(
 /// the real one makes before it writes — the options, the transition claim, §5.2's table
 /// (`decide`) and, for a takeover, the sealed proof against the transcript
 /// (`check_seal`) — with nothing written, moved or removed. Races the real command
-/// re-checks under its claim (a record replaced meanwhile) cannot be foreseen.
+/// re-checks under its transition claim (a record replaced meanwhile) cannot be foreseen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Plan {
     /// `L` is missing: a new record (epoch 1) would be installed.
@@ -461,7 +463,7 @@ impl Plan {
 /// `--dry-run` of [`acquire`] (see [`Plan`]): same checks, same errors, no change on disk.
 pub fn plan(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe) -> Result<Plan, LockError> {
     check_options(opts)?;
-    check_claim(&site.dir, &site.paths.claim())?;
+    check_transition_claim(&site.dir, &site.paths.transition_claim())?;
     let writers = transcript_writers(site, opts)?;
     match decide(site, opts, probe, &writers)? {
         Decision::Missing => Ok(Plan::Install),
@@ -476,7 +478,7 @@ pub fn plan(site: &LockSite, opts: &AcquireOptions, probe: &dyn ProcessProbe) ->
 /// Steps 1 and 2 of a certified takeover, before anything is written: a qwen-code managed
 /// seal is not ours to take, the recorded key must be the transcript this writer expects
 /// (never used to open anything), and the transcript — hashed once, the descriptor kept
-/// for the revalidations under the claim — must match the seal's proof.
+/// for the revalidations under the transition claim — must match the seal's proof.
 fn check_seal(c: &Certified, t_ref: &TranscriptRef, sealed: &LockRecord) -> Result<ProofRead, LockError> {
     if matches!(sealed.schema, Schema::V3 { .. }) {
         return Err(LockError::unavailable(Unavailable::ManagedSchema));
@@ -790,7 +792,7 @@ fn reclaim_under_guard(r: Reclaim<'_>, progress: &mut ReclaimProgress) -> Result
     let installed = &mut progress.installed;
     let lock = site.paths.lock_name.as_str();
     let stale = site.paths.stale(sys::own_pid(), &uuid::Uuid::new_v4().to_string());
-    check_claim(&site.dir, &site.paths.claim())?;
+    check_transition_claim(&site.dir, &site.paths.transition_claim())?;
     still_stale(site, lock, existing, probe)?;
     // Ask the kernel again, beside the judgement it completes (the model's LEASE=2): a
     // writer may have handed its descriptor out and exited since the first question.
@@ -826,7 +828,7 @@ fn reclaim_under_guard(r: Reclaim<'_>, progress: &mut ReclaimProgress) -> Result
     };
     *installed = true;
     crate::failpoint!("reclaim.after_install");
-    check_claim(&site.dir, &site.paths.claim())?;
+    check_transition_claim(&site.dir, &site.paths.transition_claim())?;
     *installed = false; // finish_acquisition now owns cleanup of L.
     let (meta, tail) = finish_acquisition(site, owner, record, &linked, transcript)?;
     let recovered = record.owner.recovered_from.clone().map(|previous| Recovery { previous, tail });
@@ -847,10 +849,11 @@ fn reclaim_under_guard(r: Reclaim<'_>, progress: &mut ReclaimProgress) -> Result
 /// Certified takeover of the sealed record `sealed` (seed 001 "Certified takeover" 1–7;
 /// QWEN_FORMAT §5.6). `record` is our new active record.
 ///
-/// Two replacements racing one sealed record: both may hash the transcript, but only one
-/// can install `L.claim`; the other answers unavailable (claim present) or, arriving after
-/// the winner finished, conflict (a live active primary). Re-reading the exact sealed bytes
-/// inside the claim is what makes a delayed loser fail instead of replacing the winner.
+/// Two replacements racing one sealed record: both may hash the transcript, but only one can
+/// install `L.claim`; the other answers unavailable (transition claim present) or, arriving
+/// after the winner finished, conflict (a live active primary). Re-reading the exact sealed
+/// bytes inside the transition claim is what makes a delayed loser fail instead of replacing
+/// the winner.
 fn take_over(
     site: &LockSite,
     c: &Certified,
@@ -865,22 +868,24 @@ fn take_over(
     let seal = sealed.seal().expect("a sealed inspection carries a seal");
     let retired = site.paths.sealed_retired(&sealed.owner_id, owner.expose());
     require_absent(&site.dir, &retired, "takeover retired record")?;
-    let claim = site.paths.claim();
+    let transition_claim = site.paths.transition_claim();
     let t = Transition {
         site,
         expected: &sealed.raw,
-        source: &claim,
+        source: &transition_claim,
         source_raw: &record.raw,
         retired: &retired,
-        claim_raw: &record.raw,
+        transition_claim_raw: &record.raw,
     };
     let mut stage = Stage::NotStarted;
-    let mut claim_installed = false;
+    let mut transition_claim_installed = false;
     let result = (|| -> Result<FileMeta, LockError> {
-        // Step 3: the claim holds our new active record; after the link, L shares its inode.
-        let linked = t.install_claim(owner.expose(), &mut claim_installed)?;
+        // Step 3: the transition claim holds our new active record; after the link, L shares
+        // its inode.
+        let linked = t.install_transition_claim(owner.expose(), &mut transition_claim_installed)?;
         crate::failpoint!("takeover.after_claim");
-        // Step 4: inside the claim, the primary must still be exactly the sealed record.
+        // Step 4: inside the transition claim, the primary must still be exactly the sealed
+        // record.
         match inspect_record(&site.dir, &site.paths.lock_name, &site.session_id, &site.local, probe) {
             Inspection::Sealed(now) if now.raw == sealed.raw => {}
             Inspection::Active(now, l) if l.is_live() => return Err(conflict(site, &now, false)),
@@ -893,8 +898,9 @@ fn take_over(
         crate::failpoint!("takeover.after_transition");
         proof.revalidate()?;
         let meta = verify_lock_identity(site, record, &linked)?;
-        // Step 7: our exact claim; failing to remove it is a failure (rolled back below).
-        release_claim(site, &record.raw)?;
+        // Step 7: our exact transition claim; failing to remove it is a failure (rolled back
+        // below).
+        release_transition_claim(site, &record.raw)?;
         Ok(meta)
     })();
     match result {
@@ -923,7 +929,7 @@ fn take_over(
                 }),
             })
         }
-        Err(original) => Err(t.cleanup_after_failure(stage, claim_installed, original)),
+        Err(original) => Err(t.cleanup_after_failure(stage, transition_claim_installed, original)),
     }
 }
 
@@ -1025,17 +1031,17 @@ mod tests {
     }
 
     #[test]
-    fn second_claim_check_removes_our_record_when_a_claim_appears() {
-        // A transition claims the path between our install and our second claim check: we
-        // must answer unavailable and leave the gap empty (seed 001 "Fixed claim").
+    fn second_transition_claim_check_removes_our_record_when_a_transition_claim_appears() {
+        // A transition claims the path between our install and our second transition claim
+        // check: we must answer unavailable and leave the gap empty (seed 001 "Fixed claim").
         let t = tempfile::tempdir().unwrap();
         let s = site(&t);
-        let claim = s.paths.dir.join(s.paths.claim());
+        let claim = s.paths.dir.join(s.paths.transition_claim());
         let c = claim.clone();
         crate::lockfile::failpoint::set_hook("acquire.after_install", move || std::fs::write(&c, b"claim"));
         let e = acquire(&s, &opts(ReclaimPolicy::Local), &SystemProbe).unwrap_err();
         crate::lockfile::failpoint::clear_hooks();
-        assert!(matches!(e, LockError::Unavailable { reason: Unavailable::ClaimPresent, .. }), "{e:?}");
+        assert!(matches!(e, LockError::Unavailable { reason: Unavailable::TransitionClaimPresent, .. }), "{e:?}");
         assert!(!s.lock_path().exists(), "our candidate must be gone");
         assert_eq!(std::fs::read(&claim).unwrap(), b"claim", "the claim is not ours to touch");
     }

@@ -74,9 +74,9 @@ impl std::fmt::Display for TranscriptWriter {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Unavailable {
     /// `L.claim` exists (of any file type): a seal or takeover is in progress or crashed.
-    ClaimPresent,
-    /// The claim path could not be inspected.
-    ClaimUnreadable,
+    TransitionClaimPresent,
+    /// The transition claim path could not be inspected.
+    TransitionClaimUnreadable,
     /// A live, sealed or malformed reclaim guard blocks stale reclaim.
     GuardHeld,
     /// The reclaim guard budget ran out.
@@ -99,15 +99,16 @@ pub enum Unavailable {
     Io,
     /// A sealed candidate or a retired path of this transition already exists.
     TransitionFileExists,
-    /// A transition's claim no longer holds our exact record.
-    ClaimLost,
+    /// The transition claim no longer holds this transition's exact record.
+    TransitionClaimLost,
     /// A claim-aware acquisition candidate did not leave the primary path in time.
     CandidateWaitExpired,
     /// Something other than our record or a claim-aware candidate appeared at the primary
     /// path during a transition.
     PrimaryReplaced,
-    /// A failed transition could not prove the predecessor restored; the claim is retained.
-    ClaimRetained,
+    /// A failed transition could not prove the predecessor restored; the transition claim is
+    /// retained.
+    TransitionClaimRetained,
     /// qwen's managed seal needs a commit proof writerctl does not have.
     ManagedSealNeedsCommitProof,
     /// The transcript's filesystem does not number inodes (ino 0).
@@ -120,8 +121,8 @@ pub enum Unavailable {
 impl Unavailable {
     fn describe(&self) -> &'static str {
         match self {
-            Unavailable::ClaimPresent => "a transition claim exists for this session",
-            Unavailable::ClaimUnreadable => "the transition claim could not be inspected",
+            Unavailable::TransitionClaimPresent => "a transition claim exists for this session",
+            Unavailable::TransitionClaimUnreadable => "the transition claim could not be inspected",
             Unavailable::GuardHeld => "another reclaimer holds the reclaim guard",
             Unavailable::GuardBudgetExhausted => "the reclaim guard could not be taken",
             Unavailable::AcquireBudgetExhausted => "the lock kept changing; acquire attempts exhausted",
@@ -135,10 +136,10 @@ impl Unavailable {
             Unavailable::TransitionFileExists => {
                 "a sealed candidate or retired record of this transition already exists"
             }
-            Unavailable::ClaimLost => "the transition claim no longer holds this transition's record",
+            Unavailable::TransitionClaimLost => "the transition claim no longer holds this transition's record",
             Unavailable::CandidateWaitExpired => "an acquisition candidate did not release the claimed primary path",
             Unavailable::PrimaryReplaced => "an unknown record appeared at the primary path during the transition",
-            Unavailable::ClaimRetained => {
+            Unavailable::TransitionClaimRetained => {
                 "the transition failed and the previous primary could not be proven restored; the claim was retained"
             }
             Unavailable::ManagedSealNeedsCommitProof => {
@@ -442,7 +443,7 @@ impl LockError {
                 ),
                 _ => "wait for the holder to release or seal (`writerctl status` shows what it is waiting for)".into(),
             },
-            LockError::Unavailable { reason: Unavailable::ClaimPresent, .. } => {
+            LockError::Unavailable { reason: Unavailable::TransitionClaimPresent, .. } => {
                 "a seal or takeover is in progress or crashed mid-transition; retry shortly, and if it persists run `writerctl status` — never delete the claim unless every writer is fenced".into()
             }
             LockError::Unavailable { reason: Unavailable::GuardHeld, .. } => {
@@ -454,7 +455,7 @@ impl LockError {
             LockError::Unavailable { reason: Unavailable::LockDirNotDirectory, .. } => {
                 "make R/tmp/session-writer-locks a real directory (not a symlink) owned by the writer's user".into()
             }
-            LockError::Unavailable { reason: Unavailable::ClaimRetained, .. } => {
+            LockError::Unavailable { reason: Unavailable::TransitionClaimRetained, .. } => {
                 "the claim now fences the session on purpose; fence every writer, then `writerctl recover --writers-fenced --yes` restores the provable predecessor".into()
             }
             LockError::Unavailable { .. } => "retry later; retrying never authorizes a bypass. `writerctl status` shows what is on disk".into(),

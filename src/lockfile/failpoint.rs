@@ -5,8 +5,9 @@
 //!
 //! Two ways to arm one:
 //!
-//! * in unit tests, [`set_hook`] runs a closure at the named point on the current thread
-//!   (e.g. create a claim file exactly between an install and the second claim check);
+//! * in unit tests, [`set_hook`] runs a closure at the named point on the current thread (e.g.
+//!   create a transition claim file exactly between an install and the second transition claim
+//!   check);
 //! * in a binary built with `--features failpoints`, `WRITERCTL_FAILPOINTS=name=action[,…]`
 //!   where action is `abort` (crash), `kill` (SIGKILL to self), `error` (return an I/O
 //!   error, as if the next syscall failed) or `pause:PATH` (create `PATH.reached`, then wait
@@ -109,7 +110,7 @@ mod imp {
     }
     /// `pause:PATH`: creates `PATH.reached`, then waits (at most 60 s) until `PATH` exists,
     /// so a test can act at exactly this point of another process's protocol (a rewrite of
-    /// the transcript inside a takeover's claim window, say).
+    /// the transcript inside a takeover's transition claim window, say).
     fn pause(gate: &std::path::Path) {
         let mut reached = gate.as_os_str().to_owned();
         reached.push(".reached");

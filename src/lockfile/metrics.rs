@@ -28,7 +28,7 @@
 //! # Ages
 //!
 //! The oldest sealed record's age comes from its `sealed_at` (written by the sealing host's
-//! clock); the oldest transition claim's age from the claim file's mtime (see
+//! clock); the oldest transition claim's age from its file's mtime (see
 //! [`super::sys::Dir::modified`]). A time in the future (clock skew between hosts) counts
 //! as age 0. Both are 0 when there is no such record.
 
@@ -95,8 +95,8 @@ impl MetricState {
     }
 }
 
-/// Every side-file kind `status` reports (the claim is counted as `in_transition` instead),
-/// in output order, with its label value (the same word `status --json` uses).
+/// Every side-file kind `status` reports (the transition claim is counted as `in_transition`
+/// instead), in output order, with its label value (the same word `status --json` uses).
 pub const SIDE_KINDS: [(SideKind, &str); 8] = [
     (SideKind::Released, "released"),
     (SideKind::SealedCandidate, "sealed_candidate"),
@@ -118,7 +118,7 @@ pub struct LockDirMetrics {
     /// Age of the oldest sealed record (state `sealed`), zero when none.
     pub oldest_sealed_age: Duration,
     /// Age of the oldest transition claim, zero when none.
-    pub oldest_claim_age: Duration,
+    pub oldest_transition_claim_age: Duration,
     /// How long the scan took.
     pub scan_duration: Duration,
     /// When the scan finished.
@@ -132,7 +132,7 @@ impl LockDirMetrics {
             locks: [0; 5],
             side_files: [0; 8],
             oldest_sealed_age: Duration::ZERO,
-            oldest_claim_age: Duration::ZERO,
+            oldest_transition_claim_age: Duration::ZERO,
             scan_duration,
             scanned_at: now,
         };
@@ -150,8 +150,8 @@ impl LockDirMetrics {
             {
                 m.oldest_sealed_age = m.oldest_sealed_age.max(age(at, now));
             }
-            if let Some(at) = s.claim.as_ref().and_then(|c| c.modified) {
-                m.oldest_claim_age = m.oldest_claim_age.max(age(at, now));
+            if let Some(at) = s.transition_claim.as_ref().and_then(|c| c.modified) {
+                m.oldest_transition_claim_age = m.oldest_transition_claim_age.max(age(at, now));
             }
         }
         m
@@ -187,7 +187,7 @@ impl LockDirMetrics {
             (
                 "writerctl_oldest_claim_age_seconds",
                 "Seconds since the oldest transition claim (L.claim) was written (its mtime); 0 when none.",
-                seconds(self.oldest_claim_age),
+                seconds(self.oldest_transition_claim_age),
             ),
             (
                 "writerctl_status_scan_duration_seconds",
@@ -358,7 +358,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
-    use crate::lockfile::status::{ClaimView, ProofView, SideFileView};
+    use crate::lockfile::status::{ProofView, SideFileView, TransitionClaimView};
 
     /// A session with nothing on disk (what `status` says about an absent lock directory),
     /// then set to `state`.
@@ -393,10 +393,14 @@ mod tests {
         s
     }
 
-    fn claimed(modified: SystemTime) -> SessionStatus {
+    fn in_transition(modified: SystemTime) -> SessionStatus {
         let mut s = session(LockState::InTransition);
-        s.claim =
-            Some(ClaimView { file_type: "regular file", valid_record: true, owner: None, modified: Some(modified) });
+        s.transition_claim = Some(TransitionClaimView {
+            file_type: "regular file",
+            valid_record: true,
+            owner: None,
+            modified: Some(modified),
+        });
         s
     }
 
@@ -422,8 +426,8 @@ mod tests {
             stale,
             sealed("2026-07-28T00:00:00.000Z"),
             sealed("2026-07-28T00:01:00.000Z"),
-            claimed(at(T0 + 100)),
-            claimed(at(T0 + 10)),
+            in_transition(at(T0 + 100)),
+            in_transition(at(T0 + 10)),
             session(LockState::Malformed),
             residue,
         ];
@@ -431,16 +435,16 @@ mod tests {
         assert_eq!(m.locks, [1, 1, 2, 2, 1]);
         assert_eq!(m.side_files, [0, 0, 0, 0, 1, 0, 2, 0]);
         assert_eq!(m.oldest_sealed_age, Duration::from_secs(300));
-        assert_eq!(m.oldest_claim_age, Duration::from_secs(290));
+        assert_eq!(m.oldest_transition_claim_age, Duration::from_secs(290));
     }
 
     #[test]
     fn unknown_liveness_counts_live_and_future_times_count_zero() {
-        let all = vec![session(LockState::Active), sealed("2026-07-28T01:00:00.000Z"), claimed(at(T0 + 3600))];
+        let all = vec![session(LockState::Active), sealed("2026-07-28T01:00:00.000Z"), in_transition(at(T0 + 3600))];
         let m = LockDirMetrics::summarize(&all, Duration::ZERO, at(T0));
         assert_eq!(m.locks, [1, 0, 1, 1, 0]);
         assert_eq!(m.oldest_sealed_age, Duration::ZERO);
-        assert_eq!(m.oldest_claim_age, Duration::ZERO);
+        assert_eq!(m.oldest_transition_claim_age, Duration::ZERO);
     }
 
     #[test]

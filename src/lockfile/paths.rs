@@ -100,7 +100,7 @@ impl LockPaths {
     }
 
     /// `L.claim`: the fixed transition claim.
-    pub fn claim(&self) -> String {
+    pub fn transition_claim(&self) -> String {
         format!("{}.claim", self.lock_name)
     }
 
@@ -148,10 +148,10 @@ pub const NAME_MAX: usize = 255;
 /// ids. Seal (`L.sealed-candidate.<o>.<o>.tmp`) and takeover (`L.sealed.<o>.<n>`) need less.
 pub const LONGEST_SIDE_SUFFIX: usize = ".reclaim.".len() + 36 + 1 + 36 + 1 + 36 + ".tmp".len();
 
-/// Issue 22: can every file of this lock's life (install temps, claim, candidate, retired
-/// and guard names) be created? A session id whose lock name leaves no room for them made
-/// `acquire` fail with "retry later" while `status` promised "acquire can take it"; checking
-/// the name up front gives both the same answer, and the one that says what to change.
+/// Issue 22: can every file of this lock's life (install temps, transition claim, candidate,
+/// retired and guard names) be created? A session id whose lock name leaves no room for them
+/// made `acquire` fail with "retry later" while `status` promised "acquire can take it";
+/// checking the name up front gives both the same answer, and the one that says what to change.
 pub fn check_lock_name_room(lock_name: &str) -> Result<(), String> {
     let max = NAME_MAX - LONGEST_SIDE_SUFFIX;
     if lock_name.len() > max {
@@ -172,8 +172,9 @@ pub fn install_temp(target: &str, owner_id: &str) -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SideKind {
-    /// `L.claim`.
-    Claim,
+    /// `L.claim`: the transition claim.
+    #[serde(rename = "claim")]
+    TransitionClaim,
     /// `L.released.<o>`.
     Released,
     /// `L.sealed-candidate.<o>`.
@@ -198,7 +199,7 @@ impl SideKind {
     /// What the file means and what leaves it behind (QWEN_FORMAT §1.2).
     pub fn meaning(self) -> &'static str {
         match self {
-            SideKind::Claim => {
+            SideKind::TransitionClaim => {
                 "transition claim: a seal or takeover is in progress or crashed mid-transition; never reclaimed by pid, host or age"
             }
             SideKind::Released => {
@@ -252,7 +253,7 @@ fn classify_remainder(rest: &str) -> SideKind {
         return if is_owner_segment(owner) && target_ok { SideKind::InstallTemp } else { SideKind::Unknown };
     }
     if rest == "claim" {
-        return SideKind::Claim;
+        return SideKind::TransitionClaim;
     }
     let Some((word, tail)) = rest.split_once('.') else { return SideKind::Unknown };
     let (kind, ok) = match word {
@@ -394,7 +395,7 @@ pub fn redact_side_file_name(lock_name: &str, entry: &str, kind: SideKind) -> St
     };
     let redacted = match kind {
         // A holder lock's name carries a random UUID, never an owner id.
-        SideKind::Claim | SideKind::Stale | SideKind::HolderLock | SideKind::Unknown => rest.to_owned(),
+        SideKind::TransitionClaim | SideKind::Stale | SideKind::HolderLock | SideKind::Unknown => rest.to_owned(),
         SideKind::InstallTemp => {
             // `<target suffix>.<owner>.tmp`: keep a known target word, hide the rest.
             let body = rest.trim_end_matches(".tmp");
@@ -472,7 +473,7 @@ mod tests {
     #[test]
     fn side_file_names_match_qwen() {
         let p = LockPaths::for_session(Path::new("/r"), "s");
-        assert_eq!(p.claim(), "s.lock.claim");
+        assert_eq!(p.transition_claim(), "s.lock.claim");
         assert_eq!(p.released("o"), "s.lock.released.o");
         assert_eq!(p.sealed_candidate("o"), "s.lock.sealed-candidate.o");
         assert_eq!(p.handoff("o"), "s.lock.handoff.o");
@@ -487,7 +488,7 @@ mod tests {
     fn classifies_every_side_file() {
         let p = LockPaths::for_session(Path::new("/r"), "s");
         let cases = [
-            (p.claim(), SideKind::Claim),
+            (p.transition_claim(), SideKind::TransitionClaim),
             (p.released("o"), SideKind::Released),
             (p.sealed_candidate("o"), SideKind::SealedCandidate),
             (p.handoff("o"), SideKind::Handoff),
@@ -496,7 +497,7 @@ mod tests {
             (p.reclaim_guard("o"), SideKind::ReclaimGuard),
             (p.reclaim_guard_chained("o", "g"), SideKind::ReclaimGuard),
             (install_temp("s.lock", "o"), SideKind::InstallTemp),
-            (install_temp(&p.claim(), "o"), SideKind::InstallTemp),
+            (install_temp(&p.transition_claim(), "o"), SideKind::InstallTemp),
             ("s.lock.holder.0b6f7c2e-4f1e-4a5e-9d8e-1c2b3a4d5e6f".to_string(), SideKind::HolderLock),
             ("s.lock.holder.not-a-uuid".to_string(), SideKind::Unknown),
             ("s.lock.weird".to_string(), SideKind::Unknown),
@@ -532,12 +533,12 @@ mod tests {
     fn a_session_id_containing_dot_lock_keeps_its_own_side_files() {
         assert_eq!(side_file_owner("a.lock.b.lock.stale.1.u"), Some(("a.lock.b.lock", SideKind::Stale)));
         assert_eq!(side_file_owner("a.lock.b.lock.9.tmp"), Some(("a.lock.b.lock", SideKind::InstallTemp)));
-        assert_eq!(side_file_owner("a.lock.claim"), Some(("a.lock", SideKind::Claim)));
+        assert_eq!(side_file_owner("a.lock.claim"), Some(("a.lock", SideKind::TransitionClaim)));
         assert_eq!(side_file_owner("a.lock.b.lock"), None);
         assert_eq!(side_file_owner(".lock.claim"), None, "the empty session has no lock");
         assert_eq!(classify_side_file("a.lock", "a.lock.b.lock.stale.1.u"), None);
         assert_eq!(classify_side_file("a.lock.b.lock", "a.lock.b.lock.stale.1.u"), Some(SideKind::Stale));
-        assert_eq!(classify_side_file("x.lck", "x.lck.claim"), Some(SideKind::Claim));
+        assert_eq!(classify_side_file("x.lck", "x.lck.claim"), Some(SideKind::TransitionClaim));
     }
 
     #[test]
@@ -553,7 +554,7 @@ mod tests {
             p.reclaim_guard(o),
             p.reclaim_guard_chained(o, n),
             install_temp("s.lock", o),
-            install_temp(&p.claim(), o),
+            install_temp(&p.transition_claim(), o),
             install_temp(&p.sealed_candidate(n), o),
         ] {
             let kind = classify_side_file("s.lock", &name).unwrap();
@@ -561,7 +562,7 @@ mod tests {
             assert!(!shown.contains(o) && !shown.contains(n), "{shown}");
             assert!(shown.starts_with("s.lock.") && shown.contains("<owner:"), "{shown}");
         }
-        assert_eq!(redact_side_file_name("s.lock", "s.lock.claim", SideKind::Claim), "s.lock.claim");
+        assert_eq!(redact_side_file_name("s.lock", "s.lock.claim", SideKind::TransitionClaim), "s.lock.claim");
         assert_eq!(redact_side_file_name("s.lock", "s.lock.stale.7.u", SideKind::Stale), "s.lock.stale.7.u");
     }
 

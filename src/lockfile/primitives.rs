@@ -81,7 +81,7 @@ pub fn install(dir: &Dir, target: &str, raw: &[u8], owner_id: &str) -> Result<Op
         }
         // Error after effect? Only if the target is *our inode* (the temp is still linked, so
         // its inode cannot have been reused). Equal bytes are not enough: two seals by one
-        // owner in the same millisecond write identical claims and candidates.
+        // owner in the same millisecond write identical transition claims and candidates.
         Err(e) => match (inspect_exact(dir, target, raw), dir.lstat(os(target))) {
             (ExactState::Exact, Ok(found)) if found.same_identity(&made) => Ok(Some(found)),
             (ExactState::Exact, Ok(_)) => Ok(None),
@@ -208,20 +208,21 @@ pub fn remove_owned(dir: &Dir, name: &str, owner_id: &str) -> Result<(), RemoveE
     }
 }
 
-/// The claim check (QWEN_FORMAT §5.2 step 2.1): `lstat(L.claim)` must say `ENOENT` — and,
-/// on a network or FUSE filesystem, the server's listing must not name it either.
+/// The transition claim check (QWEN_FORMAT §5.2 step 2.1): `lstat(L.claim)` must say `ENOENT` —
+/// and, on a network or FUSE filesystem, the server's listing must not name it either.
 ///
-/// Why any file type counts: a claim is a fence, not a record to validate. A directory, a
-/// symlink or garbage at the claim path means someone is (or was) mid-transition, and the
-/// primary path may be in a deliberate gap; installing into it would create two owners.
+/// Why any file type counts: a transition claim is a fence, not a record to validate. A
+/// directory, a symlink or garbage at the transition claim path means someone is (or was)
+/// mid-transition, and the primary path may be in a deliberate gap; installing into it would
+/// create two owners.
 ///
 /// Why the listing (issue 27, reproduction 4): an `ENOENT` from a network client may be a
-/// negative entry it cached before another host created the claim; acquiring on that guess
-/// put a second writer into a transition's gap. [`Dir::listed_by_server`] asks the server.
-/// A local disk keeps the one `lstat` (its answer is the kernel's own).
-pub fn check_claim(dir: &Dir, claim: &str) -> Result<(), LockError> {
+/// negative entry it cached before another host created the transition claim; acquiring on that
+/// guess put a second writer into a transition's gap. [`Dir::listed_by_server`] asks the
+/// server. A local disk keeps the one `lstat` (its answer is the kernel's own).
+pub fn check_transition_claim(dir: &Dir, claim: &str) -> Result<(), LockError> {
     let unreadable = |e: std::io::Error| LockError::Unavailable {
-        reason: Unavailable::ClaimUnreadable,
+        reason: Unavailable::TransitionClaimUnreadable,
         detail: None,
         source: Some(e),
     };
@@ -229,11 +230,11 @@ pub fn check_claim(dir: &Dir, claim: &str) -> Result<(), LockError> {
         Err(e) if is_enoent(&e) && dir.lookups_authoritative() => Ok(()),
         Err(e) if is_enoent(&e) => match dir.listed_by_server(os(claim)) {
             Ok(false) => Ok(()),
-            Ok(true) => Err(LockError::unavailable(Unavailable::ClaimPresent)),
+            Ok(true) => Err(LockError::unavailable(Unavailable::TransitionClaimPresent)),
             Err(e) => Err(unreadable(e)),
         },
         Err(e) => Err(unreadable(e)),
-        Ok(_) => Err(LockError::unavailable(Unavailable::ClaimPresent)),
+        Ok(_) => Err(LockError::unavailable(Unavailable::TransitionClaimPresent)),
     }
 }
 
@@ -500,23 +501,23 @@ mod tests {
     }
 
     #[test]
-    fn claim_check_on_a_network_filesystem_asks_the_listing_not_the_cache() {
-        // Issue 27, reproduction 4: this client cached "no such file" for the claim another
-        // host has since created (the injected ENOENT plays the negative entry).
+    fn transition_claim_check_on_a_network_filesystem_asks_the_listing_not_the_cache() {
+        // Issue 27, reproduction 4: this client cached "no such file" for the transition claim
+        // another host has since created (the injected ENOENT plays the negative entry).
         use crate::lockfile::failpoint::{When, clear_hooks, inject_syscall};
         let (t, mut d) = dir();
         std::fs::write(t.path().join("L.claim"), b"claim").unwrap();
         inject_syscall("lstat", "L.claim", When::Before, rustix::io::Errno::NOENT.raw_os_error(), 1);
-        assert!(check_claim(&d, "L.claim").is_ok(), "a local disk trusts its lookup (the hole, staged)");
+        assert!(check_transition_claim(&d, "L.claim").is_ok(), "a local disk trusts its lookup (the hole, staged)");
         d.assume_network();
         inject_syscall("lstat", "L.claim", When::Before, rustix::io::Errno::NOENT.raw_os_error(), 1);
         assert!(matches!(
-            check_claim(&d, "L.claim"),
-            Err(LockError::Unavailable { reason: Unavailable::ClaimPresent, .. })
+            check_transition_claim(&d, "L.claim"),
+            Err(LockError::Unavailable { reason: Unavailable::TransitionClaimPresent, .. })
         ));
         clear_hooks();
         std::fs::remove_file(t.path().join("L.claim")).unwrap();
-        check_claim(&d, "L.claim").unwrap();
+        check_transition_claim(&d, "L.claim").unwrap();
     }
 
     #[test]
@@ -577,17 +578,17 @@ mod tests {
     }
 
     #[test]
-    fn claim_check_refuses_any_file_type() {
+    fn transition_claim_check_refuses_any_file_type() {
         let (t, d) = dir();
-        check_claim(&d, "L.claim").unwrap();
+        check_transition_claim(&d, "L.claim").unwrap();
         std::fs::create_dir(t.path().join("L.claim")).unwrap();
         assert!(matches!(
-            check_claim(&d, "L.claim"),
-            Err(LockError::Unavailable { reason: Unavailable::ClaimPresent, .. })
+            check_transition_claim(&d, "L.claim"),
+            Err(LockError::Unavailable { reason: Unavailable::TransitionClaimPresent, .. })
         ));
         std::fs::remove_dir(t.path().join("L.claim")).unwrap();
         std::os::unix::fs::symlink("/nonexistent", t.path().join("L.claim")).unwrap();
-        assert!(check_claim(&d, "L.claim").is_err(), "a dangling symlink is a claim too");
+        assert!(check_transition_claim(&d, "L.claim").is_err(), "a dangling symlink is a claim too");
     }
 
     #[test]

@@ -184,12 +184,14 @@ pub fn plan_from(
         Inspection::Error(e) => return Err(LockError::io("read lock", e)),
     }
 
-    // A crashed transition leaves L missing, its claim, and the predecessor at the retired
-    // name that claim pairs with. A retired file no claim pairs with is leftover cleanup of
-    // a transition that completed: residue, never a primary to restore.
-    let claim = claim_record(site);
-    let predecessors: Vec<&(String, SideKind)> =
-        side.iter().filter(|(n, k)| pairs_with_claim(site, n, *k, claim.as_ref(), probe)).collect();
+    // A crashed transition leaves L missing, its transition claim, and the predecessor at the
+    // retired name that claim pairs with. A retired file no transition claim pairs with is
+    // leftover cleanup of a transition that completed: residue, never a primary to restore.
+    let transition_claim = transition_claim_record(site);
+    let predecessors: Vec<&(String, SideKind)> = side
+        .iter()
+        .filter(|(n, k)| pairs_with_transition_claim(site, n, *k, transition_claim.as_ref(), probe))
+        .collect();
     let restore = if primary_missing && predecessors.len() == 1 { Some(predecessors[0].0.clone()) } else { None };
     if let Some(name) = &restore {
         let kind = predecessors[0].1;
@@ -226,7 +228,7 @@ pub fn plan_from(
                 });
                 Action::Keep { file, reason: "held by a live process tree, or cannot be probed".into() }
             }
-            SideKind::Claim if holder_is_running(site, name, probe) => {
+            SideKind::TransitionClaim if holder_is_running(site, name, probe) => {
                 blocked.get_or_insert_with(|| {
                     "the transition claim names a process that is running on this host; a seal or takeover may be in progress".into()
                 });
@@ -413,31 +415,31 @@ fn plan_tail_repair(
 }
 
 /// The record held by `L.claim`, if it is a valid active record.
-fn claim_record(site: &LockSite) -> Option<LockRecord> {
-    match site.dir.read_regular(OsStr::new(&site.paths.claim())) {
+fn transition_claim_record(site: &LockSite) -> Option<LockRecord> {
+    match site.dir.read_regular(OsStr::new(&site.paths.transition_claim())) {
         ReadRegular::Regular(bytes, _) => parse_record(&bytes).ok().filter(|r| r.is_active()),
         _ => None,
     }
 }
 
-/// Is `name` the predecessor that the transition holding `claim` moved aside?
+/// Is `name` the predecessor that the transition holding `transition_claim` moved aside?
 ///
-/// * seal: the claim holds the sealer's active record, and `L.handoff.<o>` holds exactly
-///   those bytes;
-/// * takeover: the claim holds the new owner `n`'s active record, and
+/// * seal: the transition claim holds the sealer's active record, and `L.handoff.<o>` holds
+///   exactly those bytes;
+/// * takeover: the transition claim holds the new owner `n`'s active record, and
 ///   `L.sealed.<s>.<n>` holds a sealed record of owner `s`.
-fn pairs_with_claim(
+fn pairs_with_transition_claim(
     site: &LockSite,
     name: &str,
     kind: SideKind,
-    claim: Option<&LockRecord>,
+    transition_claim: Option<&LockRecord>,
     probe: &dyn ProcessProbe,
 ) -> bool {
-    let Some(claim) = claim else { return false };
+    let Some(tc) = transition_claim else { return false };
     match (kind, inspect_record(&site.dir, name, &site.session_id, &site.local, probe)) {
-        (SideKind::Handoff, Inspection::Active(r, _)) => r.raw == claim.raw && name == site.paths.handoff(&r.owner_id),
+        (SideKind::Handoff, Inspection::Active(r, _)) => r.raw == tc.raw && name == site.paths.handoff(&r.owner_id),
         (SideKind::SealedRetired, Inspection::Sealed(r)) => {
-            name == site.paths.sealed_retired(&r.owner_id, &claim.owner_id)
+            name == site.paths.sealed_retired(&r.owner_id, &tc.owner_id)
         }
         _ => false,
     }
@@ -607,8 +609,8 @@ mod tests {
     fn site_with_residue() -> (tempfile::TempDir, LockSite) {
         let t = tempfile::tempdir().unwrap();
         let site = open_site(t.path(), LockPaths::for_session(t.path(), "s"), "s", DirMode::Create).unwrap();
-        // A malformed claim: residue recover moves aside.
-        std::fs::write(site.paths.dir.join(site.paths.claim()), b"garbage").unwrap();
+        // A malformed transition claim: residue recover moves aside.
+        std::fs::write(site.paths.dir.join(site.paths.transition_claim()), b"garbage").unwrap();
         (t, site)
     }
 
@@ -626,7 +628,7 @@ mod tests {
         let (done, folder) = execute(&site, &p).unwrap();
         clear_hooks();
         assert_eq!(moved(&done), vec!["ok"]);
-        let claim = site.paths.claim();
+        let claim = site.paths.transition_claim();
         assert!(site.paths.dir.join(&claim).symlink_metadata().is_err());
         assert!(site.paths.dir.join(folder.unwrap()).join(&claim).exists());
     }
@@ -641,15 +643,15 @@ mod tests {
         clear_hooks();
         let results = moved(&done);
         assert!(results.len() == 1 && results[0].starts_with("failed"), "{results:?}");
-        assert!(site.paths.dir.join(site.paths.claim()).exists(), "the claim is still in place");
+        assert!(site.paths.dir.join(site.paths.transition_claim()).exists(), "the claim is still in place");
         let log = std::fs::read_to_string(site.paths.dir.join(AUDIT_LOG)).unwrap();
         assert!(log.contains("result=\"failed"), "{log}");
         // A move that answered success but left the file in place (or did not put it in the
         // folder) is caught by the re-read: never "ok".
         let dest = site.dir.create_subdir(OsStr::new("folder")).unwrap();
-        assert!(moved_out(&site, &site.paths.claim(), &dest).starts_with("failed: the file is still"));
-        std::fs::remove_file(site.paths.dir.join(site.paths.claim())).unwrap();
-        assert!(moved_out(&site, &site.paths.claim(), &dest).starts_with("failed: the moved file is not"));
+        assert!(moved_out(&site, &site.paths.transition_claim(), &dest).starts_with("failed: the file is still"));
+        std::fs::remove_file(site.paths.dir.join(site.paths.transition_claim())).unwrap();
+        assert!(moved_out(&site, &site.paths.transition_claim(), &dest).starts_with("failed: the moved file is not"));
     }
 
     struct Gone;

@@ -7,7 +7,7 @@
 //! read_owned(token) ─► proof read (fd kept) ─► install L.sealed-candidate.<o>
 //!   ─► L.handoff.<o> must be absent ─► install L.claim (our active bytes)
 //!   ─► re-read owned L + revalidate proof ─► transition L → L.handoff.<o>, candidate → L
-//!   ─► revalidate proof ─► drop claim, handoff and candidate (exact bytes only) ─► fsync dir
+//!   ─► revalidate proof ─► drop transition claim, handoff and candidate (exact bytes only) ─► fsync dir
 //! ```
 //!
 //! The caller must have stopped every append first (the `run` supervisor drains its child);
@@ -15,9 +15,10 @@
 //!
 //! # Failure
 //!
-//! Before the transition: our candidate and our exact claim are removed, the active lock
-//! stays. After it: rollback restores our exact active record, and the claim is dropped only
-//! once that is proven; otherwise the claim is kept and the error says so.
+//! Before the transition: our candidate and our exact transition claim are removed, the active
+//! lock stays. After it: rollback restores our exact active record, and the transition claim is
+//! dropped only once that is proven; otherwise the transition claim is kept and the error says
+//! so.
 
 use std::path::Path;
 
@@ -27,7 +28,7 @@ use time::OffsetDateTime;
 use super::error::{HolderInfo, LockError, Unavailable};
 use super::exclusive::{EXCLUSIVE_KEY, Exclusive};
 use super::holder_lock::{HOLDER_LOCK_ID_KEY, HOLDER_LOCK_KEY, remove_holder_file};
-use super::primitives::{check_claim, install, remove_exact, require_absent};
+use super::primitives::{check_transition_claim, install, remove_exact, require_absent};
 use super::record::{
     IDENTITY_KEY, LockRecord, OwnerToken, Schema, SealedIdentity, TranscriptProof, format_timestamp, parse_record,
 };
@@ -35,7 +36,7 @@ use super::release::read_owned_retrying;
 use super::site::LockSite;
 use super::sys::FileMeta;
 use super::transcript::{ProofOptions, ProofRead, TranscriptKey, read_proof};
-use super::transition::{Stage, Transition, release_claim};
+use super::transition::{Stage, Transition, release_transition_claim};
 
 /// What a seal produced.
 #[derive(Debug, Clone)]
@@ -194,12 +195,13 @@ fn seal_as(
         source: &cand,
         source_raw: &sealed.raw,
         retired: &ret,
-        claim_raw: &active.raw,
+        transition_claim_raw: &active.raw,
     };
     let mut stage = Stage::NotStarted;
-    let mut claim_installed = false;
+    let mut transition_claim_installed = false;
     let owned = Owned { record: &active, meta: &active_meta };
-    let result = seal_under_claim(site, &t, &proof, owned, &ret, &mut stage, &mut claim_installed);
+    let result =
+        seal_under_transition_claim(site, &t, &proof, owned, &ret, &mut stage, &mut transition_claim_installed);
     match result {
         Ok(()) => {
             let _ = remove_exact(&site.dir, &ret, &active.raw);
@@ -220,7 +222,7 @@ fn seal_as(
             })
         }
         Err(original) => {
-            let err = t.cleanup_after_failure(stage, claim_installed, original);
+            let err = t.cleanup_after_failure(stage, transition_claim_installed, original);
             // Always take our candidate back; a mismatch means it is not ours any more.
             let err = match remove_exact(&site.dir, &cand, &sealed.raw) {
                 Ok(()) => err,
@@ -242,10 +244,10 @@ struct Owned<'a> {
     meta: &'a FileMeta,
 }
 
-/// Inside the claim, `L` must still be our active record — the same bytes *on the same
-/// inode* (issue 21 item 5). A byte-identical copy moved over `L` (`cp L L.copy && mv L.copy
-/// L`) means someone else rewrote the primary while we were not looking: the lease is lost,
-/// exactly as qwen's reference reports it, and acquisition already checks the same way.
+/// Inside the transition claim, `L` must still be our active record — the same bytes *on the
+/// same inode* (issue 21 item 5). A byte-identical copy moved over `L` (`cp L L.copy && mv
+/// L.copy L`) means someone else rewrote the primary while we were not looking: the lease is
+/// lost, exactly as qwen's reference reports it, and acquisition already checks the same way.
 fn recheck_owner(site: &LockSite, owned: Owned<'_>) -> Result<(), LockError> {
     let (_, now) = read_owned_retrying(site, |r| r.raw == owned.record.raw)?;
     if !now.same_identity(owned.meta) {
@@ -262,26 +264,27 @@ fn after_candidate() -> Result<(), LockError> {
     Ok(())
 }
 
-fn seal_under_claim(
+fn seal_under_transition_claim(
     site: &LockSite,
     t: &Transition<'_>,
     proof: &ProofRead,
     owned: Owned<'_>,
     ret: &str,
     stage: &mut Stage,
-    claim_installed: &mut bool,
+    transition_claim_installed: &mut bool,
 ) -> Result<(), LockError> {
     require_absent(&site.dir, ret, "handoff record")?;
-    check_claim(&site.dir, &site.paths.claim())?;
+    check_transition_claim(&site.dir, &site.paths.transition_claim())?;
     let active = owned.record;
-    t.install_claim(&active.owner_id, claim_installed)?;
+    t.install_transition_claim(&active.owner_id, transition_claim_installed)?;
     crate::failpoint!("seal.after_claim");
     recheck_owner(site, owned)?;
     proof.revalidate()?;
     t.run(stage)?;
     crate::failpoint!("seal.after_transition");
     proof.revalidate()?;
-    // §5.10 step 14: a claim we cannot remove is a failure (rolled back by the caller), never
-    // a success that leaves every later acquirer facing a residual claim.
-    release_claim(site, &active.raw)
+    // §5.10 step 14: a transition claim we cannot remove is a failure (rolled back by the
+    // caller), never a success that leaves every later acquirer facing a residual transition
+    // claim.
+    release_transition_claim(site, &active.raw)
 }

@@ -99,9 +99,9 @@ pub struct ProofView {
     pub exclusive: Option<String>,
 }
 
-/// The claim file, if present.
+/// The transition claim file, if present.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ClaimView {
+pub struct TransitionClaimView {
     /// File type found at `L.claim`.
     pub file_type: &'static str,
     /// Whether it holds a valid record.
@@ -109,7 +109,7 @@ pub struct ClaimView {
     /// Its owner diagnostics, when valid.
     pub owner: Option<OwnerView>,
     /// When it was written (its own mtime, see [`super::sys::Dir::modified`]); for the
-    /// claim-age metric, not serialized.
+    /// transition-claim age metric, not serialized.
     #[serde(skip)]
     pub modified: Option<std::time::SystemTime>,
 }
@@ -145,7 +145,8 @@ pub struct SessionStatus {
     /// For a sealed record: the recorded proof.
     pub proof: Option<ProofView>,
     /// The transition claim, if any.
-    pub claim: Option<ClaimView>,
+    #[serde(rename = "claim")]
+    pub transition_claim: Option<TransitionClaimView>,
     /// Every other file that belongs to this lock.
     pub side_files: Vec<SideFileView>,
     /// What is wrong, for malformed or in-transition states.
@@ -176,8 +177,8 @@ pub struct TailView {
 /// Status of every session under `runtime_dir` (sorted by lock file name), plus sessions that
 /// have only side files left.
 ///
-/// Cost: one listing, one read of every entry ([`scan_directory`]), an `lstat` per claim
-/// the listing shows, and at most one malformed-record pause for the whole directory.
+/// Cost: one listing, one read of every entry ([`scan_directory`]), an `lstat` per transition
+/// claim the listing shows, and at most one malformed-record pause for the whole directory.
 /// Nothing here may be per (session × entry): at 10,000 locks that was 12 s.
 pub fn status_all(runtime_dir: &Path, probe: &dyn ProcessProbe) -> Result<Vec<SessionStatus>, LockError> {
     check_runtime_dir(runtime_dir)?;
@@ -192,8 +193,8 @@ pub fn status_all(runtime_dir: &Path, probe: &dyn ProcessProbe) -> Result<Vec<Se
         .into_iter()
         .map(|(g, primary)| {
             let paths = LockPaths { dir: dir_path.clone(), lock_name: g.lock_name };
-            let claim_listed = scanned.claims.contains(&paths.claim());
-            classify(&dir, &paths, &g.session_id, &g.side_files, primary, claim_listed)
+            let transition_claim_listed = scanned.transition_claims.contains(&paths.transition_claim());
+            classify(&dir, &paths, &g.session_id, &g.side_files, primary, transition_claim_listed)
         })
         .collect())
 }
@@ -202,8 +203,9 @@ pub fn status_all(runtime_dir: &Path, probe: &dyn ProcessProbe) -> Result<Vec<Se
 pub struct DirectoryScan {
     /// Every session (sorted by lock name) and the inspection of its primary.
     pub sessions: Vec<(LockGroup, Inspection)>,
-    /// Every listed name ending in `.claim` (a claim's presence without another `lstat`).
-    pub claims: HashSet<String>,
+    /// Every listed name ending in `.claim` (a transition claim's presence without another
+    /// `lstat`).
+    pub transition_claims: HashSet<String>,
 }
 
 /// Lists `dir` and reads every entry once (the record inside decides which lock a side file
@@ -212,13 +214,13 @@ pub struct DirectoryScan {
 /// the whole directory). `status` and `recover` over a directory both start here.
 pub fn scan_directory(dir: &Dir, probe: &dyn ProcessProbe) -> Result<DirectoryScan, LockError> {
     let mut first_reads = HashMap::new();
-    let mut claims = HashSet::new();
+    let mut transition_claims = HashSet::new();
     let listed = entries_matching(
         dir,
         |_| true,
         |name, read| {
             if name.ends_with(".claim") {
-                claims.insert(name.to_owned());
+                transition_claims.insert(name.to_owned());
             }
             // Only a name ending in `.lock` can be a primary; keep that read for its inspection.
             if name.ends_with(".lock") {
@@ -233,7 +235,7 @@ pub fn scan_directory(dir: &Dir, probe: &dyn ProcessProbe) -> Result<DirectorySc
         .map(|g| (g.lock_name.as_str(), g.session_id.as_str(), first_reads.remove(&g.lock_name)))
         .collect();
     let found = inspect_records_read(dir, primaries, &local, probe);
-    Ok(DirectoryScan { sessions: groups.into_iter().zip(found).collect(), claims })
+    Ok(DirectoryScan { sessions: groups.into_iter().zip(found).collect(), transition_claims })
 }
 
 /// One session's share of a lock directory listing.
@@ -491,7 +493,7 @@ fn classify_missing_dir(paths: &LockPaths, session_id: &str) -> SessionStatus {
         liveness: None,
         managed_schema: false,
         proof: None,
-        claim: None,
+        transition_claim: None,
         side_files: Vec::new(),
         problem: None,
         next_step: "no writer holds this session; `writerctl acquire` can take it".into(),
@@ -508,16 +510,16 @@ fn classify(
     session_id: &str,
     side: &[(String, SideKind)],
     primary: Inspection,
-    claim_listed: bool,
+    transition_claim_listed: bool,
 ) -> SessionStatus {
     let mut st = classify_missing_dir(paths, session_id);
-    let claim_name = paths.claim();
+    let transition_claim_name = paths.transition_claim();
     let primary_holder_lock = match &primary {
         Inspection::Active(r, _) => r.owner.holder_lock.as_deref(),
         _ => None,
     };
     for (n, kind) in side {
-        if *kind == SideKind::Claim {
+        if *kind == SideKind::TransitionClaim {
             continue;
         }
         let name = redact_side_file_name(&paths.lock_name, n, *kind);
@@ -583,19 +585,21 @@ fn classify(
         }
     }
 
-    // `claim_listed`: a directory scan knows from its listing which claims exist.
-    if let Some(meta) = claim_listed.then(|| dir.lstat(OsStr::new(&claim_name)).ok()).flatten() {
-        let (valid_record, owner) = match dir.read_regular(OsStr::new(&claim_name)) {
+    // `transition_claim_listed`: a directory scan knows from its listing which transition
+    // claims exist.
+    if let Some(meta) = transition_claim_listed.then(|| dir.lstat(OsStr::new(&transition_claim_name)).ok()).flatten() {
+        let (valid_record, owner) = match dir.read_regular(OsStr::new(&transition_claim_name)) {
             ReadRegular::Regular(b, _) => match parse_record(&b) {
                 Ok(r) => (true, Some(OwnerView::of(&r))),
                 Err(_) => (false, None),
             },
             _ => (false, None),
         };
-        let modified = dir.modified(OsStr::new(&claim_name)).ok();
-        st.claim = Some(ClaimView { file_type: meta.kind.describe(), valid_record, owner, modified });
+        let modified = dir.modified(OsStr::new(&transition_claim_name)).ok();
+        st.transition_claim =
+            Some(TransitionClaimView { file_type: meta.kind.describe(), valid_record, owner, modified });
         st.state = LockState::InTransition;
-        st.problem = Some(format!("transition claim {claim_name} exists"));
+        st.problem = Some(format!("transition claim {transition_claim_name} exists"));
         st.next_step = "a seal or takeover is in progress or crashed mid-transition; every acquire and takeover answers unavailable until it is gone. Wait and re-check; if it persists, fence every writer and run `writerctl recover` (a claim is never reclaimed by pid, host or age)".into();
     }
 

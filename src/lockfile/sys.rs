@@ -233,10 +233,10 @@ impl Dir {
     /// Is `name` in this directory, by the file server's word?
     ///
     /// Why (issue 27, reproduction 4): on NFS a lookup that says `ENOENT` may come from a
-    /// negative dentry the client keeps while the directory's cached attributes look fresh
-    /// (up to `acdirmax`, 60 s by default); on FUSE from a negative entry kept for
-    /// `negative_timeout`. Another host's claim is then invisible to `lstat`. Two steps
-    /// the client must take to the server:
+    /// negative dentry the client keeps while the directory's cached attributes look fresh (up
+    /// to `acdirmax`, 60 s by default); on FUSE from a negative entry kept for
+    /// `negative_timeout`. Another host's transition claim is then invisible to `lstat`. Two
+    /// steps the client must take to the server:
     ///
     /// 1. `statx(AT_STATX_FORCE_SYNC)` of the directory: NFS sends a GETATTR, and when the
     ///    directory's change attribute moved, the client drops its cached listing and stops
@@ -344,9 +344,9 @@ impl Dir {
 
     /// The modification time of `name` (`fstatat(AT_SYMLINK_NOFOLLOW)`: a symlink's own).
     ///
-    /// Used for the age of a transition claim: qwen and writerctl install `L.claim` by
-    /// linking a freshly written temp file, and a link does not change the inode's mtime,
-    /// so it is the time the claim's bytes were written, within the filesystem's timestamp
+    /// Used for the age of a transition claim: qwen and writerctl install `L.claim` by linking
+    /// a freshly written temp file, and a link does not change the inode's mtime, so it is the
+    /// time the transition claim's bytes were written, within the filesystem's timestamp
     /// granularity. A clock step on the writing host moves it.
     pub fn modified(&self, name: &OsStr) -> io::Result<std::time::SystemTime> {
         let st = rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW).map_err(errno_io)?;

@@ -4,9 +4,9 @@
 //! A proof says: the file the key names beneath R is absent, or it is one regular file of
 //! `byte_length` bytes ending in a newline whose SHA-256 is `sha256`. The file is opened once
 //! without following a symlink in any component, hashed through that descriptor in one
-//! streaming pass (constant memory), and its full metadata is compared before and after.
-//! The descriptor is kept open so a seal or takeover can [`ProofRead::revalidate`] inside
-//! its claim that nothing changed — not the inode the path names, not the size, not the
+//! streaming pass (constant memory), and its full metadata is compared before and after. The
+//! descriptor is kept open so a seal or takeover can [`ProofRead::revalidate`] inside its
+//! transition claim that nothing changed — not the inode the path names, not the size, not the
 //! timestamps, not the link count.
 //!
 //! Errors never name the transcript path (seed 001 "Failure contract").
@@ -229,9 +229,10 @@ pub fn read_proof(
     let proof =
         TranscriptProof { relative_path: key.as_str().to_owned(), exists: true, byte_length: before.size, sha256 };
     // On a network or FUSE filesystem the timestamps are stamped by the server's clock and
-    // compared here with ours: a server clock behind ours by more than the margin would make
-    // a write during our read look old, and the revalidation inside the claim would trust an
-    // unchanged fingerprint. No clock is compared there: the content is always hashed again.
+    // compared here with ours: a server clock behind ours by more than the margin would make a
+    // write during our read look old, and the revalidation inside the transition claim would
+    // trust an unchanged fingerprint. No clock is compared there: the content is always hashed
+    // again.
     let racy = mode != ReadMode::Cached || is_racy(&before, started);
     Ok(ProofRead {
         proof,
@@ -456,10 +457,10 @@ impl ProofRead {
         sys::fsync_fd(fd).map_err(|e| LockError::io("fsync transcript", e))
     }
 
-    /// Re-checks that nothing changed since the read: the kept-open descriptor's full
-    /// metadata is identical and the key still names that same inode (or is still absent).
-    /// A racily-clean read (see `is_racy`) is rehashed the first time only: that pass runs
-    /// inside the caller's claim, which is where the seed requires the proof to hold; later
+    /// Re-checks that nothing changed since the read: the kept-open descriptor's full metadata
+    /// is identical and the key still names that same inode (or is still absent). A
+    /// racily-clean read (see `is_racy`) is rehashed the first time only: that pass runs inside
+    /// the caller's transition claim, which is where the seed requires the proof to hold; later
     /// checks compare metadata, as for any other read.
     pub fn revalidate(&self) -> Result<(), LockError> {
         let key = TranscriptKey(self.proof.relative_path.clone());

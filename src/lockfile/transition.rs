@@ -6,24 +6,24 @@
 //! ```text
 //! install L.claim ─► Transition::run:  rename L → retired ─► link replacement → L
 //!                                          │ (Started)            │ (Committed)
-//!               on failure ─► cleanup_after_failure: rollback if committed and the claim
-//!                             is still exactly ours; drop the claim only once L is proven
-//!                             to be the exact predecessor again; otherwise keep the claim.
+//!               on failure ─► cleanup_after_failure: rollback if committed and the
+//!                             transition claim is still exactly ours; drop it only once L
+//!                             is proven to be the exact predecessor again; otherwise keep it.
 //! ```
 //!
-//! # Why the claim is kept on an unproven rollback
+//! # Why the transition claim is kept on an unproven rollback
 //!
-//! While `L` is missing, a cooperating ordinary acquirer may have installed its own record
-//! into the gap and be about to notice our claim and remove itself. Dropping the claim
-//! before `L` is provably our predecessor again could leave that candidate — or an unknown
-//! successor — as the primary without anyone having certified it. A retained claim makes
-//! every acquirer answer unavailable until an operator, with every writer fenced, runs
-//! `writerctl recover`.
+//! While `L` is missing, a cooperating ordinary acquirer may have installed its own record into
+//! the gap and be about to notice our transition claim and remove itself. Dropping the
+//! transition claim before `L` is provably our predecessor again could leave that candidate —
+//! or an unknown successor — as the primary without anyone having certified it. A retained
+//! transition claim makes every acquirer answer unavailable until an operator, with every
+//! writer fenced, runs `writerctl recover`.
 //!
 //! # What a crash leaves
 //!
 //! After the rename and before the link: `L` missing, the predecessor at `retired`, the
-//! claim present (and, for a seal, the sealed candidate). `status` reports it as
+//! transition claim present (and, for a seal, the sealed candidate). `status` reports it as
 //! `in_transition`; `recover` restores the predecessor by link (never by overwrite).
 
 use std::ffi::OsStr;
@@ -37,12 +37,12 @@ use super::sys::{FileMeta, ReadRegular, is_enoent};
 
 /// Candidate observations before a transition gives up (50 ms apart).
 ///
-/// qwen waits 20 (≈ 950 ms). writerctl waits up to 100 (≈ 5 s): a claim-aware candidate
-/// removes itself microseconds after its second claim check, so the bound is only ever
+/// qwen waits 20 (≈ 950 ms). writerctl waits up to 100 (≈ 5 s): a claim-aware candidate removes
+/// itself microseconds after its second transition claim check, so the bound is only ever
 /// reached when the candidate process died — or was descheduled for a long time on a loaded
 /// machine, which under qwen's bound makes a racing takeover fail closed with no winner and a
-/// retained claim. The longer bound costs nothing in the normal case and does not change
-/// what other writers see. Unit tests keep qwen's bound so they stay fast.
+/// retained transition claim. The longer bound costs nothing in the normal case and does not
+/// change what other writers see. Unit tests keep qwen's bound so they stay fast.
 #[cfg(not(test))]
 pub const CLAIMED_PRIMARY_WAIT_ATTEMPTS: u32 = 100;
 /// qwen's bound, for unit tests.
@@ -64,7 +64,7 @@ pub enum Stage {
     Committed,
 }
 
-/// One transition of the primary path while holding the claim.
+/// One transition of the primary path while holding the transition claim.
 #[derive(Debug, Clone, Copy)]
 pub struct Transition<'a> {
     /// The site.
@@ -77,8 +77,8 @@ pub struct Transition<'a> {
     pub source_raw: &'a [u8],
     /// Owner-unique name the predecessor is moved to.
     pub retired: &'a str,
-    /// Exact bytes of our claim.
-    pub claim_raw: &'a [u8],
+    /// Exact bytes of our transition claim.
+    pub transition_claim_raw: &'a [u8],
 }
 
 /// A failed link into `L`; `unclear` when what is at `L` now could not be read, so the link
@@ -99,7 +99,7 @@ enum AtPrimary {
     /// Exactly the bytes we are linking (an error reported after the link took effect).
     Source,
     /// A same-session schema-2 active record: a claim-aware ordinary acquirer that will
-    /// remove itself after its second claim check.
+    /// remove itself after its second transition claim check.
     Candidate,
     /// Anything else: never removed, never overwritten.
     Other,
@@ -112,29 +112,34 @@ impl Transition<'_> {
         &self.site.paths.lock_name
     }
 
-    fn claim(&self) -> String {
-        self.site.paths.claim()
+    fn transition_claim(&self) -> String {
+        self.site.paths.transition_claim()
     }
 
-    /// Installs our claim (`claim_raw`, whose owner id is `owner_id`) at `L.claim`; another
-    /// claim there is unavailable. An install whose outcome is unclear may have linked our
-    /// claim, so `claim_installed` is set on an error too: the cleanup must look.
-    pub fn install_claim(&self, owner_id: &str, claim_installed: &mut bool) -> Result<FileMeta, LockError> {
-        match install(&self.site.dir, &self.claim(), self.claim_raw, owner_id) {
+    /// Installs our transition claim (`transition_claim_raw`, whose owner id is `owner_id`) at
+    /// `L.claim`; another transition claim there is unavailable. An install whose outcome is
+    /// unclear may have linked our transition claim, so `transition_claim_installed` is set on
+    /// an error too: the cleanup must look.
+    pub fn install_transition_claim(
+        &self,
+        owner_id: &str,
+        transition_claim_installed: &mut bool,
+    ) -> Result<FileMeta, LockError> {
+        match install(&self.site.dir, &self.transition_claim(), self.transition_claim_raw, owner_id) {
             Ok(Some(linked)) => {
-                *claim_installed = true;
+                *transition_claim_installed = true;
                 Ok(linked)
             }
-            Ok(None) => Err(LockError::unavailable(Unavailable::ClaimPresent)),
+            Ok(None) => Err(LockError::unavailable(Unavailable::TransitionClaimPresent)),
             Err(e) => {
-                *claim_installed = true;
+                *transition_claim_installed = true;
                 Err(e)
             }
         }
     }
 
-    fn claim_is_exact(&self) -> bool {
-        matches!(inspect_exact(&self.site.dir, &self.claim(), self.claim_raw), ExactState::Exact)
+    fn transition_claim_is_exact(&self) -> bool {
+        matches!(inspect_exact(&self.site.dir, &self.transition_claim(), self.transition_claim_raw), ExactState::Exact)
     }
 
     fn classify_primary(&self, source_raw: &[u8]) -> AtPrimary {
@@ -163,7 +168,7 @@ impl Transition<'_> {
     /// filesystem it may be a negative entry cached before a candidate (another host's
     /// acquirer) linked itself into the gap (issue 27): ask the server's listing. Listed but
     /// still unreadable through the cache is [`AtPrimary::Unknown`], which the transition
-    /// treats as "may be there" (fail closed: the claim is kept).
+    /// treats as "may be there" (fail closed: the transition claim is kept).
     fn missing_by_server(&self, source_raw: &[u8]) -> AtPrimary {
         let dir = &self.site.dir;
         if dir.lookups_authoritative() {
@@ -192,8 +197,8 @@ impl Transition<'_> {
                 (_, ExactState::Exact) => {}
                 // Provably not moved: the primary is untouched.
                 (ExactState::Exact, ExactState::Missing) => return Err(LockError::io("move primary aside", e)),
-                // Anything unclear counts as started, so cleanup keeps the claim unless the
-                // exact predecessor is proven back at L.
+                // Anything unclear counts as started, so cleanup keeps the transition claim
+                // unless the exact predecessor is proven back at L.
                 _ => {
                     *stage = Stage::Started;
                     return Err(LockError::io("move primary aside", e));
@@ -204,19 +209,20 @@ impl Transition<'_> {
         if let Err(e) = self.after_rename() {
             return Err(self.restore(e));
         }
-        // We hold the claim, so nobody cooperating replaced L before our rename; prove it.
+        // We hold the transition claim, so nobody cooperating replaced L before our rename;
+        // prove it.
         if !matches!(inspect_exact(&self.site.dir, self.retired, self.expected), ExactState::Exact) {
             return Err(self.restore(LockError::unavailable(Unavailable::PrimaryReplaced)));
         }
-        match self.link_claimed_primary(self.source, self.source_raw) {
+        match self.link_primary_under_transition_claim(self.source, self.source_raw) {
             Ok(()) => {
                 *stage = Stage::Committed;
                 crate::failpoint!("transition.after_link");
                 Ok(())
             }
             // The link may have happened: treat it as committed, so cleanup runs the
-            // claim-guarded, byte-exact rollback instead of a restore that could mistake our
-            // own new record for a candidate.
+            // byte-exact rollback guarded by the transition claim instead of a restore that
+            // could mistake our own new record for a candidate.
             Err(LinkFailure { error, unclear: true }) => {
                 *stage = Stage::Committed;
                 Err(error)
@@ -227,13 +233,13 @@ impl Transition<'_> {
 
     /// §5.7 step 3: put the predecessor back (same link loop), then drop the retired copy.
     fn restore(&self, original: LockError) -> LockError {
-        match self.link_claimed_primary(self.retired, self.expected) {
+        match self.link_primary_under_transition_claim(self.retired, self.expected) {
             Ok(()) => {
                 let _ = remove_exact(&self.site.dir, self.retired, self.expected);
                 original
             }
             Err(LinkFailure { error: restore, .. }) => LockError::Unavailable {
-                reason: Unavailable::ClaimRetained,
+                reason: Unavailable::TransitionClaimRetained,
                 detail: Some(format!(
                     "transition failed ({original}) and the primary could not be restored ({restore})"
                 )),
@@ -244,11 +250,11 @@ impl Transition<'_> {
 
     /// §5.7 step 2: link `source` into the missing `L`, waiting (bounded) for a claim-aware
     /// candidate to leave, never removing or overwriting anything else.
-    fn link_claimed_primary(&self, source: &str, source_raw: &[u8]) -> Result<(), LinkFailure> {
+    fn link_primary_under_transition_claim(&self, source: &str, source_raw: &[u8]) -> Result<(), LinkFailure> {
         let mut observations = 0;
         loop {
-            if !self.claim_is_exact() {
-                return Err(LinkFailure::definite(LockError::unavailable(Unavailable::ClaimLost)));
+            if !self.transition_claim_is_exact() {
+                return Err(LinkFailure::definite(LockError::unavailable(Unavailable::TransitionClaimLost)));
             }
             let err = match self.try_link(source) {
                 Ok(()) => return Ok(()),
@@ -287,14 +293,14 @@ impl Transition<'_> {
         Ok(())
     }
 
-    /// §5.8: after a committed transition, put the predecessor back. Only while the claim
-    /// is exactly ours.
+    /// §5.8: after a committed transition, put the predecessor back. Only while the transition
+    /// claim is exactly ours.
     pub fn rollback(&self) -> Result<(), LockError> {
         let mut observations = 0;
         let mut unlink_failures = 0;
         loop {
-            if !self.claim_is_exact() {
-                return Err(LockError::unavailable(Unavailable::ClaimLost));
+            if !self.transition_claim_is_exact() {
+                return Err(LockError::unavailable(Unavailable::TransitionClaimLost));
             }
             crate::failpoint!("rollback.before_remove");
             match self.classify_primary(self.source_raw) {
@@ -322,7 +328,7 @@ impl Transition<'_> {
             ExactState::Missing | ExactState::Unknown(_) => return Err(LockError::unavailable(Unavailable::Io)),
         }
         crate::failpoint!("rollback.before_relink");
-        self.link_claimed_primary(self.retired, self.expected).map_err(|f| f.error)?;
+        self.link_primary_under_transition_claim(self.retired, self.expected).map_err(|f| f.error)?;
         crate::failpoint!("rollback.after_relink");
         let _ = remove_exact(&self.site.dir, self.retired, self.expected);
         Ok(())
@@ -330,31 +336,36 @@ impl Transition<'_> {
 
     /// Failure cleanup (§5.6 / §5.10 "Failure cleanup"). Returns the error to report.
     ///
-    /// * before the transition started: release only our exact claim (a delayed loser must
-    ///   not strand a claim after the winner became active);
-    /// * committed and the claim still ours: roll back;
-    /// * started: drop the claim only if `L` is again exactly the predecessor; otherwise
-    ///   keep it and report `ClaimRetained`.
-    pub fn cleanup_after_failure(&self, stage: Stage, claim_installed: bool, original: LockError) -> LockError {
-        if !claim_installed {
+    /// * before the transition started: release only our exact transition claim (a delayed
+    ///   loser must not strand one after the winner became active);
+    /// * committed and the transition claim still ours: roll back;
+    /// * started: drop the transition claim only if `L` is again exactly the predecessor;
+    ///   otherwise keep it and report `TransitionClaimRetained`.
+    pub fn cleanup_after_failure(
+        &self,
+        stage: Stage,
+        transition_claim_installed: bool,
+        original: LockError,
+    ) -> LockError {
+        if !transition_claim_installed {
             return original;
         }
         let mut failures: Vec<String> = Vec::new();
-        let claim_state = inspect_exact(&self.site.dir, &self.claim(), self.claim_raw);
-        if let ExactState::Unknown(e) = &claim_state {
+        let transition_claim_state = inspect_exact(&self.site.dir, &self.transition_claim(), self.transition_claim_raw);
+        if let ExactState::Unknown(e) = &transition_claim_state {
             failures.push(format!("the claim's ownership is unreadable ({e})"));
         }
-        let claim_exact = matches!(claim_state, ExactState::Exact);
+        let transition_claim_exact = matches!(transition_claim_state, ExactState::Exact);
         if stage == Stage::Committed
-            && claim_exact
+            && transition_claim_exact
             && let Err(e) = self.rollback()
         {
             failures.push(format!("rollback failed: {e}"));
         }
-        if claim_exact {
+        if transition_claim_exact {
             let restored = matches!(inspect_exact(&self.site.dir, self.lock(), self.expected), ExactState::Exact);
             if stage == Stage::NotStarted || restored {
-                if let Err(e) = release_claim(self.site, self.claim_raw) {
+                if let Err(e) = release_transition_claim(self.site, self.transition_claim_raw) {
                     failures.push(format!("the claim could not be removed: {e}"));
                 }
             } else {
@@ -366,7 +377,7 @@ impl Transition<'_> {
             original
         } else {
             LockError::Unavailable {
-                reason: Unavailable::ClaimRetained,
+                reason: Unavailable::TransitionClaimRetained,
                 detail: Some(format!("{original}; cleanup: {}", failures.join("; "))),
                 source: None,
             }
@@ -374,13 +385,13 @@ impl Transition<'_> {
     }
 }
 
-/// §5.6 step 13: remove the claim if it still holds exactly `claim_raw`; a claim holding
+/// §5.6 step 13: remove the transition claim if it still holds exactly `raw`; one holding
 /// anything else is not ours and is left alone.
-pub fn release_claim(site: &LockSite, claim_raw: &[u8]) -> Result<(), LockError> {
-    let claim = site.paths.claim();
-    match remove_exact(&site.dir, &claim, claim_raw) {
+pub fn release_transition_claim(site: &LockSite, raw: &[u8]) -> Result<(), LockError> {
+    let transition_claim = site.paths.transition_claim();
+    match remove_exact(&site.dir, &transition_claim, raw) {
         Ok(()) | Err(RemoveError::Lost) => Ok(()),
-        Err(RemoveError::Io(e)) => match inspect_exact(&site.dir, &claim, claim_raw) {
+        Err(RemoveError::Io(e)) => match inspect_exact(&site.dir, &transition_claim, raw) {
             ExactState::Missing | ExactState::Other => Ok(()),
             _ => Err(LockError::io("remove transition claim", e)),
         },

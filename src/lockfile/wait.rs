@@ -45,7 +45,7 @@ impl LockError {
                 !matches!(holder.liveness, Some(Liveness::Live(r)) if !r.ends_by_itself())
             }
             LockError::TranscriptBusy { .. } => true,
-            LockError::Unavailable { reason: Unavailable::ClaimPresent, .. } => true,
+            LockError::Unavailable { reason: Unavailable::TransitionClaimPresent, .. } => true,
             _ => false,
         }
     }

@@ -28,6 +28,7 @@ mod history;
 mod hostile;
 mod hung_lockdir;
 mod identity;
+mod import_cycles;
 mod man;
 mod master;
 mod master_audit;

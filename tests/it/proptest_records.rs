@@ -336,7 +336,7 @@ fn owner_id() -> impl Strategy<Value = String> {
 
 fn side_names(p: &LockPaths, o: &str, n: &str, pid: u32) -> Vec<(String, SideKind)> {
     vec![
-        (p.claim(), SideKind::Claim),
+        (p.transition_claim(), SideKind::TransitionClaim),
         (p.released(o), SideKind::Released),
         (p.sealed_candidate(o), SideKind::SealedCandidate),
         (p.handoff(o), SideKind::Handoff),
@@ -345,7 +345,7 @@ fn side_names(p: &LockPaths, o: &str, n: &str, pid: u32) -> Vec<(String, SideKin
         (p.reclaim_guard(o), SideKind::ReclaimGuard),
         (p.reclaim_guard_chained(o, n), SideKind::ReclaimGuard),
         (install_temp(&p.lock_name, o), SideKind::InstallTemp),
-        (install_temp(&p.claim(), o), SideKind::InstallTemp),
+        (install_temp(&p.transition_claim(), o), SideKind::InstallTemp),
         (install_temp(&p.sealed_candidate(n), o), SideKind::InstallTemp),
         (install_temp(&p.reclaim_guard(n), o), SideKind::InstallTemp),
     ]
@@ -372,7 +372,7 @@ proptest! {
             let shown = redact_side_file_name(&p.lock_name, &name, kind);
             let prefix = format!("{}.", p.lock_name);
             prop_assert!(shown.starts_with(&prefix), "{}", shown);
-            if !matches!(kind, SideKind::Claim | SideKind::Stale) && o.len() >= 8 {
+            if !matches!(kind, SideKind::TransitionClaim | SideKind::Stale) && o.len() >= 8 {
                 prop_assert!(!shown[p.lock_name.len()..].contains(&o), "{} shows {}", shown, o);
             }
         }
@@ -429,5 +429,5 @@ fn owner_ids_with_dot_lock_are_attributed_by_the_recorded_session() {
     // Without a record inside, names decide as before.
     let bare = Entry { name: guard, recorded_session: None, recorded_owner: None };
     assert!(is_primary(&bare));
-    assert_eq!(side_kind_of("s.lock", &of_s(&p.claim(), "g")), Some(SideKind::Claim));
+    assert_eq!(side_kind_of("s.lock", &of_s(&p.transition_claim(), "g")), Some(SideKind::TransitionClaim));
 }

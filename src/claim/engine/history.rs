@@ -3,7 +3,7 @@
 //!
 //! Both read the audit log; neither keeps a record of its own. A change of master is
 //! marked in the audit row the verb writes in the same transaction (Redis+Postgres: the
-//! same queue entry) as the change itself ([`super::MASTER_CHANGE`], added by
+//! same queue entry) as the change itself ([`MASTER_CHANGE`], added by
 //! [`Coordinator::run_audited`](super::Coordinator) for every verb that moves the epoch), so
 //! the history is exactly as complete and as durable as the audit log: it survives restarts,
 //! and it is trimmed by the same retention (`serve --audit-retention-days`). On the
@@ -19,10 +19,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Coordinator, MASTER_CHANGE};
+use super::Coordinator;
 use crate::claim::error::ClaimError;
 use crate::claim::masters;
-use crate::claim::model::{AuditEntry, MasterRef, Millis};
+use crate::claim::model::{AuditEntry, MASTER_CHANGE, MasterRef, Millis};
 use crate::claim::names;
 use crate::claim::secret::{self, Secret};
 use crate::claim::stores::AuditPage;

@@ -73,7 +73,9 @@ use super::masters::{
     self, ControllerKey, HandoffRequest, Judged, MasterClaimRequest, MasterOutcome, MasterTarget, OperatorRequest,
     RegisterProof, RegisterRequest,
 };
-use super::model::{AuditEntry, Change, Controller, Event, MasterSlot, Millis, OperatorRecord, Snapshot};
+use super::model::{
+    AuditEntry, Change, Controller, Event, MASTER_CHANGE, MasterSlot, Millis, OperatorRecord, Snapshot,
+};
 use super::names;
 use super::refusals::RefusalLimiter;
 use super::requests::{KeptAnswer, Pending, RequestId, Unopened};
@@ -939,9 +941,6 @@ fn with_master_change(
     detail[MASTER_CHANGE] = json!({"from": snap.slot.master, "to": slot.master});
     Some(detail)
 }
-
-/// The audit detail key of a change of master (see `with_master_change`).
-pub const MASTER_CHANGE: &str = "master_change";
 
 fn outcome_detail(out: &MasterOutcome, by_operator: Option<&str>) -> serde_json::Value {
     json!({

@@ -60,7 +60,7 @@ use super::error::{ClaimError, StoreError};
 use super::model::{AuditEntry, Millis};
 use super::secret::Secret;
 
-mod records;
+pub(crate) mod records;
 
 pub use records::{KeptAnswer, MAX_REQUEST_ID, REQUEST_TTL, RequestId, RequestRecord};
 

@@ -5,6 +5,53 @@
 //! store that can hold a write lock across read and write (SQLite's `BEGIN IMMEDIATE`)
 //! overrides [`Store::transact`] and never conflicts; a store that cannot (Redis) commits
 //! with an atomic version check and the default loop re-decides on a conflict.
+//!
+//! # What every store promises
+//!
+//! What the engine relies on, each with the test that checks it. "Both stores": one test
+//! body run on SQLite and on Redis + Postgres (the latter when the services answer; CI
+//! requires them).
+//!
+//! * **A write and its audit row are one step.** A [`ProjectWrite`], [`ClaimWrite`],
+//!   [`FocusWrite`] or pause is written with its audit row and the answer kept under its
+//!   request id ([`AuditEntry::request`]), or none of them is; a live answer under the id
+//!   refuses the whole write. `sqlite_keeps_one_write_per_request` and
+//!   `redis_pg_keeps_one_write_per_request` (`tests/it/request_id.rs`) check the change and
+//!   the answer: the second write under a kept id leaves the project as the first left it.
+//!   The audit row is checked by count: one per committed write and none for a conflict in
+//!   `commit_is_a_compare_and_set_on_the_version` (`sqlite/tests.rs`), and in Postgres in
+//!   `redis_pg_work_reaches_postgres_and_survives_a_cold_restore` (`tests/it/work_store.rs`).
+//! * **Compare-and-set.** A project write applies only at the version it was decided from,
+//!   and a conflict writes nothing, audit row included: `commit_is_a_compare_and_set_on_the_version`
+//!   (`sqlite/tests.rs`). Of racers decided from one epoch exactly one wins and the rest get
+//!   `stale_master`: `concurrent_verbs_elect_exactly_one_winner` (`tests/it/master.rs`, 16
+//!   processes on one SQLite file) and `concurrent_verbs_on_one_epoch_have_exactly_one_winner`
+//!   (`tests/it/redis_pg.rs`, 16 stores, one `ok` audit row per trial in Postgres). The
+//!   default [`Store::transact`] decides again on the newer snapshot:
+//!   `the_default_transact_redecides_after_a_conflict` (`sqlite/tests.rs`). A claim row
+//!   carries its own version, and a stale claim write leaves no row, history step, doorbell
+//!   or due-index change: `creating_a_claim_twice_elects_one_owner`,
+//!   `a_stale_write_conflicts_and_writes_nothing`, `a_conflict_in_a_batch_stops_only_itself`
+//!   (`tests/it/work_store.rs`, both stores); a focus lease the same way,
+//!   `ending_a_focus_lease_never_overwrites_a_newer_one` (same file). A pause decided from a
+//!   stale read conflicts: `a_pause_decided_from_a_stale_read_conflicts_and_writes_nothing`
+//!   (`engine/pause.rs`, SQLite only; no test races a pause on Redis + Postgres).
+//! * **A seat's proof holds at commit**, not only when the engine checked it:
+//!   `a_take_racing_identity_remove_never_commits_after_the_removal_on_sqlite` and
+//!   `a_take_racing_identity_remove_never_commits_after_the_removal_on_redis_pg`
+//!   (`tests/it/replay.rs`).
+//! * **Bounded.** Each inbox keeps its newest N on every append and raises its trim mark, so
+//!   a reader behind it is told (`inbox_cursor_trimmed`): `the_inbox_bound_is_enforced_on_write`
+//!   (`tests/it/store_bounds.rs`, both stores). Retention removes old audit rows, inbox events
+//!   and idle attempt rows: `inbox_retention_refuses_readers_behind_the_trim_alike_on_both_stores`,
+//!   `old_audit_rows_and_idle_attempt_rows_are_pruned_on_both_stores` (`tests/it/retention.rs`).
+//!   Expired kept answers go: `expired_requests_are_purged` (SQLite) and
+//!   `redis_pg_kept_answers_expire_by_themselves` (`tests/it/replay.rs`). Every audit read is
+//!   one bounded page that walks an index: `the_audit_reads_walk_an_index` (`sqlite/tests.rs`)
+//!   and `the_postgres_audit_reads_walk_an_index` (`tests/it/master_history.rs`).
+//!
+//! What a crash leaves behind and how durable a commit is differ by store: see
+//! [`sqlite`] and [`redis_pg`].
 
 /// A [`Controller`](crate::claim::model::Controller) or an
 /// [`EnrolledIdentity`](crate::claim::model::EnrolledIdentity) from a row whose columns,
@@ -58,7 +105,7 @@ pub struct AuditPage<'a> {
     /// At most this many rows.
     pub limit: usize,
     /// Only rows that changed the master (their detail holds
-    /// [`MASTER_CHANGE`](crate::claim::engine::MASTER_CHANGE)); only with a `project`
+    /// [`MASTER_CHANGE`](crate::claim::model::MASTER_CHANGE)); only with a `project`
     /// (no index serves them across every project: `invalid_argument` otherwise).
     pub master_changes: bool,
     /// The newest rows first (`master history --limit N`); else the oldest first.

@@ -20,7 +20,7 @@ use super::model::{Millis, NewEvent};
 
 pub mod pause;
 pub mod requests;
-mod shapes;
+pub(crate) mod shapes;
 
 pub use requests::{
     Addressed, ChannelRequest, FocusRequest, PauseRequest, ReleaseRequest, SweepRequest, TakeRequest, TouchRequest,

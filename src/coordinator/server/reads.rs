@@ -136,10 +136,10 @@ mod tests {
     #[tokio::test]
     async fn history_over_http_is_capped_and_shows_who_and_why_only_to_a_part_in_the_project() {
         use crate::claim::clock::ManualClock;
-        use crate::claim::engine::{Coordinator, DEFAULT_FRESHNESS, MASTER_CHANGE};
+        use crate::claim::engine::{Coordinator, DEFAULT_FRESHNESS};
         use crate::claim::masters::ControllerKey;
         use crate::claim::masters::RegisterRequest;
-        use crate::claim::model::AuditEntry;
+        use crate::claim::model::{AuditEntry, MASTER_CHANGE};
         use crate::claim::secret::{Secret, token_hash};
         use crate::claim::stores::Store;
         use crate::claim::stores::sqlite::SqliteStore;

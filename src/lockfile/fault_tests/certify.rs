@@ -6,11 +6,11 @@ use super::*;
 
 // ───────────────────── issue 21: what a seal certifies, and its undo ─────────────────────
 
-/// Item 5: under the claim the owner is rechecked by inode, not only by bytes. A
+/// Item 5: under the transition claim the owner is rechecked by inode, not only by bytes. A
 /// byte-identical copy moved over `L` (`cp L L.copy && mv L.copy L`) means someone rewrote
 /// the primary: the lease is lost, and the copy is left alone.
 #[test]
-fn seal_with_the_active_lock_copied_over_in_the_claim_window_reports_the_lease_lost() {
+fn seal_with_the_active_lock_copied_over_in_the_transition_claim_window_reports_the_lease_lost() {
     let fx = Fx::active();
     let ctx = fx.ctx.clone();
     let (l, raw) = (fx.l(), fx.active_raw());
@@ -121,34 +121,34 @@ mod network {
     }
 
     #[test]
-    fn an_acquire_whose_client_cached_the_claims_absence_does_not_enter_a_transition() {
-        // Reproduction 4: a transition is under way (claim installed, L moved aside). This
-        // client cached "no such file" for the claim. On a network filesystem the listing
-        // fences the acquire; L stays empty for the transition to fill.
+    fn an_acquire_whose_client_cached_the_transition_claims_absence_does_not_enter_a_transition() {
+        // Reproduction 4: a transition is under way (transition claim installed, L moved
+        // aside). This client cached "no such file" for the transition claim. On a network
+        // filesystem the listing fences the acquire; L stays empty for the transition to fill.
         let (mut fx, _) = Fx::sealed();
         std::fs::remove_file(fx.ctx.l()).unwrap();
-        std::fs::write(fx.ctx.claim(), b"another host's claim").unwrap();
+        std::fs::write(fx.ctx.transition_claim(), b"another host's claim").unwrap();
         fx.site.dir.assume_network();
         inject_syscall("lstat", ".claim", When::Before, Errno::NOENT.raw_os_error(), 100);
         let e = acquire::acquire(&fx.site, &plain_opts(), &SystemProbe).unwrap_err();
         clear_hooks();
-        assert_unavailable(&e, Unavailable::ClaimPresent);
+        assert_unavailable(&e, Unavailable::TransitionClaimPresent);
         assert!(fx.ctx.l().symlink_metadata().is_err(), "nothing was installed into the gap");
     }
 
     #[test]
-    fn the_second_claim_check_on_a_network_filesystem_removes_a_candidate() {
-        // The claim appears between the first check and the install, and this client's
-        // cache says it is absent: the second check, by listing, still sees it.
+    fn the_second_transition_claim_check_on_a_network_filesystem_removes_a_candidate() {
+        // The transition claim appears between the first check and the install, and this
+        // client's cache says it is absent: the second check, by listing, still sees it.
         let mut fx = Fx::active();
         crate::lockfile::release::release(&fx.site, &fx.lease.owner).unwrap();
         fx.site.dir.assume_network();
-        let claim = fx.ctx.claim();
+        let claim = fx.ctx.transition_claim();
         set_hook("acquire.after_install", move || std::fs::write(&claim, b"claim"));
         inject_syscall("lstat", ".claim", When::Before, Errno::NOENT.raw_os_error(), 100);
         let e = acquire::acquire(&fx.site, &plain_opts(), &SystemProbe).unwrap_err();
         clear_hooks();
-        assert_unavailable(&e, Unavailable::ClaimPresent);
+        assert_unavailable(&e, Unavailable::TransitionClaimPresent);
         assert!(fx.ctx.l().symlink_metadata().is_err(), "the candidate left the gap");
     }
 }

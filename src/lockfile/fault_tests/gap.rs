@@ -21,11 +21,11 @@ fn seal_never_removes_or_overwrites_an_unknown_successor() {
         let (ctx, b) = (fx.ctx.clone(), bytes.clone());
         set_hook("transition.after_rename", move || std::fs::write(ctx.l(), &b));
         let e = fx.seal().unwrap_err();
-        assert_unavailable(&e, Unavailable::ClaimRetained);
+        assert_unavailable(&e, Unavailable::TransitionClaimRetained);
         let a = fx.active_raw();
         assert_eq!(
             fx.snap(),
-            snap_of(&[(&fx.l(), &bytes), (&fx.claim(), &a), (&fx.handoff(), &a)]),
+            snap_of(&[(&fx.l(), &bytes), (&fx.transition_claim(), &a), (&fx.handoff(), &a)]),
             "{what}: untouched, claim retained, predecessor at its handoff name, candidate removed"
         );
     }
@@ -37,25 +37,25 @@ fn seal_never_removes_a_directory_that_appears_at_the_primary_path() {
     let ctx = fx.ctx.clone();
     set_hook("transition.after_rename", move || std::fs::create_dir(ctx.l()));
     let e = fx.seal().unwrap_err();
-    assert_unavailable(&e, Unavailable::ClaimRetained);
+    assert_unavailable(&e, Unavailable::TransitionClaimRetained);
     let a = fx.active_raw();
-    assert_eq!(fx.snap(), snap_of(&[(&fx.l(), b"<dir>"), (&fx.claim(), &a), (&fx.handoff(), &a)]));
+    assert_eq!(fx.snap(), snap_of(&[(&fx.l(), b"<dir>"), (&fx.transition_claim(), &a), (&fx.handoff(), &a)]));
 }
 
 #[test]
 fn takeover_never_removes_or_overwrites_an_unknown_successor() {
     for (what, bytes) in unknown_successors() {
         let (fx, sealed) = Fx::sealed();
-        let seen = record_claim(&fx, |_, _| Ok(()));
+        let seen = record_transition_claim(&fx, |_, _| Ok(()));
         let (ctx, b) = (fx.ctx.clone(), bytes.clone());
         set_hook("transition.after_rename", move || std::fs::write(ctx.l(), &b));
         let e = fx.takeover().unwrap_err();
-        assert_unavailable(&e, Unavailable::ClaimRetained);
+        assert_unavailable(&e, Unavailable::TransitionClaimRetained);
         let claim = seen.borrow().clone().unwrap();
         let retired = fx.retired_for(&new_owner_of(&claim));
         assert_eq!(
             fx.snap(),
-            snap_of(&[(&fx.l(), &bytes), (&fx.claim(), &claim), (&retired, &sealed)]),
+            snap_of(&[(&fx.l(), &bytes), (&fx.transition_claim(), &claim), (&retired, &sealed)]),
             "{what}: untouched, claim retained, seal at its retired name"
         );
     }
@@ -63,12 +63,12 @@ fn takeover_never_removes_or_overwrites_an_unknown_successor() {
 
 // ───────────────────── 5. a claim-aware candidate in the gap ─────────────────────
 
-/// The background thread that plays the candidate's second claim check.
+/// The background thread that plays the candidate's second transition claim check.
 type Leaver = Rc<RefCell<Option<std::thread::JoinHandle<()>>>>;
 
 /// Installs a same-session schema-2 active candidate at `L` in the gap; when `leave_after`
 /// is set, a background thread removes exactly that candidate after the delay (its second
-/// claim check). Returns the candidate bytes and the thread handle slot.
+/// transition claim check). Returns the candidate bytes and the thread handle slot.
 fn candidate_in_gap(fx: &Fx, leave_after: Option<Duration>) -> (Vec<u8>, Leaver) {
     let cand = foreign_active("s");
     assert_eq!(parse_record(&cand).unwrap().schema, crate::lockfile::record::Schema::V2);
@@ -108,8 +108,8 @@ fn seal_waits_for_a_claim_aware_candidate_to_leave() {
     fx.assert_sealed_ok(&out);
 }
 
-/// Runs `transition` (a seal or a takeover) with a candidate in the gap that never leaves:
-/// it must wait out its bounded link loop, then fail with `ClaimRetained`. Returns the
+/// Runs `transition` (a seal or a takeover) with a candidate in the gap that never leaves: it
+/// must wait out its bounded link loop, then fail with `TransitionClaimRetained`. Returns the
 /// candidate's bytes, for the caller's check of what was kept.
 fn gives_up_on_a_candidate_that_never_leaves<T: std::fmt::Debug>(
     fx: &Fx,
@@ -122,7 +122,7 @@ fn gives_up_on_a_candidate_that_never_leaves<T: std::fmt::Debug>(
     // The wait is bounded (19 sleeps of 50 ms per link loop); the upper bound only guards
     // against a hang, since this machine may be loaded.
     assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(60), "{took:?}");
-    assert_unavailable(&e, Unavailable::ClaimRetained);
+    assert_unavailable(&e, Unavailable::TransitionClaimRetained);
     assert!(e.to_string().contains("did not release the claimed primary path"), "{e}");
     cand
 }
@@ -132,7 +132,7 @@ fn seal_gives_up_on_a_candidate_that_never_leaves_and_keeps_everything() {
     let fx = Fx::active();
     let cand = gives_up_on_a_candidate_that_never_leaves(&fx, Fx::seal);
     let a = fx.active_raw();
-    assert_eq!(fx.snap(), snap_of(&[(&fx.l(), &cand), (&fx.claim(), &a), (&fx.handoff(), &a)]));
+    assert_eq!(fx.snap(), snap_of(&[(&fx.l(), &cand), (&fx.transition_claim(), &a), (&fx.handoff(), &a)]));
 }
 
 #[test]
@@ -148,11 +148,11 @@ fn takeover_waits_for_a_claim_aware_candidate_to_leave() {
 #[test]
 fn takeover_gives_up_on_a_candidate_that_never_leaves_and_keeps_everything() {
     let (fx, sealed) = Fx::sealed();
-    let seen = record_claim(&fx, |_, _| Ok(()));
+    let seen = record_transition_claim(&fx, |_, _| Ok(()));
     let cand = gives_up_on_a_candidate_that_never_leaves(&fx, Fx::takeover);
     let claim = seen.borrow().clone().unwrap();
     let retired = fx.retired_for(&new_owner_of(&claim));
-    assert_eq!(fx.snap(), snap_of(&[(&fx.l(), &cand), (&fx.claim(), &claim), (&retired, &sealed)]));
+    assert_eq!(fx.snap(), snap_of(&[(&fx.l(), &cand), (&fx.transition_claim(), &claim), (&retired, &sealed)]));
 }
 
 // ───────────────────────────────── 6. rollback ─────────────────────────────────
@@ -168,7 +168,7 @@ fn seal_whose_transcript_changes_after_commit_rolls_back_exactly() {
 }
 
 #[test]
-fn seal_rollback_that_cannot_restore_retains_the_claim() {
+fn seal_rollback_that_cannot_restore_retains_the_transition_claim() {
     let fx = Fx::active();
     let (ctx, handoff) = (fx.ctx.clone(), fx.handoff());
     set_hook("seal.after_transition", move || {
@@ -176,11 +176,15 @@ fn seal_rollback_that_cannot_restore_retains_the_claim() {
         std::fs::remove_file(ctx.at(&handoff))
     });
     let e = fx.seal().unwrap_err();
-    assert_unavailable(&e, Unavailable::ClaimRetained);
+    assert_unavailable(&e, Unavailable::TransitionClaimRetained);
     let snap = fx.snap();
-    assert_eq!(snap.get(&fx.claim()), Some(&Bytes(fx.active_raw())), "claim retained: {snap:?}");
+    assert_eq!(snap.get(&fx.transition_claim()), Some(&Bytes(fx.active_raw())), "claim retained: {snap:?}");
     assert!(!snap.keys().any(|k| k.contains(".sealed-candidate.")), "our candidate is ours to remove");
-    assert_eq!(snap, snap_of(&[(&fx.claim(), &fx.active_raw())]), "(§5.8 removes the claimed primary first)");
+    assert_eq!(
+        snap,
+        snap_of(&[(&fx.transition_claim(), &fx.active_raw())]),
+        "(§5.8 removes the claimed primary first)"
+    );
 }
 
 #[test]
@@ -194,28 +198,28 @@ fn takeover_whose_transcript_changes_after_commit_rolls_back_exactly() {
 }
 
 #[test]
-fn takeover_rollback_that_cannot_restore_retains_the_claim() {
+fn takeover_rollback_that_cannot_restore_retains_the_transition_claim() {
     let (fx, _) = Fx::sealed();
-    let seen = record_claim(&fx, |_, _| Ok(()));
+    let seen = record_transition_claim(&fx, |_, _| Ok(()));
     let (ctx, paths, sealed_owner) = (fx.ctx.clone(), fx.site.paths.clone(), fx.lease.owner.expose().to_owned());
     set_hook("takeover.after_transition", move || {
         ctx.append_transcript()?;
-        std::fs::remove_file(ctx.at(&paths.sealed_retired(&sealed_owner, &ctx.claim_owner()?)))
+        std::fs::remove_file(ctx.at(&paths.sealed_retired(&sealed_owner, &ctx.transition_claim_owner()?)))
     });
     let e = fx.takeover().unwrap_err();
-    assert_unavailable(&e, Unavailable::ClaimRetained);
+    assert_unavailable(&e, Unavailable::TransitionClaimRetained);
     let claim = seen.borrow().clone().unwrap();
-    assert_eq!(fx.snap(), snap_of(&[(&fx.claim(), &claim)]));
+    assert_eq!(fx.snap(), snap_of(&[(&fx.transition_claim(), &claim)]));
 }
 
-// ───────────────────── 7. a claim replaced by someone else ─────────────────────
+// ────────────────── 7. a transition claim replaced by someone else ──────────────────
 
 #[test]
-fn seal_never_rolls_back_under_a_replaced_claim() {
+fn seal_never_rolls_back_under_a_replaced_transition_claim() {
     let foreign = foreign_active("s");
-    // After commit: L stays sealed, the foreign claim and the handoff are untouched.
+    // After commit: L stays sealed, the foreign transition claim and the handoff are untouched.
     let fx = Fx::active();
-    let (ctx, f, claim) = (fx.ctx.clone(), foreign.clone(), fx.claim());
+    let (ctx, f, claim) = (fx.ctx.clone(), foreign.clone(), fx.transition_claim());
     let sealed = Rc::new(RefCell::new(Vec::new()));
     let s = sealed.clone();
     set_hook("seal.after_transition", move || {
@@ -228,24 +232,24 @@ fn seal_never_rolls_back_under_a_replaced_claim() {
     let sealed = sealed.borrow().clone();
     assert!(!parse_record(&sealed).unwrap().is_active());
     let a = fx.active_raw();
-    assert_eq!(fx.snap(), snap_of(&[(&fx.l(), &sealed), (&fx.claim(), &foreign), (&fx.handoff(), &a)]));
+    assert_eq!(fx.snap(), snap_of(&[(&fx.l(), &sealed), (&fx.transition_claim(), &foreign), (&fx.handoff(), &a)]));
 
-    // In the gap: L is not restored by a transition that lost its claim.
+    // In the gap: L is not restored by a transition that lost its transition claim.
     let fx = Fx::active();
-    let (ctx, f, claim) = (fx.ctx.clone(), foreign.clone(), fx.claim());
+    let (ctx, f, claim) = (fx.ctx.clone(), foreign.clone(), fx.transition_claim());
     set_hook("transition.after_rename", move || ctx.replace(&claim, &f));
     let e = fx.seal().unwrap_err();
     assert!(matches!(e, LockError::Unavailable { .. }), "{e:?}");
     let a = fx.active_raw();
-    assert_eq!(fx.snap(), snap_of(&[(&fx.claim(), &foreign), (&fx.handoff(), &a)]));
+    assert_eq!(fx.snap(), snap_of(&[(&fx.transition_claim(), &foreign), (&fx.handoff(), &a)]));
 }
 
 #[test]
-fn takeover_never_rolls_back_under_a_replaced_claim() {
+fn takeover_never_rolls_back_under_a_replaced_transition_claim() {
     let foreign = foreign_active("s");
     let (fx, sealed) = Fx::sealed();
-    let seen = record_claim(&fx, |_, _| Ok(()));
-    let (ctx, f, claim) = (fx.ctx.clone(), foreign.clone(), fx.claim());
+    let seen = record_transition_claim(&fx, |_, _| Ok(()));
+    let (ctx, f, claim) = (fx.ctx.clone(), foreign.clone(), fx.transition_claim());
     set_hook("takeover.after_transition", move || {
         ctx.replace(&claim, &f)?;
         Err(injected())
@@ -254,32 +258,32 @@ fn takeover_never_rolls_back_under_a_replaced_claim() {
     assert!(matches!(e, LockError::Unavailable { .. }), "{e:?}");
     let ours = seen.borrow().clone().unwrap();
     let retired = fx.retired_for(&new_owner_of(&ours));
-    assert_eq!(fx.snap(), snap_of(&[(&fx.l(), &ours), (&fx.claim(), &foreign), (&retired, &sealed)]));
+    assert_eq!(fx.snap(), snap_of(&[(&fx.l(), &ours), (&fx.transition_claim(), &foreign), (&retired, &sealed)]));
 
     let (fx, sealed) = Fx::sealed();
-    let seen = record_claim(&fx, |_, _| Ok(()));
-    let (ctx, f, claim) = (fx.ctx.clone(), foreign.clone(), fx.claim());
+    let seen = record_transition_claim(&fx, |_, _| Ok(()));
+    let (ctx, f, claim) = (fx.ctx.clone(), foreign.clone(), fx.transition_claim());
     set_hook("transition.after_rename", move || ctx.replace(&claim, &f));
     let e = fx.takeover().unwrap_err();
     assert!(matches!(e, LockError::Unavailable { .. }), "{e:?}");
     let ours = seen.borrow().clone().unwrap();
     let retired = fx.retired_for(&new_owner_of(&ours));
-    assert_eq!(fx.snap(), snap_of(&[(&fx.claim(), &foreign), (&retired, &sealed)]));
+    assert_eq!(fx.snap(), snap_of(&[(&fx.transition_claim(), &foreign), (&retired, &sealed)]));
 }
 
 // ───────────────────────────────── 8. losers ─────────────────────────────────
 
 #[test]
-fn takeover_loses_to_an_existing_claim_and_leaves_it_untouched() {
-    // A claim that already exists before the takeover starts.
+fn takeover_loses_to_an_existing_transition_claim_and_leaves_it_untouched() {
+    // A transition claim that already exists before the takeover starts.
     let (fx, sealed) = Fx::sealed();
     let theirs = foreign_active("s");
-    std::fs::write(fx.ctx.claim(), &theirs).unwrap();
+    std::fs::write(fx.ctx.transition_claim(), &theirs).unwrap();
     let e = fx.takeover().unwrap_err();
-    assert_unavailable(&e, Unavailable::ClaimPresent);
-    assert_eq!(fx.snap(), snap_of(&[(&fx.l(), &sealed), (&fx.claim(), &theirs)]));
+    assert_unavailable(&e, Unavailable::TransitionClaimPresent);
+    assert_eq!(fx.snap(), snap_of(&[(&fx.l(), &sealed), (&fx.transition_claim(), &theirs)]));
 
-    // A claim that appears after our claim check, so our own claim install meets it.
+    // A transition claim that appears after our check, so our own install meets it.
     let (fx, sealed) = Fx::sealed();
     let theirs = foreign_active("s");
     let (ctx, t) = (fx.ctx.clone(), theirs.clone());
@@ -287,22 +291,22 @@ fn takeover_loses_to_an_existing_claim_and_leaves_it_untouched() {
     let f = fired.clone();
     set_hook("acquire.before_install", move || {
         f.set(true);
-        std::fs::write(ctx.claim(), &t)
+        std::fs::write(ctx.transition_claim(), &t)
     });
-    let reached_claim = Rc::new(Cell::new(false));
-    let r = reached_claim.clone();
+    let reached_transition_claim = Rc::new(Cell::new(false));
+    let r = reached_transition_claim.clone();
     set_hook("takeover.after_claim", move || {
         r.set(true);
         Ok(())
     });
     let e = fx.takeover().unwrap_err();
-    assert!(fired.get() && !reached_claim.get());
-    assert_unavailable(&e, Unavailable::ClaimPresent);
-    assert_eq!(fx.snap(), snap_of(&[(&fx.l(), &sealed), (&fx.claim(), &theirs)]));
+    assert!(fired.get() && !reached_transition_claim.get());
+    assert_unavailable(&e, Unavailable::TransitionClaimPresent);
+    assert_eq!(fx.snap(), snap_of(&[(&fx.l(), &sealed), (&fx.transition_claim(), &theirs)]));
 }
 
 #[test]
-fn takeover_that_finds_a_live_active_winner_inside_its_claim_conflicts_and_leaves_it() {
+fn takeover_that_finds_a_live_active_winner_inside_its_transition_claim_conflicts_and_leaves_it() {
     let (fx, _) = Fx::sealed();
     let winner = foreign_active("s");
     let (ctx, w, l) = (fx.ctx.clone(), winner.clone(), fx.l());

@@ -9,17 +9,18 @@
 //! asserts the **exact bytes of every file** in the lock directory:
 //!
 //! * a failure before the primary moved, or one whose predecessor was provably restored,
-//!   leaves exactly the pre-operation `L` and nothing else (the claim is released);
-//! * a failure whose predecessor could not be proven restored leaves the claim (our exact
-//!   record) and the predecessor at its retired name, and reports `ClaimRetained`;
-//! * an unknown file at `L` or at the claim path is never removed or overwritten.
+//!   leaves exactly the pre-operation `L` and nothing else (the transition claim is released);
+//! * a failure whose predecessor could not be proven restored leaves the transition claim (our
+//!   exact record) and the predecessor at its retired name, and reports
+//!   `TransitionClaimRetained`;
+//! * an unknown file at `L` or at the transition claim path is never removed or overwritten.
 //!
 //! Hooks and syscall faults are thread-local, so every `#[test]` is isolated.
 //!
-//! This file holds the fixture and the exact-bytes assertions; the tests are grouped by
-//! what goes wrong: [`syscalls`] (an error at each failpoint, a syscall failing before or
-//! after its effect), [`gap`] (someone else acts between our steps: an unknown successor,
-//! a claim-aware candidate, a rollback, a replaced claim, a loser), [`certify`] (what a seal
+//! This file holds the fixture and the exact-bytes assertions; the tests are grouped by what
+//! goes wrong: [`syscalls`] (an error at each failpoint, a syscall failing before or after its
+//! effect), [`gap`] (someone else acts between our steps: an unknown successor, a claim-aware
+//! candidate, a rollback, a replaced transition claim, a loser), [`certify`] (what a seal
 //! certifies and its undo, issue 21; network filesystems, issue 27).
 
 #![allow(clippy::disallowed_methods)] // tests stage files by hand
@@ -104,8 +105,8 @@ impl Ctx {
     fn l(&self) -> PathBuf {
         self.paths.lock_path()
     }
-    fn claim(&self) -> PathBuf {
-        self.at(&self.paths.claim())
+    fn transition_claim(&self) -> PathBuf {
+        self.at(&self.paths.transition_claim())
     }
     /// Replaces `name` with `bytes` on a NEW inode (write + rename), as another process would.
     fn replace(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
@@ -117,9 +118,9 @@ impl Ctx {
         let mut f = std::fs::OpenOptions::new().append(true).open(&self.transcript)?;
         f.write_all(b"{\"type\":\"user\",\"text\":\"late\"}\n")
     }
-    /// The owner id of the record in the claim (the takeover's new owner).
-    fn claim_owner(&self) -> io::Result<String> {
-        let raw = std::fs::read(self.claim())?;
+    /// The owner id of the record in the transition claim (the takeover's new owner).
+    fn transition_claim_owner(&self) -> io::Result<String> {
+        let raw = std::fs::read(self.transition_claim())?;
         Ok(parse_record(&raw).map_err(|m| io::Error::other(m.0))?.owner_id)
     }
 }
@@ -160,8 +161,8 @@ impl Fx {
     fn l(&self) -> String {
         self.site.paths.lock_name.clone()
     }
-    fn claim(&self) -> String {
-        self.site.paths.claim()
+    fn transition_claim(&self) -> String {
+        self.site.paths.transition_claim()
     }
     fn handoff(&self) -> String {
         self.site.paths.handoff(self.lease.owner.expose())
@@ -305,13 +306,17 @@ fn schema3_active(session: &str) -> Vec<u8> {
     raw
 }
 
-/// Hooks `takeover.after_claim` to record the new owner's claim bytes (and run `then`).
-fn record_claim(fx: &Fx, then: impl Fn(&Ctx, &str) -> io::Result<()> + 'static) -> Rc<RefCell<Option<Vec<u8>>>> {
+/// Hooks `takeover.after_claim` to record the new owner's transition claim bytes (and run
+/// `then`).
+fn record_transition_claim(
+    fx: &Fx,
+    then: impl Fn(&Ctx, &str) -> io::Result<()> + 'static,
+) -> Rc<RefCell<Option<Vec<u8>>>> {
     let seen = Rc::new(RefCell::new(None));
     let (ctx, s) = (fx.ctx.clone(), seen.clone());
     set_hook("takeover.after_claim", move || {
-        *s.borrow_mut() = Some(std::fs::read(ctx.claim())?);
-        then(&ctx, &ctx.claim_owner()?)
+        *s.borrow_mut() = Some(std::fs::read(ctx.transition_claim())?);
+        then(&ctx, &ctx.transition_claim_owner()?)
     });
     seen
 }

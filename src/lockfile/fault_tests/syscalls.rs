@@ -26,8 +26,8 @@ impl Op {
         }
     }
 
-    /// The failpoint right after the claim is installed.
-    fn after_claim(self) -> &'static str {
+    /// The failpoint right after the transition claim is installed.
+    fn after_transition_claim(self) -> &'static str {
         match self {
             Op::Seal => "seal.after_claim",
             Op::Takeover => "takeover.after_claim",
@@ -43,9 +43,9 @@ impl Op {
     }
 
     /// Arms one of the operation's syscalls, by the step `what` it serves, to fail `when`
-    /// relative to its effect. The claim's own link and unlink are the same in both; the
-    /// rest is armed inside the claim, so nothing earlier can consume it (for a takeover,
-    /// the retired name is only known once the claim names the new owner).
+    /// relative to its effect. The transition claim's own link and unlink are the same in both;
+    /// the rest is armed inside the transition claim, so nothing earlier can consume it (for a
+    /// takeover, the retired name is only known once the transition claim names the new owner).
     fn arm(self, fx: &Fx, what: &str, when: When) {
         match (self, what) {
             (_, "claim install") => inject_syscall("link", ".claim", when, eio(), 1),
@@ -58,13 +58,13 @@ impl Op {
             (Op::Takeover, "transition rename") => {
                 let paths = fx.site.paths.clone();
                 let sealed_owner = fx.lease.owner.expose().to_owned();
-                record_claim(fx, move |_, new_owner| {
+                record_transition_claim(fx, move |_, new_owner| {
                     inject_syscall("rename", &paths.sealed_retired(&sealed_owner, new_owner), when, eio(), 1);
                     Ok(())
                 });
             }
             (Op::Takeover, "link into L") => {
-                record_claim(fx, move |_, _| {
+                record_transition_claim(fx, move |_, _| {
                     inject_syscall("link", ".lock", when, eio(), 1);
                     Ok(())
                 });
@@ -97,7 +97,7 @@ impl Op {
     }
 
     /// The operation fails with the error of failpoint `fp` and leaves exactly `start` at L
-    /// (no claim, candidate, handoff or retired record).
+    /// (no transition claim, candidate, handoff or retired record).
     fn fails_back(self, fx: &Fx, start: &[u8], fp: &str) {
         assert_failpoint_error(&self.fails(fx), fp);
         assert_eq!(fx.snap(), fx.only_l(start), "{fp}: exactly the L it started from");
@@ -124,7 +124,7 @@ fn failing_rollback_unlink(fp: &'static str, when: When) {
 // ───────────────────────── 1. an Err returned at each failpoint ─────────────────────────
 
 #[test]
-fn seal_error_before_the_primary_moves_keeps_the_exact_active_lock_and_drops_the_claim() {
+fn seal_error_before_the_primary_moves_keeps_the_exact_active_lock_and_drops_the_transition_claim() {
     for fp in ["seal.after_claim", "transition.before_rename"] {
         Op::Seal.fails_back_then_retries(failing_hook, fp);
     }
@@ -132,8 +132,9 @@ fn seal_error_before_the_primary_moves_keeps_the_exact_active_lock_and_drops_the
 
 #[test]
 fn seal_error_after_the_rename_restores_the_exact_active_lock() {
-    // The primary path is in its gap (L missing): the failure goes through the same restore
-    // as a failed link (§5.7 step 3), so the exact predecessor is back and the claim gone.
+    // The primary path is in its gap (L missing): the failure goes through the same restore as
+    // a failed link (§5.7 step 3), so the exact predecessor is back and the transition claim
+    // gone.
     Op::Seal.fails_back_then_retries(failing_hook, "transition.after_rename");
 }
 
@@ -143,13 +144,13 @@ fn seal_error_before_the_link_restores_the_predecessor_when_the_restore_link_wor
 }
 
 #[test]
-fn seal_error_before_every_link_retains_the_claim_when_the_restore_fails_too() {
+fn seal_error_before_every_link_retains_the_transition_claim_when_the_restore_fails_too() {
     let fx = Fx::active();
     failing_hook("transition.before_link");
     let e = fx.seal().unwrap_err();
-    assert_unavailable(&e, Unavailable::ClaimRetained);
+    assert_unavailable(&e, Unavailable::TransitionClaimRetained);
     let a = fx.active_raw();
-    assert_eq!(fx.snap(), snap_of(&[(&fx.claim(), &a), (&fx.handoff(), &a)]));
+    assert_eq!(fx.snap(), snap_of(&[(&fx.transition_claim(), &a), (&fx.handoff(), &a)]));
 }
 
 #[test]
@@ -160,7 +161,7 @@ fn seal_error_after_commit_rolls_back_to_the_exact_active_lock() {
 }
 
 #[test]
-fn takeover_error_before_the_primary_moves_keeps_the_exact_seal_and_drops_the_claim() {
+fn takeover_error_before_the_primary_moves_keeps_the_exact_seal_and_drops_the_transition_claim() {
     for fp in ["takeover.after_claim", "transition.before_rename"] {
         Op::Takeover.fails_back_then_retries(failing_hook, fp);
     }
@@ -179,15 +180,15 @@ fn takeover_error_before_the_link_restores_the_seal_when_the_restore_link_works(
 }
 
 #[test]
-fn takeover_error_before_every_link_retains_the_claim_when_the_restore_fails_too() {
+fn takeover_error_before_every_link_retains_the_transition_claim_when_the_restore_fails_too() {
     let (fx, sealed) = Fx::sealed();
-    let seen = record_claim(&fx, |_, _| Ok(()));
+    let seen = record_transition_claim(&fx, |_, _| Ok(()));
     failing_hook("transition.before_link");
     let e = fx.takeover().unwrap_err();
-    assert_unavailable(&e, Unavailable::ClaimRetained);
+    assert_unavailable(&e, Unavailable::TransitionClaimRetained);
     let claim = seen.borrow().clone().unwrap();
     let retired = fx.retired_for(&new_owner_of(&claim));
-    assert_eq!(fx.snap(), snap_of(&[(&fx.claim(), &claim), (&retired, &sealed)]));
+    assert_eq!(fx.snap(), snap_of(&[(&fx.transition_claim(), &claim), (&retired, &sealed)]));
 }
 
 #[test]
@@ -210,13 +211,14 @@ fn reconciles_every_error_after_effect_by_exact_bytes(op: Op) {
     }
 }
 
-/// The claim unlink of a failure cleanup, then the rollback's unlink of the committed L,
-/// each failing after its effect: the operation still fails back to exactly where it began.
-fn failure_cleanup_reconciles_claim_and_rollback_unlinks_failing_after_effect(op: Op) {
+/// The transition claim unlink of a failure cleanup, then the rollback's unlink of the
+/// committed L, each failing after its effect: the operation still fails back to exactly where
+/// it began.
+fn failure_cleanup_reconciles_transition_claim_and_rollback_unlinks_failing_after_effect(op: Op) {
     let (fx, start) = op.fixture();
-    failing_hook(op.after_claim());
+    failing_hook(op.after_transition_claim());
     op.arm(&fx, "claim unlink", When::After);
-    op.fails_back(&fx, &start, op.after_claim());
+    op.fails_back(&fx, &start, op.after_transition_claim());
     clear_hooks();
 
     let (fx, start) = op.fixture();
@@ -231,8 +233,8 @@ fn seal_reconciles_every_error_after_effect_by_exact_bytes() {
 }
 
 #[test]
-fn seal_failure_cleanup_reconciles_claim_and_rollback_unlinks_failing_after_effect() {
-    failure_cleanup_reconciles_claim_and_rollback_unlinks_failing_after_effect(Op::Seal);
+fn seal_failure_cleanup_reconciles_transition_claim_and_rollback_unlinks_failing_after_effect() {
+    failure_cleanup_reconciles_transition_claim_and_rollback_unlinks_failing_after_effect(Op::Seal);
 }
 
 #[test]
@@ -241,8 +243,8 @@ fn takeover_reconciles_every_error_after_effect_by_exact_bytes() {
 }
 
 #[test]
-fn takeover_failure_cleanup_reconciles_claim_and_rollback_unlinks_failing_after_effect() {
-    failure_cleanup_reconciles_claim_and_rollback_unlinks_failing_after_effect(Op::Takeover);
+fn takeover_failure_cleanup_reconciles_transition_claim_and_rollback_unlinks_failing_after_effect() {
+    failure_cleanup_reconciles_transition_claim_and_rollback_unlinks_failing_after_effect(Op::Takeover);
 }
 
 // ───────────────────── 3. link / rename / unlink failing BEFORE effect ─────────────────────
@@ -273,27 +275,27 @@ fn seal_syscalls_failing_before_effect_leave_the_exact_active_lock() {
 }
 
 #[test]
-fn seal_whose_link_and_restore_link_both_fail_retains_the_claim() {
+fn seal_whose_link_and_restore_link_both_fail_retains_the_transition_claim() {
     let fx = Fx::active();
     set_hook("seal.after_claim", || {
         inject_syscall("link", ".lock", When::Before, eio(), 2);
         Ok(())
     });
     let e = fx.seal().unwrap_err();
-    assert_unavailable(&e, Unavailable::ClaimRetained);
+    assert_unavailable(&e, Unavailable::TransitionClaimRetained);
     let a = fx.active_raw();
-    assert_eq!(fx.snap(), snap_of(&[(&fx.claim(), &a), (&fx.handoff(), &a)]));
+    assert_eq!(fx.snap(), snap_of(&[(&fx.transition_claim(), &a), (&fx.handoff(), &a)]));
 }
 
 #[test]
-fn seal_failure_cleanup_whose_claim_unlink_fails_keeps_the_claim_and_the_active_lock() {
+fn seal_failure_cleanup_whose_transition_claim_unlink_fails_keeps_it_and_the_active_lock() {
     let fx = Fx::active();
     failing_hook("seal.after_claim");
     Op::Seal.arm(&fx, "claim unlink", When::Before);
     let e = fx.seal().unwrap_err();
     assert!(matches!(e, LockError::Unavailable { .. }), "{e:?}");
     let a = fx.active_raw();
-    assert_eq!(fx.snap(), snap_of(&[(&fx.l(), &a), (&fx.claim(), &a)]), "fail closed: the claim fences");
+    assert_eq!(fx.snap(), snap_of(&[(&fx.l(), &a), (&fx.transition_claim(), &a)]), "fail closed: the claim fences");
 }
 
 #[test]
@@ -301,11 +303,11 @@ fn seal_rollback_whose_unlink_fails_once_retries_and_restores() {
     rollback_whose_unlink_fails_once_retries_and_restores(Op::Seal);
 }
 
-/// QWEN_FORMAT §5.6 step 13 (used by §5.10 step 14): a claim that cannot be unlinked is
-/// **unavailable**; only the retired/candidate removals ignore errors. A seal or takeover
-/// that reports success must therefore leave no claim behind.
+/// QWEN_FORMAT §5.6 step 13 (used by §5.10 step 14): a transition claim that cannot be unlinked
+/// is **unavailable**; only the retired/candidate removals ignore errors. A seal or takeover
+/// that reports success must therefore leave no transition claim behind.
 #[test]
-fn seal_whose_success_path_claim_unlink_fails_must_not_report_success_with_a_residual_claim() {
+fn seal_whose_success_path_transition_claim_unlink_fails_must_not_report_success() {
     let fx = Fx::active();
     inject_syscall("unlink", ".claim", When::Before, eio(), 1);
     let result = fx.seal();
@@ -316,8 +318,8 @@ fn seal_whose_success_path_claim_unlink_fails_must_not_report_success_with_a_res
             assert!(matches!(e, LockError::Unavailable { .. }), "{e:?}");
             let snap = fx.snap();
             let l = &snap.get(&fx.l()).expect("L is present").0;
-            let claim_ok = snap.get(&fx.claim()).is_none_or(|c| c.0 == fx.active_raw());
-            assert!(snap.len() <= 2 && claim_ok, "{snap:?}");
+            let transition_claim_ok = snap.get(&fx.transition_claim()).is_none_or(|c| c.0 == fx.active_raw());
+            assert!(snap.len() <= 2 && transition_claim_ok, "{snap:?}");
             assert!(*l == fx.active_raw() || !parse_record(l).unwrap().is_active(), "one owner at most");
         }
     }
@@ -329,14 +331,14 @@ fn takeover_syscalls_failing_before_effect_leave_the_exact_seal() {
 }
 
 #[test]
-fn takeover_failure_cleanup_whose_claim_unlink_fails_keeps_the_claim_and_the_seal() {
+fn takeover_failure_cleanup_whose_transition_claim_unlink_fails_keeps_it_and_the_seal() {
     let (fx, sealed) = Fx::sealed();
-    let seen = record_claim(&fx, |_, _| Err(injected()));
+    let seen = record_transition_claim(&fx, |_, _| Err(injected()));
     inject_syscall("unlink", ".claim", When::Before, eio(), 1);
     let e = fx.takeover().unwrap_err();
     assert!(matches!(e, LockError::Unavailable { .. }), "{e:?}");
     let claim = seen.borrow().clone().unwrap();
-    assert_eq!(fx.snap(), snap_of(&[(&fx.l(), &sealed), (&fx.claim(), &claim)]));
+    assert_eq!(fx.snap(), snap_of(&[(&fx.l(), &sealed), (&fx.transition_claim(), &claim)]));
 }
 
 #[test]
@@ -344,9 +346,9 @@ fn takeover_rollback_whose_unlink_fails_once_retries_and_restores() {
     rollback_whose_unlink_fails_once_retries_and_restores(Op::Takeover);
 }
 
-/// See the seal variant: a takeover that reports success must leave no claim behind.
+/// See the seal variant: a takeover that reports success must leave no transition claim behind.
 #[test]
-fn takeover_whose_success_path_claim_unlink_fails_must_not_report_success_with_a_residual_claim() {
+fn takeover_whose_success_path_transition_claim_unlink_fails_must_not_report_success() {
     let (fx, sealed) = Fx::sealed();
     inject_syscall("unlink", ".claim", When::Before, eio(), 1);
     let result = fx.takeover();
@@ -356,7 +358,10 @@ fn takeover_whose_success_path_claim_unlink_fails_must_not_report_success_with_a
         Err(e) => {
             assert!(matches!(e, LockError::Unavailable { .. }), "{e:?}");
             let snap = fx.snap();
-            assert!(snap.get(&fx.l()).map(|b| &b.0) == Some(&sealed) || snap.contains_key(&fx.claim()), "{snap:?}");
+            assert!(
+                snap.get(&fx.l()).map(|b| &b.0) == Some(&sealed) || snap.contains_key(&fx.transition_claim()),
+                "{snap:?}"
+            );
         }
     }
 }

@@ -75,6 +75,98 @@
 //! Events are not kept in Postgres: inboxes start empty after a restore, but cursors keep
 //! growing from the last one Postgres saw. Run Redis with `maxmemory-policy noeviction`: an
 //! evicted head is indistinguishable from a new project.
+//!
+//! # What a crash leaves, and who finishes it
+//!
+//! There is no moment at which Redis holds a verb's change without its Postgres write: the
+//! one script that checks and applies the change also enqueues that write on `{ns}:pgq`, and
+//! Redis runs a script without interleaving any other command. The scripts make every
+//! refusal (an emptied namespace, a conflict, a replayed request id, a full queue) before
+//! their first write, so a refused write leaves nothing behind. One exception, on purpose: a
+//! routine heartbeat (no audit row) that meets a full queue is applied without its Postgres
+//! write, which the project's next state write carries (counted as `dropped_heartbeats`;
+//! `a_write_verb_past_the_bound_is_refused_and_writes_nothing`, `tests/it/store_bounds.rs`).
+//!
+//! * **A writerctl process killed after the script, before Postgres took the entry**: the
+//!   verb is done (Redis is authoritative) and its entry waits in `{ns}:pgq`. Any store on
+//!   the namespace carries it to Postgres: every store's background writer drains the queue
+//!   after its own writes and, when idle, every `IDLE_POLL` (5 s), so another replica, or
+//!   the restarted process, applies it. Tested: a server SIGKILLed between the commit and
+//!   its reply leaves the verb done and its answer kept, so a retry with the same request id
+//!   acts once (`a_lost_reply_is_recovered_with_its_request_id_over_http_on_redis_pg`,
+//!   `tests/it/request_id.rs`); sixteen stores' entries reach Postgres exactly once
+//!   whichever store drains them (`concurrent_verbs_on_one_epoch_have_exactly_one_winner`);
+//!   the background writer alone drains a backlog once Postgres answers
+//!   (`redis_first_while_postgres_is_unreachable`). Not tested: the entries of a process
+//!   that was killed, picked up by another's idle poll.
+//! * **Killed in a drain, after Postgres committed a batch and before the entries left the
+//!   queue**: the next drainer applies them again, which changes nothing (audit rows and
+//!   history steps carry an op id fixed at enqueue, `ON CONFLICT (op_id) DO NOTHING`; state
+//!   rows are replaced only by a newer version). Its drain lock lapses within
+//!   `DRAIN_LOCK_MS` (2 s). Tested by replaying a copy of the queue, as such a drainer leaves
+//!   it: `redis_first_while_postgres_is_unreachable` (master writes) and
+//!   `redis_pg_queued_claim_writes_replay_idempotently` (`tests/it/work_store.rs`: claims,
+//!   history, channels, focus leases).
+//! * **Redis itself lost the data before a drain** (a restart without persistence, a
+//!   failover to a replica that lacked the last writes): those writes and their audit rows
+//!   are gone; Postgres never saw them. An emptied namespace (no `{ns}:ready`) is restored
+//!   from Postgres before anything is decided, with epochs and claim versions moved
+//!   [`EPOCH_RESTORE_GAP`] on, so nothing handed out before the loss is handed out again:
+//!   `cold_restore_from_postgres_keeps_epoch_and_version` (a new store and a running one; a
+//!   commit that meets the emptied Redis writes nothing), and for claims, history, the due
+//!   index and focus leases `redis_pg_work_reaches_postgres_and_survives_a_cold_restore`
+//!   (`tests/it/work_store.rs`). Those tests drain Postgres before they empty Redis: the loss
+//!   of undrained writes is the design's window, not something a test checks. A failover to
+//!   a replica that lacked the last writes is not an empty namespace: no restore, and an
+//!   epoch can be handed out twice, unless `--redis-min-replicas` made the verb wait for a
+//!   replica (`sentinel_failover_is_followed_without_reusing_an_epoch`,
+//!   `tests/it/planes.rs`: the acknowledged write survives the failover, and a store that
+//!   asks for a replica the promoted node lacks fails closed).
+//!
+//! # What it guarantees, and the test for each
+//!
+//! Tests named without a file are in `tests/it/redis_pg.rs`; every store's common promises
+//! (compare-and-set per claim row, a seat's proof at commit, bounds) are listed in
+//! [`super`] with theirs.
+//!
+//! * **One script per write: change, audit row, events, kept answer and queued Postgres
+//!   write together, or nothing.** `redis_pg_keeps_one_write_per_request`
+//!   (`tests/it/request_id.rs`); a write refused at the queue's bound leaves no state, event,
+//!   queue entry or new key: `a_write_verb_past_the_bound_is_refused_and_writes_nothing`
+//!   (`tests/it/store_bounds.rs`); a claim write that conflicts queues nothing:
+//!   `redis_pg_work_reaches_postgres_and_survives_a_cold_restore`.
+//! * **Compare-and-set on the project's version across replicas**: 16 stores racing one
+//!   epoch elect one winner; the others get `stale_master` and wrote no event:
+//!   `concurrent_verbs_on_one_epoch_have_exactly_one_winner`. No state lives in a process:
+//!   `two_stores_see_one_state`.
+//! * **Postgres is written second and never rolls Redis back.** With Postgres cut, verbs are
+//!   answered within 5 s and routing changes at once; once it is back the queue drains and
+//!   each audit row lands exactly once: `redis_first_while_postgres_is_unreachable`. A queue
+//!   entry Postgres refuses for good is set aside in `{ns}:pgq:dead` and the entries behind
+//!   it go on: `entries_postgres_refuses_are_set_aside_and_the_rest_go_on`. The audit table
+//!   is append-only in Postgres itself: `operators_live_in_postgres_and_are_never_overwritten`
+//!   and `old_audit_rows_and_idle_attempt_rows_are_pruned_on_both_stores`
+//!   (`tests/it/retention.rs`).
+//! * **Redis unreachable means `coordinator_unavailable`**, fast, and a refused verb's audit
+//!   row goes to Postgres directly: `redis_down_means_unavailable_and_audit_rows_go_to_postgres_directly`.
+//!   A store never starts on a namespace Redis lacks while Postgres is down:
+//!   `unreachable_services_answer_unavailable_fast`.
+//! * **Bounded**: the queue holds at most [`QueueBounds`] (refusals past it dropped and
+//!   counted, write verbs refused having written nothing, a routine heartbeat applied without
+//!   its Postgres write): `a_flood_of_refusals_during_a_postgres_outage_stays_within_the_bound`
+//!   and `a_write_verb_past_the_bound_is_refused_and_writes_nothing`; Redis keeps the newest
+//!   [`HISTORY_KEEP`] steps of a claim while `claim history` answers in full:
+//!   `history_in_redis_is_bounded_and_claim_history_answers_in_full`
+//!   (`tests/it/store_bounds.rs`).
+//!
+//! # Durability
+//!
+//! A verb is acknowledged once Redis applied it: as durable as the Redis deployment (its
+//! persistence settings are the operator's; writerctl sets none), and with
+//! `--redis-min-replicas N` once N replicas hold it (above). Postgres holds it once drained,
+//! each batch one committed transaction. The Postgres standby a multi-host URL names takes
+//! the queued writes after a promotion: `a_promoted_postgres_standby_is_found_without_a_restart`
+//! (`tests/it/planes.rs`).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

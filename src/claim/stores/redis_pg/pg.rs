@@ -181,7 +181,7 @@ CREATE TABLE @.project_pauses (
     // through `audit_project` it examined every row of the project until it had found
     // enough. This partial index holds the changes only. Its predicate is word for word
     // the one `MASTER_CHANGES_ONLY` adds to the query (`master_change` is
-    // `crate::claim::engine::MASTER_CHANGE`): Postgres uses a partial index only when it
+    // `crate::claim::model::MASTER_CHANGE`): Postgres uses a partial index only when it
     // can prove the query's WHERE clause implies the index's.
     r#"
 CREATE INDEX audit_master_changes ON @.audit (project, id) WHERE (detail -> 'master_change') IS NOT NULL;

@@ -1,6 +1,14 @@
 //! The Postgres write queue (`{ns}:pgq`): how a write's Postgres half is enqueued, bounded,
 //! drained in batches under a short lock, and retried by the background writer with
 //! backoff while Postgres fails.
+//!
+//! The queue is shared by every store on the namespace, and so is the work: whichever
+//! store's writer holds the drain lock applies every entry, its own or another process's,
+//! and a writer that sits idle still looks every `IDLE_POLL`, which is how the entries of a
+//! process that died before draining reach Postgres. Applying an entry twice changes
+//! nothing, so a drainer killed between Postgres's commit and the entries' removal costs a
+//! repeat, never a duplicate row. The parent's documentation lists what a crash leaves at
+//! each step and the test for each.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, Weak};

@@ -14,6 +14,56 @@
 //! writer, so a history read never delays a handoff, and a handoff never waits for one.
 //! Each of these reads walks an index to its `LIMIT` (see `the_audit_reads_walk_an_index`
 //! in the tests, which checks every plan).
+//!
+//! # What it guarantees, and the test for each
+//!
+//! Tests named without a file are in `tests.rs` beside this one.
+//!
+//! * **A verb is one transaction.** Its rows, its audit row, its inbox events and the answer
+//!   kept under its request id are written in one `BEGIN IMMEDIATE` transaction and commit
+//!   together: a kept answer found live fails the transaction after the verb's rows were
+//!   written, and they roll back with it (`sqlite_keeps_one_write_per_request`,
+//!   `tests/it/request_id.rs`); a conflicting commit writes no audit row
+//!   (`commit_is_a_compare_and_set_on_the_version`). Claim, focus and pause writes are one
+//!   transaction each in the same way (`work.rs`, `pause.rs`; their tests are listed in
+//!   [`super`]).
+//! * **Compare-and-set on the version, serialized across processes.** The write lock is taken
+//!   before the snapshot is read, so [`Store::transact`] never conflicts; the epoch check in
+//!   the decision then refuses a stale caller. 16 processes racing one epoch on one file elect
+//!   exactly one winner, 100 trials: `concurrent_verbs_elect_exactly_one_winner`
+//!   (`tests/it/master.rs`). [`Store::commit`] from an older snapshot answers `Conflict` and
+//!   writes nothing: `commit_is_a_compare_and_set_on_the_version`.
+//! * **A verb waits for another process's write instead of failing busy**, also on a store
+//!   file another process is still creating:
+//!   `a_fresh_store_waits_for_a_concurrent_writer_instead_of_failing_busy`
+//!   (`tests/it/master.rs`, a write held for 1.5 s). The limit, [`BUSY_TIMEOUT`], after which
+//!   it answers `coordinator_unavailable`, has no test. A read that decides nothing never
+//!   waits for the writer, and sees the last committed state:
+//!   `an_audit_read_never_waits_for_the_writer`.
+//! * **The file is private.** Created 0600; a file others may read, a symlink or a non-regular
+//!   file at the path is refused: `a_store_others_can_read_is_refused`,
+//!   `the_file_is_private_and_symlinks_are_refused`. A schema newer than this build is refused,
+//!   never downgraded, and reopening keeps the data:
+//!   `a_newer_schema_is_refused_and_reopening_is_idempotent`.
+//! * **Bounded** as every store is (see [`super`]): the inbox bound on write, retention and the
+//!   audit reads' plans, each with its test there.
+//!
+//! # What a crash leaves
+//!
+//! A process killed after a commit leaves the verb committed, its answer kept with it: a
+//! server SIGKILLed between the commit and its reply, then asked again with the same request
+//! id, returns the first answer and acts once
+//! (`a_lost_reply_is_recovered_with_its_request_id_over_http_on_sqlite`,
+//! `tests/it/request_id.rs`). A process killed inside the transaction leaves uncommitted
+//! frames in the `-wal` file, which SQLite ignores and the next writer overwrites: nothing of
+//! the verb, no audit row, no kept answer. That rests on SQLite's own atomic commit; no test
+//! of ours kills a process mid-transaction. There is nothing for anyone to finish.
+//!
+//! # Durability
+//!
+//! `synchronous = FULL` in WAL mode: a commit returns only after its WAL frames are fsynced,
+//! so a committed epoch survives power loss (a fencing number must never go back). This
+//! rests on SQLite and on the filesystem honouring fsync; no test cuts power.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -181,7 +231,7 @@ CREATE TABLE pauses (
     // it had found enough changes. This partial index holds the changes only, so the read
     // examines what it returns. Its predicate must stay word for word the one
     // `MASTER_CHANGES_ONLY` puts in the query (`master_change` is
-    // `crate::claim::engine::MASTER_CHANGE`): SQLite uses a partial index only when the
+    // `crate::claim::model::MASTER_CHANGE`): SQLite uses a partial index only when the
     // query's WHERE clause contains the index's. The plan test fails if they drift apart.
     r#"
 CREATE INDEX audit_master_changes ON audit (project, id)

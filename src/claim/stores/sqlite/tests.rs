@@ -270,7 +270,7 @@ fn the_audit_reads_walk_an_index() {
     for i in 0..200 {
         let mut a = audit(if i % 2 == 0 { "p" } else { "q" });
         if i % 10 == 0 {
-            a.detail = serde_json::json!({crate::claim::engine::MASTER_CHANGE: {"from": null, "to": null}});
+            a.detail = serde_json::json!({crate::claim::model::MASTER_CHANGE: {"from": null, "to": null}});
         }
         s.append_audit(&a).unwrap();
     }
@@ -325,7 +325,7 @@ fn the_audit_reads_walk_an_index() {
         assert!(steps.iter().any(|l| l.starts_with("SEARCH audit") && l.contains(expected)), "{what}: {steps:?}");
     }
     // The partial index is used only while the query says exactly what its predicate says.
-    assert!(MASTER_CHANGES_ONLY.contains(&format!("'$.{}'", crate::claim::engine::MASTER_CHANGE)));
+    assert!(MASTER_CHANGES_ONLY.contains(&format!("'$.{}'", crate::claim::model::MASTER_CHANGE)));
     assert!(MIGRATIONS.iter().any(|m| m.contains(MASTER_CHANGES_ONLY)));
     // And the reads answer what they did before the split.
     drop(conn);
@@ -378,7 +378,7 @@ fn an_audit_read_never_waits_for_the_writer() {
     writer.execute_batch("BEGIN IMMEDIATE").unwrap();
     let mut moved = audit("p");
     moved.epoch = Some(2);
-    moved.detail = serde_json::json!({crate::claim::engine::MASTER_CHANGE: {"from": null, "to": null}});
+    moved.detail = serde_json::json!({crate::claim::model::MASTER_CHANGE: {"from": null, "to": null}});
     insert_audit(&writer, &moved).unwrap();
 
     let (tx, rx) = std::sync::mpsc::channel();

@@ -1,0 +1,5 @@
+use super::work::Status;
+
+pub enum Error {
+    Busy(Status),
+}

@@ -1,0 +1,9 @@
+use super::error::Error;
+
+mod shapes;
+
+pub use shapes::Status;
+
+pub fn take(status: Status) -> Result<(), Error> {
+    Err(Error::Busy(status))
+}

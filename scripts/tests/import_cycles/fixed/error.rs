@@ -1,0 +1,5 @@
+use super::work::shapes::Status;
+
+pub enum Error {
+    Busy(Status),
+}
