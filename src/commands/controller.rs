@@ -204,6 +204,8 @@ fn register(a: RegisterArgs, out: Output) -> Result<()> {
         machine_id: a.machine.clone().unwrap_or_else(default_machine_id),
         previous_token: previous.map(|t| t.expose().trim().to_string()),
         identity_key: identity_key.map(|k| k.expose().trim().to_string()),
+        // What the command has no flag for keeps its default.
+        ..RegisterRequest::default()
     };
     let (request, request_id) = a.at.write.request.pinned()?;
     let at = ProjectPath::of(&a.at.project);

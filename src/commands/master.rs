@@ -177,6 +177,8 @@ pub fn run(cmd: MasterCmd, out: Output) -> Result<()> {
                 expect_epoch,
                 reason: t.reason.clone(),
                 dry_run: t.dry_run,
+                // What the command has no flag for keeps its default.
+                ..HandoffRequest::default()
             };
             let outcome = c.call::<Handoff>(ProjectPath::of(&t.project), req, Some(&token))?;
             print_outcome(&t.project, &outcome, None, out)
@@ -194,6 +196,8 @@ pub fn run(cmd: MasterCmd, out: Output) -> Result<()> {
                 password: password.expose().to_string(),
                 reason: t.reason.clone(),
                 dry_run: t.dry_run,
+                // What the command has no flag for keeps its default.
+                ..MasterClaimRequest::default()
             };
             let outcome = c.call::<MasterClaim>(ProjectPath::of(&t.project), req, None)?;
             print_outcome(&t.project, &outcome, Some(&a.operator), out)

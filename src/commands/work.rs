@@ -387,6 +387,8 @@ pub fn run_channel(cmd: ChannelCmd, out: Output) -> Result<()> {
                 steward: a.steward.clone(),
                 sla_minutes: a.sla_minutes,
                 ttl_floor_minutes: a.ttl_floor_minutes,
+                // What the command has no flag for keeps its default.
+                ..ChannelRequest::default()
             };
             (c.call::<verbs::CreateChannel>(ProjectPath::of(&a.at.at.project), body, None)?, true)
         }
@@ -420,6 +422,8 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
                 ttl_minutes: a.ttl_minutes,
                 next_step: a.next_step,
                 reason: a.reason.reason,
+                // What the command has no flag for keeps its default.
+                ..TakeRequest::default()
             };
             let o = a.task.call::<verbs::TakeClaim>(body, &a.token)?;
             print_outcome(out, &o)
@@ -434,6 +438,8 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
                 ttl_minutes: a.ttl_minutes,
                 clear_ttl: a.no_ttl,
                 next_step: a.next_step,
+                // What the command has no flag for keeps its default.
+                ..TouchRequest::default()
             };
             print_outcome(out, &w.write::<verbs::TouchClaim>(body)?)
         }
@@ -445,6 +451,8 @@ pub fn run_claim(cmd: ClaimCmd, out: Output) -> Result<()> {
                 done: a.done,
                 next_step: a.next_step,
                 reason: a.reason.reason,
+                // What the command has no flag for keeps its default.
+                ..ReleaseRequest::default()
             };
             let row = w.write::<verbs::ReleaseClaim>(body)?;
             print_claim(out, &row)
