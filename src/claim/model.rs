@@ -51,7 +51,7 @@ impl Controller {
 }
 
 /// A controller named by identity and session id (the MasterPreempted payload's halves).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MasterRef {
     /// Its identity.
     pub identity: String,
@@ -125,13 +125,15 @@ pub struct NewEvent {
 }
 
 /// An event as read from an inbox.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Event {
     /// Position in the store's event sequence; read on with `after = cursor`.
     pub cursor: u64,
     /// When it was written.
+    #[schema(value_type = i64)]
     pub at: Millis,
     /// The recipient session, if addressed to one.
+    #[schema(required = true)]
     pub recipient_session: Option<String>,
     /// The event kind.
     pub kind: String,
@@ -140,9 +142,10 @@ pub struct Event {
 }
 
 /// One audit row: every verb, who, what, result, epoch (issue 6 item 8). Never a secret.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AuditEntry {
     /// When.
+    #[schema(value_type = i64)]
     pub at: Millis,
     /// The project (empty for operator administration).
     pub project: String,
@@ -151,10 +154,12 @@ pub struct AuditEntry {
     /// Who: `session:<id>`, `operator:<id>` or `local`.
     pub actor: String,
     /// What it acted on (a target, a session id), if anything.
+    #[schema(required = true)]
     pub target: Option<String>,
     /// `ok` or the error code.
     pub result: String,
     /// The master epoch after the verb.
+    #[schema(required = true)]
     pub epoch: Option<u64>,
     /// Extra facts (never a token or password).
     pub detail: serde_json::Value,
@@ -162,6 +167,7 @@ pub struct AuditEntry {
     /// ([`crate::claim::names::validate_reason`]). Absent from rows written before it
     /// existed (old queue entries and databases read as None).
     #[serde(default)]
+    #[schema(required = true)]
     pub reason: Option<String>,
     /// The answer to keep under the verb's request id, written by the store in the same
     /// atomic step as the verb (see [`crate::claim::requests`]). Never part of the audit row

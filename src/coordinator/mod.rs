@@ -9,7 +9,6 @@ pub mod client;
 pub mod diagnose;
 pub mod limits;
 pub mod memory;
-mod schemas;
 pub mod server;
 mod transport;
 pub mod verb;

@@ -76,6 +76,7 @@ fn conforms(doc: &Value, schema: &Value, value: &Value, at: &str) {
 
 #[test]
 fn the_engine_types_serialize_as_their_schemas_say() {
+    use writerctl::claim::engine::MasterChange;
     use writerctl::claim::identities::Removed;
     use writerctl::claim::masters::MasterOutcome;
     use writerctl::claim::model::{AuditEntry, Event, MasterRef};
@@ -108,6 +109,22 @@ fn the_engine_types_serialize_as_their_schemas_say() {
     };
     let lease = FocusLease { project: "p".into(), seat: "alice".into(), started_at: 1, until: 2, ended_at: None };
     let paused = Paused { reason: "db migration".into(), since: 1, until: Some(2) };
+    let action = SweepAction {
+        address: TaskAddress::new("p", "c", "t"),
+        from: "a".into(),
+        to: Some("b".into()),
+        version: 2,
+        due_at: 3,
+    };
+    let held = HeldBack {
+        channel: "c".into(),
+        task: "u".into(),
+        owner: "a".into(),
+        to: None,
+        due_at: 3,
+        why: HELD_BY_PAUSE.into(),
+    };
+    let item = StewardItem { claim: row.clone(), age_minutes: 90 };
     let samples: Vec<(&str, Value)> = vec![
         ("MasterRef", json!(m)),
         (
@@ -141,6 +158,18 @@ fn the_engine_types_serialize_as_their_schemas_say() {
                 reason: None,
             }),
         ),
+        (
+            "MasterChange",
+            json!(MasterChange {
+                at: 1,
+                epoch: 2,
+                from: None,
+                to: Some(m.clone()),
+                verb: "master.claim".into(),
+                actor: Some("operator:o".into()),
+                reason: None,
+            }),
+        ),
         ("Channel", json!(channel)),
         ("ClaimRow", json!(row)),
         ("ClaimStep", json!(ClaimStep { at: 1, actor: "a".into(), action: "take".into(), claim: row.clone() })),
@@ -150,37 +179,19 @@ fn the_engine_types_serialize_as_their_schemas_say() {
             json!(SweepReport {
                 as_of: 1,
                 dry_run: true,
-                released: vec![SweepAction {
-                    address: TaskAddress::new("p", "c", "t"),
-                    from: "a".into(),
-                    to: Some("b".into()),
-                    version: 2,
-                    due_at: 3
-                }],
+                released: vec![action.clone()],
                 deferred_by_focus: 0,
                 conflicts: 1,
                 paused: Some(paused.clone()),
-                held_back: vec![HeldBack {
-                    channel: "c".into(),
-                    task: "u".into(),
-                    owner: "a".into(),
-                    to: None,
-                    due_at: 3,
-                    why: HELD_BY_PAUSE.into()
-                }],
+                held_back: vec![held.clone()],
             }),
         ),
+        ("SweepAction", json!(action)),
+        ("HeldBack", json!(held)),
         ("FocusLease", json!(lease)),
         ("FocusOutcome", json!(FocusOutcome { lease: lease.clone(), capped_from: None })),
-        (
-            "StewardReport",
-            json!(StewardReport {
-                channel,
-                as_of: 1,
-                overdue: vec![StewardItem { claim: row, age_minutes: 90 }],
-                paused: None
-            }),
-        ),
+        ("StewardItem", json!(item)),
+        ("StewardReport", json!(StewardReport { channel, as_of: 1, overdue: vec![item], paused: None })),
         ("Paused", json!(paused)),
         (
             "PauseOutcome",
@@ -197,6 +208,9 @@ fn the_engine_types_serialize_as_their_schemas_say() {
         ),
         ("PauseState", json!(PauseState { project: "p".into(), paused: Some(paused.clone()) })),
     ];
+    // One sample of each engine type the API answers with (the types that derive their
+    // schema in `crate::claim`), each checked at the top level, not only through a `$ref`.
+    assert_eq!(samples.len(), 21, "a sample of each engine answer type");
     for (name, value) in samples {
         let schema = &doc["components"]["schemas"][name];
         assert!(schema.is_object(), "no schema {name}");

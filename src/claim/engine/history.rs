@@ -31,23 +31,28 @@ use crate::claim::stores::AuditPage;
 pub const MAX_PAGE: usize = 10_000;
 
 /// One change of master (`master history`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MasterChange {
     /// When it was committed.
+    #[schema(value_type = i64)]
     pub at: Millis,
     /// The epoch after it.
     pub epoch: u64,
     /// The master before (None: the slot was empty).
+    #[schema(required = true)]
     pub from: Option<MasterRef>,
     /// The master after (None: the slot was emptied, by a deregistration or a removal).
+    #[schema(required = true)]
     pub to: Option<MasterRef>,
     /// The verb that made it (`session.register`, `master.handoff`, `master.claim`,
     /// `session.deregister`, `identity.add`, `identity.remove`).
     pub verb: String,
     /// Who ran it (`session:<id>`, `operator:<id>`, `identity:<name>`, `admin`, `local`);
     /// None when withheld from the reader ([`MasterChange::withheld`]).
+    #[schema(required = true)]
     pub actor: Option<String>,
     /// The caller's `--reason`, if given (None too when withheld from the reader).
+    #[schema(required = true)]
     pub reason: Option<String>,
 }
 

@@ -49,7 +49,7 @@ pub fn rotate_key(
 }
 
 /// What `identity remove` took away.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct Removed {
     /// The identity.
     pub identity: String,

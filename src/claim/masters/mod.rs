@@ -53,9 +53,10 @@ impl RegisterRequest {
 }
 
 /// What a master verb decided.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct MasterOutcome {
     /// The master before the verb (None when the slot was empty).
+    #[schema(required = true)]
     pub previous_master: Option<MasterRef>,
     /// The master after it.
     pub new_master: MasterRef,
@@ -68,6 +69,7 @@ pub struct MasterOutcome {
     /// A plan (`--dry-run`, issue 30): `epoch` and `changed` say what the verb would do;
     /// nothing was written.
     #[serde(default)]
+    #[schema(required = true)]
     pub dry_run: bool,
 }
 

@@ -27,7 +27,7 @@ pub const COORDINATOR_ACTOR: &str = "coordinator";
 pub(crate) const MINUTE_MS: Millis = 60_000;
 
 /// A channel: where claims live, who stewards them, and its clocks.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Channel {
     /// The project.
     pub project: String,
@@ -36,15 +36,18 @@ pub struct Channel {
     /// The identity that receives release doorbells and reads the SLA report.
     pub steward: String,
     /// Claims older than this without a TTL show up in the steward report.
+    #[schema(value_type = u64)]
     pub sla_minutes: u32,
     /// The smallest TTL a claim in this channel may declare; smaller ones are raised.
+    #[schema(value_type = u64)]
     pub ttl_floor_minutes: u32,
     /// When it was created.
+    #[schema(value_type = i64)]
     pub created_at: Millis,
 }
 
 /// A claim's status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ClaimStatus {
     /// Live: one owner advances the task.
@@ -67,7 +70,7 @@ impl ClaimStatus {
 }
 
 /// One task's claim row.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ClaimRow {
     /// The project.
     pub project: String,
@@ -76,26 +79,36 @@ pub struct ClaimRow {
     /// The task.
     pub task: String,
     /// Who advances it; None unless claimed.
+    #[schema(required = true)]
     pub owner: Option<String>,
     /// Claimed, released or done.
+    #[schema(schema_with = <ClaimStatus as utoipa::PartialSchema>::schema)]
     pub status: ClaimStatus,
     /// Bumped by every write; the compare-and-set token.
     pub version: u64,
     /// The named successor (declarative until the TTL fires).
+    #[schema(required = true)]
     pub deputy: Option<String>,
     /// Minutes without an owner write before the coordinator releases the claim.
+    #[schema(value_type = Option<u64>, required = true)]
     pub ttl_minutes: Option<u32>,
     /// What the next hands should do.
+    #[schema(required = true)]
     pub next_step: Option<String>,
     /// The owner the claim last moved away from.
+    #[schema(required = true)]
     pub handoff_from: Option<String>,
     /// The current owner's last write; None until it writes.
+    #[schema(value_type = Option<i64>, required = true)]
     pub last_owner_touch: Option<Millis>,
     /// When the current owner became owner.
+    #[schema(value_type = Option<i64>, required = true)]
     pub owner_since: Option<Millis>,
     /// When this live claim was first taken (the steward report's age).
+    #[schema(value_type = Option<i64>, required = true)]
     pub claimed_at: Option<Millis>,
     /// The last write of any kind.
+    #[schema(value_type = i64)]
     pub updated_at: Millis,
 }
 
@@ -138,9 +151,10 @@ impl ClaimRow {
 }
 
 /// One step of a claim's history: the row as a write left it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ClaimStep {
     /// When.
+    #[schema(value_type = i64)]
     pub at: Millis,
     /// Who: `seat:<identity>` or `coordinator`.
     pub actor: String,
@@ -151,17 +165,20 @@ pub struct ClaimStep {
 }
 
 /// A seat's focus lease: while it lasts, the seat's claims are not released by TTL.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct FocusLease {
     /// The project.
     pub project: String,
     /// The seat.
     pub seat: String,
     /// When it started.
+    #[schema(value_type = i64)]
     pub started_at: Millis,
     /// When it runs out.
+    #[schema(value_type = i64)]
     pub until: Millis,
     /// When `focus end` ended it early, if it did.
+    #[schema(value_type = Option<i64>, required = true)]
     pub ended_at: Option<Millis>,
 }
 
@@ -180,7 +197,7 @@ impl FocusLease {
 /// Where a task is: what every request about one task names. The requests flatten it, so
 /// their JSON reads `project`, `channel` and `task` at the top level: a kept answer's
 /// fingerprint is a digest of that JSON, and a retry must match it across versions.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TaskAddress {
     /// The project.
     pub project: String,
@@ -204,34 +221,39 @@ impl TaskAddress {
 
 /// A claim write's result: the row, and the TTL the seat asked for when the channel's
 /// floor raised it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ClaimOutcome {
     /// The row as written.
     pub claim: ClaimRow,
     /// The TTL asked for, when it was below the channel's floor and was raised.
+    #[schema(value_type = Option<u64>, required = true)]
     pub ttl_raised_from: Option<u32>,
 }
 
 /// One release a sweep made (or, dry, would make).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SweepAction {
     /// Which task.
     #[serde(flatten)]
+    #[schema(schema_with = <TaskAddress as utoipa::PartialSchema>::schema)]
     pub address: TaskAddress,
     /// The owner it was taken from.
     pub from: String,
     /// The deputy it went to; None when it was opened.
+    #[schema(required = true)]
     pub to: Option<String>,
     /// The version after the release.
     pub version: u64,
     /// When the TTL ran out.
+    #[schema(value_type = i64)]
     pub due_at: Millis,
 }
 
 /// What a sweep did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SweepReport {
     /// The time the sweep judged by.
+    #[schema(value_type = i64)]
     pub as_of: Millis,
     /// Nothing was written.
     pub dry_run: bool,
@@ -244,15 +266,17 @@ pub struct SweepReport {
     pub conflicts: u64,
     /// The project's pause when it held the sweep back (issue 30: `writerctl pause`).
     #[serde(default)]
+    #[schema(required = true)]
     pub paused: Option<Paused>,
     /// Due claims the pause held back: each would have been released (or handed to its
     /// deputy) otherwise. Nothing of them was written.
     #[serde(default)]
+    #[schema(required = true)]
     pub held_back: Vec<HeldBack>,
 }
 
 /// A claim older than its channel's SLA that carries no TTL.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct StewardItem {
     /// The claim.
     pub claim: ClaimRow,
@@ -261,26 +285,29 @@ pub struct StewardItem {
 }
 
 /// `steward report`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct StewardReport {
     /// The channel.
     pub channel: Channel,
     /// The time the report judged by.
+    #[schema(value_type = i64)]
     pub as_of: Millis,
     /// Claims older than the SLA with no TTL, oldest first.
     pub overdue: Vec<StewardItem>,
     /// The project's pause at `as_of`, if it is paused then (no TTL release, no deputy
     /// handoff).
     #[serde(default)]
+    #[schema(required = true)]
     pub paused: Option<Paused>,
 }
 
 /// `focus start`'s result: the lease, and the minutes asked for when they were capped.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct FocusOutcome {
     /// The lease.
     pub lease: FocusLease,
     /// The minutes asked for, when above [`MAX_FOCUS_MINUTES`].
+    #[schema(value_type = Option<u64>, required = true)]
     pub capped_from: Option<u32>,
 }
 
@@ -327,18 +354,20 @@ impl ProjectPause {
 }
 
 /// An active pause as CLI.md's `"paused"` shows it: `{"reason","since","until"}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Paused {
     /// Why.
     pub reason: String,
     /// Since when.
+    #[schema(value_type = i64)]
     pub since: Millis,
     /// Until when; None: until `resume`.
+    #[schema(value_type = Option<i64>, required = true)]
     pub until: Option<Millis>,
 }
 
 /// `pause`'s result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PauseOutcome {
     /// The project.
     pub project: String,
@@ -346,34 +375,38 @@ pub struct PauseOutcome {
     pub paused: Paused,
     /// The pause this one replaced (the project was paused already): its reason and `until`
     /// are gone, its `since` kept.
+    #[schema(required = true)]
     pub replaced: Option<Paused>,
 }
 
 /// `resume`'s result. Resuming a project that is not paused is not an error: it answers
 /// `was_paused: false` and changes nothing.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ResumeOutcome {
     /// The project.
     pub project: String,
     /// Whether a pause was in force.
     pub was_paused: bool,
     /// The pause that ended, if one was in force.
+    #[schema(required = true)]
     pub previous: Option<Paused>,
     /// When it was resumed.
+    #[schema(value_type = i64)]
     pub resumed_at: Millis,
 }
 
 /// A project's pause state (`GET /v1/projects/{project}/pause`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PauseState {
     /// The project.
     pub project: String,
     /// The pause in force now; None when the project is not paused.
+    #[schema(required = true)]
     pub paused: Option<Paused>,
 }
 
 /// A due claim a paused sweep did not release.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct HeldBack {
     /// The channel.
     pub channel: String,
@@ -382,8 +415,10 @@ pub struct HeldBack {
     /// Its owner.
     pub owner: String,
     /// The deputy it would have gone to; None: it would have been opened.
+    #[schema(required = true)]
     pub to: Option<String>,
     /// When its TTL ran out.
+    #[schema(value_type = i64)]
     pub due_at: Millis,
     /// Why it was held back ([`HELD_BY_PAUSE`]).
     pub why: String,

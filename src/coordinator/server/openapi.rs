@@ -1,13 +1,19 @@
 //! The OpenAPI document served at `/openapi.json`, built from the verb list
 //! ([`for_each_verb`](crate::for_each_verb)) and the types of each verb's path, input and
 //! answer (utoipa's `ToSchema` and `IntoParams`), so it cannot drift from the routes.
+//!
+//! The engine's own answer types (`MasterOutcome`, `ClaimRow`, ...) derive their schemas
+//! where `crate::claim` defines them, under three conventions the document has always kept:
+//! every field is always serialized, so an `Option` field is `required` and nullable
+//! (`#[schema(required = true)]`); a `Millis` is an `int64` (`value_type = i64`: the derive
+//! does not see through the alias); a count of minutes (`u32`) is described as a `u64`.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use utoipa::openapi::path::{HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem};
 use utoipa::openapi::request_body::RequestBodyBuilder;
-use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{
     ComponentsBuilder, ContentBuilder, InfoBuilder, OpenApiBuilder, PathsBuilder, Ref, RefOr, Required,
@@ -150,6 +156,27 @@ fn fixed_paths() -> serde_json::Value {
     })
 }
 
+/// A struct with a `#[serde(flatten)]` field (`SweepAction`'s task address) is one JSON
+/// object on the wire, but utoipa derives it as `allOf` of the flattened part and the rest.
+/// Both say the same to a validator; the reference page (`http-api.md`) and a reader see
+/// fields only on an object, so an `allOf` made only of inline objects becomes the one
+/// object it describes: their properties, their required names in field order, the
+/// struct's own description.
+fn merge_flattened(schema: &mut RefOr<Schema>) {
+    let RefOr::T(Schema::AllOf(all)) = schema else { return };
+    let mut merged = ObjectBuilder::new().schema_type(Type::Object).description(all.description.clone());
+    for item in &all.items {
+        let RefOr::T(Schema::Object(part)) = item else { return };
+        for (name, property) in &part.properties {
+            merged = merged.property(name, property.clone());
+        }
+        for name in &part.required {
+            merged = merged.required(name);
+        }
+    }
+    *schema = merged.into();
+}
+
 /// The OpenAPI 3.1 document for `/v1` and the probes: every verb's route, parameters, body,
 /// answer and error answers, from [`for_each_verb`](crate::for_each_verb).
 pub fn openapi() -> serde_json::Value {
@@ -161,6 +188,7 @@ pub fn openapi() -> serde_json::Value {
         };
     }
     crate::for_each_verb!(add);
+    components.values_mut().for_each(merge_flattened);
     components.insert("Error".into(), error_schema());
     let doc = OpenApiBuilder::new()
         .info(
