@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 use crate::serve::{Server, http_get, metric};
 use crate::services::{Ns, Proxy, postgres_addr, redis_via, wait_until};
 use writerctl::claim::clock::ManualClock;
-use writerctl::claim::engine::{Coordinator, Credentials, DEFAULT_FRESHNESS, MasterRequest};
-use writerctl::claim::masters::ControllerKey;
+use writerctl::claim::engine::{Coordinator, DEFAULT_FRESHNESS};
+use writerctl::claim::masters::{ControllerKey, HandoffRequest, RegisterRequest};
 use writerctl::claim::model::{AuditEntry, Millis, NewEvent};
 use writerctl::claim::stores::redis_pg::{HISTORY_KEEP, QueueBounds, RedisPgStore};
 use writerctl::claim::stores::sqlite::SqliteStore;
@@ -110,8 +110,8 @@ fn a_write_verb_past_the_bound_is_refused_and_writes_nothing() {
     let proxy = Proxy::start(postgres_addr(&ns.postgres_url));
     let store = store_via(&ns, &proxy);
     let c = coordinator(&store);
-    let a = c.register("web", &key("alice", "h1"), Credentials::default()).unwrap();
-    c.register("web", &key("bob", "h2"), Credentials::default()).unwrap();
+    let a = c.register("web", &RegisterRequest::of(&key("alice", "h1"), None, None)).unwrap();
+    c.register("web", &RegisterRequest::of(&key("bob", "h2"), None, None)).unwrap();
     let ch = work::new_channel("web", "ops", "alice", Some(30), Some(1), T0).unwrap();
     store.insert_channel(&ch, &refusal(0)).unwrap();
     store.flush_postgres().unwrap();
@@ -132,8 +132,13 @@ fn a_write_verb_past_the_bound_is_refused_and_writes_nothing() {
     };
     let keys_before = state_keys();
 
-    let req = MasterRequest { project: "web".into(), to_identity: "bob".into(), to_session: None, expect_epoch: 1 };
-    let e = c.handoff(&req, &a.controller.session_id, &a.token).unwrap_err();
+    let req = HandoffRequest {
+        session_id: a.controller.session_id.clone(),
+        to: "bob".into(),
+        expect_epoch: 1,
+        ..Default::default()
+    };
+    let e = c.handoff("web", &req, &a.token).unwrap_err();
     assert_eq!(e.code().as_str(), "coordinator_unavailable", "{e}");
     assert_eq!(e.code().exit_code(), 75);
     assert!(e.to_string().contains("nothing was written"), "{e}");
@@ -141,14 +146,8 @@ fn a_write_verb_past_the_bound_is_refused_and_writes_nothing() {
     assert!(c.inbox("web", "alice", 0, 10, Some(&a.token)).unwrap().is_empty(), "no MasterPreempted");
     assert_eq!(xlen(&ns, "pgq"), 5, "nothing queued");
 
-    let take = TakeRequest {
-        address: TaskAddress::new("web", "ops", "t1"),
-        seat: "alice".into(),
-        deputy: None,
-        ttl_minutes: None,
-        next_step: None,
-    };
-    let row = work::take(None, &ch, &take, T0).unwrap().claim;
+    let take = TakeRequest { seat: "alice".into(), ..Default::default() };
+    let row = work::take(None, &ch, &TaskAddress::new("web", "ops", "t1"), &take, T0).unwrap().claim;
     let w = ClaimWrite {
         proof: None,
         expected_version: 0,
@@ -173,18 +172,16 @@ fn a_write_verb_past_the_bound_is_refused_and_writes_nothing() {
 
     proxy.restore();
     store.flush_postgres().unwrap();
-    let out = c.handoff(&req, &a.controller.session_id, &a.token).unwrap();
+    let out = c.handoff("web", &req, &a.token).unwrap();
     assert_eq!(out.epoch, 2, "once Postgres caught up the same verb goes through");
 }
 
 fn touched(row: &ClaimRow, ch: &work::Channel, now: Millis) -> ClaimRow {
     let req = TouchRequest {
-        address: TaskAddress::of(&row),
         seat: row.owner.clone().unwrap(),
         expect_version: Some(row.version),
-        deputy: None,
-        ttl_minutes: None,
         next_step: Some(format!("step at {now}")),
+        ..Default::default()
     };
     work::touch(row, ch, &req, now).unwrap().claim
 }
@@ -198,14 +195,8 @@ fn history_in_redis_is_bounded_and_claim_history_answers_in_full() {
     let store = ns.store();
     let ch = work::new_channel("web", "ops", "alice", Some(30), Some(1), T0).unwrap();
     store.insert_channel(&ch, &refusal(0)).unwrap();
-    let take = TakeRequest {
-        address: TaskAddress::new("web", "ops", "t1"),
-        seat: "alice".into(),
-        deputy: None,
-        ttl_minutes: None,
-        next_step: None,
-    };
-    let mut row = work::take(None, &ch, &take, T0).unwrap().claim;
+    let take = TakeRequest { seat: "alice".into(), ..Default::default() };
+    let mut row = work::take(None, &ch, &TaskAddress::new("web", "ops", "t1"), &take, T0).unwrap().claim;
     let audit = |verb: &str| AuditEntry { verb: verb.into(), result: "ok".into(), ..refusal(0) };
     let w = ClaimWrite {
         proof: None,
@@ -250,11 +241,11 @@ fn a_replica_that_loses_the_drain_race_is_not_left_degraded() {
     let proxy = Proxy::start(postgres_addr(&ns.postgres_url));
     let b = store_via(&ns, &proxy);
     let cb = coordinator(&b);
-    cb.register("web", &key("alice", "h1"), Credentials::default()).unwrap();
+    cb.register("web", &RegisterRequest::of(&key("alice", "h1"), None, None)).unwrap();
     b.flush_postgres().unwrap();
 
     proxy.cut();
-    cb.register("web", &key("bob", "h2"), Credentials::default()).unwrap();
+    cb.register("web", &RegisterRequest::of(&key("bob", "h2"), None, None)).unwrap();
     wait_until(Duration::from_secs(30), "b's own drain fails and marks it degraded", || {
         b.readiness().unwrap().degraded
     });
@@ -385,14 +376,8 @@ fn the_inbox_bound_is_enforced_on_write() {
     for (name, store) in stores {
         let ch = work::new_channel("web", "ops", "alice", Some(30), Some(1), T0).unwrap();
         store.insert_channel(&ch, &refusal(0)).unwrap();
-        let take = TakeRequest {
-            address: TaskAddress::new("web", "ops", "t1"),
-            seat: "alice".into(),
-            deputy: None,
-            ttl_minutes: None,
-            next_step: None,
-        };
-        let mut row = work::take(None, &ch, &take, T0).unwrap().claim;
+        let take = TakeRequest { seat: "alice".into(), ..Default::default() };
+        let mut row = work::take(None, &ch, &TaskAddress::new("web", "ops", "t1"), &take, T0).unwrap().claim;
         let w = ClaimWrite {
             proof: None,
             expected_version: 0,

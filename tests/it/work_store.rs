@@ -95,36 +95,27 @@ fn taken(
     now: Millis,
 ) -> ClaimRow {
     let req = TakeRequest {
-        address: TaskAddress::new(project, CH, task),
         seat: seat.into(),
-        deputy: None,
         ttl_minutes: ttl,
         next_step: Some("merge the drop-ins".into()),
+        ..Default::default()
     };
-    work::take(existing, &channel(project), &req, now).unwrap().claim
+    work::take(existing, &channel(project), &TaskAddress::new(project, CH, task), &req, now).unwrap().claim
 }
 
 /// The owner's touch of `row` at `now`.
 fn touched(row: &ClaimRow, now: Millis) -> ClaimRow {
-    let req = TouchRequest {
-        address: TaskAddress::of(&row),
-        seat: row.owner.clone().unwrap(),
-        expect_version: Some(row.version),
-        deputy: None,
-        ttl_minutes: None,
-        next_step: None,
-    };
+    let req =
+        TouchRequest { seat: row.owner.clone().unwrap(), expect_version: Some(row.version), ..Default::default() };
     work::touch(row, &channel(&row.project), &req, now).unwrap().claim
 }
 
 /// The owner's release of `row` at `now`.
 fn released(row: &ClaimRow, now: Millis) -> ClaimRow {
     let req = work::ReleaseRequest {
-        address: TaskAddress::of(&row),
         seat: row.owner.clone().unwrap(),
         expect_version: Some(row.version),
-        done: false,
-        next_step: None,
+        ..Default::default()
     };
     work::release(row, &req, now).unwrap()
 }
