@@ -17,8 +17,8 @@ use crate::services::{Ns, skip};
 use crate::throwaway::{PgCluster, SentinelSet, TestCa, program, redis_tls};
 use writerctl::claim::ClaimError;
 use writerctl::claim::clock::SystemClock;
-use writerctl::claim::engine::{Coordinator, Credentials, DEFAULT_FRESHNESS, MasterRequest, Registered};
-use writerctl::claim::masters::ControllerKey;
+use writerctl::claim::engine::{Coordinator, DEFAULT_FRESHNESS, Registered};
+use writerctl::claim::masters::{ControllerKey, HandoffRequest, RegisterRequest};
 use writerctl::claim::stores::Store;
 use writerctl::claim::stores::redis_pg::{ConnectOptions, RedisPgStore};
 
@@ -43,20 +43,25 @@ fn coordinator(store: &Arc<RedisPgStore>) -> Coordinator {
 
 /// Enrolls `identity` (or gives it a new key) and registers a controller with that key.
 fn register(c: &Coordinator, project: &str, identity: &str) -> Registered {
-    let issued = match c.enroll_identity(project, identity, "test") {
+    let issued = match c.enroll_identity(project, identity) {
         Ok(k) => k,
         Err(e) if e.code() == writerctl::error::ErrorCode::IdentityExists => {
-            c.rotate_identity(project, identity, "test").unwrap()
+            c.rotate_identity(project, identity).unwrap()
         }
         Err(e) => panic!("enroll {identity}: {e}"),
     };
     let key = ControllerKey { identity: identity.into(), surface: "cli".into(), machine_id: "m".into() };
-    c.register(project, &key, Credentials { identity_key: Some(&issued.key), token: None }).unwrap()
+    c.register(project, &RegisterRequest::of(&key, Some(&issued.key), None)).unwrap()
 }
 
 fn handoff(c: &Coordinator, from: &Registered, to: &str, epoch: u64) -> Result<u64, ClaimError> {
-    let req = MasterRequest { project: "web".into(), to_identity: to.into(), to_session: None, expect_epoch: epoch };
-    c.handoff(&req, &from.controller.session_id, &from.token).map(|o| o.epoch)
+    let req = HandoffRequest {
+        session_id: from.controller.session_id.clone(),
+        to: to.into(),
+        expect_epoch: epoch,
+        ..Default::default()
+    };
+    c.handoff("web", &req, &from.token).map(|o| o.epoch)
 }
 
 fn opts(ca: Option<&TestCa>, min_replicas: u32) -> ConnectOptions {
