@@ -17,15 +17,15 @@ use crate::services::wait_until;
 use crate::work_store::{Subject, subjects};
 use writerctl::claim::Coordinator;
 use writerctl::claim::clock::ManualClock;
-use writerctl::claim::engine::{Credentials, DEFAULT_FRESHNESS};
+use writerctl::claim::engine::DEFAULT_FRESHNESS;
 use writerctl::claim::error::ClaimError;
-use writerctl::claim::masters::ControllerKey;
+use writerctl::claim::masters::{ControllerKey, RegisterRequest};
 use writerctl::claim::model::{AuditEntry, Change, Millis, NewEvent};
 use writerctl::claim::retention::Cutoffs;
 use writerctl::claim::secret::Secret;
 use writerctl::claim::stores::redis_pg::RedisPgStore;
 use writerctl::claim::stores::{Commit, ProjectWrite, Store};
-use writerctl::claim::work_claims::{TakeRequest, TaskAddress, TouchRequest};
+use writerctl::claim::work_claims::{ChannelRequest, TakeRequest, TaskAddress, TouchRequest};
 
 const T0: Millis = 1_800_000_000_000;
 const DAY: Millis = 24 * 3600 * 1000;
@@ -180,7 +180,7 @@ fn routine_heartbeats_write_no_audit_row_on_both_stores() {
     for s in &subjects {
         let (clock, c) = at_t0(&s.store);
         let key = ControllerKey { identity: "alice".into(), surface: "cli".into(), machine_id: "m".into() };
-        let a = c.register(P, &key, Credentials::default()).unwrap();
+        let a = c.register(P, &RegisterRequest::of(&key, None, None)).unwrap();
         for _ in 0..3 {
             clock.advance(10_000);
             c.heartbeat(P, &a.controller.session_id, &a.token).unwrap();
@@ -199,14 +199,8 @@ fn routine_heartbeats_write_no_audit_row_on_both_stores() {
 
 /// The one place these tests take a claim (seat proof changes are made here).
 fn take_as(c: &Coordinator, seat: &str, task: &str) {
-    let req = TakeRequest {
-        address: TaskAddress::new(P, "ch", task),
-        seat: seat.into(),
-        deputy: None,
-        ttl_minutes: None,
-        next_step: None,
-    };
-    c.take(&req, Some(&seat_token(c, seat))).unwrap();
+    let req = TakeRequest { seat: seat.into(), ..Default::default() };
+    c.take(&TaskAddress::new(P, "ch", task), &req, Some(&seat_token(c, seat))).unwrap();
 }
 
 /// A session token of `seat`: a controller registered for this one write (its own machine
@@ -214,20 +208,13 @@ fn take_as(c: &Coordinator, seat: &str, task: &str) {
 fn seat_token(c: &Coordinator, seat: &str) -> Secret {
     let key =
         ControllerKey { identity: seat.into(), surface: "cli".into(), machine_id: uuid::Uuid::new_v4().to_string() };
-    c.register(P, &key, Credentials::default()).unwrap().token
+    c.register(P, &RegisterRequest::of(&key, None, None)).unwrap().token
 }
 
 /// The one place these tests touch a claim.
 fn touch_as(c: &Coordinator, seat: &str, task: &str) {
-    let req = TouchRequest {
-        address: TaskAddress::new(P, "ch", task),
-        seat: seat.into(),
-        expect_version: None,
-        deputy: None,
-        ttl_minutes: None,
-        next_step: Some("go on".into()),
-    };
-    c.touch(&req, Some(&seat_token(c, seat))).unwrap();
+    let req = TouchRequest { seat: seat.into(), next_step: Some("go on".into()), ..Default::default() };
+    c.touch(&TaskAddress::new(P, "ch", task), &req, Some(&seat_token(c, seat))).unwrap();
 }
 
 #[test]
@@ -235,7 +222,8 @@ fn claim_history_keeps_each_tasks_newest_step_on_both_stores() {
     let (subjects, services) = subjects("claim_history_keeps_each_tasks_newest_step_on_both_stores");
     for s in &subjects {
         let (clock, c) = at_t0(&s.store);
-        c.create_channel(P, "ch", "steward", None, None, "test").unwrap();
+        c.create_channel(P, &ChannelRequest { channel: "ch".into(), steward: "steward".into(), ..Default::default() })
+            .unwrap();
         take_as(&c, "alice", "a");
         take_as(&c, "bob", "b");
         clock.advance(DAY);
