@@ -12,10 +12,9 @@ use crate::master::{Co, PASSWORD, PROJECT, err_doc, ok_doc};
 use crate::services::Ns;
 use writerctl::claim::ClaimError;
 use writerctl::claim::clock::ManualClock;
-use writerctl::claim::engine::{Coordinator, Credentials, DEFAULT_FRESHNESS, MasterRequest};
-use writerctl::claim::masters::ControllerKey;
+use writerctl::claim::engine::{Coordinator, DEFAULT_FRESHNESS, Registered, RequestCtx};
+use writerctl::claim::masters::{ControllerKey, HandoffRequest, MasterClaimRequest, OperatorRequest, RegisterRequest};
 use writerctl::claim::model::AuditEntry;
-use writerctl::claim::secret::Secret;
 use writerctl::claim::stores::Store;
 use writerctl::claim::stores::sqlite::SqliteStore;
 
@@ -25,8 +24,30 @@ fn key(identity: &str) -> ControllerKey {
     ControllerKey { identity: identity.into(), surface: "cli".into(), machine_id: "m".into() }
 }
 
-fn req(to: &str, epoch: u64) -> MasterRequest {
-    MasterRequest { project: "p".into(), to_identity: to.into(), to_session: None, expect_epoch: epoch }
+/// `from` hands project `p` to `to`, decided at `epoch`.
+fn handoff(from: &Registered, to: &str, epoch: u64) -> HandoffRequest {
+    HandoffRequest {
+        session_id: from.controller.session_id.clone(),
+        to: to.into(),
+        expect_epoch: epoch,
+        ..Default::default()
+    }
+}
+
+/// Operator `ops`, with `password`, claims project `p` for `to`, decided at `epoch`.
+fn claim(to: &str, epoch: u64, password: &str) -> MasterClaimRequest {
+    MasterClaimRequest {
+        to: to.into(),
+        expect_epoch: epoch,
+        operator: "ops".into(),
+        password: password.into(),
+        ..Default::default()
+    }
+}
+
+/// `key` registered without proof (open registration).
+fn open(key: &ControllerKey) -> RegisterRequest {
+    RegisterRequest::of(key, None, None)
 }
 
 fn coordinator(store: Arc<dyn Store>) -> Coordinator {
@@ -39,41 +60,39 @@ fn coordinator(store: Arc<dyn Store>) -> Coordinator {
 /// a new store value on the same file or namespace) still sees the history.
 fn check_history_on(store: Arc<dyn Store>, reopen: impl FnOnce() -> Arc<dyn Store>) {
     let c = coordinator(store);
-    c.add_operator("ops", &Secret::new(PASSWORD.into())).unwrap();
-    let a = c.register("p", &key("alice"), Credentials::default()).unwrap();
-    let b = c.register("p", &key("bob"), Credentials::default()).unwrap();
+    c.add_operator(&OperatorRequest { operator_id: "ops".into(), password: PASSWORD.into() }).unwrap();
+    let a = c.register("p", &open(&key("alice"))).unwrap();
+    let b = c.register("p", &open(&key("bob"))).unwrap();
 
     // A dry-run claim leaves the epoch unchanged, and refuses as the real claim would.
-    let dry = c.with_dry_run(true).with_reason(Some("drill".into())).unwrap();
-    let plan = dry.claim(&req("bob", 1), "ops", &Secret::new(PASSWORD.into())).unwrap();
+    let dry_claim = |to, epoch, password| MasterClaimRequest {
+        reason: Some("drill".into()),
+        dry_run: true,
+        ..claim(to, epoch, password)
+    };
+    let dry_handoff =
+        |from, to, epoch| HandoffRequest { reason: Some("drill".into()), dry_run: true, ..handoff(from, to, epoch) };
+    let plan = c.master_claim("p", &dry_claim("bob", 1, PASSWORD)).unwrap();
     assert!(plan.dry_run && plan.changed && plan.epoch == 2, "{plan:?}");
     assert_eq!(c.status("p").unwrap().slot.epoch, 1, "a dry-run claim leaves the epoch unchanged");
     assert!(matches!(
-        dry.claim(&req("bob", 1), "ops", &Secret::new("wrong".into())),
+        c.master_claim("p", &dry_claim("bob", 1, "wrong")),
         Err(ClaimError::InvalidOperatorCredentials { .. })
     ));
-    assert!(matches!(
-        dry.claim(&req("bob", 0), "ops", &Secret::new(PASSWORD.into())),
-        Err(ClaimError::StaleMaster { .. })
-    ));
-    let plan = dry.handoff(&req("bob", 1), &a.controller.session_id, &a.token).unwrap();
+    assert!(matches!(c.master_claim("p", &dry_claim("bob", 0, PASSWORD)), Err(ClaimError::StaleMaster { .. })));
+    let plan = c.handoff("p", &dry_handoff(&a, "bob", 1), &a.token).unwrap();
     assert_eq!((plan.dry_run, plan.epoch, plan.new_master.identity.as_str()), (true, 2, "bob"));
-    assert!(matches!(
-        dry.handoff(&req("alice", 1), &b.controller.session_id, &b.token),
-        Err(ClaimError::NotMaster { .. })
-    ));
+    assert!(matches!(c.handoff("p", &dry_handoff(&b, "alice", 1), &b.token), Err(ClaimError::NotMaster { .. })));
     assert_eq!(c.status("p").unwrap().slot.epoch, 1);
     assert!(c.store().inbox("p", "alice", 0, 10).unwrap().is_empty(), "a dry run rings nobody");
 
     // The real verbs, with reasons.
-    c.with_reason(Some("deploy 4.2".into()))
-        .unwrap()
-        .handoff(&req("bob", 1), &a.controller.session_id, &a.token)
-        .unwrap();
-    c.with_reason(Some("bob's host is down".into()))
-        .unwrap()
-        .claim(&req("alice", 2), "ops", &Secret::new(PASSWORD.into()))
-        .unwrap();
+    c.handoff("p", &HandoffRequest { reason: Some("deploy 4.2".into()), ..handoff(&a, "bob", 1) }, &a.token).unwrap();
+    c.master_claim(
+        "p",
+        &MasterClaimRequest { reason: Some("bob's host is down".into()), ..claim("alice", 2, PASSWORD) },
+    )
+    .unwrap();
     c.deregister("p", &a.controller.session_id, &a.token).unwrap();
     let expect = json!([
         {"epoch": 1, "from": null, "to": "alice", "verb": "session.register", "reason": null},
@@ -178,10 +197,9 @@ fn an_old_sqlite_store_gains_the_reason_column() {
         assert!(!cols.contains(&"reason".to_string()), "{cols:?}");
     }
     let c = coordinator(Arc::new(SqliteStore::open(&path).unwrap()));
-    c.register("p", &key("alice"), Credentials::default()).unwrap();
-    let b = c.register("p", &key("bob"), Credentials::default()).unwrap();
-    c.with_reason(Some("after the upgrade".into()))
-        .unwrap()
+    c.register("p", &open(&key("alice"))).unwrap();
+    let b = c.register("p", &open(&key("bob"))).unwrap();
+    c.for_request(RequestCtx::default().planned(Some("after the upgrade".into()), false).unwrap())
         .deregister("p", &b.controller.session_id, &b.token)
         .unwrap();
     let rows = c.audit_log(None, 10).unwrap();
@@ -196,7 +214,7 @@ fn an_old_sqlite_store_gains_the_reason_column() {
 fn an_old_postgres_schema_gains_the_reason_column() {
     let Some(ns) = Ns::new("an_old_postgres_schema_gains_the_reason_column") else { return };
     let c = coordinator(ns.store());
-    c.register("p", &key("alice"), Credentials::default()).unwrap();
+    c.register("p", &open(&key("alice"))).unwrap();
     assert_eq!(c.audit_log(None, 10).unwrap().len(), 1, "the schema exists");
     let schema = &ns.name;
     // Back to the schema before issue 30: its two migrations (the audit `reason` column,
@@ -212,9 +230,8 @@ fn an_old_postgres_schema_gains_the_reason_column() {
         ))
         .unwrap();
     let c = coordinator(ns.store());
-    let b = c.register("p", &key("bob"), Credentials::default()).unwrap();
-    c.with_reason(Some("after the upgrade".into()))
-        .unwrap()
+    let b = c.register("p", &open(&key("bob"))).unwrap();
+    c.for_request(RequestCtx::default().planned(Some("after the upgrade".into()), false).unwrap())
         .deregister("p", &b.controller.session_id, &b.token)
         .unwrap();
     let rows = c.audit_log(Some("p"), 10).unwrap();
@@ -240,7 +257,7 @@ fn an_old_postgres_schema_gains_the_reason_column() {
 fn the_postgres_audit_reads_walk_an_index() {
     let Some(ns) = Ns::new("the_postgres_audit_reads_walk_an_index") else { return };
     let store = ns.store();
-    coordinator(store.clone()).register("p", &key("alice"), Credentials::default()).unwrap();
+    coordinator(store.clone()).register("p", &open(&key("alice"))).unwrap();
     let plans = store.audit_read_plans().unwrap();
     assert_eq!(plans.len(), 8);
     for (what, plan) in &plans {
