@@ -16,17 +16,16 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use writerctl::claim::Coordinator;
-use writerctl::claim::api::CoordinatorApi;
 use writerctl::claim::clock::{Clock, ManualClock};
-use writerctl::claim::engine::{Credentials, MasterRequest};
-use writerctl::claim::masters::ControllerKey;
+use writerctl::claim::masters::{ControllerKey, HandoffRequest, MasterClaimRequest, OperatorRequest, RegisterRequest};
 use writerctl::claim::model::Millis;
 use writerctl::claim::secret::Secret;
 use writerctl::claim::stores::Store;
 use writerctl::claim::stores::redis_pg::RedisPgStore;
 use writerctl::claim::stores::sqlite::SqliteStore;
 use writerctl::claim::work_claims::{
-    ClaimRow, ClaimStatus, HELD_BY_PAUSE, ReleaseRequest, SweepReport, TakeRequest, TaskAddress,
+    ChannelRequest, ClaimRow, ClaimStatus, HELD_BY_PAUSE, PauseRequest, ReleaseRequest, SweepReport, SweepRequest,
+    TakeRequest, TaskAddress,
 };
 use writerctl::error::ErrorCode;
 
@@ -100,28 +99,33 @@ impl Backend {
 
     /// Enrolls `seat` and registers a controller as it: (session id, token).
     fn seat(&self, seat: &str) -> (String, Secret) {
-        let key = CoordinatorApi::enroll_identity(&self.coord, P, seat).unwrap().key;
+        let key = self.coord.enroll_identity(P, seat).unwrap().key;
         let k = ControllerKey { identity: seat.into(), surface: "cli".into(), machine_id: "m".into() };
-        let r = CoordinatorApi::register(&self.coord, P, &k, Credentials { identity_key: Some(&key), token: None })
-            .unwrap();
+        let r = self.coord.register(P, &RegisterRequest::of(&k, Some(&key), None)).unwrap();
         (r.controller.session_id, r.token)
     }
 
     /// `seat` takes `task` with a 5-minute TTL (and `deputy`), proven by `token`.
     fn take(&self, task: &str, seat: &str, token: &Secret, deputy: Option<&str>) -> ClaimRow {
         let req = TakeRequest {
-            address: TaskAddress::new(P, CH, task),
             seat: seat.into(),
             deputy: deputy.map(Into::into),
             ttl_minutes: Some(5),
             next_step: Some(format!("finish {task}")),
+            reason: None,
         };
-        self.coord.take(&req, Some(token)).unwrap().claim
+        self.coord.take(&TaskAddress::new(P, CH, task), &req, Some(token)).unwrap().claim
     }
 
     /// The channel, and `seat` holding task `a` with a 5-minute TTL (and `deputy`): its token.
     fn channel_with_claim(&self, seat: &str, deputy: Option<&str>) -> Secret {
-        self.coord.create_channel(P, CH, "steward", Some(30), Some(1), "test").unwrap();
+        let ch = ChannelRequest {
+            channel: CH.into(),
+            steward: "steward".into(),
+            sla_minutes: Some(30),
+            ttl_floor_minutes: Some(1),
+        };
+        self.coord.create_channel(P, &ch).unwrap();
         let (_, token) = self.seat(seat);
         self.take("a", seat, &token, deputy);
         token
@@ -168,15 +172,15 @@ fn a_paused_project_holds_a_due_ttl_release_through_a_sweep_and_releases_it_afte
         let (_, dave) = b.seat("dave");
         let bb = b.take("b", "bob", &bob, Some("carol"));
         b.take("c", "dave", &dave, None);
-        let out = b.coord.pause_project(P, "db migration CHG-1", None, "test").unwrap();
+        let out = b.coord.pause_project(P, &PauseRequest { reason: "db migration CHG-1".into(), until: None }).unwrap();
         assert_eq!((out.paused.since, out.paused.until, out.replaced), (T0, None, None), "{n}");
         b.advance(10);
 
         // Every due claim is held, by `claim sweep`, its preview and the server's sweeper.
-        let preview = b.coord.sweep(P, Some(b.clock.now() + 60 * M), true).unwrap();
+        let preview = b.coord.sweep(P, &SweepRequest { as_of: Some(b.clock.now() + 60 * M), dry_run: true }).unwrap();
         assert!(preview.released.is_empty(), "{n}: {preview:?}");
         assert_eq!(held(&preview).len(), 3, "{n}");
-        let r = b.coord.sweep(P, None, false).unwrap();
+        let r = b.coord.sweep(P, &SweepRequest::default()).unwrap();
         assert!(r.released.is_empty(), "{n}: {r:?}");
         assert_eq!(held(&r), [t("a", "alice", None), t("b", "bob", Some("carol")), t("c", "dave", None)], "{n}");
         assert_eq!(r.paused.as_ref().map(|p| p.reason.as_str()), Some("db migration CHG-1"), "{n}");
@@ -191,33 +195,27 @@ fn a_paused_project_holds_a_due_ttl_release_through_a_sweep_and_releases_it_afte
 
         // A person's move still works while paused.
         let c = b.show("c");
-        let req = ReleaseRequest {
-            address: TaskAddress::new(P, CH, "c"),
-            seat: "dave".into(),
-            expect_version: Some(c.version),
-            done: false,
-            next_step: None,
-        };
-        let after = b.coord.release_claim(&req, Some(&dave)).unwrap();
+        let req = ReleaseRequest { seat: "dave".into(), expect_version: Some(c.version), ..Default::default() };
+        let after = b.coord.release_claim(&TaskAddress::new(P, CH, "c"), &req, Some(&dave)).unwrap();
         assert_eq!((after.status, after.owner), (ClaimStatus::Released, None), "{n}");
 
         // Resume: the next sweep releases what is due, the handoff included.
-        let res = b.coord.resume_project(P, "test").unwrap();
+        let res = b.coord.resume_project(P).unwrap();
         assert!(res.was_paused, "{n}");
         assert_eq!(res.previous.map(|p| p.reason), Some("db migration CHG-1".into()), "{n}");
-        let r = b.coord.sweep(P, None, false).unwrap();
+        let r = b.coord.sweep(P, &SweepRequest::default()).unwrap();
         assert_eq!(released(&r), [rel("a", None), rel("b", Some("carol"))], "{n}: {r:?}");
         assert!(r.held_back.is_empty() && r.paused.is_none(), "{n}: {r:?}");
         assert_eq!(b.show("a").status, ClaimStatus::Released, "{n}");
         assert_eq!(b.show("b").owner.as_deref(), Some("carol"), "{n}");
 
-        // Audited, with the actor and the reason.
+        // Audited, with the actor and the reason (in-process, the store file's authority: `local`).
         let rows = b.coord.audit_log(Some(P), 10_000).unwrap();
         let pause = rows.iter().find(|a| a.verb == "project.pause").unwrap_or_else(|| panic!("{n}: {rows:?}"));
-        assert_eq!((pause.actor.as_str(), pause.result.as_str()), ("test", "ok"), "{n}");
+        assert_eq!((pause.actor.as_str(), pause.result.as_str()), ("local", "ok"), "{n}");
         assert_eq!(pause.detail["reason"], json!("db migration CHG-1"), "{n}");
         let resume = rows.iter().find(|a| a.verb == "project.resume").unwrap();
-        assert_eq!((resume.actor.as_str(), &resume.detail["was_paused"]), ("test", &json!(true)), "{n}");
+        assert_eq!((resume.actor.as_str(), &resume.detail["was_paused"]), ("local", &json!(true)), "{n}");
     }
 }
 
@@ -228,25 +226,36 @@ fn until_ends_a_pause_and_a_second_pause_replaces_the_first() {
     for b in backends("until_ends_a_pause") {
         let n = b.name;
         b.channel_with_claim("alice", None);
-        b.coord.pause_project(P, "window", Some(T0 + 20 * M), "test").unwrap();
+        b.coord.pause_project(P, &PauseRequest { reason: "window".into(), until: Some(T0 + 20 * M) }).unwrap();
         b.advance(1);
-        let second = b.coord.pause_project(P, "longer window", Some(T0 + 30 * M), "test").unwrap();
+        let second = b
+            .coord
+            .pause_project(P, &PauseRequest { reason: "longer window".into(), until: Some(T0 + 30 * M) })
+            .unwrap();
         assert_eq!(second.replaced.as_ref().map(|p| (p.reason.as_str(), p.until)), Some(("window", Some(T0 + 20 * M))));
         assert_eq!((second.paused.since, second.paused.until), (T0, Some(T0 + 30 * M)), "{n}: since is kept");
         b.advance(20);
-        assert_eq!(held(&b.coord.sweep(P, None, false).unwrap()), [t("a", "alice", None)], "{n}: first until passed");
+        assert_eq!(
+            held(&b.coord.sweep(P, &SweepRequest::default()).unwrap()),
+            [t("a", "alice", None)],
+            "{n}: first until passed"
+        );
         b.advance(8);
-        assert_eq!(held(&b.coord.sweep(P, None, false).unwrap()).len(), 1, "{n}: one minute before the end");
+        assert_eq!(
+            held(&b.coord.sweep(P, &SweepRequest::default()).unwrap()).len(),
+            1,
+            "{n}: one minute before the end"
+        );
         b.advance(1);
         assert_eq!(b.coord.pause_state(P).unwrap().paused, None, "{n}");
-        let r = b.coord.sweep(P, None, false).unwrap();
+        let r = b.coord.sweep(P, &SweepRequest::default()).unwrap();
         assert_eq!(released(&r), [rel("a", None)], "{n}: `until` reached: released without a resume");
-        let res = b.coord.resume_project(P, "test").unwrap();
+        let res = b.coord.resume_project(P).unwrap();
         assert_eq!((res.was_paused, res.previous), (false, None), "{n}");
 
         let now = b.clock.now();
         for (reason, until) in [("", None), ("two\nlines", None), ("esc \u{1b}[31m", None), ("past", Some(now - 1))] {
-            let e = b.coord.pause_project(P, reason, until, "test").unwrap_err();
+            let e = b.coord.pause_project(P, &PauseRequest { reason: reason.into(), until }).unwrap_err();
             assert_eq!(e.code(), ErrorCode::InvalidArgument, "{n}: {reason:?} {until:?}");
         }
         assert_eq!(b.coord.pause_state(P).unwrap().paused, None, "{n}: nothing refused was written");
@@ -263,14 +272,20 @@ fn master_verbs_go_on_while_paused() {
         let n = b.name;
         let (alice_sid, alice) = b.seat("alice");
         b.seat("bob");
-        b.coord.pause_project(P, "incident", None, "test").unwrap();
+        b.coord.pause_project(P, &PauseRequest { reason: "incident".into(), until: None }).unwrap();
         let epoch = b.coord.status(P).unwrap().slot.epoch;
-        let req = MasterRequest { project: P.into(), to_identity: "bob".into(), to_session: None, expect_epoch: epoch };
-        let out = b.coord.handoff(&req, &alice_sid, &alice).unwrap();
+        let req = HandoffRequest { session_id: alice_sid, to: "bob".into(), expect_epoch: epoch, ..Default::default() };
+        let out = b.coord.handoff(P, &req, &alice).unwrap();
         assert_eq!(out.new_master.identity, "bob", "{n}");
-        b.coord.add_operator("ops", &Secret::new("pw".into())).unwrap();
-        let req = MasterRequest { to_identity: "alice".into(), expect_epoch: out.epoch, ..req };
-        let out = b.coord.claim(&req, "ops", &Secret::new("pw".into())).unwrap();
+        b.coord.add_operator(&OperatorRequest { operator_id: "ops".into(), password: "pw".into() }).unwrap();
+        let req = MasterClaimRequest {
+            to: "alice".into(),
+            expect_epoch: out.epoch,
+            operator: "ops".into(),
+            password: "pw".into(),
+            ..Default::default()
+        };
+        let out = b.coord.master_claim(P, &req).unwrap();
         assert_eq!(out.new_master.identity, "alice", "{n}");
         assert!(b.coord.pause_state(P).unwrap().paused.is_some(), "{n}: still paused");
     }
@@ -283,19 +298,19 @@ fn a_pause_survives_a_coordinator_restart_and_a_redis_restore() {
     for b in backends("a_pause_survives_a_restart") {
         let n = b.name;
         b.channel_with_claim("alice", Some("bob"));
-        b.coord.pause_project(P, "maintenance", Some(T0 + 600 * M), "test").unwrap();
+        b.coord.pause_project(P, &PauseRequest { reason: "maintenance".into(), until: Some(T0 + 600 * M) }).unwrap();
         b.advance(10);
         let c = b.restarted();
         let paused = c.pause_state(P).unwrap().paused.unwrap_or_else(|| panic!("{n}: the pause was lost"));
         assert_eq!((paused.reason.as_str(), paused.since, paused.until), ("maintenance", T0, Some(T0 + 600 * M)));
-        let r = c.sweep(P, None, false).unwrap();
+        let r = c.sweep(P, &SweepRequest::default()).unwrap();
         assert_eq!(held(&r), [t("a", "alice", Some("bob"))], "{n}: the restored pause holds the handoff");
         assert_eq!(c.paused_projects().unwrap(), 1, "{n}");
-        assert!(c.resume_project(P, "test").unwrap().was_paused, "{n}");
+        assert!(c.resume_project(P).unwrap().was_paused, "{n}");
         let c = b.restarted();
         assert_eq!(c.pause_state(P).unwrap().paused, None, "{n}: the resume was kept");
         assert_eq!(c.paused_projects().unwrap(), 0, "{n}");
-        let r = c.sweep(P, None, false).unwrap();
+        let r = c.sweep(P, &SweepRequest::default()).unwrap();
         assert_eq!(released(&r), [rel("a", Some("bob"))], "{n}");
     }
 }
