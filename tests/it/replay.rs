@@ -15,13 +15,13 @@ use std::sync::Arc;
 use sha2::{Digest, Sha512};
 use writerctl::claim::ClaimError;
 use writerctl::claim::clock::ManualClock;
-use writerctl::claim::engine::{Coordinator, Credentials, DEFAULT_FRESHNESS, MasterRequest, Registered};
-use writerctl::claim::masters::ControllerKey;
+use writerctl::claim::engine::{Actor, Coordinator, DEFAULT_FRESHNESS, Registered, RequestCtx};
+use writerctl::claim::masters::{ControllerKey, HandoffRequest, OperatorRequest, RegisterRequest};
 use writerctl::claim::requests::RequestId;
 use writerctl::claim::retention::Retention;
 use writerctl::claim::secret::Secret;
 use writerctl::claim::stores::sqlite::SqliteStore;
-use writerctl::claim::work_claims::{TakeRequest, TaskAddress};
+use writerctl::claim::work_claims::{ChannelRequest, FocusRequest, TakeRequest, TaskAddress};
 use writerctl::error::ErrorCode;
 
 use crate::master::{Co, PROJECT, err_doc, ok_doc, s};
@@ -47,12 +47,12 @@ fn env() -> Env {
 impl Env {
     /// The coordinator carrying request id `id`.
     fn with(&self, id: &str) -> Coordinator {
-        self.c.with_request(Some(RequestId::parse(id).unwrap()))
+        self.c.for_request(request(id))
     }
 
     /// Enrolls `identity` (no request id) and returns its key.
     fn enroll(&self, identity: &str) -> Secret {
-        self.c.enroll_identity(P, identity, "test").unwrap().key
+        self.c.enroll_identity(P, identity).unwrap().key
     }
 
     /// Every kept answer in the SQLite file, as the store holds it.
@@ -67,8 +67,20 @@ fn key(identity: &str, machine: &str) -> ControllerKey {
     ControllerKey { identity: identity.into(), surface: "cli".into(), machine_id: machine.into() }
 }
 
-fn with_key(k: &Secret) -> Credentials<'_> {
-    Credentials { identity_key: Some(k), token: None }
+/// Request id `id`, in-process.
+fn request(id: &str) -> RequestCtx {
+    RequestCtx { id: Some(RequestId::parse(id).unwrap()), ..Default::default() }
+}
+
+/// `key` registered with the identity's key `k`.
+fn with_key(key: &ControllerKey, k: &Secret) -> RegisterRequest {
+    RegisterRequest::of(key, Some(k), None)
+}
+
+/// Channel `c` of `project`, stewarded by alice.
+fn channel(project: &str, c: &Coordinator) {
+    c.create_channel(project, &ChannelRequest { channel: "c".into(), steward: "alice".into(), ..Default::default() })
+        .unwrap();
 }
 
 #[track_caller]
@@ -79,19 +91,13 @@ fn refused<T: std::fmt::Debug>(r: Result<T, ClaimError>, code: ErrorCode) -> Cla
     }
 }
 
-fn take_req(seat: &str, task: &str, next_step: Option<&str>) -> TakeRequest {
-    TakeRequest {
-        address: TaskAddress::new(P, "c", task),
-        seat: seat.into(),
-        deputy: None,
-        ttl_minutes: None,
-        next_step: next_step.map(str::to_string),
-    }
+fn take_req(seat: &str, next_step: Option<&str>) -> TakeRequest {
+    TakeRequest { seat: seat.into(), next_step: next_step.map(str::to_string), ..Default::default() }
 }
 
 /// Registers `identity` on `machine` with its key, under request id `id`.
 fn register(e: &Env, id: &str, identity: &str, machine: &str, k: &Secret) -> Result<Registered, ClaimError> {
-    e.with(id).register(P, &key(identity, machine), with_key(k))
+    e.with(id).register(P, &with_key(&key(identity, machine), k))
 }
 
 /// The failed audit rows for `verb`, by result code.
@@ -113,7 +119,7 @@ fn a_registration_replayed_after_identity_rotate_is_refused_without_its_token() 
     // The plain retry still works: nothing changed.
     let again = register(&e, "r1", "alice", "h1", &k).unwrap();
     assert_eq!((again.token.expose(), &again.controller), (first.token.expose(), &first.controller));
-    e.c.rotate_identity(P, "alice", "test").unwrap();
+    e.c.rotate_identity(P, "alice").unwrap();
     let err = refused(register(&e, "r1", "alice", "h1", &k), ErrorCode::Unauthorized);
     assert!(!format!("{err:?} {err}").contains(first.token.expose()));
     assert_eq!(refusals(&e, "session.register"), ["unauthorized"], "refused and audited like a fresh request");
@@ -125,7 +131,7 @@ fn a_registration_replayed_after_identity_remove_is_refused() {
     let e = env();
     let k = e.enroll("alice");
     register(&e, "r1", "alice", "h1", &k).unwrap();
-    e.c.remove_identity(P, "alice", "test").unwrap();
+    e.c.remove_identity(P, "alice").unwrap();
     refused(register(&e, "r1", "alice", "h1", &k), ErrorCode::Unauthorized);
 }
 
@@ -143,8 +149,7 @@ fn a_registration_replayed_after_its_session_ended_or_moved_on_is_refused() {
 
     let second = register(&e, "r2", "alice", "h2", &k).unwrap();
     // The controller restarts with its previous token: a new token for the same row.
-    let restarted =
-        e.c.register(P, &key("alice", "h2"), Credentials { identity_key: None, token: Some(&second.token) }).unwrap();
+    let restarted = e.c.register(P, &RegisterRequest::of(&key("alice", "h2"), None, Some(&second.token))).unwrap();
     assert_eq!(restarted.controller.session_id, second.controller.session_id);
     refused(register(&e, "r2", "alice", "h2", &k), ErrorCode::AnswerNotKept);
 }
@@ -159,15 +164,15 @@ fn a_replay_with_another_credential_is_unauthorized() {
     let k = e.enroll("alice");
     let one = register(&e, "a", "alice", "h1", &k).unwrap();
     let two = register(&e, "b", "alice", "h2", &k).unwrap();
-    e.c.create_channel(P, "c", "alice", None, None, "test").unwrap();
-    let req = take_req("alice", "t", None);
-    e.with("take-1").take(&req, Some(&one.token)).unwrap();
-    assert_eq!(e.with("take-1").take(&req, Some(&one.token)).unwrap().claim.version, 1, "the owner's retry");
-    refused(e.with("take-1").take(&req, Some(&two.token)), ErrorCode::Unauthorized);
-    let other = take_req("alice", "t", Some("merge"));
-    refused(e.with("take-1").take(&other, Some(&two.token)), ErrorCode::Unauthorized);
+    channel(P, &e.c);
+    let (t, req) = (TaskAddress::new(P, "c", "t"), take_req("alice", None));
+    e.with("take-1").take(&t, &req, Some(&one.token)).unwrap();
+    assert_eq!(e.with("take-1").take(&t, &req, Some(&one.token)).unwrap().claim.version, 1, "the owner's retry");
+    refused(e.with("take-1").take(&t, &req, Some(&two.token)), ErrorCode::Unauthorized);
+    let other = take_req("alice", Some("merge"));
+    refused(e.with("take-1").take(&t, &other, Some(&two.token)), ErrorCode::Unauthorized);
     // The original credential with another request is told it is another request.
-    refused(e.with("take-1").take(&other, Some(&one.token)), ErrorCode::InvalidArgument);
+    refused(e.with("take-1").take(&t, &other, Some(&one.token)), ErrorCode::InvalidArgument);
 }
 
 /// Issue 28 point 5: before authentication, no answer says whether a request id exists. A
@@ -179,9 +184,10 @@ fn no_answer_before_authentication_says_whether_an_id_exists() {
     let k = e.enroll("carol");
     register(&e, "used", "carol", "h1", &k).unwrap();
     let wrong = Secret::new("00".repeat(32));
-    for creds in [Credentials::default(), with_key(&wrong)] {
-        let used = e.with("used").register(P, &key("carol", "h1"), creds).unwrap_err();
-        let fresh = e.with("never-used").register(P, &key("carol", "h1"), creds).unwrap_err();
+    for proof in [None, Some(&wrong)] {
+        let req = RegisterRequest::of(&key("carol", "h1"), proof, None);
+        let used = e.with("used").register(P, &req).unwrap_err();
+        let fresh = e.with("never-used").register(P, &req).unwrap_err();
         assert_eq!((used.code(), used.to_string()), (fresh.code(), fresh.to_string()));
         assert_eq!(used.code(), ErrorCode::Unauthorized);
     }
@@ -191,12 +197,11 @@ fn no_answer_before_authentication_says_whether_an_id_exists() {
     let sid = carol.master.unwrap().session_id;
     let kd = e.enroll("dave");
     register(&e, "d", "dave", "h1", &kd).unwrap();
-    let req =
-        MasterRequest { project: P.into(), to_identity: "dave".into(), to_session: None, expect_epoch: carol.epoch };
+    let req = HandoffRequest { session_id: sid, to: "dave".into(), expect_epoch: carol.epoch, ..Default::default() };
     let token = carol_token(&e, &k);
-    e.with("h-1").handoff(&req, &sid, &token).unwrap();
-    let used = e.with("h-1").handoff(&req, &sid, &wrong).unwrap_err();
-    let fresh = e.with("h-2").handoff(&req, &sid, &wrong).unwrap_err();
+    e.with("h-1").handoff(P, &req, &token).unwrap();
+    let used = e.with("h-1").handoff(P, &req, &wrong).unwrap_err();
+    let fresh = e.with("h-2").handoff(P, &req, &wrong).unwrap_err();
     assert_eq!((used.code(), used.to_string()), (fresh.code(), fresh.to_string()));
     assert_eq!(used.code(), ErrorCode::Unauthorized);
 }
@@ -292,8 +297,8 @@ fn expired_requests_are_purged() {
 #[test]
 fn a_key_issued_without_a_credential_is_not_kept() {
     let e = env();
-    let issued = e.with("add-1").enroll_identity(P, "alice", "local").unwrap();
-    let err = refused(e.with("add-1").enroll_identity(P, "alice", "local"), ErrorCode::AnswerNotKept);
+    let issued = e.with("add-1").enroll_identity(P, "alice").unwrap();
+    let err = refused(e.with("add-1").enroll_identity(P, "alice"), ErrorCode::AnswerNotKept);
     assert!(!err.to_string().contains(issued.key.expose()));
     assert!(err.hint().unwrap().contains("identity rotate"), "{:?}", err.hint());
     assert!(!e.raw_answers()[0].contains(issued.key.expose()));
@@ -305,13 +310,15 @@ fn a_key_issued_without_a_credential_is_not_kept() {
 fn a_key_issued_under_the_admin_token_replays_only_while_it_is_enrolled() {
     let e = env();
     let admin = Secret::new("ad".repeat(32));
-    let c = |id: &str, t: &Secret| e.with(id).with_admin_credential(Some(t.clone()));
-    let first = c("add-1", &admin).enroll_identity(P, "alice", "admin").unwrap();
-    let again = c("add-1", &admin).enroll_identity(P, "alice", "admin").unwrap();
+    let c = |id: &str, t: &Secret| {
+        e.c.for_request(RequestCtx { admin: Some(t.clone()), actor: Actor::Admin, ..request(id) })
+    };
+    let first = c("add-1", &admin).enroll_identity(P, "alice").unwrap();
+    let again = c("add-1", &admin).enroll_identity(P, "alice").unwrap();
     assert_eq!(first.key.expose(), again.key.expose());
-    refused(c("add-1", &Secret::new("bd".repeat(32))).enroll_identity(P, "alice", "admin"), ErrorCode::Unauthorized);
-    e.c.rotate_identity(P, "alice", "test").unwrap();
-    refused(c("add-1", &admin).enroll_identity(P, "alice", "admin"), ErrorCode::AnswerNotKept);
+    refused(c("add-1", &Secret::new("bd".repeat(32))).enroll_identity(P, "alice"), ErrorCode::Unauthorized);
+    e.c.rotate_identity(P, "alice").unwrap();
+    refused(c("add-1", &admin).enroll_identity(P, "alice"), ErrorCode::AnswerNotKept);
 }
 
 /// Issue 28 point 2: a heartbeat or handoff replay needs the session to still prove itself.
@@ -321,11 +328,16 @@ fn a_handoff_replayed_after_its_session_ended_is_refused() {
     let (ka, kb) = (e.enroll("alice"), e.enroll("bob"));
     let a = register(&e, "a", "alice", "h1", &ka).unwrap();
     register(&e, "b", "bob", "h1", &kb).unwrap();
-    let req = MasterRequest { project: P.into(), to_identity: "bob".into(), to_session: None, expect_epoch: a.epoch };
-    e.with("h-1").handoff(&req, &a.controller.session_id, &a.token).unwrap();
-    e.with("h-1").handoff(&req, &a.controller.session_id, &a.token).unwrap();
-    e.c.remove_identity(P, "alice", "test").unwrap();
-    refused(e.with("h-1").handoff(&req, &a.controller.session_id, &a.token), ErrorCode::Unauthorized);
+    let req = HandoffRequest {
+        session_id: a.controller.session_id.clone(),
+        to: "bob".into(),
+        expect_epoch: a.epoch,
+        ..Default::default()
+    };
+    e.with("h-1").handoff(P, &req, &a.token).unwrap();
+    e.with("h-1").handoff(P, &req, &a.token).unwrap();
+    e.c.remove_identity(P, "alice").unwrap();
+    refused(e.with("h-1").handoff(P, &req, &a.token), ErrorCode::Unauthorized);
 }
 
 /// Issue 28 point 5 ("proof checked inside the write"): `identity remove` lands exactly
@@ -335,9 +347,9 @@ fn a_handoff_replayed_after_its_session_ended_is_refused() {
 /// removal.
 fn take_racing_remove(c: &Coordinator, other: Coordinator, project: &str) {
     use writerctl::lockfile::failpoint;
-    let k = c.enroll_identity(project, "alice", "test").unwrap().key;
-    let alice = c.register(project, &key("alice", "h1"), with_key(&k)).unwrap();
-    c.create_channel(project, "c", "alice", None, None, "test").unwrap();
+    let k = c.enroll_identity(project, "alice").unwrap().key;
+    let alice = c.register(project, &with_key(&key("alice", "h1"), &k)).unwrap();
+    channel(project, c);
     let removed = std::rc::Rc::new(std::cell::Cell::new(false));
     let flag = removed.clone();
     let p = project.to_string();
@@ -345,22 +357,21 @@ fn take_racing_remove(c: &Coordinator, other: Coordinator, project: &str) {
     let next = victim.clone();
     failpoint::set_hook("claim.before_write", move || {
         if !flag.replace(true) {
-            other.remove_identity(&p, *next.borrow(), "test").unwrap();
+            other.remove_identity(&p, *next.borrow()).unwrap();
         }
         Ok(())
     });
-    let req = TakeRequest { address: TaskAddress::new(project, "c", "t"), ..take_req("alice", "t", None) };
-    let result = c.take(&req, Some(&alice.token));
+    let result = c.take(&TaskAddress::new(project, "c", "t"), &take_req("alice", None), Some(&alice.token));
     assert!(removed.get(), "the removal ran between the proof and the write");
     refused(result, ErrorCode::Unauthorized);
     refused(c.show_claim(project, "c", "t"), ErrorCode::NotFound);
 
     // The same for a focus lease: bob is removed between his proof and his focus write.
-    let k = c.enroll_identity(project, "bob", "test").unwrap().key;
-    let bob = c.register(project, &key("bob", "h1"), with_key(&k)).unwrap();
+    let k = c.enroll_identity(project, "bob").unwrap().key;
+    let bob = c.register(project, &with_key(&key("bob", "h1"), &k)).unwrap();
     removed.set(false);
     *victim.borrow_mut() = "bob";
-    let result = c.focus_start(project, "bob", 30, Some(&bob.token));
+    let result = c.focus_start(project, "bob", &FocusRequest { minutes: 30 }, Some(&bob.token));
     failpoint::clear_hooks();
     assert!(removed.get());
     refused(result, ErrorCode::Unauthorized);
@@ -447,18 +458,17 @@ fn redis_pg_kept_answers_expire_by_themselves() {
     let Some(ns) = crate::services::Ns::new("redis_pg_kept_answers_expire_by_themselves") else { return };
     let clock = Arc::new(writerctl::claim::clock::SystemClock);
     let c = Coordinator::new(ns.store(), clock, DEFAULT_FRESHNESS);
-    let k = c.enroll_identity(P, "alice", "test").unwrap().key;
-    c.with_request(Some(RequestId::parse("r1").unwrap())).register(P, &key("alice", "h1"), with_key(&k)).unwrap();
+    let k = c.enroll_identity(P, "alice").unwrap().key;
+    c.for_request(request("r1")).register(P, &with_key(&key("alice", "h1"), &k)).unwrap();
     let mut redis = ns.redis();
     let keys: Vec<String> = redis::cmd("KEYS").arg(format!("{{{}}}:req:*", ns.name)).query(&mut redis).unwrap();
     assert_eq!(keys.len(), 1, "{keys:?}");
     let ttl: i64 = redis::cmd("PTTL").arg(&keys[0]).query(&mut redis).unwrap();
     let window = i64::try_from(writerctl::claim::requests::REQUEST_TTL.as_millis()).unwrap();
     assert!(ttl > 0 && ttl <= window, "a kept answer carries a TTL: {ttl}");
-    c.add_operator_as("ops", &Secret::new("pw".into()), "test").unwrap();
+    let op = |id: &str| OperatorRequest { operator_id: id.into(), password: "pw".into() };
+    c.add_operator(&op("ops")).unwrap();
     assert_eq!(c.store().purge_requests(i64::MAX).unwrap(), 0, "operator add without an id keeps nothing");
-    c.with_request(Some(RequestId::parse("op-1").unwrap()))
-        .add_operator_as("ops2", &Secret::new("pw".into()), "test")
-        .unwrap();
+    c.for_request(request("op-1")).add_operator(&op("ops2")).unwrap();
     assert_eq!(c.store().purge_requests(i64::MAX).unwrap(), 1, "the Postgres row is purged once expired");
 }
