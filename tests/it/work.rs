@@ -12,19 +12,22 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use writerctl::claim::Coordinator;
-use writerctl::claim::api::CoordinatorApi;
 use writerctl::claim::clock::{Clock, ManualClock};
-use writerctl::claim::engine::Credentials;
+use writerctl::claim::engine::{IssuedKey, RequestCtx};
 use writerctl::claim::error::ClaimError;
-use writerctl::claim::masters::ControllerKey;
+use writerctl::claim::masters::{ControllerKey, RegisterRequest};
 use writerctl::claim::model::Millis;
 use writerctl::claim::secret::Secret;
 use writerctl::claim::stores::Store;
 use writerctl::claim::stores::sqlite::SqliteStore;
 use writerctl::claim::work_claims::{
-    CLAIM_RELEASED, ClaimOutcome, ClaimRow, ClaimStatus, FocusLease, FocusOutcome, MAX_FOCUS_MINUTES, ReleaseRequest,
-    TakeRequest, TaskAddress, TouchRequest,
+    CLAIM_RELEASED, ChannelRequest, ClaimOutcome, ClaimRow, ClaimStatus, FocusLease, FocusOutcome, FocusRequest,
+    MAX_FOCUS_MINUTES, ReleaseRequest, SweepReport, SweepRequest, TakeRequest, TaskAddress, TouchRequest,
 };
+use writerctl::coordinator::api::Endpoint;
+use writerctl::coordinator::client::HttpCoordinator;
+use writerctl::coordinator::verbs::{admin, master, work};
+use writerctl::coordinator::wire::{ChannelPath, IdentityPath, IdentityReq, InboxQuery, NoBody, ProjectPath, TaskPath};
 use writerctl::error::ErrorCode;
 
 use crate::services::Ns;
@@ -39,6 +42,8 @@ const STEWARD: &str = "steward";
 struct Backend {
     name: &'static str,
     coord: Coordinator,
+    /// The same coordinator behind the verbs, as a command runs them in-process.
+    endpoint: Endpoint,
     /// Each seat's session token (enrolled and registered on first use).
     tokens: std::sync::Mutex<BTreeMap<String, Secret>>,
     clock: Arc<ManualClock>,
@@ -52,15 +57,21 @@ fn coordinator(store: Arc<dyn Store>, clock: &Arc<ManualClock>) -> Coordinator {
     Coordinator::new(store, clock.clone(), Duration::from_secs(30))
 }
 
+fn embedded(c: &Coordinator) -> Endpoint {
+    Endpoint::Embedded(c.for_request(RequestCtx::default()))
+}
+
 /// The embedded store, and Redis + Postgres when the services answer (a loud skip otherwise).
 fn backends(test: &str) -> Vec<Backend> {
     let clock = Arc::new(ManualClock::at(T0));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("coord.sqlite");
     let sqlite: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
+    let coord = coordinator(sqlite, &clock);
     let mut out = vec![Backend {
         name: "sqlite",
-        coord: coordinator(sqlite, &clock),
+        endpoint: embedded(&coord),
+        coord,
         tokens: Default::default(),
         clock,
         reopen: Box::new(move || Arc::new(SqliteStore::open(&path).unwrap())),
@@ -72,9 +83,11 @@ fn backends(test: &str) -> Vec<Backend> {
         let clock = Arc::new(ManualClock::at(T0));
         let store: Arc<dyn Store> = ns.store();
         let again = ns.clone();
+        let coord = coordinator(store, &clock);
         out.push(Backend {
             name: "redis_pg",
-            coord: coordinator(store, &clock),
+            endpoint: embedded(&coord),
+            coord,
             tokens: Default::default(),
             clock,
             reopen: Box::new(move || again.store()),
@@ -87,37 +100,46 @@ fn backends(test: &str) -> Vec<Backend> {
 
 /// Enrolls `seat` in project `P` (or gives it a new key if enrolled) and registers a
 /// controller as it with that key: the session token a seat proves its writes with.
-pub(crate) fn seat_token(api: &dyn CoordinatorApi, seat: &str) -> Secret {
-    let key = match api.enroll_identity(P, seat) {
-        Ok(k) => k.key,
-        Err(e) if e.code() == ErrorCode::IdentityExists => api.rotate_identity(P, seat).unwrap().key,
+pub(crate) fn seat_token(api: &Endpoint, seat: &str) -> Secret {
+    let enrolled = api.call::<admin::AddIdentity>(ProjectPath::of(P), IdentityReq { identity: seat.into() }, None);
+    let key = match enrolled {
+        Ok(k) => IssuedKey::from(k).key,
+        Err(e) if e.code() == ErrorCode::IdentityExists => {
+            IssuedKey::from(api.call::<admin::RotateIdentity>(IdentityPath::of(P, seat), NoBody {}, None).unwrap()).key
+        }
         Err(e) => panic!("enroll {seat}: {e}"),
     };
     let controller = ControllerKey { identity: seat.into(), surface: "cli".into(), machine_id: "drill".into() };
-    api.register(P, &controller, Credentials { identity_key: Some(&key), token: None }).unwrap().token
+    let req = RegisterRequest::of(&controller, Some(&key), None);
+    Secret::new(api.call::<master::Register>(ProjectPath::of(P), req, None).unwrap().token)
+}
+
+/// Task `task` of channel `CH`.
+fn at(task: &str) -> TaskAddress {
+    TaskAddress::new(P, CH, task)
 }
 
 impl Backend {
     /// `seat`'s session token, registering it on first use.
     fn token(&self, seat: &str) -> Secret {
         let mut tokens = self.tokens.lock().unwrap();
-        tokens.entry(seat.to_string()).or_insert_with(|| seat_token(&self.coord, seat)).clone()
+        tokens.entry(seat.to_string()).or_insert_with(|| seat_token(&self.endpoint, seat)).clone()
     }
 
-    fn take_r(&self, req: &TakeRequest) -> Result<ClaimOutcome, ClaimError> {
-        self.coord.take(req, Some(&self.token(&req.seat)))
+    fn take_r(&self, at: &TaskAddress, req: &TakeRequest) -> Result<ClaimOutcome, ClaimError> {
+        self.coord.take(at, req, Some(&self.token(&req.seat)))
     }
 
-    fn touch_r(&self, req: &TouchRequest) -> Result<ClaimOutcome, ClaimError> {
-        self.coord.touch(req, Some(&self.token(&req.seat)))
+    fn touch_r(&self, at: &TaskAddress, req: &TouchRequest) -> Result<ClaimOutcome, ClaimError> {
+        self.coord.touch(at, req, Some(&self.token(&req.seat)))
     }
 
-    fn release_r(&self, req: &ReleaseRequest) -> Result<ClaimRow, ClaimError> {
-        self.coord.release_claim(req, Some(&self.token(&req.seat)))
+    fn release_r(&self, at: &TaskAddress, req: &ReleaseRequest) -> Result<ClaimRow, ClaimError> {
+        self.coord.release_claim(at, req, Some(&self.token(&req.seat)))
     }
 
     fn focus_start_r(&self, seat: &str, minutes: u32) -> Result<FocusOutcome, ClaimError> {
-        self.coord.focus_start(P, seat, minutes, Some(&self.token(seat)))
+        self.coord.focus_start(P, seat, &FocusRequest { minutes }, Some(&self.token(seat)))
     }
 
     fn focus_end_r(&self, seat: &str) -> Result<FocusLease, ClaimError> {
@@ -129,15 +151,15 @@ impl Backend {
     }
 
     fn channel(&self) {
-        self.coord.create_channel(P, CH, STEWARD, Some(30), None, "test").unwrap();
+        self.coord.create_channel(P, &channel_req(CH, Some(30), None)).unwrap();
     }
 
     fn take(&self, task: &str, seat: &str, deputy: Option<&str>, ttl: Option<u32>) -> Result<ClaimRow, ClaimError> {
-        self.take_r(&take_req(task, seat, deputy, ttl, Some(&format!("finish {task}")))).map(|o| o.claim)
+        self.take_r(&at(task), &take_req(seat, deputy, ttl, Some(&format!("finish {task}")))).map(|o| o.claim)
     }
 
     fn touch(&self, task: &str, seat: &str, version: u64) -> Result<ClaimRow, ClaimError> {
-        self.touch_r(&touch_req(task, seat, version)).map(|o| o.claim)
+        self.touch_r(&at(task), &touch_req(seat, version)).map(|o| o.claim)
     }
 
     fn show(&self, task: &str) -> ClaimRow {
@@ -148,8 +170,8 @@ impl Backend {
         self.clock.advance(minutes * M);
     }
 
-    fn sweep(&self) -> writerctl::claim::work_claims::SweepReport {
-        self.coord.sweep(P, None, false).unwrap()
+    fn sweep(&self) -> SweepReport {
+        self.coord.sweep(P, &SweepRequest::default()).unwrap()
     }
 
     /// `(kind, payload)` of every event in `who`'s inbox.
@@ -168,35 +190,27 @@ impl Backend {
     }
 }
 
-fn take_req(task: &str, seat: &str, deputy: Option<&str>, ttl: Option<u32>, step: Option<&str>) -> TakeRequest {
+/// Channel `channel` of project `P`, stewarded by `STEWARD`.
+fn channel_req(channel: &str, sla_minutes: Option<u32>, ttl_floor_minutes: Option<u32>) -> ChannelRequest {
+    ChannelRequest { channel: channel.into(), steward: STEWARD.into(), sla_minutes, ttl_floor_minutes }
+}
+
+fn take_req(seat: &str, deputy: Option<&str>, ttl: Option<u32>, step: Option<&str>) -> TakeRequest {
     TakeRequest {
-        address: TaskAddress::new(P, CH, task),
         seat: seat.into(),
         deputy: deputy.map(Into::into),
         ttl_minutes: ttl,
         next_step: step.map(Into::into),
+        reason: None,
     }
 }
 
-fn touch_req(task: &str, seat: &str, version: u64) -> TouchRequest {
-    TouchRequest {
-        address: TaskAddress::new(P, CH, task),
-        seat: seat.into(),
-        expect_version: Some(version),
-        deputy: None,
-        ttl_minutes: None,
-        next_step: None,
-    }
+fn touch_req(seat: &str, version: u64) -> TouchRequest {
+    TouchRequest { seat: seat.into(), expect_version: Some(version), ..Default::default() }
 }
 
-fn release_req(task: &str, seat: &str, version: u64, done: bool) -> ReleaseRequest {
-    ReleaseRequest {
-        address: TaskAddress::new(P, CH, task),
-        seat: seat.into(),
-        expect_version: Some(version),
-        done,
-        next_step: None,
-    }
+fn release_req(seat: &str, version: u64, done: bool) -> ReleaseRequest {
+    ReleaseRequest { seat: seat.into(), expect_version: Some(version), done, ..Default::default() }
 }
 
 fn code(r: Result<impl std::fmt::Debug, ClaimError>) -> ErrorCode {
@@ -206,17 +220,15 @@ fn code(r: Result<impl std::fmt::Debug, ClaimError>) -> ErrorCode {
 #[test]
 fn channel_create_sets_steward_sla_and_floor_and_never_overwrites() {
     for b in backends("channel_create_sets_steward_sla_and_floor_and_never_overwrites") {
-        let ch = b.coord.create_channel(P, CH, STEWARD, Some(45), None, "test").unwrap();
+        let ch = b.coord.create_channel(P, &channel_req(CH, Some(45), None)).unwrap();
         assert_eq!((ch.steward.as_str(), ch.sla_minutes, ch.ttl_floor_minutes), (STEWARD, 45, 5), "{}", b.name);
-        assert_eq!(code(b.coord.create_channel(P, CH, "mallory", None, None, "test")), ErrorCode::ChannelExists);
+        let mallory = ChannelRequest { steward: "mallory".into(), ..channel_req(CH, None, None) };
+        assert_eq!(code(b.coord.create_channel(P, &mallory)), ErrorCode::ChannelExists);
         assert_eq!(b.coord.show_channel(P, CH).unwrap().steward, STEWARD, "{}: never overwritten", b.name);
-        assert_eq!(code(b.coord.create_channel(P, "x", STEWARD, Some(0), None, "test")), ErrorCode::InvalidArgument);
+        assert_eq!(code(b.coord.create_channel(P, &channel_req("x", Some(0), None))), ErrorCode::InvalidArgument);
         assert_eq!(code(b.coord.show_channel(P, "nope")), ErrorCode::NotFound);
         assert_eq!(
-            code(b.take_r(&TakeRequest {
-                address: TaskAddress::new(P, "nope", "t"),
-                ..take_req("t", "a", None, None, None)
-            })),
+            code(b.take_r(&TaskAddress::new(P, "nope", "t"), &take_req("a", None, None, None))),
             ErrorCode::NotFound
         );
     }
@@ -234,10 +246,10 @@ fn one_live_claim_per_task_a_competing_take_is_claim_taken() {
         // Taking it again oneself is no exception: still one live claim.
         assert_eq!(code(b.take("t1", "alice", None, None)), ErrorCode::ClaimTaken);
         // Released, it can be taken; done, never again.
-        b.release_r(&release_req("t1", "alice", 1, false)).unwrap();
+        b.release_r(&at("t1"), &release_req("alice", 1, false)).unwrap();
         let again = b.take("t1", "bob", None, None).unwrap();
         assert_eq!((again.owner.as_deref(), again.version), (Some("bob"), 3), "{}", b.name);
-        b.release_r(&release_req("t1", "bob", 3, true)).unwrap();
+        b.release_r(&at("t1"), &release_req("bob", 3, true)).unwrap();
         assert_eq!(code(b.take("t1", "carol", None, None)), ErrorCode::ClaimTaken);
         assert_eq!(b.show("t1").status, ClaimStatus::Done);
     }
@@ -262,7 +274,7 @@ fn concurrent_takes_of_one_task_elect_exactly_one_owner() {
                         let token = b.token(&seat);
                         s.spawn(move || {
                             barrier.wait();
-                            c.take(&take_req(&task, &seat, None, None, None), Some(&token)).map(|o| o.claim)
+                            c.take(&at(&task), &take_req(&seat, None, None, None), Some(&token)).map(|o| o.claim)
                         })
                     })
                     .collect();
@@ -293,17 +305,17 @@ fn every_owner_write_is_compare_and_set_on_the_version() {
         let touched = b.touch("t", "alice", 1).unwrap();
         assert_eq!(touched.version, 2);
         // The version alice read before her own touch is stale now, for release too.
-        assert_eq!(code(b.release_r(&release_req("t", "alice", 1, false))), ErrorCode::VersionConflict);
+        assert_eq!(code(b.release_r(&at("t"), &release_req("alice", 1, false))), ErrorCode::VersionConflict);
         // A non-owner with the right version is still refused.
         assert_eq!(code(b.touch("t", "bob", 2)), ErrorCode::NotClaimOwner);
-        assert_eq!(code(b.release_r(&release_req("t", "bob", 2, false))), ErrorCode::NotClaimOwner);
+        assert_eq!(code(b.release_r(&at("t"), &release_req("bob", 2, false))), ErrorCode::NotClaimOwner);
         assert_eq!(b.show("t"), touched, "{}: refused writes change nothing", b.name);
         // Without an expected version the owner's write applies to the current one; a
         // non-owner is still refused.
-        let unchecked = TouchRequest { expect_version: None, ..touch_req("t", "alice", 0) };
-        assert_eq!(b.touch_r(&unchecked).unwrap().claim.version, 3, "{}", b.name);
-        let unchecked = TouchRequest { expect_version: None, ..touch_req("t", "bob", 0) };
-        assert_eq!(code(b.touch_r(&unchecked)), ErrorCode::NotClaimOwner);
+        let unchecked = TouchRequest { expect_version: None, ..touch_req("alice", 0) };
+        assert_eq!(b.touch_r(&at("t"), &unchecked).unwrap().claim.version, 3, "{}", b.name);
+        let unchecked = TouchRequest { expect_version: None, ..touch_req("bob", 0) };
+        assert_eq!(code(b.touch_r(&at("t"), &unchecked)), ErrorCode::NotClaimOwner);
         assert_eq!(code(b.touch("missing", "alice", 1)), ErrorCode::NotFound);
     }
 }
@@ -312,19 +324,16 @@ fn every_owner_write_is_compare_and_set_on_the_version() {
 fn a_ttl_below_the_channel_floor_is_raised_and_reported() {
     for b in backends("a_ttl_below_the_channel_floor_is_raised_and_reported") {
         b.channel();
-        let out = b.take_r(&take_req("t", "alice", None, Some(2), Some("x"))).unwrap();
+        let out = b.take_r(&at("t"), &take_req("alice", None, Some(2), Some("x"))).unwrap();
         assert_eq!((out.claim.ttl_minutes, out.ttl_raised_from), (Some(5), Some(2)), "{}", b.name);
-        let mut req = touch_req("t", "alice", 1);
-        req.ttl_minutes = Some(Some(3));
-        let out = b.touch_r(&req).unwrap();
+        let mut req = touch_req("alice", 1);
+        req.ttl_minutes = Some(3);
+        let out = b.touch_r(&at("t"), &req).unwrap();
         assert_eq!((out.claim.ttl_minutes, out.ttl_raised_from), (Some(5), Some(3)));
-        b.coord.create_channel(P, "slow", STEWARD, None, Some(30), "test").unwrap();
-        let out = b.take_r(&TakeRequest {
-            address: TaskAddress::new(P, "slow", "u"),
-            ..take_req("u", "a", None, Some(10), Some("x"))
-        });
+        b.coord.create_channel(P, &channel_req("slow", None, Some(30))).unwrap();
+        let out = b.take_r(&TaskAddress::new(P, "slow", "u"), &take_req("a", None, Some(10), Some("x")));
         assert_eq!(out.unwrap().claim.ttl_minutes, Some(30), "{}: the floor is per channel", b.name);
-        assert_eq!(code(b.take_r(&take_req("v", "a", None, Some(0), Some("x")))), ErrorCode::InvalidArgument);
+        assert_eq!(code(b.take_r(&at("v"), &take_req("a", None, Some(0), Some("x")))), ErrorCode::InvalidArgument);
     }
 }
 
@@ -333,18 +342,21 @@ fn next_step_is_required_when_a_ttl_or_a_deputy_is_set() {
     for b in backends("next_step_is_required_when_a_ttl_or_a_deputy_is_set") {
         b.channel();
         for (deputy, ttl) in [(Some("bob"), None), (None, Some(10))] {
-            let e = b.take_r(&take_req("t", "alice", deputy, ttl, None)).unwrap_err();
+            let e = b.take_r(&at("t"), &take_req("alice", deputy, ttl, None)).unwrap_err();
             assert_eq!((e.code(), e.code().exit_code()), (ErrorCode::NextStepRequired, 2), "{}", b.name);
-            assert_eq!(code(b.take_r(&take_req("t", "alice", deputy, ttl, Some(" ")))), ErrorCode::NextStepRequired);
+            assert_eq!(
+                code(b.take_r(&at("t"), &take_req("alice", deputy, ttl, Some(" ")))),
+                ErrorCode::NextStepRequired
+            );
         }
         assert_eq!(code(b.coord.claim_history(P, CH, "t")), ErrorCode::NotFound, "{}: nothing written", b.name);
-        let row = b.take_r(&take_req("t", "alice", None, None, None)).unwrap().claim;
+        let row = b.take_r(&at("t"), &take_req("alice", None, None, None)).unwrap().claim;
         // Adding a deputy later needs a next step too.
-        let mut req = touch_req("t", "alice", row.version);
-        req.deputy = Some(Some("bob".into()));
-        assert_eq!(code(b.touch_r(&req)), ErrorCode::NextStepRequired);
+        let mut req = touch_req("alice", row.version);
+        req.deputy = Some("bob".into());
+        assert_eq!(code(b.touch_r(&at("t"), &req)), ErrorCode::NextStepRequired);
         req.next_step = Some("ship it".into());
-        assert_eq!(b.touch_r(&req).unwrap().claim.deputy.as_deref(), Some("bob"));
+        assert_eq!(b.touch_r(&at("t"), &req).unwrap().claim.deputy.as_deref(), Some("bob"));
     }
 }
 
@@ -395,7 +407,7 @@ fn the_ttl_without_a_deputy_opens_the_claim() {
 fn only_owner_writes_reset_the_ttl_clock() {
     for b in backends("only_owner_writes_reset_the_ttl_clock") {
         b.channel();
-        b.coord.create_channel(P, "other", STEWARD, None, None, "test").unwrap();
+        b.coord.create_channel(P, &channel_req("other", None, None)).unwrap();
         let row = b.take("t", "alice", Some("bob"), Some(10)).unwrap();
         b.advance(4);
         let touched = b.touch("t", "alice", row.version).unwrap();
@@ -403,11 +415,7 @@ fn only_owner_writes_reset_the_ttl_clock() {
         // Alice is dave's deputy on u, which runs out at T0 + 12: its doorbell reaches her
         // before t is due.
         b.advance(3);
-        b.take_r(&TakeRequest {
-            address: TaskAddress::new(P, "other", "u"),
-            ..take_req("u", "dave", Some("alice"), Some(5), Some("x"))
-        })
-        .unwrap();
+        b.take_r(&TaskAddress::new(P, "other", "u"), &take_req("dave", Some("alice"), Some(5), Some("x"))).unwrap();
         // Reads, refused writes by others, sweeps and doorbells never move t's clock.
         b.advance(2);
         b.show("t");
@@ -453,7 +461,7 @@ fn a_release_rings_the_old_owner_the_deputy_and_the_steward() {
         }
         assert!(b.inbox("carol").is_empty());
         // An owner's own release rings the others, not itself.
-        b.release_r(&release_req("t", "bob", 2, false)).unwrap();
+        b.release_r(&at("t"), &release_req("bob", 2, false)).unwrap();
         assert_eq!(b.inbox("bob").len(), 1, "{}: only the TTL doorbell", b.name);
         let steward = b.inbox(STEWARD);
         assert_eq!(
@@ -531,7 +539,8 @@ fn a_dry_run_sweep_previews_as_of_a_moment_and_writes_nothing() {
         b.take("t", "alice", Some("bob"), Some(10)).unwrap();
         b.take("u", "carol", None, Some(20)).unwrap();
         let audit_before = b.audit().len();
-        let preview = b.coord.sweep(P, Some(T0 + 15 * M), true).unwrap();
+        let sweep_as_of = |as_of, dry_run| b.coord.sweep(P, &SweepRequest { as_of: Some(as_of), dry_run });
+        let preview = sweep_as_of(T0 + 15 * M, true).unwrap();
         assert!(preview.dry_run);
         let what: Vec<(String, Option<String>)> =
             preview.released.iter().map(|a| (a.address.task.clone(), a.to.clone())).collect();
@@ -541,10 +550,10 @@ fn a_dry_run_sweep_previews_as_of_a_moment_and_writes_nothing() {
         assert_eq!(b.audit().len(), audit_before);
         // --as-of is a preview: without --dry-run it is refused, future or past (a past
         // moment would hand the deputy a claim already due).
-        assert_eq!(code(b.coord.sweep(P, Some(T0 + 15 * M), false)), ErrorCode::InvalidArgument);
-        assert_eq!(code(b.coord.sweep(P, Some(T0 - M), false)), ErrorCode::InvalidArgument);
+        assert_eq!(code(sweep_as_of(T0 + 15 * M, false)), ErrorCode::InvalidArgument);
+        assert_eq!(code(sweep_as_of(T0 - M, false)), ErrorCode::InvalidArgument);
         // Before 1970 or after 9999 is a typo, in-process as over HTTP.
-        assert_eq!(code(b.coord.sweep(P, Some(-1), true)), ErrorCode::InvalidArgument);
+        assert_eq!(code(sweep_as_of(-1, true)), ErrorCode::InvalidArgument);
         assert_eq!(code(b.coord.steward_report(P, CH, Some(i64::MAX))), ErrorCode::InvalidArgument);
         // The real sweep at that moment does what the preview said.
         b.advance(15);
@@ -564,12 +573,12 @@ fn every_transition_is_attributable_in_the_audit_log() {
         b.focus_end_r("carol").unwrap();
         b.advance(5);
         b.sweep();
-        b.release_r(&release_req("t", "bob", 3, true)).unwrap();
+        b.release_r(&at("t"), &release_req("bob", 3, true)).unwrap();
         let got: Vec<(String, String, String, Option<String>)> =
             b.audit().into_iter().filter(|(verb, ..)| !verb.starts_with("session.")).collect();
         let t = Some(format!("{CH}/t"));
         let want = vec![
-            ("channel.create".to_string(), "test".to_string(), "ok".to_string(), Some(CH.to_string())),
+            ("channel.create".to_string(), "local".to_string(), "ok".to_string(), Some(CH.to_string())),
             ("claim.take".into(), "seat:alice".into(), "ok".into(), t.clone()),
             ("claim.take".into(), "seat:mallory".into(), "claim_taken".into(), t.clone()),
             ("claim.touch".into(), "seat:alice".into(), "ok".into(), t.clone()),
@@ -594,7 +603,7 @@ fn a_claim_keeps_its_whole_history() {
         b.advance(5);
         b.sweep();
         b.take("t", "carol", None, None).unwrap();
-        b.release_r(&release_req("t", "carol", 5, true)).unwrap();
+        b.release_r(&at("t"), &release_req("carol", 5, true)).unwrap();
         let steps = b.coord.claim_history(P, CH, "t").unwrap();
         let summary: Vec<(&str, &str, Option<&str>, u64)> = steps
             .iter()
@@ -657,7 +666,7 @@ pub(crate) struct Observed {
 /// Where the exercise runs: a coordinator and a way to let one (simulated) minute pass.
 pub(crate) trait Drill {
     /// The coordinator the seats talk to.
-    fn api(&self) -> &dyn CoordinatorApi;
+    fn api(&self) -> &Endpoint;
     /// Lets one minute pass (and, where no server sweeps, runs the sweep).
     fn next_minute(&self);
     /// The coordinator's time.
@@ -665,8 +674,8 @@ pub(crate) trait Drill {
 }
 
 impl Drill for Backend {
-    fn api(&self) -> &dyn CoordinatorApi {
-        &self.coord
+    fn api(&self) -> &Endpoint {
+        &self.endpoint
     }
     fn next_minute(&self) {
         // The sweep interval is one minute: sweep at the end of every minute.
@@ -685,12 +694,22 @@ fn work_minutes(task_no: usize) -> i64 {
     4 + ((task_no * 7919 + 13) % 8) as i64
 }
 
+/// Every claim in channel `CH`, through `api`.
+fn list_claims(api: &Endpoint) -> Vec<ClaimRow> {
+    api.call::<work::ListClaims>(ChannelPath::of(P, CH), NoBody {}, None).unwrap()
+}
+
+/// Every step of `task` in channel `CH`, through `api`.
+fn claim_history(api: &Endpoint, task: &str) -> Vec<writerctl::claim::work_claims::ClaimStep> {
+    api.call::<work::ClaimHistory>(TaskPath::from(&at(task)), NoBody {}, None).unwrap()
+}
+
 /// Eight seats work a queue of tasks for 30 minutes; each names the next seat as deputy
 /// with a 5-minute TTL and touches every 2 minutes; the sweep runs every minute; seat 3
 /// dies at minute 10. Deputies learn of inherited work from their inbox doorbells.
 pub(crate) fn exercise(d: &dyn Drill) -> Observed {
     let api = d.api();
-    api.create_channel(P, CH, STEWARD, Some(30), None).unwrap();
+    api.call::<work::CreateChannel>(ProjectPath::of(P), channel_req(CH, Some(30), None), None).unwrap();
     let mut obs = Observed::default();
     let mut queue: std::collections::VecDeque<usize> = (0..60).collect();
     let mut jobs: Vec<Vec<Job>> = (0..SEATS).map(|_| Vec::new()).collect();
@@ -703,7 +722,9 @@ pub(crate) fn exercise(d: &dyn Drill) -> Observed {
             }
             let me = seat(i);
             // Doorbells first: work handed to me by a TTL release.
-            for e in api.inbox(P, &me, cursors[i], 100, Duration::ZERO, Some(&tokens[i])).unwrap() {
+            let after = InboxQuery { after: cursors[i], limit: Some(100), wait_ms: 0 };
+            let inbox = api.call::<admin::Inbox>(IdentityPath::of(P, &me), after, Some(&tokens[i])).unwrap();
+            for e in inbox.events {
                 cursors[i] = e.cursor;
                 let p = &e.payload;
                 if p["reason"] == "ttl" && p["to"] == me.as_str() {
@@ -717,11 +738,12 @@ pub(crate) fn exercise(d: &dyn Drill) -> Observed {
             // stalled, and it tries to take it. One live claim per task: always refused.
             if i == 0 {
                 let now = d.now();
-                for row in api.list_claims(P, CH).unwrap() {
+                for row in list_claims(api) {
                     let quiet = row.anchor().is_some_and(|a| now - a >= 3 * M);
                     if row.status == ClaimStatus::Claimed && row.owner.as_deref() != Some(me.as_str()) && quiet {
                         obs.competing_attempts += 1;
-                        match api.take(&take_req(&row.task, &me, None, None, None), Some(&tokens[i])) {
+                        let take = take_req(&me, None, None, None);
+                        match api.call::<work::TakeClaim>(TaskPath::from(&at(&row.task)), take, Some(&tokens[i])) {
                             Err(e) if e.code() == ErrorCode::ClaimTaken => obs.competing_refused += 1,
                             other => panic!("a competing take of {} was not refused: {other:?}", row.task),
                         }
@@ -732,10 +754,13 @@ pub(crate) fn exercise(d: &dyn Drill) -> Observed {
             for mut job in std::mem::take(&mut jobs[i]) {
                 job.left -= 1;
                 let result = if job.left <= 0 {
-                    api.release_claim(&release_req(&job.task, &me, job.version, true), Some(&tokens[i]))
+                    let done = release_req(&me, job.version, true);
+                    api.call::<work::ReleaseClaim>(TaskPath::from(&at(&job.task)), done, Some(&tokens[i]))
                         .map(|r| (r, true))
                 } else if minute - job.last_write >= TOUCH_EVERY {
-                    api.touch(&touch_req(&job.task, &me, job.version), Some(&tokens[i])).map(|o| (o.claim, false))
+                    let touch = touch_req(&me, job.version);
+                    api.call::<work::TouchClaim>(TaskPath::from(&at(&job.task)), touch, Some(&tokens[i]))
+                        .map(|o| (o.claim, false))
                 } else {
                     keep.push(job);
                     continue;
@@ -758,8 +783,8 @@ pub(crate) fn exercise(d: &dyn Drill) -> Observed {
             {
                 let task = format!("task-{n:02}");
                 let deputy = seat((i + 1) % SEATS);
-                let req = take_req(&task, &me, Some(&deputy), Some(TTL), Some(&format!("integrate {task}")));
-                match api.take(&req, Some(&tokens[i])) {
+                let req = take_req(&me, Some(&deputy), Some(TTL), Some(&format!("integrate {task}")));
+                match api.call::<work::TakeClaim>(TaskPath::from(&at(&task)), req, Some(&tokens[i])) {
                     Ok(out) => {
                         if i == KILLED {
                             obs.killed_tasks.insert(task.clone());
@@ -787,14 +812,14 @@ pub(crate) fn exercise(d: &dyn Drill) -> Observed {
 /// tolerance for a real-time run (scheduling delays); zero on the virtual clock.
 pub(crate) fn check_exercise(d: &dyn Drill, obs: &Observed, slack: i64, what: &str) {
     let api = d.api();
-    let rows = api.list_claims(P, CH).unwrap();
+    let rows = list_claims(api);
     assert!(obs.done.len() >= 20, "{what}: the fleet made progress ({} done)", obs.done.len());
     // No integration stall: on every claim, no two consecutive steps of a live claim are
     // further apart than TTL + sweep interval (a dark owner's claim moves on by then).
     let limit = (i64::from(TTL) + SWEEP_EVERY) * M + slack;
     let mut longest = 0;
     for row in &rows {
-        let steps = api.claim_history(P, CH, &row.task).unwrap();
+        let steps = claim_history(api, &row.task);
         for pair in steps.windows(2) {
             if pair[0].claim.status == ClaimStatus::Claimed {
                 longest = longest.max(pair[1].at - pair[0].at);
@@ -828,7 +853,7 @@ pub(crate) fn check_exercise(d: &dyn Drill, obs: &Observed, slack: i64, what: &s
     let deputy = seat((KILLED + 1) % SEATS);
     for task in &obs.killed_tasks {
         assert_eq!(obs.inherited.get(task), Some(&deputy), "{what}: {task}");
-        let steps = api.claim_history(P, CH, task).unwrap();
+        let steps = claim_history(api, task);
         let actions: Vec<&str> = steps.iter().map(|s| s.action.as_str()).collect();
         let handoff = actions.iter().position(|a| *a == "ttl_handoff").expect("a TTL handoff");
         assert_eq!(steps[handoff].claim.handoff_from.as_deref(), Some(seat(KILLED).as_str()));
@@ -850,13 +875,14 @@ fn eight_seats_with_one_killed_never_stall_longer_than_ttl_plus_sweep() {
 /// the server's clock runs 60 times faster (`--time-scale 60`: one second is one minute)
 /// and its own sweeper runs every second. The seats are HTTP clients.
 struct RealTime {
-    api: writerctl::coordinator::client::HttpCoordinator,
+    /// The server, through the library's HTTP client.
+    api: Endpoint,
     start: std::time::Instant,
     minute: std::cell::Cell<u32>,
 }
 
 impl Drill for RealTime {
-    fn api(&self) -> &dyn CoordinatorApi {
+    fn api(&self) -> &Endpoint {
         &self.api
     }
     fn next_minute(&self) {
@@ -867,7 +893,8 @@ impl Drill for RealTime {
     }
     fn now(&self) -> Millis {
         // The server's clock, as its own sweep reads it (a dry run writes nothing).
-        self.api.sweep(P, None, true).unwrap().as_of
+        let dry = SweepRequest { as_of: None, dry_run: true };
+        self.api.call::<work::Sweep>(ProjectPath::of(P), dry, None).unwrap().as_of
     }
 }
 
@@ -884,12 +911,14 @@ fn eight_seats_with_one_killed_in_compressed_real_time_over_serve_redis_pg() {
         ])
     });
     let drill = RealTime {
-        api: writerctl::coordinator::client::HttpCoordinator::new(
-            &co.url(),
-            None,
-            co.http.as_ref().and_then(|d| d.admin_token.clone()).map(Secret::new),
-        )
-        .unwrap(),
+        api: Endpoint::Remote(
+            HttpCoordinator::new(
+                &co.url(),
+                None,
+                co.http.as_ref().and_then(|d| d.admin_token.clone()).map(Secret::new),
+            )
+            .unwrap(),
+        ),
         start: std::time::Instant::now(),
         minute: std::cell::Cell::new(0),
     };
@@ -904,10 +933,10 @@ fn load_due(b: &Backend, n: usize) {
     let ch = b.coord.show_channel(P, CH).unwrap();
     let writes: Vec<_> = (0..n)
         .map(|i| {
-            let req = take_req(&format!("t{i:05}"), "alice", Some("bob"), Some(5), Some("go"));
+            let req = take_req("alice", Some("bob"), Some(5), Some("go"));
             crate::work_store::write(
                 0,
-                writerctl::claim::work_claims::take(None, &ch, &req, T0).unwrap().claim,
+                writerctl::claim::work_claims::take(None, &ch, &at(&format!("t{i:05}")), &req, T0).unwrap().claim,
                 "take",
                 vec![],
             )
@@ -941,14 +970,14 @@ fn an_owner_write_racing_a_sweep_wins_or_loses_whole() {
         let (report, touched) = std::thread::scope(|s| {
             let sweep = s.spawn(|| {
                 barrier.wait();
-                sweeper.sweep(P, None, false).unwrap()
+                sweeper.sweep(P, &SweepRequest::default()).unwrap()
             });
             let touches = s.spawn(|| {
                 barrier.wait();
                 // Newest first, against the sweep's earliest-first order: they meet mid-way.
                 (0..RACE_CLAIMS)
                     .rev()
-                    .filter(|i| owner.touch(&touch_req(&format!("t{i:05}"), "alice", 1), Some(&alice)).is_ok())
+                    .filter(|i| owner.touch(&at(&format!("t{i:05}")), &touch_req("alice", 1), Some(&alice)).is_ok())
                     .count() as u64
             });
             (sweep.join().unwrap(), touches.join().unwrap())
@@ -986,7 +1015,7 @@ fn two_sweepers_at_once_release_each_claim_once() {
                     let barrier = &barrier;
                     s.spawn(move || {
                         barrier.wait();
-                        c.sweep(P, None, false).unwrap()
+                        c.sweep(P, &SweepRequest::default()).unwrap()
                     })
                 })
                 .collect();
