@@ -4,8 +4,8 @@
 //!
 //! * Every route's happy path, through the client (`*_happy_path_*`).
 //! * Each error code's HTTP status and JSON code on the wire, and relayed by the client.
-//! * The touch body's `clear_deputy` / `clear_ttl` flags (TouchRequest's `Option<Option<..>>`
-//!   does not survive JSON).
+//! * The touch body's `clear_deputy` / `clear_ttl` flags (keep, remove and set of one
+//!   optional field do not survive JSON, where `null` and absent read the same).
 //! * The background sweeper (`--sweep-interval-seconds`): a claim made stale through an
 //!   embedded coordinator on a manual clock (TTLs are in minutes, the server reads the real
 //!   clock) is released by the server on its own, its doorbells land in the inboxes, and
@@ -20,19 +20,20 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use writerctl::claim::ClaimError;
 use writerctl::claim::Coordinator;
-use writerctl::claim::api::CoordinatorApi;
 use writerctl::claim::clock::{Clock, ManualClock, SystemClock};
-use writerctl::claim::engine::Credentials;
-use writerctl::claim::masters::ControllerKey;
+use writerctl::claim::masters::{ControllerKey, RegisterRequest};
 use writerctl::claim::secret::Secret;
 use writerctl::claim::stores::Store;
 use writerctl::claim::stores::sqlite::SqliteStore;
 use writerctl::claim::work_claims::{
-    CLAIM_RELEASED, ClaimOutcome, ClaimRow, ClaimStatus, FocusLease, MAX_FOCUS_MINUTES, ReleaseRequest, TakeRequest,
-    TaskAddress, TouchRequest,
+    CLAIM_RELEASED, Channel, ChannelRequest, ClaimOutcome, ClaimRow, ClaimStatus, ClaimStep, FocusLease, FocusRequest,
+    MAX_FOCUS_MINUTES, ReleaseRequest, SweepRequest, TakeRequest, TaskAddress, TouchRequest,
 };
 use writerctl::coordinator::client::HttpCoordinator;
-use writerctl::coordinator::wire::TouchReq;
+use writerctl::coordinator::verbs::{admin, work};
+use writerctl::coordinator::wire::{
+    AsOfQuery, ChannelPath, IdentityPath, InboxQuery, NoBody, ProjectPath, SeatPath, TaskPath,
+};
 use writerctl::error::ErrorCode;
 
 use crate::master::{Co, PROJECT, err_doc, exec};
@@ -61,16 +62,34 @@ fn tok(co: &Co, seat: &str) -> Secret {
     Secret::new(t)
 }
 
-fn c_take(co: &Co, api: &HttpCoordinator, r: &TakeRequest) -> Result<ClaimOutcome, ClaimError> {
-    api.take(r, Some(&tok(co, &r.seat)))
+fn c_take(co: &Co, api: &HttpCoordinator, at: &TaskAddress, r: &TakeRequest) -> Result<ClaimOutcome, ClaimError> {
+    api.call::<work::TakeClaim>(&TaskPath::from(at), r, Some(&tok(co, &r.seat)))
 }
 
-fn c_touch(co: &Co, api: &HttpCoordinator, r: &TouchRequest) -> Result<ClaimOutcome, ClaimError> {
-    api.touch(r, Some(&tok(co, &r.seat)))
+fn c_touch(co: &Co, api: &HttpCoordinator, at: &TaskAddress, r: &TouchRequest) -> Result<ClaimOutcome, ClaimError> {
+    api.call::<work::TouchClaim>(&TaskPath::from(at), r, Some(&tok(co, &r.seat)))
 }
 
-fn c_release(co: &Co, api: &HttpCoordinator, r: &ReleaseRequest) -> Result<ClaimRow, ClaimError> {
-    api.release_claim(r, Some(&tok(co, &r.seat)))
+fn c_release(co: &Co, api: &HttpCoordinator, at: &TaskAddress, r: &ReleaseRequest) -> Result<ClaimRow, ClaimError> {
+    api.call::<work::ReleaseClaim>(&TaskPath::from(at), r, Some(&tok(co, &r.seat)))
+}
+
+/// `channel create` through the client (the admin token is the client's own).
+fn create_channel(api: &HttpCoordinator, r: &ChannelRequest) -> Result<Channel, ClaimError> {
+    api.call::<work::CreateChannel>(&ProjectPath::of(PROJECT), r, None)
+}
+
+/// Channel `channel`, stewarded by `steward`, with the default SLA and TTL floor.
+fn channel_req(channel: &str, steward: &str) -> ChannelRequest {
+    ChannelRequest { channel: channel.into(), steward: steward.into(), ..Default::default() }
+}
+
+fn show_claim(api: &HttpCoordinator, channel: &str, task: &str) -> Result<ClaimRow, ClaimError> {
+    api.call::<work::ShowClaim>(&TaskPath::from(&at(channel, task)), &NoBody {}, None)
+}
+
+fn claim_history(api: &HttpCoordinator, channel: &str, task: &str) -> Result<Vec<ClaimStep>, ClaimError> {
+    api.call::<work::ClaimHistory>(&TaskPath::from(&at(channel, task)), &NoBody {}, None)
 }
 
 /// POSTs `body` to `url` with the bearer a real caller sends: the admin token to create a
@@ -91,41 +110,29 @@ fn post_as(co: &Co, url: &str, body: Value) -> (u16, String, String) {
     http_post(url, &headers, body.to_string().as_bytes())
 }
 
-fn take_req(channel: &str, task: &str, seat: &str) -> TakeRequest {
-    TakeRequest {
-        address: TaskAddress::new(PROJECT, channel, task),
-        seat: seat.into(),
-        deputy: None,
-        ttl_minutes: None,
-        next_step: None,
-    }
+/// Task `task` of `channel` in `PROJECT`.
+fn at(channel: &str, task: &str) -> TaskAddress {
+    TaskAddress::new(PROJECT, channel, task)
 }
 
-fn touch_req(channel: &str, task: &str, seat: &str, expect_version: u64) -> TouchRequest {
-    TouchRequest {
-        address: TaskAddress::new(PROJECT, channel, task),
-        seat: seat.into(),
-        expect_version: Some(expect_version),
-        deputy: None,
-        ttl_minutes: None,
-        next_step: None,
-    }
+fn take_req(seat: &str) -> TakeRequest {
+    TakeRequest { seat: seat.into(), ..Default::default() }
 }
 
-fn release_req(channel: &str, task: &str, seat: &str, expect_version: u64) -> ReleaseRequest {
-    ReleaseRequest {
-        address: TaskAddress::new(PROJECT, channel, task),
-        seat: seat.into(),
-        expect_version: Some(expect_version),
-        done: false,
-        next_step: None,
-    }
+fn touch_req(seat: &str, expect_version: u64) -> TouchRequest {
+    TouchRequest { seat: seat.into(), expect_version: Some(expect_version), ..Default::default() }
+}
+
+fn release_req(seat: &str, expect_version: u64) -> ReleaseRequest {
+    ReleaseRequest { seat: seat.into(), expect_version: Some(expect_version), ..Default::default() }
 }
 
 /// The `ClaimReleased` doorbells in `identity`'s inbox, as payloads.
-fn doorbells(co: &Co, api: &impl CoordinatorApi, identity: &str) -> Vec<Value> {
-    api.inbox(PROJECT, identity, 0, 1000, Duration::ZERO, Some(&tok(co, identity)))
+fn doorbells(co: &Co, api: &HttpCoordinator, identity: &str) -> Vec<Value> {
+    let q = InboxQuery { after: 0, limit: Some(1000), wait_ms: 0 };
+    api.call::<admin::Inbox>(&IdentityPath::of(PROJECT, identity), &q, Some(&tok(co, identity)))
         .unwrap()
+        .events
         .into_iter()
         .filter(|e| e.kind == CLAIM_RELEASED)
         .map(|e| e.payload)
@@ -179,21 +186,23 @@ fn check_happy_path(co: &Co) {
     );
     // Names travel percent-encoded: slashes, spaces, '#', '?', non-ASCII.
     let chan = "ops/back end #1?";
-    let channel = api.create_channel(PROJECT, chan, "stew ard", Some(30), Some(3)).unwrap();
+    let r = ChannelRequest { sla_minutes: Some(30), ttl_floor_minutes: Some(3), ..channel_req(chan, "stew ard") };
+    let channel = create_channel(&api, &r).unwrap();
     assert_eq!((channel.channel.as_str(), channel.steward.as_str()), (chan, "stew ard"));
     assert_eq!((channel.sla_minutes, channel.ttl_floor_minutes), (30, 3));
-    assert_eq!(api.show_channel(PROJECT, chan).unwrap(), channel);
+    assert_eq!(api.call::<work::ShowChannel>(&ChannelPath::of(PROJECT, chan), &NoBody {}, None).unwrap(), channel);
 
     // take: a TTL below the floor is raised and reported.
     let task = "fix ü/42";
     let out = c_take(
         co,
         &api,
+        &at(chan, task),
         &TakeRequest {
             deputy: Some("bob".into()),
             ttl_minutes: Some(2),
             next_step: Some("merge the drop-ins".into()),
-            ..take_req(chan, task, "alice")
+            ..take_req("alice")
         },
     )
     .unwrap();
@@ -203,21 +212,23 @@ fn check_happy_path(co: &Co) {
     );
     assert_eq!((out.claim.ttl_minutes, out.ttl_raised_from), (Some(3), Some(2)));
     assert_eq!(out.claim.deputy.as_deref(), Some("bob"));
-    assert_eq!(api.show_claim(PROJECT, chan, task).unwrap(), out.claim);
-    assert_eq!(api.list_claims(PROJECT, chan).unwrap(), vec![out.claim.clone()]);
+    assert_eq!(show_claim(&api, chan, task).unwrap(), out.claim);
+    let list = api.call::<work::ListClaims>(&ChannelPath::of(PROJECT, chan), &NoBody {}, None).unwrap();
+    assert_eq!(list, vec![out.claim.clone()]);
 
     // touch: the owner's write.
     let touched = c_touch(
         co,
         &api,
-        &TouchRequest { next_step: Some("rebase first".into()), ..touch_req(chan, task, "alice", 1) },
+        &at(chan, task),
+        &TouchRequest { next_step: Some("rebase first".into()), ..touch_req("alice", 1) },
     )
     .unwrap();
     assert_eq!((touched.claim.version, touched.claim.next_step.as_deref()), (2, Some("rebase first")));
     assert_eq!(touched.ttl_raised_from, None);
 
     // release: open again; the deputy and the steward hear of it.
-    let released = c_release(co, &api, &release_req(chan, task, "alice", 2)).unwrap();
+    let released = c_release(co, &api, &at(chan, task), &release_req("alice", 2)).unwrap();
     assert_eq!((released.status, released.owner.clone(), released.version), (ClaimStatus::Released, None, 3));
     assert_eq!(released.handoff_from.as_deref(), Some("alice"));
     for who in ["bob", "stew ard"] {
@@ -231,16 +242,16 @@ fn check_happy_path(co: &Co) {
     assert!(doorbells(co, &api, "alice").is_empty(), "the releasing seat rings no bell for itself");
 
     // Taken again, then done.
-    let again = c_take(co, &api, &take_req(chan, task, "bob")).unwrap().claim;
+    let again = c_take(co, &api, &at(chan, task), &take_req("bob")).unwrap().claim;
     assert_eq!(
         (again.version, again.owner.as_deref(), again.next_step.as_deref()),
         (4, Some("bob"), Some("rebase first"))
     );
-    let done = c_release(co, &api, &ReleaseRequest { done: true, ..release_req(chan, task, "bob", 4) }).unwrap();
+    let done = c_release(co, &api, &at(chan, task), &ReleaseRequest { done: true, ..release_req("bob", 4) }).unwrap();
     assert_eq!((done.status, done.version), (ClaimStatus::Done, 5));
 
     // history: every step, oldest first.
-    let history = api.claim_history(PROJECT, chan, task).unwrap();
+    let history = claim_history(&api, chan, task).unwrap();
     let actions: Vec<(&str, &str, u64)> =
         history.iter().map(|h| (h.action.as_str(), h.actor.as_str(), h.claim.version)).collect();
     assert_eq!(
@@ -256,34 +267,41 @@ fn check_happy_path(co: &Co) {
     assert_eq!(history.last().unwrap().claim, done);
 
     // sweep: nothing is due; a dry run writes nothing either way.
-    let dry = api.sweep(PROJECT, None, true).unwrap();
+    let sweep = |r: SweepRequest| api.call::<work::Sweep>(&ProjectPath::of(PROJECT), &r, None);
+    let dry = sweep(SweepRequest { as_of: None, dry_run: true }).unwrap();
     assert!(dry.dry_run && dry.released.is_empty(), "{dry:?}");
-    let wet = api.sweep(PROJECT, None, false).unwrap();
+    let wet = sweep(SweepRequest::default()).unwrap();
     assert!(!wet.dry_run && wet.released.is_empty(), "{wet:?}");
     // --as-of is a preview only.
-    let e = api.sweep(PROJECT, Some(now() - 1000), false).unwrap_err();
+    let e = sweep(SweepRequest { as_of: Some(now() - 1000), dry_run: false }).unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e:?}");
 
     // focus: start (capped), show, end, show again.
-    assert_eq!(api.focus_show(PROJECT, "alice").unwrap(), None);
-    let lease = api.focus_start(PROJECT, "alice", 30, Some(&tok(co, "alice"))).unwrap();
+    let focus_show = |seat| api.call::<work::ShowFocus>(&SeatPath::of(PROJECT, seat), &NoBody {}, None);
+    let focus_start = |seat, minutes| {
+        api.call::<work::StartFocus>(&SeatPath::of(PROJECT, seat), &FocusRequest { minutes }, Some(&tok(co, seat)))
+    };
+    assert_eq!(focus_show("alice").unwrap(), None);
+    let lease = focus_start("alice", 30).unwrap();
     assert_eq!((lease.capped_from, lease.lease.until - lease.lease.started_at), (None, 30 * 60_000));
-    assert_eq!(api.focus_show(PROJECT, "alice").unwrap(), Some(lease.lease.clone()));
-    let ended: FocusLease = api.focus_end(PROJECT, "alice", Some(&tok(co, "alice"))).unwrap();
+    assert_eq!(focus_show("alice").unwrap(), Some(lease.lease.clone()));
+    let ended: FocusLease =
+        api.call::<work::EndFocus>(&SeatPath::of(PROJECT, "alice"), &NoBody {}, Some(&tok(co, "alice"))).unwrap();
     assert!(ended.ended_at.is_some_and(|e| e >= lease.lease.started_at), "{ended:?}");
-    assert_eq!(api.focus_show(PROJECT, "alice").unwrap(), None);
-    let capped = api.focus_start(PROJECT, "carol", 10_000, Some(&tok(co, "carol"))).unwrap();
+    assert_eq!(focus_show("alice").unwrap(), None);
+    let capped = focus_start("carol", 10_000).unwrap();
     assert_eq!(capped.capped_from, Some(10_000));
     assert_eq!(capped.lease.until - capped.lease.started_at, i64::from(MAX_FOCUS_MINUTES) * 60_000);
 
     // steward report: a claim without a TTL, older than the SLA by the time asked about.
-    let open = c_take(co, &api, &take_req(chan, "no-ttl", "dave")).unwrap().claim;
+    let open = c_take(co, &api, &at(chan, "no-ttl"), &take_req("dave")).unwrap().claim;
     let later = open.claimed_at.unwrap() + 31 * 60_000;
-    let report = api.steward_report(PROJECT, chan, Some(later)).unwrap();
+    let steward_report = |as_of| api.call::<work::Steward>(&ChannelPath::of(PROJECT, chan), &AsOfQuery { as_of }, None);
+    let report = steward_report(Some(later)).unwrap();
     assert_eq!((report.as_of, &report.channel), (later, &channel));
     assert_eq!(report.overdue.len(), 1, "{report:?}");
     assert_eq!((report.overdue[0].claim.task.as_str(), report.overdue[0].age_minutes), ("no-ttl", 31));
-    assert!(api.steward_report(PROJECT, chan, None).unwrap().overdue.is_empty());
+    assert!(steward_report(None).unwrap().overdue.is_empty());
 
     // Raw GETs answer the same JSON the client decoded.
     let show = http_ok(http_get(&v1(co, "/channels/raw")), 200);
@@ -331,14 +349,15 @@ fn work_routes_happy_path_redis_pg() {
 
 fn check_error_codes(co: &Co) {
     let api = api(co);
-    api.create_channel(PROJECT, "ch", "stew", None, None).unwrap();
+    create_channel(&api, &channel_req("ch", "stew")).unwrap();
+    let show_channel = |channel| api.call::<work::ShowChannel>(&ChannelPath::of(PROJECT, channel), &NoBody {}, None);
     let take = |body: Value| post_as(co, &v1(co, "/channels/ch/claims/t/take"), body);
     let touch = |body: Value| post_as(co, &v1(co, "/channels/ch/claims/t/touch"), body);
     let release = |body: Value| post_as(co, &v1(co, "/channels/ch/claims/t/release"), body);
 
     // channel_exists: 409, never overwritten.
     http_err(post_as(co, &v1(co, "/channels"), json!({"channel": "ch", "steward": "other"})), 409, "channel_exists");
-    assert_eq!(api.show_channel(PROJECT, "ch").unwrap().steward, "stew");
+    assert_eq!(show_channel("ch").unwrap().steward, "stew");
 
     // not_found: 404 for a missing channel or claim.
     http_err(http_get(&v1(co, "/channels/nope")), 404, "not_found");
@@ -413,21 +432,23 @@ fn check_error_codes(co: &Co) {
     assert_eq!(dry["released"].as_array().unwrap().len(), 1, "{dry}");
 
     // Nothing of that changed the claim.
-    let row = api.show_claim(PROJECT, "ch", "t").unwrap();
+    let row = show_claim(&api, "ch", "t").unwrap();
     assert_eq!((row.version, row.owner.as_deref(), row.deputy.clone()), (1, Some("a"), None));
 
     // The client relays every code unchanged (and refuses bad names before sending).
     let code = |r: Result<(), ClaimError>| r.unwrap_err().code();
-    assert_eq!(code(api.create_channel(PROJECT, "ch", "x", None, None).map(drop)), ErrorCode::ChannelExists);
-    assert_eq!(code(api.show_channel(PROJECT, "nope").map(drop)), ErrorCode::NotFound);
-    assert_eq!(code(c_take(co, &api, &take_req("ch", "t", "b")).map(drop)), ErrorCode::ClaimTaken);
-    assert_eq!(code(c_touch(co, &api, &touch_req("ch", "t", "a", 9)).map(drop)), ErrorCode::VersionConflict);
-    assert_eq!(code(c_release(co, &api, &release_req("ch", "t", "b", 1)).map(drop)), ErrorCode::NotClaimOwner);
-    let no_step = TakeRequest { ttl_minutes: Some(5), ..take_req("ch", "t2", "a") };
-    assert_eq!(code(c_take(co, &api, &no_step).map(drop)), ErrorCode::NextStepRequired);
-    assert_eq!(code(api.focus_end(PROJECT, "a", Some(&tok(co, "a"))).map(drop)), ErrorCode::NotFound);
-    assert_eq!(code(api.show_claim(PROJECT, "ch", &"x".repeat(257)).map(drop)), ErrorCode::InvalidArgument);
-    let e = c_touch(co, &api, &touch_req("ch", "t", "a", 9)).unwrap_err();
+    assert_eq!(code(create_channel(&api, &channel_req("ch", "x")).map(drop)), ErrorCode::ChannelExists);
+    assert_eq!(code(show_channel("nope").map(drop)), ErrorCode::NotFound);
+    let t = at("ch", "t");
+    assert_eq!(code(c_take(co, &api, &t, &take_req("b")).map(drop)), ErrorCode::ClaimTaken);
+    assert_eq!(code(c_touch(co, &api, &t, &touch_req("a", 9)).map(drop)), ErrorCode::VersionConflict);
+    assert_eq!(code(c_release(co, &api, &t, &release_req("b", 1)).map(drop)), ErrorCode::NotClaimOwner);
+    let no_step = TakeRequest { ttl_minutes: Some(5), ..take_req("a") };
+    assert_eq!(code(c_take(co, &api, &at("ch", "t2"), &no_step).map(drop)), ErrorCode::NextStepRequired);
+    let end_a = api.call::<work::EndFocus>(&SeatPath::of(PROJECT, "a"), &NoBody {}, Some(&tok(co, "a")));
+    assert_eq!(code(end_a.map(drop)), ErrorCode::NotFound);
+    assert_eq!(code(show_claim(&api, "ch", &"x".repeat(257)).map(drop)), ErrorCode::InvalidArgument);
+    let e = c_touch(co, &api, &t, &touch_req("a", 9)).unwrap_err();
     assert_eq!(e.details(), Some(json!({"expected_version": 9, "version": 1})), "{e:?}");
 
     // Refusals are counted by code.
@@ -467,17 +488,24 @@ fn touch_body_round_trips_every_option_option() {
     let ttls = [None, Some(None), Some(Some(9))];
     for deputy in &deputies {
         for ttl in &ttls {
-            let req = TouchRequest { deputy: deputy.clone(), ttl_minutes: *ttl, ..touch_req("c", "t", "a", 3) };
-            let wire: TouchReq = serde_json::from_str(&serde_json::to_string(&TouchReq::of(&req)).unwrap()).unwrap();
-            assert_eq!(wire.into_request(TaskAddress::new(PROJECT, "c", "t")).unwrap(), req);
+            let req = TouchRequest {
+                deputy: deputy.clone().flatten(),
+                clear_deputy: deputy == &Some(None),
+                ttl_minutes: ttl.flatten(),
+                clear_ttl: ttl == &Some(None),
+                ..touch_req("a", 3)
+            };
+            let wire: TouchRequest = serde_json::from_str(&serde_json::to_string(&req).unwrap()).unwrap();
+            assert_eq!(wire, req);
+            assert_eq!((&wire.deputy_change().unwrap(), &wire.ttl_change().unwrap()), (deputy, ttl));
         }
     }
-    let both: TouchReq =
+    let both: TouchRequest =
         serde_json::from_value(json!({"seat": "a", "expect_version": 1, "deputy": "b", "clear_deputy": true})).unwrap();
-    let e = both.into_request(TaskAddress::new(PROJECT, "c", "t")).unwrap_err();
+    let e = both.deputy_change().unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidArgument);
     // The flags default to false.
-    let bare: TouchReq = serde_json::from_value(json!({"seat": "a", "expect_version": 1})).unwrap();
+    let bare: TouchRequest = serde_json::from_value(json!({"seat": "a", "expect_version": 1})).unwrap();
     assert!(!bare.clear_deputy && !bare.clear_ttl);
 }
 
@@ -486,34 +514,27 @@ fn touch_body_round_trips_every_option_option() {
 fn touch_clears_and_keeps_over_http() {
     let co = Co::http_sqlite();
     let api = api(&co);
-    api.create_channel(PROJECT, "ch", "stew", None, None).unwrap();
-    let take = TakeRequest {
-        deputy: Some("b".into()),
-        ttl_minutes: Some(10),
-        next_step: Some("x".into()),
-        ..take_req("ch", "t", "a")
-    };
-    c_take(&co, &api, &take).unwrap();
+    create_channel(&api, &channel_req("ch", "stew")).unwrap();
+    let take =
+        TakeRequest { deputy: Some("b".into()), ttl_minutes: Some(10), next_step: Some("x".into()), ..take_req("a") };
+    let t = at("ch", "t");
+    c_take(&co, &api, &t, &take).unwrap();
     // Keep both.
-    let kept = c_touch(&co, &api, &touch_req("ch", "t", "a", 1)).unwrap().claim;
+    let kept = c_touch(&co, &api, &t, &touch_req("a", 1)).unwrap().claim;
     assert_eq!((kept.deputy.as_deref(), kept.ttl_minutes, kept.version), (Some("b"), Some(10), 2));
-    // Remove the deputy through the client (Some(None) -> clear_deputy).
-    let r = c_touch(&co, &api, &TouchRequest { deputy: Some(None), ..touch_req("ch", "t", "a", 2) }).unwrap().claim;
+    // Remove the deputy through the client.
+    let r = c_touch(&co, &api, &t, &TouchRequest { clear_deputy: true, ..touch_req("a", 2) }).unwrap().claim;
     assert_eq!((r.deputy.as_deref(), r.ttl_minutes), (None, Some(10)));
     // Set the deputy and change the TTL (raised to the floor, reported).
-    let out = c_touch(
-        &co,
-        &api,
-        &TouchRequest { deputy: Some(Some("c".into())), ttl_minutes: Some(Some(1)), ..touch_req("ch", "t", "a", 3) },
-    )
-    .unwrap();
+    let out =
+        c_touch(&co, &api, &t, &TouchRequest { deputy: Some("c".into()), ttl_minutes: Some(1), ..touch_req("a", 3) })
+            .unwrap();
     assert_eq!(
         (out.claim.deputy.as_deref(), out.claim.ttl_minutes, out.ttl_raised_from),
         (Some("c"), Some(5), Some(1))
     );
-    // Remove the TTL through the client (Some(None) -> clear_ttl).
-    let r =
-        c_touch(&co, &api, &TouchRequest { ttl_minutes: Some(None), ..touch_req("ch", "t", "a", 4) }).unwrap().claim;
+    // Remove the TTL through the client.
+    let r = c_touch(&co, &api, &t, &TouchRequest { clear_ttl: true, ..touch_req("a", 4) }).unwrap().claim;
     assert_eq!((r.deputy.as_deref(), r.ttl_minutes), (Some("c"), None));
     // Raw: both clear flags at once.
     let raw = post_as(
@@ -533,7 +554,7 @@ fn touch_clears_and_keeps_over_http() {
     );
     let out = http_ok(raw, 200);
     assert_eq!((&out["claim"]["deputy"], &out["claim"]["ttl_minutes"]), (&Value::Null, &Value::Null));
-    let history = api.claim_history(PROJECT, "ch", "t").unwrap();
+    let history = claim_history(&api, "ch", "t").unwrap();
     assert_eq!(history.len(), 7);
     assert!(history[1..].iter().all(|h| h.action == "touch" && h.actor == "seat:a"), "{history:?}");
 }
@@ -549,36 +570,36 @@ fn seed_stale(store: Arc<dyn Store>) {
     let ten_minutes_ago = now() - 10 * 60_000;
     let c = Coordinator::new(store, Arc::new(ManualClock::at(ten_minutes_ago)), Duration::from_secs(30))
         .with_open_registration(true);
-    c.create_channel(PROJECT, "ch", "stew", None, None, "test").unwrap();
+    c.create_channel(PROJECT, &channel_req("ch", "stew")).unwrap();
     let alice = ControllerKey { identity: "alice".into(), surface: "cli".into(), machine_id: "seed".into() };
-    let token = c.register(PROJECT, &alice, Credentials::default()).unwrap().token;
+    let token = c.register(PROJECT, &RegisterRequest::of(&alice, None, None)).unwrap().token;
     for (task, deputy) in [("open-me", None), ("to-deputy", Some("bob"))] {
         let req = TakeRequest {
             deputy: deputy.map(Into::into),
             ttl_minutes: Some(5),
             next_step: Some(format!("finish {task}")),
-            ..take_req("ch", task, "alice")
+            ..take_req("alice")
         };
-        c.take(&req, Some(&token)).unwrap();
+        c.take(&at("ch", task), &req, Some(&token)).unwrap();
     }
 }
 
 fn check_sweeper_releases_stale_claims(co: &Co) {
     let api = api(co);
     // A claim taken now is not due for five minutes.
-    let fresh = TakeRequest { ttl_minutes: Some(5), next_step: Some("go".into()), ..take_req("ch", "fresh", "carol") };
-    c_take(co, &api, &fresh).unwrap();
+    let fresh = TakeRequest { ttl_minutes: Some(5), next_step: Some("go".into()), ..take_req("carol") };
+    c_take(co, &api, &at("ch", "fresh"), &fresh).unwrap();
 
     wait_until(SWEEP_LIMIT, "the sweeper releasing open-me", || {
-        api.show_claim(PROJECT, "ch", "open-me").unwrap().status == ClaimStatus::Released
+        show_claim(&api, "ch", "open-me").unwrap().status == ClaimStatus::Released
     });
-    let open = api.show_claim(PROJECT, "ch", "open-me").unwrap();
+    let open = show_claim(&api, "ch", "open-me").unwrap();
     assert_eq!((open.owner.clone(), open.handoff_from.as_deref(), open.version), (None, Some("alice"), 2));
     assert_eq!(open.next_step.as_deref(), Some("finish open-me"));
     wait_until(SWEEP_LIMIT, "the sweeper handing to-deputy to bob", || {
-        api.show_claim(PROJECT, "ch", "to-deputy").unwrap().owner.as_deref() == Some("bob")
+        show_claim(&api, "ch", "to-deputy").unwrap().owner.as_deref() == Some("bob")
     });
-    let handed = api.show_claim(PROJECT, "ch", "to-deputy").unwrap();
+    let handed = show_claim(&api, "ch", "to-deputy").unwrap();
     assert_eq!(
         (handed.status, handed.handoff_from.as_deref(), handed.deputy.clone()),
         (ClaimStatus::Claimed, Some("alice"), None)
@@ -600,17 +621,17 @@ fn check_sweeper_releases_stale_claims(co: &Co) {
     );
 
     // The history says the coordinator did it.
-    let steps = api.claim_history(PROJECT, "ch", "open-me").unwrap();
+    let steps = claim_history(&api, "ch", "open-me").unwrap();
     let last = steps.last().unwrap();
     assert_eq!((last.action.as_str(), last.actor.as_str()), ("ttl_release", "coordinator"));
-    let last = api.claim_history(PROJECT, "ch", "to-deputy").unwrap().pop().unwrap();
+    let last = claim_history(&api, "ch", "to-deputy").unwrap().pop().unwrap();
     assert_eq!(last.action, "ttl_handoff");
 
     // The fresh claim is untouched; the deputy's claim has a fresh clock.
-    let f = api.show_claim(PROJECT, "ch", "fresh").unwrap();
+    let f = show_claim(&api, "ch", "fresh").unwrap();
     assert_eq!((f.status, f.owner.as_deref(), f.version), (ClaimStatus::Claimed, Some("carol"), 1));
     std::thread::sleep(Duration::from_millis(1500));
-    assert_eq!(api.show_claim(PROJECT, "ch", "to-deputy").unwrap().version, handed.version);
+    assert_eq!(show_claim(&api, "ch", "to-deputy").unwrap().version, handed.version);
 
     // /metrics counts them once, and sweeps run without failures.
     let m = metrics(co);
@@ -654,15 +675,15 @@ fn sweeper_off_with_interval_zero() {
     seed_stale(Arc::new(SqliteStore::open(&co.store).unwrap()));
     let api = api(&co);
     std::thread::sleep(Duration::from_millis(2500));
-    assert_eq!(api.show_claim(PROJECT, "ch", "open-me").unwrap().status, ClaimStatus::Claimed);
+    assert_eq!(show_claim(&api, "ch", "open-me").unwrap().status, ClaimStatus::Claimed);
     let m = metrics(&co);
     assert!(!m.contains("writerctl_sweep_runs_total{"), "{m}");
     assert_eq!(metric(&m, "writerctl_sweep_released_total"), Some(0.0), "{m}");
     assert!(!co.http.as_ref().unwrap().all_logs().contains("sweeper started"));
     // A sweep over HTTP releases both (and is a verb, not a background run).
-    let report = api.sweep(PROJECT, None, false).unwrap();
+    let report = api.call::<work::Sweep>(&ProjectPath::of(PROJECT), &SweepRequest::default(), None).unwrap();
     assert_eq!(report.released.len(), 2, "{report:?}");
-    assert_eq!(api.show_claim(PROJECT, "ch", "open-me").unwrap().status, ClaimStatus::Released);
+    assert_eq!(show_claim(&api, "ch", "open-me").unwrap().status, ClaimStatus::Released);
     let m = metrics(&co);
     assert_eq!(metric(&m, "writerctl_sweep_released_total"), Some(0.0), "{m}");
     assert_eq!(metric(&m, r#"writerctl_verbs_total{verb="claim.sweep",result="ok"}"#), Some(1.0), "{m}");
