@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use writerctl::claim::Coordinator;
 use writerctl::claim::clock::SystemClock;
-use writerctl::claim::engine::{Credentials, DEFAULT_FRESHNESS, MasterRequest};
-use writerctl::claim::masters::ControllerKey;
+use writerctl::claim::engine::DEFAULT_FRESHNESS;
+use writerctl::claim::masters::{ControllerKey, HandoffRequest, RegisterRequest};
 use writerctl::claim::stores::sqlite::SqliteStore;
 
 const PROCS: usize = 8;
@@ -34,17 +34,21 @@ fn open(path: &Path) -> Coordinator {
 fn handoffs(path: &Path, project: &str, n: usize, ready: impl FnOnce()) -> Vec<Duration> {
     let c = open(path);
     let key = |id: &str| ControllerKey { identity: id.into(), surface: "bench".into(), machine_id: "m".into() };
-    let a = c.register(project, &key("alice"), Credentials::default()).unwrap();
-    let b = c.register(project, &key("bob"), Credentials::default()).unwrap();
+    let a = c.register(project, &RegisterRequest::of(&key("alice"), None, None)).unwrap();
+    let b = c.register(project, &RegisterRequest::of(&key("bob"), None, None)).unwrap();
     let mut epoch = b.epoch;
     ready();
     let mut lat = Vec::with_capacity(n);
     for i in 0..n {
         let (from, to) = if i % 2 == 0 { (&a, "bob") } else { (&b, "alice") };
-        let req =
-            MasterRequest { project: project.into(), to_identity: to.into(), to_session: None, expect_epoch: epoch };
+        let req = HandoffRequest {
+            session_id: from.controller.session_id.clone(),
+            to: to.into(),
+            expect_epoch: epoch,
+            ..Default::default()
+        };
         let t = Instant::now();
-        let out = c.handoff(&req, &from.controller.session_id, &from.token).unwrap();
+        let out = c.handoff(project, &req, &from.token).unwrap();
         lat.push(t.elapsed());
         epoch = out.epoch;
     }

@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 
 use writerctl::claim::ClaimError;
 use writerctl::claim::clock::SystemClock;
-use writerctl::claim::engine::{Coordinator, Credentials, MasterRequest, Registered};
-use writerctl::claim::masters::ControllerKey;
+use writerctl::claim::engine::{Coordinator, Registered};
+use writerctl::claim::masters::{ControllerKey, HandoffRequest, RegisterRequest};
 use writerctl::claim::stores::redis_pg::{ConnectOptions, RedisPgStore};
 
 const CLIENTS: usize = 16;
@@ -88,13 +88,13 @@ fn client(
         }
         let a_is_master = st.slot.master.as_ref().is_some_and(|m| m.session_id == a.controller.session_id);
         let (from, to) = if a_is_master { (a, "b") } else { (b, "a") };
-        let req = MasterRequest {
-            project: project.into(),
-            to_identity: to.into(),
-            to_session: None,
+        let req = HandoffRequest {
+            session_id: from.controller.session_id.clone(),
+            to: to.into(),
             expect_epoch: st.slot.epoch,
+            ..Default::default()
         };
-        match c.handoff(&req, &from.controller.session_id, &from.token) {
+        match c.handoff(project, &req, &from.token) {
             Ok(out) => {
                 t.ok += 1;
                 t.latencies.push(started.elapsed());
@@ -143,8 +143,8 @@ fn run(pg_url: &str, min_replicas: u32, lagging: bool) -> Result<Run, String> {
     let mut handles = Vec::new();
     for i in 0..CLIENTS {
         let project = format!("p{i}");
-        let a = c.register(&project, &key("a"), Credentials::default()).map_err(|e| e.to_string())?;
-        let b = c.register(&project, &key("b"), Credentials::default()).map_err(|e| e.to_string())?;
+        let a = c.register(&project, &RegisterRequest::of(&key("a"), None, None)).map_err(|e| e.to_string())?;
+        let b = c.register(&project, &RegisterRequest::of(&key("b"), None, None)).map_err(|e| e.to_string())?;
         let (c, stop, killed_at, first) = (c.clone(), stop.clone(), killed_at.clone(), first_success.clone());
         handles.push(std::thread::spawn(move || client(&c, &project, &a, &b, &stop, &killed_at, &first)));
     }

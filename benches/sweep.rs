@@ -24,7 +24,7 @@ use writerctl::claim::model::{AuditEntry, Millis};
 use writerctl::claim::stores::redis_pg::RedisPgStore;
 use writerctl::claim::stores::sqlite::SqliteStore;
 use writerctl::claim::stores::{ClaimWrite, Store};
-use writerctl::claim::work_claims::{self as work, TakeRequest, TaskAddress};
+use writerctl::claim::work_claims::{self as work, ChannelRequest, SweepRequest, TakeRequest, TaskAddress};
 
 const T0: Millis = 1_800_000_000_000;
 const M: Millis = 60_000;
@@ -40,18 +40,20 @@ fn claims() -> usize {
 /// other claim names a deputy.
 fn load(store: &Arc<dyn Store>, n: usize, due: usize) {
     let c = Coordinator::new(store.clone(), Arc::new(ManualClock::at(T0)), Duration::from_secs(30));
-    c.create_channel(P, CH, "steward", None, None, "bench").unwrap();
+    c.create_channel(P, &ChannelRequest { channel: CH.into(), steward: "steward".into(), ..Default::default() })
+        .unwrap();
     let ch = store.channel(P, CH).unwrap().unwrap();
     let mut batch = Vec::with_capacity(5000);
     for i in 0..n {
+        let at = TaskAddress::new(P, CH, format!("task-{i:06}"));
         let req = TakeRequest {
-            address: TaskAddress::new(P, CH, format!("task-{i:06}")),
             seat: format!("seat{}", i % 64),
             deputy: (i % 2 == 0).then(|| format!("seat{}", (i + 1) % 64)),
             ttl_minutes: Some(if i < due { 5 } else { 600 }),
             next_step: Some("merge it".into()),
+            reason: None,
         };
-        let claim = work::take(None, &ch, &req, T0).unwrap().claim;
+        let claim = work::take(None, &ch, &at, &req, T0).unwrap().claim;
         let audit = AuditEntry {
             at: T0,
             project: P.into(),
@@ -81,8 +83,9 @@ fn load(store: &Arc<dyn Store>, n: usize, due: usize) {
 
 fn sweep(store: &Arc<dyn Store>, expect: usize) -> Duration {
     let c = Coordinator::new(store.clone(), Arc::new(ManualClock::at(T0 + 5 * M)), Duration::from_secs(30));
+    let now = SweepRequest::default();
     let t = Instant::now();
-    let report = c.sweep(P, None, false).unwrap();
+    let report = c.sweep(P, &now).unwrap();
     let took = t.elapsed();
     assert_eq!(report.released.len(), expect, "the sweep released what was due");
     took
