@@ -22,12 +22,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use writerctl::claim::Coordinator;
-use writerctl::claim::api::CoordinatorApi;
 use writerctl::claim::clock::SystemClock;
-use writerctl::claim::engine::{Credentials, DEFAULT_FRESHNESS, MasterRequest};
-use writerctl::claim::masters::ControllerKey;
+use writerctl::claim::engine::{DEFAULT_FRESHNESS, Registered, Status};
+use writerctl::claim::masters::{ControllerKey, HandoffRequest, RegisterRequest};
+use writerctl::claim::secret::Secret;
 use writerctl::claim::stores::Store;
 use writerctl::coordinator::client::HttpCoordinator;
+use writerctl::coordinator::verbs::master;
+use writerctl::coordinator::wire::{NoBody, ProjectPath};
 
 struct Figures {
     per_sec: f64,
@@ -84,13 +86,16 @@ fn handoff_load(url: &str, clients: usize, secs: f64, tag: &str) -> (Vec<Duratio
             let project = format!("{tag}-{i}");
             std::thread::spawn(move || {
                 let c = HttpCoordinator::new(&url, None, None).unwrap();
-                let key =
-                    |id: &str| ControllerKey { identity: id.into(), surface: "bench".into(), machine_id: "m".into() };
-                let a = c.register(&project, &key("alice"), Credentials::default()).unwrap();
-                let b = c.register(&project, &key("bob"), Credentials::default()).unwrap();
-                let mut epoch = c.status(&project).unwrap().slot.epoch;
-                let mut master_is_a =
-                    c.status(&project).unwrap().slot.master.unwrap().session_id == a.controller.session_id;
+                let at = ProjectPath::of(&project);
+                let register = |id: &str| {
+                    let key = ControllerKey { identity: id.into(), surface: "bench".into(), machine_id: "m".into() };
+                    let r = c.call::<master::Register>(&at, &RegisterRequest::of(&key, None, None), None).unwrap();
+                    Registered { controller: r.controller.into(), token: Secret::new(r.token), epoch: r.epoch }
+                };
+                let (a, b) = (register("alice"), register("bob"));
+                let status = || Status::from(c.call::<master::Status>(&at, &NoBody {}, None).unwrap());
+                let mut epoch = status().slot.epoch;
+                let mut master_is_a = status().slot.master.unwrap().session_id == a.controller.session_id;
                 barrier.wait();
                 let end = Instant::now() + Duration::from_secs_f64(secs);
                 let mut lat = Vec::new();
@@ -98,14 +103,15 @@ fn handoff_load(url: &str, clients: usize, secs: f64, tag: &str) -> (Vec<Duratio
                     let (from, to, to_row) = if master_is_a { (&a, "bob", &b) } else { (&b, "alice", &a) };
                     // The exact row: nobody heartbeats here, and a run longer than the
                     // freshness threshold (WRITERCTL_BENCH_SUSTAIN) would find it stale.
-                    let req = MasterRequest {
-                        project: project.clone(),
-                        to_identity: to.into(),
+                    let req = HandoffRequest {
+                        session_id: from.controller.session_id.clone(),
+                        to: to.into(),
                         to_session: Some(to_row.controller.session_id.clone()),
                         expect_epoch: epoch,
+                        ..Default::default()
                     };
                     let t = Instant::now();
-                    let out = c.handoff(&req, &from.controller.session_id, &from.token).unwrap();
+                    let out = c.call::<master::Handoff>(&at, &req, Some(&from.token)).unwrap();
                     lat.push(t.elapsed());
                     epoch = out.epoch;
                     master_is_a = !master_is_a;

@@ -31,12 +31,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use writerctl::claim::ClaimError;
-use writerctl::claim::api::CoordinatorApi;
-use writerctl::claim::engine::{Credentials, MasterRequest};
-use writerctl::claim::masters::ControllerKey;
+use writerctl::claim::masters::{ControllerKey, HandoffRequest, MasterClaimRequest, RegisterRequest};
 use writerctl::claim::secret::Secret;
-use writerctl::claim::work_claims::{ClaimOutcome, TakeRequest, TaskAddress};
+use writerctl::claim::work_claims::{ChannelRequest, ClaimOutcome, TakeRequest, TaskAddress};
 use writerctl::coordinator::client::HttpCoordinator;
+use writerctl::coordinator::verbs::{master, work};
+use writerctl::coordinator::wire::{NoBody, ProjectPath, SessionPath, TaskPath};
 
 use live::{Backing, metrics, pct, start_server, stop_server};
 
@@ -64,25 +64,25 @@ struct Seat {
 fn register(c: &HttpCoordinator, project: &str, identity: &str) -> Seat {
     let key = ControllerKey { identity: identity.into(), surface: "soak".into(), machine_id: "bench".into() };
     let r = c
-        .register(project, &key, Credentials::default())
+        .call::<master::Register>(&ProjectPath::of(project), &RegisterRequest::of(&key, None, None), None)
         .unwrap_or_else(|e| panic!("register {project}/{identity}: {e}"));
-    Seat { project: project.into(), identity: identity.into(), session_id: r.controller.session_id, token: r.token }
+    let token = Secret::new(r.token);
+    Seat { project: project.into(), identity: identity.into(), session_id: r.controller.session_id, token }
 }
 
 /// The one place a seat takes a claim (so a change in how a claim write proves its seat, such
 /// as a session token, is made once). TTL 20 scaled minutes (under a second), deputy the
 /// next identity.
 fn take_claim(c: &HttpCoordinator, seat: &Seat, task: &str, deputy: &str) -> Result<ClaimOutcome, ClaimError> {
-    c.take(
-        &TakeRequest {
-            address: TaskAddress::new(seat.project.clone(), CHANNEL, task),
-            seat: seat.identity.clone(),
-            deputy: Some(deputy.into()),
-            ttl_minutes: Some(20),
-            next_step: Some("finish the soak step".into()),
-        },
-        Some(&seat.token),
-    )
+    let at = TaskAddress::new(seat.project.clone(), CHANNEL, task);
+    let req = TakeRequest {
+        seat: seat.identity.clone(),
+        deputy: Some(deputy.into()),
+        ttl_minutes: Some(20),
+        next_step: Some("finish the soak step".into()),
+        reason: None,
+    };
+    c.call::<work::TakeClaim>(&TaskPath::from(&at), &req, Some(&seat.token))
 }
 
 /// Latencies by verb since the last sample.
@@ -141,7 +141,8 @@ fn drive(
                     return;
                 }
                 let next = Instant::now() + pause;
-                let r = lat.time("session.heartbeat", || c.heartbeat(&s.project, &s.session_id, &s.token));
+                let at = SessionPath::of(&s.project, &s.session_id);
+                let r = lat.time("session.heartbeat", || c.call::<master::Heartbeat>(&at, &NoBody {}, Some(&s.token)));
                 r.unwrap_or_else(|e| panic!("heartbeat: {e}"));
                 std::thread::sleep(next.saturating_duration_since(Instant::now()));
             }
@@ -150,18 +151,21 @@ fn drive(
     // Handoffs: project after project, the master hands off to another identity.
     threads.push(spawn_rounds(url, seats, lat, stop, |c, seats, lat, _, round| {
         for project in seats {
-            let st = lat.time("master.status", || c.status(&project[0].project)).unwrap();
-            let Some(m) = st.slot.master else { continue };
+            let at = ProjectPath::of(&project[0].project);
+            let st = lat.time("master.status", || c.call::<master::Status>(&at, &NoBody {}, None)).unwrap();
+            let Some(m) = st.master else { continue };
             let Some(i) = project.iter().position(|s| s.session_id == m.session_id) else { continue };
             let to = &project[(i + 1 + round % (PER_PROJECT - 1)) % PER_PROJECT];
-            let req = MasterRequest {
-                project: to.project.clone(),
-                to_identity: to.identity.clone(),
-                to_session: Some(to.session_id.clone()),
-                expect_epoch: st.slot.epoch,
-            };
             let from = &project[i];
-            match lat.time("master.handoff", || c.handoff(&req, &from.session_id, &from.token)) {
+            let req = HandoffRequest {
+                session_id: from.session_id.clone(),
+                to: to.identity.clone(),
+                to_session: Some(to.session_id.clone()),
+                expect_epoch: st.epoch,
+                ..Default::default()
+            };
+            let at = ProjectPath::of(&to.project);
+            match lat.time("master.handoff", || c.call::<master::Handoff>(&at, &req, Some(&from.token))) {
                 Ok(_) | Err(ClaimError::Remote { .. }) => {}
                 Err(e) => panic!("handoff: {e}"),
             }
@@ -189,13 +193,15 @@ fn drive(
     // Operator claims under ids nobody added: refused, one attempt row per id.
     threads.push(spawn_rounds(url, seats, lat, stop, |c, seats, lat, _, n| {
         let s = &seats[n % PROJECTS][0];
-        let req = MasterRequest {
-            project: s.project.clone(),
-            to_identity: s.identity.clone(),
-            to_session: None,
+        let req = MasterClaimRequest {
+            to: s.identity.clone(),
             expect_epoch: 0,
+            operator: format!("ghost-{n}"),
+            password: "x".into(),
+            ..Default::default()
         };
-        let r = lat.time("master.claim", || c.claim(&req, &format!("ghost-{n}"), &Secret::new("x".into())));
+        let at = ProjectPath::of(&s.project);
+        let r = lat.time("master.claim", || c.call::<master::MasterClaim>(&at, &req, None));
         assert!(r.is_err(), "an unknown operator must be refused");
         std::thread::sleep(Duration::from_millis(500));
     }));
@@ -232,7 +238,13 @@ fn soak(name: &str, backing: &Backing, server_args: Vec<String>, seconds: u64) {
         .map(|p| {
             let project = format!("soak-{p}");
             let seats: Vec<Seat> = (0..PER_PROJECT).map(|i| register(&c, &project, &format!("c{i}"))).collect();
-            c.create_channel(&project, CHANNEL, "c0", Some(60), Some(1)).unwrap();
+            let ch = ChannelRequest {
+                channel: CHANNEL.into(),
+                steward: "c0".into(),
+                sla_minutes: Some(60),
+                ttl_floor_minutes: Some(1),
+            };
+            c.call::<work::CreateChannel>(&ProjectPath::of(&project), &ch, None).unwrap();
             seats
         })
         .collect();
