@@ -69,12 +69,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use writerctl::claim::api::CoordinatorApi;
-use writerctl::claim::engine::{Credentials, MasterRequest, Registered};
-use writerctl::claim::masters::ControllerKey;
+use writerctl::claim::ClaimError;
+use writerctl::claim::engine::{IssuedKey, Registered, Status};
+use writerctl::claim::masters::{ControllerKey, HandoffRequest, MasterClaimRequest, OperatorRequest, RegisterRequest};
 use writerctl::claim::requests::RequestId;
 use writerctl::claim::secret::Secret;
+use writerctl::claim::work_claims::ChannelRequest;
 use writerctl::coordinator::client::HttpCoordinator;
+use writerctl::coordinator::verbs::{admin, master, work};
+use writerctl::coordinator::wire::{IdentityPath, IdentityReq, NoBody, NoPath, ProjectPath, SessionPath};
 
 use live::{Backing, StoreSizes};
 
@@ -454,12 +457,10 @@ impl Deployment {
 
     /// An enrolled identity in `project`, registered (with `id` as its request id when given).
     fn seat(&self, project: &str, identity: &str, id: Option<RequestId>) -> (Registered, Secret) {
-        let key = self.admin_client().enroll_identity(project, identity).unwrap().key;
+        let key = enroll(&self.admin_client(), project, identity).unwrap().key;
         let c = self.client().with_request(id);
         let row = ControllerKey { identity: identity.into(), surface: "abuse".into(), machine_id: "bench".into() };
-        let r = c
-            .register(project, &row, Credentials { identity_key: Some(&key), ..Credentials::default() })
-            .unwrap_or_else(|e| panic!("register {project}/{identity}: {e}"));
+        let r = register(&c, project, &row, &key).unwrap_or_else(|e| panic!("register {project}/{identity}: {e}"));
         (r, key)
     }
 
@@ -534,19 +535,47 @@ impl Pair {
 
     /// The current master, the other row, and the epoch (None when the server does not answer).
     fn state(&self, c: &HttpCoordinator) -> Option<(&Registered, &Registered, u64)> {
-        let st = c.status(&self.project).ok()?;
+        let st = status(c, &self.project).ok()?;
         let a_master = st.slot.master.as_ref().is_some_and(|m| m.session_id == self.a.controller.session_id);
         Some(if a_master { (&self.a, &self.b, st.slot.epoch) } else { (&self.b, &self.a, st.slot.epoch) })
     }
 }
 
-fn request(project: &str, to: &Registered, epoch: u64) -> MasterRequest {
-    MasterRequest {
-        project: project.into(),
-        to_identity: to.controller.identity.clone(),
+// The verbs the bench's own clients call, through the library's client (`call::<V>`).
+
+/// `master status` of `project`.
+fn status(c: &HttpCoordinator, project: &str) -> Result<Status, ClaimError> {
+    c.call::<master::Status>(&ProjectPath::of(project), &NoBody {}, None).map(Status::from)
+}
+
+/// `identity add` (the client's admin token): the identity's key.
+fn enroll(c: &HttpCoordinator, project: &str, identity: &str) -> Result<IssuedKey, ClaimError> {
+    c.call::<admin::AddIdentity>(&ProjectPath::of(project), &IdentityReq { identity: identity.into() }, None)
+        .map(IssuedKey::from)
+}
+
+/// `session register` of `row`, proven by the identity's `key`.
+fn register(c: &HttpCoordinator, project: &str, row: &ControllerKey, key: &Secret) -> Result<Registered, ClaimError> {
+    let r = c.call::<master::Register>(&ProjectPath::of(project), &RegisterRequest::of(row, Some(key), None), None)?;
+    Ok(Registered { controller: r.controller.into(), token: Secret::new(r.token), epoch: r.epoch })
+}
+
+/// `channel create` (the client's admin token), default SLA and TTL floor.
+fn create_channel(c: &HttpCoordinator, project: &str, channel: &str, steward: &str) {
+    let r = ChannelRequest { channel: channel.into(), steward: steward.into(), ..ChannelRequest::default() };
+    c.call::<work::CreateChannel>(&ProjectPath::of(project), &r, None).unwrap();
+}
+
+/// `from` hands the master role to the exact row `to`, decided at `epoch`.
+fn handoff(c: &HttpCoordinator, project: &str, from: &Registered, to: &Registered, epoch: u64) -> bool {
+    let req = HandoffRequest {
+        session_id: from.controller.session_id.clone(),
+        to: to.controller.identity.clone(),
         to_session: Some(to.controller.session_id.clone()),
         expect_epoch: epoch,
-    }
+        ..HandoffRequest::default()
+    };
+    c.call::<master::Handoff>(&ProjectPath::of(project), &req, Some(&from.token)).is_ok()
 }
 
 #[derive(Default)]
@@ -593,7 +622,7 @@ fn timed_loop(stop: &AtomicBool, every: Duration, mut op: impl FnMut() -> bool) 
 fn handoffs(d: &Deployment, pair: &Pair, stop: &AtomicBool) -> Latencies {
     timed_loop(stop, HANDOFF_EVERY, || {
         let Some((from, to, epoch)) = pair.state(&d.client()) else { return false };
-        d.client().handoff(&request(&pair.project, to, epoch), &from.controller.session_id, &from.token).is_ok()
+        handoff(&d.client(), &pair.project, from, to, epoch)
     })
 }
 
@@ -604,7 +633,8 @@ fn heartbeats(d: &Deployment, pair: &Pair, stop: &AtomicBool) -> Latencies {
     timed_loop(stop, HANDOFF_EVERY, || {
         n += 1;
         let r = if n.is_multiple_of(2) { &pair.a } else { &pair.b };
-        d.client().heartbeat(&pair.project, &r.controller.session_id, &r.token).is_ok()
+        let at = SessionPath::of(&pair.project, &r.controller.session_id);
+        d.client().call::<master::Heartbeat>(&at, &NoBody {}, Some(&r.token)).is_ok()
     })
 }
 
@@ -616,7 +646,15 @@ fn operator_claims(d: &Deployment, pair: &Pair, stop: &AtomicBool) -> Latencies 
 /// One correct `master claim` by the operator (from 127.0.0.1).
 fn operator_claim(d: &Deployment, pair: &Pair) -> bool {
     let Some((_, to, epoch)) = pair.state(&d.client()) else { return false };
-    d.client().claim(&request(&pair.project, to, epoch), OPERATOR, &Secret::new(PASSWORD.into())).is_ok()
+    let req = MasterClaimRequest {
+        to: to.controller.identity.clone(),
+        to_session: Some(to.controller.session_id.clone()),
+        expect_epoch: epoch,
+        operator: OPERATOR.into(),
+        password: PASSWORD.into(),
+        ..MasterClaimRequest::default()
+    };
+    d.client().call::<master::MasterClaim>(&ProjectPath::of(&pair.project), &req, None).is_ok()
 }
 
 #[derive(Default, Clone)]
@@ -1088,7 +1126,9 @@ fn launch28(
             let project = fresh("abuse-replay");
             let id = RequestId::generate();
             let (r, key) = d.seat(&project, "victim", Some(id.clone()));
-            d.admin_client().rotate_identity(&project, "victim").unwrap();
+            d.admin_client()
+                .call::<admin::RotateIdentity>(&IdentityPath::of(&project, "victim"), &NoBody {}, None)
+                .unwrap();
             let body = serde_json::json!({"identity": "victim", "surface": "abuse", "machine_id": "bench",
                                           "identity_key": key.expose()});
             let req = http_request(
@@ -1105,7 +1145,7 @@ fn launch28(
         Attack::Refusals => {
             let project = fresh("abuse-refusals");
             let (r, _) = d.seat(&project, "seat", None);
-            d.admin_client().create_channel(&project, "work", "seat", None, None).unwrap();
+            create_channel(&d.admin_client(), &project, "work", "seat");
             let sid = r.controller.session_id.clone();
             let wrong = |_: ()| vec![("authorization", format!("Bearer wrong-{}", uuid::Uuid::new_v4().simple()))];
             let reqs: Vec<(String, String, serde_json::Value)> = vec![
@@ -1169,7 +1209,7 @@ fn launch28(
         Attack::SeatFlood => {
             let project = fresh("abuse-seat");
             let (r, _) = d.seat(&project, "seat", None);
-            d.admin_client().create_channel(&project, "work", "seat", None, None).unwrap();
+            create_channel(&d.admin_client(), &project, "work", "seat");
             let token = r.token.expose().to_string();
             flood(
                 rt,
@@ -1237,7 +1277,8 @@ impl Clients {
     /// The operator and the two pairs; the operator's first correct claim is made here, so
     /// its address has a record of success before any attack (issue 39 point 5).
     fn new(d: &Deployment) -> Clients {
-        d.admin_client().add_operator(OPERATOR, &Secret::new(PASSWORD.into())).unwrap();
+        let op = OperatorRequest { operator_id: OPERATOR.into(), password: PASSWORD.into() };
+        d.admin_client().call::<master::AddOperator>(&NoPath {}, &op, None).unwrap();
         let c =
             Clients { legit: Pair::new(d, "abuse-legit", "alice", "bob"), oper: Pair::new(d, "abuse-oper", "a", "b") };
         operator_claim(d, &c.oper);

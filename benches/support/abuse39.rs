@@ -7,6 +7,7 @@
 
 use super::*;
 use std::path::PathBuf;
+use writerctl::coordinator::wire::WatchQuery;
 
 /// Source address `i` of an attack's own block `127.block.x.y` (y in 1..=250).
 fn source(block: u8, i: usize) -> IpAddr {
@@ -131,7 +132,8 @@ pub(super) fn launch(
         Attack::LongPolls => {
             let project = fresh("abuse-quiet");
             d.seat(&project, "q", None);
-            let version = d.client().watch_master(&project, None, Duration::ZERO).unwrap().version;
+            let now = WatchQuery { after: None, wait_ms: 0 };
+            let version = d.client().call::<master::Watch>(&ProjectPath::of(&project), &now, None).unwrap().version;
             let conns = connections(attack, cfg);
             let addrs = 8 * scale;
             let per = conns.div_ceil(addrs);
@@ -390,9 +392,9 @@ impl LegitHost {
         let kept = HttpCoordinator::new(url, ca, None).unwrap();
         while !tally.stop.load(Ordering::SeqCst) {
             let ok = if keepalive {
-                kept.status("abuse-legit").is_ok()
+                status(&kept, "abuse-legit").is_ok()
             } else {
-                HttpCoordinator::new(url, ca, None).unwrap().status("abuse-legit").is_ok()
+                status(&HttpCoordinator::new(url, ca, None).unwrap(), "abuse-legit").is_ok()
             };
             self.sent.fetch_add(1, Ordering::Relaxed);
             if !ok {
@@ -716,16 +718,12 @@ pub(super) fn store_copy(spec: &StoreSpec, cfg: &Config) -> Row {
     let mut secrets: Vec<(String, &'static str)> = Vec::new();
     let mut keys = Vec::new();
     for who in ["alice", "bob", "carol"] {
-        let k = d.admin_client().with_request(Some(RequestId::generate())).enroll_identity(&project, who).unwrap().key;
+        let k = enroll(&d.admin_client().with_request(Some(RequestId::generate())), &project, who).unwrap().key;
         secrets.push((k.expose().to_string(), "identity key"));
         keys.push(k);
     }
     let row = ControllerKey { identity: "alice".into(), surface: "abuse".into(), machine_id: "bench".into() };
-    let r = d
-        .client()
-        .with_request(Some(RequestId::generate()))
-        .register(&project, &row, Credentials { identity_key: Some(&keys[0]), ..Credentials::default() })
-        .unwrap();
+    let r = register(&d.client().with_request(Some(RequestId::generate())), &project, &row, &keys[0]).unwrap();
     secrets.push((r.token.expose().to_string(), "session token"));
     secrets.push((d.admin.expose().to_string(), "admin token"));
     let copy_dir = tempfile::tempdir().unwrap();
