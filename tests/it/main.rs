@@ -4,6 +4,7 @@
 #![allow(clippy::disallowed_methods)] // tests stage and mutate files by hand
 
 mod support;
+mod support_api;
 mod throwaway;
 
 mod abuse_net;

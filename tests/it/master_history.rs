@@ -10,10 +10,11 @@ use serde_json::{Value, json};
 
 use crate::master::{Co, PASSWORD, PROJECT, err_doc, ok_doc};
 use crate::services::Ns;
+use crate::support_api::{claim_by, handoff_by, unproven};
 use writerctl::claim::ClaimError;
 use writerctl::claim::clock::ManualClock;
-use writerctl::claim::engine::{Coordinator, DEFAULT_FRESHNESS, Registered, RequestCtx};
-use writerctl::claim::masters::{ControllerKey, HandoffRequest, MasterClaimRequest, OperatorRequest, RegisterRequest};
+use writerctl::claim::engine::{Coordinator, DEFAULT_FRESHNESS, RequestCtx};
+use writerctl::claim::masters::{ControllerKey, HandoffRequest, MasterClaimRequest, OperatorRequest};
 use writerctl::claim::model::AuditEntry;
 use writerctl::claim::stores::Store;
 use writerctl::claim::stores::sqlite::SqliteStore;
@@ -22,32 +23,6 @@ const T0: i64 = 1_700_000_000_000;
 
 fn key(identity: &str) -> ControllerKey {
     ControllerKey { identity: identity.into(), surface: "cli".into(), machine_id: "m".into() }
-}
-
-/// `from` hands project `p` to `to`, decided at `epoch`.
-fn handoff(from: &Registered, to: &str, epoch: u64) -> HandoffRequest {
-    HandoffRequest {
-        session_id: from.controller.session_id.clone(),
-        to: to.into(),
-        expect_epoch: epoch,
-        ..Default::default()
-    }
-}
-
-/// Operator `ops`, with `password`, claims project `p` for `to`, decided at `epoch`.
-fn claim(to: &str, epoch: u64, password: &str) -> MasterClaimRequest {
-    MasterClaimRequest {
-        to: to.into(),
-        expect_epoch: epoch,
-        operator: "ops".into(),
-        password: password.into(),
-        ..Default::default()
-    }
-}
-
-/// `key` registered without proof (open registration).
-fn open(key: &ControllerKey) -> RegisterRequest {
-    RegisterRequest::of(key, None, None)
 }
 
 fn coordinator(store: Arc<dyn Store>) -> Coordinator {
@@ -61,17 +36,17 @@ fn coordinator(store: Arc<dyn Store>) -> Coordinator {
 fn check_history_on(store: Arc<dyn Store>, reopen: impl FnOnce() -> Arc<dyn Store>) {
     let c = coordinator(store);
     c.add_operator(&OperatorRequest { operator_id: "ops".into(), password: PASSWORD.into() }).unwrap();
-    let a = c.register("p", &open(&key("alice"))).unwrap();
-    let b = c.register("p", &open(&key("bob"))).unwrap();
+    let a = c.register("p", &unproven(&key("alice"))).unwrap();
+    let b = c.register("p", &unproven(&key("bob"))).unwrap();
 
     // A dry-run claim leaves the epoch unchanged, and refuses as the real claim would.
     let dry_claim = |to, epoch, password| MasterClaimRequest {
         reason: Some("drill".into()),
         dry_run: true,
-        ..claim(to, epoch, password)
+        ..claim_by("ops", password, to, epoch)
     };
     let dry_handoff =
-        |from, to, epoch| HandoffRequest { reason: Some("drill".into()), dry_run: true, ..handoff(from, to, epoch) };
+        |from, to, epoch| HandoffRequest { reason: Some("drill".into()), dry_run: true, ..handoff_by(from, to, epoch) };
     let plan = c.master_claim("p", &dry_claim("bob", 1, PASSWORD)).unwrap();
     assert!(plan.dry_run && plan.changed && plan.epoch == 2, "{plan:?}");
     assert_eq!(c.status("p").unwrap().slot.epoch, 1, "a dry-run claim leaves the epoch unchanged");
@@ -87,10 +62,11 @@ fn check_history_on(store: Arc<dyn Store>, reopen: impl FnOnce() -> Arc<dyn Stor
     assert!(c.store().inbox("p", "alice", 0, 10).unwrap().is_empty(), "a dry run rings nobody");
 
     // The real verbs, with reasons.
-    c.handoff("p", &HandoffRequest { reason: Some("deploy 4.2".into()), ..handoff(&a, "bob", 1) }, &a.token).unwrap();
+    c.handoff("p", &HandoffRequest { reason: Some("deploy 4.2".into()), ..handoff_by(&a, "bob", 1) }, &a.token)
+        .unwrap();
     c.master_claim(
         "p",
-        &MasterClaimRequest { reason: Some("bob's host is down".into()), ..claim("alice", 2, PASSWORD) },
+        &MasterClaimRequest { reason: Some("bob's host is down".into()), ..claim_by("ops", PASSWORD, "alice", 2) },
     )
     .unwrap();
     c.deregister("p", &a.controller.session_id, &a.token).unwrap();
@@ -197,8 +173,8 @@ fn an_old_sqlite_store_gains_the_reason_column() {
         assert!(!cols.contains(&"reason".to_string()), "{cols:?}");
     }
     let c = coordinator(Arc::new(SqliteStore::open(&path).unwrap()));
-    c.register("p", &open(&key("alice"))).unwrap();
-    let b = c.register("p", &open(&key("bob"))).unwrap();
+    c.register("p", &unproven(&key("alice"))).unwrap();
+    let b = c.register("p", &unproven(&key("bob"))).unwrap();
     c.for_request(RequestCtx::default().planned(Some("after the upgrade".into()), false).unwrap())
         .deregister("p", &b.controller.session_id, &b.token)
         .unwrap();
@@ -214,7 +190,7 @@ fn an_old_sqlite_store_gains_the_reason_column() {
 fn an_old_postgres_schema_gains_the_reason_column() {
     let Some(ns) = Ns::new("an_old_postgres_schema_gains_the_reason_column") else { return };
     let c = coordinator(ns.store());
-    c.register("p", &open(&key("alice"))).unwrap();
+    c.register("p", &unproven(&key("alice"))).unwrap();
     assert_eq!(c.audit_log(None, 10).unwrap().len(), 1, "the schema exists");
     let schema = &ns.name;
     // Back to the schema before issue 30: its two migrations (the audit `reason` column,
@@ -230,7 +206,7 @@ fn an_old_postgres_schema_gains_the_reason_column() {
         ))
         .unwrap();
     let c = coordinator(ns.store());
-    let b = c.register("p", &open(&key("bob"))).unwrap();
+    let b = c.register("p", &unproven(&key("bob"))).unwrap();
     c.for_request(RequestCtx::default().planned(Some("after the upgrade".into()), false).unwrap())
         .deregister("p", &b.controller.session_id, &b.token)
         .unwrap();
@@ -257,7 +233,7 @@ fn an_old_postgres_schema_gains_the_reason_column() {
 fn the_postgres_audit_reads_walk_an_index() {
     let Some(ns) = Ns::new("the_postgres_audit_reads_walk_an_index") else { return };
     let store = ns.store();
-    coordinator(store.clone()).register("p", &open(&key("alice"))).unwrap();
+    coordinator(store.clone()).register("p", &unproven(&key("alice"))).unwrap();
     let plans = store.audit_read_plans().unwrap();
     assert_eq!(plans.len(), 8);
     for (what, plan) in &plans {

@@ -14,11 +14,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::services::{Ns, skip};
+use crate::support_api::handoff_by;
 use crate::throwaway::{PgCluster, SentinelSet, TestCa, program, redis_tls};
 use writerctl::claim::ClaimError;
 use writerctl::claim::clock::SystemClock;
 use writerctl::claim::engine::{Coordinator, DEFAULT_FRESHNESS, Registered};
-use writerctl::claim::masters::{ControllerKey, HandoffRequest, RegisterRequest};
+use writerctl::claim::masters::{ControllerKey, RegisterRequest};
 use writerctl::claim::stores::Store;
 use writerctl::claim::stores::redis_pg::{ConnectOptions, RedisPgStore};
 
@@ -55,13 +56,7 @@ fn register(c: &Coordinator, project: &str, identity: &str) -> Registered {
 }
 
 fn handoff(c: &Coordinator, from: &Registered, to: &str, epoch: u64) -> Result<u64, ClaimError> {
-    let req = HandoffRequest {
-        session_id: from.controller.session_id.clone(),
-        to: to.into(),
-        expect_epoch: epoch,
-        ..Default::default()
-    };
-    c.handoff("web", &req, &from.token).map(|o| o.epoch)
+    c.handoff("web", &handoff_by(from, to, epoch), &from.token).map(|o| o.epoch)
 }
 
 fn opts(ca: Option<&TestCa>, min_replicas: u32) -> ConnectOptions {

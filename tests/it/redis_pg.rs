@@ -14,10 +14,11 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::services::{DEFAULT_POSTGRES, DEFAULT_REDIS, Ns, Proxy, counts, postgres_addr, redis_via, wait_until};
+use crate::support_api::{claim_by, handoff_by, unproven};
 use writerctl::claim::ClaimError;
 use writerctl::claim::clock::{ManualClock, SystemClock};
 use writerctl::claim::engine::{Coordinator, DEFAULT_FRESHNESS, Registered};
-use writerctl::claim::masters::{ControllerKey, HandoffRequest, MasterClaimRequest, OperatorRequest, RegisterRequest};
+use writerctl::claim::masters::{ControllerKey, OperatorRequest, RegisterRequest};
 use writerctl::claim::model::{AuditEntry, Change, Controller, Snapshot};
 use writerctl::claim::secret::Secret;
 use writerctl::claim::stores::redis_pg::RedisPgStore;
@@ -32,32 +33,6 @@ const T0: i64 = 1_700_000_000_000;
 
 fn key(identity: &str, machine: &str) -> ControllerKey {
     ControllerKey { identity: identity.into(), surface: "cli".into(), machine_id: machine.into() }
-}
-
-/// `key` registered without proof (open registration).
-fn open(key: &ControllerKey) -> RegisterRequest {
-    RegisterRequest::of(key, None, None)
-}
-
-/// `from` hands the master slot to `to`, decided at `epoch`.
-fn handoff(from: &Registered, to: &str, epoch: u64) -> HandoffRequest {
-    HandoffRequest {
-        session_id: from.controller.session_id.clone(),
-        to: to.into(),
-        expect_epoch: epoch,
-        ..Default::default()
-    }
-}
-
-/// Operator `operator` claims the master slot for `to` with [`PASSWORD`], decided at `epoch`.
-fn claim(operator: &str, to: &str, epoch: u64) -> MasterClaimRequest {
-    MasterClaimRequest {
-        to: to.into(),
-        expect_epoch: epoch,
-        operator: operator.into(),
-        password: PASSWORD.into(),
-        ..Default::default()
-    }
 }
 
 fn operator(id: &str, password: &str) -> OperatorRequest {
@@ -82,11 +57,11 @@ fn register_handoff_claim_round_trip() {
     let Some(ns) = Ns::new("register_handoff_claim_round_trip") else { return };
     let store = ns.store();
     let c = manual(&store);
-    let a = c.register("web", &open(&key("alice", "h1"))).unwrap();
+    let a = c.register("web", &unproven(&key("alice", "h1"))).unwrap();
     assert!(a.controller.is_master && a.epoch == 1, "the first registrant becomes master");
-    let b = c.register("web", &open(&key("bob", "h2"))).unwrap();
+    let b = c.register("web", &unproven(&key("bob", "h2"))).unwrap();
 
-    let out = c.handoff("web", &handoff(&a, "bob", 1), &a.token).unwrap();
+    let out = c.handoff("web", &handoff_by(&a, "bob", 1), &a.token).unwrap();
     assert_eq!((out.epoch, out.new_master.session_id.as_str()), (2, b.controller.session_id.as_str()));
     let st = c.status("web").unwrap();
     assert_eq!(st.slot.master.as_ref().unwrap().session_id, b.controller.session_id, "status reflects it at once");
@@ -104,10 +79,10 @@ fn register_handoff_claim_round_trip() {
     assert!(ev.cursor > 0 && ev.at == T0);
     assert!(c.inbox("web", "alice", ev.cursor, 10, Some(&a.token)).unwrap().is_empty(), "read on after the cursor");
 
-    assert!(matches!(c.handoff("web", &handoff(&a, "bob", 2), &a.token), Err(ClaimError::NotMaster { .. })));
+    assert!(matches!(c.handoff("web", &handoff_by(&a, "bob", 2), &a.token), Err(ClaimError::NotMaster { .. })));
 
     c.add_operator(&operator("ops", PASSWORD)).unwrap();
-    let out = c.master_claim("web", &claim("ops", "alice", 2)).unwrap();
+    let out = c.master_claim("web", &claim_by("ops", PASSWORD, "alice", 2)).unwrap();
     assert_eq!((out.epoch, out.new_master.session_id.as_str()), (3, a.controller.session_id.as_str()));
     let bob_inbox = c.inbox("web", "bob", 0, 10, Some(&b.token)).unwrap();
     assert_eq!(bob_inbox.len(), 1);
@@ -116,7 +91,7 @@ fn register_handoff_claim_round_trip() {
     assert!(bob_inbox[0].cursor > ev.cursor, "one cursor sequence across inboxes");
 
     assert_eq!(
-        c.handoff("web", &handoff(&a, "bob", 2), &a.token).unwrap_err(),
+        c.handoff("web", &handoff_by(&a, "bob", 2), &a.token).unwrap_err(),
         ClaimError::StaleMaster { expected: 2, actual: 3 }
     );
 
@@ -160,9 +135,10 @@ fn concurrent_verbs_on_one_epoch_have_exactly_one_winner() {
     }
     for trial in 0..TRIALS {
         let project = format!("cas-{trial}");
-        let alice = coords[0].register(&project, &open(&key("alice", "h0"))).unwrap();
-        let targets: Vec<Registered> =
-            (0..THREADS).map(|i| coords[i].register(&project, &open(&key(&format!("t{i}"), "h1"))).unwrap()).collect();
+        let alice = coords[0].register(&project, &unproven(&key("alice", "h0"))).unwrap();
+        let targets: Vec<Registered> = (0..THREADS)
+            .map(|i| coords[i].register(&project, &unproven(&key(&format!("t{i}"), "h1"))).unwrap())
+            .collect();
         // Odd trials race operator claims, even trials race handoffs by the master.
         let by_claim = trial % 2 == 1;
         let barrier = Arc::new(Barrier::new(THREADS));
@@ -172,7 +148,8 @@ fn concurrent_verbs_on_one_epoch_have_exactly_one_winner() {
                 let (c, barrier, alice, project) = (coords[i].clone(), barrier.clone(), alice.clone(), project.clone());
                 thread::spawn(move || {
                     let (to, op) = (format!("t{i}"), format!("ops{i}"));
-                    let (by_operator, by_master) = (claim(&op, &to, alice.epoch), handoff(&alice, &to, alice.epoch));
+                    let (by_operator, by_master) =
+                        (claim_by(&op, PASSWORD, &to, alice.epoch), handoff_by(&alice, &to, alice.epoch));
                     barrier.wait();
                     let result = if by_claim {
                         c.master_claim(&project, &by_operator)
@@ -230,17 +207,17 @@ fn redis_first_while_postgres_is_unreachable() {
     let via_proxy = proxy.postgres_url(&ns.postgres_url);
     let store = Arc::new(RedisPgStore::connect(&ns.redis_url, &via_proxy, &ns.name).unwrap());
     let c = manual(&store);
-    let a = c.register("web", &open(&key("alice", "h1"))).unwrap();
-    let b = c.register("web", &open(&key("bob", "h2"))).unwrap();
+    let a = c.register("web", &unproven(&key("alice", "h1"))).unwrap();
+    let b = c.register("web", &unproven(&key("bob", "h2"))).unwrap();
     store.flush_postgres().unwrap();
 
     proxy.cut();
     let started = Instant::now();
-    let out = c.handoff("web", &handoff(&a, "bob", 1), &a.token).unwrap();
+    let out = c.handoff("web", &handoff_by(&a, "bob", 1), &a.token).unwrap();
     assert_eq!(out.epoch, 2);
     let st = c.status("web").unwrap();
     assert_eq!(st.slot.master.unwrap().session_id, b.controller.session_id, "routing changed at once");
-    assert!(matches!(c.handoff("web", &handoff(&a, "alice", 2), &a.token), Err(ClaimError::NotMaster { .. })));
+    assert!(matches!(c.handoff("web", &handoff_by(&a, "alice", 2), &a.token), Err(ClaimError::NotMaster { .. })));
     c.heartbeat("web", &b.controller.session_id, &b.token).unwrap();
     assert!(started.elapsed() < Duration::from_secs(5), "degraded verbs stay fast: {:?}", started.elapsed());
     assert!(store.pending_postgres_writes().unwrap() >= 3);
@@ -283,13 +260,13 @@ fn redis_down_means_unavailable_and_audit_rows_go_to_postgres_directly() {
     let (via_proxy, _) = redis_via(&ns.redis_url, proxy.port);
     let store = Arc::new(RedisPgStore::connect(&via_proxy, &ns.postgres_url, &ns.name).unwrap());
     let c = manual(&store);
-    let a = c.register("web", &open(&key("alice", "h1"))).unwrap();
-    c.register("web", &open(&key("bob", "h2"))).unwrap();
+    let a = c.register("web", &unproven(&key("alice", "h1"))).unwrap();
+    c.register("web", &unproven(&key("bob", "h2"))).unwrap();
 
     proxy.cut();
     let started = Instant::now();
     assert!(matches!(c.status("web"), Err(ClaimError::Unavailable(_))));
-    let e = c.handoff("web", &handoff(&a, "bob", 1), &a.token).unwrap_err();
+    let e = c.handoff("web", &handoff_by(&a, "bob", 1), &a.token).unwrap_err();
     assert!(matches!(e, ClaimError::Unavailable(_)), "{e:?}");
     assert_eq!(e.code().as_str(), "coordinator_unavailable");
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
@@ -301,7 +278,7 @@ fn redis_down_means_unavailable_and_audit_rows_go_to_postgres_directly() {
 
     proxy.restore();
     assert_eq!(c.status("web").unwrap().slot.epoch, 1, "the pool reconnects once Redis is back");
-    c.handoff("web", &handoff(&a, "bob", 1), &a.token).unwrap();
+    c.handoff("web", &handoff_by(&a, "bob", 1), &a.token).unwrap();
     store.flush_postgres().unwrap();
     assert_eq!(ns.pg_controllers("web"), store.snapshot("web").unwrap().controllers);
 }
@@ -311,12 +288,12 @@ fn cold_restore_from_postgres_keeps_epoch_and_version() {
     let Some(ns) = Ns::new("cold_restore_from_postgres_keeps_epoch_and_version") else { return };
     let store = ns.store();
     let c = manual(&store);
-    let a = c.register("web", &open(&key("alice", "h1"))).unwrap();
-    let b = c.register("web", &open(&key("bob", "h2"))).unwrap();
-    let carol = c.register("web", &open(&key("carol", "h3"))).unwrap();
-    c.handoff("web", &handoff(&a, "bob", 1), &a.token).unwrap();
+    let a = c.register("web", &unproven(&key("alice", "h1"))).unwrap();
+    let b = c.register("web", &unproven(&key("bob", "h2"))).unwrap();
+    let carol = c.register("web", &unproven(&key("carol", "h3"))).unwrap();
+    c.handoff("web", &handoff_by(&a, "bob", 1), &a.token).unwrap();
     c.deregister("web", &carol.controller.session_id, &carol.token).unwrap();
-    c.register("api", &open(&key("alice", "h1"))).unwrap();
+    c.register("api", &unproven(&key("alice", "h1"))).unwrap();
     let last_cursor = c.inbox("web", "alice", 0, 10, Some(&a.token)).unwrap()[0].cursor;
     store.flush_postgres().unwrap();
     let web = store.snapshot("web").unwrap();
@@ -339,8 +316,8 @@ fn cold_restore_from_postgres_keeps_epoch_and_version() {
     // Verbs go on from the restored state: bob's token still works, the epoch grows from there;
     // the pre-loss epoch is stale.
     let c2 = manual(&fresh);
-    assert!(matches!(c2.handoff("web", &handoff(&b, "alice", 2), &b.token), Err(ClaimError::StaleMaster { .. })));
-    let out = c2.handoff("web", &handoff(&b, "alice", 2 + G), &b.token).unwrap();
+    assert!(matches!(c2.handoff("web", &handoff_by(&b, "alice", 2), &b.token), Err(ClaimError::StaleMaster { .. })));
+    let out = c2.handoff("web", &handoff_by(&b, "alice", 2 + G), &b.token).unwrap();
     assert_eq!(out.epoch, 3 + G);
     let after = fresh.snapshot("web").unwrap();
     assert_eq!(after.version, web.version + 1);
@@ -351,7 +328,7 @@ fn cold_restore_from_postgres_keeps_epoch_and_version() {
     // A store that was running when Redis lost its data restores before deciding anything.
     ns.wipe_redis();
     assert_eq!(store.snapshot("web").unwrap(), bumped(after.clone()));
-    let out = c.handoff("web", &handoff(&a, "bob", 3 + 2 * G), &a.token).unwrap();
+    let out = c.handoff("web", &handoff_by(&a, "bob", 3 + 2 * G), &a.token).unwrap();
     assert_eq!(out.epoch, 4 + 2 * G);
     // A commit that meets an emptied Redis writes nothing, restores, and reports a conflict
     // so that the caller decides again on the restored state.
@@ -377,7 +354,7 @@ fn cold_restore_from_postgres_keeps_epoch_and_version() {
     assert_eq!(store.snapshot("web").unwrap(), bumped(before.clone()));
     // Through the engine the same happens inside the CAS loop.
     ns.wipe_redis();
-    let d = c.register("web", &open(&key("dave", "h4"))).unwrap();
+    let d = c.register("web", &unproven(&key("dave", "h4"))).unwrap();
     assert!(!d.controller.is_master, "decided on the restored state, where bob is master");
     assert_eq!(d.epoch, 4 + 3 * G);
     assert_eq!(store.snapshot("web").unwrap().controllers.len(), 3);
@@ -388,7 +365,7 @@ fn entries_postgres_refuses_are_set_aside_and_the_rest_go_on() {
     let Some(ns) = Ns::new("entries_postgres_refuses_are_set_aside_and_the_rest_go_on") else { return };
     let store = ns.store();
     let c = manual(&store);
-    let a = c.register("web", &open(&key("alice", "h1"))).unwrap();
+    let a = c.register("web", &unproven(&key("alice", "h1"))).unwrap();
     store.flush_postgres().unwrap();
     let mut r = ns.redis();
     // An entry that does not decode, and one whose state breaks the UNIQUE natural key (two
@@ -416,7 +393,7 @@ fn entries_postgres_refuses_are_set_aside_and_the_rest_go_on() {
         .query::<String>(&mut r)
         .unwrap();
     // A real verb behind them, drained in the same batch.
-    c.register("web", &open(&key("bob", "h2"))).unwrap();
+    c.register("web", &unproven(&key("bob", "h2"))).unwrap();
     store.flush_postgres().unwrap();
     assert_eq!(store.pending_postgres_writes().unwrap(), 0);
     assert_eq!(store.dead_postgres_writes().unwrap(), 2);
@@ -467,20 +444,20 @@ fn registration_keeps_one_controller_status_row_per_key() {
     let Some(ns) = Ns::new("registration_keeps_one_controller_status_row_per_key") else { return };
     let store = ns.store();
     let c = manual(&store);
-    let first = c.register("web", &open(&key("alice", "h1"))).unwrap();
+    let first = c.register("web", &unproven(&key("alice", "h1"))).unwrap();
     // A live row is re-registered only with its current token.
-    assert_eq!(c.register("web", &open(&key("alice", "h1"))).unwrap_err().code().as_str(), "unauthorized");
+    assert_eq!(c.register("web", &unproven(&key("alice", "h1"))).unwrap_err().code().as_str(), "unauthorized");
     let mut prev = first.token.clone();
     for _ in 0..3 {
         let again = c.register("web", &RegisterRequest::of(&key("alice", "h1"), None, Some(&prev))).unwrap();
         assert_eq!(again.controller.session_id, first.controller.session_id, "the UPSERT keeps the row");
         prev = again.token;
     }
-    let other_machine = c.register("web", &open(&key("alice", "h2"))).unwrap();
+    let other_machine = c.register("web", &unproven(&key("alice", "h2"))).unwrap();
     let ide = c
         .register(
             "web",
-            &open(&ControllerKey { identity: "alice".into(), surface: "ide".into(), machine_id: "h1".into() }),
+            &unproven(&ControllerKey { identity: "alice".into(), surface: "ide".into(), machine_id: "h1".into() }),
         )
         .unwrap();
     assert_ne!(other_machine.controller.session_id, first.controller.session_id);
@@ -488,7 +465,7 @@ fn registration_keeps_one_controller_status_row_per_key() {
     // Leave and come back under the same key: a new session id, still one row for the key.
     let latest = c.register("web", &RegisterRequest::of(&key("alice", "h1"), None, Some(&prev))).unwrap();
     c.deregister("web", &latest.controller.session_id, &latest.token).unwrap();
-    let back = c.register("web", &open(&key("alice", "h1"))).unwrap();
+    let back = c.register("web", &unproven(&key("alice", "h1"))).unwrap();
     assert_ne!(back.controller.session_id, first.controller.session_id);
     store.flush_postgres().unwrap();
     let rows = ns.pg_controllers("web");
@@ -527,7 +504,7 @@ fn two_stores_see_one_state() {
     let Some(ns) = Ns::new("two_stores_see_one_state") else { return };
     let (s1, s2) = (ns.store(), ns.store());
     let c = manual(&s1);
-    c.register("web", &open(&key("alice", "h1"))).unwrap();
+    c.register("web", &unproven(&key("alice", "h1"))).unwrap();
     let snap: Snapshot = s2.snapshot("web").unwrap();
     assert_eq!(snap, s1.snapshot("web").unwrap());
     assert_eq!(snap.version, 1);

@@ -25,6 +25,7 @@ use writerctl::claim::work_claims::{ChannelRequest, FocusRequest, TakeRequest, T
 use writerctl::error::ErrorCode;
 
 use crate::master::{Co, PROJECT, err_doc, ok_doc, s};
+use crate::support_api::handoff_by;
 
 const P: &str = "web";
 
@@ -328,12 +329,7 @@ fn a_handoff_replayed_after_its_session_ended_is_refused() {
     let (ka, kb) = (e.enroll("alice"), e.enroll("bob"));
     let a = register(&e, "a", "alice", "h1", &ka).unwrap();
     register(&e, "b", "bob", "h1", &kb).unwrap();
-    let req = HandoffRequest {
-        session_id: a.controller.session_id.clone(),
-        to: "bob".into(),
-        expect_epoch: a.epoch,
-        ..Default::default()
-    };
+    let req = handoff_by(&a, "bob", a.epoch);
     e.with("h-1").handoff(P, &req, &a.token).unwrap();
     e.with("h-1").handoff(P, &req, &a.token).unwrap();
     e.c.remove_identity(P, "alice").unwrap();

@@ -15,9 +15,10 @@ use serde_json::{Value, json};
 
 use crate::serve::{Server, http_get, metric};
 use crate::services::{Ns, Proxy, postgres_addr, redis_via, wait_until};
+use crate::support_api::{handoff_by, unproven};
 use writerctl::claim::clock::ManualClock;
 use writerctl::claim::engine::{Coordinator, DEFAULT_FRESHNESS};
-use writerctl::claim::masters::{ControllerKey, HandoffRequest, RegisterRequest};
+use writerctl::claim::masters::ControllerKey;
 use writerctl::claim::model::{AuditEntry, Millis, NewEvent};
 use writerctl::claim::stores::redis_pg::{HISTORY_KEEP, QueueBounds, RedisPgStore};
 use writerctl::claim::stores::sqlite::SqliteStore;
@@ -110,8 +111,8 @@ fn a_write_verb_past_the_bound_is_refused_and_writes_nothing() {
     let proxy = Proxy::start(postgres_addr(&ns.postgres_url));
     let store = store_via(&ns, &proxy);
     let c = coordinator(&store);
-    let a = c.register("web", &RegisterRequest::of(&key("alice", "h1"), None, None)).unwrap();
-    c.register("web", &RegisterRequest::of(&key("bob", "h2"), None, None)).unwrap();
+    let a = c.register("web", &unproven(&key("alice", "h1"))).unwrap();
+    c.register("web", &unproven(&key("bob", "h2"))).unwrap();
     let ch = work::new_channel("web", "ops", "alice", Some(30), Some(1), T0).unwrap();
     store.insert_channel(&ch, &refusal(0)).unwrap();
     store.flush_postgres().unwrap();
@@ -132,12 +133,7 @@ fn a_write_verb_past_the_bound_is_refused_and_writes_nothing() {
     };
     let keys_before = state_keys();
 
-    let req = HandoffRequest {
-        session_id: a.controller.session_id.clone(),
-        to: "bob".into(),
-        expect_epoch: 1,
-        ..Default::default()
-    };
+    let req = handoff_by(&a, "bob", 1);
     let e = c.handoff("web", &req, &a.token).unwrap_err();
     assert_eq!(e.code().as_str(), "coordinator_unavailable", "{e}");
     assert_eq!(e.code().exit_code(), 75);
@@ -241,11 +237,11 @@ fn a_replica_that_loses_the_drain_race_is_not_left_degraded() {
     let proxy = Proxy::start(postgres_addr(&ns.postgres_url));
     let b = store_via(&ns, &proxy);
     let cb = coordinator(&b);
-    cb.register("web", &RegisterRequest::of(&key("alice", "h1"), None, None)).unwrap();
+    cb.register("web", &unproven(&key("alice", "h1"))).unwrap();
     b.flush_postgres().unwrap();
 
     proxy.cut();
-    cb.register("web", &RegisterRequest::of(&key("bob", "h2"), None, None)).unwrap();
+    cb.register("web", &unproven(&key("bob", "h2"))).unwrap();
     wait_until(Duration::from_secs(30), "b's own drain fails and marks it degraded", || {
         b.readiness().unwrap().degraded
     });
