@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use writerctl::claim::ClaimError;
 use writerctl::claim::masters::{ControllerKey, HandoffRequest, MasterClaimRequest, RegisterRequest};
 use writerctl::claim::secret::Secret;
-use writerctl::claim::work_claims::{ChannelRequest, ClaimOutcome, TakeRequest, TaskAddress};
+use writerctl::claim::work_claims::{ChannelRequest, TakeRequest, TaskAddress, WorkClaimOutcome};
 use writerctl::coordinator::client::HttpCoordinator;
 use writerctl::coordinator::verbs::{master, work};
 use writerctl::coordinator::wire::{NoBody, ProjectPath, SessionPath, TaskPath};
@@ -73,7 +73,7 @@ fn register(c: &HttpCoordinator, project: &str, identity: &str) -> Seat {
 /// The one place a seat takes a claim (so a change in how a claim write proves its seat, such
 /// as a session token, is made once). TTL 20 scaled minutes (under a second), deputy the
 /// next identity.
-fn take_claim(c: &HttpCoordinator, seat: &Seat, task: &str, deputy: &str) -> Result<ClaimOutcome, ClaimError> {
+fn take_claim(c: &HttpCoordinator, seat: &Seat, task: &str, deputy: &str) -> Result<WorkClaimOutcome, ClaimError> {
     let at = TaskAddress::new(seat.project.clone(), CHANNEL, task);
     let req = TakeRequest {
         seat: seat.identity.clone(),

@@ -23,7 +23,7 @@ use writerctl::claim::clock::ManualClock;
 use writerctl::claim::model::{AuditEntry, Millis};
 use writerctl::claim::stores::redis_pg::RedisPgStore;
 use writerctl::claim::stores::sqlite::SqliteStore;
-use writerctl::claim::stores::{ClaimWrite, Store};
+use writerctl::claim::stores::{Store, WorkClaimWrite};
 use writerctl::claim::work_claims::{self as work, ChannelRequest, SweepRequest, TakeRequest, TaskAddress};
 
 const T0: Millis = 1_800_000_000_000;
@@ -66,7 +66,7 @@ fn load(store: &Arc<dyn Store>, n: usize, due: usize) {
             request: None,
             reason: None,
         };
-        batch.push(ClaimWrite {
+        batch.push(WorkClaimWrite {
             expected_version: 0,
             row: claim,
             action: "take".into(),
@@ -75,7 +75,7 @@ fn load(store: &Arc<dyn Store>, n: usize, due: usize) {
             proof: None,
         });
         if batch.len() == 5000 || i + 1 == n {
-            store.write_claims(&batch).unwrap();
+            store.write_work_claims(&batch).unwrap();
             batch.clear();
         }
     }

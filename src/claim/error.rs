@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-use super::work_claims::shapes::ClaimStatus;
+use super::work_claims::shapes::WorkClaimStatus;
 use crate::error::ErrorCode;
 
 /// Why a coordinator verb failed.
@@ -141,7 +141,7 @@ pub enum ClaimError {
         /// Its owner.
         owner: Option<String>,
         /// Its status.
-        status: ClaimStatus,
+        status: WorkClaimStatus,
         /// Its version.
         version: u64,
     },
@@ -171,7 +171,7 @@ pub enum ClaimError {
         /// The owner, if any.
         owner: Option<String>,
         /// The status.
-        status: ClaimStatus,
+        status: WorkClaimStatus,
     },
     /// No such channel or claim.
     #[error("{0}")]
@@ -363,9 +363,9 @@ fn oldest_audit(oldest: &Option<u64>) -> String {
 }
 
 /// "is claimed by alice", "is released", "is done".
-fn held(owner: &Option<String>, status: &ClaimStatus) -> String {
+fn held(owner: &Option<String>, status: &WorkClaimStatus) -> String {
     match (status, owner) {
-        (ClaimStatus::Claimed, Some(o)) => format!("is claimed by {o}"),
+        (WorkClaimStatus::Claimed, Some(o)) => format!("is claimed by {o}"),
         (s, _) => format!("is {}", s.as_str()),
     }
 }
@@ -510,7 +510,7 @@ impl ClaimError {
             ClaimError::AdminRequired => {
                 "start the server with --admin-token-file F and set WRITERCTL_ADMIN_TOKEN to that token".into()
             }
-            ClaimError::ClaimTaken { status: ClaimStatus::Done, .. } => {
+            ClaimError::ClaimTaken { status: WorkClaimStatus::Done, .. } => {
                 "a done task is never taken again; pick another task".into()
             }
             ClaimError::ClaimTaken { .. } => {

@@ -5,7 +5,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use writerctl::claim::model::Millis;
-use writerctl::claim::work_claims::{Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, SweepReport};
+use writerctl::claim::work_claims::{Channel, FocusLease, SweepReport, WorkClaim, WorkClaimOutcome, WorkClaimStep};
 use writerctl::coordinator::verb::Verb;
 use writerctl::coordinator::verbs::work as verbs;
 use writerctl::coordinator::wire::{
@@ -295,7 +295,7 @@ fn opt_time(ms: Option<Millis>) -> Value {
 }
 
 /// The claim as CLI.md's JSON contract spells it, plus the clock's other facts.
-fn claim_json(r: &ClaimRow) -> Value {
+fn claim_json(r: &WorkClaim) -> Value {
     json!({
         "project": r.project,
         "channel": r.channel,
@@ -315,7 +315,7 @@ fn claim_json(r: &ClaimRow) -> Value {
     })
 }
 
-fn outcome_json(o: &ClaimOutcome) -> Value {
+fn outcome_json(o: &WorkClaimOutcome) -> Value {
     let mut v = claim_json(&o.claim);
     v["ttl_raised_from"] = json!(o.ttl_raised_from);
     v
@@ -331,12 +331,12 @@ fn lease_json(l: &FocusLease) -> Value {
            "ended_at": opt_time(l.ended_at)})
 }
 
-fn step_json(s: &ClaimStep) -> Value {
+fn step_json(s: &WorkClaimStep) -> Value {
     json!({"at": rfc3339(s.at), "actor": s.actor, "action": s.action, "claim": claim_json(&s.claim)})
 }
 
 /// One line per claim for humans.
-fn claim_line(r: &ClaimRow) -> String {
+fn claim_line(r: &WorkClaim) -> String {
     let mut line = format!("{}/{} {} v{}", r.channel, r.task, r.status.as_str(), r.version);
     if let Some(o) = &r.owner {
         line.push_str(&format!(" owner {o}"));
@@ -359,11 +359,11 @@ fn claim_line(r: &ClaimRow) -> String {
     line
 }
 
-fn print_claim(out: Output, row: &ClaimRow) -> Result<()> {
+fn print_claim(out: Output, row: &WorkClaim) -> Result<()> {
     if out.json { Ok(out.json(&claim_json(row))?) } else { Ok(out.line(&claim_line(row))?) }
 }
 
-fn print_outcome(out: Output, o: &ClaimOutcome) -> Result<()> {
+fn print_outcome(out: Output, o: &WorkClaimOutcome) -> Result<()> {
     if out.json {
         return Ok(out.json(&outcome_json(o))?);
     }
@@ -666,12 +666,12 @@ mod tests {
 
     #[test]
     fn a_claim_json_has_the_contract_keys() {
-        let row = ClaimRow {
+        let row = WorkClaim {
             project: "p".into(),
             channel: "c".into(),
             task: "t".into(),
             owner: None,
-            status: writerctl::claim::work_claims::ClaimStatus::Released,
+            status: writerctl::claim::work_claims::WorkClaimStatus::Released,
             version: 2,
             deputy: None,
             ttl_minutes: Some(5),

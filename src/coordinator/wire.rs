@@ -208,8 +208,8 @@ pub struct AuditResp {
 }
 
 // ---------------------------------------------------------------------------------------
-// work claims (seed 002): the answers are the engine's own types (`Channel`, `ClaimRow`,
-// `ClaimOutcome`, `ClaimStep`, `SweepReport`, `FocusOutcome`, `FocusLease`,
+// work claims (seed 002): the answers are the engine's own types (`Channel`, `WorkClaim`,
+// `WorkClaimOutcome`, `WorkClaimStep`, `SweepReport`, `FocusOutcome`, `FocusLease`,
 // `StewardReport`), and so are the requests, which carry what the path does not
 // ([`crate::claim::work_claims::requests`]).
 // ---------------------------------------------------------------------------------------

@@ -83,12 +83,12 @@ fn the_engine_types_serialize_as_their_schemas_say() {
     use writerctl::claim::work_claims::*;
     let doc = writerctl::coordinator::server::openapi();
     let m = MasterRef { identity: "alice".into(), session_id: "s1".into() };
-    let row = ClaimRow {
+    let row = WorkClaim {
         project: "p".into(),
         channel: "c".into(),
         task: "t".into(),
         owner: Some("alice".into()),
-        status: ClaimStatus::Claimed,
+        status: WorkClaimStatus::Claimed,
         version: 3,
         deputy: None,
         ttl_minutes: Some(20),
@@ -171,9 +171,9 @@ fn the_engine_types_serialize_as_their_schemas_say() {
             }),
         ),
         ("Channel", json!(channel)),
-        ("ClaimRow", json!(row)),
-        ("ClaimStep", json!(ClaimStep { at: 1, actor: "a".into(), action: "take".into(), claim: row.clone() })),
-        ("ClaimOutcome", json!(ClaimOutcome { claim: row.clone(), ttl_raised_from: Some(2) })),
+        ("WorkClaim", json!(row)),
+        ("WorkClaimStep", json!(WorkClaimStep { at: 1, actor: "a".into(), action: "take".into(), claim: row.clone() })),
+        ("WorkClaimOutcome", json!(WorkClaimOutcome { claim: row.clone(), ttl_raised_from: Some(2) })),
         (
             "SweepReport",
             json!(SweepReport {

@@ -24,8 +24,8 @@ use writerctl::claim::stores::Store;
 use writerctl::claim::stores::redis_pg::RedisPgStore;
 use writerctl::claim::stores::sqlite::SqliteStore;
 use writerctl::claim::work_claims::{
-    ChannelRequest, ClaimRow, ClaimStatus, HELD_BY_PAUSE, PauseRequest, ReleaseRequest, SweepReport, SweepRequest,
-    TakeRequest, TaskAddress,
+    ChannelRequest, HELD_BY_PAUSE, PauseRequest, ReleaseRequest, SweepReport, SweepRequest, TakeRequest, TaskAddress,
+    WorkClaim, WorkClaimStatus,
 };
 use writerctl::error::ErrorCode;
 
@@ -106,7 +106,7 @@ impl Backend {
     }
 
     /// `seat` takes `task` with a 5-minute TTL (and `deputy`), proven by `token`.
-    fn take(&self, task: &str, seat: &str, token: &Secret, deputy: Option<&str>) -> ClaimRow {
+    fn take(&self, task: &str, seat: &str, token: &Secret, deputy: Option<&str>) -> WorkClaim {
         let req = TakeRequest {
             seat: seat.into(),
             deputy: deputy.map(Into::into),
@@ -114,7 +114,7 @@ impl Backend {
             next_step: Some(format!("finish {task}")),
             reason: None,
         };
-        self.coord.take(&TaskAddress::new(P, CH, task), &req, Some(token)).unwrap().claim
+        self.coord.take_work_claim(&TaskAddress::new(P, CH, task), &req, Some(token)).unwrap().claim
     }
 
     /// The channel, and `seat` holding task `a` with a 5-minute TTL (and `deputy`): its token.
@@ -131,8 +131,8 @@ impl Backend {
         token
     }
 
-    fn show(&self, task: &str) -> ClaimRow {
-        self.coord.show_claim(P, CH, task).unwrap()
+    fn show(&self, task: &str) -> WorkClaim {
+        self.coord.show_work_claim(P, CH, task).unwrap()
     }
 
     fn advance(&self, minutes: i64) {
@@ -196,8 +196,8 @@ fn a_paused_project_holds_a_due_ttl_release_through_a_sweep_and_releases_it_afte
         // A person's move still works while paused.
         let c = b.show("c");
         let req = ReleaseRequest { seat: "dave".into(), expect_version: Some(c.version), ..Default::default() };
-        let after = b.coord.release_claim(&TaskAddress::new(P, CH, "c"), &req, Some(&dave)).unwrap();
-        assert_eq!((after.status, after.owner), (ClaimStatus::Released, None), "{n}");
+        let after = b.coord.release_work_claim(&TaskAddress::new(P, CH, "c"), &req, Some(&dave)).unwrap();
+        assert_eq!((after.status, after.owner), (WorkClaimStatus::Released, None), "{n}");
 
         // Resume: the next sweep releases what is due, the handoff included.
         let res = b.coord.resume_project(P).unwrap();
@@ -206,7 +206,7 @@ fn a_paused_project_holds_a_due_ttl_release_through_a_sweep_and_releases_it_afte
         let r = b.coord.sweep(P, &SweepRequest::default()).unwrap();
         assert_eq!(released(&r), [rel("a", None), rel("b", Some("carol"))], "{n}: {r:?}");
         assert!(r.held_back.is_empty() && r.paused.is_none(), "{n}: {r:?}");
-        assert_eq!(b.show("a").status, ClaimStatus::Released, "{n}");
+        assert_eq!(b.show("a").status, WorkClaimStatus::Released, "{n}");
         assert_eq!(b.show("b").owner.as_deref(), Some("carol"), "{n}");
 
         // Audited, with the actor and the reason (in-process, the store file's authority: `local`).

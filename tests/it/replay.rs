@@ -167,13 +167,17 @@ fn a_replay_with_another_credential_is_unauthorized() {
     let two = register(&e, "b", "alice", "h2", &k).unwrap();
     channel(P, &e.c);
     let (t, req) = (TaskAddress::new(P, "c", "t"), take_req("alice", None));
-    e.with("take-1").take(&t, &req, Some(&one.token)).unwrap();
-    assert_eq!(e.with("take-1").take(&t, &req, Some(&one.token)).unwrap().claim.version, 1, "the owner's retry");
-    refused(e.with("take-1").take(&t, &req, Some(&two.token)), ErrorCode::Unauthorized);
+    e.with("take-1").take_work_claim(&t, &req, Some(&one.token)).unwrap();
+    assert_eq!(
+        e.with("take-1").take_work_claim(&t, &req, Some(&one.token)).unwrap().claim.version,
+        1,
+        "the owner's retry"
+    );
+    refused(e.with("take-1").take_work_claim(&t, &req, Some(&two.token)), ErrorCode::Unauthorized);
     let other = take_req("alice", Some("merge"));
-    refused(e.with("take-1").take(&t, &other, Some(&two.token)), ErrorCode::Unauthorized);
+    refused(e.with("take-1").take_work_claim(&t, &other, Some(&two.token)), ErrorCode::Unauthorized);
     // The original credential with another request is told it is another request.
-    refused(e.with("take-1").take(&t, &other, Some(&one.token)), ErrorCode::InvalidArgument);
+    refused(e.with("take-1").take_work_claim(&t, &other, Some(&one.token)), ErrorCode::InvalidArgument);
 }
 
 /// Issue 28 point 5: before authentication, no answer says whether a request id exists. A
@@ -357,10 +361,10 @@ fn take_racing_remove(c: &Coordinator, other: Coordinator, project: &str) {
         }
         Ok(())
     });
-    let result = c.take(&TaskAddress::new(project, "c", "t"), &take_req("alice", None), Some(&alice.token));
+    let result = c.take_work_claim(&TaskAddress::new(project, "c", "t"), &take_req("alice", None), Some(&alice.token));
     assert!(removed.get(), "the removal ran between the proof and the write");
     refused(result, ErrorCode::Unauthorized);
-    refused(c.show_claim(project, "c", "t"), ErrorCode::NotFound);
+    refused(c.show_work_claim(project, "c", "t"), ErrorCode::NotFound);
 
     // The same for a focus lease: bob is removed between his proof and his focus write.
     let k = c.enroll_identity(project, "bob").unwrap().key;

@@ -200,7 +200,7 @@ fn routine_heartbeats_write_no_audit_row_on_both_stores() {
 /// The one place these tests take a claim (seat proof changes are made here).
 fn take_as(c: &Coordinator, seat: &str, task: &str) {
     let req = TakeRequest { seat: seat.into(), ..Default::default() };
-    c.take(&TaskAddress::new(P, "ch", task), &req, Some(&seat_token(c, seat))).unwrap();
+    c.take_work_claim(&TaskAddress::new(P, "ch", task), &req, Some(&seat_token(c, seat))).unwrap();
 }
 
 /// A session token of `seat`: a controller registered for this one write (its own machine
@@ -214,7 +214,7 @@ fn seat_token(c: &Coordinator, seat: &str) -> Secret {
 /// The one place these tests touch a claim.
 fn touch_as(c: &Coordinator, seat: &str, task: &str) {
     let req = TouchRequest { seat: seat.into(), next_step: Some("go on".into()), ..Default::default() };
-    c.touch(&TaskAddress::new(P, "ch", task), &req, Some(&seat_token(c, seat))).unwrap();
+    c.touch_work_claim(&TaskAddress::new(P, "ch", task), &req, Some(&seat_token(c, seat))).unwrap();
 }
 
 #[test]
@@ -234,8 +234,9 @@ fn claim_history_keeps_each_tasks_newest_step_on_both_stores() {
         assert_eq!(s.store.sizes().unwrap().history_steps, 4, "{}", s.name);
         let cut = Cutoffs { audit_before: Some(T0 + DAY + DAY / 2), ..cutoffs(None, None) };
         assert_eq!(s.store.prune(&cut).unwrap().history_steps, 2, "{}", s.name);
-        let steps =
-            |task: &str| -> Vec<Millis> { c.claim_history(P, "ch", task).unwrap().iter().map(|st| st.at).collect() };
+        let steps = |task: &str| -> Vec<Millis> {
+            c.work_claim_history(P, "ch", task).unwrap().iter().map(|st| st.at).collect()
+        };
         assert_eq!(steps("a"), [T0 + 2 * DAY], "{}: the old steps went", s.name);
         assert_eq!(steps("b"), [T0], "{}: a task's newest step stays, however old", s.name);
         assert_eq!(s.store.sizes().unwrap().history_steps, 2, "{}", s.name);

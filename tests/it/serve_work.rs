@@ -26,8 +26,8 @@ use writerctl::claim::secret::Secret;
 use writerctl::claim::stores::Store;
 use writerctl::claim::stores::sqlite::SqliteStore;
 use writerctl::claim::work_claims::{
-    CLAIM_RELEASED, Channel, ChannelRequest, ClaimOutcome, ClaimRow, ClaimStatus, ClaimStep, FocusLease, FocusRequest,
-    MAX_FOCUS_MINUTES, ReleaseRequest, SweepRequest, TakeRequest, TaskAddress, TouchRequest,
+    CLAIM_RELEASED, Channel, ChannelRequest, FocusLease, FocusRequest, MAX_FOCUS_MINUTES, ReleaseRequest, SweepRequest,
+    TakeRequest, TaskAddress, TouchRequest, WorkClaim, WorkClaimOutcome, WorkClaimStatus, WorkClaimStep,
 };
 use writerctl::coordinator::client::HttpCoordinator;
 use writerctl::coordinator::verbs::{admin, work};
@@ -62,15 +62,15 @@ fn tok(co: &Co, seat: &str) -> Secret {
     Secret::new(t)
 }
 
-fn c_take(co: &Co, api: &HttpCoordinator, at: &TaskAddress, r: &TakeRequest) -> Result<ClaimOutcome, ClaimError> {
+fn c_take(co: &Co, api: &HttpCoordinator, at: &TaskAddress, r: &TakeRequest) -> Result<WorkClaimOutcome, ClaimError> {
     api.call::<work::TakeClaim>(&TaskPath::from(at), r, Some(&tok(co, &r.seat)))
 }
 
-fn c_touch(co: &Co, api: &HttpCoordinator, at: &TaskAddress, r: &TouchRequest) -> Result<ClaimOutcome, ClaimError> {
+fn c_touch(co: &Co, api: &HttpCoordinator, at: &TaskAddress, r: &TouchRequest) -> Result<WorkClaimOutcome, ClaimError> {
     api.call::<work::TouchClaim>(&TaskPath::from(at), r, Some(&tok(co, &r.seat)))
 }
 
-fn c_release(co: &Co, api: &HttpCoordinator, at: &TaskAddress, r: &ReleaseRequest) -> Result<ClaimRow, ClaimError> {
+fn c_release(co: &Co, api: &HttpCoordinator, at: &TaskAddress, r: &ReleaseRequest) -> Result<WorkClaim, ClaimError> {
     api.call::<work::ReleaseClaim>(&TaskPath::from(at), r, Some(&tok(co, &r.seat)))
 }
 
@@ -84,11 +84,11 @@ fn channel_req(channel: &str, steward: &str) -> ChannelRequest {
     ChannelRequest { channel: channel.into(), steward: steward.into(), ..Default::default() }
 }
 
-fn show_claim(api: &HttpCoordinator, channel: &str, task: &str) -> Result<ClaimRow, ClaimError> {
+fn show_claim(api: &HttpCoordinator, channel: &str, task: &str) -> Result<WorkClaim, ClaimError> {
     api.call::<work::ShowClaim>(&TaskPath::from(&at(channel, task)), &NoBody {}, None)
 }
 
-fn claim_history(api: &HttpCoordinator, channel: &str, task: &str) -> Result<Vec<ClaimStep>, ClaimError> {
+fn claim_history(api: &HttpCoordinator, channel: &str, task: &str) -> Result<Vec<WorkClaimStep>, ClaimError> {
     api.call::<work::ClaimHistory>(&TaskPath::from(&at(channel, task)), &NoBody {}, None)
 }
 
@@ -208,7 +208,7 @@ fn check_happy_path(co: &Co) {
     .unwrap();
     assert_eq!(
         (out.claim.version, out.claim.owner.as_deref(), out.claim.status),
-        (1, Some("alice"), ClaimStatus::Claimed)
+        (1, Some("alice"), WorkClaimStatus::Claimed)
     );
     assert_eq!((out.claim.ttl_minutes, out.ttl_raised_from), (Some(3), Some(2)));
     assert_eq!(out.claim.deputy.as_deref(), Some("bob"));
@@ -229,7 +229,7 @@ fn check_happy_path(co: &Co) {
 
     // release: open again; the deputy and the steward hear of it.
     let released = c_release(co, &api, &at(chan, task), &release_req("alice", 2)).unwrap();
-    assert_eq!((released.status, released.owner.clone(), released.version), (ClaimStatus::Released, None, 3));
+    assert_eq!((released.status, released.owner.clone(), released.version), (WorkClaimStatus::Released, None, 3));
     assert_eq!(released.handoff_from.as_deref(), Some("alice"));
     for who in ["bob", "stew ard"] {
         let bells = doorbells(co, &api, who);
@@ -248,7 +248,7 @@ fn check_happy_path(co: &Co) {
         (4, Some("bob"), Some("rebase first"))
     );
     let done = c_release(co, &api, &at(chan, task), &ReleaseRequest { done: true, ..release_req("bob", 4) }).unwrap();
-    assert_eq!((done.status, done.version), (ClaimStatus::Done, 5));
+    assert_eq!((done.status, done.version), (WorkClaimStatus::Done, 5));
 
     // history: every step, oldest first.
     let history = claim_history(&api, chan, task).unwrap();
@@ -580,7 +580,7 @@ fn seed_stale(store: Arc<dyn Store>) {
             next_step: Some(format!("finish {task}")),
             ..take_req("alice")
         };
-        c.take(&at("ch", task), &req, Some(&token)).unwrap();
+        c.take_work_claim(&at("ch", task), &req, Some(&token)).unwrap();
     }
 }
 
@@ -591,7 +591,7 @@ fn check_sweeper_releases_stale_claims(co: &Co) {
     c_take(co, &api, &at("ch", "fresh"), &fresh).unwrap();
 
     wait_until(SWEEP_LIMIT, "the sweeper releasing open-me", || {
-        show_claim(&api, "ch", "open-me").unwrap().status == ClaimStatus::Released
+        show_claim(&api, "ch", "open-me").unwrap().status == WorkClaimStatus::Released
     });
     let open = show_claim(&api, "ch", "open-me").unwrap();
     assert_eq!((open.owner.clone(), open.handoff_from.as_deref(), open.version), (None, Some("alice"), 2));
@@ -602,7 +602,7 @@ fn check_sweeper_releases_stale_claims(co: &Co) {
     let handed = show_claim(&api, "ch", "to-deputy").unwrap();
     assert_eq!(
         (handed.status, handed.handoff_from.as_deref(), handed.deputy.clone()),
-        (ClaimStatus::Claimed, Some("alice"), None)
+        (WorkClaimStatus::Claimed, Some("alice"), None)
     );
 
     // The doorbells: the steward and the old owner hear of both, the deputy of its own.
@@ -629,7 +629,7 @@ fn check_sweeper_releases_stale_claims(co: &Co) {
 
     // The fresh claim is untouched; the deputy's claim has a fresh clock.
     let f = show_claim(&api, "ch", "fresh").unwrap();
-    assert_eq!((f.status, f.owner.as_deref(), f.version), (ClaimStatus::Claimed, Some("carol"), 1));
+    assert_eq!((f.status, f.owner.as_deref(), f.version), (WorkClaimStatus::Claimed, Some("carol"), 1));
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(show_claim(&api, "ch", "to-deputy").unwrap().version, handed.version);
 
@@ -675,7 +675,7 @@ fn sweeper_off_with_interval_zero() {
     seed_stale(Arc::new(SqliteStore::open(&co.store).unwrap()));
     let api = api(&co);
     std::thread::sleep(Duration::from_millis(2500));
-    assert_eq!(show_claim(&api, "ch", "open-me").unwrap().status, ClaimStatus::Claimed);
+    assert_eq!(show_claim(&api, "ch", "open-me").unwrap().status, WorkClaimStatus::Claimed);
     let m = metrics(&co);
     assert!(!m.contains("writerctl_sweep_runs_total{"), "{m}");
     assert_eq!(metric(&m, "writerctl_sweep_released_total"), Some(0.0), "{m}");
@@ -683,7 +683,7 @@ fn sweeper_off_with_interval_zero() {
     // A sweep over HTTP releases both (and is a verb, not a background run).
     let report = api.call::<work::Sweep>(&ProjectPath::of(PROJECT), &SweepRequest::default(), None).unwrap();
     assert_eq!(report.released.len(), 2, "{report:?}");
-    assert_eq!(show_claim(&api, "ch", "open-me").unwrap().status, ClaimStatus::Released);
+    assert_eq!(show_claim(&api, "ch", "open-me").unwrap().status, WorkClaimStatus::Released);
     let m = metrics(&co);
     assert_eq!(metric(&m, "writerctl_sweep_released_total"), Some(0.0), "{m}");
     assert_eq!(metric(&m, r#"writerctl_verbs_total{verb="claim.sweep",result="ok"}"#), Some(1.0), "{m}");

@@ -22,8 +22,8 @@ use writerctl::claim::masters::ControllerKey;
 use writerctl::claim::model::{AuditEntry, Millis, NewEvent};
 use writerctl::claim::stores::redis_pg::{HISTORY_KEEP, QueueBounds, RedisPgStore};
 use writerctl::claim::stores::sqlite::SqliteStore;
-use writerctl::claim::stores::{ClaimWrite, Commit, Store, WorkStore};
-use writerctl::claim::work_claims::{self as work, ClaimRow, TakeRequest, TaskAddress, TouchRequest};
+use writerctl::claim::stores::{Commit, Store, WorkClaimWrite, WorkStore};
+use writerctl::claim::work_claims::{self as work, TakeRequest, TaskAddress, TouchRequest, WorkClaim};
 
 const T0: Millis = 1_800_000_000_000;
 
@@ -144,7 +144,7 @@ fn a_write_verb_past_the_bound_is_refused_and_writes_nothing() {
 
     let take = TakeRequest { seat: "alice".into(), ..Default::default() };
     let row = work::take(None, &ch, &TaskAddress::new("web", "ops", "t1"), &take, T0).unwrap().claim;
-    let w = ClaimWrite {
+    let w = WorkClaimWrite {
         proof: None,
         expected_version: 0,
         action: "take".into(),
@@ -152,10 +152,10 @@ fn a_write_verb_past_the_bound_is_refused_and_writes_nothing() {
         events: vec![],
         row,
     };
-    let e = store.write_claims(&[w]).unwrap_err();
+    let e = store.write_work_claims(&[w]).unwrap_err();
     assert_eq!(e.code().as_str(), "coordinator_unavailable", "{e}");
-    assert_eq!(store.claim("web", "ops", "t1").unwrap(), None, "no claim row");
-    assert!(store.claim_history("web", "ops", "t1").unwrap().is_empty(), "no history step");
+    assert_eq!(store.work_claim("web", "ops", "t1").unwrap(), None, "no claim row");
+    assert!(store.work_claim_history("web", "ops", "t1").unwrap().is_empty(), "no history step");
     assert_eq!(state_keys(), keys_before, "no new Redis key");
     assert_eq!(xlen(&ns, "pgq"), 5);
 
@@ -172,7 +172,7 @@ fn a_write_verb_past_the_bound_is_refused_and_writes_nothing() {
     assert_eq!(out.epoch, 2, "once Postgres caught up the same verb goes through");
 }
 
-fn touched(row: &ClaimRow, ch: &work::Channel, now: Millis) -> ClaimRow {
+fn touched(row: &WorkClaim, ch: &work::Channel, now: Millis) -> WorkClaim {
     let req = TouchRequest {
         seat: row.owner.clone().unwrap(),
         expect_version: Some(row.version),
@@ -194,7 +194,7 @@ fn history_in_redis_is_bounded_and_claim_history_answers_in_full() {
     let take = TakeRequest { seat: "alice".into(), ..Default::default() };
     let mut row = work::take(None, &ch, &TaskAddress::new("web", "ops", "t1"), &take, T0).unwrap().claim;
     let audit = |verb: &str| AuditEntry { verb: verb.into(), result: "ok".into(), ..refusal(0) };
-    let w = ClaimWrite {
+    let w = WorkClaimWrite {
         proof: None,
         expected_version: 0,
         action: "take".into(),
@@ -202,11 +202,11 @@ fn history_in_redis_is_bounded_and_claim_history_answers_in_full() {
         events: vec![],
         row: row.clone(),
     };
-    assert_eq!(store.write_claims(&[w]).unwrap(), vec![Commit::Done(row.version)]);
+    assert_eq!(store.write_work_claims(&[w]).unwrap(), vec![Commit::Done(row.version)]);
     const WRITES: usize = 3 * HISTORY_KEEP;
     for i in 0..WRITES {
         let next = touched(&row, &ch, T0 + 1 + i as Millis);
-        let w = ClaimWrite {
+        let w = WorkClaimWrite {
             proof: None,
             expected_version: row.version,
             action: "touch".into(),
@@ -214,12 +214,12 @@ fn history_in_redis_is_bounded_and_claim_history_answers_in_full() {
             events: vec![],
             row: next.clone(),
         };
-        assert_eq!(store.write_claims(&[w]).unwrap(), vec![Commit::Done(next.version)]);
+        assert_eq!(store.write_work_claims(&[w]).unwrap(), vec![Commit::Done(next.version)]);
         row = next;
     }
     let len: usize = redis::cmd("LLEN").arg(ns.key("p:web:hist:ops:t1")).query(&mut ns.redis()).unwrap();
     assert_eq!(len, HISTORY_KEEP, "Redis keeps the newest steps only");
-    let history = store.claim_history("web", "ops", "t1").unwrap();
+    let history = store.work_claim_history("web", "ops", "t1").unwrap();
     assert_eq!(history.len(), WRITES + 1, "every step, the older ones from Postgres");
     let versions: Vec<u64> = history.iter().map(|s| s.claim.version).collect();
     assert_eq!(versions, (1..=(WRITES as u64 + 1)).collect::<Vec<_>>(), "oldest first, none twice");
@@ -374,7 +374,7 @@ fn the_inbox_bound_is_enforced_on_write() {
         store.insert_channel(&ch, &refusal(0)).unwrap();
         let take = TakeRequest { seat: "alice".into(), ..Default::default() };
         let mut row = work::take(None, &ch, &TaskAddress::new("web", "ops", "t1"), &take, T0).unwrap().claim;
-        let w = ClaimWrite {
+        let w = WorkClaimWrite {
             proof: None,
             expected_version: 0,
             action: "take".into(),
@@ -382,7 +382,7 @@ fn the_inbox_bound_is_enforced_on_write() {
             events: vec![],
             row: row.clone(),
         };
-        store.write_claims(&[w]).unwrap();
+        store.write_work_claims(&[w]).unwrap();
         for i in 0..20 {
             let next = touched(&row, &ch, T0 + 1 + i);
             let bell = NewEvent {
@@ -391,7 +391,7 @@ fn the_inbox_bound_is_enforced_on_write() {
                 kind: work::CLAIM_RELEASED.into(),
                 payload: json!({"i": i}),
             };
-            let w = ClaimWrite {
+            let w = WorkClaimWrite {
                 proof: None,
                 expected_version: row.version,
                 action: "touch".into(),
@@ -399,7 +399,7 @@ fn the_inbox_bound_is_enforced_on_write() {
                 events: vec![bell],
                 row: next.clone(),
             };
-            assert_eq!(store.write_claims(&[w]).unwrap(), vec![Commit::Done(next.version)], "{name}");
+            assert_eq!(store.write_work_claims(&[w]).unwrap(), vec![Commit::Done(next.version)], "{name}");
             row = next;
         }
         let held = store.inbox("web", "steward", 0, 100).unwrap();

@@ -21,8 +21,8 @@ use writerctl::claim::secret::Secret;
 use writerctl::claim::stores::Store;
 use writerctl::claim::stores::sqlite::SqliteStore;
 use writerctl::claim::work_claims::{
-    CLAIM_RELEASED, ChannelRequest, ClaimOutcome, ClaimRow, ClaimStatus, FocusLease, FocusOutcome, FocusRequest,
-    MAX_FOCUS_MINUTES, ReleaseRequest, SweepReport, SweepRequest, TakeRequest, TaskAddress, TouchRequest,
+    CLAIM_RELEASED, ChannelRequest, FocusLease, FocusOutcome, FocusRequest, MAX_FOCUS_MINUTES, ReleaseRequest,
+    SweepReport, SweepRequest, TakeRequest, TaskAddress, TouchRequest, WorkClaim, WorkClaimOutcome, WorkClaimStatus,
 };
 use writerctl::coordinator::api::Endpoint;
 use writerctl::coordinator::client::HttpCoordinator;
@@ -126,16 +126,16 @@ impl Backend {
         tokens.entry(seat.to_string()).or_insert_with(|| seat_token(&self.endpoint, seat)).clone()
     }
 
-    fn take_r(&self, at: &TaskAddress, req: &TakeRequest) -> Result<ClaimOutcome, ClaimError> {
-        self.coord.take(at, req, Some(&self.token(&req.seat)))
+    fn take_r(&self, at: &TaskAddress, req: &TakeRequest) -> Result<WorkClaimOutcome, ClaimError> {
+        self.coord.take_work_claim(at, req, Some(&self.token(&req.seat)))
     }
 
-    fn touch_r(&self, at: &TaskAddress, req: &TouchRequest) -> Result<ClaimOutcome, ClaimError> {
-        self.coord.touch(at, req, Some(&self.token(&req.seat)))
+    fn touch_r(&self, at: &TaskAddress, req: &TouchRequest) -> Result<WorkClaimOutcome, ClaimError> {
+        self.coord.touch_work_claim(at, req, Some(&self.token(&req.seat)))
     }
 
-    fn release_r(&self, at: &TaskAddress, req: &ReleaseRequest) -> Result<ClaimRow, ClaimError> {
-        self.coord.release_claim(at, req, Some(&self.token(&req.seat)))
+    fn release_r(&self, at: &TaskAddress, req: &ReleaseRequest) -> Result<WorkClaim, ClaimError> {
+        self.coord.release_work_claim(at, req, Some(&self.token(&req.seat)))
     }
 
     fn focus_start_r(&self, seat: &str, minutes: u32) -> Result<FocusOutcome, ClaimError> {
@@ -154,16 +154,16 @@ impl Backend {
         self.coord.create_channel(P, &channel_req(CH, Some(30), None)).unwrap();
     }
 
-    fn take(&self, task: &str, seat: &str, deputy: Option<&str>, ttl: Option<u32>) -> Result<ClaimRow, ClaimError> {
+    fn take(&self, task: &str, seat: &str, deputy: Option<&str>, ttl: Option<u32>) -> Result<WorkClaim, ClaimError> {
         self.take_r(&at(task), &take_req(seat, deputy, ttl, Some(&format!("finish {task}")))).map(|o| o.claim)
     }
 
-    fn touch(&self, task: &str, seat: &str, version: u64) -> Result<ClaimRow, ClaimError> {
+    fn touch(&self, task: &str, seat: &str, version: u64) -> Result<WorkClaim, ClaimError> {
         self.touch_r(&at(task), &touch_req(seat, version)).map(|o| o.claim)
     }
 
-    fn show(&self, task: &str) -> ClaimRow {
-        self.coord.show_claim(P, CH, task).unwrap()
+    fn show(&self, task: &str) -> WorkClaim {
+        self.coord.show_work_claim(P, CH, task).unwrap()
     }
 
     fn advance(&self, minutes: i64) {
@@ -239,7 +239,7 @@ fn one_live_claim_per_task_a_competing_take_is_claim_taken() {
     for b in backends("one_live_claim_per_task_a_competing_take_is_claim_taken") {
         b.channel();
         let row = b.take("t1", "alice", None, None).unwrap();
-        assert_eq!((row.owner.as_deref(), row.status, row.version), (Some("alice"), ClaimStatus::Claimed, 1));
+        assert_eq!((row.owner.as_deref(), row.status, row.version), (Some("alice"), WorkClaimStatus::Claimed, 1));
         let e = b.take("t1", "bob", None, None).unwrap_err();
         assert_eq!(e.code(), ErrorCode::ClaimTaken, "{}", b.name);
         assert_eq!(e.details().unwrap()["owner"], "alice");
@@ -251,7 +251,7 @@ fn one_live_claim_per_task_a_competing_take_is_claim_taken() {
         assert_eq!((again.owner.as_deref(), again.version), (Some("bob"), 3), "{}", b.name);
         b.release_r(&at("t1"), &release_req("bob", 3, true)).unwrap();
         assert_eq!(code(b.take("t1", "carol", None, None)), ErrorCode::ClaimTaken);
-        assert_eq!(b.show("t1").status, ClaimStatus::Done);
+        assert_eq!(b.show("t1").status, WorkClaimStatus::Done);
     }
 }
 
@@ -263,7 +263,7 @@ fn concurrent_takes_of_one_task_elect_exactly_one_owner() {
             let task = format!("race-{round}");
             let n = 8;
             let barrier = Arc::new(Barrier::new(n));
-            let results: Vec<Result<ClaimRow, ClaimError>> = std::thread::scope(|s| {
+            let results: Vec<Result<WorkClaim, ClaimError>> = std::thread::scope(|s| {
                 let handles: Vec<_> = (0..n)
                     .map(|i| {
                         // Each racer has its own store instance: separate processes on one
@@ -274,19 +274,20 @@ fn concurrent_takes_of_one_task_elect_exactly_one_owner() {
                         let token = b.token(&seat);
                         s.spawn(move || {
                             barrier.wait();
-                            c.take(&at(&task), &take_req(&seat, None, None, None), Some(&token)).map(|o| o.claim)
+                            c.take_work_claim(&at(&task), &take_req(&seat, None, None, None), Some(&token))
+                                .map(|o| o.claim)
                         })
                     })
                     .collect();
                 handles.into_iter().map(|h| h.join().unwrap()).collect()
             });
-            let winners: Vec<&ClaimRow> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+            let winners: Vec<&WorkClaim> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
             assert_eq!(winners.len(), 1, "{}: {results:?}", b.name);
             for r in results.iter().filter_map(|r| r.as_ref().err()) {
                 assert_eq!(r.code(), ErrorCode::ClaimTaken, "{}", b.name);
             }
             assert_eq!(b.show(&task).owner, winners[0].owner);
-            assert_eq!(b.coord.claim_history(P, CH, &task).unwrap().len(), 1, "{}: one take recorded", b.name);
+            assert_eq!(b.coord.work_claim_history(P, CH, &task).unwrap().len(), 1, "{}: one take recorded", b.name);
         }
     }
 }
@@ -349,7 +350,7 @@ fn next_step_is_required_when_a_ttl_or_a_deputy_is_set() {
                 ErrorCode::NextStepRequired
             );
         }
-        assert_eq!(code(b.coord.claim_history(P, CH, "t")), ErrorCode::NotFound, "{}: nothing written", b.name);
+        assert_eq!(code(b.coord.work_claim_history(P, CH, "t")), ErrorCode::NotFound, "{}: nothing written", b.name);
         let row = b.take_r(&at("t"), &take_req("alice", None, None, None)).unwrap().claim;
         // Adding a deputy later needs a next step too.
         let mut req = touch_req("alice", row.version);
@@ -373,7 +374,7 @@ fn the_ttl_hands_the_claim_to_the_deputy_with_handoff_from_and_a_new_version() {
         let row = b.show("t");
         assert_eq!(row.owner.as_deref(), Some("bob"));
         assert_eq!(row.handoff_from.as_deref(), Some("alice"));
-        assert_eq!((row.status, row.version, row.deputy.clone()), (ClaimStatus::Claimed, 2, None));
+        assert_eq!((row.status, row.version, row.deputy.clone()), (WorkClaimStatus::Claimed, 2, None));
         assert_eq!(row.next_step.as_deref(), Some("finish t"), "{}: the next step travels with the claim", b.name);
         // The deputy's own clock: a full TTL from the handoff, then to open.
         b.advance(9);
@@ -381,7 +382,7 @@ fn the_ttl_hands_the_claim_to_the_deputy_with_handoff_from_and_a_new_version() {
         b.advance(1);
         b.sweep();
         let row = b.show("t");
-        assert_eq!((row.status, row.owner.clone(), row.version), (ClaimStatus::Released, None, 3), "{}", b.name);
+        assert_eq!((row.status, row.owner.clone(), row.version), (WorkClaimStatus::Released, None, 3), "{}", b.name);
         assert_eq!(row.handoff_from.as_deref(), Some("bob"));
     }
 }
@@ -395,7 +396,7 @@ fn the_ttl_without_a_deputy_opens_the_claim() {
         let report = b.sweep();
         assert_eq!(report.released[0].to, None, "{}", b.name);
         let row = b.show("t");
-        assert_eq!((row.status, row.owner.clone(), row.version), (ClaimStatus::Released, None, 2));
+        assert_eq!((row.status, row.owner.clone(), row.version), (WorkClaimStatus::Released, None, 2));
         assert_eq!(row.handoff_from.as_deref(), Some("alice"));
         // Open again: anyone may take it, and the next step is waiting for them.
         let taken = b.take("t", "carol", None, None).unwrap();
@@ -419,8 +420,8 @@ fn only_owner_writes_reset_the_ttl_clock() {
         // Reads, refused writes by others, sweeps and doorbells never move t's clock.
         b.advance(2);
         b.show("t");
-        b.coord.list_claims(P, CH).unwrap();
-        b.coord.claim_history(P, CH, "t").unwrap();
+        b.coord.list_work_claims(P, CH).unwrap();
+        b.coord.work_claim_history(P, CH, "t").unwrap();
         let _ = b.touch("t", "bob", touched.version);
         let _ = b.take("t", "carol", None, None);
         assert!(b.sweep().released.is_empty());
@@ -604,7 +605,7 @@ fn a_claim_keeps_its_whole_history() {
         b.sweep();
         b.take("t", "carol", None, None).unwrap();
         b.release_r(&at("t"), &release_req("carol", 5, true)).unwrap();
-        let steps = b.coord.claim_history(P, CH, "t").unwrap();
+        let steps = b.coord.work_claim_history(P, CH, "t").unwrap();
         let summary: Vec<(&str, &str, Option<&str>, u64)> = steps
             .iter()
             .map(|s| (s.action.as_str(), s.actor.as_str(), s.claim.owner.as_deref(), s.claim.version))
@@ -695,12 +696,12 @@ fn work_minutes(task_no: usize) -> i64 {
 }
 
 /// Every claim in channel `CH`, through `api`.
-fn list_claims(api: &Endpoint) -> Vec<ClaimRow> {
+fn list_claims(api: &Endpoint) -> Vec<WorkClaim> {
     api.call::<work::ListClaims>(ChannelPath::of(P, CH), NoBody {}, None).unwrap()
 }
 
 /// Every step of `task` in channel `CH`, through `api`.
-fn claim_history(api: &Endpoint, task: &str) -> Vec<writerctl::claim::work_claims::ClaimStep> {
+fn claim_history(api: &Endpoint, task: &str) -> Vec<writerctl::claim::work_claims::WorkClaimStep> {
     api.call::<work::ClaimHistory>(TaskPath::from(&at(task)), NoBody {}, None).unwrap()
 }
 
@@ -740,7 +741,7 @@ pub(crate) fn exercise(d: &dyn Drill) -> Observed {
                 let now = d.now();
                 for row in list_claims(api) {
                     let quiet = row.anchor().is_some_and(|a| now - a >= 3 * M);
-                    if row.status == ClaimStatus::Claimed && row.owner.as_deref() != Some(me.as_str()) && quiet {
+                    if row.status == WorkClaimStatus::Claimed && row.owner.as_deref() != Some(me.as_str()) && quiet {
                         obs.competing_attempts += 1;
                         let take = take_req(&me, None, None, None);
                         match api.call::<work::TakeClaim>(TaskPath::from(&at(&row.task)), take, Some(&tokens[i])) {
@@ -821,12 +822,12 @@ pub(crate) fn check_exercise(d: &dyn Drill, obs: &Observed, slack: i64, what: &s
     for row in &rows {
         let steps = claim_history(api, &row.task);
         for pair in steps.windows(2) {
-            if pair[0].claim.status == ClaimStatus::Claimed {
+            if pair[0].claim.status == WorkClaimStatus::Claimed {
                 longest = longest.max(pair[1].at - pair[0].at);
             }
         }
         // And a claim still live at the end was written to within the limit.
-        if row.status == ClaimStatus::Claimed {
+        if row.status == WorkClaimStatus::Claimed {
             longest = longest.max(d.now() - M - steps.last().unwrap().at);
         }
         // No competing claim was ever opened: versions grow by one, and every take follows
@@ -834,7 +835,7 @@ pub(crate) fn check_exercise(d: &dyn Drill, obs: &Observed, slack: i64, what: &s
         for (k, s) in steps.iter().enumerate() {
             assert_eq!(s.claim.version, k as u64 + 1, "{what}: {}", row.task);
             if s.action == "take" && k > 0 {
-                assert_eq!(steps[k - 1].claim.status, ClaimStatus::Released, "{what}: {}", row.task);
+                assert_eq!(steps[k - 1].claim.status, WorkClaimStatus::Released, "{what}: {}", row.task);
             }
         }
         assert_ne!(row.owner.as_deref(), Some(seat(KILLED).as_str()), "{what}: the dead seat owns nothing");
@@ -946,7 +947,7 @@ fn load_due(b: &Backend, n: usize) {
         assert!(
             b.coord
                 .store()
-                .write_claims(chunk)
+                .write_work_claims(chunk)
                 .unwrap()
                 .iter()
                 .all(|c| matches!(c, writerctl::claim::stores::Commit::Done(1)))
@@ -977,7 +978,9 @@ fn an_owner_write_racing_a_sweep_wins_or_loses_whole() {
                 // Newest first, against the sweep's earliest-first order: they meet mid-way.
                 (0..RACE_CLAIMS)
                     .rev()
-                    .filter(|i| owner.touch(&at(&format!("t{i:05}")), &touch_req("alice", 1), Some(&alice)).is_ok())
+                    .filter(|i| {
+                        owner.touch_work_claim(&at(&format!("t{i:05}")), &touch_req("alice", 1), Some(&alice)).is_ok()
+                    })
                     .count() as u64
             });
             (sweep.join().unwrap(), touches.join().unwrap())
@@ -985,9 +988,9 @@ fn an_owner_write_racing_a_sweep_wins_or_loses_whole() {
         let released = report.released.len() as u64;
         assert_eq!(released + touched, RACE_CLAIMS as u64, "{}: every claim went one way: {report:?}", b.name);
         assert!(report.conflicts <= touched, "{}", b.name);
-        let rows = b.coord.list_claims(P, CH).unwrap();
+        let rows = b.coord.list_work_claims(P, CH).unwrap();
         for row in &rows {
-            let steps = b.coord.claim_history(P, CH, &row.task).unwrap();
+            let steps = b.coord.work_claim_history(P, CH, &row.task).unwrap();
             let actions: Vec<&str> = steps.iter().map(|s| s.action.as_str()).collect();
             assert_eq!(row.version, 2, "{}: {} written once after the take: {actions:?}", b.name, row.task);
             match row.owner.as_deref() {
@@ -1032,7 +1035,11 @@ fn two_sweepers_at_once_release_each_claim_once() {
             assert_eq!(b.inbox_events(who, 100_000).len(), RACE_CLAIMS, "{}: {who} rung once per claim", b.name);
         }
         assert!(
-            b.coord.list_claims(P, CH).unwrap().iter().all(|r| r.version == 2 && r.owner.as_deref() == Some("bob"))
+            b.coord
+                .list_work_claims(P, CH)
+                .unwrap()
+                .iter()
+                .all(|r| r.version == 2 && r.owner.as_deref() == Some("bob"))
         );
     }
 }

@@ -17,9 +17,10 @@ use writerctl::claim::error::ClaimError;
 use writerctl::claim::model::{AuditEntry, Millis, NewEvent};
 use writerctl::claim::stores::redis_pg::{EPOCH_RESTORE_GAP, RedisPgStore};
 use writerctl::claim::stores::sqlite::SqliteStore;
-use writerctl::claim::stores::{ClaimWrite, Commit, FocusWrite, Store, WorkStore};
+use writerctl::claim::stores::{Commit, FocusWrite, Store, WorkClaimWrite, WorkStore};
 use writerctl::claim::work_claims::{
-    self as work, Channel, ClaimRow, ClaimStatus, ClaimStep, FocusLease, TakeRequest, TaskAddress, TouchRequest,
+    self as work, Channel, FocusLease, TakeRequest, TaskAddress, TouchRequest, WorkClaim, WorkClaimStatus,
+    WorkClaimStep,
 };
 
 const T0: Millis = 1_800_000_000_000;
@@ -73,9 +74,9 @@ fn channel(project: &str) -> Channel {
 }
 
 /// A write of `row` decided from `expected`, with its step and audit row.
-pub(crate) fn write(expected: u64, row: ClaimRow, action: &str, events: Vec<NewEvent>) -> ClaimWrite {
+pub(crate) fn write(expected: u64, row: WorkClaim, action: &str, events: Vec<NewEvent>) -> WorkClaimWrite {
     let at = row.updated_at;
-    ClaimWrite {
+    WorkClaimWrite {
         expected_version: expected,
         action: action.into(),
         audit: audit(&row.project, &format!("claim.{action}"), &row.target(), at),
@@ -88,12 +89,12 @@ pub(crate) fn write(expected: u64, row: ClaimRow, action: &str, events: Vec<NewE
 /// `seat` takes `task` (after `existing`, if released) with an optional TTL, at `now`.
 fn taken(
     project: &str,
-    existing: Option<&ClaimRow>,
+    existing: Option<&WorkClaim>,
     task: &str,
     seat: &str,
     ttl: Option<u32>,
     now: Millis,
-) -> ClaimRow {
+) -> WorkClaim {
     let req = TakeRequest {
         seat: seat.into(),
         ttl_minutes: ttl,
@@ -104,14 +105,14 @@ fn taken(
 }
 
 /// The owner's touch of `row` at `now`.
-fn touched(row: &ClaimRow, now: Millis) -> ClaimRow {
+fn touched(row: &WorkClaim, now: Millis) -> WorkClaim {
     let req =
         TouchRequest { seat: row.owner.clone().unwrap(), expect_version: Some(row.version), ..Default::default() };
     work::touch(row, &channel(&row.project), &req, now).unwrap().claim
 }
 
 /// The owner's release of `row` at `now`.
-fn released(row: &ClaimRow, now: Millis) -> ClaimRow {
+fn released(row: &WorkClaim, now: Millis) -> WorkClaim {
     let req = work::ReleaseRequest {
         seat: row.owner.clone().unwrap(),
         expect_version: Some(row.version),
@@ -120,7 +121,7 @@ fn released(row: &ClaimRow, now: Millis) -> ClaimRow {
     work::release(row, &req, now).unwrap()
 }
 
-fn doorbell(to: &str, row: &ClaimRow) -> NewEvent {
+fn doorbell(to: &str, row: &WorkClaim) -> NewEvent {
     NewEvent {
         recipient: to.into(),
         recipient_session: None,
@@ -130,17 +131,17 @@ fn doorbell(to: &str, row: &ClaimRow) -> NewEvent {
 }
 
 /// Writes one claim and expects it to go in.
-fn put(store: &dyn Store, w: ClaimWrite) -> ClaimRow {
+fn put(store: &dyn Store, w: WorkClaimWrite) -> WorkClaim {
     let row = w.row.clone();
-    assert_eq!(store.write_claims(&[w]).unwrap(), [Commit::Done(row.version)]);
+    assert_eq!(store.write_work_claims(&[w]).unwrap(), [Commit::Done(row.version)]);
     row
 }
 
-fn tasks(rows: &[ClaimRow]) -> Vec<&str> {
+fn tasks(rows: &[WorkClaim]) -> Vec<&str> {
     rows.iter().map(|r| r.task.as_str()).collect()
 }
 
-fn actions(steps: &[ClaimStep]) -> Vec<(&str, u64)> {
+fn actions(steps: &[WorkClaimStep]) -> Vec<(&str, u64)> {
     steps.iter().map(|s| (s.action.as_str(), s.claim.version)).collect()
 }
 
@@ -155,13 +156,13 @@ fn creating_a_claim_twice_elects_one_owner() {
         let st = &*s.store;
         let a = taken(P, None, "t1", "alice", None, T0);
         let b = taken(P, None, "t1", "bob", None, T0);
-        let out = st.write_claims(&[write(0, a.clone(), "take", vec![]), write(0, b, "take", vec![])]).unwrap();
+        let out = st.write_work_claims(&[write(0, a.clone(), "take", vec![]), write(0, b, "take", vec![])]).unwrap();
         assert_eq!(out, [Commit::Done(1), Commit::Conflict], "{}", s.name);
-        assert_eq!(st.claim(P, CH, "t1").unwrap(), Some(a.clone()), "{}", s.name);
-        assert_eq!(actions(&st.claim_history(P, CH, "t1").unwrap()), [("take", 1)], "{}", s.name);
-        assert_eq!(st.claim(P, CH, "nope").unwrap(), None, "{}", s.name);
-        assert_eq!(st.claim("other", CH, "t1").unwrap(), None, "{}: rows are per project", s.name);
-        assert!(st.claim_history(P, CH, "nope").unwrap().is_empty(), "{}", s.name);
+        assert_eq!(st.work_claim(P, CH, "t1").unwrap(), Some(a.clone()), "{}", s.name);
+        assert_eq!(actions(&st.work_claim_history(P, CH, "t1").unwrap()), [("take", 1)], "{}", s.name);
+        assert_eq!(st.work_claim(P, CH, "nope").unwrap(), None, "{}", s.name);
+        assert_eq!(st.work_claim("other", CH, "t1").unwrap(), None, "{}: rows are per project", s.name);
+        assert!(st.work_claim_history(P, CH, "nope").unwrap().is_empty(), "{}", s.name);
     }
 }
 
@@ -177,9 +178,9 @@ fn a_stale_write_conflicts_and_writes_nothing() {
         // (moves the due time).
         let stale_release = write(1, released(&v1, T0 + 2 * M), "release", vec![doorbell("steward", &v1)]);
         let stale_touch = write(1, touched(&v1, T0 + 3 * M), "touch", vec![doorbell("bob", &v1)]);
-        assert_eq!(st.write_claims(&[stale_release, stale_touch]).unwrap(), [Commit::Conflict; 2], "{}", s.name);
-        assert_eq!(st.claim(P, CH, "t1").unwrap(), Some(v2.clone()), "{}: the row", s.name);
-        assert_eq!(actions(&st.claim_history(P, CH, "t1").unwrap()), [("take", 1), ("touch", 2)], "{}", s.name);
+        assert_eq!(st.write_work_claims(&[stale_release, stale_touch]).unwrap(), [Commit::Conflict; 2], "{}", s.name);
+        assert_eq!(st.work_claim(P, CH, "t1").unwrap(), Some(v2.clone()), "{}: the row", s.name);
+        assert_eq!(actions(&st.work_claim_history(P, CH, "t1").unwrap()), [("take", 1), ("touch", 2)], "{}", s.name);
         assert!(st.inbox(P, "steward", 0, 10).unwrap().is_empty(), "{}: no doorbell", s.name);
         assert!(st.inbox(P, "bob", 0, 10).unwrap().is_empty(), "{}: no doorbell", s.name);
         assert_eq!(
@@ -191,7 +192,7 @@ fn a_stale_write_conflicts_and_writes_nothing() {
         assert!(st.due_claims(P, T0 + 11 * M - 1, 10).unwrap().is_empty(), "{}", s.name);
         // An expected version from the future conflicts too.
         assert_eq!(
-            st.write_claims(&[write(7, touched(&v2, T0 + 4 * M), "touch", vec![])]).unwrap(),
+            st.write_work_claims(&[write(7, touched(&v2, T0 + 4 * M), "touch", vec![])]).unwrap(),
             [Commit::Conflict]
         );
         // The right version goes in.
@@ -206,32 +207,32 @@ fn a_conflict_in_a_batch_stops_only_itself() {
     let (subjects, _services) = subjects("a_conflict_in_a_batch_stops_only_itself");
     for s in &subjects {
         let st = &*s.store;
-        let rows: Vec<ClaimRow> = ["t1", "t2", "t3"]
+        let rows: Vec<WorkClaim> = ["t1", "t2", "t3"]
             .iter()
             .map(|t| put(st, write(0, taken(P, None, t, "alice", Some(5), T0), "take", vec![])))
             .collect();
         let as_of = T0 + 5 * M;
-        let expire = |r: &ClaimRow| work::expire(r, None, as_of).unwrap().0;
+        let expire = |r: &WorkClaim| work::expire(r, None, as_of).unwrap().0;
         let batch = [
             write(1, expire(&rows[0]), "ttl_release", vec![doorbell("steward", &rows[0])]),
             write(7, expire(&rows[1]), "ttl_release", vec![doorbell("steward", &rows[1])]),
             write(1, expire(&rows[2]), "ttl_release", vec![doorbell("steward", &rows[2])]),
         ];
         assert_eq!(
-            st.write_claims(&batch).unwrap(),
+            st.write_work_claims(&batch).unwrap(),
             [Commit::Done(2), Commit::Conflict, Commit::Done(2)],
             "{}",
             s.name
         );
-        assert_eq!(st.claim(P, CH, "t1").unwrap().unwrap().status, ClaimStatus::Released, "{}", s.name);
-        assert_eq!(st.claim(P, CH, "t2").unwrap(), Some(rows[1].clone()), "{}", s.name);
-        assert_eq!(st.claim(P, CH, "t3").unwrap().unwrap().status, ClaimStatus::Released, "{}", s.name);
+        assert_eq!(st.work_claim(P, CH, "t1").unwrap().unwrap().status, WorkClaimStatus::Released, "{}", s.name);
+        assert_eq!(st.work_claim(P, CH, "t2").unwrap(), Some(rows[1].clone()), "{}", s.name);
+        assert_eq!(st.work_claim(P, CH, "t3").unwrap().unwrap().status, WorkClaimStatus::Released, "{}", s.name);
         assert_eq!(tasks(&st.due_claims(P, as_of, 10).unwrap()), ["t2"], "{}", s.name);
         let bells: Vec<String> =
             st.inbox(P, "steward", 0, 10).unwrap().into_iter().map(|e| e.payload["task"].to_string()).collect();
         assert_eq!(bells, ["\"t1\"", "\"t3\""], "{}", s.name);
-        assert_eq!(tasks(&st.claims(P, CH).unwrap()), ["t1", "t2", "t3"], "{}: ordered by task", s.name);
-        assert!(st.write_claims(&[]).unwrap().is_empty());
+        assert_eq!(tasks(&st.work_claims(P, CH).unwrap()), ["t1", "t2", "t3"], "{}: ordered by task", s.name);
+        assert!(st.write_work_claims(&[]).unwrap().is_empty());
     }
 }
 
@@ -275,7 +276,7 @@ fn due_claims_are_earliest_first_and_leave_the_index_when_not_due() {
         assert!(st.due_claims(P, T0 + 60 * M, 10).unwrap().is_empty(), "{}", s.name);
         assert_eq!(st.projects_with_due(T0 + 60 * M).unwrap(), ["other"], "{}", s.name);
         // Taken again: back in the index.
-        let rel = st.claim(P, CH, "b").unwrap().unwrap();
+        let rel = st.work_claim(P, CH, "b").unwrap().unwrap();
         let b2 = put(st, write(2, taken(P, Some(&rel), "b", "erin", Some(5), T0 + 8 * M), "take", vec![]));
         assert_eq!(st.due_claims(P, T0 + 60 * M, 10).unwrap(), [b2], "{}", s.name);
         assert_eq!(st.projects_with_due(T0 + 60 * M).unwrap(), ["fleet", "other"], "{}", s.name);
@@ -292,11 +293,11 @@ fn history_is_oldest_first_and_kept_across_owners() {
         let v2 = put(st, write(1, touched(&v1, T0 + M), "touch", vec![]));
         let v3 = put(st, write(2, released(&v2, T0 + 2 * M), "release", vec![]));
         let v4 = put(st, write(3, taken(P, Some(&v3), "t", "bob", None, T0 + 3 * M), "take", vec![]));
-        let steps = st.claim_history(P, CH, "t").unwrap();
+        let steps = st.work_claim_history(P, CH, "t").unwrap();
         assert_eq!(actions(&steps), [("take", 1), ("touch", 2), ("release", 3), ("take", 4)], "{}", s.name);
         assert_eq!(steps.iter().map(|s| s.claim.clone()).collect::<Vec<_>>(), [v1, v2, v3, v4.clone()]);
         assert_eq!(steps[3].at, T0 + 3 * M);
-        assert_eq!(st.claims(P, CH).unwrap(), [v4], "{}", s.name);
+        assert_eq!(st.work_claims(P, CH).unwrap(), [v4], "{}", s.name);
     }
 }
 
@@ -373,9 +374,9 @@ fn doorbells_land_in_the_inbox_in_cursor_order() {
         let a = put(st, write(0, taken(P, None, "a", "alice", Some(5), T0), "take", vec![]));
         let b = put(st, write(0, taken(P, None, "b", "alice", Some(5), T0), "take", vec![]));
         let as_of = T0 + 5 * M;
-        let ring = |r: &ClaimRow| vec![doorbell("alice", r), doorbell("steward", r)];
+        let ring = |r: &WorkClaim| vec![doorbell("alice", r), doorbell("steward", r)];
         let out = st
-            .write_claims(&[
+            .write_work_claims(&[
                 write(1, work::expire(&a, None, as_of).unwrap().0, "ttl_release", ring(&a)),
                 write(1, work::expire(&b, None, as_of).unwrap().0, "ttl_release", ring(&b)),
             ])
@@ -406,23 +407,23 @@ fn a_large_batch_goes_in_whole() {
         let st = &*s.store;
         // More than one Redis pipeline round trip.
         let n = 2_500;
-        let takes: Vec<ClaimWrite> = (0..n)
+        let takes: Vec<WorkClaimWrite> = (0..n)
             .map(|i| write(0, taken(P, None, &format!("t{i:05}"), "alice", Some(5), T0 + i), "take", vec![]))
             .collect();
-        assert!(st.write_claims(&takes).unwrap().iter().all(|c| *c == Commit::Done(1)), "{}", s.name);
+        assert!(st.write_work_claims(&takes).unwrap().iter().all(|c| *c == Commit::Done(1)), "{}", s.name);
         let due = st.due_claims(P, T0 + 5 * M + n, n as usize + 1).unwrap();
         assert_eq!(due.len(), n as usize, "{}", s.name);
         assert!(due.windows(2).all(|w| w[0].due_at() < w[1].due_at()), "{}: earliest first", s.name);
-        let expired: Vec<ClaimWrite> = due
+        let expired: Vec<WorkClaimWrite> = due
             .iter()
             .map(|r| write(1, work::expire(r, None, T0 + 5 * M + n).unwrap().0, "ttl_release", vec![doorbell("s", r)]))
             .collect();
-        let out = st.write_claims(&expired).unwrap();
+        let out = st.write_work_claims(&expired).unwrap();
         assert!(out.iter().all(|c| *c == Commit::Done(2)), "{}", s.name);
         assert!(st.due_claims(P, Millis::MAX, 10).unwrap().is_empty(), "{}", s.name);
         assert_eq!(st.inbox(P, "s", 0, 10_000).unwrap().len(), n as usize, "{}", s.name);
         // The same batch again: every write conflicts.
-        assert!(st.write_claims(&expired).unwrap().iter().all(|c| *c == Commit::Conflict), "{}", s.name);
+        assert!(st.write_work_claims(&expired).unwrap().iter().all(|c| *c == Commit::Conflict), "{}", s.name);
     }
 }
 
@@ -468,7 +469,10 @@ fn redis_pg_work_reaches_postgres_and_survives_a_cold_restore() {
     let o3 = put(st, write(2, taken("solo", Some(&o2), "x", "dave", Some(5), T0 + 6 * M), "take", vec![]));
     let last_cursor = st.inbox("solo", "carol", 0, 10).unwrap()[0].cursor;
     // A conflict queues nothing.
-    assert_eq!(st.write_claims(&[write(1, touched(&a1, T0 + 2 * M), "touch", vec![])]).unwrap(), [Commit::Conflict]);
+    assert_eq!(
+        st.write_work_claims(&[write(1, touched(&a1, T0 + 2 * M), "touch", vec![])]).unwrap(),
+        [Commit::Conflict]
+    );
 
     store.flush_postgres().unwrap();
     assert_eq!((store.pending_postgres_writes().unwrap(), store.dead_postgres_writes().unwrap()), (0, 0));
@@ -497,25 +501,28 @@ fn redis_pg_work_reaches_postgres_and_survives_a_cold_restore() {
     ns.wipe_redis();
     let fresh = ns.store();
     let f: &dyn Store = &*fresh;
-    let bump = |r: &ClaimRow| ClaimRow { version: r.version + G, ..r.clone() };
-    assert_eq!(f.claims(P, CH).unwrap(), [bump(&a2), bump(&b2)]);
-    assert_eq!(f.claim("solo", CH, "x").unwrap(), Some(bump(&o3)));
-    assert_eq!(actions(&f.claim_history(P, CH, "a").unwrap()), [("take", 1), ("touch", 2)], "steps keep versions");
-    assert_eq!(f.claim_history(P, CH, "b").unwrap().last().unwrap().claim, b2);
-    assert_eq!(actions(&f.claim_history("solo", CH, "x").unwrap()), [("take", 1), ("ttl_release", 2), ("take", 3)]);
+    let bump = |r: &WorkClaim| WorkClaim { version: r.version + G, ..r.clone() };
+    assert_eq!(f.work_claims(P, CH).unwrap(), [bump(&a2), bump(&b2)]);
+    assert_eq!(f.work_claim("solo", CH, "x").unwrap(), Some(bump(&o3)));
+    assert_eq!(actions(&f.work_claim_history(P, CH, "a").unwrap()), [("take", 1), ("touch", 2)], "steps keep versions");
+    assert_eq!(f.work_claim_history(P, CH, "b").unwrap().last().unwrap().claim, b2);
+    assert_eq!(
+        actions(&f.work_claim_history("solo", CH, "x").unwrap()),
+        [("take", 1), ("ttl_release", 2), ("take", 3)]
+    );
     assert_eq!(f.channel(P, CH).unwrap(), Some(channel(P)));
     assert_eq!(f.focus_leases(P).unwrap(), std::slice::from_ref(&lease));
     assert_eq!(f.due_claims(P, Millis::MAX, 10).unwrap(), [bump(&a2)], "the due index is rebuilt");
     assert_eq!(f.projects_with_due(Millis::MAX).unwrap(), [P, "solo"]);
     assert_eq!(fresh.restore_from_postgres().unwrap(), 0);
-    assert_eq!(f.claims(P, CH).unwrap(), [bump(&a2), bump(&b2)], "a second restore overwrites nothing");
+    assert_eq!(f.work_claims(P, CH).unwrap(), [bump(&a2), bump(&b2)], "a second restore overwrites nothing");
 
     // A version handed out before the loss conflicts; the restored one goes in.
     let stale = write(2, touched(&a2, T0 + 3 * M), "touch", vec![]);
-    assert_eq!(f.write_claims(&[stale]).unwrap(), [Commit::Conflict]);
+    assert_eq!(f.write_work_claims(&[stale]).unwrap(), [Commit::Conflict]);
     let a3 = put(f, write(2 + G, touched(&bump(&a2), T0 + 3 * M), "touch", vec![]));
     assert_eq!(a3.version, 3 + G);
-    assert_eq!(actions(&f.claim_history(P, CH, "a").unwrap()), [("take", 1), ("touch", 2), ("touch", 3 + G)]);
+    assert_eq!(actions(&f.work_claim_history(P, CH, "a").unwrap()), [("take", 1), ("touch", 2), ("touch", 3 + G)]);
     assert_eq!(f.due_claims(P, Millis::MAX, 10).unwrap(), std::slice::from_ref(&a3));
     // Cursors never go back, even for a project Postgres knows only through its claims.
     let after = st_bell(f, &bump(&o3), "carol");
@@ -531,9 +538,9 @@ fn redis_pg_work_reaches_postgres_and_survives_a_cold_restore() {
     ns.wipe_redis();
     let stale = write(3 + G, touched(&a3, T0 + 4 * M), "touch", vec![]);
     let new = write(0, taken(P, None, "c", "erin", None, T0 + 4 * M), "take", vec![]);
-    assert_eq!(store.write_claims(&[stale.clone(), new.clone()]).unwrap(), [Commit::Conflict, Commit::Conflict]);
-    assert_eq!(store.write_claims(&[stale, new]).unwrap(), [Commit::Conflict, Commit::Done(1)]);
-    assert_eq!(store.claim(P, CH, "a").unwrap().unwrap().version, 3 + 2 * G);
+    assert_eq!(store.write_work_claims(&[stale.clone(), new.clone()]).unwrap(), [Commit::Conflict, Commit::Conflict]);
+    assert_eq!(store.write_work_claims(&[stale, new]).unwrap(), [Commit::Conflict, Commit::Done(1)]);
+    assert_eq!(store.work_claim(P, CH, "a").unwrap().unwrap().version, 3 + 2 * G);
     ns.wipe_redis();
     assert_eq!(store.focus_leases(P).unwrap(), std::slice::from_ref(&lease), "a read restores too");
     ns.wipe_redis();
@@ -557,7 +564,7 @@ fn redis_pg_work_reaches_postgres_and_survives_a_cold_restore() {
 
 /// Rings `to` about `row` (a conflicting no-op would ring nothing: this one is a real write)
 /// and returns the doorbell's cursor.
-fn st_bell(st: &dyn Store, row: &ClaimRow, to: &str) -> u64 {
+fn st_bell(st: &dyn Store, row: &WorkClaim, to: &str) -> u64 {
     let after = work::expire(row, None, Millis::MAX / 2).unwrap().0;
     put(st, write(row.version, after, "ttl_release", vec![doorbell(to, row)]));
     st.inbox(&row.project, to, 0, 100).unwrap().last().unwrap().cursor
@@ -577,7 +584,7 @@ fn redis_pg_queued_claim_writes_replay_idempotently() {
     let lease = work::focus_lease(P, "alice", 30, T0).unwrap().lease;
     st.put_focus(unproven(&lease, None, &audit(P, "focus.start", "alice", T0))).unwrap();
     st.insert_channel(&channel(P), &audit(P, "channel.create", CH, T0)).unwrap();
-    assert_eq!(st.claim(P, CH, "t").unwrap(), Some(v2.clone()), "Redis answers while Postgres is away");
+    assert_eq!(st.work_claim(P, CH, "t").unwrap(), Some(v2.clone()), "Redis answers while Postgres is away");
     // Keep a copy of the queue to replay later, as a drainer that died before XDEL would.
     let queued = ns.queue_copy();
     assert_eq!(queued.len(), 4);

@@ -258,10 +258,10 @@ mod tests {
         c.create_channel("p", &channel).unwrap();
         let at = TaskAddress::new("p", "merges", "PR-1");
         let take = TakeRequest { seat: "alice".into(), reason: Some("on call".into()), ..TakeRequest::default() };
-        c.take(&at, &take, Some(&a.token)).unwrap();
+        c.take_work_claim(&at, &take, Some(&a.token)).unwrap();
         let release =
             ReleaseRequest { seat: "alice".into(), reason: Some("handing back".into()), ..ReleaseRequest::default() };
-        c.release_claim(&at, &release, Some(&a.token)).unwrap();
+        c.release_work_claim(&at, &release, Some(&a.token)).unwrap();
         let rows: Vec<(String, Option<String>)> = c
             .audit_log(Some("p"), 10)
             .unwrap()

@@ -27,7 +27,7 @@
 //! ```
 //!
 //! `Coordinator::run` is steps 2 to 6 for the master and identity verbs; work-claim
-//! writes run the same steps in `work.rs` (`write_claim`). A dry run ([`RequestCtx::dry_run`])
+//! writes run the same steps in `work.rs` (`write_work_claim`). A dry run ([`RequestCtx::dry_run`])
 //! stops after step 3 on one snapshot: it commits, keeps and audits nothing but a refusal.
 //!
 //! # The replay rule

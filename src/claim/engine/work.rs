@@ -14,11 +14,11 @@ use crate::claim::model::{AuditEntry, Millis, NewEvent};
 use crate::claim::names::validate_name;
 use crate::claim::secret;
 use crate::claim::secret::Secret;
-use crate::claim::stores::{ClaimWrite, Commit, FocusWrite, MAX_CAS_ATTEMPTS, SeatProof};
+use crate::claim::stores::{Commit, FocusWrite, MAX_CAS_ATTEMPTS, SeatProof, WorkClaimWrite};
 use crate::claim::work_claims::{
-    self, Addressed, COORDINATOR_ACTOR, Channel, ChannelRequest, ClaimOutcome, ClaimRow, ClaimStatus, ClaimStep,
-    FocusLease, FocusOutcome, FocusRequest, ReleaseRequest, StewardReport, SweepAction, SweepReport, SweepRequest,
-    TakeRequest, TaskAddress, TouchRequest,
+    self, Addressed, COORDINATOR_ACTOR, Channel, ChannelRequest, FocusLease, FocusOutcome, FocusRequest,
+    ReleaseRequest, StewardReport, SweepAction, SweepReport, SweepRequest, TakeRequest, TaskAddress, TouchRequest,
+    WorkClaim, WorkClaimOutcome, WorkClaimStatus, WorkClaimStep,
 };
 
 /// How many due claims one sweep reads at most; the rest wait for the next sweep.
@@ -31,7 +31,7 @@ pub type SweepAll = Vec<(String, Result<SweepReport, ClaimError>)>;
 
 /// What an owner verb decided: the new row, the history action, its doorbells, its result.
 struct OwnerDecision<T> {
-    row: ClaimRow,
+    row: WorkClaim,
     action: &'static str,
     events: Vec<NewEvent>,
     value: T,
@@ -41,7 +41,7 @@ fn seat_actor(seat: &str) -> String {
     format!("seat:{seat}")
 }
 
-fn validate_claim_names(project: &str, channel: &str, task: &str) -> Result<(), ClaimError> {
+fn validate_work_claim_names(project: &str, channel: &str, task: &str) -> Result<(), ClaimError> {
     validate_name("project", project)?;
     validate_name("channel", channel)?;
     validate_name("task", task)
@@ -63,7 +63,7 @@ struct OwnerNames<'a> {
     next_step: Option<&'a str>,
 }
 
-/// A request [`Coordinator::write_claim`] runs: its names, its `--reason`, and itself (with
+/// A request [`Coordinator::write_work_claim`] runs: its names, its `--reason`, and itself (with
 /// its address, [`Addressed`]) as the input a kept answer is fingerprinted from.
 trait OwnerWrite: Serialize {
     fn names(&self) -> OwnerNames<'_>;
@@ -97,7 +97,7 @@ impl OwnerWrite for ReleaseRequest {
     }
 }
 
-fn claim_detail(row: &ClaimRow) -> serde_json::Value {
+fn work_claim_detail(row: &WorkClaim) -> serde_json::Value {
     json!({
         "owner": row.owner,
         "status": row.status.as_str(),
@@ -124,18 +124,18 @@ impl Coordinator {
     /// again by the store inside the write itself ([`SeatProof`], issue 28 point 5): the first
     /// check answers early (and before any kept answer is opened), the second is the one an
     /// `identity remove` or a deregistration racing this write can never overtake.
-    fn write_claim<T: Serialize + DeserializeOwned>(
+    fn write_work_claim<T: Serialize + DeserializeOwned>(
         &self,
         address: &TaskAddress,
         input: &impl OwnerWrite,
         token: Option<&Secret>,
         verb: &str,
-        mut decide: impl FnMut(Option<&ClaimRow>, &Channel, Millis) -> Result<OwnerDecision<T>, ClaimError>,
+        mut decide: impl FnMut(Option<&WorkClaim>, &Channel, Millis) -> Result<OwnerDecision<T>, ClaimError>,
     ) -> Result<T, ClaimError> {
         let this = self.for_request(self.ctx.clone().planned(input.reason().cloned(), false)?);
         let OwnerNames { seat, deputy, next_step } = input.names();
         let TaskAddress { project, channel, task } = address;
-        validate_claim_names(project, channel, task)?;
+        validate_work_claim_names(project, channel, task)?;
         validate_name("seat", seat)?;
         validate_optional("deputy", deputy)?;
         validate_step(next_step)?;
@@ -158,14 +158,14 @@ impl Coordinator {
         let mut attempt = || -> Result<T, ClaimError> {
             let ch = this.channel_or_not_found(project, channel)?;
             for _ in 0..MAX_CAS_ATTEMPTS {
-                let existing = this.store.claim(project, channel, task)?;
+                let existing = this.store.work_claim(project, channel, task)?;
                 let now = this.clock.now();
                 let d = decide(existing.as_ref(), &ch, now)?;
                 let mut audit = base.clone();
                 audit.at = now;
-                audit.detail = claim_detail(&d.row);
+                audit.detail = work_claim_detail(&d.row);
                 audit.request = pending.as_ref().map(|p| p.record(&d.value, now)).transpose()?;
-                let write = ClaimWrite {
+                let write = WorkClaimWrite {
                     expected_version: existing.map_or(0, |r| r.version),
                     action: d.action.into(),
                     row: d.row,
@@ -176,7 +176,7 @@ impl Coordinator {
                 before_write()?;
                 let committed = self
                     .store
-                    .write_claims(std::slice::from_ref(&write))
+                    .write_work_claims(std::slice::from_ref(&write))
                     .map_err(|e| reword_unproven(e, project, seat, verb))?;
                 if let [Commit::Done(_)] = committed.as_slice() {
                     return Ok(d.value);
@@ -213,26 +213,26 @@ impl Coordinator {
     }
 
     /// `claim take`.
-    pub fn take(
+    pub fn take_work_claim(
         &self,
         at: &TaskAddress,
         req: &TakeRequest,
         token: Option<&Secret>,
-    ) -> Result<ClaimOutcome, ClaimError> {
-        self.write_claim(at, req, token, verb_names::CLAIM_TAKE, |existing, ch, now| {
+    ) -> Result<WorkClaimOutcome, ClaimError> {
+        self.write_work_claim(at, req, token, verb_names::CLAIM_TAKE, |existing, ch, now| {
             let out = work_claims::take(existing, ch, at, req, now)?;
             Ok(OwnerDecision { row: out.claim.clone(), action: "take", events: Vec::new(), value: out })
         })
     }
 
     /// `claim touch`: the owner's write; resets the TTL clock.
-    pub fn touch(
+    pub fn touch_work_claim(
         &self,
         at: &TaskAddress,
         req: &TouchRequest,
         token: Option<&Secret>,
-    ) -> Result<ClaimOutcome, ClaimError> {
-        self.write_claim(at, req, token, verb_names::CLAIM_TOUCH, |existing, ch, now| {
+    ) -> Result<WorkClaimOutcome, ClaimError> {
+        self.write_work_claim(at, req, token, verb_names::CLAIM_TOUCH, |existing, ch, now| {
             let row = existing.ok_or_else(|| not_found(&at.channel, &at.task))?;
             let out = work_claims::touch(row, ch, req, now)?;
             Ok(OwnerDecision { row: out.claim.clone(), action: "touch", events: Vec::new(), value: out })
@@ -241,13 +241,13 @@ impl Coordinator {
 
     /// `claim release`: the owner opens the task again (or, `done`, closes it); rings the
     /// deputy and the steward.
-    pub fn release_claim(
+    pub fn release_work_claim(
         &self,
         at: &TaskAddress,
         req: &ReleaseRequest,
         token: Option<&Secret>,
-    ) -> Result<ClaimRow, ClaimError> {
-        self.write_claim(at, req, token, verb_names::CLAIM_RELEASE, |existing, ch, now| {
+    ) -> Result<WorkClaim, ClaimError> {
+        self.write_work_claim(at, req, token, verb_names::CLAIM_RELEASE, |existing, ch, now| {
             let row = existing.ok_or_else(|| not_found(&at.channel, &at.task))?;
             let after = work_claims::release(row, req, now)?;
             let events = work_claims::doorbells(row, &after, Some(&ch.steward), "owner", Some(&req.seat));
@@ -257,15 +257,20 @@ impl Coordinator {
     }
 
     /// `claim show`.
-    pub fn show_claim(&self, project: &str, channel: &str, task: &str) -> Result<ClaimRow, ClaimError> {
-        validate_claim_names(project, channel, task)?;
-        self.store.claim(project, channel, task)?.ok_or_else(|| not_found(channel, task))
+    pub fn show_work_claim(&self, project: &str, channel: &str, task: &str) -> Result<WorkClaim, ClaimError> {
+        validate_work_claim_names(project, channel, task)?;
+        self.store.work_claim(project, channel, task)?.ok_or_else(|| not_found(channel, task))
     }
 
     /// `claim history`, oldest first.
-    pub fn claim_history(&self, project: &str, channel: &str, task: &str) -> Result<Vec<ClaimStep>, ClaimError> {
-        validate_claim_names(project, channel, task)?;
-        let steps = self.store.claim_history(project, channel, task)?;
+    pub fn work_claim_history(
+        &self,
+        project: &str,
+        channel: &str,
+        task: &str,
+    ) -> Result<Vec<WorkClaimStep>, ClaimError> {
+        validate_work_claim_names(project, channel, task)?;
+        let steps = self.store.work_claim_history(project, channel, task)?;
         if steps.is_empty() {
             return Err(not_found(channel, task));
         }
@@ -273,11 +278,11 @@ impl Coordinator {
     }
 
     /// `claim list`: every claim in a channel.
-    pub fn list_claims(&self, project: &str, channel: &str) -> Result<Vec<ClaimRow>, ClaimError> {
+    pub fn list_work_claims(&self, project: &str, channel: &str) -> Result<Vec<WorkClaim>, ClaimError> {
         validate_name("project", project)?;
         validate_name("channel", channel)?;
         self.channel_or_not_found(project, channel)?;
-        self.store.claims(project, channel)
+        self.store.work_claims(project, channel)
     }
 
     /// `channel show`.
@@ -388,7 +393,7 @@ impl Coordinator {
         work_claims::check_as_of(as_of)?;
         let ch = self.show_channel(project, channel)?;
         let as_of = as_of.unwrap_or_else(|| self.clock.now());
-        let rows = self.store.claims(project, channel)?;
+        let rows = self.store.work_claims(project, channel)?;
         let paused = self.paused_at(project, as_of)?;
         Ok(StewardReport { overdue: work_claims::steward_overdue(&ch, &rows, as_of), channel: ch, as_of, paused })
     }
@@ -451,12 +456,12 @@ impl Coordinator {
                 channels.insert(row.channel.clone(), self.store.channel(project, &row.channel)?);
             }
             let steward = channels[&row.channel].as_ref().map(|c| c.steward.as_str());
-            let step_action = if after.status == ClaimStatus::Claimed { "ttl_handoff" } else { "ttl_release" };
-            let mut detail = claim_detail(&after);
+            let step_action = if after.status == WorkClaimStatus::Claimed { "ttl_handoff" } else { "ttl_release" };
+            let mut detail = work_claim_detail(&after);
             detail["from"] = json!(row.owner);
             detail["due_at"] = json!(due_at);
             actions.push(action);
-            writes.push(ClaimWrite {
+            writes.push(WorkClaimWrite {
                 expected_version: row.version,
                 events: work_claims::doorbells(&row, &after, steward, "ttl", None),
                 action: step_action.into(),
@@ -470,7 +475,7 @@ impl Coordinator {
         let mut actions = actions.into_iter();
         for batch in writes.chunks(SWEEP_BATCH) {
             // Results first: zip stops at the batch's end without taking the next action.
-            for (commit, action) in self.store.write_claims(batch)?.into_iter().zip(actions.by_ref()) {
+            for (commit, action) in self.store.write_work_claims(batch)?.into_iter().zip(actions.by_ref()) {
                 match commit {
                     Commit::Done(_) => report.released.push(action),
                     Commit::Conflict => report.conflicts += 1,

@@ -12,7 +12,7 @@
 //! body run on SQLite and on Redis + Postgres (the latter when the services answer; CI
 //! requires them).
 //!
-//! * **A write and its audit row are one step.** A [`ProjectWrite`], [`ClaimWrite`],
+//! * **A write and its audit row are one step.** A [`ProjectWrite`], [`WorkClaimWrite`],
 //!   [`FocusWrite`] or pause is written with its audit row and the answer kept under its
 //!   request id ([`AuditEntry::request`]), or none of them is; a live answer under the id
 //!   refuses the whole write. `sqlite_keeps_one_write_per_request` and
@@ -87,7 +87,7 @@ use super::error::ClaimError;
 use super::model::{AuditEntry, Change, Event, Millis, NewEvent, OperatorRecord, Snapshot};
 use super::requests::KeptAnswer;
 use super::retention::{Cutoffs, Pruned, Sizes};
-use super::work_claims::{Channel, ClaimRow, ClaimStep, FocusLease, ProjectPause};
+use super::work_claims::{Channel, FocusLease, ProjectPause, WorkClaim, WorkClaimStep};
 
 /// A verb's decision: from a snapshot to the change and its audit row (None: a change not
 /// worth a row of its own, such as a routine heartbeat).
@@ -227,7 +227,7 @@ pub enum Commit {
 }
 
 /// One project-state write ([`Store::commit`]): `change` and its audit row, written
-/// atomically only if the project is still at `expected_version`, like a [`ClaimWrite`].
+/// atomically only if the project is still at `expected_version`, like a [`WorkClaimWrite`].
 #[derive(Debug, Clone, Copy)]
 pub struct ProjectWrite<'a> {
     /// The project.
@@ -261,13 +261,13 @@ pub const MAX_CAS_ATTEMPTS: usize = 64;
 /// `expected_version` (0: the task has no row yet). The history step, the doorbells and the
 /// audit row are written with it, atomically, or not at all.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClaimWrite {
+pub struct WorkClaimWrite {
     /// The version the decision was made from; 0 when the task had no row.
     pub expected_version: u64,
     /// The new row (its `version` is the new version).
-    pub row: ClaimRow,
+    pub row: WorkClaim,
     /// The history step's action (`take`, `touch`, `ttl_handoff`, ...); the step itself is
-    /// [`ClaimWrite::step`].
+    /// [`WorkClaimWrite::step`].
     pub action: String,
     /// Inbox events (release doorbells).
     pub events: Vec<NewEvent>,
@@ -279,7 +279,7 @@ pub struct ClaimWrite {
 }
 
 /// One focus-lease write ([`WorkStore::put_focus`]): the lease and its audit row, written
-/// atomically or not at all, like a [`ClaimWrite`].
+/// atomically or not at all, like a [`WorkClaimWrite`].
 #[derive(Debug, Clone, Copy)]
 pub struct FocusWrite<'a> {
     /// The seat's lease as it is to be stored.
@@ -318,11 +318,11 @@ pub(crate) fn seat_unproven(project: &str, proof: &SeatProof) -> ClaimError {
     }
 }
 
-impl ClaimWrite {
+impl WorkClaimWrite {
     /// The history step this write appends: the new row, as of the audit row's time and
     /// actor (one source for both, so history and audit never disagree on who and when).
-    pub fn step(&self) -> ClaimStep {
-        ClaimStep {
+    pub fn step(&self) -> WorkClaimStep {
+        WorkClaimStep {
             at: self.audit.at,
             actor: self.audit.actor.clone(),
             action: self.action.clone(),
@@ -341,22 +341,22 @@ pub trait WorkStore {
     fn channel(&self, project: &str, channel: &str) -> Result<Option<Channel>, ClaimError>;
 
     /// A task's row.
-    fn claim(&self, project: &str, channel: &str, task: &str) -> Result<Option<ClaimRow>, ClaimError>;
+    fn work_claim(&self, project: &str, channel: &str, task: &str) -> Result<Option<WorkClaim>, ClaimError>;
 
     /// Every row in a channel, ordered by task.
-    fn claims(&self, project: &str, channel: &str) -> Result<Vec<ClaimRow>, ClaimError>;
+    fn work_claims(&self, project: &str, channel: &str) -> Result<Vec<WorkClaim>, ClaimError>;
 
     /// A task's history, oldest first.
-    fn claim_history(&self, project: &str, channel: &str, task: &str) -> Result<Vec<ClaimStep>, ClaimError>;
+    fn work_claim_history(&self, project: &str, channel: &str, task: &str) -> Result<Vec<WorkClaimStep>, ClaimError>;
 
     /// Applies each write if its row is still at its expected version; one result per write,
     /// in order (`Done(new version)` or `Conflict`). A store may commit the batch in one
     /// transaction; a conflict on one write never stops the others.
-    fn write_claims(&self, writes: &[ClaimWrite]) -> Result<Vec<Commit>, ClaimError>;
+    fn write_work_claims(&self, writes: &[WorkClaimWrite]) -> Result<Vec<Commit>, ClaimError>;
 
     /// Up to `limit` claimed rows of `project` whose TTL ran out by `as_of`
-    /// ([`ClaimRow::due_at`], focus leases not considered), earliest first.
-    fn due_claims(&self, project: &str, as_of: Millis, limit: usize) -> Result<Vec<ClaimRow>, ClaimError>;
+    /// ([`WorkClaim::due_at`], focus leases not considered), earliest first.
+    fn due_claims(&self, project: &str, as_of: Millis, limit: usize) -> Result<Vec<WorkClaim>, ClaimError>;
 
     /// The projects holding at least one claim due by `as_of` (the server's sweeper).
     fn projects_with_due(&self, as_of: Millis) -> Result<Vec<String>, ClaimError>;

@@ -27,9 +27,9 @@ pub use requests::{
 };
 use shapes::MINUTE_MS;
 pub use shapes::{
-    CLAIM_RELEASED, COORDINATOR_ACTOR, Channel, ClaimOutcome, ClaimRow, ClaimStatus, ClaimStep, DEFAULT_SLA_MINUTES,
-    DEFAULT_TTL_FLOOR_MINUTES, FocusLease, FocusOutcome, MAX_AS_OF, MAX_FOCUS_MINUTES, MAX_MINUTES, MAX_NEXT_STEP,
-    StewardItem, StewardReport, SweepAction, SweepReport, TaskAddress,
+    CLAIM_RELEASED, COORDINATOR_ACTOR, Channel, DEFAULT_SLA_MINUTES, DEFAULT_TTL_FLOOR_MINUTES, FocusLease,
+    FocusOutcome, MAX_AS_OF, MAX_FOCUS_MINUTES, MAX_MINUTES, MAX_NEXT_STEP, StewardItem, StewardReport, SweepAction,
+    SweepReport, TaskAddress, WorkClaim, WorkClaimOutcome, WorkClaimStatus, WorkClaimStep,
 };
 pub use shapes::{HELD_BY_PAUSE, HeldBack, PauseOutcome, PauseState, Paused, ProjectPause, ResumeOutcome};
 
@@ -95,7 +95,7 @@ fn floored(ttl: Option<u32>, channel: &Channel) -> Result<(Option<u32>, Option<u
 }
 
 /// A claim that can change hands must say what the next hands should do (seed 002).
-fn require_next_step(row: &ClaimRow) -> Result<(), ClaimError> {
+fn require_next_step(row: &WorkClaim) -> Result<(), ClaimError> {
     let blank = row.next_step.as_deref().is_none_or(|s| s.trim().is_empty());
     if (row.ttl_minutes.is_some() || row.deputy.is_some()) && blank {
         return Err(ClaimError::NextStepRequired { task: row.task.clone() });
@@ -112,15 +112,15 @@ fn check_deputy(seat: &str, deputy: Option<&str>) -> Result<(), ClaimError> {
 
 /// `claim take`: opens a claim on a task that has none, or takes a released one.
 pub fn take(
-    existing: Option<&ClaimRow>,
+    existing: Option<&WorkClaim>,
     channel: &Channel,
     at: &TaskAddress,
     req: &TakeRequest,
     now: Millis,
-) -> Result<ClaimOutcome, ClaimError> {
+) -> Result<WorkClaimOutcome, ClaimError> {
     check_deputy(&req.seat, req.deputy.as_deref())?;
     if let Some(row) = existing
-        && row.status != ClaimStatus::Released
+        && row.status != WorkClaimStatus::Released
     {
         return Err(ClaimError::ClaimTaken {
             task: row.task.clone(),
@@ -130,12 +130,12 @@ pub fn take(
         });
     }
     let (ttl_minutes, ttl_raised_from) = floored(req.ttl_minutes, channel)?;
-    let claim = ClaimRow {
+    let claim = WorkClaim {
         project: at.project.clone(),
         channel: at.channel.clone(),
         task: at.task.clone(),
         owner: Some(req.seat.clone()),
-        status: ClaimStatus::Claimed,
+        status: WorkClaimStatus::Claimed,
         version: existing.map_or(0, |r| r.version) + 1,
         deputy: req.deputy.clone(),
         ttl_minutes,
@@ -147,11 +147,11 @@ pub fn take(
         updated_at: now,
     };
     require_next_step(&claim)?;
-    Ok(ClaimOutcome { claim, ttl_raised_from })
+    Ok(WorkClaimOutcome { claim, ttl_raised_from })
 }
 
 /// The checks every owner write shares: the version the seat read, then ownership.
-fn owned<'a>(row: &'a ClaimRow, seat: &str, expect_version: Option<u64>) -> Result<&'a ClaimRow, ClaimError> {
+fn owned<'a>(row: &'a WorkClaim, seat: &str, expect_version: Option<u64>) -> Result<&'a WorkClaim, ClaimError> {
     if let Some(expect_version) = expect_version
         && row.version != expect_version
     {
@@ -161,7 +161,7 @@ fn owned<'a>(row: &'a ClaimRow, seat: &str, expect_version: Option<u64>) -> Resu
             actual: row.version,
         });
     }
-    if row.status != ClaimStatus::Claimed || row.owner.as_deref() != Some(seat) {
+    if row.status != WorkClaimStatus::Claimed || row.owner.as_deref() != Some(seat) {
         return Err(ClaimError::NotClaimOwner {
             task: row.task.clone(),
             seat: seat.to_string(),
@@ -174,7 +174,12 @@ fn owned<'a>(row: &'a ClaimRow, seat: &str, expect_version: Option<u64>) -> Resu
 
 /// `claim touch`: the owner's write; resets the TTL clock and may change the deputy, the
 /// TTL and the next step.
-pub fn touch(row: &ClaimRow, channel: &Channel, req: &TouchRequest, now: Millis) -> Result<ClaimOutcome, ClaimError> {
+pub fn touch(
+    row: &WorkClaim,
+    channel: &Channel,
+    req: &TouchRequest,
+    now: Millis,
+) -> Result<WorkClaimOutcome, ClaimError> {
     let (deputy, ttl) = (req.deputy_change()?, req.ttl_change()?);
     let row = owned(row, &req.seat, req.expect_version)?;
     let mut claim = row.clone();
@@ -193,14 +198,14 @@ pub fn touch(row: &ClaimRow, channel: &Channel, req: &TouchRequest, now: Millis)
     claim.last_owner_touch = Some(now);
     claim.updated_at = now;
     require_next_step(&claim)?;
-    Ok(ClaimOutcome { claim, ttl_raised_from })
+    Ok(WorkClaimOutcome { claim, ttl_raised_from })
 }
 
 /// `claim release`: the owner opens the task again (or marks it done).
-pub fn release(row: &ClaimRow, req: &ReleaseRequest, now: Millis) -> Result<ClaimRow, ClaimError> {
+pub fn release(row: &WorkClaim, req: &ReleaseRequest, now: Millis) -> Result<WorkClaim, ClaimError> {
     let row = owned(row, &req.seat, req.expect_version)?;
     let mut claim = row.clone();
-    claim.status = if req.done { ClaimStatus::Done } else { ClaimStatus::Released };
+    claim.status = if req.done { WorkClaimStatus::Done } else { WorkClaimStatus::Released };
     claim.owner = None;
     claim.deputy = None;
     claim.ttl_minutes = None;
@@ -220,7 +225,7 @@ pub fn release(row: &ClaimRow, req: &ReleaseRequest, now: Millis) -> Result<Clai
 /// open. Either way the version is bumped and the next step kept. Returns the new row and
 /// when the TTL ran out; None when the row is not due at `as_of` (no TTL, not claimed, or
 /// held by a focus lease).
-pub fn expire(row: &ClaimRow, focus: Option<&FocusLease>, as_of: Millis) -> Option<(ClaimRow, Millis)> {
+pub fn expire(row: &WorkClaim, focus: Option<&FocusLease>, as_of: Millis) -> Option<(WorkClaim, Millis)> {
     let due = row.due_with_focus(focus, as_of)?;
     if due > as_of {
         return None;
@@ -233,7 +238,7 @@ pub fn expire(row: &ClaimRow, focus: Option<&FocusLease>, as_of: Millis) -> Opti
             claim.owner_since = Some(as_of);
         }
         None => {
-            claim.status = ClaimStatus::Released;
+            claim.status = WorkClaimStatus::Released;
             claim.owner = None;
             claim.owner_since = None;
             claim.claimed_at = None;
@@ -252,8 +257,8 @@ pub fn expire(row: &ClaimRow, focus: Option<&FocusLease>, as_of: Millis) -> Opti
 /// The doorbells a release rings (seed 002): the old owner, the deputy and the channel's
 /// steward, each once, except the seat that released it itself.
 pub fn doorbells(
-    before: &ClaimRow,
-    after: &ClaimRow,
+    before: &WorkClaim,
+    after: &WorkClaim,
     steward: Option<&str>,
     reason: &str,
     actor_seat: Option<&str>,
@@ -304,11 +309,11 @@ pub fn focus_lease(project: &str, seat: &str, minutes: u32, now: Millis) -> Resu
 }
 
 /// The steward report: live claims with no TTL taken more than the SLA ago, oldest first.
-pub fn steward_overdue(channel: &Channel, rows: &[ClaimRow], as_of: Millis) -> Vec<StewardItem> {
+pub fn steward_overdue(channel: &Channel, rows: &[WorkClaim], as_of: Millis) -> Vec<StewardItem> {
     let sla = Millis::from(channel.sla_minutes) * MINUTE_MS;
     let mut out: Vec<StewardItem> = rows
         .iter()
-        .filter(|r| r.status == ClaimStatus::Claimed && r.ttl_minutes.is_none())
+        .filter(|r| r.status == WorkClaimStatus::Claimed && r.ttl_minutes.is_none())
         .filter_map(|r| {
             let age = as_of.saturating_sub(r.claimed_at?);
             (age > sla).then(|| StewardItem { claim: r.clone(), age_minutes: age / MINUTE_MS })
@@ -342,7 +347,7 @@ mod tests {
         TaskAddress::new("p", "c", "t")
     }
 
-    fn taken(deputy: Option<&str>, ttl: Option<u32>) -> ClaimRow {
+    fn taken(deputy: Option<&str>, ttl: Option<u32>) -> WorkClaim {
         take(None, &channel(), &at(), &take_req("a", deputy, ttl, Some("merge it")), 0).unwrap().claim
     }
 
@@ -397,7 +402,7 @@ mod tests {
         let req =
             ReleaseRequest { seat: "a".into(), expect_version: Some(1), done: false, next_step: None, reason: None };
         let open = release(&row, &req, 2).unwrap();
-        assert_eq!((open.status, open.owner.as_deref(), open.version), (ClaimStatus::Released, None, 2));
+        assert_eq!((open.status, open.owner.as_deref(), open.version), (WorkClaimStatus::Released, None, 2));
         let again = take(Some(&open), &channel(), &at(), &take_req("b", None, None, None), 3).unwrap().claim;
         assert_eq!(
             (again.owner.as_deref(), again.version, again.next_step.as_deref()),
@@ -441,14 +446,17 @@ mod tests {
         let to_deputy = expire(&row, None, 10 * M).unwrap().0;
         assert_eq!(to_deputy.owner.as_deref(), Some("b"));
         assert_eq!(to_deputy.handoff_from.as_deref(), Some("a"));
-        assert_eq!((to_deputy.deputy.clone(), to_deputy.version, to_deputy.status), (None, 2, ClaimStatus::Claimed));
+        assert_eq!(
+            (to_deputy.deputy.clone(), to_deputy.version, to_deputy.status),
+            (None, 2, WorkClaimStatus::Claimed)
+        );
         assert_eq!(to_deputy.next_step.as_deref(), Some("merge it"));
         // The sweep is not an owner touch: the deputy's clock starts when it became owner.
         assert_eq!(to_deputy.last_owner_touch, None);
         assert_eq!(to_deputy.due_at(), Some(20 * M));
         let (open, due) = expire(&to_deputy, None, 20 * M).unwrap();
         assert_eq!(due, 20 * M);
-        assert_eq!((open.status, open.owner.clone(), open.version), (ClaimStatus::Released, None, 3));
+        assert_eq!((open.status, open.owner.clone(), open.version), (WorkClaimStatus::Released, None, 3));
         assert_eq!(open.handoff_from.as_deref(), Some("b"));
         assert_eq!(open.due_at(), None);
     }
@@ -487,7 +495,7 @@ mod tests {
     #[test]
     fn the_steward_report_lists_old_claims_without_a_ttl() {
         let mut rows = vec![taken(None, None), taken(None, Some(10))];
-        rows.push(ClaimRow { task: "young".into(), claimed_at: Some(20 * M), ..taken(None, None) });
+        rows.push(WorkClaim { task: "young".into(), claimed_at: Some(20 * M), ..taken(None, None) });
         let overdue = steward_overdue(&channel(), &rows, 31 * M);
         assert_eq!(overdue.len(), 1);
         assert_eq!((overdue[0].claim.task.as_str(), overdue[0].age_minutes), ("t", 31));

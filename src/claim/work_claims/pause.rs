@@ -12,7 +12,7 @@ use super::shapes::{HELD_BY_PAUSE, HeldBack, MAX_AS_OF, Paused, ProjectPause};
 use crate::claim::clock::Millis;
 use crate::claim::error::ClaimError;
 use crate::claim::names::validate_reason;
-use crate::claim::work_claims::ClaimRow;
+use crate::claim::work_claims::WorkClaim;
 
 /// Refuses an `until` that is not after `now` (a pause that ended before it began would
 /// hold nothing back and say the opposite) or beyond 9999.
@@ -74,7 +74,7 @@ pub fn resume(existing: Option<&ProjectPause>, actor: &str, now: Millis) -> Opti
 }
 
 /// The held-back entry for a due claim a paused sweep would have moved to `after`.
-pub fn held_back(row: &ClaimRow, after: &ClaimRow, due_at: Millis) -> HeldBack {
+pub fn held_back(row: &WorkClaim, after: &WorkClaim, due_at: Millis) -> HeldBack {
     HeldBack {
         channel: row.channel.clone(),
         task: row.task.clone(),

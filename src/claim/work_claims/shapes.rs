@@ -49,7 +49,8 @@ pub struct Channel {
 /// A claim's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum ClaimStatus {
+#[schema(as = ClaimStatus)]
+pub enum WorkClaimStatus {
     /// Live: one owner advances the task.
     Claimed,
     /// Open: anyone may take it.
@@ -58,20 +59,21 @@ pub enum ClaimStatus {
     Done,
 }
 
-impl ClaimStatus {
+impl WorkClaimStatus {
     /// The lowercase name (`claimed`, `released`, `done`).
     pub fn as_str(self) -> &'static str {
         match self {
-            ClaimStatus::Claimed => "claimed",
-            ClaimStatus::Released => "released",
-            ClaimStatus::Done => "done",
+            WorkClaimStatus::Claimed => "claimed",
+            WorkClaimStatus::Released => "released",
+            WorkClaimStatus::Done => "done",
         }
     }
 }
 
 /// One task's claim row.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct ClaimRow {
+#[schema(as = ClaimRow)]
+pub struct WorkClaim {
     /// The project.
     pub project: String,
     /// The channel.
@@ -82,8 +84,8 @@ pub struct ClaimRow {
     #[schema(required = true)]
     pub owner: Option<String>,
     /// Claimed, released or done.
-    #[schema(schema_with = <ClaimStatus as utoipa::PartialSchema>::schema)]
-    pub status: ClaimStatus,
+    #[schema(schema_with = <WorkClaimStatus as utoipa::PartialSchema>::schema)]
+    pub status: WorkClaimStatus,
     /// Bumped by every write; the compare-and-set token.
     pub version: u64,
     /// The named successor (declarative until the TTL fires).
@@ -112,7 +114,7 @@ pub struct ClaimRow {
     pub updated_at: Millis,
 }
 
-impl ClaimRow {
+impl WorkClaim {
     /// `channel/task`, the audit target.
     pub fn target(&self) -> String {
         format!("{}/{}", self.channel, self.task)
@@ -129,7 +131,7 @@ impl ClaimRow {
     /// When the TTL releases it, ignoring focus leases; None without a TTL or when not
     /// claimed. Stores index this.
     pub fn due_at(&self) -> Option<Millis> {
-        if self.status != ClaimStatus::Claimed || self.owner.is_none() {
+        if self.status != WorkClaimStatus::Claimed || self.owner.is_none() {
             return None;
         }
         let ttl = self.ttl_minutes?;
@@ -152,7 +154,8 @@ impl ClaimRow {
 
 /// One step of a claim's history: the row as a write left it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct ClaimStep {
+#[schema(as = ClaimStep)]
+pub struct WorkClaimStep {
     /// When.
     #[schema(value_type = i64)]
     pub at: Millis,
@@ -161,7 +164,7 @@ pub struct ClaimStep {
     /// `take`, `touch`, `release`, `done`, `ttl_handoff` or `ttl_release`.
     pub action: String,
     /// The row after the step.
-    pub claim: ClaimRow,
+    pub claim: WorkClaim,
 }
 
 /// A seat's focus lease: while it lasts, the seat's claims are not released by TTL.
@@ -214,7 +217,7 @@ impl TaskAddress {
     }
 
     /// Where `row` is.
-    pub fn of(row: &ClaimRow) -> TaskAddress {
+    pub fn of(row: &WorkClaim) -> TaskAddress {
         TaskAddress::new(&row.project, &row.channel, &row.task)
     }
 }
@@ -222,9 +225,10 @@ impl TaskAddress {
 /// A claim write's result: the row, and the TTL the seat asked for when the channel's
 /// floor raised it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct ClaimOutcome {
+#[schema(as = ClaimOutcome)]
+pub struct WorkClaimOutcome {
     /// The row as written.
-    pub claim: ClaimRow,
+    pub claim: WorkClaim,
     /// The TTL asked for, when it was below the channel's floor and was raised.
     #[schema(value_type = Option<u64>, required = true)]
     pub ttl_raised_from: Option<u32>,
@@ -279,7 +283,7 @@ pub struct SweepReport {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct StewardItem {
     /// The claim.
-    pub claim: ClaimRow,
+    pub claim: WorkClaim,
     /// Its age in whole minutes.
     pub age_minutes: i64,
 }

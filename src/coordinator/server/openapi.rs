@@ -2,7 +2,7 @@
 //! ([`for_each_verb`](crate::for_each_verb)) and the types of each verb's path, input and
 //! answer (utoipa's `ToSchema` and `IntoParams`), so it cannot drift from the routes.
 //!
-//! The engine's own answer types (`MasterOutcome`, `ClaimRow`, ...) derive their schemas
+//! The engine's own answer types (`MasterOutcome`, `WorkClaim`, ...) derive their schemas
 //! where `crate::claim` defines them, under three conventions the document has always kept:
 //! every field is always serialized, so an `Option` field is `required` and nullable
 //! (`#[schema(required = true)]`); a `Millis` is an `int64` (`value_type = i64`: the derive

@@ -2,7 +2,7 @@
 
 use crate::claim::verb_names;
 use crate::claim::work_claims::{
-    Channel, ClaimOutcome, ClaimRow, ClaimStep, FocusLease, FocusOutcome, StewardReport, SweepReport,
+    Channel, FocusLease, FocusOutcome, StewardReport, SweepReport, WorkClaim, WorkClaimOutcome, WorkClaimStep,
 };
 use crate::coordinator::verb::{Rate, answers, json_input, query_input, verb};
 use crate::coordinator::wire::*;
@@ -10,8 +10,8 @@ use crate::coordinator::wire::*;
 json_input!(ChannelRequest, FocusRequest);
 json_input!(seat TakeRequest, TouchRequest, ReleaseRequest);
 query_input!(AsOfQuery);
-answers!(Channel, ClaimRow, ClaimOutcome, SweepReport, FocusLease, FocusOutcome, StewardReport);
-answers!(list ClaimRow, ClaimStep);
+answers!(Channel, WorkClaim, WorkClaimOutcome, SweepReport, FocusLease, FocusOutcome, StewardReport);
+answers!(list WorkClaim, WorkClaimStep);
 answers!(optional FocusLease);
 
 impl crate::coordinator::verb::Input for SweepRequest {
@@ -56,33 +56,33 @@ verb! {
 verb! {
     /// Every claim in a channel (`claim list`).
     ListClaims = verb_names::CLAIM_LIST, as "listClaims": Get "/v1/projects/{project}/channels/{channel}/claims", auth None, write false;
-    (ChannelPath, NoBody) -> Vec<ClaimRow>;
+    (ChannelPath, NoBody) -> Vec<WorkClaim>;
     errors [NotFound];
-    apply |c, path, _, _| { c.list_claims(&path.project, &path.channel) }
+    apply |c, path, _, _| { c.list_work_claims(&path.project, &path.channel) }
 }
 
 verb! {
     /// Show one claim (`claim show`).
     ShowClaim = verb_names::CLAIM_SHOW, as "showClaim": Get "/v1/projects/{project}/channels/{channel}/claims/{task}", auth None, write false;
-    (TaskPath, NoBody) -> ClaimRow;
+    (TaskPath, NoBody) -> WorkClaim;
     errors [NotFound];
-    apply |c, path, _, _| { c.show_claim(&path.project, &path.channel, &path.task) }
+    apply |c, path, _, _| { c.show_work_claim(&path.project, &path.channel, &path.task) }
 }
 
 verb! {
     /// Every step of one claim, oldest first (`claim history`).
     ClaimHistory = verb_names::CLAIM_HISTORY, as "claimHistory": Get "/v1/projects/{project}/channels/{channel}/claims/{task}/history", auth None, write false;
-    (TaskPath, NoBody) -> Vec<ClaimStep>;
+    (TaskPath, NoBody) -> Vec<WorkClaimStep>;
     errors [NotFound];
-    apply |c, path, _, _| { c.claim_history(&path.project, &path.channel, &path.task) }
+    apply |c, path, _, _| { c.work_claim_history(&path.project, &path.channel, &path.task) }
 }
 
 verb! {
     /// Take a task: open a claim, or take a released one (`claim take`).
     TakeClaim = verb_names::CLAIM_TAKE, as "takeClaim": Post "/v1/projects/{project}/channels/{channel}/claims/{task}/take", auth Seat, write true;
-    (TaskPath, TakeRequest) -> ClaimOutcome;
+    (TaskPath, TakeRequest) -> WorkClaimOutcome;
     errors [ClaimTaken, VersionConflict, NextStepRequired, NotClaimOwner, NotFound];
-    apply |c, path, r, caller| { c.take(&path.into(), &r, caller.bearer.as_ref()) }
+    apply |c, path, r, caller| { c.take_work_claim(&path.into(), &r, caller.bearer.as_ref()) }
     const RATE: Rate = Rate::SeatInBody;
     fn names(r: &TakeRequest) -> Vec<(&'static str, &str)> {
         vec![("seat", &r.seat), ("deputy", r.deputy.as_deref().unwrap_or("-"))]
@@ -92,9 +92,9 @@ verb! {
 verb! {
     /// The owner's write: resets the TTL clock; may change deputy, TTL and next step (`claim touch`).
     TouchClaim = verb_names::CLAIM_TOUCH, as "touchClaim": Post "/v1/projects/{project}/channels/{channel}/claims/{task}/touch", auth Seat, write true;
-    (TaskPath, TouchRequest) -> ClaimOutcome;
+    (TaskPath, TouchRequest) -> WorkClaimOutcome;
     errors [ClaimTaken, VersionConflict, NextStepRequired, NotClaimOwner, NotFound];
-    apply |c, path, r, caller| { c.touch(&path.into(), &r, caller.bearer.as_ref()) }
+    apply |c, path, r, caller| { c.touch_work_claim(&path.into(), &r, caller.bearer.as_ref()) }
     const RATE: Rate = Rate::SeatInBody;
     fn names(r: &TouchRequest) -> Vec<(&'static str, &str)> {
         vec![("seat", &r.seat), ("deputy", r.deputy.as_deref().unwrap_or("-"))]
@@ -104,9 +104,9 @@ verb! {
 verb! {
     /// The owner opens the task again, or closes it with `done` (`claim release`).
     ReleaseClaim = verb_names::CLAIM_RELEASE, as "releaseClaim": Post "/v1/projects/{project}/channels/{channel}/claims/{task}/release", auth Seat, write true;
-    (TaskPath, ReleaseRequest) -> ClaimRow;
+    (TaskPath, ReleaseRequest) -> WorkClaim;
     errors [ClaimTaken, VersionConflict, NextStepRequired, NotClaimOwner, NotFound];
-    apply |c, path, r, caller| { c.release_claim(&path.into(), &r, caller.bearer.as_ref()) }
+    apply |c, path, r, caller| { c.release_work_claim(&path.into(), &r, caller.bearer.as_ref()) }
     const RATE: Rate = Rate::SeatInBody;
     fn names(r: &ReleaseRequest) -> Vec<(&'static str, &str)> {
         vec![("seat", &r.seat)]

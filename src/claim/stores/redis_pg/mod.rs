@@ -20,13 +20,13 @@
 //!   on Postgres (every replica's `degraded`)
 //! * `{ns}:ready` — set once Redis holds (or has been restored to) the namespace's state
 //! * `{ns}:p:<project>:channels` — hash: channel → [`Channel`](crate::claim::work_claims::Channel) JSON
-//! * `{ns}:p:<project>:claims:<channel>` — hash: task → [`ClaimRow`](crate::claim::work_claims::ClaimRow)
+//! * `{ns}:p:<project>:claims:<channel>` — hash: task → [`WorkClaim`](crate::claim::work_claims::WorkClaim)
 //!   JSON (the row carries its own compare-and-set `version`)
 //! * `{ns}:p:<project>:hist:<channel>:<task>` — list of
-//!   [`ClaimStep`](crate::claim::work_claims::ClaimStep) JSON, oldest first: the newest
+//!   [`WorkClaimStep`](crate::claim::work_claims::WorkClaimStep) JSON, oldest first: the newest
 //!   [`HISTORY_KEEP`] steps (Postgres keeps them all)
 //! * `{ns}:p:<project>:due` — sorted set: `<channel>:<task>` (both escaped) scored by
-//!   [`ClaimRow::due_at`](crate::claim::work_claims::ClaimRow::due_at); rows that are not due leave it
+//!   [`WorkClaim::due_at`](crate::claim::work_claims::WorkClaim::due_at); rows that are not due leave it
 //! * `{ns}:due_projects` — set of the projects whose `due` set is not empty (the sweeper's list)
 //! * `{ns}:p:<project>:focus` — hash: seat → [`FocusLease`](crate::claim::work_claims::FocusLease)
 //!   JSON; `{ns}:p:<project>:focus_version` — hash: seat → how many times it was written (the

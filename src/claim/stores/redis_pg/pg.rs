@@ -12,7 +12,7 @@ use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Controller, EnrolledIdentity, MasterRef, Millis};
 use crate::claim::requests::{self, RequestRecord};
 use crate::claim::stores::codec::{from_json, to_i64};
-use crate::claim::work_claims::{Channel, ClaimRow, ClaimStep, FocusLease, ProjectPause};
+use crate::claim::work_claims::{Channel, FocusLease, ProjectPause, WorkClaim, WorkClaimStep};
 
 /// Postgres schema migrations, in order; `@.` stands for the quoted schema. Migration `i`
 /// is recorded as version `i + 1` in `schema_migrations`. Append only.
@@ -674,7 +674,7 @@ pub(super) fn apply_batch(conn: &mut PgConn, jobs: &[Result<Job, String>]) -> Re
 #[derive(Debug, Clone)]
 pub(super) enum Payload {
     /// A claim write: the row, its history step, and the event cursor after its doorbells.
-    Claim { row: Box<ClaimRow>, row_json: String, step: Box<ClaimStep>, step_json: String, cursor: u64 },
+    Claim { row: Box<WorkClaim>, row_json: String, step: Box<WorkClaimStep>, step_json: String, cursor: u64 },
     /// A new channel.
     Channel { channel: Channel, json: String },
     /// A seat's focus lease, with the seat's write counter.

@@ -6,7 +6,7 @@
 //! seats taking one task elect exactly one owner, and a conflict writes nothing (no history
 //! step, no doorbell, no index change, no queued row). A batch (a sweep) is one EVALSHA per
 //! write, [`PIPELINE_CHUNK`] of them per round trip: Redis runs each script atomically, not
-//! the batch, which is all [`WorkStore::write_claims`] promises.
+//! the batch, which is all [`WorkStore::write_work_claims`] promises.
 //!
 //! Postgres follows through the parent's queue: a queued claim write upserts the row only
 //! if its version is newer than the stored one and inserts its history step once per op id,
@@ -26,9 +26,9 @@ use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Millis};
 use crate::claim::requests;
 use crate::claim::stores::codec::json_err;
-use crate::claim::stores::{ClaimWrite, Commit, FocusWrite, WorkStore, seat_unproven};
+use crate::claim::stores::{Commit, FocusWrite, WorkClaimWrite, WorkStore, seat_unproven};
 use crate::claim::stores::{from_json as parse, to_i64, to_json};
-use crate::claim::work_claims::{Channel, ClaimRow, ClaimStep, FocusLease};
+use crate::claim::work_claims::{Channel, FocusLease, WorkClaim, WorkClaimStep};
 
 /// Scripts (or plain commands) per pipeline round trip: a sweep of 100,000 claims is 100
 /// round trips, and no single reply grows without bound.
@@ -36,7 +36,7 @@ pub(super) const PIPELINE_CHUNK: usize = 1000;
 
 /// How many of a task's newest history steps Redis keeps (issue 28 point 4: one seat grew
 /// Redis by 54 MB in 5 s through an untrimmed list). Postgres keeps every step (subject to
-/// retention) and [`WorkStore::claim_history`] reads the older ones from there. 32 steps of
+/// retention) and [`WorkStore::work_claim_history`] reads the older ones from there. 32 steps of
 /// ~400 bytes is ~13 KB per task at most, and covers a task's recent story when Postgres is
 /// out of reach.
 pub const HISTORY_KEEP: usize = 32;
@@ -327,7 +327,7 @@ pub(super) struct Restore {
     /// (project, channel, JSON) of every channel.
     channels: Vec<(String, String, String)>,
     /// Every claim row Redis lacked when read, with its history steps' JSON, oldest first.
-    claims: Vec<(ClaimRow, Vec<String>)>,
+    claims: Vec<(WorkClaim, Vec<String>)>,
     /// Every focus lease, with its JSON and its write counter.
     focus: Vec<(FocusLease, String, u64)>,
     /// (project, JSON) of every project's pause record (issue 30).
@@ -364,13 +364,13 @@ impl Inner {
             .collect::<Result<Vec<_>, ClaimError>>()?;
         let rows = query("SELECT body::text FROM @.claims ORDER BY project, channel, task", &[])?
             .iter()
-            .map(|r| parse::<ClaimRow>(&text(r, 0)?))
+            .map(|r| parse::<WorkClaim>(&text(r, 0)?))
             .collect::<Result<Vec<_>, ClaimError>>()?;
         let last_cursor: i64 = query("SELECT COALESCE(max(last_cursor), 0) FROM @.claim_history", &[])?
             .first()
             .map_or(Ok(0), |r| r.try_get(0).map_err(pg_err))?;
         let missing = self.missing_claims(rows)?;
-        let col = |f: fn(&ClaimRow) -> &str| missing.iter().map(f).collect::<Vec<&str>>();
+        let col = |f: fn(&WorkClaim) -> &str| missing.iter().map(f).collect::<Vec<&str>>();
         let (projects, chans, tasks) = (col(|r| &r.project), col(|r| &r.channel), col(|r| &r.task));
         let mut history: HashMap<(String, String, String), Vec<String>> = HashMap::new();
         if !missing.is_empty() {
@@ -395,7 +395,7 @@ impl Inner {
     }
 
     /// The rows Redis does not hold (one HKEYS per channel).
-    fn missing_claims(&self, rows: Vec<ClaimRow>) -> Result<Vec<ClaimRow>, ClaimError> {
+    fn missing_claims(&self, rows: Vec<WorkClaim>) -> Result<Vec<WorkClaim>, ClaimError> {
         let mut channels: Vec<(&str, &str)> = rows.iter().map(|r| (r.project.as_str(), r.channel.as_str())).collect();
         channels.dedup();
         let mut present: HashSet<(&str, &str, String)> = HashSet::new();
@@ -560,7 +560,7 @@ impl Inner {
     }
 
     /// One claim write as an EVALSHA of [`CLAIM_LUA`].
-    fn claim_call(&self, w: &ClaimWrite) -> Result<Cmd, ClaimError> {
+    fn claim_call(&self, w: &WorkClaimWrite) -> Result<Cmd, ClaimError> {
         let (k, r) = (&self.keys, &w.row);
         let op = uuid::Uuid::new_v4().to_string();
         let mut keys = vec![
@@ -607,7 +607,7 @@ impl Inner {
     /// whether any write found the ready marker gone (nothing of that write was written).
     /// A script error ends the batch with that error; the writes before it, and those after
     /// it in the same round trip, were applied.
-    fn claim_round(&self, writes: &[ClaimWrite]) -> Result<(Vec<Commit>, bool), ClaimError> {
+    fn claim_round(&self, writes: &[WorkClaimWrite]) -> Result<(Vec<Commit>, bool), ClaimError> {
         let (mut out, mut lost) = (Vec::with_capacity(writes.len()), false);
         for chunk in writes.chunks(PIPELINE_CHUNK) {
             let calls = chunk.iter().map(|w| self.claim_call(w)).collect::<Result<Vec<_>, _>>()?;
@@ -679,7 +679,7 @@ impl WorkStore for RedisPgStore {
         from_json("channel", &only("channel", replies)?)
     }
 
-    fn claim(&self, project: &str, channel: &str, task: &str) -> Result<Option<ClaimRow>, ClaimError> {
+    fn work_claim(&self, project: &str, channel: &str, task: &str) -> Result<Option<WorkClaim>, ClaimError> {
         let key = self.inner.keys.claims(project, channel);
         let replies = self.inner.read_ready(|p| {
             p.cmd("HGET").arg(&key).arg(task);
@@ -687,12 +687,12 @@ impl WorkStore for RedisPgStore {
         from_json("claim", &only("claim", replies)?)
     }
 
-    fn claims(&self, project: &str, channel: &str) -> Result<Vec<ClaimRow>, ClaimError> {
+    fn work_claims(&self, project: &str, channel: &str) -> Result<Vec<WorkClaim>, ClaimError> {
         let key = self.inner.keys.claims(project, channel);
         let replies = self.inner.read_ready(|p| {
             p.cmd("HVALS").arg(&key);
         })?;
-        let mut rows: Vec<ClaimRow> = json_list("claims", &only("claims", replies)?)?;
+        let mut rows: Vec<WorkClaim> = json_list("claims", &only("claims", replies)?)?;
         rows.sort_by(|a, b| a.task.cmp(&b.task));
         Ok(rows)
     }
@@ -702,13 +702,13 @@ impl WorkStore for RedisPgStore {
     /// from Postgres (after waiting, as an audit read does, for the queue entries that exist
     /// now). If Postgres cannot be read or has not caught up, the read fails with
     /// `coordinator_unavailable` rather than answer a history with its beginning missing.
-    fn claim_history(&self, project: &str, channel: &str, task: &str) -> Result<Vec<ClaimStep>, ClaimError> {
+    fn work_claim_history(&self, project: &str, channel: &str, task: &str) -> Result<Vec<WorkClaimStep>, ClaimError> {
         let inner = &self.inner;
         let key = inner.keys.history(project, channel, task);
         let replies = inner.read_ready(|p| {
             p.cmd("LRANGE").arg(&key).arg(0).arg(-1);
         })?;
-        let newest: Vec<ClaimStep> = json_list("claim history", &only("claim history", replies)?)?;
+        let newest: Vec<WorkClaimStep> = json_list("claim history", &only("claim history", replies)?)?;
         let Some(first) = newest.first().filter(|_| newest.len() >= HISTORY_KEEP) else { return Ok(newest) };
         if !inner.drain_written_so_far(AUDIT_READ_WAIT)? {
             return Err(ClaimError::Unavailable(format!(
@@ -729,13 +729,13 @@ impl WorkStore for RedisPgStore {
                 )
                 .map_err(pg_err)?
                 .iter()
-                .map(|r| parse::<ClaimStep>(&r.try_get::<_, String>(0).map_err(pg_err)?))
+                .map(|r| parse::<WorkClaimStep>(&r.try_get::<_, String>(0).map_err(pg_err)?))
                 .collect::<Result<Vec<_>, ClaimError>>()
         })?;
         Ok(older.into_iter().chain(newest).collect())
     }
 
-    fn write_claims(&self, writes: &[ClaimWrite]) -> Result<Vec<Commit>, ClaimError> {
+    fn write_work_claims(&self, writes: &[WorkClaimWrite]) -> Result<Vec<Commit>, ClaimError> {
         if writes.is_empty() {
             return Ok(Vec::new());
         }
@@ -755,7 +755,7 @@ impl WorkStore for RedisPgStore {
         result
     }
 
-    fn due_claims(&self, project: &str, as_of: Millis, limit: usize) -> Result<Vec<ClaimRow>, ClaimError> {
+    fn due_claims(&self, project: &str, as_of: Millis, limit: usize) -> Result<Vec<WorkClaim>, ClaimError> {
         if limit == 0 {
             return Ok(Vec::new());
         }
@@ -777,7 +777,7 @@ impl WorkStore for RedisPgStore {
             for v in &replies {
                 // Two reads, not one snapshot: a row written in between may have vanished or
                 // stopped being due (an owner touch, a release). Only rows due now count.
-                if let Some(row) = from_json::<ClaimRow>("due claim", v)?
+                if let Some(row) = from_json::<WorkClaim>("due claim", v)?
                     && row.due_at().is_some_and(|d| d <= as_of)
                 {
                     rows.push(row);
@@ -890,12 +890,12 @@ mod tests {
 
     #[test]
     fn queue_payloads_decode() {
-        let row = ClaimRow {
+        let row = WorkClaim {
             project: "p".into(),
             channel: "c".into(),
             task: "t".into(),
             owner: Some("a".into()),
-            status: crate::claim::work_claims::ClaimStatus::Claimed,
+            status: crate::claim::work_claims::WorkClaimStatus::Claimed,
             version: 3,
             deputy: None,
             ttl_minutes: Some(5),
@@ -906,7 +906,7 @@ mod tests {
             claimed_at: Some(1),
             updated_at: 1,
         };
-        let step = ClaimStep { at: 1, actor: "seat:a".into(), action: "take".into(), claim: row.clone() };
+        let step = WorkClaimStep { at: 1, actor: "seat:a".into(), action: "take".into(), claim: row.clone() };
         let f: HashMap<String, String> =
             [("claim", to_json(&row).unwrap()), ("step", to_json(&step).unwrap()), ("cursor", "7".into())]
                 .into_iter()
@@ -927,12 +927,12 @@ mod tests {
     fn the_claim_script_reads_the_version_serde_writes() {
         // CLAIM_LUA reads `"version":<digits>` from the row's JSON text: serde must write it
         // so, and a name holding that text must not come first.
-        let row = ClaimRow {
+        let row = WorkClaim {
             project: "\"version\":9".into(),
             channel: "c".into(),
             task: "t\"version\":8".into(),
             owner: None,
-            status: crate::claim::work_claims::ClaimStatus::Released,
+            status: crate::claim::work_claims::WorkClaimStatus::Released,
             version: 12,
             deputy: None,
             ttl_minutes: None,

@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::claim::model::{Change, Controller, MasterRef};
-use crate::claim::stores::{ClaimWrite, WorkStore};
-use crate::claim::work_claims::{Channel, ClaimRow, ClaimStep, FocusLease};
+use crate::claim::stores::{WorkClaimWrite, WorkStore};
+use crate::claim::work_claims::{Channel, FocusLease, WorkClaim, WorkClaimStep};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn audit(project: &str) -> AuditEntry {
@@ -129,19 +129,19 @@ impl WorkStore for CasOnly {
     fn channel(&self, p: &str, c: &str) -> Result<Option<Channel>, ClaimError> {
         self.inner.channel(p, c)
     }
-    fn claim(&self, p: &str, c: &str, t: &str) -> Result<Option<ClaimRow>, ClaimError> {
-        self.inner.claim(p, c, t)
+    fn work_claim(&self, p: &str, c: &str, t: &str) -> Result<Option<WorkClaim>, ClaimError> {
+        self.inner.work_claim(p, c, t)
     }
-    fn claims(&self, p: &str, c: &str) -> Result<Vec<ClaimRow>, ClaimError> {
-        self.inner.claims(p, c)
+    fn work_claims(&self, p: &str, c: &str) -> Result<Vec<WorkClaim>, ClaimError> {
+        self.inner.work_claims(p, c)
     }
-    fn claim_history(&self, p: &str, c: &str, t: &str) -> Result<Vec<ClaimStep>, ClaimError> {
-        self.inner.claim_history(p, c, t)
+    fn work_claim_history(&self, p: &str, c: &str, t: &str) -> Result<Vec<WorkClaimStep>, ClaimError> {
+        self.inner.work_claim_history(p, c, t)
     }
-    fn write_claims(&self, w: &[ClaimWrite]) -> Result<Vec<Commit>, ClaimError> {
-        self.inner.write_claims(w)
+    fn write_work_claims(&self, w: &[WorkClaimWrite]) -> Result<Vec<Commit>, ClaimError> {
+        self.inner.write_work_claims(w)
     }
-    fn due_claims(&self, p: &str, at: Millis, l: usize) -> Result<Vec<ClaimRow>, ClaimError> {
+    fn due_claims(&self, p: &str, at: Millis, l: usize) -> Result<Vec<WorkClaim>, ClaimError> {
         self.inner.due_claims(p, at, l)
     }
     fn projects_with_due(&self, at: Millis) -> Result<Vec<String>, ClaimError> {

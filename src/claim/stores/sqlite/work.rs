@@ -12,9 +12,9 @@ use super::{SqliteStore, db_err, insert_audit, insert_event};
 use crate::claim::error::ClaimError;
 use crate::claim::model::{AuditEntry, Millis};
 use crate::claim::secret::token_hash_matches;
-use crate::claim::stores::{ClaimWrite, Commit, FocusWrite, SeatProof, WorkStore, seat_unproven};
+use crate::claim::stores::{Commit, FocusWrite, SeatProof, WorkClaimWrite, WorkStore, seat_unproven};
 use crate::claim::stores::{from_json as parse, to_i64, to_json as body};
-use crate::claim::work_claims::{Channel, ClaimRow, ClaimStep, FocusLease};
+use crate::claim::work_claims::{Channel, FocusLease, WorkClaim, WorkClaimStep};
 
 fn parse_all<T: DeserializeOwned>(rows: rusqlite::Result<Vec<String>>) -> Result<Vec<T>, ClaimError> {
     rows.map_err(db_err)?.iter().map(|t| parse(t)).collect()
@@ -23,7 +23,7 @@ fn parse_all<T: DeserializeOwned>(rows: rusqlite::Result<Vec<String>>) -> Result
 /// One compare-and-set claim write inside the caller's transaction. The version check is
 /// part of the `UPDATE`'s `WHERE` (or the `INSERT`'s primary key), so nothing else in the
 /// write happens unless the row is still the one the decision read.
-fn apply_claim_write(tx: &rusqlite::Connection, w: &ClaimWrite, inbox_keep: u64) -> Result<Commit, ClaimError> {
+fn apply_claim_write(tx: &rusqlite::Connection, w: &WorkClaimWrite, inbox_keep: u64) -> Result<Commit, ClaimError> {
     let r = &w.row;
     let due = r.due_at();
     let text = body(r)?;
@@ -85,7 +85,7 @@ impl WorkStore for SqliteStore {
         text.map(|t| parse(&t)).transpose()
     }
 
-    fn claim(&self, project: &str, channel: &str, task: &str) -> Result<Option<ClaimRow>, ClaimError> {
+    fn work_claim(&self, project: &str, channel: &str, task: &str) -> Result<Option<WorkClaim>, ClaimError> {
         let text: Option<String> = self
             .lock()
             .prepare_cached("SELECT body FROM claims WHERE project = ?1 AND channel = ?2 AND task = ?3")
@@ -94,7 +94,7 @@ impl WorkStore for SqliteStore {
         text.map(|t| parse(&t)).transpose()
     }
 
-    fn claims(&self, project: &str, channel: &str) -> Result<Vec<ClaimRow>, ClaimError> {
+    fn work_claims(&self, project: &str, channel: &str) -> Result<Vec<WorkClaim>, ClaimError> {
         let conn = self.lock();
         let mut stmt = conn
             .prepare_cached("SELECT body FROM claims WHERE project = ?1 AND channel = ?2 ORDER BY task")
@@ -102,7 +102,7 @@ impl WorkStore for SqliteStore {
         parse_all(stmt.query_map([project, channel], |r| r.get(0)).and_then(|rows| rows.collect()))
     }
 
-    fn claim_history(&self, project: &str, channel: &str, task: &str) -> Result<Vec<ClaimStep>, ClaimError> {
+    fn work_claim_history(&self, project: &str, channel: &str, task: &str) -> Result<Vec<WorkClaimStep>, ClaimError> {
         let conn = self.lock();
         let mut stmt = conn
             .prepare_cached(
@@ -112,7 +112,7 @@ impl WorkStore for SqliteStore {
         parse_all(stmt.query_map([project, channel, task], |r| r.get(0)).and_then(|rows| rows.collect()))
     }
 
-    fn write_claims(&self, writes: &[ClaimWrite]) -> Result<Vec<Commit>, ClaimError> {
+    fn write_work_claims(&self, writes: &[WorkClaimWrite]) -> Result<Vec<Commit>, ClaimError> {
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
         for w in writes {
@@ -125,7 +125,7 @@ impl WorkStore for SqliteStore {
         Ok(out)
     }
 
-    fn due_claims(&self, project: &str, as_of: Millis, limit: usize) -> Result<Vec<ClaimRow>, ClaimError> {
+    fn due_claims(&self, project: &str, as_of: Millis, limit: usize) -> Result<Vec<WorkClaim>, ClaimError> {
         let conn = self.lock();
         let mut stmt = conn
             .prepare_cached(
