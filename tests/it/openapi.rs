@@ -171,9 +171,9 @@ fn the_engine_types_serialize_as_their_schemas_say() {
             }),
         ),
         ("Channel", json!(channel)),
-        ("WorkClaim", json!(row)),
-        ("WorkClaimStep", json!(WorkClaimStep { at: 1, actor: "a".into(), action: "take".into(), claim: row.clone() })),
-        ("WorkClaimOutcome", json!(WorkClaimOutcome { claim: row.clone(), ttl_raised_from: Some(2) })),
+        ("ClaimRow", json!(row)),
+        ("ClaimStep", json!(WorkClaimStep { at: 1, actor: "a".into(), action: "take".into(), claim: row.clone() })),
+        ("ClaimOutcome", json!(WorkClaimOutcome { claim: row.clone(), ttl_raised_from: Some(2) })),
         (
             "SweepReport",
             json!(SweepReport {
