@@ -16,9 +16,9 @@ use crate::claim::secret;
 use crate::claim::secret::Secret;
 use crate::claim::stores::{Commit, FocusWrite, MAX_CAS_ATTEMPTS, SeatProof, WorkClaimWrite};
 use crate::claim::work_claims::{
-    self, Addressed, COORDINATOR_ACTOR, Channel, ChannelRequest, FocusLease, FocusOutcome, FocusRequest,
-    ReleaseRequest, StewardReport, SweepAction, SweepReport, SweepRequest, TakeRequest, TaskAddress, TouchRequest,
-    WorkClaim, WorkClaimOutcome, WorkClaimStatus, WorkClaimStep,
+    self, COORDINATOR_ACTOR, Channel, ChannelRequest, FocusLease, FocusOutcome, FocusRequest, ReleaseRequest,
+    StewardReport, SweepAction, SweepReport, SweepRequest, TakeRequest, TaskAddress, TouchRequest, WorkClaim,
+    WorkClaimOutcome, WorkClaimStatus, WorkClaimStep,
 };
 
 /// How many due claims one sweep reads at most; the rest wait for the next sweep.
@@ -63,11 +63,17 @@ struct OwnerNames<'a> {
     next_step: Option<&'a str>,
 }
 
-/// A request [`Coordinator::write_work_claim`] runs: its names, its `--reason`, and itself (with
-/// its address, [`Addressed`]) as the input a kept answer is fingerprinted from.
-trait OwnerWrite: Serialize {
+/// A request [`Coordinator::write_work_claim`] runs: its names, its `--reason`, and the input
+/// a kept answer is fingerprinted from.
+trait OwnerWrite {
     fn names(&self) -> OwnerNames<'_>;
     fn reason(&self) -> Option<&String>;
+    /// The request for the task `at` as its kept answer's fingerprint reads it: every field
+    /// the decision reads, absent ones as null, in the order the request carried them when
+    /// the address was part of it, so an answer kept before (or by an older replica during a
+    /// rolling deploy) still replays. `--reason` is not part of it: a retry with another
+    /// reason is the same request.
+    fn fingerprint(&self, at: &TaskAddress) -> serde_json::Value;
 }
 
 impl OwnerWrite for TakeRequest {
@@ -76,6 +82,10 @@ impl OwnerWrite for TakeRequest {
     }
     fn reason(&self) -> Option<&String> {
         self.reason.as_ref()
+    }
+    fn fingerprint(&self, at: &TaskAddress) -> serde_json::Value {
+        json!({"project": at.project, "channel": at.channel, "task": at.task, "seat": self.seat,
+               "deputy": self.deputy, "ttl_minutes": self.ttl_minutes, "next_step": self.next_step})
     }
 }
 
@@ -86,6 +96,12 @@ impl OwnerWrite for TouchRequest {
     fn reason(&self) -> Option<&String> {
         None
     }
+    /// "Keep" and "remove" read the same here (null), as they always did.
+    fn fingerprint(&self, at: &TaskAddress) -> serde_json::Value {
+        json!({"project": at.project, "channel": at.channel, "task": at.task, "seat": self.seat,
+               "expect_version": self.expect_version, "deputy": self.deputy, "ttl_minutes": self.ttl_minutes,
+               "next_step": self.next_step})
+    }
 }
 
 impl OwnerWrite for ReleaseRequest {
@@ -94,6 +110,10 @@ impl OwnerWrite for ReleaseRequest {
     }
     fn reason(&self) -> Option<&String> {
         self.reason.as_ref()
+    }
+    fn fingerprint(&self, at: &TaskAddress) -> serde_json::Value {
+        json!({"project": at.project, "channel": at.channel, "task": at.task, "seat": self.seat,
+               "expect_version": self.expect_version, "done": self.done, "next_step": self.next_step})
     }
 }
 
@@ -148,7 +168,7 @@ impl Coordinator {
         }
         // A kept answer opens only with the token it was sealed under: another session of
         // the same seat proves the seat but not this request (issue 28 point 2).
-        let fingerprint = Addressed { address, request: input };
+        let fingerprint = input.fingerprint(address);
         let pending = this.pending(&base, &fingerprint, &token.into_iter().collect::<Vec<_>>())?;
         let refuse = || unproven(project, seat, verb);
         if let Some(answer) = this.replay_after_proof(&base, pending.as_ref(), refuse)? {
@@ -232,6 +252,10 @@ impl Coordinator {
         req: &TouchRequest,
         token: Option<&Secret>,
     ) -> Result<WorkClaimOutcome, ClaimError> {
+        // A value and its clear flag together is refused before anything else, as an
+        // argument the request cannot mean.
+        req.deputy_change()?;
+        req.ttl_change()?;
         self.write_work_claim(at, req, token, verb_names::CLAIM_TOUCH, |existing, ch, now| {
             let row = existing.ok_or_else(|| not_found(&at.channel, &at.task))?;
             let out = work_claims::touch(row, ch, req, now)?;
@@ -529,4 +553,42 @@ fn unproven(project: &str, seat: &str, verb: &str) -> ClaimError {
 
 fn not_found(channel: &str, task: &str) -> ClaimError {
     ClaimError::NotFound(format!("no claim on task {task} in channel {channel}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kept answer's fingerprint is a digest of this JSON: the same bytes as before the
+    /// address moved out of the requests (issue 41), absent fields as null, no reason.
+    #[test]
+    fn owner_write_fingerprints_keep_their_bytes() {
+        let at = TaskAddress::new("p", "c", "t");
+        let take = TakeRequest { seat: "a".into(), reason: Some("why".into()), ..TakeRequest::default() };
+        assert_eq!(
+            take.fingerprint(&at).to_string(),
+            r#"{"project":"p","channel":"c","task":"t","seat":"a","deputy":null,"ttl_minutes":null,"next_step":null}"#
+        );
+        let full = TakeRequest {
+            seat: "a".into(),
+            deputy: Some("b".into()),
+            ttl_minutes: Some(10),
+            next_step: Some("x".into()),
+            reason: None,
+        };
+        assert_eq!(
+            full.fingerprint(&at).to_string(),
+            r#"{"project":"p","channel":"c","task":"t","seat":"a","deputy":"b","ttl_minutes":10,"next_step":"x"}"#
+        );
+        let clear = TouchRequest { seat: "a".into(), clear_deputy: true, ..TouchRequest::default() };
+        assert_eq!(
+            clear.fingerprint(&at).to_string(),
+            r#"{"project":"p","channel":"c","task":"t","seat":"a","expect_version":null,"deputy":null,"ttl_minutes":null,"next_step":null}"#
+        );
+        let release = ReleaseRequest { seat: "a".into(), expect_version: Some(3), ..ReleaseRequest::default() };
+        assert_eq!(
+            release.fingerprint(&at).to_string(),
+            r#"{"project":"p","channel":"c","task":"t","seat":"a","expect_version":3,"done":false,"next_step":null}"#
+        );
+    }
 }

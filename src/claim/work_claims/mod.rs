@@ -23,7 +23,7 @@ pub mod requests;
 pub(crate) mod shapes;
 
 pub use requests::{
-    Addressed, ChannelRequest, FocusRequest, PauseRequest, ReleaseRequest, SweepRequest, TakeRequest, TouchRequest,
+    ChannelRequest, FocusRequest, PauseRequest, ReleaseRequest, SweepRequest, TakeRequest, TouchRequest,
 };
 use shapes::MINUTE_MS;
 pub use shapes::{
@@ -351,15 +351,10 @@ mod tests {
         take(None, &channel(), &at(), &take_req("a", deputy, ttl, Some("merge it")), 0).unwrap().claim
     }
 
-    /// A kept answer's fingerprint is a digest of the request's JSON, and a sweep's actions
-    /// travel as JSON: the flattened address leaves both as they were, keys and order.
+    /// A sweep's actions travel as JSON: the flattened address leaves them as they were,
+    /// keys and order (a kept answer's fingerprint: `engine/work.rs`).
     #[test]
     fn the_address_reads_at_the_top_level_of_the_json() {
-        let req = take_req("a", Some("b"), Some(10), Some("x"));
-        let text = serde_json::to_string(&Addressed { address: &at(), request: &req }).unwrap();
-        let expected =
-            r#"{"project":"p","channel":"c","task":"t","seat":"a","deputy":"b","ttl_minutes":10,"next_step":"x"}"#;
-        assert_eq!(text, expected);
         let action = SweepAction {
             address: TaskAddress::new("p", "c", "t"),
             from: "a".into(),

@@ -4,27 +4,13 @@
 //! definition, so a new field is written here and where the decision uses it.
 //!
 //! The route's path names the project, channel, task or seat; the engine takes those
-//! beside the request ([`TaskAddress`] for an owner write).
+//! beside the request ([`TaskAddress`](super::TaskAddress) for an owner write).
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::shapes::TaskAddress;
 use crate::claim::clock::Millis;
 use crate::claim::error::ClaimError;
-
-/// An owner write's request with the task it is for, flat: the address's keys at the top
-/// level beside the request's own, as a kept answer's fingerprint reads it
-/// ([`crate::claim::requests`]).
-#[derive(Debug, Serialize)]
-pub struct Addressed<'a, R> {
-    /// The task.
-    #[serde(flatten)]
-    pub address: &'a TaskAddress,
-    /// The request.
-    #[serde(flatten)]
-    pub request: &'a R,
-}
 
 /// `channel create` (`POST /v1/projects/{project}/channels`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

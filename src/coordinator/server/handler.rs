@@ -17,6 +17,7 @@ use serde::Serialize;
 use super::app::{App, MAX_LONG_POLL, Shared, VERIFICATION_QUEUE_LIMIT};
 use super::guard::close_after;
 use crate::claim::engine::{Actor, RequestCtx};
+use crate::claim::error::StoreError;
 use crate::claim::requests::RequestId;
 use crate::claim::secret::{self, Secret};
 use crate::claim::{ClaimError, Coordinator};
@@ -147,8 +148,8 @@ impl App {
     }
 }
 
-/// The request `V` serves, as the engine sees it (see [`RequestCtx`]): its source, the
-/// request id the caller sent with a write (`Idempotency-Key`), and for an administrative
+/// The request `V` serves, as the engine sees it (see [`RequestCtx`]): a write's source and
+/// the request id the caller sent with it (`Idempotency-Key`), and for an administrative
 /// verb the admin token (already checked), which its kept answer is sealed under.
 fn request_ctx<V: Verb>(headers: &HeaderMap) -> Result<RequestCtx, ClaimError> {
     let id = match headers.get(REQUEST_ID_HEADER).filter(|_| V::WRITE) {
@@ -158,7 +159,10 @@ fn request_ctx<V: Verb>(headers: &HeaderMap) -> Result<RequestCtx, ClaimError> {
         })?)?),
     };
     let admin = if V::AUTH == Auth::Admin { bearer_opt(headers) } else { None };
-    Ok(RequestCtx { id, source: source_of(headers), admin, actor: Actor::Admin, ..RequestCtx::default() })
+    // A write's refusals are audited through the per-source limiter; a read audits none in
+    // the engine, and carries no source, as before.
+    let source = if V::WRITE { source_of(headers) } else { None };
+    Ok(RequestCtx { id, source, admin, actor: Actor::Admin, ..RequestCtx::default() })
 }
 
 /// Failpoint `serve.after_commit`: a write verb has committed and its reply is not sent
@@ -467,7 +471,7 @@ async fn long_poll<V: Verb>(app: Shared, r: Received<V>) -> Response {
         let answer = match tokio::task::spawn_blocking(move || V::apply(&c, p, i, &who)).await {
             Ok(Ok(a)) => a,
             Ok(Err(e)) => return error_response(&e),
-            Err(e) => return error_response(&ClaimError::store_because("verb task failed", e)),
+            Err(e) => return error_response(&StoreError::new(e.to_string()).with_source(e).into()),
         };
         if V::worth_answering(&input, &answer) || Instant::now() >= deadline {
             return (StatusCode::OK, axum::Json(answer)).into_response();
