@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::master::{Co, Ctl, PASSWORD, PROJECT, Racer, err_doc, keys, ok_doc, race, s, set, strings};
+use crate::support::Run;
 
 /// Register is an UPSERT on (project, identity, surface, machine): same key, same row and
 /// a rotated token; another surface or machine is another row.
@@ -331,14 +332,9 @@ fn missing_token_or_password_file_is_invalid_argument() {
     co.assert_master(Some(&alice), 1);
 }
 
-/// `session register --token-file F` where F cannot be written must not leave a registered
-/// row whose token nobody has (the source says "a bad path never leaves a row whose token is
-/// lost"); on a fresh project that row even becomes master, with no token to hand off.
-#[test]
-fn register_with_unwritable_token_file_leaves_no_row() {
-    let co = Co::new();
-    let bad = co.dir().join("no-such-dir/alice.tok");
-    let r = co.run(&[
+/// `session register` of alice on machine m1 with `--token-file F`, as JSON.
+fn register_alice_into(co: &Co, token_file: &Path) -> Run {
+    co.run(&[
         "session",
         "register",
         "--project",
@@ -348,9 +344,19 @@ fn register_with_unwritable_token_file_leaves_no_row() {
         "--machine",
         "m1",
         "--token-file",
-        s(&bad),
+        s(token_file),
         "--json",
-    ]);
+    ])
+}
+
+/// `session register --token-file F` where F cannot be written must not leave a registered
+/// row whose token nobody has (the source says "a bad path never leaves a row whose token is
+/// lost"); on a fresh project that row even becomes master, with no token to hand off.
+#[test]
+fn register_with_unwritable_token_file_leaves_no_row() {
+    let co = Co::new();
+    let bad = co.dir().join("no-such-dir/alice.tok");
+    let r = register_alice_into(&co, &bad);
     assert_ne!(r.code, 0, "{r:?}");
     let st = co.status();
     assert_eq!(st["controllers"], json!([]), "a row whose token was never delivered: {st:#}");
@@ -364,19 +370,7 @@ fn reregister_with_unwritable_token_file_keeps_the_old_token() {
     let co = Co::new();
     let bad = co.dir().join("no-such-dir/alice.tok");
     let alice = co.reg("alice");
-    let r = co.run(&[
-        "session",
-        "register",
-        "--project",
-        PROJECT,
-        "--identity",
-        "alice",
-        "--machine",
-        "m1",
-        "--token-file",
-        s(&bad),
-        "--json",
-    ]);
+    let r = register_alice_into(&co, &bad);
     assert_ne!(r.code, 0, "{r:?}");
     ok_doc(&co.heartbeat(&alice, &alice.token_file));
 }

@@ -90,12 +90,7 @@ impl App {
     /// The coordinator for a request from `headers`' source (see [`peer`]) that carries
     /// nothing else (a refusal before the verb, a long poll's reads).
     fn coord_from(&self, headers: &HeaderMap) -> Coordinator {
-        self.serving(RequestCtx { source: source_of(headers), actor: Actor::Admin, ..RequestCtx::default() })
-    }
-
-    /// The coordinator bound to `ctx`.
-    fn serving(&self, ctx: RequestCtx) -> Coordinator {
-        self.coord.for_request(ctx)
+        self.coord.for_request(RequestCtx { source: source_of(headers), actor: Actor::Admin, ..RequestCtx::default() })
     }
 
     /// Takes a token of the seat's write bucket (issue 28 point 4: one seat grew Redis by
@@ -115,7 +110,7 @@ impl App {
             retry_after_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1),
         };
         let source = source_of(headers).unwrap_or(IpAddr::from([0, 0, 0, 0]));
-        let coord = self.serving(RequestCtx { source: Some(source), ..RequestCtx::default() });
+        let coord = self.coord.for_request(RequestCtx { source: Some(source), ..RequestCtx::default() });
         coord.audit_refusal(project, verb, &format!("seat:{seat}"), None, &e);
         self.observe(verb, e.code().as_str(), Duration::ZERO);
         Err(e)
@@ -435,7 +430,7 @@ async fn pushed<V: Verb>(app: Shared, project: Option<String>, r: Received<V>) -
 /// ([`request_ctx`]), an admin token checked (a refusal audited), the engine called, and a
 /// write's reply passes the `serve.after_commit` failpoint.
 fn run_verb<V: Verb>(app: &App, headers: &HeaderMap, path: V::Path, input: V::Input) -> Result<V::Answer, ClaimError> {
-    let coord = app.serving(request_ctx::<V>(headers)?);
+    let coord = app.coord.for_request(request_ctx::<V>(headers)?);
     if V::AUTH == Auth::Admin {
         let (project, target) = V::admin_scope(&path, &input);
         app.admin_in(&project, headers, V::NAME, target)?;
